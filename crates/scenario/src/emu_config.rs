@@ -1,0 +1,28 @@
+//! The scenario's optional `[emu]` section: how the real-thread emulator
+//! runs it. The simulator ignores it. Deserialized as is; unknown keys are
+//! refused.
+
+use serde::{Deserialize, Serialize};
+
+/// Which backend executes requests in the emulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// Service times drawn from the device profile, timed by spinning.
+    #[default]
+    Synthetic,
+    /// Real O_DIRECT reads and writes through io_uring on `path`.
+    IoUring,
+}
+
+/// The `[emu]` section.
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmuConfig {
+    /// Request executor.
+    pub backend: Backend,
+    /// File or block device for the `io_uring` backend.
+    pub path: Option<String>,
+    /// The core the device thread is pinned to; default: the last core.
+    pub device_core: Option<u32>,
+}

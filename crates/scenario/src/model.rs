@@ -1,0 +1,168 @@
+//! The resolved, validated scenario: what the simulator and the emulator
+//! both run. Every value here has passed validation; engines may rely on
+//! the documented ranges.
+
+use cint_policy::{Hint, Nanos, PolicyConfig};
+
+use crate::emu_config::EmuConfig;
+use crate::profiles::{DeviceProfile, HostProfile};
+
+/// One experiment: a device, a host, jobs, and the strategies to compare
+/// on exactly the same jobs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// `name`.
+    pub name: String,
+    /// Where it was read from (for messages); `<built-in>` or `<string>`.
+    pub source: String,
+    /// Seed of the run's random generator (simulator).
+    pub seed: u64,
+    /// Measured time, after warm-up (> 0).
+    pub duration: Nanos,
+    /// Time run before measuring.
+    pub warmup: Nanos,
+    /// The device, built-in profile with overrides applied.
+    pub device: DeviceProfile,
+    /// The host, built-in profile with overrides applied (`cores` >= 1).
+    pub host: HostProfile,
+    /// At least one; names unique.
+    pub strategies: Vec<Strategy>,
+    /// At least one; names unique; every `cpu < host.cores`.
+    pub jobs: Vec<Job>,
+    /// Emulator settings.
+    pub emu: EmuConfig,
+}
+
+/// One strategy to compare.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Strategy {
+    /// `name`, unique in the scenario.
+    pub name: String,
+    /// How completions reach the application.
+    pub mode: CompletionMode,
+}
+
+impl Strategy {
+    /// The `kind` as the scenario file spells it.
+    pub fn kind(&self) -> &'static str {
+        match &self.mode {
+            CompletionMode::Interrupt(p) => p.kind(),
+            CompletionMode::Poll => "poll",
+            CompletionMode::HybridPoll(_) => "hybrid-poll",
+        }
+    }
+}
+
+/// How the host learns of completions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionMode {
+    /// The device interrupts when this policy says so.
+    Interrupt(PolicyConfig),
+    /// Classic polling: the submitting thread spins on its CQ.
+    Poll,
+    /// Hybrid polling: sleep, then spin.
+    HybridPoll(HybridSleep),
+}
+
+/// The sleep of hybrid polling (ALGORITHMS.md §8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HybridSleep {
+    /// Half the mean completion time of the request's class (Linux
+    /// block layer, 100 ms statistics window).
+    Adaptive,
+    /// Half the minimum observed run time (io_uring hybrid iopoll).
+    Min,
+    /// A fixed sleep.
+    Fixed(Nanos),
+}
+
+/// One `[[job]]`: `numjobs` identical threads pinned to `cpu`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    /// `name`, unique in the scenario.
+    pub name: String,
+    /// Application core (`< host.cores`).
+    pub cpu: u32,
+    /// Identical threads (>= 1).
+    pub numjobs: u32,
+    /// Stop this job's threads after this long (measured from start).
+    pub runtime: Option<Nanos>,
+    /// What the threads do.
+    pub work: Work,
+}
+
+/// What a job's threads do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Work {
+    /// I/O.
+    Io(IoJob),
+    /// `kind = "cpu"`: a busy loop, no I/O.
+    Cpu,
+}
+
+/// The I/O engine a job uses (fio's `ioengine`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// `pread`/`pwrite`, blocking, one request per call.
+    Psync,
+    /// `preadv2`/`pwritev2`, blocking, with per-call flags.
+    Pvsync2,
+    /// `io_submit` / `io_getevents`.
+    Libaio,
+    /// io_uring submission and completion rings.
+    IoUring,
+}
+
+impl Engine {
+    /// Synchronous engines block in the call until their one request completes.
+    pub fn is_sync(self) -> bool {
+        matches!(self, Engine::Psync | Engine::Pvsync2)
+    }
+}
+
+/// Access pattern (fio's `rw`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rw {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    RandRead,
+    /// Random writes.
+    RandWrite,
+    /// Random mix; `rwmixread` percent reads.
+    RandRw,
+}
+
+/// An I/O job's parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IoJob {
+    /// Engine.
+    pub engine: Engine,
+    /// Pattern.
+    pub rw: Rw,
+    /// Block size in bytes (a positive multiple of 512).
+    pub bs: u64,
+    /// Requests in flight per thread (1 for sync engines).
+    pub iodepth: u32,
+    /// Requests per submission call (1..=iodepth).
+    pub batch: u32,
+    /// Events to wait for per reap call (1..=iodepth).
+    pub batch_complete_min: u32,
+    /// Override of every request's hint; `None`: the kernel's default rule
+    /// for the engine (ALGORITHMS.md §5).
+    pub hint: Option<Hint>,
+    /// `RWF_NOWAIT` on pvsync2 calls (clears the default Urgent).
+    pub nowait: bool,
+    /// `O_DIRECT` (default true: the microbenchmarks bypass the page cache).
+    pub direct: bool,
+    /// Cap on the job's submission rate, per thread, in IO/s.
+    pub rate_iops: Option<u64>,
+    /// CPU time the application spends per completed IO.
+    pub think: Nanos,
+    /// Working set in bytes (default: the device's capacity).
+    pub size: u64,
+    /// Percent reads for `randrw` (0..=100).
+    pub rwmixread: u8,
+}

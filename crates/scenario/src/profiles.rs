@@ -1,0 +1,272 @@
+//! Built-in device and host profiles, with the public figures they are
+//! fitted to (MODEL.md). A scenario names a profile and may override any
+//! field; one profile per testbed, fitted once, used by every experiment.
+//!
+//! Every field is public and serde-(de)serializable: the scenario parser
+//! overlays the user's `[device]` / `[host]` keys on the built-in profile
+//! generically, so adding a field here is all it takes to make it a
+//! scenario key (unknown keys are refused by `deny_unknown_fields`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{Duration, Size};
+
+/// Service-time parameters of one operation type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpTiming {
+    /// Fixed part of the service time.
+    pub base: Duration,
+    /// Transfer bandwidth in bytes per second: `service = base + size / bandwidth`.
+    pub bandwidth: u64,
+}
+
+/// Shape of the seeded jitter added to every service time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JitterKind {
+    /// No jitter: every service time is exactly `base + size / bandwidth`.
+    None,
+    /// Normal, truncated at zero.
+    Normal,
+    /// Log-normal (a right tail, as flash devices have).
+    Lognormal,
+    /// Exponential with the given mean (spread ignored).
+    Exponential,
+}
+
+/// An NVMe device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceProfile {
+    /// Profile name as scenario files spell it.
+    pub model: String,
+    /// Where the figures come from.
+    pub source: String,
+    /// Capacity (the default working set of a job).
+    pub capacity: Size,
+    /// Requests the device services concurrently; more wait inside it.
+    pub parallel_units: u32,
+    /// Entries per submission/completion queue.
+    pub queue_depth: u32,
+    /// Queue pairs; 0 means one per application core (as blk-mq does).
+    pub queues: u32,
+    /// Read service time.
+    pub read: OpTiming,
+    /// Write service time.
+    pub write: OpTiming,
+    /// Jitter distribution.
+    pub jitter: JitterKind,
+    /// Standard deviation of the jitter (or the exponential mean).
+    pub jitter_spread: Duration,
+    /// From the policy's decision to the interrupt handler starting on the
+    /// target core (MSI write, APIC delivery; IPI emulation on the
+    /// reference testbed).
+    pub irq_latency: Duration,
+    /// The `delta` the papers chose for this device.
+    pub reference_delta: Duration,
+    /// The `thr` the papers chose for this device.
+    pub reference_thr: u32,
+}
+
+/// Costs of kernel paths on one host core, and the scheduler's settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostProfile {
+    /// Profile name as scenario files spell it.
+    pub model: String,
+    /// Where the figures come from.
+    pub source: String,
+    /// Application cores.
+    pub cores: u32,
+    /// System call entry and exit.
+    pub syscall: Duration,
+    /// Block-layer and driver submission path of one synchronous request.
+    pub sync_submit: Duration,
+    /// `io_submit`: per call.
+    pub aio_submit_call: Duration,
+    /// `io_submit`: per request.
+    pub aio_submit_request: Duration,
+    /// `io_getevents`: per call.
+    pub aio_getevents_call: Duration,
+    /// `io_getevents`: per event returned.
+    pub aio_getevents_event: Duration,
+    /// io_uring `io_uring_enter` submission: per call.
+    pub uring_submit_call: Duration,
+    /// io_uring: per request submitted.
+    pub uring_submit_request: Duration,
+    /// io_uring: per completion reaped from the CQ ring in user space.
+    pub uring_reap_event: Duration,
+    /// Interrupt entry, exit and the handler's fixed cost.
+    pub irq_fixed: Duration,
+    /// Reaping one completion-queue entry in the handler.
+    pub irq_reap_entry: Duration,
+    /// Waking a blocked thread (charged to the waker).
+    pub wakeup: Duration,
+    /// A context switch.
+    pub context_switch: Duration,
+    /// Returning to user space after a wake-up.
+    pub return_to_user: Duration,
+    /// One iteration of a completion poll loop.
+    pub poll_iteration: Duration,
+    /// Arming a high-resolution sleep timer (hybrid polling).
+    pub timer_setup: Duration,
+    /// How late a high-resolution timer fires.
+    pub timer_slack: Duration,
+    /// CFS target latency.
+    pub sched_latency: Duration,
+    /// CFS minimum granularity.
+    pub sched_min_granularity: Duration,
+    /// CFS wake-up granularity.
+    pub sched_wakeup_granularity: Duration,
+}
+
+const US: u64 = 1_000;
+
+/// Names of the built-in device profiles.
+pub const DEVICE_MODELS: &[&str] = &["optane-p4800x", "p3700", "optane-900p"];
+/// Names of the built-in host profiles.
+pub const HOST_MODELS: &[&str] = &["xeon-e5-2660v4", "xeon-e3-1230v5"];
+
+impl DeviceProfile {
+    /// The built-in profile of this name.
+    pub fn builtin(model: &str) -> Option<DeviceProfile> {
+        let gbs = 1_000_000_000u64;
+        let p = match model {
+            "optane-p4800x" => DeviceProfile {
+                model: model.into(),
+                source: "Intel Optane DC P4800X 375 GB: vendor sheet (550K/500K IOPS 4 KiB \
+                         random read/write); cinterrupts paper Table 2 (QD1 10 us irq, 8 us poll)"
+                    .into(),
+                capacity: Size(375 << 30),
+                parallel_units: 4,
+                queue_depth: 1024,
+                queues: 0,
+                read: OpTiming { base: Duration(5_500), bandwidth: 2_400_000_000 },
+                write: OpTiming { base: Duration(6_000), bandwidth: 2 * gbs },
+                jitter: JitterKind::Normal,
+                jitter_spread: Duration(1_000),
+                irq_latency: Duration(US),
+                reference_delta: Duration(6 * US),
+                reference_thr: 32,
+            },
+            "p3700" => DeviceProfile {
+                model: model.into(),
+                source: "Intel DC P3700 400 GB: vendor sheet (450K/75K IOPS 4 KiB random \
+                         read/write); cinterrupts paper Table 2 (QD1 80 us irq, 78 us poll)"
+                    .into(),
+                capacity: Size(400 << 30),
+                parallel_units: 36,
+                queue_depth: 1024,
+                queues: 0,
+                read: OpTiming { base: Duration(76 * US), bandwidth: 2_700_000_000 },
+                write: OpTiming { base: Duration(20 * US), bandwidth: 1_080_000_000 },
+                jitter: JitterKind::Lognormal,
+                jitter_spread: Duration(29 * US),
+                irq_latency: Duration(US),
+                reference_delta: Duration(15 * US),
+                reference_thr: 32,
+            },
+            "optane-900p" => DeviceProfile {
+                model: model.into(),
+                source: "Intel Optane SSD 900P 280 GB: vendor sheet (550K/500K IOPS 4 KiB \
+                         random read/write, ~10 us read latency)"
+                    .into(),
+                capacity: Size(280 << 30),
+                parallel_units: 4,
+                queue_depth: 1024,
+                queues: 0,
+                read: OpTiming { base: Duration(5_500), bandwidth: 2_500_000_000 },
+                write: OpTiming { base: Duration(6_000), bandwidth: 2 * gbs },
+                jitter: JitterKind::Normal,
+                jitter_spread: Duration(1_000),
+                irq_latency: Duration(US),
+                reference_delta: Duration(6 * US),
+                reference_thr: 32,
+            },
+            _ => return None,
+        };
+        Some(p)
+    }
+}
+
+impl HostProfile {
+    /// The built-in profile of this name.
+    pub fn builtin(model: &str) -> Option<HostProfile> {
+        let ns = Duration;
+        let p = match model {
+            "xeon-e5-2660v4" => HostProfile {
+                model: model.into(),
+                source: "cinterrupts testbed: Dell R730, Xeon E5-2660 v4 2.0 GHz, C-states, \
+                         turbo and SMT off, Linux 5.0.8, IPI-emulated interrupts"
+                    .into(),
+                cores: 1,
+                syscall: ns(150),
+                sync_submit: ns(1_200),
+                aio_submit_call: ns(400),
+                aio_submit_request: ns(500),
+                aio_getevents_call: ns(300),
+                aio_getevents_event: ns(100),
+                uring_submit_call: ns(300),
+                uring_submit_request: ns(400),
+                uring_reap_event: ns(50),
+                irq_fixed: ns(1_500),
+                irq_reap_entry: ns(350),
+                wakeup: ns(500),
+                context_switch: ns(900),
+                return_to_user: ns(300),
+                poll_iteration: ns(50),
+                timer_setup: ns(300),
+                timer_slack: ns(2_000),
+                sched_latency: ns(6_000_000),
+                sched_min_granularity: ns(750_000),
+                sched_wakeup_granularity: ns(1_000_000),
+            },
+            "xeon-e3-1230v5" => HostProfile {
+                model: model.into(),
+                source: "energy-study testbed: Dell R230, Xeon E3-1230 v5 3.4 GHz (4 cores), \
+                         C-states on, Linux 5.15; costs scaled from the E5 by clock"
+                    .into(),
+                cores: 4,
+                syscall: ns(100),
+                sync_submit: ns(750),
+                aio_submit_call: ns(250),
+                aio_submit_request: ns(300),
+                aio_getevents_call: ns(200),
+                aio_getevents_event: ns(60),
+                uring_submit_call: ns(200),
+                uring_submit_request: ns(250),
+                uring_reap_event: ns(30),
+                irq_fixed: ns(1_000),
+                irq_reap_entry: ns(200),
+                wakeup: ns(300),
+                context_switch: ns(600),
+                return_to_user: ns(200),
+                poll_iteration: ns(30),
+                timer_setup: ns(200),
+                timer_slack: ns(2_000),
+                sched_latency: ns(6_000_000),
+                sched_min_granularity: ns(750_000),
+                sched_wakeup_granularity: ns(1_000_000),
+            },
+            _ => return None,
+        };
+        Some(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_profile_exists_and_names_itself() {
+        for m in DEVICE_MODELS {
+            assert_eq!(DeviceProfile::builtin(m).map(|p| p.model), Some(m.to_string()));
+        }
+        for m in HOST_MODELS {
+            assert_eq!(HostProfile::builtin(m).map(|p| p.model), Some(m.to_string()));
+        }
+        assert!(DeviceProfile::builtin("floppy").is_none());
+    }
+}

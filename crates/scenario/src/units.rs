@@ -1,0 +1,222 @@
+//! Durations and sizes as scenario files write them: `"6us"`, `"200ms"`,
+//! `"4k"`, `"4KiB"`, `"1m"`. Integers are taken as nanoseconds and bytes.
+
+use core::fmt;
+
+use cint_policy::Nanos;
+use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
+
+/// Why a duration or size string was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitError(pub String);
+
+impl fmt::Display for UnitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UnitError {}
+
+fn split_number(s: &str) -> Result<(u64, Option<(u64, u64)>, &str), UnitError> {
+    // Accepts "12", "1.5" (a decimal fraction), followed by a unit suffix.
+    let s = s.trim();
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(end);
+    let num: String = num.chars().filter(|&c| c != '_').collect();
+    if num.is_empty() {
+        return Err(UnitError(format!("'{s}' does not start with a number")));
+    }
+    let (int_part, frac) = match num.split_once('.') {
+        Some((i, f)) if !f.is_empty() && !f.contains('.') => {
+            let digits = f.len() as u32;
+            if digits > 9 {
+                return Err(UnitError(format!("'{s}' has too many decimals")));
+            }
+            let f: u64 = f
+                .parse()
+                .map_err(|_| UnitError(format!("'{s}' is not a number")))?;
+            (i, Some((f, 10u64.pow(digits))))
+        }
+        Some(_) => return Err(UnitError(format!("'{s}' is not a number"))),
+        None => (num.as_str(), None),
+    };
+    let int_part: u64 = if int_part.is_empty() {
+        0
+    } else {
+        int_part
+            .parse()
+            .map_err(|_| UnitError(format!("'{s}' is too large")))?
+    };
+    Ok((int_part, frac, unit.trim()))
+}
+
+fn scale(s: &str, int: u64, frac: Option<(u64, u64)>, mult: u64) -> Result<u64, UnitError> {
+    let whole = int
+        .checked_mul(mult)
+        .ok_or_else(|| UnitError(format!("'{s}' is too large")))?;
+    let part = match frac {
+        Some((f, denom)) => {
+            let v = u128::from(f) * u128::from(mult);
+            if v % u128::from(denom) != 0 {
+                return Err(UnitError(format!(
+                    "'{s}' is not a whole number of the base unit"
+                )));
+            }
+            (v / u128::from(denom)) as u64
+        }
+        None => 0,
+    };
+    whole
+        .checked_add(part)
+        .ok_or_else(|| UnitError(format!("'{s}' is too large")))
+}
+
+/// Parses a duration: a number followed by `ns`, `us` (or `µs`), `ms` or
+/// `s`. A bare number is nanoseconds.
+pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
+    let (int, frac, unit) = split_number(s)?;
+    let mult = match unit {
+        "" | "ns" => 1,
+        "us" | "µs" | "usec" => 1_000,
+        "ms" | "msec" => 1_000_000,
+        "s" | "sec" => 1_000_000_000,
+        _ => {
+            return Err(UnitError(format!(
+                "'{s}' has unknown duration unit '{unit}' (use ns, us, ms or s)"
+            )))
+        }
+    };
+    scale(s, int, frac, mult)
+}
+
+/// Parses a size: a number followed by nothing (bytes), `k`/`KiB`/`KB`,
+/// `m`/`MiB`/`MB`, `g`/`GiB`/`GB`, `t`/`TiB`/`TB`. As in fio, the
+/// suffixes are powers of two.
+pub fn parse_size(s: &str) -> Result<u64, UnitError> {
+    let (int, frac, unit) = split_number(s)?;
+    let mult = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => {
+            return Err(UnitError(format!(
+                "'{s}' has unknown size unit '{unit}' (use k, KiB, m, MiB, g, GiB)"
+            )))
+        }
+    };
+    scale(s, int, frac, mult)
+}
+
+/// Formats nanoseconds in the largest unit that keeps it whole.
+pub fn format_duration(ns: Nanos) -> String {
+    for (mult, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
+        if ns != 0 && ns % mult == 0 {
+            return format!("{}{unit}", ns / mult);
+        }
+    }
+    format!("{ns}ns")
+}
+
+/// Formats bytes in the largest binary unit that keeps it whole.
+pub fn format_size(bytes: u64) -> String {
+    for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if bytes != 0 && bytes % (1u64 << shift) == 0 {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes}")
+}
+
+/// A duration field in a profile or scenario: written `"6us"` or as an
+/// integer of nanoseconds; serialized back as a string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Duration(pub Nanos);
+
+/// A size field: written `"4k"` or as an integer of bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Size(pub u64);
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum IntOrString {
+    Int(i64),
+    Str(String),
+}
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match IntOrString::deserialize(d)? {
+            IntOrString::Int(i) if i >= 0 => Ok(Duration(i as u64)),
+            IntOrString::Int(i) => Err(de::Error::custom(format!(
+                "duration {i} is negative"
+            ))),
+            IntOrString::Str(s) => parse_duration(&s).map(Duration).map_err(de::Error::custom),
+        }
+    }
+}
+
+impl Serialize for Duration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match IntOrString::deserialize(d)? {
+            IntOrString::Int(i) if i >= 0 => Ok(Size(i as u64)),
+            IntOrString::Int(i) => Err(de::Error::custom(format!("size {i} is negative"))),
+            IntOrString::Str(s) => parse_size(&s).map(Size).map_err(de::Error::custom),
+        }
+    }
+}
+
+impl Serialize for Size {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_size(self.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("6us"), Ok(6_000));
+        assert_eq!(parse_duration("200ms"), Ok(200_000_000));
+        assert_eq!(parse_duration("1s"), Ok(1_000_000_000));
+        assert_eq!(parse_duration("1.5us"), Ok(1_500));
+        assert_eq!(parse_duration("750"), Ok(750));
+        assert!(parse_duration("6 parsecs").is_err());
+        assert!(parse_duration("us").is_err());
+        assert!(parse_duration("1.0001ns").is_err());
+        assert!(parse_duration("99999999999999999999s").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("4k"), Ok(4096));
+        assert_eq!(parse_size("4KiB"), Ok(4096));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("375G"), Ok(375 << 30));
+        assert!(parse_size("4q").is_err());
+    }
+
+    #[test]
+    fn formatting_round_trips() {
+        for ns in [0, 1, 999, 6_000, 20_000_000, 3_000_000_000] {
+            assert_eq!(parse_duration(&format_duration(ns)), Ok(ns));
+        }
+        for b in [0, 512, 4096, 4200, 1 << 20, 375 << 30] {
+            assert_eq!(parse_size(&format_size(b)), Ok(b));
+        }
+    }
+}
