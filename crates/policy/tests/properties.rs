@@ -1,0 +1,238 @@
+//! Property tests: random streams of submissions, completions in random
+//! order, hints and time gaps, driven through the reference harness of
+//! `common` (a policy, a completion queue with OOO reaping, a virtual
+//! clock that serves every deadline on time).
+
+mod common;
+
+use cint_policy::adaptive::Adaptive;
+use cint_policy::cinterrupts::Cinterrupts;
+use cint_policy::config::{AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams};
+use cint_policy::none::NoCoalescing;
+use cint_policy::nvme::NvmeAggregation;
+use cint_policy::{Hint, Irq, Nanos, Policy, SEC, US};
+use common::{play, strategy, Harness};
+use proptest::prelude::*;
+
+/// Gaps between steps: mostly around `delta`, sometimes far beyond it.
+const SHORT_GAP: Nanos = 20 * US;
+const LONG_GAP: Nanos = 2_000 * US;
+/// Steps per stream.
+const STREAM_LEN: usize = 300;
+/// Spacing of the completions that empty the queue after a stream.
+const TAIL_GAP: Nanos = 3 * US;
+
+fn adaptive_params() -> impl Strategy<Value = AdaptiveParams> {
+    (1..=30 * US, 1..=64u32).prop_map(|(delta, thr)| AdaptiveParams { delta, thr })
+}
+
+fn cinterrupts_params() -> impl Strategy<Value = CinterruptsParams> {
+    (
+        adaptive_params(),
+        any::<bool>(),
+        any::<bool>(),
+        proptest::option::of(1_000..=2_000_000u64),
+    )
+        .prop_map(|(adaptive, ooo, strict, max_irq_rate)| CinterruptsParams {
+            adaptive,
+            ooo,
+            barrier: if strict {
+                BarrierMode::Strict
+            } else {
+                BarrierMode::Relaxed
+            },
+            max_irq_rate,
+        })
+}
+
+/// Checks the bounds of Algorithm 1 that adaptive and cinterrupts share.
+fn assert_adaptive_bounds<P: Policy>(h: &mut Harness<P>, params: AdaptiveParams) {
+    let max_wait = params.delta * Nanos::from(params.thr);
+    h.drain(max_wait + 1);
+    h.assert_all_delivered();
+    assert!(
+        h.max_wait() <= max_wait,
+        "waited {} > delta * thr = {max_wait}",
+        h.max_wait()
+    );
+    h.assert_delivered_by_stream_end(params.delta);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn none_delivers_every_completion_once_at_arrival(
+        ops in strategy::ops(STREAM_LEN, SHORT_GAP, LONG_GAP),
+    ) {
+        let mut h = Harness::new(NoCoalescing::new(), 0);
+        play(&mut h, &ops, TAIL_GAP);
+        h.assert_all_delivered();
+        prop_assert_eq!(h.max_wait(), 0);
+        prop_assert!(h.irqs.iter().all(|&(_, irq)| irq == Irq::Full));
+    }
+
+    #[test]
+    fn nvme_delivers_every_completion_once_within_time(
+        thr in 1..=256u32,
+        time in 0..=200 * US,
+        coalescing_disabled in any::<bool>(),
+        ops in strategy::ops(STREAM_LEN, SHORT_GAP, LONG_GAP),
+    ) {
+        let params = NvmeParams { thr, time, coalescing_disabled };
+        let policy = NvmeAggregation::new(params).expect("valid parameters");
+        let off = policy.coalescing_off();
+        let mut h = Harness::new(policy, 0);
+        play(&mut h, &ops, TAIL_GAP);
+        h.drain(time + 1);
+        h.assert_all_delivered();
+        let bound = if off { 0 } else { time };
+        prop_assert!(h.max_wait() <= bound, "waited {} > {}", h.max_wait(), bound);
+    }
+
+    #[test]
+    fn adaptive_delivers_every_completion_once_within_its_bounds(
+        params in adaptive_params(),
+        start in 0..=SEC,
+        ops in strategy::ops(STREAM_LEN, SHORT_GAP, LONG_GAP),
+    ) {
+        let mut h = Harness::new(Adaptive::new(params, start).expect("valid parameters"), start);
+        play(&mut h, &ops, TAIL_GAP);
+        assert_adaptive_bounds(&mut h, params);
+    }
+
+    #[test]
+    fn cinterrupts_delivers_every_completion_once_within_adaptive_bounds(
+        params in cinterrupts_params(),
+        ops in strategy::ops(STREAM_LEN, SHORT_GAP, LONG_GAP),
+    ) {
+        let mut h = Harness::new(Cinterrupts::new(params, 0).expect("valid parameters"), 0);
+        play(&mut h, &ops, TAIL_GAP);
+        assert_adaptive_bounds(&mut h, params.adaptive);
+        if !params.ooo {
+            prop_assert!(h.irqs.iter().all(|&(_, irq)| irq == Irq::Full));
+        }
+    }
+
+    #[test]
+    fn cinterrupts_hints_fire_on_time_without_storm_guard(
+        params in cinterrupts_params(),
+        ops in strategy::ops(STREAM_LEN, SHORT_GAP, LONG_GAP),
+    ) {
+        let params = CinterruptsParams { max_irq_rate: None, ..params };
+        let mut h = Harness::new(Cinterrupts::new(params, 0).expect("valid parameters"), 0);
+        play(&mut h, &ops, TAIL_GAP);
+        h.drain(params.adaptive.delta * Nanos::from(params.adaptive.thr) + 1);
+        h.assert_all_delivered();
+        for (tag, r) in h.records.iter().enumerate() {
+            let (Some(arrived), Some(delivered)) = (r.arrived, r.delivered) else { continue };
+            match (r.hint, params.barrier) {
+                (Hint::Urgent, _) | (Hint::Barrier, BarrierMode::Relaxed) => {
+                    prop_assert_eq!(delivered, arrived, "{:?} entry {} held", r.hint, tag);
+                }
+                (Hint::Barrier, BarrierMode::Strict) if h.policy.strict_overflows() == 0 => {
+                    // At the instant the Barrier and everything submitted
+                    // before it have completed, all of them are delivered.
+                    let ready = h.records[..tag]
+                        .iter()
+                        .filter_map(|p| p.arrived)
+                        .fold(arrived, Nanos::max);
+                    for (p, earlier) in h.records[..=tag].iter().enumerate() {
+                        prop_assert!(
+                            earlier.delivered.is_some_and(|d| d <= ready),
+                            "barrier {} ready at {}, entry {} delivered at {:?}",
+                            tag, ready, p, earlier.delivered
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Storm guard: during a sustained storm of hinted completions the
+/// interrupt rate stays at or under `max_irq_rate` once the average has
+/// converged, and hinted completions fire at once again after the storm.
+///
+/// Set-up: `T = 1e9 / max_irq_rate`; hinted completions arrive every
+/// `T/100 ..= T/4` (a storm 4 to 100 times the allowed rate); the adaptive
+/// fall-back is chosen so that it alone respects the rate (`thr * T/100 >=
+/// T`, and `delta > T/4` so its quiescence timer never fires mid-storm).
+/// Measurement: after the first `CONVERGED` completions (the average needs
+/// about 110 samples to fall from its initial `2 T` under `T` at `T/4`
+/// gaps), every window of `W = 10 T` that starts at an interrupt contains
+/// at most `max_irq_rate * W = 10` interrupts.
+mod storm {
+    use super::*;
+
+    const STORM_LEN: usize = 2_000;
+    const CONVERGED: usize = 400;
+    const WINDOW_PERIODS: u64 = 10;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn storm_guard_caps_the_irq_rate_and_lets_go_after_the_storm(
+            max_irq_rate in 5_000..=50_000u64,
+            thr_extra in 0..=100u32,
+            delta_frac in 0.0..1.0f64,
+            ooo in any::<bool>(),
+            strict in any::<bool>(),
+            storm in proptest::collection::vec((1..=25u64, any::<bool>()), STORM_LEN),
+        ) {
+            let period = SEC / max_irq_rate;
+            let min_gap = period / 100;
+            let max_gap = period / 4;
+            let thr = 100 + thr_extra;
+            let delta = max_gap + 1 + ((period - max_gap) as f64 * delta_frac) as Nanos;
+            let params = CinterruptsParams {
+                adaptive: AdaptiveParams { delta, thr },
+                ooo,
+                barrier: if strict { BarrierMode::Strict } else { BarrierMode::Relaxed },
+                max_irq_rate: Some(max_irq_rate),
+            };
+            let mut h = Harness::new(Cinterrupts::new(params, 0).expect("valid parameters"), 0);
+            let mut converged_at = 0;
+            for (i, &(gap_steps, urgent)) in storm.iter().enumerate() {
+                h.submit(if urgent { Hint::Urgent } else { Hint::Barrier });
+                h.complete_nth(0);
+                if i == CONVERGED {
+                    converged_at = h.now();
+                }
+                h.advance(min_gap * gap_steps);
+            }
+            prop_assert!(h.policy.storm_guard_active());
+            let window = WINDOW_PERIODS * period;
+            let irqs: Vec<Nanos> = h
+                .irqs
+                .iter()
+                .map(|&(t, _)| t)
+                .filter(|&t| t >= converged_at)
+                .collect();
+            for (i, &t) in irqs.iter().enumerate() {
+                let in_window = irqs[i..].partition_point(|&u| u < t + window);
+                prop_assert!(
+                    in_window as u64 <= WINDOW_PERIODS,
+                    "{} IRQs in [{}, {}) at max_irq_rate {}",
+                    in_window, t, t + window, max_irq_rate
+                );
+            }
+
+            // The storm ends: one gap of 128 T switches the guard off.
+            h.advance(128 * period);
+            for hint in [Hint::Urgent, Hint::Barrier] {
+                let tag = h.submit(hint) as usize;
+                h.complete(tag as u64);
+                prop_assert!(!h.policy.storm_guard_active());
+                let r = h.records[tag];
+                prop_assert_eq!(r.delivered, r.arrived, "{:?} held after the storm", hint);
+                h.advance(max_gap);
+            }
+            h.drain(delta * Nanos::from(thr) + 1);
+            h.assert_all_delivered();
+            prop_assert!(h.max_wait() <= delta * Nanos::from(thr));
+        }
+    }
+}
