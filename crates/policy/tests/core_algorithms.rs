@@ -1,0 +1,410 @@
+//! Worked examples of ALGORITHMS.md §2-§4: NVMe aggregation, adaptive
+//! burst detection, and every branch of Algorithm 2.
+
+// `1 * US` next to `5 * US` reads as a timeline.
+#![allow(clippy::identity_op)]
+
+mod common;
+
+use cint_policy::adaptive::Adaptive;
+use cint_policy::cinterrupts::{Cinterrupts, STRICT_BARRIER_CAPACITY};
+use cint_policy::config::{AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams};
+use cint_policy::nvme::NvmeAggregation;
+use cint_policy::{Decision, Hint, Irq, Policy, PolicyConfig, PolicyError, US};
+use common::Harness;
+
+const DELTA: u64 = 10 * US;
+const THR: u32 = 4;
+
+fn cint(ooo: bool, barrier: BarrierMode) -> Cinterrupts {
+    let params = CinterruptsParams {
+        ooo,
+        barrier,
+        ..CinterruptsParams::with_adaptive(DELTA, THR)
+    };
+    Cinterrupts::new(params, 0).expect("valid parameters")
+}
+
+// ---------------------------------------------------------------- NVMe --
+
+fn nvme(thr: u32, time: u64, coalescing_disabled: bool) -> NvmeAggregation {
+    NvmeAggregation::new(NvmeParams {
+        thr,
+        time,
+        coalescing_disabled,
+    })
+    .expect("valid parameters")
+}
+
+#[test]
+fn nvme_fires_at_thr_completions() {
+    let mut p = nvme(3, 100 * US, false);
+    let seqs: Vec<_> = (0..4).map(|_| p.on_submit(0, Hint::Unmarked)).collect();
+    assert_eq!(
+        p.on_complete(1 * US, seqs[0], Hint::Unmarked),
+        Decision::Hold
+    );
+    assert_eq!(p.next_deadline(), Some(101 * US));
+    assert_eq!(
+        p.on_complete(2 * US, seqs[1], Hint::Unmarked),
+        Decision::Hold
+    );
+    assert_eq!(
+        p.on_complete(3 * US, seqs[2], Hint::Unmarked),
+        Decision::FULL
+    );
+    assert_eq!(p.pending(), 0);
+    assert_eq!(p.next_deadline(), None);
+    // The next completion opens a new window.
+    assert_eq!(
+        p.on_complete(4 * US, seqs[3], Hint::Unmarked),
+        Decision::Hold
+    );
+    assert_eq!(p.next_deadline(), Some(104 * US));
+}
+
+#[test]
+fn nvme_window_is_static_and_fires_on_time() {
+    let mut p = nvme(8, 100 * US, false);
+    let seqs: Vec<_> = (0..3).map(|_| p.on_submit(0, Hint::Unmarked)).collect();
+    assert_eq!(
+        p.on_complete(10 * US, seqs[0], Hint::Unmarked),
+        Decision::Hold
+    );
+    // Later completions do not move the window (unlike adaptive).
+    assert_eq!(
+        p.on_complete(90 * US, seqs[1], Hint::Unmarked),
+        Decision::Hold
+    );
+    assert_eq!(p.next_deadline(), Some(110 * US));
+    assert_eq!(p.on_timer(109 * US), Decision::Hold);
+    assert_eq!(p.on_timer(110 * US), Decision::FULL);
+    assert_eq!(p.next_deadline(), None);
+    assert_eq!(p.on_timer(500 * US), Decision::Hold);
+    // A new window opens at the next completion; a late timer fires late.
+    assert_eq!(
+        p.on_complete(600 * US, seqs[2], Hint::Unmarked),
+        Decision::Hold
+    );
+    assert_eq!(p.on_timer(800 * US), Decision::FULL);
+}
+
+#[test]
+fn nvme_without_coalescing_fires_every_completion() {
+    for p in [
+        nvme(1, 100 * US, false),
+        nvme(16, 0, false),
+        nvme(16, 100 * US, true),
+    ] {
+        assert!(p.coalescing_off(), "{p:?}");
+        let mut p = p;
+        for t in 0..5 {
+            let s = p.on_submit(t, Hint::Unmarked);
+            assert_eq!(p.on_complete(t, s, Hint::Unmarked), Decision::FULL);
+            assert_eq!(p.next_deadline(), None);
+        }
+    }
+}
+
+#[test]
+fn nvme_wire_encoding_and_range() {
+    assert_eq!(nvme(1, 0, false).feature_08h_dword11(), 0);
+    assert_eq!(nvme(256, 25_500 * US, false).feature_08h_dword11(), 0xffff);
+    assert_eq!(
+        nvme(32, 250 * US, false).feature_08h_dword11(),
+        31 | (2 << 8)
+    );
+    for thr in [0, 257] {
+        let err = NvmeAggregation::new(NvmeParams {
+            thr,
+            time: 0,
+            coalescing_disabled: false,
+        });
+        assert!(matches!(
+            err,
+            Err(PolicyError::OutOfRange { param: "thr", .. })
+        ));
+    }
+}
+
+// ------------------------------------------------------------ adaptive --
+
+#[test]
+fn adaptive_fires_at_thr_or_after_quiet_delta() {
+    let mut p = Adaptive::new(
+        AdaptiveParams {
+            delta: DELTA,
+            thr: 3,
+        },
+        0,
+    )
+    .unwrap();
+    let s: Vec<_> = (0..5).map(|_| p.on_submit(0, Hint::Unmarked)).collect();
+    assert_eq!(p.next_deadline(), None, "an idle queue asks for no timer");
+    assert_eq!(p.on_complete(1 * US, s[0], Hint::Unmarked), Decision::Hold);
+    assert_eq!(p.on_complete(8 * US, s[1], Hint::Unmarked), Decision::Hold);
+    // Each completion pushes the quiescence deadline.
+    assert_eq!(p.next_deadline(), Some(18 * US));
+    assert_eq!(p.on_complete(9 * US, s[2], Hint::Unmarked), Decision::FULL);
+    assert_eq!(p.on_complete(20 * US, s[3], Hint::Unmarked), Decision::Hold);
+    assert_eq!(p.on_timer(29 * US), Decision::Hold);
+    assert_eq!(p.on_timer(30 * US), Decision::FULL);
+    assert_eq!(p.coalesced(), 0);
+    assert_eq!(p.next_deadline(), None);
+    assert_eq!(p.in_flight(), 1);
+}
+
+#[test]
+fn bad_adaptive_parameters_are_rejected() {
+    for (delta, thr, param) in [(0, 4, "delta"), (DELTA, 0, "thr"), (DELTA, 65_536, "thr")] {
+        let cfg = PolicyConfig::Cinterrupts(CinterruptsParams::with_adaptive(delta, thr));
+        assert!(
+            matches!(cfg.build(0), Err(PolicyError::OutOfRange { param: p, .. }) if p == param)
+        );
+    }
+    let storm = CinterruptsParams {
+        max_irq_rate: Some(0),
+        ..CinterruptsParams::with_adaptive(DELTA, THR)
+    };
+    assert!(Cinterrupts::new(storm, 0).is_err());
+}
+
+// --------------------------------------------------- Algorithm 2 branches --
+
+#[test]
+fn unmarked_and_both_bits_are_coalesced_like_adaptive() {
+    let mut p = cint(true, BarrierMode::Relaxed);
+    let both = Hint::from_bits(true, true);
+    assert_eq!(both, Hint::Unmarked);
+    let s: Vec<_> = (0..THR).map(|_| p.on_submit(0, both)).collect();
+    for (i, &seq) in s.iter().enumerate().take(THR as usize - 1) {
+        assert_eq!(p.on_complete(i as u64, seq, both), Decision::Hold);
+    }
+    assert_eq!(p.coalesced(), THR - 1);
+    assert_eq!(p.on_complete(5, s[THR as usize - 1], both), Decision::FULL);
+    assert_eq!(p.coalesced(), 0);
+}
+
+#[test]
+fn urgent_with_ooo_fires_urgent_only_without_counting_or_resetting() {
+    let mut p = cint(true, BarrierMode::Relaxed);
+    let a = p.on_submit(0, Hint::Unmarked);
+    let u = p.on_submit(0, Hint::Urgent);
+    let b = p.on_submit(0, Hint::Unmarked);
+    assert_eq!(p.on_complete(1 * US, a, Hint::Unmarked), Decision::Hold);
+    assert_eq!(p.next_deadline(), Some(11 * US));
+    assert_eq!(
+        p.on_complete(5 * US, u, Hint::Urgent),
+        Decision::URGENT_ONLY
+    );
+    // Not counted, not reset; but the quiescence interval restarted.
+    assert_eq!(p.coalesced(), 1);
+    assert_eq!(p.next_deadline(), Some(15 * US));
+    assert_eq!(p.on_complete(6 * US, b, Hint::Unmarked), Decision::Hold);
+    assert_eq!(p.coalesced(), 2);
+    assert_eq!(p.on_timer(16 * US), Decision::FULL);
+}
+
+#[test]
+fn urgent_without_ooo_fires_full_and_resets() {
+    let mut p = cint(false, BarrierMode::Relaxed);
+    let a = p.on_submit(0, Hint::Unmarked);
+    let u = p.on_submit(0, Hint::Urgent);
+    assert_eq!(p.on_complete(1, a, Hint::Unmarked), Decision::Hold);
+    assert_eq!(p.on_complete(2, u, Hint::Urgent), Decision::FULL);
+    assert_eq!(p.coalesced(), 0);
+    assert_eq!(p.next_deadline(), None);
+}
+
+#[test]
+fn relaxed_barrier_fires_full_even_with_earlier_requests_in_flight() {
+    let mut p = cint(true, BarrierMode::Relaxed);
+    let early = p.on_submit(0, Hint::Unmarked);
+    let done = p.on_submit(0, Hint::Unmarked);
+    let bar = p.on_submit(0, Hint::Barrier);
+    assert_eq!(p.on_complete(1, done, Hint::Unmarked), Decision::Hold);
+    assert_eq!(p.on_complete(2, bar, Hint::Barrier), Decision::FULL);
+    assert_eq!(p.coalesced(), 0);
+    assert_eq!(p.on_complete(3, early, Hint::Unmarked), Decision::Hold);
+    assert_eq!(p.tracked_barriers(), 0);
+}
+
+#[test]
+fn strict_barrier_with_nothing_earlier_in_flight_fires_at_once() {
+    let mut p = cint(true, BarrierMode::Strict);
+    let a = p.on_submit(0, Hint::Unmarked);
+    assert_eq!(p.on_complete(1, a, Hint::Unmarked), Decision::Hold);
+    let bar = p.on_submit(2, Hint::Barrier);
+    assert_eq!(p.tracked_barriers(), 1);
+    // A request submitted after the Barrier does not hold it back.
+    let later = p.on_submit(3, Hint::Unmarked);
+    assert_eq!(p.on_complete(4, bar, Hint::Barrier), Decision::FULL);
+    assert_eq!(p.tracked_barriers(), 0);
+    assert_eq!(p.on_complete(5, later, Hint::Unmarked), Decision::Hold);
+}
+
+#[test]
+fn strict_barrier_waits_for_out_of_order_predecessors() {
+    let mut p = cint(true, BarrierMode::Strict);
+    let e1 = p.on_submit(0, Hint::Unmarked);
+    let e2 = p.on_submit(0, Hint::Urgent);
+    let bar = p.on_submit(0, Hint::Barrier);
+    let after = p.on_submit(0, Hint::Unmarked);
+    // The Barrier overtakes both predecessors: it waits, counted as unmarked.
+    assert_eq!(p.on_complete(1 * US, bar, Hint::Barrier), Decision::Hold);
+    assert_eq!(p.coalesced(), 1);
+    assert_eq!(p.next_deadline(), Some(11 * US));
+    // A later request's completion is no predecessor.
+    assert_eq!(p.on_complete(2 * US, after, Hint::Unmarked), Decision::Hold);
+    // The Urgent predecessor fires its own urgent-only IRQ, the Barrier still waits.
+    assert_eq!(
+        p.on_complete(3 * US, e2, Hint::Urgent),
+        Decision::URGENT_ONLY
+    );
+    assert_eq!(p.tracked_barriers(), 1);
+    // The last predecessor releases the Barrier: a full IRQ, coalesced reset.
+    assert_eq!(p.on_complete(4 * US, e1, Hint::Unmarked), Decision::FULL);
+    assert_eq!(p.coalesced(), 0);
+    assert_eq!(p.tracked_barriers(), 0);
+}
+
+#[test]
+fn strict_barrier_release_merges_with_urgent_only_into_full() {
+    let mut p = cint(true, BarrierMode::Strict);
+    let u = p.on_submit(0, Hint::Urgent);
+    let bar = p.on_submit(0, Hint::Barrier);
+    assert_eq!(p.on_complete(1, bar, Hint::Barrier), Decision::Hold);
+    assert_eq!(p.on_complete(2, u, Hint::Urgent), Decision::FULL);
+}
+
+#[test]
+fn strict_vs_relaxed_in_the_harness_with_out_of_order_completions() {
+    for mode in [BarrierMode::Relaxed, BarrierMode::Strict] {
+        let mut h = Harness::new(cint(true, mode), 0);
+        let e1 = h.submit(Hint::Unmarked);
+        let e2 = h.submit(Hint::Unmarked);
+        let bar = h.submit(Hint::Barrier);
+        h.advance(1 * US);
+        h.complete(e2);
+        h.advance(1 * US);
+        h.complete(bar);
+        h.advance(5 * US);
+        h.complete(e1);
+        let r = |h: &Harness<Cinterrupts>, t: u64| h.records[t as usize].delivered;
+        match mode {
+            // Relaxed: the Barrier's IRQ at 2 us reaps e2 and the Barrier;
+            // e1 waits for the adaptive timer.
+            BarrierMode::Relaxed => {
+                assert_eq!(
+                    (r(&h, e2), r(&h, bar), r(&h, e1)),
+                    (Some(2 * US), Some(2 * US), None)
+                );
+                h.drain(DELTA + 1);
+                assert_eq!(r(&h, e1), Some(17 * US));
+            }
+            // Strict: nothing until e1 completes at 7 us, then all at once.
+            BarrierMode::Strict => {
+                assert_eq!(
+                    (r(&h, e2), r(&h, bar), r(&h, e1)),
+                    (Some(7 * US), Some(7 * US), Some(7 * US))
+                );
+            }
+        }
+        h.assert_all_delivered();
+        assert_eq!(h.irqs.last().map(|&(_, irq)| irq), Some(Irq::Full));
+    }
+}
+
+#[test]
+fn waiting_strict_barrier_is_still_delivered_within_delta() {
+    let mut h = Harness::new(cint(true, BarrierMode::Strict), 0);
+    let slow = h.submit(Hint::Unmarked);
+    let bar = h.submit(Hint::Barrier);
+    h.complete(bar);
+    h.advance(DELTA);
+    assert_eq!(h.records[bar as usize].delivered, Some(DELTA));
+    // The barrier IRQ still fires when its predecessor completes.
+    h.advance(1_000 * US);
+    h.complete(slow);
+    assert_eq!(
+        h.irqs,
+        vec![(DELTA, Irq::Full), (DELTA + 1_000 * US, Irq::Full)]
+    );
+    h.assert_all_delivered();
+}
+
+#[test]
+fn strict_barrier_overflow_degrades_to_relaxed() {
+    let mut p = cint(true, BarrierMode::Strict);
+    let first = p.on_submit(0, Hint::Unmarked);
+    let bars: Vec<_> = (0..=STRICT_BARRIER_CAPACITY)
+        .map(|_| p.on_submit(0, Hint::Barrier))
+        .collect();
+    assert_eq!(p.tracked_barriers(), STRICT_BARRIER_CAPACITY);
+    assert_eq!(p.strict_overflows(), 1);
+    // The untracked one fires at once although `first` is in flight.
+    let last = *bars.last().unwrap();
+    assert_eq!(p.on_complete(1, last, Hint::Barrier), Decision::FULL);
+    // A tracked one waits.
+    assert_eq!(p.on_complete(2, bars[0], Hint::Barrier), Decision::Hold);
+    assert_eq!(p.on_complete(3, first, Hint::Unmarked), Decision::FULL);
+}
+
+#[test]
+fn urgent_stream_cannot_starve_coalesced_completions() {
+    // Urgent completions restart the quiescence interval without being
+    // counted; the delta * thr cap still delivers the unmarked one.
+    let mut h = Harness::new(cint(true, BarrierMode::Relaxed), 0);
+    let slow = h.submit(Hint::Unmarked);
+    h.complete(slow);
+    for _ in 0..100 {
+        h.advance(DELTA / 2);
+        let u = h.submit(Hint::Urgent);
+        h.complete(u);
+    }
+    let max_wait = DELTA * u64::from(THR);
+    assert_eq!(h.records[slow as usize].delivered, Some(max_wait));
+    h.assert_all_delivered();
+}
+
+// ------------------------------------------------------------ storm guard --
+
+#[test]
+fn storm_guard_engages_in_a_storm_and_lets_go_after_one_long_gap() {
+    let rate = 100_000; // T = 10 us
+    let params = CinterruptsParams {
+        max_irq_rate: Some(rate),
+        ..CinterruptsParams::with_adaptive(DELTA, 32)
+    };
+    let mut p = Cinterrupts::new(params, 0).unwrap();
+    let mut now = 0;
+    let mut immediate = 0;
+    while !p.storm_guard_active() {
+        now += 1 * US;
+        let s = p.on_submit(now, Hint::Urgent);
+        if p.on_complete(now, s, Hint::Urgent) == Decision::URGENT_ONLY {
+            immediate += 1;
+        }
+        assert!(immediate < 200, "guard never engaged");
+    }
+    // From 2 T down under T at 0.1 T per sample: about 100 samples.
+    assert!((90..=110).contains(&immediate), "{immediate}");
+    // Engaged: an Urgent completion is coalesced.
+    now += 1 * US;
+    let s = p.on_submit(now, Hint::Urgent);
+    assert_eq!(p.on_complete(now, s, Hint::Urgent), Decision::Hold);
+    // Back-to-back completions drive the average to ~0; from there a gap
+    // just short of 128 T keeps the guard on, and 128 T lifts it.
+    for _ in 0..2_000 {
+        let s = p.on_submit(now, Hint::Urgent);
+        assert_ne!(p.on_complete(now, s, Hint::Urgent), Decision::URGENT_ONLY);
+    }
+    now += 127 * 10 * US;
+    let s = p.on_submit(now, Hint::Urgent);
+    let _ = p.on_complete(now, s, Hint::Urgent);
+    assert!(p.storm_guard_active());
+    now += 128 * 10 * US;
+    let s = p.on_submit(now, Hint::Urgent);
+    assert_eq!(p.on_complete(now, s, Hint::Urgent), Decision::URGENT_ONLY);
+    assert!(!p.storm_guard_active());
+}
