@@ -1,0 +1,159 @@
+//! The decision path allocates nothing: a counting global allocator sees
+//! zero allocations while every policy, built through `PolicyConfig` and
+//! driven through `AnyPolicy`, handles many submissions, completions,
+//! timers and opportunities.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use cint_policy::config::{AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams};
+use cint_policy::{AnyPolicy, Hint, Nanos, Policy, PolicyConfig, Seq, US};
+
+/// Counts allocations made by the current thread while armed; the test
+/// harness's other threads (output capture, other tests) are not counted.
+struct CountingAllocator;
+
+thread_local! {
+    static ARMED: Cell<bool> = const { Cell::new(false) };
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn note_allocation() {
+    // `try_with` because the allocator also runs while thread-locals are
+    // being torn down.
+    let _ = ARMED.try_with(|armed| {
+        if armed.get() {
+            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        }
+    });
+}
+
+// SAFETY: every call forwards to `System` unchanged; the counting touches
+// only const-initialised thread-locals, which never allocate.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note_allocation();
+        // SAFETY: the caller upholds `GlobalAlloc::realloc`'s contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller upholds `GlobalAlloc::dealloc`'s contract.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+/// Allocations the current thread makes while running `f`.
+fn allocations_during(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    ARMED.with(|a| a.set(true));
+    f();
+    ARMED.with(|a| a.set(false));
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+/// Commands kept in flight; the ring below stores their sequence numbers
+/// on the stack so the driver itself allocates nothing.
+const DEPTH: usize = 64;
+
+/// Drives `policy` through `rounds` submissions and as many completions,
+/// out of order, with every hint, time gaps around the policies' deadlines,
+/// timers when due and an opportunity every few completions. Returns the
+/// number of interrupts, so the work cannot be optimised away.
+fn drive(policy: &mut AnyPolicy, rounds: u64) -> u64 {
+    let hints = [Hint::Unmarked, Hint::Urgent, Hint::Barrier, Hint::Unmarked];
+    let mut ring: [(Seq, Hint); DEPTH] = [(0, Hint::Unmarked); DEPTH];
+    let mut now: Nanos = 0;
+    let mut irqs = 0;
+    for (slot, entry) in ring.iter_mut().enumerate() {
+        let hint = hints[slot % hints.len()];
+        *entry = (policy.on_submit(now, hint), hint);
+    }
+    for i in 0..rounds {
+        // A cheap scramble picks which in-flight command completes next.
+        let slot = (i.wrapping_mul(2_654_435_761) >> 7) as usize % DEPTH;
+        now += (i % 7) * US / 2 + if i % 97 == 0 { 300 * US } else { 0 };
+        // Served late, at `now`, which the contract allows.
+        while policy.next_deadline().is_some_and(|d| d <= now) {
+            irqs += u64::from(policy.on_timer(now).irq().is_some());
+        }
+        let (seq, hint) = ring[slot];
+        irqs += u64::from(policy.on_complete(now, seq, hint).irq().is_some());
+        if i % 5 == 0 {
+            irqs += u64::from(policy.on_opportunity(now).irq().is_some());
+        }
+        let hint = hints[(i as usize / 3) % hints.len()];
+        ring[slot] = (policy.on_submit(now, hint), hint);
+    }
+    irqs
+}
+
+fn configs() -> Vec<PolicyConfig> {
+    let adaptive = AdaptiveParams {
+        delta: 6 * US,
+        thr: 32,
+    };
+    let mut configs = vec![
+        PolicyConfig::None,
+        PolicyConfig::Nvme(NvmeParams {
+            thr: 32,
+            time: 100 * US,
+            coalescing_disabled: false,
+        }),
+        PolicyConfig::Nvme(NvmeParams {
+            thr: 32,
+            time: 100 * US,
+            coalescing_disabled: true,
+        }),
+        PolicyConfig::Adaptive(adaptive),
+    ];
+    for ooo in [false, true] {
+        for barrier in [BarrierMode::Relaxed, BarrierMode::Strict] {
+            for max_irq_rate in [None, Some(50_000)] {
+                configs.push(PolicyConfig::Cinterrupts(CinterruptsParams {
+                    adaptive,
+                    ooo,
+                    barrier,
+                    max_irq_rate,
+                }));
+            }
+        }
+    }
+    configs
+}
+
+#[test]
+fn no_policy_allocates_on_the_decision_path() {
+    for config in configs() {
+        let mut policy = config.build(0).expect("valid parameters");
+        let mut irqs = 0;
+        let allocations = allocations_during(|| irqs = drive(&mut policy, 100_000));
+        assert_eq!(allocations, 0, "{config:?} allocated");
+        assert!(irqs > 0, "{config:?} never fired: the driver is broken");
+        assert_eq!(policy.in_flight() as usize, DEPTH);
+    }
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    let allocations = allocations_during(|| {
+        let v: Vec<u64> = std::hint::black_box((0..100).collect());
+        assert_eq!(v.len(), 100);
+    });
+    assert!(allocations >= 1);
+}
