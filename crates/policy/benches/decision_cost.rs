@@ -1,1 +1,138 @@
-fn main() {}
+//! Per-completion decision cost of every policy: one iteration is one
+//! completion cycle, i.e. `on_complete` for a command in flight, the
+//! `on_submit` that replaces it, and any `on_timer` that came due since
+//! the previous completion (so timers are amortised over completions).
+//! Each policy is measured through `AnyPolicy` (what the simulator and the
+//! C ABI use) and as its concrete type.
+//!
+//! Run: `cargo bench -p cint-policy --bench decision_cost -- --warm-up-time 1 --measurement-time 2`
+
+use std::hint::black_box;
+
+use cint_policy::adaptive::Adaptive;
+use cint_policy::cinterrupts::Cinterrupts;
+use cint_policy::config::{AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams};
+use cint_policy::none::NoCoalescing;
+use cint_policy::nvme::NvmeAggregation;
+use cint_policy::{Hint, Nanos, Policy, PolicyConfig, Seq, US};
+use criterion::{criterion_group, criterion_main, Criterion};
+
+/// Commands kept in flight.
+const DEPTH: usize = 32;
+
+/// The hint mix: mostly unmarked, one in eight Urgent, one in eight Barrier.
+const HINTS: [Hint; 16] = {
+    let mut h = [Hint::Unmarked; 16];
+    h[3] = Hint::Urgent;
+    h[7] = Hint::Barrier;
+    h[11] = Hint::Urgent;
+    h[15] = Hint::Barrier;
+    h
+};
+
+/// A queue with `DEPTH` commands in flight, completing them out of order
+/// with gaps of 0 to 3 us and an idle gap now and then.
+struct Driver<P: Policy> {
+    policy: P,
+    ring: [(Seq, Hint); DEPTH],
+    now: Nanos,
+    step: u64,
+}
+
+impl<P: Policy> Driver<P> {
+    fn new(mut policy: P) -> Self {
+        let mut ring = [(0, Hint::Unmarked); DEPTH];
+        for (i, entry) in ring.iter_mut().enumerate() {
+            let hint = HINTS[i % HINTS.len()];
+            *entry = (policy.on_submit(0, hint), hint);
+        }
+        Driver {
+            policy,
+            ring,
+            now: 0,
+            step: 0,
+        }
+    }
+
+    /// One completion cycle; returns whether any interrupt fired.
+    #[inline(always)]
+    fn complete_one(&mut self) -> bool {
+        let i = self.step;
+        self.step += 1;
+        let slot = (i.wrapping_mul(0x9E37_79B9) >> 11) as usize % DEPTH;
+        self.now += (i & 7) * (US / 2) + if i % 251 == 0 { 200 * US } else { 0 };
+        let mut fired = false;
+        while self.policy.next_deadline().is_some_and(|d| d <= self.now) {
+            fired |= self.policy.on_timer(self.now).irq().is_some();
+        }
+        let (seq, hint) = self.ring[slot];
+        fired |= self.policy.on_complete(self.now, seq, hint).irq().is_some();
+        let hint = HINTS[i as usize % HINTS.len()];
+        self.ring[slot] = (self.policy.on_submit(self.now, hint), hint);
+        fired
+    }
+}
+
+fn adaptive_params() -> AdaptiveParams {
+    // The Optane reference parameters.
+    AdaptiveParams {
+        delta: 6 * US,
+        thr: 32,
+    }
+}
+
+fn nvme_params() -> NvmeParams {
+    NvmeParams {
+        thr: 32,
+        time: 100 * US,
+        coalescing_disabled: false,
+    }
+}
+
+fn cinterrupts_params(barrier: BarrierMode, max_irq_rate: Option<u64>) -> CinterruptsParams {
+    CinterruptsParams {
+        adaptive: adaptive_params(),
+        ooo: true,
+        barrier,
+        max_irq_rate,
+    }
+}
+
+fn bench_policy<P: Policy>(c: &mut Criterion, name: &str, policy: P) {
+    let mut driver = Driver::new(policy);
+    c.bench_function(name, |b| b.iter(|| black_box(driver.complete_one())));
+}
+
+fn decision_cost(c: &mut Criterion) {
+    let any = [
+        ("any/none", PolicyConfig::None),
+        ("any/nvme", PolicyConfig::Nvme(nvme_params())),
+        ("any/adaptive", PolicyConfig::Adaptive(adaptive_params())),
+        (
+            "any/cinterrupts",
+            PolicyConfig::Cinterrupts(cinterrupts_params(BarrierMode::Relaxed, None)),
+        ),
+        (
+            "any/cinterrupts-strict-guard",
+            PolicyConfig::Cinterrupts(cinterrupts_params(BarrierMode::Strict, Some(100_000))),
+        ),
+    ];
+    for (name, config) in any {
+        bench_policy(c, name, config.build(0).expect("valid parameters"));
+    }
+
+    bench_policy(c, "concrete/none", NoCoalescing::new());
+    let p = NvmeAggregation::new(nvme_params()).expect("valid parameters");
+    bench_policy(c, "concrete/nvme", p);
+    let p = Adaptive::new(adaptive_params(), 0).expect("valid parameters");
+    bench_policy(c, "concrete/adaptive", p);
+    let p = Cinterrupts::new(cinterrupts_params(BarrierMode::Relaxed, None), 0)
+        .expect("valid parameters");
+    bench_policy(c, "concrete/cinterrupts", p);
+    let p = Cinterrupts::new(cinterrupts_params(BarrierMode::Strict, Some(100_000)), 0)
+        .expect("valid parameters");
+    bench_policy(c, "concrete/cinterrupts-strict-guard", p);
+}
+
+criterion_group!(benches, decision_cost);
+criterion_main!(benches);

@@ -18,20 +18,21 @@
 //!   never binds (Algorithm 1 already fires by then), so it only restores
 //!   the adaptive bound "every completion within `delta * thr`".
 //! * **Strict Barrier** without allocation: submitting a Barrier request
-//!   records `(seq, commands in flight before it)` in a fixed inline table
-//!   of [`STRICT_BARRIER_CAPACITY`] entries. Every completion with a smaller
-//!   sequence number decrements the count. When the Barrier completes with
-//!   the count at zero, a full interrupt fires at once; otherwise the
-//!   Barrier is "completed, waiting" and the full interrupt fires with the
-//!   completion that brings its count to zero (merged with whatever that
-//!   completion decides on its own). While it waits, the Barrier completion
-//!   is counted as unmarked toward `thr`: its own entry sits in the
-//!   completion queue, and without being counted nothing would bound how
-//!   long it stays there (the earlier requests may take arbitrarily long),
-//!   whereas counted it is reaped within the adaptive bound like any other.
-//!   A Barrier submitted while the table is full degrades to relaxed (an
-//!   earlier interrupt, never a lost completion) and is counted by
-//!   [`Cinterrupts::strict_overflows`].
+//!   records it with the number of requests in flight before it, in a
+//!   fixed inline table of [`STRICT_BARRIER_CAPACITY`] entries; each
+//!   completion of an earlier request lowers that count (kept as per-segment
+//!   counts so a completion costs `O(log capacity)`, see `strict.rs`). When
+//!   the Barrier completes with the count at zero, a full interrupt fires at
+//!   once; otherwise the Barrier is "completed, waiting" and the full
+//!   interrupt fires with the completion that brings its count to zero
+//!   (merged with whatever that completion decides on its own). While it
+//!   waits, the Barrier completion is counted as unmarked toward `thr`: its
+//!   own entry sits in the completion queue, and without being counted
+//!   nothing would bound how long it stays there (the earlier requests may
+//!   take arbitrarily long), whereas counted it is reaped within the
+//!   adaptive bound like any other. A Barrier submitted while the table is
+//!   full degrades to relaxed (an earlier interrupt, never a lost
+//!   completion) and is counted by [`Cinterrupts::strict_overflows`].
 //! * **Storm guard** (`max_irq_rate = Some(r)`): an integer EWMA (weight
 //!   1/128, shifts on a fixed-point value with 8 fractional bits) of the
 //!   interval between consecutive hinted (Urgent or Barrier) completions,
@@ -47,77 +48,19 @@
 //!   its own: it was counted toward `thr` and is delivered by the adaptive
 //!   path.
 
+mod strict;
+
+pub use strict::STRICT_BARRIER_CAPACITY;
+use strict::{OwnBarrier, StrictBarriers};
+
 use crate::adaptive::BurstDetector;
 use crate::config::{BarrierMode, CinterruptsParams};
 use crate::{Decision, Hint, InFlight, Nanos, Policy, PolicyError, Seq, SEC};
-
-/// How many strict Barriers can wait at once per queue; further ones are
-/// handled as relaxed (see [`Cinterrupts::strict_overflows`]).
-pub const STRICT_BARRIER_CAPACITY: usize = 32;
 
 /// Fractional bits of the storm guard's fixed-point average.
 const EWMA_FRAC_BITS: u32 = 8;
 /// The EWMA weight is `1 / 2^EWMA_WEIGHT_SHIFT` = 1/128.
 const EWMA_WEIGHT_SHIFT: u32 = 7;
-
-/// A strict Barrier that was submitted and whose interrupt has not fired.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct TrackedBarrier {
-    seq: Seq,
-    /// Requests submitted before the Barrier and not yet completed.
-    earlier_in_flight: u32,
-    /// The Barrier itself has completed and waits for the earlier ones.
-    completed: bool,
-}
-
-/// Fixed-capacity table of strict Barriers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct BarrierTable {
-    slots: [TrackedBarrier; STRICT_BARRIER_CAPACITY],
-    len: usize,
-}
-
-impl BarrierTable {
-    const fn new() -> Self {
-        BarrierTable {
-            slots: [TrackedBarrier {
-                seq: 0,
-                earlier_in_flight: 0,
-                completed: false,
-            }; STRICT_BARRIER_CAPACITY],
-            len: 0,
-        }
-    }
-
-    /// Tracks a Barrier; false when the table is full.
-    fn track(&mut self, seq: Seq, earlier_in_flight: u32) -> bool {
-        let Some(slot) = self.slots.get_mut(self.len) else {
-            return false;
-        };
-        *slot = TrackedBarrier {
-            seq,
-            earlier_in_flight,
-            completed: false,
-        };
-        self.len += 1;
-        true
-    }
-
-    fn remove(&mut self, index: usize) {
-        self.len -= 1;
-        self.slots.swap(index, self.len);
-    }
-}
-
-/// What a completion did to the strict Barrier table.
-#[derive(Clone, Copy, Debug, Default)]
-struct BarrierEffect {
-    /// The completing request is a tracked Barrier, with this many earlier
-    /// requests still in flight.
-    own: Option<u32>,
-    /// A completed, waiting Barrier just saw its last predecessor finish.
-    released: bool,
-}
 
 /// The storm guard's moving average of hinted-completion intervals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,7 +109,7 @@ pub struct Cinterrupts {
     oldest_coalesced: Nanos,
     /// `delta * thr`: the longest any coalesced completion may wait.
     max_wait: Nanos,
-    barriers: BarrierTable,
+    barriers: StrictBarriers,
     strict_overflows: u64,
     guard: Option<StormGuard>,
 }
@@ -185,7 +128,7 @@ impl Cinterrupts {
                 .adaptive
                 .delta
                 .saturating_mul(u64::from(params.adaptive.thr)),
-            barriers: BarrierTable::new(),
+            barriers: StrictBarriers::new(),
             strict_overflows: 0,
             guard: params.max_irq_rate.map(|rate| StormGuard::new(rate, now)),
         })
@@ -214,7 +157,7 @@ impl Cinterrupts {
 
     /// Strict Barriers submitted whose interrupt has not fired yet.
     pub const fn tracked_barriers(&self) -> usize {
-        self.barriers.len
+        self.barriers.len()
     }
 
     /// Counts a completion toward `thr` as Algorithm 1 does.
@@ -224,59 +167,13 @@ impl Cinterrupts {
         }
         self.burst.count()
     }
-
-    /// Updates the strict Barrier table for the completion of `seq`.
-    fn settle_barriers(&mut self, seq: Seq) -> BarrierEffect {
-        let mut effect = BarrierEffect::default();
-        let mut i = 0;
-        while i < self.barriers.len {
-            let slot = &mut self.barriers.slots[i];
-            if slot.seq == seq {
-                effect.own = Some(slot.earlier_in_flight);
-                // The Barrier leaves the table now unless it has to wait;
-                // `complete_barrier` puts it back as waiting if so.
-                self.barriers.remove(i);
-                continue;
-            }
-            if slot.seq > seq {
-                slot.earlier_in_flight = slot.earlier_in_flight.saturating_sub(1);
-                if slot.earlier_in_flight == 0 && slot.completed {
-                    effect.released = true;
-                    self.barriers.remove(i);
-                    continue;
-                }
-            }
-            i += 1;
-        }
-        effect
-    }
-
-    /// A Barrier completion under strict semantics.
-    fn complete_barrier(&mut self, now: Nanos, seq: Seq, own: Option<u32>) -> Decision {
-        match own {
-            // Tracked, and some earlier request is still in flight: wait,
-            // counted as unmarked so the entry itself is bounded.
-            Some(earlier) if earlier > 0 => {
-                // The slot was freed in `settle_barriers`, so this fits.
-                let tracked = self.barriers.track(seq, earlier);
-                debug_assert!(tracked);
-                let last = self.barriers.len - 1;
-                self.barriers.slots[last].completed = true;
-                self.count(now)
-            }
-            // Nothing earlier in flight, or untracked (overflow): fire now.
-            _ => Decision::FULL,
-        }
-    }
 }
 
 impl Policy for Cinterrupts {
     fn on_submit(&mut self, _now: Nanos, hint: Hint) -> Seq {
-        let earlier_in_flight = self.flight.count();
         let seq = self.flight.submit();
-        if hint == Hint::Barrier
-            && self.params.barrier == BarrierMode::Strict
-            && !self.barriers.track(seq, earlier_in_flight)
+        if self.params.barrier == BarrierMode::Strict
+            && !self.barriers.submit(seq, hint == Hint::Barrier)
         {
             self.strict_overflows += 1;
         }
@@ -286,11 +183,6 @@ impl Policy for Cinterrupts {
     fn on_complete(&mut self, now: Nanos, seq: Seq, hint: Hint) -> Decision {
         self.flight.complete();
         self.burst.touch(now);
-        let barrier = if self.barriers.len > 0 {
-            self.settle_barriers(seq)
-        } else {
-            BarrierEffect::default()
-        };
         if hint != Hint::Unmarked {
             if let Some(guard) = &mut self.guard {
                 guard.sample(now);
@@ -298,21 +190,28 @@ impl Policy for Cinterrupts {
         }
         let guarded = self.storm_guard_active();
         let effective = if guarded { Hint::Unmarked } else { hint };
+        let strict = self.params.barrier == BarrierMode::Strict;
+        let (own_barrier, released) = if strict {
+            let settled = self.barriers.complete(seq, effective == Hint::Barrier);
+            (settled.own, settled.released && !guarded)
+        } else {
+            (OwnBarrier::NotTracked, false)
+        };
         let own = match effective {
             Hint::Urgent if self.params.ooo => Decision::URGENT_ONLY,
             Hint::Urgent => Decision::FULL,
-            Hint::Barrier => match self.params.barrier {
-                BarrierMode::Relaxed => Decision::FULL,
-                BarrierMode::Strict => self.complete_barrier(now, seq, barrier.own),
-            },
+            // Waiting for earlier requests: counted as unmarked so that the
+            // Barrier's own entry is reaped within the adaptive bound.
+            Hint::Barrier if strict && own_barrier == OwnBarrier::Waiting => self.count(now),
+            // Relaxed, ready, or untracked (table overflow): fire now.
+            Hint::Barrier => Decision::FULL,
             Hint::Unmarked => self.count(now),
         };
-        let released = if barrier.released && !guarded {
-            Decision::FULL
+        let decision = if released {
+            own.merge(Decision::FULL)
         } else {
-            Decision::Hold
+            own
         };
-        let decision = own.merge(released);
         if decision == Decision::FULL {
             // A full interrupt reaps everything coalesced so far.
             let _ = self.burst.reset();
