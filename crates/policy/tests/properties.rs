@@ -59,7 +59,7 @@ fn assert_adaptive_bounds<P: Policy>(h: &mut Harness<P>, params: AdaptiveParams)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(1024))]
 
     #[test]
     fn none_delivers_every_completion_once_at_arrival(
@@ -171,7 +171,7 @@ mod storm {
     const WINDOW_PERIODS: u64 = 10;
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(48))]
+        #![proptest_config(ProptestConfig::with_cases(128))]
 
         #[test]
         fn storm_guard_caps_the_irq_rate_and_lets_go_after_the_storm(
