@@ -46,7 +46,10 @@
 //!   `T` and switches the guard off. A waiting strict Barrier whose
 //!   predecessors finish while the guard is engaged raises no interrupt of
 //!   its own: it was counted toward `thr` and is delivered by the adaptive
-//!   path.
+//!   path. The guard caps the interrupts the hints raise; the adaptive
+//!   fall-back adds at most one per `thr` completions or per quiet `delta`,
+//!   so the total stays under `r` when `thr` and `delta` are set so that
+//!   the fall-back alone would (the property tests state such a set-up).
 
 mod strict;
 
