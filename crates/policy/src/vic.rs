@@ -280,7 +280,20 @@ mod tests {
 
     #[test]
     fn shift_subtract_matches_hardware_division() {
-        let samples = [0u64, 1, 2, 3, 7, 8, 9, 63, 64, 1000, u32::MAX as u64, u64::MAX];
+        let samples = [
+            0u64,
+            1,
+            2,
+            3,
+            7,
+            8,
+            9,
+            63,
+            64,
+            1000,
+            u32::MAX as u64,
+            u64::MAX,
+        ];
         for &n in &samples {
             for &d in &samples[1..] {
                 assert_eq!(div_shift_subtract(n, d), n / d, "{n} / {d}");
