@@ -172,7 +172,7 @@ fn ratio_is_recomputed_at_most_once_per_epoch() {
     l.run(1999, 100 * US);
     assert_eq!(l.policy.ratio(), (1, 1));
     // t = 200 ms: CIF 19 -> 1 / (19 / 8) = 1/2.
-    l.step(100 * US);
+    let _ = l.step(100 * US);
     assert_eq!(l.policy.ratio(), (1, 2));
     // Lower the depth to 9 (CIF 8 -> 3/4): the ratio waits for the epoch.
     l.depth = 9;
@@ -184,7 +184,7 @@ fn ratio_is_recomputed_at_most_once_per_epoch() {
         let _ = l.step(100 * US);
         assert_eq!(l.policy.ratio(), (1, 2), "recomputed early at {}", l.now);
     }
-    l.step(100 * US);
+    let _ = l.step(100 * US);
     assert_eq!(l.now, epoch_start + params.epoch);
     assert_eq!(l.policy.ratio(), (3, 4));
     let rate = l.policy.last_rate().expect("an epoch has finished");
@@ -208,7 +208,7 @@ fn low_iops_delivers_everything_and_the_threshold_is_exclusive() {
         l.run(completions as usize, US);
         // Jump to the end of the epoch: this completion opens the next one.
         l.now = params.epoch - 1;
-        l.step(1);
+        let _ = l.step(1);
         assert_eq!(l.policy.ratio(), expected, "{completions} completions");
     }
     // A slow loop at high CIF delivers every completion.
