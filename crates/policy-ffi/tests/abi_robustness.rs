@@ -1,0 +1,287 @@
+//! The C ABI under hostile input: random call sequences with random
+//! sequence numbers (including repeats and never-issued ones), hint bits,
+//! time steps (including backwards) and null pointers never abort, never
+//! hit the internal-error path, and answer with the documented codes.
+
+use std::ptr;
+
+use cint_policy_ffi::*;
+use proptest::prelude::*;
+
+fn fresh() -> Box<cint_policy> {
+    Box::new(cint_policy {
+        opaque: [0; CINT_POLICY_WORDS],
+    })
+}
+
+/// Initialises `p` as policy kind `kind` (0..6) with the given raw values.
+fn init(p: &mut cint_policy, kind: u8, a: u64, b: u32, flags: u8) -> i32 {
+    let (x, y) = (flags & 1 != 0, flags & 2 != 0);
+    match kind {
+        0 => cint_policy_init_none(p, 0),
+        1 => cint_policy_init_nvme(p, b, a, x, 0),
+        2 => cint_policy_init_adaptive(p, a, b, 0),
+        3 => cint_policy_init_cinterrupts(p, a, b, x, y, u64::from(flags >> 2) * 1000, 0),
+        _ => {
+            let mut params = cint_vic_params {
+                cif_threshold: 0,
+                iops_threshold: 0,
+                epoch: 0,
+                ipi_threshold: 0,
+                quirk_reset_on_skip: false,
+                quirk_failsafe: 0,
+            };
+            assert_eq!(cint_vic_params_default(&mut params), CINT_OK);
+            params.cif_threshold = b % 9;
+            params.epoch = a;
+            params.quirk_reset_on_skip = x;
+            params.quirk_failsafe = u32::from(flags >> 4);
+            if kind == 4 {
+                cint_policy_init_vic(p, &params, 0)
+            } else {
+                cint_policy_init_vic_sched(p, &params, u64::from(flags), 0)
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Call {
+    Submit {
+        dt: u64,
+        back: bool,
+        hint: u32,
+    },
+    Complete {
+        dt: u64,
+        pick: u64,
+        hint: u32,
+    },
+    Timer {
+        dt: u64,
+    },
+    Opportunity {
+        dt: u64,
+    },
+    Schedule {
+        dt: u64,
+        running: bool,
+        end: Option<u64>,
+    },
+    Deadline,
+}
+
+fn call() -> impl Strategy<Value = Call> {
+    prop_oneof![
+        (0..5_000u64, prop::bool::weighted(0.05), 0..6u32)
+            .prop_map(|(dt, back, hint)| Call::Submit { dt, back, hint }),
+        (0..5_000u64, any::<u64>(), 0..6u32).prop_map(|(dt, pick, hint)| Call::Complete {
+            dt,
+            pick,
+            hint
+        }),
+        (0..50_000u64).prop_map(|dt| Call::Timer { dt }),
+        (0..50_000u64).prop_map(|dt| Call::Opportunity { dt }),
+        (
+            0..5_000u64,
+            any::<bool>(),
+            proptest::option::of(0..100_000u64)
+        )
+            .prop_map(|(dt, running, end)| Call::Schedule { dt, running, end }),
+        Just(Call::Deadline),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn random_calls_only_return_documented_codes(
+        kind in 0..6u8,
+        a in 0..20_000u64,
+        b in 0..300u32,
+        flags in any::<u8>(),
+        calls in proptest::collection::vec(call(), 0..200),
+    ) {
+        let mut p = fresh();
+        let rc = init(&mut p, kind, a, b, flags);
+        prop_assert!(rc == CINT_OK || rc == CINT_EINVAL, "init returned {rc}");
+        let initialised = rc == CINT_OK;
+        let mut now = 0u64;
+        let mut issued = 0u64;
+        for c in calls {
+            let mut irq = -1;
+            let rc = match c {
+                Call::Submit { dt, back, hint } => {
+                    let t = if back { now.saturating_sub(dt + 1) } else { now + dt };
+                    let mut seq = u64::MAX;
+                    let rc = cint_policy_submit(&mut *p, t, hint, &mut seq);
+                    if rc == CINT_OK {
+                        prop_assert_eq!(seq, issued);
+                        issued += 1;
+                        now = t;
+                    } else if initialised && hint <= 3 && t >= now {
+                        prop_assert!(false, "valid submit refused: {rc}");
+                    }
+                    rc
+                }
+                Call::Complete { dt, pick, hint } => {
+                    now += dt;
+                    // Mostly seqs that were issued (repeats allowed), some not.
+                    let seq = if issued > 0 && pick % 8 != 0 { pick % issued } else { pick };
+                    cint_policy_complete(&mut *p, now, seq, hint, &mut irq)
+                }
+                Call::Timer { dt } => {
+                    now += dt;
+                    cint_policy_timer(&mut *p, now, &mut irq)
+                }
+                Call::Opportunity { dt } => {
+                    now += dt;
+                    cint_policy_opportunity(&mut *p, now, &mut irq)
+                }
+                Call::Schedule { dt, running, end } => {
+                    now += dt;
+                    cint_policy_schedule(&mut *p, now, running, end.is_some(), end.unwrap_or(0) + now)
+                }
+                Call::Deadline => {
+                    let mut at = 0;
+                    let rc = cint_policy_next_deadline(&mut *p, &mut at);
+                    if rc == 1 {
+                        // A deadline may be late, never absurdly far.
+                        prop_assert!(at <= now + 3_600_000_000_000);
+                    }
+                    rc
+                }
+            };
+            prop_assert_ne!(rc, CINT_EINTERNAL, "internal error on {:?}", c);
+            if !initialised {
+                prop_assert_eq!(rc, CINT_ENOTINIT);
+            }
+            prop_assert!((-8..=1).contains(&rc), "undocumented code {}", rc);
+            if rc == CINT_OK {
+                prop_assert!([CINT_IRQ_NONE, CINT_IRQ_FULL, CINT_IRQ_URGENT_ONLY, -1].contains(&irq));
+            }
+        }
+    }
+}
+
+#[test]
+fn null_pointers_are_refused_everywhere() {
+    let null = ptr::null_mut::<cint_policy>();
+    let mut p = fresh();
+    let mut seq = 0;
+    let mut irq = 0;
+    let mut out = 0u64;
+    let mut n = 0u32;
+    assert_eq!(cint_policy_init_none(null, 0), CINT_ENULL);
+    assert_eq!(cint_policy_init_vic(&mut *p, ptr::null(), 0), CINT_ENULL);
+    assert_eq!(
+        cint_policy_init_vic_sched(&mut *p, ptr::null(), 0, 0),
+        CINT_ENULL
+    );
+    assert_eq!(cint_vic_params_default(ptr::null_mut()), CINT_ENULL);
+    assert_eq!(cint_policy_submit(null, 0, 0, &mut seq), CINT_ENULL);
+    assert_eq!(cint_policy_complete(null, 0, 0, 0, &mut irq), CINT_ENULL);
+    assert_eq!(cint_policy_timer(null, 0, &mut irq), CINT_ENULL);
+    assert_eq!(cint_policy_opportunity(null, 0, &mut irq), CINT_ENULL);
+    assert_eq!(cint_policy_schedule(null, 0, true, false, 0), CINT_ENULL);
+    assert_eq!(cint_policy_next_deadline(null, &mut out), CINT_ENULL);
+    assert_eq!(cint_policy_in_flight(null, &mut n), CINT_ENULL);
+    assert_eq!(cint_policy_vic_ipi_needed(null, 0), CINT_ENULL);
+    assert_eq!(
+        cint_policy_vic_ratio(null, &mut n, &mut n.clone()),
+        CINT_ENULL
+    );
+    assert_eq!(cint_hint_merge(0, 0, ptr::null_mut()), CINT_ENULL);
+    assert_eq!(cint_hint_request(0, ptr::null(), &mut n), CINT_ENULL);
+
+    assert_eq!(cint_policy_init_none(&mut *p, 0), CINT_OK);
+    assert_eq!(
+        cint_policy_submit(&mut *p, 0, 0, ptr::null_mut()),
+        CINT_ENULL
+    );
+    assert_eq!(cint_policy_timer(&mut *p, 0, ptr::null_mut()), CINT_ENULL);
+    assert_eq!(
+        cint_policy_opportunity(&mut *p, 0, ptr::null_mut()),
+        CINT_ENULL
+    );
+    assert_eq!(
+        cint_policy_next_deadline(&mut *p, ptr::null_mut()),
+        CINT_ENULL
+    );
+    assert_eq!(cint_policy_in_flight(&mut *p, ptr::null_mut()), CINT_ENULL);
+}
+
+#[test]
+fn vic_through_the_abi() {
+    let mut p = fresh();
+    let mut params = cint_vic_params {
+        cif_threshold: 0,
+        iops_threshold: 0,
+        epoch: 0,
+        ipi_threshold: 0,
+        quirk_reset_on_skip: false,
+        quirk_failsafe: 0,
+    };
+    assert_eq!(cint_vic_params_default(&mut params), CINT_OK);
+    params.iops_threshold = 0;
+    params.epoch = 1_000;
+    assert_eq!(cint_policy_init_vic(&mut *p, &params, 0), CINT_OK);
+    // 41 in flight; the first completion after one epoch sets ratio 1/5.
+    let mut seqs = Vec::new();
+    for _ in 0..41 {
+        let mut seq = 0;
+        assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut seq), CINT_OK);
+        seqs.push(seq);
+    }
+    let mut irq = -1;
+    assert_eq!(
+        cint_policy_complete(&mut *p, 1_000, seqs[0], 0, &mut irq),
+        CINT_OK
+    );
+    assert_eq!(irq, CINT_IRQ_NONE);
+    let (mut up, mut skip) = (0, 0);
+    assert_eq!(cint_policy_vic_ratio(&mut *p, &mut up, &mut skip), CINT_OK);
+    assert_eq!((up, skip), (1, 5));
+    assert_eq!(cint_policy_vic_ipi_needed(&mut *p, 1_000), 1);
+    assert_eq!(cint_policy_opportunity(&mut *p, 2_000, &mut irq), CINT_OK);
+    assert_eq!(irq, CINT_IRQ_FULL);
+    assert_eq!(cint_policy_vic_ipi_needed(&mut *p, 2_000), 0);
+    let mut deadline = 7;
+    assert_eq!(cint_policy_next_deadline(&mut *p, &mut deadline), 0);
+    assert_eq!(deadline, 7, "untouched without a deadline");
+}
+
+#[test]
+fn every_code_has_a_message_and_call_codes_match_the_library() {
+    for code in -8..=0 {
+        // SAFETY: cint_strerror returns a static NUL-terminated string.
+        let text = unsafe { std::ffi::CStr::from_ptr(cint_strerror(code)) };
+        assert!(!text.to_bytes().is_empty());
+        assert_ne!(text.to_str().ok(), Some("unknown error code"), "{code}");
+    }
+    use ::cint_policy::hints::IoCall;
+    let codes = [
+        (CINT_CALL_READ, IoCall::Read),
+        (CINT_CALL_WRITE, IoCall::Write),
+        (CINT_CALL_PREAD, IoCall::Pread),
+        (CINT_CALL_PREADV, IoCall::Preadv),
+        (CINT_CALL_PWRITE, IoCall::Pwrite),
+        (CINT_CALL_PWRITEV, IoCall::Pwritev),
+        (CINT_CALL_PREADV2, IoCall::Preadv2),
+        (CINT_CALL_PWRITEV2, IoCall::Pwritev2),
+        (CINT_CALL_IO_SUBMIT, IoCall::IoSubmit),
+        (CINT_CALL_IO_URING_BATCH, IoCall::IoUringBatch),
+        (CINT_CALL_FSYNC, IoCall::Fsync),
+        (CINT_CALL_FDATASYNC, IoCall::Fdatasync),
+        (CINT_CALL_SYNC, IoCall::Sync),
+        (CINT_CALL_SYNCFS, IoCall::Syncfs),
+        (CINT_CALL_MSYNC, IoCall::Msync),
+        (CINT_CALL_JOURNAL_COMMIT, IoCall::JournalCommit),
+        (CINT_CALL_WRITEBACK, IoCall::Writeback),
+    ];
+    assert_eq!(codes.len(), IoCall::ALL.len());
+    for (code, call) in codes {
+        assert_eq!(IoCall::from_code(code), Some(call));
+    }
+}
