@@ -1,0 +1,1086 @@
+//! fio job files as scenarios.
+//!
+//! fio users already have job files; this module turns one into a
+//! [`Scenario`] on a chosen device and host profile so the same workload
+//! can be compared across interrupt strategies.
+//!
+//! The INI dialect is fio's: `[global]` and job sections, `key=value` or a
+//! bare flag (`direct`), `;` and `#` comments (whole-line, or after
+//! whitespace), and inheritance: a job starts from every `[global]` option
+//! written above it. fio's defaults apply (`rw=read`, `bs=4k`, `iodepth=1`,
+//! `ioengine=psync`, `direct=0`).
+//!
+//! Options and what they become (see docs/WORKFLOW.md for the full table):
+//!
+//! | fio | scenario |
+//! |---|---|
+//! | `rw`/`readwrite` | `rw` (`read`, `write`, `randread`, `randwrite`, `randrw`) |
+//! | `bs`/`blocksize` | `bs` (one size, or the same size for reads and writes) |
+//! | `iodepth` | `iodepth` (1 for synchronous engines, as in fio) |
+//! | `iodepth_batch_submit`/`iodepth_batch` | `batch` (0 means 1; capped at `iodepth`, as fio does) |
+//! | `iodepth_batch_complete_min`/`iodepth_batch_complete` | `batch_complete_min` (capped at `iodepth`) |
+//! | `ioengine` | `engine` (`psync`, `sync` as `psync`, `pvsync2`, `libaio`, `io_uring`) |
+//! | `numjobs` | `numjobs` |
+//! | `cpus_allowed` | `cpu`: the first CPU of the list; distinct CPUs are numbered 0.. in order and become the host's application cores |
+//! | `rate_iops` | `rate_iops` (per thread, as in fio) |
+//! | `direct` / `buffered` | `direct` |
+//! | `runtime` | the scenario's `duration` (the longest job; shorter jobs get a per-job `runtime`) |
+//! | `ramp_time` | the scenario's `warmup` |
+//! | `size` | `size` (bytes or a percentage of the device) |
+//! | `time_based` | the model is always time based |
+//! | `rwmixread`/`rwmixwrite` | `rwmixread` |
+//! | `nowait` | `nowait` (pvsync2, io_uring) |
+//! | `hipri` | polled completions: when every I/O job sets it and no strategy is given, the scenario compares `poll` only |
+//!
+//! An option that would change what is measured but has no model is an
+//! error naming the file, the line and the option; an option with no
+//! meaning in a model (`filename`, `group_reporting`, ...) is a one-line
+//! warning.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::Path;
+
+use cint_policy::config::{AdaptiveParams, CinterruptsParams};
+use cint_policy::{Nanos, PolicyConfig};
+use cint_scenario::units::{format_duration, parse_size};
+use cint_scenario::{
+    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, Job, Rw, Scenario,
+    Strategy, Work,
+};
+
+/// Options accepted and ignored because a model has no use for them.
+const MEANINGLESS: &[&str] = &[
+    "filename",
+    "filename_format",
+    "directory",
+    "description",
+    "norandommap",
+    "gtod_reduce",
+    "group_reporting",
+    "thread",
+    "randrepeat",
+    "randseed",
+    "random_generator",
+    "invalidate",
+    "unlink",
+    "unified_rw_reporting",
+    "new_group",
+    "loops",
+    "write_lat_log",
+    "write_bw_log",
+    "write_iops_log",
+    "write_hist_log",
+    "log_avg_msec",
+    "per_job_logs",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "percentile_list",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "disable_bw_measurement",
+    "significant_figures",
+    "clocksource",
+    "allow_mounted_write",
+    "fallocate",
+    "create_on_open",
+    "refill_buffers",
+    "scramble_buffers",
+    "zero_buffers",
+    "buffer_compress_percentage",
+    "fixedbufs",
+    "registerfiles",
+    "nonvectored",
+    "lockmem",
+    "exitall",
+    "exitall_on_error",
+    "stats",
+    "overwrite",
+    "kb_base",
+];
+
+/// What to build around the jobs of a fio file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FioArgs {
+    /// Built-in device profile name.
+    pub device: String,
+    /// Built-in host profile name.
+    pub host: String,
+    /// Strategies to compare; `None`: `none`, `adaptive` and `cinterrupts`
+    /// at the device profile's reference `delta` and `thr` (or `poll` when
+    /// every job sets `hipri`).
+    pub strategies: Option<Vec<Strategy>>,
+    /// Seed of the simulator's generator.
+    pub seed: u64,
+    /// Measured time when the file gives no `runtime`.
+    pub default_duration: Nanos,
+    /// Scenario name; `None`: the file's stem.
+    pub name: Option<String>,
+}
+
+impl FioArgs {
+    /// The reference device and host of the cinterrupts paper, default
+    /// strategies, seed 1, 200 ms when the file has no `runtime`.
+    pub fn new(device: &str, host: &str) -> FioArgs {
+        FioArgs {
+            device: device.into(),
+            host: host.into(),
+            strategies: None,
+            seed: 1,
+            default_duration: 200_000_000,
+            name: None,
+        }
+    }
+}
+
+/// A fio file turned into a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FioImport {
+    /// The scenario, ready to run.
+    pub scenario: Scenario,
+    /// One line per ignored option or default taken, naming file and line.
+    pub warnings: Vec<String>,
+}
+
+/// Why a fio file was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FioError {
+    /// The file (or `<string>`).
+    pub file: String,
+    /// 1-based line, when one line is to blame.
+    pub line: Option<usize>,
+    /// What is wrong, one line.
+    pub message: String,
+}
+
+impl fmt::Display for FioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: {}", self.file, line, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl std::error::Error for FioError {}
+
+/// Reads and imports a fio job file.
+pub fn import_file(path: &Path, args: &FioArgs) -> Result<FioImport, FioError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| FioError {
+        file: file.clone(),
+        line: None,
+        message: format!("cannot read: {e}"),
+    })?;
+    let mut args = args.clone();
+    if args.name.is_none() {
+        args.name = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    }
+    import_str(&text, &file, &args)
+}
+
+/// Imports fio job-file text; `file` names it in messages.
+pub fn import_str(text: &str, file: &str, args: &FioArgs) -> Result<FioImport, FioError> {
+    let sections = parse_ini(text, file)?;
+    let mut ctx = Ctx {
+        file,
+        warnings: Vec::new(),
+    };
+    let mut globals: Vec<Opt> = Vec::new();
+    let mut specs: Vec<JobSpec> = Vec::new();
+    for section in sections {
+        if section.name == "global" {
+            for opt in section.options {
+                // Validate once, where it is written, so the message points there.
+                apply(&mut JobSpec::new("global", 0), &opt, &mut ctx)?;
+                globals.push(opt);
+            }
+            continue;
+        }
+        if specs.iter().any(|s| s.name == section.name) {
+            return Err(ctx.err(
+                section.line,
+                format!("job '{}' is defined twice", section.name),
+            ));
+        }
+        let mut spec = JobSpec::new(&section.name, section.line);
+        let mut silent = Ctx {
+            file,
+            warnings: Vec::new(),
+        };
+        for opt in &globals {
+            apply(&mut spec, opt, &mut silent)?;
+        }
+        for opt in &section.options {
+            apply(&mut spec, opt, &mut ctx)?;
+        }
+        specs.push(spec);
+    }
+    if specs.is_empty() {
+        return Err(ctx.err_file("no job section (only [global] or nothing)".into()));
+    }
+    build(specs, args, &mut ctx).map(|scenario| FioImport {
+        scenario,
+        warnings: ctx.warnings,
+    })
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    warnings: Vec<String>,
+}
+
+impl Ctx<'_> {
+    fn err(&self, line: usize, message: String) -> FioError {
+        FioError {
+            file: self.file.into(),
+            line: Some(line),
+            message,
+        }
+    }
+
+    fn err_file(&self, message: String) -> FioError {
+        FioError {
+            file: self.file.into(),
+            line: None,
+            message,
+        }
+    }
+
+    fn warn(&mut self, line: usize, message: String) {
+        self.warnings
+            .push(format!("{}:{}: warning: {}", self.file, line, message));
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Opt {
+    key: String,
+    value: Option<String>,
+    line: usize,
+}
+
+struct Section {
+    name: String,
+    line: usize,
+    options: Vec<Opt>,
+}
+
+fn strip_comment(line: &str) -> &str {
+    // fio treats ';' and '#' as comments at the start of a line and after
+    // whitespace; elsewhere they can be part of a value (e.g. a path).
+    let bytes = line.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if (b == b';' || b == b'#') && (i == 0 || bytes[i - 1].is_ascii_whitespace()) {
+            return &line[..i];
+        }
+    }
+    line
+}
+
+fn parse_ini(text: &str, file: &str) -> Result<Vec<Section>, FioError> {
+    let err = |line: usize, message: String| FioError {
+        file: file.into(),
+        line: Some(line),
+        message,
+    };
+    let mut sections: Vec<Section> = Vec::new();
+    for (idx, raw) in text.lines().enumerate() {
+        let line_no = idx + 1;
+        let line = strip_comment(raw).trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix('[') {
+            let name = rest
+                .strip_suffix(']')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| err(line_no, format!("malformed section header '{line}'")))?;
+            sections.push(Section {
+                name: name.into(),
+                line: line_no,
+                options: Vec::new(),
+            });
+            continue;
+        }
+        if line.starts_with("include ") {
+            return Err(err(
+                line_no,
+                "'include' is not supported; inline the included file".into(),
+            ));
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim().to_string())),
+            None => (line, None),
+        };
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return Err(err(line_no, format!("cannot read '{line}' as key=value")));
+        }
+        let section = sections
+            .last_mut()
+            .ok_or_else(|| err(line_no, format!("option '{key}' before any [section]")))?;
+        section.options.push(Opt {
+            key: key.into(),
+            value,
+            line: line_no,
+        });
+    }
+    Ok(sections)
+}
+
+/// A value and the line that set it.
+#[derive(Clone, Copy, Debug)]
+struct At<T> {
+    value: T,
+    line: usize,
+}
+
+impl<T> At<T> {
+    fn new(line: usize, value: T) -> At<T> {
+        At { value, line }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum SizeSpec {
+    Bytes(u64),
+    Percent(u64),
+}
+
+#[derive(Clone, Debug)]
+struct JobSpec {
+    name: String,
+    line: usize,
+    rw: Option<At<Rw>>,
+    bs: Option<At<u64>>,
+    iodepth: Option<At<u32>>,
+    batch: Option<At<u32>>,
+    batch_complete_min: Option<At<u32>>,
+    engine: Option<At<Engine>>,
+    numjobs: Option<At<u32>>,
+    cpus: Option<At<Vec<u32>>>,
+    cpus_split: Option<At<bool>>,
+    rate_iops: Option<At<u64>>,
+    direct: Option<At<bool>>,
+    runtime: Option<At<Nanos>>,
+    ramp: Option<At<Nanos>>,
+    size: Option<At<SizeSpec>>,
+    time_based: bool,
+    rwmixread: Option<At<u8>>,
+    hipri: Option<At<bool>>,
+    nowait: Option<At<bool>>,
+}
+
+impl JobSpec {
+    fn new(name: &str, line: usize) -> JobSpec {
+        JobSpec {
+            name: name.into(),
+            line,
+            rw: None,
+            bs: None,
+            iodepth: None,
+            batch: None,
+            batch_complete_min: None,
+            engine: None,
+            numjobs: None,
+            cpus: None,
+            cpus_split: None,
+            rate_iops: None,
+            direct: None,
+            runtime: None,
+            ramp: None,
+            size: None,
+            time_based: false,
+            rwmixread: None,
+            hipri: None,
+            nowait: None,
+        }
+    }
+}
+
+fn parse_bool(v: Option<&str>) -> Option<bool> {
+    match v.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("1") | Some("true") | Some("yes") | Some("on") => Some(true),
+        Some("0") | Some("false") | Some("no") | Some("off") => Some(false),
+        _ => None,
+    }
+}
+
+/// fio time values: a bare number is seconds; `d`, `h`, `m` (minutes),
+/// `s`, `ms`/`msec`, `us`/`usec`, `ns`.
+fn parse_fio_time(s: &str) -> Option<Nanos> {
+    let s = s.trim();
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(end);
+    let n: u64 = num.parse().ok()?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "s" | "sec" => 1_000_000_000,
+        "ms" | "msec" => 1_000_000,
+        "us" | "usec" => 1_000,
+        "ns" | "nsec" => 1,
+        "m" | "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+/// A CPU list: `3`, `0-3`, `1,5,8-9`.
+fn parse_cpus(s: &str) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if a > b || b - a > 4096 {
+                    return None;
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
+    let key = opt.key.as_str();
+    let line = opt.line;
+    let raw = opt.value.as_deref();
+    let bad = |what: &str| {
+        ctx.err(
+            line,
+            format!("option '{key}': '{}' is not {what}", raw.unwrap_or("")),
+        )
+    };
+    let need = || ctx.err(line, format!("option '{key}' needs a value"));
+    let int = |lo: u64, hi: u64| -> Result<u64, FioError> {
+        let v = raw.ok_or_else(need)?;
+        match v.parse::<u64>() {
+            Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+            _ => Err(bad(&format!("an integer in {lo}..={hi}"))),
+        }
+    };
+    match key {
+        "rw" | "readwrite" => {
+            let v = raw.ok_or_else(need)?;
+            let rw = match v {
+                "read" => Rw::Read,
+                "write" => Rw::Write,
+                "randread" => Rw::RandRead,
+                "randwrite" => Rw::RandWrite,
+                "randrw" => Rw::RandRw,
+                _ => {
+                    return Err(ctx.err(
+                        line,
+                        format!(
+                            "option '{key}={v}' is not supported (supported: read, write, \
+                             randread, randwrite, randrw)"
+                        ),
+                    ))
+                }
+            };
+            spec.rw = Some(At::new(line, rw));
+        }
+        "bs" | "blocksize" => {
+            let v = raw.ok_or_else(need)?;
+            let mut sizes = v.split(',').map(str::trim).filter(|p| !p.is_empty());
+            let first = sizes.next().ok_or_else(need)?;
+            let bs = parse_size(first).map_err(|_| bad("a size"))?;
+            for other in sizes {
+                if parse_size(other).ok() != Some(bs) {
+                    return Err(ctx.err(
+                        line,
+                        format!("option '{key}={v}': different read and write block sizes are not supported"),
+                    ));
+                }
+            }
+            if bs == 0 || bs % 512 != 0 {
+                return Err(bad("a positive multiple of 512 bytes"));
+            }
+            spec.bs = Some(At::new(line, bs));
+        }
+        "iodepth" => spec.iodepth = Some(At::new(line, int(1, 65_535)? as u32)),
+        "iodepth_batch_submit" | "iodepth_batch" => {
+            spec.batch = Some(At::new(line, int(0, 65_535)?.max(1) as u32));
+        }
+        "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
+            let n = int(0, 65_535)?;
+            if n == 0 {
+                return Err(ctx.err(
+                    line,
+                    format!("option '{key}=0' (reaping without waiting) is not supported"),
+                ));
+            }
+            spec.batch_complete_min = Some(At::new(line, n as u32));
+        }
+        "ioengine" => {
+            let v = raw.ok_or_else(need)?;
+            let engine = match v {
+                "psync" | "sync" => Engine::Psync,
+                "pvsync2" => Engine::Pvsync2,
+                "libaio" => Engine::Libaio,
+                "io_uring" => Engine::IoUring,
+                _ => {
+                    return Err(ctx.err(
+                        line,
+                        format!(
+                            "option 'ioengine={v}' is not supported (supported: psync, sync, \
+                             pvsync2, libaio, io_uring)"
+                        ),
+                    ))
+                }
+            };
+            spec.engine = Some(At::new(line, engine));
+        }
+        "numjobs" => spec.numjobs = Some(At::new(line, int(1, 4_096)? as u32)),
+        "cpus_allowed" => {
+            let v = raw.ok_or_else(need)?;
+            let cpus = parse_cpus(v)
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| bad("a CPU list"))?;
+            spec.cpus = Some(At::new(line, cpus));
+        }
+        "cpus_allowed_policy" => {
+            let split = match raw.ok_or_else(need)? {
+                "shared" => false,
+                "split" => true,
+                _ => return Err(bad("'shared' or 'split'")),
+            };
+            spec.cpus_split = Some(At::new(line, split));
+        }
+        "rate_iops" => {
+            let v = raw.ok_or_else(need)?;
+            let mut parts = v.split(',').map(str::trim).filter(|p| !p.is_empty());
+            let first: u64 = parts
+                .next()
+                .and_then(|p| p.parse().ok())
+                .filter(|&n| n > 0)
+                .ok_or_else(|| bad("a positive integer"))?;
+            if parts.any(|p| p.parse::<u64>().ok() != Some(first)) {
+                return Err(ctx.err(
+                    line,
+                    format!("option '{key}={v}': different read and write rates are not supported"),
+                ));
+            }
+            spec.rate_iops = Some(At::new(line, first));
+        }
+        "direct" => {
+            spec.direct = Some(At::new(
+                line,
+                parse_bool(raw).ok_or_else(|| bad("a boolean"))?,
+            ))
+        }
+        "buffered" => {
+            spec.direct = Some(At::new(
+                line,
+                !parse_bool(raw).ok_or_else(|| bad("a boolean"))?,
+            ))
+        }
+        "runtime" | "timeout" => {
+            let t = parse_fio_time(raw.ok_or_else(need)?)
+                .filter(|&t| t > 0)
+                .ok_or_else(|| bad("a positive time (e.g. 10, 500ms, 2m)"))?;
+            spec.runtime = Some(At::new(line, t));
+        }
+        "ramp_time" => {
+            let t = parse_fio_time(raw.ok_or_else(need)?)
+                .ok_or_else(|| bad("a time (e.g. 2, 500ms)"))?;
+            spec.ramp = Some(At::new(line, t));
+        }
+        "size" => {
+            let v = raw.ok_or_else(need)?;
+            let size = if let Some(p) = v.strip_suffix('%') {
+                match p.trim().parse::<u64>() {
+                    Ok(p) if (1..=100).contains(&p) => SizeSpec::Percent(p),
+                    _ => return Err(bad("a percentage in 1..=100")),
+                }
+            } else {
+                SizeSpec::Bytes(
+                    parse_size(v)
+                        .ok()
+                        .filter(|&b| b > 0)
+                        .ok_or_else(|| bad("a size"))?,
+                )
+            };
+            spec.size = Some(At::new(line, size));
+        }
+        "time_based" => {
+            spec.time_based = parse_bool(raw).ok_or_else(|| bad("a boolean"))?;
+        }
+        "rwmixread" => spec.rwmixread = Some(At::new(line, int(0, 100)? as u8)),
+        "rwmixwrite" => spec.rwmixread = Some(At::new(line, 100 - int(0, 100)? as u8)),
+        "hipri" => {
+            spec.hipri = Some(At::new(
+                line,
+                parse_bool(raw).ok_or_else(|| bad("a boolean"))?,
+            ))
+        }
+        "nowait" => {
+            spec.nowait = Some(At::new(
+                line,
+                parse_bool(raw).ok_or_else(|| bad("a boolean"))?,
+            ))
+        }
+        "name" => {
+            let v = raw.ok_or_else(need)?;
+            if spec.name != "global" {
+                spec.name = v.into();
+            }
+        }
+        _ if MEANINGLESS.contains(&key) => {
+            if key == "kb_base" && raw != Some("1024") {
+                return Err(ctx.err(
+                    line,
+                    "only kb_base=1024 (fio's default) is supported".into(),
+                ));
+            }
+            ctx.warn(
+                line,
+                format!("option '{key}' has no meaning in the model; ignored"),
+            );
+        }
+        _ => {
+            return Err(ctx.err(
+                line,
+                format!("option '{key}' is not supported (it could change what is measured)"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+fn default_strategies(device: &DeviceProfile, poll: bool) -> Vec<Strategy> {
+    if poll {
+        return vec![Strategy {
+            name: "poll".into(),
+            mode: CompletionMode::Poll,
+        }];
+    }
+    let adaptive = AdaptiveParams {
+        delta: device.reference_delta.0,
+        thr: device.reference_thr,
+    };
+    vec![
+        Strategy {
+            name: "none".into(),
+            mode: CompletionMode::Interrupt(PolicyConfig::None),
+        },
+        Strategy {
+            name: "adaptive".into(),
+            mode: CompletionMode::Interrupt(PolicyConfig::Adaptive(adaptive)),
+        },
+        Strategy {
+            name: "cinterrupts".into(),
+            mode: CompletionMode::Interrupt(PolicyConfig::Cinterrupts(
+                CinterruptsParams::with_adaptive(adaptive.delta, adaptive.thr),
+            )),
+        },
+    ]
+}
+
+fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario, FioError> {
+    let device = DeviceProfile::builtin(&args.device).ok_or_else(|| {
+        ctx.err_file(format!(
+            "unknown device profile '{}' (known: {})",
+            args.device,
+            cint_scenario::profiles::DEVICE_MODELS.join(", ")
+        ))
+    })?;
+    let mut host = HostProfile::builtin(&args.host).ok_or_else(|| {
+        ctx.err_file(format!(
+            "unknown host profile '{}' (known: {})",
+            args.host,
+            cint_scenario::profiles::HOST_MODELS.join(", ")
+        ))
+    })?;
+
+    // fio pins to machine CPU numbers; the model has application cores
+    // 0..n, so the distinct CPUs named become cores in ascending order.
+    let named_cpus: BTreeSet<u32> = specs
+        .iter()
+        .filter_map(|s| s.cpus.as_ref().map(|c| c.value[0]))
+        .collect();
+    let core_of = |cpu: u32| named_cpus.iter().position(|&c| c == cpu).unwrap_or(0) as u32;
+    host.cores = named_cpus.len().max(1) as u32;
+
+    let ramps: BTreeSet<Nanos> = specs
+        .iter()
+        .map(|s| s.ramp.map_or(0, |r| r.value))
+        .collect();
+    if ramps.len() > 1 {
+        let line = specs
+            .iter()
+            .find_map(|s| s.ramp.map(|r| r.line))
+            .unwrap_or(0);
+        return Err(ctx.err(
+            line,
+            "jobs with different ramp_time are not supported (the model has one warm-up)".into(),
+        ));
+    }
+    let warmup = ramps.into_iter().next().unwrap_or(0);
+    let longest = specs
+        .iter()
+        .filter_map(|s| s.runtime.map(|r| r.value))
+        .max();
+    let duration = match longest {
+        Some(d) => d,
+        None => {
+            ctx.warn(
+                specs[0].line,
+                format!(
+                    "no runtime given: the model is time based, running {}",
+                    format_duration(args.default_duration)
+                ),
+            );
+            args.default_duration
+        }
+    };
+
+    let mut jobs = Vec::with_capacity(specs.len());
+    let mut hipri_jobs = 0;
+    for spec in &specs {
+        let engine = spec.engine.map_or(Engine::Psync, |e| e.value);
+        let iodepth = spec.iodepth.map_or(1, |d| d.value);
+        let (iodepth, batch, complete_min) = if engine.is_sync() {
+            if let Some(d) = spec.iodepth.filter(|d| d.value > 1) {
+                ctx.warn(
+                    d.line,
+                    format!(
+                        "job '{}': iodepth={} has no effect with a synchronous engine (as in fio); using 1",
+                        spec.name, d.value
+                    ),
+                );
+            }
+            (1, 1, 1)
+        } else {
+            let batch = spec.batch.map_or(1, |b| b.value).min(iodepth);
+            let complete_min = spec.batch_complete_min.map_or(1, |b| b.value).min(iodepth);
+            (iodepth, batch, complete_min)
+        };
+        let cpus = spec.cpus.as_ref();
+        if let Some(c) = cpus.filter(|c| c.value.len() > 1) {
+            if spec.cpus_split.is_some_and(|s| s.value) {
+                return Err(ctx.err(
+                    c.line,
+                    format!(
+                        "job '{}': cpus_allowed_policy=split over several CPUs is not supported \
+                         (write one job per CPU)",
+                        spec.name
+                    ),
+                ));
+            }
+            ctx.warn(
+                c.line,
+                format!(
+                    "job '{}': the model pins a job's threads to one core; using CPU {} of the list",
+                    spec.name, c.value[0]
+                ),
+            );
+        }
+        if let Some(h) = spec.hipri.filter(|h| h.value) {
+            if !matches!(engine, Engine::Pvsync2 | Engine::IoUring) {
+                return Err(ctx.err(
+                    h.line,
+                    format!(
+                        "job '{}': hipri needs ioengine=pvsync2 or io_uring",
+                        spec.name
+                    ),
+                ));
+            }
+            hipri_jobs += 1;
+        }
+        let nowait = spec.nowait.is_some_and(|n| n.value);
+        if nowait && !matches!(engine, Engine::Pvsync2 | Engine::IoUring) {
+            let line = spec.nowait.map_or(spec.line, |n| n.line);
+            return Err(ctx.err(
+                line,
+                format!(
+                    "job '{}': nowait needs ioengine=pvsync2 or io_uring",
+                    spec.name
+                ),
+            ));
+        }
+        let size = match spec.size.map(|s| s.value) {
+            None => device.capacity.0,
+            Some(SizeSpec::Bytes(b)) => b,
+            Some(SizeSpec::Percent(p)) => device.capacity.0 / 100 * p,
+        };
+        if let Some(s) = spec.size.filter(|_| !spec.time_based) {
+            ctx.warn(
+                s.line,
+                format!(
+                    "job '{}': size without time_based: the model does not stop when the size is \
+                     done, it runs for the whole runtime",
+                    spec.name
+                ),
+            );
+        }
+        let runtime = match spec.runtime {
+            Some(r) if r.value < duration => Some(warmup + r.value),
+            _ => None,
+        };
+        jobs.push(Job {
+            name: spec.name.clone(),
+            cpu: cpus.map_or(0, |c| core_of(c.value[0])),
+            numjobs: spec.numjobs.map_or(1, |n| n.value),
+            runtime,
+            work: Work::Io(IoJob {
+                engine,
+                rw: spec.rw.map_or(Rw::Read, |r| r.value),
+                bs: spec.bs.map_or(4096, |b| b.value),
+                iodepth,
+                batch,
+                batch_complete_min: complete_min,
+                hint: None,
+                nowait,
+                direct: spec.direct.is_some_and(|d| d.value),
+                rate_iops: spec.rate_iops.map(|r| r.value),
+                think: 0,
+                size,
+                rwmixread: spec.rwmixread.map_or(50, |r| r.value),
+            }),
+        });
+    }
+    if hipri_jobs > 0 && hipri_jobs < jobs.len() && args.strategies.is_none() {
+        return Err(ctx.err_file(
+            "hipri on some jobs but not all: the model polls per device queue, so choose \
+             strategies explicitly"
+                .into(),
+        ));
+    }
+    let strategies = match &args.strategies {
+        Some(s) if s.is_empty() => return Err(ctx.err_file("no strategy to compare".into())),
+        Some(s) => s.clone(),
+        None => default_strategies(&device, hipri_jobs == jobs.len()),
+    };
+    Ok(Scenario {
+        name: args.name.clone().unwrap_or_else(|| "fio".into()),
+        source: ctx.file.into(),
+        seed: args.seed,
+        duration,
+        warmup,
+        device,
+        host,
+        strategies,
+        jobs,
+        emu: EmuConfig::default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> FioArgs {
+        FioArgs::new("optane-p4800x", "xeon-e5-2660v4")
+    }
+
+    fn io(job: &Job) -> &IoJob {
+        match &job.work {
+            Work::Io(io) => io,
+            Work::Cpu => panic!("job {} is not an I/O job", job.name),
+        }
+    }
+
+    const FIELD_FILE: &str = "\
+; -- typical field job file: latency vs. throughput on one core --
+[global]
+ioengine=libaio
+direct=1
+filename=/dev/nvme0n1   ; raw device
+# keep the random map off, we only care about latency
+norandommap
+randrepeat=0
+group_reporting
+time_based
+runtime=10s
+ramp_time = 2
+bs=4k
+cpus_allowed=7
+
+[async-reader]
+rw=randread
+iodepth=256
+iodepth_batch_submit=16
+iodepth_batch_complete_min=16
+
+[sync-reader]
+ioengine=psync
+rw=randread
+iodepth=32
+numjobs=2
+";
+
+    #[test]
+    fn realistic_file_with_globals_comments_and_two_jobs() {
+        let imp = import_str(FIELD_FILE, "lat.fio", &args()).expect("valid file");
+        let s = &imp.scenario;
+        assert_eq!(s.duration, 10_000_000_000);
+        assert_eq!(s.warmup, 2_000_000_000);
+        assert_eq!(s.host.cores, 1);
+        assert_eq!(s.jobs.len(), 2);
+        let a = io(&s.jobs[0]);
+        assert_eq!(s.jobs[0].name, "async-reader");
+        assert_eq!(s.jobs[0].cpu, 0);
+        assert_eq!((a.engine, a.rw, a.bs), (Engine::Libaio, Rw::RandRead, 4096));
+        assert_eq!((a.iodepth, a.batch, a.batch_complete_min), (256, 16, 16));
+        assert!(a.direct);
+        assert_eq!(a.size, s.device.capacity.0);
+        let b = io(&s.jobs[1]);
+        assert_eq!(b.engine, Engine::Psync);
+        assert_eq!((b.iodepth, b.batch, b.batch_complete_min), (1, 1, 1));
+        assert_eq!(s.jobs[1].numjobs, 2);
+        // filename, norandommap, randrepeat, group_reporting; then iodepth on psync.
+        assert_eq!(imp.warnings.len(), 5, "{:#?}", imp.warnings);
+        assert!(imp.warnings[0].starts_with("lat.fio:5: warning: option 'filename'"));
+        assert!(imp.warnings[4].contains("iodepth=32 has no effect"));
+        assert!(imp.warnings.iter().all(|w| !w.contains('\n')));
+        let names: Vec<&str> = s.strategies.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["none", "adaptive", "cinterrupts"]);
+        assert_eq!(
+            s.strategies[2].mode,
+            CompletionMode::Interrupt(PolicyConfig::Cinterrupts(CinterruptsParams::with_adaptive(
+                6_000, 32
+            )))
+        );
+    }
+
+    #[test]
+    fn fio_defaults_apply_when_options_are_absent() {
+        let imp = import_str("[j]\n", "d.fio", &args()).expect("valid");
+        let s = &imp.scenario;
+        let j = io(&s.jobs[0]);
+        assert_eq!(
+            (j.engine, j.rw, j.bs, j.iodepth, j.direct),
+            (Engine::Psync, Rw::Read, 4096, 1, false)
+        );
+        assert_eq!(s.duration, 200_000_000);
+        assert_eq!(imp.warnings.len(), 1);
+        assert!(imp.warnings[0].contains("no runtime given"));
+    }
+
+    #[test]
+    fn later_global_sections_only_affect_later_jobs() {
+        let text = "[global]\nbs=8k\n[a]\n[global]\nbs=16k\n[b]\nbs=32k\n[c]\n";
+        let s = import_str(text, "g.fio", &args()).expect("valid").scenario;
+        let bs: Vec<u64> = s.jobs.iter().map(|j| io(j).bs).collect();
+        assert_eq!(bs, [8192, 32768, 16384]);
+    }
+
+    #[test]
+    fn unsupported_option_names_file_line_and_option() {
+        let text = "[global]\ndirect=1\n\n[j]\nrw=randread\nverify=md5\n";
+        let e = import_str(text, "v.fio", &args()).expect_err("verify is not modelled");
+        assert_eq!(e.line, Some(6));
+        let msg = e.to_string();
+        assert!(msg.starts_with("v.fio:6: option 'verify'"), "{msg}");
+        assert!(!msg.contains('\n'));
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_their_line() {
+        for (text, line, needle) in [
+            ("[j]\nrw=trim\n", 2, "rw=trim"),
+            ("[j]\nbs=1000\n", 2, "multiple of 512"),
+            ("[j]\nbs=4k,8k\n", 2, "different read and write"),
+            ("[j]\niodepth=0\n", 2, "iodepth"),
+            ("[j]\nioengine=spdk\n", 2, "ioengine=spdk"),
+            ("[j]\nruntime=soon\n", 2, "runtime"),
+            ("[j]\ncpus_allowed=3-1\n", 2, "CPU list"),
+            ("[j]\nioengine=libaio\nhipri\n", 3, "hipri"),
+            ("[j]\nsize=150%\n", 2, "percentage"),
+            ("[j]\ndirect=maybe\n", 2, "boolean"),
+            ("bs=4k\n[j]\n", 1, "before any"),
+            ("[j\n", 1, "malformed"),
+            ("[j]\n[j]\n", 2, "twice"),
+            ("[j]\niodepth_batch_complete_min=0\n", 2, "without waiting"),
+        ] {
+            let e = import_str(text, "b.fio", &args()).expect_err(text);
+            assert_eq!(e.line, Some(line), "{text}: {e}");
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn cpus_become_dense_cores_and_lists_warn() {
+        let text = "[a]\ncpus_allowed=12\n[b]\ncpus_allowed=4\n[c]\ncpus_allowed=4-7\n[d]\ncpus_allowed=12\n";
+        let imp = import_str(text, "c.fio", &args()).expect("valid");
+        let cores: Vec<u32> = imp.scenario.jobs.iter().map(|j| j.cpu).collect();
+        assert_eq!(cores, [1, 0, 0, 1]);
+        assert_eq!(imp.scenario.host.cores, 2);
+        assert!(imp
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("c.fio:6:") && w.contains("CPU 4")));
+        let split = "[a]\ncpus_allowed=0-3\ncpus_allowed_policy=split\nnumjobs=4\n";
+        assert!(import_str(split, "s.fio", &args()).is_err());
+    }
+
+    #[test]
+    fn times_sizes_rates_and_mixes() {
+        let text = "[global]\nruntime=2m\nramp_time=500ms\n[a]\nrw=randrw\nrwmixwrite=30\n\
+                    size=10%\ntime_based\nrate_iops=5000,5000\n[b]\nruntime=30\nbuffered=1\nsize=1g\n";
+        let imp = import_str(text, "t.fio", &args()).expect("valid");
+        let s = &imp.scenario;
+        assert_eq!(s.duration, 120_000_000_000);
+        assert_eq!(s.warmup, 500_000_000);
+        let a = io(&s.jobs[0]);
+        assert_eq!(
+            (a.rw, a.rwmixread, a.rate_iops),
+            (Rw::RandRw, 70, Some(5000))
+        );
+        assert_eq!(a.size, s.device.capacity.0 / 100 * 10);
+        assert_eq!(s.jobs[0].runtime, None);
+        let b = io(&s.jobs[1]);
+        assert_eq!((b.size, b.direct), (1 << 30, false));
+        assert_eq!(s.jobs[1].runtime, Some(30_500_000_000));
+        assert_eq!(imp.warnings.len(), 1, "{:?}", imp.warnings);
+        assert!(imp.warnings[0].contains("size without time_based"));
+    }
+
+    #[test]
+    fn hipri_everywhere_compares_polling_and_mixed_hipri_is_refused() {
+        let all = "[global]\nioengine=pvsync2\nhipri\n[a]\n[b]\n";
+        let s = import_str(all, "h.fio", &args()).expect("valid").scenario;
+        assert_eq!(s.strategies.len(), 1);
+        assert_eq!(s.strategies[0].mode, CompletionMode::Poll);
+        let some = "[a]\nioengine=io_uring\nhipri=1\n[b]\nioengine=io_uring\n";
+        let e = import_str(some, "h.fio", &args()).expect_err("mixed hipri");
+        assert!(e.to_string().contains("hipri on some jobs"));
+        let mut explicit = args();
+        explicit.strategies = Some(vec![Strategy {
+            name: "p".into(),
+            mode: CompletionMode::Poll,
+        }]);
+        assert!(import_str(some, "h.fio", &explicit).is_ok());
+    }
+
+    #[test]
+    fn name_option_batch_clamping_and_unknown_profiles() {
+        let text = "[x]\nname=reader\nioengine=io_uring\niodepth=8\niodepth_batch=32\nnowait\n";
+        let s = import_str(text, "n.fio", &args()).expect("valid").scenario;
+        assert_eq!(s.jobs[0].name, "reader");
+        let j = io(&s.jobs[0]);
+        assert_eq!((j.iodepth, j.batch, j.nowait), (8, 8, true));
+        let e = import_str(text, "n.fio", &FioArgs::new("floppy", "xeon-e5-2660v4"))
+            .expect_err("unknown device");
+        assert!(e.to_string().contains("unknown device profile 'floppy'"));
+        assert!(import_str("; nothing\n[global]\nbs=4k\n", "e.fio", &args()).is_err());
+    }
+
+    #[test]
+    fn comments_inside_values_need_whitespace() {
+        assert_eq!(strip_comment("filename=/tmp/a#b ; x"), "filename=/tmp/a#b ");
+        assert_eq!(strip_comment("# all"), "");
+        assert_eq!(parse_fio_time("2m"), Some(120_000_000_000));
+        assert_eq!(parse_fio_time("150us"), Some(150_000));
+        assert_eq!(parse_fio_time("x"), None);
+        assert_eq!(parse_cpus("1,5,8-9"), Some(vec![1, 5, 8, 9]));
+    }
+}

@@ -1,0 +1,45 @@
+//! How the workflow reaches an engine: a scenario in, a result out.
+
+use cint_report::{LatencyHistogram, RunResult};
+use cint_scenario::Scenario;
+
+/// Runs every strategy of a scenario. Implemented by any
+/// `Fn(&Scenario) -> Result<RunResult, String>` closure, e.g.
+/// `|s| cint_sim::run(s).map_err(|e| e.to_string())`, the emulator, or a
+/// fake in tests. `Sync` because sweeps call it from several threads.
+pub trait Runner: Sync {
+    /// Runs the scenario; the error is one line.
+    fn run(&self, scenario: &Scenario) -> Result<RunResult, String>;
+}
+
+impl<F> Runner for F
+where
+    F: Fn(&Scenario) -> Result<RunResult, String> + Sync,
+{
+    fn run(&self, scenario: &Scenario) -> Result<RunResult, String> {
+        self(scenario)
+    }
+}
+
+/// Measures the completion inter-arrival distribution the calibration
+/// method needs (MODEL.md experiment 7).
+///
+/// Contract for an engine implementing it: run the scenario's first
+/// strategy only, and record, for every completion the device posts to a
+/// completion queue during the measured time (after warm-up), the time
+/// since the previous completion posted to the same queue, in nanoseconds.
+/// Posting time is the device side (before any interrupt policy delays
+/// delivery), which is what `delta` is compared with.
+pub trait GapProbe: Sync {
+    /// The inter-arrival histogram; the error is one line.
+    fn completion_gaps(&self, scenario: &Scenario) -> Result<LatencyHistogram, String>;
+}
+
+impl<F> GapProbe for F
+where
+    F: Fn(&Scenario) -> Result<LatencyHistogram, String> + Sync,
+{
+    fn completion_gaps(&self, scenario: &Scenario) -> Result<LatencyHistogram, String> {
+        self(scenario)
+    }
+}
