@@ -21,5 +21,7 @@ pub mod fio;
 pub mod plot;
 pub mod runner;
 pub mod sweep;
+#[cfg(test)]
+mod testutil;
 
 pub use runner::{GapProbe, Runner};

@@ -1,0 +1,588 @@
+//! Parameter sweeps: the cross product of `--vary KEY=V1,V2,...` values,
+//! every point run on every strategy of the scenario.
+//!
+//! Points are resolved through the scenario parser's own `--set KEY=VALUE`
+//! overrides (via a [`ScenarioLoader`]), so a sweep accepts exactly the
+//! keys and values a scenario file does. Every point is loaded before any
+//! runs, so a bad key or value costs no simulation time. Points run in
+//! parallel; the output order is the order of the cross product (the first
+//! `--vary` varies slowest), whatever the number of workers.
+
+use std::fmt;
+use std::io::{self, IsTerminal, Write};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use cint_report::RunResult;
+use cint_scenario::Scenario;
+use serde::{Deserialize, Serialize};
+
+use crate::runner::Runner;
+
+/// Produces the scenario of one sweep point from `--set KEY=VALUE`
+/// strings, e.g. `|sets| cint_scenario::load_file(path, sets)` with its
+/// error turned into one line.
+pub trait ScenarioLoader: Sync {
+    /// Loads the scenario with these overrides applied after the file's.
+    fn load(&self, sets: &[String]) -> Result<Scenario, String>;
+}
+
+impl<F> ScenarioLoader for F
+where
+    F: Fn(&[String]) -> Result<Scenario, String> + Sync,
+{
+    fn load(&self, sets: &[String]) -> Result<Scenario, String> {
+        self(sets)
+    }
+}
+
+/// One `--vary KEY=V1,V2,...`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vary {
+    /// Dotted key as `--set` takes it, e.g. `job.async.iodepth`.
+    pub key: String,
+    /// Values in the order given; at least one.
+    pub values: Vec<String>,
+}
+
+impl FromStr for Vary {
+    type Err = SweepError;
+
+    fn from_str(s: &str) -> Result<Vary, SweepError> {
+        let bad = |reason: &str| SweepError::BadVary {
+            arg: s.into(),
+            reason: reason.into(),
+        };
+        let (key, values) = s
+            .split_once('=')
+            .ok_or_else(|| bad("expected KEY=V1,V2,..."))?;
+        let key = key.trim();
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return Err(bad("the key is empty or has spaces"));
+        }
+        let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+        if values.iter().any(String::is_empty) {
+            return Err(bad("a value is empty"));
+        }
+        Ok(Vary {
+            key: key.into(),
+            values,
+        })
+    }
+}
+
+/// When to draw a progress bar on stderr.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Progress {
+    /// Only when stderr is a terminal.
+    #[default]
+    Auto,
+    /// Never.
+    Never,
+}
+
+/// A sweep to run.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct SweepArgs {
+    /// The varied keys; the first varies slowest.
+    pub vary: Vec<Vary>,
+    /// Overrides applied to every point, before the varied keys.
+    pub sets: Vec<String>,
+    /// Worker threads; 0: one per available core.
+    pub workers: usize,
+    /// Progress bar policy.
+    pub progress: Progress,
+}
+
+/// Why a sweep stopped. Displays as one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SweepError {
+    /// A `--vary` argument could not be read.
+    BadVary {
+        /// The argument as given.
+        arg: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The scenario parser refused a point (unknown key, bad value).
+    Point {
+        /// The point, `KEY=VALUE` pairs.
+        point: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The engine failed on a point.
+    Run {
+        /// The point, `KEY=VALUE` pairs.
+        point: String,
+        /// The engine's message.
+        message: String,
+    },
+    /// Writing the output failed.
+    Io(String),
+}
+
+fn one_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("").trim_end()
+}
+
+impl fmt::Display for SweepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SweepError::BadVary { arg, reason } => {
+                write!(f, "--vary '{}': {}", one_line(arg), one_line(reason))
+            }
+            SweepError::Point { point, message } => {
+                write!(f, "sweep point {point}: {}", one_line(message))
+            }
+            SweepError::Run { point, message } => {
+                write!(f, "sweep point {point}: run failed: {}", one_line(message))
+            }
+            SweepError::Io(m) => write!(f, "writing the sweep: {}", one_line(m)),
+        }
+    }
+}
+
+impl std::error::Error for SweepError {}
+
+impl From<io::Error> for SweepError {
+    fn from(e: io::Error) -> SweepError {
+        SweepError::Io(e.to_string())
+    }
+}
+
+/// One point of the cross product and its result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepPoint {
+    /// `(key, value)` in `--vary` order.
+    pub values: Vec<(String, String)>,
+    /// Every strategy on this point.
+    pub result: RunResult,
+}
+
+/// A finished sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// The varied keys, in `--vary` order.
+    pub keys: Vec<String>,
+    /// Every point, in cross-product order.
+    pub points: Vec<SweepPoint>,
+}
+
+/// One output record: a point x strategy x job. The JSON-lines file holds
+/// one per line; the CSV one per row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    /// Varied key to value, in `--vary` order.
+    pub point: serde_json::Map<String, serde_json::Value>,
+    /// Strategy name.
+    pub strategy: String,
+    /// Strategy kind.
+    pub kind: String,
+    /// Job name.
+    pub job: String,
+    /// The job's I/Os per second.
+    pub iops: f64,
+    /// The job's mean latency, ns.
+    pub lat_mean_ns: f64,
+    /// The job's median latency, ns.
+    pub lat_p50_ns: u64,
+    /// The job's 99th percentile latency, ns.
+    pub lat_p99_ns: u64,
+    /// The strategy's interrupts per second (all jobs).
+    pub interrupts_per_s: f64,
+    /// The strategy's busy fraction of the application cores.
+    pub cpu_util: f64,
+    /// This job's share of its core.
+    pub job_cpu_util: f64,
+}
+
+/// The CSV columns after the varied keys.
+pub const CSV_COLUMNS: [&str; 10] = [
+    "strategy",
+    "kind",
+    "job",
+    "iops",
+    "lat_mean_ns",
+    "lat_p50_ns",
+    "lat_p99_ns",
+    "interrupts_per_s",
+    "cpu_util",
+    "job_cpu_util",
+];
+
+impl Sweep {
+    /// One row per point x strategy x job, in order.
+    pub fn rows(&self) -> Vec<SweepRow> {
+        let mut rows = Vec::new();
+        for p in &self.points {
+            let point: serde_json::Map<String, serde_json::Value> = p
+                .values
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect();
+            for s in &p.result.results {
+                for j in &s.jobs {
+                    rows.push(SweepRow {
+                        point: point.clone(),
+                        strategy: s.strategy.clone(),
+                        kind: s.kind.clone(),
+                        job: j.name.clone(),
+                        iops: j.iops,
+                        lat_mean_ns: j.lat_ns.mean,
+                        lat_p50_ns: j.lat_ns.at(50.0).unwrap_or(0),
+                        lat_p99_ns: j.lat_ns.at(99.0).unwrap_or(0),
+                        interrupts_per_s: s.interrupts_per_s,
+                        cpu_util: s.cpu_util,
+                        job_cpu_util: j.cpu_util,
+                    });
+                }
+            }
+        }
+        rows
+    }
+
+    /// Writes one JSON object per row, one per line.
+    pub fn write_jsonl(&self, out: &mut dyn Write) -> Result<(), SweepError> {
+        for row in self.rows() {
+            let line = serde_json::to_string(&row).map_err(|e| SweepError::Io(e.to_string()))?;
+            writeln!(out, "{line}")?;
+        }
+        Ok(())
+    }
+
+    /// Writes a CSV with a header: the varied keys, then [`CSV_COLUMNS`].
+    pub fn write_csv(&self, out: &mut dyn Write) -> Result<(), SweepError> {
+        let header: Vec<String> = self
+            .keys
+            .iter()
+            .map(|k| csv_field(k))
+            .chain(CSV_COLUMNS.iter().map(|c| c.to_string()))
+            .collect();
+        writeln!(out, "{}", header.join(","))?;
+        for row in self.rows() {
+            let mut fields: Vec<String> = row
+                .point
+                .values()
+                .map(|v| csv_field(v.as_str().unwrap_or_default()))
+                .collect();
+            fields.extend([
+                csv_field(&row.strategy),
+                csv_field(&row.kind),
+                csv_field(&row.job),
+                format!("{:.3}", row.iops),
+                format!("{:.3}", row.lat_mean_ns),
+                row.lat_p50_ns.to_string(),
+                row.lat_p99_ns.to_string(),
+                format!("{:.3}", row.interrupts_per_s),
+                format!("{:.6}", row.cpu_util),
+                format!("{:.6}", row.job_cpu_util),
+            ]);
+            writeln!(out, "{}", fields.join(","))?;
+        }
+        Ok(())
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Reads a JSON-lines sweep file back (for plotting).
+pub fn read_jsonl(text: &str) -> Result<Vec<SweepRow>, String> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row: SweepRow = serde_json::from_str(line)
+            .map_err(|e| format!("line {}: not a sweep row: {e}", i + 1))?;
+        rows.push(row);
+    }
+    if rows.is_empty() {
+        return Err("no sweep rows".into());
+    }
+    Ok(rows)
+}
+
+/// The points of the cross product, first key slowest.
+pub fn cross_product(vary: &[Vary]) -> Vec<Vec<(String, String)>> {
+    let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for v in vary {
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                v.values.iter().map(move |value| {
+                    let mut q = p.clone();
+                    q.push((v.key.clone(), value.clone()));
+                    q
+                })
+            })
+            .collect();
+    }
+    points
+}
+
+fn describe(point: &[(String, String)]) -> String {
+    point
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Runs the sweep: loads every point, then runs them on `workers` threads.
+pub fn run_sweep(
+    loader: &dyn ScenarioLoader,
+    runner: &dyn Runner,
+    args: &SweepArgs,
+) -> Result<Sweep, SweepError> {
+    if args.vary.is_empty() {
+        return Err(SweepError::BadVary {
+            arg: String::new(),
+            reason: "nothing to vary".into(),
+        });
+    }
+    for (i, v) in args.vary.iter().enumerate() {
+        if args.vary[..i].iter().any(|w| w.key == v.key) {
+            return Err(SweepError::BadVary {
+                arg: v.key.clone(),
+                reason: "the key is varied twice".into(),
+            });
+        }
+    }
+    let points = cross_product(&args.vary);
+    let mut scenarios = Vec::with_capacity(points.len());
+    for point in &points {
+        let mut sets = args.sets.clone();
+        sets.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
+        let scenario = loader.load(&sets).map_err(|message| SweepError::Point {
+            point: describe(point),
+            message,
+        })?;
+        scenarios.push(scenario);
+    }
+
+    let workers = match args.workers {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .min(points.len());
+    let bar = match args.progress {
+        Progress::Auto if io::stderr().is_terminal() => {
+            let bar = indicatif::ProgressBar::new(points.len() as u64);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} points, {elapsed} elapsed, ETA {eta}",
+            ) {
+                bar.set_style(style);
+            }
+            Some(bar)
+        }
+        _ => None,
+    };
+
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let slots: Mutex<Vec<Option<Result<RunResult, String>>>> = Mutex::new(vec![None; points.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                if failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(scenario) = scenarios.get(i) else {
+                    break;
+                };
+                let outcome = runner.run(scenario);
+                if outcome.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                if let Ok(mut slots) = slots.lock() {
+                    slots[i] = Some(outcome);
+                }
+                if let Some(bar) = &bar {
+                    bar.inc(1);
+                }
+            });
+        }
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+
+    let slots = slots
+        .into_inner()
+        .map_err(|_| SweepError::Io("a worker panicked".into()))?;
+    // Report the first failure in point order, so the message does not
+    // depend on scheduling.
+    let mut out = Vec::with_capacity(points.len());
+    for (point, slot) in points.into_iter().zip(slots) {
+        match slot {
+            Some(Ok(result)) => out.push(SweepPoint {
+                values: point,
+                result,
+            }),
+            Some(Err(message)) => {
+                return Err(SweepError::Run {
+                    point: describe(&point),
+                    message,
+                })
+            }
+            None => continue,
+        }
+    }
+    Ok(Sweep {
+        keys: args.vary.iter().map(|v| v.key.clone()).collect(),
+        points: out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fio::{import_str, FioArgs};
+    use crate::testutil::fake_run;
+    use cint_scenario::Work;
+
+    /// Loads a small fio-built scenario and applies `job.<name>.iodepth`
+    /// and `duration` the way the scenario parser's `--set` would.
+    fn loader(sets: &[String]) -> Result<Scenario, String> {
+        let text = "[global]\nioengine=libaio\nrw=randread\nruntime=100ms\n[async]\niodepth=4\n";
+        let mut s = import_str(
+            text,
+            "t.fio",
+            &FioArgs::new("optane-p4800x", "xeon-e5-2660v4"),
+        )
+        .map_err(|e| e.to_string())?
+        .scenario;
+        for set in sets {
+            let (k, v) = set.split_once('=').ok_or("no =")?;
+            match k {
+                "job.async.iodepth" => {
+                    let d: u32 = v
+                        .parse()
+                        .map_err(|_| format!("<string>: key {k}: bad value '{v}'"))?;
+                    if let Work::Io(io) = &mut s.jobs[0].work {
+                        io.iodepth = d;
+                    }
+                }
+                "duration" => {
+                    s.duration =
+                        cint_scenario::units::parse_duration(v).map_err(|e| e.to_string())?
+                }
+                _ => return Err(format!("<string>: unknown key '{k}'\nmore detail")),
+            }
+        }
+        Ok(s)
+    }
+
+    fn vary(s: &str) -> Vary {
+        s.parse().expect("valid vary")
+    }
+
+    #[test]
+    fn cross_product_order_is_first_key_slowest() {
+        let pts = cross_product(&[vary("a=1,2"), vary("b=x,y,z")]);
+        let flat: Vec<String> = pts.iter().map(|p| describe(p)).collect();
+        assert_eq!(
+            flat,
+            ["a=1 b=x", "a=1 b=y", "a=1 b=z", "a=2 b=x", "a=2 b=y", "a=2 b=z"]
+        );
+    }
+
+    #[test]
+    fn output_is_identical_whatever_the_worker_count() {
+        let mut args = SweepArgs {
+            vary: vec![
+                vary("job.async.iodepth=1,2,4,8,16"),
+                vary("duration=10ms,20ms"),
+            ],
+            progress: Progress::Never,
+            ..SweepArgs::default()
+        };
+        let mut files = Vec::new();
+        for workers in [1, 2, 7] {
+            args.workers = workers;
+            let sweep = run_sweep(&loader, &fake_run, &args).expect("sweep runs");
+            assert_eq!(sweep.points.len(), 10);
+            let mut jsonl = Vec::new();
+            sweep.write_jsonl(&mut jsonl).expect("write");
+            let mut csv = Vec::new();
+            sweep.write_csv(&mut csv).expect("write");
+            files.push((jsonl, csv));
+        }
+        assert!(files.windows(2).all(|w| w[0] == w[1]));
+        let csv = String::from_utf8(files[0].1.clone()).expect("utf8");
+        let lines: Vec<&str> = csv.lines().collect();
+        // 10 points x 3 strategies x 1 job, plus the header.
+        assert_eq!(lines.len(), 31);
+        assert!(lines[0].starts_with("job.async.iodepth,duration,strategy,kind,job,iops,"));
+        assert!(lines[1].starts_with("1,10ms,none,none,async,"));
+        assert!(lines[30].starts_with("16,20ms,cinterrupts,cinterrupts,async,"));
+        // The fake runner's IOPS grow with iodepth: the varied value really reached the run.
+        let rows = read_jsonl(std::str::from_utf8(&files[0].0).expect("utf8")).expect("rows");
+        assert_eq!(rows.len(), 30);
+        assert!(rows[0].iops < rows[29].iops);
+        assert_eq!(rows[29].point["job.async.iodepth"], "16");
+    }
+
+    #[test]
+    fn bad_keys_values_and_arguments_are_one_line() {
+        let args = |v: &str| SweepArgs {
+            vary: vec![vary(v)],
+            workers: 2,
+            progress: Progress::Never,
+            ..SweepArgs::default()
+        };
+        let e = run_sweep(&loader, &fake_run, &args("job.nope.iodepth=1,2")).expect_err("unknown");
+        assert_eq!(
+            e.to_string(),
+            "sweep point job.nope.iodepth=1: <string>: unknown key 'job.nope.iodepth'"
+        );
+        let e = run_sweep(&loader, &fake_run, &args("job.async.iodepth=4,deep")).expect_err("bad");
+        assert!(e.to_string().contains("job.async.iodepth=deep"));
+        for bad in ["iodepth", "=1,2", "a=1,,2", "a b=1"] {
+            let e = bad.parse::<Vary>().expect_err(bad);
+            assert!(!e.to_string().contains('\n'));
+        }
+        let twice = SweepArgs {
+            vary: vec![vary("a=1"), vary("a=2")],
+            ..SweepArgs::default()
+        };
+        assert!(run_sweep(&loader, &fake_run, &twice).is_err());
+    }
+
+    #[test]
+    fn an_engine_failure_names_the_first_failing_point() {
+        let failing = |s: &Scenario| -> Result<RunResult, String> {
+            match &s.jobs[0].work {
+                Work::Io(io) if io.iodepth >= 8 => Err(format!("depth {} too deep", io.iodepth)),
+                _ => fake_run(s),
+            }
+        };
+        let args = SweepArgs {
+            vary: vec![vary("job.async.iodepth=1,8,16,2")],
+            workers: 3,
+            progress: Progress::Never,
+            ..SweepArgs::default()
+        };
+        let e = run_sweep(&loader, &failing, &args).expect_err("fails");
+        assert_eq!(
+            e.to_string(),
+            "sweep point job.async.iodepth=8: run failed: depth 8 too deep"
+        );
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_quoting() {
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("plain"), "plain");
+    }
+}
