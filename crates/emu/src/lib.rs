@@ -1,20 +1,40 @@
-//! PLACEHOLDER: being written. The public entry point is fixed:
-use cint_report::RunResult;
-use cint_scenario::Scenario;
+//! # cint-emu: the interrupt strategies on real threads, cores and wake-ups
+//!
+//! A dedicated **device core** (a thread pinned to its own CPU that never
+//! sleeps) takes requests from per-client submission rings, executes them
+//! on a backend ([`backend::BackendConfig`]: a synthetic device timed by
+//! spinning, or io_uring on a real file), posts completions and runs each
+//! queue's interrupt policy from `cint-policy`, unchanged. An interrupt is
+//! delivered by waking a real-time **handler thread** pinned to the
+//! application core, which reaps the completion queue by the OOO rules and
+//! wakes the submitting threads. See docs/EMULATOR-DESIGN.md.
+//!
+//! Two ways in:
+//! * [`run`]: every strategy of a scenario on real threads, producing the
+//!   same [`RunResult`] as the simulator with `"substrate": "emu"`;
+//! * the library API: [`Emulator::start`], [`Emulator::client`],
+//!   [`Client::submit`] with a [`Hint`](cint_policy::Hint), and
+//!   [`Client::wait`]; and its C ABI in [`ffi`].
 
-/// Why an emulation could not run.
-#[derive(Debug)]
-pub struct EmuError(pub String);
+#![warn(missing_docs)]
 
-impl std::fmt::Display for EmuError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+pub mod backend;
+pub mod buf;
+pub mod client;
+mod device;
+pub mod emulator;
+pub mod error;
+mod irq;
+pub mod ring;
+pub mod runner;
+mod shared;
+pub mod sys;
+mod workload;
 
-impl std::error::Error for EmuError {}
-
-/// Runs every strategy of the scenario on the emulator.
-pub fn run(scenario: &Scenario) -> Result<RunResult, EmuError> {
-    todo!("{}", scenario.name)
-}
+pub use backend::{BackendConfig, FileSource};
+pub use buf::IoBuf;
+pub use client::{Client, Completion, Request, WaitMode};
+pub use emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig};
+pub use error::{EmuError, IoError};
+pub use runner::{run, run_detailed, JobDetail, RunDetail, StrategyDetail};
+pub use shared::{DeliveredBy, Op, QueueMode, MAX_CLIENTS, MAX_QUEUE_DEPTH};

@@ -1,0 +1,376 @@
+//! The application side of the emulated device: one [`Client`] per thread,
+//! with its own submission ring, delivery ring and request slots.
+
+use std::sync::atomic::{fence, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use cint_policy::{Hint, Nanos};
+
+use crate::buf::IoBuf;
+use crate::error::{EmuError, IoError};
+use crate::ring::Ring;
+use crate::shared::{
+    Channel, DeliveredBy, Delivery, Op, Shared, SubmitEntry, MAX_QUEUE_DEPTH, RESULT_CANCELLED,
+};
+use crate::sys;
+
+/// One request to submit.
+#[derive(Debug)]
+pub struct Request {
+    /// Read or write.
+    pub op: Op,
+    /// Byte offset on the device.
+    pub offset: u64,
+    /// Bytes to transfer.
+    pub len: u32,
+    /// The interrupt hint the request carries to the device's policy.
+    pub hint: Hint,
+    /// Data buffer (needed by the io_uring backend, at least `len` bytes;
+    /// ignored by the synthetic one). Handed back with the completion.
+    pub buf: Option<IoBuf>,
+    /// Caller's tag, returned with the completion.
+    pub user_data: u64,
+}
+
+/// A finished request, in the submitter's hands.
+#[derive(Debug)]
+pub struct Completion {
+    /// The request's `user_data`.
+    pub user_data: u64,
+    /// Bytes transferred, or why the request failed.
+    pub result: Result<u32, IoError>,
+    /// Read or write.
+    pub op: Op,
+    /// Bytes asked for.
+    pub len: u32,
+    /// The hint it carried.
+    pub hint: Hint,
+    /// Clock at submission.
+    pub submitted: Nanos,
+    /// Clock when the submitter took it from its delivery ring.
+    pub in_hand: Nanos,
+    /// How it got here.
+    pub by: DeliveredBy,
+    /// The request's buffer, if it had one.
+    pub buf: Option<IoBuf>,
+}
+
+impl Completion {
+    /// Submission to completion in hand.
+    pub fn latency(&self) -> Nanos {
+        self.in_hand.saturating_sub(self.submitted)
+    }
+}
+
+/// How a client waits for completions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitMode {
+    /// Block until the interrupt handler (or, in poll mode, the device)
+    /// delivers.
+    Block,
+    /// Spin on the delivery ring; never sleep.
+    Spin,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    generation: u32,
+    busy: bool,
+    user_data: u64,
+    submitted: Nanos,
+    op: Option<Op>,
+    len: u32,
+    hint: Hint,
+    buf: Option<IoBuf>,
+}
+
+/// A thread's connection to the emulated device. Not `Sync`: one thread
+/// submits and reaps through it (it may move between threads).
+pub struct Client {
+    shared: Arc<Shared>,
+    channel: Arc<Channel>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    in_flight: usize,
+    /// Deliveries that matched no request in flight (must stay 0).
+    strays: u64,
+}
+
+impl Client {
+    pub(crate) fn register(
+        shared: &Arc<Shared>,
+        queue: usize,
+        depth: usize,
+    ) -> Result<Client, EmuError> {
+        let Some(q) = shared.queues.get(queue) else {
+            return Err(EmuError::Config(format!(
+                "queue {queue} does not exist ({} queues)",
+                shared.queues.len()
+            )));
+        };
+        if depth == 0 || depth > MAX_QUEUE_DEPTH {
+            return Err(EmuError::Config(format!(
+                "client depth {depth} is out of range 1..={MAX_QUEUE_DEPTH}"
+            )));
+        }
+        let _guard = shared
+            .register_lock
+            .lock()
+            .map_err(|_| EmuError::Internal("client registry lock poisoned".into()))?;
+        if shared.stopping.load(Ordering::SeqCst) {
+            return Err(EmuError::ShutDown);
+        }
+        let reserved = q.reserved.load(Ordering::Relaxed);
+        if reserved + depth > MAX_QUEUE_DEPTH {
+            return Err(EmuError::Config(format!(
+                "queue {queue} would have {} requests in flight, more than {MAX_QUEUE_DEPTH}",
+                reserved + depth
+            )));
+        }
+        let index = shared.registered.load(Ordering::Relaxed);
+        let Some(cell): Option<&OnceLock<Arc<Channel>>> = shared.channels.get(index) else {
+            return Err(EmuError::Config(format!(
+                "a device accepts at most {} clients over its life",
+                shared.channels.len()
+            )));
+        };
+        let channel = Arc::new(Channel {
+            index: index as u32,
+            queue: queue as u32,
+            sq: Ring::with_capacity(depth),
+            dq: Ring::with_capacity(depth),
+            waiter: Default::default(),
+            sealed_at: std::sync::atomic::AtomicU64::new(u64::MAX),
+        });
+        if cell.set(Arc::clone(&channel)).is_err() {
+            return Err(EmuError::Internal("client slot registered twice".into()));
+        }
+        q.reserved.store(reserved + depth, Ordering::Relaxed);
+        shared.registered.store(index + 1, Ordering::Release);
+        Ok(Client {
+            shared: Arc::clone(shared),
+            channel,
+            slots: (0..depth).map(|_| Slot::default()).collect(),
+            free: (0..depth as u32).rev().collect(),
+            in_flight: 0,
+            strays: 0,
+        })
+    }
+
+    /// Requests this client may have in flight.
+    pub fn depth(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Requests submitted and not yet handed back.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// The queue (application core index) this client submits to.
+    pub fn queue(&self) -> usize {
+        self.channel.queue as usize
+    }
+
+    /// Deliveries that matched no request in flight: a duplicate or a
+    /// stray completion. The emulator's exactly-once guarantee keeps it 0.
+    pub fn strays(&self) -> u64 {
+        self.strays
+    }
+
+    /// Submits one request. Fails with [`EmuError::Busy`] when `depth`
+    /// requests are in flight and [`EmuError::ShutDown`] once the device
+    /// stops (the request was then not executed; its buffer is dropped).
+    pub fn submit(&mut self, request: Request) -> Result<(), EmuError> {
+        let addr = request.buf.as_ref().map_or(0, IoBuf::addr);
+        if let Some(buf) = &request.buf {
+            if buf.len() < request.len as usize {
+                return Err(EmuError::Config(format!(
+                    "buffer of {} bytes is shorter than the request ({} bytes)",
+                    buf.len(),
+                    request.len
+                )));
+            }
+        }
+        self.submit_at(request, addr)
+    }
+
+    /// Submits a request on a buffer the caller owns (the C ABI).
+    ///
+    /// # Safety
+    /// `addr` must point to `request.len` bytes valid for reads (writes)
+    /// and writes (reads) that stay valid and untouched until this request's
+    /// completion has been returned by a reaping call.
+    pub unsafe fn submit_raw(&mut self, request: Request, addr: usize) -> Result<(), EmuError> {
+        self.submit_at(request, addr)
+    }
+
+    fn submit_at(&mut self, request: Request, addr: usize) -> Result<(), EmuError> {
+        let Some(index) = self.free.pop() else {
+            return Err(EmuError::Busy);
+        };
+        let now = sys::now();
+        let slot = &mut self.slots[index as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.busy = true;
+        slot.user_data = request.user_data;
+        slot.submitted = now;
+        slot.op = Some(request.op);
+        slot.len = request.len;
+        slot.hint = request.hint;
+        slot.buf = request.buf;
+        let entry = SubmitEntry {
+            slot: index,
+            generation: slot.generation,
+            op: request.op,
+            hint: request.hint,
+            offset: request.offset,
+            len: request.len,
+            buf: addr,
+        };
+        let position = self.channel.sq.pushed();
+        if self.channel.sq.push(entry).is_err() {
+            // The ring holds `depth` entries and at most `depth` are in
+            // flight, so this cannot happen; undo rather than lose it.
+            self.release(index);
+            return Err(EmuError::Busy);
+        }
+        self.in_flight += 1;
+        // Pairs with the device's fence before its final drain.
+        fence(Ordering::SeqCst);
+        if self.shared.stopping.load(Ordering::SeqCst) {
+            let sealed = self.wait_for_seal();
+            if position >= sealed {
+                // The device never saw it: it is ours again.
+                self.in_flight -= 1;
+                self.release(index);
+                return Err(EmuError::ShutDown);
+            }
+        }
+        Ok(())
+    }
+
+    fn wait_for_seal(&self) -> u64 {
+        loop {
+            let sealed = self.channel.sealed_at.load(Ordering::SeqCst);
+            if sealed != u64::MAX {
+                return sealed;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    fn release(&mut self, index: u32) {
+        let slot = &mut self.slots[index as usize];
+        slot.busy = false;
+        slot.buf = None;
+        self.free.push(index);
+    }
+
+    /// Takes every completion delivered so far, without waiting.
+    pub fn reap(&mut self, out: &mut Vec<Completion>) -> usize {
+        let mut taken = 0;
+        let mut in_hand = 0;
+        while let Some(delivery) = self.channel.dq.pop() {
+            if in_hand == 0 {
+                in_hand = sys::now();
+            }
+            if self.accept(delivery, in_hand, out) {
+                taken += 1;
+            }
+        }
+        taken
+    }
+
+    fn accept(&mut self, d: Delivery, in_hand: Nanos, out: &mut Vec<Completion>) -> bool {
+        let Some(slot) = self.slots.get_mut(d.slot as usize) else {
+            self.strays += 1;
+            return false;
+        };
+        if !slot.busy || slot.generation != d.generation {
+            self.strays += 1;
+            return false;
+        }
+        let len = slot.len;
+        let result = if d.result == RESULT_CANCELLED {
+            Err(IoError::Cancelled)
+        } else if d.result < 0 {
+            Err(IoError::Os((-d.result) as i32))
+        } else if (d.result as u64) < u64::from(len) {
+            Err(IoError::Short {
+                done: d.result as u32,
+                wanted: len,
+            })
+        } else {
+            Ok(len)
+        };
+        out.push(Completion {
+            user_data: slot.user_data,
+            result,
+            op: slot.op.unwrap_or(Op::Read),
+            len,
+            hint: slot.hint,
+            submitted: slot.submitted,
+            in_hand,
+            by: d.by,
+            buf: slot.buf.take(),
+        });
+        slot.busy = false;
+        self.free.push(d.slot);
+        self.in_flight -= 1;
+        true
+    }
+
+    /// Waits until at least `min` completions (at most those in flight)
+    /// were taken, appending them to `out`; returns how many.
+    pub fn wait(&mut self, min: usize, mode: WaitMode, out: &mut Vec<Completion>) -> usize {
+        let want = min.min(self.in_flight);
+        let mut taken = self.reap(out);
+        while taken < want {
+            match mode {
+                WaitMode::Spin => std::hint::spin_loop(),
+                WaitMode::Block => {
+                    let channel = Arc::clone(&self.channel);
+                    channel.waiter.wait(|| !channel.dq.is_empty());
+                }
+            }
+            taken += self.reap(out);
+        }
+        taken
+    }
+
+    /// Submits one request and blocks until it completes. Only for a
+    /// client with nothing else in flight, so no other completion can be
+    /// taken by mistake.
+    pub fn submit_and_wait(
+        &mut self,
+        request: Request,
+        mode: WaitMode,
+    ) -> Result<Completion, EmuError> {
+        if self.in_flight != 0 {
+            return Err(EmuError::Config(
+                "submit_and_wait needs a client with nothing in flight".into(),
+            ));
+        }
+        self.submit(request)?;
+        let mut out = Vec::with_capacity(1);
+        self.wait(1, mode, &mut out);
+        out.pop()
+            .ok_or_else(|| EmuError::Internal("submitted request vanished".into()))
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // Buffers in flight belong to the kernel or the device until their
+        // completion comes back: wait for all of them.
+        let mut sink = Vec::with_capacity(self.in_flight);
+        while self.in_flight > 0 {
+            self.wait(self.in_flight, WaitMode::Block, &mut sink);
+            sink.clear();
+        }
+        if let Some(q) = self.shared.queues.get(self.channel.queue as usize) {
+            q.reserved.fetch_sub(self.slots.len(), Ordering::Relaxed);
+        }
+    }
+}

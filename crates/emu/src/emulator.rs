@@ -1,0 +1,293 @@
+//! Starting and stopping an emulated device: the device core thread, one
+//! interrupt handler per interrupt-driven queue, and the shared state that
+//! clients attach to.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use cint_policy::AnyPolicy;
+
+use crate::backend::{Backend, BackendConfig};
+use crate::client::Client;
+use crate::device::DeviceCore;
+use crate::error::EmuError;
+use crate::irq::{run_handler, HANDLER_PRIORITY};
+use crate::shared::{Queue, QueueMode, Shared, MAX_QUEUE_DEPTH};
+use crate::sys;
+
+/// One application core's queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// The CPU whose threads submit here and on which its interrupt
+    /// handler runs.
+    pub app_cpu: u32,
+    /// Interrupts by a policy, or polling.
+    pub mode: QueueMode,
+}
+
+/// What to emulate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceConfig {
+    /// The CPU the device core spins on (no other emulator thread runs
+    /// there).
+    pub device_cpu: u32,
+    /// Queues, one per application core.
+    pub queues: Vec<QueueConfig>,
+    /// The request executor.
+    pub backend: BackendConfig,
+    /// Run interrupt handlers at `SCHED_FIFO` priority so they preempt
+    /// application threads, as interrupts do. When the system refuses,
+    /// handlers run at normal priority (see [`DeviceStats::realtime_handlers`]).
+    pub realtime_handlers: bool,
+}
+
+/// Counters of a running or stopped device.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    /// Per queue: interrupts raised (all kinds).
+    pub irqs: Vec<u64>,
+    /// Per queue: urgent-only interrupts raised.
+    pub urgent_irqs: Vec<u64>,
+    /// Per queue: completions posted.
+    pub completions: Vec<u64>,
+    /// Requests cancelled at shutdown.
+    pub cancelled: u64,
+    /// Handlers that run at real-time priority.
+    pub realtime_handlers: usize,
+}
+
+impl DeviceStats {
+    /// Interrupts over all queues.
+    pub fn total_irqs(&self) -> u64 {
+        self.irqs.iter().sum()
+    }
+
+    /// Urgent-only interrupts over all queues.
+    pub fn total_urgent_irqs(&self) -> u64 {
+        self.urgent_irqs.iter().sum()
+    }
+
+    /// Completions over all queues.
+    pub fn total_completions(&self) -> u64 {
+        self.completions.iter().sum()
+    }
+}
+
+/// A running emulated device. Dropping it shuts it down like
+/// [`Emulator::shutdown`].
+pub struct Emulator {
+    shared: Arc<Shared>,
+    device: Option<JoinHandle<()>>,
+    handlers: Vec<JoinHandle<()>>,
+}
+
+impl Emulator {
+    /// Starts the device core and the interrupt handlers, each pinned to its
+    /// CPU. Fails with a one-line error if a CPU is not available, pinning
+    /// fails, a policy's parameters are invalid or the backend cannot start.
+    pub fn start(config: DeviceConfig) -> Result<Emulator, EmuError> {
+        validate(&config)?;
+        let now = sys::now();
+        let mut policies: Vec<Option<AnyPolicy>> = Vec::with_capacity(config.queues.len());
+        for q in &config.queues {
+            policies.push(match q.mode {
+                QueueMode::Interrupt(p) => Some(
+                    p.build(now)
+                        .map_err(|e| EmuError::Config(format!("strategy {}: {e}", p.kind())))?,
+                ),
+                QueueMode::Poll => None,
+            });
+        }
+        let backend = Backend::new(&config.backend, config.queues.len() * MAX_QUEUE_DEPTH)?;
+        let queues = config.queues.iter().map(|q| Queue::new(q.mode)).collect();
+        let shared = Arc::new(Shared::new(queues));
+        let mut emulator = Emulator {
+            shared: Arc::clone(&shared),
+            device: None,
+            handlers: Vec::new(),
+        };
+
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), EmuError>>();
+        let device_cpu = config.device_cpu;
+        let core = DeviceCore::new(Arc::clone(&shared), backend, policies);
+        let tx = ready_tx.clone();
+        let device_shared = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name("cint-device".into())
+            .spawn(move || {
+                if let Err(e) = sys::pin_to(device_cpu) {
+                    let _ = tx.send(Err(EmuError::Pinning(e)));
+                    return;
+                }
+                device_shared
+                    .device_tid
+                    .store(sys::gettid(), Ordering::Release);
+                let _ = tx.send(Ok(()));
+                core.run();
+            })
+            .map_err(|e| EmuError::Thread(e.to_string()))?;
+        emulator.device = Some(handle);
+        let mut expected = 1;
+
+        for (index, q) in config.queues.iter().enumerate() {
+            if !matches!(q.mode, QueueMode::Interrupt(_)) {
+                continue;
+            }
+            let tx = ready_tx.clone();
+            let handler_shared = Arc::clone(&shared);
+            let cpu = q.app_cpu;
+            let realtime = config.realtime_handlers;
+            let spawned = std::thread::Builder::new()
+                .name(format!("cint-irq-{cpu}"))
+                .spawn(move || {
+                    if let Err(e) = sys::pin_to(cpu) {
+                        let _ = tx.send(Err(EmuError::Pinning(e)));
+                        // Still serve the queue: the device's final
+                        // interrupt must find a handler to deliver it.
+                    } else {
+                        if realtime && sys::set_fifo(HANDLER_PRIORITY) {
+                            handler_shared
+                                .realtime_handlers
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                        let _ = tx.send(Ok(()));
+                    }
+                    run_handler(handler_shared, index);
+                });
+            match spawned {
+                Ok(handle) => {
+                    emulator.handlers.push(handle);
+                    expected += 1;
+                }
+                Err(e) => {
+                    drop(emulator);
+                    return Err(EmuError::Thread(e.to_string()));
+                }
+            }
+        }
+        drop(ready_tx);
+        for _ in 0..expected {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    drop(emulator);
+                    return Err(e);
+                }
+                Err(_) => {
+                    drop(emulator);
+                    return Err(EmuError::Internal("a device thread died at start".into()));
+                }
+            }
+        }
+        Ok(emulator)
+    }
+
+    /// Attaches a client to queue `queue` with up to `depth` requests in
+    /// flight.
+    pub fn client(&self, queue: usize, depth: usize) -> Result<Client, EmuError> {
+        Client::register(&self.shared, queue, depth)
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> DeviceStats {
+        let q = &self.shared.queues;
+        DeviceStats {
+            irqs: q.iter().map(|q| q.irqs.load(Ordering::Relaxed)).collect(),
+            urgent_irqs: q
+                .iter()
+                .map(|q| q.urgent_irqs.load(Ordering::Relaxed))
+                .collect(),
+            completions: q
+                .iter()
+                .map(|q| q.completions.load(Ordering::Relaxed))
+                .collect(),
+            cancelled: self.shared.cancelled.load(Ordering::Relaxed),
+            realtime_handlers: self.shared.realtime_handlers.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Kernel thread ids of the interrupt handlers (0 for poll queues),
+    /// for per-thread accounting.
+    pub fn handler_tids(&self) -> Vec<i32> {
+        self.shared
+            .queues
+            .iter()
+            .map(|q| q.handler_tid.load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// Stops the device: submissions not yet taken are cancelled, requests
+    /// in the backend are completed (io_uring) or cancelled (synthetic),
+    /// everything is delivered, and every emulator thread has exited when
+    /// this returns.
+    pub fn shutdown(mut self) -> Result<DeviceStats, EmuError> {
+        self.stop_and_join()?;
+        Ok(self.stats())
+    }
+
+    fn stop_and_join(&mut self) -> Result<(), EmuError> {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        let mut failure = None;
+        if let Some(device) = self.device.take() {
+            if device.join().is_err() {
+                failure = Some(EmuError::Internal("the device core panicked".into()));
+                // No final interrupt will come: release the handlers.
+                for q in &self.shared.queues {
+                    q.finish();
+                }
+            }
+        }
+        for handler in self.handlers.drain(..) {
+            if handler.join().is_err() {
+                failure = Some(EmuError::Internal("an interrupt handler panicked".into()));
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.stop_and_join();
+    }
+}
+
+fn validate(config: &DeviceConfig) -> Result<(), EmuError> {
+    if config.queues.is_empty() {
+        return Err(EmuError::Config("a device needs at least one queue".into()));
+    }
+    let allowed = sys::allowed_cpus().map_err(EmuError::Pinning)?;
+    let mut cpus: Vec<u32> = config.queues.iter().map(|q| q.app_cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    if allowed.len() < cpus.len() + 1 {
+        return Err(EmuError::NotEnoughCores {
+            needed: cpus.len() + 1,
+            available: allowed.len(),
+        });
+    }
+    for cpu in cpus.iter().chain(std::iter::once(&config.device_cpu)) {
+        if !allowed.contains(cpu) {
+            return Err(EmuError::Pinning(format!(
+                "cpu {cpu} is not available to this process (allowed: {allowed:?})"
+            )));
+        }
+    }
+    if cpus.contains(&config.device_cpu) {
+        return Err(EmuError::Config(format!(
+            "cpu {} cannot be both the device core and an application core",
+            config.device_cpu
+        )));
+    }
+    if cpus.len() != config.queues.len() {
+        return Err(EmuError::Config(
+            "each application cpu has exactly one queue".into(),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! The emulator's errors: one line each, because the CLI prints them as is
+//! and exits with status 2.
+
+use std::fmt;
+
+/// Why the emulator could not start, run or accept a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EmuError {
+    /// The machine lacks the cores the run needs (one device core plus one
+    /// per application core).
+    NotEnoughCores {
+        /// Cores the run needs.
+        needed: usize,
+        /// Cores this process may use.
+        available: usize,
+    },
+    /// A thread could not be pinned to its core.
+    Pinning(String),
+    /// The configuration or scenario asks for something the emulator cannot do.
+    Config(String),
+    /// The backend could not be set up (file, io_uring).
+    Backend(String),
+    /// A thread could not be created.
+    Thread(String),
+    /// The emulated device is shutting down or gone.
+    ShutDown,
+    /// Every request slot of the client is in use.
+    Busy,
+    /// A thread of the emulator panicked (a bug; the message says where).
+    Internal(String),
+}
+
+impl fmt::Display for EmuError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EmuError::NotEnoughCores { needed, available } => write!(
+                f,
+                "emulator needs {needed} cores (one device core plus the application cores) \
+                 but this process may use {available}"
+            ),
+            EmuError::Pinning(m) => write!(f, "emulator cannot pin a thread: {m}"),
+            EmuError::Config(m) => write!(f, "emulator configuration: {m}"),
+            EmuError::Backend(m) => write!(f, "emulator backend: {m}"),
+            EmuError::Thread(m) => write!(f, "emulator cannot start a thread: {m}"),
+            EmuError::ShutDown => f.write_str("emulated device is shut down"),
+            EmuError::Busy => f.write_str("every request slot of this client is in flight"),
+            EmuError::Internal(m) => write!(f, "emulator internal error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for EmuError {}
+
+/// Why one request failed. Delivered with its completion, never as a hang.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoError {
+    /// The operating system refused or failed the request (`errno`).
+    Os(i32),
+    /// Fewer bytes than asked were transferred (a read at or beyond the end
+    /// of a file transfers 0).
+    Short {
+        /// Bytes transferred.
+        done: u32,
+        /// Bytes asked for.
+        wanted: u32,
+    },
+    /// The device shut down before executing the request.
+    Cancelled,
+}
+
+impl fmt::Display for IoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IoError::Os(errno) => write!(
+                f,
+                "I/O failed: {}",
+                std::io::Error::from_raw_os_error(*errno)
+            ),
+            IoError::Short { done, wanted } => {
+                write!(f, "short transfer: {done} of {wanted} bytes")
+            }
+            IoError::Cancelled => f.write_str("request cancelled by device shutdown"),
+        }
+    }
+}
+
+impl std::error::Error for IoError {}

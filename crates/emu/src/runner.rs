@@ -1,0 +1,513 @@
+//! `cint emu`: every strategy of a scenario, in turn, on the same jobs,
+//! measured on real threads.
+//!
+//! CPU mapping: the device core is `[emu] device_core`, or else the last
+//! CPU this process may use; application core `i` of the scenario is the
+//! `i`-th remaining allowed CPU. On a 2-CPU machine: application core 0 is
+//! CPU 0 and the device core is CPU 1.
+
+use std::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use cint_policy::Nanos;
+use cint_report::{JobResult, LatencyHistogram, RunResult, StrategyResult, CINT_VERSION};
+use cint_scenario::{Backend as BackendKind, CompletionMode, Scenario, Strategy, Work};
+
+use crate::backend::{BackendConfig, FileSource};
+use crate::emulator::{DeviceConfig, Emulator, QueueConfig};
+use crate::error::EmuError;
+use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
+use crate::sys;
+use crate::workload::{
+    run_thread, Control, ThreadOutcome, ThreadPlan, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP,
+};
+
+/// What the emulator measured beyond the result document, for tests and
+/// diagnostics.
+#[derive(Clone, Debug)]
+pub struct RunDetail {
+    /// The result document.
+    pub result: RunResult,
+    /// One per strategy, in scenario order.
+    pub strategies: Vec<StrategyDetail>,
+}
+
+/// Per-strategy details.
+#[derive(Clone, Debug, Default)]
+pub struct StrategyDetail {
+    /// Strategy name.
+    pub name: String,
+    /// Interrupts over the whole run, warm-up included.
+    pub irqs_total: u64,
+    /// Completions the device posted over the whole run.
+    pub completions_total: u64,
+    /// Handlers that ran at real-time priority.
+    pub realtime_handlers: usize,
+    /// Measured window, in nanoseconds of the clock.
+    pub window_ns: Nanos,
+    /// One per job, in scenario order.
+    pub jobs: Vec<JobDetail>,
+}
+
+/// Per-job details, all threads of the job together.
+#[derive(Clone, Debug, Default)]
+pub struct JobDetail {
+    /// Job name.
+    pub name: String,
+    /// Requests submitted over the whole run.
+    pub submitted: u64,
+    /// Requests handed back over the whole run.
+    pub completed: u64,
+    /// Failed requests.
+    pub errors: u64,
+    /// The first failure, for the error message.
+    pub first_error: Option<String>,
+    /// Deliveries matching no request in flight (duplicates): must be 0.
+    pub strays: u64,
+    /// Completions delivered by a full IRQ.
+    pub by_full_irq: u64,
+    /// Completions delivered by an urgent-only IRQ.
+    pub by_urgent_irq: u64,
+    /// Completions found by polling.
+    pub by_poll: u64,
+    /// Voluntary context switches in the measured window.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches in the measured window.
+    pub involuntary_switches: u64,
+    /// CPU time in the measured window.
+    pub cpu_ns: u64,
+}
+
+/// Runs every strategy of the scenario on the emulator.
+pub fn run(scenario: &Scenario) -> Result<RunResult, EmuError> {
+    run_detailed(scenario).map(|d| d.result)
+}
+
+/// Like [`run`], with the details tests check.
+pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
+    let layout = CpuLayout::for_scenario(scenario)?;
+    let mut results = Vec::with_capacity(scenario.strategies.len());
+    let mut details = Vec::with_capacity(scenario.strategies.len());
+    for (index, strategy) in scenario.strategies.iter().enumerate() {
+        let (result, detail) = run_strategy(scenario, &layout, strategy, index as u64)?;
+        results.push(result);
+        details.push(detail);
+    }
+    Ok(RunDetail {
+        result: RunResult {
+            cint_version: CINT_VERSION.to_string(),
+            scenario: scenario.name.clone(),
+            substrate: "emu".into(),
+            device: scenario.device.model.clone(),
+            host: scenario.host.model.clone(),
+            seed: scenario.seed,
+            duration_ns: scenario.duration,
+            results,
+        },
+        strategies: details,
+    })
+}
+
+/// Which real CPU plays which role.
+struct CpuLayout {
+    device: u32,
+    /// Real CPU of each application core used by a job, by app core index.
+    app: Vec<(u32, u32)>,
+}
+
+impl CpuLayout {
+    fn for_scenario(scenario: &Scenario) -> Result<CpuLayout, EmuError> {
+        let allowed = sys::allowed_cpus().map_err(EmuError::Pinning)?;
+        let mut used: Vec<u32> = scenario.jobs.iter().map(|j| j.cpu).collect();
+        used.sort_unstable();
+        used.dedup();
+        let highest = used.last().copied().unwrap_or(0) as usize;
+        if allowed.len() < 2 || allowed.len() < highest + 2 {
+            return Err(EmuError::NotEnoughCores {
+                needed: highest + 2,
+                available: allowed.len(),
+            });
+        }
+        let device = match scenario.emu.device_core {
+            Some(cpu) if allowed.contains(&cpu) => cpu,
+            Some(cpu) => {
+                return Err(EmuError::Pinning(format!(
+                    "device_core {cpu} is not available to this process (allowed: {allowed:?})"
+                )))
+            }
+            None => *allowed.last().unwrap_or(&0),
+        };
+        let rest: Vec<u32> = allowed.iter().copied().filter(|&c| c != device).collect();
+        let mut app = Vec::with_capacity(used.len());
+        for core in used {
+            match rest.get(core as usize) {
+                Some(&real) => app.push((core, real)),
+                None => {
+                    return Err(EmuError::NotEnoughCores {
+                        needed: core as usize + 2,
+                        available: allowed.len(),
+                    })
+                }
+            }
+        }
+        Ok(CpuLayout { device, app })
+    }
+
+    fn queue_of(&self, app_core: u32) -> Option<usize> {
+        self.app.iter().position(|&(core, _)| core == app_core)
+    }
+}
+
+/// Holds job threads until every one is pinned and ready.
+#[derive(Default)]
+struct StartGate {
+    ready: AtomicUsize,
+    failed: std::sync::Mutex<Option<String>>,
+    /// 0: wait, 1: go, 2: abort.
+    state: AtomicU8,
+}
+
+impl StartGate {
+    fn wait_for_go(&self) -> bool {
+        loop {
+            match self.state.load(Ordering::SeqCst) {
+                0 => sys::sleep_ns(50_000),
+                1 => return true,
+                _ => return false,
+            }
+        }
+    }
+
+    fn fail(&self, message: String) {
+        if let Ok(mut slot) = self.failed.lock() {
+            slot.get_or_insert(message);
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.failed.lock().ok().and_then(|slot| slot.clone())
+    }
+
+    fn open(&self, go: bool) {
+        self.state.store(if go { 1 } else { 2 }, Ordering::SeqCst);
+    }
+}
+
+/// A thread's identity for window accounting.
+struct Tracked {
+    job: Option<usize>,
+    tid: Arc<AtomicI32>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct ThreadSample {
+    cpu_ns: u64,
+    voluntary: u64,
+    involuntary: u64,
+}
+
+fn sample_thread(tid: i32) -> ThreadSample {
+    if tid <= 0 {
+        return ThreadSample::default();
+    }
+    // The same kernel counters as CLOCK_THREAD_CPUTIME_ID and
+    // getrusage(RUSAGE_THREAD), read from outside the thread so that every
+    // thread, blocked or not, is sampled at the same instant.
+    let base = format!("/proc/self/task/{tid}");
+    let cpu_ns = std::fs::read_to_string(format!("{base}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0);
+    let mut sample = ThreadSample {
+        cpu_ns,
+        ..Default::default()
+    };
+    if let Ok(status) = std::fs::read_to_string(format!("{base}/status")) {
+        for line in status.lines() {
+            let value = |l: &str| {
+                l.split(':')
+                    .nth(1)
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            if line.starts_with("voluntary_ctxt_switches") {
+                sample.voluntary = value(line);
+            } else if line.starts_with("nonvoluntary_ctxt_switches") {
+                sample.involuntary = value(line);
+            }
+        }
+    }
+    sample
+}
+
+fn run_strategy(
+    scenario: &Scenario,
+    layout: &CpuLayout,
+    strategy: &Strategy,
+    strategy_index: u64,
+) -> Result<(StrategyResult, StrategyDetail), EmuError> {
+    let mode = match strategy.mode {
+        CompletionMode::Interrupt(p) => QueueMode::Interrupt(p),
+        CompletionMode::Poll | CompletionMode::HybridPoll(_) => QueueMode::Poll,
+    };
+    let backend = match scenario.emu.backend {
+        BackendKind::Synthetic => BackendConfig::Synthetic {
+            profile: scenario.device.clone(),
+            seed: scenario.seed ^ strategy_index.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        },
+        BackendKind::IoUring => match &scenario.emu.path {
+            Some(path) => BackendConfig::IoUring {
+                file: FileSource::Path(path.clone()),
+            },
+            None => {
+                return Err(EmuError::Config(
+                    "[emu] backend = \"io_uring\" needs [emu] path".into(),
+                ))
+            }
+        },
+    };
+    let span = match &backend {
+        BackendConfig::IoUring {
+            file: FileSource::Path(path),
+        } => std::fs::metadata(path)
+            .map_err(|e| EmuError::Backend(format!("cannot stat {path}: {e}")))?
+            .len(),
+        _ => scenario.device.capacity.0,
+    };
+    let needs_buffers = matches!(backend, BackendConfig::IoUring { .. });
+    let config = DeviceConfig {
+        device_cpu: layout.device,
+        queues: layout
+            .app
+            .iter()
+            .map(|&(_, real)| QueueConfig {
+                app_cpu: real,
+                mode,
+            })
+            .collect(),
+        backend,
+        realtime_handlers: true,
+    };
+    let emulator = Emulator::start(config)?;
+    let control = Arc::new(Control {
+        phase: AtomicU8::new(PHASE_WARMUP),
+    });
+    let start = sys::now();
+    let thread_count: usize = scenario.jobs.iter().map(|j| j.numjobs as usize).sum();
+    let gate = Arc::new(StartGate::default());
+    let mut tracked = Vec::new();
+    let mut handles = Vec::with_capacity(thread_count);
+    let mut failure: Option<EmuError> = None;
+
+    for (job_index, job) in scenario.jobs.iter().enumerate() {
+        let Some(queue) = layout.queue_of(job.cpu) else {
+            failure = Some(EmuError::Internal(format!("job {} has no queue", job.name)));
+            break;
+        };
+        let real_cpu = layout.app[queue].1;
+        for thread in 0..job.numjobs {
+            let io = match &job.work {
+                Work::Io(io) => Some(io.clone()),
+                Work::Cpu => None,
+            };
+            let client = match &io {
+                Some(io) => {
+                    let depth = if io.engine.is_sync() {
+                        1
+                    } else {
+                        io.iodepth.max(1)
+                    } as usize;
+                    match emulator.client(queue, depth.min(MAX_QUEUE_DEPTH)) {
+                        Ok(c) => Some(c),
+                        Err(e) => {
+                            failure = Some(e);
+                            break;
+                        }
+                    }
+                }
+                None => None,
+            };
+            let tid = Arc::new(AtomicI32::new(0));
+            tracked.push(Tracked {
+                job: Some(job_index),
+                tid: Arc::clone(&tid),
+            });
+            let plan = ThreadPlan {
+                io: io.clone(),
+                mode: strategy.mode,
+                stop_at: job.runtime.map(|r| start + scenario.warmup + r),
+                span: io.as_ref().map_or(0, |io| io.size.min(span).max(io.bs)),
+                needs_buffers,
+                seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
+                tid,
+            };
+            let control = Arc::clone(&control);
+            let gate = Arc::clone(&gate);
+            let spawned = std::thread::Builder::new()
+                .name(format!("cint-job-{}-{thread}", job.name))
+                .spawn(move || -> Result<ThreadOutcome, EmuError> {
+                    plan.tid.store(sys::gettid(), Ordering::Release);
+                    let pinned = sys::pin_to(real_cpu);
+                    if let Err(e) = &pinned {
+                        gate.fail(e.clone());
+                    }
+                    gate.ready.fetch_add(1, Ordering::SeqCst);
+                    if !gate.wait_for_go() {
+                        return Ok(ThreadOutcome::default());
+                    }
+                    pinned.map_err(EmuError::Pinning)?;
+                    Ok(run_thread(plan, client, &control))
+                });
+            match spawned {
+                Ok(h) => handles.push((job_index, h)),
+                Err(e) => {
+                    failure = Some(EmuError::Thread(e.to_string()));
+                    break;
+                }
+            }
+        }
+        if failure.is_some() {
+            break;
+        }
+    }
+    while failure.is_none() && gate.ready.load(Ordering::SeqCst) < handles.len() {
+        sys::sleep_ns(50_000);
+    }
+    if failure.is_none() {
+        failure = gate.failure().map(EmuError::Pinning);
+    }
+    if let Some(e) = failure {
+        gate.open(false);
+        for (_, handle) in handles {
+            let _ = handle.join();
+        }
+        drop(emulator);
+        return Err(e);
+    }
+    gate.open(true);
+    for tid in emulator.handler_tids() {
+        tracked.push(Tracked {
+            job: None,
+            tid: Arc::new(AtomicI32::new(tid)),
+        });
+    }
+
+    sys::sleep_ns(scenario.warmup);
+    let ticks_before = sys::cpu_ticks();
+    let stats_before = emulator.stats();
+    let samples_before: Vec<ThreadSample> = tracked
+        .iter()
+        .map(|t| sample_thread(t.tid.load(Ordering::Acquire)))
+        .collect();
+    let window_start = sys::now();
+    control.phase.store(PHASE_MEASURE, Ordering::SeqCst);
+    sys::sleep_ns(scenario.duration);
+    let window_ns = sys::now().saturating_sub(window_start).max(1);
+    // Sample before stopping: a stopped thread's /proc entry disappears.
+    let samples_after: Vec<ThreadSample> = tracked
+        .iter()
+        .map(|t| sample_thread(t.tid.load(Ordering::Acquire)))
+        .collect();
+    let stats_after = emulator.stats();
+    let ticks_after = sys::cpu_ticks();
+    control.phase.store(PHASE_STOP, Ordering::SeqCst);
+
+    let mut outcomes: Vec<Vec<ThreadOutcome>> = scenario.jobs.iter().map(|_| Vec::new()).collect();
+    let mut thread_error = None;
+    for (job_index, handle) in handles {
+        match handle.join() {
+            Ok(Ok(outcome)) => outcomes[job_index].push(outcome),
+            Ok(Err(e)) => thread_error = Some(e),
+            Err(_) => thread_error = Some(EmuError::Internal("a job thread panicked".into())),
+        }
+    }
+    let final_stats = emulator.shutdown()?;
+    if let Some(e) = thread_error {
+        return Err(e);
+    }
+
+    let window_s = window_ns as f64 / 1e9;
+    let mut jobs = Vec::with_capacity(scenario.jobs.len());
+    let mut job_details = Vec::with_capacity(scenario.jobs.len());
+    let mut total_switches = 0;
+    for k in 0..tracked.len() {
+        let before = samples_before[k];
+        let after = samples_after[k];
+        let switches = after.voluntary.saturating_sub(before.voluntary)
+            + after.involuntary.saturating_sub(before.involuntary);
+        total_switches += switches;
+    }
+    for (job_index, job) in scenario.jobs.iter().enumerate() {
+        let mut hist = LatencyHistogram::new();
+        let mut detail = JobDetail {
+            name: job.name.clone(),
+            ..Default::default()
+        };
+        let (mut ios, mut bytes) = (0, 0);
+        for o in &outcomes[job_index] {
+            hist.merge(&o.hist);
+            ios += o.ios;
+            bytes += o.bytes;
+            detail.submitted += o.submitted;
+            detail.completed += o.completed;
+            detail.errors += o.errors;
+            detail.strays += o.strays;
+            detail.by_full_irq += o.by_full;
+            detail.by_urgent_irq += o.by_urgent;
+            detail.by_poll += o.by_poll;
+            if detail.first_error.is_none() {
+                detail.first_error.clone_from(&o.first_error);
+            }
+        }
+        for (k, t) in tracked.iter().enumerate() {
+            if t.job == Some(job_index) {
+                let (b, a) = (samples_before[k], samples_after[k]);
+                detail.cpu_ns += a.cpu_ns.saturating_sub(b.cpu_ns);
+                detail.voluntary_switches += a.voluntary.saturating_sub(b.voluntary);
+                detail.involuntary_switches += a.involuntary.saturating_sub(b.involuntary);
+            }
+        }
+        jobs.push(JobResult {
+            name: job.name.clone(),
+            ios,
+            iops: ios as f64 / window_s,
+            bw_bytes: (bytes as f64 / window_s) as u64,
+            cpu_util: detail.cpu_ns as f64 / window_ns as f64,
+            context_switches: detail.voluntary_switches + detail.involuntary_switches,
+            lat_ns: hist.stats(),
+        });
+        job_details.push(detail);
+    }
+    let interrupts = stats_after.total_irqs() - stats_before.total_irqs();
+    let urgent = stats_after.total_urgent_irqs() - stats_before.total_urgent_irqs();
+    let cpu_util = if layout.app.is_empty() {
+        0.0
+    } else {
+        layout
+            .app
+            .iter()
+            .map(|&(_, real)| sys::busy_fraction(&ticks_before, &ticks_after, real))
+            .sum::<f64>()
+            / layout.app.len() as f64
+    };
+    let result = StrategyResult {
+        strategy: strategy.name.clone(),
+        kind: strategy.kind().to_string(),
+        interrupts,
+        interrupts_per_s: interrupts as f64 / window_s,
+        urgent_interrupts: urgent,
+        cpu_util,
+        context_switches: total_switches,
+        energy_j: None,
+        jobs,
+    };
+    let detail = StrategyDetail {
+        name: strategy.name.clone(),
+        irqs_total: final_stats.total_irqs(),
+        completions_total: final_stats.total_completions(),
+        realtime_handlers: final_stats.realtime_handlers,
+        window_ns,
+        jobs: job_details,
+    };
+    Ok((result, detail))
+}

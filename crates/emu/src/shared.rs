@@ -1,0 +1,262 @@
+//! State shared between the device core, the interrupt handlers and the
+//! application threads: the entries that travel through the rings, the
+//! per-client channel, the per-application-core queue and its interrupt
+//! line.
+
+use std::sync::atomic::{
+    fence, AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cint_policy::{Hint, Irq, PolicyConfig};
+
+use crate::ring::Ring;
+use crate::sys;
+
+/// `result` of a request the device cancelled at shutdown.
+pub(crate) const RESULT_CANCELLED: i64 = i64::MIN;
+
+/// Most channels (clients) one emulated device accepts over its life.
+pub const MAX_CLIENTS: usize = 1024;
+
+/// Most requests in flight on one application core's queue: the capacity
+/// of its completion ring and of the handler's completion-queue model.
+pub const MAX_QUEUE_DEPTH: usize = 4096;
+
+/// Read or write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Device to memory.
+    Read,
+    /// Memory to device.
+    Write,
+}
+
+/// A request on its way from an application thread to the device core.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SubmitEntry {
+    /// Index of the client's request slot.
+    pub slot: u32,
+    /// Generation of that slot, so a stale completion is recognisable.
+    pub generation: u32,
+    pub op: Op,
+    pub hint: Hint,
+    pub offset: u64,
+    pub len: u32,
+    /// Data buffer address (0: none; only the io_uring backend needs one).
+    pub buf: usize,
+}
+
+/// A request the device core accepted.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Accepted {
+    pub channel: u32,
+    pub queue: u32,
+    /// Sequence number the queue's policy handed out (0 in poll mode).
+    pub seq: u64,
+    pub entry: SubmitEntry,
+}
+
+/// A completion-queue entry posted by the device core for a handler.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CqEntry {
+    pub channel: u32,
+    pub slot: u32,
+    pub generation: u32,
+    pub hint: Hint,
+    /// Bytes transferred, `-errno`, or [`RESULT_CANCELLED`].
+    pub result: i64,
+}
+
+/// How a completion reached its application thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeliveredBy {
+    /// A full interrupt's handler reaped it.
+    FullIrq,
+    /// An urgent-only interrupt's handler reaped it (out of order).
+    UrgentIrq,
+    /// The application found it by polling (no interrupt).
+    Poll,
+}
+
+impl DeliveredBy {
+    pub(crate) fn from_irq(irq: Irq) -> Self {
+        match irq {
+            Irq::Full => DeliveredBy::FullIrq,
+            Irq::UrgentOnly => DeliveredBy::UrgentIrq,
+        }
+    }
+}
+
+/// A completion handed to the client that submitted it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Delivery {
+    pub slot: u32,
+    pub generation: u32,
+    pub result: i64,
+    pub by: DeliveredBy,
+}
+
+/// Wakes a thread blocked until something was delivered to it, without a
+/// system call when it is not blocked.
+#[derive(Default)]
+pub(crate) struct Waiter {
+    seq: AtomicU32,
+    sleeping: AtomicU32,
+}
+
+impl Waiter {
+    /// Called after publishing a delivery.
+    pub fn notify(&self) {
+        // The fence pairs with the one in `wait`: either the waiter sees the
+        // published delivery, or this side sees it sleeping and wakes it.
+        self.seq.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) != 0 {
+            sys::futex_wake(&self.seq);
+        }
+    }
+
+    /// Blocks until `ready()` holds or a notification arrives (may return
+    /// spuriously; callers loop).
+    pub fn wait(&self, ready: impl Fn() -> bool) {
+        let seen = self.seq.load(Ordering::SeqCst);
+        self.sleeping.store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !ready() {
+            sys::futex_wait(&self.seq, seen);
+        }
+        self.sleeping.store(0, Ordering::SeqCst);
+    }
+}
+
+/// One client's private path to the device: its submission ring and the
+/// ring its completions are delivered to.
+pub(crate) struct Channel {
+    pub index: u32,
+    pub queue: u32,
+    pub sq: Ring<SubmitEntry>,
+    pub dq: Ring<Delivery>,
+    pub waiter: Waiter,
+    /// `u64::MAX` while the device accepts submissions; at shutdown, how
+    /// many submissions the device consumed from `sq` before sealing it.
+    pub sealed_at: AtomicU64,
+}
+
+/// How a queue reports completions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueMode {
+    /// Interrupts, when this policy says so.
+    Interrupt(PolicyConfig),
+    /// No interrupts: clients find completions by polling.
+    Poll,
+}
+
+/// Pending interrupt bits, as an interrupt controller latches them.
+pub(crate) const IRQ_FULL: u32 = 1;
+pub(crate) const IRQ_URGENT: u32 = 2;
+
+/// One application core's queue pair, its interrupt line and counters.
+pub(crate) struct Queue {
+    pub mode: QueueMode,
+    /// Device to handler; unused in poll mode.
+    pub cq: Ring<CqEntry>,
+    /// Latched interrupt bits; the futex word the handler sleeps on.
+    pub pending: AtomicU32,
+    pub handler_sleeping: AtomicU32,
+    /// The device posted its last completion; the handler exits once it
+    /// has delivered everything.
+    pub finished: AtomicBool,
+    /// Request slots promised to this queue's clients (bounded by the
+    /// completion ring, so the device never finds it full).
+    pub reserved: AtomicUsize,
+    pub irqs: AtomicU64,
+    pub urgent_irqs: AtomicU64,
+    pub completions: AtomicU64,
+    pub handler_tid: AtomicI32,
+}
+
+impl Queue {
+    pub fn new(mode: QueueMode) -> Self {
+        let cq_capacity = match mode {
+            QueueMode::Interrupt(_) => MAX_QUEUE_DEPTH,
+            QueueMode::Poll => 1,
+        };
+        Queue {
+            mode,
+            cq: Ring::with_capacity(cq_capacity),
+            pending: AtomicU32::new(0),
+            handler_sleeping: AtomicU32::new(0),
+            finished: AtomicBool::new(false),
+            reserved: AtomicUsize::new(0),
+            irqs: AtomicU64::new(0),
+            urgent_irqs: AtomicU64::new(0),
+            completions: AtomicU64::new(0),
+            handler_tid: AtomicI32::new(0),
+        }
+    }
+
+    /// Latches an interrupt and wakes the handler if it sleeps (the
+    /// emulated inter-processor interrupt).
+    pub fn raise(&self, irq: Irq) {
+        self.irqs.fetch_add(1, Ordering::Relaxed);
+        let bit = match irq {
+            Irq::Full => IRQ_FULL,
+            Irq::UrgentOnly => {
+                self.urgent_irqs.fetch_add(1, Ordering::Relaxed);
+                IRQ_URGENT
+            }
+        };
+        self.pending.fetch_or(bit, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if self.handler_sleeping.load(Ordering::SeqCst) != 0 {
+            sys::futex_wake(&self.pending);
+        }
+    }
+
+    /// Wakes the handler for the last time, without counting an interrupt.
+    pub fn finish(&self) {
+        self.finished.store(true, Ordering::SeqCst);
+        self.pending.fetch_or(IRQ_FULL, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        sys::futex_wake(&self.pending);
+    }
+}
+
+/// Everything the device core, the handlers and the clients share.
+pub(crate) struct Shared {
+    pub queues: Vec<Queue>,
+    pub channels: Box<[OnceLock<Arc<Channel>>]>,
+    /// Channels published in `channels` (a prefix).
+    pub registered: AtomicUsize,
+    pub register_lock: Mutex<()>,
+    /// Set by the owner to stop the device.
+    pub stopping: AtomicBool,
+    pub device_tid: AtomicI32,
+    /// Completions the device core posted, all queues.
+    pub device_completions: AtomicU64,
+    /// Requests the device cancelled at shutdown.
+    pub cancelled: AtomicU64,
+    /// Handlers that got real-time priority.
+    pub realtime_handlers: AtomicUsize,
+}
+
+impl Shared {
+    pub fn new(queues: Vec<Queue>) -> Self {
+        Shared {
+            queues,
+            channels: (0..MAX_CLIENTS).map(|_| OnceLock::new()).collect(),
+            registered: AtomicUsize::new(0),
+            register_lock: Mutex::new(()),
+            stopping: AtomicBool::new(false),
+            device_tid: AtomicI32::new(0),
+            device_completions: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
+            realtime_handlers: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn channel(&self, index: u32) -> Option<&Arc<Channel>> {
+        self.channels.get(index as usize).and_then(OnceLock::get)
+    }
+}

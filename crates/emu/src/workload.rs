@@ -1,0 +1,349 @@
+//! The scenario's jobs as application threads: synchronous engines block
+//! on one request at a time, asynchronous ones keep `iodepth` requests in
+//! flight in batches, pollers spin, hybrid pollers sleep then spin, and
+//! `kind = "cpu"` jobs burn CPU.
+
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use cint_policy::hints::{request_hint, BatchPosition, IoCall, IoContext, RwFlags};
+use cint_policy::hybrid_poll::{Direction, SleepEstimator};
+use cint_policy::{Hint, Nanos};
+use cint_report::LatencyHistogram;
+use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, Rw};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::buf::IoBuf;
+use crate::client::{Client, Completion, Request, WaitMode};
+use crate::shared::{DeliveredBy, Op};
+use crate::sys;
+
+/// Run phases, shared by the coordinator and every job thread.
+pub(crate) const PHASE_WARMUP: u8 = 0;
+pub(crate) const PHASE_MEASURE: u8 = 1;
+pub(crate) const PHASE_STOP: u8 = 2;
+
+/// What every job thread shares with the coordinator.
+pub(crate) struct Control {
+    pub phase: AtomicU8,
+}
+
+/// One job thread's task.
+pub(crate) struct ThreadPlan {
+    pub io: Option<IoJob>,
+    pub mode: CompletionMode,
+    /// When the thread stops submitting, if the job has a `runtime`.
+    pub stop_at: Option<Nanos>,
+    /// Bytes of the device the offsets range over.
+    pub span: u64,
+    pub needs_buffers: bool,
+    pub seed: u64,
+    pub tid: Arc<AtomicI32>,
+}
+
+/// What one job thread measured (requests completed in the measured
+/// window, plus totals for the exactly-once checks).
+#[derive(Default)]
+pub(crate) struct ThreadOutcome {
+    pub hist: LatencyHistogram,
+    pub ios: u64,
+    pub bytes: u64,
+    pub submitted: u64,
+    pub completed: u64,
+    pub errors: u64,
+    pub first_error: Option<String>,
+    pub strays: u64,
+    pub by_full: u64,
+    pub by_urgent: u64,
+    pub by_poll: u64,
+}
+
+/// Runs one job thread to completion.
+pub(crate) fn run_thread(
+    plan: ThreadPlan,
+    client: Option<Client>,
+    control: &Control,
+) -> ThreadOutcome {
+    match (plan.io.clone(), client) {
+        (Some(io), Some(client)) => IoThread::new(plan, io, client).run(control),
+        _ => {
+            burn_cpu(&plan, control);
+            ThreadOutcome::default()
+        }
+    }
+}
+
+fn burn_cpu(plan: &ThreadPlan, control: &Control) {
+    let mut x = plan.seed | 1;
+    while control.phase.load(Ordering::Relaxed) != PHASE_STOP {
+        if plan.stop_at.is_some_and(|t| sys::now() >= t) {
+            break;
+        }
+        for _ in 0..256 {
+            // xorshift: work the optimiser cannot remove.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+        std::hint::black_box(x);
+    }
+}
+
+struct IoThread {
+    plan: ThreadPlan,
+    io: IoJob,
+    client: Client,
+    rng: ChaCha8Rng,
+    next_offset: u64,
+    buffers: Vec<IoBuf>,
+    estimator: Option<SleepEstimator>,
+    wait_mode: WaitMode,
+    out: ThreadOutcome,
+    done: Vec<Completion>,
+    started: Nanos,
+    issued: u64,
+    user_data: u64,
+}
+
+impl IoThread {
+    fn new(plan: ThreadPlan, io: IoJob, client: Client) -> Self {
+        let (wait_mode, estimator) = match plan.mode {
+            CompletionMode::Interrupt(_) => (WaitMode::Block, None),
+            CompletionMode::Poll => (WaitMode::Spin, None),
+            CompletionMode::HybridPoll(sleep) => (
+                WaitMode::Spin,
+                Some(match sleep {
+                    HybridSleep::Adaptive => SleepEstimator::block_adaptive(),
+                    HybridSleep::Min => SleepEstimator::uring_hybrid(),
+                    HybridSleep::Fixed(ns) => SleepEstimator::Fixed(ns),
+                }),
+            ),
+        };
+        let depth = client.depth();
+        let buffers = if plan.needs_buffers {
+            (0..depth).map(|_| IoBuf::new(io.bs as usize)).collect()
+        } else {
+            Vec::new()
+        };
+        IoThread {
+            rng: ChaCha8Rng::seed_from_u64(plan.seed),
+            plan,
+            io,
+            client,
+            next_offset: 0,
+            buffers,
+            estimator,
+            wait_mode,
+            out: ThreadOutcome::default(),
+            done: Vec::with_capacity(depth),
+            started: sys::now(),
+            issued: 0,
+            user_data: 0,
+        }
+    }
+
+    fn run(mut self, control: &Control) -> ThreadOutcome {
+        self.started = sys::now();
+        let depth = self.client.depth();
+        let batch = (self.io.batch as usize).clamp(1, depth);
+        let min_events = (self.io.batch_complete_min as usize).clamp(1, depth);
+        loop {
+            let stopping = control.phase.load(Ordering::Relaxed) == PHASE_STOP
+                || self.plan.stop_at.is_some_and(|t| sys::now() >= t);
+            if !stopping {
+                if self.io.engine.is_sync() {
+                    self.submit_batch(1);
+                } else {
+                    while self.client.in_flight() + batch <= depth {
+                        self.submit_batch(batch);
+                    }
+                    if self.client.in_flight() < depth {
+                        let room = depth - self.client.in_flight();
+                        self.submit_batch(room);
+                    }
+                }
+            }
+            if self.client.in_flight() == 0 {
+                if stopping {
+                    break;
+                }
+                continue;
+            }
+            let want = if stopping {
+                self.client.in_flight()
+            } else if self.io.engine.is_sync() {
+                1
+            } else {
+                min_events
+            };
+            self.wait(want);
+            self.account(control);
+        }
+        self.out.strays = self.client.strays();
+        self.out
+    }
+
+    fn submit_batch(&mut self, n: usize) {
+        for index in 0..n {
+            self.pace();
+            let (op, offset) = self.next_request();
+            let hint = self.hint(op, index as u32, n as u32);
+            let buf = self.buffers.pop();
+            self.user_data += 1;
+            let request = Request {
+                op,
+                offset,
+                len: self.io.bs as u32,
+                hint,
+                buf,
+                user_data: self.user_data,
+            };
+            match self.client.submit(request) {
+                Ok(()) => self.out.submitted += 1,
+                Err(e) => {
+                    self.out.errors += 1;
+                    if self.out.first_error.is_none() {
+                        self.out.first_error = Some(e.to_string());
+                    }
+                    // Its buffer was dropped with the request; keep the pool
+                    // full for the next one.
+                    if self.plan.needs_buffers {
+                        self.buffers.push(IoBuf::new(self.io.bs as usize));
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Keeps the submission rate under `rate_iops`.
+    fn pace(&mut self) {
+        let Some(rate) = self.io.rate_iops.filter(|&r| r > 0) else {
+            return;
+        };
+        let due = self.started + self.issued * 1_000_000_000 / rate;
+        self.issued += 1;
+        let now = sys::now();
+        if due > now + 200_000 {
+            sys::sleep_ns(due - now - 100_000);
+        }
+        sys::spin_until(due);
+    }
+
+    fn next_request(&mut self) -> (Op, u64) {
+        let bs = self.io.bs.max(1);
+        let blocks = (self.plan.span / bs).max(1);
+        let (op, random) = match self.io.rw {
+            Rw::Read => (Op::Read, false),
+            Rw::Write => (Op::Write, false),
+            Rw::RandRead => (Op::Read, true),
+            Rw::RandWrite => (Op::Write, true),
+            Rw::RandRw => {
+                let read = self.rng.gen_range(0..100u8) < self.io.rwmixread;
+                (if read { Op::Read } else { Op::Write }, true)
+            }
+        };
+        let block = if random {
+            self.rng.gen_range(0..blocks)
+        } else {
+            let b = self.next_offset % blocks;
+            self.next_offset += 1;
+            b
+        };
+        (op, block * bs)
+    }
+
+    fn hint(&self, op: Op, index: u32, len: u32) -> Hint {
+        if let Some(hint) = self.io.hint {
+            return hint;
+        }
+        let write = op == Op::Write;
+        let (call, rw_flags) = match self.io.engine {
+            Engine::Psync => (
+                if write { IoCall::Pwrite } else { IoCall::Pread },
+                RwFlags::EMPTY,
+            ),
+            Engine::Pvsync2 => (
+                if write {
+                    IoCall::Pwritev2
+                } else {
+                    IoCall::Preadv2
+                },
+                if self.io.nowait {
+                    RwFlags::NOWAIT
+                } else {
+                    RwFlags::EMPTY
+                },
+            ),
+            Engine::Libaio => (IoCall::IoSubmit, RwFlags::EMPTY),
+            Engine::IoUring => (IoCall::IoUringBatch, RwFlags::EMPTY),
+        };
+        let ctx = IoContext {
+            blocking_fd: true,
+            o_direct: self.io.direct,
+            rw_flags,
+            ms_sync: false,
+            batch: BatchPosition { index, len },
+        };
+        request_hint(call, &ctx)
+    }
+
+    fn wait(&mut self, want: usize) {
+        if let Some(estimator) = &mut self.estimator {
+            // Hybrid polling: sleep for the estimate, then spin.
+            let dir = Direction::Read;
+            let sleep = estimator.sleep_for(sys::now(), self.io.bs, dir);
+            if sleep > 0 && self.client.reap(&mut self.done) < want {
+                sys::sleep_ns(sleep);
+            }
+            let have = self.done.len();
+            if have < want {
+                self.client
+                    .wait(want - have, WaitMode::Spin, &mut self.done);
+            }
+        } else {
+            self.client.wait(want, self.wait_mode, &mut self.done);
+        }
+    }
+
+    fn account(&mut self, control: &Control) {
+        let measuring = control.phase.load(Ordering::Relaxed) == PHASE_MEASURE;
+        for c in self.done.drain(..) {
+            self.out.completed += 1;
+            match c.by {
+                DeliveredBy::FullIrq => self.out.by_full += 1,
+                DeliveredBy::UrgentIrq => self.out.by_urgent += 1,
+                DeliveredBy::Poll => self.out.by_poll += 1,
+            }
+            if let Some(estimator) = &mut self.estimator {
+                let dir = match c.op {
+                    Op::Read => Direction::Read,
+                    Op::Write => Direction::Write,
+                };
+                estimator.record(c.in_hand, u64::from(c.len), dir, c.latency());
+            }
+            match c.result {
+                Ok(bytes) => {
+                    if measuring {
+                        self.out.ios += 1;
+                        self.out.bytes += u64::from(bytes);
+                        self.out.hist.record(c.latency());
+                    }
+                }
+                Err(e) => {
+                    self.out.errors += 1;
+                    if self.out.first_error.is_none() {
+                        self.out.first_error = Some(e.to_string());
+                    }
+                }
+            }
+            if let Some(buf) = c.buf {
+                self.buffers.push(buf);
+            }
+            if self.io.think > 0 {
+                sys::spin_until(sys::now() + self.io.think);
+            }
+        }
+    }
+}
