@@ -23,16 +23,29 @@ pub(crate) struct DeviceCore {
     policies: Vec<Option<AnyPolicy>>,
     channels: Vec<Arc<Channel>>,
     finished: Vec<Finished>,
+    /// Queues that accepted a submission in this pass.
+    submitted: Vec<bool>,
+    /// When the periodic opportunity tick fires next.
+    next_tick: Nanos,
 }
+
+/// Period of the device's "monitor tick": policies that may hold
+/// completions without a deadline (vIC) get a chance to deliver at least
+/// this often, as a virtual machine monitor's periodic timer gives them
+/// (1-10 ms in the vIC paper; the short end here).
+pub const OPPORTUNITY_TICK: Nanos = 1_000_000;
 
 impl DeviceCore {
     pub fn new(shared: Arc<Shared>, backend: Backend, policies: Vec<Option<AnyPolicy>>) -> Self {
+        let queues = policies.len();
         DeviceCore {
             shared,
             backend,
             policies,
             channels: Vec::with_capacity(64),
             finished: Vec::with_capacity(4096),
+            submitted: vec![false; queues],
+            next_tick: sys::now() + OPPORTUNITY_TICK,
         }
     }
 
@@ -67,17 +80,28 @@ impl DeviceCore {
                     seq,
                     entry,
                 };
+                self.submitted[queue as usize] = true;
                 self.backend.submit(request, now, &mut self.finished);
             }
         }
         self.backend.poll(now, &mut self.finished);
         self.post_finished(now);
+        let tick = now >= self.next_tick;
+        if tick {
+            self.next_tick = now + OPPORTUNITY_TICK;
+        }
         for (index, slot) in self.policies.iter_mut().enumerate() {
             if let Some(policy) = slot {
                 if policy.next_deadline().is_some_and(|d| d <= now) {
                     fire(&self.shared, index, policy.on_timer(now));
                 }
+                // A submission is a guest exit: the monitor runs then, and
+                // on its periodic tick.
+                if tick || self.submitted[index] {
+                    fire(&self.shared, index, policy.on_opportunity(now));
+                }
             }
+            self.submitted[index] = false;
         }
     }
 
