@@ -9,12 +9,26 @@
 #![warn(missing_docs)]
 
 pub mod emu_config;
+mod error;
+pub mod job;
+mod load;
 pub mod model;
+mod overlay;
 pub mod profiles;
+pub mod render;
+mod section;
+mod set;
+pub mod strategy;
+mod tree;
 pub mod units;
 
-pub use emu_config::{Backend, EmuConfig};
-pub use model::{
-    CompletionMode, Engine, HybridSleep, IoJob, Job, Rw, Scenario, Strategy, Work,
+pub use error::{Origin, ScenarioError};
+pub use load::{
+    load_file, load_str, DEFAULT_DEVICE, DEFAULT_DURATION, DEFAULT_HOST, DEFAULT_SEED,
+    DEFAULT_WARMUP, MAX_CORES, MAX_RUN_TIME,
 };
+pub use render::to_toml;
+
+pub use emu_config::{Backend, EmuConfig};
+pub use model::{CompletionMode, Engine, HybridSleep, IoJob, Job, Rw, Scenario, Strategy, Work};
 pub use profiles::{DeviceProfile, HostProfile};

@@ -1,0 +1,293 @@
+//! `[[job]]` tables: I/O jobs (fio's keys and defaults where fio has
+//! them) and `kind = "cpu"` busy loops, checked against the device and the
+//! host they run on.
+
+use cint_policy::{Hint, Nanos};
+
+use crate::error::{Origin, ScenarioError};
+use crate::model::{Engine, IoJob, Job, Rw, Work};
+use crate::profiles::{DeviceProfile, HostProfile};
+use crate::section::Section;
+use crate::tree::{Node, Table, Value};
+use crate::units::format_size;
+
+/// Most threads one job may have.
+pub const MAX_NUMJOBS: u64 = 4_096;
+/// `bs` when not given (fio's default).
+pub const DEFAULT_BS: u64 = 4_096;
+/// `rwmixread` when not given (fio's default).
+pub const DEFAULT_RWMIXREAD: u8 = 50;
+
+const ENGINES: &[&str] = &["psync", "pvsync2", "libaio", "io_uring"];
+const RWS: &[&str] = &["read", "write", "randread", "randwrite", "randrw"];
+const HINTS: &[&str] = &["urgent", "barrier", "none"];
+
+/// Keys of an I/O job.
+pub const IO_KEYS: &[&str] = &[
+    "name",
+    "kind",
+    "engine",
+    "rw",
+    "bs",
+    "iodepth",
+    "batch",
+    "batch_complete_min",
+    "cpu",
+    "numjobs",
+    "hint",
+    "nowait",
+    "direct",
+    "rate_iops",
+    "think",
+    "size",
+    "rwmixread",
+    "runtime",
+];
+/// Keys of a `kind = "cpu"` job.
+pub const CPU_KEYS: &[&str] = &["name", "kind", "cpu", "numjobs", "runtime"];
+
+/// The tables of a `[[strategy]]` or `[[job]]` array, with their origins;
+/// refuses a missing or empty array.
+pub(crate) fn elements<'a>(
+    source: &str,
+    section: &str,
+    node: Option<&'a Node>,
+) -> Result<Vec<(&'a Table, Origin)>, ScenarioError> {
+    let err = |origin: Origin, message: String| ScenarioError {
+        source: source.to_string(),
+        origin,
+        key: section.to_string(),
+        message,
+    };
+    let Some(node) = node else {
+        return Err(err(
+            Origin::Line(1),
+            format!("no [[{section}]]: at least one is required"),
+        ));
+    };
+    let Value::Array(items) = &node.value else {
+        return Err(err(
+            node.origin.clone(),
+            format!(
+                "must be an array of tables ([[{section}]]), got {}",
+                node.value.type_name()
+            ),
+        ));
+    };
+    if items.is_empty() {
+        return Err(err(
+            node.origin.clone(),
+            format!("is empty: at least one [[{section}]] is required"),
+        ));
+    }
+    items
+        .iter()
+        .map(|item| match &item.value {
+            Value::Table(t) => Ok((t, item.origin.clone())),
+            v => Err(err(
+                item.origin.clone(),
+                format!("every element must be a table, got {}", v.type_name()),
+            )),
+        })
+        .collect()
+}
+
+/// Reads and checks the `name` of an element: present, usable in a
+/// `--set` path, and unique among `seen`; renames the section after it.
+pub(crate) fn element_name(
+    sec: &mut Section<'_>,
+    seen: &[(String, Origin)],
+    what: &str,
+) -> Result<String, ScenarioError> {
+    let name = sec.required_string("name")?;
+    if name.trim().is_empty() {
+        return Err(sec.error("name", "must not be empty"));
+    }
+    if name.contains('.') || name.contains('=') || name.trim() != name {
+        return Err(sec.error(
+            "name",
+            format!("\"{name}\" must not contain '.', '=' or surrounding spaces (it is used in --set paths)"),
+        ));
+    }
+    sec.set_path(format!("{what}.{name}"));
+    if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
+        let at = match first {
+            Origin::Line(l) => format!("line {l}"),
+            Origin::Set(a) => format!("--set {a}"),
+            Origin::File => "the file".to_string(),
+        };
+        return Err(sec.error(
+            "name",
+            format!("duplicate {what} name \"{name}\" (first at {at})"),
+        ));
+    }
+    Ok(name)
+}
+
+/// Parses the `job` array: at least one, names unique.
+pub(crate) fn parse_all(
+    source: &str,
+    node: Option<&Node>,
+    device: &DeviceProfile,
+    host: &HostProfile,
+) -> Result<Vec<Job>, ScenarioError> {
+    let elements = elements(source, "job", node)?;
+    let mut out = Vec::with_capacity(elements.len());
+    let mut seen: Vec<(String, Origin)> = Vec::new();
+    for (index, (table, origin)) in elements.into_iter().enumerate() {
+        let mut sec = Section::new(source, format!("job[{index}]"), table, origin);
+        let name = element_name(&mut sec, &seen, "job")?;
+        seen.push((name.clone(), sec.origin_of("name")));
+        out.push(parse_job(&mut sec, name, device, host)?);
+    }
+    Ok(out)
+}
+
+fn parse_job(
+    sec: &mut Section<'_>,
+    name: String,
+    device: &DeviceProfile,
+    host: &HostProfile,
+) -> Result<Job, ScenarioError> {
+    let kind = sec
+        .choice("kind", &["io", "cpu"])?
+        .unwrap_or_else(|| "io".into());
+    let cores = u64::from(host.cores);
+    let cpu = sec.int("cpu", 0, u64::from(u32::MAX))?.unwrap_or(0);
+    if cpu >= cores {
+        return Err(sec.error(
+            "cpu",
+            format!("must be below host.cores = {cores} (got {cpu}; cores are numbered from 0)"),
+        ));
+    }
+    let numjobs = sec.int("numjobs", 1, MAX_NUMJOBS)?.unwrap_or(1) as u32;
+    let runtime = match sec.duration("runtime")? {
+        Some(0) => return Err(sec.error("runtime", "must be longer than zero")),
+        other => other,
+    };
+    let work = if kind == "cpu" {
+        if let Some(stray) = sec.first_unread_except(CPU_KEYS, &[]) {
+            return Err(sec.error(
+                stray,
+                format!(
+                    "not a key of a cpu job (a cpu job takes {})",
+                    CPU_KEYS.join(", ")
+                ),
+            ));
+        }
+        Work::Cpu
+    } else {
+        Work::Io(parse_io(sec, device)?)
+    };
+    sec.finish("a job", IO_KEYS)?;
+    Ok(Job {
+        name,
+        cpu: cpu as u32,
+        numjobs,
+        runtime,
+        work,
+    })
+}
+
+fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, ScenarioError> {
+    let engine = match sec.choice("engine", ENGINES)?.as_deref() {
+        Some("pvsync2") => Engine::Pvsync2,
+        Some("libaio") => Engine::Libaio,
+        Some("io_uring") => Engine::IoUring,
+        _ => Engine::Psync,
+    };
+    let rw = match sec.choice("rw", RWS)?.as_deref() {
+        Some("write") => Rw::Write,
+        Some("randread") => Rw::RandRead,
+        Some("randwrite") => Rw::RandWrite,
+        Some("randrw") => Rw::RandRw,
+        _ => Rw::Read,
+    };
+    let bs = sec.size("bs")?.unwrap_or(DEFAULT_BS);
+    if bs == 0 || bs % 512 != 0 {
+        return Err(sec.error(
+            "bs",
+            format!("must be a positive multiple of 512 bytes (got {bs})"),
+        ));
+    }
+    let queue_depth = u64::from(device.queue_depth);
+    let iodepth = sec.int("iodepth", 1, u64::from(u32::MAX))?.unwrap_or(1);
+    if iodepth > queue_depth {
+        return Err(sec.error(
+            "iodepth",
+            format!("must be at most device.queue_depth = {queue_depth} (got {iodepth})"),
+        ));
+    }
+    let batch = sec.int("batch", 1, u64::from(u32::MAX))?.unwrap_or(1);
+    let batch_complete_min = sec
+        .int("batch_complete_min", 1, u64::from(u32::MAX))?
+        .unwrap_or(1);
+    // As in fio, synchronous engines ignore iodepth and batching: one
+    // request per call. Only the asynchronous engines check them.
+    let (iodepth, batch, batch_complete_min) = if engine.is_sync() {
+        (1, 1, 1)
+    } else {
+        for (key, v) in [("batch", batch), ("batch_complete_min", batch_complete_min)] {
+            if v > iodepth {
+                return Err(sec.error(
+                    key,
+                    format!("must be at most iodepth = {iodepth} (got {v})"),
+                ));
+            }
+        }
+        (iodepth as u32, batch as u32, batch_complete_min as u32)
+    };
+    let hint = match sec.choice("hint", HINTS)?.as_deref() {
+        Some("urgent") => Some(Hint::Urgent),
+        Some("barrier") => Some(Hint::Barrier),
+        Some(_) => Some(Hint::Unmarked),
+        None => None,
+    };
+    let nowait = sec.bool("nowait")?.unwrap_or(false);
+    if nowait && engine != Engine::Pvsync2 {
+        return Err(sec.error(
+            "nowait",
+            "is a pvsync2 flag (RWF_NOWAIT): set engine = \"pvsync2\"",
+        ));
+    }
+    let direct = sec.bool("direct")?.unwrap_or(true);
+    let rate_iops = sec.int("rate_iops", 1, i64::MAX as u64)?;
+    let think: Nanos = sec.duration("think")?.unwrap_or(0);
+    let capacity = device.capacity.0;
+    let size = sec.size("size")?.unwrap_or(capacity);
+    if size > capacity {
+        return Err(sec.error(
+            "size",
+            format!(
+                "must be at most the device capacity {} (got {})",
+                format_size(capacity),
+                format_size(size)
+            ),
+        ));
+    }
+    if size < bs || size % 512 != 0 {
+        return Err(sec.error(
+            "size",
+            format!("must be a multiple of 512 bytes and at least bs = {bs} (got {size})"),
+        ));
+    }
+    let rwmixread = sec.int("rwmixread", 0, 100)?;
+    if rwmixread.is_some() && rw != Rw::RandRw {
+        return Err(sec.error("rwmixread", "only applies to rw = \"randrw\""));
+    }
+    Ok(IoJob {
+        engine,
+        rw,
+        bs,
+        iodepth,
+        batch,
+        batch_complete_min,
+        hint,
+        nowait,
+        direct,
+        rate_iops,
+        think,
+        size,
+        rwmixread: rwmixread.map_or(DEFAULT_RWMIXREAD, |v| v as u8),
+    })
+}

@@ -1,0 +1,137 @@
+//! Generic overrides of serde structs: a built-in profile is serialized to
+//! a TOML table, the user's keys are laid over it one by one, and the
+//! result is deserialized back. A field added to a profile becomes a
+//! scenario key with no change here; a key the struct lacks is refused.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::{Origin, ScenarioError};
+use crate::tree::{Node, Table, Value};
+
+/// One user value to lay over the base, with its path below the section.
+struct Leaf<'a> {
+    path: Vec<&'a str>,
+    node: &'a Node,
+}
+
+/// Lays `user` (minus the keys in `skip`) over `base` and deserializes
+/// the result. `section` names the table in messages (`device`, `host`).
+pub(crate) fn overlay<P: Serialize + DeserializeOwned>(
+    source: &str,
+    section: &str,
+    base: &P,
+    user: &[(String, Node)],
+    skip: &[&str],
+) -> Result<P, ScenarioError> {
+    let err = |path: &[&str], origin: &Origin, message: String| ScenarioError {
+        source: source.to_string(),
+        origin: origin.clone(),
+        key: std::iter::once(section)
+            .chain(path.iter().copied())
+            .collect::<Vec<_>>()
+            .join("."),
+        message,
+    };
+    let mut root = match toml::Value::try_from(base) {
+        Ok(toml::Value::Table(t)) => t,
+        // Serializing a plain struct to a table cannot fail; report it as
+        // a refusal rather than a panic in case a future field breaks it.
+        _ => {
+            return Err(err(
+                &[],
+                &Origin::File,
+                "internal error: the built-in profile does not serialize to a table".into(),
+            ))
+        }
+    };
+    let mut leaves = Vec::new();
+    collect(user, &root, Vec::new(), skip, &mut leaves)
+        .map_err(|(path, origin, msg)| err(&path, &origin, msg))?;
+    for leaf in leaves {
+        let mut table = &mut root;
+        let (last, parents) = leaf
+            .path
+            .split_last()
+            .expect("collect yields non-empty paths");
+        for p in parents {
+            match table.get_mut(*p) {
+                Some(toml::Value::Table(t)) => table = t,
+                _ => unreachable!("collect only descends into base tables"),
+            }
+        }
+        table.insert((*last).to_string(), leaf.node.value.to_toml());
+        if let Err(e) = toml::Value::Table(root.clone()).try_into::<P>() {
+            return Err(err(&leaf.path, &leaf.node.origin, e.message().to_string()));
+        }
+    }
+    toml::Value::Table(root)
+        .try_into::<P>()
+        .map_err(|e| err(&[], &Origin::File, e.message().to_string()))
+}
+
+type Refusal<'a> = (Vec<&'a str>, Origin, String);
+
+fn collect<'a>(
+    user: &'a [(String, Node)],
+    base: &toml::Table,
+    prefix: Vec<&'a str>,
+    skip: &[&str],
+    out: &mut Vec<Leaf<'a>>,
+) -> Result<(), Refusal<'a>> {
+    for (key, node) in user {
+        if prefix.is_empty() && skip.contains(&key.as_str()) {
+            continue;
+        }
+        let mut path = prefix.clone();
+        path.push(key.as_str());
+        match (base.get(key.as_str()), &node.value) {
+            (None, _) => {
+                let valid: Vec<&str> = base.keys().map(String::as_str).collect();
+                return Err((
+                    path,
+                    node.origin.clone(),
+                    format!("unknown key (valid keys: {})", valid.join(", ")),
+                ));
+            }
+            (Some(toml::Value::Table(inner)), Value::Table(user_inner)) => {
+                collect(user_inner, inner, path, &[], out)?;
+            }
+            _ => out.push(Leaf { path, node }),
+        }
+    }
+    Ok(())
+}
+
+/// Deserializes a section whose struct has serde defaults (like `[emu]`),
+/// trying each key alone first so a refusal names its key and line.
+pub(crate) fn defaults_with<P: DeserializeOwned>(
+    source: &str,
+    section: &str,
+    user: &Table,
+) -> Result<P, ScenarioError> {
+    for (key, node) in user {
+        let mut single = toml::Table::new();
+        single.insert(key.clone(), node.value.to_toml());
+        if let Err(e) = toml::Value::Table(single).try_into::<P>() {
+            return Err(ScenarioError {
+                source: source.to_string(),
+                origin: node.origin.clone(),
+                key: format!("{section}.{key}"),
+                message: e.message().to_string(),
+            });
+        }
+    }
+    let whole: toml::Table = user
+        .iter()
+        .map(|(k, n)| (k.clone(), n.value.to_toml()))
+        .collect();
+    toml::Value::Table(whole)
+        .try_into::<P>()
+        .map_err(|e| ScenarioError {
+            source: source.to_string(),
+            origin: Origin::File,
+            key: section.to_string(),
+            message: e.message().to_string(),
+        })
+}

@@ -1,0 +1,153 @@
+//! The resolved scenario written back as scenario TOML (`cint check`):
+//! every default filled in, every profile field spelled out. Loading the
+//! text again gives the same scenario.
+
+use cint_policy::config::{BarrierMode, VicParams};
+use cint_policy::{Hint, PolicyConfig};
+use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table};
+
+use crate::model::{CompletionMode, Engine, HybridSleep, Rw, Scenario, Work};
+use crate::units::{format_duration, format_size};
+
+/// The scenario as TOML text, with resolved profiles and defaults.
+pub fn to_toml(s: &Scenario) -> String {
+    let mut doc = DocumentMut::new();
+    doc["name"] = value(s.name.as_str());
+    doc["seed"] = value(i64::try_from(s.seed).unwrap_or(i64::MAX));
+    doc["duration"] = value(format_duration(s.duration));
+    doc["warmup"] = value(format_duration(s.warmup));
+    doc["device"] = struct_table(&s.device);
+    doc["host"] = struct_table(&s.host);
+
+    let mut strategies = ArrayOfTables::new();
+    for st in &s.strategies {
+        let mut t = Table::new();
+        t["name"] = value(st.name.as_str());
+        t["kind"] = value(st.kind());
+        match &st.mode {
+            CompletionMode::Interrupt(cfg) => policy_keys(&mut t, cfg),
+            CompletionMode::Poll => {}
+            CompletionMode::HybridPoll(sleep) => {
+                t["sleep"] = value(match sleep {
+                    HybridSleep::Adaptive => "adaptive".to_string(),
+                    HybridSleep::Min => "min".to_string(),
+                    HybridSleep::Fixed(ns) => format_duration(*ns),
+                });
+            }
+        }
+        strategies.push(t);
+    }
+    doc["strategy"] = Item::ArrayOfTables(strategies);
+
+    let mut jobs = ArrayOfTables::new();
+    for job in &s.jobs {
+        let mut t = Table::new();
+        t["name"] = value(job.name.as_str());
+        match &job.work {
+            Work::Cpu => t["kind"] = value("cpu"),
+            Work::Io(io) => {
+                t["kind"] = value("io");
+                t["engine"] = value(match io.engine {
+                    Engine::Psync => "psync",
+                    Engine::Pvsync2 => "pvsync2",
+                    Engine::Libaio => "libaio",
+                    Engine::IoUring => "io_uring",
+                });
+                t["rw"] = value(match io.rw {
+                    Rw::Read => "read",
+                    Rw::Write => "write",
+                    Rw::RandRead => "randread",
+                    Rw::RandWrite => "randwrite",
+                    Rw::RandRw => "randrw",
+                });
+                t["bs"] = value(format_size(io.bs));
+                t["iodepth"] = value(i64::from(io.iodepth));
+                t["batch"] = value(i64::from(io.batch));
+                t["batch_complete_min"] = value(i64::from(io.batch_complete_min));
+                if let Some(h) = io.hint {
+                    t["hint"] = value(match h {
+                        Hint::Urgent => "urgent",
+                        Hint::Barrier => "barrier",
+                        Hint::Unmarked => "none",
+                    });
+                }
+                if io.engine == Engine::Pvsync2 {
+                    t["nowait"] = value(io.nowait);
+                }
+                t["direct"] = value(io.direct);
+                if let Some(r) = io.rate_iops {
+                    t["rate_iops"] = value(i64::try_from(r).unwrap_or(i64::MAX));
+                }
+                t["think"] = value(format_duration(io.think));
+                t["size"] = value(format_size(io.size));
+                if io.rw == Rw::RandRw {
+                    t["rwmixread"] = value(i64::from(io.rwmixread));
+                }
+            }
+        }
+        t["cpu"] = value(i64::from(job.cpu));
+        t["numjobs"] = value(i64::from(job.numjobs));
+        if let Some(r) = job.runtime {
+            t["runtime"] = value(format_duration(r));
+        }
+        jobs.push(t);
+    }
+    doc["job"] = Item::ArrayOfTables(jobs);
+
+    let emu = struct_table(&s.emu);
+    if emu.as_table().is_some_and(|t| !t.is_empty()) {
+        doc["emu"] = emu;
+    }
+    doc.to_string()
+}
+
+/// A serde struct as a `[table]` (nested structs become sub-tables).
+fn struct_table<T: serde::Serialize>(v: &T) -> Item {
+    match toml_edit::ser::to_document(v) {
+        Ok(d) => Item::Table(d.as_table().clone()),
+        Err(_) => Item::Table(Table::new()),
+    }
+}
+
+fn policy_keys(t: &mut Table, cfg: &PolicyConfig) {
+    match cfg {
+        PolicyConfig::None => {}
+        PolicyConfig::Nvme(p) => {
+            t["thr"] = value(i64::from(p.thr));
+            t["time"] = value(format_duration(p.time));
+            t["coalescing_disabled"] = value(p.coalescing_disabled);
+        }
+        PolicyConfig::Adaptive(p) => {
+            t["delta"] = value(format_duration(p.delta));
+            t["thr"] = value(i64::from(p.thr));
+        }
+        PolicyConfig::Cinterrupts(p) => {
+            t["delta"] = value(format_duration(p.adaptive.delta));
+            t["thr"] = value(i64::from(p.adaptive.thr));
+            t["ooo"] = value(p.ooo);
+            t["barrier"] = value(match p.barrier {
+                BarrierMode::Relaxed => "relaxed",
+                BarrierMode::Strict => "strict",
+            });
+            if let Some(r) = p.max_irq_rate {
+                t["max_irq_rate"] = value(i64::try_from(r).unwrap_or(i64::MAX));
+            }
+        }
+        PolicyConfig::Vic(p) => vic_keys(t, p),
+        PolicyConfig::VicSched(p) => {
+            vic_keys(t, &p.vic);
+            t["clock_margin"] = value(format_duration(p.clock_margin));
+        }
+    }
+}
+
+fn vic_keys(t: &mut Table, p: &VicParams) {
+    t["cif_threshold"] = value(i64::from(p.cif_threshold));
+    t["iops_threshold"] = value(i64::try_from(p.iops_threshold).unwrap_or(i64::MAX));
+    t["epoch"] = value(format_duration(p.epoch));
+    t["ipi_threshold"] = value(format_duration(p.ipi_threshold));
+    t["quirk_reset_on_skip"] = value(p.quirk_reset_on_skip);
+    if let Some(n) = p.quirk_failsafe {
+        t["quirk_failsafe"] = value(i64::from(n));
+    }
+}

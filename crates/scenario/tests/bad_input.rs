@@ -1,0 +1,563 @@
+//! Every kind of bad scenario is refused with ONE line naming the file,
+//! the line (or the `--set` argument) and the dotted key.
+
+mod common;
+
+use cint_scenario::load_str;
+use common::{line_of, with, BASE};
+
+const FILE: &str = "scenarios/x.toml";
+
+/// Where the error must point.
+enum At<'a> {
+    /// The line of the (modified) text containing this.
+    LineOf(&'a str),
+    /// The line above the one containing this (a table's header when
+    /// this is its first key).
+    Above(&'a str),
+    /// A fixed line.
+    Line(usize),
+    /// This `--set` argument.
+    Set(&'a str),
+}
+
+struct Case<'a> {
+    what: &'a str,
+    text: String,
+    sets: &'a [&'a str],
+    at: At<'a>,
+    key: &'a str,
+    says: &'a str,
+}
+
+fn case<'a>(what: &'a str, text: String, at: At<'a>, key: &'a str, says: &'a str) -> Case<'a> {
+    Case {
+        what,
+        text,
+        sets: &[],
+        at,
+        key,
+        says,
+    }
+}
+
+fn set_case<'a>(what: &'a str, sets: &'a [&'a str], key: &'a str, says: &'a str) -> Case<'a> {
+    Case {
+        what,
+        text: BASE.to_string(),
+        sets,
+        at: At::Set(sets[sets.len() - 1]),
+        key,
+        says,
+    }
+}
+
+fn cases() -> Vec<Case<'static>> {
+    use At::*;
+    let no_jobs = BASE.split("[[job]]").next().unwrap().to_string();
+    let no_jobs = &no_jobs;
+    let no_strategies = {
+        let (head, rest) = BASE.split_once("[[strategy]]").unwrap();
+        let jobs = &rest[rest.find("[[job]]").unwrap()..];
+        format!("{head}{jobs}")
+    };
+    vec![
+        case(
+            "malformed TOML",
+            with("iodepth = 16", "iodepth = = 16"),
+            LineOf("iodepth = = 16"),
+            "job.iodepth",
+            "invalid TOML",
+        ),
+        case(
+            "unknown top-level key",
+            with("seed     = 1\n", "seed     = 1\ncolour = 3\n"),
+            LineOf("colour"),
+            "colour",
+            "unknown key",
+        ),
+        case(
+            "unknown job key",
+            with("numjobs = 1", "numjobz = 1"),
+            LineOf("numjobz"),
+            "job.async.numjobz",
+            "unknown key",
+        ),
+        case(
+            "bad duration unit",
+            with("\"200ms\"", "\"200 parsecs\""),
+            LineOf("parsecs"),
+            "duration",
+            "unknown duration unit",
+        ),
+        case(
+            "negative duration",
+            with("\"200ms\"", "-5"),
+            LineOf("duration"),
+            "duration",
+            "must not be negative",
+        ),
+        case(
+            "negative duration string",
+            with("\"200ms\"", "\"-5ms\""),
+            LineOf("duration"),
+            "duration",
+            "bad duration",
+        ),
+        case(
+            "zero duration",
+            with("\"200ms\"", "\"0s\""),
+            LineOf("duration"),
+            "duration",
+            "longer than zero",
+        ),
+        case(
+            "iodepth 0",
+            with("iodepth = 16", "iodepth = 0"),
+            LineOf("iodepth = 0"),
+            "job.async.iodepth",
+            "must be at least 1 (got 0)",
+        ),
+        case(
+            "iodepth beyond queue depth",
+            with("iodepth = 16", "iodepth = 5000"),
+            LineOf("iodepth = 5000"),
+            "job.async.iodepth",
+            "queue_depth",
+        ),
+        case(
+            "bs not a multiple of 512",
+            with("bs      = \"4k\"", "bs      = 1000"),
+            LineOf("bs      = 1000"),
+            "job.async.bs",
+            "multiple of 512",
+        ),
+        case(
+            "bad size unit",
+            with("bs      = \"4k\"", "bs      = \"4q\""),
+            LineOf("4q"),
+            "job.async.bs",
+            "unknown size unit",
+        ),
+        case(
+            "cpu beyond cores",
+            with("cpu    = 1", "cpu    = 2"),
+            LineOf("cpu    = 2"),
+            "job.sync.cpu",
+            "host.cores = 2",
+        ),
+        case(
+            "strategy key of another kind",
+            with("thr   = 32", "thr   = 32\nooo = true"),
+            LineOf("ooo = true"),
+            "strategy.adaptive.ooo",
+            "belongs to \"cinterrupts\"",
+        ),
+        case(
+            "key of no kind",
+            with("cif_threshold = 4", "cif_threshold = 4\nturbo = 1"),
+            LineOf("turbo"),
+            "strategy.vic.turbo",
+            "unknown key",
+        ),
+        case(
+            "duplicate strategy names",
+            with("name = \"vic\"", "name = \"cint\""),
+            LineOf("name = \"cint\""),
+            "strategy.cint.name",
+            "duplicate strategy name",
+        ),
+        case(
+            "duplicate job names",
+            with("name   = \"sync\"", "name   = \"async\""),
+            LineOf("name   = \"async\""),
+            "job.async.name",
+            "duplicate job name",
+        ),
+        case("no job", no_jobs.clone(), Line(1), "job", "at least one"),
+        case(
+            "empty job list",
+            no_jobs.replacen("seed     = 1\n", "seed     = 1\njob = []\n", 1),
+            LineOf("job = []"),
+            "job",
+            "is empty",
+        ),
+        case(
+            "no strategy",
+            no_strategies,
+            Line(1),
+            "strategy",
+            "at least one",
+        ),
+        case(
+            "unknown engine",
+            with("\"libaio\"", "\"libaoi\""),
+            LineOf("libaoi"),
+            "job.async.engine",
+            "must be one of",
+        ),
+        case(
+            "unknown rw",
+            with("rw     = \"randread\"", "rw     = \"sideways\""),
+            LineOf("sideways"),
+            "job.sync.rw",
+            "must be one of",
+        ),
+        case(
+            "unknown device model",
+            with("\"optane-p4800x\"", "\"floppy\""),
+            LineOf("floppy"),
+            "device.model",
+            "unknown device model",
+        ),
+        case(
+            "unknown host model",
+            with("\"xeon-e5-2660v4\"", "\"pentium\""),
+            LineOf("pentium"),
+            "host.model",
+            "unknown host model",
+        ),
+        case(
+            "unknown device field",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nspin_rpm = 7200",
+            ),
+            LineOf("spin_rpm"),
+            "device.spin_rpm",
+            "unknown key",
+        ),
+        case(
+            "unknown nested device field",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nread.latency = \"5us\"",
+            ),
+            LineOf("read.latency"),
+            "device.read.latency",
+            "unknown key",
+        ),
+        case(
+            "device field of the wrong type",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nparallel_units = \"many\"",
+            ),
+            LineOf("parallel_units"),
+            "device.parallel_units",
+            "invalid type",
+        ),
+        case(
+            "device duration with a bad unit",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nirq_latency = \"1 fortnight\"",
+            ),
+            LineOf("irq_latency"),
+            "device.irq_latency",
+            "duration unit",
+        ),
+        case(
+            "zero read bandwidth",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nread.bandwidth = 0",
+            ),
+            LineOf("read.bandwidth"),
+            "device.read.bandwidth",
+            "at least 1",
+        ),
+        case(
+            "zero cores",
+            with("cores = 2", "cores = 0"),
+            LineOf("cores = 0"),
+            "host.cores",
+            "1..=",
+        ),
+        case(
+            "thr 0",
+            with("thr   = 32", "thr   = 0"),
+            LineOf("thr   = 0"),
+            "strategy.adaptive.thr",
+            "must be at least 1 (got 0)",
+        ),
+        case(
+            "thr too large",
+            with("thr     = 32", "thr     = 70000"),
+            LineOf("thr     = 70000"),
+            "strategy.cint.thr",
+            "at most 65535",
+        ),
+        case(
+            "delta 0",
+            with("delta   = \"6us\"", "delta   = \"0us\""),
+            LineOf("delta   = \"0us\""),
+            "strategy.cint.delta",
+            "must be at least 1ns",
+        ),
+        case(
+            "barrier sometimes",
+            with("\"relaxed\"", "\"sometimes\""),
+            LineOf("sometimes"),
+            "strategy.cint.barrier",
+            "\"relaxed\" or \"strict\"",
+        ),
+        case(
+            "ooo not a boolean",
+            with("ooo     = true", "ooo     = \"yes\""),
+            LineOf("\"yes\""),
+            "strategy.cint.ooo",
+            "true or false",
+        ),
+        case(
+            "max_irq_rate 0",
+            with("ooo     = true", "max_irq_rate = 0"),
+            LineOf("max_irq_rate"),
+            "strategy.cint.max_irq_rate",
+            "at least 1",
+        ),
+        case(
+            "cif_threshold 0",
+            with("cif_threshold = 4", "cif_threshold = 0"),
+            LineOf("cif_threshold = 0"),
+            "strategy.vic.cif_threshold",
+            "must be at least 1 (got 0)",
+        ),
+        case(
+            "vic epoch 0",
+            with("cif_threshold = 4", "epoch = 0"),
+            LineOf("epoch = 0"),
+            "strategy.vic.epoch",
+            "at least 1ns",
+        ),
+        case(
+            "unknown strategy kind",
+            with("kind = \"vic\"", "kind = \"turbo\""),
+            LineOf("turbo"),
+            "strategy.vic.kind",
+            "must be one of",
+        ),
+        case(
+            "missing strategy kind",
+            with("kind = \"vic\"\n", ""),
+            Above("name = \"vic\""),
+            "strategy.vic.kind",
+            "missing required key",
+        ),
+        case(
+            "nvme thr beyond 256",
+            with(
+                "kind = \"vic\"\ncif_threshold = 4",
+                "kind = \"nvme\"\nthr = 300",
+            ),
+            LineOf("thr = 300"),
+            "strategy.vic.thr",
+            "at most 256",
+        ),
+        case(
+            "hybrid-poll sleep word",
+            with(
+                "kind = \"vic\"\ncif_threshold = 4",
+                "kind = \"hybrid-poll\"\nsleep = \"sometimes\"",
+            ),
+            LineOf("sleep"),
+            "strategy.vic.sleep",
+            "\"adaptive\", \"min\" or a duration",
+        ),
+        case(
+            "missing scenario name",
+            with("name     = \"mixed\"\n", ""),
+            Line(1),
+            "name",
+            "missing required key",
+        ),
+        case(
+            "job without a name",
+            with("name   = \"sync\"\n", ""),
+            Above("engine = \"psync\""),
+            "job[1].name",
+            "missing required key",
+        ),
+        case(
+            "name with a dot",
+            with("name   = \"sync\"", "name   = \"s.y\""),
+            LineOf("s.y"),
+            "job[1].name",
+            "must not contain '.'",
+        ),
+        case(
+            "numjobs 0",
+            with("numjobs = 1", "numjobs = 0"),
+            LineOf("numjobs = 0"),
+            "job.async.numjobs",
+            "at least 1",
+        ),
+        case(
+            "batch beyond iodepth",
+            with("batch   = 1", "batch   = 32"),
+            LineOf("batch   = 32"),
+            "job.async.batch",
+            "at most iodepth = 16",
+        ),
+        case(
+            "batch_complete_min 0",
+            with("batch_complete_min = 1", "batch_complete_min = 0"),
+            LineOf("batch_complete_min = 0"),
+            "job.async.batch_complete_min",
+            "at least 1",
+        ),
+        case(
+            "rwmixread without randrw",
+            with("numjobs = 1", "rwmixread = 70"),
+            LineOf("rwmixread"),
+            "job.async.rwmixread",
+            "randrw",
+        ),
+        case(
+            "rwmixread beyond 100",
+            with(
+                "rw      = \"randread\"",
+                "rw      = \"randrw\"\nrwmixread = 150",
+            ),
+            LineOf("rwmixread"),
+            "job.async.rwmixread",
+            "at most 100",
+        ),
+        case(
+            "size beyond capacity",
+            with("numjobs = 1", "size = \"1TiB\""),
+            LineOf("1TiB"),
+            "job.async.size",
+            "capacity",
+        ),
+        case(
+            "unknown hint",
+            with("numjobs = 1", "hint = \"maybe\""),
+            LineOf("maybe"),
+            "job.async.hint",
+            "\"urgent\", \"barrier\" or \"none\"",
+        ),
+        case(
+            "nowait on libaio",
+            with("numjobs = 1", "nowait = true"),
+            LineOf("nowait"),
+            "job.async.nowait",
+            "pvsync2",
+        ),
+        case(
+            "io key on a cpu job",
+            with("engine = \"psync\"", "kind = \"cpu\""),
+            LineOf("rw     = \"randread\""),
+            "job.sync.rw",
+            "not a key of a cpu job",
+        ),
+        case(
+            "negative seed",
+            with("seed     = 1", "seed     = -1"),
+            LineOf("seed"),
+            "seed",
+            "at least 0",
+        ),
+        case(
+            "unknown emu key",
+            format!("{BASE}\n[emu]\nbogus = 1\n"),
+            LineOf("bogus"),
+            "emu.bogus",
+            "unknown field",
+        ),
+        case(
+            "bad emu backend",
+            format!("{BASE}\n[emu]\nbackend = \"floppy\"\n"),
+            LineOf("floppy"),
+            "emu.backend",
+            "unknown variant",
+        ),
+        case(
+            "device not a table",
+            with("[device]\nmodel = \"optane-p4800x\"\n", "device = 3\n"),
+            LineOf("device = 3"),
+            "device",
+            "must be a table",
+        ),
+        set_case(
+            "--set of a missing job",
+            &["job.nosuch.iodepth=4"],
+            "job.nosuch.iodepth",
+            "no [[job]] named \"nosuch\"",
+        ),
+        set_case(
+            "--set out of range",
+            &["job.async.iodepth=0"],
+            "job.async.iodepth",
+            "must be at least 1 (got 0)",
+        ),
+        set_case(
+            "--set of an unknown device key",
+            &["device.warp_drive=9"],
+            "device.warp_drive",
+            "unknown key",
+        ),
+        set_case("--set without =", &["seed"], "", "expected KEY=VALUE"),
+        set_case(
+            "--set bad unit",
+            &["strategy.cint.delta=4 lightyears"],
+            "strategy.cint.delta",
+            "bad duration",
+        ),
+        set_case(
+            "--set into a scalar",
+            &["name.first=x"],
+            "name.first",
+            "not a table",
+        ),
+        set_case(
+            "--set a key of another kind",
+            &["strategy.adaptive.barrier=strict"],
+            "strategy.adaptive.barrier",
+            "belongs to \"cinterrupts\"",
+        ),
+    ]
+}
+
+#[test]
+fn every_bad_input_gets_one_line_naming_file_line_and_key() {
+    let cases = cases();
+    assert!(cases.len() >= 25, "at least 25 kinds of bad input");
+    for c in &cases {
+        let sets: Vec<String> = c.sets.iter().map(|s| s.to_string()).collect();
+        let err = match load_str(&c.text, FILE, &sets) {
+            Ok(_) => panic!("{}: accepted", c.what),
+            Err(e) => e,
+        };
+        let msg = err.to_string();
+        let location = match c.at {
+            At::LineOf(needle) => format!("{FILE}:{}: ", line_of(&c.text, needle)),
+            At::Above(needle) => format!("{FILE}:{}: ", line_of(&c.text, needle) - 1),
+            At::Line(n) => format!("{FILE}:{n}: "),
+            At::Set(arg) => format!("{FILE}: --set {arg}: "),
+        };
+        let prefix = if c.key.is_empty() {
+            location
+        } else {
+            format!("{location}{}: ", c.key)
+        };
+        assert!(
+            msg.starts_with(&prefix),
+            "{}: expected prefix {prefix:?}, got {msg:?}",
+            c.what
+        );
+        assert!(
+            msg.contains(c.says),
+            "{}: expected {:?} in {msg:?}",
+            c.what,
+            c.says
+        );
+        assert!(!msg.contains('\n'), "{}: not one line: {msg:?}", c.what);
+        assert_eq!(err.key, c.key, "{}", c.what);
+    }
+}
+
+#[test]
+fn the_base_is_valid() {
+    load_str(BASE, FILE, &[]).expect("the base scenario loads");
+}
