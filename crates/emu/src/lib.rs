@@ -24,6 +24,7 @@ pub mod client;
 mod device;
 pub mod emulator;
 pub mod error;
+pub mod ffi;
 mod irq;
 pub mod ring;
 pub mod runner;
