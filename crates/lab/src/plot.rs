@@ -420,6 +420,24 @@ fn format_value(v: f64) -> String {
     }
 }
 
+/// Labels 1, 2 and 5 of every decade; plotters offers many more points.
+fn log_tick(v: f64) -> String {
+    if v <= 0.0 {
+        return String::new();
+    }
+    let decade = 10f64.powf(v.log10().floor());
+    let mantissa = v / decade;
+    if [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .any(|m| (mantissa - m).abs() < 1e-6 * m)
+    {
+        let rounded = (v * 1e6).round() / 1e6;
+        format!("{rounded}")
+    } else {
+        String::new()
+    }
+}
+
 fn line_builder<'a, 'b, DB: DrawingBackend>(
     root: &'a DrawingArea<DB, Shift>,
     title: &str,
@@ -457,12 +475,15 @@ fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) 
         (x_lo, x_hi) = (0.0, 1.0);
     }
     if c.x_log {
-        x_lo = x_lo.max(1e-9);
+        // Plotters labels a log axis from the first power of ten inside
+        // it, so start at one to label the left end.
+        // (a hair below, so rounding in its logarithm cannot skip it).
+        x_lo = 10f64.powf(x_lo.max(1e-9).log10().floor()) * 0.999;
     }
     let span = (x_hi - x_lo).max(1e-9);
     let y_hi = nice_max(points().map(|p| p.1).fold(0.0, f64::max)) * 1.08;
     macro_rules! body {
-        ($chart:expr, $x_fmt:expr) => {{
+        ($chart:expr, $x_labels:expr, $x_fmt:expr) => {{
             let mut chart = $chart;
             chart
                 .configure_mesh()
@@ -471,6 +492,7 @@ fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) 
                 .light_line_style(TRANSPARENT)
                 .label_style((FONT, 16))
                 .axis_desc_style((FONT, 18))
+                .x_labels($x_labels)
                 .x_label_formatter($x_fmt)
                 .y_label_formatter(&|v| format_value(*v))
                 .draw()?;
@@ -483,7 +505,10 @@ fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) 
                     pts.iter().copied(),
                     color.stroke_width(width),
                 ))?;
-                chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+                // Dots mark measured points; a dense curve (a CDF) would drown in them.
+                if pts.len() <= 40 {
+                    chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+                }
             }
             for (x, _) in &c.markers {
                 chart.draw_series(DashedLineSeries::new(
@@ -498,11 +523,13 @@ fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) 
     if c.x_log {
         let chart = line_builder(root, &c.title)
             .build_cartesian_2d((x_lo..x_hi * 1.05).log_scale(), 0f64..y_hi)?;
-        body!(chart, &|v: &f64| format_value(*v));
+        // Asking for about 12 points per decade gets plotters' 1..9 grid.
+        let decades = (x_hi * 1.05 / x_lo).log10().floor().max(1.0) as usize;
+        body!(chart, 12 * decades, &|v: &f64| log_tick(*v));
     } else if let Some(names) = &c.x_names {
         let chart = line_builder(root, &c.title)
             .build_cartesian_2d(-0.3f64..(names.len() as f64 - 0.7).max(0.3), 0f64..y_hi)?;
-        body!(chart, &|v: &f64| {
+        body!(chart, names.len(), &|v: &f64| {
             let i = v.round();
             if (v - i).abs() < 1e-6 && i >= 0.0 {
                 names.get(i as usize).cloned().unwrap_or_default()
@@ -514,7 +541,7 @@ fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) 
         let pad = span * 0.04;
         let chart = line_builder(root, &c.title)
             .build_cartesian_2d((x_lo - pad)..(x_hi + pad), 0f64..y_hi)?;
-        body!(chart, &|v: &f64| format_value(*v));
+        body!(chart, 10, &|v: &f64| format_value(*v));
     }
     Ok(())
 }

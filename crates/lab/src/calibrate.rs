@@ -1,0 +1,727 @@
+//! Choosing `delta` and `thr` for a device: MODEL.md experiment 7, the
+//! method of the cinterrupts paper.
+//!
+//! 1. Measure the completion inter-arrival distribution of libaio 4 KiB
+//!    random reads at iodepth 256, without batching and with batches of 16
+//!    (strategy `none`, so nothing delays completions).
+//! 2. **delta rule**: the larger of the two workloads' inter-arrival times
+//!    at the chosen percentile (default the 99th; 90th to 99th allowed),
+//!    rounded up to a whole microsecond. Completions closer than `delta`
+//!    belong to one burst; a longer gap ends it.
+//! 3. Sweep `thr` over 1..256 with the adaptive strategy at that `delta` on
+//!    the batched workload.
+//! 4. **thr rule (plateau)**: the smallest `thr` from which every larger
+//!    `thr` of the sweep reaches at least `(1 - tolerance)` of the best IOPS
+//!    of the sweep (default tolerance 2%).
+
+use std::fmt;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use cint_policy::config::AdaptiveParams;
+use cint_policy::{Nanos, PolicyConfig};
+use cint_report::LatencyHistogram;
+use cint_scenario::{
+    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, Job, Rw, Scenario,
+    Strategy, Work,
+};
+
+use crate::plot::{write_line_chart, LineChart, PlotArgs, PlotError};
+use crate::runner::{GapProbe, Runner};
+
+/// The `thr` values swept by default: powers of two and the steps between.
+pub const DEFAULT_THR: [u32; 14] = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
+
+/// Percentiles shown in the inter-arrival table.
+pub const GAP_PERCENTILES: [f64; 6] = [50.0, 90.0, 95.0, 98.0, 99.0, 99.9];
+
+/// What to calibrate and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CalibrateArgs {
+    /// Built-in device profile.
+    pub device: String,
+    /// Built-in host profile.
+    pub host: String,
+    /// Percentile of the inter-arrival time `delta` is read at, 90..=99.
+    pub percentile: f64,
+    /// `thr` values to sweep (1..=256, at least two).
+    pub thr_values: Vec<u32>,
+    /// Plateau tolerance as a fraction of the best IOPS (0 < t < 0.5).
+    pub tolerance: f64,
+    /// Requests per submission and per reap in the batched workload.
+    pub batch: u32,
+    /// Measured time of every run.
+    pub duration: Nanos,
+    /// Warm-up of every run.
+    pub warmup: Nanos,
+    /// Seed of every run.
+    pub seed: u64,
+    /// Where to write the two plots, if anywhere.
+    pub plot: Option<PlotArgs>,
+}
+
+impl CalibrateArgs {
+    /// The paper's method for a device on a host: 99th percentile, 2%
+    /// plateau, batches of 16, 100 ms runs after 10 ms warm-up, seed 1.
+    pub fn new(device: &str, host: &str) -> CalibrateArgs {
+        CalibrateArgs {
+            device: device.into(),
+            host: host.into(),
+            percentile: 99.0,
+            thr_values: DEFAULT_THR.to_vec(),
+            tolerance: 0.02,
+            batch: 16,
+            duration: 100_000_000,
+            warmup: 10_000_000,
+            seed: 1,
+            plot: None,
+        }
+    }
+}
+
+/// Why calibration stopped. Displays as one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CalibrateError {
+    /// An argument is out of range or a profile is unknown.
+    BadArgs(String),
+    /// The engine could not measure inter-arrival times.
+    Probe {
+        /// Which workload.
+        workload: String,
+        /// The engine's message.
+        message: String,
+    },
+    /// The `thr` sweep failed.
+    Run(String),
+    /// Writing a plot failed.
+    Plot(PlotError),
+}
+
+impl fmt::Display for CalibrateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let line = |s: &str| s.lines().next().unwrap_or("").to_string();
+        match self {
+            CalibrateError::BadArgs(m) => write!(f, "calibrate: {}", line(m)),
+            CalibrateError::Probe { workload, message } => {
+                write!(
+                    f,
+                    "calibrate: measuring inter-arrival times ({workload}): {}",
+                    line(message)
+                )
+            }
+            CalibrateError::Run(m) => write!(f, "calibrate: thr sweep: {}", line(m)),
+            CalibrateError::Plot(e) => write!(f, "calibrate: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CalibrateError {}
+
+/// The inter-arrival distribution of one workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GapSummary {
+    /// Which workload, e.g. `batches of 16`.
+    pub workload: String,
+    /// Completions measured.
+    pub completions: u64,
+    /// `(percentile, ns)` for [`GAP_PERCENTILES`].
+    pub percentiles: Vec<(f64, u64)>,
+    /// The gap at the chosen percentile, ns.
+    pub at_chosen: u64,
+    /// CDF points `(ns, percent)`, for the plot.
+    pub cdf: Vec<(u64, f64)>,
+}
+
+impl GapSummary {
+    fn from_histogram(workload: &str, hist: &LatencyHistogram, chosen: f64) -> GapSummary {
+        let h = hist.histogram();
+        let mut cdf = vec![(h.min(), 0.0)];
+        let mut grid: Vec<f64> = (1..100).map(f64::from).collect();
+        grid.extend([99.5, 99.9]);
+        cdf.extend(grid.iter().map(|&p| (h.value_at_percentile(p), p)));
+        cdf.push((h.max(), 100.0));
+        GapSummary {
+            workload: workload.into(),
+            completions: h.len(),
+            percentiles: GAP_PERCENTILES
+                .iter()
+                .map(|&p| (p, h.value_at_percentile(p)))
+                .collect(),
+            at_chosen: h.value_at_percentile(chosen),
+            cdf,
+        }
+    }
+}
+
+/// One `thr` of the sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThrPoint {
+    /// The threshold.
+    pub thr: u32,
+    /// Total IOPS.
+    pub iops: f64,
+    /// Interrupts per second.
+    pub interrupts_per_s: f64,
+    /// Mean latency, ns.
+    pub lat_mean_ns: f64,
+    /// 99th percentile latency, ns.
+    pub lat_p99_ns: u64,
+    /// Busy fraction of the application core.
+    pub cpu_util: f64,
+}
+
+/// The recommendation and its evidence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calibration {
+    /// Device profile.
+    pub device: String,
+    /// Host profile.
+    pub host: String,
+    /// The percentile `delta` was read at.
+    pub percentile: f64,
+    /// Without and with batching.
+    pub gaps: Vec<GapSummary>,
+    /// Recommended `delta`.
+    pub delta: Nanos,
+    /// The sweep, in `thr` order.
+    pub sweep: Vec<ThrPoint>,
+    /// The plateau tolerance used.
+    pub tolerance: f64,
+    /// Recommended `thr`.
+    pub thr: u32,
+    /// The profile's (the paper's) `delta`.
+    pub reference_delta: Nanos,
+    /// The profile's (the paper's) `thr`.
+    pub reference_thr: u32,
+    /// Plots written.
+    pub plots: Vec<PathBuf>,
+}
+
+/// The delta rule: the largest gap at the chosen percentile, rounded up
+/// to a whole microsecond (at least 1 us).
+pub fn recommend_delta(gaps: &[GapSummary]) -> Nanos {
+    let worst = gaps.iter().map(|g| g.at_chosen).max().unwrap_or(0);
+    worst.div_ceil(1_000).max(1) * 1_000
+}
+
+/// The plateau rule over `(thr, iops)` sorted by `thr`: the smallest `thr`
+/// from which every point reaches `(1 - tolerance)` of the best IOPS.
+pub fn plateau_thr(points: &[(u32, f64)], tolerance: f64) -> Option<u32> {
+    let best = points.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+    let floor = best * (1.0 - tolerance);
+    let mut chosen = None;
+    for &(thr, iops) in points.iter().rev() {
+        if iops >= floor {
+            chosen = Some(thr);
+        } else {
+            break;
+        }
+    }
+    chosen
+}
+
+fn workload(
+    args: &CalibrateArgs,
+    batch: u32,
+    strategies: Vec<Strategy>,
+    name: &str,
+) -> Result<Scenario, CalibrateError> {
+    let device = DeviceProfile::builtin(&args.device).ok_or_else(|| {
+        CalibrateError::BadArgs(format!(
+            "unknown device profile '{}' (known: {})",
+            args.device,
+            cint_scenario::profiles::DEVICE_MODELS.join(", ")
+        ))
+    })?;
+    let mut host = HostProfile::builtin(&args.host).ok_or_else(|| {
+        CalibrateError::BadArgs(format!(
+            "unknown host profile '{}' (known: {})",
+            args.host,
+            cint_scenario::profiles::HOST_MODELS.join(", ")
+        ))
+    })?;
+    host.cores = 1;
+    let size = device.capacity.0;
+    Ok(Scenario {
+        name: name.into(),
+        source: "<calibrate>".into(),
+        seed: args.seed,
+        duration: args.duration,
+        warmup: args.warmup,
+        device,
+        host,
+        strategies,
+        jobs: vec![Job {
+            name: "async".into(),
+            cpu: 0,
+            numjobs: 1,
+            runtime: None,
+            work: Work::Io(IoJob {
+                engine: Engine::Libaio,
+                rw: Rw::RandRead,
+                bs: 4096,
+                iodepth: 256,
+                batch,
+                batch_complete_min: batch,
+                hint: None,
+                nowait: false,
+                direct: true,
+                rate_iops: None,
+                think: 0,
+                size,
+                rwmixread: 100,
+            }),
+        }],
+        emu: EmuConfig::default(),
+    })
+}
+
+fn check(args: &CalibrateArgs) -> Result<(), CalibrateError> {
+    let bad = |m: String| Err(CalibrateError::BadArgs(m));
+    if !(90.0..=99.0).contains(&args.percentile) {
+        return bad(format!("percentile {} is outside 90..=99", args.percentile));
+    }
+    if !(args.tolerance > 0.0 && args.tolerance < 0.5) {
+        return bad(format!(
+            "plateau tolerance {} is outside (0, 0.5)",
+            args.tolerance
+        ));
+    }
+    if args.thr_values.len() < 2 || args.thr_values.iter().any(|&t| !(1..=256).contains(&t)) {
+        return bad("thr values must be at least two, each in 1..=256".into());
+    }
+    if args.thr_values.windows(2).any(|w| w[0] >= w[1]) {
+        return bad("thr values must be strictly increasing".into());
+    }
+    if !(2..=256).contains(&args.batch) {
+        return bad(format!("batch {} is outside 2..=256", args.batch));
+    }
+    if args.duration == 0 {
+        return bad("duration must be positive".into());
+    }
+    Ok(())
+}
+
+/// Runs the method: two inter-arrival measurements through `probe`, one
+/// `thr` sweep through `runner`, then the plots if asked.
+pub fn calibrate(
+    probe: &dyn GapProbe,
+    runner: &dyn Runner,
+    args: &CalibrateArgs,
+) -> Result<Calibration, CalibrateError> {
+    check(args)?;
+    let none = vec![Strategy {
+        name: "none".into(),
+        mode: CompletionMode::Interrupt(PolicyConfig::None),
+    }];
+    let mut gaps = Vec::new();
+    for (batch, label) in [
+        (1, "no batching".to_string()),
+        (args.batch, format!("batches of {}", args.batch)),
+    ] {
+        let scenario = workload(args, batch, none.clone(), "calibrate-gaps")?;
+        let hist = probe
+            .completion_gaps(&scenario)
+            .map_err(|message| CalibrateError::Probe {
+                workload: label.clone(),
+                message,
+            })?;
+        if hist.is_empty() {
+            return Err(CalibrateError::Probe {
+                workload: label,
+                message: "no completions measured".into(),
+            });
+        }
+        gaps.push(GapSummary::from_histogram(&label, &hist, args.percentile));
+    }
+    let delta = recommend_delta(&gaps);
+
+    let strategies = args
+        .thr_values
+        .iter()
+        .map(|&thr| Strategy {
+            name: format!("thr={thr}"),
+            mode: CompletionMode::Interrupt(PolicyConfig::Adaptive(AdaptiveParams { delta, thr })),
+        })
+        .collect();
+    let scenario = workload(args, args.batch, strategies, "calibrate-thr")?;
+    let result = runner.run(&scenario).map_err(CalibrateError::Run)?;
+    if result.results.len() != args.thr_values.len() {
+        return Err(CalibrateError::Run(format!(
+            "the engine returned {} strategies for {} thr values",
+            result.results.len(),
+            args.thr_values.len()
+        )));
+    }
+    let sweep: Vec<ThrPoint> = args
+        .thr_values
+        .iter()
+        .zip(&result.results)
+        .map(|(&thr, s)| {
+            let job = s.jobs.first();
+            ThrPoint {
+                thr,
+                iops: s.total_iops(),
+                interrupts_per_s: s.interrupts_per_s,
+                lat_mean_ns: job.map_or(0.0, |j| j.lat_ns.mean),
+                lat_p99_ns: job.and_then(|j| j.lat_ns.at(99.0)).unwrap_or(0),
+                cpu_util: s.cpu_util,
+            }
+        })
+        .collect();
+    let pairs: Vec<(u32, f64)> = sweep.iter().map(|p| (p.thr, p.iops)).collect();
+    let thr = plateau_thr(&pairs, args.tolerance)
+        .ok_or_else(|| CalibrateError::Run("the sweep produced no IOPS".into()))?;
+
+    let mut calibration = Calibration {
+        device: args.device.clone(),
+        host: args.host.clone(),
+        percentile: args.percentile,
+        gaps,
+        delta,
+        sweep,
+        tolerance: args.tolerance,
+        thr,
+        reference_delta: scenario.device.reference_delta.0,
+        reference_thr: scenario.device.reference_thr,
+        plots: Vec::new(),
+    };
+    if let Some(plot) = &args.plot {
+        calibration.plots = write_plots(&calibration, plot).map_err(CalibrateError::Plot)?;
+    }
+    Ok(calibration)
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.2}", ns / 1e3)
+}
+
+impl Calibration {
+    /// The recommendation with its evidence, as printed by
+    /// `cint calibrate`.
+    pub fn report(&self) -> String {
+        let mut out = String::new();
+        let pct = format_pct(self.percentile);
+        let _ = writeln!(
+            out,
+            "Calibration of {} on {} (MODEL.md experiment 7)",
+            self.device, self.host
+        );
+        let _ = writeln!(out);
+        let _ = writeln!(out, "Completion inter-arrival times, libaio 4 KiB random read, iodepth 256, strategy none (us):");
+        let mut header = format!("{:<16} {:>11}", "workload", "completions");
+        for p in GAP_PERCENTILES {
+            header.push_str(&format!(" {:>8}", format!("p{}", format_pct(p))));
+        }
+        let _ = writeln!(out, "{header}");
+        for g in &self.gaps {
+            let mut row = format!("{:<16} {:>11}", g.workload, g.completions);
+            for (_, v) in &g.percentiles {
+                row.push_str(&format!(" {:>8}", us(*v as f64)));
+            }
+            let _ = writeln!(out, "{row}");
+        }
+        let _ = writeln!(
+            out,
+            "delta = {} us: the largest p{pct} inter-arrival time, rounded up to a whole microsecond \
+             (reference: {} us)",
+            self.delta / 1_000,
+            us(self.reference_delta as f64)
+        );
+        let _ = writeln!(out);
+        let best = self.sweep.iter().map(|p| p.iops).fold(0.0, f64::max);
+        let _ = writeln!(
+            out,
+            "thr sweep, adaptive at delta = {} us, libaio iodepth 256 in batches:",
+            self.delta / 1_000
+        );
+        let _ = writeln!(
+            out,
+            "{:>5} {:>10} {:>8} {:>10} {:>12} {:>10} {:>7}",
+            "thr", "kIOPS", "of best", "kIRQ/s", "mean lat us", "p99 us", "CPU %"
+        );
+        for p in &self.sweep {
+            let mark = if p.thr == self.thr {
+                "  <- recommended"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "{:>5} {:>10.1} {:>7.1}% {:>10.1} {:>12} {:>10} {:>7.1}{mark}",
+                p.thr,
+                p.iops / 1e3,
+                if best > 0.0 {
+                    p.iops / best * 100.0
+                } else {
+                    0.0
+                },
+                p.interrupts_per_s / 1e3,
+                us(p.lat_mean_ns),
+                us(p.lat_p99_ns as f64),
+                p.cpu_util * 100.0
+            );
+        }
+        let _ = writeln!(
+            out,
+            "thr = {}: the smallest thr from which every larger thr keeps at least {}% of the best \
+             IOPS (reference: {})",
+            self.thr,
+            format_pct(100.0 - self.tolerance * 100.0),
+            self.reference_thr
+        );
+        for p in &self.plots {
+            let _ = writeln!(out, "wrote {}", p.display());
+        }
+        out
+    }
+}
+
+fn format_pct(p: f64) -> String {
+    let s = format!("{p:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn write_plots(c: &Calibration, plot: &PlotArgs) -> Result<Vec<PathBuf>, PlotError> {
+    let gap_series = c
+        .gaps
+        .iter()
+        .map(|g| {
+            (
+                g.workload.clone(),
+                g.cdf
+                    .iter()
+                    .map(|&(ns, p)| (ns.max(1) as f64 / 1e3, p))
+                    .collect(),
+            )
+        })
+        .collect();
+    let cdf = LineChart {
+        title: format!(
+            "Completion inter-arrival CDF — {}, libaio iodepth 256",
+            c.device
+        ),
+        x_desc: "time since the previous completion (µs)".into(),
+        y_desc: "completions at or below (%)".into(),
+        x_log: true,
+        x_names: None,
+        series: gap_series,
+        markers: vec![(
+            c.delta as f64 / 1e3,
+            format!(
+                "delta = {} µs (p{})",
+                c.delta / 1_000,
+                format_pct(c.percentile)
+            ),
+        )],
+    };
+    let mut written = write_line_chart(
+        &cdf,
+        &plot.out_dir,
+        "calibrate_interarrival_cdf",
+        &plot.formats,
+    )?;
+    let best = c.sweep.iter().map(|p| p.iops).fold(0.0, f64::max);
+    let position = |thr: u32| c.sweep.iter().position(|p| p.thr == thr).unwrap_or(0) as f64;
+    let sweep = LineChart {
+        title: format!(
+            "IOPS vs thr — {}, adaptive at delta = {} µs",
+            c.device,
+            c.delta / 1_000
+        ),
+        x_desc: "thr (completions per interrupt)".into(),
+        y_desc: "IOPS (thousands)".into(),
+        x_log: false,
+        x_names: Some(c.sweep.iter().map(|p| p.thr.to_string()).collect()),
+        series: vec![
+            (
+                "IOPS".into(),
+                c.sweep
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (i as f64, p.iops / 1e3))
+                    .collect(),
+            ),
+            (
+                format!("best − {}%", format_pct(c.tolerance * 100.0)),
+                vec![
+                    (0.0, best * (1.0 - c.tolerance) / 1e3),
+                    ((c.sweep.len() - 1) as f64, best * (1.0 - c.tolerance) / 1e3),
+                ],
+            ),
+        ],
+        markers: vec![(position(c.thr), format!("thr = {}", c.thr))],
+    };
+    written.extend(write_line_chart(
+        &sweep,
+        &plot.out_dir,
+        "calibrate_thr_sweep",
+        &plot.formats,
+    )?);
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::fake_run;
+
+    /// Unbatched: gaps spread evenly over 1..3 us. Batched: bursts of
+    /// `batch` completions 200 ns apart, separated by 5.0..5.5 us.
+    fn fake_gaps(s: &Scenario) -> Result<LatencyHistogram, String> {
+        let Work::Io(io) = &s.jobs[0].work else {
+            return Err("not an I/O job".into());
+        };
+        if s.strategies.len() != 1 || s.strategies[0].kind() != "none" {
+            return Err("gaps are measured under `none` only".into());
+        }
+        let mut h = LatencyHistogram::new();
+        for i in 0..10_000u64 {
+            if io.batch == 1 {
+                h.record(1_000 + i % 2_001);
+            } else if i % u64::from(io.batch) == 0 {
+                h.record(5_000 + i % 501);
+            } else {
+                h.record(200);
+            }
+        }
+        Ok(h)
+    }
+
+    #[test]
+    fn the_plateau_rule_needs_every_larger_thr_within_tolerance() {
+        let pts = [
+            (1, 100.0),
+            (2, 200.0),
+            (4, 300.0),
+            (8, 295.0),
+            (16, 250.0),
+            (32, 300.0),
+        ];
+        assert_eq!(plateau_thr(&pts, 0.02), Some(32));
+        assert_eq!(plateau_thr(&pts, 0.20), Some(4));
+        assert_eq!(plateau_thr(&[], 0.02), None);
+    }
+
+    #[test]
+    fn delta_is_the_largest_gap_at_the_percentile_rounded_up() {
+        let g = |at| GapSummary {
+            workload: String::new(),
+            completions: 1,
+            percentiles: vec![],
+            at_chosen: at,
+            cdf: vec![],
+        };
+        assert_eq!(recommend_delta(&[g(2_980), g(5_490)]), 6_000);
+        assert_eq!(recommend_delta(&[g(5_000)]), 5_000);
+        assert_eq!(recommend_delta(&[g(10)]), 1_000);
+    }
+
+    #[test]
+    fn the_method_on_a_fake_engine() {
+        let dir = std::env::temp_dir().join(format!("cint-lab-{}-calibrate", std::process::id()));
+        let mut args = CalibrateArgs::new("optane-p4800x", "xeon-e5-2660v4");
+        args.plot = Some(PlotArgs::new(&dir));
+        let c = calibrate(&fake_gaps, &fake_run, &args).expect("calibrates");
+        // Batched p99 is one of the 5.0..5.5 us gaps: delta 6 us.
+        assert!(
+            c.gaps[1].at_chosen > 5_000 && c.gaps[1].at_chosen <= 5_500,
+            "{}",
+            c.gaps[1].at_chosen
+        );
+        assert!(c.gaps[0].at_chosen < c.gaps[1].at_chosen);
+        assert_eq!(c.delta, 6_000);
+        // The fake's IOPS are 1e9 / (2000 + 1000 / thr) ns: within 2% of
+        // thr=256 from thr >= 22.3, so 24 on the default grid.
+        assert_eq!(c.thr, 24);
+        assert_eq!(c.sweep.len(), DEFAULT_THR.len());
+        assert_eq!((c.reference_delta, c.reference_thr), (6_000, 32));
+        let report = c.report();
+        assert!(report.contains("delta = 6 us"), "{report}");
+        assert!(report.contains("thr = 24:"), "{report}");
+        assert!(report.contains("   24 ") && report.contains("<- recommended"));
+        assert_eq!(c.plots.len(), 4);
+        assert!(c.plots.iter().all(|p| p.exists()));
+        let svg = std::fs::read_to_string(dir.join("calibrate_thr_sweep.svg")).expect("svg");
+        assert!(svg.contains("thr = 24"));
+        if std::env::var_os("CINT_LAB_KEEP_PLOTS").is_none() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+
+        args.plot = None;
+        args.tolerance = 0.05;
+        args.percentile = 90.0;
+        let c = calibrate(&fake_gaps, &fake_run, &args).expect("calibrates");
+        assert_eq!(c.thr, 12, "within 5% from thr >= 9.1");
+        // p90 of the batched workload falls in the 200 ns run: the unbatched 2.8 us gap wins.
+        assert_eq!(c.delta, 3_000);
+    }
+
+    #[test]
+    fn bad_arguments_and_engine_failures_are_one_line() {
+        let base = CalibrateArgs::new("optane-p4800x", "xeon-e5-2660v4");
+        let cases: Vec<(CalibrateArgs, &str)> = vec![
+            (
+                CalibrateArgs {
+                    percentile: 80.0,
+                    ..base.clone()
+                },
+                "percentile",
+            ),
+            (
+                CalibrateArgs {
+                    tolerance: 0.0,
+                    ..base.clone()
+                },
+                "tolerance",
+            ),
+            (
+                CalibrateArgs {
+                    thr_values: vec![1, 512],
+                    ..base.clone()
+                },
+                "thr values",
+            ),
+            (
+                CalibrateArgs {
+                    thr_values: vec![8, 4],
+                    ..base.clone()
+                },
+                "increasing",
+            ),
+            (
+                CalibrateArgs {
+                    device: "floppy".into(),
+                    ..base.clone()
+                },
+                "unknown device profile 'floppy'",
+            ),
+            (
+                CalibrateArgs {
+                    host: "vax".into(),
+                    ..base.clone()
+                },
+                "unknown host profile 'vax'",
+            ),
+        ];
+        for (args, needle) in cases {
+            let e = calibrate(&fake_gaps, &fake_run, &args).expect_err(needle);
+            assert!(
+                e.to_string().contains(needle) && !e.to_string().contains('\n'),
+                "{e}"
+            );
+        }
+        let no_probe = |_: &Scenario| -> Result<LatencyHistogram, String> {
+            Err("not exposed\nby this engine".into())
+        };
+        let e = calibrate(&no_probe, &fake_run, &base).expect_err("probe fails");
+        assert_eq!(
+            e.to_string(),
+            "calibrate: measuring inter-arrival times (no batching): not exposed"
+        );
+        let broken =
+            |_: &Scenario| -> Result<cint_report::RunResult, String> { Err("boom".into()) };
+        let e = calibrate(&fake_gaps, &broken, &base).expect_err("run fails");
+        assert_eq!(e.to_string(), "calibrate: thr sweep: boom");
+    }
+}
