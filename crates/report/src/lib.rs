@@ -7,9 +7,15 @@
 
 #![warn(missing_docs)]
 
+pub mod json;
 pub mod latency;
+pub mod table;
+#[cfg(test)]
+mod testdata;
 
+pub use json::{to_json, NonFiniteError};
 pub use latency::{LatencyHistogram, LatencyStats};
+pub use table::to_table;
 
 use serde::Serialize;
 

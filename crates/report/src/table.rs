@@ -1,0 +1,231 @@
+//! The human sink: one row per strategy x job (IOPS, bandwidth, mean, p50
+//! and p99 latency in microseconds, IRQs/s, CPU %, context switches per
+//! IO), then one line of totals per strategy, in aligned columns.
+//!
+//! Interrupts are counted per device queue, not per job, so job rows show
+//! `-` for IRQs/s and IRQs per IO; the totals lines carry them.
+
+use crate::{JobResult, RunResult, StrategyResult};
+
+const HEADER: [&str; 11] = [
+    "strategy", "job", "IOPS", "MiB/s", "mean_us", "p50_us", "p99_us", "IRQ/s", "IRQ/IO", "CPU%",
+    "cs/IO",
+];
+
+/// The result as an aligned text table, ending in a newline.
+pub fn to_table(r: &RunResult) -> String {
+    let mut rows: Vec<[String; 11]> = Vec::new();
+    for s in &r.results {
+        for j in &s.jobs {
+            rows.push(job_row(s, j));
+        }
+    }
+    let mut totals: Vec<[String; 11]> = r.results.iter().map(total_row).collect();
+    let mut out = format!(
+        "{} on {}: device {}, host {}, seed {}, {} ms measured\n\n",
+        r.scenario,
+        r.substrate,
+        r.device,
+        r.host,
+        r.seed,
+        fixed(r.duration_ns as f64 / 1e6, 1)
+    );
+    let header = HEADER.map(String::from);
+    let widths = column_widths(std::iter::once(&header).chain(&rows).chain(&totals));
+    out.push_str(&line(&header, &widths));
+    for row in &rows {
+        out.push_str(&line(row, &widths));
+    }
+    out.push('\n');
+    for row in &mut totals {
+        out.push_str(&line(row, &widths));
+    }
+    out
+}
+
+fn job_row(s: &StrategyResult, j: &JobResult) -> [String; 11] {
+    let pct = |p: f64| {
+        j.lat_ns
+            .at(p)
+            .map_or_else(|| "-".into(), |ns| us(ns as f64))
+    };
+    [
+        s.strategy.clone(),
+        j.name.clone(),
+        fixed(j.iops, 0),
+        mib(j.bw_bytes as f64),
+        if j.lat_ns.n == 0 {
+            "-".into()
+        } else {
+            us(j.lat_ns.mean)
+        },
+        pct(50.0),
+        pct(99.0),
+        "-".into(),
+        "-".into(),
+        fixed(j.cpu_util * 100.0, 1),
+        per_io(j.context_switches, j.ios),
+    ]
+}
+
+fn total_row(s: &StrategyResult) -> [String; 11] {
+    let ios: u64 = s.jobs.iter().map(|j| j.ios).sum();
+    let bw: u64 = s.jobs.iter().map(|j| j.bw_bytes).sum();
+    // The mean over all IOs, weighting each job by its sample count;
+    // percentiles of a union cannot be derived from per-job percentiles.
+    let samples: u64 = s.jobs.iter().map(|j| j.lat_ns.n).sum();
+    let mean = if samples == 0 {
+        "-".into()
+    } else {
+        let weighted: f64 = s
+            .jobs
+            .iter()
+            .map(|j| j.lat_ns.mean * j.lat_ns.n as f64)
+            .sum();
+        us(weighted / samples as f64)
+    };
+    [
+        s.strategy.clone(),
+        "(total)".into(),
+        fixed(s.total_iops(), 0),
+        mib(bw as f64),
+        mean,
+        "-".into(),
+        "-".into(),
+        fixed(s.interrupts_per_s, 0),
+        ratio(s.interrupts, ios),
+        fixed(s.cpu_util * 100.0, 1),
+        per_io(s.context_switches, ios),
+    ]
+}
+
+fn fixed(v: f64, decimals: usize) -> String {
+    if v.is_finite() {
+        format!("{v:.decimals$}")
+    } else {
+        "-".into()
+    }
+}
+
+fn us(ns: f64) -> String {
+    fixed(ns / 1_000.0, 1)
+}
+
+fn mib(bytes_per_s: f64) -> String {
+    fixed(bytes_per_s / (1u64 << 20) as f64, 1)
+}
+
+fn ratio(n: u64, ios: u64) -> String {
+    if ios == 0 {
+        "-".into()
+    } else {
+        fixed(n as f64 / ios as f64, 3)
+    }
+}
+
+fn per_io(n: u64, ios: u64) -> String {
+    ratio(n, ios)
+}
+
+fn column_widths<'a>(rows: impl Iterator<Item = &'a [String; 11]>) -> [usize; 11] {
+    let mut w = [0; 11];
+    for row in rows {
+        for (width, cell) in w.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    w
+}
+
+/// Names left-aligned, numbers right-aligned, two spaces between columns.
+fn line(row: &[String; 11], widths: &[usize; 11]) -> String {
+    let mut out = String::new();
+    for (i, (cell, &w)) in row.iter().zip(widths).enumerate() {
+        if i > 0 {
+            out.push_str("  ");
+        }
+        if i < 2 {
+            out.push_str(&format!("{cell:<w$}"));
+        } else {
+            out.push_str(&format!("{cell:>w$}"));
+        }
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::sample;
+
+    #[test]
+    fn one_row_per_strategy_and_job_then_totals() {
+        let text = to_table(&sample());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("mixed on sim: device optane-p4800x"));
+        assert!(lines[2].starts_with("strategy"));
+        let rows: Vec<&str> = lines[3..7].to_vec();
+        let firsts: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|l| {
+                let mut w = l.split_whitespace();
+                (w.next().unwrap(), w.next().unwrap())
+            })
+            .collect();
+        assert_eq!(
+            firsts,
+            [
+                ("default", "async"),
+                ("default", "sync"),
+                ("cint", "async"),
+                ("cint", "sync")
+            ]
+        );
+        assert_eq!(lines[7], "");
+        assert!(lines[8].starts_with("default") && lines[8].contains("(total)"));
+        assert!(lines[9].starts_with("cint") && lines[9].contains("(total)"));
+        assert_eq!(lines.len(), 10);
+    }
+
+    #[test]
+    fn figures_are_computed_and_columns_aligned() {
+        let text = to_table(&sample());
+        let lines: Vec<&str> = text.lines().skip(2).filter(|l| !l.is_empty()).collect();
+        let cells = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+        // default/async: 80000 IOs in 0.2 s, bw = 80000*4096*5 B/s.
+        let row = cells(lines[1]);
+        assert_eq!(row[2], "400000");
+        assert_eq!(row[3], fixed(80_000.0 * 4096.0 * 5.0 / 1_048_576.0, 1));
+        assert_eq!(row[4], "25.0", "mean of 10, 20, 30, 40 us");
+        assert_eq!(row[7], "-");
+        assert_eq!(row[10], "0.013", "1000 context switches over 80000 IOs");
+        // default totals: 100000 IRQs over 100000 IOs; 20000 cs.
+        let total = cells(lines[5]);
+        assert_eq!(total[0..2], ["default".to_string(), "(total)".to_string()]);
+        assert_eq!(total[2], "500000");
+        assert_eq!(total[7], "500000");
+        assert_eq!(total[8], "1.000");
+        assert_eq!(total[9], "99.0");
+        assert_eq!(total[10], "0.200");
+        // Every line ends where the widest cell of its last column ends:
+        // right-aligned numbers make all rows the same width.
+        let width = lines[0].len();
+        assert!(lines.iter().all(|l| l.len() == width), "{text}");
+    }
+
+    #[test]
+    fn empty_and_degenerate_results_do_not_divide_by_zero() {
+        let mut r = sample();
+        for s in &mut r.results {
+            for j in &mut s.jobs {
+                j.ios = 0;
+                j.iops = f64::NAN;
+                j.lat_ns = Default::default();
+            }
+        }
+        let text = to_table(&r);
+        assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+    }
+}
