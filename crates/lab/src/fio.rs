@@ -118,6 +118,9 @@ pub struct FioArgs {
     pub default_duration: Nanos,
     /// Scenario name; `None`: the file's stem.
     pub name: Option<String>,
+    /// `--set KEY=VALUE` overrides, applied to the imported scenario with
+    /// the scenario parser's own rules (e.g. `duration=50ms`).
+    pub sets: Vec<String>,
 }
 
 impl FioArgs {
@@ -131,6 +134,7 @@ impl FioArgs {
             seed: 1,
             default_duration: 200_000_000,
             name: None,
+            sets: Vec::new(),
         }
     }
 }
@@ -221,9 +225,26 @@ pub fn import_str(text: &str, file: &str, args: &FioArgs) -> Result<FioImport, F
     if specs.is_empty() {
         return Err(ctx.err_file("no job section (only [global] or nothing)".into()));
     }
-    build(specs, args, &mut ctx).map(|scenario| FioImport {
+    let built = build(specs, args, &mut ctx)?;
+    let scenario = revalidate(&built, file, &args.sets)?;
+    Ok(FioImport {
         scenario,
         warnings: ctx.warnings,
+    })
+}
+
+/// Writes the imported scenario as scenario TOML and loads it back, so a
+/// fio file passes exactly the validation a TOML scenario does and takes
+/// `--set` overrides the same way.
+fn revalidate(built: &Scenario, file: &str, sets: &[String]) -> Result<Scenario, FioError> {
+    let toml = cint_scenario::to_toml(built);
+    cint_scenario::load_str(&toml, file, sets).map_err(|e| FioError {
+        file: file.into(),
+        line: None,
+        message: match e.origin {
+            cint_scenario::Origin::Set(_) => e.to_string(),
+            _ => format!("the imported scenario is invalid: {}: {}", e.key, e.message),
+        },
     })
 }
 
@@ -796,21 +817,46 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             hipri_jobs += 1;
         }
         let nowait = spec.nowait.is_some_and(|n| n.value);
-        if nowait && !matches!(engine, Engine::Pvsync2 | Engine::IoUring) {
+        if nowait && engine != Engine::Pvsync2 {
             let line = spec.nowait.map_or(spec.line, |n| n.line);
             return Err(ctx.err(
                 line,
                 format!(
-                    "job '{}': nowait needs ioengine=pvsync2 or io_uring",
+                    "job '{}': nowait is modelled for ioengine=pvsync2 only (RWF_NOWAIT)",
                     spec.name
                 ),
             ));
         }
+        if let Some(d) = spec.iodepth.filter(|d| d.value > device.queue_depth) {
+            return Err(ctx.err(
+                d.line,
+                format!(
+                    "job '{}': iodepth={} exceeds the device's queue depth {}",
+                    spec.name, d.value, device.queue_depth
+                ),
+            ));
+        }
+        let capacity = device.capacity.0;
         let size = match spec.size.map(|s| s.value) {
-            None => device.capacity.0,
+            None => capacity,
             Some(SizeSpec::Bytes(b)) => b,
-            Some(SizeSpec::Percent(p)) => device.capacity.0 / 100 * p,
+            // Whole sectors, as the device addresses them.
+            Some(SizeSpec::Percent(p)) => capacity / 100 * p / 512 * 512,
         };
+        let bs = spec.bs.map_or(4096, |b| b.value);
+        if let Some(s) = spec.size {
+            if size > capacity || size < bs || size % 512 != 0 {
+                return Err(ctx.err(
+                    s.line,
+                    format!(
+                        "job '{}': size must be a multiple of 512 bytes between bs ({bs}) and the \
+                         device capacity ({capacity}), got {size}",
+                        spec.name
+                    ),
+                ));
+            }
+        }
+        let rw = spec.rw.map_or(Rw::Read, |r| r.value);
         if let Some(s) = spec.size.filter(|_| !spec.time_based) {
             ctx.warn(
                 s.line,
@@ -832,8 +878,8 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             runtime,
             work: Work::Io(IoJob {
                 engine,
-                rw: spec.rw.map_or(Rw::Read, |r| r.value),
-                bs: spec.bs.map_or(4096, |b| b.value),
+                rw,
+                bs,
                 iodepth,
                 batch,
                 batch_complete_min: complete_min,
@@ -843,7 +889,11 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
                 rate_iops: spec.rate_iops.map(|r| r.value),
                 think: 0,
                 size,
-                rwmixread: spec.rwmixread.map_or(50, |r| r.value),
+                // fio ignores rwmixread unless the job mixes reads and writes.
+                rwmixread: spec
+                    .rwmixread
+                    .filter(|_| rw == Rw::RandRw)
+                    .map_or(50, |r| r.value),
             }),
         });
     }
@@ -1000,6 +1050,9 @@ numjobs=2
             ("[j\n", 1, "malformed"),
             ("[j]\n[j]\n", 2, "twice"),
             ("[j]\niodepth_batch_complete_min=0\n", 2, "without waiting"),
+            ("[j]\nioengine=libaio\niodepth=4096\n", 3, "queue depth"),
+            ("[j]\nsize=1k\n", 2, "size must be"),
+            ("[j]\nsize=100t\n", 2, "size must be"),
         ] {
             let e = import_str(text, "b.fio", &args()).expect_err(text);
             assert_eq!(e.line, Some(line), "{text}: {e}");
@@ -1035,7 +1088,7 @@ numjobs=2
             (a.rw, a.rwmixread, a.rate_iops),
             (Rw::RandRw, 70, Some(5000))
         );
-        assert_eq!(a.size, s.device.capacity.0 / 100 * 10);
+        assert_eq!(a.size, s.device.capacity.0 / 100 * 10 / 512 * 512);
         assert_eq!(s.jobs[0].runtime, None);
         let b = io(&s.jobs[1]);
         assert_eq!((b.size, b.direct), (1 << 30, false));
@@ -1063,15 +1116,46 @@ numjobs=2
 
     #[test]
     fn name_option_batch_clamping_and_unknown_profiles() {
-        let text = "[x]\nname=reader\nioengine=io_uring\niodepth=8\niodepth_batch=32\nnowait\n";
+        let text = "[x]\nname=reader\nioengine=io_uring\niodepth=8\niodepth_batch=32\n";
         let s = import_str(text, "n.fio", &args()).expect("valid").scenario;
         assert_eq!(s.jobs[0].name, "reader");
         let j = io(&s.jobs[0]);
-        assert_eq!((j.iodepth, j.batch, j.nowait), (8, 8, true));
+        assert_eq!((j.iodepth, j.batch), (8, 8));
+        let nowait = "[x]\nioengine=pvsync2\nnowait\n";
+        let s = import_str(nowait, "n.fio", &args())
+            .expect("valid")
+            .scenario;
+        assert!(io(&s.jobs[0]).nowait);
+        let e = import_str("[x]\nioengine=io_uring\nnowait\n", "n.fio", &args())
+            .expect_err("uring nowait");
+        assert_eq!(e.line, Some(3));
         let e = import_str(text, "n.fio", &FioArgs::new("floppy", "xeon-e5-2660v4"))
             .expect_err("unknown device");
         assert!(e.to_string().contains("unknown device profile 'floppy'"));
         assert!(import_str("; nothing\n[global]\nbs=4k\n", "e.fio", &args()).is_err());
+    }
+
+    #[test]
+    fn imports_pass_the_scenario_parser_and_take_set_overrides() {
+        let imp = import_str(FIELD_FILE, "lat.fio", &args()).expect("valid");
+        let reloaded =
+            cint_scenario::load_str(&cint_scenario::to_toml(&imp.scenario), "lat.fio", &[])
+                .expect("the rendered import loads");
+        assert_eq!(reloaded, imp.scenario);
+        let mut with_sets = args();
+        with_sets.sets = vec!["duration=50ms".into(), "job.async-reader.iodepth=32".into()];
+        let s = import_str(FIELD_FILE, "lat.fio", &with_sets)
+            .expect("valid")
+            .scenario;
+        assert_eq!(s.duration, 50_000_000);
+        assert_eq!(io(&s.jobs[0]).iodepth, 32);
+        with_sets.sets = vec!["job.async-reader.depth=32".into()];
+        let e = import_str(FIELD_FILE, "lat.fio", &with_sets).expect_err("unknown key");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("--set job.async-reader.depth=32") && !msg.contains('\n'),
+            "{msg}"
+        );
     }
 
     #[test]
