@@ -546,6 +546,14 @@ fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) 
     Ok(())
 }
 
+/// The charts of a result in memory (`--plot DIR` on `sim` and `emu`).
+pub fn plot_result(
+    result: &cint_report::RunResult,
+    args: &PlotArgs,
+) -> Result<Vec<PathBuf>, PlotError> {
+    plot_run(&RunDoc::from_result(result)?, args)
+}
+
 /// The bar charts and the latency CDF of a result document.
 pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError> {
     let baseline = match &args.baseline {
