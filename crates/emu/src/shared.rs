@@ -108,11 +108,14 @@ pub(crate) struct Waiter {
 impl Waiter {
     /// Called after publishing a delivery.
     pub fn notify(&self) {
-        // The fence pairs with the one in `wait`: either the waiter sees the
-        // published delivery, or this side sees it sleeping and wakes it.
-        self.seq.fetch_add(1, Ordering::SeqCst);
+        // The fence pairs with the one in `wait`: either the waiter's
+        // readiness check sees the published delivery, or this side sees
+        // it sleeping, bumps the word (so its futex_wait cannot block on
+        // the stale value) and wakes it. No atomic read-modify-write when
+        // nobody sleeps: the common case for pollers.
         fence(Ordering::SeqCst);
         if self.sleeping.load(Ordering::SeqCst) != 0 {
+            self.seq.fetch_add(1, Ordering::SeqCst);
             sys::futex_wake(&self.seq);
         }
     }

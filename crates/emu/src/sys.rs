@@ -52,7 +52,15 @@ pub fn gettid() -> i32 {
     unsafe { libc::gettid() }
 }
 
-/// The CPUs the process may run on, in increasing order.
+/// CPUs online in the system.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf has no memory effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
+}
+
+/// The CPUs the calling thread may run on, in increasing order (a thread
+/// that pinned itself sees only its own CPU).
 pub fn allowed_cpus() -> Result<Vec<u32>, String> {
     // SAFETY: cpu_set_t is plain data; all-zero is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
