@@ -1,1 +1,20 @@
-fn main() {}
+//! The `cint` binary: see the library for the commands and exit statuses.
+
+use cint::{run, Engines};
+
+fn main() {
+    // Engine panics are caught and reported as one line by the library;
+    // the default hook would print a multi-line message first.
+    std::panic::set_hook(Box::new(|_| {}));
+    let engines = Engines {
+        sim: |s| cint_sim::run(s).map_err(|e| e.to_string()),
+        emu: |s| cint_emu::run(s).map_err(|e| e.to_string()),
+    };
+    let status = run(
+        std::env::args_os(),
+        &engines,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    );
+    std::process::exit(status);
+}

@@ -18,7 +18,11 @@ impl fmt::Display for UnitError {
 
 impl std::error::Error for UnitError {}
 
-fn split_number(s: &str) -> Result<(u64, Option<(u64, u64)>, &str), UnitError> {
+/// A parsed number: integer part, optional decimal fraction as
+/// `(numerator, denominator)`, and the unit suffix.
+type NumberParts<'a> = (u64, Option<(u64, u64)>, &'a str);
+
+fn split_number(s: &str) -> Result<NumberParts<'_>, UnitError> {
     // Accepts "12", "1.5" (a decimal fraction), followed by a unit suffix.
     let s = s.trim();
     let end = s
@@ -152,9 +156,7 @@ impl<'de> Deserialize<'de> for Duration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         match IntOrString::deserialize(d)? {
             IntOrString::Int(i) if i >= 0 => Ok(Duration(i as u64)),
-            IntOrString::Int(i) => Err(de::Error::custom(format!(
-                "duration {i} is negative"
-            ))),
+            IntOrString::Int(i) => Err(de::Error::custom(format!("duration {i} is negative"))),
             IntOrString::Str(s) => parse_duration(&s).map(Duration).map_err(de::Error::custom),
         }
     }

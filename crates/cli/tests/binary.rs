@@ -1,0 +1,132 @@
+//! The `cint` binary itself: help, `check`, and every way of refusing
+//! input (exit status 2, exactly one line on stderr, nothing on stdout).
+//! Engines are not run here; see fake_engines.rs for those paths.
+
+use std::process::Command;
+
+const SCENARIO: &str = "name = \"bin\"\n\
+    [[strategy]]\nname = \"cint\"\nkind = \"cinterrupts\"\ndelta = \"6us\"\n\
+    [[job]]\nname = \"async\"\nengine = \"io_uring\"\niodepth = 16\nbatch = 4\n";
+
+struct Out {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn cint(args: &[&str]) -> Out {
+    let o = Command::new(env!("CARGO_BIN_EXE_cint"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    Out {
+        status: o.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(o.stdout).unwrap(),
+        stderr: String::from_utf8(o.stderr).unwrap(),
+    }
+}
+
+fn scenario_file(tag: &str, text: &str) -> (std::path::PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("cint-bin-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.toml");
+    std::fs::write(&file, text).unwrap();
+    let name = file.display().to_string();
+    (dir, name)
+}
+
+#[test]
+fn help_explains_the_commands() {
+    let o = cint(&["--help"]);
+    assert_eq!(o.status, 0);
+    for word in ["cint sim", "cint emu", "cint check", "--json"] {
+        assert!(o.stdout.contains(word), "{word} in {}", o.stdout);
+    }
+    let o = cint(&["sim", "--help"]);
+    assert_eq!(o.status, 0);
+    for word in ["--json", "--out", "--seed", "--set"] {
+        assert!(o.stdout.contains(word), "{word} in {}", o.stdout);
+    }
+}
+
+#[test]
+fn check_prints_the_resolved_scenario_which_loads_back() {
+    let (dir, file) = scenario_file("check", SCENARIO);
+    let o = cint(&["check", &file, "--set", "strategy.cint.thr=8"]);
+    assert_eq!((o.status, o.stderr.as_str()), (0, ""));
+    // Defaults and the profile are spelled out...
+    for key in [
+        "seed = 1",
+        "duration = \"1s\"",
+        "parallel_units",
+        "irq_fixed",
+        "thr = 8",
+        "ooo = true",
+        "batch = 4",
+    ] {
+        assert!(o.stdout.contains(key), "{key} in\n{}", o.stdout);
+    }
+    // ...and the text is a scenario that resolves to the same thing.
+    let again = cint_scenario::load_str(&o.stdout, "printed", &[]).unwrap();
+    let mut original =
+        cint_scenario::load_file(std::path::Path::new(&file), &["strategy.cint.thr=8".into()])
+            .unwrap();
+    original.source = again.source.clone();
+    assert_eq!(again, original);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn assert_refused(o: &Out, needle: &str) {
+    assert_eq!(o.status, 2, "stderr: {}", o.stderr);
+    assert_eq!(o.stdout, "", "nothing on stdout");
+    assert_eq!(o.stderr.lines().count(), 1, "one line: {:?}", o.stderr);
+    assert!(o.stderr.contains(needle), "{needle:?} in {:?}", o.stderr);
+    assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
+}
+
+#[test]
+fn invalid_scenarios_exit_2_with_one_line() {
+    let (dir, file) = scenario_file("invalid", &SCENARIO.replace("batch = 4", "batch = 40"));
+    for cmd in ["check", "sim", "emu"] {
+        let o = cint(&[cmd, &file]);
+        assert_refused(
+            &o,
+            &format!("{file}:10: job.async.batch: must be at most iodepth = 16 (got 40)"),
+        );
+    }
+    let (dir2, good) = scenario_file("invalid-set", SCENARIO);
+    assert_refused(
+        &cint(&["sim", &good, "--set", "strategy.cint.delta=0us"]),
+        &format!(
+            "{good}: --set strategy.cint.delta=0us: strategy.cint.delta: must be at least 1ns"
+        ),
+    );
+    assert_refused(
+        &cint(&["check", &good, "--set", "job.nope.bs=4k"]),
+        "no [[job]] named \"nope\"",
+    );
+    assert_refused(
+        &cint(&["check", &good, "--set", "bs"]),
+        "expected KEY=VALUE",
+    );
+    let (dir3, broken) = scenario_file("syntax", "name = \"x\"\n[[job]\n");
+    assert_refused(&cint(&["check", &broken]), &format!("{broken}:2: "));
+    for d in [dir, dir2, dir3] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+#[test]
+fn bad_arguments_exit_2_with_one_line() {
+    assert_refused(
+        &cint(&["check", "/nonexistent/cint/s.toml"]),
+        "/nonexistent/cint/s.toml: cannot read",
+    );
+    assert_refused(&cint(&["sim", "x.toml", "--bogus"]), "--bogus");
+    assert_refused(
+        &cint(&["sim", "x.toml", "--seed", "minus-one"]),
+        "minus-one",
+    );
+    assert_refused(&cint(&["frobnicate"]), "frobnicate");
+    assert_refused(&cint(&[]), "missing command");
+}

@@ -1,0 +1,255 @@
+//! Every path of `sim` and `emu` through the library entry point, with
+//! fake engines: JSON and table output, `--out`, `--seed`, engine
+//! refusals and engine panics.
+
+use std::ffi::OsString;
+
+use cint::{run, Engines, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+use cint_report::{JobResult, LatencyHistogram, RunResult, StrategyResult};
+use cint_scenario::Scenario;
+
+const SCENARIO: &str = "name = \"fake\"\nseed = 4\n\
+    [[strategy]]\nname = \"default\"\nkind = \"none\"\n\
+    [[strategy]]\nname = \"cint\"\nkind = \"cinterrupts\"\n\
+    [[job]]\nname = \"async\"\nengine = \"libaio\"\niodepth = 8\n\
+    [[job]]\nname = \"sync\"\n";
+
+/// A result that echoes the scenario: names, seed, one row per
+/// strategy x job, so the tests can see what the engine was given.
+fn echo(s: &Scenario, substrate: &str) -> RunResult {
+    let mut h = LatencyHistogram::new();
+    h.record(12_000);
+    RunResult {
+        cint_version: cint_report::CINT_VERSION.into(),
+        scenario: s.name.clone(),
+        substrate: substrate.into(),
+        device: s.device.model.clone(),
+        host: s.host.model.clone(),
+        seed: s.seed,
+        duration_ns: s.duration,
+        results: s
+            .strategies
+            .iter()
+            .map(|st| StrategyResult {
+                strategy: st.name.clone(),
+                kind: st.kind().into(),
+                interrupts: 10,
+                interrupts_per_s: 10.0,
+                urgent_interrupts: 0,
+                cpu_util: 0.5,
+                context_switches: 3,
+                energy_j: None,
+                jobs: s
+                    .jobs
+                    .iter()
+                    .map(|j| JobResult {
+                        name: j.name.clone(),
+                        ios: 100,
+                        iops: 100.0,
+                        bw_bytes: 409_600,
+                        cpu_util: 0.25,
+                        context_switches: 1,
+                        lat_ns: h.stats(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+const FAKE: Engines = Engines {
+    sim: |s| Ok(echo(s, "sim")),
+    emu: |s| Ok(echo(s, "emu")),
+};
+
+struct Outcome {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn cint(engines: &Engines, args: &[&str]) -> Outcome {
+    let mut argv: Vec<OsString> = vec!["cint".into()];
+    argv.extend(args.iter().map(OsString::from));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let status = run(argv, engines, &mut out, &mut err);
+    Outcome {
+        status,
+        stdout: String::from_utf8(out).unwrap(),
+        stderr: String::from_utf8(err).unwrap(),
+    }
+}
+
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!("cint-cli-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    fn scenario(&self, text: &str) -> String {
+        let p = self.0.join("s.toml");
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn json_is_exactly_one_document_and_nothing_else() {
+    let dir = TempDir::new("json");
+    let file = dir.scenario(SCENARIO);
+    for cmd in ["sim", "emu"] {
+        let o = cint(&FAKE, &[cmd, &file, "--json"]);
+        assert_eq!((o.status, o.stderr.as_str()), (EXIT_OK, ""));
+        let mut docs =
+            serde_json::Deserializer::from_str(&o.stdout).into_iter::<serde_json::Value>();
+        let doc = docs.next().unwrap().unwrap();
+        assert!(docs.next().is_none(), "one document only");
+        assert_eq!(doc["substrate"], cmd);
+        assert_eq!(doc["results"].as_array().unwrap().len(), 2);
+        assert_eq!(doc["results"][1]["jobs"][0]["name"], "async");
+    }
+}
+
+#[test]
+fn the_table_has_a_row_per_strategy_and_job() {
+    let dir = TempDir::new("table");
+    let file = dir.scenario(SCENARIO);
+    let o = cint(&FAKE, &["sim", &file]);
+    assert_eq!(o.status, EXIT_OK);
+    for pair in [
+        "default   async",
+        "default   sync",
+        "cint      async",
+        "cint      sync",
+    ] {
+        assert!(o.stdout.contains(pair), "{pair:?} in\n{}", o.stdout);
+    }
+    assert_eq!(o.stdout.matches("(total)").count(), 2);
+}
+
+#[test]
+fn seed_and_set_reach_the_engine() {
+    let dir = TempDir::new("seed");
+    let file = dir.scenario(SCENARIO);
+    let o = cint(
+        &FAKE,
+        &[
+            "sim",
+            &file,
+            "--json",
+            "--seed",
+            "18446744073709551615",
+            "--set",
+            "name=renamed",
+        ],
+    );
+    assert_eq!(o.status, EXIT_OK, "{}", o.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(doc["seed"], serde_json::json!(u64::MAX));
+    assert_eq!(doc["scenario"], "renamed");
+    let o = cint(&FAKE, &["sim", &file, "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(doc["seed"], 4, "the file's seed without --seed");
+}
+
+#[test]
+fn out_writes_both_sinks() {
+    let dir = TempDir::new("out");
+    let file = dir.scenario(SCENARIO);
+    let out = dir.0.join("nested/results");
+    let o = cint(&FAKE, &["emu", &file, "--out", &out.display().to_string()]);
+    assert_eq!(o.status, EXIT_OK, "{}", o.stderr);
+    let json = std::fs::read_to_string(out.join("result.json")).unwrap();
+    let table = std::fs::read_to_string(out.join("result.txt")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["substrate"], "emu");
+    assert_eq!(table, o.stdout, "result.txt is the table printed");
+}
+
+#[test]
+fn an_engine_refusal_is_one_line_and_status_2() {
+    let refusing = Engines {
+        sim: |_| Err("needs 2 cores\nbut this machine has 1".into()),
+        emu: |_| Err("needs 2 cores, this machine has 1".into()),
+    };
+    let dir = TempDir::new("refuse");
+    let file = dir.scenario(SCENARIO);
+    for cmd in ["sim", "emu"] {
+        let o = cint(&refusing, &[cmd, &file, "--json"]);
+        assert_eq!(o.status, EXIT_USAGE);
+        assert_eq!(o.stdout, "", "nothing on stdout");
+        assert_eq!(o.stderr.lines().count(), 1, "{:?}", o.stderr);
+        assert!(o.stderr.starts_with(&format!("{file}: ")), "{}", o.stderr);
+        assert!(o.stderr.contains("needs 2 cores"));
+    }
+}
+
+#[test]
+fn an_engine_panic_is_one_line_and_status_1() {
+    let panicking = Engines {
+        sim: |s| panic!("broken invariant in {}", s.name),
+        emu: |_| {
+            Ok(RunResult {
+                cint_version: String::new(),
+                scenario: String::new(),
+                substrate: "emu".into(),
+                device: String::new(),
+                host: String::new(),
+                seed: 0,
+                duration_ns: 0,
+                results: vec![StrategyResult {
+                    strategy: "x".into(),
+                    kind: "none".into(),
+                    interrupts: 0,
+                    interrupts_per_s: f64::NAN,
+                    urgent_interrupts: 0,
+                    cpu_util: 0.0,
+                    context_switches: 0,
+                    energy_j: None,
+                    jobs: vec![],
+                }],
+            })
+        },
+    };
+    let dir = TempDir::new("panic");
+    let file = dir.scenario(SCENARIO);
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let o = cint(&panicking, &["sim", &file]);
+    std::panic::set_hook(prev);
+    assert_eq!(o.status, EXIT_INTERNAL);
+    assert_eq!(o.stderr.lines().count(), 1);
+    assert!(
+        o.stderr.contains("broken invariant in fake"),
+        "{}",
+        o.stderr
+    );
+    let o = cint(&panicking, &["emu", &file, "--json"]);
+    assert_eq!(o.status, EXIT_INTERNAL);
+    assert!(o.stderr.contains("interrupts_per_s"), "{}", o.stderr);
+    assert_eq!(o.stdout, "");
+}
+
+#[test]
+fn invalid_scenarios_never_reach_the_engine() {
+    let never = Engines {
+        sim: |_| panic!("must not run"),
+        emu: |_| panic!("must not run"),
+    };
+    let dir = TempDir::new("invalid");
+    let file = dir.scenario(&SCENARIO.replace("iodepth = 8", "iodepth = 0"));
+    let o = cint(&never, &["sim", &file]);
+    assert_eq!(o.status, EXIT_USAGE);
+    assert_eq!(
+        o.stderr,
+        format!("{file}:12: job.async.iodepth: must be at least 1 (got 0)\n")
+    );
+}
