@@ -4,7 +4,8 @@
 //! `--set` overrides, resolve built-in device and host profiles and
 //! validate everything, producing one [`Scenario`] that both engines run.
 //! Every refusal is a [`ScenarioError`] naming the file, the line and the
-//! key.
+//! key. [`to_toml`] writes a resolved scenario back (what `cint check`
+//! prints). Every key, its default and its range: docs/SCENARIO-KEYS.md.
 
 #![warn(missing_docs)]
 
