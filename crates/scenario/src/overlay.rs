@@ -49,18 +49,13 @@ pub(crate) fn overlay<P: Serialize + DeserializeOwned>(
     collect(user, &root, Vec::new(), skip, &mut leaves)
         .map_err(|(path, origin, msg)| err(&path, &origin, msg))?;
     for leaf in leaves {
-        let mut table = &mut root;
-        let (last, parents) = leaf
-            .path
-            .split_last()
-            .expect("collect yields non-empty paths");
-        for p in parents {
-            match table.get_mut(*p) {
-                Some(toml::Value::Table(t)) => table = t,
-                _ => unreachable!("collect only descends into base tables"),
-            }
+        if !set_path(&mut root, &leaf.path, leaf.node.value.to_toml()) {
+            return Err(err(
+                &leaf.path,
+                &leaf.node.origin,
+                "not a table in the profile".into(),
+            ));
         }
-        table.insert((*last).to_string(), leaf.node.value.to_toml());
         if let Err(e) = toml::Value::Table(root.clone()).try_into::<P>() {
             return Err(err(&leaf.path, &leaf.node.origin, e.message().to_string()));
         }
@@ -68,6 +63,23 @@ pub(crate) fn overlay<P: Serialize + DeserializeOwned>(
     toml::Value::Table(root)
         .try_into::<P>()
         .map_err(|e| err(&[], &Origin::File, e.message().to_string()))
+}
+
+/// Stores `value` at `path` (whose parents `collect` found to be tables);
+/// false if the path does not lead through tables.
+fn set_path(root: &mut toml::Table, path: &[&str], value: toml::Value) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut table = root;
+    for p in parents {
+        match table.get_mut(*p) {
+            Some(toml::Value::Table(t)) => table = t,
+            _ => return false,
+        }
+    }
+    table.insert((*last).to_string(), value);
+    true
 }
 
 type Refusal<'a> = (Vec<&'a str>, Origin, String);
