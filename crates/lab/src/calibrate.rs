@@ -58,6 +58,10 @@ pub struct CalibrateArgs {
     pub seed: u64,
     /// Where to write the two plots, if anywhere.
     pub plot: Option<PlotArgs>,
+    /// A `delta` to use instead of measuring one: skips step 1 and 2 (for
+    /// engines without the inter-arrival hook, or to sweep `thr` at the
+    /// paper's `delta`).
+    pub delta: Option<Nanos>,
 }
 
 impl CalibrateArgs {
@@ -75,6 +79,7 @@ impl CalibrateArgs {
             warmup: 10_000_000,
             seed: 1,
             plot: None,
+            delta: None,
         }
     }
 }
@@ -296,6 +301,9 @@ fn check(args: &CalibrateArgs) -> Result<(), CalibrateError> {
     if !(2..=256).contains(&args.batch) {
         return bad(format!("batch {} is outside 2..=256", args.batch));
     }
+    if args.delta == Some(0) {
+        return bad("a given delta must be positive".into());
+    }
     if args.duration == 0 {
         return bad("duration must be positive".into());
     }
@@ -315,10 +323,11 @@ pub fn calibrate(
         mode: CompletionMode::Interrupt(PolicyConfig::None),
     }];
     let mut gaps = Vec::new();
-    for (batch, label) in [
+    let measured = [
         (1, "no batching".to_string()),
         (args.batch, format!("batches of {}", args.batch)),
-    ] {
+    ];
+    for (batch, label) in measured.into_iter().filter(|_| args.delta.is_none()) {
         let scenario = workload(args, batch, none.clone(), "calibrate-gaps")?;
         let hist = probe
             .completion_gaps(&scenario)
@@ -334,7 +343,7 @@ pub fn calibrate(
         }
         gaps.push(GapSummary::from_histogram(&label, &hist, args.percentile));
     }
-    let delta = recommend_delta(&gaps);
+    let delta = args.delta.unwrap_or_else(|| recommend_delta(&gaps));
 
     let strategies = args
         .thr_values
@@ -401,13 +410,31 @@ impl Calibration {
     /// `cint calibrate`.
     pub fn report(&self) -> String {
         let mut out = String::new();
-        let pct = format_pct(self.percentile);
         let _ = writeln!(
             out,
             "Calibration of {} on {} (MODEL.md experiment 7)",
             self.device, self.host
         );
         let _ = writeln!(out);
+        if self.gaps.is_empty() {
+            let _ = writeln!(
+                out,
+                "delta = {} us: given, inter-arrival times not measured (reference: {} us)",
+                us(self.delta as f64),
+                us(self.reference_delta as f64)
+            );
+        } else {
+            self.write_gaps(&mut out);
+        }
+        self.write_sweep(&mut out);
+        for p in &self.plots {
+            let _ = writeln!(out, "wrote {}", p.display());
+        }
+        out
+    }
+
+    fn write_gaps(&self, out: &mut String) {
+        let pct = format_pct(self.percentile);
         let _ = writeln!(out, "Completion inter-arrival times, libaio 4 KiB random read, iodepth 256, strategy none (us):");
         let mut header = format!("{:<16} {:>11}", "workload", "completions");
         for p in GAP_PERCENTILES {
@@ -429,6 +456,9 @@ impl Calibration {
             us(self.reference_delta as f64)
         );
         let _ = writeln!(out);
+    }
+
+    fn write_sweep(&self, out: &mut String) {
         let best = self.sweep.iter().map(|p| p.iops).fold(0.0, f64::max);
         let _ = writeln!(
             out,
@@ -470,10 +500,6 @@ impl Calibration {
             format_pct(100.0 - self.tolerance * 100.0),
             self.reference_thr
         );
-        for p in &self.plots {
-            let _ = writeln!(out, "wrote {}", p.display());
-        }
-        out
     }
 }
 
@@ -515,12 +541,15 @@ fn write_plots(c: &Calibration, plot: &PlotArgs) -> Result<Vec<PathBuf>, PlotErr
             ),
         )],
     };
-    let mut written = write_line_chart(
-        &cdf,
-        &plot.out_dir,
-        "calibrate_interarrival_cdf",
-        &plot.formats,
-    )?;
+    let mut written = Vec::new();
+    if !c.gaps.is_empty() {
+        written.extend(write_line_chart(
+            &cdf,
+            &plot.out_dir,
+            "calibrate_interarrival_cdf",
+            &plot.formats,
+        )?);
+    }
     let best = c.sweep.iter().map(|p| p.iops).fold(0.0, f64::max);
     let position = |thr: u32| c.sweep.iter().position(|p| p.thr == thr).unwrap_or(0) as f64;
     let sweep = LineChart {
@@ -655,6 +684,34 @@ mod tests {
         assert_eq!(c.thr, 12, "within 5% from thr >= 9.1");
         // p90 of the batched workload falls in the 200 ns run: the unbatched 2.8 us gap wins.
         assert_eq!(c.delta, 3_000);
+    }
+
+    #[test]
+    fn a_given_delta_skips_the_measurement() {
+        let never = |_: &Scenario| -> Result<LatencyHistogram, String> { Err("not called".into()) };
+        let dir = std::env::temp_dir().join(format!("cint-lab-{}-given", std::process::id()));
+        let args = CalibrateArgs {
+            delta: Some(15_000),
+            plot: Some(PlotArgs::new(&dir)),
+            ..CalibrateArgs::new("p3700", "xeon-e5-2660v4")
+        };
+        let c = calibrate(&never, &fake_run, &args).expect("thr sweep only");
+        assert!(c.gaps.is_empty());
+        assert_eq!((c.delta, c.thr, c.reference_delta), (15_000, 24, 15_000));
+        assert!(c.report().contains("delta = 15.00 us: given"));
+        let stems: Vec<String> = c
+            .plots
+            .iter()
+            .filter_map(|p| p.file_stem())
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(stems, ["calibrate_thr_sweep", "calibrate_thr_sweep"]);
+        let _ = std::fs::remove_dir_all(&dir);
+        let zero = CalibrateArgs {
+            delta: Some(0),
+            ..args
+        };
+        assert!(calibrate(&never, &fake_run, &zero).is_err());
     }
 
     #[test]
