@@ -112,6 +112,75 @@ fn raw_wakeup(app: u32, dev: u32, rounds: u64, service: Nanos) -> LatencyHistogr
     hist
 }
 
+static SIGNALLED: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_sigusr1(_: libc::c_int) {
+    // Async-signal-safe: one atomic store.
+    SIGNALLED.store(1, Ordering::SeqCst);
+}
+
+/// The alternative interrupt mechanism: the device thread sends a signal
+/// (`tgkill`) to the blocked requester, whose handler runs in its context.
+fn raw_signal(app: u32, dev: u32, rounds: u64, service: Nanos) -> LatencyHistogram {
+    // SAFETY: sigaction is plain data; the handler only stores an atomic.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigusr1 as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut());
+    }
+    let request = Arc::new(AtomicU64::new(0));
+    let target = Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let stop = Arc::new(AtomicU32::new(0));
+    let spinner = {
+        let (request, target, stop) =
+            (Arc::clone(&request), Arc::clone(&target), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            sys::pin_to(dev).expect("pin device cpu");
+            let mut seen = 0;
+            while stop.load(Ordering::Relaxed) == 0 {
+                let r = request.load(Ordering::Acquire);
+                if r != seen {
+                    seen = r;
+                    sys::spin_until(sys::now() + service);
+                    // SAFETY: tgkill to a live thread of this process with a
+                    // signal whose handler is installed above.
+                    unsafe {
+                        libc::syscall(
+                            libc::SYS_tgkill,
+                            libc::getpid(),
+                            target.load(Ordering::Acquire),
+                            libc::SIGUSR1,
+                        )
+                    };
+                }
+                std::hint::spin_loop();
+            }
+        })
+    };
+    let requester = std::thread::spawn(move || {
+        sys::pin_to(app).expect("pin app cpu");
+        target.store(sys::gettid(), Ordering::Release);
+        let idle = AtomicU32::new(0);
+        let mut hist = LatencyHistogram::new();
+        for i in 1..=rounds {
+            SIGNALLED.store(0, Ordering::SeqCst);
+            let t0 = sys::now();
+            request.store(i, Ordering::Release);
+            while SIGNALLED.load(Ordering::SeqCst) == 0 {
+                // Blocks until the signal interrupts the wait (EINTR).
+                sys::futex_wait(&idle, 0);
+            }
+            hist.record(sys::now() - t0);
+        }
+        hist
+    });
+    let hist = requester.join().expect("requester");
+    stop.store(1, Ordering::Relaxed);
+    spinner.join().expect("spinner");
+    hist
+}
+
 fn emu_qd1(app: u32, dev: u32, mode: QueueMode, rounds: u64, service: Nanos) -> LatencyHistogram {
     let mut profile = zero_latency_device(1);
     profile.read.base = Duration(service);
@@ -359,6 +428,7 @@ fn main() {
     let rounds = (10_000.0 * secs) as u64;
     let service = 50 * US;
     let raw = raw_wakeup(app, dev, rounds, service);
+    let signal = raw_signal(app, dev, rounds, service);
     let none = emu_qd1(
         app,
         dev,
@@ -373,6 +443,7 @@ fn main() {
     );
     for (name, h) in [
         ("raw cross-core wake-up", &raw),
+        ("raw cross-core signal", &signal),
         ("emulator, none (IRQ)", &none),
         ("emulator, poll", &polled),
     ] {

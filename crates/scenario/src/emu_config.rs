@@ -23,6 +23,8 @@ pub struct EmuConfig {
     pub backend: Backend,
     /// File or block device for the `io_uring` backend.
     pub path: Option<String>,
-    /// The core the device thread is pinned to; default: the last core.
+    /// The CPU the device thread is pinned to; default: the last CPU the
+    /// process may use. Application core `i` of the scenario runs on the
+    /// `i`-th remaining allowed CPU.
     pub device_core: Option<u32>,
 }
