@@ -349,7 +349,7 @@ pub fn calibrate(
         .thr_values
         .iter()
         .map(|&thr| Strategy {
-            name: format!("thr={thr}"),
+            name: format!("thr{thr}"),
             mode: CompletionMode::Interrupt(PolicyConfig::Adaptive(AdaptiveParams { delta, thr })),
         })
         .collect();

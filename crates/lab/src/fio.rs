@@ -203,12 +203,6 @@ pub fn import_str(text: &str, file: &str, args: &FioArgs) -> Result<FioImport, F
             }
             continue;
         }
-        if specs.iter().any(|s| s.name == section.name) {
-            return Err(ctx.err(
-                section.line,
-                format!("job '{}' is defined twice", section.name),
-            ));
-        }
         let mut spec = JobSpec::new(&section.name, section.line);
         let mut silent = Ctx {
             file,
@@ -219,6 +213,27 @@ pub fn import_str(text: &str, file: &str, args: &FioArgs) -> Result<FioImport, F
         }
         for opt in &section.options {
             apply(&mut spec, opt, &mut ctx)?;
+        }
+        let usable = usable_name(&spec.name);
+        if usable.is_empty() {
+            return Err(ctx.err(section.line, "a job needs a non-empty name".into()));
+        }
+        if usable != spec.name {
+            ctx.warn(
+                section.line,
+                format!(
+                    "job '{}' is named '{usable}' (job names are --set path segments: no '.', \
+                     '=' or spaces)",
+                    spec.name
+                ),
+            );
+            spec.name = usable;
+        }
+        if specs.iter().any(|s| s.name == spec.name) {
+            return Err(ctx.err(
+                section.line,
+                format!("job '{}' is defined twice", spec.name),
+            ));
         }
         specs.push(spec);
     }
@@ -246,6 +261,20 @@ fn revalidate(built: &Scenario, file: &str, sets: &[String]) -> Result<Scenario,
             _ => format!("the imported scenario is invalid: {}: {}", e.key, e.message),
         },
     })
+}
+
+/// fio names jobs freely; scenario names are `--set` path segments.
+fn usable_name(name: &str) -> String {
+    name.trim()
+        .chars()
+        .map(|c| {
+            if c == '.' || c == '=' || c.is_whitespace() {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 struct Ctx<'a> {
@@ -1156,6 +1185,25 @@ numjobs=2
             msg.contains("--set job.async-reader.depth=32") && !msg.contains('\n'),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn job_names_become_usable_scenario_names() {
+        let text = "[seq.read 1]\n[b]\nname=rand=read\n[c]\nname=seq-read-1\n";
+        let e = import_str(text, "n.fio", &args()).expect_err("duplicate after renaming");
+        assert_eq!(e.line, Some(4));
+        let imp =
+            import_str("[seq.read 1]\n[b]\nname=rand=read\n", "n.fio", &args()).expect("valid");
+        let names: Vec<&str> = imp.scenario.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["seq-read-1", "rand-read"]);
+        assert_eq!(
+            imp.warnings
+                .iter()
+                .filter(|w| w.contains("is named"))
+                .count(),
+            2
+        );
+        assert!(import_str("[a]\nname=\n", "n.fio", &args()).is_err());
     }
 
     #[test]
