@@ -1,9 +1,38 @@
-//! PLACEHOLDER: being written. The public entry point is fixed:
-use cint_report::RunResult;
+//! # cint-sim: a discrete-event simulator of interrupt strategies
+//!
+//! Answers "what would strategy X do to workload Y on device Z and host H"
+//! in seconds and deterministically (MODEL.md). One [`run`] simulates every
+//! strategy of a scenario on identical jobs and returns the same
+//! [`RunResult`] the emulator produces, with `substrate = "sim"`.
+//!
+//! The machine is modelled by mechanisms only: CPU time on kernel paths,
+//! threads blocking and waking under a CFS-like scheduler, interrupts
+//! preempting threads, a device with parallel units and a FIFO. Interrupt
+//! decisions come from `cint-policy`, the same code a device or hypervisor
+//! would run. Nothing looks at a strategy's or a scenario's name.
+//!
+//! Layers: [`engine`] (clock, event queue, random streams), `device`
+//! (queues, units, service times, policies), `host` (cores, scheduler,
+//! interrupt handlers), `workload` (what threads do), `metrics` (the
+//! result), `invariants` (checked while running).
+
+#![warn(missing_docs)]
+
+mod device;
+pub mod engine;
+mod host;
+mod invariants;
+mod metrics;
+mod workload;
+mod world;
+
+use cint_report::{RunResult, CINT_VERSION};
 use cint_scenario::Scenario;
 
-/// Why a simulation could not run.
-#[derive(Debug)]
+/// Why a simulation could not run: an inconsistent scenario the validator
+/// let through, or an invariant violated while running (a simulator bug,
+/// reported instead of a wrong result).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimError(pub String);
 
 impl std::fmt::Display for SimError {
@@ -14,7 +43,46 @@ impl std::fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+/// Work done by a run, for speed measurements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Events processed, all strategies together.
+    pub events: u64,
+    /// I/Os completed in the measured windows, all strategies together.
+    pub ios: u64,
+}
+
 /// Runs every strategy of the scenario on the simulator.
 pub fn run(scenario: &Scenario) -> Result<RunResult, SimError> {
-    todo!("{}", scenario.name)
+    run_with_stats(scenario).map(|(result, _)| result)
+}
+
+/// [`run`], also reporting how much simulation work it took.
+pub fn run_with_stats(scenario: &Scenario) -> Result<(RunResult, RunStats), SimError> {
+    if scenario.strategies.is_empty() {
+        return Err(SimError(format!(
+            "{}: the scenario has no strategy",
+            scenario.source
+        )));
+    }
+    let mut stats = RunStats::default();
+    let mut results = Vec::with_capacity(scenario.strategies.len());
+    for strategy in &scenario.strategies {
+        let world = world::World::new(scenario, strategy)?;
+        let (result, events) = world.run(strategy)?;
+        stats.events += events;
+        stats.ios += result.jobs.iter().map(|j| j.ios).sum::<u64>();
+        results.push(result);
+    }
+    let result = RunResult {
+        cint_version: CINT_VERSION.to_string(),
+        scenario: scenario.name.clone(),
+        substrate: "sim".to_string(),
+        device: scenario.device.model.clone(),
+        host: scenario.host.model.clone(),
+        seed: scenario.seed,
+        duration_ns: scenario.duration,
+        results,
+    };
+    Ok((result, stats))
 }

@@ -1,0 +1,315 @@
+//! The NVMe device: queue pairs, internal parallel units with a FIFO in
+//! front of them, per-operation service times with seeded jitter,
+//! completion posting and each queue's interrupt policy.
+//!
+//! A request reaches the device when its submission path ends (the
+//! doorbell): the queue's policy sees `on_submit`. It is serviced by one
+//! of `parallel_units` units in arrival order, for
+//! `base(op) + size / bandwidth(op) + jitter`. Its completion entry is then
+//! posted to its queue's CQ and the policy sees `on_complete`; a decision
+//! to fire becomes an interrupt on the queue's core `irq_latency` later.
+//! In polled modes no policy runs: the entry is left for the poll loop.
+
+use std::collections::VecDeque;
+
+use cint_policy::reap::CompletionQueue;
+use cint_policy::{AnyPolicy, Decision, Nanos, Policy};
+use cint_scenario::profiles::JitterKind;
+use cint_scenario::DeviceProfile;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::engine::Event;
+use crate::world::{ReqState, World};
+use crate::SimError;
+
+/// Completion-queue slots the driver model keeps. A queue holds at most
+/// `queue_depth` requests in flight, but entries reaped out of order keep
+/// their slot until the head passes them; entries that do not fit wait in
+/// the device (as a real controller stalls on a full CQ).
+pub(crate) const CQ_SLOTS: usize = 4096;
+
+/// Per-operation service parameters in integer form.
+#[derive(Clone, Copy, Debug)]
+struct OpCost {
+    base: Nanos,
+    bandwidth: u64,
+}
+
+/// The device-wide part: parallel units and their FIFO.
+#[derive(Debug)]
+pub(crate) struct Device {
+    free_units: u32,
+    fifo: VecDeque<u32>,
+    read: OpCost,
+    write: OpCost,
+    jitter: JitterKind,
+    spread: f64,
+    irq_latency: Nanos,
+}
+
+impl Device {
+    pub(crate) fn new(p: &DeviceProfile) -> Result<Self, SimError> {
+        if p.parallel_units == 0 {
+            return Err(SimError(format!(
+                "device '{}': parallel_units must be at least 1",
+                p.model
+            )));
+        }
+        if p.read.bandwidth == 0 || p.write.bandwidth == 0 {
+            return Err(SimError(format!(
+                "device '{}': bandwidth must be positive",
+                p.model
+            )));
+        }
+        Ok(Device {
+            free_units: p.parallel_units,
+            fifo: VecDeque::with_capacity(p.queue_depth as usize),
+            read: OpCost {
+                base: p.read.base.0,
+                bandwidth: p.read.bandwidth,
+            },
+            write: OpCost {
+                base: p.write.base.0,
+                bandwidth: p.write.bandwidth,
+            },
+            jitter: p.jitter,
+            spread: p.jitter_spread.0 as f64,
+            irq_latency: p.irq_latency.0,
+        })
+    }
+
+    /// Service time of one request, drawn from the queue's stream.
+    fn service_time(&self, bytes: u64, write: bool, rng: &mut ChaCha8Rng) -> Nanos {
+        let op = if write { self.write } else { self.read };
+        let transfer = (u128::from(bytes) * 1_000_000_000 / u128::from(op.bandwidth)) as u64;
+        let nominal = op.base + transfer;
+        let jitter = sample_jitter(self.jitter, self.spread, rng);
+        let t = nominal as f64 + jitter;
+        if t <= 0.0 {
+            0
+        } else {
+            t.round() as Nanos
+        }
+    }
+}
+
+/// Jitter in ns: zero-mean for `normal` and `lognormal` (the latter with a
+/// right tail), a non-negative delay of mean `spread` for `exponential`.
+fn sample_jitter(kind: JitterKind, spread: f64, rng: &mut ChaCha8Rng) -> f64 {
+    if spread <= 0.0 {
+        return 0.0;
+    }
+    match kind {
+        JitterKind::None => 0.0,
+        JitterKind::Normal => spread * standard_normal(rng),
+        JitterKind::Lognormal => {
+            // A log-normal variable with mean and standard deviation both
+            // `spread` (sigma^2 = ln 2), shifted to mean zero.
+            let sigma = std::f64::consts::LN_2.sqrt();
+            let mu = spread.ln() - sigma * sigma / 2.0;
+            (mu + sigma * standard_normal(rng)).exp() - spread
+        }
+        JitterKind::Exponential => {
+            let u: f64 = rng.gen::<f64>();
+            -spread * (1.0 - u).ln()
+        }
+    }
+}
+
+/// Box-Muller; one normal per call keeps the stream position simple.
+fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = rng.gen::<f64>();
+    let u2: f64 = rng.gen::<f64>();
+    let r = (-2.0 * (1.0 - u1).ln()).sqrt();
+    r * (std::f64::consts::TAU * u2).cos()
+}
+
+/// One submission/completion queue pair.
+pub(crate) struct HwQueue {
+    /// The interrupt policy; `None` in polled modes.
+    pub policy: Option<AnyPolicy>,
+    pub cq: Box<CompletionQueue<CQ_SLOTS>>,
+    /// Completions waiting for a free CQ slot.
+    pub overflow: VecDeque<u32>,
+    /// The instant a `PolicyTimer` is scheduled for, if any.
+    pub armed: Option<Nanos>,
+    /// The core its interrupt vector targets.
+    pub core: u32,
+    rng: ChaCha8Rng,
+}
+
+impl HwQueue {
+    pub(crate) fn new(policy: Option<AnyPolicy>, core: u32, rng: ChaCha8Rng) -> Self {
+        HwQueue {
+            policy,
+            cq: Box::new(CompletionQueue::new()),
+            overflow: VecDeque::new(),
+            armed: None,
+            core,
+            rng,
+        }
+    }
+}
+
+impl World<'_> {
+    /// The request reaches the device.
+    pub(crate) fn submit_to_device(&mut self, r: u32) {
+        let now = self.now();
+        let req = &mut self.reqs[r as usize];
+        let q = req.queue as usize;
+        if let Some(policy) = self.queues[q].policy.as_mut() {
+            req.seq = policy.on_submit(now, req.hint);
+        }
+        req.state = ReqState::InDevice;
+        req.dispatched = now;
+        self.check.issued += 1;
+        self.arm_policy_timer(q);
+        if self.device.free_units > 0 {
+            self.device.free_units -= 1;
+            self.start_service(r);
+        } else {
+            self.device.fifo.push_back(r);
+        }
+    }
+
+    fn start_service(&mut self, r: u32) {
+        let now = self.now();
+        let req = self.reqs[r as usize];
+        let rng = &mut self.queues[req.queue as usize].rng;
+        let t = self.device.service_time(req.bytes, req.write, rng);
+        self.events.schedule(now + t, Event::DeviceDone { req: r });
+    }
+
+    pub(crate) fn on_device_done(&mut self, r: u32) {
+        match self.device.fifo.pop_front() {
+            Some(next) => self.start_service(next),
+            None => self.device.free_units += 1,
+        }
+        self.post_completion(r);
+    }
+
+    fn post_completion(&mut self, r: u32) {
+        let now = self.now();
+        let req = &mut self.reqs[r as usize];
+        if req.state != ReqState::InDevice {
+            let state = req.state;
+            self.check
+                .fail(format!("request {r} completed by the device in state {state:?}"));
+            return;
+        }
+        req.state = ReqState::Posted;
+        req.posted_at = now;
+        let q = req.queue as usize;
+        if self.queues[q].policy.is_none() {
+            self.post_for_poller(r);
+            return;
+        }
+        if !self.queues[q].overflow.is_empty() {
+            self.queues[q].overflow.push_back(r);
+            return;
+        }
+        self.post_to_cq(q, r);
+    }
+
+    /// Posts the entry and lets the policy decide. False if the CQ is full.
+    fn post_to_cq(&mut self, q: usize, r: u32) -> bool {
+        let now = self.now();
+        let req = self.reqs[r as usize];
+        let queue = &mut self.queues[q];
+        if queue.cq.post(u64::from(r), req.hint).is_err() {
+            queue.overflow.push_back(r);
+            return false;
+        }
+        let decision = match queue.policy.as_mut() {
+            Some(p) => p.on_complete(now, req.seq, req.hint),
+            None => Decision::Hold,
+        };
+        self.act_on(q, decision);
+        self.arm_policy_timer(q);
+        true
+    }
+
+    /// After a reap: post what waited for a slot, oldest first.
+    pub(crate) fn drain_overflow(&mut self, q: usize) {
+        while let Some(&r) = self.queues[q].overflow.front() {
+            self.queues[q].overflow.pop_front();
+            if !self.post_to_cq(q, r) {
+                // It went back to the end; keep the order by rotating.
+                if let Some(back) = self.queues[q].overflow.pop_back() {
+                    self.queues[q].overflow.push_front(back);
+                }
+                break;
+            }
+        }
+    }
+
+    fn act_on(&mut self, q: usize, decision: Decision) {
+        if let Some(irq) = decision.irq() {
+            let at = self.now() + self.device.irq_latency;
+            self.events.schedule(
+                at,
+                Event::IrqArrive {
+                    queue: q as u32,
+                    irq,
+                },
+            );
+        }
+    }
+
+    /// Makes sure the policy is consulted at its next deadline.
+    fn arm_policy_timer(&mut self, q: usize) {
+        let queue = &mut self.queues[q];
+        let Some(deadline) = queue.policy.as_ref().and_then(|p| p.next_deadline()) else {
+            return;
+        };
+        if queue.armed.is_none_or(|a| deadline < a) {
+            queue.armed = Some(deadline);
+            self.events.schedule(deadline, Event::PolicyTimer { queue: q as u32 });
+        }
+    }
+
+    pub(crate) fn on_policy_timer(&mut self, q: usize) {
+        let now = self.now();
+        let queue = &mut self.queues[q];
+        if queue.armed != Some(now) {
+            // Superseded by an earlier timer that already ran.
+            return;
+        }
+        queue.armed = None;
+        let Some(policy) = queue.policy.as_mut() else {
+            return;
+        };
+        if policy.next_deadline().is_some_and(|d| d <= now) {
+            let decision = policy.on_timer(now);
+            self.act_on(q, decision);
+        }
+        self.arm_policy_timer(q);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::stream_rng;
+
+    fn mean_and_sd(kind: JitterKind) -> (f64, f64) {
+        let mut rng = stream_rng(1, 1);
+        let n = 20_000;
+        let xs: Vec<f64> = (0..n).map(|_| sample_jitter(kind, 1000.0, &mut rng)).collect();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+        (mean, var.sqrt())
+    }
+
+    #[test]
+    fn jitter_has_the_documented_mean_and_spread() {
+        let (m, sd) = mean_and_sd(JitterKind::Normal);
+        assert!(m.abs() < 30.0 && (sd - 1000.0).abs() < 40.0, "{m} {sd}");
+        let (m, sd) = mean_and_sd(JitterKind::Lognormal);
+        assert!(m.abs() < 40.0 && (sd - 1000.0).abs() < 100.0, "{m} {sd}");
+        let (m, _) = mean_and_sd(JitterKind::Exponential);
+        assert!((m - 1000.0).abs() < 40.0, "{m}");
+        assert_eq!(mean_and_sd(JitterKind::None), (0.0, 0.0));
+    }
+}

@@ -1,0 +1,184 @@
+//! Interrupt handlers: device IRQs reaping a completion queue (full or
+//! urgent-only, through `cint_policy::reap`), and timer interrupts ending a
+//! thread's sleep. A handler's CPU time is `irq_fixed` plus the per-entry
+//! reaping cost plus one wake-up per thread it wakes; the wake-ups take
+//! effect when the handler returns.
+
+use cint_policy::{Irq, Nanos};
+
+use crate::engine::Event;
+use crate::host::{IrqWork, Segment};
+use crate::world::{Activity, Cont, ReqState, RunState, Wait, World};
+
+impl World<'_> {
+    /// A device interrupt reaches the core serving `queue`.
+    pub(crate) fn on_irq_arrive(&mut self, queue: usize, irq: Irq) {
+        if self.measuring {
+            self.counters.interrupts += 1;
+            if irq == Irq::UrgentOnly {
+                self.counters.urgent_interrupts += 1;
+            }
+        }
+        let c = self.queues[queue].core as usize;
+        self.raise(
+            c,
+            IrqWork::Device {
+                queue: queue as u32,
+                irq,
+            },
+        );
+    }
+
+    /// A thread's timer expires: a timer interrupt on its core.
+    pub(crate) fn on_thread_timer(&mut self, thread: u32, token: u64) {
+        let th = &self.threads[thread as usize];
+        if th.timer_token != token || th.run != RunState::Blocked {
+            return;
+        }
+        let c = th.core as usize;
+        self.raise(c, IrqWork::Timer { thread, token });
+    }
+
+    fn raise(&mut self, c: usize, work: IrqWork) {
+        self.cores[c].irq_pending.push_back(work);
+        self.interrupt_thread_segment(c);
+        self.dispatch(c);
+    }
+
+    /// Runs the handler's reaping now and occupies the core for its cost.
+    pub(crate) fn start_irq(&mut self, c: usize, work: IrqWork) {
+        let now = self.now();
+        let cost = match work {
+            IrqWork::Device { queue, irq } => self.reap_queue(c, queue as usize, irq),
+            IrqWork::Timer { thread, token } => {
+                let th = &mut self.threads[thread as usize];
+                let mut cost = self.costs.irq_fixed;
+                if th.timer_token == token && th.run == RunState::Blocked && !th.wake_listed {
+                    th.wake_listed = true;
+                    th.woken_by_timer = true;
+                    self.cores[c].wake_list.push(thread);
+                    cost += self.costs.wakeup;
+                }
+                cost
+            }
+        };
+        let core = &mut self.cores[c];
+        core.token += 1;
+        core.seg = Some(Segment {
+            start: now,
+            irq: true,
+        });
+        let token = core.token;
+        self.events.schedule(
+            now + cost,
+            Event::CoreDone {
+                core: c as u32,
+                token,
+            },
+        );
+    }
+
+    /// Reaps the queue's CQ as `irq` allows, hands every entry to its
+    /// thread and returns the handler's CPU cost.
+    fn reap_queue(&mut self, c: usize, queue: usize, irq: Irq) -> Nanos {
+        let mut reaped = std::mem::take(&mut self.cores[c].reaped);
+        reaped.clear();
+        self.queues[queue]
+            .cq
+            .reap(irq, |tag, _hint| reaped.push(tag as u32));
+        let mut wakes = 0u64;
+        for &r in &reaped {
+            if self.deliver(r, c) {
+                wakes += 1;
+            }
+        }
+        let n = reaped.len() as u64;
+        self.cores[c].reaped = reaped;
+        // Slots freed by the reaping let held completions be posted.
+        self.drain_overflow(queue);
+        self.costs.irq_fixed + n * self.costs.irq_reap_entry + wakes * self.costs.wakeup
+    }
+
+    /// Hands a reaped request to its thread; true if the thread is to be
+    /// woken (and was not on this handler's list yet).
+    fn deliver(&mut self, r: u32, c: usize) -> bool {
+        let req = &mut self.reqs[r as usize];
+        if req.state != ReqState::Posted {
+            let state = req.state;
+            self.check
+                .fail(format!("request {r} reaped in state {state:?} (reaped twice?)"));
+            return false;
+        }
+        req.state = ReqState::Delivered;
+        self.check.delivered += 1;
+        let t = req.thread as usize;
+        let th = &mut self.threads[t];
+        th.ready.push_back(r);
+        let wake = th.run == RunState::Blocked
+            && match th.wait {
+                Wait::Sync | Wait::AioEvents { .. } => true,
+                Wait::UringEvents { min_nr } => th.ready.len() as u64 >= u64::from(min_nr),
+                _ => false,
+            };
+        if wake && !th.wake_listed {
+            th.wake_listed = true;
+            th.woken_by_timer = false;
+            self.cores[c].wake_list.push(t as u32);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The handler returns: its wake-ups take effect.
+    pub(crate) fn finish_irq(&mut self, c: usize) {
+        let mut list = std::mem::take(&mut self.cores[c].wake_list);
+        for &t in &list {
+            self.wake(t as usize, Some(c));
+        }
+        list.clear();
+        self.cores[c].wake_list = list;
+    }
+
+    /// Wakes a blocked thread: what it does next depends on what it waited
+    /// for and on why it was woken.
+    pub(crate) fn wake(&mut self, t: usize, exiting_irq: Option<usize>) {
+        let rtu = self.costs.return_to_user;
+        let th = &mut self.threads[t];
+        th.wake_listed = false;
+        if th.run != RunState::Blocked {
+            return;
+        }
+        // A completion wake-up cancels a pending timeout and vice versa.
+        th.timer_token += 1;
+        let by_timer = th.woken_by_timer;
+        th.act = match th.wait {
+            Wait::Sync => Activity::Burst {
+                left: rtu,
+                then: Cont::Handed,
+            },
+            Wait::AioEvents { .. } if by_timer => Activity::Burst {
+                left: 0,
+                then: Cont::GetEventsTimeout,
+            },
+            Wait::AioEvents { .. } => Activity::Burst {
+                left: 0,
+                then: Cont::GetEventsRecheck,
+            },
+            Wait::UringEvents { .. } => Activity::Burst {
+                left: 0,
+                then: Cont::GetEventsTimeout,
+            },
+            Wait::Sleep => Activity::Burst {
+                left: rtu,
+                then: Cont::Issue,
+            },
+            Wait::HybridSleep { need } => Activity::Spin { need },
+            Wait::Nothing | Wait::Exited => return,
+        };
+        if let Wait::Sync = th.wait {
+            th.handing = 1;
+        }
+        self.make_runnable(t, exiting_irq);
+    }
+}

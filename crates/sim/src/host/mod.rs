@@ -1,0 +1,157 @@
+//! The host: application cores running threads under a CFS-like scheduler
+//! ([`sched`]) and interrupt handlers that preempt them ([`irq`]). Every
+//! kernel path is CPU time on a specific core, priced by the host profile
+//! ([`HostCosts`]).
+
+pub(crate) mod irq;
+pub(crate) mod sched;
+
+use std::collections::VecDeque;
+
+use cint_policy::{Irq, Nanos};
+use cint_scenario::HostProfile;
+
+/// The host profile's costs as plain nanoseconds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HostCosts {
+    pub syscall: Nanos,
+    pub sync_submit: Nanos,
+    pub aio_submit_call: Nanos,
+    pub aio_submit_request: Nanos,
+    pub aio_getevents_call: Nanos,
+    pub aio_getevents_event: Nanos,
+    pub uring_submit_call: Nanos,
+    pub uring_submit_request: Nanos,
+    pub uring_reap_event: Nanos,
+    pub irq_fixed: Nanos,
+    pub irq_reap_entry: Nanos,
+    pub wakeup: Nanos,
+    pub context_switch: Nanos,
+    pub return_to_user: Nanos,
+    pub poll_iteration: Nanos,
+    pub timer_setup: Nanos,
+    pub timer_slack: Nanos,
+    pub sched_latency: Nanos,
+    pub sched_min_granularity: Nanos,
+    pub sched_wakeup_granularity: Nanos,
+}
+
+impl HostCosts {
+    pub(crate) fn from_profile(h: &HostProfile) -> Self {
+        HostCosts {
+            syscall: h.syscall.0,
+            sync_submit: h.sync_submit.0,
+            aio_submit_call: h.aio_submit_call.0,
+            aio_submit_request: h.aio_submit_request.0,
+            aio_getevents_call: h.aio_getevents_call.0,
+            aio_getevents_event: h.aio_getevents_event.0,
+            uring_submit_call: h.uring_submit_call.0,
+            uring_submit_request: h.uring_submit_request.0,
+            uring_reap_event: h.uring_reap_event.0,
+            irq_fixed: h.irq_fixed.0,
+            irq_reap_entry: h.irq_reap_entry.0,
+            wakeup: h.wakeup.0,
+            context_switch: h.context_switch.0,
+            return_to_user: h.return_to_user.0,
+            // A zero-cost poll loop would spin without advancing time.
+            poll_iteration: h.poll_iteration.0.max(1),
+            timer_setup: h.timer_setup.0,
+            timer_slack: h.timer_slack.0,
+            sched_latency: h.sched_latency.0.max(1),
+            sched_min_granularity: h.sched_min_granularity.0.max(1),
+            sched_wakeup_granularity: h.sched_wakeup_granularity.0,
+        }
+    }
+}
+
+/// Work waiting for a core's interrupt context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IrqWork {
+    /// A device interrupt for a completion queue.
+    Device { queue: u32, irq: Irq },
+    /// A high-resolution timer expiring for a sleeping thread.
+    Timer { thread: u32, token: u64 },
+}
+
+/// What a core is executing right now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Segment {
+    /// Start of the part not yet charged.
+    pub start: Nanos,
+    /// True for an interrupt handler, false for the current thread.
+    pub irq: bool,
+}
+
+/// One application core.
+#[derive(Debug)]
+pub(crate) struct Core {
+    /// Interrupts waiting to run (they do not nest).
+    pub irq_pending: VecDeque<IrqWork>,
+    /// The executing segment, if any; `None` with no current thread and
+    /// nothing pending means idle.
+    pub seg: Option<Segment>,
+    /// Supersedes the `CoreDone` of an interrupted segment.
+    pub token: u64,
+    /// The thread owning the core (it may be interrupted by an IRQ).
+    pub current: Option<u32>,
+    /// Runnable threads waiting for the core.
+    pub rq: Vec<u32>,
+    pub min_vruntime: u64,
+    /// A woken thread should preempt the current one at the next chance.
+    pub need_resched: bool,
+    pub slice_token: u64,
+    /// Since when the core has been idle.
+    pub idle_since: Option<Nanos>,
+    /// Entries reaped by the running interrupt handler (reused buffer).
+    pub reaped: Vec<u32>,
+    /// Threads the running interrupt handler wakes when it ends.
+    pub wake_list: Vec<u32>,
+    pub irq_ns: u64,
+    pub thread_ns: u64,
+    pub idle_ns: u64,
+    pub ctx_switches: u64,
+}
+
+impl Core {
+    pub(crate) fn new() -> Self {
+        Core {
+            irq_pending: VecDeque::with_capacity(64),
+            seg: None,
+            token: 0,
+            current: None,
+            rq: Vec::with_capacity(8),
+            min_vruntime: 0,
+            need_resched: false,
+            slice_token: 0,
+            idle_since: None,
+            reaped: Vec::new(),
+            wake_list: Vec::new(),
+            irq_ns: 0,
+            thread_ns: 0,
+            idle_ns: 0,
+            ctx_switches: 0,
+        }
+    }
+
+    /// Accounts idle time up to `now` (the core stays idle).
+    pub(crate) fn settle_idle(&mut self, now: Nanos) {
+        if let Some(since) = self.idle_since {
+            self.idle_ns += now - since;
+            self.idle_since = Some(now);
+        }
+    }
+
+    /// The core stops being idle at `now`.
+    pub(crate) fn leave_idle(&mut self, now: Nanos) {
+        if let Some(since) = self.idle_since.take() {
+            self.idle_ns += now - since;
+        }
+    }
+
+    pub(crate) fn reset_counters(&mut self) {
+        self.irq_ns = 0;
+        self.thread_ns = 0;
+        self.idle_ns = 0;
+        self.ctx_switches = 0;
+    }
+}

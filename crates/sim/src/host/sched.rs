@@ -1,0 +1,314 @@
+//! Executing work on a core, and the CFS-like scheduler.
+//!
+//! A core runs, in this order of precedence: pending interrupt handlers
+//! (FIFO, never nested), then its current thread. A thread's work is a
+//! sequence of CPU bursts with continuations ([`crate::world::Activity`]).
+//! An interrupt preempts the thread's burst; the remainder resumes after
+//! the handler unless the handler woke a thread that should preempt it.
+//!
+//! Scheduling follows Linux CFS with equal weights: the runnable thread with
+//! the smallest virtual runtime runs; a woken thread is placed no earlier
+//! than `min_vruntime - sched_latency / 2` and preempts the running one if
+//! it is ahead by more than the wake-up granularity; a running thread with
+//! competitors is preempted when its slice (`sched_latency / nr_running`,
+//! at least the minimum granularity) is used up. Every switch to a thread
+//! that did not own the core costs one context switch of CPU time.
+
+use cint_policy::Nanos;
+
+use crate::engine::Event;
+use crate::host::Segment;
+use crate::world::{Activity, Cont, RunState, Wait, World};
+
+impl World<'_> {
+    /// Charges the executing segment's time up to now to its owner.
+    pub(crate) fn charge(&mut self, c: usize) {
+        let now = self.now();
+        let core = &mut self.cores[c];
+        let Some(seg) = core.seg.as_mut() else {
+            return;
+        };
+        let elapsed = now - seg.start;
+        seg.start = now;
+        if seg.irq {
+            core.irq_ns += elapsed;
+            return;
+        }
+        core.thread_ns += elapsed;
+        if let Some(t) = core.current {
+            let th = &mut self.threads[t as usize];
+            th.cpu_ns += elapsed;
+            th.vruntime += elapsed;
+            if let Activity::Burst { left, .. } = &mut th.act {
+                *left = left.saturating_sub(elapsed);
+            }
+        }
+    }
+
+    /// Stops the current thread's segment (an IRQ or a preemption takes
+    /// the core); its remaining burst is kept.
+    pub(crate) fn interrupt_thread_segment(&mut self, c: usize) {
+        if matches!(self.cores[c].seg, Some(Segment { irq: false, .. })) {
+            self.charge(c);
+            let core = &mut self.cores[c];
+            core.seg = None;
+            core.token += 1;
+        }
+    }
+
+    /// Starts the next piece of work on an unoccupied core, or idles it.
+    pub(crate) fn dispatch(&mut self, c: usize) {
+        loop {
+            let now = self.now();
+            if self.cores[c].seg.is_some() {
+                return;
+            }
+            if let Some(work) = self.cores[c].irq_pending.pop_front() {
+                self.cores[c].leave_idle(now);
+                self.start_irq(c, work);
+                return;
+            }
+            if (self.cores[c].need_resched || self.cores[c].current.is_none())
+                && !self.pick_next(c)
+            {
+                let core = &mut self.cores[c];
+                if core.idle_since.is_none() {
+                    core.idle_since = Some(now);
+                }
+                return;
+            }
+            let Some(t) = self.cores[c].current else {
+                return;
+            };
+            let ti = t as usize;
+            match self.threads[ti].act {
+                Activity::Burst { left: 0, then } => {
+                    self.threads[ti].act = Activity::Busy;
+                    self.cont(ti, then);
+                    continue;
+                }
+                Activity::Burst { left, .. } => {
+                    self.start_thread_segment(c, Some(now + left));
+                    return;
+                }
+                Activity::Spin { need } => {
+                    let posted = self.threads[ti].posted.len() as u64;
+                    if posted >= u64::from(need) {
+                        // The poll loop's next iteration sees the entries.
+                        let cost =
+                            self.costs.poll_iteration + posted * self.costs.irq_reap_entry;
+                        self.threads[ti].act = Activity::Burst {
+                            left: cost,
+                            then: Cont::PollReaped,
+                        };
+                        continue;
+                    }
+                    self.start_thread_segment(c, None);
+                    return;
+                }
+                Activity::Busy => {
+                    self.start_thread_segment(c, None);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn start_thread_segment(&mut self, c: usize, end: Option<Nanos>) {
+        let now = self.now();
+        let core = &mut self.cores[c];
+        core.leave_idle(now);
+        core.token += 1;
+        core.seg = Some(Segment {
+            start: now,
+            irq: false,
+        });
+        if let Some(end) = end {
+            let token = core.token;
+            self.events.schedule(
+                end,
+                Event::CoreDone {
+                    core: c as u32,
+                    token,
+                },
+            );
+        }
+    }
+
+    /// Picks the thread to run; false if none is runnable.
+    fn pick_next(&mut self, c: usize) -> bool {
+        let now = self.now();
+        let core = &mut self.cores[c];
+        core.need_resched = false;
+        let prev = core.current.take();
+        if let Some(p) = prev {
+            self.threads[p as usize].run = RunState::Runnable;
+            core.rq.push(p);
+        }
+        let threads = &self.threads;
+        let Some(pos) = (0..core.rq.len())
+            .min_by_key(|&i| (threads[core.rq[i] as usize].vruntime, core.rq[i]))
+        else {
+            return false;
+        };
+        let next = core.rq.swap_remove(pos);
+        core.current = Some(next);
+        let th = &mut self.threads[next as usize];
+        th.run = RunState::Running;
+        if prev != Some(next) {
+            th.exec_start = now;
+            core.ctx_switches += 1;
+            th.ctx_switches += 1;
+            let cs = self.costs.context_switch;
+            th.act = match th.act {
+                Activity::Burst { left, then } => Activity::Burst {
+                    left: left + cs,
+                    then,
+                },
+                Activity::Spin { need } => Activity::Burst {
+                    left: cs,
+                    then: Cont::Spin(need),
+                },
+                Activity::Busy => Activity::Burst {
+                    left: cs,
+                    then: Cont::Busy,
+                },
+            };
+        }
+        self.update_min_vruntime(c);
+        self.arm_slice(c);
+        true
+    }
+
+    fn update_min_vruntime(&mut self, c: usize) {
+        let core = &self.cores[c];
+        let curr = core.current.map(|t| self.threads[t as usize].vruntime);
+        let left = core
+            .rq
+            .iter()
+            .map(|&t| self.threads[t as usize].vruntime)
+            .min();
+        let candidate = match (curr, left) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => return,
+        };
+        let core = &mut self.cores[c];
+        core.min_vruntime = core.min_vruntime.max(candidate);
+    }
+
+    /// Schedules the end of the current thread's slice if it has
+    /// competitors.
+    fn arm_slice(&mut self, c: usize) {
+        let core = &mut self.cores[c];
+        let Some(t) = core.current else {
+            return;
+        };
+        if core.rq.is_empty() {
+            return;
+        }
+        let nr = core.rq.len() as u64 + 1;
+        let period = self
+            .costs
+            .sched_latency
+            .max(nr * self.costs.sched_min_granularity);
+        let slice = period / nr;
+        core.slice_token += 1;
+        let at = self.threads[t as usize].exec_start + slice;
+        let token = core.slice_token;
+        self.events.schedule(
+            at,
+            Event::SliceCheck {
+                core: c as u32,
+                token,
+            },
+        );
+    }
+
+    pub(crate) fn on_slice_check(&mut self, c: usize, token: u64) {
+        if self.cores[c].slice_token != token
+            || self.cores[c].current.is_none()
+            || self.cores[c].rq.is_empty()
+        {
+            return;
+        }
+        self.cores[c].need_resched = true;
+        self.interrupt_thread_segment(c);
+        self.dispatch(c);
+        // Still the same thread (it has the smallest vruntime): a new slice.
+        self.arm_slice(c);
+    }
+
+    /// The current thread gives up its core and sleeps.
+    pub(crate) fn block(&mut self, t: usize, wait: Wait) {
+        let c = self.threads[t].core as usize;
+        let th = &mut self.threads[t];
+        th.run = RunState::Blocked;
+        th.wait = wait;
+        let core = &mut self.cores[c];
+        debug_assert_eq!(core.current, Some(t as u32));
+        core.current = None;
+        self.update_min_vruntime(c);
+    }
+
+    /// Makes a blocked thread runnable (its activity already set by the
+    /// waker) and decides whether it preempts the running thread. An
+    /// interrupt handler finishing on core `exiting_irq` dispatches that
+    /// core itself once all its wake-ups are done.
+    pub(crate) fn make_runnable(&mut self, t: usize, exiting_irq: Option<usize>) {
+        let c = self.threads[t].core as usize;
+        self.charge(c);
+        self.update_min_vruntime(c);
+        let floor = self.cores[c]
+            .min_vruntime
+            .saturating_sub(self.costs.sched_latency / 2);
+        let th = &mut self.threads[t];
+        th.vruntime = th.vruntime.max(floor);
+        th.run = RunState::Runnable;
+        th.wait = Wait::Nothing;
+        let woken_v = th.vruntime;
+        let core = &mut self.cores[c];
+        core.rq.push(t as u32);
+        let deferred = exiting_irq == Some(c);
+        match core.current {
+            None => {
+                if core.seg.is_none() && !deferred {
+                    self.dispatch(c);
+                }
+            }
+            Some(cur) => {
+                let cur_v = self.threads[cur as usize].vruntime;
+                if cur_v > woken_v + self.costs.sched_wakeup_granularity {
+                    self.cores[c].need_resched = true;
+                    if !deferred && matches!(self.cores[c].seg, Some(Segment { irq: false, .. }))
+                    {
+                        self.interrupt_thread_segment(c);
+                        self.dispatch(c);
+                    }
+                } else {
+                    self.arm_slice(c);
+                }
+            }
+        }
+    }
+
+    /// The core's segment ended on time.
+    pub(crate) fn on_core_done(&mut self, c: usize, token: u64) {
+        if self.cores[c].token != token {
+            return;
+        }
+        self.charge(c);
+        let Some(seg) = self.cores[c].seg.take() else {
+            return;
+        };
+        if seg.irq {
+            self.finish_irq(c);
+        } else if let Some(t) = self.cores[c].current {
+            let ti = t as usize;
+            if let Activity::Burst { then, .. } = self.threads[ti].act {
+                self.threads[ti].act = Activity::Burst { left: 0, then };
+            }
+        }
+        self.dispatch(c);
+    }
+}

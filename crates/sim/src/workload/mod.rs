@@ -1,0 +1,408 @@
+//! What application threads do: fio-like I/O loops (`psync`, `pvsync2`,
+//! `libaio`, `io_uring`) and CPU busy loops, as sequences of CPU bursts,
+//! submissions and waits. Every step's CPU cost comes from the host
+//! profile; how a thread waits depends on the completion mode:
+//!
+//! * interrupt: it sleeps; the IRQ handler wakes it. A libaio waiter in
+//!   `io_getevents(min_nr)` is woken by every delivering IRQ and goes back
+//!   to sleep while fewer than `min_nr` events are ready (Linux 5.0
+//!   fs/aio.c); an io_uring waiter is woken only once enough are ready.
+//! * poll: it spins on the CQ, `poll_iteration` per loop, no IRQ.
+//! * hybrid-poll: it arms a high-resolution timer (`timer_setup`), sleeps
+//!   for the estimator's time plus the timer slack (a timer interrupt
+//!   wakes it), then spins. For asynchronous engines one sleep precedes
+//!   each wait for events.
+//!
+//! Hints follow ALGORITHMS.md section 5 through `cint_policy::hints`
+//! unless the job overrides them. Jobs without `direct` are still modelled
+//! as direct I/O (there is no page cache yet).
+
+mod program;
+
+pub(crate) use program::Program;
+
+use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
+use cint_policy::hybrid_poll::Direction;
+use cint_policy::Nanos;
+use cint_scenario::{CompletionMode, Engine, HybridSleep, Rw};
+use rand::Rng;
+
+use crate::engine::Event;
+use crate::host::Segment;
+use crate::world::{Activity, Cont, ReqState, Wait, World};
+
+impl World<'_> {
+    /// Resumes thread `t`'s program after a burst; `t` owns its core.
+    pub(crate) fn cont(&mut self, t: usize, cont: Cont) {
+        match cont {
+            Cont::Issue => self.issue(t),
+            Cont::Submitted => self.submitted(t),
+            Cont::GetEvents => self.get_events(t),
+            Cont::GetEventsRecheck => self.recheck_events(t),
+            Cont::GetEventsTimeout => self.hand_ready(t, self.costs.return_to_user),
+            Cont::UringWait => self.wait_for_events(t),
+            Cont::Handed => self.handed(t),
+            Cont::PollReaped => self.poll_reaped(t),
+            Cont::HybridArm => self.hybrid_sleep(t),
+            Cont::Spin(need) => self.threads[t].act = Activity::Spin { need },
+            Cont::Busy => self.threads[t].act = Activity::Busy,
+        }
+    }
+
+    fn set_burst(&mut self, t: usize, left: Nanos, then: Cont) {
+        self.threads[t].act = Activity::Burst { left, then };
+    }
+
+    /// Top of the I/O loop.
+    fn issue(&mut self, t: usize) {
+        let now = self.now();
+        let p = self.threads[t].prog;
+        if p.stop_at.is_some_and(|s| now >= s) {
+            self.block(t, Wait::Exited);
+            return;
+        }
+        let c = self.costs;
+        if p.engine.is_sync() {
+            if p.rate_interval.is_some() && now < self.threads[t].next_issue_at {
+                self.sleep_until_next_issue(t);
+                return;
+            }
+            if self.prepare(t, 1, now) == 0 {
+                // No free slot cannot happen with one request per call,
+                // but never spin on it.
+                self.block(t, Wait::Exited);
+                return;
+            }
+            self.set_burst(t, c.syscall + c.sync_submit, Cont::Submitted);
+            return;
+        }
+        let th = &self.threads[t];
+        let free = th.free_slots.len() as u32;
+        let mut k = p.batch.min(free);
+        match p.rate_interval {
+            Some(_) => k = k.min(self.tokens(t, now)),
+            None if k < p.batch => k = 0,
+            None => {}
+        }
+        if k > 0 {
+            let k = self.prepare(t, k, now) as u64;
+            let cost = match p.engine {
+                Engine::IoUring => c.syscall + c.uring_submit_call + k * c.uring_submit_request,
+                _ => c.syscall + c.aio_submit_call + k * c.aio_submit_request,
+            };
+            self.set_burst(t, cost, Cont::Submitted);
+            return;
+        }
+        let in_flight = self.threads[t].in_flight;
+        if in_flight == 0 {
+            // Only a rate limit can leave nothing to submit and nothing
+            // to reap.
+            self.sleep_until_next_issue(t);
+            return;
+        }
+        self.threads[t].min_nr = p.min_nr.min(in_flight);
+        match p.engine {
+            Engine::IoUring => self.get_events(t),
+            _ => self.set_burst(t, c.syscall + c.aio_getevents_call, Cont::GetEvents),
+        }
+    }
+
+    /// Rate limiting: requests that may be issued now (at most a batch of
+    /// backlog is kept, as a token bucket).
+    fn tokens(&mut self, t: usize, now: Nanos) -> u32 {
+        let th = &mut self.threads[t];
+        let (Some(iv), p) = (th.prog.rate_interval, th.prog) else {
+            return u32::MAX;
+        };
+        let burst = u64::from(p.batch) * iv;
+        if th.next_issue_at + burst < now {
+            th.next_issue_at = now - burst;
+        }
+        if now < th.next_issue_at {
+            0
+        } else {
+            ((now - th.next_issue_at) / iv + 1).min(u64::from(u32::MAX)) as u32
+        }
+    }
+
+    fn sleep_until_next_issue(&mut self, t: usize) {
+        let at = self.threads[t].next_issue_at;
+        self.block_with_timer(t, Wait::Sleep, at);
+    }
+
+    fn block_with_timer(&mut self, t: usize, wait: Wait, at: Nanos) {
+        let th = &mut self.threads[t];
+        th.timer_token += 1;
+        let token = th.timer_token;
+        self.events.schedule(
+            at,
+            Event::ThreadTimer {
+                thread: t as u32,
+                token,
+            },
+        );
+        self.block(t, wait);
+    }
+
+    /// Takes up to `k` free slots, fills in the requests (op, size, hint)
+    /// and stages them for the submission call. Returns how many.
+    fn prepare(&mut self, t: usize, k: u32, now: Nanos) -> u32 {
+        let th = &mut self.threads[t];
+        let p = th.prog;
+        let k = k.min(th.free_slots.len() as u32);
+        for i in 0..k {
+            let Some(r) = th.free_slots.pop() else {
+                break;
+            };
+            let write = match p.rw {
+                Rw::Read | Rw::RandRead => false,
+                Rw::Write | Rw::RandWrite => true,
+                Rw::RandRw => th.rng.gen_range(0..100u32) >= u32::from(p.rwmixread),
+            };
+            let hint = p.hint.unwrap_or_else(|| {
+                let batch = BatchPosition { index: i, len: k };
+                let (call, flags) = match p.engine {
+                    Engine::Psync if write => (IoCall::Pwrite, RwFlags::EMPTY),
+                    Engine::Psync => (IoCall::Pread, RwFlags::EMPTY),
+                    Engine::Pvsync2 => {
+                        let flags = if p.nowait {
+                            RwFlags::NOWAIT
+                        } else {
+                            RwFlags::EMPTY
+                        };
+                        let call = if write {
+                            IoCall::Pwritev2
+                        } else {
+                            IoCall::Preadv2
+                        };
+                        (call, flags)
+                    }
+                    Engine::Libaio => (IoCall::IoSubmit, RwFlags::EMPTY),
+                    Engine::IoUring => (IoCall::IoUringBatch, RwFlags::EMPTY),
+                };
+                let ctx = IoContext {
+                    blocking_fd: p.engine.is_sync(),
+                    o_direct: p.direct,
+                    rw_flags: flags,
+                    ms_sync: false,
+                    batch,
+                };
+                hints::request_hint(call, &ctx)
+            });
+            let req = &mut self.reqs[r as usize];
+            if req.state != ReqState::Free {
+                let state = req.state;
+                self.check
+                    .fail(format!("slot {r} reused while in state {state:?}"));
+            }
+            req.write = write;
+            req.bytes = p.bs;
+            req.hint = hint;
+            req.issued = now;
+            req.state = ReqState::Submitting;
+            th.batch.push(r);
+            th.in_flight += 1;
+            if let Some(iv) = p.rate_interval {
+                th.next_issue_at += iv;
+            }
+        }
+        k
+    }
+
+    /// The submission path is done: the staged requests reach the device.
+    fn submitted(&mut self, t: usize) {
+        let mut batch = std::mem::take(&mut self.threads[t].batch);
+        for &r in &batch {
+            self.submit_to_device(r);
+        }
+        batch.clear();
+        self.threads[t].batch = batch;
+        if self.threads[t].prog.engine.is_sync() {
+            self.threads[t].min_nr = 1;
+            self.wait_for_events(t);
+        } else {
+            self.issue(t);
+        }
+    }
+
+    /// A reap call checks for `min_nr` ready events.
+    fn get_events(&mut self, t: usize) {
+        if self.threads[t].ready.len() as u64 >= u64::from(self.threads[t].min_nr) {
+            self.hand_ready(t, 0);
+            return;
+        }
+        match (self.mode, self.threads[t].prog.engine) {
+            (CompletionMode::Interrupt(_), Engine::IoUring) => {
+                self.set_burst(t, self.costs.syscall, Cont::UringWait)
+            }
+            _ => self.wait_for_events(t),
+        }
+    }
+
+    /// Not enough completions are ready: wait as the mode says.
+    fn wait_for_events(&mut self, t: usize) {
+        let th = &self.threads[t];
+        let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
+        match self.mode {
+            CompletionMode::Interrupt(_) => {
+                let min_nr = th.min_nr;
+                let wait = match th.prog.engine {
+                    Engine::Psync | Engine::Pvsync2 => Wait::Sync,
+                    Engine::Libaio => Wait::AioEvents { min_nr },
+                    Engine::IoUring => Wait::UringEvents { min_nr },
+                };
+                let rate_deadline = match (wait, th.prog.rate_interval) {
+                    (Wait::Sync, _) | (_, None) => None,
+                    _ => Some(th.next_issue_at),
+                };
+                match rate_deadline {
+                    Some(at) if at <= self.now() => {
+                        self.hand_ready(t, self.costs.return_to_user)
+                    }
+                    Some(at) => self.block_with_timer(t, wait, at),
+                    None => self.block(t, wait),
+                }
+            }
+            CompletionMode::Poll => self.threads[t].act = Activity::Spin { need },
+            CompletionMode::HybridPoll(_) => {
+                self.set_burst(t, self.costs.timer_setup, Cont::HybridArm)
+            }
+        }
+    }
+
+    /// A libaio waiter woke up: enough events, or back to sleep.
+    fn recheck_events(&mut self, t: usize) {
+        let th = &self.threads[t];
+        if th.ready.len() as u64 >= u64::from(th.min_nr) {
+            self.hand_ready(t, self.costs.return_to_user);
+        } else {
+            self.wait_for_events(t);
+        }
+    }
+
+    /// Hands out every ready event (up to `iodepth`) through the reap
+    /// call's per-event path.
+    fn hand_ready(&mut self, t: usize, extra: Nanos) {
+        let th = &mut self.threads[t];
+        let n = (th.ready.len() as u32).min(th.prog.iodepth);
+        th.handing = n;
+        let per_event = match th.prog.engine {
+            Engine::IoUring => self.costs.uring_reap_event,
+            Engine::Libaio => self.costs.aio_getevents_event,
+            Engine::Psync | Engine::Pvsync2 => 0,
+        };
+        self.set_burst(t, extra + u64::from(n) * per_event, Cont::Handed);
+    }
+
+    /// The application has its completions in hand.
+    fn handed(&mut self, t: usize) {
+        let now = self.now();
+        let n = std::mem::take(&mut self.threads[t].handing);
+        let job = self.threads[t].job as usize;
+        for _ in 0..n {
+            let Some(r) = self.threads[t].ready.pop_front() else {
+                self.check
+                    .fail(format!("thread {t} handed out more events than were ready"));
+                break;
+            };
+            let req = &mut self.reqs[r as usize];
+            if req.state != ReqState::Delivered {
+                let state = req.state;
+                self.check
+                    .fail(format!("request {r} handed out in state {state:?}"));
+            }
+            req.state = ReqState::Free;
+            let (lat, bytes) = (now - req.issued, req.bytes);
+            self.check.handed += 1;
+            let th = &mut self.threads[t];
+            th.free_slots.push(r);
+            th.in_flight -= 1;
+            if self.measuring {
+                self.jobs[job].record(lat, bytes);
+            }
+        }
+        let think = self.threads[t].prog.think;
+        if think > 0 && n > 0 {
+            self.set_burst(t, think * u64::from(n), Cont::Issue);
+        } else {
+            self.issue(t);
+        }
+    }
+
+    /// Polled modes: the entry is left in the CQ for the owner's poll loop.
+    pub(crate) fn post_for_poller(&mut self, r: u32) {
+        let t = self.reqs[r as usize].thread as usize;
+        let th = &mut self.threads[t];
+        th.posted.push_back(r);
+        let Activity::Spin { need } = th.act else {
+            return;
+        };
+        let c = th.core as usize;
+        let spinning_now = self.cores[c].current == Some(t as u32)
+            && matches!(self.cores[c].seg, Some(Segment { irq: false, .. }));
+        if spinning_now && th.posted.len() as u64 >= u64::from(need) {
+            self.interrupt_thread_segment(c);
+            self.dispatch(c);
+        }
+    }
+
+    /// The poll loop reaped its posted entries.
+    fn poll_reaped(&mut self, t: usize) {
+        let now = self.now();
+        let bs = self.threads[t].prog.bs;
+        while let Some(r) = self.threads[t].posted.pop_front() {
+            let req = &mut self.reqs[r as usize];
+            if req.state != ReqState::Posted {
+                let state = req.state;
+                self.check
+                    .fail(format!("request {r} polled in state {state:?}"));
+                continue;
+            }
+            req.state = ReqState::Delivered;
+            self.check.delivered += 1;
+            let run_time = req.posted_at - req.dispatched;
+            let dir = if req.write {
+                Direction::Write
+            } else {
+                Direction::Read
+            };
+            match self.mode {
+                CompletionMode::HybridPoll(HybridSleep::Adaptive) => {
+                    self.block_estimator.record(now, bs, dir, run_time)
+                }
+                _ => self.threads[t].estimator.record(now, bs, dir, run_time),
+            }
+            self.threads[t].ready.push_back(r);
+        }
+        if self.threads[t].prog.engine.is_sync() {
+            self.threads[t].handing = self.threads[t].ready.len() as u32;
+            self.handed(t);
+        } else {
+            self.get_events(t);
+        }
+    }
+
+    /// Hybrid polling: sleep for the estimate, then spin.
+    fn hybrid_sleep(&mut self, t: usize) {
+        let now = self.now();
+        let th = &self.threads[t];
+        let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
+        let dir = match th.prog.rw {
+            Rw::Write | Rw::RandWrite => Direction::Write,
+            _ => Direction::Read,
+        };
+        let bs = th.prog.bs;
+        let sleep = match self.mode {
+            CompletionMode::HybridPoll(HybridSleep::Adaptive) => {
+                self.block_estimator.sleep_for(now, bs, dir)
+            }
+            _ => self.threads[t].estimator.sleep_for(now, bs, dir),
+        };
+        if sleep == 0 || self.threads[t].posted.len() as u64 >= u64::from(need) {
+            self.threads[t].act = Activity::Spin { need };
+            return;
+        }
+        let at = now + sleep + self.costs.timer_slack;
+        self.block_with_timer(t, Wait::HybridSleep { need }, at);
+    }
+}

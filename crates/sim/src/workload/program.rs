@@ -1,0 +1,89 @@
+//! A job's parameters in the form the thread loop uses.
+
+use cint_policy::{Hint, Nanos, SEC};
+use cint_scenario::{Engine, Job, Rw, Work};
+
+use crate::SimError;
+
+/// What one thread of a job runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Program {
+    /// I/O engine (ignored by CPU jobs).
+    pub engine: Engine,
+    pub rw: Rw,
+    pub bs: u64,
+    pub iodepth: u32,
+    pub batch: u32,
+    /// `batch_complete_min`.
+    pub min_nr: u32,
+    pub hint: Option<Hint>,
+    pub nowait: bool,
+    pub direct: bool,
+    /// Time between two requests under `rate_iops`.
+    pub rate_interval: Option<Nanos>,
+    pub think: Nanos,
+    pub rwmixread: u8,
+    /// The thread stops issuing at this instant (`runtime`).
+    pub stop_at: Option<Nanos>,
+}
+
+impl Program {
+    /// The program of every thread of `job`. `runtime` counts from the
+    /// start of the run, warm-up included.
+    pub(crate) fn from_job(job: &Job) -> Result<Program, SimError> {
+        let bad = |what: &str| SimError(format!("job '{}': {what}", job.name));
+        match &job.work {
+            Work::Cpu => Ok(Program {
+                engine: Engine::Psync,
+                rw: Rw::Read,
+                bs: 0,
+                iodepth: 0,
+                batch: 0,
+                min_nr: 0,
+                hint: None,
+                nowait: false,
+                direct: true,
+                rate_interval: None,
+                think: 0,
+                rwmixread: 100,
+                stop_at: job.runtime,
+            }),
+            Work::Io(io) => {
+                if io.bs == 0 {
+                    return Err(bad("bs must be positive"));
+                }
+                let iodepth = if io.engine.is_sync() {
+                    1
+                } else {
+                    io.iodepth.max(1)
+                };
+                let batch = if io.engine.is_sync() {
+                    1
+                } else {
+                    io.batch.clamp(1, iodepth)
+                };
+                let min_nr = io.batch_complete_min.clamp(1, iodepth);
+                let rate_interval = match io.rate_iops {
+                    Some(0) => return Err(bad("rate_iops must be positive")),
+                    Some(r) => Some((SEC / r).max(1)),
+                    None => None,
+                };
+                Ok(Program {
+                    engine: io.engine,
+                    rw: io.rw,
+                    bs: io.bs,
+                    iodepth,
+                    batch,
+                    min_nr,
+                    hint: io.hint,
+                    nowait: io.nowait,
+                    direct: io.direct,
+                    rate_interval,
+                    think: io.think,
+                    rwmixread: io.rwmixread.min(100),
+                    stop_at: job.runtime,
+                })
+            }
+        }
+    }
+}

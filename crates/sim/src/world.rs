@@ -1,0 +1,433 @@
+//! The simulated machine for one strategy: device, host cores, threads and
+//! their requests, all in index-addressed slabs sized at set-up so that the
+//! steady state allocates nothing. The behaviour lives in [`crate::device`],
+//! [`crate::host`] and [`crate::workload`]; this module builds the world,
+//! runs the event loop and hands the result to [`crate::metrics`].
+
+use std::collections::VecDeque;
+
+use cint_policy::hybrid_poll::SleepEstimator;
+use cint_policy::{Hint, Nanos, Seq};
+use cint_report::StrategyResult;
+use cint_scenario::{CompletionMode, HybridSleep, Scenario, Strategy, Work};
+use rand_chacha::ChaCha8Rng;
+
+use crate::device::{Device, HwQueue};
+use crate::engine::{stream_rng, Event, EventQueue};
+use crate::host::{Core, HostCosts};
+use crate::invariants::Invariants;
+use crate::metrics::{Counters, JobStats};
+use crate::workload::Program;
+use crate::SimError;
+
+/// Where a request is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReqState {
+    /// The slot is free: not issued.
+    Free,
+    /// In the submission path of its thread, not at the device yet.
+    Submitting,
+    /// At the device (waiting for a unit or being serviced).
+    InDevice,
+    /// Its completion entry is posted (or waits to be posted) in the CQ.
+    Posted,
+    /// Reaped by the driver and handed to its thread's completion list.
+    Delivered,
+}
+
+/// One request slot; each thread owns `iodepth` of them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Request {
+    pub thread: u32,
+    pub queue: u32,
+    pub bytes: u64,
+    pub write: bool,
+    pub hint: Hint,
+    pub seq: Seq,
+    /// System call entry: latency is measured from here.
+    pub issued: Nanos,
+    /// Reached the device (submission doorbell).
+    pub dispatched: Nanos,
+    /// Completion entry posted.
+    pub posted_at: Nanos,
+    pub state: ReqState,
+}
+
+/// CFS state of a thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RunState {
+    /// Owns its core (possibly interrupted by an IRQ right now).
+    Running,
+    /// On its core's run queue.
+    Runnable,
+    /// Sleeping until woken.
+    Blocked,
+}
+
+/// What a blocked thread waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Not waiting.
+    Nothing,
+    /// A synchronous call waits for its one request.
+    Sync,
+    /// libaio `io_getevents`: woken by every delivery (Linux 5.0 fs/aio.c).
+    AioEvents { min_nr: u32 },
+    /// io_uring wait: woken only once `min_nr` completions are ready.
+    UringEvents { min_nr: u32 },
+    /// A timed sleep (rate limiting).
+    Sleep,
+    /// Hybrid polling's sleep before spinning for `need` completions.
+    HybridSleep { need: u32 },
+    /// The job's runtime is over.
+    Exited,
+}
+
+/// What a thread does with its core once it has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Activity {
+    /// `left` ns of CPU, then the continuation.
+    Burst { left: Nanos, then: Cont },
+    /// A completion poll loop until `need` of its requests are posted.
+    Spin { need: u32 },
+    /// A busy loop that never ends (`kind = "cpu"`).
+    Busy,
+}
+
+/// Where a thread's program resumes after a CPU burst.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cont {
+    /// Top of the I/O loop: submit or reap.
+    Issue,
+    /// The submission call's kernel path is done: the requests reach the
+    /// device.
+    Submitted,
+    /// A reap call entered the kernel (libaio) or looks at the CQ ring.
+    GetEvents,
+    /// A libaio waiter woke up and re-checks its event count.
+    GetEventsRecheck,
+    /// A reap call timed out: hand out whatever is ready.
+    GetEventsTimeout,
+    /// io_uring: enter the kernel to wait.
+    UringWait,
+    /// The reap call returns: completions are in the application's hand.
+    Handed,
+    /// A poll loop found its completions: move them to the ready list.
+    PollReaped,
+    /// Hybrid polling armed its timer: go to sleep.
+    HybridArm,
+    /// Resume a poll loop after a context switch.
+    Spin(u32),
+    /// Resume a busy loop after a context switch.
+    Busy,
+}
+
+/// A simulated application thread.
+#[derive(Debug)]
+pub(crate) struct Thread {
+    pub job: u32,
+    pub core: u32,
+    pub prog: Program,
+    pub rng: ChaCha8Rng,
+    pub run: RunState,
+    pub wait: Wait,
+    pub act: Activity,
+    pub vruntime: u64,
+    /// When it last got the CPU (slice accounting).
+    pub exec_start: Nanos,
+    pub cpu_ns: u64,
+    pub ctx_switches: u64,
+    /// Request slots not in use.
+    pub free_slots: Vec<u32>,
+    /// Requests of the submission call in progress.
+    pub batch: Vec<u32>,
+    /// Completions delivered to the thread, not yet handed to the app.
+    pub ready: VecDeque<u32>,
+    /// Poll modes: own completions posted in the CQ, not yet reaped.
+    pub posted: VecDeque<u32>,
+    /// Requests issued and not yet handed to the application.
+    pub in_flight: u32,
+    /// Events the current reap call hands out.
+    pub handing: u32,
+    /// `min_nr` of the reap call in progress.
+    pub min_nr: u32,
+    /// Rate limiting: the next request may be issued at this instant.
+    pub next_issue_at: Nanos,
+    /// Supersedes stale sleep/timeout timers.
+    pub timer_token: u64,
+    /// Already on an IRQ's wake list.
+    pub wake_listed: bool,
+    /// The pending wake-up comes from a timer, not a completion.
+    pub woken_by_timer: bool,
+    /// Hybrid polling: this thread's io_uring estimator or a fixed sleep.
+    pub estimator: SleepEstimator,
+}
+
+/// The machine running one strategy.
+pub(crate) struct World<'a> {
+    pub sc: &'a Scenario,
+    pub mode: CompletionMode,
+    pub events: EventQueue,
+    pub end: Nanos,
+    pub measuring: bool,
+    pub window_start: Nanos,
+    pub costs: HostCosts,
+    pub device: Device,
+    pub queues: Vec<HwQueue>,
+    pub cores: Vec<Core>,
+    pub threads: Vec<Thread>,
+    pub reqs: Vec<Request>,
+    pub jobs: Vec<JobStats>,
+    pub counters: Counters,
+    /// Linux block-layer hybrid polling statistics (per device).
+    pub block_estimator: SleepEstimator,
+    pub check: Invariants,
+}
+
+impl<'a> World<'a> {
+    /// Builds the machine for `strategy`; every thread starts runnable at 0.
+    pub(crate) fn new(sc: &'a Scenario, strategy: &Strategy) -> Result<World<'a>, SimError> {
+        let cores_n = sc.host.cores.max(1) as usize;
+        let queues_n = match sc.device.queues as usize {
+            0 => cores_n,
+            q => q.min(cores_n),
+        };
+        let mut queues = Vec::with_capacity(queues_n);
+        for q in 0..queues_n {
+            let policy = match strategy.mode {
+                CompletionMode::Interrupt(cfg) => Some(cfg.build(0).map_err(|e| {
+                    SimError(format!("strategy '{}': {e}", strategy.name))
+                })?),
+                _ => None,
+            };
+            let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
+            queues.push(HwQueue::new(policy, q as u32, rng));
+        }
+        let device = Device::new(&sc.device)?;
+        let mut cores: Vec<Core> = (0..cores_n).map(|_| Core::new()).collect();
+        let mut threads = Vec::new();
+        let mut reqs = Vec::new();
+        let mut in_flight_per_queue = vec![0u64; queues_n];
+        let mut jobs = Vec::with_capacity(sc.jobs.len());
+        let estimator = |mode: CompletionMode| match mode {
+            CompletionMode::HybridPoll(HybridSleep::Fixed(ns)) => SleepEstimator::Fixed(ns),
+            CompletionMode::HybridPoll(HybridSleep::Min) => SleepEstimator::uring_hybrid(),
+            _ => SleepEstimator::block_adaptive(),
+        };
+        for (j, job) in sc.jobs.iter().enumerate() {
+            jobs.push(JobStats::new(&job.name));
+            let core = job.cpu as usize;
+            if core >= cores_n {
+                return Err(SimError(format!(
+                    "job '{}': cpu {} is beyond the host's {} cores",
+                    job.name, job.cpu, cores_n
+                )));
+            }
+            let queue = core % queues_n;
+            let prog = Program::from_job(job)?;
+            let depth = match &job.work {
+                Work::Io(io) => io.iodepth.max(1),
+                Work::Cpu => 0,
+            };
+            in_flight_per_queue[queue] += u64::from(depth) * u64::from(job.numjobs);
+            for n in 0..job.numjobs {
+                let tid = threads.len() as u32;
+                let mut free_slots = Vec::with_capacity(depth as usize);
+                for _ in 0..depth {
+                    free_slots.push(reqs.len() as u32);
+                    reqs.push(Request {
+                        thread: tid,
+                        queue: queue as u32,
+                        bytes: 0,
+                        write: false,
+                        hint: Hint::Unmarked,
+                        seq: 0,
+                        issued: 0,
+                        dispatched: 0,
+                        posted_at: 0,
+                        state: ReqState::Free,
+                    });
+                }
+                // Slots are taken from the end; keep ids ascending in use.
+                free_slots.reverse();
+                let act = match job.work {
+                    Work::Io(_) => Activity::Burst {
+                        left: 0,
+                        then: Cont::Issue,
+                    },
+                    Work::Cpu => Activity::Busy,
+                };
+                threads.push(Thread {
+                    job: j as u32,
+                    core: core as u32,
+                    prog,
+                    rng: stream_rng(sc.seed, ((j as u64) << 16) | u64::from(n)),
+                    run: RunState::Runnable,
+                    wait: Wait::Nothing,
+                    act,
+                    vruntime: 0,
+                    exec_start: 0,
+                    cpu_ns: 0,
+                    ctx_switches: 0,
+                    free_slots,
+                    batch: Vec::with_capacity(depth as usize),
+                    ready: VecDeque::with_capacity(depth as usize),
+                    posted: VecDeque::with_capacity(depth as usize),
+                    in_flight: 0,
+                    handing: 0,
+                    min_nr: 1,
+                    next_issue_at: 0,
+                    timer_token: 0,
+                    wake_listed: false,
+                    woken_by_timer: false,
+                    estimator: estimator(strategy.mode),
+                });
+                cores[core].rq.push(tid);
+            }
+        }
+        for (q, &n) in in_flight_per_queue.iter().enumerate() {
+            if n > u64::from(sc.device.queue_depth) {
+                return Err(SimError(format!(
+                    "jobs on queue {q} keep up to {n} requests in flight, more than the \
+                     device's queue_depth {}",
+                    sc.device.queue_depth
+                )));
+            }
+        }
+        for core in cores.iter_mut() {
+            core.reaped.reserve(4096);
+            core.wake_list.reserve(threads.len());
+        }
+        let end = sc.warmup.saturating_add(sc.duration);
+        let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
+        Ok(World {
+            sc,
+            mode: strategy.mode,
+            events: EventQueue::with_capacity(capacity),
+            end,
+            measuring: sc.warmup == 0,
+            window_start: 0,
+            costs: HostCosts::from_profile(&sc.host),
+            device,
+            queues,
+            cores,
+            threads,
+            reqs,
+            jobs,
+            counters: Counters::default(),
+            block_estimator: estimator(strategy.mode),
+            check: Invariants::default(),
+        })
+    }
+
+    /// The current simulated time.
+    #[inline]
+    pub(crate) fn now(&self) -> Nanos {
+        self.events.now()
+    }
+
+    /// Runs to the end of the measured window and summarises it.
+    pub(crate) fn run(mut self, strategy: &Strategy) -> Result<(StrategyResult, u64), SimError> {
+        if self.sc.warmup > 0 {
+            self.events.schedule(self.sc.warmup, Event::WarmupEnd);
+        }
+        for c in 0..self.cores.len() {
+            self.dispatch(c);
+        }
+        let mut last = 0;
+        while let Some((at, event)) = self.events.pop_before(self.end) {
+            if at < last {
+                self.check.fail(format!("time went back from {last} to {at}"));
+            }
+            last = at;
+            match event {
+                Event::DeviceDone { req } => self.on_device_done(req),
+                Event::PolicyTimer { queue } => self.on_policy_timer(queue as usize),
+                Event::IrqArrive { queue, irq } => self.on_irq_arrive(queue as usize, irq),
+                Event::CoreDone { core, token } => self.on_core_done(core as usize, token),
+                Event::ThreadTimer { thread, token } => self.on_thread_timer(thread, token),
+                Event::SliceCheck { core, token } => self.on_slice_check(core as usize, token),
+                Event::WarmupEnd => self.on_warmup_end(),
+            }
+            if self.check.failed() {
+                break;
+            }
+        }
+        self.events.advance_to(self.end);
+        self.settle_all();
+        self.check_core_time();
+        self.check_request_accounting();
+        if let Some(msg) = self.check.violation() {
+            return Err(SimError(format!(
+                "invariant violated ({}, strategy '{}'): {msg}",
+                self.sc.name, strategy.name
+            )));
+        }
+        let events = self.events.processed();
+        Ok((self.summarise(strategy), events))
+    }
+
+    fn on_warmup_end(&mut self) {
+        self.settle_all();
+        self.check_core_time();
+        let now = self.now();
+        self.window_start = now;
+        self.measuring = true;
+        self.counters = Counters::default();
+        for core in &mut self.cores {
+            core.reset_counters();
+        }
+        for t in &mut self.threads {
+            t.cpu_ns = 0;
+            t.ctx_switches = 0;
+        }
+        for j in &mut self.jobs {
+            j.reset();
+        }
+    }
+
+    /// Brings every core's time accounting up to now.
+    fn settle_all(&mut self) {
+        for c in 0..self.cores.len() {
+            self.charge(c);
+            let now = self.now();
+            self.cores[c].settle_idle(now);
+        }
+    }
+
+    fn check_core_time(&mut self) {
+        let elapsed = self.now() - self.window_start;
+        for (c, core) in self.cores.iter().enumerate() {
+            let total = core.irq_ns + core.thread_ns + core.idle_ns;
+            if total != elapsed {
+                self.check.fail(format!(
+                    "core {c}: busy {} + idle {} = {total} ns, elapsed {elapsed} ns",
+                    core.irq_ns + core.thread_ns,
+                    core.idle_ns
+                ));
+            }
+        }
+        let per_thread: u64 = self.threads.iter().map(|t| t.cpu_ns).sum();
+        let per_core: u64 = self.cores.iter().map(|c| c.thread_ns).sum();
+        if per_thread != per_core {
+            self.check.fail(format!(
+                "thread CPU time {per_thread} ns differs from cores' thread time {per_core} ns"
+            ));
+        }
+    }
+
+    fn check_request_accounting(&mut self) {
+        let outstanding = self
+            .reqs
+            .iter()
+            .filter(|r| r.state != ReqState::Free)
+            .count() as u64;
+        let in_flight: u64 = self.threads.iter().map(|t| u64::from(t.in_flight)).sum();
+        if outstanding != in_flight {
+            self.check.fail(format!(
+                "{outstanding} request slots in use but threads count {in_flight} in flight"
+            ));
+        }
+        self.check.check_totals(outstanding);
+    }
+}

@@ -1,0 +1,106 @@
+//! Scenario builders shared by the simulator's tests and benchmark, so they
+//! do not depend on the scenario files' parser.
+#![allow(dead_code)]
+
+use cint_policy::config::{AdaptiveParams, CinterruptsParams, NvmeParams};
+use cint_policy::{Nanos, PolicyConfig, MS, US};
+use cint_scenario::{
+    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, Job, Rw, Scenario,
+    Strategy, Work,
+};
+
+pub fn scenario(device: &str, strategies: Vec<Strategy>, jobs: Vec<Job>) -> Scenario {
+    Scenario {
+        name: "test".into(),
+        source: "<test>".into(),
+        seed: 1,
+        duration: 50 * MS,
+        warmup: 5 * MS,
+        device: DeviceProfile::builtin(device).expect("built-in device"),
+        host: HostProfile::builtin("xeon-e5-2660v4").expect("built-in host"),
+        strategies,
+        jobs,
+        emu: EmuConfig::default(),
+    }
+}
+
+pub fn strategy(name: &str, mode: CompletionMode) -> Strategy {
+    Strategy {
+        name: name.into(),
+        mode,
+    }
+}
+
+pub fn none() -> Strategy {
+    strategy("none", CompletionMode::Interrupt(PolicyConfig::None))
+}
+
+pub fn adaptive(delta: Nanos, thr: u32) -> Strategy {
+    strategy(
+        "adaptive",
+        CompletionMode::Interrupt(PolicyConfig::Adaptive(AdaptiveParams { delta, thr })),
+    )
+}
+
+pub fn nvme(name: &str, time: Nanos, thr: u32) -> Strategy {
+    strategy(
+        name,
+        CompletionMode::Interrupt(PolicyConfig::Nvme(NvmeParams {
+            thr,
+            time,
+            coalescing_disabled: false,
+        })),
+    )
+}
+
+pub fn cint(delta: Nanos, thr: u32) -> Strategy {
+    cint_with(CinterruptsParams::with_adaptive(delta, thr))
+}
+
+pub fn cint_with(p: CinterruptsParams) -> Strategy {
+    strategy("cint", CompletionMode::Interrupt(PolicyConfig::Cinterrupts(p)))
+}
+
+pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, min: u32) -> Job {
+    Job {
+        name: name.into(),
+        cpu: 0,
+        numjobs: 1,
+        runtime: None,
+        work: Work::Io(IoJob {
+            engine,
+            rw: Rw::RandRead,
+            bs: 4096,
+            iodepth,
+            batch,
+            batch_complete_min: min,
+            hint: None,
+            nowait: false,
+            direct: true,
+            rate_iops: None,
+            think: 0,
+            size: 1 << 30,
+            rwmixread: 100,
+        }),
+    }
+}
+
+pub fn psync(name: &str) -> Job {
+    io_job(name, Engine::Psync, 1, 1, 1)
+}
+
+pub fn libaio(name: &str, iodepth: u32, batch: u32, min: u32) -> Job {
+    io_job(name, Engine::Libaio, iodepth, batch, min)
+}
+
+pub fn cpu_job(name: &str) -> Job {
+    Job {
+        name: name.into(),
+        cpu: 0,
+        numjobs: 1,
+        runtime: None,
+        work: Work::Cpu,
+    }
+}
+
+pub const OPTANE_DELTA: Nanos = 6 * US;
