@@ -17,7 +17,9 @@ use crate::units::{Duration, Size};
 pub struct OpTiming {
     /// Fixed part of the service time.
     pub base: Duration,
-    /// Transfer bandwidth in bytes per second: `service = base + size / bandwidth`.
+    /// Transfer bandwidth in bytes per second: `service = base + size /
+    /// bandwidth`; a request holds one of the device's parallel units for
+    /// its whole service time.
     pub bandwidth: u64,
 }
 
@@ -27,11 +29,13 @@ pub struct OpTiming {
 pub enum JitterKind {
     /// No jitter: every service time is exactly `base + size / bandwidth`.
     None,
-    /// Normal, truncated at zero.
+    /// Normal, mean zero, standard deviation `jitter_spread`; a service
+    /// time never goes below zero.
     Normal,
-    /// Log-normal (a right tail, as flash devices have).
+    /// Log-normal with mean and standard deviation `jitter_spread`, shifted
+    /// to mean zero: a right tail, as flash devices have.
     Lognormal,
-    /// Exponential with the given mean (spread ignored).
+    /// Exponential with mean `jitter_spread`: a non-negative extra delay.
     Exponential,
 }
 
@@ -131,56 +135,63 @@ pub const HOST_MODELS: &[&str] = &["xeon-e5-2660v4", "xeon-e3-1230v5"];
 impl DeviceProfile {
     /// The built-in profile of this name.
     pub fn builtin(model: &str) -> Option<DeviceProfile> {
-        let gbs = 1_000_000_000u64;
-        let p = match model {
+            let p = match model {
             "optane-p4800x" => DeviceProfile {
                 model: model.into(),
                 source: "Intel Optane DC P4800X 375 GB: vendor sheet (550K/500K IOPS 4 KiB \
-                         random read/write); cinterrupts paper Table 2 (QD1 10 us irq, 8 us poll)"
+                         random read/write); cinterrupts paper Table 2 (QD1 10 +- 1.3 us irq, \
+                         8 +- 1.2 us poll). Fitted by crates/sim/tests/calibration.rs"
                     .into(),
                 capacity: Size(375 << 30),
                 parallel_units: 4,
                 queue_depth: 1024,
                 queues: 0,
-                read: OpTiming { base: Duration(5_500), bandwidth: 2_400_000_000 },
-                write: OpTiming { base: Duration(6_000), bandwidth: 2 * gbs },
+                // 4 KiB: 4.63 + 1.82 = 6.45 us per unit, so 4 units
+                // saturate at 620K IOPS (vendor: about 550K; see
+                // docs/results/microbenchmarks.md).
+                read: OpTiming { base: Duration(4_630), bandwidth: 2_250_000_000 },
+                write: OpTiming { base: Duration(5_000), bandwidth: 2_050_000_000 },
                 jitter: JitterKind::Normal,
-                jitter_spread: Duration(1_000),
-                irq_latency: Duration(US),
+                jitter_spread: Duration(1_100),
+                irq_latency: Duration(500),
                 reference_delta: Duration(6 * US),
                 reference_thr: 32,
             },
             "p3700" => DeviceProfile {
                 model: model.into(),
                 source: "Intel DC P3700 400 GB: vendor sheet (450K/75K IOPS 4 KiB random \
-                         read/write); cinterrupts paper Table 2 (QD1 80 us irq, 78 us poll)"
+                         read/write, 2.8 GB/s sequential read); cinterrupts paper Table 2 (QD1 \
+                         80 +- 29 us irq, 78 +- 28 us poll). Fitted by crates/sim/tests/calibration.rs"
                     .into(),
                 capacity: Size(400 << 30),
-                parallel_units: 36,
+                // 34 units / 75 us = 453K IOPS of 4 KiB random reads.
+                parallel_units: 34,
                 queue_depth: 1024,
                 queues: 0,
-                read: OpTiming { base: Duration(76 * US), bandwidth: 2_700_000_000 },
-                write: OpTiming { base: Duration(20 * US), bandwidth: 1_080_000_000 },
+                read: OpTiming { base: Duration(75_000), bandwidth: 2_800_000_000 },
+                // Random writes are bounded by the flash back end (75K IOPS
+                // of 4 KiB): 34 units / 453 us.
+                write: OpTiming { base: Duration(450 * US), bandwidth: 1_080_000_000 },
                 jitter: JitterKind::Lognormal,
-                jitter_spread: Duration(29 * US),
-                irq_latency: Duration(US),
+                jitter_spread: Duration(28 * US),
+                irq_latency: Duration(500),
                 reference_delta: Duration(15 * US),
                 reference_thr: 32,
             },
             "optane-900p" => DeviceProfile {
                 model: model.into(),
                 source: "Intel Optane SSD 900P 280 GB: vendor sheet (550K/500K IOPS 4 KiB \
-                         random read/write, ~10 us read latency)"
+                         random read/write, ~10 us read latency); same media as the P4800X"
                     .into(),
                 capacity: Size(280 << 30),
                 parallel_units: 4,
                 queue_depth: 1024,
                 queues: 0,
-                read: OpTiming { base: Duration(5_500), bandwidth: 2_500_000_000 },
-                write: OpTiming { base: Duration(6_000), bandwidth: 2 * gbs },
+                read: OpTiming { base: Duration(4_630), bandwidth: 2_250_000_000 },
+                write: OpTiming { base: Duration(5_000), bandwidth: 2_050_000_000 },
                 jitter: JitterKind::Normal,
-                jitter_spread: Duration(1_000),
-                irq_latency: Duration(US),
+                jitter_spread: Duration(1_100),
+                irq_latency: Duration(500),
                 reference_delta: Duration(6 * US),
                 reference_thr: 32,
             },
@@ -198,24 +209,26 @@ impl HostProfile {
             "xeon-e5-2660v4" => HostProfile {
                 model: model.into(),
                 source: "cinterrupts testbed: Dell R730, Xeon E5-2660 v4 2.0 GHz, C-states, \
-                         turbo and SMT off, Linux 5.0.8, IPI-emulated interrupts"
+                         turbo and SMT off, Linux 5.0.8, IPI-emulated interrupts. Costs fitted \
+                         once to MODEL.md's calibration targets by \
+                         crates/sim/tests/calibration.rs"
                     .into(),
                 cores: 1,
                 syscall: ns(150),
-                sync_submit: ns(1_200),
-                aio_submit_call: ns(400),
-                aio_submit_request: ns(500),
+                sync_submit: ns(1_000),
+                aio_submit_call: ns(300),
+                aio_submit_request: ns(1_600),
                 aio_getevents_call: ns(300),
                 aio_getevents_event: ns(100),
-                uring_submit_call: ns(300),
-                uring_submit_request: ns(400),
+                uring_submit_call: ns(250),
+                uring_submit_request: ns(1_300),
                 uring_reap_event: ns(50),
-                irq_fixed: ns(1_500),
-                irq_reap_entry: ns(350),
-                wakeup: ns(500),
-                context_switch: ns(900),
-                return_to_user: ns(300),
-                poll_iteration: ns(50),
+                irq_fixed: ns(700),
+                irq_reap_entry: ns(300),
+                wakeup: ns(350),
+                context_switch: ns(400),
+                return_to_user: ns(150),
+                poll_iteration: ns(100),
                 timer_setup: ns(300),
                 timer_slack: ns(2_000),
                 sched_latency: ns(6_000_000),
