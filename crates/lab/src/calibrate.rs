@@ -10,9 +10,9 @@
 //!    belong to one burst; a longer gap ends it.
 //! 3. Sweep `thr` over 1..256 with the adaptive strategy at that `delta` on
 //!    the batched workload.
-//! 4. **thr rule (plateau)**: the smallest `thr` from which every larger
-//!    `thr` of the sweep reaches at least `(1 - tolerance)` of the best IOPS
-//!    of the sweep (default tolerance 2%).
+//! 4. **thr rule (plateau)**: the plateau is the last run of consecutive
+//!    `thr` values whose IOPS are within `tolerance` (default 2%) of the
+//!    best of the sweep; the recommendation is its smallest `thr`.
 
 use std::fmt;
 use std::fmt::Write as _;
@@ -209,20 +209,27 @@ pub fn recommend_delta(gaps: &[GapSummary]) -> Nanos {
     worst.div_ceil(1_000).max(1) * 1_000
 }
 
-/// The plateau rule over `(thr, iops)` sorted by `thr`: the smallest `thr`
-/// from which every point reaches `(1 - tolerance)` of the best IOPS.
+/// The plateau rule over `(thr, iops)` sorted by `thr`: the plateau is the
+/// run of consecutive points within `tolerance` of the best IOPS that ends
+/// at the largest such `thr`; the answer is its smallest `thr`. A dip
+/// below the plateau before it (a lucky early point) does not count; a
+/// decline after it (too much coalescing) does not hide it.
 pub fn plateau_thr(points: &[(u32, f64)], tolerance: f64) -> Option<u32> {
-    let best = points.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
-    let floor = best * (1.0 - tolerance);
-    let mut chosen = None;
-    for &(thr, iops) in points.iter().rev() {
-        if iops >= floor {
-            chosen = Some(thr);
-        } else {
-            break;
-        }
+    let best = points
+        .iter()
+        .map(|p| p.1)
+        .filter(|v| v.is_finite())
+        .fold(f64::NEG_INFINITY, f64::max);
+    if !best.is_finite() {
+        return None;
     }
-    chosen
+    let floor = best * (1.0 - tolerance);
+    let last = points.iter().rposition(|p| p.1 >= floor)?;
+    let start = points[..=last]
+        .iter()
+        .rposition(|p| p.1 < floor)
+        .map_or(0, |i| i + 1);
+    Some(points[start].0)
 }
 
 fn workload(
@@ -494,8 +501,8 @@ impl Calibration {
         }
         let _ = writeln!(
             out,
-            "thr = {}: the smallest thr from which every larger thr keeps at least {}% of the best \
-             IOPS (reference: {})",
+            "thr = {}: the smallest thr of the last run of thr values with at least {}% of the \
+             best IOPS (reference: {})",
             self.thr,
             format_pct(100.0 - self.tolerance * 100.0),
             self.reference_thr
@@ -618,7 +625,7 @@ mod tests {
     }
 
     #[test]
-    fn the_plateau_rule_needs_every_larger_thr_within_tolerance() {
+    fn the_plateau_is_the_last_run_within_tolerance_of_the_best() {
         let pts = [
             (1, 100.0),
             (2, 200.0),
@@ -630,6 +637,16 @@ mod tests {
         assert_eq!(plateau_thr(&pts, 0.02), Some(32));
         assert_eq!(plateau_thr(&pts, 0.20), Some(4));
         assert_eq!(plateau_thr(&[], 0.02), None);
+        assert_eq!(plateau_thr(&[(1, f64::NAN)], 0.02), None);
+        // Too much coalescing costs IOPS at the end: the plateau still starts at 32.
+        let declining = [
+            (16, 400.0),
+            (32, 495.0),
+            (64, 500.0),
+            (128, 480.0),
+            (256, 470.0),
+        ];
+        assert_eq!(plateau_thr(&declining, 0.02), Some(32));
     }
 
     #[test]

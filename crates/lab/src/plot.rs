@@ -500,14 +500,17 @@ fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) 
                 let color = PALETTE[i % PALETTE.len()];
                 // Earlier series are drawn wider so one hidden under a later,
                 // equal one still shows as an outline.
-                let width = (c.series.len() - i).clamp(2, 6) as u32;
+                let behind = (c.series.len() - 1 - i).min(3) as u32;
+                let width = 2 + 2 * behind;
                 chart.draw_series(LineSeries::new(
                     pts.iter().copied(),
                     color.stroke_width(width),
                 ))?;
                 // Dots mark measured points; a dense curve (a CDF) would drown in them.
                 if pts.len() <= 40 {
-                    chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+                    let radius = 3 + 2 * behind;
+                    chart
+                        .draw_series(pts.iter().map(|&p| Circle::new(p, radius, color.filled())))?;
                 }
             }
             for (x, _) in &c.markers {
