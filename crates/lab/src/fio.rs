@@ -258,7 +258,13 @@ fn revalidate(built: &Scenario, file: &str, sets: &[String]) -> Result<Scenario,
         line: None,
         message: match e.origin {
             cint_scenario::Origin::Set(_) => e.to_string(),
-            _ => format!("the imported scenario is invalid: {}: {}", e.key, e.message),
+            _ if sets.is_empty() => {
+                format!("the imported scenario is invalid: {}: {}", e.key, e.message)
+            }
+            _ => format!(
+                "the imported scenario with the --set overrides is invalid: {}: {}",
+                e.key, e.message
+            ),
         },
     })
 }
