@@ -208,7 +208,9 @@ pub fn import_str(text: &str, file: &str, args: &FioArgs) -> Result<FioImport, F
             file,
             warnings: Vec::new(),
         };
-        for opt in &globals {
+        // A `name` in [global] would give every job the same name; jobs keep
+        // their section names instead.
+        for opt in globals.iter().filter(|o| o.key != "name") {
             apply(&mut spec, opt, &mut silent)?;
         }
         for opt in &section.options {
@@ -688,6 +690,15 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
             if spec.name != "global" {
                 spec.name = v.into();
             }
+        }
+        "stonewall" | "wait_for" | "wait_for_previous" => {
+            return Err(ctx.err(
+                line,
+                format!(
+                    "option '{key}' is not supported: the model runs all jobs of a file at once; \
+                     put each group of jobs in its own file"
+                ),
+            ))
         }
         _ if MEANINGLESS.contains(&key) => {
             if key == "kb_base" && raw != Some("1024") {
@@ -1210,6 +1221,39 @@ numjobs=2
             2
         );
         assert!(import_str("[a]\nname=\n", "n.fio", &args()).is_err());
+    }
+
+    /// Written the way fio's own examples are (examples/fio-rand-read.fio,
+    /// examples/ssd-test.fio).
+    #[test]
+    fn files_in_the_style_of_fios_examples() {
+        let rand_read = "; fio-rand-read.job for fiotest\n\n[global]\nname=fio-rand-read\n\
+                         filename=fio-rand-read\nrw=randread\nbs=4K\ndirect=0\nnumjobs=1\n\
+                         time_based\nruntime=900\n\n[file1]\nsize=1G\nioengine=libaio\niodepth=16\n";
+        let imp = import_str(rand_read, "fio-rand-read.fio", &args()).expect("valid");
+        let s = &imp.scenario;
+        assert_eq!(s.jobs[0].name, "file1");
+        assert_eq!(s.duration, 900_000_000_000);
+        let j = io(&s.jobs[0]);
+        assert_eq!(
+            (j.engine, j.iodepth, j.size, j.direct),
+            (Engine::Libaio, 16, 1 << 30, false)
+        );
+        assert_eq!(imp.warnings.len(), 1, "{:?}", imp.warnings);
+
+        let ssd_test = "# Do some important numbers on SSD drives, to gauge what kind of\n\
+                        # performance you might get out of them.\n#\n[global]\nbs=4k\n\
+                        ioengine=libaio\niodepth=4\nsize=10g\ndirect=1\nruntime=60\n\
+                        directory=/mount-point-of-ssd\nfilename=ssd.test.file\n\n\
+                        [seq-read]\nrw=read\nstonewall\n\n[rand-read]\nrw=randread\nstonewall\n";
+        let e = import_str(ssd_test, "ssd-test.fio", &args()).expect_err("stonewall");
+        assert_eq!(e.line, Some(16));
+        assert!(e.to_string().contains("its own file"), "{e}");
+        let one_group = ssd_test.replace("stonewall\n", "");
+        let imp = import_str(&one_group, "ssd-test.fio", &args()).expect("valid without stonewall");
+        assert_eq!(imp.scenario.jobs.len(), 2);
+        // directory, filename, then size without time_based for each job.
+        assert_eq!(imp.warnings.len(), 4, "{:?}", imp.warnings);
     }
 
     #[test]
