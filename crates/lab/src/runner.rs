@@ -43,3 +43,28 @@ where
         self(scenario)
     }
 }
+
+/// The inter-arrival histogram of one queue's completion posting times
+/// (ascending, ns): for an engine that records timestamps rather than gaps.
+pub fn gap_histogram(posted_at: &[cint_policy::Nanos]) -> LatencyHistogram {
+    let mut hist = LatencyHistogram::new();
+    for pair in posted_at.windows(2) {
+        hist.record(pair[1].saturating_sub(pair[0]));
+    }
+    hist
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_are_differences_of_successive_postings() {
+        let hist = gap_histogram(&[100, 300, 300, 1_300, 1_400]);
+        let stats = hist.stats();
+        assert_eq!(stats.n, 4);
+        // A zero gap (two postings at once) is recorded as the histogram's 1 ns floor.
+        assert_eq!((stats.min, stats.max), (1, 1_000));
+        assert!(gap_histogram(&[5]).is_empty());
+    }
+}
