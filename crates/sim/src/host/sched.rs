@@ -232,10 +232,15 @@ impl World<'_> {
         {
             return;
         }
+        let before = self.cores[c].current;
         self.cores[c].need_resched = true;
         self.interrupt_thread_segment(c);
         self.dispatch(c);
-        // Still the same thread (it has the smallest vruntime): a new slice.
+        if let Some(t) = self.cores[c].current.filter(|&t| Some(t) == before) {
+            // Still the same thread (it has the smallest vruntime): a new
+            // slice starts now.
+            self.threads[t as usize].exec_start = self.now();
+        }
         self.arm_slice(c);
     }
 
