@@ -194,8 +194,9 @@ impl World<'_> {
         let req = &mut self.reqs[r as usize];
         if req.state != ReqState::InDevice {
             let state = req.state;
-            self.check
-                .fail(format!("request {r} completed by the device in state {state:?}"));
+            self.check.fail(format!(
+                "request {r} completed by the device in state {state:?}"
+            ));
             return;
         }
         req.state = ReqState::Posted;
@@ -265,7 +266,8 @@ impl World<'_> {
         };
         if queue.armed.is_none_or(|a| deadline < a) {
             queue.armed = Some(deadline);
-            self.events.schedule(deadline, Event::PolicyTimer { queue: q as u32 });
+            self.events
+                .schedule(deadline, Event::PolicyTimer { queue: q as u32 });
         }
     }
 
@@ -296,7 +298,9 @@ mod tests {
     fn mean_and_sd(kind: JitterKind) -> (f64, f64) {
         let mut rng = stream_rng(1, 1);
         let n = 20_000;
-        let xs: Vec<f64> = (0..n).map(|_| sample_jitter(kind, 1000.0, &mut rng)).collect();
+        let xs: Vec<f64> = (0..n)
+            .map(|_| sample_jitter(kind, 1000.0, &mut rng))
+            .collect();
         let mean = xs.iter().sum::<f64>() / n as f64;
         let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
         (mean, var.sqrt())

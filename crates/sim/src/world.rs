@@ -195,9 +195,10 @@ impl<'a> World<'a> {
         let mut queues = Vec::with_capacity(queues_n);
         for q in 0..queues_n {
             let policy = match strategy.mode {
-                CompletionMode::Interrupt(cfg) => Some(cfg.build(0).map_err(|e| {
-                    SimError(format!("strategy '{}': {e}", strategy.name))
-                })?),
+                CompletionMode::Interrupt(cfg) => Some(
+                    cfg.build(0)
+                        .map_err(|e| SimError(format!("strategy '{}': {e}", strategy.name)))?,
+                ),
                 _ => None,
             };
             let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
@@ -337,7 +338,8 @@ impl<'a> World<'a> {
         let mut last = 0;
         while let Some((at, event)) = self.events.pop_before(self.end) {
             if at < last {
-                self.check.fail(format!("time went back from {last} to {at}"));
+                self.check
+                    .fail(format!("time went back from {last} to {at}"));
             }
             last = at;
             match event {

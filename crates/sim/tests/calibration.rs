@@ -42,7 +42,8 @@ impl Check {
             if ok { "ok" } else { "DRIFT" }
         );
         if !ok {
-            self.failures.push(format!("{what}: {got:.2} vs {target:.2}"));
+            self.failures
+                .push(format!("{what}: {got:.2} vs {target:.2}"));
         }
     }
 
@@ -102,32 +103,96 @@ fn shipped_profiles_meet_every_calibration_target() {
     let optane = sync_qd1("optane-p4800x", 6 * US);
     let none = mean_us(&optane, "none");
     c.within("optane psync QD1 none (us)", none, 10.0, 0.10);
-    c.within("optane psync QD1 poll (us, Table 2)", mean_us(&optane, "poll"), 8.0, 0.10);
-    c.within("optane psync QD1 adaptive(6us) (us)", mean_us(&optane, "adaptive"), 16.0, 0.10);
-    c.within("optane psync QD1 nvme100 (us)", mean_us(&optane, "nvme100"), none + 100.0, 0.10);
-    c.within("optane psync QD1 nvme20 (us)", mean_us(&optane, "nvme20"), none + 20.0, 0.10);
-    c.within("optane psync QD1 nvme6 (us)", mean_us(&optane, "nvme6"), none + 6.0, 0.10);
-    c.within("optane psync QD1 cinterrupts (us)", mean_us(&optane, "cint"), none, 0.10);
+    c.within(
+        "optane psync QD1 poll (us, Table 2)",
+        mean_us(&optane, "poll"),
+        8.0,
+        0.10,
+    );
+    c.within(
+        "optane psync QD1 adaptive(6us) (us)",
+        mean_us(&optane, "adaptive"),
+        16.0,
+        0.10,
+    );
+    c.within(
+        "optane psync QD1 nvme100 (us)",
+        mean_us(&optane, "nvme100"),
+        none + 100.0,
+        0.10,
+    );
+    c.within(
+        "optane psync QD1 nvme20 (us)",
+        mean_us(&optane, "nvme20"),
+        none + 20.0,
+        0.10,
+    );
+    c.within(
+        "optane psync QD1 nvme6 (us)",
+        mean_us(&optane, "nvme6"),
+        none + 6.0,
+        0.10,
+    );
+    c.within(
+        "optane psync QD1 cinterrupts (us)",
+        mean_us(&optane, "cint"),
+        none,
+        0.10,
+    );
 
     let p3700 = sync_qd1("p3700", 15 * US);
     let none = mean_us(&p3700, "none");
     c.within("p3700 psync QD1 none (us, Table 2)", none, 80.0, 0.10);
-    c.within("p3700 psync QD1 poll (us, Table 2)", mean_us(&p3700, "poll"), 78.0, 0.10);
-    c.within("p3700 psync QD1 adaptive(15us) (us)", mean_us(&p3700, "adaptive"), none + 15.0, 0.10);
+    c.within(
+        "p3700 psync QD1 poll (us, Table 2)",
+        mean_us(&p3700, "poll"),
+        78.0,
+        0.10,
+    );
+    c.within(
+        "p3700 psync QD1 adaptive(15us) (us)",
+        mean_us(&p3700, "adaptive"),
+        none + 15.0,
+        0.10,
+    );
 
     let a = async_batch("optane-p4800x", 6 * US);
     let irqs = |n: &str| by_name(&a, n).interrupts as f64;
     let iops = |n: &str| by_name(&a, n).total_iops();
-    c.within("async nvme20 / adaptive IRQs", irqs("nvme20") / irqs("adaptive"), 1.7, 0.20);
-    c.within("async nvme6 / adaptive IRQs", irqs("nvme6") / irqs("adaptive"), 4.2, 0.20);
+    c.within(
+        "async nvme20 / adaptive IRQs",
+        irqs("nvme20") / irqs("adaptive"),
+        1.7,
+        0.20,
+    );
+    c.within(
+        "async nvme6 / adaptive IRQs",
+        irqs("nvme6") / irqs("adaptive"),
+        4.2,
+        0.20,
+    );
     c.between(
         "async none / cinterrupts IRQs (12-15x +-20%)",
         irqs("none") / irqs("cint"),
         12.0 * 0.8,
         15.0 * 1.2,
     );
-    c.between("async cinterrupts / none IOPS", iops("cint") / iops("none"), 1.20, 1.45);
-    c.within("async cinterrupts / adaptive IOPS", iops("cint") / iops("adaptive"), 1.0, 0.05);
+    c.between(
+        "async cinterrupts / none IOPS",
+        iops("cint") / iops("none"),
+        1.20,
+        1.45,
+    );
+    c.within(
+        "async cinterrupts / adaptive IOPS",
+        iops("cint") / iops("adaptive"),
+        1.0,
+        0.05,
+    );
 
-    assert!(c.failures.is_empty(), "calibration drifted: {:#?}", c.failures);
+    assert!(
+        c.failures.is_empty(),
+        "calibration drifted: {:#?}",
+        c.failures
+    );
 }

@@ -105,8 +105,9 @@ impl World<'_> {
         let req = &mut self.reqs[r as usize];
         if req.state != ReqState::Posted {
             let state = req.state;
-            self.check
-                .fail(format!("request {r} reaped in state {state:?} (reaped twice?)"));
+            self.check.fail(format!(
+                "request {r} reaped in state {state:?} (reaped twice?)"
+            ));
             return false;
         }
         req.state = ReqState::Delivered;

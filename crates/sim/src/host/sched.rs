@@ -68,8 +68,7 @@ impl World<'_> {
                 self.start_irq(c, work);
                 return;
             }
-            if (self.cores[c].need_resched || self.cores[c].current.is_none())
-                && !self.pick_next(c)
+            if (self.cores[c].need_resched || self.cores[c].current.is_none()) && !self.pick_next(c)
             {
                 let core = &mut self.cores[c];
                 if core.idle_since.is_none() {
@@ -95,8 +94,7 @@ impl World<'_> {
                     let posted = self.threads[ti].posted.len() as u64;
                     if posted >= u64::from(need) {
                         // The poll loop's next iteration sees the entries.
-                        let cost =
-                            self.costs.poll_iteration + posted * self.costs.irq_reap_entry;
+                        let cost = self.costs.poll_iteration + posted * self.costs.irq_reap_entry;
                         self.threads[ti].act = Activity::Burst {
                             left: cost,
                             then: Cont::PollReaped,
@@ -146,8 +144,8 @@ impl World<'_> {
             core.rq.push(p);
         }
         let threads = &self.threads;
-        let Some(pos) = (0..core.rq.len())
-            .min_by_key(|&i| (threads[core.rq[i] as usize].vruntime, core.rq[i]))
+        let Some(pos) =
+            (0..core.rq.len()).min_by_key(|&i| (threads[core.rq[i] as usize].vruntime, core.rq[i]))
         else {
             return false;
         };
@@ -285,8 +283,7 @@ impl World<'_> {
                 let cur_v = self.threads[cur as usize].vruntime;
                 if cur_v > woken_v + self.costs.sched_wakeup_granularity {
                     self.cores[c].need_resched = true;
-                    if !deferred && matches!(self.cores[c].seg, Some(Segment { irq: false, .. }))
-                    {
+                    if !deferred && matches!(self.cores[c].seg, Some(Segment { irq: false, .. })) {
                         self.interrupt_thread_segment(c);
                         self.dispatch(c);
                     }

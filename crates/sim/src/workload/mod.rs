@@ -256,9 +256,7 @@ impl World<'_> {
                     _ => Some(th.next_issue_at),
                 };
                 match rate_deadline {
-                    Some(at) if at <= self.now() => {
-                        self.hand_ready(t, self.costs.return_to_user)
-                    }
+                    Some(at) if at <= self.now() => self.hand_ready(t, self.costs.return_to_user),
                     Some(at) => self.block_with_timer(t, wait, at),
                     None => self.block(t, wait),
                 }

@@ -58,7 +58,10 @@ pub fn cint(delta: Nanos, thr: u32) -> Strategy {
 }
 
 pub fn cint_with(p: CinterruptsParams) -> Strategy {
-    strategy("cint", CompletionMode::Interrupt(PolicyConfig::Cinterrupts(p)))
+    strategy(
+        "cint",
+        CompletionMode::Interrupt(PolicyConfig::Cinterrupts(p)),
+    )
 }
 
 pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, min: u32) -> Job {

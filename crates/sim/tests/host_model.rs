@@ -1,0 +1,249 @@
+//! Mechanism tests of the host and workload models: each asserts a
+//! behaviour that follows from MODEL.md's rules, with a margin that a
+//! broken mechanism would not meet.
+
+mod common;
+
+use cint_policy::{MS, US};
+use cint_report::StrategyResult;
+use cint_scenario::{CompletionMode, Engine, HybridSleep, Scenario, Work};
+use common::*;
+
+fn run(sc: &Scenario) -> Vec<StrategyResult> {
+    cint_sim::run(sc).expect("runs").results
+}
+
+fn short(mut sc: Scenario) -> Scenario {
+    sc.duration = 20 * MS;
+    sc.warmup = 2 * MS;
+    sc
+}
+
+#[test]
+fn an_irq_preempts_a_busy_loop_and_the_woken_reader_runs_first() {
+    let alone = run(&short(scenario(
+        "optane-p4800x",
+        vec![none()],
+        vec![psync("sync")],
+    )));
+    let shared = run(&short(scenario(
+        "optane-p4800x",
+        vec![none()],
+        vec![psync("sync"), cpu_job("spin")],
+    )));
+    let lat_alone = alone[0].jobs[0].lat_ns.mean;
+    let lat_shared = shared[0].jobs[0].lat_ns.mean;
+    // The sleeper is placed before the busy loop's vruntime and preempts
+    // it at once: only the extra context switch is paid.
+    assert!(
+        lat_shared < lat_alone + 2_000.0,
+        "{lat_alone} -> {lat_shared}"
+    );
+    // The core is never idle, and the busy loop gets what the reader leaves.
+    assert!((shared[0].cpu_util - 1.0).abs() < 1e-9);
+    let spin = shared[0].jobs[1].cpu_util;
+    let sync = shared[0].jobs[0].cpu_util;
+    assert!(spin > 0.5 && spin + sync < 1.0, "{spin} {sync}");
+}
+
+#[test]
+fn two_busy_loops_share_a_core_in_cfs_slices() {
+    let mut sc = scenario(
+        "optane-p4800x",
+        vec![none()],
+        vec![cpu_job("a"), cpu_job("b")],
+    );
+    sc.duration = 60 * MS;
+    sc.warmup = 0;
+    let r = &run(&sc)[0];
+    let (a, b) = (r.jobs[0].cpu_util, r.jobs[1].cpu_util);
+    assert!((a - 0.5).abs() < 0.03 && (b - 0.5).abs() < 0.03, "{a} {b}");
+    // Two runnable threads: a 3 ms slice each (sched_latency 6 ms / 2).
+    assert!(
+        (15..=25).contains(&r.context_switches),
+        "{}",
+        r.context_switches
+    );
+    assert_eq!(r.interrupts, 0);
+}
+
+#[test]
+fn classic_polling_never_sleeps_and_fires_no_interrupt() {
+    let sc = short(scenario(
+        "optane-p4800x",
+        vec![none(), strategy("poll", CompletionMode::Poll)],
+        vec![psync("sync")],
+    ));
+    let r = run(&sc);
+    let (irq, poll) = (&r[0], &r[1]);
+    assert_eq!(poll.interrupts, 0);
+    assert!(poll.context_switches <= 1, "{}", poll.context_switches);
+    assert!(poll.cpu_util > 0.999, "{}", poll.cpu_util);
+    assert!(poll.jobs[0].lat_ns.mean < irq.jobs[0].lat_ns.mean - 1_000.0);
+    // Interrupt mode sleeps once per I/O.
+    let per_io = irq.context_switches as f64 / irq.jobs[0].ios as f64;
+    assert!((per_io - 1.0).abs() < 0.01, "{per_io}");
+}
+
+#[test]
+fn hybrid_polling_sleeps_then_spins() {
+    // The block layer's estimator needs a full 100 ms statistics window
+    // before its first sleep (until then it polls classically).
+    let mut sc = scenario(
+        "p3700",
+        vec![
+            none(),
+            strategy("poll", CompletionMode::Poll),
+            strategy("hybrid", CompletionMode::HybridPoll(HybridSleep::Adaptive)),
+            strategy(
+                "hybrid-fixed",
+                CompletionMode::HybridPoll(HybridSleep::Fixed(40 * US)),
+            ),
+        ],
+        vec![io_job("r", Engine::Pvsync2, 1, 1, 1)],
+    );
+    sc.warmup = 110 * MS;
+    sc.duration = 40 * MS;
+    let r = run(&sc);
+    let (irq, poll, hybrid, fixed) = (&r[0], &r[1], &r[2], &r[3]);
+    assert_eq!(hybrid.interrupts, 0);
+    // It sleeps about half the mean service time: far less CPU than
+    // classic polling, and one sleep (one switch back in) per I/O.
+    assert!(
+        hybrid.cpu_util < 0.8 * poll.cpu_util,
+        "{} {}",
+        hybrid.cpu_util,
+        poll.cpu_util
+    );
+    let per_io = hybrid.context_switches as f64 / hybrid.jobs[0].ios as f64;
+    assert!(per_io > 0.9 && per_io < 1.1, "{per_io}");
+    assert!(fixed.cpu_util < poll.cpu_util);
+    // Latency: no worse than interrupts by more than the timer slack.
+    assert!(hybrid.jobs[0].lat_ns.mean < irq.jobs[0].lat_ns.mean + 3_000.0);
+}
+
+#[test]
+fn io_uring_waiters_wake_once_per_batch_but_libaio_waiters_per_irq() {
+    // A slow device and a low reap minimum leave the thread waiting: the
+    // libaio waiter is woken by every IRQ (Linux 5.0), io_uring only when
+    // enough completions are ready.
+    let sc = short(scenario(
+        "p3700",
+        vec![none()],
+        vec![io_job("aio", Engine::Libaio, 4, 4, 4)],
+    ));
+    let aio = &run(&sc)[0];
+    let mut uring_sc = sc.clone();
+    uring_sc.jobs = vec![io_job("uring", Engine::IoUring, 4, 4, 4)];
+    let uring = &run(&uring_sc)[0];
+    let aio_cs = aio.context_switches as f64 / aio.jobs[0].ios as f64;
+    let uring_cs = uring.context_switches as f64 / uring.jobs[0].ios as f64;
+    // Four completions per batch: about four wake-ups against one.
+    assert!(aio_cs > 0.6, "{aio_cs}");
+    assert!(uring_cs < 0.4 * aio_cs, "{uring_cs} vs {aio_cs}");
+}
+
+#[test]
+fn rate_limit_caps_iops_and_think_time_costs_cpu() {
+    let mut job = libaio("capped", 32, 4, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.rate_iops = Some(100_000);
+    }
+    let r = &run(&short(scenario("optane-p4800x", vec![none()], vec![job])))[0];
+    let iops = r.jobs[0].iops;
+    assert!((iops - 100_000.0).abs() < 3_000.0, "{iops}");
+
+    let mut thinker = psync("think");
+    if let Work::Io(io) = &mut thinker.work {
+        io.think = 20 * US;
+    }
+    let plain = &run(&short(scenario(
+        "optane-p4800x",
+        vec![none()],
+        vec![psync("p")],
+    )))[0];
+    let think = &run(&short(scenario(
+        "optane-p4800x",
+        vec![none()],
+        vec![thinker],
+    )))[0];
+    let per_io = 1e9 / think.jobs[0].iops - 1e9 / plain.jobs[0].iops;
+    assert!((per_io - 20_000.0).abs() < 500.0, "{per_io}");
+}
+
+#[test]
+fn urgent_reads_get_urgent_only_irqs_beside_unmarked_async_traffic() {
+    let mut async_job = libaio("async", 64, 16, 16);
+    if let Work::Io(io) = &mut async_job.work {
+        io.hint = Some(cint_policy::Hint::Unmarked);
+    }
+    let r = &run(&short(scenario(
+        "optane-p4800x",
+        vec![cint(6 * US, 32)],
+        vec![async_job, psync("sync")],
+    )))[0];
+    assert!(r.urgent_interrupts > 0);
+    assert!(r.urgent_interrupts <= r.jobs[1].ios + 10);
+    assert!(r.interrupts > r.urgent_interrupts);
+}
+
+#[test]
+fn runtime_stops_a_job() {
+    let mut job = psync("short");
+    job.runtime = Some(5 * MS);
+    let mut sc = scenario("optane-p4800x", vec![none()], vec![job, psync("long")]);
+    sc.duration = 20 * MS;
+    sc.warmup = 0;
+    let r = &run(&sc)[0];
+    let (short_ios, long_ios) = (r.jobs[0].ios as f64, r.jobs[1].ios as f64);
+    assert!(
+        short_ios > 0.0 && short_ios < 0.4 * long_ios,
+        "{short_ios} {long_ios}"
+    );
+}
+
+#[test]
+fn every_engine_and_mode_completes_every_request_exactly_once() {
+    let modes = vec![
+        none(),
+        nvme("nvme", 20 * US, 8),
+        adaptive(6 * US, 16),
+        cint(6 * US, 32),
+        strategy("poll", CompletionMode::Poll),
+        strategy("hybrid", CompletionMode::HybridPoll(HybridSleep::Min)),
+    ];
+    for engine in [
+        Engine::Psync,
+        Engine::Pvsync2,
+        Engine::Libaio,
+        Engine::IoUring,
+    ] {
+        let depth = if engine.is_sync() { 1 } else { 16 };
+        let mut a = io_job("a", engine, depth, depth.min(4), 2.min(depth));
+        a.numjobs = 2;
+        let mut sc = short(scenario(
+            "optane-p4800x",
+            modes.clone(),
+            vec![a, cpu_job("cpu")],
+        ));
+        sc.duration = 5 * MS;
+        // The run itself checks exactly-once delivery, time accounting and
+        // monotonic time; an error here names the violated invariant.
+        let r = cint_sim::run(&sc).unwrap_or_else(|e| panic!("{engine:?}: {e}"));
+        for s in &r.results {
+            assert!(s.jobs[0].ios > 0, "{engine:?} {}", s.strategy);
+        }
+    }
+}
+
+#[test]
+fn a_queue_deeper_than_the_device_is_refused_not_panicked() {
+    let mut sc = scenario(
+        "optane-p4800x",
+        vec![none()],
+        vec![libaio("deep", 1024, 1, 1)],
+    );
+    sc.jobs[0].numjobs = 2;
+    let err = cint_sim::run(&sc).expect_err("too deep");
+    assert!(err.0.contains("queue_depth"), "{err}");
+}
