@@ -311,11 +311,11 @@ fn nice_max(v: f64) -> f64 {
 
 fn draw_bars<DB: DrawingBackend>(c: &BarChart, full: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
     full.fill(&WHITE)?;
-    let entries: Vec<(String, RGBColor, bool)> = if c.series.len() > 1 {
+    let entries: Vec<(String, RGBColor, LegendMark)> = if c.series.len() > 1 {
         c.series
             .iter()
             .enumerate()
-            .map(|(i, (n, _))| (n.clone(), PALETTE[i % PALETTE.len()], false))
+            .map(|(i, (n, _))| (n.clone(), PALETTE[i % PALETTE.len()], LegendMark::Box))
             .collect()
     } else {
         Vec::new()
@@ -386,11 +386,28 @@ fn draw_bars<DB: DrawingBackend>(c: &BarChart, full: &DrawingArea<DB, Shift>) ->
     Ok(())
 }
 
+/// How a legend entry shows its series.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LegendMark {
+    Box,
+    Line,
+    Dashed,
+}
+
+/// Past the palette, lines are dashed so no two series look alike.
+fn line_mark(i: usize) -> LegendMark {
+    if i < PALETTE.len() {
+        LegendMark::Line
+    } else {
+        LegendMark::Dashed
+    }
+}
+
 /// Draws the legend in a strip on the right, outside the data, and returns
 /// the area left for the chart.
 fn with_legend<DB: DrawingBackend>(
     full: &DrawingArea<DB, Shift>,
-    entries: &[(String, RGBColor, bool)],
+    entries: &[(String, RGBColor, LegendMark)],
 ) -> Result<DrawingArea<DB, Shift>, DrawingAreaErrorKind<DB::ErrorType>> {
     if entries.is_empty() {
         return Ok(full.clone());
@@ -398,12 +415,23 @@ fn with_legend<DB: DrawingBackend>(
     let (w, _) = full.dim_in_pixel();
     let (chart, legend) = full.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
     let style = TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-    for (i, (name, color, is_line)) in entries.iter().enumerate() {
+    for (i, (name, color, mark)) in entries.iter().enumerate() {
         let y = 70 + 24 * i as i32;
-        if *is_line {
-            legend.draw(&PathElement::new([(4, y), (28, y)], color.stroke_width(3)))?;
-        } else {
-            legend.draw(&Rectangle::new([(8, y - 7), (24, y + 7)], color.filled()))?;
+        match mark {
+            LegendMark::Line => {
+                legend.draw(&PathElement::new([(4, y), (28, y)], color.stroke_width(3)))?
+            }
+            LegendMark::Dashed => {
+                for x in [4, 14, 24] {
+                    legend.draw(&PathElement::new(
+                        [(x, y), (x + 6, y)],
+                        color.stroke_width(3),
+                    ))?;
+                }
+            }
+            LegendMark::Box => {
+                legend.draw(&Rectangle::new([(8, y - 7), (24, y + 7)], color.filled()))?
+            }
         }
         legend.draw(&Text::new(name.clone(), (36, y), style.clone()))?;
     }
@@ -452,15 +480,19 @@ fn line_builder<'a, 'b, DB: DrawingBackend>(
 
 fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
     full.fill(&WHITE)?;
-    let mut entries: Vec<(String, RGBColor, bool)> = Vec::new();
+    let mut entries: Vec<(String, RGBColor, LegendMark)> = Vec::new();
     if c.series.len() > 1 || !c.markers.is_empty() {
         entries.extend(
             c.series
                 .iter()
                 .enumerate()
-                .map(|(i, (n, _))| (n.clone(), PALETTE[i % PALETTE.len()], true)),
+                .map(|(i, (n, _))| (n.clone(), PALETTE[i % PALETTE.len()], line_mark(i))),
         );
-        entries.extend(c.markers.iter().map(|(_, l)| (l.clone(), MARKER, true)));
+        entries.extend(
+            c.markers
+                .iter()
+                .map(|(_, l)| (l.clone(), MARKER, LegendMark::Dashed)),
+        );
     }
     let root = &with_legend(full, &entries)?;
     let points = || c.series.iter().flat_map(|(_, p)| p.iter());
@@ -498,14 +530,27 @@ fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) 
                 .draw()?;
             for (i, (_, pts)) in c.series.iter().enumerate() {
                 let color = PALETTE[i % PALETTE.len()];
-                // Earlier series are drawn wider so one hidden under a later,
-                // equal one still shows as an outline.
-                let behind = (c.series.len() - 1 - i).min(3) as u32;
+                // A series equal to later ones is drawn wider, so it still
+                // shows as an outline around them.
+                let behind = c.series[i + 1..]
+                    .iter()
+                    .filter(|(_, q)| q == pts)
+                    .count()
+                    .min(3) as u32;
                 let width = 2 + 2 * behind;
-                chart.draw_series(LineSeries::new(
-                    pts.iter().copied(),
-                    color.stroke_width(width),
-                ))?;
+                if line_mark(i) == LegendMark::Dashed {
+                    chart.draw_series(DashedLineSeries::new(
+                        pts.iter().copied(),
+                        10,
+                        6,
+                        color.stroke_width(width),
+                    ))?;
+                } else {
+                    chart.draw_series(LineSeries::new(
+                        pts.iter().copied(),
+                        color.stroke_width(width),
+                    ))?;
+                }
                 // Dots mark measured points; a dense curve (a CDF) would drown in them.
                 if pts.len() <= 40 {
                     let radius = 3 + 2 * behind;
