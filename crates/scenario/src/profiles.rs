@@ -135,7 +135,7 @@ pub const HOST_MODELS: &[&str] = &["xeon-e5-2660v4", "xeon-e3-1230v5"];
 impl DeviceProfile {
     /// The built-in profile of this name.
     pub fn builtin(model: &str) -> Option<DeviceProfile> {
-            let p = match model {
+        let p = match model {
             "optane-p4800x" => DeviceProfile {
                 model: model.into(),
                 source: "Intel Optane DC P4800X 375 GB: vendor sheet (550K/500K IOPS 4 KiB \
@@ -275,10 +275,16 @@ mod tests {
     #[test]
     fn every_listed_profile_exists_and_names_itself() {
         for m in DEVICE_MODELS {
-            assert_eq!(DeviceProfile::builtin(m).map(|p| p.model), Some(m.to_string()));
+            assert_eq!(
+                DeviceProfile::builtin(m).map(|p| p.model),
+                Some(m.to_string())
+            );
         }
         for m in HOST_MODELS {
-            assert_eq!(HostProfile::builtin(m).map(|p| p.model), Some(m.to_string()));
+            assert_eq!(
+                HostProfile::builtin(m).map(|p| p.model),
+                Some(m.to_string())
+            );
         }
         assert!(DeviceProfile::builtin("floppy").is_none());
     }
