@@ -202,6 +202,7 @@ impl World<'_> {
         req.state = ReqState::Posted;
         req.posted_at = now;
         let q = req.queue as usize;
+        self.note_posting(q);
         if self.queues[q].policy.is_none() {
             self.post_for_poller(r);
             return;

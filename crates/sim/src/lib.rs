@@ -20,6 +20,7 @@
 
 mod device;
 pub mod engine;
+mod gaps;
 mod host;
 mod invariants;
 mod metrics;
@@ -28,6 +29,8 @@ mod world;
 
 use cint_report::{RunResult, CINT_VERSION};
 use cint_scenario::Scenario;
+
+pub use gaps::completion_gaps;
 
 /// Why a simulation could not run: an inconsistent scenario the validator
 /// let through, or an invariant violated while running (a simulator bug,

@@ -14,6 +14,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::device::{Device, HwQueue};
 use crate::engine::{stream_rng, Event, EventQueue};
+use crate::gaps::GapLog;
 use crate::host::{Core, HostCosts};
 use crate::invariants::Invariants;
 use crate::metrics::{Counters, JobStats};
@@ -182,6 +183,8 @@ pub(crate) struct World<'a> {
     /// Linux block-layer hybrid polling statistics (per device).
     pub block_estimator: SleepEstimator,
     pub check: Invariants,
+    /// Completion posting times, recorded only by [`crate::completion_gaps`].
+    pub gap_log: Option<&'a mut GapLog>,
 }
 
 impl<'a> World<'a> {
@@ -318,6 +321,7 @@ impl<'a> World<'a> {
             counters: Counters::default(),
             block_estimator: estimator(strategy.mode),
             check: Invariants::default(),
+            gap_log: None,
         })
     }
 
