@@ -82,3 +82,71 @@ fn barrier_runs_with_more_threads() {
         assert!(r.results.iter().all(|s| s.jobs[0].ios > 0));
     }
 }
+
+fn load_shipped(name: &str, sets: &[String]) -> cint_scenario::Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(format!("{name}.toml"));
+    load_file(&path, sets).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The mixed experiment must show cinterrupts' mechanism: Urgent sync
+/// reads interrupt at once (sync latency of none) while the async batches
+/// are coalesced (far fewer IRQs than none). With one request per
+/// io_submit every async request was a Barrier and cinterrupts equalled
+/// none exactly; this test would have caught it.
+#[test]
+fn mixed_shows_urgent_sync_and_coalesced_async() {
+    let sets = ["duration=40ms".to_string(), "warmup=4ms".to_string()];
+    let r = cint_sim::run(&load_shipped("mixed", &sets)).unwrap_or_else(|e| panic!("{e}"));
+    let get = |name: &str| {
+        r.results
+            .iter()
+            .find(|s| s.strategy == name)
+            .unwrap_or_else(|| panic!("strategy {name} missing"))
+    };
+    let sync_mean = |name: &str| {
+        let s = get(name);
+        let j = s.jobs.iter().find(|j| j.name == "sync").expect("sync job");
+        j.lat_ns.mean
+    };
+    let (none, adaptive, cint) = (get("none"), get("adaptive"), get("cinterrupts"));
+    assert!(
+        (cint.interrupts as f64) < 0.5 * none.interrupts as f64,
+        "cinterrupts {} IRQs vs none {}",
+        cint.interrupts,
+        none.interrupts
+    );
+    let (n, a, c) = (
+        sync_mean("none"),
+        sync_mean("adaptive"),
+        sync_mean("cinterrupts"),
+    );
+    assert!(c < 1.1 * n, "cinterrupts sync {c} ns vs none {n} ns");
+    assert!(a > 1.5 * n, "adaptive sync {a} ns vs none {n} ns");
+    assert!(adaptive.interrupts < cint.interrupts);
+}
+
+/// urgent-storm: the guard keeps the IRQ rate at or under max_irq_rate
+/// while every request is Urgent; without it cinterrupts interrupts on
+/// every completion, like none.
+#[test]
+fn urgent_storm_guard_caps_the_irq_rate() {
+    let sets = ["duration=40ms".to_string(), "warmup=4ms".to_string()];
+    let r = cint_sim::run(&load_shipped("urgent-storm", &sets)).unwrap_or_else(|e| panic!("{e}"));
+    let get = |name: &str| {
+        r.results
+            .iter()
+            .find(|s| s.strategy == name)
+            .unwrap_or_else(|| panic!("strategy {name} missing"))
+    };
+    let (none, cint, guard) = (get("none"), get("cinterrupts"), get("cinterrupts-guard"));
+    let ios = |s: &cint_report::StrategyResult| s.jobs.iter().map(|j| j.ios).sum::<u64>();
+    assert!(cint.interrupts as f64 >= 0.99 * ios(cint) as f64);
+    assert!(none.interrupts as f64 >= 0.99 * ios(none) as f64);
+    assert!(
+        guard.interrupts_per_s <= 100_000.0,
+        "{}",
+        guard.interrupts_per_s
+    );
+}
