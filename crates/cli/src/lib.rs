@@ -1,24 +1,33 @@
 //! # cint: the command line, kept thin
 //!
-//! Parses arguments, loads the scenario (`cint-scenario`), dispatches to an
-//! engine, prints with the `cint-report` sinks. The engines are passed in
-//! as plain functions so tests can drive every path with a fake engine.
+//! Parses arguments, loads the scenario (`cint-scenario`, or a fio job file
+//! through `cint-lab`), dispatches to an engine, prints with the
+//! `cint-report` sinks; `sweep`, `plot` and `calibrate` are the
+//! researcher's workflow of `cint-lab` (docs/WORKFLOW.md). The engines are
+//! passed in as plain functions so tests can drive every path with a fake
+//! engine.
 //!
 //! Exit status: 0 on success; 2 with one line on stderr for a bad argument,
-//! an invalid scenario, or an engine that refuses to run (e.g. the
-//! emulator on a one-core machine); 1 with one line for an internal
-//! failure (an engine bug, an output file that cannot be written).
+//! an invalid scenario or fio file, a file that cannot be plotted, or an
+//! engine that refuses to run (e.g. the emulator on a one-core machine);
+//! 1 with one line for an internal failure (an engine bug, an output file
+//! that cannot be written).
 
 #![warn(missing_docs)]
+
+mod input;
+mod workflow;
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use cint_report::RunResult;
+use cint_report::{LatencyHistogram, RunResult};
 use cint_scenario::Scenario;
 use clap::{Args, Parser, Subcommand};
+
+use crate::input::{Loaded, Source};
 
 /// Success.
 pub const EXIT_OK: i32 = 0;
@@ -30,13 +39,20 @@ pub const EXIT_USAGE: i32 = 2;
 /// An engine: runs every strategy of a scenario, or says why it cannot.
 pub type EngineFn = fn(&Scenario) -> Result<RunResult, String>;
 
-/// The engines `sim` and `emu` dispatch to.
+/// An engine's completion inter-arrival probe (the `GapProbe` contract of
+/// `cint-lab`): runs the first strategy and returns the time between
+/// successive completion postings on each queue.
+pub type GapFn = fn(&Scenario) -> Result<LatencyHistogram, String>;
+
+/// The engines the commands dispatch to.
 #[derive(Clone, Copy)]
 pub struct Engines {
-    /// `cint sim`.
+    /// `cint sim`, and `sweep` / `calibrate` without `--emu`.
     pub sim: EngineFn,
-    /// `cint emu`.
+    /// `cint emu`, and `sweep` / `calibrate` with `--emu`.
     pub emu: EngineFn,
+    /// The simulator's inter-arrival probe, for `cint calibrate`.
+    pub sim_gaps: GapFn,
 }
 
 #[derive(Parser)]
@@ -47,12 +63,18 @@ pub struct Engines {
              calibrated interrupts, vIC, polling) on the same workloads",
     long_about = "Compare interrupt-coalescing strategies on the same workloads.\n\n\
                   A scenario file (TOML) names a device, a host, jobs, and the strategies to \
-                  compare; every strategy runs on identical jobs.\n\n  \
-                  cint sim   SCENARIO.toml   simulate (deterministic, seconds, no hardware)\n  \
-                  cint emu   SCENARIO.toml   emulate on real cores, threads and wake-ups\n  \
-                  cint check SCENARIO.toml   validate and print the resolved scenario\n\n\
-                  Results print as a table, or as one JSON document with --json. \
-                  Exit status 0 on success, 2 with a one-line message for bad input."
+                  compare; every strategy runs on identical jobs. A fio job file can stand in \
+                  for the scenario (--fio JOB.fio).\n\n  \
+                  cint sim   SCENARIO.toml              simulate (deterministic, seconds, no hardware)\n  \
+                  cint emu   SCENARIO.toml              emulate on real cores, threads and wake-ups\n  \
+                  cint check SCENARIO.toml              validate and print the resolved scenario\n  \
+                  cint sim --fio JOB.fio --device p3700 run a fio job file (none, adaptive, cinterrupts)\n  \
+                  cint sweep SCENARIO.toml --vary KEY=V1,V2   every value on every strategy, JSON lines\n  \
+                  cint plot  FILE -o DIR                 charts of a result (--json) or a sweep file\n  \
+                  cint calibrate --device optane-p4800x  recommend delta and thr for a device\n\n\
+                  Results print as a table, or as one JSON document with --json; --plot DIR \
+                  also draws them. Exit status 0 on success, 2 with a one-line message for bad \
+                  input, 1 for an internal error."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -79,15 +101,47 @@ enum Command {
         #[command(flatten)]
         input: Input,
     },
+    /// Run the cross product of --vary values, every point on every strategy, in parallel
+    Sweep(workflow::SweepCmd),
+    /// Draw PNG and SVG charts of a result document or a sweep file
+    Plot(workflow::PlotCmd),
+    /// Recommend delta and thr for a device (the cinterrupts paper's method)
+    Calibrate(workflow::CalibrateCmd),
 }
 
 #[derive(Args)]
 struct Input {
-    /// The scenario file (TOML)
-    scenario: PathBuf,
+    /// The scenario file (TOML); or give --fio JOB.fio
+    #[arg(required_unless_present = "fio", conflicts_with = "fio")]
+    scenario: Option<PathBuf>,
+    /// A fio job file to run instead of a scenario; its warnings go to stderr
+    #[arg(long, value_name = "JOB.fio")]
+    fio: Option<PathBuf>,
+    /// Device profile for --fio: optane-p4800x (default), p3700, optane-900p
+    #[arg(long, value_name = "PROFILE", requires = "fio")]
+    device: Option<String>,
+    /// Host profile for --fio: xeon-e5-2660v4 (default), xeon-e3-1230v5
+    #[arg(long, value_name = "PROFILE", requires = "fio")]
+    host: Option<String>,
+    /// Strategy kinds for --fio (default: none adaptive cinterrupts at the device's reference delta and thr)
+    #[arg(long = "strategy", value_name = "KIND", requires = "fio", num_args = 1.., value_delimiter = ',')]
+    strategies: Vec<String>,
     /// Override a key by dotted path, e.g. job.async.iodepth=64 or strategy.cint.delta=4us
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+}
+
+impl Input {
+    fn source(&self) -> Result<Source<'_>, Failure> {
+        Source::new(
+            self.scenario.as_ref(),
+            self.fio.as_ref(),
+            self.device.as_deref(),
+            self.host.as_deref(),
+            &self.strategies,
+        )
+        .map_err(usage)
+    }
 }
 
 #[derive(Args)]
@@ -100,6 +154,9 @@ struct RunArgs {
     /// Also write result.json and result.txt (the table) into this directory
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Also draw the charts (PNG and SVG) into this directory
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
 }
 
 /// Runs the command line `args` (program name first); returns the exit
@@ -110,7 +167,7 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    match dispatch(args, engines, out) {
+    match dispatch(args, engines, out, err) {
         Ok(()) => EXIT_OK,
         Err(Failure { status, message }) => {
             let _ = writeln!(err, "{}", one_line(&message));
@@ -142,6 +199,7 @@ fn dispatch(
     args: impl IntoIterator<Item = OsString>,
     engines: &Engines,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> Result<(), Failure> {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
@@ -155,7 +213,8 @@ fn dispatch(
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
             ) {
                 return Err(usage(
-                    "cint: missing command: sim, emu or check (see cint --help)",
+                    "cint: missing command: sim, emu, check, sweep, plot or calibrate \
+                     (see cint --help)",
                 ));
             }
             // Clap's own text spans several lines; the contract is one.
@@ -167,7 +226,7 @@ fn dispatch(
     };
     match cli.command {
         Command::Check { input } => {
-            let scenario = load(&input)?;
+            let scenario = load(&input, err)?;
             let text = format!(
                 "# {}: valid; resolved with every default and profile field\n{}",
                 scenario.source,
@@ -176,21 +235,49 @@ fn dispatch(
             write_out(out, &text)
         }
         Command::Sim { run, seed } => {
-            let mut scenario = load(&run.input)?;
+            let mut scenario = load(&run.input, err)?;
             if let Some(seed) = seed {
                 scenario.seed = seed;
             }
-            execute(&scenario, "simulator", engines.sim, &run, out)
+            execute(&scenario, "simulator", engines.sim, &run, out, err)
         }
         Command::Emu { run } => {
-            let scenario = load(&run.input)?;
-            execute(&scenario, "emulator", engines.emu, &run, out)
+            let scenario = load(&run.input, err)?;
+            execute(&scenario, "emulator", engines.emu, &run, out, err)
         }
+        Command::Sweep(cmd) => workflow::sweep(&cmd, engines, out, err),
+        Command::Plot(cmd) => workflow::plot(&cmd, out),
+        Command::Calibrate(cmd) => workflow::calibrate(&cmd, engines, out, err),
     }
 }
 
-fn load(input: &Input) -> Result<Scenario, Failure> {
-    cint_scenario::load_file(&input.scenario, &input.sets).map_err(|e| usage(e.to_string()))
+/// Loads the scenario; an import's warnings go to `err`, one line each.
+fn load(input: &Input, err: &mut dyn Write) -> Result<Scenario, Failure> {
+    let Loaded { scenario, warnings } = input.source()?.load(&input.sets).map_err(usage)?;
+    for w in &warnings {
+        let _ = writeln!(err, "{}", one_line(w));
+    }
+    Ok(scenario)
+}
+
+/// The text of a caught panic.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Runs `f`, turning a panic into the internal-error failure: an engine
+/// bug must not become a stack trace on the user's terminal.
+fn guarded<T>(engine_name: &str, f: impl FnOnce() -> T) -> Result<T, Failure> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
+        internal(format!(
+            "cint: internal error in the {engine_name} (please report): {}",
+            panic_text(payload.as_ref())
+        ))
+    })
 }
 
 fn execute(
@@ -199,27 +286,10 @@ fn execute(
     engine: EngineFn,
     args: &RunArgs,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> Result<(), Failure> {
-    // An engine bug must not become a stack trace on the user's terminal.
-    let result = match catch_unwind(AssertUnwindSafe(|| engine(scenario))) {
-        Ok(Ok(r)) => r,
-        Ok(Err(message)) => {
-            return Err(usage(format!(
-                "{}: {engine_name}: {message}",
-                scenario.source
-            )))
-        }
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
-            return Err(internal(format!(
-                "cint: internal error in the {engine_name} (please report): {what}"
-            )));
-        }
-    };
+    let result = guarded(engine_name, || engine(scenario))?
+        .map_err(|message| usage(format!("{}: {engine_name}: {message}", scenario.source)))?;
     let json = cint_report::to_json(&result)
         .map_err(|e| internal(format!("cint: internal error in the {engine_name}: {e}")))?;
     let table = cint_report::to_table(&result);
@@ -227,7 +297,26 @@ fn execute(
         write_file(dir, "result.json", &json)?;
         write_file(dir, "result.txt", &table)?;
     }
+    if let Some(dir) = &args.plot {
+        let written = cint_lab::plot::plot_result(&result, &cint_lab::plot::PlotArgs::new(dir))
+            .map_err(|e| internal(format!("cint: plotting into {}: {e}", dir.display())))?;
+        report_written(err, &written);
+    }
     write_out(out, if args.json { &json } else { &table })
+}
+
+/// One line on stderr naming what was written, so stdout stays the result.
+fn report_written(err: &mut dyn Write, files: &[PathBuf]) {
+    let Some(first) = files.first() else {
+        return;
+    };
+    let dir = first.parent().unwrap_or(Path::new("."));
+    let _ = writeln!(
+        err,
+        "cint: wrote {} chart files into {}",
+        files.len(),
+        dir.display()
+    );
 }
 
 fn write_file(dir: &Path, name: &str, text: &str) -> Result<(), Failure> {

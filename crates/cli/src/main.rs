@@ -9,6 +9,7 @@ fn main() {
     let engines = Engines {
         sim: |s| cint_sim::run(s).map_err(|e| e.to_string()),
         emu: |s| cint_emu::run(s).map_err(|e| e.to_string()),
+        sim_gaps: |s| cint_sim::completion_gaps(s).map_err(|e| e.to_string()),
     };
     let status = run(
         std::env::args_os(),

@@ -60,6 +60,7 @@ fn echo(s: &Scenario, substrate: &str) -> RunResult {
 const FAKE: Engines = Engines {
     sim: |s| Ok(echo(s, "sim")),
     emu: |s| Ok(echo(s, "emu")),
+    sim_gaps: |_| Err("no gaps in the fake".into()),
 };
 
 struct Outcome {
@@ -179,6 +180,7 @@ fn an_engine_refusal_is_one_line_and_status_2() {
     let refusing = Engines {
         sim: |_| Err("needs 2 cores\nbut this machine has 1".into()),
         emu: |_| Err("needs 2 cores, this machine has 1".into()),
+        sim_gaps: |_| panic!("must not run"),
     };
     let dir = TempDir::new("refuse");
     let file = dir.scenario(SCENARIO);
@@ -218,6 +220,7 @@ fn an_engine_panic_is_one_line_and_status_1() {
                 }],
             })
         },
+        sim_gaps: |_| panic!("must not run"),
     };
     let dir = TempDir::new("panic");
     let file = dir.scenario(SCENARIO);
@@ -243,6 +246,7 @@ fn invalid_scenarios_never_reach_the_engine() {
     let never = Engines {
         sim: |_| panic!("must not run"),
         emu: |_| panic!("must not run"),
+        sim_gaps: |_| panic!("must not run"),
     };
     let dir = TempDir::new("invalid");
     let file = dir.scenario(&SCENARIO.replace("iodepth = 8", "iodepth = 0"));

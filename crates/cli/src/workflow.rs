@@ -1,0 +1,323 @@
+//! The researcher's workflow on the command line: `sweep`, `plot` and
+//! `calibrate`, each a thin layer over `cint-lab` (docs/WORKFLOW.md).
+
+use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use cint_lab::calibrate::{CalibrateArgs, CalibrateError, DEFAULT_THR};
+use cint_lab::plot::{self, Format, PlotArgs, PlotInput};
+use cint_lab::sweep::{self, Progress, SweepArgs, SweepError, Vary};
+use cint_report::{LatencyHistogram, RunResult};
+use cint_scenario::units::parse_duration;
+use cint_scenario::{Scenario, DEFAULT_HOST};
+use clap::Args;
+
+use crate::{
+    internal, one_line, panic_text, report_written, usage, write_out, Engines, Failure, Input,
+};
+
+/// Runs engine calls from any thread and remembers the first panic, so a
+/// bug inside a sweep or a calibration is reported as one (internal-error)
+/// line rather than tearing down the worker threads.
+struct Guard {
+    engine_name: &'static str,
+    panic: Mutex<Option<String>>,
+}
+
+impl Guard {
+    fn new(engine_name: &'static str) -> Guard {
+        Guard {
+            engine_name,
+            panic: Mutex::new(None),
+        }
+    }
+
+    fn call<T>(&self, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+        catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+            let text = panic_text(payload.as_ref());
+            if let Ok(mut first) = self.panic.lock() {
+                first.get_or_insert_with(|| text.clone());
+            }
+            Err(format!(
+                "internal error in the {}: {text}",
+                self.engine_name
+            ))
+        })
+    }
+
+    /// The failure for `message`: internal if an engine panicked, else
+    /// `otherwise` (a refusal or bad input).
+    fn failure(&self, message: String, otherwise: fn(String) -> Failure) -> Failure {
+        match self.panic.lock().ok().and_then(|p| p.clone()) {
+            Some(text) => internal(format!(
+                "cint: internal error in the {} (please report): {text}",
+                self.engine_name
+            )),
+            None => otherwise(message),
+        }
+    }
+}
+
+fn usage_of(message: String) -> Failure {
+    usage(message)
+}
+
+fn engine_of(engines: &Engines, emu: bool) -> (crate::EngineFn, &'static str) {
+    if emu {
+        (engines.emu, "emulator")
+    } else {
+        (engines.sim, "simulator")
+    }
+}
+
+/// `cint sweep`.
+#[derive(Args)]
+pub(crate) struct SweepCmd {
+    #[command(flatten)]
+    input: Input,
+    /// KEY=V1,V2,... with the keys and values of --set; repeat for a cross product
+    /// (the first --vary varies slowest)
+    #[arg(long, value_name = "KEY=V1,V2,...", required = true)]
+    vary: Vec<String>,
+    /// Run the points on the emulator (one at a time unless --jobs says otherwise)
+    #[arg(long)]
+    emu: bool,
+    /// Worker threads (default: one per core; 1 with --emu). The output does not depend on it
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Write the JSON lines here instead of stdout
+    #[arg(long, value_name = "FILE.jsonl")]
+    out: Option<PathBuf>,
+    /// Also write a CSV (the varied keys, then the same columns)
+    #[arg(long, value_name = "FILE.csv")]
+    csv: Option<PathBuf>,
+    /// Also draw the sweep charts (PNG and SVG) into this directory
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
+}
+
+pub(crate) fn sweep(
+    cmd: &SweepCmd,
+    engines: &Engines,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), Failure> {
+    let vary = cmd
+        .vary
+        .iter()
+        .map(|v| v.parse::<Vary>())
+        .collect::<Result<Vec<_>, SweepError>>()
+        .map_err(|e| usage(e.to_string()))?;
+    let workers = match cmd.jobs {
+        Some(0) => return Err(usage("cint: --jobs must be at least 1")),
+        Some(n) => n,
+        // The emulator measures real time: parallel points would steal
+        // each other's cores.
+        None if cmd.emu => 1,
+        None => 0,
+    };
+    let source = cmd.input.source()?;
+    // Loading once up front reports a broken file without a point prefix,
+    // and an import's warnings once rather than once per point.
+    let base = source.load(&cmd.input.sets).map_err(usage)?;
+    for w in &base.warnings {
+        let _ = writeln!(err, "{}", one_line(w));
+    }
+    let loader = |sets: &[String]| source.load(sets).map(|l| l.scenario);
+    let (engine, engine_name) = engine_of(engines, cmd.emu);
+    let guard = Guard::new(engine_name);
+    let runner = |s: &Scenario| guard.call(|| engine(s));
+    let args = SweepArgs {
+        vary,
+        sets: cmd.input.sets.clone(),
+        workers,
+        progress: Progress::Auto,
+    };
+    let result = sweep::run_sweep(&loader, &runner, &args).map_err(|e| match e {
+        SweepError::Io(_) => internal(e.to_string()),
+        other => guard.failure(other.to_string(), usage_of),
+    })?;
+
+    let mut jsonl = Vec::new();
+    result
+        .write_jsonl(&mut jsonl)
+        .map_err(|e| internal(e.to_string()))?;
+    let rows = result.rows().len();
+    if let Some(path) = &cmd.csv {
+        let mut csv = Vec::new();
+        result
+            .write_csv(&mut csv)
+            .map_err(|e| internal(e.to_string()))?;
+        write_path(path, &csv)?;
+        let _ = writeln!(err, "cint: wrote {} ({rows} rows)", path.display());
+    }
+    if let Some(dir) = &cmd.plot {
+        let written = plot::plot_sweep(&result.rows(), &PlotArgs::new(dir))
+            .map_err(|e| internal(format!("cint: plotting into {}: {e}", dir.display())))?;
+        report_written(err, &written);
+    }
+    match &cmd.out {
+        Some(path) => {
+            write_path(path, &jsonl)?;
+            let _ = writeln!(err, "cint: wrote {} ({rows} rows)", path.display());
+            Ok(())
+        }
+        // JSON lines on stdout unless the CSV was the only output asked for.
+        None if cmd.csv.is_none() => write_out(out, &String::from_utf8_lossy(&jsonl)),
+        None => Ok(()),
+    }
+}
+
+fn write_path(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    parent
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(path, bytes))
+        .map_err(|e| internal(format!("cint: cannot write {}: {e}", path.display())))
+}
+
+/// `cint plot`.
+#[derive(Args)]
+pub(crate) struct PlotCmd {
+    /// A result document (cint sim --json, result.json) or a sweep file (JSON lines or CSV)
+    file: PathBuf,
+    /// Directory to write the charts into (created if missing)
+    #[arg(short = 'o', long = "out-dir", value_name = "DIR", required = true)]
+    out_dir: PathBuf,
+    /// Strategy the ratios above the bars are relative to (default: the first)
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    /// Image formats (default: png,svg)
+    #[arg(long, value_name = "FORMAT", value_delimiter = ',', value_parser = ["png", "svg"])]
+    format: Vec<String>,
+}
+
+pub(crate) fn plot(cmd: &PlotCmd, out: &mut dyn Write) -> Result<(), Failure> {
+    let input = plot::read_input(&cmd.file).map_err(|e| usage(e.to_string()))?;
+    let mut args = PlotArgs::new(&cmd.out_dir);
+    args.baseline = cmd.baseline.clone();
+    if !cmd.format.is_empty() {
+        args.formats = cmd
+            .format
+            .iter()
+            .map(|f| if f == "svg" { Format::Svg } else { Format::Png })
+            .collect();
+    }
+    let written = match &input {
+        PlotInput::Run(doc) => {
+            if let Some(b) = &args.baseline {
+                if !doc.results.iter().any(|s| &s.strategy == b) {
+                    let known: Vec<&str> =
+                        doc.results.iter().map(|s| s.strategy.as_str()).collect();
+                    return Err(usage(format!(
+                        "cint: --baseline {b}: not a strategy of {} (strategies: {})",
+                        cmd.file.display(),
+                        known.join(", ")
+                    )));
+                }
+            }
+            plot::plot_run(doc, &args)
+        }
+        PlotInput::Sweep(rows) => plot::plot_sweep(rows, &args),
+    }
+    .map_err(|e| internal(format!("cint: plotting {}: {e}", cmd.file.display())))?;
+    let list: String = written
+        .iter()
+        .map(|p| format!("{}\n", p.display()))
+        .collect();
+    write_out(out, &list)
+}
+
+/// `cint calibrate`.
+#[derive(Args)]
+pub(crate) struct CalibrateCmd {
+    /// Device profile: optane-p4800x, p3700, optane-900p
+    #[arg(long, value_name = "PROFILE", required = true)]
+    device: String,
+    /// Host profile (one application core is used)
+    #[arg(long, value_name = "PROFILE", default_value = DEFAULT_HOST)]
+    host: String,
+    /// Sweep thr on the emulator (inter-arrival times still come from the simulator's model)
+    #[arg(long)]
+    emu: bool,
+    /// Draw the inter-arrival CDF and the thr sweep (PNG and SVG) into this directory
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
+    /// Use this delta (e.g. 6us) instead of measuring one: sweeps thr only
+    #[arg(long, value_name = "DURATION")]
+    delta: Option<String>,
+    /// Percentile of the inter-arrival time delta is read at, 90 to 99
+    #[arg(long, value_name = "P", default_value_t = 99.0)]
+    percentile: f64,
+    /// Plateau: thr values within this percentage of the best IOPS
+    #[arg(long, value_name = "PCT", default_value_t = 2.0)]
+    tolerance: f64,
+    /// thr values to sweep, increasing, each 1 to 256 [default: 1,2,4,8,12,16,24,32,48,64,96,128,192,256]
+    #[arg(long, value_name = "T1,T2,...", value_delimiter = ',')]
+    thr: Vec<u32>,
+    /// Requests per submission and per reap in the batched workload
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    batch: u32,
+    /// Measured time of every run
+    #[arg(long, value_name = "DURATION", default_value = "100ms")]
+    duration: String,
+    /// Warm-up of every run
+    #[arg(long, value_name = "DURATION", default_value = "10ms")]
+    warmup: String,
+    /// Seed of every run
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+}
+
+fn duration_flag(flag: &str, text: &str) -> Result<u64, Failure> {
+    parse_duration(text).map_err(|e| usage(format!("cint: --{flag}: {e}")))
+}
+
+pub(crate) fn calibrate(
+    cmd: &CalibrateCmd,
+    engines: &Engines,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), Failure> {
+    let mut args = CalibrateArgs::new(&cmd.device, &cmd.host);
+    args.percentile = cmd.percentile;
+    args.tolerance = cmd.tolerance / 100.0;
+    args.thr_values = if cmd.thr.is_empty() {
+        DEFAULT_THR.to_vec()
+    } else {
+        cmd.thr.clone()
+    };
+    args.batch = cmd.batch;
+    args.duration = duration_flag("duration", &cmd.duration)?;
+    args.warmup = duration_flag("warmup", &cmd.warmup)?;
+    args.seed = cmd.seed;
+    args.delta = cmd
+        .delta
+        .as_deref()
+        .map(|d| duration_flag("delta", d))
+        .transpose()?;
+    args.plot = cmd.plot.as_deref().map(PlotArgs::new);
+    if cmd.emu && args.delta.is_none() {
+        let _ = writeln!(
+            err,
+            "cint: calibrate --emu: thr is swept on the emulator; the inter-arrival times \
+             (and so delta) come from the simulator's device model, as the emulator does not \
+             record completion posting times"
+        );
+    }
+    let (engine, engine_name) = engine_of(engines, cmd.emu);
+    let gaps = engines.sim_gaps;
+    let probe_guard = Guard::new("simulator");
+    let run_guard = Guard::new(engine_name);
+    let probe = |s: &Scenario| -> Result<LatencyHistogram, String> { probe_guard.call(|| gaps(s)) };
+    let runner = |s: &Scenario| -> Result<RunResult, String> { run_guard.call(|| engine(s)) };
+    let calibration =
+        cint_lab::calibrate::calibrate(&probe, &runner, &args).map_err(|e| match e {
+            CalibrateError::Plot(_) => internal(e.to_string()),
+            CalibrateError::Probe { .. } => probe_guard.failure(e.to_string(), usage_of),
+            _ => run_guard.failure(e.to_string(), usage_of),
+        })?;
+    write_out(out, &calibration.report())
+}
