@@ -20,7 +20,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::Deserialize;
 
-use crate::sweep::{read_jsonl, SweepRow};
+use crate::sweep::{read_csv, read_jsonl, SweepRow};
 
 /// Image formats to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,6 +167,14 @@ pub fn read_input(path: &Path) -> Result<PlotInput, PlotError> {
         Ok(doc) => return Ok(PlotInput::Run(doc)),
         Err(e) => e,
     };
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+    {
+        return read_csv(&text)
+            .map(PlotInput::Sweep)
+            .map_err(|e| PlotError(format!("{file}: not plottable: not a sweep CSV ({e})")));
+    }
     match read_jsonl(&text) {
         Ok(rows) => Ok(PlotInput::Sweep(rows)),
         Err(sweep_error) => Err(PlotError(format!(
@@ -403,6 +411,18 @@ fn line_mark(i: usize) -> LegendMark {
     }
 }
 
+/// The last segment of a dotted key (`device.model` -> `model`), or the
+/// whole key when another key ends the same way, so legends stay short.
+fn short_key<'k>(key: &'k str, all: impl Iterator<Item = &'k String>) -> &'k str {
+    let last = |k: &'k str| k.rsplit('.').next().unwrap_or(k);
+    let tail = last(key);
+    if all.filter(|k| last(k) == tail).count() > 1 {
+        key
+    } else {
+        tail
+    }
+}
+
 /// Draws the legend in a strip on the right, outside the data, and returns
 /// the area left for the chart.
 fn with_legend<DB: DrawingBackend>(
@@ -413,7 +433,15 @@ fn with_legend<DB: DrawingBackend>(
         return Ok(full.clone());
     }
     let (w, _) = full.dim_in_pixel();
-    let (chart, legend) = full.split_horizontally(w.saturating_sub(LEGEND_WIDTH));
+    // Wide enough for the longest name (about 8.5 px a character at this
+    // size), but the data keeps at least 55% of the width.
+    let longest = entries
+        .iter()
+        .map(|(n, _, _)| n.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    let width = (46 + longest * 17 / 2).clamp(LEGEND_WIDTH, w * 45 / 100);
+    let (chart, legend) = full.split_horizontally(w.saturating_sub(width));
     let style = TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
     for (i, (name, color, mark)) in entries.iter().enumerate() {
         let y = 70 + 24 * i as i32;
@@ -853,6 +881,7 @@ pub fn plot_sweep(rows: &[SweepRow], args: &PlotArgs) -> Result<Vec<PathBuf>, Pl
             name = format!("{name} / {}", r.job);
         }
         for (k, v) in r.point.iter().skip(1) {
+            let k = short_key(k, r.point.keys());
             name = format!("{name}, {k}={}", v.as_str().unwrap_or(""));
         }
         name
@@ -956,6 +985,14 @@ mod tests {
         )
         .expect("valid")
         .scenario
+    }
+
+    #[test]
+    fn legend_keys_are_shortened_unless_ambiguous() {
+        let keys: Vec<String> = vec!["device.model".into(), "job.a.iodepth".into()];
+        assert_eq!(short_key("device.model", keys.iter()), "model");
+        let clash: Vec<String> = vec!["job.a.iodepth".into(), "job.b.iodepth".into()];
+        assert_eq!(short_key("job.b.iodepth", clash.iter()), "job.b.iodepth");
     }
 
     fn is_png(path: &Path) -> bool {

@@ -310,6 +310,100 @@ pub fn read_jsonl(text: &str) -> Result<Vec<SweepRow>, String> {
     Ok(rows)
 }
 
+/// Reads a CSV sweep file back (for plotting): the header written by
+/// [`Sweep::write_csv`], the varied keys then [`CSV_COLUMNS`].
+pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines.next().ok_or("empty file")?;
+    let header = csv_fields(header).map_err(|e| format!("line 1: {e}"))?;
+    let keys = header.len().checked_sub(CSV_COLUMNS.len()).unwrap_or(0);
+    if header.len() <= CSV_COLUMNS.len() || header[keys..] != CSV_COLUMNS {
+        return Err(format!(
+            "line 1: not a sweep header (varied keys, then {})",
+            CSV_COLUMNS.join(",")
+        ));
+    }
+    let mut rows = Vec::new();
+    for (i, line) in lines {
+        let at = |e: String| format!("line {}: {e}", i + 1);
+        let f = csv_fields(line).map_err(at)?;
+        if f.len() != header.len() {
+            return Err(at(format!(
+                "{} fields, the header has {}",
+                f.len(),
+                header.len()
+            )));
+        }
+        let num = |c: usize| -> Result<f64, String> {
+            f[keys + c].parse::<f64>().map_err(|_| {
+                at(format!(
+                    "{}: '{}' is not a number",
+                    CSV_COLUMNS[c],
+                    f[keys + c]
+                ))
+            })
+        };
+        let int = |c: usize| -> Result<u64, String> {
+            f[keys + c].parse::<u64>().map_err(|_| {
+                at(format!(
+                    "{}: '{}' is not an integer",
+                    CSV_COLUMNS[c],
+                    f[keys + c]
+                ))
+            })
+        };
+        rows.push(SweepRow {
+            point: header[..keys]
+                .iter()
+                .zip(&f)
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
+            strategy: f[keys].clone(),
+            kind: f[keys + 1].clone(),
+            job: f[keys + 2].clone(),
+            iops: num(3)?,
+            lat_mean_ns: num(4)?,
+            lat_p50_ns: int(5)?,
+            lat_p99_ns: int(6)?,
+            interrupts_per_s: num(7)?,
+            cpu_util: num(8)?,
+            job_cpu_util: num(9)?,
+        });
+    }
+    if rows.is_empty() {
+        return Err("no sweep rows".into());
+    }
+    Ok(rows)
+}
+
+/// Splits one CSV line, undoing [`csv_field`]'s quoting.
+fn csv_fields(line: &str) -> Result<Vec<String>, String> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut chars = line.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (false, '"') if field.is_empty() => quoted = true,
+            (false, ',') => fields.push(std::mem::take(&mut field)),
+            (_, c) => field.push(c),
+        }
+    }
+    if quoted {
+        return Err("unterminated quoted field".into());
+    }
+    fields.push(field);
+    Ok(fields)
+}
+
 /// The points of the cross product, first key slowest.
 pub fn cross_product(vary: &[Vary]) -> Vec<Vec<(String, String)>> {
     let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
@@ -530,6 +624,17 @@ mod tests {
         assert_eq!(rows.len(), 30);
         assert!(rows[0].iops < rows[29].iops);
         assert_eq!(rows[29].point["job.async.iodepth"], "16");
+        // The CSV reads back to the same rows, up to its printed precision.
+        let from_csv = read_csv(&csv).expect("csv rows");
+        assert_eq!(from_csv.len(), rows.len());
+        for (c, j) in from_csv.iter().zip(&rows) {
+            assert_eq!(
+                (&c.point, &c.strategy, &c.job),
+                (&j.point, &j.strategy, &j.job)
+            );
+            assert_eq!((c.lat_p50_ns, c.lat_p99_ns), (j.lat_p50_ns, j.lat_p99_ns));
+            assert!((c.iops - j.iops).abs() < 1e-2 && (c.cpu_util - j.cpu_util).abs() < 1e-5);
+        }
     }
 
     #[test]
@@ -584,5 +689,19 @@ mod tests {
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(csv_field("plain"), "plain");
+    }
+
+    #[test]
+    fn csv_reading_undoes_quoting_and_refuses_other_tables() {
+        let fields = csv_fields("\"a,b\",\"say \"\"hi\"\"\",plain").expect("fields");
+        assert_eq!(fields, ["a,b", "say \"hi\"", "plain"]);
+        assert!(csv_fields("\"open").is_err());
+        assert!(read_csv("x,y\n1,2\n")
+            .expect_err("not a sweep")
+            .contains("not a sweep header"));
+        let header = format!("k,{}", CSV_COLUMNS.join(","));
+        let e = read_csv(&format!("{header}\n1,none,none,j,fast,1,1,1,1,1,1\n")).expect_err("bad");
+        assert_eq!(e, "line 2: iops: 'fast' is not a number");
+        assert!(read_csv(&format!("{header}\n")).is_err(), "no rows");
     }
 }
