@@ -319,7 +319,7 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
         .filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or("empty file")?;
     let header = csv_fields(header).map_err(|e| format!("line 1: {e}"))?;
-    let keys = header.len().checked_sub(CSV_COLUMNS.len()).unwrap_or(0);
+    let keys = header.len().saturating_sub(CSV_COLUMNS.len());
     if header.len() <= CSV_COLUMNS.len() || header[keys..] != CSV_COLUMNS {
         return Err(format!(
             "line 1: not a sweep header (varied keys, then {})",
