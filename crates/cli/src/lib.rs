@@ -217,11 +217,19 @@ fn dispatch(
                      (see cint --help)",
                 ));
             }
-            // Clap's own text spans several lines; the contract is one.
+            // Clap's own text spans several lines; the contract is one. Keep
+            // what precedes the usage summary (a missing argument is named
+            // on the line after the message), without the tips.
             let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            return Err(usage(format!("cint: {first} (see cint --help)")));
+            let what: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
+                .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+                .collect();
+            let what = what.join(" ");
+            let what = what.strip_prefix("error: ").unwrap_or(&what);
+            return Err(usage(format!("cint: {what} (see cint --help)")));
         }
     };
     match cli.command {

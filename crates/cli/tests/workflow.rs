@@ -1,0 +1,398 @@
+//! The researcher's workflow through the real binary and the simulator:
+//! fio job files, sweeps, plots and calibration, and every way of refusing
+//! their input (exit status 2, one line on stderr).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Out {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn cint(args: &[&str]) -> Out {
+    let o = Command::new(env!("CARGO_BIN_EXE_cint"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    Out {
+        status: o.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(o.stdout).expect("utf8 stdout"),
+        stderr: String::from_utf8(o.stderr).expect("utf8 stderr"),
+    }
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("cint-wf-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("mkdir");
+        TempDir(p)
+    }
+    fn file(&self, name: &str, text: &str) -> String {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).expect("write");
+        p.display().to_string()
+    }
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn assert_refused(o: &Out, needle: &str) {
+    assert_eq!(o.status, 2, "stderr: {}", o.stderr);
+    assert_eq!(o.stdout, "", "nothing on stdout");
+    assert_eq!(o.stderr.lines().count(), 1, "one line: {:?}", o.stderr);
+    assert!(o.stderr.contains(needle), "{needle:?} in {:?}", o.stderr);
+    assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
+}
+
+fn pngs(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".png"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for n in &names {
+        let bytes = std::fs::read(dir.join(n)).expect("read png");
+        assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 5_000, "{n}");
+    }
+    names
+}
+
+/// Written the way fio users write job files: comments of both kinds, a
+/// `[global]` section, options with no meaning in a model.
+const FIELD_JOB: &str = "\
+; random reads against the Optane, as run in the lab
+[global]
+ioengine=libaio
+direct=1          # bypass the page cache
+rw=randread
+bs=4k
+time_based
+runtime=20ms
+ramp_time=2ms
+filename=/dev/nvme0n1
+group_reporting
+
+[qd32]
+iodepth=32
+iodepth_batch_submit=8
+iodepth_batch_complete_min=8
+";
+
+#[test]
+fn a_field_fio_file_runs_the_default_comparison_with_warnings() {
+    let dir = TempDir::new("fio");
+    let job = dir.file("lab.fio", FIELD_JOB);
+    let o = cint(&["sim", "--fio", &job, "--json"]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&o.stdout).expect("one JSON document");
+    let names: Vec<&str> = doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter_map(|r| r["strategy"].as_str())
+        .collect();
+    assert_eq!(names, ["none", "adaptive", "cinterrupts"]);
+    assert_eq!(doc["duration_ns"], 20_000_000);
+    assert!(doc["results"][0]["jobs"][0]["iops"].as_f64().unwrap_or(0.0) > 10_000.0);
+    // One warning line per ignored option, naming it and its line.
+    let warnings: Vec<&str> = o.stderr.lines().collect();
+    assert_eq!(warnings.len(), 2, "{}", o.stderr);
+    assert!(warnings[0].contains("lab.fio:10:") && warnings[0].contains("'filename'"));
+    assert!(warnings[1].contains("'group_reporting'"));
+
+    // Device, strategies and --set reach the scenario; `check` shows it.
+    let o = cint(&[
+        "check",
+        "--fio",
+        &job,
+        "--device",
+        "p3700",
+        "--strategy",
+        "none,nvme",
+        "--set",
+        "job.qd32.iodepth=64",
+    ]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    for text in ["model = \"p3700\"", "kind = \"nvme\"", "iodepth = 64"] {
+        assert!(o.stdout.contains(text), "{text} in\n{}", o.stdout);
+    }
+    assert!(!o.stdout.contains("kind = \"cinterrupts\""));
+}
+
+#[test]
+fn bad_fio_input_is_one_line_naming_the_culprit() {
+    let dir = TempDir::new("fio-bad");
+    let verify = dir.file("v.fio", &FIELD_JOB.replace("group_reporting", "verify=md5"));
+    assert_refused(
+        &cint(&["sim", "--fio", &verify]),
+        "v.fio:11: option 'verify' is not supported",
+    );
+    let job = dir.file("ok.fio", FIELD_JOB);
+    assert_refused(
+        &cint(&["sim", "--fio", &job, "--device", "floppy"]),
+        "--device floppy: unknown profile (known: optane-p4800x",
+    );
+    assert_refused(
+        &cint(&["emu", "--fio", &job, "--strategy", "turbo"]),
+        "--strategy turbo: unknown strategy kind",
+    );
+    assert_refused(
+        &cint(&["sim", "scenario.toml", "--fio", &job]),
+        "cannot be used with",
+    );
+    assert_refused(&cint(&["sim", "--device", "p3700"]), "--fio");
+}
+
+const SWEEP_SCENARIO: &str = "name = \"sw\"\nduration = \"10ms\"\nwarmup = \"1ms\"\n\
+    [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+    [[strategy]]\nname = \"adaptive\"\nkind = \"adaptive\"\n\
+    [[job]]\nname = \"async\"\nengine = \"libaio\"\nrw = \"randread\"\niodepth = 8\n";
+
+#[test]
+fn a_sweep_writes_one_row_per_point_and_strategy_whatever_the_workers() {
+    let dir = TempDir::new("sweep");
+    let file = dir.file("s.toml", SWEEP_SCENARIO);
+    let vary = ["--vary", "job.async.iodepth=4,32", "--vary", "seed=1,2"];
+    let run = |jobs: &str| {
+        let mut args = vec!["sweep", file.as_str(), "--jobs", jobs];
+        args.extend(vary);
+        cint(&args)
+    };
+    let one = run("1");
+    assert_eq!((one.status, one.stderr.as_str()), (0, ""));
+    let rows: Vec<serde_json::Value> = one
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON row"))
+        .collect();
+    // 2 x 2 points x 2 strategies x 1 job, first --vary slowest.
+    assert_eq!(rows.len(), 8);
+    assert_eq!(rows[0]["point"]["job.async.iodepth"], "4");
+    assert_eq!(rows[0]["strategy"], "none");
+    assert_eq!(rows[1]["strategy"], "adaptive");
+    assert_eq!(rows[2]["point"]["seed"], "2");
+    assert_eq!(rows[7]["point"]["job.async.iodepth"], "32");
+    let iops = |i: usize| rows[i]["iops"].as_f64().unwrap_or(0.0);
+    assert!(iops(4) > iops(0), "deeper queue, more IOPS");
+    // Byte-identical whatever the number of workers.
+    assert_eq!(run("2").stdout, one.stdout);
+
+    // Files instead of stdout, and the charts.
+    let jsonl = dir.path("out/s.jsonl");
+    let csv = dir.path("out/s.csv");
+    let plots = dir.0.join("plots");
+    let mut args = vec![
+        "sweep",
+        file.as_str(),
+        "--out",
+        &jsonl,
+        "--csv",
+        &csv,
+        "--plot",
+    ];
+    let plots_arg = plots.display().to_string();
+    args.push(&plots_arg);
+    args.extend(vary);
+    let o = cint(&args);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "");
+    assert_eq!(
+        std::fs::read_to_string(&jsonl).expect("jsonl"),
+        one.stdout,
+        "--out holds what stdout would"
+    );
+    let csv_text = std::fs::read_to_string(&csv).expect("csv");
+    assert!(csv_text.starts_with("job.async.iodepth,seed,strategy,kind,job,iops,"));
+    assert_eq!(csv_text.lines().count(), 9);
+    assert!(pngs(&plots).contains(&"sweep_iops.png".to_string()));
+}
+
+#[test]
+fn bad_sweep_keys_and_values_are_one_line() {
+    let dir = TempDir::new("sweep-bad");
+    let file = dir.file("s.toml", SWEEP_SCENARIO);
+    assert_refused(
+        &cint(&["sweep", &file, "--vary", "job.nope.iodepth=1,2"]),
+        "sweep point job.nope.iodepth=1: ",
+    );
+    assert_refused(
+        &cint(&["sweep", &file, "--vary", "job.async.iodepth=4,deep"]),
+        "sweep point job.async.iodepth=deep: ",
+    );
+    assert_refused(
+        &cint(&["sweep", &file, "--vary", "iodepth"]),
+        "--vary 'iodepth': expected KEY=V1,V2,...",
+    );
+    assert_refused(
+        &cint(&["sweep", &file, "--vary", "seed=1", "--jobs", "0"]),
+        "--jobs must be at least 1",
+    );
+    assert_refused(&cint(&["sweep", &file]), "--vary");
+}
+
+#[test]
+fn plot_draws_a_result_and_refuses_what_it_cannot_plot() {
+    let dir = TempDir::new("plot");
+    let file = dir.file("s.toml", SWEEP_SCENARIO);
+    let o = cint(&["sim", &file, "--json"]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let result = dir.file("result.json", &o.stdout);
+    let charts = dir.0.join("charts");
+    let charts_arg = charts.display().to_string();
+    let o = cint(&[
+        "plot",
+        &result,
+        "-o",
+        &charts_arg,
+        "--baseline",
+        "adaptive",
+        "--format",
+        "png",
+    ]);
+    assert_eq!((o.status, o.stderr.as_str()), (0, ""));
+    assert_eq!(
+        o.stdout.lines().count(),
+        6,
+        "one line per file: {}",
+        o.stdout
+    );
+    assert_eq!(
+        pngs(&charts),
+        [
+            "cpu.png",
+            "iops.png",
+            "irqs.png",
+            "latency_cdf.png",
+            "latency_mean.png",
+            "latency_p99.png"
+        ]
+    );
+
+    // --plot on sim: the table stays alone on stdout.
+    let side = dir.0.join("side");
+    let side_arg = side.display().to_string();
+    let o = cint(&["sim", &file, "--plot", &side_arg]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("sw on sim"), "{}", o.stdout);
+    assert_eq!(pngs(&side).len(), 6);
+
+    let text = dir.file("notes.txt", "strategy,iops\nnone,12\n");
+    assert_refused(&cint(&["plot", &text, "-o", &charts_arg]), "not plottable");
+    let csv = dir.file("x.csv", "strategy,iops\nnone,12\n");
+    assert_refused(
+        &cint(&["plot", &csv, "-o", &charts_arg]),
+        "not plottable: not a sweep CSV",
+    );
+    assert_refused(
+        &cint(&["plot", &result, "-o", &charts_arg, "--baseline", "nope"]),
+        "--baseline nope: not a strategy",
+    );
+    assert_refused(
+        &cint(&["plot", &dir.path("missing.json"), "-o", &charts_arg]),
+        "missing.json",
+    );
+}
+
+#[test]
+fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
+    let dir = TempDir::new("calibrate");
+    let plots = dir.0.join("cal");
+    let plots_arg = plots.display().to_string();
+    let o = cint(&[
+        "calibrate",
+        "--device",
+        "optane-p4800x",
+        "--duration",
+        "5ms",
+        "--warmup",
+        "1ms",
+        "--thr",
+        "1,8,32,128",
+        "--plot",
+        &plots_arg,
+    ]);
+    assert_eq!((o.status, o.stderr.as_str()), (0, ""));
+    for text in [
+        "no batching",
+        "batches of 16",
+        "delta = ",
+        "the largest p99 inter-arrival time",
+        "<- recommended",
+        "thr = ",
+        "(reference: 32)",
+    ] {
+        assert!(o.stdout.contains(text), "{text:?} in\n{}", o.stdout);
+    }
+    assert_eq!(
+        pngs(&plots),
+        ["calibrate_interarrival_cdf.png", "calibrate_thr_sweep.png"]
+    );
+
+    // A given delta skips the measurement.
+    let o = cint(&[
+        "calibrate",
+        "--device",
+        "p3700",
+        "--delta",
+        "15us",
+        "--duration",
+        "5ms",
+        "--thr",
+        "1,32",
+    ]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("delta = 15.00 us: given"), "{}", o.stdout);
+    assert!(!o.stdout.contains("no batching"));
+
+    assert_refused(
+        &cint(&[
+            "calibrate",
+            "--device",
+            "optane-p4800x",
+            "--percentile",
+            "80",
+        ]),
+        "percentile 80 is outside 90..=99",
+    );
+    assert_refused(
+        &cint(&["calibrate", "--device", "floppy"]),
+        "unknown device profile 'floppy'",
+    );
+    assert_refused(
+        &cint(&["calibrate", "--device", "p3700", "--delta", "soon"]),
+        "--delta: ",
+    );
+    assert_refused(
+        &cint(&["calibrate", "--device", "p3700", "--thr", "8,4"]),
+        "strictly increasing",
+    );
+}
+
+#[test]
+fn help_names_the_workflow_commands() {
+    let o = cint(&["--help"]);
+    assert_eq!(o.status, 0);
+    for word in ["cint sweep", "cint plot", "cint calibrate", "--fio"] {
+        assert!(o.stdout.contains(word), "{word} in {}", o.stdout);
+    }
+    let o = cint(&["calibrate", "--help"]);
+    for word in ["--device", "--emu", "--delta", "--percentile", "--plot"] {
+        assert!(o.stdout.contains(word), "{word} in {}", o.stdout);
+    }
+}
