@@ -257,3 +257,43 @@ fn invalid_scenarios_never_reach_the_engine() {
         format!("{file}:12: job.async.iodepth: must be at least 1 (got 0)\n")
     );
 }
+
+#[test]
+fn an_engine_panic_inside_a_sweep_is_one_line_and_status_1() {
+    let panicking = Engines {
+        sim: |s| {
+            if s.seed == 2 {
+                panic!("broken at seed 2")
+            }
+            Ok(echo(s, "sim"))
+        },
+        emu: |_| Err("no cores".into()),
+        sim_gaps: |_| panic!("gap probe broken"),
+    };
+    let dir = TempDir::new("sweep-panic");
+    let file = dir.scenario(SCENARIO);
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let o = cint(
+        &panicking,
+        &["sweep", &file, "--vary", "seed=1,2,3", "--jobs", "2"],
+    );
+    let refused = cint(&panicking, &["sweep", &file, "--vary", "seed=1", "--emu"]);
+    let gaps = cint(&panicking, &["calibrate", "--device", "p3700"]);
+    std::panic::set_hook(prev);
+    assert_eq!(o.status, EXIT_INTERNAL, "{}", o.stderr);
+    assert_eq!(o.stdout, "");
+    assert_eq!(o.stderr.lines().count(), 1, "{:?}", o.stderr);
+    assert!(o.stderr.contains("broken at seed 2"), "{}", o.stderr);
+    // An engine's refusal stays a usage error, named with the point.
+    assert_eq!(refused.status, EXIT_USAGE);
+    assert!(
+        refused
+            .stderr
+            .contains("sweep point seed=1: run failed: no cores"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(gaps.status, EXIT_INTERNAL);
+    assert!(gaps.stderr.contains("gap probe broken"), "{}", gaps.stderr);
+}
