@@ -118,6 +118,12 @@ impl Emulator {
             .name("cint-device".into())
             .spawn(move || {
                 if let Err(e) = sys::pin_to(device_cpu) {
+                    // No device core will run, so no final interrupt will
+                    // come: release the handlers, or joining them at the
+                    // failed start would hang.
+                    for q in &device_shared.queues {
+                        q.finish();
+                    }
                     let _ = tx.send(Err(EmuError::Pinning(e)));
                     return;
                 }
