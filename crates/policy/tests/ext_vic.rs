@@ -1,9 +1,8 @@
 //! vIC (ALGORITHMS.md §6) and scheduler-aware vIC (§7): the worked
 //! sequences, the ratio table for every CIF, epoch and IOPS rules, the IPI
-//! rule, the Xen quirks, the slice-end bypass and its fall-backs, bad
-//! parameters, and exactly-once delivery over random streams.
-
-mod common;
+//! rule, the Xen quirks, the slice-end bypass and its fall-backs, and bad
+//! parameters. Exactly-once delivery over random streams is in
+//! `properties.rs`, with every other policy.
 
 use std::collections::VecDeque;
 
@@ -13,8 +12,6 @@ use cint_policy::vic_sched::VicSched;
 use cint_policy::{
     Decision, GuestSchedule, Hint, Nanos, Policy, PolicyConfig, PolicyError, Seq, MS, US,
 };
-use common::{play, strategy, Harness};
-use proptest::prelude::*;
 
 /// A closed loop: every completion is immediately replaced by a new
 /// submission, so each completion sees `depth - 1` other commands in flight.
@@ -520,63 +517,4 @@ fn no_bypass_before_any_rate_is_known() {
     // Ratio 1/1 in the first epoch: delivered by vIC, not by the bypass.
     assert_eq!(l.run(50, US), 50);
     assert_eq!(l.policy.bypasses(), 0);
-}
-
-// ---- exactly once, over random streams ----
-
-/// How often the monitor runs for other reasons.
-const OPPORTUNITY: Nanos = MS;
-
-fn vic_params() -> impl Strategy<Value = VicParams> {
-    (
-        1..=8u32,
-        0..=50_000u64,
-        1..=200 * US,
-        any::<bool>(),
-        proptest::option::of(1..=20u32),
-    )
-        .prop_map(
-            |(cif_threshold, iops_threshold, epoch, reset, failsafe)| VicParams {
-                cif_threshold,
-                iops_threshold,
-                epoch,
-                ipi_threshold: 100 * US,
-                quirk_reset_on_skip: reset,
-                quirk_failsafe: failsafe,
-            },
-        )
-}
-
-fn check_exactly_once<P: Policy>(policy: P, ops: &[common::Op]) {
-    let mut h = Harness::new(policy, 0).with_opportunities(OPPORTUNITY);
-    play(&mut h, ops, 3 * US);
-    h.drain(2 * OPPORTUNITY);
-    h.assert_all_delivered();
-    // Nothing waits longer than one monitor period.
-    assert!(h.max_wait() <= OPPORTUNITY, "waited {}", h.max_wait());
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
-
-    #[test]
-    fn vic_delivers_every_completion_exactly_once(
-        params in vic_params(),
-        ops in strategy::ops(300, 20 * US, 2 * MS),
-    ) {
-        check_exactly_once(Vic::new(params, 0).expect("valid"), &ops);
-    }
-
-    #[test]
-    fn vic_sched_delivers_every_completion_exactly_once(
-        params in vic_params(),
-        margin in 0..=50 * US,
-        slice in 1..=5 * MS,
-        ops in strategy::ops(300, 20 * US, 2 * MS),
-    ) {
-        let sched = VicSchedParams { vic: params, clock_margin: margin };
-        let mut policy = VicSched::new(sched, 0).expect("valid");
-        policy.on_schedule(0, running_until(slice));
-        check_exactly_once(policy, &ops);
-    }
 }

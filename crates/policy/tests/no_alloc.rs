@@ -1,13 +1,17 @@
 //! The decision path allocates nothing: a counting global allocator sees
 //! zero allocations while every policy, built through `PolicyConfig` and
 //! driven through `AnyPolicy`, handles many submissions, completions,
-//! timers and opportunities.
+//! timers, opportunities and guest schedule changes, and while every
+//! hybrid-polling sleep estimator records run times and answers sleeps.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use cint_policy::config::{AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams};
-use cint_policy::{AnyPolicy, Hint, Nanos, Policy, PolicyConfig, Seq, US};
+use cint_policy::config::{
+    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, VicParams, VicSchedParams,
+};
+use cint_policy::hybrid_poll::{Direction, SleepEstimator};
+use cint_policy::{AnyPolicy, GuestSchedule, Hint, Nanos, Policy, PolicyConfig, Seq, US};
 
 /// Counts allocations made by the current thread while armed; the test
 /// harness's other threads (output capture, other tests) are not counted.
@@ -97,6 +101,15 @@ fn drive(policy: &mut AnyPolicy, rounds: u64) -> u64 {
         if i % 5 == 0 {
             irqs += u64::from(policy.on_opportunity(now).irq().is_some());
         }
+        if i % 11 == 0 {
+            // The guest's slice: running with 0..=60 us left, sometimes
+            // descheduled; scheduler-aware vIC bypasses near the end.
+            let schedule = GuestSchedule {
+                running: i % 3 != 0,
+                slice_end: Some(now + (i % 13) * 5 * US),
+            };
+            policy.on_schedule(now, schedule);
+        }
         let hint = hints[(i as usize / 3) % hints.len()];
         ring[slot] = (policy.on_submit(now, hint), hint);
     }
@@ -134,6 +147,28 @@ fn configs() -> Vec<PolicyConfig> {
             }
         }
     }
+    // CIF threshold 1 and no IOPS floor so that vIC holds completions and
+    // the opportunities and the bypass have something to deliver.
+    let vic = VicParams {
+        cif_threshold: 1,
+        iops_threshold: 0,
+        epoch: 50 * US,
+        ..VicParams::default()
+    };
+    for quirk_failsafe in [None, Some(4)] {
+        for quirk_reset_on_skip in [false, true] {
+            let vic = VicParams {
+                quirk_failsafe,
+                quirk_reset_on_skip,
+                ..vic
+            };
+            configs.push(PolicyConfig::Vic(vic));
+            configs.push(PolicyConfig::VicSched(VicSchedParams {
+                vic,
+                clock_margin: 2 * US,
+            }));
+        }
+    }
     configs
 }
 
@@ -146,6 +181,62 @@ fn no_policy_allocates_on_the_decision_path() {
         assert_eq!(allocations, 0, "{config:?} allocated");
         assert!(irqs > 0, "{config:?} never fired: the driver is broken");
         assert_eq!(policy.in_flight() as usize, DEPTH);
+    }
+}
+
+#[test]
+fn vic_sched_took_the_bypass_and_vic_held_on_the_path_measured() {
+    // Guards the test above: the drive must reach vIC's holding branch
+    // and the scheduler-aware bypass, or their absence of allocations
+    // proves nothing.
+    let vic = configs()
+        .into_iter()
+        .find_map(|c| match c {
+            PolicyConfig::VicSched(p) => Some(p),
+            _ => None,
+        })
+        .expect("a vic-sched config");
+    let mut policy = PolicyConfig::VicSched(vic).build(0).expect("valid");
+    let irqs = drive(&mut policy, 100_000);
+    let AnyPolicy::VicSched(p) = &policy else {
+        panic!("built another policy");
+    };
+    assert!(p.bypasses() > 0, "the slice-end bypass never ran");
+    assert!(irqs < 100_000, "vIC delivered every completion: never held");
+}
+
+/// Drives an estimator through `rounds` requests of every size class in
+/// both directions over several statistics windows; returns the sum of the
+/// sleeps it asked for.
+fn drive_estimator(estimator: &mut SleepEstimator, rounds: u64) -> Nanos {
+    let mut now: Nanos = 0;
+    let mut slept: Nanos = 0;
+    for i in 0..rounds {
+        let bytes = 512u64 << (i % 9);
+        let dir = if i % 3 == 0 {
+            Direction::Write
+        } else {
+            Direction::Read
+        };
+        slept = slept.wrapping_add(estimator.sleep_for(now, bytes, dir));
+        let run_time = 5 * US + (i % 17) * US;
+        now += run_time + (i % 5) * 100 * US;
+        estimator.record(now, bytes, dir, run_time);
+    }
+    slept
+}
+
+#[test]
+fn no_sleep_estimator_allocates() {
+    for mut estimator in [
+        SleepEstimator::Fixed(3 * US),
+        SleepEstimator::block_adaptive(),
+        SleepEstimator::uring_hybrid(),
+    ] {
+        let mut slept = 0;
+        let allocations = allocations_during(|| slept = drive_estimator(&mut estimator, 100_000));
+        assert_eq!(allocations, 0, "{estimator:?} allocated");
+        assert!(slept > 0, "{estimator:?} never asked to sleep");
     }
 }
 

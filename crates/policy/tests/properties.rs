@@ -1,17 +1,25 @@
 //! Property tests: random streams of submissions, completions in random
 //! order, hints and time gaps, driven through the reference harness of
 //! `common` (a policy, a completion queue with OOO reaping, a virtual
-//! clock that serves every deadline on time).
+//! clock that serves every deadline on time), for every policy: none, nvme,
+//! adaptive, cinterrupts (every mode), vIC (with the monitor's
+//! opportunities) and scheduler-aware vIC (with the guest's schedule
+//! changing during the stream). The harness panics on any entry delivered
+//! twice; `assert_all_delivered` catches any never delivered.
 
 mod common;
 
 use cint_policy::adaptive::Adaptive;
 use cint_policy::cinterrupts::Cinterrupts;
-use cint_policy::config::{AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams};
+use cint_policy::config::{
+    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, VicParams, VicSchedParams,
+};
 use cint_policy::none::NoCoalescing;
 use cint_policy::nvme::NvmeAggregation;
-use cint_policy::{Hint, Irq, Nanos, Policy, SEC, US};
-use common::{play, strategy, Harness};
+use cint_policy::vic::Vic;
+use cint_policy::vic_sched::VicSched;
+use cint_policy::{GuestSchedule, Hint, Irq, Nanos, Policy, MS, SEC, US};
+use common::{play, strategy, Harness, Op};
 use proptest::prelude::*;
 
 /// Gaps between steps: mostly around `delta`, sometimes far beyond it.
@@ -233,6 +241,156 @@ mod storm {
             h.drain(delta * Nanos::from(thr) + 1);
             h.assert_all_delivered();
             prop_assert!(h.max_wait() <= delta * Nanos::from(thr));
+        }
+    }
+}
+
+/// vIC holds completions with no deadline of its own; the monitor's
+/// opportunities (guest exits, its periodic timer) deliver them. Random
+/// parameters include the ones that make it hold most (CIF threshold 1, no
+/// IOPS floor, short epochs) and both Xen quirks.
+mod vic {
+    use super::*;
+
+    /// Longest monitor period tried.
+    const MAX_PERIOD: Nanos = 2 * MS;
+
+    fn vic_params() -> impl Strategy<Value = VicParams> {
+        (
+            1..=8u32,
+            0..=50_000u64,
+            1..=200 * US,
+            any::<bool>(),
+            proptest::option::of(1..=20u32),
+        )
+            .prop_map(|(cif_threshold, iops_threshold, epoch, reset, failsafe)| {
+                VicParams {
+                    cif_threshold,
+                    iops_threshold,
+                    epoch,
+                    ipi_threshold: 100 * US,
+                    quirk_reset_on_skip: reset,
+                    quirk_failsafe: failsafe,
+                }
+            })
+    }
+
+    /// A step of a stream seen by scheduler-aware vIC: the usual stream,
+    /// or the guest's scheduling state changing.
+    #[derive(Clone, Copy, Debug)]
+    enum Step {
+        Io(Op),
+        /// The guest is running (or not), with this much of its slice left
+        /// (negative: past its end; `None`: unknown).
+        Schedule {
+            running: bool,
+            slice_left: Option<i64>,
+        },
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            12 => strategy::op(20 * US, MAX_PERIOD).prop_map(Step::Io),
+            1 => (any::<bool>(), proptest::option::of(-100 * US as i64..=3 * MS as i64))
+                .prop_map(|(running, slice_left)| Step::Schedule { running, slice_left }),
+        ]
+    }
+
+    fn schedule_at(now: Nanos, running: bool, slice_left: Option<i64>) -> GuestSchedule {
+        GuestSchedule {
+            running,
+            slice_end: slice_left.map(|left| now.saturating_add_signed(left)),
+        }
+    }
+
+    /// Plays `steps`, then completes what is left, then lets the monitor
+    /// deliver; returns the harness for checks.
+    fn play_steps<P: Policy>(policy: P, period: Nanos, steps: &[Step]) -> Harness<P> {
+        let mut h = Harness::new(policy, 0).with_opportunities(period);
+        for &s in steps {
+            match s {
+                Step::Io(Op::Submit(hint)) => {
+                    h.submit(hint);
+                }
+                Step::Io(Op::Complete(i)) => {
+                    h.complete_nth(i);
+                }
+                Step::Io(Op::Gap(g)) => h.advance(g),
+                Step::Schedule {
+                    running,
+                    slice_left,
+                } => {
+                    let now = h.now();
+                    h.policy
+                        .on_schedule(now, schedule_at(now, running, slice_left));
+                }
+            }
+        }
+        while h.complete_nth(0).is_some() {
+            h.advance(TAIL_GAP);
+        }
+        h.drain(2 * period);
+        h
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn vic_delivers_every_completion_once_by_the_next_opportunity(
+            params in vic_params(),
+            period in 10 * US..=MAX_PERIOD,
+            ops in strategy::ops(STREAM_LEN, SHORT_GAP, MAX_PERIOD),
+        ) {
+            let steps: Vec<Step> = ops.into_iter().map(Step::Io).collect();
+            let h = play_steps(Vic::new(params, 0).expect("valid parameters"), period, &steps);
+            h.assert_all_delivered();
+            prop_assert!(h.max_wait() <= period, "waited {} > period {}", h.max_wait(), period);
+            prop_assert!(h.irqs.iter().all(|&(_, irq)| irq == Irq::Full));
+        }
+
+        #[test]
+        fn vic_sched_delivers_every_completion_once_across_schedule_changes(
+            params in vic_params(),
+            margin in 0..=50 * US,
+            period in 10 * US..=MAX_PERIOD,
+            steps in proptest::collection::vec(step(), 0..=STREAM_LEN),
+        ) {
+            let sched = VicSchedParams { vic: params, clock_margin: margin };
+            let h = play_steps(VicSched::new(sched, 0).expect("valid parameters"), period, &steps);
+            h.assert_all_delivered();
+            prop_assert!(h.max_wait() <= period, "waited {} > period {}", h.max_wait(), period);
+            let completions = h.records.iter().filter(|r| r.arrived.is_some()).count() as u64;
+            prop_assert!(h.policy.bypasses() <= completions);
+        }
+
+        /// The bypass is the only difference: a guest that is not running,
+        /// or whose slice end is unknown, sees exactly plain vIC's
+        /// interrupts.
+        #[test]
+        fn vic_sched_without_a_known_running_slice_is_plain_vic(
+            params in vic_params(),
+            margin in 0..=50 * US,
+            period in 10 * US..=MAX_PERIOD,
+            steps in proptest::collection::vec(step(), 0..=STREAM_LEN),
+        ) {
+            let steps: Vec<Step> = steps
+                .into_iter()
+                .map(|s| match s {
+                    Step::Schedule { running: true, .. } => Step::Schedule {
+                        running: true,
+                        slice_left: None,
+                    },
+                    other => other,
+                })
+                .collect();
+            let sched = VicSchedParams { vic: params, clock_margin: margin };
+            let with_sched =
+                play_steps(VicSched::new(sched, 0).expect("valid parameters"), period, &steps);
+            let plain = play_steps(Vic::new(params, 0).expect("valid parameters"), period, &steps);
+            prop_assert_eq!(with_sched.policy.bypasses(), 0);
+            prop_assert_eq!(&with_sched.irqs, &plain.irqs);
+            prop_assert_eq!(&with_sched.records, &plain.records);
         }
     }
 }
