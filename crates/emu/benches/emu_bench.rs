@@ -6,8 +6,9 @@
 //!    most 1.10;
 //! 2. device-core capacity with a zero-latency synthetic device, polled —
 //!    target at least 2 M completions/s;
-//! 3. sync QD1 and async-batch runs of none, adaptive and cinterrupts, next
-//!    to the simulator's numbers for the same scenario when it can run it.
+//! 3. the shipped sync-qd1 and async-batch scenarios under none, adaptive
+//!    and cinterrupts, emulated and simulated side by side (same file,
+//!    same seed, same duration).
 //!
 //! `cargo bench -p cint-emu --bench emu_bench` (about 10 s). Set
 //! `CINT_EMU_BENCH_SECONDS` to change the length of each measurement.
@@ -21,15 +22,20 @@ use cint_emu::{
     BackendConfig, Completion, DeviceConfig, Emulator, Op, QueueConfig, QueueMode, Request,
     WaitMode,
 };
-use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::{Hint, Nanos, PolicyConfig, MS, SEC, US};
 use cint_report::{LatencyHistogram, RunResult};
 use cint_scenario::profiles::{JitterKind, OpTiming};
 use cint_scenario::units::Duration;
-use cint_scenario::{
-    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, Job, Rw, Scenario,
-    Strategy, Work,
-};
+use cint_scenario::{DeviceProfile, Scenario};
+
+/// Turns taken by the QD1 mechanisms (see `main`).
+const QD1_BLOCKS: u64 = 10;
+
+/// Round trips each QD1 measurement makes before it records: the first
+/// tens of milliseconds after the CPU was busy (the previous mechanism, or
+/// thread start-up) see wake-ups up to twice as fast as later ones on the
+/// reference VM, and a block must not be measured in that state.
+const WARMUP_ROUNDS: u64 = 500;
 
 fn seconds() -> f64 {
     std::env::var("CINT_EMU_BENCH_SECONDS")
@@ -92,7 +98,7 @@ fn raw_wakeup(app: u32, dev: u32, rounds: u64, service: Nanos) -> LatencyHistogr
     let requester = std::thread::spawn(move || {
         sys::pin_to(app).expect("pin app cpu");
         let mut hist = LatencyHistogram::new();
-        for i in 1..=rounds {
+        for i in 1..=WARMUP_ROUNDS + rounds {
             let before = word.load(Ordering::SeqCst);
             let t0 = sys::now();
             request.store(i, Ordering::Release);
@@ -102,7 +108,9 @@ fn raw_wakeup(app: u32, dev: u32, rounds: u64, service: Nanos) -> LatencyHistogr
                 sys::futex_wait(&word, before);
             }
             sleeping.store(0, Ordering::SeqCst);
-            hist.record(sys::now() - t0);
+            if i > WARMUP_ROUNDS {
+                hist.record(sys::now() - t0);
+            }
         }
         hist
     });
@@ -163,7 +171,7 @@ fn raw_signal(app: u32, dev: u32, rounds: u64, service: Nanos) -> LatencyHistogr
         target.store(sys::gettid(), Ordering::Release);
         let idle = AtomicU32::new(0);
         let mut hist = LatencyHistogram::new();
-        for i in 1..=rounds {
+        for i in 1..=WARMUP_ROUNDS + rounds {
             SIGNALLED.store(0, Ordering::SeqCst);
             let t0 = sys::now();
             request.store(i, Ordering::Release);
@@ -171,7 +179,9 @@ fn raw_signal(app: u32, dev: u32, rounds: u64, service: Nanos) -> LatencyHistogr
                 // Blocks until the signal interrupts the wait (EINTR).
                 sys::futex_wait(&idle, 0);
             }
-            hist.record(sys::now() - t0);
+            if i > WARMUP_ROUNDS {
+                hist.record(sys::now() - t0);
+            }
         }
         hist
     });
@@ -200,7 +210,7 @@ fn emu_qd1(app: u32, dev: u32, mode: QueueMode, rounds: u64, service: Nanos) -> 
     let hist = std::thread::spawn(move || {
         sys::pin_to(app).expect("pin app cpu");
         let mut hist = LatencyHistogram::new();
-        for i in 0..rounds {
+        for i in 0..WARMUP_ROUNDS + rounds {
             let request = Request {
                 op: Op::Read,
                 offset: 0,
@@ -210,7 +220,9 @@ fn emu_qd1(app: u32, dev: u32, mode: QueueMode, rounds: u64, service: Nanos) -> 
                 user_data: i,
             };
             let c = client.submit_and_wait(request, wait).expect("request");
-            hist.record(c.latency());
+            if i >= WARMUP_ROUNDS {
+                hist.record(c.latency());
+            }
         }
         hist
     })
@@ -278,107 +290,83 @@ fn capacity(app: u32, dev: u32, secs: f64) -> f64 {
     best
 }
 
-fn strategies() -> Vec<Strategy> {
-    vec![
-        Strategy {
-            name: "none".into(),
-            mode: CompletionMode::Interrupt(PolicyConfig::None),
-        },
-        Strategy {
-            name: "adaptive".into(),
-            mode: CompletionMode::Interrupt(PolicyConfig::Adaptive(AdaptiveParams {
-                delta: 6 * US,
-                thr: 32,
-            })),
-        },
-        Strategy {
-            name: "cinterrupts".into(),
-            mode: CompletionMode::Interrupt(PolicyConfig::Cinterrupts(
-                CinterruptsParams::with_adaptive(6 * US, 32),
-            )),
-        },
-    ]
+/// The strategies compared side by side.
+const COMPARED: [&str; 3] = ["none", "adaptive", "cinterrupts"];
+
+/// A shipped scenario (`scenarios/NAME.toml`), run for `secs`, with only
+/// the compared strategies: the very file `cint sim` and `cint emu` take.
+fn shipped_scenario(name: &str, secs: f64) -> Result<Scenario, String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(format!("{name}.toml"));
+    let duration = format!("duration={}ms", (secs * 1e3).round().max(1.0));
+    let mut s = cint_scenario::load_file(&path, &[duration]).map_err(|e| e.to_string())?;
+    s.strategies
+        .retain(|st| COMPARED.contains(&st.name.as_str()));
+    if s.strategies.len() != COMPARED.len() {
+        return Err(format!(
+            "{}: expected strategies {COMPARED:?}",
+            path.display()
+        ));
+    }
+    Ok(s)
 }
 
-fn job(name: &str, engine: Engine, iodepth: u32, batch: u32) -> Job {
-    Job {
-        name: name.into(),
-        cpu: 0,
-        numjobs: 1,
-        runtime: None,
-        work: Work::Io(IoJob {
-            engine,
-            rw: Rw::RandRead,
-            bs: 4096,
-            iodepth,
-            batch,
-            batch_complete_min: 1,
-            hint: None,
-            nowait: false,
-            direct: true,
-            rate_iops: None,
-            think: 0,
-            size: 1 << 30,
-            rwmixread: 100,
-        }),
+/// Per-I/O figures of one strategy's first job.
+struct Row {
+    iops: f64,
+    p50_us: f64,
+    p99_us: f64,
+    irq_per_io: f64,
+    csw_per_io: f64,
+    cpu: f64,
+}
+
+impl Row {
+    fn of(r: &cint_report::StrategyResult) -> Row {
+        let j = &r.jobs[0];
+        let ios = j.ios.max(1) as f64;
+        Row {
+            iops: j.iops,
+            p50_us: j.lat_ns.at(50.0).unwrap_or(0) as f64 / 1e3,
+            p99_us: j.lat_ns.at(99.0).unwrap_or(0) as f64 / 1e3,
+            irq_per_io: r.interrupts as f64 / ios,
+            csw_per_io: r.context_switches as f64 / ios,
+            cpu: r.cpu_util,
+        }
     }
 }
 
-fn scenario(name: &str, job: Job, secs: f64) -> Scenario {
-    Scenario {
-        name: name.into(),
-        source: "<bench>".into(),
-        seed: 1,
-        duration: (secs * SEC as f64) as Nanos,
-        warmup: 50 * MS,
-        device: DeviceProfile::builtin("optane-p4800x").expect("built-in"),
-        host: HostProfile::builtin("xeon-e5-2660v4").expect("built-in"),
-        strategies: strategies(),
-        jobs: vec![job],
-        emu: EmuConfig::default(),
+impl Row {
+    const HEADER: &'static str = "     IOPS  p50 us  p99 us IRQ/IO csw/IO   CPU x none";
+
+    /// The row's columns under [`Row::HEADER`], IOPS also relative to `none`.
+    fn columns(&self, none_iops: f64) -> String {
+        format!(
+            "{:>9.0} {:>7.1} {:>7.1} {:>6.3} {:>6.2} {:>5.2} {:>6.2}",
+            self.iops,
+            self.p50_us,
+            self.p99_us,
+            self.irq_per_io,
+            self.csw_per_io,
+            self.cpu,
+            self.iops / none_iops.max(1.0)
+        )
     }
 }
 
 fn print_comparison(emu: &RunResult, sim: Option<&RunResult>) {
-    println!(
-        "  {:<12} {:>10} {:>9} {:>9} {:>9} {:>8} {:>7} | {:>10} {:>9} {:>8}",
-        "strategy",
-        "emu IOPS",
-        "p50 us",
-        "p99 us",
-        "IRQ/IO",
-        "csw/IO",
-        "CPU",
-        "sim IOPS",
-        "sim p50",
-        "sim IRQ/IO"
-    );
-    let base = emu.results[0].total_iops().max(1.0);
+    println!("  {:<12} |{} |{}", "emu | sim", Row::HEADER, Row::HEADER);
+    let emu_none = emu.results[0].jobs[0].iops;
     for (k, r) in emu.results.iter().enumerate() {
-        let j = &r.jobs[0];
-        let ios = j.ios.max(1) as f64;
-        let s = sim.and_then(|s| s.results.get(k));
-        let (siops, sp50, sirq) = match s {
-            Some(s) => (
-                format!("{:.0}", s.total_iops()),
-                format!("{:.1}", s.jobs[0].lat_ns.at(50.0).unwrap_or(0) as f64 / 1e3),
-                format!("{:.3}", s.interrupts as f64 / s.jobs[0].ios.max(1) as f64),
-            ),
-            None => ("-".into(), "-".into(), "-".into()),
+        let sim_cols = match sim.map(|s| (&s.results[0], s.results.get(k))) {
+            Some((none, Some(s))) => Row::of(s).columns(none.jobs[0].iops),
+            _ => "(no simulator result)".into(),
         };
         println!(
-            "  {:<12} {:>10.0} {:>9.1} {:>9.1} {:>9.3} {:>8.2} {:>7.2} | {:>10} {:>9} {:>8}   (IOPS x{:.2} of none)",
+            "  {:<12} | {} | {sim_cols}",
             r.strategy,
-            j.iops,
-            j.lat_ns.at(50.0).unwrap_or(0) as f64 / 1e3,
-            j.lat_ns.at(99.0).unwrap_or(0) as f64 / 1e3,
-            r.interrupts as f64 / ios,
-            r.context_switches as f64 / ios,
-            r.cpu_util,
-            siops,
-            sp50,
-            sirq,
-            j.iops / base,
+            Row::of(r).columns(emu_none)
         );
     }
 }
@@ -427,17 +415,31 @@ fn main() {
 
     let rounds = (10_000.0 * secs) as u64;
     let service = 50 * US;
-    let raw = raw_wakeup(app, dev, rounds, service);
-    let signal = raw_signal(app, dev, rounds, service);
-    let none = emu_qd1(
-        app,
-        dev,
-        QueueMode::Interrupt(PolicyConfig::None),
-        rounds,
-        service,
+    // The four mechanisms take turns in short blocks: the cost of a
+    // cross-core wake-up on a shared VM drifts by tens of percent within
+    // seconds (other guests, the host's frequency), and a ratio of two
+    // measurements taken at different moments would mostly measure that
+    // drift.
+    let (mut raw, mut signal, mut none, mut polled) = (
+        LatencyHistogram::new(),
+        LatencyHistogram::new(),
+        LatencyHistogram::new(),
+        LatencyHistogram::new(),
     );
-    let polled = emu_qd1(app, dev, QueueMode::Poll, rounds, service);
     let added = |h: &LatencyHistogram, q: f64| p(h, q) - service as f64 / 1e3;
+    let block = (rounds / QD1_BLOCKS).max(1);
+    let mut paired = Vec::with_capacity(QD1_BLOCKS as usize);
+    for _ in 0..QD1_BLOCKS {
+        let raw_block = raw_wakeup(app, dev, block, service);
+        signal.merge(&raw_signal(app, dev, block, service));
+        let irq = QueueMode::Interrupt(PolicyConfig::None);
+        let none_block = emu_qd1(app, dev, irq, block, service);
+        polled.merge(&emu_qd1(app, dev, QueueMode::Poll, block, service));
+        paired.push(added(&none_block, 0.5) / added(&raw_block, 0.5));
+        raw.merge(&raw_block);
+        none.merge(&none_block);
+    }
+    paired.sort_by(f64::total_cmp);
     println!(
         "QD1, 50 us synthetic device, {rounds} requests: latency beyond the 50 us service (us)"
     );
@@ -459,6 +461,12 @@ fn main() {
         added(&none, 0.5) / added(&raw, 0.5),
         added(&none, 0.9) / added(&raw, 0.9)
     );
+    println!(
+        "  same ratio per block of {block} (p50 each, blocks back to back): median {:.3}, min {:.3}, max {:.3}",
+        paired[paired.len() / 2],
+        paired[0],
+        paired[paired.len() - 1]
+    );
 
     let rate = capacity(app, dev, secs);
     println!(
@@ -466,12 +474,19 @@ fn main() {
         rate / 1e6
     );
 
-    for (name, job) in [
-        ("sync-qd1", job("sync", Engine::Psync, 1, 1)),
-        ("async-batch", job("async", Engine::Libaio, 32, 16)),
-    ] {
-        let s = scenario(name, job, secs);
-        println!("{name} on optane-p4800x (emu and sim, same scenario):");
+    for name in ["sync-qd1", "async-batch"] {
+        let s = match shipped_scenario(name, secs) {
+            Ok(s) => s,
+            Err(e) => {
+                println!("{name}: {e}");
+                continue;
+            }
+        };
+        println!(
+            "scenarios/{name}.toml, {} ms, on {} (emu on this machine | sim of the profiled host):",
+            s.duration / MS,
+            s.device.model
+        );
         match cint_emu::run(&s) {
             Ok(emu) => print_comparison(&emu, sim_run(&s).as_ref()),
             Err(e) => println!("  emulator failed: {e}"),
