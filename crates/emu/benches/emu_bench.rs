@@ -390,8 +390,10 @@ fn sim_run(s: &Scenario) -> Option<RunResult> {
 }
 
 fn main() {
-    // `cargo test --benches` runs this with --bench absent: stay quick.
-    if std::env::args().any(|a| a == "--list") {
+    // `cargo bench` passes --bench; `cargo test --benches` does not and
+    // must not spend 15 s spinning both CPUs.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("emu_bench: run with `cargo bench -p cint-emu --bench emu_bench`");
         return;
     }
     let cpus = sys::allowed_cpus().expect("affinity");
