@@ -14,7 +14,7 @@
 //!   same [`RunResult`] as the simulator with `"substrate": "emu"`;
 //! * the library API: [`Emulator::start`], [`Emulator::client`],
 //!   [`Client::submit`] with a [`Hint`](cint_policy::Hint), and
-//!   [`Client::wait`]; and its C ABI in [`ffi`].
+//!   [`Client::wait`]; its C ABI is the crate `cint-emu-ffi`.
 
 #![warn(missing_docs)]
 
@@ -24,7 +24,6 @@ pub mod client;
 mod device;
 pub mod emulator;
 pub mod error;
-pub mod ffi;
 mod irq;
 pub mod ring;
 pub mod runner;

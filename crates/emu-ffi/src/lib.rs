@@ -12,11 +12,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::{Hint, PolicyConfig};
 
-use crate::backend::{BackendConfig, FileSource};
-use crate::client::{Client, Completion, Request, WaitMode};
-use crate::emulator::{DeviceConfig, Emulator, QueueConfig};
-use crate::error::{EmuError, IoError};
-use crate::shared::{DeliveredBy, Op, QueueMode};
+use ::cint_emu::{
+    BackendConfig, Client, Completion, DeliveredBy, DeviceConfig, EmuError, Emulator, FileSource,
+    IoError, Op, QueueConfig, QueueMode, Request, WaitMode,
+};
 
 /// Success.
 pub const CINT_EMU_OK: i32 = 0;
