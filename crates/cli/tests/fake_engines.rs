@@ -38,6 +38,7 @@ fn echo(s: &Scenario, substrate: &str) -> RunResult {
                 urgent_interrupts: 0,
                 cpu_util: 0.5,
                 context_switches: 3,
+                wakeups: 0,
                 energy_j: None,
                 jobs: s
                     .jobs
@@ -49,6 +50,7 @@ fn echo(s: &Scenario, substrate: &str) -> RunResult {
                         bw_bytes: 409_600,
                         cpu_util: 0.25,
                         context_switches: 1,
+                        wakeups: 0,
                         lat_ns: h.stats(),
                     })
                     .collect(),
@@ -215,6 +217,7 @@ fn an_engine_panic_is_one_line_and_status_1() {
                     urgent_interrupts: 0,
                     cpu_util: 0.0,
                     context_switches: 0,
+                    wakeups: 0,
                     energy_j: None,
                     jobs: vec![],
                 }],

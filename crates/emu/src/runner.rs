@@ -474,6 +474,7 @@ fn run_strategy(
             bw_bytes: (bytes as f64 / window_s) as u64,
             cpu_util: detail.cpu_ns as f64 / window_ns as f64,
             context_switches: detail.voluntary_switches + detail.involuntary_switches,
+            wakeups: 0,
             lat_ns: hist.stats(),
         });
         job_details.push(detail);
@@ -498,6 +499,7 @@ fn run_strategy(
         urgent_interrupts: urgent,
         cpu_util,
         context_switches: total_switches,
+        wakeups: 0,
         energy_j: None,
         jobs,
     };

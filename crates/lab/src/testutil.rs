@@ -56,6 +56,7 @@ pub fn fake_run(s: &Scenario) -> Result<RunResult, String> {
                         bw_bytes: (iops * bs as f64) as u64,
                         cpu_util: iops * (IO_COST + IRQ_COST / batch) / 1e9,
                         context_switches: 0,
+                        wakeups: 0,
                         lat_ns: hist.stats(),
                     }
                 })
@@ -68,6 +69,7 @@ pub fn fake_run(s: &Scenario) -> Result<RunResult, String> {
                 urgent_interrupts: 0,
                 cpu_util: jobs.iter().map(|j| j.cpu_util).sum::<f64>().min(1.0),
                 context_switches: 0,
+                wakeups: 0,
                 energy_j: None,
                 jobs,
             }

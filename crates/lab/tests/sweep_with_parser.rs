@@ -65,6 +65,7 @@ fn echo(s: &Scenario) -> Result<RunResult, String> {
                         bw_bytes: 0,
                         cpu_util: 0.5,
                         context_switches: 0,
+                        wakeups: 0,
                         lat_ns: h.stats(),
                     }
                 })
@@ -77,6 +78,7 @@ fn echo(s: &Scenario) -> Result<RunResult, String> {
                 urgent_interrupts: 0,
                 cpu_util: 1.0,
                 context_switches: 0,
+                wakeups: 0,
                 energy_j: None,
                 jobs,
             }

@@ -102,6 +102,7 @@ mod tests {
                 "urgent_interrupts",
                 "cpu_util",
                 "context_switches",
+                "wakeups",
                 "energy_j",
                 "jobs"
             ]
@@ -121,6 +122,7 @@ mod tests {
                 "bw_bytes",
                 "cpu_util",
                 "context_switches",
+                "wakeups",
                 "lat_ns"
             ]
         );

@@ -60,6 +60,10 @@ pub struct StrategyResult {
     pub cpu_util: f64,
     /// Context switches on the application cores.
     pub context_switches: u64,
+    /// Threads woken on the application cores (a blocked thread made
+    /// runnable by a completion, a timer or another thread). An extension
+    /// of SCENARIO.md's format.
+    pub wakeups: u64,
     /// Energy in joules when an energy model is configured.
     pub energy_j: Option<f64>,
     /// One entry per job, in scenario order.
@@ -81,6 +85,9 @@ pub struct JobResult {
     pub cpu_util: f64,
     /// Context switches of this job's threads.
     pub context_switches: u64,
+    /// Times this job's threads were woken from a block (an extension of
+    /// SCENARIO.md's format).
+    pub wakeups: u64,
     /// Latency per I/O, issue to completion in hand.
     pub lat_ns: LatencyStats,
 }

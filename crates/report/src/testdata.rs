@@ -14,6 +14,7 @@ fn job(name: &str, ios: u64, lat_us: &[u64], cs: u64) -> JobResult {
         bw_bytes: ios * 4096 * 5,
         cpu_util: 0.5,
         context_switches: cs,
+        wakeups: 0,
         lat_ns: h.stats(),
     }
 }
@@ -37,6 +38,7 @@ pub(crate) fn sample() -> RunResult {
                 urgent_interrupts: 0,
                 cpu_util: 0.99,
                 context_switches: 20_000,
+                wakeups: 0,
                 energy_j: None,
                 jobs: vec![
                     job("async", 80_000, &[10, 20, 30, 40], 1_000),
@@ -51,6 +53,7 @@ pub(crate) fn sample() -> RunResult {
                 urgent_interrupts: 20_000,
                 cpu_util: 0.75,
                 context_switches: 21_000,
+                wakeups: 0,
                 energy_j: Some(12.5),
                 jobs: vec![
                     job("async", 100_000, &[8, 9], 500),

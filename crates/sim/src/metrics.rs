@@ -71,6 +71,7 @@ impl World<'_> {
                     bw_bytes: (stats.bytes as f64 / secs) as u64,
                     cpu_util: cpu as f64 / window as f64,
                     context_switches: ctx,
+                    wakeups: 0,
                     lat_ns: stats.hist.stats(),
                 }
             })
@@ -84,6 +85,7 @@ impl World<'_> {
             urgent_interrupts: self.counters.urgent_interrupts,
             cpu_util: busy as f64 / (window as f64 * self.cores.len() as f64),
             context_switches: self.cores.iter().map(|c| c.ctx_switches).sum(),
+            wakeups: 0,
             energy_j: None,
             jobs,
         }
