@@ -85,6 +85,34 @@ impl Hint {
         }
     }
 
+    /// Bit 0 of a hint word: Urgent.
+    pub const WIRE_URGENT: u32 = 1;
+    /// Bit 1 of a hint word: Barrier.
+    pub const WIRE_BARRIER: u32 = 2;
+
+    /// Builds a hint from a hint word as a C caller, a command's
+    /// reserved bits or a trace carries it: bit 0 Urgent, bit 1 Barrier,
+    /// both meaning unmarked. Any other bit set is refused rather than
+    /// ignored, so that a caller's encoding mistake cannot pass silently.
+    pub const fn from_wire(bits: u32) -> Result<Hint, PolicyError> {
+        if bits & !(Hint::WIRE_URGENT | Hint::WIRE_BARRIER) != 0 {
+            return Err(PolicyError::UnknownHintBits(bits));
+        }
+        Ok(Hint::from_bits(
+            bits & Hint::WIRE_URGENT != 0,
+            bits & Hint::WIRE_BARRIER != 0,
+        ))
+    }
+
+    /// The hint word of this hint (see [`Hint::from_wire`]).
+    pub const fn to_wire(self) -> u32 {
+        match self {
+            Hint::Unmarked => 0,
+            Hint::Urgent => Hint::WIRE_URGENT,
+            Hint::Barrier => Hint::WIRE_BARRIER,
+        }
+    }
+
     /// The wire bits `(urgent, barrier)` of this hint.
     pub const fn bits(self) -> (bool, bool) {
         match self {

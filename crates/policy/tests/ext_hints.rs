@@ -221,3 +221,23 @@ fn flag_set_operations() {
     assert!(f.contains(RwFlags::EMPTY));
     assert_eq!(f.0, 0x108);
 }
+
+#[test]
+fn hint_words_decode_the_two_bits_and_refuse_the_rest() {
+    assert_eq!(Hint::from_wire(0), Ok(Hint::Unmarked));
+    assert_eq!(Hint::from_wire(1), Ok(Hint::Urgent));
+    assert_eq!(Hint::from_wire(2), Ok(Hint::Barrier));
+    // Both bits: "explicitly unmarked" (ALGORITHMS.md §5).
+    assert_eq!(Hint::from_wire(3), Ok(Hint::Unmarked));
+    for bits in [4, 5, 8, 0x100, u32::MAX] {
+        assert_eq!(
+            Hint::from_wire(bits),
+            Err(cint_policy::PolicyError::UnknownHintBits(bits))
+        );
+    }
+    for hint in [Hint::Unmarked, Hint::Urgent, Hint::Barrier] {
+        assert_eq!(Hint::from_wire(hint.to_wire()), Ok(hint));
+        let (urgent, barrier) = hint.bits();
+        assert_eq!(Hint::from_bits(urgent, barrier), hint);
+    }
+}
