@@ -48,8 +48,8 @@
 #define CINT_ETIME -5
 
 /**
- * The sequence number was never handed out, or everything submitted has
- * already completed.
+ * The sequence number was never handed out, or that request has already
+ * completed.
  */
 #define CINT_ESEQ -6
 
@@ -63,6 +63,21 @@
  * An internal error; the handle is poisoned and must be re-initialised.
  */
 #define CINT_EINTERNAL -8
+
+/**
+ * A submission refused because the oldest request in flight is
+ * [`CINT_SEQ_WINDOW`] submissions old: complete it first.
+ */
+#define CINT_EWINDOW -9
+
+/**
+ * How far (in submissions) the newest request may run ahead of the oldest
+ * one still in flight. The handle remembers which requests of that window
+ * are in flight, so it can refuse a repeated completion; an NVMe queue
+ * holds at most 65 536 entries and Linux gives each 1 024, so a request
+ * 8 192 submissions old is far outside normal operation.
+ */
+#define CINT_SEQ_WINDOW 8192
 
 /**
  * No interrupt now.
@@ -175,9 +190,9 @@
 #define CINT_CALL_WRITEBACK 16
 
 /**
- * 64-bit words of opaque storage in a [`cint_policy`].
+ * 64-bit words of opaque storage in a [`cint_policy`] (2 KiB).
  */
-#define CINT_POLICY_WORDS 128
+#define CINT_POLICY_WORDS 256
 
 /**
  * Caller-owned storage for one policy. Treat as opaque; initialise with a
@@ -318,13 +333,16 @@ int cint_policy_init_vic_sched(cint_policy *p,
 /**
  * A request with `hint_bits` (`CINT_HINT_*`, both bits = unmarked) was
  * submitted at `now`; its sequence number goes to `*seq_out`. Pass it
- * back to [`cint_policy_complete`].
+ * back to [`cint_policy_complete`]. Refused with [`CINT_EWINDOW`] while
+ * the oldest request in flight is [`CINT_SEQ_WINDOW`] submissions old.
  */
 int cint_policy_submit(cint_policy *p, uint64_t now, uint32_t hint_bits, uint64_t *seq_out);
 
 /**
  * Request `seq`, submitted with `hint_bits`, completed at `now`; the
- * interrupt to fire (`CINT_IRQ_*`) goes to `*irq_out`.
+ * interrupt to fire (`CINT_IRQ_*`) goes to `*irq_out`. A `seq` that was
+ * never handed out or has completed already is refused with
+ * [`CINT_ESEQ`] and does not reach the policy.
  */
 int cint_policy_complete(cint_policy *p,
                          uint64_t now,

@@ -11,8 +11,8 @@
 //! `CINT_E*` code, never aborts and never unwinds into C. Inputs a C caller
 //! can get wrong are checked before they reach a policy: null pointers,
 //! unknown hint bits, time going backwards, a sequence number that was
-//! never handed out, more completions than submissions, storage that was
-//! never initialised. As a last line of defence every entry point also
+//! never handed out or has already completed (so no completion reaches a
+//! policy twice), storage that was never initialised. As a last line of defence every entry point also
 //! catches panics and poisons the handle ([`CINT_EINTERNAL`]).
 //!
 //! A `cint_policy` holds no pointers into itself: it may be copied with
@@ -45,14 +45,24 @@ pub const CINT_EHINT: c_int = -3;
 pub const CINT_ENOTINIT: c_int = -4;
 /// `now` is earlier than the `now` of a previous call on this handle.
 pub const CINT_ETIME: c_int = -5;
-/// The sequence number was never handed out, or everything submitted has
-/// already completed.
+/// The sequence number was never handed out, or that request has already
+/// completed.
 pub const CINT_ESEQ: c_int = -6;
 /// The policy does not support this operation (e.g. a vIC query on a
 /// cinterrupts queue).
 pub const CINT_ENOTSUP: c_int = -7;
 /// An internal error; the handle is poisoned and must be re-initialised.
 pub const CINT_EINTERNAL: c_int = -8;
+/// A submission refused because the oldest request in flight is
+/// [`CINT_SEQ_WINDOW`] submissions old: complete it first.
+pub const CINT_EWINDOW: c_int = -9;
+
+/// How far (in submissions) the newest request may run ahead of the oldest
+/// one still in flight. The handle remembers which requests of that window
+/// are in flight, so it can refuse a repeated completion; an NVMe queue
+/// holds at most 65 536 entries and Linux gives each 1 024, so a request
+/// 8 192 submissions old is far outside normal operation.
+pub const CINT_SEQ_WINDOW: u64 = 8192;
 
 /// No interrupt now.
 pub const CINT_IRQ_NONE: c_int = 0;
@@ -101,8 +111,8 @@ pub const CINT_CALL_JOURNAL_COMMIT: u32 = 15;
 /// `call` code of [`cint_hint_request`]: page-cache writeback.
 pub const CINT_CALL_WRITEBACK: u32 = 16;
 
-/// 64-bit words of opaque storage in a [`cint_policy`].
-pub const CINT_POLICY_WORDS: usize = 128;
+/// 64-bit words of opaque storage in a [`cint_policy`] (2 KiB).
+pub const CINT_POLICY_WORDS: usize = 256;
 
 /// Caller-owned storage for one policy. Treat as opaque; initialise with a
 /// `cint_policy_init_*` function before any other call.
@@ -156,14 +166,77 @@ pub struct cint_io_context {
 const MAGIC: u64 = 0x4349_4e54_504f_4c31; // "CINTPOL1"
 const POISONED: u64 = 0x4349_4e54_4445_4144; // "CINTDEAD"
 
+const WINDOW_WORDS: usize = (CINT_SEQ_WINDOW / 64) as usize;
+
+/// Which sequence numbers are in flight: a bitmap over the window that
+/// starts at the oldest request still in flight. It is what lets the ABI
+/// refuse a repeated completion before the policy sees it.
+#[repr(C)]
+struct InFlightSeqs {
+    /// Every sequence number below this has completed.
+    oldest: u64,
+    /// Sequence numbers handed out so far.
+    submitted: u64,
+    /// Bit `seq % CINT_SEQ_WINDOW` is set while `seq` is in flight.
+    bits: [u64; WINDOW_WORDS],
+}
+
+impl InFlightSeqs {
+    const fn new() -> Self {
+        InFlightSeqs {
+            oldest: 0,
+            submitted: 0,
+            bits: [0; WINDOW_WORDS],
+        }
+    }
+
+    fn locate(seq: u64) -> (usize, u64) {
+        let slot = seq % CINT_SEQ_WINDOW;
+        ((slot / 64) as usize, 1 << (slot % 64))
+    }
+
+    fn is_in_flight(&self, seq: u64) -> bool {
+        let (word, bit) = Self::locate(seq);
+        (self.oldest..self.submitted).contains(&seq) && self.bits[word] & bit != 0
+    }
+
+    /// Room for one more submission without the window wrapping onto a
+    /// request still in flight.
+    fn has_room(&self) -> bool {
+        self.submitted - self.oldest < CINT_SEQ_WINDOW
+    }
+
+    /// Records the submission of `seq`, the next number in order.
+    fn submit(&mut self, seq: u64) {
+        debug_assert_eq!(seq, self.submitted, "the policy hands out seqs in order");
+        let (word, bit) = Self::locate(seq);
+        self.bits[word] |= bit;
+        self.submitted = seq + 1;
+    }
+
+    /// Records the completion of an in-flight `seq` and moves the window
+    /// past every completed request at its start (amortised O(1): each
+    /// sequence number is passed over once).
+    fn complete(&mut self, seq: u64) {
+        let (word, bit) = Self::locate(seq);
+        self.bits[word] &= !bit;
+        while self.oldest < self.submitted {
+            let (word, bit) = Self::locate(self.oldest);
+            if self.bits[word] & bit != 0 {
+                break;
+            }
+            self.oldest += 1;
+        }
+    }
+}
+
 /// What lives inside a `cint_policy`: the policy plus the bookkeeping that
 /// lets this layer reject bad input before the policy sees it.
 #[repr(C)]
 struct Slot {
     magic: u64,
     last_now: Nanos,
-    submitted: u64,
-    completed: u64,
+    seqs: InFlightSeqs,
     policy: AnyPolicy,
 }
 
@@ -190,22 +263,12 @@ fn error_code(e: PolicyError) -> c_int {
 }
 
 fn hint_from_bits(bits: u32) -> Result<Hint, c_int> {
-    if bits > (CINT_HINT_URGENT | CINT_HINT_BARRIER) {
-        return Err(CINT_EHINT);
-    }
-    Ok(Hint::from_bits(
-        bits & CINT_HINT_URGENT != 0,
-        bits & CINT_HINT_BARRIER != 0,
-    ))
+    Hint::from_wire(bits).map_err(error_code)
 }
 
-fn hint_to_bits(hint: Hint) -> u32 {
-    match hint {
-        Hint::Unmarked => 0,
-        Hint::Urgent => CINT_HINT_URGENT,
-        Hint::Barrier => CINT_HINT_BARRIER,
-    }
-}
+// The C hint bits are the library's hint word.
+const _: () = assert!(CINT_HINT_URGENT == Hint::WIRE_URGENT);
+const _: () = assert!(CINT_HINT_BARRIER == Hint::WIRE_BARRIER);
 
 fn irq_code(decision: Decision) -> c_int {
     match decision.irq() {
@@ -266,8 +329,7 @@ fn init(p: *mut cint_policy, config: PolicyConfig, now: Nanos) -> c_int {
         let slot = Slot {
             magic: MAGIC,
             last_now: now,
-            submitted: 0,
-            completed: 0,
+            seqs: InFlightSeqs::new(),
             policy,
         };
         // SAFETY: `p` is non-null and points to caller-owned storage of at
@@ -434,7 +496,8 @@ pub extern "C" fn cint_policy_init_vic_sched(
 
 /// A request with `hint_bits` (`CINT_HINT_*`, both bits = unmarked) was
 /// submitted at `now`; its sequence number goes to `*seq_out`. Pass it
-/// back to [`cint_policy_complete`].
+/// back to [`cint_policy_complete`]. Refused with [`CINT_EWINDOW`] while
+/// the oldest request in flight is [`CINT_SEQ_WINDOW`] submissions old.
 #[no_mangle]
 pub extern "C" fn cint_policy_submit(
     p: *mut cint_policy,
@@ -447,16 +510,21 @@ pub extern "C" fn cint_policy_submit(
         if seq_out.is_null() {
             return Err(CINT_ENULL);
         }
+        if !slot.seqs.has_room() {
+            return Err(CINT_EWINDOW);
+        }
         slot.advance(now)?;
         let seq = slot.policy.on_submit(now, hint);
-        slot.submitted += 1;
+        slot.seqs.submit(seq);
         store(seq_out, seq)?;
         Ok(CINT_OK)
     })
 }
 
 /// Request `seq`, submitted with `hint_bits`, completed at `now`; the
-/// interrupt to fire (`CINT_IRQ_*`) goes to `*irq_out`.
+/// interrupt to fire (`CINT_IRQ_*`) goes to `*irq_out`. A `seq` that was
+/// never handed out or has completed already is refused with
+/// [`CINT_ESEQ`] and does not reach the policy.
 #[no_mangle]
 pub extern "C" fn cint_policy_complete(
     p: *mut cint_policy,
@@ -470,12 +538,12 @@ pub extern "C" fn cint_policy_complete(
         if irq_out.is_null() {
             return Err(CINT_ENULL);
         }
-        if seq >= slot.submitted || slot.completed >= slot.submitted {
+        if !slot.seqs.is_in_flight(seq) {
             return Err(CINT_ESEQ);
         }
         slot.advance(now)?;
         let decision = slot.policy.on_complete(now, seq, hint);
-        slot.completed += 1;
+        slot.seqs.complete(seq);
         store(irq_out, irq_code(decision))?;
         Ok(CINT_OK)
     })
@@ -597,7 +665,7 @@ pub extern "C" fn cint_policy_vic_ratio(
 pub extern "C" fn cint_hint_merge(a: u32, b: u32, out: *mut u32) -> c_int {
     guarded(|| {
         let merged = merge_hints(hint_from_bits(a)?, hint_from_bits(b)?);
-        store(out, hint_to_bits(merged))?;
+        store(out, merged.to_wire())?;
         Ok(CINT_OK)
     })
 }
@@ -626,7 +694,7 @@ pub extern "C" fn cint_hint_request(
                 len: c.batch_len,
             },
         };
-        store(out, hint_to_bits(request_hint(call, &ctx)))?;
+        store(out, request_hint(call, &ctx).to_wire())?;
         Ok(CINT_OK)
     })
 }
@@ -641,9 +709,10 @@ pub extern "C" fn cint_strerror(code: c_int) -> *const c_char {
         CINT_EHINT => c"unknown hint bits",
         CINT_ENOTINIT => c"policy not initialised",
         CINT_ETIME => c"time went backwards",
-        CINT_ESEQ => c"unknown sequence number or more completions than submissions",
+        CINT_ESEQ => c"sequence number never handed out or already completed",
         CINT_ENOTSUP => c"not supported by this policy",
         CINT_EINTERNAL => c"internal error; policy poisoned",
+        CINT_EWINDOW => c"oldest request in flight is CINT_SEQ_WINDOW submissions old",
         _ => c"unknown error code",
     };
     text.as_ptr()

@@ -1,8 +1,11 @@
 //! The C ABI under hostile input: random call sequences with random
 //! sequence numbers (including repeats and never-issued ones), hint bits,
 //! time steps (including backwards) and null pointers never abort, never
-//! hit the internal-error path, and answer with the documented codes.
+//! hit the internal-error path, and answer with the documented codes; a
+//! completion is accepted exactly when its request is in flight, so none
+//! reaches a policy twice.
 
+use std::collections::BTreeSet;
 use std::ptr;
 
 use cint_policy_ffi::*;
@@ -109,6 +112,7 @@ proptest! {
         let initialised = rc == CINT_OK;
         let mut now = 0u64;
         let mut issued = 0u64;
+        let mut in_flight = BTreeSet::new();
         for c in calls {
             let mut irq = -1;
             let rc = match c {
@@ -118,6 +122,7 @@ proptest! {
                     let rc = cint_policy_submit(&mut *p, t, hint, &mut seq);
                     if rc == CINT_OK {
                         prop_assert_eq!(seq, issued);
+                        in_flight.insert(seq);
                         issued += 1;
                         now = t;
                     } else if initialised && hint <= 3 && t >= now {
@@ -129,7 +134,12 @@ proptest! {
                     now += dt;
                     // Mostly seqs that were issued (repeats allowed), some not.
                     let seq = if issued > 0 && pick % 8 != 0 { pick % issued } else { pick };
-                    cint_policy_complete(&mut *p, now, seq, hint, &mut irq)
+                    let rc = cint_policy_complete(&mut *p, now, seq, hint, &mut irq);
+                    if initialised && hint <= 3 {
+                        // Exactly once: accepted if and only if in flight.
+                        prop_assert_eq!(rc == CINT_OK, in_flight.remove(&seq), "seq {} rc {}", seq, rc);
+                    }
+                    rc
                 }
                 Call::Timer { dt } => {
                     now += dt;
@@ -157,7 +167,7 @@ proptest! {
             if !initialised {
                 prop_assert_eq!(rc, CINT_ENOTINIT);
             }
-            prop_assert!((-8..=1).contains(&rc), "undocumented code {}", rc);
+            prop_assert!((-9..=1).contains(&rc), "undocumented code {}", rc);
             if rc == CINT_OK {
                 prop_assert!([CINT_IRQ_NONE, CINT_IRQ_FULL, CINT_IRQ_URGENT_ONLY, -1].contains(&irq));
             }
@@ -254,7 +264,7 @@ fn vic_through_the_abi() {
 
 #[test]
 fn every_code_has_a_message_and_call_codes_match_the_library() {
-    for code in -8..=0 {
+    for code in -9..=0 {
         // SAFETY: cint_strerror returns a static NUL-terminated string.
         let text = unsafe { std::ffi::CStr::from_ptr(cint_strerror(code)) };
         assert!(!text.to_bytes().is_empty());
@@ -284,4 +294,54 @@ fn every_code_has_a_message_and_call_codes_match_the_library() {
     for (code, call) in codes {
         assert_eq!(IoCall::from_code(code), Some(call));
     }
+}
+
+#[test]
+fn a_repeated_completion_is_refused_and_the_queue_stays_consistent() {
+    let mut p = fresh();
+    assert_eq!(cint_policy_init_adaptive(&mut *p, 6_000, 4, 0), CINT_OK);
+    let (mut a, mut b) = (u64::MAX, u64::MAX);
+    assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut a), CINT_OK);
+    assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut b), CINT_OK);
+    let mut irq = -1;
+    assert_eq!(cint_policy_complete(&mut *p, 10, a, 0, &mut irq), CINT_OK);
+    assert_eq!(cint_policy_complete(&mut *p, 20, a, 0, &mut irq), CINT_ESEQ);
+    let mut n = 0;
+    assert_eq!(cint_policy_in_flight(&mut *p, &mut n), CINT_OK);
+    assert_eq!(n, 1, "the refused repeat did not reach the policy");
+    assert_eq!(cint_policy_complete(&mut *p, 30, b, 0, &mut irq), CINT_OK);
+    assert_eq!(cint_policy_complete(&mut *p, 40, b, 0, &mut irq), CINT_ESEQ);
+    assert_eq!(cint_policy_in_flight(&mut *p, &mut n), CINT_OK);
+    assert_eq!(n, 0);
+}
+
+#[test]
+fn the_window_refuses_a_submission_that_would_wrap_onto_a_request_in_flight() {
+    let mut p = fresh();
+    assert_eq!(cint_policy_init_none(&mut *p, 0), CINT_OK);
+    let mut oldest = u64::MAX;
+    assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut oldest), CINT_OK);
+    let mut irq = -1;
+    // Requests behind the oldest come and go; the window still starts at it.
+    for _ in 1..CINT_SEQ_WINDOW {
+        let mut seq = 0;
+        assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut seq), CINT_OK);
+        assert_eq!(cint_policy_complete(&mut *p, 0, seq, 0, &mut irq), CINT_OK);
+    }
+    let mut seq = 0;
+    assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut seq), CINT_EWINDOW);
+    // A sequence number that aliases the oldest's bit is not in flight.
+    assert_eq!(
+        cint_policy_complete(&mut *p, 0, oldest + CINT_SEQ_WINDOW, 0, &mut irq),
+        CINT_ESEQ
+    );
+    assert_eq!(
+        cint_policy_complete(&mut *p, 0, oldest, 0, &mut irq),
+        CINT_OK
+    );
+    assert_eq!(irq, CINT_IRQ_FULL);
+    // The window moved past everything completed: room again.
+    assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut seq), CINT_OK);
+    assert_eq!(seq, CINT_SEQ_WINDOW);
+    assert_eq!(cint_policy_complete(&mut *p, 0, seq, 0, &mut irq), CINT_OK);
 }
