@@ -408,3 +408,40 @@ fn storm_guard_engages_in_a_storm_and_lets_go_after_one_long_gap() {
     assert_eq!(p.on_complete(now, s, Hint::Urgent), Decision::URGENT_ONLY);
     assert!(!p.storm_guard_active());
 }
+
+#[test]
+fn storm_guard_lets_go_when_a_storm_fades_below_the_allowed_rate() {
+    let rate = 100_000; // T = 10 us
+    let period = 10 * US;
+    let params = CinterruptsParams {
+        max_irq_rate: Some(rate),
+        ..CinterruptsParams::with_adaptive(DELTA, 32)
+    };
+    let mut p = Cinterrupts::new(params, 0).unwrap();
+    let mut now = 0;
+    // A storm of back-to-back Urgent completions drives the average to ~0.
+    for _ in 0..2_000 {
+        now += 100;
+        let s = p.on_submit(now, Hint::Urgent);
+        let _ = p.on_complete(now, s, Hint::Urgent);
+    }
+    assert!(p.storm_guard_active());
+    // The storm fades to half the allowed rate (one Urgent every 2 T):
+    // the average climbs as 2 T (1 - (127/128)^n) and passes T after 89
+    // samples. Until then hinted completions are coalesced; from then on
+    // each fires at once again.
+    let mut released_after = None;
+    for n in 1..=200 {
+        now += 2 * period;
+        let s = p.on_submit(now, Hint::Urgent);
+        let d = p.on_complete(now, s, Hint::Urgent);
+        let _ = p.on_timer(now);
+        match released_after {
+            None if d == Decision::URGENT_ONLY => released_after = Some(n),
+            None => assert!(p.storm_guard_active(), "held without the guard at {n}"),
+            Some(_) => assert_eq!(d, Decision::URGENT_ONLY, "guard re-engaged at {n}"),
+        }
+    }
+    let n = released_after.expect("the guard let go");
+    assert!((85..=92).contains(&n), "released after {n} samples");
+}
