@@ -62,6 +62,13 @@
 #define CINT_EMU_EINTERNAL -8
 
 /**
+ * Real-time priority for the interrupt handler was required and refused.
+ * Reserved: `cint_emu_start` asks for it and, if refused, runs the
+ * handler at normal priority, so it does not return this yet.
+ */
+#define CINT_EMU_EREALTIME -9
+
+/**
  * Strategy `none`: an interrupt per completion.
  */
 #define CINT_EMU_POLICY_NONE 0

@@ -35,6 +35,10 @@ pub const CINT_EMU_ESHUTDOWN: i32 = -6;
 pub const CINT_EMU_EBUSY: i32 = -7;
 /// An internal failure (a bug).
 pub const CINT_EMU_EINTERNAL: i32 = -8;
+/// Real-time priority for the interrupt handler was required and refused.
+/// Reserved: `cint_emu_start` asks for it and, if refused, runs the
+/// handler at normal priority, so it does not return this yet.
+pub const CINT_EMU_EREALTIME: i32 = -9;
 
 /// Strategy `none`: an interrupt per completion.
 pub const CINT_EMU_POLICY_NONE: u32 = 0;
@@ -117,6 +121,8 @@ fn code(e: &EmuError) -> i32 {
         EmuError::Backend(_) => CINT_EMU_EBACKEND,
         EmuError::ShutDown => CINT_EMU_ESHUTDOWN,
         EmuError::Busy => CINT_EMU_EBUSY,
+        EmuError::NoRealtime(_) => CINT_EMU_EREALTIME,
+        EmuError::RequestsFailed { .. } => CINT_EMU_EBACKEND,
         EmuError::Thread(_) | EmuError::Internal(_) => CINT_EMU_EINTERNAL,
     }
 }
@@ -183,7 +189,7 @@ pub unsafe extern "C" fn cint_emu_start(
                 mode,
             }],
             backend,
-            realtime_handlers: true,
+            realtime: ::cint_emu::Realtime::Prefer,
         };
         match Emulator::start(config) {
             Ok(emulator) => {

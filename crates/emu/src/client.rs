@@ -8,9 +8,10 @@ use cint_policy::{Hint, Nanos};
 
 use crate::buf::IoBuf;
 use crate::error::{EmuError, IoError};
-use crate::ring::Ring;
+use crate::ring::{self, Consumer, Producer};
 use crate::shared::{
-    Channel, DeliveredBy, Delivery, Op, Shared, SubmitEntry, MAX_QUEUE_DEPTH, RESULT_CANCELLED,
+    Channel, DeliveredBy, Delivery, Handoff, Op, Shared, SubmitEntry, MAX_QUEUE_DEPTH,
+    RESULT_CANCELLED,
 };
 use crate::sys;
 
@@ -89,6 +90,11 @@ struct Slot {
 pub struct Client {
     shared: Arc<Shared>,
     channel: Arc<Channel>,
+    /// This client's ends of its rings: it alone submits and reaps.
+    sq: Producer<SubmitEntry>,
+    dq: Consumer<Delivery>,
+    /// Times a blocking wait slept and was woken.
+    wakeups: u64,
     slots: Vec<Slot>,
     free: Vec<u32>,
     in_flight: usize,
@@ -134,11 +140,13 @@ impl Client {
                 shared.channels.len()
             )));
         };
+        let (sq, sq_rx) = ring::channel(depth);
+        let (dq_tx, dq) = ring::channel(depth);
         let channel = Arc::new(Channel {
             index: index as u32,
             queue: queue as u32,
-            sq: Ring::with_capacity(depth),
-            dq: Ring::with_capacity(depth),
+            sq_rx: Handoff::new(sq_rx),
+            dq_tx: Handoff::new(dq_tx),
             waiter: Default::default(),
             sealed_at: std::sync::atomic::AtomicU64::new(u64::MAX),
         });
@@ -150,6 +158,9 @@ impl Client {
         Ok(Client {
             shared: Arc::clone(shared),
             channel,
+            sq,
+            dq,
+            wakeups: 0,
             slots: (0..depth).map(|_| Slot::default()).collect(),
             free: (0..depth as u32).rev().collect(),
             in_flight: 0,
@@ -176,6 +187,12 @@ impl Client {
     /// stray completion. The emulator's exactly-once guarantee keeps it 0.
     pub fn strays(&self) -> u64 {
         self.strays
+    }
+
+    /// Times this client's blocking waits ([`WaitMode::Block`]) slept and
+    /// were woken by a delivery: the thread's wake-ups by the device.
+    pub fn wakeups(&self) -> u64 {
+        self.wakeups
     }
 
     /// Submits one request. Fails with [`EmuError::Busy`] when `depth`
@@ -228,8 +245,8 @@ impl Client {
             len: request.len,
             buf: addr,
         };
-        let position = self.channel.sq.pushed();
-        if self.channel.sq.push(entry).is_err() {
+        let position = self.sq.pushed();
+        if self.sq.push(entry).is_err() {
             // The ring holds `depth` entries and at most `depth` are in
             // flight, so this cannot happen; undo rather than lose it.
             self.release(index);
@@ -271,7 +288,7 @@ impl Client {
     pub fn reap(&mut self, out: &mut Vec<Completion>) -> usize {
         let mut taken = 0;
         let mut in_hand = 0;
-        while let Some(delivery) = self.channel.dq.pop() {
+        while let Some(delivery) = self.dq.pop() {
             if in_hand == 0 {
                 in_hand = sys::now();
             }
@@ -330,8 +347,10 @@ impl Client {
             match mode {
                 WaitMode::Spin => std::hint::spin_loop(),
                 WaitMode::Block => {
-                    let channel = Arc::clone(&self.channel);
-                    channel.waiter.wait(|| !channel.dq.is_empty());
+                    let dq = &self.dq;
+                    if self.channel.waiter.wait(|| !dq.is_empty()) {
+                        self.wakeups += 1;
+                    }
                 }
             }
             taken += self.reap(out);

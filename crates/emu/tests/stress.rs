@@ -79,7 +79,7 @@ fn start(mode: QueueMode, service: u64, units: u32) -> Emulator {
             profile: device(service, units),
             seed: 3,
         },
-        realtime_handlers: true,
+        realtime: cint_emu::Realtime::Prefer,
     })
     .expect("emulator starts")
 }

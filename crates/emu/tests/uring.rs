@@ -79,7 +79,7 @@ fn start(file: FileSource, mode: QueueMode) -> Emulator {
             mode,
         }],
         backend: BackendConfig::IoUring { file },
-        realtime_handlers: true,
+        realtime: cint_emu::Realtime::Prefer,
     })
     .expect("emulator starts")
 }
@@ -261,7 +261,7 @@ fn a_missing_file_is_a_one_line_start_error() {
         backend: BackendConfig::IoUring {
             file: FileSource::Path("/nonexistent/cint-emu".into()),
         },
-        realtime_handlers: false,
+        realtime: cint_emu::Realtime::Prefer,
     })
     .err()
     .expect("refused");
