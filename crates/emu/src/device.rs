@@ -165,7 +165,10 @@ impl DeviceCore {
                 break;
             };
             let poll = matches!(
-                self.shared.queues.get(channel.queue as usize).map(|q| q.mode),
+                self.shared
+                    .queues
+                    .get(channel.queue as usize)
+                    .map(|q| q.mode),
                 Some(QueueMode::Poll)
             );
             let dq = if poll { channel.dq_tx.take() } else { None };
@@ -299,9 +302,7 @@ impl DeviceCore {
                 };
                 self.finished.push((request, RESULT_CANCELLED));
             }
-            dc.channel
-                .sealed_at
-                .store(dc.sq.popped(), Ordering::SeqCst);
+            dc.channel.sealed_at.store(dc.sq.popped(), Ordering::SeqCst);
         }
         self.backend.shutdown(&mut self.finished);
         // Cancelled requests were never submitted to the policy (seq 0) or

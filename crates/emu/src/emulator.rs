@@ -181,9 +181,8 @@ impl Emulator {
                     // On failure the handler still serves the queue: the
                     // device's final interrupt must find a handler to
                     // deliver everything, or the failed start would hang.
-                    let ready = sys::pin_to(cpu)
-                        .map_err(EmuError::Pinning)
-                        .and_then(|()| match sys::set_fifo(HANDLER_PRIORITY) {
+                    let ready = sys::pin_to(cpu).map_err(EmuError::Pinning).and_then(|()| {
+                        match sys::set_fifo(HANDLER_PRIORITY) {
                             Ok(()) => {
                                 handler_shared
                                     .realtime_handlers
@@ -194,7 +193,8 @@ impl Emulator {
                                 Err(EmuError::NoRealtime(why))
                             }
                             Err(_) => Ok(()),
-                        });
+                        }
+                    });
                     let _ = tx.send(ready);
                     run_handler(handler_shared, index, cq);
                 });

@@ -90,10 +90,7 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, EmuError> {
             return Err(EmuError::RequestsFailed {
                 job: format!("{} (strategy {})", job.name, strategy.name),
                 failed: job.errors,
-                first: job
-                    .first_error
-                    .clone()
-                    .unwrap_or_else(|| "unknown".into()),
+                first: job.first_error.clone().unwrap_or_else(|| "unknown".into()),
             });
         }
     }
