@@ -114,6 +114,13 @@
 #define CINT_EMU_RESULT_CANCELLED -125
 
 /**
+ * `result` of a request abandoned at shutdown while the kernel still held
+ * it (io_uring): `-EOWNERDEAD` (Linux). The kernel may still write its
+ * buffer, which must therefore never be freed or reused.
+ */
+#define CINT_EMU_RESULT_ABANDONED -130
+
+/**
  * An emulated device (opaque to C).
  */
 typedef struct cint_emu cint_emu;
@@ -170,8 +177,9 @@ typedef struct {
    */
   uint64_t user_data;
   /**
-   * Bytes transferred, `-errno`, or `CINT_EMU_RESULT_CANCELLED`. A short
-   * transfer is reported as its (smaller) byte count.
+   * Bytes transferred, `-errno`, `CINT_EMU_RESULT_CANCELLED` or
+   * `CINT_EMU_RESULT_ABANDONED`. A short transfer is reported as its
+   * (smaller) byte count.
    */
   int64_t result;
   /**

@@ -61,6 +61,10 @@ pub const CINT_EMU_OP_WRITE: u32 = 1;
 
 /// `result` of a request cancelled by shutdown: `-ECANCELED` (Linux).
 pub const CINT_EMU_RESULT_CANCELLED: i64 = -125;
+/// `result` of a request abandoned at shutdown while the kernel still held
+/// it (io_uring): `-EOWNERDEAD` (Linux). The kernel may still write its
+/// buffer, which must therefore never be freed or reused.
+pub const CINT_EMU_RESULT_ABANDONED: i64 = -130;
 
 /// How to build the device.
 #[repr(C)]
@@ -90,8 +94,9 @@ pub struct cint_emu_config {
 pub struct cint_emu_completion {
     /// The request's `user_data`.
     pub user_data: u64,
-    /// Bytes transferred, `-errno`, or `CINT_EMU_RESULT_CANCELLED`. A short
-    /// transfer is reported as its (smaller) byte count.
+    /// Bytes transferred, `-errno`, `CINT_EMU_RESULT_CANCELLED` or
+    /// `CINT_EMU_RESULT_ABANDONED`. A short transfer is reported as its
+    /// (smaller) byte count.
     pub result: i64,
     /// Submission to completion in hand, in ns.
     pub latency_ns: u64,
@@ -298,6 +303,7 @@ fn to_c(c: &Completion) -> cint_emu_completion {
             Err(IoError::Os(errno)) => -i64::from(errno),
             Err(IoError::Short { done, .. }) => i64::from(done),
             Err(IoError::Cancelled) => CINT_EMU_RESULT_CANCELLED,
+            Err(IoError::Abandoned) => CINT_EMU_RESULT_ABANDONED,
         },
         latency_ns: c.latency(),
         delivered_by: match c.by {
@@ -430,6 +436,7 @@ mod tests {
     #[test]
     fn cancelled_is_minus_ecanceled() {
         assert_eq!(CINT_EMU_RESULT_CANCELLED, -i64::from(libc::ECANCELED));
+        assert_eq!(CINT_EMU_RESULT_ABANDONED, -i64::from(libc::EOWNERDEAD));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::error::{EmuError, IoError};
 use crate::ring::{self, Consumer, Producer};
 use crate::shared::{
     Channel, DeliveredBy, Delivery, Handoff, Op, Shared, SubmitEntry, MAX_QUEUE_DEPTH,
-    RESULT_CANCELLED,
+    RESULT_ABANDONED, RESULT_CANCELLED,
 };
 use crate::sys;
 
@@ -309,7 +309,15 @@ impl Client {
             return false;
         }
         let len = slot.len;
-        let result = if d.result == RESULT_CANCELLED {
+        let result = if d.result == RESULT_ABANDONED {
+            // The kernel may still write the buffer: it must outlive any
+            // such write, so it is never freed (nor handed back to be
+            // reused).
+            if let Some(buf) = slot.buf.take() {
+                std::mem::forget(buf);
+            }
+            Err(IoError::Abandoned)
+        } else if d.result == RESULT_CANCELLED {
             Err(IoError::Cancelled)
         } else if d.result < 0 {
             Err(IoError::Os((-d.result) as i32))
@@ -391,5 +399,56 @@ impl Drop for Client {
         if let Some(q) = self.shared.queues.get(self.channel.queue as usize) {
             q.reserved.fetch_sub(self.slots.len(), Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shared::{Queue, QueueMode};
+
+    #[test]
+    fn an_abandoned_request_keeps_its_buffer_from_being_reused() {
+        let shared = Arc::new(Shared::new(vec![Queue::new(QueueMode::Poll)]));
+        let mut client = Client::register(&shared, 0, 2).expect("client");
+        let channel = Arc::clone(shared.channel(0).expect("registered"));
+        let mut device_end = channel.sq_rx.take().expect("submission consumer");
+        let mut deliver = channel.dq_tx.take().expect("delivery producer");
+        for user_data in [1, 2] {
+            client
+                .submit(Request {
+                    op: Op::Read,
+                    offset: 0,
+                    len: 512,
+                    hint: Hint::Urgent,
+                    buf: Some(IoBuf::new(512)),
+                    user_data,
+                })
+                .expect("submit");
+        }
+        // No device runs: play it. The first request is abandoned (the
+        // kernel may still write its buffer), the second completes.
+        for result in [RESULT_ABANDONED, 512] {
+            let entry = device_end.pop().expect("submitted");
+            deliver
+                .push(Delivery {
+                    slot: entry.slot,
+                    generation: entry.generation,
+                    result,
+                    by: DeliveredBy::Poll,
+                })
+                .expect("room");
+        }
+        let mut out = Vec::new();
+        assert_eq!(client.reap(&mut out), 2);
+        assert_eq!(out[0].user_data, 1);
+        assert_eq!(out[0].result, Err(IoError::Abandoned));
+        assert!(
+            out[0].buf.is_none(),
+            "an abandoned buffer is never handed back"
+        );
+        assert_eq!(out[1].result, Ok(512));
+        assert!(out[1].buf.is_some());
+        assert_eq!((client.in_flight(), client.strays()), (0, 0));
     }
 }

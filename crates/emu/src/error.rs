@@ -94,6 +94,13 @@ pub enum IoError {
     },
     /// The device shut down before executing the request.
     Cancelled,
+    /// The device gave up waiting for the kernel to finish the request
+    /// (io_uring, at shutdown). The kernel may still write its buffer, so
+    /// the buffer was leaked, not handed back: [`Completion::buf`] is
+    /// `None`, and a C caller's buffer must never be freed or reused.
+    ///
+    /// [`Completion::buf`]: crate::Completion::buf
+    Abandoned,
 }
 
 impl fmt::Display for IoError {
@@ -108,6 +115,9 @@ impl fmt::Display for IoError {
                 write!(f, "short transfer: {done} of {wanted} bytes")
             }
             IoError::Cancelled => f.write_str("request cancelled by device shutdown"),
+            IoError::Abandoned => f.write_str(
+                "request abandoned at shutdown while the kernel still held it (buffer leaked)",
+            ),
         }
     }
 }

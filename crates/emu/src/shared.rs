@@ -16,6 +16,11 @@ use crate::sys;
 /// `result` of a request the device cancelled at shutdown.
 pub(crate) const RESULT_CANCELLED: i64 = i64::MIN;
 
+/// `result` of a request the device gave up on while the kernel may still
+/// own its buffer (io_uring at shutdown): the buffer must never be handed
+/// back, reused or freed.
+pub(crate) const RESULT_ABANDONED: i64 = i64::MIN + 1;
+
 /// Most channels (clients) one emulated device accepts over its life.
 pub const MAX_CLIENTS: usize = 1024;
 
@@ -64,7 +69,8 @@ pub(crate) struct CqEntry {
     pub slot: u32,
     pub generation: u32,
     pub hint: Hint,
-    /// Bytes transferred, `-errno`, or [`RESULT_CANCELLED`].
+    /// Bytes transferred, `-errno`, [`RESULT_CANCELLED`] or
+    /// [`RESULT_ABANDONED`].
     pub result: i64,
 }
 
