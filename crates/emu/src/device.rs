@@ -239,10 +239,7 @@ impl DeviceCore {
     /// queue has room.
     fn flush_held(&mut self, now: Nanos) {
         for index in 0..self.cqs.len() {
-            loop {
-                let Some(cq) = &mut self.cqs[index] else {
-                    break;
-                };
+            while let Some(cq) = &mut self.cqs[index] {
                 if cq.held.is_empty() {
                     break;
                 }

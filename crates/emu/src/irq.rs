@@ -39,12 +39,16 @@ struct HandlerState {
     out: Outbox,
 }
 
+/// A client's channel as its queue's handler holds it: how to wake the
+/// client, and the producer end of its delivery ring.
+type Adopted = (Arc<Channel>, Producer<Delivery>);
+
 /// Where the handler delivers: the delivery rings of its queue's clients.
 struct Outbox {
     /// Indexed by channel index (`MAX_CLIENTS` of them); a channel is
     /// adopted when its first completion arrives (it registered before
     /// submitting it).
-    channels: Box<[Option<(Arc<Channel>, Producer<Delivery>)>]>,
+    channels: Box<[Option<Adopted>]>,
     /// Channels that got a delivery in this pass (each notified once).
     touched: Vec<u32>,
     touched_flag: Box<[bool]>,
