@@ -220,7 +220,9 @@ fn cint_emu_refuses_a_scenario_unless_it_says_realtime_prefer() {
     assert!(matches!(err, EmuError::NoRealtime(_)), "{err}");
     let d = preferred.expect("prefer runs");
     assert_eq!(d.strategies[0].realtime_handlers, 0);
-    assert!(d.result.results[0].jobs[0].ios > 0);
+    // Whole-run count: at normal priority on a loaded machine the short
+    // window may see no completion, but the run does.
+    assert!(d.strategies[0].jobs[0].completed > 0);
 }
 
 #[test]
