@@ -62,6 +62,13 @@
 #define CINT_EMU_EINTERNAL -8
 
 /**
+ * Real-time priority for the interrupt handler was required and refused.
+ * Reserved: `cint_emu_start` asks for it and, if refused, runs the
+ * handler at normal priority, so it does not return this yet.
+ */
+#define CINT_EMU_EREALTIME -9
+
+/**
  * Strategy `none`: an interrupt per completion.
  */
 #define CINT_EMU_POLICY_NONE 0
@@ -105,6 +112,13 @@
  * `result` of a request cancelled by shutdown: `-ECANCELED` (Linux).
  */
 #define CINT_EMU_RESULT_CANCELLED -125
+
+/**
+ * `result` of a request abandoned at shutdown while the kernel still held
+ * it (io_uring): `-EOWNERDEAD` (Linux). The kernel may still write its
+ * buffer, which must therefore never be freed or reused.
+ */
+#define CINT_EMU_RESULT_ABANDONED -130
 
 /**
  * An emulated device (opaque to C).
@@ -163,8 +177,9 @@ typedef struct {
    */
   uint64_t user_data;
   /**
-   * Bytes transferred, `-errno`, or `CINT_EMU_RESULT_CANCELLED`. A short
-   * transfer is reported as its (smaller) byte count.
+   * Bytes transferred, `-errno`, `CINT_EMU_RESULT_CANCELLED` or
+   * `CINT_EMU_RESULT_ABANDONED`. A short transfer is reported as its
+   * (smaller) byte count.
    */
   int64_t result;
   /**

@@ -35,6 +35,10 @@ pub const CINT_EMU_ESHUTDOWN: i32 = -6;
 pub const CINT_EMU_EBUSY: i32 = -7;
 /// An internal failure (a bug).
 pub const CINT_EMU_EINTERNAL: i32 = -8;
+/// Real-time priority for the interrupt handler was required and refused.
+/// Reserved: `cint_emu_start` asks for it and, if refused, runs the
+/// handler at normal priority, so it does not return this yet.
+pub const CINT_EMU_EREALTIME: i32 = -9;
 
 /// Strategy `none`: an interrupt per completion.
 pub const CINT_EMU_POLICY_NONE: u32 = 0;
@@ -57,6 +61,10 @@ pub const CINT_EMU_OP_WRITE: u32 = 1;
 
 /// `result` of a request cancelled by shutdown: `-ECANCELED` (Linux).
 pub const CINT_EMU_RESULT_CANCELLED: i64 = -125;
+/// `result` of a request abandoned at shutdown while the kernel still held
+/// it (io_uring): `-EOWNERDEAD` (Linux). The kernel may still write its
+/// buffer, which must therefore never be freed or reused.
+pub const CINT_EMU_RESULT_ABANDONED: i64 = -130;
 
 /// How to build the device.
 #[repr(C)]
@@ -86,8 +94,9 @@ pub struct cint_emu_config {
 pub struct cint_emu_completion {
     /// The request's `user_data`.
     pub user_data: u64,
-    /// Bytes transferred, `-errno`, or `CINT_EMU_RESULT_CANCELLED`. A short
-    /// transfer is reported as its (smaller) byte count.
+    /// Bytes transferred, `-errno`, `CINT_EMU_RESULT_CANCELLED` or
+    /// `CINT_EMU_RESULT_ABANDONED`. A short transfer is reported as its
+    /// (smaller) byte count.
     pub result: i64,
     /// Submission to completion in hand, in ns.
     pub latency_ns: u64,
@@ -117,6 +126,8 @@ fn code(e: &EmuError) -> i32 {
         EmuError::Backend(_) => CINT_EMU_EBACKEND,
         EmuError::ShutDown => CINT_EMU_ESHUTDOWN,
         EmuError::Busy => CINT_EMU_EBUSY,
+        EmuError::NoRealtime(_) => CINT_EMU_EREALTIME,
+        EmuError::RequestsFailed { .. } => CINT_EMU_EBACKEND,
         EmuError::Thread(_) | EmuError::Internal(_) => CINT_EMU_EINTERNAL,
     }
 }
@@ -183,7 +194,7 @@ pub unsafe extern "C" fn cint_emu_start(
                 mode,
             }],
             backend,
-            realtime_handlers: true,
+            realtime: ::cint_emu::Realtime::Prefer,
         };
         match Emulator::start(config) {
             Ok(emulator) => {
@@ -292,6 +303,7 @@ fn to_c(c: &Completion) -> cint_emu_completion {
             Err(IoError::Os(errno)) => -i64::from(errno),
             Err(IoError::Short { done, .. }) => i64::from(done),
             Err(IoError::Cancelled) => CINT_EMU_RESULT_CANCELLED,
+            Err(IoError::Abandoned) => CINT_EMU_RESULT_ABANDONED,
         },
         latency_ns: c.latency(),
         delivered_by: match c.by {
@@ -424,6 +436,7 @@ mod tests {
     #[test]
     fn cancelled_is_minus_ecanceled() {
         assert_eq!(CINT_EMU_RESULT_CANCELLED, -i64::from(libc::ECANCELED));
+        assert_eq!(CINT_EMU_RESULT_ABANDONED, -i64::from(libc::EOWNERDEAD));
     }
 
     #[test]

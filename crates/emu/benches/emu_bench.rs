@@ -198,7 +198,7 @@ fn emu_qd1(app: u32, dev: u32, mode: QueueMode, rounds: u64, service: Nanos) -> 
         device_cpu: dev,
         queues: vec![QueueConfig { app_cpu: app, mode }],
         backend: BackendConfig::Synthetic { profile, seed: 1 },
-        realtime_handlers: true,
+        realtime: cint_emu::Realtime::Require,
     })
     .expect("emulator");
     let mut client = emulator.client(0, 1).expect("client");
@@ -245,7 +245,7 @@ fn capacity(app: u32, dev: u32, secs: f64) -> f64 {
             profile: zero_latency_device(1024),
             seed: 1,
         },
-        realtime_handlers: false,
+        realtime: cint_emu::Realtime::Prefer,
     })
     .expect("emulator");
     let mut client = emulator.client(0, 512).expect("client");

@@ -8,9 +8,10 @@ use cint_policy::{Hint, Nanos};
 
 use crate::buf::IoBuf;
 use crate::error::{EmuError, IoError};
-use crate::ring::Ring;
+use crate::ring::{self, Consumer, Producer};
 use crate::shared::{
-    Channel, DeliveredBy, Delivery, Op, Shared, SubmitEntry, MAX_QUEUE_DEPTH, RESULT_CANCELLED,
+    Channel, DeliveredBy, Delivery, Handoff, Op, Shared, SubmitEntry, MAX_QUEUE_DEPTH,
+    RESULT_ABANDONED, RESULT_CANCELLED,
 };
 use crate::sys;
 
@@ -89,6 +90,11 @@ struct Slot {
 pub struct Client {
     shared: Arc<Shared>,
     channel: Arc<Channel>,
+    /// This client's ends of its rings: it alone submits and reaps.
+    sq: Producer<SubmitEntry>,
+    dq: Consumer<Delivery>,
+    /// Times a blocking wait slept and was woken.
+    wakeups: u64,
     slots: Vec<Slot>,
     free: Vec<u32>,
     in_flight: usize,
@@ -134,11 +140,13 @@ impl Client {
                 shared.channels.len()
             )));
         };
+        let (sq, sq_rx) = ring::channel(depth);
+        let (dq_tx, dq) = ring::channel(depth);
         let channel = Arc::new(Channel {
             index: index as u32,
             queue: queue as u32,
-            sq: Ring::with_capacity(depth),
-            dq: Ring::with_capacity(depth),
+            sq_rx: Handoff::new(sq_rx),
+            dq_tx: Handoff::new(dq_tx),
             waiter: Default::default(),
             sealed_at: std::sync::atomic::AtomicU64::new(u64::MAX),
         });
@@ -150,6 +158,9 @@ impl Client {
         Ok(Client {
             shared: Arc::clone(shared),
             channel,
+            sq,
+            dq,
+            wakeups: 0,
             slots: (0..depth).map(|_| Slot::default()).collect(),
             free: (0..depth as u32).rev().collect(),
             in_flight: 0,
@@ -176,6 +187,12 @@ impl Client {
     /// stray completion. The emulator's exactly-once guarantee keeps it 0.
     pub fn strays(&self) -> u64 {
         self.strays
+    }
+
+    /// Times this client's blocking waits ([`WaitMode::Block`]) slept and
+    /// were woken by a delivery: the thread's wake-ups by the device.
+    pub fn wakeups(&self) -> u64 {
+        self.wakeups
     }
 
     /// Submits one request. Fails with [`EmuError::Busy`] when `depth`
@@ -228,8 +245,8 @@ impl Client {
             len: request.len,
             buf: addr,
         };
-        let position = self.channel.sq.pushed();
-        if self.channel.sq.push(entry).is_err() {
+        let position = self.sq.pushed();
+        if self.sq.push(entry).is_err() {
             // The ring holds `depth` entries and at most `depth` are in
             // flight, so this cannot happen; undo rather than lose it.
             self.release(index);
@@ -271,7 +288,7 @@ impl Client {
     pub fn reap(&mut self, out: &mut Vec<Completion>) -> usize {
         let mut taken = 0;
         let mut in_hand = 0;
-        while let Some(delivery) = self.channel.dq.pop() {
+        while let Some(delivery) = self.dq.pop() {
             if in_hand == 0 {
                 in_hand = sys::now();
             }
@@ -292,7 +309,15 @@ impl Client {
             return false;
         }
         let len = slot.len;
-        let result = if d.result == RESULT_CANCELLED {
+        let result = if d.result == RESULT_ABANDONED {
+            // The kernel may still write the buffer: it must outlive any
+            // such write, so it is never freed (nor handed back to be
+            // reused).
+            if let Some(buf) = slot.buf.take() {
+                std::mem::forget(buf);
+            }
+            Err(IoError::Abandoned)
+        } else if d.result == RESULT_CANCELLED {
             Err(IoError::Cancelled)
         } else if d.result < 0 {
             Err(IoError::Os((-d.result) as i32))
@@ -330,8 +355,10 @@ impl Client {
             match mode {
                 WaitMode::Spin => std::hint::spin_loop(),
                 WaitMode::Block => {
-                    let channel = Arc::clone(&self.channel);
-                    channel.waiter.wait(|| !channel.dq.is_empty());
+                    let dq = &self.dq;
+                    if self.channel.waiter.wait(|| !dq.is_empty()) {
+                        self.wakeups += 1;
+                    }
                 }
             }
             taken += self.reap(out);
@@ -372,5 +399,56 @@ impl Drop for Client {
         if let Some(q) = self.shared.queues.get(self.channel.queue as usize) {
             q.reserved.fetch_sub(self.slots.len(), Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shared::{Queue, QueueMode};
+
+    #[test]
+    fn an_abandoned_request_keeps_its_buffer_from_being_reused() {
+        let shared = Arc::new(Shared::new(vec![Queue::new(QueueMode::Poll)]));
+        let mut client = Client::register(&shared, 0, 2).expect("client");
+        let channel = Arc::clone(shared.channel(0).expect("registered"));
+        let mut device_end = channel.sq_rx.take().expect("submission consumer");
+        let mut deliver = channel.dq_tx.take().expect("delivery producer");
+        for user_data in [1, 2] {
+            client
+                .submit(Request {
+                    op: Op::Read,
+                    offset: 0,
+                    len: 512,
+                    hint: Hint::Urgent,
+                    buf: Some(IoBuf::new(512)),
+                    user_data,
+                })
+                .expect("submit");
+        }
+        // No device runs: play it. The first request is abandoned (the
+        // kernel may still write its buffer), the second completes.
+        for result in [RESULT_ABANDONED, 512] {
+            let entry = device_end.pop().expect("submitted");
+            deliver
+                .push(Delivery {
+                    slot: entry.slot,
+                    generation: entry.generation,
+                    result,
+                    by: DeliveredBy::Poll,
+                })
+                .expect("room");
+        }
+        let mut out = Vec::new();
+        assert_eq!(client.reap(&mut out), 2);
+        assert_eq!(out[0].user_data, 1);
+        assert_eq!(out[0].result, Err(IoError::Abandoned));
+        assert!(
+            out[0].buf.is_none(),
+            "an abandoned buffer is never handed back"
+        );
+        assert_eq!(out[1].result, Ok(512));
+        assert!(out[1].buf.is_some());
+        assert_eq!((client.in_flight(), client.strays()), (0, 0));
     }
 }

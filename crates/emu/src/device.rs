@@ -4,16 +4,51 @@
 //! requests, posts their completions, asks the policy whether to interrupt,
 //! and fires the policy's timers when their deadline has passed.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 use cint_policy::{AnyPolicy, Decision, Nanos, Policy};
 
 use crate::backend::{Backend, Finished};
+use crate::ring::{Consumer, Producer};
 use crate::shared::{
-    Accepted, Channel, CqEntry, DeliveredBy, Delivery, QueueMode, Shared, RESULT_CANCELLED,
+    Accepted, Channel, CqEntry, DeliveredBy, Delivery, Queue, QueueMode, Shared, SubmitEntry,
+    MAX_QUEUE_DEPTH, RESULT_CANCELLED,
 };
 use crate::sys;
+
+/// A client's channel as the device core holds it: the ends of its rings
+/// that the device owns.
+struct DeviceChannel {
+    channel: Arc<Channel>,
+    sq: Consumer<SubmitEntry>,
+    /// Poll mode only: the device delivers straight to the client.
+    dq: Option<Producer<Delivery>>,
+}
+
+/// The device side of one interrupt-driven queue's completion queue.
+pub(crate) struct DeviceCq {
+    tx: Producer<CqEntry>,
+    /// Entries ever posted: the completion queue's tail position.
+    posted: u64,
+    /// Completions waiting for room in the completion queue, in order.
+    held: VecDeque<Finished>,
+    /// The head doorbell value at which a queue-full interrupt was last
+    /// raised, so that a stall raises one interrupt, not one per pass.
+    raised_at_head: Option<u64>,
+}
+
+impl DeviceCq {
+    pub fn new(tx: Producer<CqEntry>) -> Self {
+        DeviceCq {
+            tx,
+            posted: 0,
+            held: VecDeque::with_capacity(MAX_QUEUE_DEPTH),
+            raised_at_head: None,
+        }
+    }
+}
 
 /// The device core's private state.
 pub(crate) struct DeviceCore {
@@ -21,12 +56,18 @@ pub(crate) struct DeviceCore {
     backend: Backend,
     /// One per queue; `None` in poll mode.
     policies: Vec<Option<AnyPolicy>>,
-    channels: Vec<Arc<Channel>>,
+    /// One per queue; `None` in poll mode.
+    cqs: Vec<Option<DeviceCq>>,
+    /// Indexed by channel index: channels are adopted in order.
+    channels: Vec<DeviceChannel>,
     finished: Vec<Finished>,
     /// Queues that accepted a submission in this pass.
     submitted: Vec<bool>,
     /// When the periodic opportunity tick fires next.
     next_tick: Nanos,
+    /// Shutting down: completions are posted without asking the policy
+    /// (the final full interrupt delivers them all).
+    quiet: bool,
 }
 
 /// Period of the device's "monitor tick": policies that may hold
@@ -36,16 +77,23 @@ pub(crate) struct DeviceCore {
 pub const OPPORTUNITY_TICK: Nanos = 1_000_000;
 
 impl DeviceCore {
-    pub fn new(shared: Arc<Shared>, backend: Backend, policies: Vec<Option<AnyPolicy>>) -> Self {
+    pub fn new(
+        shared: Arc<Shared>,
+        backend: Backend,
+        policies: Vec<Option<AnyPolicy>>,
+        cqs: Vec<Option<DeviceCq>>,
+    ) -> Self {
         let queues = policies.len();
         DeviceCore {
             shared,
             backend,
             policies,
+            cqs,
             channels: Vec::with_capacity(64),
             finished: Vec::with_capacity(4096),
             submitted: vec![false; queues],
             next_tick: sys::now() + OPPORTUNITY_TICK,
+            quiet: false,
         }
     }
 
@@ -68,7 +116,7 @@ impl DeviceCore {
         self.adopt_new_channels();
         for i in 0..self.channels.len() {
             while let Some(entry) = self.channels[i].sq.pop() {
-                let channel = &self.channels[i];
+                let channel = &self.channels[i].channel;
                 let queue = channel.queue;
                 let seq = match &mut self.policies[queue as usize] {
                     Some(policy) => policy.on_submit(now, entry.hint),
@@ -108,14 +156,32 @@ impl DeviceCore {
     fn adopt_new_channels(&mut self) {
         let registered = self.shared.registered.load(Ordering::Acquire);
         while self.channels.len() < registered {
-            match self.shared.channel(self.channels.len() as u32) {
-                Some(channel) => self.channels.push(Arc::clone(channel)),
-                None => break,
-            }
+            let Some(channel) = self.shared.channel(self.channels.len() as u32) else {
+                break;
+            };
+            // Only the device core takes a submission ring's consumer, once
+            // per channel, so the hand-off always has it.
+            let Some(sq) = channel.sq_rx.take() else {
+                break;
+            };
+            let poll = matches!(
+                self.shared
+                    .queues
+                    .get(channel.queue as usize)
+                    .map(|q| q.mode),
+                Some(QueueMode::Poll)
+            );
+            let dq = if poll { channel.dq_tx.take() } else { None };
+            self.channels.push(DeviceChannel {
+                channel: Arc::clone(channel),
+                sq,
+                dq,
+            });
         }
     }
 
     fn post_finished(&mut self, now: Nanos) {
+        self.flush_held(now);
         for k in 0..self.finished.len() {
             let (request, result) = self.finished[k];
             self.post(request, result, now);
@@ -136,11 +202,14 @@ impl DeviceCore {
         }
         match queue.mode {
             QueueMode::Poll => {
-                let Some(channel) = self.shared.channel(request.channel) else {
+                let Some(dc) = self.channels.get_mut(request.channel as usize) else {
+                    return;
+                };
+                let Some(dq) = &mut dc.dq else {
                     return;
                 };
                 push_spinning(
-                    &channel.dq,
+                    dq,
                     Delivery {
                         slot: request.entry.slot,
                         generation: request.entry.generation,
@@ -150,24 +219,67 @@ impl DeviceCore {
                 );
                 // A hybrid poller or a library client may block instead
                 // of spinning; waking costs nothing when nobody sleeps.
-                channel.waiter.notify();
+                dc.channel.waiter.notify();
             }
             QueueMode::Interrupt(_) => {
-                push_spinning(
-                    &queue.cq,
-                    CqEntry {
-                        channel: request.channel,
-                        slot: request.entry.slot,
-                        generation: request.entry.generation,
-                        hint: request.entry.hint,
-                        result,
-                    },
-                );
-                if let Some(policy) = &mut self.policies[queue_index] {
-                    let decision = policy.on_complete(now, request.seq, request.entry.hint);
-                    fire(&self.shared, queue_index, decision);
+                let Some(cq) = &mut self.cqs[queue_index] else {
+                    return;
+                };
+                if cq.held.is_empty() && has_room(cq, queue) {
+                    self.post_cq(request, result, now);
+                } else {
+                    cq.held.push_back((request, result));
+                    stalled(cq, queue);
                 }
             }
+        }
+    }
+
+    /// Posts held completions, oldest first, as far as the completion
+    /// queue has room.
+    fn flush_held(&mut self, now: Nanos) {
+        for index in 0..self.cqs.len() {
+            while let Some(cq) = &mut self.cqs[index] {
+                if cq.held.is_empty() {
+                    break;
+                }
+                let queue = &self.shared.queues[index];
+                if !has_room(cq, queue) {
+                    stalled(cq, queue);
+                    break;
+                }
+                let Some((request, result)) = cq.held.pop_front() else {
+                    break;
+                };
+                self.post_cq(request, result, now);
+            }
+        }
+    }
+
+    /// Writes a completion-queue entry (the queue has room) and asks the
+    /// policy whether to interrupt.
+    fn post_cq(&mut self, request: Accepted, result: i64, now: Nanos) {
+        let queue_index = request.queue as usize;
+        let Some(cq) = &mut self.cqs[queue_index] else {
+            return;
+        };
+        push_spinning(
+            &mut cq.tx,
+            CqEntry {
+                channel: request.channel,
+                slot: request.entry.slot,
+                generation: request.entry.generation,
+                hint: request.entry.hint,
+                result,
+            },
+        );
+        cq.posted += 1;
+        if self.quiet {
+            return;
+        }
+        if let Some(policy) = &mut self.policies[queue_index] {
+            let decision = policy.on_complete(now, request.seq, request.entry.hint);
+            fire(&self.shared, queue_index, decision);
         }
     }
 
@@ -177,39 +289,62 @@ impl DeviceCore {
         // `stopping` and waits for the seal to learn its request's fate.
         fence(Ordering::SeqCst);
         self.adopt_new_channels();
-        for i in 0..self.channels.len() {
-            let channel = Arc::clone(&self.channels[i]);
-            while let Some(entry) = channel.sq.pop() {
+        for dc in &mut self.channels {
+            while let Some(entry) = dc.sq.pop() {
                 let request = Accepted {
-                    channel: channel.index,
-                    queue: channel.queue,
+                    channel: dc.channel.index,
+                    queue: dc.channel.queue,
                     seq: 0,
                     entry,
                 };
                 self.finished.push((request, RESULT_CANCELLED));
             }
-            channel
-                .sealed_at
-                .store(channel.sq.popped(), Ordering::SeqCst);
+            dc.channel.sealed_at.store(dc.sq.popped(), Ordering::SeqCst);
         }
         self.backend.shutdown(&mut self.finished);
         // Cancelled requests were never submitted to the policy (seq 0) or
         // were; either way the final full interrupt below delivers them, so
         // the policy is not consulted any more.
-        for k in 0..self.finished.len() {
-            let (request, result) = self.finished[k];
-            self.post_without_policy(request, result);
+        self.quiet = true;
+        self.post_finished(sys::now());
+        // Completions held for room must be posted before the final
+        // interrupt: the handler is still serving the queue-full
+        // interrupts that make room.
+        while self
+            .cqs
+            .iter()
+            .any(|cq| cq.as_ref().is_some_and(|cq| !cq.held.is_empty()))
+        {
+            self.flush_held(sys::now());
+            std::hint::spin_loop();
         }
-        self.finished.clear();
         for queue in &self.shared.queues {
             queue.finish();
         }
     }
+}
 
-    fn post_without_policy(&mut self, request: Accepted, result: i64) {
-        let saved = self.policies[request.queue as usize].take();
-        self.post(request, result, sys::now());
-        self.policies[request.queue as usize] = saved;
+/// True if the completion queue has a free position: the device may post
+/// only while fewer than `MAX_QUEUE_DEPTH` positions separate its tail from
+/// the handler's head doorbell.
+fn has_room(cq: &DeviceCq, queue: &Queue) -> bool {
+    let head = queue.cq_head.load(Ordering::Acquire);
+    cq.posted.wrapping_sub(head) < MAX_QUEUE_DEPTH as u64
+}
+
+/// The completion queue is full (or completions wait behind ones that
+/// found it full): ask the handler for a full reap, once per head value.
+///
+/// The window fills only when urgent-only interrupts reaped entries past
+/// one that no interrupt reaps yet (its head cannot pass an unreaped
+/// entry) while the policy holds that entry back. A full reap releases
+/// every position, so one interrupt per stall suffices; raising again only
+/// after the head has moved keeps a stall from becoming a storm.
+fn stalled(cq: &mut DeviceCq, queue: &Queue) {
+    let head = queue.cq_head.load(Ordering::Acquire);
+    if cq.raised_at_head != Some(head) {
+        cq.raised_at_head = Some(head);
+        queue.raise_queue_full();
     }
 }
 
@@ -222,7 +357,7 @@ fn fire(shared: &Shared, index: usize, decision: Decision) {
 
 /// Pushes into a ring whose capacity covers every request in flight, so
 /// this only spins if a reader is momentarily behind.
-fn push_spinning<T: Copy>(ring: &crate::ring::Ring<T>, value: T) {
+fn push_spinning<T: Copy>(ring: &mut Producer<T>, value: T) {
     let mut value = value;
     while let Err(back) = ring.push(value) {
         value = back;

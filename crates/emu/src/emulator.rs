@@ -11,11 +11,14 @@ use cint_policy::AnyPolicy;
 
 use crate::backend::{Backend, BackendConfig};
 use crate::client::Client;
-use crate::device::DeviceCore;
+use crate::device::{DeviceCore, DeviceCq};
 use crate::error::EmuError;
 use crate::irq::{run_handler, HANDLER_PRIORITY};
+use crate::ring;
 use crate::shared::{Queue, QueueMode, Shared, MAX_QUEUE_DEPTH};
 use crate::sys;
+
+pub use cint_scenario::emu_config::Realtime;
 
 /// One application core's queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,10 +40,12 @@ pub struct DeviceConfig {
     pub queues: Vec<QueueConfig>,
     /// The request executor.
     pub backend: BackendConfig,
-    /// Run interrupt handlers at `SCHED_FIFO` priority so they preempt
-    /// application threads, as interrupts do. When the system refuses,
-    /// handlers run at normal priority (see [`DeviceStats::realtime_handlers`]).
-    pub realtime_handlers: bool,
+    /// Interrupt handlers run at `SCHED_FIFO` priority so they preempt
+    /// application threads, as interrupts do. When the system refuses it,
+    /// [`Realtime::Require`] makes [`Emulator::start`] fail with
+    /// [`EmuError::NoRealtime`]; [`Realtime::Prefer`] runs them at normal
+    /// priority (see [`DeviceStats::realtime_handlers`]).
+    pub realtime: Realtime,
 }
 
 /// Counters of a running or stopped device.
@@ -50,6 +55,12 @@ pub struct DeviceStats {
     pub irqs: Vec<u64>,
     /// Per queue: urgent-only interrupts raised.
     pub urgent_irqs: Vec<u64>,
+    /// Per queue: full interrupts the device raised because the completion
+    /// queue had no free position (included in `irqs`; see
+    /// docs/EMULATOR-DESIGN.md, "The completion queue's window").
+    pub queue_full_irqs: Vec<u64>,
+    /// Per queue: times the interrupt handler slept and was woken.
+    pub handler_wakeups: Vec<u64>,
     /// Per queue: completions posted.
     pub completions: Vec<u64>,
     /// Requests cancelled at shutdown.
@@ -103,6 +114,20 @@ impl Emulator {
         let backend = Backend::new(&config.backend, config.queues.len() * MAX_QUEUE_DEPTH)?;
         let queues = config.queues.iter().map(|q| Queue::new(q.mode)).collect();
         let shared = Arc::new(Shared::new(queues));
+        // Each interrupt-driven queue's completion ring: the device core
+        // writes it, the queue's handler reads it.
+        let mut cq_readers = Vec::with_capacity(config.queues.len());
+        let mut cq_writers = Vec::with_capacity(config.queues.len());
+        for q in &config.queues {
+            if matches!(q.mode, QueueMode::Interrupt(_)) {
+                let (tx, rx) = ring::channel(MAX_QUEUE_DEPTH);
+                cq_writers.push(Some(DeviceCq::new(tx)));
+                cq_readers.push(Some(rx));
+            } else {
+                cq_writers.push(None);
+                cq_readers.push(None);
+            }
+        }
         let mut emulator = Emulator {
             shared: Arc::clone(&shared),
             device: None,
@@ -111,7 +136,7 @@ impl Emulator {
 
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), EmuError>>();
         let device_cpu = config.device_cpu;
-        let core = DeviceCore::new(Arc::clone(&shared), backend, policies);
+        let core = DeviceCore::new(Arc::clone(&shared), backend, policies, cq_writers);
         let tx = ready_tx.clone();
         let device_shared = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
@@ -138,29 +163,40 @@ impl Emulator {
         let mut expected = 1;
 
         for (index, q) in config.queues.iter().enumerate() {
-            if !matches!(q.mode, QueueMode::Interrupt(_)) {
+            let Some(cq) = cq_readers[index].take() else {
                 continue;
-            }
+            };
             let tx = ready_tx.clone();
             let handler_shared = Arc::clone(&shared);
             let cpu = q.app_cpu;
-            let realtime = config.realtime_handlers;
+            let realtime = config.realtime;
             let spawned = std::thread::Builder::new()
                 .name(format!("cint-irq-{cpu}"))
                 .spawn(move || {
-                    if let Err(e) = sys::pin_to(cpu) {
-                        let _ = tx.send(Err(EmuError::Pinning(e)));
-                        // Still serve the queue: the device's final
-                        // interrupt must find a handler to deliver it.
-                    } else {
-                        if realtime && sys::set_fifo(HANDLER_PRIORITY) {
-                            handler_shared
-                                .realtime_handlers
-                                .fetch_add(1, Ordering::Relaxed);
-                        }
-                        let _ = tx.send(Ok(()));
+                    let queue = &handler_shared.queues[index];
+                    queue.handler_tid.store(sys::gettid(), Ordering::Release);
+                    if let Some(clock) = sys::own_cpu_clock() {
+                        let _ = queue.handler_clock.set(clock);
                     }
-                    run_handler(handler_shared, index);
+                    // On failure the handler still serves the queue: the
+                    // device's final interrupt must find a handler to
+                    // deliver everything, or the failed start would hang.
+                    let ready = sys::pin_to(cpu).map_err(EmuError::Pinning).and_then(|()| {
+                        match sys::set_fifo(HANDLER_PRIORITY) {
+                            Ok(()) => {
+                                handler_shared
+                                    .realtime_handlers
+                                    .fetch_add(1, Ordering::Relaxed);
+                                Ok(())
+                            }
+                            Err(why) if realtime == Realtime::Require => {
+                                Err(EmuError::NoRealtime(why))
+                            }
+                            Err(_) => Ok(()),
+                        }
+                    });
+                    let _ = tx.send(ready);
+                    run_handler(handler_shared, index, cq);
                 });
             match spawned {
                 Ok(handle) => {
@@ -205,6 +241,14 @@ impl Emulator {
                 .iter()
                 .map(|q| q.urgent_irqs.load(Ordering::Relaxed))
                 .collect(),
+            queue_full_irqs: q
+                .iter()
+                .map(|q| q.queue_full_irqs.load(Ordering::Relaxed))
+                .collect(),
+            handler_wakeups: q
+                .iter()
+                .map(|q| q.handler_wakeups.load(Ordering::Relaxed))
+                .collect(),
             completions: q
                 .iter()
                 .map(|q| q.completions.load(Ordering::Relaxed))
@@ -221,6 +265,22 @@ impl Emulator {
             .queues
             .iter()
             .map(|q| q.handler_tid.load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// Thread id and CPU-time clock of each interrupt handler (poll
+    /// queues have none), known once `start` has returned.
+    pub(crate) fn handler_threads(&self) -> Vec<(i32, Option<libc::clockid_t>)> {
+        self.shared
+            .queues
+            .iter()
+            .filter(|q| matches!(q.mode, QueueMode::Interrupt(_)))
+            .map(|q| {
+                (
+                    q.handler_tid.load(Ordering::Acquire),
+                    q.handler_clock.get().copied(),
+                )
+            })
             .collect()
     }
 

@@ -26,6 +26,22 @@ pub enum EmuError {
     ShutDown,
     /// Every request slot of the client is in use.
     Busy,
+    /// The system refused real-time priority for the interrupt handlers
+    /// and the configuration requires it ([`Realtime::Require`]).
+    ///
+    /// [`Realtime::Require`]: crate::Realtime::Require
+    NoRealtime(String),
+    /// Requests of a job failed during a run, so its figures would describe
+    /// failures, not I/O.
+    RequestsFailed {
+        /// The job.
+        job: String,
+        /// Its failed requests (submissions refused and completions with
+        /// an error).
+        failed: u64,
+        /// The first failure.
+        first: String,
+    },
     /// A thread of the emulator panicked (a bug; the message says where).
     Internal(String),
 }
@@ -44,6 +60,18 @@ impl fmt::Display for EmuError {
             EmuError::Thread(m) => write!(f, "emulator cannot start a thread: {m}"),
             EmuError::ShutDown => f.write_str("emulated device is shut down"),
             EmuError::Busy => f.write_str("every request slot of this client is in flight"),
+            EmuError::NoRealtime(why) => write!(
+                f,
+                "emulator interrupt handlers need real-time priority: {why}; \
+                 grant CAP_SYS_NICE (or an RLIMIT_RTPRIO of at least {}), or accept \
+                 distorted figures with [emu] realtime = \"prefer\" \
+                 (library: DeviceConfig::realtime = Realtime::Prefer)",
+                crate::irq::HANDLER_PRIORITY
+            ),
+            EmuError::RequestsFailed { job, failed, first } => write!(
+                f,
+                "emulator job {job}: {failed} request(s) failed, the first with: {first}"
+            ),
             EmuError::Internal(m) => write!(f, "emulator internal error: {m}"),
         }
     }
@@ -66,6 +94,13 @@ pub enum IoError {
     },
     /// The device shut down before executing the request.
     Cancelled,
+    /// The device gave up waiting for the kernel to finish the request
+    /// (io_uring, at shutdown). The kernel may still write its buffer, so
+    /// the buffer was leaked, not handed back: [`Completion::buf`] is
+    /// `None`, and a C caller's buffer must never be freed or reused.
+    ///
+    /// [`Completion::buf`]: crate::Completion::buf
+    Abandoned,
 }
 
 impl fmt::Display for IoError {
@@ -80,6 +115,9 @@ impl fmt::Display for IoError {
                 write!(f, "short transfer: {done} of {wanted} bytes")
             }
             IoError::Cancelled => f.write_str("request cancelled by device shutdown"),
+            IoError::Abandoned => f.write_str(
+                "request abandoned at shutdown while the kernel still held it (buffer leaked)",
+            ),
         }
     }
 }

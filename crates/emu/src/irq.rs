@@ -18,8 +18,9 @@ use std::sync::Arc;
 use cint_policy::reap::CompletionQueue;
 use cint_policy::{Hint, Irq};
 
+use crate::ring::{Consumer, Producer};
 use crate::shared::{
-    CqEntry, DeliveredBy, Delivery, Shared, IRQ_FULL, MAX_CLIENTS, MAX_QUEUE_DEPTH,
+    Channel, CqEntry, DeliveredBy, Delivery, Shared, IRQ_FULL, MAX_CLIENTS, MAX_QUEUE_DEPTH,
 };
 use crate::sys;
 
@@ -27,43 +28,62 @@ use crate::sys;
 /// the kernel's own real-time threads (50 and up).
 pub const HANDLER_PRIORITY: i32 = 40;
 
-/// The handler's view of one queue: the completion-queue model with its
-/// reaped bits, and the entries it holds, indexed by position.
+/// The handler's view of one queue: the completion ring's reading end, the
+/// completion-queue model with its reaped bits, the entries it holds
+/// (indexed by position) and the delivery rings of the queue's clients.
 struct HandlerState {
+    cq: Consumer<CqEntry>,
     model: Box<CompletionQueue<MAX_QUEUE_DEPTH>>,
     entries: Box<[Option<CqEntry>]>,
     next_position: u64,
+    out: Outbox,
+}
+
+/// A client's channel as its queue's handler holds it: how to wake the
+/// client, and the producer end of its delivery ring.
+type Adopted = (Arc<Channel>, Producer<Delivery>);
+
+/// Where the handler delivers: the delivery rings of its queue's clients.
+struct Outbox {
+    /// Indexed by channel index (`MAX_CLIENTS` of them); a channel is
+    /// adopted when its first completion arrives (it registered before
+    /// submitting it).
+    channels: Box<[Option<Adopted>]>,
     /// Channels that got a delivery in this pass (each notified once).
     touched: Vec<u32>,
     touched_flag: Box<[bool]>,
 }
 
-/// Runs the handler of queue `index` until the device finishes.
-pub(crate) fn run_handler(shared: Arc<Shared>, index: usize) {
+/// Runs the handler of queue `index`, reading its completion ring `cq`,
+/// until the device finishes.
+pub(crate) fn run_handler(shared: Arc<Shared>, index: usize, cq: Consumer<CqEntry>) {
     let queue = &shared.queues[index];
-    queue.handler_tid.store(sys::gettid(), Ordering::Release);
     let mut state = HandlerState {
+        cq,
         model: Box::new(CompletionQueue::new()),
         entries: vec![None; MAX_QUEUE_DEPTH].into_boxed_slice(),
         next_position: 0,
-        touched: Vec::with_capacity(64),
-        touched_flag: vec![false; MAX_CLIENTS].into_boxed_slice(),
+        out: Outbox {
+            channels: (0..MAX_CLIENTS).map(|_| None).collect(),
+            touched: Vec::with_capacity(64),
+            touched_flag: vec![false; MAX_CLIENTS].into_boxed_slice(),
+        },
     };
     loop {
         let bits = wait_for_irq(&shared, index);
         let finished = queue.finished.load(Ordering::SeqCst);
-        drain_ring(&shared, index, &mut state);
+        drain_ring(&shared, &mut state);
         let irq = if bits & IRQ_FULL != 0 || finished {
             Irq::Full
         } else {
             Irq::UrgentOnly
         };
-        deliver(&shared, irq, &mut state);
+        deliver(&shared, index, irq, &mut state);
         if finished {
             // Entries posted after the flag was read are impossible: the
             // device sets it after its last post.
-            drain_ring(&shared, index, &mut state);
-            deliver(&shared, Irq::Full, &mut state);
+            drain_ring(&shared, &mut state);
+            deliver(&shared, index, Irq::Full, &mut state);
             return;
         }
     }
@@ -79,23 +99,23 @@ fn wait_for_irq(shared: &Shared, index: usize) -> u32 {
         }
         queue.handler_sleeping.store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        if queue.pending.load(Ordering::SeqCst) == 0 {
-            sys::futex_wait(&queue.pending, 0);
+        if queue.pending.load(Ordering::SeqCst) == 0 && sys::futex_wait(&queue.pending, 0) {
+            queue.handler_wakeups.fetch_add(1, Ordering::Relaxed);
         }
         queue.handler_sleeping.store(0, Ordering::SeqCst);
     }
 }
 
 /// Moves posted entries from the shared ring into the model.
-fn drain_ring(shared: &Shared, index: usize, state: &mut HandlerState) {
-    let queue = &shared.queues[index];
-    while let Some(entry) = queue.cq.pop() {
+fn drain_ring(shared: &Shared, state: &mut HandlerState) {
+    while let Some(entry) = state.cq.pop() {
         let position = state.next_position;
-        // The model never holds more than MAX_QUEUE_DEPTH entries because
-        // clients reserve their slots against that bound.
+        // The device posts only while fewer than MAX_QUEUE_DEPTH positions
+        // separate its tail from the head this handler published (its
+        // queue-full rule), so the model always has room. Should that rule
+        // ever be broken, delivering the entry now beats losing it.
         if state.model.post(position, entry.hint).is_err() {
-            debug_assert!(false, "completion queue model overflow");
-            deliver_one(shared, state, entry, DeliveredBy::FullIrq);
+            state.out.push(shared, entry, DeliveredBy::FullIrq);
             continue;
         }
         state.entries[(position % MAX_QUEUE_DEPTH as u64) as usize] = Some(entry);
@@ -103,66 +123,79 @@ fn drain_ring(shared: &Shared, index: usize, state: &mut HandlerState) {
     }
 }
 
-/// The handler proper: reap by the OOO rules, deliver, wake.
-fn deliver(shared: &Shared, irq: Irq, state: &mut HandlerState) {
+/// The handler proper: reap by the OOO rules, deliver, ring the head
+/// doorbell, wake.
+fn deliver(shared: &Shared, index: usize, irq: Irq, state: &mut HandlerState) {
     let by = DeliveredBy::from_irq(irq);
     let HandlerState {
         model,
         entries,
-        touched,
-        touched_flag,
+        next_position,
+        out,
         ..
     } = state;
     model.reap(irq, |position, _hint: Hint| {
         let slot = (position % MAX_QUEUE_DEPTH as u64) as usize;
         if let Some(entry) = entries[slot].take() {
-            push_delivery(shared, entry, by, touched, touched_flag);
+            out.push(shared, entry, by);
         }
     });
-    for &channel in touched.iter() {
-        touched_flag[channel as usize] = false;
-        if let Some(ch) = shared.channel(channel) {
-            ch.waiter.notify();
-        }
-    }
-    touched.clear();
+    // Released positions are the device's again (the doorbell write).
+    let head = *next_position - model.occupied() as u64;
+    shared.queues[index].cq_head.store(head, Ordering::Release);
+    out.notify_touched();
 }
 
-fn deliver_one(shared: &Shared, state: &mut HandlerState, entry: CqEntry, by: DeliveredBy) {
-    push_delivery(
-        shared,
-        entry,
-        by,
-        &mut state.touched,
-        &mut state.touched_flag,
-    );
-}
-
-fn push_delivery(
-    shared: &Shared,
-    entry: CqEntry,
-    by: DeliveredBy,
-    touched: &mut Vec<u32>,
-    touched_flag: &mut [bool],
-) {
-    let Some(channel) = shared.channel(entry.channel) else {
-        return;
-    };
-    let mut delivery = Delivery {
-        slot: entry.slot,
-        generation: entry.generation,
-        result: entry.result,
-        by,
-    };
-    // The delivery ring holds every request the client may have in flight.
-    while let Err(back) = channel.dq.push(delivery) {
-        delivery = back;
-        std::hint::spin_loop();
-    }
-    if let Some(flag) = touched_flag.get_mut(entry.channel as usize) {
-        if !*flag {
-            *flag = true;
-            touched.push(entry.channel);
+impl Outbox {
+    /// Hands one completion to its client's delivery ring.
+    fn push(&mut self, shared: &Shared, entry: CqEntry, by: DeliveredBy) {
+        let index = entry.channel as usize;
+        let Some(adopted) = self.channels.get_mut(index) else {
+            return;
+        };
+        if adopted.is_none() {
+            // The client registered (publishing its channel) before it
+            // submitted this request, and only this handler delivers on
+            // its queue, so the channel and its producer are there.
+            let Some(channel) = shared.channel(entry.channel) else {
+                return;
+            };
+            let Some(dq) = channel.dq_tx.take() else {
+                return;
+            };
+            *adopted = Some((Arc::clone(channel), dq));
         }
+        let Some((_, dq)) = adopted else {
+            return;
+        };
+        let mut delivery = Delivery {
+            slot: entry.slot,
+            generation: entry.generation,
+            result: entry.result,
+            by,
+        };
+        // The delivery ring holds every request the client may have in
+        // flight.
+        while let Err(back) = dq.push(delivery) {
+            delivery = back;
+            std::hint::spin_loop();
+        }
+        if let Some(flag) = self.touched_flag.get_mut(index) {
+            if !*flag {
+                *flag = true;
+                self.touched.push(entry.channel);
+            }
+        }
+    }
+
+    /// Wakes every client that got a delivery in this pass, once.
+    fn notify_touched(&mut self) {
+        for &channel in self.touched.iter() {
+            self.touched_flag[channel as usize] = false;
+            if let Some(Some((ch, _))) = self.channels.get(channel as usize) {
+                ch.waiter.notify();
+            }
+        }
+        self.touched.clear();
     }
 }

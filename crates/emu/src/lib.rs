@@ -34,7 +34,7 @@ mod workload;
 pub use backend::{BackendConfig, FileSource};
 pub use buf::IoBuf;
 pub use client::{Client, Completion, Request, WaitMode};
-pub use emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig};
+pub use emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig, Realtime};
 pub use error::{EmuError, IoError};
 pub use runner::{run, run_detailed, JobDetail, RunDetail, StrategyDetail};
 pub use shared::{DeliveredBy, Op, QueueMode, MAX_CLIENTS, MAX_QUEUE_DEPTH};

@@ -7,7 +7,7 @@
 //! CPU 0 and the device core is CPU 1.
 
 use std::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cint_policy::Nanos;
 use cint_report::{JobResult, LatencyHistogram, RunResult, StrategyResult, CINT_VERSION};
@@ -76,14 +76,29 @@ pub struct JobDetail {
     pub involuntary_switches: u64,
     /// CPU time in the measured window.
     pub cpu_ns: u64,
+    /// Times the job's threads were woken in the measured window.
+    pub wakeups: u64,
 }
 
-/// Runs every strategy of the scenario on the emulator.
+/// Runs every strategy of the scenario on the emulator. Fails if any
+/// request of any job failed (a short read, an `errno`): figures of
+/// failing I/O would look like figures of I/O.
 pub fn run(scenario: &Scenario) -> Result<RunResult, EmuError> {
-    run_detailed(scenario).map(|d| d.result)
+    let detail = run_detailed(scenario)?;
+    for strategy in &detail.strategies {
+        if let Some(job) = strategy.jobs.iter().find(|j| j.errors > 0) {
+            return Err(EmuError::RequestsFailed {
+                job: format!("{} (strategy {})", job.name, strategy.name),
+                failed: job.errors,
+                first: job.first_error.clone().unwrap_or_else(|| "unknown".into()),
+            });
+        }
+    }
+    Ok(detail.result)
 }
 
-/// Like [`run`], with the details tests check.
+/// Like [`run`], with the details tests check. Failed requests do not
+/// make it fail: they are counted in [`JobDetail::errors`].
 pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
     let layout = CpuLayout::for_scenario(scenario)?;
     let mut results = Vec::with_capacity(scenario.strategies.len());
@@ -193,10 +208,67 @@ impl StartGate {
     }
 }
 
+/// What the coordinator needs to sample one thread at the window edges.
+#[derive(Default)]
+struct ThreadProbe {
+    tid: AtomicI32,
+    /// The thread's CPU-time clock, readable from the coordinator.
+    clock: OnceLock<libc::clockid_t>,
+    /// What the thread measured of itself as it finished: a sample taken
+    /// after it exited (a job with a `runtime` shorter than the run) uses
+    /// this, as its clock and `/proc` entry are gone.
+    last: Mutex<Option<ThreadSample>>,
+}
+
+impl ThreadProbe {
+    /// Called by the thread itself when it starts.
+    fn register(&self) {
+        self.tid.store(sys::gettid(), Ordering::Release);
+        if let Some(clock) = sys::own_cpu_clock() {
+            let _ = self.clock.set(clock);
+        }
+    }
+
+    /// Called by the thread itself as it finishes.
+    fn finish(&self) {
+        let switches = sys::own_switches();
+        let sample = ThreadSample {
+            cpu_ns: sys::thread_cpu_time(),
+            voluntary: switches.voluntary,
+            involuntary: switches.involuntary,
+        };
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(sample);
+        }
+    }
+
+    /// The thread's counters now (read from another thread).
+    fn sample(&self) -> ThreadSample {
+        let tid = self.tid.load(Ordering::Acquire);
+        let live = self.clock.get().and_then(|&clock| sys::read_clock(clock));
+        match live {
+            Some(cpu_ns) => {
+                let (voluntary, involuntary) = proc_switches(tid).unwrap_or_default();
+                ThreadSample {
+                    cpu_ns,
+                    voluntary,
+                    involuntary,
+                }
+            }
+            None => self
+                .last
+                .lock()
+                .ok()
+                .and_then(|last| *last)
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// A thread's identity for window accounting.
 struct Tracked {
     job: Option<usize>,
-    tid: Arc<AtomicI32>,
+    probe: Arc<ThreadProbe>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -206,38 +278,29 @@ struct ThreadSample {
     involuntary: u64,
 }
 
-fn sample_thread(tid: i32) -> ThreadSample {
+/// Voluntary and involuntary context switches of thread `tid` of this
+/// process: the counters `getrusage(RUSAGE_THREAD)` reports, read from
+/// `/proc` because getrusage only reports the calling thread.
+fn proc_switches(tid: i32) -> Option<(u64, u64)> {
     if tid <= 0 {
-        return ThreadSample::default();
+        return None;
     }
-    // The same kernel counters as CLOCK_THREAD_CPUTIME_ID and
-    // getrusage(RUSAGE_THREAD), read from outside the thread so that every
-    // thread, blocked or not, is sampled at the same instant.
-    let base = format!("/proc/self/task/{tid}");
-    let cpu_ns = std::fs::read_to_string(format!("{base}/schedstat"))
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
-        .unwrap_or(0);
-    let mut sample = ThreadSample {
-        cpu_ns,
-        ..Default::default()
-    };
-    if let Ok(status) = std::fs::read_to_string(format!("{base}/status")) {
-        for line in status.lines() {
-            let value = |l: &str| {
-                l.split(':')
-                    .nth(1)
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .unwrap_or(0)
-            };
-            if line.starts_with("voluntary_ctxt_switches") {
-                sample.voluntary = value(line);
-            } else if line.starts_with("nonvoluntary_ctxt_switches") {
-                sample.involuntary = value(line);
-            }
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+    let (mut voluntary, mut involuntary) = (0, 0);
+    for line in status.lines() {
+        let value = |l: &str| {
+            l.split(':')
+                .nth(1)
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        if line.starts_with("voluntary_ctxt_switches") {
+            voluntary = value(line);
+        } else if line.starts_with("nonvoluntary_ctxt_switches") {
+            involuntary = value(line);
         }
     }
-    sample
+    Some((voluntary, involuntary))
 }
 
 fn run_strategy(
@@ -286,7 +349,7 @@ fn run_strategy(
             })
             .collect(),
         backend,
-        realtime_handlers: true,
+        realtime: scenario.emu.realtime,
     };
     let emulator = Emulator::start(config)?;
     let control = Arc::new(Control {
@@ -327,10 +390,10 @@ fn run_strategy(
                 }
                 None => None,
             };
-            let tid = Arc::new(AtomicI32::new(0));
+            let probe = Arc::new(ThreadProbe::default());
             tracked.push(Tracked {
                 job: Some(job_index),
-                tid: Arc::clone(&tid),
+                probe: Arc::clone(&probe),
             });
             let plan = ThreadPlan {
                 io: io.clone(),
@@ -339,14 +402,13 @@ fn run_strategy(
                 span: io.as_ref().map_or(0, |io| io.size.min(span).max(io.bs)),
                 needs_buffers,
                 seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
-                tid,
             };
             let control = Arc::clone(&control);
             let gate = Arc::clone(&gate);
             let spawned = std::thread::Builder::new()
                 .name(format!("cint-job-{}-{thread}", job.name))
                 .spawn(move || -> Result<ThreadOutcome, EmuError> {
-                    plan.tid.store(sys::gettid(), Ordering::Release);
+                    probe.register();
                     let pinned = sys::pin_to(real_cpu);
                     if let Err(e) = &pinned {
                         gate.fail(e.clone());
@@ -356,7 +418,9 @@ fn run_strategy(
                         return Ok(ThreadOutcome::default());
                     }
                     pinned.map_err(EmuError::Pinning)?;
-                    Ok(run_thread(plan, client, &control))
+                    let outcome = run_thread(plan, client, &control);
+                    probe.finish();
+                    Ok(outcome)
                 });
             match spawned {
                 Ok(h) => handles.push((job_index, h)),
@@ -385,29 +449,31 @@ fn run_strategy(
         return Err(e);
     }
     gate.open(true);
-    for tid in emulator.handler_tids() {
+    for (tid, clock) in emulator.handler_threads() {
+        let probe = ThreadProbe {
+            tid: AtomicI32::new(tid),
+            ..Default::default()
+        };
+        if let Some(clock) = clock {
+            let _ = probe.clock.set(clock);
+        }
         tracked.push(Tracked {
             job: None,
-            tid: Arc::new(AtomicI32::new(tid)),
+            probe: Arc::new(probe),
         });
     }
 
     sys::sleep_ns(scenario.warmup);
     let ticks_before = sys::cpu_ticks();
     let stats_before = emulator.stats();
-    let samples_before: Vec<ThreadSample> = tracked
-        .iter()
-        .map(|t| sample_thread(t.tid.load(Ordering::Acquire)))
-        .collect();
+    let samples_before: Vec<ThreadSample> = tracked.iter().map(|t| t.probe.sample()).collect();
     let window_start = sys::now();
     control.phase.store(PHASE_MEASURE, Ordering::SeqCst);
     sys::sleep_ns(scenario.duration);
     let window_ns = sys::now().saturating_sub(window_start).max(1);
-    // Sample before stopping: a stopped thread's /proc entry disappears.
-    let samples_after: Vec<ThreadSample> = tracked
-        .iter()
-        .map(|t| sample_thread(t.tid.load(Ordering::Acquire)))
-        .collect();
+    // Sample before stopping: a stopped thread's clock and /proc entry
+    // disappear.
+    let samples_after: Vec<ThreadSample> = tracked.iter().map(|t| t.probe.sample()).collect();
     let stats_after = emulator.stats();
     let ticks_after = sys::cpu_ticks();
     control.phase.store(PHASE_STOP, Ordering::SeqCst);
@@ -455,6 +521,7 @@ fn run_strategy(
             detail.by_full_irq += o.by_full;
             detail.by_urgent_irq += o.by_urgent;
             detail.by_poll += o.by_poll;
+            detail.wakeups += o.wakeups;
             if detail.first_error.is_none() {
                 detail.first_error.clone_from(&o.first_error);
             }
@@ -474,12 +541,18 @@ fn run_strategy(
             bw_bytes: (bytes as f64 / window_s) as u64,
             cpu_util: detail.cpu_ns as f64 / window_ns as f64,
             context_switches: detail.voluntary_switches + detail.involuntary_switches,
-            wakeups: 0,
+            wakeups: detail.wakeups,
             lat_ns: hist.stats(),
         });
         job_details.push(detail);
     }
     let interrupts = stats_after.total_irqs() - stats_before.total_irqs();
+    // Job threads' wake-ups plus the handlers': a handler is a thread on
+    // the application core too, woken by every interrupt that finds it
+    // asleep.
+    let handler_wakeups = stats_after.handler_wakeups.iter().sum::<u64>()
+        - stats_before.handler_wakeups.iter().sum::<u64>();
+    let wakeups = job_details.iter().map(|j| j.wakeups).sum::<u64>() + handler_wakeups;
     let urgent = stats_after.total_urgent_irqs() - stats_before.total_urgent_irqs();
     let cpu_util = if layout.app.is_empty() {
         0.0
@@ -499,7 +572,7 @@ fn run_strategy(
         urgent_interrupts: urgent,
         cpu_util,
         context_switches: total_switches,
-        wakeups: 0,
+        wakeups,
         energy_j: None,
         jobs,
     };

@@ -10,11 +10,16 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cint_policy::{Hint, Irq, PolicyConfig};
 
-use crate::ring::Ring;
+use crate::ring::{Consumer, Producer};
 use crate::sys;
 
 /// `result` of a request the device cancelled at shutdown.
 pub(crate) const RESULT_CANCELLED: i64 = i64::MIN;
+
+/// `result` of a request the device gave up on while the kernel may still
+/// own its buffer (io_uring at shutdown): the buffer must never be handed
+/// back, reused or freed.
+pub(crate) const RESULT_ABANDONED: i64 = i64::MIN + 1;
 
 /// Most channels (clients) one emulated device accepts over its life.
 pub const MAX_CLIENTS: usize = 1024;
@@ -64,7 +69,8 @@ pub(crate) struct CqEntry {
     pub slot: u32,
     pub generation: u32,
     pub hint: Hint,
-    /// Bytes transferred, `-errno`, or [`RESULT_CANCELLED`].
+    /// Bytes transferred, `-errno`, [`RESULT_CANCELLED`] or
+    /// [`RESULT_ABANDONED`].
     pub result: i64,
 }
 
@@ -121,28 +127,55 @@ impl Waiter {
     }
 
     /// Blocks until `ready()` holds or a notification arrives (may return
-    /// spuriously; callers loop).
-    pub fn wait(&self, ready: impl Fn() -> bool) {
+    /// spuriously; callers loop). True if the thread slept and was woken,
+    /// which is what the result's `wakeups` count.
+    pub fn wait(&self, ready: impl Fn() -> bool) -> bool {
         let seen = self.seq.load(Ordering::SeqCst);
         self.sleeping.store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        if !ready() {
-            sys::futex_wait(&self.seq, seen);
-        }
+        let woken = !ready() && sys::futex_wait(&self.seq, seen);
         self.sleeping.store(0, Ordering::SeqCst);
+        woken
     }
 }
 
-/// One client's private path to the device: its submission ring and the
-/// ring its completions are delivered to.
+/// A ring end waiting for the thread that will own it: the client's
+/// channel is created by the registering thread, and the device core or
+/// the interrupt handler takes its end when it adopts the channel.
+pub(crate) struct Handoff<T>(Mutex<Option<T>>);
+
+impl<T> Handoff<T> {
+    pub fn new(value: T) -> Self {
+        Handoff(Mutex::new(Some(value)))
+    }
+
+    /// The value, to the first caller only.
+    pub fn take(&self) -> Option<T> {
+        // A poisoned lock still holds a valid Option: nothing panics while
+        // holding it except `take` itself, which cannot.
+        match self.0.lock() {
+            Ok(mut slot) => slot.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        }
+    }
+}
+
+/// One client's private path to the device: the ends of its submission
+/// ring and delivery ring that other threads own, and how to wake it. The
+/// client itself holds the submission ring's producer and the delivery
+/// ring's consumer.
 pub(crate) struct Channel {
     pub index: u32,
     pub queue: u32,
-    pub sq: Ring<SubmitEntry>,
-    pub dq: Ring<Delivery>,
+    /// The submission ring's consumer, for the device core.
+    pub sq_rx: Handoff<Consumer<SubmitEntry>>,
+    /// The delivery ring's producer, for whoever delivers on this queue:
+    /// the device core in poll mode, the queue's handler otherwise.
+    pub dq_tx: Handoff<Producer<Delivery>>,
     pub waiter: Waiter,
     /// `u64::MAX` while the device accepts submissions; at shutdown, how
-    /// many submissions the device consumed from `sq` before sealing it.
+    /// many submissions the device consumed from the submission ring
+    /// before sealing it.
     pub sealed_at: AtomicU64,
 }
 
@@ -160,10 +193,15 @@ pub(crate) const IRQ_FULL: u32 = 1;
 pub(crate) const IRQ_URGENT: u32 = 2;
 
 /// One application core's queue pair, its interrupt line and counters.
+/// (The completion ring from the device core to the handler is not here:
+/// its two ends belong to those two threads.)
 pub(crate) struct Queue {
     pub mode: QueueMode,
-    /// Device to handler; unused in poll mode.
-    pub cq: Ring<CqEntry>,
+    /// The completion queue's head doorbell: the position up to which the
+    /// handler has released entries to the device (its completion-queue
+    /// model's head). The device never lets more than `MAX_QUEUE_DEPTH`
+    /// positions separate its tail from this, see `DeviceCore::post`.
+    pub cq_head: AtomicU64,
     /// Latched interrupt bits; the futex word the handler sleeps on.
     pub pending: AtomicU32,
     pub handler_sleeping: AtomicU32,
@@ -175,27 +213,33 @@ pub(crate) struct Queue {
     pub reserved: AtomicUsize,
     pub irqs: AtomicU64,
     pub urgent_irqs: AtomicU64,
+    /// Full interrupts the device raised because the completion queue's
+    /// window was full (also counted in `irqs`).
+    pub queue_full_irqs: AtomicU64,
+    /// Times the handler slept and was woken by an interrupt.
+    pub handler_wakeups: AtomicU64,
     pub completions: AtomicU64,
     pub handler_tid: AtomicI32,
+    /// The handler thread's CPU-time clock, for per-thread accounting.
+    pub handler_clock: OnceLock<libc::clockid_t>,
 }
 
 impl Queue {
     pub fn new(mode: QueueMode) -> Self {
-        let cq_capacity = match mode {
-            QueueMode::Interrupt(_) => MAX_QUEUE_DEPTH,
-            QueueMode::Poll => 1,
-        };
         Queue {
             mode,
-            cq: Ring::with_capacity(cq_capacity),
+            cq_head: AtomicU64::new(0),
             pending: AtomicU32::new(0),
             handler_sleeping: AtomicU32::new(0),
             finished: AtomicBool::new(false),
             reserved: AtomicUsize::new(0),
             irqs: AtomicU64::new(0),
             urgent_irqs: AtomicU64::new(0),
+            queue_full_irqs: AtomicU64::new(0),
+            handler_wakeups: AtomicU64::new(0),
             completions: AtomicU64::new(0),
             handler_tid: AtomicI32::new(0),
+            handler_clock: OnceLock::new(),
         }
     }
 
@@ -215,6 +259,13 @@ impl Queue {
         if self.handler_sleeping.load(Ordering::SeqCst) != 0 {
             sys::futex_wake(&self.pending);
         }
+    }
+
+    /// A full interrupt the device raises on its own when the completion
+    /// queue's window is full, so that the handler's full reap frees it.
+    pub fn raise_queue_full(&self) {
+        self.queue_full_irqs.fetch_add(1, Ordering::Relaxed);
+        self.raise(Irq::Full);
     }
 
     /// Wakes the handler for the last time, without counting an interrupt.

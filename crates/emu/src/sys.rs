@@ -20,14 +20,35 @@ pub fn thread_cpu_time() -> Nanos {
 }
 
 fn clock(id: libc::clockid_t) -> Nanos {
+    // Both clocks `clock` is called with exist on every Linux the emulator
+    // supports (and for the calling thread), so the read cannot fail.
+    read_clock(id).unwrap_or(0)
+}
+
+/// Reads clock `id`; `None` if it does not exist (any more): the CPU clock
+/// of a thread that has exited.
+pub fn read_clock(id: libc::clockid_t) -> Option<Nanos> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable timespec; both clock ids exist on
-    // every Linux the emulator supports, so the call cannot fail.
-    unsafe { libc::clock_gettime(id, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+    // SAFETY: `ts` is a valid, writable timespec; an unknown clock id is
+    // reported as EINVAL, not undefined behaviour.
+    let rc = unsafe { libc::clock_gettime(id, &mut ts) };
+    (rc == 0).then(|| (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// The calling thread's CPU-time clock (`pthread_getcpuclockid`), which
+/// other threads of the process can read with [`read_clock`] while this
+/// one lives: the same clock as the thread's own
+/// `CLOCK_THREAD_CPUTIME_ID`, and exact at the instant of the read, even
+/// for a thread that is running on another CPU at that moment.
+pub fn own_cpu_clock() -> Option<libc::clockid_t> {
+    let mut id: libc::clockid_t = 0;
+    // SAFETY: pthread_self() is the live calling thread; `id` is a valid,
+    // writable clockid_t.
+    let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) };
+    (rc == 0).then_some(id)
 }
 
 /// Spins until the clock reaches `deadline`.
@@ -101,31 +122,43 @@ pub fn pin_to(cpu: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// Gives the calling thread `SCHED_FIFO` priority `prio`. Returns false if
-/// the system refuses (no CAP_SYS_NICE, RLIMIT_RTPRIO).
-pub fn set_fifo(prio: i32) -> bool {
+/// Gives the calling thread `SCHED_FIFO` priority `prio`; says why not if
+/// the system refuses (no `CAP_SYS_NICE` and an `RLIMIT_RTPRIO` below
+/// `prio`, or a real-time bandwidth limit of the cgroup).
+pub fn set_fifo(prio: i32) -> Result<(), String> {
     let param = libc::sched_param {
         sched_priority: prio,
     };
     // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "SCHED_FIFO priority {prio} refused: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
 }
 
 /// Blocks while `*word == expected` (or until woken; spurious returns are
-/// allowed, callers re-check their condition).
-pub fn futex_wait(word: &AtomicU32, expected: u32) {
+/// allowed, callers re-check their condition). True if the thread slept
+/// and was woken; false if it did not sleep (the word had changed) or a
+/// signal interrupted it.
+pub fn futex_wait(word: &AtomicU32, expected: u32) -> bool {
     // SAFETY: `word` is a valid, aligned u32 that outlives the call; a null
     // timeout means no timeout. Private futex: the word is not shared
     // between processes.
-    unsafe {
+    let rc = unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
             libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
             expected,
             std::ptr::null::<libc::timespec>(),
-        );
-    }
+        )
+    };
+    rc == 0
 }
 
 /// Wakes one thread blocked in [`futex_wait`] on `word`.
@@ -239,6 +272,34 @@ mod tests {
         spin_until(t0 + 2_000_000);
         assert!(now() >= t0 + 2_000_000);
         assert!(thread_cpu_time() > c0 + 500_000);
+    }
+
+    #[test]
+    fn another_threads_cpu_clock_is_read_exactly_and_dies_with_it() {
+        let (clock_tx, clock_rx) = std::sync::mpsc::channel();
+        let (spun_tx, spun_rx) = std::sync::mpsc::channel();
+        let (exit_tx, exit_rx) = std::sync::mpsc::channel::<()>();
+        let spinner = std::thread::spawn(move || {
+            clock_tx.send(own_cpu_clock()).unwrap();
+            // Burn 3 ms of this thread's own CPU time, then report how much
+            // it had at the end and stay alive (blocked) to be read.
+            let c0 = thread_cpu_time();
+            while thread_cpu_time() < c0 + 3_000_000 {
+                std::hint::spin_loop();
+            }
+            spun_tx.send(thread_cpu_time()).unwrap();
+            let _ = exit_rx.recv();
+        });
+        let id = clock_rx.recv().unwrap().expect("a thread has a CPU clock");
+        let own_view = spun_rx.recv().unwrap();
+        let outside_view = read_clock(id).expect("the thread lives");
+        // Read from here, the clock shows at least what the thread itself
+        // saw, and it already counted the 3 ms of spinning.
+        assert!(outside_view >= own_view, "{outside_view} < {own_view}");
+        assert!(outside_view >= 3_000_000);
+        exit_tx.send(()).unwrap();
+        spinner.join().unwrap();
+        assert_eq!(read_clock(id), None, "a joined thread's clock is gone");
     }
 
     #[test]

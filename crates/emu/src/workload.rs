@@ -3,8 +3,7 @@
 //! flight in batches, pollers spin, hybrid pollers sleep then spin, and
 //! `kind = "cpu"` jobs burn CPU.
 
-use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use cint_policy::hints::{request_hint, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::{Direction, SleepEstimator};
@@ -39,7 +38,6 @@ pub(crate) struct ThreadPlan {
     pub span: u64,
     pub needs_buffers: bool,
     pub seed: u64,
-    pub tid: Arc<AtomicI32>,
 }
 
 /// What one job thread measured (requests completed in the measured
@@ -57,6 +55,10 @@ pub(crate) struct ThreadOutcome {
     pub by_full: u64,
     pub by_urgent: u64,
     pub by_poll: u64,
+    /// Times the thread blocked and was woken in the measured window: by
+    /// a delivery (futex) or at the end of its own timed sleep (hybrid
+    /// polling, rate pacing).
+    pub wakeups: u64,
 }
 
 /// Runs one job thread to completion.
@@ -104,6 +106,10 @@ struct IoThread {
     started: Nanos,
     issued: u64,
     user_data: u64,
+    /// Timed sleeps so far (each ends in a wake-up by the timer).
+    sleeps: u64,
+    /// Wake-ups already attributed to a phase.
+    woken_before: u64,
 }
 
 impl IoThread {
@@ -140,6 +146,8 @@ impl IoThread {
             started: sys::now(),
             issued: 0,
             user_data: 0,
+            sleeps: 0,
+            woken_before: 0,
         }
     }
 
@@ -227,6 +235,7 @@ impl IoThread {
         let now = sys::now();
         if due > now + 200_000 {
             sys::sleep_ns(due - now - 100_000);
+            self.sleeps += 1;
         }
         sys::spin_until(due);
     }
@@ -296,6 +305,7 @@ impl IoThread {
             let sleep = estimator.sleep_for(sys::now(), self.io.bs, dir);
             if sleep > 0 && self.client.reap(&mut self.done) < want {
                 sys::sleep_ns(sleep);
+                self.sleeps += 1;
             }
             let have = self.done.len();
             if have < want {
@@ -309,6 +319,14 @@ impl IoThread {
 
     fn account(&mut self, control: &Control) {
         let measuring = control.phase.load(Ordering::Relaxed) == PHASE_MEASURE;
+        // Wake-ups since the last pass: the client's futex wake-ups and
+        // this thread's timed sleeps, attributed to the window the way
+        // completions are (by the phase when they are accounted).
+        let woken = self.client.wakeups() + self.sleeps;
+        if measuring {
+            self.out.wakeups += woken - self.woken_before;
+        }
+        self.woken_before = woken;
         for c in self.done.drain(..) {
             self.out.completed += 1;
             match c.by {

@@ -115,7 +115,7 @@ fn a_thread_that_cannot_pin_fails_start_and_leaves_no_thread() {
                 profile: device(10_000, 4),
                 seed: 1,
             },
-            realtime_handlers: false,
+            realtime: cint_emu::Realtime::Prefer,
         });
         let Err(err) = result else {
             panic!("{mode:?}: started with cpu {offline}, which this process may not use");

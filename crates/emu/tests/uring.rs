@@ -24,9 +24,13 @@ struct TestFile(PathBuf);
 
 impl TestFile {
     fn new(tag: &str) -> TestFile {
+        Self::with_len(tag, FILE_LEN)
+    }
+
+    fn with_len(tag: &str, len: usize) -> TestFile {
         let path = std::env::temp_dir().join(format!("cint-emu-{}-{tag}", std::process::id()));
         let mut f = std::fs::File::create(&path).expect("create test file");
-        f.write_all(&pattern(0, FILE_LEN)).expect("write test file");
+        f.write_all(&pattern(0, len)).expect("write test file");
         f.sync_all().expect("sync test file");
         TestFile(path)
     }
@@ -79,7 +83,7 @@ fn start(file: FileSource, mode: QueueMode) -> Emulator {
             mode,
         }],
         backend: BackendConfig::IoUring { file },
-        realtime_handlers: true,
+        realtime: cint_emu::Realtime::Prefer,
     })
     .expect("emulator starts")
 }
@@ -261,7 +265,7 @@ fn a_missing_file_is_a_one_line_start_error() {
         backend: BackendConfig::IoUring {
             file: FileSource::Path("/nonexistent/cint-emu".into()),
         },
-        realtime_handlers: false,
+        realtime: cint_emu::Realtime::Prefer,
     })
     .err()
     .expect("refused");
@@ -270,4 +274,44 @@ fn a_missing_file_is_a_one_line_start_error() {
         msg.contains("/nonexistent/cint-emu") && !msg.contains('\n'),
         "{msg}"
     );
+}
+
+#[test]
+fn cint_emu_fails_naming_the_job_when_its_requests_fail() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // 1000 bytes: every 4 KiB read at offset 0 transfers 1000 bytes, short.
+    let file = TestFile::with_len("short", 1000);
+    if !direct_supported(&file) {
+        return;
+    }
+    let mut s = scenario(
+        "short",
+        device(10_000, 4),
+        vec![none()],
+        vec![io_job("reader", cint_scenario::Engine::Psync, 1, 1, 1)],
+        10 * cint_policy::MS,
+    );
+    s.emu.backend = cint_scenario::Backend::IoUring;
+    s.emu.path = Some(file.path());
+    let d = cint_emu::run_detailed(&s).expect("the run itself works");
+    let job = &d.strategies[0].jobs[0];
+    assert!(job.errors > 0 && job.errors == job.completed, "{job:?}");
+    assert_eq!(d.result.results[0].jobs[0].ios, 0);
+
+    let err = cint_emu::run(&s).expect_err("failed requests fail the run");
+    let msg = err.to_string();
+    let cint_emu::EmuError::RequestsFailed { job, failed, first } = &err else {
+        panic!("not a request failure: {msg}");
+    };
+    assert!(job.starts_with("reader"), "{msg}");
+    assert!(*failed > 0, "{msg}");
+    assert_eq!(first, "short transfer: 1000 of 4096 bytes", "{msg}");
+    assert!(
+        msg.contains("reader") && msg.contains(&failed.to_string()) && msg.contains(first.as_str()),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'), "{msg}");
 }

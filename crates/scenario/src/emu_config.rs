@@ -15,6 +15,21 @@ pub enum Backend {
     IoUring,
 }
 
+/// Whether the emulator's interrupt handlers must run at real-time
+/// priority (`SCHED_FIFO`), which is what lets them preempt application
+/// threads as an interrupt does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Realtime {
+    /// Refuse to run when the system refuses `SCHED_FIFO`: without it an
+    /// "interrupt" waits for the scheduler like any thread, and the
+    /// numbers mean something else.
+    #[default]
+    Require,
+    /// Ask for `SCHED_FIFO` and run at normal priority if refused.
+    Prefer,
+}
+
 /// The `[emu]` section.
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -27,4 +42,7 @@ pub struct EmuConfig {
     /// process may use. Application core `i` of the scenario runs on the
     /// `i`-th remaining allowed CPU.
     pub device_core: Option<u32>,
+    /// `"require"` (default): refuse to run without `SCHED_FIFO` for the
+    /// interrupt handlers; `"prefer"`: run without it if refused.
+    pub realtime: Realtime,
 }

@@ -2,6 +2,7 @@
 //! reaped by the device core without blocking (no SQPOLL: the device core
 //! already spins, and the reference VM's virtio disk has no IOPOLL).
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
@@ -11,11 +12,11 @@ use io_uring::{opcode, types, IoUring};
 
 use super::{FileSource, Finished};
 use crate::error::EmuError;
-use crate::shared::{Accepted, Op};
+use crate::shared::{Accepted, Op, RESULT_ABANDONED};
 
 /// How long shutdown waits for the kernel to finish requests in flight
-/// before giving up on them (their buffers then leak rather than be freed
-/// under the kernel's feet).
+/// before abandoning them (their buffers are then leaked rather than
+/// handed back while the kernel may still write them).
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
 pub(crate) struct Uring {
@@ -23,10 +24,14 @@ pub(crate) struct Uring {
     /// Keeps a file the device opened alive; `None` for a caller's fd.
     _owned: Option<File>,
     fd: RawFd,
+    /// Requests in flight, by slot; a request's slot is its SQE's
+    /// `user_data`.
     slots: Vec<Option<Accepted>>,
     free: Vec<u32>,
-    /// SQEs pushed but not accepted by `io_uring_enter` yet.
-    unsubmitted: usize,
+    /// Slots whose SQEs were pushed, oldest first, trimmed to those the
+    /// kernel has not consumed yet after each `io_uring_enter`: on a
+    /// failure, exactly these never reached the kernel.
+    queued: VecDeque<u32>,
     /// Set when `io_uring_enter` itself failed for good.
     broken: Option<i32>,
 }
@@ -58,7 +63,7 @@ impl Uring {
             fd,
             slots: vec![None; slots],
             free: (0..slots as u32).rev().collect(),
-            unsubmitted: 0,
+            queued: VecDeque::with_capacity(slots),
             broken: None,
         })
     }
@@ -88,40 +93,48 @@ impl Uring {
                 .build(),
         }
         .user_data(u64::from(index));
-        self.slots[index as usize] = Some(request);
         loop {
             // SAFETY: the buffer address and length come from a client
             // slot that owns the buffer until this request's completion is
-            // delivered, and the descriptor is either owned here or the
-            // caller's (a closed one fails with EBADF, it is not memory).
+            // delivered (and forever if the request is abandoned), and the
+            // descriptor is either owned here or the caller's (a closed one
+            // fails with EBADF, it is not memory).
             let pushed = unsafe { self.ring.submission().push(&sqe) };
             if pushed.is_ok() {
                 break;
             }
             // Submission ring full: hand what is queued to the kernel.
             self.enter(done);
+            if let Some(errno) = self.broken {
+                // Never pushed, so the kernel never saw it: an ordinary
+                // failure, its buffer safe to hand back.
+                self.free.push(index);
+                done.push((request, -i64::from(errno)));
+                return;
+            }
         }
-        self.unsubmitted += 1;
+        self.slots[index as usize] = Some(request);
+        self.queued.push_back(index);
         self.enter(done);
     }
 
     /// Hands queued SQEs to the kernel without waiting.
     fn enter(&mut self, done: &mut Vec<Finished>) {
-        if self.unsubmitted == 0 {
+        if self.queued.is_empty() || self.broken.is_some() {
             return;
         }
         match self.ring.submit() {
-            Ok(n) => self.unsubmitted = self.unsubmitted.saturating_sub(n),
+            Ok(_) => self.trim_queued(),
             Err(e)
                 if e.raw_os_error() == Some(libc::EBUSY)
                     || e.raw_os_error() == Some(libc::EAGAIN) =>
             {
                 // The completion ring is full; reaping below makes room.
+                self.trim_queued();
                 self.reap(done);
             }
             Err(e) => {
-                // The ring itself failed: fail what it holds rather than
-                // leave callers waiting.
+                self.trim_queued();
                 let errno = e.raw_os_error().unwrap_or(libc::EIO);
                 if errno != libc::EINTR {
                     self.break_ring(errno, done);
@@ -130,18 +143,30 @@ impl Uring {
         }
     }
 
-    /// The ring itself failed (not one request): nothing it holds can be
-    /// trusted to complete, so fail every request in flight and every later
-    /// one with the same error rather than leave a caller waiting.
+    /// Forgets queued slots the kernel has consumed (the submission ring's
+    /// head passed them).
+    fn trim_queued(&mut self) {
+        let unconsumed = self.ring.submission().len();
+        while self.queued.len() > unconsumed {
+            self.queued.pop_front();
+        }
+    }
+
+    /// The ring itself failed (not one request): it will not be entered
+    /// again. Requests whose SQEs the kernel never consumed fail now with
+    /// the error (their buffers were never the kernel's); every later one
+    /// fails the same way at submission. Requests the kernel consumed stay
+    /// in flight: the kernel still owns their buffers and posts their
+    /// completions, which `poll` keeps reaping (and shutdown abandons the
+    /// ones that never come).
     fn break_ring(&mut self, errno: i32, done: &mut Vec<Finished>) {
         self.broken = Some(errno);
-        for (index, slot) in self.slots.iter_mut().enumerate() {
-            if let Some(request) = slot.take() {
+        while let Some(index) = self.queued.pop_front() {
+            if let Some(request) = self.slots[index as usize].take() {
                 done.push((request, -i64::from(errno)));
-                self.free.push(index as u32);
+                self.free.push(index);
             }
         }
-        self.unsubmitted = 0;
     }
 
     fn reap(&mut self, done: &mut Vec<Finished>) {
@@ -165,23 +190,32 @@ impl Uring {
 
     pub fn wait_all(&mut self, done: &mut Vec<Finished>) {
         let deadline = Instant::now() + SHUTDOWN_WAIT;
-        while self.in_flight() > 0 && self.broken.is_none() && Instant::now() < deadline {
+        while self.in_flight() > 0 && Instant::now() < deadline {
             self.enter(done);
             self.reap(done);
-            if self.in_flight() > 0 {
+            if self.in_flight() == 0 {
+                break;
+            }
+            if self.broken.is_none() {
+                // Returns at the first completion or after 1 ms (ETIME);
+                // it may also submit what `enter` could not.
                 let _ = self.ring.submitter().submit_with_args(
                     1,
                     &types::SubmitArgs::new().timespec(&types::Timespec::new().nsec(1_000_000)),
                 );
+                self.trim_queued();
+            } else {
+                // A broken ring is not entered again; the completions of
+                // what the kernel took still arrive in shared memory.
+                std::thread::sleep(Duration::from_millis(1));
             }
         }
-        // Whatever the kernel still holds after the wait: report it failed
-        // and forget its slot; its buffer stays owned by the client, which
-        // the kernel may still write, so the client keeps it (it is never
-        // freed while the ring lives, and the ring lives until here).
+        // Whatever the kernel still holds after the wait: abandon it. Its
+        // completion says so, and the client leaks the buffer instead of
+        // handing it back, because the kernel may still write it.
         for slot in &mut self.slots {
             if let Some(request) = slot.take() {
-                done.push((request, -i64::from(libc::ETIMEDOUT)));
+                done.push((request, RESULT_ABANDONED));
             }
         }
     }
