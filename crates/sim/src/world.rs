@@ -355,10 +355,12 @@ impl<'a> World<'a> {
                 Event::SliceCheck { core, token } => self.on_slice_check(core as usize, token),
                 Event::WarmupEnd => self.on_warmup_end(),
             }
+            self.note_time_violation();
             if self.check.failed() {
                 break;
             }
         }
+        self.note_time_violation();
         self.events.advance_to(self.end);
         self.settle_all();
         self.check_core_time();
@@ -371,6 +373,15 @@ impl<'a> World<'a> {
         }
         let events = self.events.processed();
         Ok((self.summarise(strategy), events))
+    }
+
+    /// Moves a time violation of the event queue into the run's invariants.
+    fn note_time_violation(&mut self) {
+        if let Some(msg) = self.events.violation() {
+            if !self.check.failed() {
+                self.check.fail(msg.to_string());
+            }
+        }
     }
 
     fn on_warmup_end(&mut self) {
@@ -435,5 +446,30 @@ impl<'a> World<'a> {
             ));
         }
         self.check.check_totals(outstanding);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_scheduled_in_the_past_fails_the_run() {
+        let text = "name = \"t\"\nduration = \"1ms\"\n\
+                    [[strategy]]\nname = \"n\"\nkind = \"none\"\n\
+                    [[job]]\nname = \"a\"\n";
+        let sc = cint_scenario::load_str(text, "t.toml", &[]).expect("valid");
+        let strategy = &sc.strategies[0];
+        let mut w = World::new(&sc, strategy).expect("builds");
+        w.events.schedule(500, Event::WarmupEnd);
+        assert!(w.events.pop_before(1_000).is_some());
+        // A stale instant, as a bug computing a deadline from an old
+        // time would produce.
+        w.events.schedule(100, Event::WarmupEnd);
+        let err = w.run(strategy).expect_err("the violation is reported");
+        assert!(
+            err.0.contains("invariant violated") && err.0.contains("backwards"),
+            "{err}"
+        );
     }
 }
