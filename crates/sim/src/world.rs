@@ -138,6 +138,9 @@ pub(crate) struct Thread {
     pub exec_start: Nanos,
     pub cpu_ns: u64,
     pub ctx_switches: u64,
+    /// Times the thread was woken from a block in the measured window
+    /// (by a completion's IRQ handler or a timer).
+    pub wakeups: u64,
     /// Request slots not in use.
     pub free_slots: Vec<u32>,
     /// Requests of the submission call in progress.
@@ -273,6 +276,7 @@ impl<'a> World<'a> {
                     exec_start: 0,
                     cpu_ns: 0,
                     ctx_switches: 0,
+                    wakeups: 0,
                     free_slots,
                     batch: Vec::with_capacity(depth as usize),
                     ready: VecDeque::with_capacity(depth as usize),
@@ -397,6 +401,7 @@ impl<'a> World<'a> {
         for t in &mut self.threads {
             t.cpu_ns = 0;
             t.ctx_switches = 0;
+            t.wakeups = 0;
         }
         for j in &mut self.jobs {
             j.reset();

@@ -247,3 +247,32 @@ fn a_queue_deeper_than_the_device_is_refused_not_panicked() {
     let err = cint_sim::run(&sc).expect_err("too deep");
     assert!(err.0.contains("queue_depth"), "{err}");
 }
+
+#[test]
+fn wakeups_count_each_return_from_a_block() {
+    let sc = short(scenario(
+        "optane-p4800x",
+        vec![none(), strategy("poll", CompletionMode::Poll)],
+        vec![psync("sync"), cpu_job("spin")],
+    ));
+    let r = run(&sc);
+    let (irq, poll) = (&r[0], &r[1]);
+    // Interrupt mode: the reader blocks in every pread and the IRQ
+    // handler wakes it once per I/O (a wake-up at either edge of the
+    // window may fall outside it).
+    let sync = &irq.jobs[0];
+    assert!(sync.ios > 1_000, "{}", sync.ios);
+    assert!(
+        sync.wakeups.abs_diff(sync.ios) <= 1,
+        "{} wake-ups for {} I/Os",
+        sync.wakeups,
+        sync.ios
+    );
+    // A busy loop never blocks; the strategy sums its threads.
+    assert_eq!(irq.jobs[1].wakeups, 0);
+    assert_eq!(irq.wakeups, sync.wakeups);
+    // Classic polling spins instead of sleeping: nothing to wake.
+    assert!(poll.jobs[0].ios > 1_000);
+    assert_eq!(poll.wakeups, 0);
+    assert!(poll.jobs.iter().all(|j| j.wakeups == 0));
+}

@@ -180,6 +180,12 @@ impl World<'_> {
         if let Wait::Sync = th.wait {
             th.handing = 1;
         }
+        // Counted here, the one place a blocked thread becomes runnable,
+        // whatever woke it; a libaio waiter that rechecks and sleeps
+        // again was still woken.
+        if self.measuring {
+            th.wakeups += 1;
+        }
         self.make_runnable(t, exiting_irq);
     }
 }
