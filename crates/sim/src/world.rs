@@ -117,6 +117,12 @@ pub(crate) enum Cont {
     PollReaped,
     /// Hybrid polling armed its timer: go to sleep.
     HybridArm,
+    /// Rate limiting armed the sleep timer: sleep until the next request
+    /// may be issued.
+    RateSleepArmed,
+    /// A reap call armed its timeout at the next issue instant (rate
+    /// limiting): wait for events or the timeout.
+    RateWaitArmed,
     /// Resume a poll loop after a context switch.
     Spin(u32),
     /// Resume a busy loop after a context switch.

@@ -276,3 +276,28 @@ fn wakeups_count_each_return_from_a_block() {
     assert_eq!(poll.wakeups, 0);
     assert!(poll.jobs.iter().all(|j| j.wakeups == 0));
 }
+
+#[test]
+fn a_rate_limited_sleep_pays_the_timer_setup() {
+    // One request every 20 us, about 10 us each: the thread sleeps on a
+    // timer once per I/O, so each ns of timer set-up is a ns of its CPU
+    // per I/O.
+    let mut job = psync("capped");
+    if let Work::Io(io) = &mut job.work {
+        io.rate_iops = Some(50_000);
+    }
+    let cpu_per_io = |setup: u64| {
+        let mut sc = short(scenario("optane-p4800x", vec![none()], vec![job.clone()]));
+        sc.host.timer_setup = cint_scenario::units::Duration(setup);
+        let r = &run(&sc)[0];
+        let j = &r.jobs[0];
+        assert!((j.iops - 50_000.0).abs() < 1_000.0, "{}", j.iops);
+        // Every I/O is a sleep on the timer and a wake-up by it plus one
+        // by the completion.
+        let per_io = j.wakeups as f64 / j.ios as f64;
+        assert!((per_io - 2.0).abs() < 0.05, "{per_io} wake-ups per I/O");
+        j.cpu_util * 1e9 / j.iops
+    };
+    let extra = cpu_per_io(5_000) - cpu_per_io(0);
+    assert!((extra - 5_000.0).abs() < 250.0, "{extra} ns per I/O");
+}
