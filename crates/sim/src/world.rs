@@ -204,8 +204,15 @@ impl<'a> World<'a> {
             0 => cores_n,
             q => q.min(cores_n),
         };
+        // Which queues some I/O job submits to (the others get no CQ).
+        let mut used = vec![false; queues_n];
+        for job in &sc.jobs {
+            if matches!(job.work, Work::Io(_)) {
+                used[job.cpu as usize % queues_n] = true;
+            }
+        }
         let mut queues = Vec::with_capacity(queues_n);
-        for q in 0..queues_n {
+        for (q, &used) in used.iter().enumerate() {
             let policy = match strategy.mode {
                 CompletionMode::Interrupt(cfg) => Some(
                     cfg.build(0)
@@ -214,7 +221,7 @@ impl<'a> World<'a> {
                 _ => None,
             };
             let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
-            queues.push(HwQueue::new(policy, q as u32, rng));
+            queues.push(HwQueue::new(policy, q as u32, rng, used));
         }
         let device = Device::new(&sc.device)?;
         let mut cores: Vec<Core> = (0..cores_n).map(|_| Core::new()).collect();
@@ -299,6 +306,9 @@ impl<'a> World<'a> {
                 cores[core].rq.push(tid);
             }
         }
+        // The validator refuses this at the job's line; checked again
+        // because a Scenario can be built in code, and the device model
+        // relies on it.
         for (q, &n) in in_flight_per_queue.iter().enumerate() {
             if n > u64::from(sc.device.queue_depth) {
                 return Err(SimError(format!(
@@ -308,9 +318,20 @@ impl<'a> World<'a> {
                 )));
             }
         }
-        for core in cores.iter_mut() {
-            core.reaped.reserve(4096);
-            core.wake_list.reserve(threads.len());
+        // Handler buffers sized to what a core's handlers can see, so that
+        // a host of many cores does not reserve for every thread on every
+        // core, and the steady state still never grows them: a core's
+        // timer handler wakes its own threads, and its device handler (the
+        // core of queue `c`) the threads submitting to that queue.
+        let mut wakeable = vec![0usize; cores_n];
+        for th in &threads {
+            wakeable[th.core as usize] += 1;
+            wakeable[th.core as usize % queues_n] += 1;
+        }
+        for (c, core) in cores.iter_mut().enumerate() {
+            let queue_reqs = in_flight_per_queue.get(c).map_or(0, |&n| n as usize);
+            core.reaped.reserve(queue_reqs.min(crate::device::CQ_SLOTS));
+            core.wake_list.reserve(wakeable[c]);
         }
         let end = sc.warmup.saturating_add(sc.duration);
         let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
@@ -321,7 +342,7 @@ impl<'a> World<'a> {
             end,
             measuring: sc.warmup == 0,
             window_start: 0,
-            costs: HostCosts::from_profile(&sc.host),
+            costs: HostCosts::from_profile(&sc.host)?,
             device,
             queues,
             cores,

@@ -301,3 +301,20 @@ fn a_rate_limited_sleep_pays_the_timer_setup() {
     let extra = cpu_per_io(5_000) - cpu_per_io(0);
     assert!((extra - 5_000.0).abs() < 250.0, "{extra} ns per I/O");
 }
+
+#[test]
+fn zero_scheduler_times_are_refused_not_rounded_up() {
+    // The validator refuses them at their line; a scenario built in code
+    // gets an error too, never a silent 1 ns.
+    for key in ["sched_latency", "sched_min_granularity", "poll_iteration"] {
+        let mut sc = short(scenario("optane-p4800x", vec![none()], vec![psync("p")]));
+        let zero = cint_scenario::units::Duration(0);
+        match key {
+            "sched_latency" => sc.host.sched_latency = zero,
+            "sched_min_granularity" => sc.host.sched_min_granularity = zero,
+            _ => sc.host.poll_iteration = zero,
+        }
+        let err = cint_sim::run(&sc).expect_err("zero is refused");
+        assert!(err.0.contains(key), "{err}");
+    }
+}
