@@ -57,14 +57,16 @@ impl LatencyHistogram {
         &self.hist
     }
 
-    /// The fio-style summary.
+    /// The fio-style summary. With no sample every field is zero and the
+    /// six percentile keys are still there (fio writes them for a job that
+    /// did no I/O, and readers index them without checking).
     pub fn stats(&self) -> LatencyStats {
         if self.hist.is_empty() {
-            return LatencyStats::default();
+            return LatencyStats::empty();
         }
         let percentile = PERCENTILES
             .iter()
-            .map(|&p| (format!("{p:.6}"), self.hist.value_at_percentile(p)))
+            .map(|&p| (percentile_key(p), self.hist.value_at_percentile(p)))
             .collect();
         LatencyStats {
             min: self.hist.min(),
@@ -96,8 +98,62 @@ pub struct LatencyStats {
 }
 
 impl LatencyStats {
+    /// The summary of no samples: zeros, with every key of
+    /// [`PERCENTILES`] present and zero, as fio writes it.
+    pub fn empty() -> Self {
+        LatencyStats {
+            percentile: PERCENTILES
+                .iter()
+                .map(|&p| (percentile_key(p), 0))
+                .collect(),
+            ..LatencyStats::default()
+        }
+    }
+
     /// The latency at a percentile listed in [`PERCENTILES`].
     pub fn at(&self, p: f64) -> Option<u64> {
-        self.percentile.get(&format!("{p:.6}")).copied()
+        self.percentile.get(&percentile_key(p)).copied()
+    }
+}
+
+/// A percentile as fio names it in JSON: six decimals (`"99.900000"`).
+fn percentile_key(p: f64) -> String {
+    format!("{p:.6}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_samples_still_gives_the_six_percentile_keys() {
+        let s = LatencyHistogram::new().stats();
+        assert_eq!((s.n, s.min, s.max), (0, 0, 0));
+        let keys: Vec<&str> = s.percentile.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "1.000000",
+                "50.000000",
+                "90.000000",
+                "99.000000",
+                "99.900000",
+                "99.990000"
+            ]
+        );
+        assert!(s.percentile.values().all(|&v| v == 0));
+        assert_eq!(s, LatencyStats::empty());
+    }
+
+    #[test]
+    fn samples_fill_the_same_keys() {
+        let mut h = LatencyHistogram::new();
+        for ns in 1..=1000 {
+            h.record(ns * 1000);
+        }
+        let s = h.stats();
+        assert_eq!(s.percentile.len(), PERCENTILES.len());
+        let p50 = s.at(50.0).unwrap();
+        assert!((499_000..=501_000).contains(&p50), "{p50}");
     }
 }

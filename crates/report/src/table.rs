@@ -44,10 +44,11 @@ pub fn to_table(r: &RunResult) -> String {
 }
 
 fn job_row(s: &StrategyResult, j: &JobResult) -> [String; 11] {
-    let pct = |p: f64| {
-        j.lat_ns
-            .at(p)
-            .map_or_else(|| "-".into(), |ns| us(ns as f64))
+    // A job without samples has its percentile keys at 0 (fio's JSON);
+    // the table shows it has none.
+    let pct = |p: f64| match j.lat_ns.at(p) {
+        Some(ns) if j.lat_ns.n > 0 => us(ns as f64),
+        _ => "-".into(),
     };
     [
         s.strategy.clone(),

@@ -5,14 +5,20 @@
 use cint_policy::{Hint, Nanos};
 
 use crate::error::{Origin, ScenarioError};
+use crate::load::{MAX_QUEUE_DEPTH, MAX_RUN_TIME};
 use crate::model::{Engine, IoJob, Job, Rw, Work};
 use crate::profiles::{DeviceProfile, HostProfile};
 use crate::section::Section;
 use crate::tree::{Node, Table, Value};
-use crate::units::format_size;
+use crate::units::{format_duration, format_size};
 
 /// Most threads one job may have.
 pub const MAX_NUMJOBS: u64 = 4_096;
+/// Most threads of all jobs together: engines allocate per thread.
+pub const MAX_THREADS: u64 = 65_536;
+/// Most requests all jobs together may keep in flight (the sum of
+/// `iodepth x numjobs`): engines allocate per request slot.
+pub const MAX_REQUESTS: u64 = 1 << 20;
 /// `bs` when not given (fio's default).
 pub const DEFAULT_BS: u64 = 4_096;
 /// `rwmixread` when not given (fio's default).
@@ -134,13 +140,113 @@ pub(crate) fn parse_all(
     let elements = elements(source, "job", node)?;
     let mut out = Vec::with_capacity(elements.len());
     let mut seen: Vec<(String, Origin)> = Vec::new();
+    let mut load = Load::new(device, host);
     for (index, (table, origin)) in elements.into_iter().enumerate() {
         let mut sec = Section::new(source, format!("job[{index}]"), table, origin);
         let name = element_name(&mut sec, &seen, "job")?;
         seen.push((name.clone(), sec.origin_of("name")));
-        out.push(parse_job(&mut sec, name, device, host)?);
+        let job = parse_job(&mut sec, name, device, host)?;
+        load.add(&sec, &job)?;
+        out.push(job);
     }
     Ok(out)
+}
+
+/// Requests and threads of the jobs read so far, per device queue and in
+/// total: the device cannot hold more requests on a queue than its
+/// `queue_depth` (the simulator checks it again as an invariant).
+struct Load {
+    queue_depth: u64,
+    /// Requests in flight per queue.
+    per_queue: Vec<u64>,
+    requests: u64,
+    threads: u64,
+}
+
+impl Load {
+    fn new(device: &DeviceProfile, host: &HostProfile) -> Load {
+        // As the engines map them: one queue pair per core unless
+        // `queues` says fewer (blk-mq), core `cpu` on queue `cpu % queues`.
+        let cores = host.cores.max(1) as usize;
+        let queues = match device.queues as usize {
+            0 => cores,
+            q => q.min(cores),
+        };
+        Load {
+            queue_depth: u64::from(device.queue_depth),
+            per_queue: vec![0; queues],
+            requests: 0,
+            threads: 0,
+        }
+    }
+
+    /// Adds a job, refusing it at its `numjobs` or `iodepth` when it
+    /// overfills its queue or the totals.
+    fn add(&mut self, sec: &Section<'_>, job: &Job) -> Result<(), ScenarioError> {
+        let numjobs = u64::from(job.numjobs);
+        self.threads += numjobs;
+        if self.threads > MAX_THREADS {
+            return Err(sec.error(
+                "numjobs",
+                format!(
+                    "the jobs have {} threads in all with this one, more than {MAX_THREADS}",
+                    self.threads
+                ),
+            ));
+        }
+        let Work::Io(io) = &job.work else {
+            return Ok(());
+        };
+        let depth = u64::from(io.iodepth);
+        let mine = depth * numjobs;
+        // The key to blame: numjobs when the engine ignores iodepth or
+        // the threads multiply a depth that is fine on its own, else
+        // iodepth; whichever of the two the file wrote if it wrote one.
+        let mut key = if io.engine.is_sync() || (numjobs > 1 && mine > self.queue_depth) {
+            "numjobs"
+        } else {
+            "iodepth"
+        };
+        let other = if key == "numjobs" {
+            "iodepth"
+        } else {
+            "numjobs"
+        };
+        if !sec.has(key) && sec.has(other) && !io.engine.is_sync() {
+            key = other;
+        }
+        let q = job.cpu as usize % self.per_queue.len();
+        let before = self.per_queue[q];
+        let total = before + mine;
+        if total > self.queue_depth {
+            let others = if before == 0 {
+                String::new()
+            } else {
+                format!(", plus {before} of earlier jobs on that queue")
+            };
+            return Err(sec.error(
+                key,
+                format!(
+                    "keeps {total} requests in flight on device queue {q} (iodepth x numjobs = \
+                     {depth} x {numjobs}{others}), more than device.queue_depth = {}",
+                    self.queue_depth
+                ),
+            ));
+        }
+        self.per_queue[q] = total;
+        self.requests += mine;
+        if self.requests > MAX_REQUESTS {
+            return Err(sec.error(
+                key,
+                format!(
+                    "the jobs keep {} requests in flight in all with this one (the sum of \
+                     iodepth x numjobs), more than {MAX_REQUESTS}",
+                    self.requests
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn parse_job(
@@ -211,7 +317,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         ));
     }
     let queue_depth = u64::from(device.queue_depth);
-    let iodepth = sec.int("iodepth", 1, u64::from(u32::MAX))?.unwrap_or(1);
+    let iodepth = sec.int("iodepth", 1, MAX_QUEUE_DEPTH)?.unwrap_or(1);
     if iodepth > queue_depth {
         return Err(sec.error(
             "iodepth",
@@ -253,6 +359,12 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     let direct = sec.bool("direct")?.unwrap_or(true);
     let rate_iops = sec.int("rate_iops", 1, i64::MAX as u64)?;
     let think: Nanos = sec.duration("think")?.unwrap_or(0);
+    if think > MAX_RUN_TIME {
+        return Err(sec.error(
+            "think",
+            format!("must be at most 3600s (got {})", format_duration(think)),
+        ));
+    }
     let capacity = device.capacity.0;
     let size = sec.size("size")?.unwrap_or(capacity);
     if size > capacity {

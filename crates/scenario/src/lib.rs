@@ -22,11 +22,12 @@ mod set;
 pub mod strategy;
 mod tree;
 pub mod units;
+mod wording;
 
 pub use error::{Origin, ScenarioError};
 pub use load::{
     load_file, load_str, DEFAULT_DEVICE, DEFAULT_DURATION, DEFAULT_HOST, DEFAULT_SEED,
-    DEFAULT_WARMUP, MAX_CORES, MAX_RUN_TIME,
+    DEFAULT_WARMUP, MAX_CORES, MAX_PARALLEL_UNITS, MAX_QUEUE_DEPTH, MAX_RUN_TIME,
 };
 pub use render::to_toml;
 

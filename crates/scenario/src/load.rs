@@ -30,6 +30,12 @@ pub const DEFAULT_DEVICE: &str = "optane-p4800x";
 pub const DEFAULT_HOST: &str = "xeon-e5-2660v4";
 /// Most application cores a host may have.
 pub const MAX_CORES: u64 = 4_096;
+/// Most entries of one device queue (`queue_depth`), and so the deepest
+/// `iodepth`: the NVMe limit (a 16-bit, zero-based queue size). Engines
+/// allocate per entry, so this bounds their memory too.
+pub const MAX_QUEUE_DEPTH: u64 = 65_536;
+/// Most parallel units a device may have.
+pub const MAX_PARALLEL_UNITS: u64 = 65_536;
 
 const TOP_KEYS: &[&str] = &[
     "name", "seed", "duration", "warmup", "device", "host", "strategy", "job", "emu",
@@ -39,13 +45,38 @@ const TOP_KEYS: &[&str] = &[
 /// (`KEY=VALUE` strings) first.
 pub fn load_file(path: &Path, sets: &[String]) -> Result<Scenario, ScenarioError> {
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+    let bytes = std::fs::read(path).map_err(|e| ScenarioError {
         source: source.clone(),
         origin: Origin::File,
         key: String::new(),
         message: format!("cannot read the scenario: {e}"),
     })?;
+    let text = String::from_utf8(bytes).map_err(|e| not_utf8(&source, e))?;
     load_str(&text, &source, sets)
+}
+
+/// A file that is not UTF-8, located at its first bad byte.
+fn not_utf8(source: &str, e: std::string::FromUtf8Error) -> ScenarioError {
+    let valid = e.utf8_error().valid_up_to();
+    let bytes = e.as_bytes();
+    let before = &bytes[..valid];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = valid
+        - before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1)
+        + 1;
+    let lossy = String::from_utf8_lossy(bytes);
+    ScenarioError {
+        source: source.to_string(),
+        origin: Origin::Line(line),
+        key: tree::key_near_line(&lossy, line),
+        message: format!(
+            "not UTF-8 text: byte 0x{:02x} at column {column} (a scenario is a UTF-8 TOML file)",
+            bytes[valid]
+        ),
+    }
 }
 
 /// Parses and validates scenario text; `source_name` names it in errors.
@@ -63,7 +94,7 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
     if name.trim().is_empty() {
         return Err(top.error("name", "must not be empty"));
     }
-    let seed = top.int("seed", 0, i64::MAX as u64)?.unwrap_or(DEFAULT_SEED);
+    let seed = seed_of(&mut top)?.unwrap_or(DEFAULT_SEED);
     let duration = top.duration("duration")?.unwrap_or(DEFAULT_DURATION);
     if duration == 0 {
         return Err(top.error("duration", "must be longer than zero"));
@@ -107,6 +138,24 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         jobs,
         emu,
     })
+}
+
+/// `seed`: any u64, like `cint sim --seed`. TOML's integers stop at
+/// 2^63-1, so a larger seed is written as a string of digits (`--set
+/// seed=18446744073709551615` arrives as one).
+fn seed_of(top: &mut Section<'_>) -> Result<Option<u64>, ScenarioError> {
+    let range = format!("must be a whole number from 0 to {}", u64::MAX);
+    match top.node("seed").map(|n| &n.value) {
+        None => Ok(None),
+        Some(Value::Int(i)) => u64::try_from(*i)
+            .map(Some)
+            .map_err(|_| top.error("seed", format!("{range} (got {i})"))),
+        Some(Value::Str(s)) => s
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| top.error("seed", format!("{range} (got \"{s}\")"))),
+        Some(v) => Err(top.error("seed", format!("{range} (got {})", v.type_name()))),
+    }
 }
 
 /// The node as a table, or an error naming the section.
@@ -161,15 +210,43 @@ fn resolve_device(source: &str, node: Option<&Node>) -> Result<DeviceProfile, Sc
         _ => &[],
     });
     let device: DeviceProfile = overlay(source, "device", &base, user, &["model"])?;
-    let positive = [
-        ("parallel_units", u64::from(device.parallel_units)),
-        ("queue_depth", u64::from(device.queue_depth)),
-        ("capacity", device.capacity.0),
+    let counts = [
+        (
+            "parallel_units",
+            u64::from(device.parallel_units),
+            1,
+            MAX_PARALLEL_UNITS,
+            "",
+        ),
+        (
+            "queue_depth",
+            u64::from(device.queue_depth),
+            1,
+            MAX_QUEUE_DEPTH,
+            ", the NVMe limit of entries per queue",
+        ),
+        ("queues", u64::from(device.queues), 0, MAX_CORES, ""),
+        ("capacity", device.capacity.0, 1, u64::MAX, ""),
     ];
-    for (key, v) in positive {
-        if v == 0 {
-            return Err(sec.error(key, "must be at least 1 (got 0)"));
+    for (key, v, min, max, why) in counts {
+        if v < min {
+            return Err(sec.error(key, format!("must be at least {min} (got {v})")));
         }
+        if v > max {
+            return Err(sec.error(key, format!("must be at most {max}{why} (got {v})")));
+        }
+    }
+    // Every time of the model stays below an hour, so that sums of
+    // times never overflow the engines' nanosecond clocks.
+    let durations = [
+        (&["read", "base"][..], device.read.base),
+        (&["write", "base"][..], device.write.base),
+        (&["jitter_spread"][..], device.jitter_spread),
+        (&["irq_latency"][..], device.irq_latency),
+        (&["reference_delta"][..], device.reference_delta),
+    ];
+    for (path, d) in durations {
+        check_run_time(source, "device", node, path, d.0, false)?;
     }
     if device.capacity.0 % 512 != 0 {
         return Err(sec.error(
@@ -203,10 +280,75 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
     });
     let host: HostProfile = overlay(source, "host", &base, user, &["model"])?;
     let cores = u64::from(host.cores);
-    if cores == 0 || cores > MAX_CORES {
-        return Err(sec.error("cores", format!("must be in 1..={MAX_CORES} (got {cores})")));
+    if cores == 0 {
+        return Err(sec.error("cores", "must be at least 1 (got 0)"));
+    }
+    if cores > MAX_CORES {
+        return Err(sec.error(
+            "cores",
+            format!("must be at most {MAX_CORES} (got {cores})"),
+        ));
+    }
+    // (key, value, must be > 0). A zero poll iteration would spin without
+    // time passing; CFS divides its latency and granularity among threads.
+    // A zero wake-up granularity is meaningful (Linux allows it): any
+    // woken thread ahead in virtual runtime preempts.
+    let durations = [
+        ("syscall", host.syscall, false),
+        ("sync_submit", host.sync_submit, false),
+        ("aio_submit_call", host.aio_submit_call, false),
+        ("aio_submit_request", host.aio_submit_request, false),
+        ("aio_getevents_call", host.aio_getevents_call, false),
+        ("aio_getevents_event", host.aio_getevents_event, false),
+        ("uring_submit_call", host.uring_submit_call, false),
+        ("uring_submit_request", host.uring_submit_request, false),
+        ("uring_reap_event", host.uring_reap_event, false),
+        ("irq_fixed", host.irq_fixed, false),
+        ("irq_reap_entry", host.irq_reap_entry, false),
+        ("wakeup", host.wakeup, false),
+        ("context_switch", host.context_switch, false),
+        ("return_to_user", host.return_to_user, false),
+        ("poll_iteration", host.poll_iteration, true),
+        ("timer_setup", host.timer_setup, false),
+        ("timer_slack", host.timer_slack, false),
+        ("sched_latency", host.sched_latency, true),
+        ("sched_min_granularity", host.sched_min_granularity, true),
+        (
+            "sched_wakeup_granularity",
+            host.sched_wakeup_granularity,
+            false,
+        ),
+    ];
+    for (key, d, positive) in durations {
+        check_run_time(source, "host", node, &[key], d.0, positive)?;
     }
     Ok(host)
+}
+
+/// Refuses a profile time above [`MAX_RUN_TIME`], or zero when
+/// `positive`, at the line that set it (the section's when it came from
+/// the built-in profile).
+fn check_run_time(
+    source: &str,
+    section: &str,
+    node: Option<&Node>,
+    path: &[&str],
+    ns: Nanos,
+    positive: bool,
+) -> Result<(), ScenarioError> {
+    let message = if positive && ns == 0 {
+        "must be longer than zero".to_string()
+    } else if ns > MAX_RUN_TIME {
+        format!("must be at most 3600s (got {})", format_duration(ns))
+    } else {
+        return Ok(());
+    };
+    Err(ScenarioError {
+        source: source.to_string(),
+        origin: nested_origin(node, path),
+        key: format!("{section}.{}", path.join(".")),
+        message,
+    })
 }
 
 /// Where a nested key (`read.bandwidth`) was written, or its section.

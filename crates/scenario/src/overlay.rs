@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Origin, ScenarioError};
 use crate::tree::{Node, Table, Value};
+use crate::wording;
 
 /// One user value to lay over the base, with its path below the section.
 struct Leaf<'a> {
@@ -57,7 +58,8 @@ pub(crate) fn overlay<P: Serialize + DeserializeOwned>(
             ));
         }
         if let Err(e) = toml::Value::Table(root.clone()).try_into::<P>() {
-            return Err(err(&leaf.path, &leaf.node.origin, e.message().to_string()));
+            let message = wording::from_serde(e.message(), &leaf.node.value);
+            return Err(err(&leaf.path, &leaf.node.origin, message));
         }
     }
     toml::Value::Table(root)
@@ -130,7 +132,7 @@ pub(crate) fn defaults_with<P: DeserializeOwned>(
                 source: source.to_string(),
                 origin: node.origin.clone(),
                 key: format!("{section}.{key}"),
-                message: e.message().to_string(),
+                message: wording::from_serde(e.message(), &node.value),
             });
         }
     }

@@ -13,7 +13,12 @@ use crate::units::{format_duration, format_size};
 pub fn to_toml(s: &Scenario) -> String {
     let mut doc = DocumentMut::new();
     doc["name"] = value(s.name.as_str());
-    doc["seed"] = value(i64::try_from(s.seed).unwrap_or(i64::MAX));
+    // TOML integers stop at 2^63-1; a larger seed is written as a string,
+    // which the loader takes back.
+    doc["seed"] = match i64::try_from(s.seed) {
+        Ok(seed) => value(seed),
+        Err(_) => value(s.seed.to_string()),
+    };
     doc["duration"] = value(format_duration(s.duration));
     doc["warmup"] = value(format_duration(s.warmup));
     doc["device"] = struct_table(&s.device);

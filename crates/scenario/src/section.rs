@@ -123,7 +123,18 @@ impl<'a> Section<'a> {
                     Ok(Some(i as u64))
                 }
             }
-            Some(v) => Err(self.error(key, format!("must be an integer (got {})", v.type_name()))),
+            // `--set` keeps a number too large for TOML's integers as a
+            // string: it is out of range, not of the wrong type.
+            Some(Value::Str(s)) if is_big_whole_number(s) => {
+                Err(self.error(key, format!("must be at most {max} (got {s})")))
+            }
+            Some(v) => Err(self.error(
+                key,
+                format!(
+                    "must be a whole number from {min} to {max} (got {})",
+                    v.type_name()
+                ),
+            )),
         }
     }
 
@@ -208,4 +219,10 @@ pub(crate) fn quoted_list(words: &[&str]) -> String {
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
+}
+
+/// True for a string of decimal digits (a whole number, possibly beyond
+/// TOML's integer range).
+pub(crate) fn is_big_whole_number(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }

@@ -209,6 +209,10 @@ fn hybrid_sleep(sec: &mut Section<'_>) -> Result<HybridSleep, ScenarioError> {
                     "sleep",
                     "must be longer than zero (use kind = \"poll\" to never sleep)",
                 )),
+                Some(ns) if ns > crate::load::MAX_RUN_TIME => Err(sec.error(
+                    "sleep",
+                    format!("must be at most 3600s (got {})", format_duration(ns)),
+                )),
                 Some(ns) => Ok(HybridSleep::Fixed(ns)),
                 None => Ok(HybridSleep::Adaptive),
             }

@@ -96,16 +96,33 @@ pub(crate) fn parse(text: &str, source: &str) -> Result<Table, ScenarioError> {
             source: source.to_string(),
             origin: Origin::Line(line),
             key: key_near_line(text, line),
-            message: format!("invalid TOML: {}", e.message().trim()),
+            message: toml_message(e.message()),
         }
     })?;
     let root = doc.as_table();
     Ok(convert_table(root, &lines, 1))
 }
 
+/// The parser's message, with a hint where TOML's own limits bite.
+fn toml_message(message: &str) -> String {
+    let message = message.trim();
+    if message.contains("too large") {
+        // TOML integers are 64-bit signed; `seed` takes larger values
+        // as strings.
+        format!(
+            "invalid TOML: {message} (TOML integers stop at {}; write a larger seed as a \
+             string, e.g. seed = \"{}\")",
+            i64::MAX,
+            u64::MAX
+        )
+    } else {
+        format!("invalid TOML: {message}")
+    }
+}
+
 /// A best guess at the dotted key a broken line was writing: the last
 /// `[section]` header above it plus the text before `=`.
-fn key_near_line(text: &str, line: usize) -> String {
+pub(crate) fn key_near_line(text: &str, line: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     let upto = line.min(all.len());
     let this = all

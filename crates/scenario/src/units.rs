@@ -145,20 +145,45 @@ pub struct Duration(pub Nanos);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Size(pub u64);
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum IntOrString {
-    Int(i64),
-    Str(String),
+/// Reads a duration or size: a string with a unit, or a whole number of
+/// the base unit. Refusals use the scenario's wording ("bad duration:
+/// ...", "must not be negative (got -5)"); a value of another type gets
+/// serde's "invalid type ..., expected <what>", which the loader words
+/// for the user.
+struct UnitVisitor {
+    what: &'static str,
+    expecting: &'static str,
+    parse: fn(&str) -> Result<u64, UnitError>,
+}
+
+impl de::Visitor<'_> for UnitVisitor {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        u64::try_from(v).map_err(|_| E::custom(format!("must not be negative (got {v})")))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        Ok(v)
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<u64, E> {
+        (self.parse)(s).map_err(|e| E::custom(format!("bad {}: {e}", self.what)))
+    }
 }
 
 impl<'de> Deserialize<'de> for Duration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match IntOrString::deserialize(d)? {
-            IntOrString::Int(i) if i >= 0 => Ok(Duration(i as u64)),
-            IntOrString::Int(i) => Err(de::Error::custom(format!("duration {i} is negative"))),
-            IntOrString::Str(s) => parse_duration(&s).map(Duration).map_err(de::Error::custom),
-        }
+        d.deserialize_any(UnitVisitor {
+            what: "duration",
+            expecting: "a duration such as \"6us\" or a whole number of nanoseconds",
+            parse: parse_duration,
+        })
+        .map(Duration)
     }
 }
 
@@ -170,11 +195,12 @@ impl Serialize for Duration {
 
 impl<'de> Deserialize<'de> for Size {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match IntOrString::deserialize(d)? {
-            IntOrString::Int(i) if i >= 0 => Ok(Size(i as u64)),
-            IntOrString::Int(i) => Err(de::Error::custom(format!("size {i} is negative"))),
-            IntOrString::Str(s) => parse_size(&s).map(Size).map_err(de::Error::custom),
-        }
+        d.deserialize_any(UnitVisitor {
+            what: "size",
+            expecting: "a size such as \"4k\" or a whole number of bytes",
+            parse: parse_size,
+        })
+        .map(Size)
     }
 }
 

@@ -245,7 +245,7 @@ fn cases() -> Vec<Case<'static>> {
             ),
             LineOf("parallel_units"),
             "device.parallel_units",
-            "invalid type",
+            "must be a whole number from 0 to 4294967295 (got a string)",
         ),
         case(
             "device duration with a bad unit",
@@ -272,7 +272,7 @@ fn cases() -> Vec<Case<'static>> {
             with("cores = 2", "cores = 0"),
             LineOf("cores = 0"),
             "host.cores",
-            "1..=",
+            "must be at least 1 (got 0)",
         ),
         case(
             "thr 0",
@@ -456,21 +456,21 @@ fn cases() -> Vec<Case<'static>> {
             with("seed     = 1", "seed     = -1"),
             LineOf("seed"),
             "seed",
-            "at least 0",
+            "must be a whole number from 0 to 18446744073709551615 (got -1)",
         ),
         case(
             "unknown emu key",
             format!("{BASE}\n[emu]\nbogus = 1\n"),
             LineOf("bogus"),
             "emu.bogus",
-            "unknown field",
+            "unknown key (valid keys: backend, path, device_core)",
         ),
         case(
             "bad emu backend",
             format!("{BASE}\n[emu]\nbackend = \"floppy\"\n"),
             LineOf("floppy"),
             "emu.backend",
-            "unknown variant",
+            "must be one of \"synthetic\" or \"io_uring\" (got \"floppy\")",
         ),
         case(
             "device not a table",
@@ -478,6 +478,235 @@ fn cases() -> Vec<Case<'static>> {
             LineOf("device = 3"),
             "device",
             "must be a table",
+        ),
+        case(
+            "jobs on one queue beyond its depth",
+            format!(
+                "{}\n[[job]]\nname = \"more\"\nengine = \"libaio\"\niodepth = 30\ncpu = 0\n",
+                with("iodepth = 16", "iodepth = 1000")
+            ),
+            LineOf("iodepth = 30"),
+            "job.more.iodepth",
+            "keeps 1030 requests in flight on device queue 0 (iodepth x numjobs = 30 x 1, \
+             plus 1000 of earlier jobs on that queue), more than device.queue_depth = 1024",
+        ),
+        case(
+            "threads of one job beyond the queue depth",
+            with("numjobs = 1", "numjobs = 100"),
+            LineOf("numjobs = 100"),
+            "job.async.numjobs",
+            "iodepth x numjobs = 16 x 100), more than device.queue_depth = 1024",
+        ),
+        case(
+            "jobs sharing a queue through device.queues",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nqueues = 1\nqueue_depth = 16",
+            ),
+            Above("name   = \"sync\""),
+            "job.sync.numjobs",
+            "keeps 17 requests in flight on device queue 0",
+        ),
+        case(
+            "queue depth beyond the NVMe limit",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nqueue_depth = 4294967295",
+            ),
+            LineOf("queue_depth"),
+            "device.queue_depth",
+            "must be at most 65536",
+        ),
+        case(
+            "iodepth beyond the NVMe limit",
+            with("iodepth = 16", "iodepth = 4294967295"),
+            LineOf("iodepth = 4294967295"),
+            "job.async.iodepth",
+            "must be at most 65536 (got 4294967295)",
+        ),
+        case(
+            "parallel units beyond the limit",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nparallel_units = 4294967295",
+            ),
+            LineOf("parallel_units"),
+            "device.parallel_units",
+            "must be at most 65536",
+        ),
+        case(
+            "cores beyond the limit",
+            with("cores = 2", "cores = 100000"),
+            LineOf("cores = 100000"),
+            "host.cores",
+            "must be at most 4096 (got 100000)",
+        ),
+        case(
+            "queues beyond the limit",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nqueues = 5000",
+            ),
+            LineOf("queues"),
+            "device.queues",
+            "must be at most 4096",
+        ),
+        case(
+            "too many threads in all",
+            {
+                // The last one is spaced apart to be found by its text.
+                let cpu_job = |i: usize| {
+                    let eq = if i == 15 { "  =" } else { " =" };
+                    format!("[[job]]\nname = \"burn{i}\"\nkind = \"cpu\"\nnumjobs{eq} 4096\n")
+                };
+                let extra: String = (0..16).map(cpu_job).collect();
+                format!("{BASE}\n{extra}")
+            },
+            LineOf("numjobs  = 4096"),
+            "job.burn15.numjobs",
+            "more than 65536",
+        ),
+        case(
+            "negative device count, serde's u32",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nparallel_units = -1",
+            ),
+            LineOf("parallel_units"),
+            "device.parallel_units",
+            "must be a whole number from 0 to 4294967295 (got -1)",
+        ),
+        case(
+            "unknown jitter distribution",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\njitter = \"cauchy\"",
+            ),
+            LineOf("cauchy"),
+            "device.jitter",
+            "must be one of \"none\", \"normal\", \"lognormal\" or \"exponential\" \
+             (got \"cauchy\")",
+        ),
+        case(
+            "profile duration of the wrong type",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nirq_latency = 1.5",
+            ),
+            LineOf("irq_latency"),
+            "device.irq_latency",
+            "must be a duration such as \"6us\" or a whole number of nanoseconds (got a float)",
+        ),
+        case(
+            "negative profile duration",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nirq_latency = -5",
+            ),
+            LineOf("irq_latency"),
+            "device.irq_latency",
+            "must not be negative (got -5)",
+        ),
+        case(
+            "profile duration with a bad unit says so",
+            with("cores = 2", "cores = 2\nsyscall = \"fast\""),
+            LineOf("syscall"),
+            "host.syscall",
+            "bad duration: 'fast'",
+        ),
+        case(
+            "device time beyond an hour",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nread.base = \"7200s\"",
+            ),
+            LineOf("read.base"),
+            "device.read.base",
+            "must be at most 3600s (got 7200s)",
+        ),
+        case(
+            "host cost beyond an hour",
+            with("cores = 2", "cores = 2\nirq_fixed = \"3601s\""),
+            LineOf("irq_fixed"),
+            "host.irq_fixed",
+            "must be at most 3600s",
+        ),
+        case(
+            "zero CFS latency",
+            with("cores = 2", "cores = 2\nsched_latency = \"0ns\""),
+            LineOf("sched_latency"),
+            "host.sched_latency",
+            "must be longer than zero",
+        ),
+        case(
+            "zero CFS minimum granularity",
+            with("cores = 2", "cores = 2\nsched_min_granularity = 0"),
+            LineOf("sched_min_granularity"),
+            "host.sched_min_granularity",
+            "must be longer than zero",
+        ),
+        case(
+            "zero poll iteration",
+            with("cores = 2", "cores = 2\npoll_iteration = \"0us\""),
+            LineOf("poll_iteration"),
+            "host.poll_iteration",
+            "must be longer than zero",
+        ),
+        case(
+            "think of more than an hour",
+            with("numjobs = 1", "think = \"3601s\""),
+            LineOf("think"),
+            "job.async.think",
+            "must be at most 3600s",
+        ),
+        case(
+            "hybrid-poll sleep beyond an hour",
+            with(
+                "kind = \"vic\"\ncif_threshold = 4",
+                "kind = \"hybrid-poll\"\nsleep = \"4000s\"",
+            ),
+            LineOf("sleep"),
+            "strategy.vic.sleep",
+            "must be at most 3600s",
+        ),
+        case(
+            "integer job key of the wrong type",
+            with("iodepth = 16", "iodepth = \"deep\""),
+            LineOf("iodepth = \"deep\""),
+            "job.async.iodepth",
+            "must be a whole number from 1 to 65536 (got a string)",
+        ),
+        case(
+            "seed beyond TOML's integers",
+            with("seed     = 1", "seed     = 18446744073709551615"),
+            LineOf("seed"),
+            "seed",
+            "write a larger seed as a string",
+        ),
+        case(
+            "seed string that is no number",
+            with("seed     = 1", "seed     = \"lucky\""),
+            LineOf("seed"),
+            "seed",
+            "must be a whole number from 0 to 18446744073709551615 (got \"lucky\")",
+        ),
+        set_case(
+            "--set seed beyond u64",
+            &["seed=18446744073709551616"],
+            "seed",
+            "must be a whole number from 0 to 18446744073709551615",
+        ),
+        set_case(
+            "--set an integer beyond TOML's range",
+            &["job.async.iodepth=99999999999999999999"],
+            "job.async.iodepth",
+            "must be at most 65536 (got 99999999999999999999)",
+        ),
+        set_case(
+            "--set zero CFS latency",
+            &["host.sched_latency=0ns"],
+            "host.sched_latency",
+            "must be longer than zero",
         ),
         set_case(
             "--set of a missing job",
@@ -560,4 +789,44 @@ fn every_bad_input_gets_one_line_naming_file_line_and_key() {
 #[test]
 fn the_base_is_valid() {
     load_str(BASE, FILE, &[]).expect("the base scenario loads");
+}
+
+/// The whole u64 range of seeds, the same way from the file, `--set` and
+/// (in the CLI) `--seed`; a resolved scenario with a large seed writes it
+/// back in a form that loads again.
+#[test]
+fn seeds_take_the_full_u64_range() {
+    let max = u64::MAX.to_string();
+    let from_set = load_str(BASE, FILE, &[format!("seed={max}")]).expect("--set takes u64::MAX");
+    assert_eq!(from_set.seed, u64::MAX);
+    let in_file = with("seed     = 1", &format!("seed     = \"{max}\""));
+    assert_eq!(
+        load_str(&in_file, FILE, &[]).expect("a string seed").seed,
+        u64::MAX
+    );
+    let big = with("seed     = 1", "seed     = 9223372036854775807");
+    assert_eq!(load_str(&big, FILE, &[]).unwrap().seed, i64::MAX as u64);
+    let again = load_str(&cint_scenario::to_toml(&from_set), FILE, &[]).expect("reloads");
+    assert_eq!(again, from_set);
+}
+
+/// A file that is not UTF-8 is refused at the line of its first bad byte.
+#[test]
+fn a_file_that_is_not_utf8_names_the_line_of_the_first_bad_byte() {
+    let dir = std::env::temp_dir().join(format!("cint-bad-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("latin1.toml");
+    let mut bytes = b"name = \"x\"\nseed = 1\n".to_vec();
+    bytes.extend_from_slice(b"duration = \"2\xb5s\"\n");
+    std::fs::write(&path, &bytes).unwrap();
+    let err = cint_scenario::load_file(&path, &[]).expect_err("not UTF-8");
+    std::fs::remove_dir_all(&dir).ok();
+    let msg = err.to_string();
+    let prefix = format!(
+        "{}:3: duration: not UTF-8 text: byte 0xb5 at column 14",
+        path.display()
+    );
+    assert!(msg.starts_with(&prefix), "{msg}");
+    assert!(!msg.contains('\n'), "{msg}");
+    assert_eq!(err.line(), Some(3));
 }

@@ -29,6 +29,10 @@ use crate::SimError;
 /// the device (as a real controller stalls on a full CQ).
 pub(crate) const CQ_SLOTS: usize = 4096;
 
+/// Longest service time: far beyond any run (runs last at most two hours,
+/// warm-up included) and far from overflowing when added to the clock.
+const MAX_SERVICE: Nanos = 1 << 60;
+
 /// Per-operation service parameters in integer form.
 #[derive(Clone, Copy, Debug)]
 struct OpCost {
@@ -82,14 +86,19 @@ impl Device {
     /// Service time of one request, drawn from the queue's stream.
     fn service_time(&self, bytes: u64, write: bool, rng: &mut ChaCha8Rng) -> Nanos {
         let op = if write { self.write } else { self.read };
-        let transfer = (u128::from(bytes) * 1_000_000_000 / u128::from(op.bandwidth)) as u64;
-        let nominal = op.base + transfer;
+        // A huge request on a slow device may take longer than u64 ns;
+        // it saturates (the run ends long before) instead of wrapping.
+        let transfer = u128::from(bytes) * 1_000_000_000 / u128::from(op.bandwidth);
+        let nominal = u64::try_from(transfer)
+            .unwrap_or(u64::MAX)
+            .saturating_add(op.base)
+            .min(MAX_SERVICE);
         let jitter = sample_jitter(self.jitter, self.spread, rng);
         let t = nominal as f64 + jitter;
         if t <= 0.0 {
             0
         } else {
-            t.round() as Nanos
+            (t.round() as Nanos).min(MAX_SERVICE)
         }
     }
 }
@@ -129,7 +138,10 @@ fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
 pub(crate) struct HwQueue {
     /// The interrupt policy; `None` in polled modes.
     pub policy: Option<AnyPolicy>,
-    pub cq: Box<CompletionQueue<CQ_SLOTS>>,
+    /// The completion queue; `None` on a queue no job uses (a core
+    /// without I/O threads), so that a host of many idle cores does not
+    /// cost a CQ's memory each.
+    pub cq: Option<Box<CompletionQueue<CQ_SLOTS>>>,
     /// Completions waiting for a free CQ slot.
     pub overflow: VecDeque<u32>,
     /// The instant a `PolicyTimer` is scheduled for, if any.
@@ -140,10 +152,11 @@ pub(crate) struct HwQueue {
 }
 
 impl HwQueue {
-    pub(crate) fn new(policy: Option<AnyPolicy>, core: u32, rng: ChaCha8Rng) -> Self {
+    /// A queue pair targeting `core`; `used`: some job submits to it.
+    pub(crate) fn new(policy: Option<AnyPolicy>, core: u32, rng: ChaCha8Rng, used: bool) -> Self {
         HwQueue {
             policy,
-            cq: Box::new(CompletionQueue::new()),
+            cq: used.then(|| Box::new(CompletionQueue::new())),
             overflow: VecDeque::new(),
             armed: None,
             core,
@@ -219,7 +232,13 @@ impl World<'_> {
         let now = self.now();
         let req = self.reqs[r as usize];
         let queue = &mut self.queues[q];
-        if queue.cq.post(u64::from(r), req.hint).is_err() {
+        let Some(cq) = queue.cq.as_mut() else {
+            self.check.fail(format!(
+                "request {r} completed on queue {q}, which has no CQ"
+            ));
+            return true;
+        };
+        if cq.post(u64::from(r), req.hint).is_err() {
             queue.overflow.push_back(r);
             return false;
         }

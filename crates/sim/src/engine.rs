@@ -65,12 +65,20 @@ impl Ord for Scheduled {
 }
 
 /// The event queue and the clock.
+///
+/// Time never goes backwards: an event scheduled before the current
+/// instant is a simulator bug (a cost or a deadline computed from a stale
+/// time). It is not silently moved to now, which would hide the bug; it is
+/// dropped and recorded as a violation that the run reports.
 #[derive(Debug)]
 pub(crate) struct EventQueue {
     heap: BinaryHeap<Scheduled>,
     next_seq: u64,
     now: Nanos,
     processed: u64,
+    /// The first attempt to schedule in the past (or to pop an event
+    /// from the past), if any.
+    violation: Option<String>,
 }
 
 impl EventQueue {
@@ -82,6 +90,7 @@ impl EventQueue {
             next_seq: 0,
             now: 0,
             processed: 0,
+            violation: None,
         }
     }
 
@@ -95,10 +104,17 @@ impl EventQueue {
         self.processed
     }
 
-    /// Schedules `event` at `at`; an instant in the past is taken as now,
-    /// so the clock never goes backwards.
+    /// Schedules `event` at `at` (now or later). An instant in the past
+    /// is refused: the event is dropped and the violation recorded for
+    /// [`EventQueue::violation`].
     pub(crate) fn schedule(&mut self, at: Nanos, event: Event) {
-        let at = at.max(self.now);
+        if at < self.now {
+            self.fail(format!(
+                "time would go backwards: {event:?} scheduled at {at} ns, now is {} ns",
+                self.now
+            ));
+            return;
+        }
         self.heap.push(Scheduled {
             at,
             seq: self.next_seq,
@@ -115,10 +131,29 @@ impl EventQueue {
             return None;
         }
         let next = self.heap.pop()?;
-        debug_assert!(next.at >= self.now, "event queue went back in time");
+        if next.at < self.now {
+            // Unreachable while `schedule` refuses the past; checked
+            // anyway because the whole model relies on it.
+            self.fail(format!(
+                "time went backwards: {:?} at {} ns popped at {} ns",
+                next.event, next.at, self.now
+            ));
+            return None;
+        }
         self.now = next.at;
         self.processed += 1;
         Some((next.at, next.event))
+    }
+
+    /// The first time violation seen, if any.
+    pub(crate) fn violation(&self) -> Option<&str> {
+        self.violation.as_deref()
+    }
+
+    fn fail(&mut self, msg: String) {
+        if self.violation.is_none() {
+            self.violation = Some(msg);
+        }
     }
 
     /// Moves the clock to `end` (after the last event before it).
@@ -161,10 +196,32 @@ mod tests {
                 (10, Event::PolicyTimer { queue: 2 }),
             ]
         );
-        // Scheduling in the past lands at the current time.
-        q.schedule(1, Event::WarmupEnd);
-        assert_eq!(q.pop_before(100), Some((10, Event::WarmupEnd)));
         assert_eq!(q.pop_before(100), None);
+        assert_eq!(q.violation(), None);
+    }
+
+    #[test]
+    fn scheduling_in_the_past_is_a_violation_not_a_clamp() {
+        let mut q = EventQueue::with_capacity(4);
+        q.schedule(10, Event::WarmupEnd);
+        assert_eq!(q.pop_before(100), Some((10, Event::WarmupEnd)));
+        // Now is 10: the present is fine, the past is not.
+        q.schedule(10, Event::PolicyTimer { queue: 0 });
+        assert_eq!(q.violation(), None);
+        q.schedule(9, Event::PolicyTimer { queue: 1 });
+        q.schedule(3, Event::PolicyTimer { queue: 2 });
+        let msg = q.violation().expect("a violation is recorded");
+        assert!(
+            msg.contains("at 9 ns") && msg.contains("now is 10 ns"),
+            "{msg}"
+        );
+        // The past events were dropped, not run at the current time.
+        assert_eq!(
+            q.pop_before(100),
+            Some((10, Event::PolicyTimer { queue: 0 }))
+        );
+        assert_eq!(q.pop_before(100), None);
+        assert_eq!(q.now(), 10);
     }
 
     #[test]

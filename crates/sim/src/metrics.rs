@@ -59,11 +59,13 @@ impl World<'_> {
             .iter()
             .enumerate()
             .map(|(j, stats)| {
-                let (cpu, ctx) = self
+                let (cpu, ctx, wakeups) = self
                     .threads
                     .iter()
                     .filter(|t| t.job as usize == j)
-                    .fold((0u64, 0u64), |(c, x), t| (c + t.cpu_ns, x + t.ctx_switches));
+                    .fold((0u64, 0u64, 0u64), |(c, x, w), t| {
+                        (c + t.cpu_ns, x + t.ctx_switches, w + t.wakeups)
+                    });
                 JobResult {
                     name: stats.name.clone(),
                     ios: stats.ios,
@@ -71,7 +73,7 @@ impl World<'_> {
                     bw_bytes: (stats.bytes as f64 / secs) as u64,
                     cpu_util: cpu as f64 / window as f64,
                     context_switches: ctx,
-                    wakeups: 0,
+                    wakeups,
                     lat_ns: stats.hist.stats(),
                 }
             })
@@ -85,7 +87,7 @@ impl World<'_> {
             urgent_interrupts: self.counters.urgent_interrupts,
             cpu_util: busy as f64 / (window as f64 * self.cores.len() as f64),
             context_switches: self.cores.iter().map(|c| c.ctx_switches).sum(),
-            wakeups: 0,
+            wakeups: self.threads.iter().map(|t| t.wakeups).sum(),
             energy_j: None,
             jobs,
         }

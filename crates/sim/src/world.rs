@@ -117,6 +117,12 @@ pub(crate) enum Cont {
     PollReaped,
     /// Hybrid polling armed its timer: go to sleep.
     HybridArm,
+    /// Rate limiting armed the sleep timer: sleep until the next request
+    /// may be issued.
+    RateSleepArmed,
+    /// A reap call armed its timeout at the next issue instant (rate
+    /// limiting): wait for events or the timeout.
+    RateWaitArmed,
     /// Resume a poll loop after a context switch.
     Spin(u32),
     /// Resume a busy loop after a context switch.
@@ -138,6 +144,9 @@ pub(crate) struct Thread {
     pub exec_start: Nanos,
     pub cpu_ns: u64,
     pub ctx_switches: u64,
+    /// Times the thread was woken from a block in the measured window
+    /// (by a completion's IRQ handler or a timer).
+    pub wakeups: u64,
     /// Request slots not in use.
     pub free_slots: Vec<u32>,
     /// Requests of the submission call in progress.
@@ -195,8 +204,15 @@ impl<'a> World<'a> {
             0 => cores_n,
             q => q.min(cores_n),
         };
+        // Which queues some I/O job submits to (the others get no CQ).
+        let mut used = vec![false; queues_n];
+        for job in &sc.jobs {
+            if matches!(job.work, Work::Io(_)) {
+                used[job.cpu as usize % queues_n] = true;
+            }
+        }
         let mut queues = Vec::with_capacity(queues_n);
-        for q in 0..queues_n {
+        for (q, &used) in used.iter().enumerate() {
             let policy = match strategy.mode {
                 CompletionMode::Interrupt(cfg) => Some(
                     cfg.build(0)
@@ -205,7 +221,7 @@ impl<'a> World<'a> {
                 _ => None,
             };
             let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
-            queues.push(HwQueue::new(policy, q as u32, rng));
+            queues.push(HwQueue::new(policy, q as u32, rng, used));
         }
         let device = Device::new(&sc.device)?;
         let mut cores: Vec<Core> = (0..cores_n).map(|_| Core::new()).collect();
@@ -273,6 +289,7 @@ impl<'a> World<'a> {
                     exec_start: 0,
                     cpu_ns: 0,
                     ctx_switches: 0,
+                    wakeups: 0,
                     free_slots,
                     batch: Vec::with_capacity(depth as usize),
                     ready: VecDeque::with_capacity(depth as usize),
@@ -289,6 +306,9 @@ impl<'a> World<'a> {
                 cores[core].rq.push(tid);
             }
         }
+        // The validator refuses this at the job's line; checked again
+        // because a Scenario can be built in code, and the device model
+        // relies on it.
         for (q, &n) in in_flight_per_queue.iter().enumerate() {
             if n > u64::from(sc.device.queue_depth) {
                 return Err(SimError(format!(
@@ -298,9 +318,20 @@ impl<'a> World<'a> {
                 )));
             }
         }
-        for core in cores.iter_mut() {
-            core.reaped.reserve(4096);
-            core.wake_list.reserve(threads.len());
+        // Handler buffers sized to what a core's handlers can see, so that
+        // a host of many cores does not reserve for every thread on every
+        // core, and the steady state still never grows them: a core's
+        // timer handler wakes its own threads, and its device handler (the
+        // core of queue `c`) the threads submitting to that queue.
+        let mut wakeable = vec![0usize; cores_n];
+        for th in &threads {
+            wakeable[th.core as usize] += 1;
+            wakeable[th.core as usize % queues_n] += 1;
+        }
+        for (c, core) in cores.iter_mut().enumerate() {
+            let queue_reqs = in_flight_per_queue.get(c).map_or(0, |&n| n as usize);
+            core.reaped.reserve(queue_reqs.min(crate::device::CQ_SLOTS));
+            core.wake_list.reserve(wakeable[c]);
         }
         let end = sc.warmup.saturating_add(sc.duration);
         let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
@@ -311,7 +342,7 @@ impl<'a> World<'a> {
             end,
             measuring: sc.warmup == 0,
             window_start: 0,
-            costs: HostCosts::from_profile(&sc.host),
+            costs: HostCosts::from_profile(&sc.host)?,
             device,
             queues,
             cores,
@@ -355,10 +386,12 @@ impl<'a> World<'a> {
                 Event::SliceCheck { core, token } => self.on_slice_check(core as usize, token),
                 Event::WarmupEnd => self.on_warmup_end(),
             }
+            self.note_time_violation();
             if self.check.failed() {
                 break;
             }
         }
+        self.note_time_violation();
         self.events.advance_to(self.end);
         self.settle_all();
         self.check_core_time();
@@ -371,6 +404,15 @@ impl<'a> World<'a> {
         }
         let events = self.events.processed();
         Ok((self.summarise(strategy), events))
+    }
+
+    /// Moves a time violation of the event queue into the run's invariants.
+    fn note_time_violation(&mut self) {
+        if let Some(msg) = self.events.violation() {
+            if !self.check.failed() {
+                self.check.fail(msg.to_string());
+            }
+        }
     }
 
     fn on_warmup_end(&mut self) {
@@ -386,6 +428,7 @@ impl<'a> World<'a> {
         for t in &mut self.threads {
             t.cpu_ns = 0;
             t.ctx_switches = 0;
+            t.wakeups = 0;
         }
         for j in &mut self.jobs {
             j.reset();
@@ -435,5 +478,30 @@ impl<'a> World<'a> {
             ));
         }
         self.check.check_totals(outstanding);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_scheduled_in_the_past_fails_the_run() {
+        let text = "name = \"t\"\nduration = \"1ms\"\n\
+                    [[strategy]]\nname = \"n\"\nkind = \"none\"\n\
+                    [[job]]\nname = \"a\"\n";
+        let sc = cint_scenario::load_str(text, "t.toml", &[]).expect("valid");
+        let strategy = &sc.strategies[0];
+        let mut w = World::new(&sc, strategy).expect("builds");
+        w.events.schedule(500, Event::WarmupEnd);
+        assert!(w.events.pop_before(1_000).is_some());
+        // A stale instant, as a bug computing a deadline from an old
+        // time would produce.
+        w.events.schedule(100, Event::WarmupEnd);
+        let err = w.run(strategy).expect_err("the violation is reported");
+        assert!(
+            err.0.contains("invariant violated") && err.0.contains("backwards"),
+            "{err}"
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! Re-derives every calibration target of MODEL.md from the shipped
-//! profiles (`optane-p4800x`, `p3700`, `xeon-e5-2660v4`) and fails if one
-//! drifts: synchronous latencies within 10%, IRQ ratios within 20%, the
-//! IOPS gain of cinterrupts over none within [20%, 45%]. Nothing here
+//! profiles (`optane-p4800x`, `p3700`, `optane-900p`, `xeon-e5-2660v4`)
+//! and fails if one drifts: synchronous latencies within 10%, IRQ ratios
+//! within 20%, the IOPS gain of cinterrupts over none within [20%, 45%],
+//! the devices' saturation IOPS within 10% of the vendor sheets. Nothing here
 //! adjusts a model parameter: the profiles are used as shipped.
 //!
 //! `cargo test --release -p cint-sim --test calibration -- --nocapture`
@@ -11,7 +12,7 @@ mod common;
 
 use cint_policy::{MS, US};
 use cint_report::{RunResult, StrategyResult};
-use cint_scenario::CompletionMode;
+use cint_scenario::{CompletionMode, Rw, Work};
 use common::*;
 
 fn by_name<'a>(r: &'a RunResult, name: &str) -> &'a StrategyResult {
@@ -92,6 +93,25 @@ fn async_batch(device: &str, delta: u64) -> RunResult {
         vec![libaio("async", 256, 16, 16)],
     );
     cint_sim::run(&sc).expect("async-batch runs")
+}
+
+/// 4 KiB random reads or writes from four cores (libaio, iodepth 128 in
+/// batches of 16 each): enough CPU and requests in flight that the device,
+/// not the host, sets the IOPS.
+fn saturated(device: &str, rw: Rw) -> f64 {
+    let jobs = (0..4)
+        .map(|cpu| {
+            let mut job = libaio(&format!("j{cpu}"), 128, 16, 16);
+            job.cpu = cpu;
+            if let Work::Io(io) = &mut job.work {
+                io.rw = rw;
+            }
+            job
+        })
+        .collect();
+    let mut sc = scenario(device, vec![none()], jobs);
+    sc.host.cores = 4;
+    cint_sim::run(&sc).expect("saturation runs").results[0].total_iops()
 }
 
 #[test]
@@ -189,6 +209,23 @@ fn shipped_profiles_meet_every_calibration_target() {
         1.0,
         0.05,
     );
+
+    // Vendor sheets (MODEL.md): the device's own limits, in K IOPS.
+    for (device, rw, target) in [
+        ("optane-p4800x", Rw::RandRead, 550.0),
+        ("optane-p4800x", Rw::RandWrite, 500.0),
+        ("p3700", Rw::RandRead, 450.0),
+        ("p3700", Rw::RandWrite, 75.0),
+        ("optane-900p", Rw::RandRead, 550.0),
+        ("optane-900p", Rw::RandWrite, 500.0),
+    ] {
+        c.within(
+            &format!("{device} saturated 4 KiB {rw:?} (K IOPS)"),
+            saturated(device, rw) / 1000.0,
+            target,
+            0.10,
+        );
+    }
 
     assert!(
         c.failures.is_empty(),

@@ -83,9 +83,9 @@ impl World<'_> {
     fn reap_queue(&mut self, c: usize, queue: usize, irq: Irq) -> Nanos {
         let mut reaped = std::mem::take(&mut self.cores[c].reaped);
         reaped.clear();
-        self.queues[queue]
-            .cq
-            .reap(irq, |tag, _hint| reaped.push(tag as u32));
+        if let Some(cq) = self.queues[queue].cq.as_mut() {
+            cq.reap(irq, |tag, _hint| reaped.push(tag as u32));
+        }
         let mut wakes = 0u64;
         for &r in &reaped {
             if self.deliver(r, c) {
@@ -179,6 +179,12 @@ impl World<'_> {
         };
         if let Wait::Sync = th.wait {
             th.handing = 1;
+        }
+        // Counted here, the one place a blocked thread becomes runnable,
+        // whatever woke it; a libaio waiter that rechecks and sleeps
+        // again was still woken.
+        if self.measuring {
+            th.wakeups += 1;
         }
         self.make_runnable(t, exiting_irq);
     }

@@ -11,6 +11,8 @@ use std::collections::VecDeque;
 use cint_policy::{Irq, Nanos};
 use cint_scenario::HostProfile;
 
+use crate::SimError;
+
 /// The host profile's costs as plain nanoseconds.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HostCosts {
@@ -37,8 +39,24 @@ pub(crate) struct HostCosts {
 }
 
 impl HostCosts {
-    pub(crate) fn from_profile(h: &HostProfile) -> Self {
-        HostCosts {
+    /// The profile's costs. The validator refuses a zero poll iteration
+    /// (a poll loop would spin without time passing) and zero CFS latency
+    /// or granularity (the slice would be empty); a profile built in code
+    /// that has them is refused here rather than silently changed.
+    pub(crate) fn from_profile(h: &HostProfile) -> Result<Self, SimError> {
+        for (key, d) in [
+            ("poll_iteration", h.poll_iteration),
+            ("sched_latency", h.sched_latency),
+            ("sched_min_granularity", h.sched_min_granularity),
+        ] {
+            if d.0 == 0 {
+                return Err(SimError(format!(
+                    "host '{}': {key} must be longer than zero",
+                    h.model
+                )));
+            }
+        }
+        Ok(HostCosts {
             syscall: h.syscall.0,
             sync_submit: h.sync_submit.0,
             aio_submit_call: h.aio_submit_call.0,
@@ -53,14 +71,13 @@ impl HostCosts {
             wakeup: h.wakeup.0,
             context_switch: h.context_switch.0,
             return_to_user: h.return_to_user.0,
-            // A zero-cost poll loop would spin without advancing time.
-            poll_iteration: h.poll_iteration.0.max(1),
+            poll_iteration: h.poll_iteration.0,
             timer_setup: h.timer_setup.0,
             timer_slack: h.timer_slack.0,
-            sched_latency: h.sched_latency.0.max(1),
-            sched_min_granularity: h.sched_min_granularity.0.max(1),
+            sched_latency: h.sched_latency.0,
+            sched_min_granularity: h.sched_min_granularity.0,
             sched_wakeup_granularity: h.sched_wakeup_granularity.0,
-        }
+        })
     }
 }
 

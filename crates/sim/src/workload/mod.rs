@@ -13,6 +13,11 @@
 //!   wakes it), then spins. For asynchronous engines one sleep precedes
 //!   each wait for events.
 //!
+//! Under `rate_iops` a thread that must not issue yet sleeps on a timer,
+//! and an asynchronous reap call waits with a timeout at the next issue
+//! instant; either way arming the timer costs `timer_setup` of CPU, as it
+//! does for hybrid polling.
+//!
 //! Hints follow ALGORITHMS.md section 5 through `cint_policy::hints`
 //! unless the job overrides them. Jobs without `direct` are still modelled
 //! as direct I/O (there is no page cache yet).
@@ -44,6 +49,8 @@ impl World<'_> {
             Cont::Handed => self.handed(t),
             Cont::PollReaped => self.poll_reaped(t),
             Cont::HybridArm => self.hybrid_sleep(t),
+            Cont::RateSleepArmed => self.rate_sleep_armed(t),
+            Cont::RateWaitArmed => self.rate_wait_armed(t),
             Cont::Spin(need) => self.threads[t].act = Activity::Spin { need },
             Cont::Busy => self.threads[t].act = Activity::Busy,
         }
@@ -125,9 +132,33 @@ impl World<'_> {
         }
     }
 
+    /// Rate limiting: arm a timer for the next issue instant (CPU on the
+    /// thread's core), then sleep.
     fn sleep_until_next_issue(&mut self, t: usize) {
+        self.set_burst(t, self.costs.timer_setup, Cont::RateSleepArmed);
+    }
+
+    /// The sleep timer is armed. Arming took time: if the instant has
+    /// passed meanwhile the sleep returns at once, as an expired
+    /// high-resolution sleep does.
+    fn rate_sleep_armed(&mut self, t: usize) {
         let at = self.threads[t].next_issue_at;
-        self.block_with_timer(t, Wait::Sleep, at);
+        if at <= self.now() {
+            self.issue(t);
+        } else {
+            self.block_with_timer(t, Wait::Sleep, at);
+        }
+    }
+
+    /// A reap call's timeout is armed. Completions delivered while it was
+    /// being armed count: the call returns if it has enough.
+    fn rate_wait_armed(&mut self, t: usize) {
+        let th = &self.threads[t];
+        if th.ready.len() as u64 >= u64::from(th.min_nr) {
+            self.hand_ready(t, 0);
+        } else {
+            self.wait_with_timer(t, true);
+        }
     }
 
     fn block_with_timer(&mut self, t: usize, wait: Wait, at: Nanos) {
@@ -241,6 +272,13 @@ impl World<'_> {
 
     /// Not enough completions are ready: wait as the mode says.
     fn wait_for_events(&mut self, t: usize) {
+        self.wait_with_timer(t, false);
+    }
+
+    /// [`World::wait_for_events`]; `timer_armed`: the call's rate-limit
+    /// timeout is already set (once per call: a libaio waiter woken
+    /// before its `min_nr` sleeps again on the same timer).
+    fn wait_with_timer(&mut self, t: usize, timer_armed: bool) {
         let th = &self.threads[t];
         let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
         match self.mode {
@@ -257,6 +295,9 @@ impl World<'_> {
                 };
                 match rate_deadline {
                     Some(at) if at <= self.now() => self.hand_ready(t, self.costs.return_to_user),
+                    Some(_) if !timer_armed => {
+                        self.set_burst(t, self.costs.timer_setup, Cont::RateWaitArmed)
+                    }
                     Some(at) => self.block_with_timer(t, wait, at),
                     None => self.block(t, wait),
                 }
@@ -274,7 +315,7 @@ impl World<'_> {
         if th.ready.len() as u64 >= u64::from(th.min_nr) {
             self.hand_ready(t, self.costs.return_to_user);
         } else {
-            self.wait_for_events(t);
+            self.wait_with_timer(t, true);
         }
     }
 

@@ -1,0 +1,145 @@
+//! serde's refusals in the house wording. Profiles and the `[emu]` section
+//! are read through serde, whose messages name Rust types ("invalid value:
+//! integer `-1`, expected u32", "unknown variant `cauchy`"); a scenario's
+//! author should read the same phrases the hand-written checks use ("must
+//! be a whole number from 0 to 4294967295 (got -1)", "must be one of ...").
+//! Messages that are not serde's generic ones (our own units' refusals)
+//! pass through unchanged.
+
+use crate::section::quoted_list;
+use crate::tree::Value;
+
+/// `message` (a serde error about `got`) in the house wording.
+pub(crate) fn from_serde(message: &str, got: &Value) -> String {
+    let message = message.trim();
+    if let Some(rest) = message.strip_prefix("unknown variant ") {
+        let (variant, expected) = split_expected(rest);
+        let allowed = backticked(expected);
+        let variant = variant.trim_matches('`');
+        return if allowed.is_empty() {
+            format!("unknown value \"{variant}\"")
+        } else {
+            format!(
+                "must be one of {} (got \"{variant}\")",
+                quoted_list(&allowed)
+            )
+        };
+    }
+    if let Some(rest) = message.strip_prefix("unknown field ") {
+        let (_, expected) = split_expected(rest);
+        let valid = backticked(expected);
+        return if valid.is_empty() {
+            "unknown key (this table takes no keys)".to_string()
+        } else {
+            format!("unknown key (valid keys: {})", valid.join(", "))
+        };
+    }
+    let (kind, rest) = if let Some(rest) = message.strip_prefix("invalid value: ") {
+        (Problem::Value, rest)
+    } else if let Some(rest) = message.strip_prefix("invalid type: ") {
+        (Problem::Type, rest)
+    } else {
+        return message.to_string();
+    };
+    let (_, expected) = split_expected(rest);
+    let want = describe_expected(expected.trim());
+    let got = match (kind, got) {
+        (Problem::Value, Value::Int(i)) => i.to_string(),
+        (Problem::Value, Value::Str(s)) => format!("\"{s}\""),
+        _ => got.type_name().to_string(),
+    };
+    format!("must be {want} (got {got})")
+}
+
+#[derive(Clone, Copy)]
+enum Problem {
+    Value,
+    Type,
+}
+
+/// Splits `X, expected Y` (serde's layout) into `X` and `Y`.
+fn split_expected(s: &str) -> (&str, &str) {
+    match s.rfind(", expected ") {
+        Some(i) => (&s[..i], &s[i + ", expected ".len()..]),
+        None => (s, ""),
+    }
+}
+
+/// The words serde quotes with backticks (`one of `a`, `b``).
+fn backticked(s: &str) -> Vec<&str> {
+    s.split('`')
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, w)| w)
+        .collect()
+}
+
+/// serde's "expected" phrase as the house says it.
+fn describe_expected(expected: &str) -> String {
+    let range = |min: i128, max: i128| format!("a whole number from {min} to {max}");
+    match expected {
+        "u8" => range(0, u8::MAX.into()),
+        "u16" => range(0, u16::MAX.into()),
+        "u32" => range(0, u32::MAX.into()),
+        "u64" | "usize" => range(0, u64::MAX.into()),
+        "i8" => range(i8::MIN.into(), i8::MAX.into()),
+        "i16" => range(i16::MIN.into(), i16::MAX.into()),
+        "i32" => range(i32::MIN.into(), i32::MAX.into()),
+        "i64" | "isize" => range(i64::MIN.into(), i64::MAX.into()),
+        "a boolean" => "true or false".to_string(),
+        "f32" | "f64" => "a number".to_string(),
+        "" => "a valid value".to_string(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_phrases_become_house_phrases() {
+        let cases = [
+            (
+                "invalid value: integer `-1`, expected u32",
+                Value::Int(-1),
+                "must be a whole number from 0 to 4294967295 (got -1)",
+            ),
+            (
+                "invalid type: string \"many\", expected u32",
+                Value::Str("many".into()),
+                "must be a whole number from 0 to 4294967295 (got a string)",
+            ),
+            (
+                "invalid type: floating point `1.5`, expected a boolean",
+                Value::Float(1.5),
+                "must be true or false (got a float)",
+            ),
+            (
+                "unknown variant `cauchy`, expected one of `none`, `normal`, `lognormal`, \
+                 `exponential`",
+                Value::Str("cauchy".into()),
+                "must be one of \"none\", \"normal\", \"lognormal\" or \"exponential\" \
+                 (got \"cauchy\")",
+            ),
+            (
+                "unknown variant `x`, expected `a` or `b`",
+                Value::Str("x".into()),
+                "must be one of \"a\" or \"b\" (got \"x\")",
+            ),
+            (
+                "unknown field `bogus`, expected one of `backend`, `path`",
+                Value::Int(1),
+                "unknown key (valid keys: backend, path)",
+            ),
+            (
+                "bad duration: '1h' has unknown duration unit 'h'",
+                Value::Str("1h".into()),
+                "bad duration: '1h' has unknown duration unit 'h'",
+            ),
+        ];
+        for (serde, got, house) in cases {
+            assert_eq!(from_serde(serde, &got), house, "{serde}");
+        }
+    }
+}
