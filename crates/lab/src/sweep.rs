@@ -12,7 +12,8 @@ use std::fmt;
 use std::io::{self, IsTerminal, Write};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
 
 use cint_report::RunResult;
 use cint_scenario::Scenario;
@@ -71,6 +72,10 @@ impl FromStr for Vary {
         })
     }
 }
+
+/// How often the progress bar is redrawn while no point finishes, so its
+/// elapsed time keeps moving during long (emulated) points.
+const TICK: Duration = Duration::from_millis(500);
 
 /// When to draw a progress bar on stderr.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -431,6 +436,10 @@ fn describe(point: &[(String, String)]) -> String {
 }
 
 /// Runs the sweep: loads every point, then runs them on `workers` threads.
+///
+/// The progress bar, if any, is drawn by the calling thread only (workers
+/// report finished points over a channel), so a caller may hold stderr's
+/// lock for the whole call.
 pub fn run_sweep(
     loader: &dyn ScenarioLoader,
     runner: &dyn Runner,
@@ -483,27 +492,59 @@ pub fn run_sweep(
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let slots: Mutex<Vec<Option<Result<RunResult, String>>>> = Mutex::new(vec![None; points.len()]);
+    // Workers only report finished points over a channel; the bar is drawn
+    // by the calling thread alone. A worker that drew it would write to
+    // stderr, and block for good if the caller holds stderr's lock while
+    // it waits for the workers (as a binary that locks stderr once does).
+    let (done_tx, done_rx) = mpsc::channel::<()>();
     std::thread::scope(|scope| {
+        let (next, failed, slots, scenarios) = (&next, &failed, &slots, &scenarios);
         for _ in 0..workers {
-            scope.spawn(|| loop {
-                if failed.load(Ordering::Relaxed) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(scenario) = scenarios.get(i) else {
-                    break;
-                };
-                let outcome = runner.run(scenario);
-                if outcome.is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                }
-                if let Ok(mut slots) = slots.lock() {
-                    slots[i] = Some(outcome);
-                }
-                if let Some(bar) = &bar {
-                    bar.inc(1);
+            let done = done_tx.clone();
+            scope.spawn(move || {
+                loop {
+                    if failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(scenario) = scenarios.get(i) else {
+                        break;
+                    };
+                    let outcome = runner.run(scenario);
+                    if outcome.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if let Ok(mut slots) = slots.lock() {
+                        slots[i] = Some(outcome);
+                    }
+                    // The receiver lives until every worker is done; an
+                    // error here could only mean it is gone, and then
+                    // nobody is drawing anyway.
+                    let _ = done.send(());
                 }
             });
+        }
+        // Only the workers' senders remain: the channel disconnects when
+        // the last worker returns, which ends the loop below.
+        drop(done_tx);
+        if let Some(bar) = &bar {
+            bar.tick();
+        }
+        loop {
+            match done_rx.recv_timeout(TICK) {
+                Ok(()) => {
+                    if let Some(bar) = &bar {
+                        bar.inc(1);
+                    }
+                }
+                // Redraw so the elapsed time moves during long points.
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some(bar) = &bar {
+                        bar.tick();
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
         }
     });
     if let Some(bar) = &bar {
