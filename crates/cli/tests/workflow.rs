@@ -73,15 +73,16 @@ fn pngs(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Written the way fio users write job files: comments of both kinds, a
-/// `[global]` section, options with no meaning in a model.
+/// Written the way fio users write job files: comments of both kinds (one
+/// with no space before it), a `[global]` section, options with no
+/// meaning in a model.
 const FIELD_JOB: &str = "\
 ; random reads against the Optane, as run in the lab
 [global]
 ioengine=libaio
 direct=1          # bypass the page cache
 rw=randread
-bs=4k
+bs=4k;4 KiB blocks (fio cuts comments with no space before them too)
 time_based
 runtime=20ms
 ramp_time=2ms
