@@ -26,7 +26,7 @@ use cint_scenario::{
     Strategy, Work,
 };
 
-use crate::plot::{write_line_chart, LineChart, PlotArgs, PlotError};
+use crate::plot::{write_line_chart, Legend, LineChart, PlotArgs, PlotError, Series};
 use crate::runner::{GapProbe, Runner};
 
 /// The `thr` values swept by default: powers of two and the steps between.
@@ -519,8 +519,10 @@ fn write_plots(c: &Calibration, plot: &PlotArgs) -> Result<Vec<PathBuf>, PlotErr
     let gap_series = c
         .gaps
         .iter()
-        .map(|g| {
-            (
+        .enumerate()
+        .map(|(i, g)| {
+            Series::nth(
+                i,
                 g.workload.clone(),
                 g.cdf
                     .iter()
@@ -539,6 +541,7 @@ fn write_plots(c: &Calibration, plot: &PlotArgs) -> Result<Vec<PathBuf>, PlotErr
         x_log: true,
         x_names: None,
         series: gap_series,
+        legend: Legend::Series,
         markers: vec![(
             c.delta as f64 / 1e3,
             format!(
@@ -570,15 +573,17 @@ fn write_plots(c: &Calibration, plot: &PlotArgs) -> Result<Vec<PathBuf>, PlotErr
         x_log: false,
         x_names: Some(c.sweep.iter().map(|p| p.thr.to_string()).collect()),
         series: vec![
-            (
-                "IOPS".into(),
+            Series::nth(
+                0,
+                "IOPS",
                 c.sweep
                     .iter()
                     .enumerate()
                     .map(|(i, p)| (i as f64, p.iops / 1e3))
                     .collect(),
             ),
-            (
+            Series::nth(
+                1,
                 format!("best − {}%", format_pct(c.tolerance * 100.0)),
                 vec![
                     (0.0, best * (1.0 - c.tolerance) / 1e3),
@@ -586,6 +591,7 @@ fn write_plots(c: &Calibration, plot: &PlotArgs) -> Result<Vec<PathBuf>, PlotErr
                 ],
             ),
         ],
+        legend: Legend::Series,
         markers: vec![(position(c.thr), format!("thr = {}", c.thr))],
     };
     written.extend(write_line_chart(
