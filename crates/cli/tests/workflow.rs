@@ -12,8 +12,15 @@ struct Out {
 }
 
 fn cint(args: &[&str]) -> Out {
+    cint_in(Path::new("."), args)
+}
+
+/// Runs the binary in `dir`, for what it writes under the working
+/// directory.
+fn cint_in(dir: &Path, args: &[&str]) -> Out {
     let o = Command::new(env!("CARGO_BIN_EXE_cint"))
         .args(args)
+        .current_dir(dir)
         .output()
         .expect("the binary runs");
     Out {
@@ -328,7 +335,15 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
         "--plot",
         &plots_arg,
     ]);
-    assert_eq!((o.status, o.stderr.as_str()), (0, ""));
+    // stdout is the report alone; what was drawn is named on stderr.
+    assert_eq!(
+        (o.status, o.stderr.as_str()),
+        (
+            0,
+            format!("cint: wrote 4 chart files into {plots_arg}\n").as_str()
+        )
+    );
+    assert!(!o.stdout.contains("wrote"), "{}", o.stdout);
     for text in [
         "no batching",
         "batches of 16",
@@ -345,8 +360,9 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
         ["calibrate_interarrival_cdf.png", "calibrate_thr_sweep.png"]
     );
 
-    // A given delta skips the measurement.
-    let o = cint(&[
+    // A given delta skips the measurement. Without --plot the plots go
+    // to out/calibrate-DEVICE under the working directory.
+    let quick = [
         "calibrate",
         "--device",
         "p3700",
@@ -356,10 +372,29 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
         "5ms",
         "--thr",
         "1,32",
-    ]);
+    ];
+    let o = cint_in(&dir.0, &quick);
     assert_eq!(o.status, 0, "{}", o.stderr);
     assert!(o.stdout.contains("delta = 15.00 us: given"), "{}", o.stdout);
     assert!(!o.stdout.contains("no batching"));
+    assert_eq!(
+        o.stderr,
+        "cint: wrote 2 chart files into out/calibrate-p3700\n"
+    );
+    // No inter-arrival times measured, so no CDF: the thr sweep only.
+    assert_eq!(
+        pngs(&dir.0.join("out/calibrate-p3700")),
+        ["calibrate_thr_sweep.png"]
+    );
+
+    // --no-plot draws nothing and names nothing.
+    let elsewhere = TempDir::new("calibrate-no-plot");
+    let mut args = quick.to_vec();
+    args.push("--no-plot");
+    let o = cint_in(&elsewhere.0, &args);
+    assert_eq!((o.status, o.stderr.as_str()), (0, ""));
+    assert!(o.stdout.contains("delta = 15.00 us: given"), "{}", o.stdout);
+    assert!(!elsewhere.0.join("out").exists());
 
     assert_refused(
         &cint(&[
@@ -383,6 +418,10 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
         &cint(&["calibrate", "--device", "p3700", "--thr", "8,4"]),
         "strictly increasing",
     );
+    assert_refused(
+        &cint(&["calibrate", "--device", "p3700", "--no-plot", "--plot", "x"]),
+        "cannot be used with",
+    );
 }
 
 #[test]
@@ -393,7 +432,15 @@ fn help_names_the_workflow_commands() {
         assert!(o.stdout.contains(word), "{word} in {}", o.stdout);
     }
     let o = cint(&["calibrate", "--help"]);
-    for word in ["--device", "--emu", "--delta", "--percentile", "--plot"] {
+    for word in [
+        "--device",
+        "--emu",
+        "--delta",
+        "--percentile",
+        "--plot",
+        "--no-plot",
+        "out/calibrate-PROFILE",
+    ] {
         assert!(o.stdout.contains(word), "{word} in {}", o.stdout);
     }
 }

@@ -414,7 +414,8 @@ fn us(ns: f64) -> String {
 
 impl Calibration {
     /// The recommendation with its evidence, as printed by
-    /// `cint calibrate`.
+    /// `cint calibrate` (the plots written are in [`Calibration::plots`],
+    /// not in the report, which stays the same wherever they went).
     pub fn report(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(
@@ -434,9 +435,6 @@ impl Calibration {
             self.write_gaps(&mut out);
         }
         self.write_sweep(&mut out);
-        for p in &self.plots {
-            let _ = writeln!(out, "wrote {}", p.display());
-        }
         out
     }
 
@@ -694,6 +692,9 @@ mod tests {
         assert!(report.contains("   24 ") && report.contains("<- recommended"));
         assert_eq!(c.plots.len(), 4);
         assert!(c.plots.iter().all(|p| p.exists()));
+        // The report is the same wherever the plots went: the binary names
+        // them on stderr.
+        assert!(!report.contains(&dir.display().to_string()), "{report}");
         let svg = std::fs::read_to_string(dir.join("calibrate_thr_sweep.svg")).expect("svg");
         assert!(svg.contains("thr = 24"));
         if std::env::var_os("CINT_LAB_KEEP_PLOTS").is_none() {
