@@ -165,6 +165,20 @@ fn bad_fio_input_is_one_line_naming_the_culprit() {
         "cannot be used with",
     );
     assert_refused(&cint(&["sim", "--device", "p3700"]), "--fio");
+
+    // The same refusals through a sweep, before anything runs.
+    assert_refused(
+        &cint(&["sweep", "--fio", &verify, "--vary", "seed=1,2"]),
+        "v.fio:11: option 'verify' is not supported",
+    );
+    // (A file without ignored options: their warnings would come first.)
+    let clean = dir.file(
+        "clean.fio",
+        "[qd32]\nioengine=libaio\nrw=randread\niodepth=32\nruntime=5ms\n",
+    );
+    let o = cint(&["sweep", "--fio", &clean, "--vary", "job.qd32.bs=4k,8q"]);
+    assert_refused(&o, "sweep point job.qd32.bs=8q: ");
+    assert_eq!(o.stderr.matches("clean.fio").count(), 1, "{}", o.stderr);
 }
 
 const SWEEP_SCENARIO: &str = "name = \"sw\"\nduration = \"10ms\"\nwarmup = \"1ms\"\n\
@@ -307,6 +321,19 @@ fn plot_draws_a_result_and_refuses_what_it_cannot_plot() {
         &cint(&["plot", &csv, "-o", &charts_arg]),
         "not plottable: not a sweep CSV",
     );
+    // Rust would read these as numbers; a chart of them would be nonsense.
+    let header = "seed,strategy,kind,job,iops,lat_mean_ns,lat_p50_ns,lat_p99_ns,\
+                  interrupts_per_s,cpu_util,job_cpu_util";
+    for bad in ["inf", "NaN", "-3"] {
+        let csv = dir.file(
+            "bad.csv",
+            &format!("{header}\n1,none,none,j,{bad},1,1,1,1,0.5,0.5\n"),
+        );
+        assert_refused(
+            &cint(&["plot", &csv, "-o", &charts_arg]),
+            &format!("iops: '{bad}' is not a number"),
+        );
+    }
     assert_refused(
         &cint(&["plot", &result, "-o", &charts_arg, "--baseline", "nope"]),
         "--baseline nope: not a strategy",

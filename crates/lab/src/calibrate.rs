@@ -115,7 +115,7 @@ impl fmt::Display for CalibrateError {
                 )
             }
             CalibrateError::Run(m) => write!(f, "calibrate: thr sweep: {}", line(m)),
-            CalibrateError::Plot(e) => write!(f, "calibrate: {e}"),
+            CalibrateError::Plot(e) => write!(f, "calibrate: writing the plots: {e}"),
         }
     }
 }

@@ -260,7 +260,15 @@ fn revalidate(built: &Scenario, file: &str, sets: &[String]) -> Result<Scenario,
         file: file.into(),
         line: None,
         message: match e.origin {
-            cint_scenario::Origin::Set(_) => e.to_string(),
+            // The parser names the file first, as this error will: once
+            // is enough.
+            cint_scenario::Origin::Set(_) => {
+                let text = e.to_string();
+                match text.strip_prefix(&format!("{file}: ")) {
+                    Some(rest) => rest.to_string(),
+                    None => text,
+                }
+            }
             _ if sets.is_empty() => {
                 format!("the imported scenario is invalid: {}: {}", e.key, e.message)
             }
@@ -1196,8 +1204,8 @@ numjobs=2
         let e = import_str(FIELD_FILE, "lat.fio", &with_sets).expect_err("unknown key");
         let msg = e.to_string();
         assert!(
-            msg.contains("--set job.async-reader.depth=32") && !msg.contains('\n'),
-            "{msg}"
+            msg.starts_with("lat.fio: --set job.async-reader.depth=32: ") && !msg.contains('\n'),
+            "the file is named once: {msg}"
         );
     }
 

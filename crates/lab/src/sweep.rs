@@ -307,6 +307,18 @@ pub fn read_jsonl(text: &str) -> Result<Vec<SweepRow>, String> {
         }
         let row: SweepRow = serde_json::from_str(line)
             .map_err(|e| format!("line {}: not a sweep row: {e}", i + 1))?;
+        if let Some((name, v)) = [
+            ("iops", row.iops),
+            ("lat_mean_ns", row.lat_mean_ns),
+            ("interrupts_per_s", row.interrupts_per_s),
+            ("cpu_util", row.cpu_util),
+            ("job_cpu_util", row.job_cpu_util),
+        ]
+        .into_iter()
+        .find(|(_, v)| *v < 0.0)
+        {
+            return Err(format!("line {}: {name}: {v} is negative", i + 1));
+        }
         rows.push(row);
     }
     if rows.is_empty() {
@@ -343,13 +355,19 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
             )));
         }
         let num = |c: usize| -> Result<f64, String> {
-            f[keys + c].parse::<f64>().map_err(|_| {
-                at(format!(
-                    "{}: '{}' is not a number",
-                    CSV_COLUMNS[c],
-                    f[keys + c]
-                ))
-            })
+            // Rust reads "NaN" and "inf" as numbers; no metric can be one
+            // (or negative), and a chart of one would be nonsense.
+            f[keys + c]
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| {
+                    at(format!(
+                        "{}: '{}' is not a number (finite, at least 0)",
+                        CSV_COLUMNS[c],
+                        f[keys + c]
+                    ))
+                })
         };
         let int = |c: usize| -> Result<u64, String> {
             f[keys + c].parse::<u64>().map_err(|_| {
@@ -742,7 +760,20 @@ mod tests {
             .contains("not a sweep header"));
         let header = format!("k,{}", CSV_COLUMNS.join(","));
         let e = read_csv(&format!("{header}\n1,none,none,j,fast,1,1,1,1,1,1\n")).expect_err("bad");
-        assert_eq!(e, "line 2: iops: 'fast' is not a number");
+        assert_eq!(
+            e,
+            "line 2: iops: 'fast' is not a number (finite, at least 0)"
+        );
+        for bad in ["NaN", "inf", "-1"] {
+            let e =
+                read_csv(&format!("{header}\n1,none,none,j,1,1,1,1,{bad},1,1\n")).expect_err(bad);
+            assert!(e.starts_with("line 2: interrupts_per_s: "), "{e}");
+        }
+        let row = r#"{"point":{"k":"1"},"strategy":"s","kind":"none","job":"j","iops":-5.0,"lat_mean_ns":1.0,"lat_p50_ns":1,"lat_p99_ns":1,"interrupts_per_s":1.0,"cpu_util":0.5,"job_cpu_util":0.5}"#;
+        assert_eq!(
+            read_jsonl(row).expect_err("negative"),
+            "line 1: iops: -5 is negative"
+        );
         assert!(read_csv(&format!("{header}\n")).is_err(), "no rows");
     }
 }
