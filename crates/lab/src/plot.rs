@@ -1494,6 +1494,8 @@ mod tests {
             interrupts_per_s: 1_000.0,
             cpu_util: 0.5,
             job_cpu_util: 0.5,
+            context_switches_per_io: 1.0,
+            wakeups_per_io: 1.0,
         }
     }
 
