@@ -11,11 +11,15 @@ fn main() {
         emu: |s| cint_emu::run(s).map_err(|e| e.to_string()),
         sim_gaps: |s| cint_sim::completion_gaps(s).map_err(|e| e.to_string()),
     };
+    // stderr is passed unlocked: each write takes the lock for itself.
+    // Holding it for the whole run would block any other thread that
+    // writes to stderr (a progress bar, an engine's warning) until the
+    // run ends, which it then never does.
     let status = run(
         std::env::args_os(),
         &engines,
         &mut std::io::stdout().lock(),
-        &mut std::io::stderr().lock(),
+        &mut std::io::stderr(),
     );
     std::process::exit(status);
 }

@@ -243,8 +243,12 @@ pub(crate) struct CalibrateCmd {
     #[arg(long)]
     emu: bool,
     /// Draw the inter-arrival CDF and the thr sweep (PNG and SVG) into this directory
+    /// [default: out/calibrate-PROFILE]
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
+    /// Do not draw the plots
+    #[arg(long, conflicts_with = "plot")]
+    no_plot: bool,
     /// Use this delta (e.g. 6us) instead of measuring one: sweeps thr only
     #[arg(long, value_name = "DURATION")]
     delta: Option<String>,
@@ -298,7 +302,16 @@ pub(crate) fn calibrate(
         .as_deref()
         .map(|d| duration_flag("delta", d))
         .transpose()?;
-    args.plot = cmd.plot.as_deref().map(PlotArgs::new);
+    // The plots are part of the evidence, so they are drawn unless asked
+    // not to; the default directory is per device, so calibrating two
+    // devices keeps both sets.
+    args.plot = (!cmd.no_plot).then(|| {
+        let dir = cmd
+            .plot
+            .clone()
+            .unwrap_or_else(|| default_plot_dir(&cmd.device));
+        PlotArgs::new(&dir)
+    });
     if cmd.emu && args.delta.is_none() {
         let _ = writeln!(
             err,
@@ -319,5 +332,12 @@ pub(crate) fn calibrate(
             CalibrateError::Probe { .. } => probe_guard.failure(e.to_string(), usage_of),
             _ => run_guard.failure(e.to_string(), usage_of),
         })?;
+    report_written(err, &calibration.plots);
     write_out(out, &calibration.report())
+}
+
+/// Where `cint calibrate` draws without `--plot`: `out/calibrate-DEVICE`
+/// under the working directory (`/out` is ignored by git).
+fn default_plot_dir(device: &str) -> PathBuf {
+    Path::new("out").join(format!("calibrate-{device}"))
 }

@@ -300,3 +300,45 @@ fn an_engine_panic_inside_a_sweep_is_one_line_and_status_1() {
     assert_eq!(gaps.status, EXIT_INTERNAL);
     assert!(gaps.stderr.contains("gap probe broken"), "{}", gaps.stderr);
 }
+
+#[test]
+fn calibrate_refusals_are_one_line_and_status_2() {
+    let refusing = Engines {
+        sim: |_| Err("needs 2 cores\nbut this machine has 1".into()),
+        emu: |_| Err("needs 2 cores".into()),
+        sim_gaps: |_| {
+            let mut h = LatencyHistogram::new();
+            h.record(3_000);
+            Ok(h)
+        },
+    };
+    let dir = TempDir::new("calibrate-refuse");
+    let plots = dir.0.join("plots").display().to_string();
+    let o = cint(
+        &refusing,
+        &["calibrate", "--device", "p3700", "--plot", &plots],
+    );
+    assert_eq!(o.status, EXIT_USAGE, "{}", o.stderr);
+    assert_eq!(o.stdout, "");
+    assert_eq!(
+        o.stderr, "calibrate: thr sweep: needs 2 cores\n",
+        "one line, the engine's first"
+    );
+    let no_probe = Engines {
+        sim_gaps: |_| Err("no inter-arrival hook".into()),
+        ..FAKE
+    };
+    let o = cint(
+        &no_probe,
+        &["calibrate", "--device", "p3700", "--plot", &plots],
+    );
+    assert_eq!(o.status, EXIT_USAGE);
+    assert_eq!(
+        o.stderr,
+        "calibrate: measuring inter-arrival times (no batching): no inter-arrival hook\n"
+    );
+    assert!(
+        !dir.0.join("plots").exists(),
+        "nothing drawn after a refusal"
+    );
+}

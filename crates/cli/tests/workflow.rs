@@ -12,8 +12,15 @@ struct Out {
 }
 
 fn cint(args: &[&str]) -> Out {
+    cint_in(Path::new("."), args)
+}
+
+/// Runs the binary in `dir`, for what it writes under the working
+/// directory.
+fn cint_in(dir: &Path, args: &[&str]) -> Out {
     let o = Command::new(env!("CARGO_BIN_EXE_cint"))
         .args(args)
+        .current_dir(dir)
         .output()
         .expect("the binary runs");
     Out {
@@ -73,15 +80,16 @@ fn pngs(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Written the way fio users write job files: comments of both kinds, a
-/// `[global]` section, options with no meaning in a model.
+/// Written the way fio users write job files: comments of both kinds (one
+/// with no space before it), a `[global]` section, options with no
+/// meaning in a model.
 const FIELD_JOB: &str = "\
 ; random reads against the Optane, as run in the lab
 [global]
 ioengine=libaio
 direct=1          # bypass the page cache
 rw=randread
-bs=4k
+bs=4k;4 KiB blocks (fio cuts comments with no space before them too)
 time_based
 runtime=20ms
 ramp_time=2ms
@@ -157,6 +165,20 @@ fn bad_fio_input_is_one_line_naming_the_culprit() {
         "cannot be used with",
     );
     assert_refused(&cint(&["sim", "--device", "p3700"]), "--fio");
+
+    // The same refusals through a sweep, before anything runs.
+    assert_refused(
+        &cint(&["sweep", "--fio", &verify, "--vary", "seed=1,2"]),
+        "v.fio:11: option 'verify' is not supported",
+    );
+    // (A file without ignored options: their warnings would come first.)
+    let clean = dir.file(
+        "clean.fio",
+        "[qd32]\nioengine=libaio\nrw=randread\niodepth=32\nruntime=5ms\n",
+    );
+    let o = cint(&["sweep", "--fio", &clean, "--vary", "job.qd32.bs=4k,8q"]);
+    assert_refused(&o, "sweep point job.qd32.bs=8q: ");
+    assert_eq!(o.stderr.matches("clean.fio").count(), 1, "{}", o.stderr);
 }
 
 const SWEEP_SCENARIO: &str = "name = \"sw\"\nduration = \"10ms\"\nwarmup = \"1ms\"\n\
@@ -299,6 +321,19 @@ fn plot_draws_a_result_and_refuses_what_it_cannot_plot() {
         &cint(&["plot", &csv, "-o", &charts_arg]),
         "not plottable: not a sweep CSV",
     );
+    // Rust would read these as numbers; a chart of them would be nonsense.
+    let header = "seed,strategy,kind,job,iops,lat_mean_ns,lat_p50_ns,lat_p99_ns,\
+                  interrupts_per_s,cpu_util,job_cpu_util";
+    for bad in ["inf", "NaN", "-3"] {
+        let csv = dir.file(
+            "bad.csv",
+            &format!("{header}\n1,none,none,j,{bad},1,1,1,1,0.5,0.5\n"),
+        );
+        assert_refused(
+            &cint(&["plot", &csv, "-o", &charts_arg]),
+            &format!("iops: '{bad}' is not a number"),
+        );
+    }
     assert_refused(
         &cint(&["plot", &result, "-o", &charts_arg, "--baseline", "nope"]),
         "--baseline nope: not a strategy",
@@ -327,7 +362,15 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
         "--plot",
         &plots_arg,
     ]);
-    assert_eq!((o.status, o.stderr.as_str()), (0, ""));
+    // stdout is the report alone; what was drawn is named on stderr.
+    assert_eq!(
+        (o.status, o.stderr.as_str()),
+        (
+            0,
+            format!("cint: wrote 4 chart files into {plots_arg}\n").as_str()
+        )
+    );
+    assert!(!o.stdout.contains("wrote"), "{}", o.stdout);
     for text in [
         "no batching",
         "batches of 16",
@@ -344,8 +387,9 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
         ["calibrate_interarrival_cdf.png", "calibrate_thr_sweep.png"]
     );
 
-    // A given delta skips the measurement.
-    let o = cint(&[
+    // A given delta skips the measurement. Without --plot the plots go
+    // to out/calibrate-DEVICE under the working directory.
+    let quick = [
         "calibrate",
         "--device",
         "p3700",
@@ -355,10 +399,29 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
         "5ms",
         "--thr",
         "1,32",
-    ]);
+    ];
+    let o = cint_in(&dir.0, &quick);
     assert_eq!(o.status, 0, "{}", o.stderr);
     assert!(o.stdout.contains("delta = 15.00 us: given"), "{}", o.stdout);
     assert!(!o.stdout.contains("no batching"));
+    assert_eq!(
+        o.stderr,
+        "cint: wrote 2 chart files into out/calibrate-p3700\n"
+    );
+    // No inter-arrival times measured, so no CDF: the thr sweep only.
+    assert_eq!(
+        pngs(&dir.0.join("out/calibrate-p3700")),
+        ["calibrate_thr_sweep.png"]
+    );
+
+    // --no-plot draws nothing and names nothing.
+    let elsewhere = TempDir::new("calibrate-no-plot");
+    let mut args = quick.to_vec();
+    args.push("--no-plot");
+    let o = cint_in(&elsewhere.0, &args);
+    assert_eq!((o.status, o.stderr.as_str()), (0, ""));
+    assert!(o.stdout.contains("delta = 15.00 us: given"), "{}", o.stdout);
+    assert!(!elsewhere.0.join("out").exists());
 
     assert_refused(
         &cint(&[
@@ -382,6 +445,10 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
         &cint(&["calibrate", "--device", "p3700", "--thr", "8,4"]),
         "strictly increasing",
     );
+    assert_refused(
+        &cint(&["calibrate", "--device", "p3700", "--no-plot", "--plot", "x"]),
+        "cannot be used with",
+    );
 }
 
 #[test]
@@ -392,7 +459,15 @@ fn help_names_the_workflow_commands() {
         assert!(o.stdout.contains(word), "{word} in {}", o.stdout);
     }
     let o = cint(&["calibrate", "--help"]);
-    for word in ["--device", "--emu", "--delta", "--percentile", "--plot"] {
+    for word in [
+        "--device",
+        "--emu",
+        "--delta",
+        "--percentile",
+        "--plot",
+        "--no-plot",
+        "out/calibrate-PROFILE",
+    ] {
         assert!(o.stdout.contains(word), "{word} in {}", o.stdout);
     }
 }

@@ -26,7 +26,7 @@ use cint_scenario::{
     Strategy, Work,
 };
 
-use crate::plot::{write_line_chart, LineChart, PlotArgs, PlotError};
+use crate::plot::{write_line_chart, Legend, LineChart, PlotArgs, PlotError, Series};
 use crate::runner::{GapProbe, Runner};
 
 /// The `thr` values swept by default: powers of two and the steps between.
@@ -115,7 +115,7 @@ impl fmt::Display for CalibrateError {
                 )
             }
             CalibrateError::Run(m) => write!(f, "calibrate: thr sweep: {}", line(m)),
-            CalibrateError::Plot(e) => write!(f, "calibrate: {e}"),
+            CalibrateError::Plot(e) => write!(f, "calibrate: writing the plots: {e}"),
         }
     }
 }
@@ -414,7 +414,8 @@ fn us(ns: f64) -> String {
 
 impl Calibration {
     /// The recommendation with its evidence, as printed by
-    /// `cint calibrate`.
+    /// `cint calibrate` (the plots written are in [`Calibration::plots`],
+    /// not in the report, which stays the same wherever they went).
     pub fn report(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(
@@ -434,9 +435,6 @@ impl Calibration {
             self.write_gaps(&mut out);
         }
         self.write_sweep(&mut out);
-        for p in &self.plots {
-            let _ = writeln!(out, "wrote {}", p.display());
-        }
         out
     }
 
@@ -519,8 +517,10 @@ fn write_plots(c: &Calibration, plot: &PlotArgs) -> Result<Vec<PathBuf>, PlotErr
     let gap_series = c
         .gaps
         .iter()
-        .map(|g| {
-            (
+        .enumerate()
+        .map(|(i, g)| {
+            Series::nth(
+                i,
                 g.workload.clone(),
                 g.cdf
                     .iter()
@@ -539,6 +539,7 @@ fn write_plots(c: &Calibration, plot: &PlotArgs) -> Result<Vec<PathBuf>, PlotErr
         x_log: true,
         x_names: None,
         series: gap_series,
+        legend: Legend::Series,
         markers: vec![(
             c.delta as f64 / 1e3,
             format!(
@@ -570,15 +571,17 @@ fn write_plots(c: &Calibration, plot: &PlotArgs) -> Result<Vec<PathBuf>, PlotErr
         x_log: false,
         x_names: Some(c.sweep.iter().map(|p| p.thr.to_string()).collect()),
         series: vec![
-            (
-                "IOPS".into(),
+            Series::nth(
+                0,
+                "IOPS",
                 c.sweep
                     .iter()
                     .enumerate()
                     .map(|(i, p)| (i as f64, p.iops / 1e3))
                     .collect(),
             ),
-            (
+            Series::nth(
+                1,
                 format!("best − {}%", format_pct(c.tolerance * 100.0)),
                 vec![
                     (0.0, best * (1.0 - c.tolerance) / 1e3),
@@ -586,6 +589,7 @@ fn write_plots(c: &Calibration, plot: &PlotArgs) -> Result<Vec<PathBuf>, PlotErr
                 ],
             ),
         ],
+        legend: Legend::Series,
         markers: vec![(position(c.thr), format!("thr = {}", c.thr))],
     };
     written.extend(write_line_chart(
@@ -688,6 +692,9 @@ mod tests {
         assert!(report.contains("   24 ") && report.contains("<- recommended"));
         assert_eq!(c.plots.len(), 4);
         assert!(c.plots.iter().all(|p| p.exists()));
+        // The report is the same wherever the plots went: the binary names
+        // them on stderr.
+        assert!(!report.contains(&dir.display().to_string()), "{report}");
         let svg = std::fs::read_to_string(dir.join("calibrate_thr_sweep.svg")).expect("svg");
         assert!(svg.contains("thr = 24"));
         if std::env::var_os("CINT_LAB_KEEP_PLOTS").is_none() {

@@ -5,10 +5,11 @@
 //! can be compared across interrupt strategies.
 //!
 //! The INI dialect is fio's: `[global]` and job sections, `key=value` or a
-//! bare flag (`direct`), `;` and `#` comments (whole-line, or after
-//! whitespace), and inheritance: a job starts from every `[global]` option
-//! written above it. fio's defaults apply (`rw=read`, `bs=4k`, `iodepth=1`,
-//! `ioengine=psync`, `direct=0`).
+//! bare flag (`direct`), `;` and `#` comments (from the first `;` or `#`
+//! anywhere on a line to its end, as fio cuts them), and inheritance: a
+//! job starts from every `[global]` option written above it. fio's
+//! defaults apply (`rw=read`, `bs=4k`, `iodepth=1`, `ioengine=psync`,
+//! `direct=0`).
 //!
 //! Options and what they become (see docs/WORKFLOW.md for the full table):
 //!
@@ -259,7 +260,15 @@ fn revalidate(built: &Scenario, file: &str, sets: &[String]) -> Result<Scenario,
         file: file.into(),
         line: None,
         message: match e.origin {
-            cint_scenario::Origin::Set(_) => e.to_string(),
+            // The parser names the file first, as this error will: once
+            // is enough.
+            cint_scenario::Origin::Set(_) => {
+                let text = e.to_string();
+                match text.strip_prefix(&format!("{file}: ")) {
+                    Some(rest) => rest.to_string(),
+                    None => text,
+                }
+            }
             _ if sets.is_empty() => {
                 format!("the imported scenario is invalid: {}: {}", e.key, e.message)
             }
@@ -327,15 +336,11 @@ struct Section {
 }
 
 fn strip_comment(line: &str) -> &str {
-    // fio treats ';' and '#' as comments at the start of a line and after
-    // whitespace; elsewhere they can be part of a value (e.g. a path).
-    let bytes = line.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        if (b == b';' || b == b'#') && (i == 0 || bytes[i - 1].is_ascii_whitespace()) {
-            return &line[..i];
-        }
-    }
-    line
+    // fio (strip_blank_end in parse.c) cuts every line at its first ';'
+    // or '#', wherever it stands: `bs=4k;4 KiB blocks` is `bs=4k`, and
+    // neither character can be part of a value. Reading the file the way
+    // fio does means a job file means the same thing to both.
+    line.find([';', '#']).map_or(line, |i| &line[..i])
 }
 
 fn parse_ini(text: &str, file: &str) -> Result<Vec<Section>, FioError> {
@@ -1199,8 +1204,8 @@ numjobs=2
         let e = import_str(FIELD_FILE, "lat.fio", &with_sets).expect_err("unknown key");
         let msg = e.to_string();
         assert!(
-            msg.contains("--set job.async-reader.depth=32") && !msg.contains('\n'),
-            "{msg}"
+            msg.starts_with("lat.fio: --set job.async-reader.depth=32: ") && !msg.contains('\n'),
+            "the file is named once: {msg}"
         );
     }
 
@@ -1257,12 +1262,33 @@ numjobs=2
     }
 
     #[test]
-    fn comments_inside_values_need_whitespace() {
-        assert_eq!(strip_comment("filename=/tmp/a#b ; x"), "filename=/tmp/a#b ");
+    fn a_comment_starts_at_the_first_semicolon_or_hash_anywhere() {
+        assert_eq!(strip_comment("filename=/tmp/a#b ; x"), "filename=/tmp/a");
+        assert_eq!(strip_comment("bs=4k;4 KiB blocks"), "bs=4k");
+        assert_eq!(strip_comment("iodepth=32#deep"), "iodepth=32");
+        assert_eq!(strip_comment("[job];first"), "[job]");
         assert_eq!(strip_comment("# all"), "");
+        assert_eq!(strip_comment("rw=randread"), "rw=randread");
         assert_eq!(parse_fio_time("2m"), Some(120_000_000_000));
         assert_eq!(parse_fio_time("150us"), Some(150_000));
         assert_eq!(parse_fio_time("x"), None);
         assert_eq!(parse_cpus("1,5,8-9"), Some(vec![1, 5, 8, 9]));
+    }
+
+    #[test]
+    fn comments_without_a_space_before_them_are_cut_as_fio_does() {
+        let text = "[global];shared\nioengine=libaio#async\nbs=4k;4 KiB blocks\n\
+                    runtime=10ms;short\n[qd8]#deeper\niodepth=8;eight\nrw=randread#random\n";
+        let imp = import_str(text, "c.fio", &args()).expect("the comments are not values");
+        let s = &imp.scenario;
+        assert_eq!(s.duration, 10_000_000);
+        assert_eq!(s.jobs.len(), 1);
+        assert_eq!(s.jobs[0].name, "qd8");
+        let a = io(&s.jobs[0]);
+        assert_eq!(
+            (a.engine, a.rw, a.bs, a.iodepth),
+            (Engine::Libaio, Rw::RandRead, 4096, 8)
+        );
+        assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
     }
 }

@@ -5,7 +5,8 @@
 //!   ratio to a baseline strategy (as the cinterrupts paper's figures are),
 //!   and a latency CDF drawn through the reported percentiles.
 //! - A sweep file (JSON lines from [`crate::sweep`]) gives line plots of the
-//!   same metrics against the first varied key.
+//!   same metrics against the first varied key: colour tells the strategy
+//!   (and job), line dash and marker the values of the other varied keys.
 //!
 //! Text is drawn with the system's sans-serif font found through
 //! fontconfig (Debian: `fonts-dejavu-core`; building needs
@@ -192,7 +193,10 @@ pub fn plot_file(path: &Path, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError
     }
 }
 
-const PALETTE: [RGBColor; 8] = [
+/// Line and bar colours (Tableau 10 with its grey replaced by black, so
+/// that no colour reads as the grey of markers and of the line-style
+/// legend).
+const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -200,8 +204,38 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
+    RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
 ];
+
+/// Line dashes of the style variants: `None` is solid, else `(dash,
+/// gap)` in pixels.
+const DASHES: [Option<(u32, u32)>; 4] = [None, Some((12, 6)), Some((3, 4)), Some((24, 6))];
+
+/// Marker shapes of the style variants, the second half of a variant
+/// (with [`DASHES`]). Their counts are coprime, so the first 20 variants
+/// all differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Circle,
+    Square,
+    TriangleUp,
+    Diamond,
+    TriangleDown,
+}
+
+const SHAPES: [Shape; 5] = [
+    Shape::Circle,
+    Shape::Square,
+    Shape::TriangleUp,
+    Shape::Diamond,
+    Shape::TriangleDown,
+];
+
+/// The colour of the line-style half of a grouped legend: neutral, so it
+/// is not read as a series of its own.
+const VARIANT_GREY: RGBColor = RGBColor(70, 70, 70);
 
 const FONT: &str = "sans-serif";
 const MARKER: RGBColor = RGBColor(90, 90, 90);
@@ -224,6 +258,55 @@ pub struct BarChart {
     pub baseline: usize,
 }
 
+/// One line of a [`LineChart`] and how it is drawn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Name; the legend's entry when the legend lists series.
+    pub name: String,
+    /// Points `(x, y)`, in drawing order.
+    pub points: Vec<(f64, f64)>,
+    /// Colour, an index into the palette. Past the palette's ten colours
+    /// they repeat with hollow markers.
+    pub color: usize,
+    /// Line dash and marker shape: 0 is solid with dots; 1, 2, ... differ
+    /// in both (the first 20 are distinct).
+    pub variant: usize,
+}
+
+impl Series {
+    /// The `i`-th series of a chart whose series differ by colour only.
+    pub fn nth(i: usize, name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            points,
+            color: i,
+            variant: 0,
+        }
+    }
+}
+
+/// What a [`LineChart`]'s legend lists.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Legend {
+    /// One entry per series, drawn in the series' style.
+    Series,
+    /// Colour and line style apart, for series that cross two things (a
+    /// strategy, and the value of another varied key): one entry per
+    /// colour, then one per line style. Lets 7 strategies x 3 values read
+    /// as 7 + 3 entries rather than 21.
+    Grouped {
+        /// What colour tells, e.g. `strategy`.
+        colors_title: String,
+        /// Entry of colour `i` (the [`Series::color`] index).
+        colors: Vec<String>,
+        /// What line style tells, e.g. `iodepth`.
+        variants_title: String,
+        /// Entry of variant `i` (the [`Series::variant`] index). Left out
+        /// of the legend when there is only one.
+        variants: Vec<String>,
+    },
+}
+
 /// A line chart.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LineChart {
@@ -233,12 +316,14 @@ pub struct LineChart {
     pub x_desc: String,
     /// Y axis label, with unit.
     pub y_desc: String,
-    /// Logarithmic x axis (base-2 friendly tick labels).
+    /// Logarithmic x axis, labelled at 1, 2 and 5 of every decade.
     pub x_log: bool,
     /// Labels for x positions instead of numbers (categorical sweeps).
     pub x_names: Option<Vec<String>>,
-    /// `(series name, points)`.
-    pub series: Vec<(String, Vec<(f64, f64)>)>,
+    /// The lines.
+    pub series: Vec<Series>,
+    /// How the legend names them.
+    pub legend: Legend,
     /// Vertical markers `(x, label)`, e.g. a chosen `delta`.
     pub markers: Vec<(f64, String)>,
 }
@@ -319,11 +404,11 @@ fn nice_max(v: f64) -> f64 {
 
 fn draw_bars<DB: DrawingBackend>(c: &BarChart, full: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
     full.fill(&WHITE)?;
-    let entries: Vec<(String, RGBColor, LegendMark)> = if c.series.len() > 1 {
+    let entries: Vec<LegendRow> = if c.series.len() > 1 {
         c.series
             .iter()
             .enumerate()
-            .map(|(i, (n, _))| (n.clone(), PALETTE[i % PALETTE.len()], LegendMark::Box))
+            .map(|(i, (n, _))| LegendRow::Entry(n.clone(), Swatch::Box(color_of(i).0)))
             .collect()
     } else {
         Vec::new()
@@ -356,7 +441,7 @@ fn draw_bars<DB: DrawingBackend>(c: &BarChart, full: &DrawingArea<DB, Shift>) ->
     let groups = c.series.len().max(1) as f64;
     let width = 0.8 / groups;
     for (si, (_, values)) in c.series.iter().enumerate() {
-        let color = PALETTE[si % PALETTE.len()];
+        let color = color_of(si).0;
         let bars = values.iter().enumerate().map(|(ci, &v)| {
             let x0 = ci as f64 + 0.1 + si as f64 * width;
             Rectangle::new([(x0, 0.0), (x0 + width * 0.92, v)], color.filled())
@@ -394,21 +479,130 @@ fn draw_bars<DB: DrawingBackend>(c: &BarChart, full: &DrawingArea<DB, Shift>) ->
     Ok(())
 }
 
-/// How a legend entry shows its series.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LegendMark {
-    Box,
-    Line,
-    Dashed,
+/// A colour and whether markers of it are filled: past the palette,
+/// colours repeat with hollow markers.
+fn color_of(i: usize) -> (RGBColor, bool) {
+    (PALETTE[i % PALETTE.len()], (i / PALETTE.len()) % 2 == 0)
 }
 
-/// Past the palette, lines are dashed so no two series look alike.
-fn line_mark(i: usize) -> LegendMark {
-    if i < PALETTE.len() {
-        LegendMark::Line
-    } else {
-        LegendMark::Dashed
+/// The dash and marker shape of a style variant.
+fn variant_of(v: usize) -> (Option<(u32, u32)>, Shape) {
+    (DASHES[v % DASHES.len()], SHAPES[v % SHAPES.len()])
+}
+
+/// A marker's outline around its centre, in pixels; `None` for a circle.
+fn shape_outline(shape: Shape, r: i32) -> Option<Vec<(i32, i32)>> {
+    // Polygons look smaller than a circle of the same radius: grow them.
+    let q = r + 1;
+    match shape {
+        Shape::Circle => None,
+        Shape::Square => Some(vec![(-r, -r), (r, -r), (r, r), (-r, r)]),
+        Shape::TriangleUp => Some(vec![(0, -q - 1), (q, q - 1), (-q, q - 1)]),
+        Shape::TriangleDown => Some(vec![(0, q + 1), (q, 1 - q), (-q, 1 - q)]),
+        Shape::Diamond => Some(vec![(0, -q - 1), (q + 1, 0), (0, q + 1), (-q - 1, 0)]),
     }
+}
+
+/// The segments of a horizontal line from `from` to `to` at `y`, dashed
+/// as `dash` says (or solid), in pixels: the legend's swatches, which
+/// plotters' dashed series cannot draw outside a chart.
+fn dashed_segments(from: i32, to: i32, y: i32, dash: Option<(u32, u32)>) -> Vec<[(i32, i32); 2]> {
+    match dash {
+        None => vec![[(from, y), (to, y)]],
+        Some((on, off)) => {
+            let mut segments = Vec::new();
+            let mut x = from;
+            while x < to {
+                segments.push([(x, y), ((x + on as i32).min(to), y)]);
+                x += (on + off) as i32;
+            }
+            segments
+        }
+    }
+}
+
+/// How a legend row shows what it names.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Swatch {
+    /// A filled box: a bar series.
+    Box(RGBColor),
+    /// A line with an optional marker: `(colour, dash, marker shape,
+    /// filled)`.
+    Line(RGBColor, Option<(u32, u32)>, Option<Shape>, bool),
+}
+
+/// One row of a legend.
+#[derive(Clone, Debug, PartialEq)]
+enum LegendRow {
+    /// A heading of a group of entries.
+    Title(String),
+    /// A name and its swatch.
+    Entry(String, Swatch),
+}
+
+/// Series with more points than this are drawn without markers: a dense
+/// curve (a CDF) would drown in them.
+const MARKER_LIMIT: usize = 40;
+
+/// The swatch of a series drawn in colour `color` and variant `variant`,
+/// with its marker if the series shows markers.
+fn series_swatch(color: usize, variant: usize, marked: bool) -> Swatch {
+    let (rgb, filled) = color_of(color);
+    let (dash, shape) = variant_of(variant);
+    Swatch::Line(rgb, dash, marked.then_some(shape), filled)
+}
+
+/// The rows of a line chart's legend: its series (or its colours, then its
+/// line styles), then its vertical markers.
+fn line_legend(c: &LineChart) -> Vec<LegendRow> {
+    let mut rows = Vec::new();
+    if c.series.len() <= 1 && c.markers.is_empty() {
+        return rows;
+    }
+    // Swatches show markers only where the lines do.
+    let marked = |s: &Series| s.points.len() <= MARKER_LIMIT;
+    let any_marked = c.series.iter().any(marked);
+    match &c.legend {
+        Legend::Series => rows.extend(c.series.iter().map(|s| {
+            LegendRow::Entry(s.name.clone(), series_swatch(s.color, s.variant, marked(s)))
+        })),
+        Legend::Grouped {
+            colors_title,
+            colors,
+            variants_title,
+            variants,
+        } => {
+            if !colors_title.is_empty() {
+                rows.push(LegendRow::Title(colors_title.clone()));
+            }
+            // The colour entries are drawn solid: the line style belongs to
+            // the other group.
+            rows.extend(colors.iter().enumerate().map(|(i, name)| {
+                let (rgb, filled) = color_of(i);
+                LegendRow::Entry(
+                    name.clone(),
+                    Swatch::Line(rgb, None, any_marked.then_some(Shape::Circle), filled),
+                )
+            }));
+            if variants.len() > 1 {
+                rows.push(LegendRow::Title(variants_title.clone()));
+                rows.extend(variants.iter().enumerate().map(|(v, name)| {
+                    let (dash, shape) = variant_of(v);
+                    LegendRow::Entry(
+                        name.clone(),
+                        Swatch::Line(VARIANT_GREY, dash, any_marked.then_some(shape), true),
+                    )
+                }));
+            }
+        }
+    }
+    rows.extend(c.markers.iter().map(|(_, label)| {
+        LegendRow::Entry(
+            label.clone(),
+            Swatch::Line(MARKER, Some((6, 4)), None, true),
+        )
+    }));
+    rows
 }
 
 /// The last segment of a dotted key (`device.model` -> `model`), or the
@@ -427,43 +621,108 @@ fn short_key<'k>(key: &'k str, all: impl Iterator<Item = &'k String>) -> &'k str
 /// the area left for the chart.
 fn with_legend<DB: DrawingBackend>(
     full: &DrawingArea<DB, Shift>,
-    entries: &[(String, RGBColor, LegendMark)],
+    rows: &[LegendRow],
 ) -> Result<DrawingArea<DB, Shift>, DrawingAreaErrorKind<DB::ErrorType>> {
-    if entries.is_empty() {
+    if rows.is_empty() {
         return Ok(full.clone());
     }
-    let (w, _) = full.dim_in_pixel();
+    let (w, h) = full.dim_in_pixel();
     // Wide enough for the longest name (about 8.5 px a character at this
     // size), but the data keeps at least 55% of the width.
-    let longest = entries
+    let longest = rows
         .iter()
-        .map(|(n, _, _)| n.chars().count())
+        .map(|r| match r {
+            LegendRow::Title(t) => t.chars().count() as u32,
+            LegendRow::Entry(n, _) => n.chars().count() as u32 + 5,
+        })
         .max()
-        .unwrap_or(0) as u32;
-    let width = (46 + longest * 17 / 2).clamp(LEGEND_WIDTH, w * 45 / 100);
+        .unwrap_or(0);
+    let width = (40 + longest * 17 / 2).clamp(LEGEND_WIDTH, w * 45 / 100);
     let (chart, legend) = full.split_horizontally(w.saturating_sub(width));
-    let style = TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-    for (i, (name, color, mark)) in entries.iter().enumerate() {
-        let y = 70 + 24 * i as i32;
-        match mark {
-            LegendMark::Line => {
-                legend.draw(&PathElement::new([(4, y), (28, y)], color.stroke_width(3)))?
-            }
-            LegendMark::Dashed => {
-                for x in [4, 14, 24] {
-                    legend.draw(&PathElement::new(
-                        [(x, y), (x + 6, y)],
-                        color.stroke_width(3),
-                    ))?;
+    // 24 px a row while they fit under the title, tighter when they do not.
+    let titles = rows
+        .iter()
+        .filter(|r| matches!(r, LegendRow::Title(_)))
+        .count() as i32;
+    let room = h as i32 - 90;
+    let step = (room / (rows.len() as i32 + titles / 2).max(1)).clamp(12, 24);
+    let entry_style =
+        TextStyle::from((FONT, 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    let title_style = TextStyle::from((FONT, 15).into_font())
+        .pos(Pos::new(HPos::Left, VPos::Center))
+        .color(&RGBColor(60, 60, 60));
+    let mut y = 70;
+    for (i, row) in rows.iter().enumerate() {
+        match row {
+            LegendRow::Title(text) => {
+                // Half a row of space above every heading but the first,
+                // so the two groups read apart.
+                if i > 0 {
+                    y += step / 2;
                 }
+                legend.draw(&Text::new(text.clone(), (4, y), title_style.clone()))?;
+                let rule = (4 + text.chars().count() as i32 * 17 / 2).min(width as i32 - 8);
+                legend.draw(&PathElement::new(
+                    [(4, y + 10), (rule, y + 10)],
+                    RGBColor(160, 160, 160).stroke_width(1),
+                ))?;
             }
-            LegendMark::Box => {
-                legend.draw(&Rectangle::new([(8, y - 7), (24, y + 7)], color.filled()))?
+            LegendRow::Entry(name, swatch) => {
+                match *swatch {
+                    Swatch::Box(color) => {
+                        legend.draw(&Rectangle::new([(10, y - 7), (28, y + 7)], color.filled()))?
+                    }
+                    Swatch::Line(color, dash, shape, filled) => {
+                        for seg in dashed_segments(4, 38, y, dash) {
+                            legend.draw(&PathElement::new(seg, color.stroke_width(3)))?;
+                        }
+                        if let Some(shape) = shape {
+                            draw_marker(&legend, (21, y), shape, 5, (color, filled), false)?;
+                        }
+                    }
+                }
+                legend.draw(&Text::new(name.clone(), (46, y), entry_style.clone()))?;
             }
         }
-        legend.draw(&Text::new(name.clone(), (36, y), style.clone()))?;
+        y += step;
     }
     Ok(chart)
+}
+
+/// Draws one marker at a pixel position of `area`; with `halo`, in a
+/// white rim, so that a marker drawn on a line or on a marker of its own
+/// colour (a series equal to another of the same colour) still shows its
+/// shape. (The legend's swatches go without: a rim there would break
+/// their line and read as a dash.)
+fn draw_marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (x, y): (i32, i32),
+    shape: Shape,
+    r: i32,
+    (color, filled): (RGBColor, bool),
+    halo: bool,
+) -> DrawResult<DB> {
+    let at = |outline: Vec<(i32, i32)>| -> Vec<(i32, i32)> {
+        outline.iter().map(|&(dx, dy)| (x + dx, y + dy)).collect()
+    };
+    if halo || !filled {
+        // A hollow marker needs the white inside whether or not it has a rim.
+        let grow = if halo { 2 } else { 0 };
+        match shape_outline(shape, r + grow) {
+            None => area.draw(&Circle::new((x, y), r + grow, WHITE.filled()))?,
+            Some(rim) => area.draw(&Polygon::new(at(rim), WHITE.filled()))?,
+        }
+    }
+    match (shape_outline(shape, r), filled) {
+        (None, true) => area.draw(&Circle::new((x, y), r, color.filled())),
+        (None, false) => area.draw(&Circle::new((x, y), r, color.stroke_width(2))),
+        (Some(outline), true) => area.draw(&Polygon::new(at(outline), color.filled())),
+        (Some(outline), false) => {
+            let mut pts = at(outline);
+            pts.push(pts[0]);
+            area.draw(&PathElement::new(pts, color.stroke_width(2)))
+        }
+    }
 }
 
 fn format_value(v: f64) -> String {
@@ -506,24 +765,32 @@ fn line_builder<'a, 'b, DB: DrawingBackend>(
     b
 }
 
+/// The x positions a logarithmic axis gets a grid line at: 1 to 9 times
+/// every power of ten in `lo..=hi`, each once. (Plotters' own log key
+/// points repeat every power of ten, which drew its label twice.)
+fn log_key_points(lo: f64, hi: f64) -> Vec<f64> {
+    let mut points = Vec::new();
+    if !(lo > 0.0 && hi >= lo && hi.is_finite()) {
+        return points;
+    }
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    for exp in first..=last {
+        let decade = 10f64.powi(exp);
+        for m in 1..=9 {
+            let x = decade * f64::from(m);
+            if x >= lo && x <= hi {
+                points.push(x);
+            }
+        }
+    }
+    points
+}
+
 fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
     full.fill(&WHITE)?;
-    let mut entries: Vec<(String, RGBColor, LegendMark)> = Vec::new();
-    if c.series.len() > 1 || !c.markers.is_empty() {
-        entries.extend(
-            c.series
-                .iter()
-                .enumerate()
-                .map(|(i, (n, _))| (n.clone(), PALETTE[i % PALETTE.len()], line_mark(i))),
-        );
-        entries.extend(
-            c.markers
-                .iter()
-                .map(|(_, l)| (l.clone(), MARKER, LegendMark::Dashed)),
-        );
-    }
-    let root = &with_legend(full, &entries)?;
-    let points = || c.series.iter().flat_map(|(_, p)| p.iter());
+    let root = &with_legend(full, &line_legend(c))?;
+    let points = || c.series.iter().flat_map(|s| s.points.iter());
     let (mut x_lo, mut x_hi) = points().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
         (lo.min(p.0), hi.max(p.0))
     });
@@ -535,9 +802,8 @@ fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) 
         (x_lo, x_hi) = (0.0, 1.0);
     }
     if c.x_log {
-        // Plotters labels a log axis from the first power of ten inside
-        // it, so start at one to label the left end.
-        // (a hair below, so rounding in its logarithm cannot skip it).
+        // Start at a power of ten, so the left end is labelled (a hair
+        // below, so rounding in the logarithm cannot push it out).
         x_lo = 10f64.powf(x_lo.max(1e-9).log10().floor()) * 0.999;
     }
     let span = (x_hi - x_lo).max(1e-9);
@@ -556,34 +822,39 @@ fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) 
                 .x_label_formatter($x_fmt)
                 .y_label_formatter(&|v| format_value(*v))
                 .draw()?;
-            for (i, (_, pts)) in c.series.iter().enumerate() {
-                let color = PALETTE[i % PALETTE.len()];
-                // A series equal to later ones is drawn wider, so it still
-                // shows as an outline around them.
+            for (i, series) in c.series.iter().enumerate() {
+                let pts = &series.points;
+                let (color, filled) = color_of(series.color);
+                let (dash, shape) = variant_of(series.variant);
+                // A series equal to later ones of other colours is drawn
+                // wider, so it still shows as an outline around them. (One
+                // of its own colour would not show as an outline: there
+                // the markers, each in a white rim, show both shapes.)
                 let behind = c.series[i + 1..]
                     .iter()
-                    .filter(|(_, q)| q == pts)
+                    .filter(|q| q.points == *pts && q.color != series.color)
                     .count()
                     .min(3) as u32;
                 let width = 2 + 2 * behind;
-                if line_mark(i) == LegendMark::Dashed {
-                    chart.draw_series(DashedLineSeries::new(
+                match dash {
+                    Some((on, off)) => chart.draw_series(DashedLineSeries::new(
                         pts.iter().copied(),
-                        10,
-                        6,
+                        on,
+                        off,
                         color.stroke_width(width),
-                    ))?;
-                } else {
-                    chart.draw_series(LineSeries::new(
+                    ))?,
+                    None => chart.draw_series(LineSeries::new(
                         pts.iter().copied(),
                         color.stroke_width(width),
-                    ))?;
-                }
-                // Dots mark measured points; a dense curve (a CDF) would drown in them.
-                if pts.len() <= 40 {
-                    let radius = 3 + 2 * behind;
-                    chart
-                        .draw_series(pts.iter().map(|&p| Circle::new(p, radius, color.filled())))?;
+                    ))?,
+                };
+                // Markers show measured points and tell variants apart.
+                if pts.len() <= MARKER_LIMIT {
+                    let radius = 4 + 2 * behind as i32;
+                    for p in pts {
+                        let at = chart.backend_coord(p);
+                        draw_marker(root, at, shape, radius, (color, filled), true)?;
+                    }
                 }
             }
             for (x, _) in &c.markers {
@@ -597,11 +868,12 @@ fn draw_lines<DB: DrawingBackend>(c: &LineChart, full: &DrawingArea<DB, Shift>) 
         }};
     }
     if c.x_log {
+        let x_end = x_hi * 1.05;
+        let ticks = log_key_points(x_lo, x_end);
+        let tick_count = ticks.len();
         let chart = line_builder(root, &c.title)
-            .build_cartesian_2d((x_lo..x_hi * 1.05).log_scale(), 0f64..y_hi)?;
-        // Asking for about 12 points per decade gets plotters' 1..9 grid.
-        let decades = (x_hi * 1.05 / x_lo).log10().floor().max(1.0) as usize;
-        body!(chart, 12 * decades, &|v: &f64| log_tick(*v));
+            .build_cartesian_2d((x_lo..x_end).log_scale().with_key_points(ticks), 0f64..y_hi)?;
+        body!(chart, tick_count, &|v: &f64| log_tick(*v));
     } else if let Some(names) = &c.x_names {
         let chart = line_builder(root, &c.title)
             .build_cartesian_2d(-0.3f64..(names.len() as f64 - 0.7).max(0.3), 0f64..y_hi)?;
@@ -746,9 +1018,11 @@ pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError
     for (stem, chart) in &charts {
         written.extend(write_bar_chart(chart, &args.out_dir, stem, &args.formats)?);
     }
+    // Colour is the strategy, line style the job, as in the sweep charts.
+    let multi_job = job_names.len() > 1;
     let mut cdf = Vec::new();
-    for s in &doc.results {
-        for j in &s.jobs {
+    for (si, s) in doc.results.iter().enumerate() {
+        for (ji, j) in s.jobs.iter().enumerate() {
             let mut pts: Vec<(f64, f64)> = vec![(j.lat_ns.min as f64 / 1e3, 0.0)];
             let mut pcts: Vec<(f64, u64)> = j
                 .lat_ns
@@ -759,12 +1033,17 @@ pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError
             pcts.sort_by(|a, b| a.0.total_cmp(&b.0));
             pts.extend(pcts.iter().map(|&(p, v)| (v as f64 / 1e3, p)));
             pts.push((j.lat_ns.max as f64 / 1e3, 100.0));
-            let name = if job_names.len() > 1 {
+            let name = if multi_job {
                 format!("{} / {}", s.strategy, j.name)
             } else {
                 s.strategy.clone()
             };
-            cdf.push((name, pts));
+            cdf.push(Series {
+                name,
+                points: pts,
+                color: si,
+                variant: if multi_job { ji } else { 0 },
+            });
         }
     }
     let cdf_chart = LineChart {
@@ -774,6 +1053,12 @@ pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError
         x_log: cdf_is_wide(&cdf),
         x_names: None,
         series: cdf,
+        legend: Legend::Grouped {
+            colors_title: "strategy".into(),
+            colors: categories.clone(),
+            variants_title: "job".into(),
+            variants: job_names.clone(),
+        },
         markers: Vec::new(),
     };
     written.extend(write_line_chart(
@@ -786,8 +1071,8 @@ pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError
 }
 
 /// A long tail squeezes the body of a linear CDF into one pixel column.
-fn cdf_is_wide(series: &[(String, Vec<(f64, f64)>)]) -> bool {
-    let xs = || series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
+fn cdf_is_wide(series: &[Series]) -> bool {
+    let xs = || series.iter().flat_map(|s| s.points.iter().map(|q| q.0));
     let lo = xs().fold(f64::MAX, f64::min);
     let hi = xs().fold(0.0, f64::max);
     lo > 0.0 && hi / lo > 20.0
@@ -841,8 +1126,23 @@ type SweepMetric = (
 
 /// Line plots of every metric against the first varied key: one line per
 /// strategy (and per job, and per value of the other keys, when there are
-/// several).
+/// several). Colour tells the strategy (and job), line dash and marker
+/// the values of the other keys.
 pub fn plot_sweep(rows: &[SweepRow], args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError> {
+    let mut written = Vec::new();
+    for (stem, chart) in sweep_charts(rows)? {
+        written.extend(write_line_chart(
+            &chart,
+            &args.out_dir,
+            stem,
+            &args.formats,
+        )?);
+    }
+    Ok(written)
+}
+
+/// The sweep's charts, `(file stem, chart)`, before drawing.
+fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineChart)>, PlotError> {
     let first = rows
         .first()
         .ok_or_else(|| PlotError("the sweep has no rows".into()))?;
@@ -874,15 +1174,77 @@ pub fn plot_sweep(rows: &[SweepRow], args: &PlotArgs) -> Result<Vec<PathBuf>, Pl
             .map(|i| xs[i])
             .unwrap_or(0.0)
     };
+    // Colour tells the strategy (and the job, when there are several), so
+    // a strategy keeps its colour across the values of the other keys;
+    // line dash and marker tell those values. Past the palette, the job
+    // moves from colour to line style, so colours stay one per strategy.
     let multi_job = rows.iter().any(|r| r.job != first.job);
-    let series_of = |r: &SweepRow| {
-        let mut name = r.strategy.clone();
-        if multi_job {
-            name = format!("{name} / {}", r.job);
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    for r in rows {
+        if !pairs.contains(&(r.strategy.as_str(), r.job.as_str())) {
+            pairs.push((r.strategy.as_str(), r.job.as_str()));
         }
-        for (k, v) in r.point.iter().skip(1) {
-            let k = short_key(k, r.point.keys());
-            name = format!("{name}, {k}={}", v.as_str().unwrap_or(""));
+    }
+    let job_in_color = multi_job && pairs.len() <= PALETTE.len();
+    let job_in_variant = multi_job && !job_in_color;
+    let other_keys: Vec<&String> = first.point.keys().skip(1).collect();
+    let color_of_row = |r: &SweepRow| {
+        if job_in_color {
+            format!("{} / {}", r.strategy, r.job)
+        } else {
+            r.strategy.clone()
+        }
+    };
+    let variant_of_row = |r: &SweepRow| {
+        let mut parts: Vec<String> = other_keys.iter().map(|k| value_of(r, k)).collect();
+        if job_in_variant {
+            parts.push(r.job.clone());
+        }
+        parts.join(", ")
+    };
+    let mut colors: Vec<String> = Vec::new();
+    let mut variants: Vec<String> = Vec::new();
+    for r in rows {
+        let (c, v) = (color_of_row(r), variant_of_row(r));
+        if !colors.contains(&c) {
+            colors.push(c);
+        }
+        if !variants.contains(&v) {
+            variants.push(v);
+        }
+    }
+    let mut variants_title: Vec<&str> = other_keys
+        .iter()
+        .map(|k| short_key(k, first.point.keys()))
+        .collect();
+    if job_in_variant {
+        variants_title.push("job");
+    }
+    let legend = Legend::Grouped {
+        colors_title: if job_in_color {
+            "strategy / job".into()
+        } else {
+            "strategy".into()
+        },
+        colors: colors.clone(),
+        variants_title: variants_title.join(", "),
+        variants: variants.clone(),
+    };
+    let style_of = |r: &SweepRow| {
+        let color = colors
+            .iter()
+            .position(|c| *c == color_of_row(r))
+            .unwrap_or(0);
+        let variant = variants
+            .iter()
+            .position(|v| *v == variant_of_row(r))
+            .unwrap_or(0);
+        (color, variant)
+    };
+    let name_of = |color: usize, variant: usize| {
+        let mut name = colors[color].clone();
+        if variants.len() > 1 {
+            name = format!("{name}, {}", variants[variant]);
         }
         name
     };
@@ -920,24 +1282,32 @@ pub fn plot_sweep(rows: &[SweepRow], args: &PlotArgs) -> Result<Vec<PathBuf>, Pl
     // Few values spread over decades read best evenly spaced and labelled
     // with the values themselves, as papers draw thr sweeps.
     let evenly = x_names.is_none() && wide && x_values.len() <= 16;
-    let mut written = Vec::new();
+    let mut charts = Vec::new();
     for (stem, what, y_desc, metric) in metrics {
-        let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        let mut series: Vec<Series> = Vec::new();
         for r in rows {
-            let name = series_of(r);
+            let (color, variant) = style_of(r);
             let point = (x_of(&value_of(r, &x_key)), metric(r));
-            match series.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, pts)) => pts.push(point),
-                None => series.push((name, vec![point])),
+            match series
+                .iter_mut()
+                .find(|s| s.color == color && s.variant == variant)
+            {
+                Some(s) => s.points.push(point),
+                None => series.push(Series {
+                    name: name_of(color, variant),
+                    points: vec![point],
+                    color,
+                    variant,
+                }),
             }
         }
-        for (_, pts) in &mut series {
+        for s in &mut series {
             if evenly {
-                for p in pts.iter_mut() {
+                for p in s.points.iter_mut() {
                     p.0 = xs.iter().position(|&x| x == p.0).unwrap_or(0) as f64;
                 }
             }
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
         let chart = LineChart {
             title: format!("{what} vs {x_key}"),
@@ -950,16 +1320,12 @@ pub fn plot_sweep(rows: &[SweepRow], args: &PlotArgs) -> Result<Vec<PathBuf>, Pl
                 x_names.clone()
             },
             series,
+            legend: legend.clone(),
             markers: Vec::new(),
         };
-        written.extend(write_line_chart(
-            &chart,
-            &args.out_dir,
-            stem,
-            &args.formats,
-        )?);
+        charts.push((stem, chart));
     }
-    Ok(written)
+    Ok(charts)
 }
 
 #[cfg(test)]
@@ -1108,6 +1474,184 @@ mod tests {
         args.baseline = Some("nope".into());
         let e = plot_run(&doc, &args).expect_err("unknown baseline");
         assert!(e.to_string().contains("baseline 'nope'"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A sweep row with only what the charts group by.
+    fn row(point: &[(&str, &str)], strategy: &str, job: &str, iops: f64) -> SweepRow {
+        SweepRow {
+            point: point
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+                .collect(),
+            strategy: strategy.into(),
+            kind: "adaptive".into(),
+            job: job.into(),
+            iops,
+            lat_mean_ns: 1_000.0,
+            lat_p50_ns: 1_000,
+            lat_p99_ns: 2_000,
+            interrupts_per_s: 1_000.0,
+            cpu_util: 0.5,
+            job_cpu_util: 0.5,
+            context_switches_per_io: 1.0,
+            wakeups_per_io: 1.0,
+        }
+    }
+
+    /// Seven strategies x `jobs`, over `job.a.iodepth` = 1..8 and
+    /// `device.model` = x, y, z.
+    fn two_key_rows(jobs: &[&str]) -> Vec<SweepRow> {
+        let mut rows = Vec::new();
+        for depth in ["1", "2", "4", "8"] {
+            for model in ["x", "y", "z"] {
+                for s in 0..7 {
+                    for job in jobs {
+                        let point = [("job.a.iodepth", depth), ("device.model", model)];
+                        rows.push(row(&point, &format!("s{s}"), job, s as f64));
+                    }
+                }
+            }
+        }
+        rows
+    }
+
+    /// What tells two drawn series apart: colour, fill, dash, marker.
+    fn look(s: &Series) -> (RGBColor, bool, Option<(u32, u32)>, Shape) {
+        let (color, filled) = color_of(s.color);
+        let (dash, shape) = variant_of(s.variant);
+        (color, filled, dash, shape)
+    }
+
+    #[test]
+    fn in_a_sweep_colour_is_the_strategy_and_line_style_the_other_key() {
+        let charts = sweep_charts(&two_key_rows(&["j"])).expect("charts");
+        assert_eq!(charts.len(), 5);
+        let (_, chart) = &charts[0];
+        assert_eq!(chart.series.len(), 21);
+        for s in &chart.series {
+            // Names read "s3, y": strategy, then the other key's value.
+            let (strategy, model) = s.name.split_once(", ").expect("two parts");
+            assert_eq!(format!("s{}", s.color), strategy, "{}", s.name);
+            let v = ["x", "y", "z"].iter().position(|m| *m == model);
+            assert_eq!(Some(s.variant), v, "{}", s.name);
+            assert_eq!(s.points.len(), 4);
+        }
+        // No two series look alike (colours used to follow series order
+        // and repeat from the 9th on).
+        let mut looks: Vec<String> = chart
+            .series
+            .iter()
+            .map(|s| format!("{:?}", look(s)))
+            .collect();
+        looks.sort();
+        looks.dedup();
+        assert_eq!(looks.len(), 21, "two series drawn alike");
+        let Legend::Grouped {
+            colors_title,
+            colors,
+            variants_title,
+            variants,
+        } = &chart.legend
+        else {
+            panic!("a sweep over two keys has a grouped legend");
+        };
+        assert_eq!(colors_title, "strategy");
+        assert_eq!(colors, &["s0", "s1", "s2", "s3", "s4", "s5", "s6"]);
+        assert_eq!(variants_title, "model");
+        assert_eq!(variants, &["x", "y", "z"]);
+    }
+
+    #[test]
+    fn past_the_palette_the_job_moves_from_colour_to_line_style() {
+        // Two jobs: 3 strategies x 2 jobs fit the palette as colours...
+        let few: Vec<SweepRow> = two_key_rows(&["async", "sync"])
+            .into_iter()
+            .filter(|r| ["s0", "s1", "s2"].contains(&r.strategy.as_str()))
+            .collect();
+        let (_, chart) = &sweep_charts(&few).expect("charts")[0];
+        let Legend::Grouped {
+            colors, variants, ..
+        } = &chart.legend
+        else {
+            panic!("grouped");
+        };
+        assert_eq!(colors[..2], ["s0 / async", "s0 / sync"]);
+        assert_eq!(variants, &["x", "y", "z"]);
+        // ...7 x 2 do not: colour stays one per strategy.
+        let (_, chart) = &sweep_charts(&two_key_rows(&["async", "sync"])).expect("charts")[0];
+        let Legend::Grouped {
+            colors,
+            variants_title,
+            variants,
+            ..
+        } = &chart.legend
+        else {
+            panic!("grouped");
+        };
+        assert_eq!(colors.len(), 7);
+        assert_eq!(variants_title, "model, job");
+        assert_eq!(variants[..2], ["x, async", "x, sync"]);
+        assert_eq!(chart.series.len(), 42);
+        let mut looks: Vec<String> = chart
+            .series
+            .iter()
+            .map(|s| format!("{:?}", look(s)))
+            .collect();
+        looks.sort();
+        looks.dedup();
+        assert_eq!(looks.len(), 42, "two series drawn alike");
+    }
+
+    #[test]
+    fn log_axes_get_each_tick_once() {
+        let ticks = log_key_points(0.000_999, 52.5);
+        assert!(ticks.windows(2).all(|w| w[0] < w[1]), "{ticks:?}");
+        assert_eq!(ticks.first(), Some(&0.001));
+        assert_eq!(ticks.iter().filter(|&&t| t == 10.0).count(), 1);
+        assert_eq!(
+            ticks.len(),
+            4 * 9 + 5,
+            "1..9 times 0.001, 0.01, 0.1, 1; then 10..50"
+        );
+        assert!(log_key_points(0.0, 1.0).is_empty());
+
+        // Drawn: no label twice at one place (the duplicated "0.01" and "10").
+        let dir = out_dir("log");
+        let cdf: Vec<(f64, f64)> = (0..=50)
+            .map(|i| (0.001 * 10f64.powf(f64::from(i) / 10.0), f64::from(i) * 2.0))
+            .collect();
+        let chart = LineChart {
+            title: "log".into(),
+            x_desc: "x".into(),
+            y_desc: "y".into(),
+            x_log: true,
+            x_names: None,
+            series: vec![Series::nth(0, "a", cdf)],
+            legend: Legend::Series,
+            markers: vec![(20.0, "mark".into())],
+        };
+        let files = write_line_chart(&chart, &dir, "log", &[Format::Svg]).expect("svg");
+        let svg = std::fs::read_to_string(&files[0]).expect("read");
+        let mut texts: Vec<(String, String, String)> = svg
+            .split("<text ")
+            .skip(1)
+            .filter_map(|t| {
+                let attr = |name: &str| {
+                    let start = t.find(&format!("{name}=\""))? + name.len() + 2;
+                    Some(t[start..].split('"').next()?.to_string())
+                };
+                let body = t.split_once('>')?.1.split("</text>").next()?.trim();
+                Some((attr("x")?, attr("y")?, body.to_string()))
+            })
+            .filter(|t| !t.2.is_empty())
+            .collect();
+        assert!(texts.iter().any(|t| t.2 == "0.01"), "labelled: {texts:?}");
+        assert_eq!(texts.iter().filter(|t| t.2 == "0.01").count(), 1);
+        let n = texts.len();
+        texts.sort();
+        texts.dedup();
+        assert_eq!(texts.len(), n, "a label drawn twice at one place");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -12,7 +12,8 @@ use std::fmt;
 use std::io::{self, IsTerminal, Write};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
 
 use cint_report::RunResult;
 use cint_scenario::Scenario;
@@ -71,6 +72,10 @@ impl FromStr for Vary {
         })
     }
 }
+
+/// How often the progress bar is redrawn while no point finishes, so its
+/// elapsed time keeps moving during long (emulated) points.
+const TICK: Duration = Duration::from_millis(500);
 
 /// When to draw a progress bar on stderr.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -196,10 +201,19 @@ pub struct SweepRow {
     pub cpu_util: f64,
     /// This job's share of its core.
     pub job_cpu_util: f64,
+    /// This job's context switches per I/O (0 without I/Os), the table's
+    /// `cs/IO`. Absent from files written before it existed: read as 0.
+    #[serde(default)]
+    pub context_switches_per_io: f64,
+    /// Times this job's threads were woken from a block, per I/O (0
+    /// without I/Os). Absent from older files: read as 0.
+    #[serde(default)]
+    pub wakeups_per_io: f64,
 }
 
-/// The CSV columns after the varied keys.
-pub const CSV_COLUMNS: [&str; 10] = [
+/// The CSV columns after the varied keys. New columns are only ever
+/// appended, so scripts reading columns by position keep working.
+pub const CSV_COLUMNS: [&str; 12] = [
     "strategy",
     "kind",
     "job",
@@ -210,7 +224,22 @@ pub const CSV_COLUMNS: [&str; 10] = [
     "interrupts_per_s",
     "cpu_util",
     "job_cpu_util",
+    "context_switches_per_io",
+    "wakeups_per_io",
 ];
+
+/// How many of [`CSV_COLUMNS`] the first sweep CSVs had (before the
+/// per-I/O context switches and wake-ups); [`read_csv`] still reads them.
+const CSV_COLUMNS_V1: usize = 10;
+
+/// `count` per I/O of a job, 0 for a job without I/Os (a CPU-bound job).
+fn per_io(count: u64, ios: u64) -> f64 {
+    if ios == 0 {
+        0.0
+    } else {
+        count as f64 / ios as f64
+    }
+}
 
 impl Sweep {
     /// One row per point x strategy x job, in order.
@@ -236,6 +265,8 @@ impl Sweep {
                         interrupts_per_s: s.interrupts_per_s,
                         cpu_util: s.cpu_util,
                         job_cpu_util: j.cpu_util,
+                        context_switches_per_io: per_io(j.context_switches, j.ios),
+                        wakeups_per_io: per_io(j.wakeups, j.ios),
                     });
                 }
             }
@@ -278,6 +309,8 @@ impl Sweep {
                 format!("{:.3}", row.interrupts_per_s),
                 format!("{:.6}", row.cpu_util),
                 format!("{:.6}", row.job_cpu_util),
+                format!("{:.6}", row.context_switches_per_io),
+                format!("{:.6}", row.wakeups_per_io),
             ]);
             writeln!(out, "{}", fields.join(","))?;
         }
@@ -302,6 +335,20 @@ pub fn read_jsonl(text: &str) -> Result<Vec<SweepRow>, String> {
         }
         let row: SweepRow = serde_json::from_str(line)
             .map_err(|e| format!("line {}: not a sweep row: {e}", i + 1))?;
+        if let Some((name, v)) = [
+            ("iops", row.iops),
+            ("lat_mean_ns", row.lat_mean_ns),
+            ("interrupts_per_s", row.interrupts_per_s),
+            ("cpu_util", row.cpu_util),
+            ("job_cpu_util", row.job_cpu_util),
+            ("context_switches_per_io", row.context_switches_per_io),
+            ("wakeups_per_io", row.wakeups_per_io),
+        ]
+        .into_iter()
+        .find(|(_, v)| *v < 0.0)
+        {
+            return Err(format!("line {}: {name}: {v} is negative", i + 1));
+        }
         rows.push(row);
     }
     if rows.is_empty() {
@@ -319,13 +366,17 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
         .filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or("empty file")?;
     let header = csv_fields(header).map_err(|e| format!("line 1: {e}"))?;
-    let keys = header.len().saturating_sub(CSV_COLUMNS.len());
-    if header.len() <= CSV_COLUMNS.len() || header[keys..] != CSV_COLUMNS {
-        return Err(format!(
-            "line 1: not a sweep header (varied keys, then {})",
-            CSV_COLUMNS.join(",")
-        ));
-    }
+    // The current columns, or the first version's (a prefix of them).
+    let columns = [CSV_COLUMNS.len(), CSV_COLUMNS_V1]
+        .into_iter()
+        .find(|&n| header.len() > n && header[header.len() - n..] == CSV_COLUMNS[..n])
+        .ok_or_else(|| {
+            format!(
+                "line 1: not a sweep header (varied keys, then {})",
+                CSV_COLUMNS.join(",")
+            )
+        })?;
+    let keys = header.len() - columns;
     let mut rows = Vec::new();
     for (i, line) in lines {
         let at = |e: String| format!("line {}: {e}", i + 1);
@@ -338,13 +389,19 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
             )));
         }
         let num = |c: usize| -> Result<f64, String> {
-            f[keys + c].parse::<f64>().map_err(|_| {
-                at(format!(
-                    "{}: '{}' is not a number",
-                    CSV_COLUMNS[c],
-                    f[keys + c]
-                ))
-            })
+            // Rust reads "NaN" and "inf" as numbers; no metric can be one
+            // (or negative), and a chart of one would be nonsense.
+            f[keys + c]
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| {
+                    at(format!(
+                        "{}: '{}' is not a number (finite, at least 0)",
+                        CSV_COLUMNS[c],
+                        f[keys + c]
+                    ))
+                })
         };
         let int = |c: usize| -> Result<u64, String> {
             f[keys + c].parse::<u64>().map_err(|_| {
@@ -371,6 +428,8 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
             interrupts_per_s: num(7)?,
             cpu_util: num(8)?,
             job_cpu_util: num(9)?,
+            context_switches_per_io: if columns > 10 { num(10)? } else { 0.0 },
+            wakeups_per_io: if columns > 11 { num(11)? } else { 0.0 },
         });
     }
     if rows.is_empty() {
@@ -431,6 +490,10 @@ fn describe(point: &[(String, String)]) -> String {
 }
 
 /// Runs the sweep: loads every point, then runs them on `workers` threads.
+///
+/// The progress bar, if any, is drawn by the calling thread only (workers
+/// report finished points over a channel), so a caller may hold stderr's
+/// lock for the whole call.
 pub fn run_sweep(
     loader: &dyn ScenarioLoader,
     runner: &dyn Runner,
@@ -483,27 +546,59 @@ pub fn run_sweep(
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let slots: Mutex<Vec<Option<Result<RunResult, String>>>> = Mutex::new(vec![None; points.len()]);
+    // Workers only report finished points over a channel; the bar is drawn
+    // by the calling thread alone. A worker that drew it would write to
+    // stderr, and block for good if the caller holds stderr's lock while
+    // it waits for the workers (as a binary that locks stderr once does).
+    let (done_tx, done_rx) = mpsc::channel::<()>();
     std::thread::scope(|scope| {
+        let (next, failed, slots, scenarios) = (&next, &failed, &slots, &scenarios);
         for _ in 0..workers {
-            scope.spawn(|| loop {
-                if failed.load(Ordering::Relaxed) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(scenario) = scenarios.get(i) else {
-                    break;
-                };
-                let outcome = runner.run(scenario);
-                if outcome.is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                }
-                if let Ok(mut slots) = slots.lock() {
-                    slots[i] = Some(outcome);
-                }
-                if let Some(bar) = &bar {
-                    bar.inc(1);
+            let done = done_tx.clone();
+            scope.spawn(move || {
+                loop {
+                    if failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(scenario) = scenarios.get(i) else {
+                        break;
+                    };
+                    let outcome = runner.run(scenario);
+                    if outcome.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if let Ok(mut slots) = slots.lock() {
+                        slots[i] = Some(outcome);
+                    }
+                    // The receiver lives until every worker is done; an
+                    // error here could only mean it is gone, and then
+                    // nobody is drawing anyway.
+                    let _ = done.send(());
                 }
             });
+        }
+        // Only the workers' senders remain: the channel disconnects when
+        // the last worker returns, which ends the loop below.
+        drop(done_tx);
+        if let Some(bar) = &bar {
+            bar.tick();
+        }
+        loop {
+            match done_rx.recv_timeout(TICK) {
+                Ok(()) => {
+                    if let Some(bar) = &bar {
+                        bar.inc(1);
+                    }
+                }
+                // Redraw so the elapsed time moves during long points.
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some(bar) = &bar {
+                        bar.tick();
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
         }
     });
     if let Some(bar) = &bar {
@@ -624,6 +719,23 @@ mod tests {
         assert_eq!(rows.len(), 30);
         assert!(rows[0].iops < rows[29].iops);
         assert_eq!(rows[29].point["job.async.iodepth"], "16");
+        // Appended columns: the fake blocks once per interrupt's worth of
+        // I/Os, so none (one I/O per interrupt) switches once per I/O.
+        assert!(lines[0].ends_with(",job_cpu_util,context_switches_per_io,wakeups_per_io"));
+        assert!(
+            (rows[0].context_switches_per_io - 1.0).abs() < 0.01,
+            "{:?}",
+            rows[0]
+        );
+        // At iodepth 16 adaptive reaps several I/Os per interrupt.
+        assert_eq!(
+            (rows[27].kind.as_str(), rows[28].kind.as_str()),
+            ("none", "adaptive")
+        );
+        assert!(
+            rows[28].wakeups_per_io < rows[27].wakeups_per_io / 2.0,
+            "adaptive coalesces"
+        );
         // The CSV reads back to the same rows, up to its printed precision.
         let from_csv = read_csv(&csv).expect("csv rows");
         assert_eq!(from_csv.len(), rows.len());
@@ -634,6 +746,8 @@ mod tests {
             );
             assert_eq!((c.lat_p50_ns, c.lat_p99_ns), (j.lat_p50_ns, j.lat_p99_ns));
             assert!((c.iops - j.iops).abs() < 1e-2 && (c.cpu_util - j.cpu_util).abs() < 1e-5);
+            assert!((c.wakeups_per_io - j.wakeups_per_io).abs() < 1e-5);
+            assert!((c.context_switches_per_io - j.context_switches_per_io).abs() < 1e-5);
         }
     }
 
@@ -700,8 +814,32 @@ mod tests {
             .expect_err("not a sweep")
             .contains("not a sweep header"));
         let header = format!("k,{}", CSV_COLUMNS.join(","));
-        let e = read_csv(&format!("{header}\n1,none,none,j,fast,1,1,1,1,1,1\n")).expect_err("bad");
-        assert_eq!(e, "line 2: iops: 'fast' is not a number");
+        let e =
+            read_csv(&format!("{header}\n1,none,none,j,fast,1,1,1,1,1,1,1,1\n")).expect_err("bad");
+        assert_eq!(
+            e,
+            "line 2: iops: 'fast' is not a number (finite, at least 0)"
+        );
+        for bad in ["NaN", "inf", "-1"] {
+            let e = read_csv(&format!("{header}\n1,none,none,j,1,1,1,1,{bad},1,1,1,1\n"))
+                .expect_err(bad);
+            assert!(e.starts_with("line 2: interrupts_per_s: "), "{e}");
+        }
+        let row = r#"{"point":{"k":"1"},"strategy":"s","kind":"none","job":"j","iops":-5.0,"lat_mean_ns":1.0,"lat_p50_ns":1,"lat_p99_ns":1,"interrupts_per_s":1.0,"cpu_util":0.5,"job_cpu_util":0.5}"#;
+        assert_eq!(
+            read_jsonl(row).expect_err("negative"),
+            "line 1: iops: -5 is negative"
+        );
         assert!(read_csv(&format!("{header}\n")).is_err(), "no rows");
+        // Files written before the per-I/O columns were appended still read.
+        let v1 = format!("k,{}", CSV_COLUMNS[..CSV_COLUMNS_V1].join(","));
+        let rows = read_csv(&format!("{v1}\n1,none,none,j,5,1,1,1,1,1,1\n")).expect("v1 file");
+        assert_eq!((rows[0].iops, rows[0].wakeups_per_io), (5.0, 0.0));
+        assert_eq!(rows[0].point["k"], "1");
+        let old_line = r#"{"point":{"k":"1"},"strategy":"s","kind":"none","job":"j","iops":5.0,"lat_mean_ns":1.0,"lat_p50_ns":1,"lat_p99_ns":1,"interrupts_per_s":1.0,"cpu_util":0.5,"job_cpu_util":0.5}"#;
+        assert_eq!(
+            read_jsonl(old_line).expect("v1 line")[0].context_switches_per_io,
+            0.0
+        );
     }
 }

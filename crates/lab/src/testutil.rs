@@ -49,14 +49,16 @@ pub fn fake_run(s: &Scenario) -> Result<RunResult, String> {
                     for k in 0..100u64 {
                         hist.record((lat * (0.5 + k as f64 / 100.0)) as u64);
                     }
+                    let ios = (iops * secs) as u64;
                     JobResult {
                         name: job.name.clone(),
-                        ios: (iops * secs) as u64,
+                        ios,
                         iops,
                         bw_bytes: (iops * bs as f64) as u64,
                         cpu_util: iops * (IO_COST + IRQ_COST / batch) / 1e9,
-                        context_switches: 0,
-                        wakeups: 0,
+                        // A block and a wake-up per interrupt's worth of I/Os.
+                        context_switches: (ios as f64 / batch) as u64,
+                        wakeups: (ios as f64 / batch) as u64,
                         lat_ns: hist.stats(),
                     }
                 })
