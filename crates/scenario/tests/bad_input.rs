@@ -463,7 +463,7 @@ fn cases() -> Vec<Case<'static>> {
             format!("{BASE}\n[emu]\nbogus = 1\n"),
             LineOf("bogus"),
             "emu.bogus",
-            "unknown key (valid keys: backend, path, device_core)",
+            "unknown key (valid keys: backend, path, device_core, realtime)",
         ),
         case(
             "bad emu backend",
