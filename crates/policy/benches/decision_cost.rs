@@ -11,11 +11,11 @@
 //!
 //! Run: `cargo bench -p cint-policy --bench decision_cost -- --warm-up-time 1 --measurement-time 2`
 //!
-//! Measured on the reference VM (2 vCPUs, quiet), mean ns per completion,
-//! through `AnyPolicy` / as the concrete type; target at most 20:
-//! none 6.4 / 1.5, nvme 7.7 / 2.9, adaptive 6.5 / 2.7, cinterrupts 10.5 /
-//! 6.9, cinterrupts strict with storm guard 15.7 / 12.3, vic 8.1 / 3.7,
-//! vic-sched 8.9 / 4.6.
+//! Measured on the reference VM (2 vCPUs, quiet, 2026-11-23), mean ns per
+//! completion, through `AnyPolicy` / as the concrete type; target at most
+//! 20: none 5.2 / 1.6, nvme 6.5 / 2.8, adaptive 5.6 / 2.6, cinterrupts 7.4 /
+//! 5.5, cinterrupts strict with storm guard 11.9 / 9.3, vic 6.9 / 3.4,
+//! vic-sched 7.2 / 4.5.
 
 use std::hint::black_box;
 
