@@ -2,41 +2,20 @@
 //! run, and `examples/c_client.c`, compiled with the system C compiler
 //! against that header and this crate's static library, passes its checks.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-const HEADER: &str = "include/cint_emu.h";
+use cint_c_abi_testing::{assert_header_current, compile_c_example, static_lib};
 
 fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The static library cargo built for this test run. Integration tests
-/// live in `<target>/<profile>/deps/`; cargo writes the library there and
-/// copies it to `<target>/<profile>/` (no crate depends on this one, so
-/// its name carries no hash).
-fn static_lib() -> PathBuf {
-    let name = "libcint_emu_ffi.a";
-    let exe = std::env::current_exe().expect("test binary path");
-    let deps = exe.parent().expect("test binary has a directory");
-    [deps.join(name), deps.join("..").join(name)]
-        .into_iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{name} not found next to {}", exe.display()))
-}
-
 #[test]
 fn header_is_current() {
-    let fresh_path = Path::new(env!("OUT_DIR")).join("cint_emu.h");
-    let fresh = std::fs::read_to_string(&fresh_path).expect("build.rs generated the header");
-    let committed_path = crate_dir().join(HEADER);
-    if std::env::var_os("CINT_BLESS_HEADER").is_some() {
-        std::fs::write(&committed_path, &fresh).expect("header is writable");
-    }
-    let committed = std::fs::read_to_string(&committed_path).unwrap_or_default();
-    assert!(
-        committed == fresh,
-        "{HEADER} is stale: rerun with CINT_BLESS_HEADER=1 and commit it"
+    assert_header_current(
+        &Path::new(env!("OUT_DIR")).join("cint_emu.h"),
+        &crate_dir().join("include/cint_emu.h"),
     );
 }
 
@@ -51,17 +30,12 @@ fn c_program_submits_with_hints_and_waits() {
         return;
     }
     let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cint_emu_c_client");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    let status = Command::new(&cc)
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
-        .arg(crate_dir().join("include"))
-        .arg(crate_dir().join("examples/c_client.c"))
-        .arg(static_lib())
-        .args(["-lpthread", "-ldl", "-lm", "-o"])
-        .arg(&exe)
-        .status()
-        .expect("a C compiler runs");
-    assert!(status.success(), "{cc} failed to build the example");
+    compile_c_example(
+        &crate_dir().join("examples/c_client.c"),
+        &crate_dir().join("include"),
+        &static_lib("cint-emu-ffi"),
+        &exe,
+    );
     let out = Command::new(&exe)
         .arg(cpus.last().expect("a cpu").to_string())
         .arg(cpus[0].to_string())

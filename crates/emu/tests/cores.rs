@@ -9,18 +9,6 @@ use cint_policy::{PolicyConfig, MS};
 use cint_scenario::Engine;
 use common::*;
 
-/// Emulator threads alive in this process (all are named `cint-*`).
-fn emulator_threads() -> usize {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .filter_map(Result::ok)
-        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-        .filter(|comm| comm.starts_with("cint-"))
-        .count()
-}
-
 fn sync_qd1() -> cint_scenario::Scenario {
     scenario(
         "sync-qd1",

@@ -140,18 +140,6 @@ fn sync_scenario() -> cint_scenario::Scenario {
     )
 }
 
-/// Emulator threads alive in this process (all named `cint-*`).
-fn emulator_threads() -> usize {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .filter_map(Result::ok)
-        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-        .filter(|comm| comm.starts_with("cint-"))
-        .count()
-}
-
 #[test]
 fn require_refuses_to_start_with_a_one_line_error_and_leaves_no_thread() {
     let _g = serial();

@@ -191,19 +191,6 @@ fn a_million_requests_per_strategy_complete_exactly_once() {
     stress(1_000_000);
 }
 
-/// Emulator threads alive in this process (they are all named `cint-*`;
-/// counting every thread would count other tests' threads too).
-fn emulator_threads() -> usize {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .filter_map(Result::ok)
-        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-        .filter(|comm| comm.starts_with("cint-"))
-        .count()
-}
-
 #[test]
 fn shutdown_with_requests_in_flight_completes_or_cancels_each_and_leaves_no_thread() {
     let _g = serial();

@@ -21,6 +21,19 @@ pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Emulator threads alive in this process. They are all named `cint-*`;
+/// counting every thread would count other tests' threads too.
+pub fn emulator_threads() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .filter(|comm| comm.starts_with("cint-"))
+        .count()
+}
+
 /// True when the machine can run the emulator (2 CPUs or more); prints why
 /// not otherwise.
 pub fn can_emulate() -> bool {
