@@ -1523,6 +1523,18 @@ mod tests {
         (color, filled, dash, shape)
     }
 
+    /// How many different styles the chart's series are drawn in.
+    fn distinct_looks(chart: &LineChart) -> usize {
+        let mut looks: Vec<String> = chart
+            .series
+            .iter()
+            .map(|s| format!("{:?}", look(s)))
+            .collect();
+        looks.sort();
+        looks.dedup();
+        looks.len()
+    }
+
     #[test]
     fn in_a_sweep_colour_is_the_strategy_and_line_style_the_other_key() {
         let charts = sweep_charts(&two_key_rows(&["j"])).expect("charts");
@@ -1539,14 +1551,7 @@ mod tests {
         }
         // No two series look alike (colours used to follow series order
         // and repeat from the 9th on).
-        let mut looks: Vec<String> = chart
-            .series
-            .iter()
-            .map(|s| format!("{:?}", look(s)))
-            .collect();
-        looks.sort();
-        looks.dedup();
-        assert_eq!(looks.len(), 21, "two series drawn alike");
+        assert_eq!(distinct_looks(chart), 21, "two series drawn alike");
         let Legend::Grouped {
             colors_title,
             colors,
@@ -1593,14 +1598,7 @@ mod tests {
         assert_eq!(variants_title, "model, job");
         assert_eq!(variants[..2], ["x, async", "x, sync"]);
         assert_eq!(chart.series.len(), 42);
-        let mut looks: Vec<String> = chart
-            .series
-            .iter()
-            .map(|s| format!("{:?}", look(s)))
-            .collect();
-        looks.sort();
-        looks.dedup();
-        assert_eq!(looks.len(), 42, "two series drawn alike");
+        assert_eq!(distinct_looks(chart), 42, "two series drawn alike");
     }
 
     #[test]
