@@ -464,7 +464,7 @@ fn run_strategy(
     }
 
     sys::sleep_ns(scenario.warmup);
-    let ticks_before = sys::cpu_ticks();
+    let usage_before = sys::cpu_usage();
     let stats_before = emulator.stats();
     let samples_before: Vec<ThreadSample> = tracked.iter().map(|t| t.probe.sample()).collect();
     let window_start = sys::now();
@@ -475,7 +475,7 @@ fn run_strategy(
     // disappear.
     let samples_after: Vec<ThreadSample> = tracked.iter().map(|t| t.probe.sample()).collect();
     let stats_after = emulator.stats();
-    let ticks_after = sys::cpu_ticks();
+    let usage_after = sys::cpu_usage();
     control.phase.store(PHASE_STOP, Ordering::SeqCst);
 
     let mut outcomes: Vec<Vec<ThreadOutcome>> = scenario.jobs.iter().map(|_| Vec::new()).collect();
@@ -560,7 +560,7 @@ fn run_strategy(
         layout
             .app
             .iter()
-            .map(|&(_, real)| sys::busy_fraction(&ticks_before, &ticks_after, real))
+            .map(|&(_, real)| sys::busy_fraction(&usage_before, &usage_after, real))
             .sum::<f64>()
             / layout.app.len() as f64
     };

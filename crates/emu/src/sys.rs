@@ -213,9 +213,9 @@ pub fn own_switches() -> Switches {
 /// Busy and total jiffies of one CPU, from `/proc/stat`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuTicks {
-    /// Ticks not idle and not waiting for I/O.
+    /// Ticks not idle, not waiting for I/O and not stolen by the hypervisor.
     pub busy: u64,
-    /// All ticks.
+    /// All ticks but the stolen ones.
     pub total: u64,
 }
 
@@ -235,9 +235,11 @@ pub fn cpu_ticks() -> Vec<CpuTicks> {
             continue;
         };
         let values: Vec<u64> = fields.filter_map(|f| f.parse().ok()).collect();
-        let total: u64 = values.iter().take(8).sum();
-        // Fields 3 and 4 are idle and iowait.
-        let idle = values.get(3).copied().unwrap_or(0) + values.get(4).copied().unwrap_or(0);
+        let field = |i: usize| values.get(i).copied().unwrap_or(0);
+        // user nice system idle iowait irq softirq steal: the time the
+        // hypervisor gave to someone else was neither ours nor idle.
+        let total: u64 = values.iter().take(7).sum();
+        let idle = field(3) + field(4);
         if out.len() <= index {
             out.resize(index + 1, CpuTicks::default());
         }
@@ -249,9 +251,65 @@ pub fn cpu_ticks() -> Vec<CpuTicks> {
     out
 }
 
-/// Busy fraction of `cpu` between two [`cpu_ticks`] snapshots.
-pub fn busy_fraction(before: &[CpuTicks], after: &[CpuTicks], cpu: u32) -> f64 {
-    let (Some(b), Some(a)) = (before.get(cpu as usize), after.get(cpu as usize)) else {
+/// Nanoseconds `cpu` has spent in its idle states, from cpuidle's
+/// per-state residency counters (`/sys/devices/system/cpu/cpuN/cpuidle/
+/// stateK/time`, microseconds), or `None` without cpuidle.
+pub fn cpu_idle_ns(cpu: u32) -> Option<u64> {
+    let dir = std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle")).ok()?;
+    let mut total_us = 0u64;
+    let mut states = 0;
+    for entry in dir.filter_map(Result::ok) {
+        if !entry.file_name().to_string_lossy().starts_with("state") {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path().join("time")).ok()?;
+        total_us = total_us.saturating_add(text.trim().parse::<u64>().ok()?);
+        states += 1;
+    }
+    (states > 0).then_some(total_us.saturating_mul(1_000))
+}
+
+/// What [`busy_fraction`] compares: the tick counters, each CPU's idle
+/// residency where cpuidle reports it, and when they were read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuUsage {
+    at: Nanos,
+    ticks: Vec<CpuTicks>,
+    idle_ns: Vec<Option<u64>>,
+}
+
+/// Reads every CPU's usage counters now.
+pub fn cpu_usage() -> CpuUsage {
+    let ticks = cpu_ticks();
+    let idle_ns = (0..ticks.len() as u32).map(cpu_idle_ns).collect();
+    CpuUsage {
+        at: now(),
+        ticks,
+        idle_ns,
+    }
+}
+
+/// Busy fraction of `cpu` between two [`cpu_usage`] snapshots.
+///
+/// Idle residency against the wall clock where cpuidle reports it: the
+/// kernel adds a CPU's busy time to `/proc/stat` one whole tick at a time,
+/// to whatever runs when the tick fires, so a core that wakes for a few
+/// microseconds every few tens of microseconds (an interrupt per
+/// completion) shows up to several times its real busy time there. Idle
+/// residency is accumulated in microseconds as each idle period ends (an
+/// idle period still under way at a snapshot counts as busy, which matters
+/// only for a core that is idle for most of a millisecond at that moment).
+/// Without cpuidle, the tick counters.
+pub fn busy_fraction(before: &CpuUsage, after: &CpuUsage, cpu: u32) -> f64 {
+    let index = cpu as usize;
+    let wall = after.at.saturating_sub(before.at);
+    if let (Some(Some(b)), Some(Some(a))) = (before.idle_ns.get(index), after.idle_ns.get(index)) {
+        if wall > 0 {
+            let idle = a.saturating_sub(*b) as f64 / wall as f64;
+            return (1.0 - idle).clamp(0.0, 1.0);
+        }
+    }
+    let (Some(b), Some(a)) = (before.ticks.get(index), after.ticks.get(index)) else {
         return 0.0;
     };
     let total = a.total.saturating_sub(b.total);
@@ -299,7 +357,51 @@ mod tests {
         assert!(outside_view >= 3_000_000);
         exit_tx.send(()).unwrap();
         spinner.join().unwrap();
-        assert_eq!(read_clock(id), None, "a joined thread's clock is gone");
+        // `join` returns when the kernel clears the thread's tid, which it
+        // does before it releases the task: the clock may outlive the join
+        // by a moment, never for long.
+        let gone = (0..1_000).any(|_| {
+            let gone = read_clock(id).is_none();
+            if !gone {
+                sleep_ns(1_000_000);
+            }
+            gone
+        });
+        assert!(gone, "a joined thread's clock is gone");
+    }
+
+    #[test]
+    fn a_cpu_a_thread_spins_on_is_busy() {
+        let cpus = allowed_cpus().unwrap();
+        let cpu = *cpus.last().unwrap();
+        let busy = std::thread::spawn(move || {
+            pin_to(cpu).unwrap();
+            let before = cpu_usage();
+            spin_until(now() + 50_000_000);
+            busy_fraction(&before, &cpu_usage(), cpu)
+        })
+        .join()
+        .unwrap();
+        // Whatever else the machine runs, a CPU with a spinning thread is
+        // never idle: only the snapshots' own reads could count as idle.
+        assert!(busy > 0.9, "{busy}");
+    }
+
+    #[test]
+    fn idle_residency_takes_precedence_over_ticks() {
+        let usage = |at, busy, total, idle_ns| CpuUsage {
+            at,
+            ticks: vec![CpuTicks { busy, total }],
+            idle_ns: vec![idle_ns],
+        };
+        // Ticks say 90% busy; the residency counters say idle for 750 of
+        // 1000 ns of wall time.
+        let (b, a) = (usage(0, 0, 0, Some(0)), usage(1_000, 90, 100, Some(750)));
+        assert!((busy_fraction(&b, &a, 0) - 0.25).abs() < 1e-9);
+        // Without cpuidle, the ticks.
+        let (b, a) = (usage(0, 0, 0, None), usage(1_000, 90, 100, None));
+        assert!((busy_fraction(&b, &a, 0) - 0.9).abs() < 1e-9);
+        assert_eq!(busy_fraction(&b, &a, 7), 0.0, "an unknown CPU");
     }
 
     #[test]
