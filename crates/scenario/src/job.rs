@@ -165,16 +165,9 @@ struct Load {
 
 impl Load {
     fn new(device: &DeviceProfile, host: &HostProfile) -> Load {
-        // As the engines map them: one queue pair per core unless
-        // `queues` says fewer (blk-mq), core `cpu` on queue `cpu % queues`.
-        let cores = host.cores.max(1) as usize;
-        let queues = match device.queues as usize {
-            0 => cores,
-            q => q.min(cores),
-        };
         Load {
             queue_depth: u64::from(device.queue_depth),
-            per_queue: vec![0; queues],
+            per_queue: vec![0; device.queue_pairs(host.cores)],
             requests: 0,
             threads: 0,
         }

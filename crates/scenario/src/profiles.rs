@@ -133,6 +133,17 @@ pub const DEVICE_MODELS: &[&str] = &["optane-p4800x", "p3700", "optane-900p"];
 pub const HOST_MODELS: &[&str] = &["xeon-e5-2660v4", "xeon-e3-1230v5"];
 
 impl DeviceProfile {
+    /// Queue pairs the device has for `cores` application cores: one per
+    /// core unless `queues` says fewer, as Linux blk-mq maps them. Core
+    /// `c` submits to queue `c % queue_pairs(cores)`.
+    pub fn queue_pairs(&self, cores: u32) -> usize {
+        let cores = cores.max(1) as usize;
+        match self.queues as usize {
+            0 => cores,
+            q => q.min(cores),
+        }
+    }
+
     /// The built-in profile of this name.
     pub fn builtin(model: &str) -> Option<DeviceProfile> {
         let p = match model {

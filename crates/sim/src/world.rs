@@ -200,10 +200,7 @@ impl<'a> World<'a> {
     /// Builds the machine for `strategy`; every thread starts runnable at 0.
     pub(crate) fn new(sc: &'a Scenario, strategy: &Strategy) -> Result<World<'a>, SimError> {
         let cores_n = sc.host.cores.max(1) as usize;
-        let queues_n = match sc.device.queues as usize {
-            0 => cores_n,
-            q => q.min(cores_n),
-        };
+        let queues_n = sc.device.queue_pairs(sc.host.cores);
         // Which queues some I/O job submits to (the others get no CQ).
         let mut used = vec![false; queues_n];
         for job in &sc.jobs {
