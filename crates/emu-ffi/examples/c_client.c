@@ -2,6 +2,9 @@
  * Drives the emulated device from C: QD1 reads with an Urgent hint under
  * calibrated interrupts (each must arrive by an urgent-only interrupt),
  * then a batch of 16 reads whose last carries the Barrier hint.
+ * cint_emu_start requires real-time priority for the interrupt handler;
+ * where the system refuses it (CINT_EMU_EREALTIME) this example says so
+ * and runs with a normal-priority handler through cint_emu_start_with.
  * Usage: c_client DEVICE_CPU APP_CPU. Exit status 0 on success.
  */
 #include <stdio.h>
@@ -34,7 +37,20 @@ int main(int argc, char **argv) {
         .path = NULL,
     };
     cint_emu *emu = NULL;
-    CHECK(cint_emu_start(&config, &emu));
+    if (cint_emu_start_with(&config, 0x80000000u, &emu) != CINT_EMU_EINVAL ||
+        emu != NULL) {
+        fprintf(stderr, "an unknown start flag was accepted\n");
+        return 1;
+    }
+    int32_t rc = cint_emu_start(&config, &emu);
+    if (rc == CINT_EMU_EREALTIME) {
+        fprintf(stderr, "note: SCHED_FIFO refused, the interrupt handler "
+                        "runs at normal priority\n");
+        rc = cint_emu_start_with(&config, CINT_EMU_FLAG_REALTIME_PREFER, &emu);
+    }
+    CHECK(rc);
+    uint32_t realtime = 0;
+    CHECK(cint_emu_realtime_handlers(emu, &realtime));
     cint_emu_client *client = NULL;
     CHECK(cint_emu_client_new(emu, 16, &client));
 
@@ -83,7 +99,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     CHECK(cint_emu_client_free(client));
-    printf("ok: %llu irqs, %llu urgent-only\n", (unsigned long long)irqs,
-           (unsigned long long)urgent);
+    printf("ok: %llu irqs, %llu urgent-only, %u real-time handler(s)\n",
+           (unsigned long long)irqs, (unsigned long long)urgent, realtime);
     return urgent >= 100 ? 0 : 1;
 }

@@ -7,6 +7,12 @@
  * Urgent/Barrier hint; cint_emu_wait blocks until completions are delivered;
  * cint_emu_shutdown stops and frees the device. Every function returns
  * CINT_EMU_OK (0) or a negative CINT_EMU_E* code; none aborts.
+ *
+ * The interrupt handler must run at real-time priority (SCHED_FIFO), or it
+ * is not an interrupt: cint_emu_start refuses to start without it
+ * (CINT_EMU_EREALTIME), as the Rust API and `cint emu` do by default.
+ * cint_emu_start_with(config, CINT_EMU_FLAG_REALTIME_PREFER, &emu) runs a
+ * normal-priority handler instead (cint_emu_realtime_handlers tells).
  */
 
 #ifndef CINT_EMU_H
@@ -62,11 +68,29 @@
 #define CINT_EMU_EINTERNAL -8
 
 /**
- * Real-time priority for the interrupt handler was required and refused.
- * Reserved: `cint_emu_start` asks for it and, if refused, runs the
- * handler at normal priority, so it does not return this yet.
+ * The system refused real-time priority (`SCHED_FIFO`) for the interrupt
+ * handler, which `cint_emu_start` (and `cint_emu_start_with` without
+ * `CINT_EMU_FLAG_REALTIME_PREFER`) requires: grant `CAP_SYS_NICE` or an
+ * `RLIMIT_RTPRIO` of at least 40, or pass that flag. Nothing was started.
  */
 #define CINT_EMU_EREALTIME -9
+
+/**
+ * `cint_emu_start_with` flag: if the system refuses real-time priority
+ * for the interrupt handler, run it at normal priority instead of
+ * failing with `CINT_EMU_EREALTIME` (the Rust API's `Realtime::Prefer`,
+ * the scenario key `[emu] realtime = "prefer"`). An "interrupt" is then
+ * just another runnable thread on the application CPU, so latency, CPU
+ * and context-switch figures mean something else;
+ * `cint_emu_realtime_handlers` says whether it happened.
+ */
+#define CINT_EMU_FLAG_REALTIME_PREFER 1
+
+/**
+ * Every flag `cint_emu_start_with` knows; any other bit is refused with
+ * `CINT_EMU_EINVAL`.
+ */
+#define CINT_EMU_FLAGS_ALL CINT_EMU_FLAG_REALTIME_PREFER
 
 /**
  * Strategy `none`: an interrupt per completion.
@@ -197,14 +221,30 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Starts a device with one application queue. On success `*out` owns it;
- * release it with `cint_emu_shutdown`.
+ * Starts a device with one application queue whose interrupt handler
+ * must run at real-time priority: `cint_emu_start_with(config, 0, out)`.
+ * If the system refuses `SCHED_FIFO`, nothing is started and the result
+ * is `CINT_EMU_EREALTIME` (before this was returned, the device ran with a
+ * normal-priority handler and distorted figures; pass
+ * `CINT_EMU_FLAG_REALTIME_PREFER` to `cint_emu_start_with` for that). On
+ * success `*out` owns the device; release it with `cint_emu_shutdown`.
  *
  * # Safety
  * `config` and `out` must be valid pointers; `config->path` NULL or a
  * NUL-terminated string.
  */
 int32_t cint_emu_start(const cint_emu_config *config, cint_emu **out);
+
+/**
+ * Starts a device with one application queue, as `cint_emu_start`, with
+ * `flags` a combination of `CINT_EMU_FLAG_*` (0: the defaults). Unknown
+ * bits: `CINT_EMU_EINVAL`. On failure `*out` is left untouched.
+ *
+ * # Safety
+ * `config` and `out` must be valid pointers; `config->path` NULL or a
+ * NUL-terminated string.
+ */
+int32_t cint_emu_start_with(const cint_emu_config *config, uint32_t flags, cint_emu **out);
 
 /**
  * Attaches a client with up to `depth` requests in flight.
@@ -262,6 +302,16 @@ int32_t cint_emu_client_free(cint_emu_client *client);
  * `emu` from `cint_emu_start`; the out pointers valid (or NULL to skip).
  */
 int32_t cint_emu_stats(const cint_emu *emu, uint64_t *irqs, uint64_t *urgent_irqs);
+
+/**
+ * How many interrupt handlers run at real-time priority: 1, or 0 on a
+ * device started with `CINT_EMU_FLAG_REALTIME_PREFER` where the system
+ * refused it (or a polling device, which has no handler).
+ *
+ * # Safety
+ * `emu` from `cint_emu_start` (or `_with`); `handlers` valid.
+ */
+int32_t cint_emu_realtime_handlers(const cint_emu *emu, uint32_t *handlers);
 
 /**
  * Stops the device (requests in flight complete or are cancelled and are

@@ -35,10 +35,23 @@ pub const CINT_EMU_ESHUTDOWN: i32 = -6;
 pub const CINT_EMU_EBUSY: i32 = -7;
 /// An internal failure (a bug).
 pub const CINT_EMU_EINTERNAL: i32 = -8;
-/// Real-time priority for the interrupt handler was required and refused.
-/// Reserved: `cint_emu_start` asks for it and, if refused, runs the
-/// handler at normal priority, so it does not return this yet.
+/// The system refused real-time priority (`SCHED_FIFO`) for the interrupt
+/// handler, which `cint_emu_start` (and `cint_emu_start_with` without
+/// `CINT_EMU_FLAG_REALTIME_PREFER`) requires: grant `CAP_SYS_NICE` or an
+/// `RLIMIT_RTPRIO` of at least 40, or pass that flag. Nothing was started.
 pub const CINT_EMU_EREALTIME: i32 = -9;
+
+/// `cint_emu_start_with` flag: if the system refuses real-time priority
+/// for the interrupt handler, run it at normal priority instead of
+/// failing with `CINT_EMU_EREALTIME` (the Rust API's `Realtime::Prefer`,
+/// the scenario key `[emu] realtime = "prefer"`). An "interrupt" is then
+/// just another runnable thread on the application CPU, so latency, CPU
+/// and context-switch figures mean something else;
+/// `cint_emu_realtime_handlers` says whether it happened.
+pub const CINT_EMU_FLAG_REALTIME_PREFER: u32 = 1;
+/// Every flag `cint_emu_start_with` knows; any other bit is refused with
+/// `CINT_EMU_EINVAL`.
+pub const CINT_EMU_FLAGS_ALL: u32 = CINT_EMU_FLAG_REALTIME_PREFER;
 
 /// Strategy `none`: an interrupt per completion.
 pub const CINT_EMU_POLICY_NONE: u32 = 0;
@@ -136,8 +149,13 @@ fn guarded(f: impl FnOnce() -> i32) -> i32 {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(CINT_EMU_EINTERNAL)
 }
 
-/// Starts a device with one application queue. On success `*out` owns it;
-/// release it with `cint_emu_shutdown`.
+/// Starts a device with one application queue whose interrupt handler
+/// must run at real-time priority: `cint_emu_start_with(config, 0, out)`.
+/// If the system refuses `SCHED_FIFO`, nothing is started and the result
+/// is `CINT_EMU_EREALTIME` (before this was returned, the device ran with a
+/// normal-priority handler and distorted figures; pass
+/// `CINT_EMU_FLAG_REALTIME_PREFER` to `cint_emu_start_with` for that). On
+/// success `*out` owns the device; release it with `cint_emu_shutdown`.
 ///
 /// # Safety
 /// `config` and `out` must be valid pointers; `config->path` NULL or a
@@ -147,10 +165,35 @@ pub unsafe extern "C" fn cint_emu_start(
     config: *const cint_emu_config,
     out: *mut *mut cint_emu,
 ) -> i32 {
+    // SAFETY: the caller's promise is the one `cint_emu_start_with` needs.
+    unsafe { cint_emu_start_with(config, 0, out) }
+}
+
+/// Starts a device with one application queue, as `cint_emu_start`, with
+/// `flags` a combination of `CINT_EMU_FLAG_*` (0: the defaults). Unknown
+/// bits: `CINT_EMU_EINVAL`. On failure `*out` is left untouched.
+///
+/// # Safety
+/// `config` and `out` must be valid pointers; `config->path` NULL or a
+/// NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn cint_emu_start_with(
+    config: *const cint_emu_config,
+    flags: u32,
+    out: *mut *mut cint_emu,
+) -> i32 {
     guarded(|| {
         if config.is_null() || out.is_null() {
             return CINT_EMU_ENULL;
         }
+        if flags & !CINT_EMU_FLAGS_ALL != 0 {
+            return CINT_EMU_EINVAL;
+        }
+        let realtime = if flags & CINT_EMU_FLAG_REALTIME_PREFER != 0 {
+            ::cint_emu::Realtime::Prefer
+        } else {
+            ::cint_emu::Realtime::Require
+        };
         // SAFETY: non-null, and the caller promises a valid config.
         let c = unsafe { *config };
         let mode = match c.policy {
@@ -194,7 +237,7 @@ pub unsafe extern "C" fn cint_emu_start(
                 mode,
             }],
             backend,
-            realtime: ::cint_emu::Realtime::Prefer,
+            realtime,
         };
         match Emulator::start(config) {
             Ok(emulator) => {
@@ -408,6 +451,29 @@ pub unsafe extern "C" fn cint_emu_stats(
     })
 }
 
+/// How many interrupt handlers run at real-time priority: 1, or 0 on a
+/// device started with `CINT_EMU_FLAG_REALTIME_PREFER` where the system
+/// refused it (or a polling device, which has no handler).
+///
+/// # Safety
+/// `emu` from `cint_emu_start` (or `_with`); `handlers` valid.
+#[no_mangle]
+pub unsafe extern "C" fn cint_emu_realtime_handlers(
+    emu: *const cint_emu,
+    handlers: *mut u32,
+) -> i32 {
+    guarded(|| {
+        if emu.is_null() || handlers.is_null() {
+            return CINT_EMU_ENULL;
+        }
+        // SAFETY: non-null and live by the caller's promise.
+        let n = unsafe { &*emu }.emulator.stats().realtime_handlers;
+        // SAFETY: non-null, valid for a write.
+        unsafe { *handlers = u32::try_from(n).unwrap_or(u32::MAX) };
+        CINT_EMU_OK
+    })
+}
+
 /// Stops the device (requests in flight complete or are cancelled and are
 /// still returned by `cint_emu_wait`) and frees it. Clients stay valid
 /// until freed; new submissions fail with `CINT_EMU_ESHUTDOWN`.
@@ -440,6 +506,30 @@ mod tests {
     }
 
     #[test]
+    fn unknown_start_flags_are_refused_before_anything_starts() {
+        // A valid config: only the flags can make these fail.
+        let config = cint_emu_config {
+            device_cpu: 1,
+            app_cpu: 0,
+            policy: CINT_EMU_POLICY_NONE,
+            delta_ns: 0,
+            thr: 0,
+            service_ns: 1000,
+            parallel_units: 1,
+            path: std::ptr::null(),
+        };
+        for flags in [2, 1 << 31, CINT_EMU_FLAG_REALTIME_PREFER | 4, !0] {
+            let mut out: *mut cint_emu = std::ptr::NonNull::dangling().as_ptr();
+            let before = out;
+            // SAFETY: `config` and `out` are valid; the flags are checked
+            // before anything is started.
+            let rc = unsafe { cint_emu_start_with(&config, flags, &mut out) };
+            assert_eq!(rc, CINT_EMU_EINVAL, "flags {flags:#x}");
+            assert_eq!(out, before, "*out written on failure");
+        }
+    }
+
+    #[test]
     fn null_pointers_are_refused_not_dereferenced() {
         // SAFETY: every pointer is null, which each function checks first.
         unsafe {
@@ -449,6 +539,14 @@ mod tests {
             );
             assert_eq!(
                 cint_emu_submit(std::ptr::null_mut(), 0, 0, 0, 0, std::ptr::null_mut(), 0),
+                CINT_EMU_ENULL
+            );
+            assert_eq!(
+                cint_emu_start_with(std::ptr::null(), 0, std::ptr::null_mut()),
+                CINT_EMU_ENULL
+            );
+            assert_eq!(
+                cint_emu_realtime_handlers(std::ptr::null(), std::ptr::null_mut()),
                 CINT_EMU_ENULL
             );
             assert_eq!(cint_emu_shutdown(std::ptr::null_mut()), CINT_EMU_ENULL);

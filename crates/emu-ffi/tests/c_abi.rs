@@ -1,9 +1,12 @@
 //! The C ABI seen from C: the committed header matches a fresh cbindgen
 //! run, and `examples/c_client.c`, compiled with the system C compiler
-//! against that header and this crate's static library, passes its checks.
+//! against that header and this crate's static library, passes its checks,
+//! with real-time priority and where the kernel refuses it.
 
-use std::path::Path;
-use std::process::Command;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use cint_c_abi_testing::{assert_header_current, compile_c_example, static_lib};
 
@@ -19,33 +22,95 @@ fn header_is_current() {
     );
 }
 
-#[test]
-fn c_program_submits_with_hints_and_waits() {
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One emulator at a time: each spins a device core.
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The example, compiled once; its arguments (device CPU, application
+/// CPU). `None` (with the reason printed) with fewer than 2 CPUs.
+fn example() -> Option<Command> {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
     let cpus = cint_emu::sys::allowed_cpus().expect("affinity");
     if cpus.len() < 2 {
         eprintln!(
             "skipped: the emulator needs 2 CPUs, this process has {}",
             cpus.len()
         );
-        return;
+        return None;
     }
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cint_emu_c_client");
-    compile_c_example(
-        &crate_dir().join("examples/c_client.c"),
-        &crate_dir().join("include"),
-        &static_lib("cint-emu-ffi"),
-        &exe,
-    );
-    let out = Command::new(&exe)
-        .arg(cpus.last().expect("a cpu").to_string())
-        .arg(cpus[0].to_string())
-        .output()
-        .expect("example runs");
-    assert!(
-        out.status.success(),
-        "example failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("ok:"));
+    let exe = EXE.get_or_init(|| {
+        let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cint_emu_c_client");
+        compile_c_example(
+            &crate_dir().join("examples/c_client.c"),
+            &crate_dir().join("include"),
+            &static_lib("cint-emu-ffi"),
+            &exe,
+        );
+        exe
+    });
+    let mut cmd = Command::new(exe);
+    cmd.arg(cpus.last().expect("a cpu").to_string())
+        .arg(cpus[0].to_string());
+    Some(cmd)
+}
+
+fn assert_ok(out: &Output) -> (String, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "example failed: {stdout}{stderr}");
+    assert!(stdout.starts_with("ok:"), "{stdout}");
+    (stdout, stderr)
+}
+
+#[test]
+fn c_program_submits_with_hints_and_waits() {
+    let _g = serial();
+    let Some(mut cmd) = example() else {
+        return;
+    };
+    let (stdout, stderr) = assert_ok(&cmd.output().expect("example runs"));
+    // Where a new thread of this process gets SCHED_FIFO (probed on a
+    // throwaway thread), so does the example's handler.
+    let fifo = std::thread::spawn(|| cint_emu::sys::set_fifo(1).is_ok())
+        .join()
+        .unwrap_or(false);
+    if fifo {
+        assert!(stdout.contains(", 1 real-time handler(s)"), "{stdout}");
+        assert!(!stderr.contains("SCHED_FIFO refused"), "{stderr}");
+    }
+}
+
+#[test]
+fn c_program_falls_back_to_a_normal_priority_handler_when_sched_fifo_is_refused() {
+    let _g = serial();
+    let Some(mut cmd) = example() else {
+        return;
+    };
+    // SAFETY: the hook runs in the forked child before exec and makes only
+    // async-signal-safe system calls on stack data, no allocation.
+    unsafe {
+        cmd.pre_exec(|| {
+            // RLIMIT_RTPRIO 0, and CAP_SYS_NICE (23) out of the bounding
+            // set, so that root, whose capabilities exec recomputes, loses
+            // it too (a process without CAP_SETPCAP cannot drop it: EPERM,
+            // but then exec does not give CAP_SYS_NICE back either).
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_RTPRIO, &none) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let _ = libc::prctl(libc::PR_CAPBSET_DROP, 23, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let (stdout, stderr) = assert_ok(&cmd.output().expect("example runs"));
+    // cint_emu_start refused (CINT_EMU_EREALTIME), the example said so and
+    // started with CINT_EMU_FLAG_REALTIME_PREFER.
+    assert!(stderr.contains("SCHED_FIFO refused"), "{stderr}");
+    assert!(stdout.contains(", 0 real-time handler(s)"), "{stdout}");
 }

@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 
 use cint_policy::AnyPolicy;
 
+use crate::backend::uring::UringHooks;
 use crate::backend::{Backend, BackendConfig};
 use crate::client::Client;
 use crate::device::{DeviceCore, DeviceCq};
@@ -99,6 +100,14 @@ impl Emulator {
     /// CPU. Fails with a one-line error if a CPU is not available, pinning
     /// fails, a policy's parameters are invalid or the backend cannot start.
     pub fn start(config: DeviceConfig) -> Result<Emulator, EmuError> {
+        Emulator::start_with(config, UringHooks::default())
+    }
+
+    /// [`Emulator::start`] with the io_uring backend's test settings.
+    pub(crate) fn start_with(
+        config: DeviceConfig,
+        hooks: UringHooks,
+    ) -> Result<Emulator, EmuError> {
         validate(&config)?;
         let now = sys::now();
         let mut policies: Vec<Option<AnyPolicy>> = Vec::with_capacity(config.queues.len());
@@ -111,7 +120,11 @@ impl Emulator {
                 QueueMode::Poll => None,
             });
         }
-        let backend = Backend::new(&config.backend, config.queues.len() * MAX_QUEUE_DEPTH)?;
+        let backend = Backend::new(
+            &config.backend,
+            config.queues.len() * MAX_QUEUE_DEPTH,
+            hooks,
+        )?;
         let queues = config.queues.iter().map(|q| Queue::new(q.mode)).collect();
         let shared = Arc::new(Shared::new(queues));
         // Each interrupt-driven queue's completion ring: the device core

@@ -52,12 +52,18 @@ pub(crate) enum Backend {
 
 impl Backend {
     /// Builds the backend for at most `capacity` requests in flight.
-    pub fn new(config: &BackendConfig, capacity: usize) -> Result<Backend, EmuError> {
+    pub fn new(
+        config: &BackendConfig,
+        capacity: usize,
+        hooks: uring::UringHooks,
+    ) -> Result<Backend, EmuError> {
         Ok(match config {
             BackendConfig::Synthetic { profile, seed } => {
                 Backend::Synthetic(synthetic::Synthetic::new(profile, *seed, capacity)?)
             }
-            BackendConfig::IoUring { file } => Backend::IoUring(uring::Uring::new(file, capacity)?),
+            BackendConfig::IoUring { file } => {
+                Backend::IoUring(uring::Uring::new(file, capacity, hooks)?)
+            }
         })
     }
 

@@ -19,6 +19,30 @@ use crate::shared::{Accepted, Op, RESULT_ABANDONED};
 /// handed back while the kernel may still write them).
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
+/// Settings only tests change (crate-private; [`Default`] is production).
+#[derive(Clone, Debug)]
+pub(crate) struct UringHooks {
+    /// How long shutdown waits for the kernel ([`SHUTDOWN_WAIT`]).
+    pub shutdown_wait: Duration,
+    /// Fault injection: once the kernel has consumed this many SQEs, the
+    /// next `io_uring_enter` finds the ring's descriptor replaced by one of
+    /// `/dev/null` and fails for real (`EOPNOTSUPP`), as every later one
+    /// would. The ring itself lives on (its mappings hold it), so the
+    /// kernel keeps and completes the requests it took.
+    #[cfg(test)]
+    pub break_after_sqes: Option<u64>,
+}
+
+impl Default for UringHooks {
+    fn default() -> Self {
+        UringHooks {
+            shutdown_wait: SHUTDOWN_WAIT,
+            #[cfg(test)]
+            break_after_sqes: None,
+        }
+    }
+}
+
 pub(crate) struct Uring {
     ring: IoUring,
     /// Keeps a file the device opened alive; `None` for a caller's fd.
@@ -34,10 +58,14 @@ pub(crate) struct Uring {
     queued: VecDeque<u32>,
     /// Set when `io_uring_enter` itself failed for good.
     broken: Option<i32>,
+    hooks: UringHooks,
+    /// SQEs the kernel consumed so far (for `hooks.break_after_sqes`).
+    #[cfg(test)]
+    consumed: u64,
 }
 
 impl Uring {
-    pub fn new(source: &FileSource, capacity: usize) -> Result<Self, EmuError> {
+    pub fn new(source: &FileSource, capacity: usize, hooks: UringHooks) -> Result<Self, EmuError> {
         let (owned, fd) = match source {
             FileSource::Path(path) => {
                 let file = std::fs::OpenOptions::new()
@@ -65,6 +93,9 @@ impl Uring {
             free: (0..slots as u32).rev().collect(),
             queued: VecDeque::with_capacity(slots),
             broken: None,
+            hooks,
+            #[cfg(test)]
+            consumed: 0,
         })
     }
 
@@ -123,6 +154,8 @@ impl Uring {
         if self.queued.is_empty() || self.broken.is_some() {
             return;
         }
+        #[cfg(test)]
+        self.inject_break();
         match self.ring.submit() {
             Ok(_) => self.trim_queued(),
             Err(e)
@@ -149,7 +182,28 @@ impl Uring {
         let unconsumed = self.ring.submission().len();
         while self.queued.len() > unconsumed {
             self.queued.pop_front();
+            #[cfg(test)]
+            {
+                self.consumed += 1;
+            }
         }
+    }
+
+    /// `hooks.break_after_sqes`: replaces the ring's descriptor with one of
+    /// `/dev/null` once the kernel has consumed that many SQEs, so that
+    /// `io_uring_enter` fails from then on, for real and for good.
+    #[cfg(test)]
+    fn inject_break(&mut self) {
+        if !matches!(self.hooks.break_after_sqes, Some(n) if self.consumed >= n) {
+            return;
+        }
+        self.hooks.break_after_sqes = None;
+        let null = File::open("/dev/null").expect("open /dev/null");
+        // SAFETY: both descriptors are open; the ring's descriptor stays
+        // open (now on /dev/null) and owned by `self.ring`, which closes it
+        // once; the ring's memory stays mapped and keeps the ring alive.
+        let rc = unsafe { libc::dup2(null.as_raw_fd(), self.ring.as_raw_fd()) };
+        assert_eq!(rc, self.ring.as_raw_fd(), "dup2 over the ring's descriptor");
     }
 
     /// The ring itself failed (not one request): it will not be entered
@@ -189,7 +243,7 @@ impl Uring {
     }
 
     pub fn wait_all(&mut self, done: &mut Vec<Finished>) {
-        let deadline = Instant::now() + SHUTDOWN_WAIT;
+        let deadline = Instant::now() + self.hooks.shutdown_wait;
         while self.in_flight() > 0 && Instant::now() < deadline {
             self.enter(done);
             self.reap(done);
@@ -218,5 +272,190 @@ impl Uring {
                 done.push((request, RESULT_ABANDONED));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The failure paths, provoked for real: a read from a pipe that gets
+    //! no data stays in the kernel for as long as the test likes, and
+    //! `UringHooks::break_after_sqes` makes `io_uring_enter` fail for good
+    //! at a chosen submission.
+
+    use std::io::{PipeReader, Write};
+    use std::sync::{Mutex, MutexGuard};
+
+    use cint_policy::{Hint, PolicyConfig};
+
+    use super::*;
+    use crate::{
+        BackendConfig, Client, Completion, DeviceConfig, Emulator, IoBuf, IoError, QueueConfig,
+        QueueMode, Realtime, Request, WaitMode,
+    };
+
+    const LEN: u32 = 4096;
+    /// Short, so the tests do not wait 10 s for requests that never end;
+    /// nothing asserted depends on it.
+    const TEST_SHUTDOWN_WAIT: Duration = Duration::from_millis(50);
+
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    /// One emulator at a time: each spins a device core.
+    fn serial() -> MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A device on the last allowed CPU whose io_uring backend reads the
+    /// pipe `reader`; `None` (with the reason printed) with fewer than 2
+    /// CPUs.
+    fn start(reader: &PipeReader, hooks: UringHooks) -> Option<Emulator> {
+        let cpus = crate::sys::allowed_cpus().expect("affinity");
+        if cpus.len() < 2 {
+            eprintln!(
+                "skipped: the emulator needs 2 CPUs, this process has {}",
+                cpus.len()
+            );
+            return None;
+        }
+        let config = DeviceConfig {
+            device_cpu: *cpus.last().expect("a cpu"),
+            queues: vec![QueueConfig {
+                app_cpu: cpus[0],
+                mode: QueueMode::Interrupt(PolicyConfig::None),
+            }],
+            backend: BackendConfig::IoUring {
+                file: FileSource::Fd(reader.as_raw_fd()),
+            },
+            realtime: Realtime::Prefer,
+        };
+        Some(Emulator::start_with(config, hooks).expect("device starts"))
+    }
+
+    fn submit_read(client: &mut Client, user_data: u64) {
+        client
+            .submit(Request {
+                op: Op::Read,
+                offset: 0,
+                len: LEN,
+                hint: Hint::Urgent,
+                buf: Some(IoBuf::new(LEN as usize)),
+                user_data,
+            })
+            .expect("submitted");
+    }
+
+    /// Waits for `n` more completions and appends them to `all`.
+    fn take(client: &mut Client, n: usize, all: &mut Vec<Completion>) {
+        let mut out = Vec::new();
+        assert_eq!(client.wait(n, WaitMode::Block, &mut out), n);
+        all.append(&mut out);
+    }
+
+    /// Each of `user_data` came back exactly once, and nothing else.
+    fn assert_each_once(client: &mut Client, all: &[Completion], user_data: &[u64]) {
+        let mut seen: Vec<u64> = all.iter().map(|c| c.user_data).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, user_data);
+        let mut late = Vec::new();
+        assert_eq!(client.reap(&mut late), 0, "a request came back twice");
+        assert_eq!((client.in_flight(), client.strays()), (0, 0));
+    }
+
+    /// Of the two pipe reads, the one that got the data: its buffer back,
+    /// with the data. The other: abandoned, its buffer not handed back.
+    fn assert_one_read_one_abandoned(reads: &[&Completion]) {
+        assert_eq!(reads.len(), 2);
+        let (read, abandoned) = if reads[0].result.is_ok() {
+            (reads[0], reads[1])
+        } else {
+            (reads[1], reads[0])
+        };
+        assert_eq!(read.result, Ok(LEN), "{read:?}");
+        let buf = read
+            .buf
+            .as_ref()
+            .expect("a finished read's buffer is handed back");
+        assert!(buf.as_slice()[..LEN as usize].iter().all(|&b| b == 0xab));
+        assert_eq!(abandoned.result, Err(IoError::Abandoned), "{abandoned:?}");
+        assert!(
+            abandoned.buf.is_none(),
+            "an abandoned request's buffer was handed back"
+        );
+    }
+
+    #[test]
+    fn a_read_the_kernel_still_holds_at_shutdown_is_abandoned_and_its_buffer_kept() {
+        let _g = serial();
+        let (reader, mut writer) = std::io::pipe().expect("pipe");
+        let hooks = UringHooks {
+            shutdown_wait: TEST_SHUTDOWN_WAIT,
+            ..UringHooks::default()
+        };
+        let Some(emulator) = start(&reader, hooks) else {
+            return;
+        };
+        let mut client = emulator.client(0, 4).expect("client");
+        // Both reads wait in the kernel for data; one write serves one.
+        submit_read(&mut client, 1);
+        submit_read(&mut client, 2);
+        writer.write_all(&[0xab; LEN as usize]).expect("write");
+        let mut all = Vec::new();
+        take(&mut client, 1, &mut all);
+        assert_eq!(all[0].result, Ok(LEN));
+        assert_eq!(client.in_flight(), 1);
+        // The other read never gets data: shutdown abandons it.
+        let stats = emulator.shutdown().expect("clean shutdown");
+        take(&mut client, 1, &mut all);
+        assert_each_once(&mut client, &all, &[1, 2]);
+        assert_one_read_one_abandoned(&[&all[0], &all[1]]);
+        assert_eq!(stats.total_completions(), 2);
+        assert_eq!(stats.cancelled, 0);
+        drop(client);
+        drop((reader, writer));
+    }
+
+    #[test]
+    fn a_broken_ring_fails_what_the_kernel_never_got_and_keeps_what_it_did() {
+        let _g = serial();
+        let (reader, mut writer) = std::io::pipe().expect("pipe");
+        let hooks = UringHooks {
+            shutdown_wait: TEST_SHUTDOWN_WAIT,
+            break_after_sqes: Some(2),
+        };
+        let Some(emulator) = start(&reader, hooks) else {
+            return;
+        };
+        let mut client = emulator.client(0, 8).expect("client");
+        // 1 and 2 reach the kernel and wait there for data. 3 is pushed,
+        // and the io_uring_enter that would hand it over fails: the ring
+        // is broken. 4 comes to a broken ring.
+        for user_data in 1..=4 {
+            submit_read(&mut client, user_data);
+        }
+        let mut all = Vec::new();
+        take(&mut client, 2, &mut all);
+        let mut failed: Vec<u64> = all.iter().map(|c| c.user_data).collect();
+        failed.sort_unstable();
+        assert_eq!(failed, [3, 4], "{all:?}");
+        for c in &all {
+            assert_eq!(c.result, Err(IoError::Os(libc::EOPNOTSUPP)), "{c:?}");
+            let buf = c
+                .buf
+                .as_ref()
+                .expect("the kernel never had it: handed back");
+            assert_eq!(buf.len(), LEN as usize);
+        }
+        // The kernel still completes what it took, and the broken ring's
+        // completions are still reaped.
+        writer.write_all(&[0xab; LEN as usize]).expect("write");
+        take(&mut client, 1, &mut all);
+        assert_eq!(all[2].result, Ok(LEN), "{:?}", all[2]);
+        let stats = emulator.shutdown().expect("clean shutdown");
+        take(&mut client, 1, &mut all);
+        assert_each_once(&mut client, &all, &[1, 2, 3, 4]);
+        assert_one_read_one_abandoned(&[&all[2], &all[3]]);
+        assert_eq!(stats.total_completions(), 4);
+        drop(client);
+        drop((reader, writer));
     }
 }

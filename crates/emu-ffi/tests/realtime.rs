@@ -1,0 +1,288 @@
+//! The C entry points and real-time priority: `cint_emu_start` requires
+//! `SCHED_FIFO` for the interrupt handler (`CINT_EMU_EREALTIME` when
+//! refused), `cint_emu_start_with(.., CINT_EMU_FLAG_REALTIME_PREFER, ..)`
+//! runs without it, unknown flags are refused.
+//!
+//! As in `crates/emu/tests/realtime.rs`, the refusal is the kernel's: a
+//! thread drops `CAP_SYS_NICE` from its effective capabilities in a process
+//! whose `RLIMIT_RTPRIO` is 0, and every thread it creates (the emulator's
+//! handler among them) inherits that. Capabilities are per thread, so the
+//! rest of this test binary keeps its own.
+
+use std::ptr;
+use std::sync::{Mutex, MutexGuard};
+
+use cint_emu_ffi::*;
+
+const CAP_SYS_NICE: u32 = 23;
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One emulator at a time: each spins a device core.
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Removes `CAP_SYS_NICE` from the calling thread's effective set.
+fn drop_cap_sys_nice() -> Result<(), String> {
+    let mut header = CapHeader {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: version 3 capget writes two CapData records, which `data`
+    // holds; pid 0 is the calling thread.
+    let rc = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(format!("capget: {}", std::io::Error::last_os_error()));
+    }
+    data[0].effective &= !(1 << CAP_SYS_NICE);
+    // SAFETY: as above; capset only reads the two records.
+    let rc = unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) };
+    if rc != 0 {
+        return Err(format!("capset: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Sets the process's soft `RLIMIT_RTPRIO`; returns the previous limits.
+fn set_rtprio_soft_limit(soft: u64) -> libc::rlimit {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `old` is a valid, writable rlimit.
+    unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut old) };
+    let new = libc::rlimit {
+        rlim_cur: soft.min(old.rlim_max),
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: `new` is a valid rlimit; lowering the soft limit (and later
+    // restoring it below the unchanged hard limit) needs no privilege.
+    unsafe { libc::setrlimit(libc::RLIMIT_RTPRIO, &new) };
+    old
+}
+
+fn restore_rtprio(old: libc::rlimit) {
+    // SAFETY: `old` is the valid rlimit read before.
+    unsafe { libc::setrlimit(libc::RLIMIT_RTPRIO, &old) };
+}
+
+/// True if a new thread of the caller's kind gets SCHED_FIFO.
+fn fifo_allowed() -> bool {
+    std::thread::scope(|s| {
+        s.spawn(|| ::cint_emu::sys::set_fifo(1).is_ok())
+            .join()
+            .unwrap_or(false)
+    })
+}
+
+/// Runs `f` on a thread that the kernel refuses SCHED_FIFO, as it refuses
+/// every thread that one creates; `None` (with the reason printed) if this
+/// process cannot arrange that.
+fn without_realtime<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
+    let old = set_rtprio_soft_limit(0);
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Err(e) = drop_cap_sys_nice() {
+                eprintln!("skipped: cannot drop CAP_SYS_NICE: {e}");
+                return None;
+            }
+            if fifo_allowed() {
+                eprintln!("skipped: SCHED_FIFO is granted even without CAP_SYS_NICE");
+                return None;
+            }
+            Some(f())
+        })
+        .join()
+        .expect("test thread")
+    });
+    restore_rtprio(old);
+    out
+}
+
+/// Emulator threads alive in this process (all are named `cint-*`).
+fn emulator_threads() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .filter(|comm| comm.starts_with("cint-"))
+        .count()
+}
+
+/// The device CPU (the last allowed) and the application CPU (the first);
+/// `None` (with the reason printed) on a machine with fewer than 2 CPUs.
+fn cpus() -> Option<(u32, u32)> {
+    let cpus = ::cint_emu::sys::allowed_cpus().expect("affinity");
+    if cpus.len() < 2 {
+        eprintln!(
+            "skipped: the emulator needs 2 CPUs, this process has {}",
+            cpus.len()
+        );
+        return None;
+    }
+    Some((*cpus.last().expect("a cpu"), cpus[0]))
+}
+
+/// A synthetic device under strategy `none`. (Built where it is used: its
+/// `path` pointer makes it neither `Send` nor `Sync`.)
+fn config((device_cpu, app_cpu): (u32, u32)) -> cint_emu_config {
+    cint_emu_config {
+        device_cpu,
+        app_cpu,
+        policy: CINT_EMU_POLICY_NONE,
+        delta_ns: 0,
+        thr: 0,
+        service_ns: 10_000,
+        parallel_units: 1,
+        path: ptr::null(),
+    }
+}
+
+/// One urgent read through the device; returns its completion.
+fn one_read(emu: *mut cint_emu) -> cint_emu_completion {
+    let mut client: *mut cint_emu_client = ptr::null_mut();
+    let mut done = [cint_emu_completion::default(); 1];
+    let mut got = 0u32;
+    // SAFETY: `emu` is a live device; every out pointer is a valid local.
+    unsafe {
+        assert_eq!(cint_emu_client_new(emu, 1, &mut client), CINT_EMU_OK);
+        assert_eq!(
+            cint_emu_submit(
+                client,
+                CINT_EMU_OP_READ,
+                0,
+                4096,
+                CINT_EMU_HINT_URGENT,
+                ptr::null_mut(),
+                7
+            ),
+            CINT_EMU_OK
+        );
+        assert_eq!(
+            cint_emu_wait(client, 1, done.as_mut_ptr(), 1, &mut got),
+            CINT_EMU_OK
+        );
+        assert_eq!(cint_emu_client_free(client), CINT_EMU_OK);
+    }
+    assert_eq!(got, 1);
+    done[0]
+}
+
+#[test]
+fn start_refuses_without_realtime_and_prefer_runs_without_it() {
+    let _g = serial();
+    let Some(cpus) = cpus() else {
+        return;
+    };
+    let Some((start, start_with_0, prefer)) = without_realtime(|| {
+        let config = config(cpus);
+        let mut emu: *mut cint_emu = ptr::null_mut();
+        // SAFETY: `config` and `emu` are valid; `path` is NULL.
+        let start = unsafe { cint_emu_start(&config, &mut emu) };
+        let left_null = emu.is_null();
+        let threads_after_refusal = emulator_threads();
+        // SAFETY: as above.
+        let start_with_0 = unsafe { cint_emu_start_with(&config, 0, &mut emu) };
+        let left_null = left_null && emu.is_null();
+        // SAFETY: as above.
+        let rc = unsafe { cint_emu_start_with(&config, CINT_EMU_FLAG_REALTIME_PREFER, &mut emu) };
+        assert_eq!(rc, CINT_EMU_OK, "prefer starts without SCHED_FIFO");
+        assert!(!emu.is_null());
+        let mut handlers = u32::MAX;
+        // SAFETY: `emu` was just started; `handlers` is a valid local.
+        let rc = unsafe { cint_emu_realtime_handlers(emu, &mut handlers) };
+        assert_eq!(rc, CINT_EMU_OK);
+        let done = one_read(emu);
+        // SAFETY: `emu` came from cint_emu_start_with and is not used after.
+        let shutdown = unsafe { cint_emu_shutdown(emu) };
+        (
+            (start, left_null, threads_after_refusal),
+            start_with_0,
+            (handlers, done, shutdown),
+        )
+    }) else {
+        return;
+    };
+    let (rc, left_null, threads) = start;
+    assert_eq!(rc, CINT_EMU_EREALTIME, "cint_emu_start requires SCHED_FIFO");
+    assert!(left_null, "*out written by a refused start");
+    assert_eq!(threads, 0, "a refused start left a thread behind");
+    assert_eq!(start_with_0, CINT_EMU_EREALTIME, "flags 0 is the default");
+    let (handlers, done, shutdown) = prefer;
+    assert_eq!(handlers, 0, "the handler runs at normal priority");
+    assert_eq!((done.user_data, done.result), (7, 4096));
+    assert_eq!(done.delivered_by, 0, "delivered by a (full) interrupt");
+    assert_eq!(shutdown, CINT_EMU_OK);
+    assert_eq!(emulator_threads(), 0);
+}
+
+#[test]
+fn where_the_system_grants_it_start_runs_the_handler_at_realtime_priority() {
+    let _g = serial();
+    let Some(cpus) = cpus() else {
+        return;
+    };
+    let config = config(cpus);
+    if !fifo_allowed() {
+        eprintln!("skipped: this process may not use SCHED_FIFO");
+        return;
+    }
+    for flags in [None, Some(0), Some(CINT_EMU_FLAG_REALTIME_PREFER)] {
+        let mut emu: *mut cint_emu = ptr::null_mut();
+        let mut handlers = u32::MAX;
+        // SAFETY: `config`, `emu` and `handlers` are valid locals; `emu` is
+        // shut down once and not used after.
+        unsafe {
+            let rc = match flags {
+                None => cint_emu_start(&config, &mut emu),
+                Some(f) => cint_emu_start_with(&config, f, &mut emu),
+            };
+            assert_eq!(rc, CINT_EMU_OK, "flags {flags:?}");
+            assert_eq!(cint_emu_realtime_handlers(emu, &mut handlers), CINT_EMU_OK);
+            assert_eq!(one_read(emu).result, 4096);
+            assert_eq!(cint_emu_shutdown(emu), CINT_EMU_OK);
+        }
+        assert_eq!(handlers, 1, "flags {flags:?}");
+    }
+}
+
+#[test]
+fn unknown_flags_are_refused_with_einval_and_start_nothing() {
+    let _g = serial();
+    let Some(cpus) = cpus() else {
+        return;
+    };
+    let config = config(cpus);
+    for flags in [
+        2,
+        0x8000_0000,
+        CINT_EMU_FLAG_REALTIME_PREFER | 0x10,
+        u32::MAX,
+    ] {
+        let mut emu: *mut cint_emu = ptr::null_mut();
+        // SAFETY: `config` and `emu` are valid locals.
+        let rc = unsafe { cint_emu_start_with(&config, flags, &mut emu) };
+        assert_eq!(rc, CINT_EMU_EINVAL, "flags {flags:#x}");
+        assert!(emu.is_null(), "flags {flags:#x}");
+        assert_eq!(emulator_threads(), 0, "flags {flags:#x}");
+    }
+}
