@@ -10,123 +10,13 @@
 //! rest of this test binary keeps its own.
 
 use std::ptr;
-use std::sync::{Mutex, MutexGuard};
 
 use cint_emu_ffi::*;
 
-const CAP_SYS_NICE: u32 = 23;
-const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+#[path = "../../emu/tests/common/mod.rs"]
+mod common;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// One emulator at a time: each spins a device core.
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: i32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
-/// Removes `CAP_SYS_NICE` from the calling thread's effective set.
-fn drop_cap_sys_nice() -> Result<(), String> {
-    let mut header = CapHeader {
-        version: CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let mut data = [CapData::default(); 2];
-    // SAFETY: version 3 capget writes two CapData records, which `data`
-    // holds; pid 0 is the calling thread.
-    let rc = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(format!("capget: {}", std::io::Error::last_os_error()));
-    }
-    data[0].effective &= !(1 << CAP_SYS_NICE);
-    // SAFETY: as above; capset only reads the two records.
-    let rc = unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) };
-    if rc != 0 {
-        return Err(format!("capset: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
-}
-
-/// Sets the process's soft `RLIMIT_RTPRIO`; returns the previous limits.
-fn set_rtprio_soft_limit(soft: u64) -> libc::rlimit {
-    let mut old = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `old` is a valid, writable rlimit.
-    unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut old) };
-    let new = libc::rlimit {
-        rlim_cur: soft.min(old.rlim_max),
-        rlim_max: old.rlim_max,
-    };
-    // SAFETY: `new` is a valid rlimit; lowering the soft limit (and later
-    // restoring it below the unchanged hard limit) needs no privilege.
-    unsafe { libc::setrlimit(libc::RLIMIT_RTPRIO, &new) };
-    old
-}
-
-fn restore_rtprio(old: libc::rlimit) {
-    // SAFETY: `old` is the valid rlimit read before.
-    unsafe { libc::setrlimit(libc::RLIMIT_RTPRIO, &old) };
-}
-
-/// True if a new thread of the caller's kind gets SCHED_FIFO.
-fn fifo_allowed() -> bool {
-    std::thread::scope(|s| {
-        s.spawn(|| ::cint_emu::sys::set_fifo(1).is_ok())
-            .join()
-            .unwrap_or(false)
-    })
-}
-
-/// Runs `f` on a thread that the kernel refuses SCHED_FIFO, as it refuses
-/// every thread that one creates; `None` (with the reason printed) if this
-/// process cannot arrange that.
-fn without_realtime<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
-    let old = set_rtprio_soft_limit(0);
-    let out = std::thread::scope(|s| {
-        s.spawn(|| {
-            if let Err(e) = drop_cap_sys_nice() {
-                eprintln!("skipped: cannot drop CAP_SYS_NICE: {e}");
-                return None;
-            }
-            if fifo_allowed() {
-                eprintln!("skipped: SCHED_FIFO is granted even without CAP_SYS_NICE");
-                return None;
-            }
-            Some(f())
-        })
-        .join()
-        .expect("test thread")
-    });
-    restore_rtprio(old);
-    out
-}
-
-/// Emulator threads alive in this process (all are named `cint-*`).
-fn emulator_threads() -> usize {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .filter_map(Result::ok)
-        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-        .filter(|comm| comm.starts_with("cint-"))
-        .count()
-}
+use common::{emulator_threads, fifo_allowed, serial, without_realtime};
 
 /// The device CPU (the last allowed) and the application CPU (the first);
 /// `None` (with the reason printed) on a machine with fewer than 2 CPUs.
