@@ -8,6 +8,7 @@ use cint_policy::{Hint, Nanos};
 
 use crate::buf::IoBuf;
 use crate::error::{EmuError, IoError};
+use crate::irq;
 use crate::ring::{self, Consumer, Producer};
 use crate::shared::{
     Channel, DeliveredBy, Delivery, Handoff, Op, Shared, SubmitEntry, MAX_QUEUE_DEPTH,
@@ -154,6 +155,8 @@ impl Client {
             return Err(EmuError::Internal("client slot registered twice".into()));
         }
         q.reserved.store(reserved + depth, Ordering::Relaxed);
+        // A client runs on its core except while it waits.
+        q.idle.arrive();
         shared.registered.store(index + 1, Ordering::Release);
         Ok(Client {
             shared: Arc::clone(shared),
@@ -356,8 +359,17 @@ impl Client {
                 WaitMode::Spin => std::hint::spin_loop(),
                 WaitMode::Block => {
                     let dq = &self.dq;
-                    if self.channel.waiter.wait(|| !dq.is_empty()) {
+                    let queue = self.channel.queue as usize;
+                    let outcome = self.channel.waiter.wait(
+                        &self.shared.queues[queue].idle,
+                        self.channel.index,
+                        || !dq.is_empty(),
+                    );
+                    if outcome.slept {
                         self.wakeups += 1;
+                    }
+                    if outcome.claimed {
+                        irq::handle_on_waiter(&self.shared, queue);
                     }
                 }
             }
@@ -398,6 +410,7 @@ impl Drop for Client {
         }
         if let Some(q) = self.shared.queues.get(self.channel.queue as usize) {
             q.reserved.fetch_sub(self.slots.len(), Ordering::Relaxed);
+            q.idle.depart();
         }
     }
 }
@@ -409,7 +422,10 @@ mod tests {
 
     #[test]
     fn an_abandoned_request_keeps_its_buffer_from_being_reused() {
-        let shared = Arc::new(Shared::new(vec![Queue::new(QueueMode::Poll)]));
+        let shared = Arc::new(Shared::new(vec![Queue::new(
+            QueueMode::Poll,
+            Default::default(),
+        )]));
         let mut client = Client::register(&shared, 0, 2).expect("client");
         let channel = Arc::clone(shared.channel(0).expect("registered"));
         let mut device_end = channel.sq_rx.take().expect("submission consumer");

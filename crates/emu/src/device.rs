@@ -229,7 +229,7 @@ impl DeviceCore {
                     self.post_cq(request, result, now);
                 } else {
                     cq.held.push_back((request, result));
-                    stalled(cq, queue);
+                    stalled(cq, &self.shared, queue_index);
                 }
             }
         }
@@ -245,7 +245,7 @@ impl DeviceCore {
                 }
                 let queue = &self.shared.queues[index];
                 if !has_room(cq, queue) {
-                    stalled(cq, queue);
+                    stalled(cq, &self.shared, index);
                     break;
                 }
                 let Some((request, result)) = cq.held.pop_front() else {
@@ -340,18 +340,18 @@ fn has_room(cq: &DeviceCq, queue: &Queue) -> bool {
 /// entry) while the policy holds that entry back. A full reap releases
 /// every position, so one interrupt per stall suffices; raising again only
 /// after the head has moved keeps a stall from becoming a storm.
-fn stalled(cq: &mut DeviceCq, queue: &Queue) {
-    let head = queue.cq_head.load(Ordering::Acquire);
+fn stalled(cq: &mut DeviceCq, shared: &Shared, index: usize) {
+    let head = shared.queues[index].cq_head.load(Ordering::Acquire);
     if cq.raised_at_head != Some(head) {
         cq.raised_at_head = Some(head);
-        queue.raise_queue_full();
+        shared.raise_queue_full(index);
     }
 }
 
 /// Acts on a policy's decision for queue `index`.
 fn fire(shared: &Shared, index: usize, decision: Decision) {
     if let Some(irq) = decision.irq() {
-        shared.queues[index].raise(irq);
+        shared.raise(index, irq);
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use cint_policy::AnyPolicy;
@@ -14,8 +14,9 @@ use crate::backend::{Backend, BackendConfig};
 use crate::client::Client;
 use crate::device::{DeviceCore, DeviceCq};
 use crate::error::EmuError;
-use crate::irq::{run_handler, HANDLER_PRIORITY};
+use crate::irq::{run_handler, HandlerState, HANDLER_PRIORITY};
 use crate::ring;
+pub use crate::shared::IdleDelivery;
 use crate::shared::{Queue, QueueMode, Shared, MAX_QUEUE_DEPTH};
 use crate::sys;
 
@@ -47,6 +48,12 @@ pub struct DeviceConfig {
     /// [`EmuError::NoRealtime`]; [`Realtime::Prefer`] runs them at normal
     /// priority (see [`DeviceStats::realtime_handlers`]).
     pub realtime: Realtime,
+    /// Where an interrupt goes when it finds its application core idle:
+    /// by default to a thread waiting there, which runs the handler's pass
+    /// itself (one wake-up, as on real hardware). A core shared with busy
+    /// threads the emulator does not know of needs
+    /// [`IdleDelivery::Handler`], or an [`Occupant`] for them.
+    pub idle_delivery: IdleDelivery,
 }
 
 /// Counters of a running or stopped device.
@@ -62,6 +69,10 @@ pub struct DeviceStats {
     pub queue_full_irqs: Vec<u64>,
     /// Per queue: times the interrupt handler slept and was woken.
     pub handler_wakeups: Vec<u64>,
+    /// Per queue: interrupts delivered to a thread waiting on the idle
+    /// application core, which ran the handler's pass itself (included in
+    /// `irqs`).
+    pub waiter_irqs: Vec<u64>,
     /// Per queue: completions posted.
     pub completions: Vec<u64>,
     /// Requests cancelled at shutdown.
@@ -125,20 +136,22 @@ impl Emulator {
             config.queues.len() * MAX_QUEUE_DEPTH,
             hooks,
         )?;
-        let queues = config.queues.iter().map(|q| Queue::new(q.mode)).collect();
+        let queues = config
+            .queues
+            .iter()
+            .map(|q| Queue::new(q.mode, config.idle_delivery))
+            .collect();
         let shared = Arc::new(Shared::new(queues));
         // Each interrupt-driven queue's completion ring: the device core
-        // writes it, the queue's handler reads it.
-        let mut cq_readers = Vec::with_capacity(config.queues.len());
+        // writes it, the queue's handler state reads it.
         let mut cq_writers = Vec::with_capacity(config.queues.len());
-        for q in &config.queues {
+        for (q, queue) in config.queues.iter().zip(&shared.queues) {
             if matches!(q.mode, QueueMode::Interrupt(_)) {
                 let (tx, rx) = ring::channel(MAX_QUEUE_DEPTH);
                 cq_writers.push(Some(DeviceCq::new(tx)));
-                cq_readers.push(Some(rx));
+                let _ = queue.handler.set(Mutex::new(HandlerState::new(rx)));
             } else {
                 cq_writers.push(None);
-                cq_readers.push(None);
             }
         }
         let mut emulator = Emulator {
@@ -176,9 +189,9 @@ impl Emulator {
         let mut expected = 1;
 
         for (index, q) in config.queues.iter().enumerate() {
-            let Some(cq) = cq_readers[index].take() else {
+            if !matches!(q.mode, QueueMode::Interrupt(_)) {
                 continue;
-            };
+            }
             let tx = ready_tx.clone();
             let handler_shared = Arc::clone(&shared);
             let cpu = q.app_cpu;
@@ -209,7 +222,7 @@ impl Emulator {
                         }
                     });
                     let _ = tx.send(ready);
-                    run_handler(handler_shared, index, cq);
+                    run_handler(handler_shared, index);
                 });
             match spawned {
                 Ok(handle) => {
@@ -245,6 +258,24 @@ impl Emulator {
         Client::register(&self.shared, queue, depth)
     }
 
+    /// Counts a thread the emulator does not otherwise know of as running
+    /// on queue `queue`'s application core for as long as the returned
+    /// guard lives, so that interrupts there go to the real-time handler
+    /// (which preempts it) rather than to an idle core's waiting thread.
+    pub fn occupant(&self, queue: usize) -> Result<Occupant, EmuError> {
+        if queue >= self.shared.queues.len() {
+            return Err(EmuError::Config(format!(
+                "queue {queue} does not exist ({} queues)",
+                self.shared.queues.len()
+            )));
+        }
+        self.shared.queues[queue].idle.arrive();
+        Ok(Occupant {
+            shared: Arc::clone(&self.shared),
+            queue,
+        })
+    }
+
     /// The counters so far.
     pub fn stats(&self) -> DeviceStats {
         let q = &self.shared.queues;
@@ -261,6 +292,10 @@ impl Emulator {
             handler_wakeups: q
                 .iter()
                 .map(|q| q.handler_wakeups.load(Ordering::Relaxed))
+                .collect(),
+            waiter_irqs: q
+                .iter()
+                .map(|q| q.waiter_irqs.load(Ordering::Relaxed))
                 .collect(),
             completions: q
                 .iter()
@@ -327,6 +362,19 @@ impl Emulator {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+}
+
+/// A thread counted as running on an application core (see
+/// [`Emulator::occupant`]); it stops counting when dropped.
+pub struct Occupant {
+    shared: Arc<Shared>,
+    queue: usize,
+}
+
+impl Drop for Occupant {
+    fn drop(&mut self) {
+        self.shared.queues[self.queue].idle.depart();
     }
 }
 

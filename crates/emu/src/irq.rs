@@ -11,16 +11,23 @@
 //! each completion to the thread that submitted it, wakes those threads
 //! and blocks again. Interrupts raised while the handler runs stay latched
 //! and are handled on its next pass, as a real interrupt controller does.
+//!
+//! When the application core is idle, the device core may deliver the
+//! interrupt to a thread blocked in a wait there instead
+//! ([`crate::idle`]); that thread runs the same pass
+//! ([`handle_on_waiter`]). The handler's state is behind a lock so that
+//! passes never overlap, whoever runs them.
 
 use std::sync::atomic::{fence, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use cint_policy::reap::CompletionQueue;
 use cint_policy::{Hint, Irq};
 
 use crate::ring::{Consumer, Producer};
 use crate::shared::{
-    Channel, CqEntry, DeliveredBy, Delivery, Shared, IRQ_FULL, MAX_CLIENTS, MAX_QUEUE_DEPTH,
+    Channel, CqEntry, DeliveredBy, Delivery, Shared, IRQ_FINISH, IRQ_FULL, MAX_CLIENTS,
+    MAX_QUEUE_DEPTH,
 };
 use crate::sys;
 
@@ -31,7 +38,7 @@ pub const HANDLER_PRIORITY: i32 = 40;
 /// The handler's view of one queue: the completion ring's reading end, the
 /// completion-queue model with its reaped bits, the entries it holds
 /// (indexed by position) and the delivery rings of the queue's clients.
-struct HandlerState {
+pub(crate) struct HandlerState {
     cq: Consumer<CqEntry>,
     model: Box<CompletionQueue<MAX_QUEUE_DEPTH>>,
     entries: Box<[Option<CqEntry>]>,
@@ -54,31 +61,46 @@ struct Outbox {
     touched_flag: Box<[bool]>,
 }
 
-/// Runs the handler of queue `index`, reading its completion ring `cq`,
-/// until the device finishes.
-pub(crate) fn run_handler(shared: Arc<Shared>, index: usize, cq: Consumer<CqEntry>) {
+impl HandlerState {
+    /// The state of a handler reading completion ring `cq`.
+    pub(crate) fn new(cq: Consumer<CqEntry>) -> Self {
+        HandlerState {
+            cq,
+            model: Box::new(CompletionQueue::new()),
+            entries: vec![None; MAX_QUEUE_DEPTH].into_boxed_slice(),
+            next_position: 0,
+            out: Outbox {
+                channels: (0..MAX_CLIENTS).map(|_| None).collect(),
+                touched: Vec::with_capacity(64),
+                touched_flag: vec![false; MAX_CLIENTS].into_boxed_slice(),
+            },
+        }
+    }
+}
+
+/// The handler state of queue `index`, locked. `None` for a queue
+/// without a handler (poll mode).
+fn lock_state(shared: &Shared, index: usize) -> Option<MutexGuard<'_, HandlerState>> {
+    let state: &Mutex<HandlerState> = shared.queues.get(index)?.handler.get()?;
+    // A pass that panicked left the state as consistent as any pass
+    // boundary: every entry is either in the model or delivered.
+    Some(
+        state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    )
+}
+
+/// Runs the handler thread of queue `index` until the device finishes.
+pub(crate) fn run_handler(shared: Arc<Shared>, index: usize) {
     let queue = &shared.queues[index];
-    let mut state = HandlerState {
-        cq,
-        model: Box::new(CompletionQueue::new()),
-        entries: vec![None; MAX_QUEUE_DEPTH].into_boxed_slice(),
-        next_position: 0,
-        out: Outbox {
-            channels: (0..MAX_CLIENTS).map(|_| None).collect(),
-            touched: Vec::with_capacity(64),
-            touched_flag: vec![false; MAX_CLIENTS].into_boxed_slice(),
-        },
-    };
     loop {
         let bits = wait_for_irq(&shared, index);
         let finished = queue.finished.load(Ordering::SeqCst);
-        drain_ring(&shared, &mut state);
-        let irq = if bits & IRQ_FULL != 0 || finished {
-            Irq::Full
-        } else {
-            Irq::UrgentOnly
+        let Some(mut state) = lock_state(&shared, index) else {
+            return;
         };
-        deliver(&shared, index, irq, &mut state);
+        pass(&shared, index, bits, finished, &mut state);
         if finished {
             // Entries posted after the flag was read are impossible: the
             // device sets it after its last post.
@@ -89,7 +111,38 @@ pub(crate) fn run_handler(shared: Arc<Shared>, index: usize, cq: Consumer<CqEntr
     }
 }
 
-/// Blocks until an interrupt is latched, then takes every latched bit.
+/// The handler's pass, run by a thread that an interrupt claimed while it
+/// waited on the idle application core (see [`crate::idle`]). The
+/// interrupt may meanwhile have been taken by the handler thread (it was
+/// on its way to sleep); then there is nothing to do.
+pub(crate) fn handle_on_waiter(shared: &Shared, index: usize) {
+    let Some(mut state) = lock_state(shared, index) else {
+        return;
+    };
+    let queue = &shared.queues[index];
+    // The device's final wake-up (IRQ_FINISH) stays for the handler
+    // thread: it must not go back to sleep on a word a waiter cleared.
+    let bits = queue.pending.fetch_and(IRQ_FINISH, Ordering::SeqCst) & !IRQ_FINISH;
+    if bits != 0 {
+        let finished = queue.finished.load(Ordering::SeqCst);
+        pass(shared, index, bits, finished, &mut state);
+    }
+}
+
+/// One pass for the latched `bits`: everything posted so far enters the
+/// model, then the reap of a full or an urgent-only interrupt.
+fn pass(shared: &Shared, index: usize, bits: u32, finished: bool, state: &mut HandlerState) {
+    drain_ring(shared, state);
+    let irq = if bits & IRQ_FULL != 0 || finished {
+        Irq::Full
+    } else {
+        Irq::UrgentOnly
+    };
+    deliver(shared, index, irq, state);
+}
+
+/// Blocks until an interrupt is latched or the device finished
+/// (`IRQ_FINISH`), then takes every latched bit.
 fn wait_for_irq(shared: &Shared, index: usize) -> u32 {
     let queue = &shared.queues[index];
     loop {

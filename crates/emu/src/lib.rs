@@ -24,6 +24,7 @@ pub mod client;
 mod device;
 pub mod emulator;
 pub mod error;
+mod idle;
 mod irq;
 pub mod ring;
 pub mod runner;
@@ -34,7 +35,9 @@ mod workload;
 pub use backend::{BackendConfig, FileSource};
 pub use buf::IoBuf;
 pub use client::{Client, Completion, Request, WaitMode};
-pub use emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig, Realtime};
+pub use emulator::{
+    DeviceConfig, DeviceStats, Emulator, IdleDelivery, Occupant, QueueConfig, Realtime,
+};
 pub use error::{EmuError, IoError};
 pub use runner::{run, run_detailed, JobDetail, RunDetail, StrategyDetail};
 pub use shared::{DeliveredBy, Op, QueueMode, MAX_CLIENTS, MAX_QUEUE_DEPTH};

@@ -41,6 +41,11 @@ pub struct StrategyDetail {
     pub irqs_total: u64,
     /// Completions the device posted over the whole run.
     pub completions_total: u64,
+    /// Interrupts over the whole run that found their core idle and were
+    /// handled by the thread waiting there (`[emu] idle_delivery`).
+    pub waiter_irqs_total: u64,
+    /// Times over the whole run a handler thread slept and was woken.
+    pub handler_wakeups_total: u64,
     /// Handlers that ran at real-time priority.
     pub realtime_handlers: usize,
     /// Measured window, in nanoseconds of the clock.
@@ -350,6 +355,7 @@ fn run_strategy(
             .collect(),
         backend,
         realtime: scenario.emu.realtime,
+        idle_delivery: scenario.emu.idle_delivery,
     };
     let emulator = Emulator::start(config)?;
     let control = Arc::new(Control {
@@ -390,6 +396,18 @@ fn run_strategy(
                 }
                 None => None,
             };
+            // A CPU-bound thread runs on its core all the time: interrupts
+            // there must preempt it, never wait for it.
+            let occupant = match &io {
+                Some(_) => None,
+                None => match emulator.occupant(queue) {
+                    Ok(o) => Some(o),
+                    Err(e) => {
+                        failure = Some(e);
+                        break;
+                    }
+                },
+            };
             let probe = Arc::new(ThreadProbe::default());
             tracked.push(Tracked {
                 job: Some(job_index),
@@ -419,6 +437,7 @@ fn run_strategy(
                     }
                     pinned.map_err(EmuError::Pinning)?;
                     let outcome = run_thread(plan, client, &control);
+                    drop(occupant);
                     probe.finish();
                     Ok(outcome)
                 });
@@ -580,6 +599,8 @@ fn run_strategy(
         name: strategy.name.clone(),
         irqs_total: final_stats.total_irqs(),
         completions_total: final_stats.total_completions(),
+        waiter_irqs_total: final_stats.waiter_irqs.iter().sum(),
+        handler_wakeups_total: final_stats.handler_wakeups.iter().sum(),
         realtime_handlers: final_stats.realtime_handlers,
         window_ns,
         jobs: job_details,

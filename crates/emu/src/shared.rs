@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cint_policy::{Hint, Irq, PolicyConfig};
 
+pub(crate) use crate::idle::CoreIdle;
+use crate::irq::HandlerState;
 use crate::ring::{Consumer, Producer};
 use crate::sys;
 
@@ -126,17 +128,38 @@ impl Waiter {
         }
     }
 
+    /// Wakes the thread for an interrupt that claimed it (see
+    /// [`CoreIdle::claim`]): it is inside [`Waiter::wait`], asleep or on
+    /// its way in or out, and the bumped word keeps it from blocking.
+    pub fn kick(&self) {
+        self.seq.fetch_add(1, Ordering::SeqCst);
+        sys::futex_wake(&self.seq);
+    }
+
     /// Blocks until `ready()` holds or a notification arrives (may return
-    /// spuriously; callers loop). True if the thread slept and was woken,
-    /// which is what the result's `wakeups` count.
-    pub fn wait(&self, ready: impl Fn() -> bool) -> bool {
+    /// spuriously; callers loop). While blocked, the thread counts as not
+    /// running on its core (`idle`, as client `channel`), so an interrupt
+    /// may claim it to run the handler's pass.
+    pub fn wait(&self, idle: &CoreIdle, channel: u32, ready: impl Fn() -> bool) -> WaitOutcome {
         let seen = self.seq.load(Ordering::SeqCst);
         self.sleeping.store(1, Ordering::SeqCst);
+        idle.sleep(channel);
         fence(Ordering::SeqCst);
-        let woken = !ready() && sys::futex_wait(&self.seq, seen);
+        let slept = !ready() && sys::futex_wait(&self.seq, seen);
         self.sleeping.store(0, Ordering::SeqCst);
-        woken
+        let claimed = idle.wake(channel);
+        WaitOutcome { slept, claimed }
     }
+}
+
+/// How a [`Waiter::wait`] ended.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WaitOutcome {
+    /// The thread slept and was woken: what the results' `wakeups` count.
+    pub slept: bool,
+    /// An interrupt was delivered to this thread: it must run the
+    /// handler's pass ([`crate::irq::handle_on_waiter`]).
+    pub claimed: bool,
 }
 
 /// A ring end waiting for the thread that will own it: the client's
@@ -191,12 +214,27 @@ pub enum QueueMode {
 /// Pending interrupt bits, as an interrupt controller latches them.
 pub(crate) const IRQ_FULL: u32 = 1;
 pub(crate) const IRQ_URGENT: u32 = 2;
+/// Not an interrupt: the device's last wake-up of the handler thread at
+/// shutdown. Only the handler thread takes it.
+pub(crate) const IRQ_FINISH: u32 = 4;
+
+/// Where an interrupt goes when it finds the application core idle
+/// (docs/EMULATOR-DESIGN.md, "Interrupts on an idle core").
+pub use cint_scenario::emu_config::IdleDelivery;
 
 /// One application core's queue pair, its interrupt line and counters.
 /// (The completion ring from the device core to the handler is not here:
 /// its two ends belong to those two threads.)
 pub(crate) struct Queue {
     pub mode: QueueMode,
+    pub idle_delivery: IdleDelivery,
+    /// What runs on the application core, as far as the emulator knows.
+    pub idle: CoreIdle,
+    /// The handler's state (completion ring, completion-queue model,
+    /// delivery rings), shared by the handler thread and any waiting
+    /// thread an interrupt is delivered to; set at start for interrupt
+    /// queues.
+    pub handler: OnceLock<Mutex<HandlerState>>,
     /// The completion queue's head doorbell: the position up to which the
     /// handler has released entries to the device (its completion-queue
     /// model's head). The device never lets more than `MAX_QUEUE_DEPTH`
@@ -218,6 +256,9 @@ pub(crate) struct Queue {
     pub queue_full_irqs: AtomicU64,
     /// Times the handler slept and was woken by an interrupt.
     pub handler_wakeups: AtomicU64,
+    /// Interrupts delivered to a waiting thread on the idle core instead
+    /// of the handler thread.
+    pub waiter_irqs: AtomicU64,
     pub completions: AtomicU64,
     pub handler_tid: AtomicI32,
     /// The handler thread's CPU-time clock, for per-thread accounting.
@@ -225,9 +266,12 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
-    pub fn new(mode: QueueMode) -> Self {
+    pub fn new(mode: QueueMode, idle_delivery: IdleDelivery) -> Self {
         Queue {
             mode,
+            idle_delivery,
+            idle: CoreIdle::default(),
+            handler: OnceLock::new(),
             cq_head: AtomicU64::new(0),
             pending: AtomicU32::new(0),
             handler_sleeping: AtomicU32::new(0),
@@ -237,15 +281,16 @@ impl Queue {
             urgent_irqs: AtomicU64::new(0),
             queue_full_irqs: AtomicU64::new(0),
             handler_wakeups: AtomicU64::new(0),
+            waiter_irqs: AtomicU64::new(0),
             completions: AtomicU64::new(0),
             handler_tid: AtomicI32::new(0),
             handler_clock: OnceLock::new(),
         }
     }
 
-    /// Latches an interrupt and wakes the handler if it sleeps (the
-    /// emulated inter-processor interrupt).
-    pub fn raise(&self, irq: Irq) {
+    /// Latches an interrupt; true if the handler thread sleeps, so that
+    /// someone must be woken to handle it.
+    fn latch(&self, irq: Irq) -> bool {
         self.irqs.fetch_add(1, Ordering::Relaxed);
         let bit = match irq {
             Irq::Full => IRQ_FULL,
@@ -255,23 +300,17 @@ impl Queue {
             }
         };
         self.pending.fetch_or(bit, Ordering::SeqCst);
+        // Pairs with the handler's fence between announcing its sleep and
+        // checking `pending`: either it sees the bit, or this sees it
+        // asleep.
         fence(Ordering::SeqCst);
-        if self.handler_sleeping.load(Ordering::SeqCst) != 0 {
-            sys::futex_wake(&self.pending);
-        }
-    }
-
-    /// A full interrupt the device raises on its own when the completion
-    /// queue's window is full, so that the handler's full reap frees it.
-    pub fn raise_queue_full(&self) {
-        self.queue_full_irqs.fetch_add(1, Ordering::Relaxed);
-        self.raise(Irq::Full);
+        self.handler_sleeping.load(Ordering::SeqCst) != 0
     }
 
     /// Wakes the handler for the last time, without counting an interrupt.
     pub fn finish(&self) {
         self.finished.store(true, Ordering::SeqCst);
-        self.pending.fetch_or(IRQ_FULL, Ordering::SeqCst);
+        self.pending.fetch_or(IRQ_FINISH, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         sys::futex_wake(&self.pending);
     }
@@ -312,5 +351,36 @@ impl Shared {
 
     pub fn channel(&self, index: u32) -> Option<&Arc<Channel>> {
         self.channels.get(index as usize).and_then(OnceLock::get)
+    }
+
+    /// Raises an interrupt on queue `index` (the emulated inter-processor
+    /// interrupt): latches it, and if the handler thread sleeps wakes
+    /// either the core's idle waiting thread (see [`IdleDelivery`]) or
+    /// the handler thread. A handler that is running finds the latched
+    /// bits on its next pass.
+    pub fn raise(&self, index: usize, irq: Irq) {
+        let queue = &self.queues[index];
+        if !queue.latch(irq) {
+            return;
+        }
+        if queue.idle_delivery == IdleDelivery::Waiter {
+            if let Some(channel) = queue.idle.claim() {
+                if let Some(ch) = self.channel(channel) {
+                    queue.waiter_irqs.fetch_add(1, Ordering::Relaxed);
+                    ch.waiter.kick();
+                    return;
+                }
+            }
+        }
+        sys::futex_wake(&queue.pending);
+    }
+
+    /// A full interrupt the device raises on its own when the completion
+    /// queue's window is full, so that the handler's full reap frees it.
+    pub fn raise_queue_full(&self, index: usize) {
+        self.queues[index]
+            .queue_full_irqs
+            .fetch_add(1, Ordering::Relaxed);
+        self.raise(index, Irq::Full);
     }
 }

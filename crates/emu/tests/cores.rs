@@ -104,6 +104,7 @@ fn a_thread_that_cannot_pin_fails_start_and_leaves_no_thread() {
                 seed: 1,
             },
             realtime: cint_emu::Realtime::Prefer,
+            idle_delivery: Default::default(),
         });
         let Err(err) = result else {
             panic!("{mode:?}: started with cpu {offline}, which this process may not use");

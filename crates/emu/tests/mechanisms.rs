@@ -4,8 +4,8 @@
 mod common;
 
 use cint_emu::{
-    BackendConfig, DeliveredBy, DeviceConfig, Emulator, Op, QueueConfig, QueueMode, Realtime,
-    Request, WaitMode,
+    BackendConfig, DeliveredBy, DeviceConfig, Emulator, IdleDelivery, Op, QueueConfig, QueueMode,
+    Realtime, Request, WaitMode,
 };
 use cint_policy::config::CinterruptsParams;
 use cint_policy::{Hint, PolicyConfig, MS, SEC};
@@ -107,37 +107,34 @@ fn poll_raises_no_irq_and_never_blocks() {
     assert!(r.jobs.iter().all(|j| j.wakeups == 0));
 }
 
-#[test]
-fn psync_under_none_wakes_its_thread_about_once_per_io() {
-    let _g = serial();
-    if !can_emulate() {
-        return;
-    }
-    // The relation needs a few dozen IOs; a loaded machine (each wake-up
-    // then waits for the CPU) gets them in a longer window.
+/// Runs psync at QD1 under `none` on a 10 us device long enough for a few
+/// dozen IOs (a loaded machine, where each wake-up waits for the CPU, gets
+/// them in a longer window).
+fn psync_qd1_under_none(idle: IdleDelivery, with_cpu_job: bool) -> cint_emu::RunDetail {
     let mut duration = 30 * MS;
-    let d = loop {
-        let s = scenario(
-            "wakeups",
-            device(10_000, 4),
-            vec![none()],
-            vec![io_job("sync", Engine::Psync, 1, 1, 1)],
-            duration,
-        );
+    loop {
+        let mut jobs = vec![io_job("sync", Engine::Psync, 1, 1, 1)];
+        if with_cpu_job {
+            jobs.push(cpu_job("spin"));
+        }
+        let mut s = scenario("wakeups", device(10_000, 4), vec![none()], jobs, duration);
+        s.emu.idle_delivery = idle;
         let d = cint_emu::run_detailed(&s).expect("emulator runs");
         if d.result.results[0].jobs[0].ios >= 30 || duration >= 480 * MS {
-            break d;
+            return d;
         }
         duration *= 2;
-    };
-    let r = &d.result.results[0];
-    let job = &r.jobs[0];
-    assert!(job.ios >= 30, "only {} IOs in {duration} ns", job.ios);
-    // One request at a time: the thread sleeps after each submission and
-    // the handler's delivery wakes it, so at most one wake-up per IO
-    // (both counted when the completion is taken). A completion that beats
-    // the thread to sleep (it was preempted for a whole service time)
-    // saves one, so "about one" is at least half here.
+    }
+}
+
+/// One request at a time: the thread sleeps after each submission and the
+/// interrupt's delivery wakes it, so at most one wake-up per IO (both
+/// counted when the completion is taken). A completion that beats the
+/// thread to sleep (it was preempted for a whole service time) saves one,
+/// so "about one" is at least half here.
+fn assert_about_one_job_wakeup_per_io(d: &cint_emu::RunDetail) {
+    let job = &d.result.results[0].jobs[0];
+    assert!(job.ios >= 30, "only {} IOs", job.ios);
     assert!(
         job.wakeups <= job.ios + 1,
         "{} wake-ups, {} IOs",
@@ -151,16 +148,84 @@ fn psync_under_none_wakes_its_thread_about_once_per_io() {
         job.ios
     );
     assert_eq!(d.strategies[0].jobs[0].wakeups, job.wakeups);
-    // The strategy adds the handler's wake-ups: under none one per
-    // interrupt that found it asleep, at most one per interrupt (give or
-    // take the window's edges).
-    let handler = r.wakeups - job.wakeups;
+}
+
+#[test]
+fn psync_under_none_on_an_idle_core_wakes_one_thread_per_interrupt() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let d = psync_qd1_under_none(IdleDelivery::Waiter, false);
+    assert_about_one_job_wakeup_per_io(&d);
+    let r = &d.result.results[0];
+    let sd = &d.strategies[0];
+    // The job thread waits alone on its core, so interrupts are delivered
+    // to it, and it runs the handler's pass itself: the handler thread is
+    // woken only by interrupts that came while the job thread was not yet
+    // (or no longer) waiting.
+    assert!(
+        2 * sd.waiter_irqs_total >= sd.irqs_total,
+        "{} of {} interrupts went to the waiting thread",
+        sd.waiter_irqs_total,
+        sd.irqs_total
+    );
+    assert!(
+        sd.waiter_irqs_total + sd.handler_wakeups_total <= sd.irqs_total + 1,
+        "{} + {} wake-ups for {} interrupts",
+        sd.waiter_irqs_total,
+        sd.handler_wakeups_total,
+        sd.irqs_total
+    );
+    // The strategy's wake-ups are the job's plus the handler's: about one
+    // thread per interrupt (give or take the window's edges).
+    let handler = r.wakeups - r.jobs[0].wakeups;
+    assert!(handler < r.jobs[0].wakeups, "{handler} handler wake-ups");
+    assert!(
+        r.wakeups <= r.interrupts + 2,
+        "{} wake-ups, {} IRQs",
+        r.wakeups,
+        r.interrupts
+    );
+}
+
+#[test]
+fn psync_under_none_through_the_handler_thread_wakes_two_threads_per_interrupt() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let d = psync_qd1_under_none(IdleDelivery::Handler, false);
+    assert_about_one_job_wakeup_per_io(&d);
+    let r = &d.result.results[0];
+    assert_eq!(d.strategies[0].waiter_irqs_total, 0);
+    // The strategy adds the handler's wake-ups: one per interrupt that
+    // found it asleep, at most one per interrupt.
+    let handler = r.wakeups - r.jobs[0].wakeups;
     assert!(handler > 0, "the handler slept between interrupts");
     assert!(
         handler <= r.interrupts + 2,
         "{handler} > {} IRQs",
         r.interrupts
     );
+}
+
+#[test]
+fn a_busy_thread_on_the_core_sends_every_interrupt_to_the_handler_thread() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // A `kind = "cpu"` job shares the core: the core is never idle, so the
+    // real-time handler must preempt it, and the waiting thread is never
+    // handed an interrupt.
+    let d = psync_qd1_under_none(IdleDelivery::Waiter, true);
+    let sd = &d.strategies[0];
+    assert!(sd.irqs_total > 0);
+    assert_eq!(sd.waiter_irqs_total, 0, "{sd:?}");
+    assert!(sd.handler_wakeups_total > 0);
+    assert_eq!(sd.jobs[0].strays, 0);
+    assert_eq!(sd.jobs[0].submitted, sd.jobs[0].completed);
 }
 
 #[test]
@@ -190,6 +255,7 @@ fn urgent_only_irqs_past_an_unreaped_entry_never_overflow_the_completion_queue()
             seed: 1,
         },
         realtime: Realtime::Prefer,
+        idle_delivery: Default::default(),
     })
     .expect("emulator starts");
     let request = |hint, user_data| Request {

@@ -31,6 +31,7 @@ fn config(realtime: Realtime) -> DeviceConfig {
             seed: 1,
         },
         realtime,
+        idle_delivery: Default::default(),
     }
 }
 

@@ -84,6 +84,7 @@ fn start(file: FileSource, mode: QueueMode) -> Emulator {
         }],
         backend: BackendConfig::IoUring { file },
         realtime: cint_emu::Realtime::Prefer,
+        idle_delivery: Default::default(),
     })
     .expect("emulator starts")
 }
@@ -266,6 +267,7 @@ fn a_missing_file_is_a_one_line_start_error() {
             file: FileSource::Path("/nonexistent/cint-emu".into()),
         },
         realtime: cint_emu::Realtime::Prefer,
+        idle_delivery: Default::default(),
     })
     .err()
     .expect("refused");

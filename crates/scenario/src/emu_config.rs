@@ -30,6 +30,21 @@ pub enum Realtime {
     Prefer,
 }
 
+/// Where the emulator delivers an interrupt that finds its application
+/// core idle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdleDelivery {
+    /// To a thread blocked in a wait on that core, which runs the
+    /// handler's pass itself: one wake-up, as a real interrupt on an idle
+    /// core costs.
+    #[default]
+    Waiter,
+    /// Always to the real-time handler thread, which then wakes the
+    /// waiting threads: two wake-ups.
+    Handler,
+}
+
 /// The `[emu]` section.
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -45,4 +60,8 @@ pub struct EmuConfig {
     /// `"require"` (default): refuse to run without `SCHED_FIFO` for the
     /// interrupt handlers; `"prefer"`: run without it if refused.
     pub realtime: Realtime,
+    /// `"waiter"` (default): an interrupt that finds its application core
+    /// idle is handled by the thread waiting there; `"handler"`: always
+    /// by the real-time handler thread.
+    pub idle_delivery: IdleDelivery,
 }

@@ -463,7 +463,14 @@ fn cases() -> Vec<Case<'static>> {
             format!("{BASE}\n[emu]\nbogus = 1\n"),
             LineOf("bogus"),
             "emu.bogus",
-            "unknown key (valid keys: backend, path, device_core, realtime)",
+            "unknown key (valid keys: backend, path, device_core, realtime, idle_delivery)",
+        ),
+        case(
+            "bad emu idle_delivery",
+            format!("{BASE}\n[emu]\nidle_delivery = \"nobody\"\n"),
+            LineOf("nobody"),
+            "emu.idle_delivery",
+            "must be one of \"waiter\" or \"handler\" (got \"nobody\")",
         ),
         case(
             "bad emu backend",

@@ -327,6 +327,7 @@ mod tests {
                 file: FileSource::Fd(reader.as_raw_fd()),
             },
             realtime: Realtime::Prefer,
+            idle_delivery: Default::default(),
         };
         Some(Emulator::start_with(config, hooks).expect("device starts"))
     }

@@ -116,6 +116,17 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, numjobs: u32
     }
 }
 
+/// A CPU-bound job (`kind = "cpu"`) on application core 0.
+pub fn cpu_job(name: &str) -> Job {
+    Job {
+        name: name.into(),
+        cpu: 0,
+        numjobs: 1,
+        runtime: None,
+        work: Work::Cpu,
+    }
+}
+
 pub fn scenario(
     name: &str,
     device: DeviceProfile,
