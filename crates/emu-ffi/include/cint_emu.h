@@ -87,10 +87,22 @@
 #define CINT_EMU_FLAG_REALTIME_PREFER 1
 
 /**
+ * `cint_emu_start_with` flag: deliver every interrupt through the
+ * real-time handler thread, even when the application CPU is idle (the
+ * Rust API's `IdleDelivery::Handler`, the scenario key
+ * `[emu] idle_delivery = "handler"`). Without it, an interrupt that finds
+ * every client of the queue blocked in `cint_emu_wait` is handled by the
+ * waiting thread itself, one wake-up instead of two; the emulator cannot
+ * see the program's other threads, so a program that keeps that CPU busy
+ * with threads of its own should pass this flag.
+ */
+#define CINT_EMU_FLAG_IDLE_HANDLER 2
+
+/**
  * Every flag `cint_emu_start_with` knows; any other bit is refused with
  * `CINT_EMU_EINVAL`.
  */
-#define CINT_EMU_FLAGS_ALL CINT_EMU_FLAG_REALTIME_PREFER
+#define CINT_EMU_FLAGS_ALL (CINT_EMU_FLAG_REALTIME_PREFER | CINT_EMU_FLAG_IDLE_HANDLER)
 
 /**
  * Strategy `none`: an interrupt per completion.
@@ -302,6 +314,17 @@ int32_t cint_emu_client_free(cint_emu_client *client);
  * `emu` from `cint_emu_start`; the out pointers valid (or NULL to skip).
  */
 int32_t cint_emu_stats(const cint_emu *emu, uint64_t *irqs, uint64_t *urgent_irqs);
+
+/**
+ * Interrupts so far that found the application CPU idle and were handled
+ * by the thread blocked in `cint_emu_wait` there instead of the handler
+ * thread (always 0 with `CINT_EMU_FLAG_IDLE_HANDLER`); included in
+ * `cint_emu_stats`' `irqs`.
+ *
+ * # Safety
+ * `emu` from `cint_emu_start` (or `_with`); `irqs` valid.
+ */
+int32_t cint_emu_waiter_irqs(const cint_emu *emu, uint64_t *irqs);
 
 /**
  * How many interrupt handlers run at real-time priority: 1, or 0 on a

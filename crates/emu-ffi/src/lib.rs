@@ -49,9 +49,18 @@ pub const CINT_EMU_EREALTIME: i32 = -9;
 /// and context-switch figures mean something else;
 /// `cint_emu_realtime_handlers` says whether it happened.
 pub const CINT_EMU_FLAG_REALTIME_PREFER: u32 = 1;
+/// `cint_emu_start_with` flag: deliver every interrupt through the
+/// real-time handler thread, even when the application CPU is idle (the
+/// Rust API's `IdleDelivery::Handler`, the scenario key
+/// `[emu] idle_delivery = "handler"`). Without it, an interrupt that finds
+/// every client of the queue blocked in `cint_emu_wait` is handled by the
+/// waiting thread itself, one wake-up instead of two; the emulator cannot
+/// see the program's other threads, so a program that keeps that CPU busy
+/// with threads of its own should pass this flag.
+pub const CINT_EMU_FLAG_IDLE_HANDLER: u32 = 2;
 /// Every flag `cint_emu_start_with` knows; any other bit is refused with
 /// `CINT_EMU_EINVAL`.
-pub const CINT_EMU_FLAGS_ALL: u32 = CINT_EMU_FLAG_REALTIME_PREFER;
+pub const CINT_EMU_FLAGS_ALL: u32 = CINT_EMU_FLAG_REALTIME_PREFER | CINT_EMU_FLAG_IDLE_HANDLER;
 
 /// Strategy `none`: an interrupt per completion.
 pub const CINT_EMU_POLICY_NONE: u32 = 0;
@@ -238,6 +247,11 @@ pub unsafe extern "C" fn cint_emu_start_with(
             }],
             backend,
             realtime,
+            idle_delivery: if flags & CINT_EMU_FLAG_IDLE_HANDLER != 0 {
+                ::cint_emu::IdleDelivery::Handler
+            } else {
+                ::cint_emu::IdleDelivery::Waiter
+            },
         };
         match Emulator::start(config) {
             Ok(emulator) => {
@@ -451,6 +465,27 @@ pub unsafe extern "C" fn cint_emu_stats(
     })
 }
 
+/// Interrupts so far that found the application CPU idle and were handled
+/// by the thread blocked in `cint_emu_wait` there instead of the handler
+/// thread (always 0 with `CINT_EMU_FLAG_IDLE_HANDLER`); included in
+/// `cint_emu_stats`' `irqs`.
+///
+/// # Safety
+/// `emu` from `cint_emu_start` (or `_with`); `irqs` valid.
+#[no_mangle]
+pub unsafe extern "C" fn cint_emu_waiter_irqs(emu: *const cint_emu, irqs: *mut u64) -> i32 {
+    guarded(|| {
+        if emu.is_null() || irqs.is_null() {
+            return CINT_EMU_ENULL;
+        }
+        // SAFETY: non-null and live by the caller's promise.
+        let n = unsafe { &*emu }.emulator.stats().waiter_irqs.iter().sum();
+        // SAFETY: non-null, valid for a write.
+        unsafe { *irqs = n };
+        CINT_EMU_OK
+    })
+}
+
 /// How many interrupt handlers run at real-time priority: 1, or 0 on a
 /// device started with `CINT_EMU_FLAG_REALTIME_PREFER` where the system
 /// refused it (or a polling device, which has no handler).
@@ -518,7 +553,7 @@ mod tests {
             parallel_units: 1,
             path: std::ptr::null(),
         };
-        for flags in [2, 1 << 31, CINT_EMU_FLAG_REALTIME_PREFER | 4, !0] {
+        for flags in [4, 1 << 31, CINT_EMU_FLAG_REALTIME_PREFER | 8, !0] {
             let mut out: *mut cint_emu = std::ptr::NonNull::dangling().as_ptr();
             let before = out;
             // SAFETY: `config` and `out` are valid; the flags are checked

@@ -163,7 +163,7 @@ fn unknown_flags_are_refused_with_einval_and_start_nothing() {
     };
     let config = config(cpus);
     for flags in [
-        2,
+        4,
         0x8000_0000,
         CINT_EMU_FLAG_REALTIME_PREFER | 0x10,
         u32::MAX,
@@ -175,4 +175,36 @@ fn unknown_flags_are_refused_with_einval_and_start_nothing() {
         assert!(emu.is_null(), "flags {flags:#x}");
         assert_eq!(emulator_threads(), 0, "flags {flags:#x}");
     }
+}
+
+#[test]
+fn interrupts_on_an_idle_cpu_go_to_the_waiting_thread_unless_the_idle_handler_flag_says_not() {
+    let _g = serial();
+    let Some(cpus) = cpus() else {
+        return;
+    };
+    let config = config(cpus);
+    let mut by_waiter = [u64::MAX; 2];
+    for (k, flags) in [0, CINT_EMU_FLAG_IDLE_HANDLER].into_iter().enumerate() {
+        let flags = flags | CINT_EMU_FLAG_REALTIME_PREFER;
+        let mut emu: *mut cint_emu = ptr::null_mut();
+        let mut irqs = 0;
+        // SAFETY: `config`, `emu` and the counters are valid locals; `emu`
+        // is shut down once and not used after.
+        unsafe {
+            assert_eq!(cint_emu_start_with(&config, flags, &mut emu), CINT_EMU_OK);
+            for _ in 0..20 {
+                assert_eq!(one_read(emu).result, 4096);
+            }
+            assert_eq!(cint_emu_waiter_irqs(emu, &mut by_waiter[k]), CINT_EMU_OK);
+            assert_eq!(cint_emu_stats(emu, &mut irqs, ptr::null_mut()), CINT_EMU_OK);
+            assert_eq!(cint_emu_waiter_irqs(emu, ptr::null_mut()), CINT_EMU_ENULL);
+            assert_eq!(cint_emu_shutdown(emu), CINT_EMU_OK);
+        }
+        assert!(by_waiter[k] <= irqs, "flags {flags:#x}");
+    }
+    // One client blocked on a 10 us read, nothing else on the queue: the
+    // device finds the CPU idle as soon as the thread is asleep.
+    assert!(by_waiter[0] > 0, "no interrupt reached the waiting thread");
+    assert_eq!(by_waiter[1], 0, "the flag keeps them on the handler");
 }
