@@ -7,7 +7,9 @@
 //! queue's interrupt policy from `cint-policy`, unchanged. An interrupt is
 //! delivered by waking a real-time **handler thread** pinned to the
 //! application core, which reaps the completion queue by the OOO rules and
-//! wakes the submitting threads. See docs/EMULATOR-DESIGN.md.
+//! wakes the submitting threads; an interrupt that finds the core idle is
+//! instead handled by a thread waiting there, which runs the same pass
+//! (one wake-up, as on real hardware). See docs/EMULATOR-DESIGN.md.
 //!
 //! Two ways in:
 //! * [`run`]: every strategy of a scenario on real threads, producing the
