@@ -348,8 +348,7 @@ fn the_result_document_names_every_job_of_every_strategy() {
     if !can_emulate() {
         return;
     }
-    let mut cpu = io_job("burn", Engine::Psync, 1, 1, 1);
-    cpu.work = Work::Cpu;
+    let cpu = cpu_job("burn");
     let s = scenario(
         "doc",
         device(10_000, 4),
