@@ -2,7 +2,7 @@
 //! interrupt handler per interrupt-driven queue, and the shared state that
 //! clients attach to.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -278,29 +278,20 @@ impl Emulator {
 
     /// The counters so far.
     pub fn stats(&self) -> DeviceStats {
-        let q = &self.shared.queues;
+        let per_queue = |counter: fn(&Queue) -> &AtomicU64| -> Vec<u64> {
+            self.shared
+                .queues
+                .iter()
+                .map(|q| counter(q).load(Ordering::Relaxed))
+                .collect()
+        };
         DeviceStats {
-            irqs: q.iter().map(|q| q.irqs.load(Ordering::Relaxed)).collect(),
-            urgent_irqs: q
-                .iter()
-                .map(|q| q.urgent_irqs.load(Ordering::Relaxed))
-                .collect(),
-            queue_full_irqs: q
-                .iter()
-                .map(|q| q.queue_full_irqs.load(Ordering::Relaxed))
-                .collect(),
-            handler_wakeups: q
-                .iter()
-                .map(|q| q.handler_wakeups.load(Ordering::Relaxed))
-                .collect(),
-            waiter_irqs: q
-                .iter()
-                .map(|q| q.waiter_irqs.load(Ordering::Relaxed))
-                .collect(),
-            completions: q
-                .iter()
-                .map(|q| q.completions.load(Ordering::Relaxed))
-                .collect(),
+            irqs: per_queue(|q| &q.irqs),
+            urgent_irqs: per_queue(|q| &q.urgent_irqs),
+            queue_full_irqs: per_queue(|q| &q.queue_full_irqs),
+            handler_wakeups: per_queue(|q| &q.handler_wakeups),
+            waiter_irqs: per_queue(|q| &q.waiter_irqs),
+            completions: per_queue(|q| &q.completions),
             cancelled: self.shared.cancelled.load(Ordering::Relaxed),
             realtime_handlers: self.shared.realtime_handlers.load(Ordering::Relaxed),
         }

@@ -6,8 +6,8 @@
 //! the same core. The emulated interrupt wakes a handler *thread*, which
 //! then wakes the waiting thread: two wake-ups and two switches. When the
 //! core is idle there is nothing for the handler to preempt, so the device
-//! core may instead wake a thread that is blocked in [`Client::wait`]
-//! (crate::client::Client::wait) on that core, and that thread runs the
+//! core may instead wake a thread that is blocked in
+//! [`Client::wait`](crate::client::Client::wait) on that core, and that thread runs the
 //! handler's pass itself before it returns: the same reap, under the same
 //! lock, with one wake-up. When anything the emulator knows of may be
 //! running on the core, the real-time handler thread is woken as before,
@@ -168,15 +168,9 @@ mod tests {
         assert_eq!(idle.claim(), Some(7));
         assert_eq!(idle.claim(), None, "a claim is taken once");
         assert!(idle.wake(7));
-        assert!(!idle.wake_and_sleep_again(7));
-    }
-
-    impl CoreIdle {
-        /// Sleeps and wakes without a claim in between.
-        fn wake_and_sleep_again(&self, channel: u32) -> bool {
-            self.sleep(channel);
-            self.wake(channel)
-        }
+        // Asleep and awake again with no interrupt in between: no claim.
+        idle.sleep(7);
+        assert!(!idle.wake(7));
     }
 
     #[test]

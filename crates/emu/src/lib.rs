@@ -13,7 +13,7 @@
 //!
 //! Two ways in:
 //! * [`run`]: every strategy of a scenario on real threads, producing the
-//!   same [`RunResult`] as the simulator with `"substrate": "emu"`;
+//!   same [`RunResult`](cint_report::RunResult) as the simulator with `"substrate": "emu"`;
 //! * the library API: [`Emulator::start`], [`Emulator::client`],
 //!   [`Client::submit`] with a [`Hint`](cint_policy::Hint), and
 //!   [`Client::wait`]; its C ABI is the crate `cint-emu-ffi`.

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cint_policy::{Hint, Irq, PolicyConfig};
 
-pub(crate) use crate::idle::CoreIdle;
+use crate::idle::CoreIdle;
 use crate::irq::HandlerState;
 use crate::ring::{Consumer, Producer};
 use crate::sys;
@@ -223,8 +223,8 @@ pub(crate) const IRQ_FINISH: u32 = 4;
 pub use cint_scenario::emu_config::IdleDelivery;
 
 /// One application core's queue pair, its interrupt line and counters.
-/// (The completion ring from the device core to the handler is not here:
-/// its two ends belong to those two threads.)
+/// (The completion ring's writing end is not here: it belongs to the
+/// device core; its reading end is in `handler`.)
 pub(crate) struct Queue {
     pub mode: QueueMode,
     pub idle_delivery: IdleDelivery,
