@@ -130,3 +130,44 @@ fn bad_arguments_exit_2_with_one_line() {
     assert_refused(&cint(&["frobnicate"]), "frobnicate");
     assert_refused(&cint(&[]), "missing command");
 }
+
+#[test]
+fn a_duration_without_a_unit_is_refused_naming_the_units() {
+    let (dir, file) = scenario_file(
+        "bare-duration",
+        &SCENARIO.replace("name = \"bin\"\n", "name = \"bin\"\nduration = \"200\"\n"),
+    );
+    assert_refused(
+        &cint(&["sim", &file]),
+        &format!("{file}:2: duration: bad duration: '200' has no unit: write \"200ns\", \"200us\", \"200ms\" or \"200s\""),
+    );
+    let (dir2, good) = scenario_file("bare-set", SCENARIO);
+    assert_refused(
+        &cint(&["sim", &good, "--set", "duration=1"]),
+        &format!("{good}: --set duration=1: duration: bad duration: '1' has no unit"),
+    );
+    assert_refused(
+        &cint(&["check", &good, "--set", "warmup=5"]),
+        "'5' has no unit",
+    );
+    for d in [dir, dir2] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+#[test]
+fn fio_only_flags_with_a_scenario_file_are_refused_not_ignored() {
+    let (dir, good) = scenario_file("fio-flags", SCENARIO);
+    for (flag, value, key) in [
+        ("--device", "p3700", "device.model"),
+        ("--host", "xeon-e3-1230v5", "host.model"),
+        ("--strategy", "none", "strategy.NAME.kind"),
+    ] {
+        for cmd in ["check", "sim"] {
+            let o = cint(&[cmd, &good, flag, value]);
+            assert_refused(&o, &format!("{flag} applies to --fio job files only"));
+            assert!(o.stderr.contains(&format!("--set {key}=")), "{}", o.stderr);
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

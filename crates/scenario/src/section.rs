@@ -6,7 +6,7 @@ use cint_policy::Nanos;
 
 use crate::error::{Origin, ScenarioError};
 use crate::tree::{Node, Table, Value};
-use crate::units::{parse_duration, parse_size};
+use crate::units::{bare_duration, parse_duration, parse_size};
 
 /// One table being read, with its dotted path for messages.
 pub(crate) struct Section<'a> {
@@ -150,14 +150,19 @@ impl<'a> Section<'a> {
         }
     }
 
-    /// A duration: `"6us"`, `"200ms"`, or an integer of nanoseconds.
+    /// A duration: `"6us"`, `"200ms"`; a bare integer other than 0 is
+    /// refused with the units it could have meant.
     pub fn duration(&mut self, key: &'a str) -> Result<Option<Nanos>, ScenarioError> {
         match self.node(key).map(|n| &n.value) {
             None => Ok(None),
             Some(Value::Str(s)) => parse_duration(s)
                 .map(Some)
                 .map_err(|e| self.error(key, format!("bad duration: {e}"))),
-            Some(Value::Int(i)) if *i >= 0 => Ok(Some(*i as u64)),
+            Some(Value::Int(0)) => Ok(Some(0)),
+            Some(Value::Int(i)) if *i > 0 => Err(self.error(
+                key,
+                format!("bad duration: {}", bare_duration(&i.to_string())),
+            )),
             Some(Value::Int(i)) => Err(self.error(key, format!("must not be negative (got {i})"))),
             Some(v) => Err(self.error(
                 key,

@@ -79,11 +79,15 @@ fn scale(s: &str, int: u64, frac: Option<(u64, u64)>, mult: u64) -> Result<u64, 
 }
 
 /// Parses a duration: a number followed by `ns`, `us` (or `µs`), `ms` or
-/// `s`. A bare number is nanoseconds.
+/// `s`. A bare number is refused (only `0` needs no unit): in TOML it used
+/// to mean nanoseconds while fio's `runtime=2` means seconds, so
+/// `duration = "200"` silently measured nothing.
 pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
     let (int, frac, unit) = split_number(s)?;
     let mult = match unit {
-        "" | "ns" => 1,
+        "" if int == 0 && frac.is_none() => 1,
+        "" => return Err(bare_duration(s)),
+        "ns" => 1,
         "us" | "µs" | "usec" => 1_000,
         "ms" | "msec" => 1_000_000,
         "s" | "sec" => 1_000_000_000,
@@ -94,6 +98,13 @@ pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
         }
     };
     scale(s, int, frac, mult)
+}
+
+/// The refusal of a duration written without a unit.
+pub fn bare_duration(number: &str) -> UnitError {
+    UnitError(format!(
+        "'{number}' has no unit: write \"{number}ns\", \"{number}us\", \"{number}ms\" or \"{number}s\""
+    ))
 }
 
 /// Parses a size: a number followed by nothing (bytes), `k`/`KiB`/`KB`,
@@ -154,6 +165,23 @@ struct UnitVisitor {
     what: &'static str,
     expecting: &'static str,
     parse: fn(&str) -> Result<u64, UnitError>,
+    /// Whether a bare integer is a count of the base unit (sizes: bytes).
+    /// Durations refuse it, as `parse_duration` does.
+    bare_integers: bool,
+}
+
+impl UnitVisitor {
+    fn integer<E: de::Error>(&self, v: u64) -> Result<u64, E> {
+        if self.bare_integers || v == 0 {
+            Ok(v)
+        } else {
+            Err(E::custom(format!(
+                "bad {}: {}",
+                self.what,
+                bare_duration(&v.to_string())
+            )))
+        }
+    }
 }
 
 impl de::Visitor<'_> for UnitVisitor {
@@ -164,11 +192,13 @@ impl de::Visitor<'_> for UnitVisitor {
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
-        u64::try_from(v).map_err(|_| E::custom(format!("must not be negative (got {v})")))
+        let v =
+            u64::try_from(v).map_err(|_| E::custom(format!("must not be negative (got {v})")))?;
+        self.integer(v)
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
-        Ok(v)
+        self.integer(v)
     }
 
     fn visit_str<E: de::Error>(self, s: &str) -> Result<u64, E> {
@@ -180,8 +210,9 @@ impl<'de> Deserialize<'de> for Duration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(UnitVisitor {
             what: "duration",
-            expecting: "a duration such as \"6us\" or a whole number of nanoseconds",
+            expecting: "a duration with a unit, such as \"6us\"",
             parse: parse_duration,
+            bare_integers: false,
         })
         .map(Duration)
     }
@@ -199,6 +230,7 @@ impl<'de> Deserialize<'de> for Size {
             what: "size",
             expecting: "a size such as \"4k\" or a whole number of bytes",
             parse: parse_size,
+            bare_integers: true,
         })
         .map(Size)
     }
@@ -220,7 +252,11 @@ mod tests {
         assert_eq!(parse_duration("200ms"), Ok(200_000_000));
         assert_eq!(parse_duration("1s"), Ok(1_000_000_000));
         assert_eq!(parse_duration("1.5us"), Ok(1_500));
-        assert_eq!(parse_duration("750"), Ok(750));
+        assert_eq!(parse_duration("750ns"), Ok(750));
+        assert_eq!(parse_duration("0"), Ok(0));
+        let bare = parse_duration("200").expect_err("a bare number is not a duration");
+        assert!(bare.to_string().contains("\"200ms\""), "{bare}");
+        assert!(parse_duration("1.5").is_err());
         assert!(parse_duration("6 parsecs").is_err());
         assert!(parse_duration("us").is_err());
         assert!(parse_duration("1.0001ns").is_err());

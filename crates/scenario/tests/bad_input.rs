@@ -602,7 +602,17 @@ fn cases() -> Vec<Case<'static>> {
             ),
             LineOf("irq_latency"),
             "device.irq_latency",
-            "must be a duration such as \"6us\" or a whole number of nanoseconds (got a float)",
+            "must be a duration with a unit, such as \"6us\" (got a float)",
+        ),
+        case(
+            "profile duration without a unit",
+            with(
+                "model = \"optane-p4800x\"",
+                "model = \"optane-p4800x\"\nirq_latency = 500",
+            ),
+            LineOf("irq_latency"),
+            "device.irq_latency",
+            "bad duration: '500' has no unit: write \"500ns\", \"500us\", \"500ms\" or \"500s\"",
         ),
         case(
             "negative profile duration",
