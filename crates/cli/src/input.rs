@@ -40,7 +40,23 @@ impl<'a> Source<'a> {
         kinds: &'a [String],
     ) -> Result<Source<'a>, String> {
         match (scenario, fio) {
-            (Some(path), None) => Ok(Source::Toml(path)),
+            (Some(path), None) => {
+                // A TOML scenario names its own device, host and strategies;
+                // a flag that would be ignored is refused, never dropped.
+                let given = [
+                    ("--device", device.is_some(), "device.model"),
+                    ("--host", host.is_some(), "host.model"),
+                    ("--strategy", !kinds.is_empty(), "strategy.NAME.kind"),
+                ];
+                if let Some((flag, _, key)) = given.iter().find(|(_, present, _)| *present) {
+                    return Err(format!(
+                        "cint: {flag} applies to --fio job files only; {} is a scenario file: \
+                         use --set {key}=... to change it",
+                        path.display()
+                    ));
+                }
+                Ok(Source::Toml(path))
+            }
             (None, Some(path)) => Ok(Source::Fio {
                 path,
                 device: device.unwrap_or(DEFAULT_DEVICE),
