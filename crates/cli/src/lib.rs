@@ -37,7 +37,49 @@ pub const EXIT_INTERNAL: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 
 /// An engine: runs every strategy of a scenario, or says why it cannot.
-pub type EngineFn = fn(&Scenario) -> Result<RunResult, String>;
+pub type EngineFn = fn(&Scenario) -> Result<RunResult, EngineError>;
+
+/// Why an engine gave no result: the scenario asks for what the engine
+/// cannot do (exit 2), or the engine caught itself in a bug, such as a
+/// violated run-time invariant (exit 1, as the help says).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError {
+    /// One line for the user.
+    pub message: String,
+    /// An engine bug rather than a refusal of the input.
+    pub internal: bool,
+}
+
+impl EngineError {
+    /// An engine bug (exit status 1).
+    pub fn internal(message: impl Into<String>) -> Self {
+        EngineError {
+            message: message.into(),
+            internal: true,
+        }
+    }
+}
+
+impl From<String> for EngineError {
+    fn from(message: String) -> Self {
+        EngineError {
+            message,
+            internal: false,
+        }
+    }
+}
+
+impl From<&str> for EngineError {
+    fn from(message: &str) -> Self {
+        message.to_string().into()
+    }
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
 
 /// An engine's completion inter-arrival probe (the `GapProbe` contract of
 /// `cint-lab`): runs the first strategy and returns the time between
@@ -296,8 +338,14 @@ fn execute(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), Failure> {
-    let result = guarded(engine_name, || engine(scenario))?
-        .map_err(|message| usage(format!("{}: {engine_name}: {message}", scenario.source)))?;
+    let result = guarded(engine_name, || engine(scenario))?.map_err(|e| {
+        let message = format!("{}: {engine_name}: {}", scenario.source, e.message);
+        if e.internal {
+            internal(format!("{message} (an internal error: please report)"))
+        } else {
+            usage(message)
+        }
+    })?;
     let json = cint_report::to_json(&result)
         .map_err(|e| internal(format!("cint: internal error in the {engine_name}: {e}")))?;
     let table = cint_report::to_table(&result);

@@ -128,7 +128,7 @@ pub(crate) fn sweep(
     let loader = |sets: &[String]| source.load(sets).map(|l| l.scenario);
     let (engine, engine_name) = engine_of(engines, cmd.emu);
     let guard = Guard::new(engine_name);
-    let runner = |s: &Scenario| guard.call(|| engine(s));
+    let runner = |s: &Scenario| guard.call(|| engine(s).map_err(|e| e.message));
     let args = SweepArgs {
         vary,
         sets: cmd.input.sets.clone(),
@@ -325,7 +325,9 @@ pub(crate) fn calibrate(
     let probe_guard = Guard::new("simulator");
     let run_guard = Guard::new(engine_name);
     let probe = |s: &Scenario| -> Result<LatencyHistogram, String> { probe_guard.call(|| gaps(s)) };
-    let runner = |s: &Scenario| -> Result<RunResult, String> { run_guard.call(|| engine(s)) };
+    let runner = |s: &Scenario| -> Result<RunResult, String> {
+        run_guard.call(|| engine(s).map_err(|e| e.message))
+    };
     let calibration =
         cint_lab::calibrate::calibrate(&probe, &runner, &args).map_err(|e| match e {
             CalibrateError::Plot(_) => internal(e.to_string()),

@@ -4,7 +4,7 @@
 
 use std::ffi::OsString;
 
-use cint::{run, Engines, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
+use cint::{run, EngineError, Engines, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
 use cint_report::{JobResult, LatencyHistogram, RunResult, StrategyResult};
 use cint_scenario::Scenario;
 
@@ -193,6 +193,28 @@ fn an_engine_refusal_is_one_line_and_status_2() {
         assert_eq!(o.stderr.lines().count(), 1, "{:?}", o.stderr);
         assert!(o.stderr.starts_with(&format!("{file}: ")), "{}", o.stderr);
         assert!(o.stderr.contains("needs 2 cores"));
+    }
+}
+
+#[test]
+fn an_engine_bug_reported_as_internal_is_status_1_not_2() {
+    let buggy = Engines {
+        sim: |_| {
+            Err(EngineError::internal(
+                "invariant violated (x): time would go backwards",
+            ))
+        },
+        emu: |_| Err(EngineError::internal("ring lost an entry")),
+        sim_gaps: |_| panic!("must not run"),
+    };
+    let dir = TempDir::new("internal");
+    let file = dir.scenario(SCENARIO);
+    for cmd in ["sim", "emu"] {
+        let o = cint(&buggy, &[cmd, &file]);
+        assert_eq!(o.status, EXIT_INTERNAL, "{}", o.stderr);
+        assert_eq!(o.stdout, "", "nothing on stdout");
+        assert_eq!(o.stderr.lines().count(), 1, "{:?}", o.stderr);
+        assert!(o.stderr.contains("internal error"), "{}", o.stderr);
     }
 }
 

@@ -46,6 +46,17 @@ impl std::fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
+/// How every run-time invariant violation starts; see [`SimError::is_internal`].
+pub(crate) const INVARIANT_VIOLATED: &str = "invariant violated";
+
+impl SimError {
+    /// An invariant violated while running: a simulator bug, not a
+    /// refusal of the scenario (the CLI exits 1 for it, not 2).
+    pub fn is_internal(&self) -> bool {
+        self.0.starts_with(INVARIANT_VIOLATED)
+    }
+}
+
 /// Work done by a run, for speed measurements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunStats {

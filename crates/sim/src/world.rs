@@ -20,6 +20,7 @@ use crate::invariants::Invariants;
 use crate::metrics::{Counters, JobStats};
 use crate::workload::Program;
 use crate::SimError;
+use crate::INVARIANT_VIOLATED;
 
 /// Where a request is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -395,7 +396,7 @@ impl<'a> World<'a> {
         self.check_request_accounting();
         if let Some(msg) = self.check.violation() {
             return Err(SimError(format!(
-                "invariant violated ({}, strategy '{}'): {msg}",
+                "{INVARIANT_VIOLATED} ({}, strategy '{}'): {msg}",
                 self.sc.name, strategy.name
             )));
         }
@@ -500,5 +501,6 @@ mod tests {
             err.0.contains("invariant violated") && err.0.contains("backwards"),
             "{err}"
         );
+        assert!(err.is_internal(), "a violated invariant is a simulator bug");
     }
 }
