@@ -8,14 +8,16 @@
 //! engine.
 //!
 //! Exit status: 0 on success; 2 with one line on stderr for a bad argument,
-//! an invalid scenario or fio file, a file that cannot be plotted, or an
-//! engine that refuses to run (e.g. the emulator on a one-core machine);
-//! 1 with one line for an internal failure (an engine bug, an output file
-//! that cannot be written).
+//! an invalid scenario or fio file, a file that cannot be plotted, an
+//! output path that cannot be written (checked before anything runs), or
+//! an engine that refuses to run (e.g. the emulator on a one-core
+//! machine); 1 with one line for an internal failure (an engine bug: a
+//! panic, a violated run-time invariant).
 
 #![warn(missing_docs)]
 
 mod input;
+mod output;
 mod workflow;
 
 use std::ffi::OsString;
@@ -116,7 +118,8 @@ pub struct Engines {
                   cint calibrate --device optane-p4800x  recommend delta and thr for a device\n\n\
                   Results print as a table, or as one JSON document with --json; --plot DIR \
                   also draws them. Exit status 0 on success, 2 with a one-line message for bad \
-                  input, 1 for an internal error."
+                  input (an unwritable output path included), 1 for an internal error (an \
+                  engine bug, such as a violated invariant)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -218,6 +221,7 @@ pub fn run(
     }
 }
 
+#[derive(Debug)]
 struct Failure {
     status: i32,
     message: String,
@@ -338,6 +342,12 @@ fn execute(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), Failure> {
+    if let Some(dir) = &args.out {
+        output::check_dir("--out", dir)?;
+    }
+    if let Some(dir) = &args.plot {
+        output::check_dir("--plot", dir)?;
+    }
     let result = guarded(engine_name, || engine(scenario))?.map_err(|e| {
         let message = format!("{}: {engine_name}: {}", scenario.source, e.message);
         if e.internal {
@@ -379,7 +389,7 @@ fn write_file(dir: &Path, name: &str, text: &str) -> Result<(), Failure> {
     let path = dir.join(name);
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(&path, text))
-        .map_err(|e| internal(format!("cint: cannot write {}: {e}", path.display())))
+        .map_err(|e| output::write_error(&path, e))
 }
 
 fn write_out(out: &mut dyn Write, text: &str) -> Result<(), Failure> {

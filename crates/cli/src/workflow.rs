@@ -14,6 +14,7 @@ use cint_scenario::units::parse_duration;
 use cint_scenario::{Scenario, DEFAULT_HOST};
 use clap::Args;
 
+use crate::output;
 use crate::{
     internal, one_line, panic_text, report_written, usage, write_out, Engines, Failure, Input,
 };
@@ -119,6 +120,14 @@ pub(crate) fn sweep(
         None => 0,
     };
     let source = cmd.input.source()?;
+    for (flag, path) in [("--out", &cmd.out), ("--csv", &cmd.csv)] {
+        if let Some(path) = path {
+            output::check_file(flag, path)?;
+        }
+    }
+    if let Some(dir) = &cmd.plot {
+        output::check_dir("--plot", dir)?;
+    }
     // Loading once up front reports a broken file without a point prefix,
     // and an import's warnings once rather than once per point.
     let base = source.load(&cmd.input.sets).map_err(usage)?;
@@ -175,7 +184,7 @@ fn write_path(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     parent
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|()| std::fs::write(path, bytes))
-        .map_err(|e| internal(format!("cint: cannot write {}: {e}", path.display())))
+        .map_err(|e| output::write_error(path, e))
 }
 
 /// `cint plot`.
@@ -196,6 +205,7 @@ pub(crate) struct PlotCmd {
 
 pub(crate) fn plot(cmd: &PlotCmd, out: &mut dyn Write) -> Result<(), Failure> {
     let input = plot::read_input(&cmd.file).map_err(|e| usage(e.to_string()))?;
+    output::check_dir("--out-dir", &cmd.out_dir)?;
     let mut args = PlotArgs::new(&cmd.out_dir);
     args.baseline = cmd.baseline.clone();
     if !cmd.format.is_empty() {
@@ -312,6 +322,9 @@ pub(crate) fn calibrate(
             .unwrap_or_else(|| default_plot_dir(&cmd.device));
         PlotArgs::new(&dir)
     });
+    if let Some(plot) = &args.plot {
+        output::check_dir("--plot", &plot.out_dir)?;
+    }
     if cmd.emu && args.delta.is_none() {
         let _ = writeln!(
             err,

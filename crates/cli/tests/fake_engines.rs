@@ -364,3 +364,47 @@ fn calibrate_refusals_are_one_line_and_status_2() {
         "nothing drawn after a refusal"
     );
 }
+
+#[test]
+fn an_unwritable_output_path_is_refused_before_anything_runs() {
+    // The engines panic if called: the path must be refused first.
+    let never = Engines {
+        sim: |_| panic!("must not run"),
+        emu: |_| panic!("must not run"),
+        sim_gaps: |_| panic!("must not run"),
+    };
+    let dir = TempDir::new("unwritable");
+    let file = dir.scenario(SCENARIO);
+    let blocked = "/proc/cint-cannot-create-this";
+    for args in [
+        vec!["sim", &file, "--out", blocked],
+        vec!["sim", &file, "--plot", blocked],
+        vec![
+            "sweep",
+            &file,
+            "--vary",
+            "seed=1,2",
+            "--out",
+            "/proc/version/p.jsonl",
+        ],
+        vec![
+            "sweep",
+            &file,
+            "--vary",
+            "seed=1,2",
+            "--csv",
+            "/proc/version/p.csv",
+        ],
+        vec!["sweep", &file, "--vary", "seed=1,2", "--plot", blocked],
+    ] {
+        let o = cint(&never, &args);
+        assert_eq!(o.status, EXIT_USAGE, "{args:?}: {}", o.stderr);
+        assert_eq!(o.stderr.lines().count(), 1, "{:?}", o.stderr);
+        assert!(o.stderr.contains("cannot write there"), "{}", o.stderr);
+        let flag = args
+            .iter()
+            .find(|a| a.starts_with("--") && **a != "--vary")
+            .unwrap();
+        assert!(o.stderr.contains(flag), "{flag} named in {}", o.stderr);
+    }
+}
