@@ -27,6 +27,7 @@ fn echo(s: &Scenario, substrate: &str) -> RunResult {
         host: s.host.model.clone(),
         seed: s.seed,
         duration_ns: s.duration,
+        notes: Vec::new(),
         results: s
             .strategies
             .iter()
@@ -231,6 +232,7 @@ fn an_engine_panic_is_one_line_and_status_1() {
                 host: String::new(),
                 seed: 0,
                 duration_ns: 0,
+                notes: Vec::new(),
                 results: vec![StrategyResult {
                     strategy: "x".into(),
                     kind: "none".into(),

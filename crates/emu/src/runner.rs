@@ -48,6 +48,8 @@ pub struct StrategyDetail {
     pub handler_wakeups_total: u64,
     /// Handlers that ran at real-time priority.
     pub realtime_handlers: usize,
+    /// Interrupt handler threads, one per queue.
+    pub handlers: usize,
     /// Measured window, in nanoseconds of the clock.
     pub window_ns: Nanos,
     /// One per job, in scenario order.
@@ -113,6 +115,20 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         results.push(result);
         details.push(detail);
     }
+    let notes = details
+        .iter()
+        .filter(|d| d.realtime_handlers < d.handlers)
+        .map(|d| {
+            format!(
+                "strategy '{}': {} of {} interrupt handlers ran without real-time priority \
+                 (emu.realtime = \"prefer\" and SCHED_FIFO was refused), so interrupt \
+                 delivery waited for the ordinary scheduler and latencies are inflated",
+                d.name,
+                d.handlers - d.realtime_handlers,
+                d.handlers
+            )
+        })
+        .collect();
     Ok(RunDetail {
         result: RunResult {
             cint_version: CINT_VERSION.to_string(),
@@ -123,6 +139,7 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             seed: scenario.seed,
             duration_ns: scenario.duration,
             results,
+            notes,
         },
         strategies: details,
     })
@@ -602,6 +619,7 @@ fn run_strategy(
         waiter_irqs_total: final_stats.waiter_irqs.iter().sum(),
         handler_wakeups_total: final_stats.handler_wakeups.iter().sum(),
         realtime_handlers: final_stats.realtime_handlers,
+        handlers: final_stats.irqs.len(),
         window_ns,
         jobs: job_details,
     };

@@ -113,6 +113,16 @@ fn cint_emu_refuses_a_scenario_unless_it_says_realtime_prefer() {
     assert!(matches!(err, EmuError::NoRealtime(_)), "{err}");
     let d = preferred.expect("prefer runs");
     assert_eq!(d.strategies[0].realtime_handlers, 0);
+    // The result itself says so, in the JSON and in the table.
+    assert_eq!(d.result.notes.len(), 1, "{:?}", d.result.notes);
+    assert!(
+        d.result.notes[0].contains("without real-time priority"),
+        "{:?}",
+        d.result.notes
+    );
+    let json = cint_report::to_json(&d.result).expect("serializes");
+    assert!(json.contains("\"notes\""), "{json}");
+    assert!(cint_report::to_table(&d.result).contains("note: strategy"));
     // Whole-run count: at normal priority on a loaded machine the short
     // window may see no completion, but the run does.
     assert!(d.strategies[0].jobs[0].completed > 0);

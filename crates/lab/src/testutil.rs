@@ -86,5 +86,6 @@ pub fn fake_run(s: &Scenario) -> Result<RunResult, String> {
         seed: s.seed,
         duration_ns: s.duration,
         results,
+        notes: Vec::new(),
     })
 }

@@ -93,6 +93,7 @@ fn echo(s: &Scenario) -> Result<RunResult, String> {
         seed: s.seed,
         duration_ns: s.duration,
         results,
+        notes: Vec::new(),
     })
 }
 

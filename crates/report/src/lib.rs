@@ -41,6 +41,12 @@ pub struct RunResult {
     pub duration_ns: u64,
     /// One entry per strategy, in scenario order.
     pub results: Vec<StrategyResult>,
+    /// What a reader must know about how these numbers were obtained, one
+    /// sentence each (for example: the emulator's interrupt handlers ran
+    /// without real-time priority). Absent when there is nothing to say.
+    /// An extension of SCENARIO.md's format.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The outcome of one strategy.

@@ -30,6 +30,12 @@ pub fn to_table(r: &RunResult) -> String {
         r.seed,
         fixed(r.duration_ns as f64 / 1e6, 1)
     );
+    for note in &r.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    if !r.notes.is_empty() {
+        out.push('\n');
+    }
     let header = HEADER.map(String::from);
     let widths = column_widths(std::iter::once(&header).chain(&rows).chain(&totals));
     out.push_str(&line(&header, &widths));

@@ -29,6 +29,7 @@ pub(crate) fn sample() -> RunResult {
         host: "xeon-e5-2660v4".into(),
         seed: 1,
         duration_ns: 200_000_000,
+        notes: Vec::new(),
         results: vec![
             StrategyResult {
                 strategy: "default".into(),

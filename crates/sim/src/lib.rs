@@ -97,6 +97,7 @@ pub fn run_with_stats(scenario: &Scenario) -> Result<(RunResult, RunStats), SimE
         seed: scenario.seed,
         duration_ns: scenario.duration,
         results,
+        notes: Vec::new(),
     };
     Ok((result, stats))
 }
