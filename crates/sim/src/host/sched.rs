@@ -198,6 +198,7 @@ impl World<'_> {
     /// Schedules the end of the current thread's slice if it has
     /// competitors.
     fn arm_slice(&mut self, c: usize) {
+        let now = self.now();
         let core = &mut self.cores[c];
         let Some(t) = core.current else {
             return;
@@ -212,7 +213,12 @@ impl World<'_> {
             .max(nr * self.costs.sched_min_granularity);
         let slice = period / nr;
         core.slice_token += 1;
-        let at = self.threads[t as usize].exec_start + slice;
+        // The slice is measured from when the thread was picked. A
+        // competitor that arrives after the thread has already run longer
+        // than the (now shorter) slice makes the slice end at once, as
+        // CFS's check_preempt_tick does on the next check; never in the
+        // past.
+        let at = (self.threads[t as usize].exec_start + slice).max(now);
         let token = core.slice_token;
         self.events.schedule(
             at,
