@@ -107,6 +107,20 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, EmuError> {
 /// Like [`run`], with the details tests check. Failed requests do not
 /// make it fail: they are counted in [`JobDetail::errors`].
 pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
+    // Nothing on the emulator's cores is a guest with a time slice, so
+    // vic-sched would run as plain vic: refused, as the simulator does.
+    if let Some(s) = scenario.strategies.iter().find(|s| {
+        matches!(
+            s.mode,
+            cint_scenario::CompletionMode::Interrupt(cint_policy::PolicyConfig::VicSched(_))
+        )
+    }) {
+        return Err(EmuError::Config(format!(
+            "strategy '{}': kind \"vic-sched\" needs a guest's scheduling state (run state, \
+             slice end), and no guest runs on the emulator's cores; use \"vic\"",
+            s.name
+        )));
+    }
     let layout = CpuLayout::for_scenario(scenario)?;
     let mut results = Vec::with_capacity(scenario.strategies.len());
     let mut details = Vec::with_capacity(scenario.strategies.len());

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use cint_policy::hybrid_poll::SleepEstimator;
-use cint_policy::{Hint, Nanos, Seq};
+use cint_policy::{Hint, Nanos, PolicyConfig, Seq};
 use cint_report::StrategyResult;
 use cint_scenario::{CompletionMode, HybridSleep, Scenario, Strategy, Work};
 use rand_chacha::ChaCha8Rng;
@@ -208,6 +208,19 @@ impl<'a> World<'a> {
             if matches!(job.work, Work::Io(_)) {
                 used[job.cpu as usize % queues_n] = true;
             }
+        }
+        // vic-sched decides from the guest's run state and slice end, which
+        // only a virtual-machine layer (VIRT.md) can give; the host model
+        // has no guests yet. Run silently, it would be vic under another
+        // name.
+        if let CompletionMode::Interrupt(PolicyConfig::VicSched(_)) = strategy.mode {
+            return Err(SimError(format!(
+                "strategy '{}': kind \"vic-sched\" needs a guest's scheduling state (run state, \
+                 slice end), which the simulator does not model until its virtual-machine layer \
+                 exists; use \"vic\" here, or embed vic-sched through cint-policy (Rust or C \
+                 ABI) where the guest's schedule is known",
+                strategy.name
+            )));
         }
         let mut queues = Vec::with_capacity(queues_n);
         for (q, &used) in used.iter().enumerate() {

@@ -76,3 +76,28 @@ kind = "cpu"
         "the busy loop gets the core the readers leave"
     );
 }
+
+/// vic-sched without guests to take a schedule from would be vic under
+/// another name: it is refused with the reason instead.
+#[test]
+fn vic_sched_is_refused_until_guests_are_modelled_never_run_as_vic() {
+    const VIC_SCHED: &str = r#"
+name = "vic-sched"
+duration = "10ms"
+[[strategy]]
+name = "sched"
+kind = "vic-sched"
+[[job]]
+name = "aio"
+engine = "libaio"
+iodepth = 16
+"#;
+    let sc = cint_scenario::load_str(VIC_SCHED, "v.toml", &[]).expect("valid scenario");
+    let e = cint_sim::run(&sc).expect_err("refused");
+    assert!(e.to_string().contains("vic-sched"), "{e}");
+    assert!(e.to_string().contains("scheduling state"), "{e}");
+    assert!(!e.is_internal(), "a refusal of the input, exit 2");
+    let vic = VIC_SCHED.replace("kind = \"vic-sched\"", "kind = \"vic\"");
+    let sc = cint_scenario::load_str(&vic, "v.toml", &[]).expect("valid scenario");
+    assert!(cint_sim::run(&sc).is_ok(), "plain vic runs");
+}
