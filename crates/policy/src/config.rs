@@ -16,7 +16,12 @@ use crate::{Decision, GuestSchedule, Hint, Nanos, Policy, Seq, SEC};
 pub const MAX_ADAPTIVE_THR: u32 = 65_535;
 /// Largest NVMe aggregation threshold (the 0's based wire field is 8 bits).
 pub const MAX_NVME_THR: u32 = 256;
-/// Largest `delta`, NVMe `time`, vIC epoch or threshold accepted: an hour,
+/// Largest NVMe aggregation time: the feature's Aggregation Time field is
+/// 8 bits in units of 100 us, so 255 x 100 us. Values below it need not be
+/// multiples of 100 us ("what if" studies such as `nvme6`); above it, no
+/// device could be told to do it.
+pub const MAX_NVME_TIME: Nanos = 255 * 100_000;
+/// Largest `delta`, vIC epoch or threshold accepted: an hour,
 /// far beyond any useful value but small enough that `now + delta` cannot
 /// overflow in any realistic run.
 pub const MAX_DURATION: Nanos = 3_600 * SEC;
@@ -82,7 +87,8 @@ pub struct NvmeParams {
     /// Aggregation threshold: the real completion count, 1..=256
     /// (the wire format stores `thr - 1`).
     pub thr: u32,
-    /// Aggregation time, any value; the standard's granularity is 100 us.
+    /// Aggregation time, up to [`MAX_NVME_TIME`] (25.5 ms); the standard's
+    /// granularity is 100 us, finer values are allowed for studies.
     pub time: Nanos,
     /// Feature 09h "Coalescing Disable" for this queue's vector: never
     /// coalesce, whatever `thr` and `time` say.
@@ -93,7 +99,7 @@ impl NvmeParams {
     /// Validates the parameters.
     pub fn validate(&self) -> Result<(), PolicyError> {
         check_range("thr", u64::from(self.thr), 1, u64::from(MAX_NVME_THR))?;
-        check_range("time", self.time, 0, MAX_DURATION)
+        check_range("time", self.time, 0, MAX_NVME_TIME)
     }
 }
 

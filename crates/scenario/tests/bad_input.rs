@@ -355,6 +355,16 @@ fn cases() -> Vec<Case<'static>> {
             "at most 256",
         ),
         case(
+            "nvme time beyond what the feature's field can carry",
+            with(
+                "kind = \"vic\"\ncif_threshold = 4",
+                "kind = \"nvme\"\ntime = \"30ms\"",
+            ),
+            LineOf("time = \"30ms\""),
+            "strategy.vic.time",
+            "must be at most 25500us (got 30ms)",
+        ),
+        case(
             "hybrid-poll sleep word",
             with(
                 "kind = \"vic\"\ncif_threshold = 4",
