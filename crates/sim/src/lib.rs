@@ -81,9 +81,11 @@ pub fn run_with_stats(scenario: &Scenario) -> Result<(RunResult, RunStats), SimE
     }
     let mut stats = RunStats::default();
     let mut results = Vec::with_capacity(scenario.strategies.len());
+    let mut notes = Vec::new();
     for strategy in &scenario.strategies {
         let world = world::World::new(scenario, strategy)?;
-        let (result, events) = world.run(strategy)?;
+        let (result, events, held) = world.run(strategy)?;
+        notes.extend(held);
         stats.events += events;
         stats.ios += result.jobs.iter().map(|j| j.ios).sum::<u64>();
         results.push(result);
@@ -97,7 +99,7 @@ pub fn run_with_stats(scenario: &Scenario) -> Result<(RunResult, RunStats), SimE
         seed: scenario.seed,
         duration_ns: scenario.duration,
         results,
-        notes: Vec::new(),
+        notes,
     };
     Ok((result, stats))
 }

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use cint_policy::hybrid_poll::SleepEstimator;
-use cint_policy::{Hint, Nanos, PolicyConfig, Seq};
+use cint_policy::{Hint, Nanos, Policy, PolicyConfig, Seq};
 use cint_report::StrategyResult;
 use cint_scenario::{CompletionMode, HybridSleep, Scenario, Strategy, Work};
 use rand_chacha::ChaCha8Rng;
@@ -374,7 +374,10 @@ impl<'a> World<'a> {
     }
 
     /// Runs to the end of the measured window and summarises it.
-    pub(crate) fn run(mut self, strategy: &Strategy) -> Result<(StrategyResult, u64), SimError> {
+    pub(crate) fn run(
+        mut self,
+        strategy: &Strategy,
+    ) -> Result<(StrategyResult, u64, Vec<String>), SimError> {
         if self.sc.warmup > 0 {
             self.events.schedule(self.sc.warmup, Event::WarmupEnd);
         }
@@ -414,7 +417,57 @@ impl<'a> World<'a> {
             )));
         }
         let events = self.events.processed();
-        Ok((self.summarise(strategy), events))
+        let notes = self.held_at_end(strategy);
+        Ok((self.summarise(strategy), events, notes))
+    }
+
+    /// Completions the device posted that no interrupt delivered by the
+    /// end of the run, per queue: how many and since when, where the
+    /// oldest waited at least 1% of the measured window (1 ms at least). Holding them is
+    /// legitimate policy behaviour (QD1 with `thr` above the requests in
+    /// flight and a long `delta`), but the threads waiting on them made no
+    /// progress meanwhile, so the result must say so rather than show
+    /// bare zeros. A queue whose policy has no deadline left would hold
+    /// them for ever: that is the liveness report.
+    fn held_at_end(&self, strategy: &Strategy) -> Vec<String> {
+        let now = self.now();
+        let mut held: Vec<(u64, Nanos)> = vec![(0, Nanos::MAX); self.queues.len()];
+        for r in self.reqs.iter().filter(|r| r.state == ReqState::Posted) {
+            let q = &mut held[r.queue as usize];
+            q.0 += 1;
+            q.1 = q.1.min(r.posted_at);
+        }
+        // Coalescing always holds a few completions for a moment; only a
+        // hold that is long against the run is worth a word.
+        let window = now.saturating_sub(self.window_start);
+        let notable = (window / 100).max(1_000_000);
+        held.iter()
+            .enumerate()
+            .filter(|(_, &(n, since))| n > 0 && now.saturating_sub(since) >= notable)
+            .map(|(q, &(n, since))| {
+                let waited = format_duration_ms(now.saturating_sub(since));
+                let next = match self.queues[q]
+                    .policy
+                    .as_ref()
+                    .and_then(|p| p.next_deadline())
+                {
+                    Some(at) => format!(
+                        "its policy's next deadline is {} after the end",
+                        format_duration_ms(at.saturating_sub(now))
+                    ),
+                    None => "its policy has no deadline left, so no future event could \
+                             deliver them (the run stopped making progress there)"
+                        .to_string(),
+                };
+                format!(
+                    "strategy '{}': queue {q} held {n} posted completion{} undelivered at the \
+                     end of the run, the oldest for {waited}; the threads waiting on them made \
+                     no progress meanwhile; {next}",
+                    strategy.name,
+                    if n == 1 { "" } else { "s" },
+                )
+            })
+            .collect()
     }
 
     /// Moves a time violation of the event queue into the run's invariants.
@@ -490,6 +543,11 @@ impl<'a> World<'a> {
         }
         self.check.check_totals(outstanding);
     }
+}
+
+/// A duration in milliseconds with three decimals, for notes.
+fn format_duration_ms(ns: Nanos) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
 }
 
 #[cfg(test)]

@@ -101,3 +101,42 @@ iodepth = 16
     let sc = cint_scenario::load_str(&vic, "v.toml", &[]).expect("valid scenario");
     assert!(cint_sim::run(&sc).is_ok(), "plain vic runs");
 }
+
+/// A policy may legitimately hold a completion past the end of the run
+/// (QD1, `thr` above the requests in flight, a long `delta`); the result
+/// then says which queue held how many and for how long, instead of
+/// showing bare zeros.
+#[test]
+fn completions_held_past_the_end_are_reported_not_shown_as_bare_zeros() {
+    const HELD: &str = r#"
+name = "held"
+duration = "50ms"
+[[strategy]]
+name = "none"
+kind = "none"
+[[strategy]]
+name = "long"
+kind = "adaptive"
+delta = "1s"
+thr = 4
+[[job]]
+name = "qd1"
+engine = "psync"
+rw = "randread"
+"#;
+    let r = sim(HELD, &[]);
+    assert!(r.results[0].jobs[0].ios > 1_000, "none progresses");
+    assert_eq!(r.results[1].jobs[0].ios, 0, "the held read never returns");
+    assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+    let note = &r.notes[0];
+    assert!(
+        note.contains("strategy 'long': queue 0 held 1 posted completion"),
+        "{note}"
+    );
+    assert!(note.contains("next deadline is"), "{note}");
+    let table = cint_report::to_table(&r);
+    assert!(table.contains("note: strategy 'long'"), "{table}");
+    // A short hold of ordinary coalescing is not worth a note.
+    let quick = sim(HELD, &["strategy.long.delta=6us"]);
+    assert!(quick.notes.is_empty(), "{:?}", quick.notes);
+}
