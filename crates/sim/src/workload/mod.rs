@@ -303,8 +303,13 @@ impl World<'_> {
                     Engine::Libaio => Wait::AioEvents { min_nr },
                     Engine::IoUring => Wait::UringEvents { min_nr },
                 };
+                // The rate limiter's next token only matters to a thread
+                // that has a free slot to submit it in: with every request
+                // in flight, waking for the token would find nothing to
+                // submit and nothing to reap, and spin on the core.
                 let rate_deadline = match (wait, th.prog.rate_interval) {
                     (Wait::Sync, _) | (_, None) => None,
+                    _ if th.free_slots.is_empty() => None,
                     _ => Some(th.next_issue_at),
                 };
                 match rate_deadline {
