@@ -44,7 +44,7 @@ struct OpCost {
 #[derive(Debug)]
 pub(crate) struct Device {
     free_units: u32,
-    fifo: VecDeque<u32>,
+    pub(crate) fifo: VecDeque<u32>,
     read: OpCost,
     write: OpCost,
     jitter: JitterKind,

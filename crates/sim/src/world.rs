@@ -441,33 +441,90 @@ impl<'a> World<'a> {
         // hold that is long against the run is worth a word.
         let window = now.saturating_sub(self.window_start);
         let notable = (window / 100).max(1_000_000);
-        held.iter()
-            .enumerate()
-            .filter(|(_, &(n, since))| n > 0 && now.saturating_sub(since) >= notable)
-            .map(|(q, &(n, since))| {
-                let waited = format_duration_ms(now.saturating_sub(since));
-                let next = match self.queues[q]
-                    .policy
-                    .as_ref()
-                    .and_then(|p| p.next_deadline())
-                {
-                    Some(at) => format!(
-                        "its policy's next deadline is {} after the end",
-                        format_duration_ms(at.saturating_sub(now))
-                    ),
-                    None => "its policy has no deadline left, so no future event could \
+        let mut notes = self.idle_jobs(strategy);
+        notes.extend(
+            held.iter()
+                .enumerate()
+                .filter(|(_, &(n, since))| n > 0 && now.saturating_sub(since) >= notable)
+                .map(|(q, &(n, since))| {
+                    let waited = format_duration_ms(now.saturating_sub(since));
+                    let next = match self.queues[q]
+                        .policy
+                        .as_ref()
+                        .and_then(|p| p.next_deadline())
+                    {
+                        Some(at) => format!(
+                            "its policy's next deadline is {} after the end",
+                            format_duration_ms(at.saturating_sub(now))
+                        ),
+                        None => "its policy has no deadline left, so no future event could \
                              deliver them (the run stopped making progress there)"
-                        .to_string(),
-                };
-                format!(
-                    "strategy '{}': queue {q} held {n} posted completion{} undelivered at the \
+                            .to_string(),
+                    };
+                    format!(
+                        "strategy '{}': queue {q} held {n} posted completion{} undelivered at the \
                      end of the run, the oldest for {waited}; the threads waiting on them made \
                      no progress meanwhile; {next}",
-                    strategy.name,
-                    if n == 1 { "" } else { "s" },
-                )
-            })
-            .collect()
+                        strategy.name,
+                        if n == 1 { "" } else { "s" },
+                    )
+                }),
+        );
+        notes
+    }
+
+    /// I/O jobs that completed nothing in the measured window, each with
+    /// where its oldest request is, so a zero in the table comes with its
+    /// mechanism (a device queue too long for the window, a starved core,
+    /// a held completion) rather than alone.
+    fn idle_jobs(&self, strategy: &Strategy) -> Vec<String> {
+        let now = self.now();
+        let mut notes = Vec::new();
+        for (j, stats) in self.jobs.iter().enumerate() {
+            if stats.ios > 0 || !matches!(self.sc.jobs[j].work, Work::Io(_)) {
+                continue;
+            }
+            let oldest = self
+                .reqs
+                .iter()
+                .filter(|r| r.state != ReqState::Free)
+                .filter(|r| self.threads[r.thread as usize].job as usize == j)
+                .min_by_key(|r| r.issued);
+            let why = match oldest {
+                None => format!(
+                    "its threads issued no request that could complete: core {} was busy \
+                     with other work",
+                    self.sc.jobs[j].cpu
+                ),
+                Some(r) => {
+                    let age = format_duration_ms(now.saturating_sub(r.issued));
+                    let place = match r.state {
+                        ReqState::InDevice => format!(
+                            "is still in the device ({} requests of all jobs wait for one of \
+                             its {} parallel units)",
+                            self.device.fifo.len(),
+                            self.sc.device.parallel_units
+                        ),
+                        ReqState::Posted => {
+                            "is posted, waiting for an interrupt the policy has not raised"
+                                .to_string()
+                        }
+                        ReqState::Submitting => {
+                            "is still in its thread's submission path".to_string()
+                        }
+                        ReqState::Delivered | ReqState::Free => {
+                            "was delivered but its thread has not run to take it".to_string()
+                        }
+                    };
+                    format!("its oldest request, issued {age} before the end, {place}")
+                }
+            };
+            notes.push(format!(
+                "strategy '{}': job '{}' completed no I/O in the measured window: {why}",
+                strategy.name, stats.name
+            ));
+        }
+        notes
     }
 
     /// Moves a time violation of the event queue into the run's invariants.

@@ -127,16 +127,52 @@ rw = "randread"
     let r = sim(HELD, &[]);
     assert!(r.results[0].jobs[0].ios > 1_000, "none progresses");
     assert_eq!(r.results[1].jobs[0].ios, 0, "the held read never returns");
-    assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
-    let note = &r.notes[0];
+    assert_eq!(r.notes.len(), 2, "{:?}", r.notes);
+    let (job, queue) = (&r.notes[0], &r.notes[1]);
     assert!(
-        note.contains("strategy 'long': queue 0 held 1 posted completion"),
-        "{note}"
+        job.starts_with("strategy 'long': job 'qd1' completed no I/O")
+            && job.contains("is posted, waiting for an interrupt"),
+        "{job}"
     );
-    assert!(note.contains("next deadline is"), "{note}");
+    assert!(
+        queue.contains("strategy 'long': queue 0 held 1 posted completion"),
+        "{queue}"
+    );
+    assert!(queue.contains("next deadline is"), "{queue}");
     let table = cint_report::to_table(&r);
     assert!(table.contains("note: strategy 'long'"), "{table}");
     // A short hold of ordinary coalescing is not worth a note.
     let quick = sim(HELD, &["strategy.long.delta=6us"]);
     assert!(quick.notes.is_empty(), "{:?}", quick.notes);
+}
+
+/// A rate-limited thread with every request in flight has nothing to
+/// submit when its next token comes: it waits for completions, it does not
+/// spin on the core.
+#[test]
+fn a_rate_limited_thread_with_a_full_queue_sleeps_instead_of_spinning() {
+    const RATE: &str = r#"
+name = "rate-full"
+duration = "50ms"
+[device]
+model = "p3700"
+[[strategy]]
+name = "none"
+kind = "none"
+[[job]]
+name = "w"
+engine = "libaio"
+rw = "write"
+bs = "1m"
+iodepth = 4
+rate_iops = 100000
+"#;
+    let r = sim(RATE, &[]);
+    let job = &r.results[0].jobs[0];
+    assert!(job.ios > 0, "it progresses");
+    assert!(
+        job.cpu_util < 0.2,
+        "it waits, not spins: {} of the core",
+        job.cpu_util
+    );
 }
