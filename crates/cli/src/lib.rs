@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 mod input;
+mod interrupt;
 mod output;
 mod workflow;
 
@@ -37,6 +38,10 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_INTERNAL: i32 = 1;
 /// A bad argument, an invalid scenario, or an engine refusing to run.
 pub const EXIT_USAGE: i32 = 2;
+
+/// A sweep stopped by Ctrl-C after writing the points that finished (the
+/// shell's convention for SIGINT, 128 + 2).
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 /// An engine: runs every strategy of a scenario, or says why it cannot.
 pub type EngineFn = fn(&Scenario) -> Result<RunResult, EngineError>;
@@ -146,7 +151,7 @@ enum Command {
         #[command(flatten)]
         input: Input,
     },
-    /// Run the cross product of --vary values, every point on every strategy, in parallel
+    /// Run the cross product of --vary values, every point on every strategy, in parallel (Ctrl-C: stop, write the finished points, exit 130)
     Sweep(workflow::SweepCmd),
     /// Draw PNG and SVG charts of a result document or a sweep file
     Plot(workflow::PlotCmd),

@@ -144,7 +144,10 @@ pub(crate) fn sweep(
         workers,
         progress: Progress::Auto,
     };
-    let result = sweep::run_sweep(&loader, &runner, &args).map_err(|e| match e {
+    let sigint = crate::interrupt::CatchSigint::install();
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let stop = sigint.as_ref().map_or(&never, |s| s.flag());
+    let result = sweep::run_sweep_until(&loader, &runner, &args, stop).map_err(|e| match e {
         SweepError::Io(_) => internal(e.to_string()),
         other => guard.failure(other.to_string(), usage_of),
     })?;
@@ -176,7 +179,19 @@ pub(crate) fn sweep(
         // JSON lines on stdout unless the CSV was the only output asked for.
         None if cmd.csv.is_none() => write_out(out, &String::from_utf8_lossy(&jsonl)),
         None => Ok(()),
+    }?;
+    drop(sigint);
+    if result.interrupted {
+        return Err(Failure {
+            status: crate::EXIT_INTERRUPTED,
+            message: format!(
+                "cint: sweep interrupted: {} of {} points finished, and are written",
+                result.points.len(),
+                result.total_points
+            ),
+        });
     }
+    Ok(())
 }
 
 fn write_path(path: &Path, bytes: &[u8]) -> Result<(), Failure> {

@@ -171,3 +171,49 @@ fn fio_only_flags_with_a_scenario_file_are_refused_not_ignored() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
+    let (dir, file) = scenario_file("sigint", SCENARIO);
+    let out = std::path::Path::new(&dir).join("points.jsonl");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cint"))
+        .args(["sweep", &file, "--jobs", "1", "--set", "duration=20ms"])
+        .args([
+            "--vary",
+            &format!(
+                "seed={}",
+                (1..=3000)
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        ])
+        .args(["--out", &out.display().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cint starts");
+    // Let some points finish (each takes milliseconds; all 3000 take far
+    // longer than this), then interrupt as a terminal's Ctrl-C would.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signals our own child, which is still running.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let o = child.wait_with_output().expect("cint exits");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{stderr}");
+    let last = stderr.lines().last().unwrap_or("");
+    assert!(last.starts_with("cint: sweep interrupted: "), "{stderr}");
+    let lines = std::fs::read_to_string(&out).expect("the finished points are written");
+    let n = lines.lines().count();
+    assert!(n > 0 && n < 3000, "{n} points written");
+    assert!(
+        last.contains(&format!("{n} of 3000 points finished")),
+        "{last} vs {n}"
+    );
+    for line in lines.lines() {
+        serde_json::from_str::<serde_json::Value>(line)
+            .expect("each line is a whole JSON document");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

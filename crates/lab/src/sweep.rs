@@ -171,8 +171,13 @@ pub struct SweepPoint {
 pub struct Sweep {
     /// The varied keys, in `--vary` order.
     pub keys: Vec<String>,
-    /// Every point, in cross-product order.
+    /// Every finished point, in cross-product order.
     pub points: Vec<SweepPoint>,
+    /// The sweep was stopped (Ctrl-C) before every point ran: `points`
+    /// holds those that finished.
+    pub interrupted: bool,
+    /// Points in the cross product, finished or not.
+    pub total_points: usize,
 }
 
 /// One output record: a point x strategy x job. The JSON-lines file holds
@@ -499,6 +504,18 @@ pub fn run_sweep(
     runner: &dyn Runner,
     args: &SweepArgs,
 ) -> Result<Sweep, SweepError> {
+    run_sweep_until(loader, runner, args, &AtomicBool::new(false))
+}
+
+/// [`run_sweep`], stopping early once `stop` is set (by a SIGINT handler,
+/// say): no new point starts, the running ones finish, and the result
+/// holds the finished points with [`Sweep::interrupted`] set.
+pub fn run_sweep_until(
+    loader: &dyn ScenarioLoader,
+    runner: &dyn Runner,
+    args: &SweepArgs,
+    stop: &AtomicBool,
+) -> Result<Sweep, SweepError> {
     if args.vary.is_empty() {
         return Err(SweepError::BadVary {
             arg: String::new(),
@@ -557,7 +574,7 @@ pub fn run_sweep(
             let done = done_tx.clone();
             scope.spawn(move || {
                 loop {
-                    if failed.load(Ordering::Relaxed) {
+                    if failed.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
                         break;
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
@@ -610,7 +627,8 @@ pub fn run_sweep(
         .map_err(|_| SweepError::Io("a worker panicked".into()))?;
     // Report the first failure in point order, so the message does not
     // depend on scheduling.
-    let mut out = Vec::with_capacity(points.len());
+    let total_points = points.len();
+    let mut out = Vec::with_capacity(total_points);
     for (point, slot) in points.into_iter().zip(slots) {
         match slot {
             Some(Ok(result)) => out.push(SweepPoint {
@@ -628,7 +646,9 @@ pub fn run_sweep(
     }
     Ok(Sweep {
         keys: args.vary.iter().map(|v| v.key.clone()).collect(),
+        interrupted: out.len() < total_points,
         points: out,
+        total_points,
     })
 }
 
