@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use cint_lab::calibrate::{CalibrateArgs, CalibrateError, DEFAULT_THR};
 use cint_lab::plot::{self, Format, PlotArgs, PlotInput};
-use cint_lab::sweep::{self, Progress, SweepArgs, SweepError, Vary};
+use cint_lab::sweep::{self, Progress, Sweep, SweepArgs, SweepError, SweepPoint, Vary};
 use cint_report::{LatencyHistogram, RunResult};
 use cint_scenario::units::parse_duration;
 use cint_scenario::{Scenario, DEFAULT_HOST};
@@ -138,6 +138,7 @@ pub(crate) fn sweep(
     let (engine, engine_name) = engine_of(engines, cmd.emu);
     let guard = Guard::new(engine_name);
     let runner = |s: &Scenario| guard.call(|| engine(s).map_err(|e| e.message));
+    let keys: Vec<String> = vary.iter().map(|v| v.key.clone()).collect();
     let args = SweepArgs {
         vary,
         sets: cmd.input.sets.clone(),
@@ -147,9 +148,43 @@ pub(crate) fn sweep(
     let sigint = crate::interrupt::CatchSigint::install();
     let never = std::sync::atomic::AtomicBool::new(false);
     let stop = sigint.as_ref().map_or(&never, |s| s.flag());
-    let result = sweep::run_sweep_until(&loader, &runner, &args, stop).map_err(|e| match e {
-        SweepError::Io(_) => internal(e.to_string()),
-        other => guard.failure(other.to_string(), usage_of),
+    // Every point is appended to FILE.partial as it finishes, so a sweep
+    // that is killed, or that fails at a later point, loses nothing that
+    // ran; the ordered FILE replaces it at the end.
+    let partial = match &cmd.out {
+        Some(path) => {
+            let partial = partial_path(path);
+            let file =
+                std::fs::File::create(&partial).map_err(|e| output::write_error(&partial, e))?;
+            Some((partial, std::sync::Mutex::new(file)))
+        }
+        None => None,
+    };
+    let finished = |point: &SweepPoint| {
+        if let Some((_, file)) = &partial {
+            let one = Sweep {
+                keys: keys.clone(),
+                points: vec![point.clone()],
+                interrupted: false,
+                total_points: 1,
+            };
+            let mut lines = Vec::new();
+            if one.write_jsonl(&mut lines).is_ok() {
+                if let Ok(mut file) = file.lock() {
+                    // Best effort: the ordered file at the end is the result.
+                    let _ = std::io::Write::write_all(&mut *file, &lines);
+                }
+            }
+        }
+    };
+    let result = sweep::run_sweep_until(&loader, &runner, &args, stop, &finished).map_err(|e| {
+        let kept = partial.as_ref().map_or(String::new(), |(p, _)| {
+            format!(" (the points that finished are in {})", p.display())
+        });
+        match e {
+            SweepError::Io(_) => internal(format!("{e}{kept}")),
+            other => guard.failure(format!("{other}{kept}"), usage_of),
+        }
     })?;
 
     let mut jsonl = Vec::new();
@@ -181,6 +216,9 @@ pub(crate) fn sweep(
         None => Ok(()),
     }?;
     drop(sigint);
+    if let Some((path, _)) = &partial {
+        let _ = std::fs::remove_file(path);
+    }
     if result.interrupted {
         return Err(Failure {
             status: crate::EXIT_INTERRUPTED,
@@ -192,6 +230,13 @@ pub(crate) fn sweep(
         });
     }
     Ok(())
+}
+
+/// Where a sweep's points go while it runs: FILE.partial beside FILE.
+fn partial_path(path: &Path) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".partial");
+    name.into()
 }
 
 fn write_path(path: &Path, bytes: &[u8]) -> Result<(), Failure> {

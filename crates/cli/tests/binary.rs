@@ -208,6 +208,10 @@ fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
     let n = lines.lines().count();
     assert!(n > 0 && n < 3000, "{n} points written");
     assert!(
+        !std::path::Path::new(&format!("{}.partial", out.display())).exists(),
+        "the ordered file replaced the partial one"
+    );
+    assert!(
         last.contains(&format!("{n} of 3000 points finished")),
         "{last} vs {n}"
     );
@@ -215,5 +219,45 @@ fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
         serde_json::from_str::<serde_json::Value>(line)
             .expect("each line is a whole JSON document");
     }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_sweep_that_fails_at_a_later_point_keeps_the_points_that_ran() {
+    let text = "name = \"partial\"\nduration = \"5ms\"\n\
+        [[strategy]]\nname = \"v\"\nkind = \"vic\"\n\
+        [[job]]\nname = \"async\"\nengine = \"libaio\"\niodepth = 16\n";
+    let (dir, file) = scenario_file("partial", text);
+    let out = std::path::Path::new(&dir).join("points.jsonl");
+    let out_s = out.display().to_string();
+    let o = cint(&[
+        "sweep",
+        &file,
+        "--jobs",
+        "1",
+        "--vary",
+        "strategy.v.kind=vic,vic-sched",
+        "--out",
+        &out_s,
+    ]);
+    // The second point is refused by the simulator (vic-sched).
+    assert_eq!(o.status, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("{out_s}.partial")),
+        "{}",
+        o.stderr
+    );
+    assert!(!out.exists(), "no ordered file for a failed sweep");
+    let kept = std::fs::read_to_string(format!("{out_s}.partial")).expect("kept");
+    assert_eq!(
+        kept.lines().count(),
+        1,
+        "the vic point, one strategy: {kept}"
+    );
+    assert!(kept.contains("\"strategy.v.kind\":\"vic\""), "{kept}");
+    // A sweep that completes leaves only its ordered file.
+    let o = cint(&["sweep", &file, "--vary", "seed=1,2", "--out", &out_s]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert!(out.exists() && !std::path::Path::new(&format!("{out_s}.partial")).exists());
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -504,17 +504,21 @@ pub fn run_sweep(
     runner: &dyn Runner,
     args: &SweepArgs,
 ) -> Result<Sweep, SweepError> {
-    run_sweep_until(loader, runner, args, &AtomicBool::new(false))
+    run_sweep_until(loader, runner, args, &AtomicBool::new(false), &|_| {})
 }
 
 /// [`run_sweep`], stopping early once `stop` is set (by a SIGINT handler,
 /// say): no new point starts, the running ones finish, and the result
 /// holds the finished points with [`Sweep::interrupted`] set.
+/// `finished` sees each point as soon as it ran, from the worker that ran
+/// it (in finishing order, not point order), so a caller can keep it
+/// somewhere safe before the sweep ends.
 pub fn run_sweep_until(
     loader: &dyn ScenarioLoader,
     runner: &dyn Runner,
     args: &SweepArgs,
     stop: &AtomicBool,
+    finished: &(dyn Fn(&SweepPoint) + Sync),
 ) -> Result<Sweep, SweepError> {
     if args.vary.is_empty() {
         return Err(SweepError::BadVary {
@@ -569,7 +573,8 @@ pub fn run_sweep_until(
     // it waits for the workers (as a binary that locks stderr once does).
     let (done_tx, done_rx) = mpsc::channel::<()>();
     std::thread::scope(|scope| {
-        let (next, failed, slots, scenarios) = (&next, &failed, &slots, &scenarios);
+        let (next, failed, slots, scenarios, points) =
+            (&next, &failed, &slots, &scenarios, &points);
         for _ in 0..workers {
             let done = done_tx.clone();
             scope.spawn(move || {
@@ -582,8 +587,12 @@ pub fn run_sweep_until(
                         break;
                     };
                     let outcome = runner.run(scenario);
-                    if outcome.is_err() {
-                        failed.store(true, Ordering::Relaxed);
+                    match &outcome {
+                        Ok(result) => finished(&SweepPoint {
+                            values: points[i].clone(),
+                            result: result.clone(),
+                        }),
+                        Err(_) => failed.store(true, Ordering::Relaxed),
                     }
                     if let Ok(mut slots) = slots.lock() {
                         slots[i] = Some(outcome);
