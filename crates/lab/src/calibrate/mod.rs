@@ -6,13 +6,23 @@
 //!    (strategy `none`, so nothing delays completions).
 //! 2. **delta rule**: the larger of the two workloads' inter-arrival times
 //!    at the chosen percentile (default the 99th; 90th to 99th allowed),
-//!    rounded up to a whole microsecond. Completions closer than `delta`
-//!    belong to one burst; a longer gap ends it.
+//!    read among the gaps inside bursts when a workload's gaps form two
+//!    populations (bursts and the pauses between them), rounded up to a
+//!    whole microsecond. Completions closer than `delta` belong to one
+//!    burst; a longer gap ends it ([`rules`]).
 //! 3. Sweep `thr` over 1..256 with the adaptive strategy at that `delta` on
 //!    the batched workload.
-//! 4. **thr rule (plateau)**: the plateau is the last run of consecutive
-//!    `thr` values whose IOPS are within `tolerance` (default 2%) of the
-//!    best of the sweep; the recommendation is its smallest `thr`.
+//! 4. **thr rule**: the IOPS plateau is the last run of consecutive `thr`
+//!    values whose IOPS are within `tolerance` (default 2%) of the best of
+//!    the sweep; the recommendation is its smallest `thr` whose CPU time
+//!    per I/O is within the same tolerance of the plateau's lowest
+//!    ([`rules::recommend_thr`]).
+//! 5. Where a recommendation differs from the device profile's reference
+//!    value, the report says so and why, from the same measurements
+//!    ([`advice`]).
+
+mod advice;
+pub mod rules;
 
 use std::fmt;
 use std::fmt::Write as _;
@@ -28,6 +38,7 @@ use cint_scenario::{
 
 use crate::plot::{write_line_chart, Legend, LineChart, PlotArgs, PlotError, Series};
 use crate::runner::{GapProbe, Runner};
+use rules::{GapReading, ThrBasis, ThrSample};
 
 /// The `thr` values swept by default: powers of two and the steps between.
 pub const DEFAULT_THR: [u32; 14] = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
@@ -131,15 +142,43 @@ pub struct GapSummary {
     pub completions: u64,
     /// `(percentile, ns)` for [`GAP_PERCENTILES`].
     pub percentiles: Vec<(f64, u64)>,
-    /// The gap at the chosen percentile, ns.
+    /// The gap at the chosen percentile, ns, as the delta rule reads it
+    /// (within bursts when the overall percentile is a pause between
+    /// them).
     pub at_chosen: u64,
+    /// How the chosen percentile was read.
+    pub reading: GapReading,
+    /// Fraction of the gaps the rule reads (those inside bursts, when the
+    /// gaps have two populations) longer than the profile's reference
+    /// `delta`: each would end a burst at that `delta`.
+    pub above_reference: f64,
     /// CDF points `(ns, percent)`, for the plot.
     pub cdf: Vec<(u64, f64)>,
 }
 
 impl GapSummary {
-    fn from_histogram(workload: &str, hist: &LatencyHistogram, chosen: f64) -> GapSummary {
+    fn from_histogram(
+        workload: &str,
+        hist: &LatencyHistogram,
+        chosen: f64,
+        reference_delta: Nanos,
+    ) -> GapSummary {
         let h = hist.histogram();
+        let reading = rules::read_gaps(hist, chosen);
+        let population_end = reading
+            .split
+            .filter(|_| reading.within_bursts())
+            .map_or(u64::MAX, |s| s.split_ns);
+        let (mut read, mut above) = (0u64, 0u64);
+        for v in h.iter_recorded() {
+            let value = v.value_iterated_to();
+            if value <= population_end {
+                read += v.count_at_value();
+                if value > reference_delta {
+                    above += v.count_at_value();
+                }
+            }
+        }
         let mut cdf = vec![(h.min(), 0.0)];
         let mut grid: Vec<f64> = (1..100).map(f64::from).collect();
         grid.extend([99.5, 99.9]);
@@ -152,7 +191,13 @@ impl GapSummary {
                 .iter()
                 .map(|&p| (p, h.value_at_percentile(p)))
                 .collect(),
-            at_chosen: h.value_at_percentile(chosen),
+            at_chosen: reading.used_ns,
+            reading,
+            above_reference: if read > 0 {
+                above as f64 / read as f64
+            } else {
+                0.0
+            },
             cdf,
         }
     }
@@ -175,6 +220,25 @@ pub struct ThrPoint {
     pub cpu_util: f64,
 }
 
+impl ThrPoint {
+    /// CPU time of the application core per I/O, ns (0 without IOPS).
+    pub fn cpu_ns_per_io(&self) -> f64 {
+        if self.iops > 0.0 {
+            self.cpu_util * 1e9 / self.iops
+        } else {
+            0.0
+        }
+    }
+
+    fn sample(&self) -> ThrSample {
+        ThrSample {
+            thr: self.thr,
+            iops: self.iops,
+            cpu_ns_per_io: self.cpu_ns_per_io(),
+        }
+    }
+}
+
 /// The recommendation and its evidence.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Calibration {
@@ -194,42 +258,14 @@ pub struct Calibration {
     pub tolerance: f64,
     /// Recommended `thr`.
     pub thr: u32,
+    /// Which criterion decided `thr`.
+    pub thr_basis: ThrBasis,
     /// The profile's (the paper's) `delta`.
     pub reference_delta: Nanos,
     /// The profile's (the paper's) `thr`.
     pub reference_thr: u32,
     /// Plots written.
     pub plots: Vec<PathBuf>,
-}
-
-/// The delta rule: the largest gap at the chosen percentile, rounded up
-/// to a whole microsecond (at least 1 us).
-pub fn recommend_delta(gaps: &[GapSummary]) -> Nanos {
-    let worst = gaps.iter().map(|g| g.at_chosen).max().unwrap_or(0);
-    worst.div_ceil(1_000).max(1) * 1_000
-}
-
-/// The plateau rule over `(thr, iops)` sorted by `thr`: the plateau is the
-/// run of consecutive points within `tolerance` of the best IOPS that ends
-/// at the largest such `thr`; the answer is its smallest `thr`. A dip
-/// below the plateau before it (a lucky early point) does not count; a
-/// decline after it (too much coalescing) does not hide it.
-pub fn plateau_thr(points: &[(u32, f64)], tolerance: f64) -> Option<u32> {
-    let best = points
-        .iter()
-        .map(|p| p.1)
-        .filter(|v| v.is_finite())
-        .fold(f64::NEG_INFINITY, f64::max);
-    if !best.is_finite() {
-        return None;
-    }
-    let floor = best * (1.0 - tolerance);
-    let last = points.iter().rposition(|p| p.1 >= floor)?;
-    let start = points[..=last]
-        .iter()
-        .rposition(|p| p.1 < floor)
-        .map_or(0, |i| i + 1);
-    Some(points[start].0)
 }
 
 fn workload(
@@ -336,6 +372,7 @@ pub fn calibrate(
     ];
     for (batch, label) in measured.into_iter().filter(|_| args.delta.is_none()) {
         let scenario = workload(args, batch, none.clone(), "calibrate-gaps")?;
+        let reference_delta = scenario.device.reference_delta.0;
         let hist = probe
             .completion_gaps(&scenario)
             .map_err(|message| CalibrateError::Probe {
@@ -348,9 +385,16 @@ pub fn calibrate(
                 message: "no completions measured".into(),
             });
         }
-        gaps.push(GapSummary::from_histogram(&label, &hist, args.percentile));
+        gaps.push(GapSummary::from_histogram(
+            &label,
+            &hist,
+            args.percentile,
+            reference_delta,
+        ));
     }
-    let delta = args.delta.unwrap_or_else(|| recommend_delta(&gaps));
+    let delta = args
+        .delta
+        .unwrap_or_else(|| rules::recommend_delta(gaps.iter().map(|g| g.at_chosen)));
 
     let strategies = args
         .thr_values
@@ -385,8 +429,8 @@ pub fn calibrate(
             }
         })
         .collect();
-    let pairs: Vec<(u32, f64)> = sweep.iter().map(|p| (p.thr, p.iops)).collect();
-    let thr = plateau_thr(&pairs, args.tolerance)
+    let samples: Vec<ThrSample> = sweep.iter().map(ThrPoint::sample).collect();
+    let (thr, thr_basis) = rules::recommend_thr(&samples, args.tolerance)
         .ok_or_else(|| CalibrateError::Run("the sweep produced no IOPS".into()))?;
 
     let mut calibration = Calibration {
@@ -398,6 +442,7 @@ pub fn calibrate(
         sweep,
         tolerance: args.tolerance,
         thr,
+        thr_basis,
         reference_delta: scenario.device.reference_delta.0,
         reference_thr: scenario.device.reference_thr,
         plots: Vec::new(),
@@ -435,6 +480,10 @@ impl Calibration {
             self.write_gaps(&mut out);
         }
         self.write_sweep(&mut out);
+        let _ = writeln!(out);
+        for line in advice::advise(self) {
+            let _ = writeln!(out, "{line}");
+        }
         out
     }
 
@@ -453,10 +502,27 @@ impl Calibration {
             }
             let _ = writeln!(out, "{row}");
         }
+        for g in &self.gaps {
+            if let (Some(split), true) = (g.reading.split, g.reading.within_bursts()) {
+                let _ = writeln!(
+                    out,
+                    "{}: two populations, {:.1}% of the gaps inside bursts (median {} us) and \
+                     {:.1}% pauses between them (median {} us); p{pct} overall ({} us) is a \
+                     pause, so it is read inside bursts: {} us",
+                    g.workload,
+                    split.within_fraction * 100.0,
+                    us(split.within_median_ns as f64),
+                    (1.0 - split.within_fraction) * 100.0,
+                    us(split.between_median_ns as f64),
+                    us(g.reading.overall_ns as f64),
+                    us(g.at_chosen as f64),
+                );
+            }
+        }
         let _ = writeln!(
             out,
-            "delta = {} us: the largest p{pct} inter-arrival time, rounded up to a whole microsecond \
-             (reference: {} us)",
+            "delta = {} us: the largest p{pct} inter-arrival time inside bursts, rounded up to a \
+             whole microsecond (reference: {} us)",
             self.delta / 1_000,
             us(self.reference_delta as f64)
         );
@@ -472,8 +538,8 @@ impl Calibration {
         );
         let _ = writeln!(
             out,
-            "{:>5} {:>10} {:>8} {:>10} {:>12} {:>10} {:>7}",
-            "thr", "kIOPS", "of best", "kIRQ/s", "mean lat us", "p99 us", "CPU %"
+            "{:>5} {:>10} {:>8} {:>10} {:>12} {:>10} {:>7} {:>10}",
+            "thr", "kIOPS", "of best", "kIRQ/s", "mean lat us", "p99 us", "CPU %", "CPU ns/IO"
         );
         for p in &self.sweep {
             let mark = if p.thr == self.thr {
@@ -483,7 +549,7 @@ impl Calibration {
             };
             let _ = writeln!(
                 out,
-                "{:>5} {:>10.1} {:>7.1}% {:>10.1} {:>12} {:>10} {:>7.1}{mark}",
+                "{:>5} {:>10.1} {:>7.1}% {:>10.1} {:>12} {:>10} {:>7.1} {:>10.0}{mark}",
                 p.thr,
                 p.iops / 1e3,
                 if best > 0.0 {
@@ -494,16 +560,30 @@ impl Calibration {
                 p.interrupts_per_s / 1e3,
                 us(p.lat_mean_ns),
                 us(p.lat_p99_ns as f64),
-                p.cpu_util * 100.0
+                p.cpu_util * 100.0,
+                p.cpu_ns_per_io()
             );
         }
+        let floor = format_pct(100.0 - self.tolerance * 100.0);
+        let tol = format_pct(self.tolerance * 100.0);
+        let rule = match self.thr_basis {
+            ThrBasis::Iops => format!(
+                "the smallest thr of the last run of thr values with at least {floor}% of the \
+                 best IOPS; its CPU per I/O is already within {tol}% of the run's lowest"
+            ),
+            ThrBasis::Cpu => format!(
+                "IOPS are within {tol}% of the best earlier, but CPU per I/O comes within {tol}% \
+                 of the lowest of that run only from this thr on"
+            ),
+            ThrBasis::IopsOnlyNoCpu => format!(
+                "the smallest thr of the last run of thr values with at least {floor}% of the \
+                 best IOPS (the engine measured no CPU time, so IOPS alone decided)"
+            ),
+        };
         let _ = writeln!(
             out,
-            "thr = {}: the smallest thr of the last run of thr values with at least {}% of the \
-             best IOPS (reference: {})",
-            self.thr,
-            format_pct(100.0 - self.tolerance * 100.0),
-            self.reference_thr
+            "thr = {}: {rule} (reference: {})",
+            self.thr, self.reference_thr
         );
     }
 }
@@ -629,66 +709,47 @@ mod tests {
     }
 
     #[test]
-    fn the_plateau_is_the_last_run_within_tolerance_of_the_best() {
-        let pts = [
-            (1, 100.0),
-            (2, 200.0),
-            (4, 300.0),
-            (8, 295.0),
-            (16, 250.0),
-            (32, 300.0),
-        ];
-        assert_eq!(plateau_thr(&pts, 0.02), Some(32));
-        assert_eq!(plateau_thr(&pts, 0.20), Some(4));
-        assert_eq!(plateau_thr(&[], 0.02), None);
-        assert_eq!(plateau_thr(&[(1, f64::NAN)], 0.02), None);
-        // Too much coalescing costs IOPS at the end: the plateau still starts at 32.
-        let declining = [
-            (16, 400.0),
-            (32, 495.0),
-            (64, 500.0),
-            (128, 480.0),
-            (256, 470.0),
-        ];
-        assert_eq!(plateau_thr(&declining, 0.02), Some(32));
-    }
-
-    #[test]
-    fn delta_is_the_largest_gap_at_the_percentile_rounded_up() {
-        let g = |at| GapSummary {
-            workload: String::new(),
-            completions: 1,
-            percentiles: vec![],
-            at_chosen: at,
-            cdf: vec![],
-        };
-        assert_eq!(recommend_delta(&[g(2_980), g(5_490)]), 6_000);
-        assert_eq!(recommend_delta(&[g(5_000)]), 5_000);
-        assert_eq!(recommend_delta(&[g(10)]), 1_000);
-    }
-
-    #[test]
     fn the_method_on_a_fake_engine() {
         let dir = std::env::temp_dir().join(format!("cint-lab-{}-calibrate", std::process::id()));
         let mut args = CalibrateArgs::new("optane-p4800x", "xeon-e5-2660v4");
         args.plot = Some(PlotArgs::new(&dir));
         let c = calibrate(&fake_gaps, &fake_run, &args).expect("calibrates");
-        // Batched p99 is one of the 5.0..5.5 us gaps: delta 6 us.
+        // Batched p99 overall is one of the 5.0..5.5 us pauses between
+        // bursts: the rule reads it inside bursts (200 ns), and the
+        // unbatched 1..3 us gaps decide: delta 3 us.
+        let batched = &c.gaps[1].reading;
         assert!(
-            c.gaps[1].at_chosen > 5_000 && c.gaps[1].at_chosen <= 5_500,
-            "{}",
-            c.gaps[1].at_chosen
+            batched.overall_ns > 5_000 && batched.overall_ns <= 5_500,
+            "{batched:?}"
         );
-        assert!(c.gaps[0].at_chosen < c.gaps[1].at_chosen);
-        assert_eq!(c.delta, 6_000);
+        assert!(batched.within_bursts() && c.gaps[1].at_chosen <= 200);
+        assert!(!c.gaps[0].reading.within_bursts());
+        assert_eq!(c.delta, 3_000);
+        // No unbatched gap reaches the reference 6 us: it is longer than
+        // the gaps need.
+        assert_eq!(c.gaps[0].above_reference, 0.0);
         // The fake's IOPS are 1e9 / (2000 + 1000 / thr) ns: within 2% of
         // thr=256 from thr >= 22.3, so 24 on the default grid.
         assert_eq!(c.thr, 24);
         assert_eq!(c.sweep.len(), DEFAULT_THR.len());
         assert_eq!((c.reference_delta, c.reference_thr), (6_000, 32));
         let report = c.report();
-        assert!(report.contains("delta = 6 us"), "{report}");
+        assert!(report.contains("delta = 3 us"), "{report}");
+        assert!(
+            report.contains("batches of 16: two populations, 93.8% of the gaps inside bursts"),
+            "{report}"
+        );
         assert!(report.contains("thr = 24:"), "{report}");
+        assert!(
+            report.contains("delta 3.00 us differs from the profile's reference 6.00 us"),
+            "{report}"
+        );
+        assert!(
+            report.contains(
+                "thr 24 differs from the profile's reference 32: the reference also qualifies"
+            ),
+            "{report}"
+        );
         assert!(report.contains("   24 ") && report.contains("<- recommended"));
         assert_eq!(c.plots.len(), 4);
         assert!(c.plots.iter().all(|p| p.exists()));
@@ -707,6 +768,7 @@ mod tests {
         let c = calibrate(&fake_gaps, &fake_run, &args).expect("calibrates");
         assert_eq!(c.thr, 12, "within 5% from thr >= 9.1");
         // p90 of the batched workload falls in the 200 ns run: the unbatched 2.8 us gap wins.
+        assert!(!c.gaps[1].reading.within_bursts());
         assert_eq!(c.delta, 3_000);
     }
 
