@@ -465,7 +465,7 @@ impl Calibration {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "Calibration of {} on {} (MODEL.md experiment 7)",
+            "Calibration of {} on {} (the cinterrupts paper's method, docs/WORKFLOW.md)",
             self.device, self.host
         );
         let _ = writeln!(out);
