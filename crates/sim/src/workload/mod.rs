@@ -83,13 +83,15 @@ impl World<'_> {
             self.set_burst(t, c.syscall + c.sync_submit, Cont::Submitted);
             return;
         }
-        let th = &self.threads[t];
-        let free = th.free_slots.len() as u32;
+        // fio (backend.c, ioengines.c) queues while the depth allows and
+        // commits every `iodepth_batch_submit` requests; when the depth is
+        // used up it commits whatever is queued before it waits for
+        // completions. So a partial batch is submitted, never held back
+        // waiting for slots only the completions it blocks could free.
+        let free = self.threads[t].free_slots.len() as u32;
         let mut k = p.batch.min(free);
-        match p.rate_interval {
-            Some(_) => k = k.min(self.tokens(t, now)),
-            None if k < p.batch => k = 0,
-            None => {}
+        if p.rate_interval.is_some() {
+            k = k.min(self.tokens(t, now));
         }
         if k > 0 {
             let k = self.prepare(t, k, now) as u64;
@@ -338,11 +340,12 @@ impl World<'_> {
         }
     }
 
-    /// Hands out every ready event (up to `iodepth`) through the reap
-    /// call's per-event path.
+    /// Hands out the ready events, at most `batch_complete_max` (the
+    /// reap call's `max_nr`), through the call's per-event path; the rest
+    /// stay ready for the next call.
     fn hand_ready(&mut self, t: usize, extra: Nanos) {
         let th = &mut self.threads[t];
-        let n = (th.ready.len() as u32).min(th.prog.iodepth);
+        let n = (th.ready.len() as u32).min(th.prog.max_events.max(1));
         th.handing = n;
         let per_event = match th.prog.engine {
             Engine::IoUring => self.costs.uring_reap_event,
