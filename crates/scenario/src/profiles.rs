@@ -15,11 +15,14 @@ use crate::units::{Duration, Size};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpTiming {
-    /// Fixed part of the service time.
+    /// Media access time of one request, which holds one of the device's
+    /// parallel units (the transfer of its data comes on top, in the
+    /// device-wide pipe).
     pub base: Duration,
-    /// Transfer bandwidth in bytes per second: `service = base + size /
-    /// bandwidth`; a request holds one of the device's parallel units for
-    /// its whole service time.
+    /// Device-wide transfer rate of this direction in bytes per second
+    /// (the vendor's sequential figure): a request's data crosses the
+    /// device's one pipe of this direction, shared by all requests, in
+    /// `size / bandwidth`; its `base` holds one parallel unit.
     pub bandwidth: u64,
 }
 
@@ -150,19 +153,19 @@ impl DeviceProfile {
             "optane-p4800x" => DeviceProfile {
                 model: model.into(),
                 source: "Intel Optane DC P4800X 375 GB: vendor sheet (550K/500K IOPS 4 KiB \
-                         random read/write); cinterrupts paper Table 2 (QD1 10 +- 1.3 us irq, \
+                         random read/write, 2.4/2.0 GB/s sequential read/write); cinterrupts paper Table 2 (QD1 10 +- 1.3 us irq, \
                          8 +- 1.2 us poll). Fitted by crates/sim/tests/calibration.rs"
                     .into(),
                 capacity: Size(375 << 30),
-                parallel_units: 4,
+                parallel_units: 3,
                 queue_depth: 1024,
                 queues: 0,
-                // 4 KiB read: 5.45 + 1.82 = 7.27 us per unit, so 4 units
-                // saturate at 550K IOPS (vendor sheet); write: 6.0 + 2.0 =
-                // 8.0 us, 500K. QD1 (10 / 8 us) then leaves 2.73 / 0.73 us
-                // to the host paths (xeon-e5-2660v4's sync_submit).
-                read: OpTiming { base: Duration(5_450), bandwidth: 2_250_000_000 },
-                write: OpTiming { base: Duration(6_000), bandwidth: 2_050_000_000 },
+                // Device-wide pipes at the vendor's sequential rates (2.4 /
+                // 2.0 GB/s). 4 KiB read: 3 units / 5.56 us = 540K IOPS, the
+                // pipe allows 586K; write: 3 / 5.95 us = 504K, the pipe
+                // 488K (vendor: 550K / 500K).
+                read: OpTiming { base: Duration(5_560), bandwidth: 2_400_000_000 },
+                write: OpTiming { base: Duration(5_950), bandwidth: 2_000_000_000 },
                 jitter: JitterKind::Normal,
                 jitter_spread: Duration(1_100),
                 irq_latency: Duration(500),
@@ -172,18 +175,19 @@ impl DeviceProfile {
             "p3700" => DeviceProfile {
                 model: model.into(),
                 source: "Intel DC P3700 400 GB: vendor sheet (450K/75K IOPS 4 KiB random \
-                         read/write, 2.8 GB/s sequential read); cinterrupts paper Table 2 (QD1 \
+                         read/write, 2.8/1.08 GB/s sequential read/write); cinterrupts paper Table 2 (QD1 \
                          80 +- 29 us irq, 78 +- 28 us poll). Fitted by crates/sim/tests/calibration.rs"
                     .into(),
                 capacity: Size(400 << 30),
-                // 34 units / (75 + 1.46) us = 445K IOPS of 4 KiB random
-                // reads (vendor: about 450K).
+                // 34 units / 75 us = 453K IOPS of 4 KiB random reads
+                // (vendor: about 450K); the 2.8 GB/s pipe allows 683K.
                 parallel_units: 34,
                 queue_depth: 1024,
                 queues: 0,
                 read: OpTiming { base: Duration(75_000), bandwidth: 2_800_000_000 },
                 // Random writes are bounded by the flash back end (75K IOPS
-                // of 4 KiB): 34 units / (450 + 3.79) us = 74.9K.
+                // of 4 KiB): 34 units / 450 us = 75.6K; sequential writes
+                // by the 1.08 GB/s pipe.
                 write: OpTiming { base: Duration(450 * US), bandwidth: 1_080_000_000 },
                 jitter: JitterKind::Lognormal,
                 jitter_spread: Duration(28 * US),
@@ -194,15 +198,16 @@ impl DeviceProfile {
             "optane-900p" => DeviceProfile {
                 model: model.into(),
                 source: "Intel Optane SSD 900P 280 GB: vendor sheet (550K/500K IOPS 4 KiB \
-                         random read/write, ~10 us read latency); same media as the P4800X"
+                         random read/write, 2.5/2.0 GB/s sequential read/write, ~10 us read \
+                         latency); same media as the P4800X"
                     .into(),
                 capacity: Size(280 << 30),
-                parallel_units: 4,
+                parallel_units: 3,
                 queue_depth: 1024,
                 queues: 0,
-                // As the P4800X: 550K / 500K IOPS of 4 KiB at saturation.
-                read: OpTiming { base: Duration(5_450), bandwidth: 2_250_000_000 },
-                write: OpTiming { base: Duration(6_000), bandwidth: 2_050_000_000 },
+                // The P4800X's media; vendor sequential rates 2.5 / 2.0 GB/s.
+                read: OpTiming { base: Duration(5_560), bandwidth: 2_500_000_000 },
+                write: OpTiming { base: Duration(5_950), bandwidth: 2_000_000_000 },
                 jitter: JitterKind::Normal,
                 jitter_spread: Duration(1_100),
                 irq_latency: Duration(500),

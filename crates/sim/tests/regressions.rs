@@ -251,3 +251,32 @@ batch_complete_min = 1
         cpu_per_io(b)
     );
 }
+
+/// The transfer rate is device-wide: 1 MiB sequential reads at depth 32
+/// on a p3700 move its 2.8 GB/s, not 34 parallel units times 2.8 GB/s
+/// (about 70 GB/s before the pipe was shared).
+#[test]
+fn large_reads_at_depth_move_the_devices_bandwidth_not_a_multiple_of_it() {
+    const SEQ: &str = r#"
+name = "seq-1m"
+duration = "50ms"
+[device]
+model = "p3700"
+[[strategy]]
+name = "none"
+kind = "none"
+[[job]]
+name = "seq"
+engine = "libaio"
+rw = "read"
+bs = "1m"
+iodepth = 32
+batch = 8
+"#;
+    let r = sim(SEQ, &[]);
+    let bw = r.results[0].jobs[0].bw_bytes as f64;
+    assert!(
+        (2.5e9..=2.85e9).contains(&bw),
+        "{bw} B/s against the profile's 2.8 GB/s"
+    );
+}
