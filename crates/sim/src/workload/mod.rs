@@ -80,7 +80,7 @@ impl World<'_> {
                 self.block(t, Wait::Exited);
                 return;
             }
-            self.set_burst(t, c.syscall + c.sync_submit, Cont::Submitted);
+            self.set_burst(t, c.syscall + c.per_request(), Cont::Submitted);
             return;
         }
         // fio (backend.c, ioengines.c) queues while the depth allows and
@@ -96,8 +96,10 @@ impl World<'_> {
         if k > 0 {
             let k = self.prepare(t, k, now) as u64;
             let cost = match p.engine {
-                Engine::IoUring => c.syscall + c.uring_submit_call + k * c.uring_submit_request,
-                _ => c.syscall + c.aio_submit_call + k * c.aio_submit_request,
+                Engine::IoUring => {
+                    c.syscall + c.uring_submit_call + k * (c.uring_submit_sqe + c.per_request())
+                }
+                _ => c.syscall + c.aio_submit_call + k * (c.aio_submit_iocb + c.per_request()),
             };
             self.set_burst(t, cost, Cont::Submitted);
             return;
@@ -382,9 +384,18 @@ impl World<'_> {
                 self.jobs[job].record(lat, bytes);
             }
         }
-        let think = self.threads[t].prog.think;
-        if think > 0 && n > 0 {
-            self.set_burst(t, think * u64::from(n), Cont::Issue);
+        // The generator's own work per I/O (fio's accounting of this
+        // completion and the preparation of the next request) and the
+        // job's think time run on the thread after the latency is taken.
+        let p = self.threads[t].prog;
+        let user = if p.gtod_reduce {
+            self.costs.user_per_io_gtod_reduce
+        } else {
+            self.costs.user_per_io
+        };
+        let per_io = p.think + user;
+        if per_io > 0 && n > 0 {
+            self.set_burst(t, per_io * u64::from(n), Cont::Issue);
         } else {
             self.issue(t);
         }

@@ -21,6 +21,8 @@ pub(crate) struct Program {
     pub hint: Option<Hint>,
     pub nowait: bool,
     pub direct: bool,
+    /// fio's `gtod_reduce`: less generator CPU per I/O.
+    pub gtod_reduce: bool,
     /// Time between two requests under `rate_iops`.
     pub rate_interval: Option<Nanos>,
     pub think: Nanos,
@@ -46,6 +48,7 @@ impl Program {
                 hint: None,
                 nowait: false,
                 direct: true,
+                gtod_reduce: false,
                 rate_interval: None,
                 think: 0,
                 rwmixread: 100,
@@ -83,6 +86,7 @@ impl Program {
                     hint: io.hint,
                     nowait: io.nowait,
                     direct: io.direct,
+                    gtod_reduce: io.gtod_reduce,
                     rate_interval,
                     think: io.think,
                     rwmixread: io.rwmixread.min(100),
