@@ -326,6 +326,23 @@ impl HostProfile {
     }
 }
 
+/// Host keys that older scenario files may still use, and what replaced
+/// them: each kernel path now has one cost whatever call reaches it.
+pub const RENAMED_HOST_KEYS: &[(&str, &str)] = &[
+    (
+        "sync_submit",
+        "direct_io + block_submit (per request, the same for every engine)",
+    ),
+    (
+        "aio_submit_request",
+        "aio_submit_iocb (io_submit's own part per iocb) + direct_io + block_submit",
+    ),
+    (
+        "uring_submit_request",
+        "uring_submit_sqe (io_uring's own part per SQE) + direct_io + block_submit",
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,20 +364,3 @@ mod tests {
         assert!(DeviceProfile::builtin("floppy").is_none());
     }
 }
-
-/// Host keys that older scenario files may still use, and what replaced
-/// them: each kernel path now has one cost whatever call reaches it.
-pub const RENAMED_HOST_KEYS: &[(&str, &str)] = &[
-    (
-        "sync_submit",
-        "direct_io + block_submit (per request, the same for every engine)",
-    ),
-    (
-        "aio_submit_request",
-        "aio_submit_iocb (io_submit's own part per iocb) + direct_io + block_submit",
-    ),
-    (
-        "uring_submit_request",
-        "uring_submit_sqe (io_uring's own part per SQE) + direct_io + block_submit",
-    ),
-];
