@@ -38,7 +38,7 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
         "async none / cinterrupts IRQs (12-15x +-20%)",
         "media jitter reorders a batch, so its Barrier often completes before some of its \
          requests, which then wait for delta: about 1.3 interrupts per batch where the \
-         paper's device gives about one",
+         paper's device gives about one (without jitter: one per batch, 12.0x)",
     ),
     (
         "mixed none: async thread's CPU",
