@@ -18,6 +18,13 @@
 //! instant; either way arming the timer costs `timer_setup` of CPU, as it
 //! does for hybrid polling.
 //!
+//! Submission costs are the same kernel path for every engine per request
+//! (`direct_io` + `block_submit`) plus the call's own parts. Once a reap
+//! call hands completions to the application, the thread spends the
+//! generator's own CPU per I/O (`user_per_io`, less with `gtod_reduce`)
+//! and the job's `think` time before it issues again; the latency was
+//! taken before, as fio takes it.
+//!
 //! Hints follow ALGORITHMS.md section 5 through `cint_policy::hints`
 //! unless the job overrides them. Jobs without `direct` are still modelled
 //! as direct I/O (there is no page cache yet).
