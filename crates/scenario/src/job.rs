@@ -38,6 +38,8 @@ pub const IO_KEYS: &[&str] = &[
     "iodepth",
     "batch",
     "batch_complete_min",
+    "batch_complete_max",
+    "gtod_reduce",
     "cpu",
     "numjobs",
     "hint",
@@ -321,12 +323,20 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     let batch_complete_min = sec
         .int("batch_complete_min", 1, u64::from(u32::MAX))?
         .unwrap_or(1);
+    let batch_complete_max = sec.int("batch_complete_max", 1, u64::from(u32::MAX))?;
     // As in fio, synchronous engines ignore iodepth and batching: one
     // request per call. Only the asynchronous engines check them.
-    let (iodepth, batch, batch_complete_min) = if engine.is_sync() {
-        (1, 1, 1)
+    let (iodepth, batch, batch_complete_min, batch_complete_max) = if engine.is_sync() {
+        (1, 1, 1, 1)
     } else {
-        for (key, v) in [("batch", batch), ("batch_complete_min", batch_complete_min)] {
+        // fio's manual: iodepth_batch_complete_max "by default is equal
+        // to iodepth_batch_complete_min".
+        let complete_max = batch_complete_max.unwrap_or(batch_complete_min);
+        for (key, v) in [
+            ("batch", batch),
+            ("batch_complete_min", batch_complete_min),
+            ("batch_complete_max", complete_max),
+        ] {
             if v > iodepth {
                 return Err(sec.error(
                     key,
@@ -334,7 +344,20 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
                 ));
             }
         }
-        (iodepth as u32, batch as u32, batch_complete_min as u32)
+        if complete_max < batch_complete_min {
+            return Err(sec.error(
+                "batch_complete_max",
+                format!(
+                    "must be at least batch_complete_min = {batch_complete_min} (got {complete_max})"
+                ),
+            ));
+        }
+        (
+            iodepth as u32,
+            batch as u32,
+            batch_complete_min as u32,
+            complete_max as u32,
+        )
     };
     let hint = match sec.choice("hint", HINTS)?.as_deref() {
         Some("urgent") => Some(Hint::Urgent),
@@ -350,6 +373,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         ));
     }
     let direct = sec.bool("direct")?.unwrap_or(true);
+    let gtod_reduce = sec.bool("gtod_reduce")?.unwrap_or(false);
     let rate_iops = sec.int("rate_iops", 1, i64::MAX as u64)?;
     let think: Nanos = sec.duration("think")?.unwrap_or(0);
     if think > MAX_RUN_TIME {
@@ -387,9 +411,11 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         iodepth,
         batch,
         batch_complete_min,
+        batch_complete_max,
         hint,
         nowait,
         direct,
+        gtod_reduce,
         rate_iops,
         think,
         size,

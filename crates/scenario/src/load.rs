@@ -10,7 +10,7 @@ use crate::emu_config::EmuConfig;
 use crate::error::{Origin, ScenarioError};
 use crate::model::Scenario;
 use crate::overlay::{defaults_with, overlay};
-use crate::profiles::{DeviceProfile, HostProfile, DEVICE_MODELS, HOST_MODELS};
+use crate::profiles::{DeviceProfile, HostProfile, DEVICE_MODELS, HOST_MODELS, RENAMED_HOST_KEYS};
 use crate::section::{quoted_list, Section};
 use crate::tree::{self, Node, Table, Value};
 use crate::units::format_duration;
@@ -278,6 +278,16 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
         Value::Table(t) => t.as_slice(),
         _ => &[],
     });
+    for (key, node) in user {
+        if let Some((_, now)) = RENAMED_HOST_KEYS.iter().find(|(old, _)| old == key) {
+            return Err(ScenarioError {
+                source: source.to_string(),
+                origin: node.origin.clone(),
+                key: format!("host.{key}"),
+                message: format!("renamed to {now}"),
+            });
+        }
+    }
     let host: HostProfile = overlay(source, "host", &base, user, &["model"])?;
     let cores = u64::from(host.cores);
     if cores == 0 {
@@ -295,18 +305,26 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
     // woken thread ahead in virtual runtime preempts.
     let durations = [
         ("syscall", host.syscall, false),
-        ("sync_submit", host.sync_submit, false),
+        ("user_per_io", host.user_per_io, false),
+        (
+            "user_per_io_gtod_reduce",
+            host.user_per_io_gtod_reduce,
+            false,
+        ),
+        ("direct_io", host.direct_io, false),
+        ("block_submit", host.block_submit, false),
         ("aio_submit_call", host.aio_submit_call, false),
-        ("aio_submit_request", host.aio_submit_request, false),
+        ("aio_submit_iocb", host.aio_submit_iocb, false),
         ("aio_getevents_call", host.aio_getevents_call, false),
         ("aio_getevents_event", host.aio_getevents_event, false),
         ("uring_submit_call", host.uring_submit_call, false),
-        ("uring_submit_request", host.uring_submit_request, false),
+        ("uring_submit_sqe", host.uring_submit_sqe, false),
         ("uring_reap_event", host.uring_reap_event, false),
         ("irq_fixed", host.irq_fixed, false),
         ("irq_reap_entry", host.irq_reap_entry, false),
         ("wakeup", host.wakeup, false),
         ("context_switch", host.context_switch, false),
+        ("context_switch_idle", host.context_switch_idle, false),
         ("return_to_user", host.return_to_user, false),
         ("poll_iteration", host.poll_iteration, true),
         ("timer_setup", host.timer_setup, false),

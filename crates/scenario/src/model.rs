@@ -150,6 +150,9 @@ pub struct IoJob {
     pub batch: u32,
     /// Events to wait for per reap call (1..=iodepth).
     pub batch_complete_min: u32,
+    /// Events one reap call hands out at most (`batch_complete_min..=iodepth`;
+    /// fio's `iodepth_batch_complete_max`, by default equal to the minimum).
+    pub batch_complete_max: u32,
     /// Override of every request's hint; `None`: the kernel's default rule
     /// for the engine (ALGORITHMS.md §5).
     pub hint: Option<Hint>,
@@ -157,6 +160,9 @@ pub struct IoJob {
     pub nowait: bool,
     /// `O_DIRECT` (default true: the microbenchmarks bypass the page cache).
     pub direct: bool,
+    /// fio's `gtod_reduce`: the generator takes fewer time stamps per I/O,
+    /// which lowers its user-space CPU per I/O.
+    pub gtod_reduce: bool,
     /// Cap on the job's submission rate, per thread, in IO/s.
     pub rate_iops: Option<u64>,
     /// CPU time the application spends per completed IO.

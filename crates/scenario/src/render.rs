@@ -69,6 +69,7 @@ pub fn to_toml(s: &Scenario) -> String {
                 t["iodepth"] = value(i64::from(io.iodepth));
                 t["batch"] = value(i64::from(io.batch));
                 t["batch_complete_min"] = value(i64::from(io.batch_complete_min));
+                t["batch_complete_max"] = value(i64::from(io.batch_complete_max));
                 if let Some(h) = io.hint {
                     t["hint"] = value(match h {
                         Hint::Urgent => "urgent",
@@ -80,6 +81,9 @@ pub fn to_toml(s: &Scenario) -> String {
                     t["nowait"] = value(io.nowait);
                 }
                 t["direct"] = value(io.direct);
+                if io.gtod_reduce {
+                    t["gtod_reduce"] = value(true);
+                }
                 if let Some(r) = io.rate_iops {
                     t["rate_iops"] = value(i64::try_from(r).unwrap_or(i64::MAX));
                 }

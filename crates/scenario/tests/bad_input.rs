@@ -673,6 +673,23 @@ fn cases() -> Vec<Case<'static>> {
             "must be longer than zero",
         ),
         case(
+            "a host key that was renamed names its replacement",
+            with("cores = 2", "cores = 2\nsync_submit = \"1us\""),
+            LineOf("sync_submit"),
+            "host.sync_submit",
+            "renamed to direct_io + block_submit",
+        ),
+        case(
+            "batch_complete_max below batch_complete_min",
+            with(
+                "batch_complete_min = 1",
+                "batch_complete_min = 4\nbatch_complete_max = 2",
+            ),
+            LineOf("batch_complete_max"),
+            "job.async.batch_complete_max",
+            "must be at least batch_complete_min = 4 (got 2)",
+        ),
+        case(
             "zero poll iteration",
             with("cores = 2", "cores = 2\npoll_iteration = \"0us\""),
             LineOf("poll_iteration"),

@@ -1,11 +1,19 @@
 //! The NVMe device: queue pairs, internal parallel units with a FIFO in
-//! front of them, per-operation service times with seeded jitter,
-//! completion posting and each queue's interrupt policy.
+//! front of them, a device-wide transfer pipe per direction, per-operation
+//! service times with seeded jitter, completion posting and each queue's
+//! interrupt policy.
 //!
 //! A request reaches the device when its submission path ends (the
-//! doorbell): the queue's policy sees `on_submit`. It is serviced by one
-//! of `parallel_units` units in arrival order, for
-//! `base(op) + size / bandwidth(op) + jitter`. Its completion entry is then
+//! doorbell): the queue's policy sees `on_submit`. Its time in the device
+//! has two parts. The media access, `base(op) + jitter`, holds one of
+//! `parallel_units` units, taken in arrival order. The data transfer,
+//! `size / bandwidth(op)`, goes through the device-wide pipe of its
+//! direction (host-to-device for writes, device-to-host for reads), one
+//! transfer at a time in arrival order (FIFO), so that whatever the number
+//! of units, the device never moves more than `bandwidth` bytes per second
+//! in a direction. A read's media access comes first and its data then
+//! crosses the pipe; a write's data crosses the pipe first (the controller
+//! fetches it) and the media access follows. Its completion entry is then
 //! posted to its queue's CQ and the policy sees `on_complete`; a decision
 //! to fire becomes an interrupt on the queue's core `irq_latency` later.
 //! In polled modes no policy runs: the entry is left for the poll loop.
@@ -40,11 +48,16 @@ struct OpCost {
     bandwidth: u64,
 }
 
-/// The device-wide part: parallel units and their FIFO.
+/// The device-wide part: parallel units and their FIFO, and the transfer
+/// pipes.
 #[derive(Debug)]
 pub(crate) struct Device {
     free_units: u32,
     pub(crate) fifo: VecDeque<u32>,
+    /// When the device-to-host pipe finishes the transfers queued on it.
+    read_pipe_free_at: Nanos,
+    /// When the host-to-device pipe finishes the transfers queued on it.
+    write_pipe_free_at: Nanos,
     read: OpCost,
     write: OpCost,
     jitter: JitterKind,
@@ -69,6 +82,8 @@ impl Device {
         Ok(Device {
             free_units: p.parallel_units,
             fifo: VecDeque::with_capacity(p.queue_depth as usize),
+            read_pipe_free_at: 0,
+            write_pipe_free_at: 0,
             read: OpCost {
                 base: p.read.base.0,
                 bandwidth: p.read.bandwidth,
@@ -83,23 +98,35 @@ impl Device {
         })
     }
 
-    /// Service time of one request, drawn from the queue's stream.
-    fn service_time(&self, bytes: u64, write: bool, rng: &mut ChaCha8Rng) -> Nanos {
+    /// Media time of one request (it holds a parallel unit meanwhile),
+    /// drawn from the queue's stream.
+    fn media_time(&self, write: bool, rng: &mut ChaCha8Rng) -> Nanos {
         let op = if write { self.write } else { self.read };
-        // A huge request on a slow device may take longer than u64 ns;
-        // it saturates (the run ends long before) instead of wrapping.
-        let transfer = u128::from(bytes) * 1_000_000_000 / u128::from(op.bandwidth);
-        let nominal = u64::try_from(transfer)
-            .unwrap_or(u64::MAX)
-            .saturating_add(op.base)
-            .min(MAX_SERVICE);
         let jitter = sample_jitter(self.jitter, self.spread, rng);
-        let t = nominal as f64 + jitter;
+        let t = op.base.min(MAX_SERVICE) as f64 + jitter;
         if t <= 0.0 {
             0
         } else {
             (t.round() as Nanos).min(MAX_SERVICE)
         }
+    }
+
+    /// Queues the transfer of `bytes` on its direction's pipe from `now`
+    /// and returns when it ends.
+    fn transfer(&mut self, now: Nanos, bytes: u64, write: bool) -> Nanos {
+        let op = if write { self.write } else { self.read };
+        // A huge request on a slow device may take longer than u64 ns;
+        // it saturates (the run ends long before) instead of wrapping.
+        let ns = u128::from(bytes) * 1_000_000_000 / u128::from(op.bandwidth);
+        let ns = u64::try_from(ns).unwrap_or(u64::MAX).min(MAX_SERVICE);
+        let free_at = if write {
+            &mut self.write_pipe_free_at
+        } else {
+            &mut self.read_pipe_free_at
+        };
+        let end = (*free_at).max(now).saturating_add(ns);
+        *free_at = end;
+        end
     }
 }
 
@@ -176,29 +203,58 @@ impl World<'_> {
         }
         req.state = ReqState::InDevice;
         req.dispatched = now;
+        let (write, bytes) = (req.write, req.bytes);
         self.check.issued += 1;
         self.arm_policy_timer(q);
+        if write {
+            let at = self.device.transfer(now, bytes, true);
+            self.events.schedule(at, Event::DataIn { req: r });
+        } else {
+            self.enter_units(r);
+        }
+    }
+
+    /// A write's data has crossed the pipe: its media access may start.
+    pub(crate) fn on_data_in(&mut self, r: u32) {
+        self.enter_units(r);
+    }
+
+    /// The request takes a free parallel unit or waits for one.
+    fn enter_units(&mut self, r: u32) {
         if self.device.free_units > 0 {
             self.device.free_units -= 1;
-            self.start_service(r);
+            self.start_media(r);
         } else {
             self.device.fifo.push_back(r);
         }
     }
 
-    fn start_service(&mut self, r: u32) {
+    fn start_media(&mut self, r: u32) {
         let now = self.now();
         let req = self.reqs[r as usize];
         let rng = &mut self.queues[req.queue as usize].rng;
-        let t = self.device.service_time(req.bytes, req.write, rng);
-        self.events.schedule(now + t, Event::DeviceDone { req: r });
+        let t = self.device.media_time(req.write, rng);
+        self.events.schedule(now + t, Event::UnitDone { req: r });
     }
 
-    pub(crate) fn on_device_done(&mut self, r: u32) {
+    /// A media access ends: the unit goes to the next waiting request; a
+    /// read's data now crosses the pipe, a write is complete.
+    pub(crate) fn on_unit_done(&mut self, r: u32) {
         match self.device.fifo.pop_front() {
-            Some(next) => self.start_service(next),
+            Some(next) => self.start_media(next),
             None => self.device.free_units += 1,
         }
+        let req = self.reqs[r as usize];
+        if req.write {
+            self.post_completion(r);
+        } else {
+            let at = self.device.transfer(self.now(), req.bytes, false);
+            self.events.schedule(at, Event::DeviceDone { req: r });
+        }
+    }
+
+    /// A read's data reached the host: its completion is posted.
+    pub(crate) fn on_device_done(&mut self, r: u32) {
         self.post_completion(r);
     }
 

@@ -19,7 +19,11 @@ use rand_chacha::ChaCha8Rng;
 /// be recognised and dropped without searching the heap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Event {
-    /// The device finished servicing a request.
+    /// A write's data crossed the device's host-to-device pipe.
+    DataIn { req: u32 },
+    /// A request's media access ends: its parallel unit is free.
+    UnitDone { req: u32 },
+    /// The device is done with a request: its completion is posted.
     DeviceDone { req: u32 },
     /// A queue's interrupt policy asked to be consulted at this instant.
     PolicyTimer { queue: u32 },

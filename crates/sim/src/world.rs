@@ -392,6 +392,8 @@ impl<'a> World<'a> {
             }
             last = at;
             match event {
+                Event::DataIn { req } => self.on_data_in(req),
+                Event::UnitDone { req } => self.on_unit_done(req),
                 Event::DeviceDone { req } => self.on_device_done(req),
                 Event::PolicyTimer { queue } => self.on_policy_timer(queue as usize),
                 Event::IrqArrive { queue, irq } => self.on_irq_arrive(queue as usize, irq),

@@ -44,7 +44,7 @@ fn each_job_has_its_own_random_stream() {
     // Read/write choices come from the job's stream: a second job on
     // another core must not change the first job's sequence of choices.
     // With no jitter and the jobs on separate cores and queues sharing no
-    // device unit, the first job's results must be identical.
+    // device resource, the first job's results must be identical.
     let mut mixed = io_job("rw", cint_scenario::Engine::Psync, 1, 1, 1);
     if let cint_scenario::Work::Io(io) = &mut mixed.work {
         io.rw = cint_scenario::Rw::RandRw;
@@ -53,6 +53,10 @@ fn each_job_has_its_own_random_stream() {
     let mut alone = scenario("optane-p4800x", vec![none()], vec![mixed.clone()]);
     alone.device.jitter = cint_scenario::profiles::JitterKind::None;
     alone.device.parallel_units = 8;
+    // Nor a transfer pipe: an infinite rate makes every transfer take no
+    // time, so the other job's data never waits in front of this one's.
+    alone.device.read.bandwidth = u64::MAX;
+    alone.device.write.bandwidth = u64::MAX;
     alone.host.cores = 2;
     let mut with_other = alone.clone();
     let mut other = psync("other");

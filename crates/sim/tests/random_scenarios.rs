@@ -6,10 +6,9 @@
 //! - the same seed gives the same bytes;
 //! - every I/O job makes progress, or the result carries a note that
 //!   explains why (a policy holding its completions past the end);
-//! - no job completes more I/Os per second than the device could serve.
-//!
-//! Not asserted yet: the device-wide bandwidth cap (issue #10 finding 4
-//! is open: each parallel unit applies the profile's full bandwidth).
+//! - no job, and no device (all jobs together), completes more I/Os per
+//!   second than the device's parallel units could serve, or moves more
+//!   bytes per second in a direction than its device-wide bandwidth.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
 //! longer soak; `CINT_RANDOM_SEED=N` picks another first seed.
@@ -173,7 +172,54 @@ fn check(seed: u64) {
     );
     assert_eq!(a, b, "seed {seed}: same seed, different bytes\n{text}");
     let units = f64::from(sc.device.parallel_units);
+    // The device serves at most `units` requests at a time, each for at
+    // least its base time (less a little for the jitter's lower tail): an
+    // upper bound on any job's rate and on the device's.
+    let base = sc.device.read.base.0.min(sc.device.write.base.0).max(1) as f64;
+    let iops_ceiling = units * 1e9 / base * 1.05;
+    // One transfer at a time per direction. Bytes handed out in the
+    // window crossed the pipe either in the window (at most bandwidth x
+    // window, plus the one transfer under way when it opened) or before
+    // it, while their requests were in flight: at most the bytes all jobs
+    // keep in flight. And all of them crossed it since the run began.
+    let window = sc.duration as f64 / 1e9;
+    let since_start = (sc.duration + sc.warmup) as f64 / 1e9;
+    let (mut largest, mut in_flight) = (0.0f64, 0.0f64);
+    for j in &sc.jobs {
+        if let cint_scenario::Work::Io(io) = &j.work {
+            largest = largest.max(io.bs as f64);
+            let depth = if io.engine.is_sync() { 1 } else { io.iodepth };
+            in_flight += io.bs as f64 * f64::from(depth) * f64::from(j.numjobs);
+        }
+    }
+    let (mut reads, mut writes) = (false, false);
+    for j in &sc.jobs {
+        if let cint_scenario::Work::Io(io) = &j.work {
+            use cint_scenario::Rw::*;
+            match io.rw {
+                Read | RandRead => reads = true,
+                Write | RandWrite => writes = true,
+                RandRw => {
+                    reads |= io.rwmixread > 0;
+                    writes |= io.rwmixread < 100;
+                }
+            }
+        }
+    }
+    let pipe = |on: bool, bw: u64| {
+        let bw = bw as f64;
+        let in_window = bw + (largest + in_flight) / window;
+        let since_start = (bw * since_start + largest) / window;
+        if on {
+            in_window.min(since_start)
+        } else {
+            0.0
+        }
+    };
+    let bw_ceiling =
+        pipe(reads, sc.device.read.bandwidth) + pipe(writes, sc.device.write.bandwidth);
     for s in &first.results {
+        let (mut device_iops, mut device_bw) = (0.0, 0.0);
         for (j, job) in s.jobs.iter().enumerate() {
             let explained = first
                 .notes
@@ -189,18 +235,28 @@ fn check(seed: u64) {
                 s.strategy,
                 job.name
             );
-            // The device serves at most `units` requests at a time, each
-            // for at least its base time: an upper bound on any job's rate.
-            let base = sc.device.read.base.0.min(sc.device.write.base.0).max(1) as f64;
-            let ceiling = units * 1e9 / base * 1.05;
             assert!(
-                job.iops <= ceiling,
-                "seed {seed}: job '{}' at {} IOPS, above the device's {ceiling} (bs {})\n{text}",
+                job.iops <= iops_ceiling,
+                "seed {seed}: job '{}' at {} IOPS, above the device's {iops_ceiling} (bs {})\n{text}",
                 job.name,
                 job.iops,
                 io.bs
             );
+            device_iops += job.iops;
+            device_bw += job.bw_bytes as f64;
         }
+        assert!(
+            device_iops <= iops_ceiling,
+            "seed {seed}: strategy '{}': the jobs together at {device_iops} IOPS, above the \
+             device's {iops_ceiling}\n{text}",
+            s.strategy
+        );
+        assert!(
+            device_bw <= bw_ceiling,
+            "seed {seed}: strategy '{}': the jobs together move {device_bw} B/s, above the \
+             device's {bw_ceiling}\n{text}",
+            s.strategy
+        );
     }
 }
 

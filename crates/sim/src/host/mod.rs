@@ -17,18 +17,22 @@ use crate::SimError;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HostCosts {
     pub syscall: Nanos,
-    pub sync_submit: Nanos,
+    pub user_per_io: Nanos,
+    pub user_per_io_gtod_reduce: Nanos,
+    pub direct_io: Nanos,
+    pub block_submit: Nanos,
     pub aio_submit_call: Nanos,
-    pub aio_submit_request: Nanos,
+    pub aio_submit_iocb: Nanos,
     pub aio_getevents_call: Nanos,
     pub aio_getevents_event: Nanos,
     pub uring_submit_call: Nanos,
-    pub uring_submit_request: Nanos,
+    pub uring_submit_sqe: Nanos,
     pub uring_reap_event: Nanos,
     pub irq_fixed: Nanos,
     pub irq_reap_entry: Nanos,
     pub wakeup: Nanos,
     pub context_switch: Nanos,
+    pub context_switch_idle: Nanos,
     pub return_to_user: Nanos,
     pub poll_iteration: Nanos,
     pub timer_setup: Nanos,
@@ -39,6 +43,12 @@ pub(crate) struct HostCosts {
 }
 
 impl HostCosts {
+    /// The kernel's submission path of one request, the same whatever
+    /// call reaches it.
+    pub(crate) fn per_request(&self) -> Nanos {
+        self.direct_io + self.block_submit
+    }
+
     /// The profile's costs. The validator refuses a zero poll iteration
     /// (a poll loop would spin without time passing) and zero CFS latency
     /// or granularity (the slice would be empty); a profile built in code
@@ -58,18 +68,22 @@ impl HostCosts {
         }
         Ok(HostCosts {
             syscall: h.syscall.0,
-            sync_submit: h.sync_submit.0,
+            user_per_io: h.user_per_io.0,
+            user_per_io_gtod_reduce: h.user_per_io_gtod_reduce.0,
+            direct_io: h.direct_io.0,
+            block_submit: h.block_submit.0,
             aio_submit_call: h.aio_submit_call.0,
-            aio_submit_request: h.aio_submit_request.0,
+            aio_submit_iocb: h.aio_submit_iocb.0,
             aio_getevents_call: h.aio_getevents_call.0,
             aio_getevents_event: h.aio_getevents_event.0,
             uring_submit_call: h.uring_submit_call.0,
-            uring_submit_request: h.uring_submit_request.0,
+            uring_submit_sqe: h.uring_submit_sqe.0,
             uring_reap_event: h.uring_reap_event.0,
             irq_fixed: h.irq_fixed.0,
             irq_reap_entry: h.irq_reap_entry.0,
             wakeup: h.wakeup.0,
             context_switch: h.context_switch.0,
+            context_switch_idle: h.context_switch_idle.0,
             return_to_user: h.return_to_user.0,
             poll_iteration: h.poll_iteration.0,
             timer_setup: h.timer_setup.0,
@@ -111,6 +125,9 @@ pub(crate) struct Core {
     pub token: u64,
     /// The thread owning the core (it may be interrupted by an IRQ).
     pub current: Option<u32>,
+    /// The thread that ran on the core last (its address space is still
+    /// loaded, even while the core idles).
+    pub last_ran: Option<u32>,
     /// Runnable threads waiting for the core.
     pub rq: Vec<u32>,
     pub min_vruntime: u64,
@@ -136,6 +153,7 @@ impl Core {
             seg: None,
             token: 0,
             current: None,
+            last_ran: None,
             rq: Vec::with_capacity(8),
             min_vruntime: 0,
             need_resched: false,

@@ -18,6 +18,13 @@
 //! instant; either way arming the timer costs `timer_setup` of CPU, as it
 //! does for hybrid polling.
 //!
+//! Submission costs are the same kernel path for every engine per request
+//! (`direct_io` + `block_submit`) plus the call's own parts. Once a reap
+//! call hands completions to the application, the thread spends the
+//! generator's own CPU per I/O (`user_per_io`, less with `gtod_reduce`)
+//! and the job's `think` time before it issues again; the latency was
+//! taken before, as fio takes it.
+//!
 //! Hints follow ALGORITHMS.md section 5 through `cint_policy::hints`
 //! unless the job overrides them. Jobs without `direct` are still modelled
 //! as direct I/O (there is no page cache yet).
@@ -80,22 +87,26 @@ impl World<'_> {
                 self.block(t, Wait::Exited);
                 return;
             }
-            self.set_burst(t, c.syscall + c.sync_submit, Cont::Submitted);
+            self.set_burst(t, c.syscall + c.per_request(), Cont::Submitted);
             return;
         }
-        let th = &self.threads[t];
-        let free = th.free_slots.len() as u32;
+        // fio (backend.c, ioengines.c) queues while the depth allows and
+        // commits every `iodepth_batch_submit` requests; when the depth is
+        // used up it commits whatever is queued before it waits for
+        // completions. So a partial batch is submitted, never held back
+        // waiting for slots only the completions it blocks could free.
+        let free = self.threads[t].free_slots.len() as u32;
         let mut k = p.batch.min(free);
-        match p.rate_interval {
-            Some(_) => k = k.min(self.tokens(t, now)),
-            None if k < p.batch => k = 0,
-            None => {}
+        if p.rate_interval.is_some() {
+            k = k.min(self.tokens(t, now));
         }
         if k > 0 {
             let k = self.prepare(t, k, now) as u64;
             let cost = match p.engine {
-                Engine::IoUring => c.syscall + c.uring_submit_call + k * c.uring_submit_request,
-                _ => c.syscall + c.aio_submit_call + k * c.aio_submit_request,
+                Engine::IoUring => {
+                    c.syscall + c.uring_submit_call + k * (c.uring_submit_sqe + c.per_request())
+                }
+                _ => c.syscall + c.aio_submit_call + k * (c.aio_submit_iocb + c.per_request()),
             };
             self.set_burst(t, cost, Cont::Submitted);
             return;
@@ -338,11 +349,12 @@ impl World<'_> {
         }
     }
 
-    /// Hands out every ready event (up to `iodepth`) through the reap
-    /// call's per-event path.
+    /// Hands out the ready events, at most `batch_complete_max` (the
+    /// reap call's `max_nr`), through the call's per-event path; the rest
+    /// stay ready for the next call.
     fn hand_ready(&mut self, t: usize, extra: Nanos) {
         let th = &mut self.threads[t];
-        let n = (th.ready.len() as u32).min(th.prog.iodepth);
+        let n = (th.ready.len() as u32).min(th.prog.max_events.max(1));
         th.handing = n;
         let per_event = match th.prog.engine {
             Engine::IoUring => self.costs.uring_reap_event,
@@ -379,9 +391,18 @@ impl World<'_> {
                 self.jobs[job].record(lat, bytes);
             }
         }
-        let think = self.threads[t].prog.think;
-        if think > 0 && n > 0 {
-            self.set_burst(t, think * u64::from(n), Cont::Issue);
+        // The generator's own work per I/O (fio's accounting of this
+        // completion and the preparation of the next request) and the
+        // job's think time run on the thread after the latency is taken.
+        let p = self.threads[t].prog;
+        let user = if p.gtod_reduce {
+            self.costs.user_per_io_gtod_reduce
+        } else {
+            self.costs.user_per_io
+        };
+        let per_io = p.think + user;
+        if per_io > 0 && n > 0 {
+            self.set_burst(t, per_io * u64::from(n), Cont::Issue);
         } else {
             self.issue(t);
         }

@@ -16,9 +16,13 @@ pub(crate) struct Program {
     pub batch: u32,
     /// `batch_complete_min`.
     pub min_nr: u32,
+    /// `batch_complete_max`: events one reap call hands out at most.
+    pub max_events: u32,
     pub hint: Option<Hint>,
     pub nowait: bool,
     pub direct: bool,
+    /// fio's `gtod_reduce`: less generator CPU per I/O.
+    pub gtod_reduce: bool,
     /// Time between two requests under `rate_iops`.
     pub rate_interval: Option<Nanos>,
     pub think: Nanos,
@@ -40,9 +44,11 @@ impl Program {
                 iodepth: 0,
                 batch: 0,
                 min_nr: 0,
+                max_events: 0,
                 hint: None,
                 nowait: false,
                 direct: true,
+                gtod_reduce: false,
                 rate_interval: None,
                 think: 0,
                 rwmixread: 100,
@@ -63,6 +69,7 @@ impl Program {
                     io.batch.clamp(1, iodepth)
                 };
                 let min_nr = io.batch_complete_min.clamp(1, iodepth);
+                let max_events = io.batch_complete_max.clamp(min_nr, iodepth);
                 let rate_interval = match io.rate_iops {
                     Some(0) => return Err(bad("rate_iops must be positive")),
                     Some(r) => Some((SEC / r).max(1)),
@@ -75,9 +82,11 @@ impl Program {
                     iodepth,
                     batch,
                     min_nr,
+                    max_events,
                     hint: io.hint,
                     nowait: io.nowait,
                     direct: io.direct,
+                    gtod_reduce: io.gtod_reduce,
                     rate_interval,
                     think: io.think,
                     rwmixread: io.rwmixread.min(100),
