@@ -451,6 +451,71 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
     );
 }
 
+/// The thr rule on the simulator: on a device-bound run (a P3700 behind a
+/// fast core) IOPS are within 2% of the best from a tiny thr on, yet every
+/// interrupt still costs CPU. The rule must keep coalescing until the CPU
+/// per I/O settles, not stop at the first thr that keeps up.
+#[test]
+fn calibrate_on_a_device_bound_run_weighs_cpu_not_only_iops() {
+    let o = cint(&[
+        "calibrate",
+        "--device",
+        "p3700",
+        "--host",
+        "xeon-e3-1230v5",
+        "--delta",
+        "15us",
+        "--duration",
+        "20ms",
+        "--warmup",
+        "5ms",
+        "--no-plot",
+    ]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    // Rows: thr, kIOPS, of best %, kIRQ/s, mean, p99, CPU %, CPU ns/IO.
+    let rows: Vec<(u32, f64, f64, f64)> = o
+        .stdout
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let thr = f.first()?.parse().ok()?;
+            let best = f.get(2)?.trim_end_matches('%').parse().ok()?;
+            let cpu_util = f.get(6)?.parse().ok()?;
+            let cpu_ns = f.get(7)?.parse().ok()?;
+            Some((thr, best, cpu_util, cpu_ns))
+        })
+        .collect();
+    assert!(rows.len() >= 10, "{}", o.stdout);
+    let first_on_plateau = rows.iter().find(|r| r.1 >= 98.0).expect("a plateau").0;
+    let recommended: u32 = o
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("thr = ")?.split(':').next()?.parse().ok())
+        .expect("a recommendation");
+    // Device-bound: the core is not saturated once interrupts are coalesced.
+    assert!(
+        rows.iter().any(|r| r.0 == recommended && r.2 < 95.0),
+        "{}",
+        o.stdout
+    );
+    assert!(recommended > first_on_plateau, "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("CPU per I/O comes within 2% of the lowest"),
+        "{}",
+        o.stdout
+    );
+    // The recommendation's CPU per I/O is within 2% of the plateau's
+    // lowest (the table rounds to whole nanoseconds).
+    let lowest = rows
+        .iter()
+        .filter(|r| r.0 >= first_on_plateau && r.1 >= 98.0)
+        .map(|r| r.3)
+        .fold(f64::INFINITY, f64::min);
+    let chosen = rows.iter().find(|r| r.0 == recommended).expect("swept").3;
+    assert!(chosen - 0.5 <= (lowest + 0.5) * 1.02, "{}", o.stdout);
+}
+
 #[test]
 fn help_names_the_workflow_commands() {
     let o = cint(&["--help"]);
