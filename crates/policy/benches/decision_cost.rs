@@ -22,7 +22,8 @@ use std::hint::black_box;
 use cint_policy::adaptive::Adaptive;
 use cint_policy::cinterrupts::Cinterrupts;
 use cint_policy::config::{
-    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, VicParams, VicSchedParams,
+    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, StormGuardMode, VicParams,
+    VicSchedParams,
 };
 use cint_policy::none::NoCoalescing;
 use cint_policy::nvme::NvmeAggregation;
@@ -127,6 +128,17 @@ fn cinterrupts_params(barrier: BarrierMode, max_irq_rate: Option<u64>) -> Cinter
         ooo: true,
         barrier,
         max_irq_rate,
+        guard: StormGuardMode::Rate,
+    }
+}
+
+/// Strict Barriers and a storm guard at 100 K IRQ/s in `guard` mode: the hint
+/// mix brings a hinted completion every 7 us on average, faster than the
+/// guard's 10 us, so the guard is engaged most of the time.
+fn guarded_params(guard: StormGuardMode) -> CinterruptsParams {
+    CinterruptsParams {
+        guard,
+        ..cinterrupts_params(BarrierMode::Strict, Some(100_000))
     }
 }
 
@@ -155,8 +167,12 @@ fn decision_cost(c: &mut Criterion) {
             PolicyConfig::Cinterrupts(cinterrupts_params(BarrierMode::Relaxed, None)),
         ),
         (
-            "any/cinterrupts-strict-guard",
-            PolicyConfig::Cinterrupts(cinterrupts_params(BarrierMode::Strict, Some(100_000))),
+            "any/cinterrupts-strict-guard-rate",
+            PolicyConfig::Cinterrupts(guarded_params(StormGuardMode::Rate)),
+        ),
+        (
+            "any/cinterrupts-strict-guard-artifact",
+            PolicyConfig::Cinterrupts(guarded_params(StormGuardMode::Artifact)),
         ),
         ("any/vic", PolicyConfig::Vic(VicParams::default())),
         ("any/vic-sched", PolicyConfig::VicSched(vic_sched_params())),
@@ -173,9 +189,11 @@ fn decision_cost(c: &mut Criterion) {
     let p = Cinterrupts::new(cinterrupts_params(BarrierMode::Relaxed, None), 0)
         .expect("valid parameters");
     bench_policy(c, "concrete/cinterrupts", p);
-    let p = Cinterrupts::new(cinterrupts_params(BarrierMode::Strict, Some(100_000)), 0)
-        .expect("valid parameters");
-    bench_policy(c, "concrete/cinterrupts-strict-guard", p);
+    let p = Cinterrupts::new(guarded_params(StormGuardMode::Rate), 0).expect("valid parameters");
+    bench_policy(c, "concrete/cinterrupts-strict-guard-rate", p);
+    let p =
+        Cinterrupts::new(guarded_params(StormGuardMode::Artifact), 0).expect("valid parameters");
+    bench_policy(c, "concrete/cinterrupts-strict-guard-artifact", p);
     let p = Vic::new(VicParams::default(), 0).expect("valid parameters");
     bench_policy(c, "concrete/vic", p);
     let p = VicSched::new(vic_sched_params(), 0).expect("valid parameters");
