@@ -184,10 +184,7 @@ impl Cinterrupts {
 
     /// The `rate` guard holds a hinted completion in its group and says
     /// whether the group fires now.
-    fn hold_in_group(&mut self, now: Nanos, hint: Hint) -> Decision {
-        let Some(guard) = self.guard else {
-            return Decision::Hold;
-        };
+    fn hold_in_group(&mut self, now: Nanos, hint: Hint, guard: StormAverage) -> Decision {
         let thr = self.params.adaptive.thr;
         let full = hint == Hint::Barrier || !self.params.ooo;
         self.held.join(now, full, || guard.expected_per_period(thr));
@@ -239,9 +236,10 @@ impl Policy for Cinterrupts {
                 guard.sample(now);
             }
         }
-        let guarded = self.storm_guard_active();
-        let retuned = guarded && self.params.guard == StormGuardMode::Rate;
-        let effective = if guarded && !retuned {
+        let storm = self.guard.filter(StormAverage::storming);
+        let guarded = storm.is_some();
+        let retuned = storm.filter(|_| self.params.guard == StormGuardMode::Rate);
+        let effective = if guarded && retuned.is_none() {
             Hint::Unmarked
         } else {
             hint
@@ -255,16 +253,18 @@ impl Policy for Cinterrupts {
         } else {
             (OwnBarrier::NotTracked, false)
         };
-        let own = match effective {
+        let own = match (effective, retuned) {
             // Waiting for earlier requests: counted as unmarked so that the
             // Barrier's own entry is reaped within the adaptive bound.
-            Hint::Barrier if strict && own_barrier == OwnBarrier::Waiting => self.count(now),
-            Hint::Urgent | Hint::Barrier if retuned => self.hold_in_group(now, effective),
-            Hint::Urgent if self.params.ooo => Decision::URGENT_ONLY,
-            Hint::Urgent => Decision::FULL,
+            (Hint::Barrier, _) if strict && own_barrier == OwnBarrier::Waiting => self.count(now),
+            (Hint::Urgent | Hint::Barrier, Some(average)) => {
+                self.hold_in_group(now, effective, average)
+            }
+            (Hint::Urgent, None) if self.params.ooo => Decision::URGENT_ONLY,
+            (Hint::Urgent, None) => Decision::FULL,
             // Relaxed, ready, or untracked (table overflow): fire now.
-            Hint::Barrier => Decision::FULL,
-            Hint::Unmarked => self.count(now),
+            (Hint::Barrier, None) => Decision::FULL,
+            (Hint::Unmarked, _) => self.count(now),
         };
         let mut decision = if released {
             own.merge(Decision::FULL)
