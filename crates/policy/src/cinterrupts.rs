@@ -184,9 +184,18 @@ impl Cinterrupts {
 
     /// The `rate` guard holds a hinted completion in its group and says
     /// whether the group fires now.
-    fn hold_in_group(&mut self, now: Nanos, hint: Hint, guard: StormAverage) -> Decision {
-        let thr = self.params.adaptive.thr;
+    fn hold_in_group(&mut self, now: Nanos, hint: Hint) -> Decision {
         let full = hint == Hint::Barrier || !self.params.ooo;
+        let Some(guard) = self.guard else {
+            // Only an engaged guard retunes; without one, fire as the hint
+            // asks rather than hold without a deadline.
+            return if full {
+                Decision::FULL
+            } else {
+                Decision::URGENT_ONLY
+            };
+        };
+        let thr = self.params.adaptive.thr;
         self.held.join(now, full, || guard.expected_per_period(thr));
         let paced = now >= self.last_irq.saturating_add(guard.period());
         if self.held.len() >= thr || (self.held.reached_target() && paced) {
@@ -198,6 +207,9 @@ impl Cinterrupts {
 
     /// When the `rate` guard's group must fire, if one is open.
     fn held_deadline(&self) -> Option<Nanos> {
+        if self.held.len() == 0 {
+            return None;
+        }
         let period = self.guard.map_or(0, |g| g.period());
         self.held.deadline(self.held_window, self.last_irq, period)
     }
@@ -208,7 +220,9 @@ impl Cinterrupts {
             return decision;
         }
         self.last_irq = now;
-        self.held.delivered_by(decision);
+        if self.held.len() > 0 {
+            self.held.delivered_by(decision);
+        }
         if decision == Decision::FULL {
             // A full interrupt reaps everything coalesced so far.
             let _ = self.burst.reset();
@@ -231,15 +245,17 @@ impl Policy for Cinterrupts {
     fn on_complete(&mut self, now: Nanos, seq: Seq, hint: Hint) -> Decision {
         self.flight.complete();
         self.burst.touch(now);
-        if hint != Hint::Unmarked {
-            if let Some(guard) = &mut self.guard {
-                guard.sample(now);
+        let guarded = match &mut self.guard {
+            Some(average) => {
+                if hint != Hint::Unmarked {
+                    average.sample(now);
+                }
+                average.storming()
             }
-        }
-        let storm = self.guard.filter(StormAverage::storming);
-        let guarded = storm.is_some();
-        let retuned = storm.filter(|_| self.params.guard == StormGuardMode::Rate);
-        let effective = if guarded && retuned.is_none() {
+            None => false,
+        };
+        let retuned = guarded && self.params.guard == StormGuardMode::Rate;
+        let effective = if guarded && !retuned {
             Hint::Unmarked
         } else {
             hint
@@ -253,27 +269,25 @@ impl Policy for Cinterrupts {
         } else {
             (OwnBarrier::NotTracked, false)
         };
-        let own = match (effective, retuned) {
+        let own = match effective {
             // Waiting for earlier requests: counted as unmarked so that the
             // Barrier's own entry is reaped within the adaptive bound.
-            (Hint::Barrier, _) if strict && own_barrier == OwnBarrier::Waiting => self.count(now),
-            (Hint::Urgent | Hint::Barrier, Some(average)) => {
-                self.hold_in_group(now, effective, average)
-            }
-            (Hint::Urgent, None) if self.params.ooo => Decision::URGENT_ONLY,
-            (Hint::Urgent, None) => Decision::FULL,
+            Hint::Barrier if strict && own_barrier == OwnBarrier::Waiting => self.count(now),
+            Hint::Urgent | Hint::Barrier if retuned => self.hold_in_group(now, effective),
+            Hint::Urgent if self.params.ooo => Decision::URGENT_ONLY,
+            Hint::Urgent => Decision::FULL,
             // Relaxed, ready, or untracked (table overflow): fire now.
-            (Hint::Barrier, None) => Decision::FULL,
-            (Hint::Unmarked, _) => self.count(now),
+            Hint::Barrier => Decision::FULL,
+            Hint::Unmarked => self.count(now),
         };
         let mut decision = if released {
             own.merge(Decision::FULL)
         } else {
             own
         };
-        if !guarded {
-            // The guard just let go (or never held anything): whatever it
-            // still holds goes with this completion.
+        if !guarded && self.held.len() > 0 {
+            // The guard just let go: what it still holds goes with this
+            // completion.
             decision = decision.merge(self.held.irq());
         }
         self.fire(now, decision)
@@ -300,8 +314,9 @@ impl Policy for Cinterrupts {
             .next_deadline()
             .map(|t| t.min(self.oldest_coalesced.saturating_add(self.max_wait)));
         match (adaptive, self.held_deadline()) {
+            (a, None) => a,
             (Some(a), Some(h)) => Some(a.min(h)),
-            (a, h) => a.or(h),
+            (None, h) => h,
         }
     }
 
