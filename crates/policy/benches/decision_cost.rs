@@ -21,7 +21,8 @@
 //! `cinterrupts-strict-guard-rate` and `-artifact`. That day the VM was
 //! shared (load average about 10 on 2 vCPUs) and criterion's figures
 //! varied by a factor of two from run to run, so the cost was compared in
-//! instructions per completion instead (valgrind, this driver, 10^6
+//! instructions per completion instead (valgrind, this bench's
+//! completion cycle on the concrete type without the vIC calls, 10^6
 //! completions): cinterrupts 108 before the two modes and 132 after;
 //! strict with the guard 218 before, rate 246 and artifact 241 after
 //! (13% and 11% more than the 9.3 ns measured above).
