@@ -97,6 +97,47 @@ static void cinterrupts_decisions(void) {
     CHECK_EQ("copy works", complete(&copy, 9100, c, CINT_HINT_URGENT), CINT_IRQ_URGENT_ONLY);
 }
 
+/* Drives `q` with Urgent completions every `gap` ns from `*now` until the
+ * storm guard holds one (returns 1) or `limit` completions pass (0). */
+static int storm_until_held(cint_policy *q, uint64_t *now, uint64_t gap, int limit) {
+    for (int i = 0; i < limit; i++) {
+        *now += gap;
+        uint64_t s = submit(q, *now, CINT_HINT_URGENT);
+        if (complete(q, *now, s, CINT_HINT_URGENT) == CINT_IRQ_NONE) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void storm_guard_modes(void) {
+    cint_policy q;
+    uint64_t now = 0, deadline = 0;
+    int irq = -100;
+
+    /* Rate mode (T = 10 us at 100 000 IRQ/s): Urgent completions every
+     * 5 us engage the guard, which then holds them in a group that fires
+     * at most T after its first member. */
+    CHECK_EQ("init rate", cint_policy_init_cinterrupts_guard(&q, 6 * US, 32, true, false, 100000,
+                                                             CINT_GUARD_RATE, 0), CINT_OK);
+    CHECK_EQ("rate engages", storm_until_held(&q, &now, 5 * US, 1000), 1);
+    uint64_t held_at = now;
+    CHECK_EQ("group deadline", cint_policy_next_deadline(&q, &deadline), 1);
+    CHECK_EQ("held at most T", deadline <= held_at + 10 * US, 1);
+    CHECK_EQ("group fires", (cint_policy_timer(&q, deadline, &irq), irq), CINT_IRQ_URGENT_ONLY);
+
+    /* Artifact mode: the held Urgent completion is handled as unmarked and
+     * waits for the quiescence interval (delta = 6 us). */
+    now = 0;
+    CHECK_EQ("init artifact", cint_policy_init_cinterrupts_guard(&q, 6 * US, 32, true, false, 100000,
+                                                                 CINT_GUARD_ARTIFACT, 0), CINT_OK);
+    CHECK_EQ("artifact engages", storm_until_held(&q, &now, 5 * US, 1000), 1);
+    CHECK_EQ("quiescence deadline", (cint_policy_next_deadline(&q, &deadline), deadline),
+             now + 6 * US);
+    CHECK_EQ("bad mode", cint_policy_init_cinterrupts_guard(&q, 6 * US, 32, true, false, 100000, 7, 0),
+             CINT_EINVAL);
+}
+
 static void error_codes(void) {
     cint_policy q;
     uint64_t seq = 0;
@@ -156,6 +197,7 @@ static void vic_and_hints(void) {
 
 int main(void) {
     cinterrupts_decisions();
+    storm_guard_modes();
     error_codes();
     vic_and_hints();
     if (failures != 0) {

@@ -95,6 +95,21 @@
 #define CINT_IRQ_URGENT_ONLY 2
 
 /**
+ * Storm guard mode of [`cint_policy_init_cinterrupts_guard`]: during a
+ * storm, hinted completions are delivered in groups whose interrupts are
+ * at least `1 / max_irq_rate` apart, each held at most
+ * `min(1 / max_irq_rate, delta * thr)` (the default mode).
+ */
+#define CINT_GUARD_RATE 0
+
+/**
+ * Storm guard mode of [`cint_policy_init_cinterrupts_guard`]: during a
+ * storm, hinted completions are handled as unmarked (the configured
+ * `delta` and `thr`).
+ */
+#define CINT_GUARD_ARTIFACT 1
+
+/**
  * Hint bit: someone is blocked on this request.
  */
 #define CINT_HINT_URGENT 1
@@ -299,8 +314,9 @@ int cint_policy_init_adaptive(cint_policy *p, uint64_t delta, uint32_t thr, uint
 /**
  * Initialises `p` as calibrated interrupts (Algorithm 2). `ooo` enables
  * urgent-only interrupts, `strict_barrier` selects strict Barrier
- * semantics, `max_irq_rate` (interrupts/s) enables the storm guard, 0
- * switches it off.
+ * semantics, `max_irq_rate` (interrupts/s) enables the storm guard in its
+ * default mode ([`CINT_GUARD_RATE`]), 0 switches it off. To choose the
+ * mode, use [`cint_policy_init_cinterrupts_guard`].
  */
 int cint_policy_init_cinterrupts(cint_policy *p,
                                  uint64_t delta,
@@ -309,6 +325,21 @@ int cint_policy_init_cinterrupts(cint_policy *p,
                                  bool strict_barrier,
                                  uint64_t max_irq_rate,
                                  uint64_t now);
+
+/**
+ * Initialises `p` as [`cint_policy_init_cinterrupts`] does, with the
+ * storm guard's mode: [`CINT_GUARD_RATE`] or [`CINT_GUARD_ARTIFACT`]
+ * (any other value: `CINT_EINVAL`). The mode matters only when
+ * `max_irq_rate` is not 0.
+ */
+int cint_policy_init_cinterrupts_guard(cint_policy *p,
+                                       uint64_t delta,
+                                       uint32_t thr,
+                                       bool ooo,
+                                       bool strict_barrier,
+                                       uint64_t max_irq_rate,
+                                       uint32_t guard,
+                                       uint64_t now);
 
 /**
  * Fills `out` with the vIC defaults (cif_threshold 4, 2000 IO/s, 200 ms

@@ -26,7 +26,8 @@ use core::mem::{align_of, size_of};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ::cint_policy::config::{
-    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, VicParams, VicSchedParams,
+    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, StormGuardMode, VicParams,
+    VicSchedParams,
 };
 use ::cint_policy::hints::{merge_hints, request_hint, BatchPosition, IoCall, IoContext, RwFlags};
 use ::cint_policy::{
@@ -70,6 +71,16 @@ pub const CINT_IRQ_NONE: c_int = 0;
 pub const CINT_IRQ_FULL: c_int = 1;
 /// Fire an urgent-only interrupt: reap only Urgent entries.
 pub const CINT_IRQ_URGENT_ONLY: c_int = 2;
+
+/// Storm guard mode of [`cint_policy_init_cinterrupts_guard`]: during a
+/// storm, hinted completions are delivered in groups whose interrupts are
+/// at least `1 / max_irq_rate` apart, each held at most
+/// `min(1 / max_irq_rate, delta * thr)` (the default mode).
+pub const CINT_GUARD_RATE: u32 = 0;
+/// Storm guard mode of [`cint_policy_init_cinterrupts_guard`]: during a
+/// storm, hinted completions are handled as unmarked (the configured
+/// `delta` and `thr`).
+pub const CINT_GUARD_ARTIFACT: u32 = 1;
 
 /// Hint bit: someone is blocked on this request.
 pub const CINT_HINT_URGENT: u32 = 1;
@@ -416,8 +427,9 @@ pub extern "C" fn cint_policy_init_adaptive(
 
 /// Initialises `p` as calibrated interrupts (Algorithm 2). `ooo` enables
 /// urgent-only interrupts, `strict_barrier` selects strict Barrier
-/// semantics, `max_irq_rate` (interrupts/s) enables the storm guard, 0
-/// switches it off.
+/// semantics, `max_irq_rate` (interrupts/s) enables the storm guard in its
+/// default mode ([`CINT_GUARD_RATE`]), 0 switches it off. To choose the
+/// mode, use [`cint_policy_init_cinterrupts_guard`].
 #[no_mangle]
 pub extern "C" fn cint_policy_init_cinterrupts(
     p: *mut cint_policy,
@@ -428,6 +440,42 @@ pub extern "C" fn cint_policy_init_cinterrupts(
     max_irq_rate: u64,
     now: u64,
 ) -> c_int {
+    cint_policy_init_cinterrupts_guard(
+        p,
+        delta,
+        thr,
+        ooo,
+        strict_barrier,
+        max_irq_rate,
+        CINT_GUARD_RATE,
+        now,
+    )
+}
+
+/// Initialises `p` as [`cint_policy_init_cinterrupts`] does, with the
+/// storm guard's mode: [`CINT_GUARD_RATE`] or [`CINT_GUARD_ARTIFACT`]
+/// (any other value: `CINT_EINVAL`). The mode matters only when
+/// `max_irq_rate` is not 0.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // one flat C call, like its sibling
+pub extern "C" fn cint_policy_init_cinterrupts_guard(
+    p: *mut cint_policy,
+    delta: u64,
+    thr: u32,
+    ooo: bool,
+    strict_barrier: bool,
+    max_irq_rate: u64,
+    guard: u32,
+    now: u64,
+) -> c_int {
+    if p.is_null() {
+        return CINT_ENULL;
+    }
+    let guard = match guard {
+        CINT_GUARD_RATE => StormGuardMode::Rate,
+        CINT_GUARD_ARTIFACT => StormGuardMode::Artifact,
+        _ => return CINT_EINVAL,
+    };
     let params = CinterruptsParams {
         adaptive: AdaptiveParams { delta, thr },
         ooo,
@@ -437,6 +485,7 @@ pub extern "C" fn cint_policy_init_cinterrupts(
             BarrierMode::Relaxed
         },
         max_irq_rate: (max_irq_rate != 0).then_some(max_irq_rate),
+        guard,
     };
     init(p, PolicyConfig::Cinterrupts(params), now)
 }

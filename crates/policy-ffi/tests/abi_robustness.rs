@@ -17,7 +17,7 @@ fn fresh() -> Box<cint_policy> {
     })
 }
 
-/// Initialises `p` as policy kind `kind` (0..6) with the given raw values.
+/// Initialises `p` as policy kind `kind` (0..7) with the given raw values.
 fn init(p: &mut cint_policy, kind: u8, a: u64, b: u32, flags: u8) -> i32 {
     let (x, y) = (flags & 1 != 0, flags & 2 != 0);
     match kind {
@@ -25,6 +25,17 @@ fn init(p: &mut cint_policy, kind: u8, a: u64, b: u32, flags: u8) -> i32 {
         1 => cint_policy_init_nvme(p, b, a, x, 0),
         2 => cint_policy_init_adaptive(p, a, b, 0),
         3 => cint_policy_init_cinterrupts(p, a, b, x, y, u64::from(flags >> 2) * 1000, 0),
+        // The storm guard in artifact mode (rate is the default above).
+        4 => cint_policy_init_cinterrupts_guard(
+            p,
+            a,
+            b,
+            x,
+            y,
+            u64::from(flags >> 2) * 1000,
+            CINT_GUARD_ARTIFACT,
+            0,
+        ),
         _ => {
             let mut params = cint_vic_params {
                 cif_threshold: 0,
@@ -39,7 +50,7 @@ fn init(p: &mut cint_policy, kind: u8, a: u64, b: u32, flags: u8) -> i32 {
             params.epoch = a;
             params.quirk_reset_on_skip = x;
             params.quirk_failsafe = u32::from(flags >> 4);
-            if kind == 4 {
+            if kind == 5 {
                 cint_policy_init_vic(p, &params, 0)
             } else {
                 cint_policy_init_vic_sched(p, &params, u64::from(flags), 0)
@@ -100,7 +111,7 @@ proptest! {
 
     #[test]
     fn random_calls_only_return_documented_codes(
-        kind in 0..6u8,
+        kind in 0..7u8,
         a in 0..20_000u64,
         b in 0..300u32,
         flags in any::<u8>(),
@@ -173,6 +184,28 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn an_unknown_storm_guard_mode_is_refused() {
+    let mut p = fresh();
+    let mut seq = 0;
+    for mode in [CINT_GUARD_RATE, CINT_GUARD_ARTIFACT] {
+        assert_eq!(
+            cint_policy_init_cinterrupts_guard(&mut *p, 6_000, 32, true, false, 100_000, mode, 0),
+            CINT_OK
+        );
+    }
+    let mut q = fresh();
+    assert_eq!(
+        cint_policy_init_cinterrupts_guard(&mut *q, 6_000, 32, true, false, 100_000, 2, 0),
+        CINT_EINVAL
+    );
+    assert_eq!(cint_policy_submit(&mut *q, 0, 0, &mut seq), CINT_ENOTINIT);
+    assert_eq!(
+        cint_policy_init_cinterrupts_guard(ptr::null_mut(), 6_000, 32, true, false, 0, 2, 0),
+        CINT_ENULL
+    );
 }
 
 #[test]

@@ -33,74 +33,61 @@
 //!   adaptive bound like any other. A Barrier submitted while the table is
 //!   full degrades to relaxed (an earlier interrupt, never a lost
 //!   completion) and is counted by [`Cinterrupts::strict_overflows`].
-//! * **Storm guard** (`max_irq_rate = Some(r)`): an integer EWMA (weight
-//!   1/128, shifts on a fixed-point value with 8 fractional bits) of the
-//!   interval between consecutive hinted (Urgent or Barrier) completions,
-//!   which is the interval between the interrupts they would trigger.
-//!   While the average is below `T = 1e9 / r` ns, hinted completions are
-//!   handled as unmarked, so they stay within the adaptive bounds. The
-//!   average starts at `2 T` and is capped there: the guard starts off, it
-//!   engages only after a sustained storm (about 89 closely spaced hinted
-//!   completions, whatever came before), and a single sample is clamped at
-//!   `256 T`, so one gap of at least `128 T` lifts the average back over
-//!   `T` and switches the guard off. A waiting strict Barrier whose
-//!   predecessors finish while the guard is engaged raises no interrupt of
-//!   its own: it was counted toward `thr` and is delivered by the adaptive
-//!   path. The guard caps the interrupts the hints raise; the adaptive
-//!   fall-back adds at most one per `thr` completions or per quiet `delta`,
+//! * **Storm guard** (`max_irq_rate = Some(r)`, `T = 1e9 / r` ns). Both
+//!   modes share one integer EWMA (weight 1/128, shifts on a fixed-point
+//!   value with 8 fractional bits) of the interval between consecutive
+//!   hinted (Urgent or Barrier) completions, which is the interval between
+//!   the interrupts the hints would raise. The guard is engaged while the
+//!   average is below `T`. The average starts at `2 T` and is capped
+//!   there: the guard starts off, it engages only after a sustained storm
+//!   (about 89 closely spaced hinted completions, whatever came before),
+//!   and a single sample is clamped at `256 T`, so one gap of at least
+//!   `128 T` lifts the average back over `T` and switches the guard off.
+//!   While engaged, a strict Barrier whose predecessors are still in flight
+//!   is counted as unmarked and owes no interrupt of its own (a waiting
+//!   Barrier released while the guard is engaged raises none either): it
+//!   is delivered by the adaptive path, within its bounds.
+//!
+//!   - `rate` ([`StormGuardMode::Rate`], the journal version's design):
+//!     hinted completions are held in one group, opened by the first
+//!     hinted completion after the last interrupt. Retuned threshold:
+//!     the hinted completions expected per `T` at the average interval,
+//!     rounded up, at most `thr`. Retuned interval: the group fires at the
+//!     latest `W = min(T, delta * thr)` after its first member arrived.
+//!     Once it holds its retuned threshold it fires as soon as `T` has
+//!     passed since the previous interrupt of any kind, so the guard's
+//!     interrupts are at least `T` apart; it fires at once if it reaches
+//!     the configured `thr`. `W` is a window from the first member rather
+//!     than a quiescence interval restarted by each arrival, and may be
+//!     longer than the configured `delta`: four QD1 readers whose
+//!     completions come every ~6.7 us with `delta` = 6 us never leave a
+//!     6 us quiet gap open long enough to pair two completions, whereas a
+//!     `T` = 10 us window pairs them. So a hinted completion waits at most
+//!     `W`: never more than `1 / max_irq_rate`, and never more than the
+//!     configured adaptive worst case `delta * thr`. The group fires an
+//!     urgent-only interrupt if OOO is on and every member is Urgent, a
+//!     full one otherwise. When the guard lets go, the group is delivered
+//!     with the hinted completion that switched it off.
+//!   - `artifact` ([`StormGuardMode::Artifact`], the authors' kernel
+//!     module): hinted completions are handled as unmarked, with the
+//!     configured `delta` and `thr`. A QD1 reader then waits `delta` per
+//!     read.
+//!
+//!   The guard caps the interrupts the hints raise; the adaptive fall-back
+//!   adds at most one per `thr` unmarked completions or per quiet `delta`,
 //!   so the total stays under `r` when `thr` and `delta` are set so that
 //!   the fall-back alone would (the property tests state such a set-up).
 
+mod guard;
 mod strict;
 
+use guard::{HeldGroup, StormAverage};
 pub use strict::STRICT_BARRIER_CAPACITY;
 use strict::{OwnBarrier, StrictBarriers};
 
 use crate::adaptive::BurstDetector;
-use crate::config::{BarrierMode, CinterruptsParams};
-use crate::{Decision, Hint, InFlight, Nanos, Policy, PolicyError, Seq, SEC};
-
-/// Fractional bits of the storm guard's fixed-point average.
-const EWMA_FRAC_BITS: u32 = 8;
-/// The EWMA weight is `1 / 2^EWMA_WEIGHT_SHIFT` = 1/128.
-const EWMA_WEIGHT_SHIFT: u32 = 7;
-
-/// The storm guard's moving average of hinted-completion intervals.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct StormGuard {
-    /// `1e9 / max_irq_rate`, fixed point.
-    threshold: u64,
-    /// Average interval, fixed point, at most `2 * threshold`.
-    average: u64,
-    last_hinted: Nanos,
-}
-
-impl StormGuard {
-    fn new(max_irq_rate: u64, now: Nanos) -> Self {
-        let threshold = (SEC / max_irq_rate.max(1)) << EWMA_FRAC_BITS;
-        StormGuard {
-            threshold,
-            average: 2 * threshold,
-            last_hinted: now,
-        }
-    }
-
-    /// Feeds the interval since the previous hinted completion.
-    fn sample(&mut self, now: Nanos) {
-        let interval = now.saturating_sub(self.last_hinted);
-        self.last_hinted = now;
-        // Clamped at 256 T before the shift, so it cannot overflow and one
-        // long gap lifts the average to at least 2 T.
-        let ceiling = (self.threshold >> EWMA_FRAC_BITS) << (EWMA_WEIGHT_SHIFT + 1);
-        let sample = interval.min(ceiling) << EWMA_FRAC_BITS;
-        let decayed = self.average - (self.average >> EWMA_WEIGHT_SHIFT);
-        self.average = (decayed + (sample >> EWMA_WEIGHT_SHIFT)).min(2 * self.threshold);
-    }
-
-    fn active(&self) -> bool {
-        self.average < self.threshold
-    }
-}
+use crate::config::{BarrierMode, CinterruptsParams, StormGuardMode};
+use crate::{Decision, Hint, InFlight, Nanos, Policy, PolicyError, Seq};
 
 /// Calibrated interrupts for one completion queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,7 +101,14 @@ pub struct Cinterrupts {
     max_wait: Nanos,
     barriers: StrictBarriers,
     strict_overflows: u64,
-    guard: Option<StormGuard>,
+    guard: Option<StormAverage>,
+    /// Hinted completions held by the `rate` guard.
+    held: HeldGroup,
+    /// `min(T, delta * thr)`: the longest the `rate` guard holds one.
+    held_window: Nanos,
+    /// When the last interrupt of any kind fired (the `rate` guard's
+    /// pacing reference).
+    last_irq: Nanos,
 }
 
 impl Cinterrupts {
@@ -122,18 +116,23 @@ impl Cinterrupts {
     /// `max_irq_rate` outside 1..=1e9.
     pub fn new(params: CinterruptsParams, now: Nanos) -> Result<Self, PolicyError> {
         params.validate()?;
+        let max_wait = params
+            .adaptive
+            .delta
+            .saturating_mul(u64::from(params.adaptive.thr));
+        let guard = params.max_irq_rate.map(|rate| StormAverage::new(rate, now));
         Ok(Cinterrupts {
             params,
             burst: BurstDetector::new(params.adaptive, now)?,
             flight: InFlight::new(),
             oldest_coalesced: now,
-            max_wait: params
-                .adaptive
-                .delta
-                .saturating_mul(u64::from(params.adaptive.thr)),
+            max_wait,
             barriers: StrictBarriers::new(),
             strict_overflows: 0,
-            guard: params.max_irq_rate.map(|rate| StormGuard::new(rate, now)),
+            guard,
+            held: HeldGroup::new(),
+            held_window: guard.map_or(max_wait, |g| g.period().min(max_wait)),
+            last_irq: now,
         })
     }
 
@@ -147,9 +146,21 @@ impl Cinterrupts {
         self.burst.coalesced()
     }
 
-    /// True while the storm guard treats hinted completions as unmarked.
+    /// True while the storm guard is engaged (hinted completions come
+    /// faster than `max_irq_rate` on average).
     pub fn storm_guard_active(&self) -> bool {
-        self.guard.is_some_and(|g| g.active())
+        self.guard.is_some_and(|g| g.storming())
+    }
+
+    /// Hinted completions the `rate` storm guard holds now.
+    pub const fn held_by_guard(&self) -> u32 {
+        self.held.len()
+    }
+
+    /// The longest the `rate` storm guard holds a hinted completion:
+    /// `min(1 / max_irq_rate, delta * thr)` (`delta * thr` without a guard).
+    pub const fn guard_window(&self) -> Nanos {
+        self.held_window
     }
 
     /// Strict Barriers that found the tracking table full and were
@@ -170,6 +181,54 @@ impl Cinterrupts {
         }
         self.burst.count()
     }
+
+    /// The `rate` guard holds a hinted completion in its group and says
+    /// whether the group fires now.
+    fn hold_in_group(&mut self, now: Nanos, hint: Hint) -> Decision {
+        let full = hint == Hint::Barrier || !self.params.ooo;
+        let Some(guard) = self.guard else {
+            // Only an engaged guard retunes; without one, fire as the hint
+            // asks rather than hold without a deadline.
+            return if full {
+                Decision::FULL
+            } else {
+                Decision::URGENT_ONLY
+            };
+        };
+        let thr = self.params.adaptive.thr;
+        self.held.join(now, full, || guard.expected_per_period(thr));
+        let paced = now >= self.last_irq.saturating_add(guard.period());
+        if self.held.len() >= thr || (self.held.reached_target() && paced) {
+            self.held.irq()
+        } else {
+            Decision::Hold
+        }
+    }
+
+    /// When the `rate` guard's group must fire, if one is open.
+    fn held_deadline(&self) -> Option<Nanos> {
+        if self.held.len() == 0 {
+            return None;
+        }
+        let period = self.guard.map_or(0, |g| g.period());
+        self.held.deadline(self.held_window, self.last_irq, period)
+    }
+
+    /// Bookkeeping for an interrupt about to be returned.
+    fn fire(&mut self, now: Nanos, decision: Decision) -> Decision {
+        if decision == Decision::Hold {
+            return decision;
+        }
+        self.last_irq = now;
+        if self.held.len() > 0 {
+            self.held.delivered_by(decision);
+        }
+        if decision == Decision::FULL {
+            // A full interrupt reaps everything coalesced so far.
+            let _ = self.burst.reset();
+        }
+        decision
+    }
 }
 
 impl Policy for Cinterrupts {
@@ -186,55 +245,79 @@ impl Policy for Cinterrupts {
     fn on_complete(&mut self, now: Nanos, seq: Seq, hint: Hint) -> Decision {
         self.flight.complete();
         self.burst.touch(now);
-        if hint != Hint::Unmarked {
-            if let Some(guard) = &mut self.guard {
-                guard.sample(now);
+        let guarded = match &mut self.guard {
+            Some(average) => {
+                if hint != Hint::Unmarked {
+                    average.sample(now);
+                }
+                average.storming()
             }
-        }
-        let guarded = self.storm_guard_active();
-        let effective = if guarded { Hint::Unmarked } else { hint };
+            None => false,
+        };
+        let retuned = guarded && self.params.guard == StormGuardMode::Rate;
+        let effective = if guarded && !retuned {
+            Hint::Unmarked
+        } else {
+            hint
+        };
         let strict = self.params.barrier == BarrierMode::Strict;
         let (own_barrier, released) = if strict {
-            let settled = self.barriers.complete(seq, effective == Hint::Barrier);
+            let settled = self
+                .barriers
+                .complete(seq, !guarded && effective == Hint::Barrier);
             (settled.own, settled.released && !guarded)
         } else {
             (OwnBarrier::NotTracked, false)
         };
         let own = match effective {
-            Hint::Urgent if self.params.ooo => Decision::URGENT_ONLY,
-            Hint::Urgent => Decision::FULL,
             // Waiting for earlier requests: counted as unmarked so that the
             // Barrier's own entry is reaped within the adaptive bound.
             Hint::Barrier if strict && own_barrier == OwnBarrier::Waiting => self.count(now),
+            Hint::Urgent | Hint::Barrier if retuned => self.hold_in_group(now, effective),
+            Hint::Urgent if self.params.ooo => Decision::URGENT_ONLY,
+            Hint::Urgent => Decision::FULL,
             // Relaxed, ready, or untracked (table overflow): fire now.
             Hint::Barrier => Decision::FULL,
             Hint::Unmarked => self.count(now),
         };
-        let decision = if released {
+        let mut decision = if released {
             own.merge(Decision::FULL)
         } else {
             own
         };
-        if decision == Decision::FULL {
-            // A full interrupt reaps everything coalesced so far.
-            let _ = self.burst.reset();
+        if !guarded && self.held.len() > 0 {
+            // The guard just let go: what it still holds goes with this
+            // completion.
+            decision = decision.merge(self.held.irq());
         }
-        decision
+        self.fire(now, decision)
     }
 
     fn on_timer(&mut self, now: Nanos) -> Decision {
-        if self.burst.coalesced() > 0 && now >= self.oldest_coalesced.saturating_add(self.max_wait)
+        let mut decision = if self.burst.coalesced() > 0
+            && now >= self.oldest_coalesced.saturating_add(self.max_wait)
         {
             self.burst.touch(now);
-            return self.burst.reset();
+            self.burst.reset()
+        } else {
+            self.burst.on_timer(now)
+        };
+        if self.held_deadline().is_some_and(|d| now >= d) {
+            decision = decision.merge(self.held.irq());
         }
-        self.burst.on_timer(now)
+        self.fire(now, decision)
     }
 
     fn next_deadline(&self) -> Option<Nanos> {
-        self.burst
+        let adaptive = self
+            .burst
             .next_deadline()
-            .map(|t| t.min(self.oldest_coalesced.saturating_add(self.max_wait)))
+            .map(|t| t.min(self.oldest_coalesced.saturating_add(self.max_wait)));
+        match (adaptive, self.held_deadline()) {
+            (a, None) => a,
+            (Some(a), Some(h)) => Some(a.min(h)),
+            (None, h) => h,
+        }
     }
 
     fn in_flight(&self) -> u32 {

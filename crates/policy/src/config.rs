@@ -132,6 +132,31 @@ pub enum BarrierMode {
     Strict,
 }
 
+/// How the storm guard keeps hint-triggered interrupts at or under
+/// `max_irq_rate` (ALGORITHMS.md §4; the choices are in
+/// docs/POLICY-NOTES.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum StormGuardMode {
+    /// The journal version's design: during a storm, hinted completions
+    /// are delivered in small groups at about `max_irq_rate`, each held at
+    /// most `1 / max_irq_rate` (and never longer than `delta * thr`).
+    #[default]
+    Rate,
+    /// The authors' kernel module: during a storm, hinted completions are
+    /// handled as unmarked, with the configured `delta` and `thr`.
+    Artifact,
+}
+
+impl StormGuardMode {
+    /// The mode as the scenario file spells it (`guard = "rate"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            StormGuardMode::Rate => "rate",
+            StormGuardMode::Artifact => "artifact",
+        }
+    }
+}
+
 /// Calibrated interrupts (Algorithm 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CinterruptsParams {
@@ -145,17 +170,22 @@ pub struct CinterruptsParams {
     /// Storm guard: the largest rate of hint-triggered interrupts per
     /// second; `None` switches the guard off.
     pub max_irq_rate: Option<u64>,
+    /// How the storm guard holds that rate; ignored while `max_irq_rate`
+    /// is `None`.
+    pub guard: StormGuardMode,
 }
 
 impl CinterruptsParams {
     /// The paper's defaults around a given adaptive fall-back: OOO on,
-    /// relaxed Barrier, no storm guard.
+    /// relaxed Barrier, no storm guard (its mode, should `max_irq_rate` be
+    /// set, is [`StormGuardMode::Rate`]).
     pub const fn with_adaptive(delta: Nanos, thr: u32) -> Self {
         CinterruptsParams {
             adaptive: AdaptiveParams { delta, thr },
             ooo: true,
             barrier: BarrierMode::Relaxed,
             max_irq_rate: None,
+            guard: StormGuardMode::Rate,
         }
     }
 

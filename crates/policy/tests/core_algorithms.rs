@@ -8,9 +8,11 @@ mod common;
 
 use cint_policy::adaptive::Adaptive;
 use cint_policy::cinterrupts::{Cinterrupts, STRICT_BARRIER_CAPACITY};
-use cint_policy::config::{AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams};
+use cint_policy::config::{
+    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, StormGuardMode,
+};
 use cint_policy::nvme::NvmeAggregation;
-use cint_policy::{Decision, Hint, Irq, Policy, PolicyConfig, PolicyError, US};
+use cint_policy::{Decision, Hint, Irq, Nanos, Policy, PolicyConfig, PolicyError, SEC, US};
 use common::Harness;
 
 const DELTA: u64 = 10 * US;
@@ -374,6 +376,7 @@ fn storm_guard_engages_in_a_storm_and_lets_go_after_one_long_gap() {
     let rate = 100_000; // T = 10 us
     let params = CinterruptsParams {
         max_irq_rate: Some(rate),
+        guard: StormGuardMode::Artifact,
         ..CinterruptsParams::with_adaptive(DELTA, 32)
     };
     let mut p = Cinterrupts::new(params, 0).unwrap();
@@ -415,6 +418,7 @@ fn storm_guard_lets_go_when_a_storm_fades_below_the_allowed_rate() {
     let period = 10 * US;
     let params = CinterruptsParams {
         max_irq_rate: Some(rate),
+        guard: StormGuardMode::Artifact,
         ..CinterruptsParams::with_adaptive(DELTA, 32)
     };
     let mut p = Cinterrupts::new(params, 0).unwrap();
@@ -444,4 +448,178 @@ fn storm_guard_lets_go_when_a_storm_fades_below_the_allowed_rate() {
     }
     let n = released_after.expect("the guard let go");
     assert!((85..=92).contains(&n), "released after {n} samples");
+}
+
+/// Four QD1 readers on a device that answers each read `SERVICE` after it
+/// is submitted, staggered so that without a guard their Urgent
+/// completions arrive every `SERVICE / 4` = 6.7 us (149 K/s); each reader
+/// submits its next read the instant its completion is delivered.
+/// Returns the harness after `DURATION`.
+/// Also returns when the guard first engaged (if it did).
+fn qd1_readers(params: CinterruptsParams) -> (Harness<Cinterrupts>, Option<Nanos>) {
+    const READERS: u64 = 4;
+    const SERVICE: Nanos = 26_800;
+    const DURATION: Nanos = 20_000 * US;
+    let mut h = Harness::new(Cinterrupts::new(params, 0).expect("valid parameters"), 0);
+    let mut engaged = None;
+    // (tag in flight, when the device completes it; None once completed)
+    let mut readers: Vec<(u64, Option<Nanos>)> = (0..READERS)
+        .map(|i| {
+            (
+                h.submit(Hint::Urgent),
+                Some(SERVICE + i * SERVICE / READERS),
+            )
+        })
+        .collect();
+    loop {
+        let next_completion = readers.iter().filter_map(|r| r.1).min();
+        let next = match (next_completion, h.policy.next_deadline()) {
+            (Some(c), Some(d)) => c.min(d),
+            (c, d) => c.or(d).expect("a reader is always waiting for something"),
+        };
+        if next > DURATION {
+            // Whatever the policy still holds is delivered by its deadline.
+            h.drain(SEC);
+            return (h, engaged);
+        }
+        h.advance_to(next);
+        let now = h.now();
+        for reader in &mut readers {
+            if reader.1 == Some(now) {
+                h.complete(reader.0);
+                reader.1 = None;
+            }
+        }
+        if engaged.is_none() && h.policy.storm_guard_active() {
+            engaged = Some(now);
+        }
+        for reader in &mut readers {
+            if reader.1.is_none() && h.records[reader.0 as usize].delivered.is_some() {
+                *reader = (h.submit(Hint::Urgent), Some(now + SERVICE));
+            }
+        }
+    }
+}
+
+fn qd1_guarded(guard: StormGuardMode) -> CinterruptsParams {
+    CinterruptsParams {
+        max_irq_rate: Some(100_000),
+        guard,
+        // The Optane reference parameters: a 6 us quiescence interval,
+        // shorter than the 6.7 us between the readers' completions.
+        ..CinterruptsParams::with_adaptive(6 * US, 32)
+    }
+}
+
+/// Mean wait between arrival and delivery over every completion.
+fn mean_wait(h: &Harness<Cinterrupts>) -> Nanos {
+    let waits: Vec<Nanos> = h
+        .records
+        .iter()
+        .filter_map(|r| Some(r.delivered? - r.arrived?))
+        .collect();
+    waits.iter().sum::<Nanos>() / waits.len() as Nanos
+}
+
+/// The trap of a quiescence-only retune: the readers' completions are
+/// 6.7 us apart and `delta` is 6 us. The `rate` guard still groups them
+/// (its window is `T` = 10 us from a group's first member), keeps its
+/// interrupts `T` apart, holds no read more than `T`, and costs the
+/// readers less waiting than the `artifact` guard, which makes every read
+/// wait out the 6 us quiescence interval.
+#[test]
+fn rate_guard_groups_qd1_readers_that_quiescence_alone_would_not() {
+    let period = 10 * US;
+    let (unguarded, _) = qd1_readers(CinterruptsParams::with_adaptive(6 * US, 32));
+    let completions =
+        |h: &Harness<Cinterrupts>| h.records.iter().filter(|r| r.arrived.is_some()).count();
+    assert_eq!(
+        unguarded.irqs.len(),
+        completions(&unguarded),
+        "an IRQ per read"
+    );
+    assert!(
+        completions(&unguarded) as u64 > 140_000 * 20 / 1_000,
+        "149 K reads/s unguarded"
+    );
+
+    let (rate, engaged) = qd1_readers(qd1_guarded(StormGuardMode::Rate));
+    rate.assert_all_delivered();
+    assert!(rate.max_wait() <= period, "held {} > T", rate.max_wait());
+    let engaged = engaged.expect("the guard engaged");
+    assert!(rate.policy.storm_guard_active(), "the readers still storm");
+    for pair in rate.irqs.windows(2) {
+        let ((a, _), (b, _)) = (pair[0], pair[1]);
+        assert!(b < engaged || b - a >= period, "IRQs at {a} and {b}");
+    }
+    let after: Vec<_> = rate.irqs.iter().filter(|&&(t, _)| t >= engaged).collect();
+    let irq_rate = after.len() as u64 * SEC / (rate.now() - engaged);
+    assert!(irq_rate <= 100_000, "{irq_rate} IRQ/s");
+    let per_irq = completions(&rate) as f64 / rate.irqs.len() as f64;
+    assert!(
+        per_irq > 1.3,
+        "{per_irq:.2} reads per IRQ: no groups formed"
+    );
+
+    let (artifact, _) = qd1_readers(qd1_guarded(StormGuardMode::Artifact));
+    artifact.assert_all_delivered();
+    assert!(
+        mean_wait(&rate) < mean_wait(&artifact),
+        "rate waits {} ns, artifact {} ns",
+        mean_wait(&rate),
+        mean_wait(&artifact)
+    );
+    assert!(completions(&rate) > completions(&artifact));
+}
+
+/// Worked example of the `rate` guard: once engaged, an Urgent completion
+/// is held; the group fires when it reaches the retuned threshold and `T`
+/// has passed since the last interrupt, or `T` after its first member.
+#[test]
+fn rate_guard_holds_urgent_completions_in_paced_groups() {
+    let period = 10 * US;
+    let params = CinterruptsParams {
+        max_irq_rate: Some(100_000),
+        ..CinterruptsParams::with_adaptive(DELTA, 32)
+    };
+    assert_eq!(params.guard, StormGuardMode::Rate, "rate is the default");
+    let mut h = Harness::new(Cinterrupts::new(params, 0).unwrap(), 0);
+    // A storm of Urgent completions every 5 us (200 K/s): two per T.
+    while !h.policy.storm_guard_active() {
+        h.advance(5 * US);
+        let t = h.submit(Hint::Urgent);
+        h.complete(t);
+        assert!(h.now() < 10_000 * US, "guard never engaged");
+    }
+    let engaged = h.irqs.len();
+    let last = h.irqs[engaged - 1].0;
+    // The completion that engaged the guard is held.
+    assert_eq!(h.policy.held_by_guard(), 1);
+    // The next one, 2 us later, completes the group of two (T over an
+    // average just under T, rounded up), but the group fires only T after
+    // the previous interrupt.
+    h.advance(2 * US);
+    let t = h.submit(Hint::Urgent);
+    h.complete(t);
+    assert_eq!(h.irqs.len(), engaged, "fired before T had passed");
+    h.advance(period);
+    assert_eq!(h.irqs[engaged], (last + period, Irq::UrgentOnly));
+    assert_eq!(h.policy.held_by_guard(), 0);
+    // A lone held completion fires T after it arrived.
+    h.advance(3 * US);
+    let t = h.submit(Hint::Urgent);
+    let arrived = h.now();
+    h.complete(t);
+    h.advance(20 * US);
+    assert_eq!(h.records[t as usize].delivered, Some(arrived + period));
+    // A Barrier in the group makes its interrupt a full one, which also
+    // reaps unmarked entries.
+    let u = h.submit(Hint::Unmarked);
+    h.complete(u);
+    h.advance(1 * US);
+    let b = h.submit(Hint::Barrier);
+    h.complete(b);
+    h.advance(20 * US);
+    assert_eq!(h.irqs.last().map(|&(_, irq)| irq), Some(Irq::Full));
+    h.assert_all_delivered();
 }

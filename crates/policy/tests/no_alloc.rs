@@ -8,7 +8,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use cint_policy::config::{
-    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, VicParams, VicSchedParams,
+    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, StormGuardMode, VicParams,
+    VicSchedParams,
 };
 use cint_policy::hybrid_poll::{Direction, SleepEstimator};
 use cint_policy::{AnyPolicy, GuestSchedule, Hint, Nanos, Policy, PolicyConfig, Seq, US};
@@ -137,12 +138,17 @@ fn configs() -> Vec<PolicyConfig> {
     ];
     for ooo in [false, true] {
         for barrier in [BarrierMode::Relaxed, BarrierMode::Strict] {
-            for max_irq_rate in [None, Some(50_000)] {
+            for (max_irq_rate, guard) in [
+                (None, StormGuardMode::Rate),
+                (Some(50_000), StormGuardMode::Rate),
+                (Some(50_000), StormGuardMode::Artifact),
+            ] {
                 configs.push(PolicyConfig::Cinterrupts(CinterruptsParams {
                     adaptive,
                     ooo,
                     barrier,
                     max_irq_rate,
+                    guard,
                 }));
             }
         }

@@ -12,7 +12,8 @@ mod common;
 use cint_policy::adaptive::Adaptive;
 use cint_policy::cinterrupts::Cinterrupts;
 use cint_policy::config::{
-    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, VicParams, VicSchedParams,
+    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, StormGuardMode, VicParams,
+    VicSchedParams,
 };
 use cint_policy::none::NoCoalescing;
 use cint_policy::nvme::NvmeAggregation;
@@ -40,21 +41,31 @@ fn cinterrupts_params() -> impl Strategy<Value = CinterruptsParams> {
         any::<bool>(),
         any::<bool>(),
         proptest::option::of(1_000..=2_000_000u64),
+        guard_mode(),
     )
-        .prop_map(|(adaptive, ooo, strict, max_irq_rate)| CinterruptsParams {
-            adaptive,
-            ooo,
-            barrier: if strict {
-                BarrierMode::Strict
-            } else {
-                BarrierMode::Relaxed
+        .prop_map(
+            |(adaptive, ooo, strict, max_irq_rate, guard)| CinterruptsParams {
+                adaptive,
+                ooo,
+                barrier: if strict {
+                    BarrierMode::Strict
+                } else {
+                    BarrierMode::Relaxed
+                },
+                max_irq_rate,
+                guard,
             },
-            max_irq_rate,
-        })
+        )
 }
 
-/// Checks the bounds of Algorithm 1 that adaptive and cinterrupts share.
-fn assert_adaptive_bounds<P: Policy>(h: &mut Harness<P>, params: AdaptiveParams) {
+fn guard_mode() -> impl Strategy<Value = StormGuardMode> {
+    prop_oneof![Just(StormGuardMode::Rate), Just(StormGuardMode::Artifact)]
+}
+
+/// Checks the bounds of Algorithm 1 that adaptive and cinterrupts share:
+/// every completion within `delta * thr` of its arrival, and within
+/// `quiet` (`delta` for Algorithm 1) of the end of its stream.
+fn assert_adaptive_bounds<P: Policy>(h: &mut Harness<P>, params: AdaptiveParams, quiet: Nanos) {
     let max_wait = params.delta * Nanos::from(params.thr);
     h.drain(max_wait + 1);
     h.assert_all_delivered();
@@ -63,7 +74,7 @@ fn assert_adaptive_bounds<P: Policy>(h: &mut Harness<P>, params: AdaptiveParams)
         "waited {} > delta * thr = {max_wait}",
         h.max_wait()
     );
-    h.assert_delivered_by_stream_end(params.delta);
+    h.assert_delivered_by_stream_end(quiet);
 }
 
 proptest! {
@@ -106,7 +117,7 @@ proptest! {
     ) {
         let mut h = Harness::new(Adaptive::new(params, start).expect("valid parameters"), start);
         play(&mut h, &ops, TAIL_GAP);
-        assert_adaptive_bounds(&mut h, params);
+        assert_adaptive_bounds(&mut h, params, params.delta);
     }
 
     #[test]
@@ -114,9 +125,29 @@ proptest! {
         params in cinterrupts_params(),
         ops in strategy::ops(STREAM_LEN, SHORT_GAP, LONG_GAP),
     ) {
-        let mut h = Harness::new(Cinterrupts::new(params, 0).expect("valid parameters"), 0);
+        let policy = Cinterrupts::new(params, 0).expect("valid parameters");
+        // A hinted completion the `rate` guard holds may wait its window
+        // after the stream ends, however short `delta` is.
+        let quiet = match (params.max_irq_rate, params.guard) {
+            (Some(_), StormGuardMode::Rate) => params.adaptive.delta.max(policy.guard_window()),
+            _ => params.adaptive.delta,
+        };
+        let window = policy.guard_window();
+        let mut h = Harness::new(policy, 0);
         play(&mut h, &ops, TAIL_GAP);
-        assert_adaptive_bounds(&mut h, params.adaptive);
+        assert_adaptive_bounds(&mut h, params.adaptive, quiet);
+        if params.guard == StormGuardMode::Rate {
+            // Urgent and relaxed Barrier completions wait for nothing but
+            // the guard's group: at most `min(T, delta * thr)`.
+            for r in &h.records {
+                let (Some(arrived), Some(delivered)) = (r.arrived, r.delivered) else { continue };
+                if r.hint == Hint::Urgent
+                    || (r.hint == Hint::Barrier && params.barrier == BarrierMode::Relaxed)
+                {
+                    prop_assert!(delivered - arrived <= window, "{:?} waited {}", r.hint, delivered - arrived);
+                }
+            }
+        }
         if !params.ooo {
             prop_assert!(h.irqs.iter().all(|&(_, irq)| irq == Irq::Full));
         }
@@ -159,103 +190,229 @@ proptest! {
     }
 }
 
-/// Storm guard: during a sustained storm of hinted completions the
-/// interrupt rate stays at or under `max_irq_rate` once the average has
-/// converged, and hinted completions fire at once again after the storm.
+/// Storm guard, both modes, under a sustained storm of hinted completions.
 ///
-/// Set-up: `T = 1e9 / max_irq_rate`; hinted completions arrive every
-/// `T/100 ..= T/4` (a storm 4 to 100 times the allowed rate); the adaptive
-/// fall-back is chosen so that it alone respects the rate (`thr * T/100 >=
-/// T`, and `delta > T/4` so its quiescence timer never fires mid-storm).
-/// Measurement: after the first `CONVERGED` completions (the average needs
-/// about 110 samples to fall from its initial `2 T` under `T` at `T/4`
-/// gaps), every window of `W = 10 T` that starts at an interrupt contains
-/// at most `max_irq_rate * W = 10` interrupts. Before that, the onset of
-/// the storm is bounded too: the guard engages within `ONSET_MAX` hinted
-/// completions, so no window holds more than `10 + ONSET_MAX` interrupts.
+/// Set-up: `T = 1e9 / max_irq_rate` (20 to 200 us); hinted completions
+/// (Urgent or Barrier, at random) arrive one at a time every `T/100 ..=
+/// T/4` (a storm 4 to 100 times the allowed rate); `thr` is at least 101,
+/// so that a group of at most `thr` hinted completions can hold the rate.
+/// The guard engages within `ONSET_MAX` hinted completions of the storm's
+/// onset (from its initial `2 T`, samples of at most `T/4` take the
+/// average under `T` once `2 (127/128)^n + 1/4 < 1`, i.e. after n = 126;
+/// one more for fixed-point rounding).
+///
+/// * `artifact`: the adaptive fall-back is chosen so that it alone
+///   respects the rate (`thr * T/100 >= T`, and `delta > T/4` so its
+///   quiescence timer never fires mid-storm). After the first `CONVERGED`
+///   completions, every window of `W = 10 T` that starts at an interrupt
+///   contains at most `max_irq_rate * W = 10` interrupts; before that, at
+///   most `10 + ONSET_MAX`.
+/// * `rate`: any `delta` from `T/100` to `2 T` (so `delta * thr >= T`).
+///   Every interrupt fired after the guard engaged comes at least `T`
+///   after the previous one, so every window of `W = 10 T` that starts at
+///   or after the engagement holds at most 10; and every completion is
+///   delivered within `T`.
+///
+/// Release, in both modes: after the storm either one quiet gap of
+/// `128 T` switches the guard off at once, or the storm fades to hinted
+/// completions at least `2 T` apart and the guard lets go within
+/// `RELEASE_MAX` of them (the average climbs as `2 T (1 - (127/128)^n)`
+/// at least, and passes `T` after 89 samples; one more for rounding);
+/// from then on every hinted completion gets its interrupt at arrival.
+/// Throughout, the harness panics on a completion delivered twice, and
+/// `assert_all_delivered` catches one never delivered.
 mod storm {
     use super::*;
 
     const STORM_LEN: usize = 2_000;
     const CONVERGED: usize = 400;
     const WINDOW_PERIODS: u64 = 10;
-    /// From its initial `2 T`, samples of at most `T/4` take the average
-    /// under `T` once `2 (127/128)^n + 1/4 < 1`, i.e. after n = 126
-    /// samples; one more for fixed-point rounding.
     const ONSET_MAX: usize = 127;
+    const RELEASE_MAX: usize = 90;
+    const FADE_LEN: usize = 120;
+
+    fn params(
+        guard: StormGuardMode,
+        max_irq_rate: u64,
+        delta: Nanos,
+        thr: u32,
+        ooo: bool,
+        strict: bool,
+    ) -> CinterruptsParams {
+        CinterruptsParams {
+            adaptive: AdaptiveParams { delta, thr },
+            ooo,
+            barrier: if strict {
+                BarrierMode::Strict
+            } else {
+                BarrierMode::Relaxed
+            },
+            max_irq_rate: Some(max_irq_rate),
+            guard,
+        }
+    }
+
+    /// Plays the storm; returns the instant the guard engaged and the
+    /// instant of the `CONVERGED`-th completion.
+    fn play_storm(
+        h: &mut Harness<Cinterrupts>,
+        storm: &[(u64, bool)],
+        min_gap: Nanos,
+    ) -> Result<(Nanos, Nanos), TestCaseError> {
+        let mut converged_at = 0;
+        let mut engaged = None;
+        for (i, &(gap_steps, urgent)) in storm.iter().enumerate() {
+            h.submit(if urgent { Hint::Urgent } else { Hint::Barrier });
+            h.complete_nth(0);
+            if engaged.is_none() && h.policy.storm_guard_active() {
+                engaged = Some((i + 1, h.now()));
+            }
+            if i == CONVERGED {
+                converged_at = h.now();
+            }
+            h.advance(min_gap * gap_steps);
+        }
+        prop_assert!(h.policy.storm_guard_active());
+        let (after, engaged_at) = engaged.unwrap_or((usize::MAX, 0));
+        prop_assert!(
+            after <= ONSET_MAX,
+            "the guard engaged only after {} hinted completions",
+            after
+        );
+        Ok((engaged_at, converged_at))
+    }
+
+    /// Checks that at most `cap(t)` interrupts fall in `[t, t + window)`
+    /// for every interrupt instant `t`.
+    fn assert_windows(
+        irqs: &[(Nanos, Irq)],
+        window: Nanos,
+        cap: impl Fn(Nanos) -> Option<u64>,
+    ) -> Result<(), TestCaseError> {
+        let all: Vec<Nanos> = irqs.iter().map(|&(t, _)| t).collect();
+        for (i, &t) in all.iter().enumerate() {
+            let Some(cap) = cap(t) else { continue };
+            let in_window = all[i..].partition_point(|&u| u < t + window);
+            prop_assert!(
+                in_window as u64 <= cap,
+                "{} IRQs in [{}, {})",
+                in_window,
+                t,
+                t + window
+            );
+        }
+        Ok(())
+    }
+
+    /// The storm ends: a quiet `128 T` (`quiet`) or a fade to hinted
+    /// completions `fade` apart (each at least `2 T`). Checks the release
+    /// and that everything is delivered once.
+    fn assert_release(
+        h: &mut Harness<Cinterrupts>,
+        period: Nanos,
+        quiet: bool,
+        fade: &[u64],
+    ) -> Result<(), TestCaseError> {
+        if quiet {
+            h.advance(128 * period);
+        }
+        let mut released_after = None;
+        for (n, &gap_periods) in fade.iter().enumerate() {
+            let hint = if n % 2 == 0 {
+                Hint::Urgent
+            } else {
+                Hint::Barrier
+            };
+            let tag = h.submit(hint);
+            h.complete(tag);
+            let r = h.records[tag as usize];
+            if released_after.is_none() && !h.policy.storm_guard_active() {
+                released_after = Some(n + 1);
+            }
+            if released_after.is_some() {
+                prop_assert!(!h.policy.storm_guard_active(), "the guard engaged again");
+                prop_assert_eq!(r.delivered, r.arrived, "{:?} held after the release", hint);
+            }
+            h.advance(gap_periods * period);
+        }
+        let released_after = released_after.unwrap_or(usize::MAX);
+        let bound = if quiet { 1 } else { RELEASE_MAX };
+        prop_assert!(
+            released_after <= bound,
+            "released after {} hinted completions (quiet gap: {})",
+            released_after,
+            quiet
+        );
+        let max_wait =
+            h.policy.params().adaptive.delta * Nanos::from(h.policy.params().adaptive.thr);
+        h.drain(max_wait + 1);
+        h.assert_all_delivered();
+        prop_assert!(h.max_wait() <= max_wait);
+        Ok(())
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
 
         #[test]
-        fn storm_guard_caps_the_irq_rate_and_lets_go_after_the_storm(
+        fn artifact_guard_caps_the_irq_rate_and_lets_go_after_the_storm(
             max_irq_rate in 5_000..=50_000u64,
             thr_extra in 0..=100u32,
             delta_frac in 0.0..1.0f64,
             ooo in any::<bool>(),
             strict in any::<bool>(),
             storm in proptest::collection::vec((1..=25u64, any::<bool>()), STORM_LEN),
+            quiet in any::<bool>(),
+            fade in proptest::collection::vec(2..=8u64, FADE_LEN),
         ) {
             let period = SEC / max_irq_rate;
             let min_gap = period / 100;
             let max_gap = period / 4;
-            let thr = 100 + thr_extra;
+            let thr = 101 + thr_extra;
             let delta = max_gap + 1 + ((period - max_gap) as f64 * delta_frac) as Nanos;
-            let params = CinterruptsParams {
-                adaptive: AdaptiveParams { delta, thr },
-                ooo,
-                barrier: if strict { BarrierMode::Strict } else { BarrierMode::Relaxed },
-                max_irq_rate: Some(max_irq_rate),
-            };
+            let params = params(StormGuardMode::Artifact, max_irq_rate, delta, thr, ooo, strict);
             let mut h = Harness::new(Cinterrupts::new(params, 0).expect("valid parameters"), 0);
-            let mut converged_at = 0;
-            let mut engaged_after = None;
-            for (i, &(gap_steps, urgent)) in storm.iter().enumerate() {
-                h.submit(if urgent { Hint::Urgent } else { Hint::Barrier });
-                h.complete_nth(0);
-                if engaged_after.is_none() && h.policy.storm_guard_active() {
-                    engaged_after = Some(i + 1);
-                }
-                if i == CONVERGED {
-                    converged_at = h.now();
-                }
-                h.advance(min_gap * gap_steps);
-            }
-            prop_assert!(h.policy.storm_guard_active());
-            let engaged_after = engaged_after.unwrap_or(usize::MAX);
-            prop_assert!(
-                engaged_after <= ONSET_MAX,
-                "the guard engaged only after {} hinted completions", engaged_after
-            );
-            let window = WINDOW_PERIODS * period;
-            let all: Vec<Nanos> = h.irqs.iter().map(|&(t, _)| t).collect();
-            for (i, &t) in all.iter().enumerate() {
-                let in_window = all[i..].partition_point(|&u| u < t + window);
-                let cap = if t >= converged_at {
+            let (_, converged_at) = play_storm(&mut h, &storm, min_gap)?;
+            assert_windows(&h.irqs, WINDOW_PERIODS * period, |t| {
+                Some(if t >= converged_at {
                     WINDOW_PERIODS
                 } else {
                     WINDOW_PERIODS + ONSET_MAX as u64
-                };
-                prop_assert!(
-                    in_window as u64 <= cap,
-                    "{} IRQs in [{}, {}) at max_irq_rate {}",
-                    in_window, t, t + window, max_irq_rate
-                );
-            }
+                })
+            })?;
+            assert_release(&mut h, period, quiet, &fade)?;
+        }
 
-            // The storm ends: one gap of 128 T switches the guard off.
-            h.advance(128 * period);
-            for hint in [Hint::Urgent, Hint::Barrier] {
-                let tag = h.submit(hint) as usize;
-                h.complete(tag as u64);
-                prop_assert!(!h.policy.storm_guard_active());
-                let r = h.records[tag];
-                prop_assert_eq!(r.delivered, r.arrived, "{:?} held after the storm", hint);
-                h.advance(max_gap);
+        #[test]
+        fn rate_guard_spaces_its_irqs_by_the_period_and_lets_go_after_the_storm(
+            max_irq_rate in 5_000..=50_000u64,
+            thr_extra in 0..=100u32,
+            delta_frac in 0.0..1.0f64,
+            ooo in any::<bool>(),
+            strict in any::<bool>(),
+            storm in proptest::collection::vec((1..=25u64, any::<bool>()), STORM_LEN),
+            quiet in any::<bool>(),
+            fade in proptest::collection::vec(2..=8u64, FADE_LEN),
+        ) {
+            let period = SEC / max_irq_rate;
+            let min_gap = period / 100;
+            let thr = 101 + thr_extra;
+            let delta = min_gap + ((2 * period - min_gap) as f64 * delta_frac) as Nanos;
+            let params = params(StormGuardMode::Rate, max_irq_rate, delta, thr, ooo, strict);
+            let mut h = Harness::new(Cinterrupts::new(params, 0).expect("valid parameters"), 0);
+            prop_assert_eq!(h.policy.guard_window(), period);
+            let (engaged_at, _) = play_storm(&mut h, &storm, min_gap)?;
+            for pair in h.irqs.windows(2) {
+                let ((a, _), (b, _)) = (pair[0], pair[1]);
+                if b >= engaged_at {
+                    prop_assert!(b - a >= period, "IRQs at {} and {}, T = {}", a, b, period);
+                }
             }
-            h.drain(delta * Nanos::from(thr) + 1);
-            h.assert_all_delivered();
-            prop_assert!(h.max_wait() <= delta * Nanos::from(thr));
+            assert_windows(&h.irqs, WINDOW_PERIODS * period, |t| {
+                (t >= engaged_at).then_some(WINDOW_PERIODS)
+            })?;
+            prop_assert!(h.max_wait() <= period, "waited {} > T = {}", h.max_wait(), period);
+            assert_release(&mut h, period, quiet, &fade)?;
         }
     }
 }

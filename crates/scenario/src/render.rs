@@ -140,6 +140,7 @@ fn policy_keys(t: &mut Table, cfg: &PolicyConfig) {
             });
             if let Some(r) = p.max_irq_rate {
                 t["max_irq_rate"] = value(i64::try_from(r).unwrap_or(i64::MAX));
+                t["guard"] = value(p.guard.name());
             }
         }
         PolicyConfig::Vic(p) => vic_keys(t, p),

@@ -2,7 +2,8 @@
 //! library's own parameter validation mapped back to the key's line.
 
 use cint_policy::config::{
-    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, VicParams, VicSchedParams,
+    AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, StormGuardMode, VicParams,
+    VicSchedParams,
 };
 use cint_policy::{PolicyConfig, PolicyError, US};
 
@@ -27,7 +28,7 @@ pub const KINDS: &[(&str, &[&str])] = &[
     ("adaptive", &["delta", "thr"]),
     (
         "cinterrupts",
-        &["delta", "thr", "ooo", "barrier", "max_irq_rate"],
+        &["delta", "thr", "ooo", "barrier", "max_irq_rate", "guard"],
     ),
     (
         "vic",
@@ -143,6 +144,17 @@ fn parse_mode(
                 _ => BarrierMode::Relaxed,
             };
             p.max_irq_rate = sec.int("max_irq_rate", 0, i64::MAX as u64)?;
+            p.guard = match sec.choice("guard", &["rate", "artifact"])?.as_deref() {
+                // A mode for a guard that is off would be silently ignored.
+                Some(_) if p.max_irq_rate.is_none() => {
+                    return Err(sec.error(
+                        "guard",
+                        "needs max_irq_rate (the storm guard is off without it)",
+                    ))
+                }
+                Some("artifact") => StormGuardMode::Artifact,
+                _ => StormGuardMode::Rate,
+            };
             CompletionMode::Interrupt(PolicyConfig::Cinterrupts(p))
         }
         "vic" => {

@@ -317,6 +317,27 @@ fn cases() -> Vec<Case<'static>> {
             "at least 1",
         ),
         case(
+            "guard without max_irq_rate",
+            with("ooo     = true", "guard = \"rate\""),
+            LineOf("guard"),
+            "strategy.cint.guard",
+            "needs max_irq_rate",
+        ),
+        case(
+            "guard mode unknown",
+            with("ooo     = true", "max_irq_rate = 1000\nguard = \"strict\""),
+            LineOf("guard"),
+            "strategy.cint.guard",
+            "\"rate\" or \"artifact\"",
+        ),
+        case(
+            "guard not a string",
+            with("ooo     = true", "max_irq_rate = 1000\nguard = 1"),
+            LineOf("guard"),
+            "strategy.cint.guard",
+            "must be a string",
+        ),
+        case(
             "cif_threshold 0",
             with("cif_threshold = 4", "cif_threshold = 0"),
             LineOf("cif_threshold = 0"),

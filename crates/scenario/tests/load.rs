@@ -3,7 +3,7 @@
 
 mod common;
 
-use cint_policy::config::{BarrierMode, VicParams, VicSchedParams};
+use cint_policy::config::{BarrierMode, StormGuardMode, VicParams, VicSchedParams};
 use cint_policy::{Hint, PolicyConfig};
 use cint_scenario::{
     load_file, load_str, to_toml, CompletionMode, DeviceProfile, Engine, HybridSleep, Origin, Rw,
@@ -172,6 +172,7 @@ fn set_overrides_every_kind_of_key() {
     assert_eq!(c.adaptive.delta, 4_000);
     assert_eq!(c.barrier, BarrierMode::Strict);
     assert_eq!(c.max_irq_rate, Some(100_000));
+    assert_eq!(c.guard, StormGuardMode::Rate, "rate is the default mode");
     assert_eq!(io(&s, "async").iodepth, 64);
     assert_eq!(io(&s, "async").hint, Some(Hint::Urgent));
     assert_eq!(s.device.parallel_units, 8);
@@ -300,6 +301,10 @@ fn the_resolved_text_loads_back_to_the_same_scenario() {
             "strategy.cint.max_irq_rate=5000",
             "emu.device_core=1",
         ][..],
+        &[
+            "strategy.cint.max_irq_rate=5000",
+            "strategy.cint.guard=artifact",
+        ][..],
     ] {
         let original = load(&text, sets);
         let rendered = to_toml(&original);
@@ -333,4 +338,22 @@ fn files_load_and_missing_files_are_one_line_errors() {
         "{msg}"
     );
     assert!(!msg.contains('\n'));
+}
+
+#[test]
+fn the_storm_guard_mode_is_read_with_its_rate() {
+    for (word, mode) in [
+        ("rate", StormGuardMode::Rate),
+        ("artifact", StormGuardMode::Artifact),
+    ] {
+        let text = with(
+            "ooo     = true",
+            &format!("ooo     = true\nmax_irq_rate = 100000\nguard = \"{word}\""),
+        );
+        let s = load(&text, &[]);
+        let PolicyConfig::Cinterrupts(c) = policy(&s, "cint") else {
+            panic!()
+        };
+        assert_eq!((c.max_irq_rate, c.guard), (Some(100_000), mode));
+    }
 }
