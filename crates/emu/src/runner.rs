@@ -593,6 +593,7 @@ fn run_strategy(
             context_switches: detail.voluntary_switches + detail.involuntary_switches,
             wakeups: detail.wakeups,
             lat_ns: hist.stats(),
+            fio: None,
         });
         job_details.push(detail);
     }

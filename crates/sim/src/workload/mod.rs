@@ -243,7 +243,9 @@ impl World<'_> {
     /// The submission path is done: the staged requests reach the device.
     fn submitted(&mut self, t: usize) {
         let mut batch = std::mem::take(&mut self.threads[t].batch);
+        let now = self.now();
         for &r in &batch {
+            self.reqs[r as usize].submitted = now;
             self.submit_to_device(r);
         }
         batch.clear();
@@ -370,17 +372,20 @@ impl World<'_> {
                     .fail(format!("request {r} handed out in state {state:?}"));
             }
             req.state = ReqState::Free;
-            let (lat, bytes) = (now - req.issued, req.bytes);
+            let done = *req;
             self.check.handed += 1;
             let th = &mut self.threads[t];
             th.free_slots.push(r);
             th.in_flight -= 1;
+            let sync = th.prog.engine.is_sync();
             if self.measuring {
-                self.jobs[job].record(lat, bytes);
+                self.jobs[job].record(&done, now, sync);
             }
         }
         let think = self.threads[t].prog.think;
         if think > 0 && n > 0 {
+            // Application work: user-mode CPU time.
+            self.threads[t].user_left = think * u64::from(n);
             self.set_burst(t, think * u64::from(n), Cont::Issue);
         } else {
             self.issue(t);
