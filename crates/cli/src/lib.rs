@@ -123,9 +123,10 @@ pub struct Engines {
                   cint plot  FILE -o DIR                 charts of a result (--json) or a sweep file\n  \
                   cint calibrate --device optane-p4800x  recommend delta and thr for a device\n\n\
                   Results print as a table, or as one JSON document with --json; --plot DIR \
-                  also draws them; --fio-json DIR writes fio's json+ per strategy. Exit status 0 on success, 2 with a one-line message for bad \
-                  input (an unwritable output path included), 1 for an internal error (an \
-                  engine bug, such as a violated invariant)."
+                  also draws them; --fio-json DIR writes fio's json+, one file per strategy. \
+                  Exit status 0 on success, 2 with a one-line message for bad input (an \
+                  unwritable output path included), 1 for an internal error (an engine bug, \
+                  such as a violated invariant)."
 )]
 struct Cli {
     #[command(subcommand)]

@@ -8,6 +8,7 @@
 //! where a missing tool is a failure.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -38,7 +39,9 @@ fn require(tool: &str, found: Option<PathBuf>) -> Option<PathBuf> {
          (or point CINT_FIO_JSONPLUS_CLAT2CSV / CINT_FIO_PLOT at it)"
     );
     assert!(!ci(), "{msg}; under CI the tools must be there");
-    eprintln!("\n!!! SKIPPED: {msg} !!!\n");
+    // Straight to the process's stderr: the test harness would swallow
+    // eprintln! of a passing test, and a skip must be seen.
+    let _ = writeln!(std::io::stderr(), "\n!!! SKIPPED: {msg} !!!\n");
     None
 }
 
@@ -247,4 +250,27 @@ fn fio_plot_draws_our_documents() {
         assert!(bytes.starts_with(b"\x89PNG"), "{name} is a PNG");
         assert!(bytes.len() > 10_000, "{name} has a chart in it");
     }
+}
+
+/// Needs no tool: the same seed, scenario and `SOURCE_DATE_EPOCH` give
+/// the same bytes, and an unwritable directory is refused before the run.
+#[test]
+fn fio_documents_are_reproducible_and_their_directory_is_checked_first() {
+    let a = simulate("same-a");
+    let b = simulate("same-b");
+    for stem in ["none", "cint_6us"] {
+        let read = |r: &Run| std::fs::read(r.dir.join("fio").join(format!("{stem}.json"))).unwrap();
+        assert_eq!(read(&a), read(&b), "{stem}.json differs between two runs");
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_cint"))
+        .arg("sim")
+        .arg(a.dir.join("s.toml"))
+        .args(["--fio-json", "/proc/cint-no-such-dir"])
+        .output()
+        .expect("the binary runs");
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("cint: --fio-json /proc/cint-no-such-dir: cannot write there"));
+    assert!(o.stdout.is_empty(), "nothing ran");
 }
