@@ -53,11 +53,15 @@ fn on_path(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// The virtual environment `.ci/deps/fio-plot.sh` makes.
+/// The virtual environment `.ci/deps/fio-plot.sh` makes (the same
+/// defaults: `CINT_TOOLS_DIR`, else `HOME`'s cache, `/root` without `HOME`).
 fn tools_venv() -> Option<PathBuf> {
     let base = std::env::var_os("CINT_TOOLS_DIR")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/cint-tools")))?;
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+            Path::new(&home).join(".cache/cint-tools")
+        });
     let dir = base.join("fio-plot");
     dir.join("bin/python").is_file().then_some(dir)
 }
