@@ -9,7 +9,7 @@ use cint_policy::Nanos;
 use cint_report::{FioJobOptions, FioRunInfo, RunResult};
 use cint_scenario::{Engine, Job, Rw, Scenario, Work};
 
-use crate::{internal, output, Failure};
+use crate::{internal, output, usage, Failure};
 
 /// Writes `DIR/<strategy>.json` for every strategy of `result`; returns
 /// the files written.
@@ -30,6 +30,24 @@ pub(crate) fn write_all(
         written.push(path);
     }
     Ok(written)
+}
+
+/// Refuses, before anything runs, strategies whose file names would
+/// collide (`a b` and `a_b` both write `a_b.json`).
+pub(crate) fn check_names(scenario: &Scenario) -> Result<(), Failure> {
+    let mut seen: Vec<(String, &str)> = Vec::with_capacity(scenario.strategies.len());
+    for s in &scenario.strategies {
+        let stem = file_stem(&s.name);
+        if let Some((_, first)) = seen.iter().find(|(f, _)| *f == stem) {
+            return Err(usage(format!(
+                "cint: --fio-json: strategies '{first}' and '{}' would both be written to \
+                 {stem}.json; rename one",
+                s.name
+            )));
+        }
+        seen.push((stem, &s.name));
+    }
+    Ok(())
 }
 
 /// When the run was made: `SOURCE_DATE_EPOCH` (seconds) if set, so that

@@ -360,6 +360,7 @@ fn execute(
     }
     if let Some(dir) = &args.fio_json {
         output::check_dir("--fio-json", dir)?;
+        fio_out::check_names(scenario)?;
     }
     let result = guarded(engine_name, || engine(scenario))?.map_err(|e| {
         let message = format!("{}: {engine_name}: {}", scenario.source, e.message);

@@ -277,4 +277,25 @@ fn fio_documents_are_reproducible_and_their_directory_is_checked_first() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with("cint: --fio-json /proc/cint-no-such-dir: cannot write there"));
     assert!(o.stdout.is_empty(), "nothing ran");
+    // Two strategies that would write the same file.
+    let clash = a.dir.join("clash.toml");
+    std::fs::write(
+        &clash,
+        SCENARIO.replace("name = \"none\"", "name = \"cint_6us\""),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_cint"))
+        .arg("sim")
+        .arg(&clash)
+        .arg("--fio-json")
+        .arg(a.dir.join("clash"))
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("would both be written to cint_6us.json"),
+        "{stderr}"
+    );
+    assert!(!a.dir.join("clash").exists(), "nothing ran");
 }
