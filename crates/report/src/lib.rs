@@ -147,6 +147,17 @@ pub struct FioDirection {
     pub lat: FioLatency,
 }
 
+impl RunResult {
+    /// Drops every job's [`FioJobData`] (some kilobytes of histogram per
+    /// job), where no fio document will be written from this result: a
+    /// sweep that keeps every point in memory.
+    pub fn drop_fio_data(&mut self) {
+        for job in self.results.iter_mut().flat_map(|s| s.jobs.iter_mut()) {
+            job.fio = None;
+        }
+    }
+}
+
 impl StrategyResult {
     /// Total I/Os per second over all jobs.
     pub fn total_iops(&self) -> f64 {
