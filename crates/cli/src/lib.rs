@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+mod fio_out;
 mod input;
 mod interrupt;
 mod output;
@@ -122,9 +123,10 @@ pub struct Engines {
                   cint plot  FILE -o DIR                 charts of a result (--json) or a sweep file\n  \
                   cint calibrate --device optane-p4800x  recommend delta and thr for a device\n\n\
                   Results print as a table, or as one JSON document with --json; --plot DIR \
-                  also draws them. Exit status 0 on success, 2 with a one-line message for bad \
-                  input (an unwritable output path included), 1 for an internal error (an \
-                  engine bug, such as a violated invariant)."
+                  also draws them; --fio-json DIR writes fio's json+, one file per strategy. \
+                  Exit status 0 on success, 2 with a one-line message for bad input (an \
+                  unwritable output path included), 1 for an internal error (an engine bug, \
+                  such as a violated invariant)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -207,6 +209,9 @@ struct RunArgs {
     /// Also draw the charts (PNG and SVG) into this directory
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
+    /// Also write fio's JSON (json+, as fio 3.33 prints it) into this directory, one STRATEGY.json per strategy, for fio's own tools
+    #[arg(long = "fio-json", value_name = "DIR")]
+    fio_json: Option<PathBuf>,
 }
 
 /// Runs the command line `args` (program name first); returns the exit
@@ -353,6 +358,10 @@ fn execute(
     if let Some(dir) = &args.plot {
         output::check_dir("--plot", dir)?;
     }
+    if let Some(dir) = &args.fio_json {
+        output::check_dir("--fio-json", dir)?;
+        fio_out::check_names(scenario)?;
+    }
     let result = guarded(engine_name, || engine(scenario))?.map_err(|e| {
         let message = format!("{}: {engine_name}: {}", scenario.source, e.message);
         if e.internal {
@@ -372,6 +381,15 @@ fn execute(
         let written = cint_lab::plot::plot_result(&result, &cint_lab::plot::PlotArgs::new(dir))
             .map_err(|e| internal(format!("cint: plotting into {}: {e}", dir.display())))?;
         report_written(err, &written);
+    }
+    if let Some(dir) = &args.fio_json {
+        let written = fio_out::write_all(dir, scenario, &result)?;
+        let _ = writeln!(
+            err,
+            "cint: wrote {} fio JSON files into {}",
+            written.len(),
+            dir.display()
+        );
     }
     write_out(out, if args.json { &json } else { &table })
 }

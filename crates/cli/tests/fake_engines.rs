@@ -53,6 +53,7 @@ fn echo(s: &Scenario, substrate: &str) -> RunResult {
                         context_switches: 1,
                         wakeups: 0,
                         lat_ns: h.stats(),
+                        fio: None,
                     })
                     .collect(),
             })

@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cint_policy::Nanos;
-use cint_report::{JobResult, LatencyHistogram, RunResult, StrategyResult, CINT_VERSION};
+use cint_report::{
+    FioDirection, FioHistogram, FioJobData, JobResult, LatencyHistogram, RunResult, StrategyResult,
+    CINT_VERSION,
+};
 use cint_scenario::{Backend as BackendKind, CompletionMode, Scenario, Strategy, Work};
 
 use crate::backend::{BackendConfig, FileSource};
@@ -268,10 +271,13 @@ impl ThreadProbe {
     /// Called by the thread itself as it finishes.
     fn finish(&self) {
         let switches = sys::own_switches();
+        let (usr_ns, sys_ns) = proc_user_system(sys::gettid()).unwrap_or_default();
         let sample = ThreadSample {
             cpu_ns: sys::thread_cpu_time(),
             voluntary: switches.voluntary,
             involuntary: switches.involuntary,
+            usr_ns,
+            sys_ns,
         };
         if let Ok(mut last) = self.last.lock() {
             *last = Some(sample);
@@ -285,10 +291,13 @@ impl ThreadProbe {
         match live {
             Some(cpu_ns) => {
                 let (voluntary, involuntary) = proc_switches(tid).unwrap_or_default();
+                let (usr_ns, sys_ns) = proc_user_system(tid).unwrap_or_default();
                 ThreadSample {
                     cpu_ns,
                     voluntary,
                     involuntary,
+                    usr_ns,
+                    sys_ns,
                 }
             }
             None => self
@@ -312,6 +321,30 @@ struct ThreadSample {
     cpu_ns: u64,
     voluntary: u64,
     involuntary: u64,
+    /// The kernel's user and system time of the thread (what
+    /// `getrusage` reports: its exact CPU time split in the proportion of
+    /// the user and system ticks it was seen in), ns.
+    usr_ns: u64,
+    sys_ns: u64,
+}
+
+/// User and system time of thread `tid` of this process, ns: fields 14
+/// and 15 of `/proc/self/task/TID/stat`, in clock ticks.
+fn proc_user_system(tid: i32) -> Option<(u64, u64)> {
+    if tid <= 0 {
+        return None;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields are
+    // counted after its closing one (field 3 is the first there).
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let ns_per_tick = 1_000_000_000 / u64::try_from(hz).ok().filter(|&h| h > 0)?;
+    Some((utime * ns_per_tick, stime * ns_per_tick))
 }
 
 /// Voluntary and involuntary context switches of thread `tid` of this
@@ -555,6 +588,9 @@ fn run_strategy(
     }
     for (job_index, job) in scenario.jobs.iter().enumerate() {
         let mut hist = LatencyHistogram::new();
+        let mut by_direction = [FioHistogram::new(), FioHistogram::new()];
+        let mut dir_bytes = [0u64; 2];
+        let (mut usr_ns, mut sys_ns) = (0, 0);
         let mut detail = JobDetail {
             name: job.name.clone(),
             ..Default::default()
@@ -562,6 +598,10 @@ fn run_strategy(
         let (mut ios, mut bytes) = (0, 0);
         for o in &outcomes[job_index] {
             hist.merge(&o.hist);
+            for (d, od) in o.by_direction.iter().enumerate() {
+                by_direction[d].merge(&od.hist);
+                dir_bytes[d] += od.bytes;
+            }
             ios += o.ios;
             bytes += o.bytes;
             detail.submitted += o.submitted;
@@ -580,6 +620,8 @@ fn run_strategy(
             if t.job == Some(job_index) {
                 let (b, a) = (samples_before[k], samples_after[k]);
                 detail.cpu_ns += a.cpu_ns.saturating_sub(b.cpu_ns);
+                usr_ns += a.usr_ns.saturating_sub(b.usr_ns);
+                sys_ns += a.sys_ns.saturating_sub(b.sys_ns);
                 detail.voluntary_switches += a.voluntary.saturating_sub(b.voluntary);
                 detail.involuntary_switches += a.involuntary.saturating_sub(b.involuntary);
             }
@@ -593,6 +635,16 @@ fn run_strategy(
             context_switches: detail.voluntary_switches + detail.involuntary_switches,
             wakeups: detail.wakeups,
             lat_ns: hist.stats(),
+            // The emulator's submission is a ring write, not a system
+            // call: fio's slat is not measured, and clat is lat.
+            fio: Some(FioJobData {
+                threads: job.numjobs,
+                runtime_ns: window_ns,
+                usr_ns,
+                sys_ns,
+                read: direction(&by_direction[0], dir_bytes[0]),
+                write: direction(&by_direction[1], dir_bytes[1]),
+            }),
         });
         job_details.push(detail);
     }
@@ -638,4 +690,42 @@ fn run_strategy(
         jobs: job_details,
     };
     Ok((result, detail))
+}
+
+/// One direction of a job in fio's terms, from its latency histogram.
+fn direction(hist: &FioHistogram, bytes: u64) -> FioDirection {
+    let lat = hist.summary();
+    FioDirection {
+        ios: hist.len(),
+        bytes,
+        slat: Default::default(),
+        clat: lat.clone(),
+        lat,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_burning_cpu_shows_user_and_system_time() {
+        let tid = sys::gettid();
+        let (u0, s0) = proc_user_system(tid).expect("readable");
+        // Burn 200 ms of this thread's own CPU time (not wall time): the
+        // kernel sees it running on about 20 of its 100 Hz ticks.
+        let start = sys::thread_cpu_time();
+        let mut x = 1u64;
+        // Reading a thread's CPU clock is a system call: look rarely.
+        while sys::thread_cpu_time() - start < 200_000_000 {
+            for _ in 0..1_000_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        let (u1, s1) = proc_user_system(tid).expect("readable");
+        let burnt = (u1 - u0) + (s1 - s0);
+        assert!(burnt >= 100_000_000, "{burnt} ns of user + system time");
+        assert!(u1 - u0 > s1 - s0, "a loop in user mode");
+        assert_eq!(proc_user_system(0), None);
+    }
 }

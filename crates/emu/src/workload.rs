@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use cint_policy::hints::{request_hint, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::{Direction, SleepEstimator};
 use cint_policy::{Hint, Nanos};
-use cint_report::LatencyHistogram;
+use cint_report::{FioHistogram, LatencyHistogram};
 use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, Rw};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -59,6 +59,17 @@ pub(crate) struct ThreadOutcome {
     /// a delivery (futex) or at the end of its own timed sleep (hybrid
     /// polling, rate pacing).
     pub wakeups: u64,
+    /// The measured window's I/Os by direction (reads, writes), latency
+    /// in fio's buckets, for fio's JSON output.
+    pub by_direction: [DirectionOutcome; 2],
+}
+
+/// One direction's I/Os in the measured window.
+#[derive(Default)]
+pub(crate) struct DirectionOutcome {
+    /// Latency from submission to completion in hand.
+    pub hist: FioHistogram,
+    pub bytes: u64,
 }
 
 /// Runs one job thread to completion.
@@ -347,6 +358,9 @@ impl IoThread {
                         self.out.ios += 1;
                         self.out.bytes += u64::from(bytes);
                         self.out.hist.record(c.latency());
+                        let dir = &mut self.out.by_direction[usize::from(c.op == Op::Write)];
+                        dir.hist.record(c.latency());
+                        dir.bytes += u64::from(bytes);
                     }
                 }
                 Err(e) => {

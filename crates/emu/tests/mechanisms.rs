@@ -378,6 +378,17 @@ fn the_result_document_names_every_job_of_every_strategy() {
         assert_eq!(sr.jobs[1].ios, 0);
         assert!(sr.jobs[1].cpu_util > 0.0, "{}: the burner ran", sr.strategy);
         assert!(sr.cpu_util > 0.0 && sr.cpu_util <= 1.0);
+        // fio's view: the directions add up, no slat (a ring write is
+        // not a system call), one entry per job with all its threads.
+        for (job, sj) in sr.jobs.iter().zip(&s.jobs) {
+            let fio = job.fio.as_ref().expect("fio data measured");
+            assert_eq!(fio.threads, sj.numjobs);
+            assert_eq!(fio.read.ios + fio.write.ios, job.ios);
+            assert_eq!(fio.read.clat.n, fio.read.ios);
+            assert_eq!(fio.read.lat, fio.read.clat);
+            assert_eq!(fio.read.slat.n + fio.write.slat.n, 0);
+        }
+        assert_eq!(sr.jobs[0].fio.as_ref().unwrap().write.ios, 0, "a reader");
     }
     assert_eq!(r.results[2].interrupts, 0);
 }

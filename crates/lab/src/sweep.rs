@@ -586,7 +586,12 @@ pub fn run_sweep_until(
                     let Some(scenario) = scenarios.get(i) else {
                         break;
                     };
-                    let outcome = runner.run(scenario);
+                    // A sweep writes no fio document: its per-job fio data
+                    // would only be held for every point.
+                    let outcome = runner.run(scenario).map(|mut r| {
+                        r.drop_fio_data();
+                        r
+                    });
                     match &outcome {
                         Ok(result) => finished(&SweepPoint {
                             values: points[i].clone(),

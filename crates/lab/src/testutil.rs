@@ -60,6 +60,7 @@ pub fn fake_run(s: &Scenario) -> Result<RunResult, String> {
                         context_switches: (ios as f64 / batch) as u64,
                         wakeups: (ios as f64 / batch) as u64,
                         lat_ns: hist.stats(),
+                        fio: None,
                     }
                 })
                 .collect();

@@ -67,6 +67,7 @@ fn echo(s: &Scenario) -> Result<RunResult, String> {
                         context_switches: 0,
                         wakeups: 0,
                         lat_ns: h.stats(),
+                        fio: None,
                     }
                 })
                 .collect();

@@ -7,12 +7,16 @@
 
 #![warn(missing_docs)]
 
+pub mod fio_hist;
+pub mod fio_json;
 pub mod json;
 pub mod latency;
 pub mod table;
 #[cfg(test)]
 mod testdata;
 
+pub use fio_hist::{FioHistogram, FioLatency};
+pub use fio_json::{to_fio_json, FioJobOptions, FioRunInfo, FIO_DEFAULT_PERCENTILES};
 pub use json::{to_json, NonFiniteError};
 pub use latency::{LatencyHistogram, LatencyStats};
 pub use table::to_table;
@@ -96,6 +100,62 @@ pub struct JobResult {
     pub wakeups: u64,
     /// Latency per I/O, issue to completion in hand.
     pub lat_ns: LatencyStats,
+    /// What fio's JSON output needs beyond this summary (per-direction
+    /// histograms, submission latency, user and system CPU), when the
+    /// engine measured it. Not written into the result document; read by
+    /// [`fio_json`].
+    #[serde(skip)]
+    pub fio: Option<FioJobData>,
+}
+
+/// One job's measurements in fio's terms (`cint-report`'s
+/// [`fio_json`] sink turns them into fio's JSON).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FioJobData {
+    /// Threads of the job (`numjobs`): fio's CPU percentages are per
+    /// thread.
+    pub threads: u32,
+    /// Time the measurements cover, ns (the measured window).
+    pub runtime_ns: u64,
+    /// CPU time of the job's threads in user mode (application work such
+    /// as think time and busy loops), ns.
+    pub usr_ns: u64,
+    /// CPU time of the job's threads in the kernel (system calls,
+    /// submission and reaping paths, polling, context switches), ns.
+    pub sys_ns: u64,
+    /// Reads.
+    pub read: FioDirection,
+    /// Writes.
+    pub write: FioDirection,
+}
+
+/// One direction of one job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FioDirection {
+    /// I/Os completed.
+    pub ios: u64,
+    /// Bytes they moved.
+    pub bytes: u64,
+    /// Submission latency (fio's slat: from the request's preparation to
+    /// the return of the submission call). No samples for synchronous
+    /// engines, where fio does not measure it either.
+    pub slat: FioLatency,
+    /// Completion latency (fio's clat: from the submission to the
+    /// completion in the application's hand).
+    pub clat: FioLatency,
+    /// Total latency (fio's lat: slat + clat).
+    pub lat: FioLatency,
+}
+
+impl RunResult {
+    /// Drops every job's [`FioJobData`] (some kilobytes of histogram per
+    /// job), where no fio document will be written from this result: a
+    /// sweep that keeps every point in memory.
+    pub fn drop_fio_data(&mut self) {
+        for job in self.results.iter_mut().flat_map(|s| s.jobs.iter_mut()) {
+            job.fio = None;
+        }
+    }
 }
 
 impl StrategyResult {

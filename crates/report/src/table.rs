@@ -1,26 +1,39 @@
-//! The human sink: one row per strategy x job (IOPS, bandwidth, mean, p50
-//! and p99 latency in microseconds, IRQs/s, CPU %, context switches per
-//! IO), then one line of totals per strategy, in aligned columns.
+//! The human sink: one row per strategy x job (IOPS, bandwidth, mean,
+//! p50, p99, p99.9 and maximum latency in microseconds, IRQs/s, CPU %,
+//! context switches per IO), then one line of totals per strategy, in
+//! aligned columns, and a legend of the columns.
 //!
 //! Interrupts are counted per device queue, not per job, so job rows show
-//! `-` for IRQs/s and IRQs per IO; the totals lines carry them.
+//! `-` for IRQs/s and IRQs per IO; the totals lines carry them. The tail
+//! columns (p99.9, max) are where coalescing strategies differ most: a
+//! held completion shows there long before it moves the mean.
 
 use crate::{JobResult, RunResult, StrategyResult};
 
-const HEADER: [&str; 11] = [
-    "strategy", "job", "IOPS", "MiB/s", "mean_us", "p50_us", "p99_us", "IRQ/s", "IRQ/IO", "CPU%",
-    "cs/IO",
+const COLUMNS: usize = 13;
+
+const HEADER: [&str; COLUMNS] = [
+    "strategy", "job", "IOPS", "MiB/s", "mean_us", "p50_us", "p99_us", "p99.9_us", "max_us",
+    "IRQ/s", "IRQ/IO", "CPU%", "cs/IO",
 ];
+
+/// What the columns mean, printed under the table.
+pub const LEGEND: &str = "IOPS, MiB/s: I/Os and mebibytes completed per second of measured \
+time; mean/p50/p99/p99.9/max_us: latency of an I/O from its system call to its completion \
+in the application's hand, microseconds (percentiles to 3 significant digits); IRQ/s, \
+IRQ/IO: device interrupts per second and per I/O (per queue, so on totals lines only); \
+CPU%: busy share of the job's core (totals: mean over the application cores); cs/IO: \
+context switches per I/O; -: no sample";
 
 /// The result as an aligned text table, ending in a newline.
 pub fn to_table(r: &RunResult) -> String {
-    let mut rows: Vec<[String; 11]> = Vec::new();
+    let mut rows: Vec<[String; COLUMNS]> = Vec::new();
     for s in &r.results {
         for j in &s.jobs {
             rows.push(job_row(s, j));
         }
     }
-    let mut totals: Vec<[String; 11]> = r.results.iter().map(total_row).collect();
+    let mut totals: Vec<[String; COLUMNS]> = r.results.iter().map(total_row).collect();
     let mut out = format!(
         "{} on {}: device {}, host {}, seed {}, {} ms measured\n\n",
         r.scenario,
@@ -46,10 +59,11 @@ pub fn to_table(r: &RunResult) -> String {
     for row in &mut totals {
         out.push_str(&line(row, &widths));
     }
+    out.push_str(&format!("\ncolumns: {LEGEND}\n"));
     out
 }
 
-fn job_row(s: &StrategyResult, j: &JobResult) -> [String; 11] {
+fn job_row(s: &StrategyResult, j: &JobResult) -> [String; COLUMNS] {
     // A job without samples has its percentile keys at 0 (fio's JSON);
     // the table shows it has none.
     let pct = |p: f64| match j.lat_ns.at(p) {
@@ -68,6 +82,12 @@ fn job_row(s: &StrategyResult, j: &JobResult) -> [String; 11] {
         },
         pct(50.0),
         pct(99.0),
+        pct(99.9),
+        if j.lat_ns.n == 0 {
+            "-".into()
+        } else {
+            us(j.lat_ns.max as f64)
+        },
         "-".into(),
         "-".into(),
         fixed(j.cpu_util * 100.0, 1),
@@ -75,7 +95,7 @@ fn job_row(s: &StrategyResult, j: &JobResult) -> [String; 11] {
     ]
 }
 
-fn total_row(s: &StrategyResult) -> [String; 11] {
+fn total_row(s: &StrategyResult) -> [String; COLUMNS] {
     let ios: u64 = s.jobs.iter().map(|j| j.ios).sum();
     let bw: u64 = s.jobs.iter().map(|j| j.bw_bytes).sum();
     // The mean over all IOs, weighting each job by its sample count;
@@ -91,6 +111,14 @@ fn total_row(s: &StrategyResult) -> [String; 11] {
             .sum();
         us(weighted / samples as f64)
     };
+    // The largest latency of all jobs is the union's maximum.
+    let max = s
+        .jobs
+        .iter()
+        .filter(|j| j.lat_ns.n > 0)
+        .map(|j| j.lat_ns.max)
+        .max()
+        .map_or_else(|| "-".into(), |m| us(m as f64));
     [
         s.strategy.clone(),
         "(total)".into(),
@@ -99,6 +127,8 @@ fn total_row(s: &StrategyResult) -> [String; 11] {
         mean,
         "-".into(),
         "-".into(),
+        "-".into(),
+        max,
         fixed(s.interrupts_per_s, 0),
         ratio(s.interrupts, ios),
         fixed(s.cpu_util * 100.0, 1),
@@ -134,8 +164,8 @@ fn per_io(n: u64, ios: u64) -> String {
     ratio(n, ios)
 }
 
-fn column_widths<'a>(rows: impl Iterator<Item = &'a [String; 11]>) -> [usize; 11] {
-    let mut w = [0; 11];
+fn column_widths<'a>(rows: impl Iterator<Item = &'a [String; COLUMNS]>) -> [usize; COLUMNS] {
+    let mut w = [0; COLUMNS];
     for row in rows {
         for (width, cell) in w.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
@@ -145,7 +175,7 @@ fn column_widths<'a>(rows: impl Iterator<Item = &'a [String; 11]>) -> [usize; 11
 }
 
 /// Names left-aligned, numbers right-aligned, two spaces between columns.
-fn line(row: &[String; 11], widths: &[usize; 11]) -> String {
+fn line(row: &[String; COLUMNS], widths: &[usize; COLUMNS]) -> String {
     let mut out = String::new();
     for (i, (cell, &w)) in row.iter().zip(widths).enumerate() {
         if i > 0 {
@@ -193,29 +223,38 @@ mod tests {
         assert_eq!(lines[7], "");
         assert!(lines[8].starts_with("default") && lines[8].contains("(total)"));
         assert!(lines[9].starts_with("cint") && lines[9].contains("(total)"));
-        assert_eq!(lines.len(), 10);
+        assert_eq!(lines[10], "");
+        assert!(lines[11].starts_with("columns: IOPS"), "{}", lines[11]);
+        assert_eq!(lines.len(), 12);
     }
 
     #[test]
     fn figures_are_computed_and_columns_aligned() {
         let text = to_table(&sample());
-        let lines: Vec<&str> = text.lines().skip(2).filter(|l| !l.is_empty()).collect();
+        let lines: Vec<&str> = text
+            .lines()
+            .skip(2)
+            .filter(|l| !l.is_empty() && !l.starts_with("columns:"))
+            .collect();
         let cells = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
         // default/async: 80000 IOs in 0.2 s, bw = 80000*4096*5 B/s.
         let row = cells(lines[1]);
         assert_eq!(row[2], "400000");
         assert_eq!(row[3], fixed(80_000.0 * 4096.0 * 5.0 / 1_048_576.0, 1));
         assert_eq!(row[4], "25.0", "mean of 10, 20, 30, 40 us");
-        assert_eq!(row[7], "-");
-        assert_eq!(row[10], "0.013", "1000 context switches over 80000 IOs");
+        assert_eq!(row[7], "40.0", "p99.9 of 10, 20, 30, 40 us");
+        assert_eq!(row[8], "40.0", "max of 10, 20, 30, 40 us");
+        assert_eq!(row[9], "-");
+        assert_eq!(row[12], "0.013", "1000 context switches over 80000 IOs");
         // default totals: 100000 IRQs over 100000 IOs; 20000 cs.
         let total = cells(lines[5]);
         assert_eq!(total[0..2], ["default".to_string(), "(total)".to_string()]);
         assert_eq!(total[2], "500000");
-        assert_eq!(total[7], "500000");
-        assert_eq!(total[8], "1.000");
-        assert_eq!(total[9], "99.0");
-        assert_eq!(total[10], "0.200");
+        assert_eq!(total[8], "40.0", "the largest of both jobs");
+        assert_eq!(total[9], "500000");
+        assert_eq!(total[10], "1.000");
+        assert_eq!(total[11], "99.0");
+        assert_eq!(total[12], "0.200");
         // Every line ends where the widest cell of its last column ends:
         // right-aligned numbers make all rows the same width.
         let width = lines[0].len();

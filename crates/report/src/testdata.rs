@@ -1,6 +1,35 @@
 //! A hand-built result for the sinks' tests.
 
-use crate::{JobResult, LatencyHistogram, RunResult, StrategyResult};
+use crate::{
+    FioDirection, FioHistogram, FioJobData, JobResult, LatencyHistogram, RunResult, StrategyResult,
+};
+
+/// The latencies `lat_us` as fio sees them: every fourth I/O a write, the
+/// others reads; a synchronous engine (no slat, clat = lat); one thread
+/// that spent 10% of the 200 ms in user mode and 40% in the kernel.
+fn fio_data(lat_us: &[u64]) -> FioJobData {
+    let mut dirs = [FioDirection::default(), FioDirection::default()];
+    let mut hists = [FioHistogram::new(), FioHistogram::new()];
+    for (i, &l) in lat_us.iter().enumerate() {
+        let w = usize::from(i % 4 == 3);
+        hists[w].record(l * 1_000);
+        dirs[w].ios += 1;
+        dirs[w].bytes += 4096;
+    }
+    for (d, h) in dirs.iter_mut().zip(&hists) {
+        d.clat = h.summary();
+        d.lat = h.summary();
+    }
+    let [read, write] = dirs;
+    FioJobData {
+        threads: 1,
+        runtime_ns: 200_000_000,
+        usr_ns: 20_000_000,
+        sys_ns: 80_000_000,
+        read,
+        write,
+    }
+}
 
 fn job(name: &str, ios: u64, lat_us: &[u64], cs: u64) -> JobResult {
     let mut h = LatencyHistogram::new();
@@ -16,6 +45,7 @@ fn job(name: &str, ios: u64, lat_us: &[u64], cs: u64) -> JobResult {
         context_switches: cs,
         wakeups: 0,
         lat_ns: h.stats(),
+        fio: Some(fio_data(lat_us)),
     }
 }
 

@@ -1,11 +1,30 @@
 //! Measurements of the window after warm-up and the result document.
-//! Latencies go into one HdrHistogram per job: memory does not grow with
-//! the number of requests simulated.
+//! Latencies go into one HdrHistogram per job, and per direction into
+//! fio's buckets for fio's JSON output: memory does not grow with the
+//! number of requests simulated.
+//!
+//! fio's three latencies map onto a request's instants: `issued` (the
+//! submission call is entered; fio's start time), `submitted` (the call
+//! returned) and the completion in the application's hand. An
+//! asynchronous engine's slat is issued to submitted, its clat submitted
+//! to completion; a synchronous call has no slat in fio (its issue time
+//! is taken just before the call), so its clat is the whole call, as its
+//! lat is.
+//!
+//! User-mode CPU time is the application's own work (think time, the
+//! busy loop of a cpu job); everything else a thread runs is a system
+//! call, a kernel submission or reaping path, a poll loop in the kernel
+//! or a context switch: system time. Interrupt handlers run on the core,
+//! not in a thread, and count for neither (as with the kernel's IRQ time
+//! accounting).
 
-use cint_report::{JobResult, LatencyHistogram, StrategyResult};
+use cint_policy::Nanos;
+use cint_report::{
+    FioDirection, FioHistogram, FioJobData, JobResult, LatencyHistogram, StrategyResult,
+};
 use cint_scenario::Strategy;
 
-use crate::world::World;
+use crate::world::{Activity, Request, Thread, World};
 
 /// Run-wide counters of the measured window.
 #[derive(Clone, Copy, Debug, Default)]
@@ -23,6 +42,30 @@ pub(crate) struct JobStats {
     pub hist: LatencyHistogram,
     pub ios: u64,
     pub bytes: u64,
+    pub read: DirectionStats,
+    pub write: DirectionStats,
+}
+
+/// One direction's measurements in fio's terms.
+#[derive(Debug, Default)]
+pub(crate) struct DirectionStats {
+    ios: u64,
+    bytes: u64,
+    slat: FioHistogram,
+    clat: FioHistogram,
+    lat: FioHistogram,
+}
+
+impl DirectionStats {
+    fn summary(&self) -> FioDirection {
+        FioDirection {
+            ios: self.ios,
+            bytes: self.bytes,
+            slat: self.slat.summary(),
+            clat: self.clat.summary(),
+            lat: self.lat.summary(),
+        }
+    }
 }
 
 impl JobStats {
@@ -32,20 +75,56 @@ impl JobStats {
             hist: LatencyHistogram::new(),
             ios: 0,
             bytes: 0,
+            read: DirectionStats::default(),
+            write: DirectionStats::default(),
         }
     }
 
-    /// One I/O handed to the application after `lat` ns.
-    pub(crate) fn record(&mut self, lat: u64, bytes: u64) {
+    /// Request `r` handed to the application at `now`; `sync`: it went
+    /// through a synchronous engine.
+    pub(crate) fn record(&mut self, r: &Request, now: Nanos, sync: bool) {
+        let lat = now - r.issued;
         self.hist.record(lat);
         self.ios += 1;
-        self.bytes += bytes;
+        self.bytes += r.bytes;
+        let d = if r.write {
+            &mut self.write
+        } else {
+            &mut self.read
+        };
+        d.ios += 1;
+        d.bytes += r.bytes;
+        d.lat.record(lat);
+        if sync {
+            d.clat.record(lat);
+        } else {
+            d.slat.record(r.submitted - r.issued);
+            d.clat.record(now - r.submitted);
+        }
     }
 
     pub(crate) fn reset(&mut self) {
-        self.hist = LatencyHistogram::new();
-        self.ios = 0;
-        self.bytes = 0;
+        *self = JobStats::new(&self.name);
+    }
+}
+
+impl Thread {
+    /// The part of `elapsed` ns, just run by this thread, that was
+    /// user-mode work. Called before the burst's remainder is reduced.
+    pub(crate) fn user_share(&mut self, elapsed: Nanos) -> Nanos {
+        match self.act {
+            Activity::Busy => elapsed,
+            Activity::Burst { left, .. } => {
+                // Kernel work added in front of a think burst (the context
+                // switch that gave the core back) runs first; the user
+                // work is the burst's last `user_left` ns.
+                let kernel_first = left.saturating_sub(self.user_left);
+                let user = elapsed.saturating_sub(kernel_first).min(self.user_left);
+                self.user_left -= user;
+                user
+            }
+            Activity::Spin { .. } => 0,
+        }
     }
 }
 
@@ -59,12 +138,18 @@ impl World<'_> {
             .iter()
             .enumerate()
             .map(|(j, stats)| {
-                let (cpu, ctx, wakeups) = self
+                let (cpu, usr, ctx, wakeups, threads) = self
                     .threads
                     .iter()
                     .filter(|t| t.job as usize == j)
-                    .fold((0u64, 0u64, 0u64), |(c, x, w), t| {
-                        (c + t.cpu_ns, x + t.ctx_switches, w + t.wakeups)
+                    .fold((0u64, 0u64, 0u64, 0u64, 0u32), |(c, u, x, w, n), t| {
+                        (
+                            c + t.cpu_ns,
+                            u + t.usr_ns,
+                            x + t.ctx_switches,
+                            w + t.wakeups,
+                            n + 1,
+                        )
                     });
                 JobResult {
                     name: stats.name.clone(),
@@ -75,6 +160,14 @@ impl World<'_> {
                     context_switches: ctx,
                     wakeups,
                     lat_ns: stats.hist.stats(),
+                    fio: Some(FioJobData {
+                        threads,
+                        runtime_ns: window,
+                        usr_ns: usr,
+                        sys_ns: cpu - usr,
+                        read: stats.read.summary(),
+                        write: stats.write.summary(),
+                    }),
                 }
             })
             .collect();

@@ -48,6 +48,9 @@ pub(crate) struct Request {
     pub seq: Seq,
     /// System call entry: latency is measured from here.
     pub issued: Nanos,
+    /// Its submission call returned (fio's issue time for asynchronous
+    /// engines: submission latency ends here).
+    pub submitted: Nanos,
     /// Reached the device (submission doorbell).
     pub dispatched: Nanos,
     /// Completion entry posted.
@@ -144,6 +147,10 @@ pub(crate) struct Thread {
     /// When it last got the CPU (slice accounting).
     pub exec_start: Nanos,
     pub cpu_ns: u64,
+    /// The part of `cpu_ns` spent in user mode (see `metrics.rs`).
+    pub usr_ns: u64,
+    /// User-mode work left at the end of the current burst (think time).
+    pub user_left: Nanos,
     pub ctx_switches: u64,
     /// Times the thread was woken from a block in the measured window
     /// (by a completion's IRQ handler or a timer).
@@ -274,6 +281,7 @@ impl<'a> World<'a> {
                         hint: Hint::Unmarked,
                         seq: 0,
                         issued: 0,
+                        submitted: 0,
                         dispatched: 0,
                         posted_at: 0,
                         state: ReqState::Free,
@@ -299,6 +307,8 @@ impl<'a> World<'a> {
                     vruntime: 0,
                     exec_start: 0,
                     cpu_ns: 0,
+                    usr_ns: 0,
+                    user_left: 0,
                     ctx_switches: 0,
                     wakeups: 0,
                     free_slots,
@@ -550,6 +560,7 @@ impl<'a> World<'a> {
         }
         for t in &mut self.threads {
             t.cpu_ns = 0;
+            t.usr_ns = 0;
             t.ctx_switches = 0;
             t.wakeups = 0;
         }

@@ -50,6 +50,7 @@ impl World<'_> {
         if let Some(t) = core.current {
             let th = &mut self.threads[t as usize];
             th.cpu_ns += elapsed;
+            th.usr_ns += th.user_share(elapsed);
             th.vruntime += elapsed;
             if let Activity::Burst { left, .. } = &mut th.act {
                 *left = left.saturating_sub(elapsed);

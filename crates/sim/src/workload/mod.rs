@@ -254,7 +254,9 @@ impl World<'_> {
     /// The submission path is done: the staged requests reach the device.
     fn submitted(&mut self, t: usize) {
         let mut batch = std::mem::take(&mut self.threads[t].batch);
+        let now = self.now();
         for &r in &batch {
+            self.reqs[r as usize].submitted = now;
             self.submit_to_device(r);
         }
         batch.clear();
@@ -382,18 +384,20 @@ impl World<'_> {
                     .fail(format!("request {r} handed out in state {state:?}"));
             }
             req.state = ReqState::Free;
-            let (lat, bytes) = (now - req.issued, req.bytes);
+            let done = *req;
             self.check.handed += 1;
             let th = &mut self.threads[t];
             th.free_slots.push(r);
             th.in_flight -= 1;
+            let sync = th.prog.engine.is_sync();
             if self.measuring {
-                self.jobs[job].record(lat, bytes);
+                self.jobs[job].record(&done, now, sync);
             }
         }
         // The generator's own work per I/O (fio's accounting of this
         // completion and the preparation of the next request) and the
-        // job's think time run on the thread after the latency is taken.
+        // job's think time run on the thread after the latency is taken,
+        // both in user mode.
         let p = self.threads[t].prog;
         let user = if p.gtod_reduce {
             self.costs.user_per_io_gtod_reduce
@@ -402,6 +406,7 @@ impl World<'_> {
         };
         let per_io = p.think + user;
         if per_io > 0 && n > 0 {
+            self.threads[t].user_left = per_io * u64::from(n);
             self.set_burst(t, per_io * u64::from(n), Cont::Issue);
         } else {
             self.issue(t);

@@ -1,0 +1,115 @@
+//! What the simulator measures for fio's JSON output: per-direction
+//! histograms, slat/clat/lat as fio splits them, user and system CPU.
+
+use cint_report::{FioJobData, JobResult};
+
+fn sim(text: &str) -> Vec<JobResult> {
+    let sc = cint_scenario::load_str(text, "fio-metrics.toml", &[]).expect("valid scenario");
+    let mut r = cint_sim::run(&sc).expect("the simulator runs a valid scenario");
+    r.results.remove(0).jobs
+}
+
+fn fio(job: &JobResult) -> &FioJobData {
+    job.fio.as_ref().expect("the simulator measures fio's data")
+}
+
+const MIXED: &str = r#"
+name = "fio-metrics"
+duration = "20ms"
+warmup = "2ms"
+[host]
+cores = 2
+[[strategy]]
+name = "none"
+kind = "none"
+[[job]]
+name = "aio"
+cpu = 0
+engine = "libaio"
+rw = "randrw"
+rwmixread = 70
+iodepth = 8
+batch = 4
+batch_complete_min = 4
+think = "3us"
+[[job]]
+name = "sync"
+cpu = 0
+engine = "psync"
+rw = "randwrite"
+[[job]]
+name = "spin"
+cpu = 1
+kind = "cpu"
+"#;
+
+#[test]
+fn directions_add_up_to_the_job_and_latencies_split_as_fio_splits_them() {
+    let jobs = sim(MIXED);
+    for job in &jobs[..2] {
+        let d = fio(job);
+        assert_eq!(d.read.ios + d.write.ios, job.ios, "{}", job.name);
+        assert_eq!(d.read.bytes + d.write.bytes, job.ios * 4096);
+        assert_eq!(d.read.lat.n + d.write.lat.n, job.lat_ns.n);
+        for dir in [&d.read, &d.write] {
+            assert_eq!(dir.clat.n, dir.ios);
+            assert_eq!(dir.lat.n, dir.ios);
+            assert_eq!(dir.lat.bins.iter().map(|b| b.1).sum::<u64>(), dir.ios);
+        }
+    }
+    let aio = fio(&jobs[0]);
+    // About 70% reads.
+    let share = aio.read.ios as f64 / jobs[0].ios as f64;
+    assert!((0.6..0.8).contains(&share), "{share}");
+    // Asynchronous: every request's lat is its slat plus its clat, so the
+    // means add up too, and the submission call takes time.
+    for dir in [&aio.read, &aio.write] {
+        assert_eq!(dir.slat.n, dir.ios);
+        assert!(dir.slat.min > 0);
+        let sum = dir.slat.mean + dir.clat.mean;
+        assert!((dir.lat.mean - sum).abs() < 1e-6 * dir.lat.mean, "{dir:?}");
+        assert!(dir.lat.min >= dir.slat.min + dir.clat.min);
+    }
+    // Synchronous: fio measures no slat; clat is the whole call.
+    let sync = fio(&jobs[1]);
+    assert_eq!((sync.read.ios, sync.read.lat.n), (0, 0));
+    assert_eq!(sync.write.slat.n, 0);
+    assert_eq!(sync.write.clat, sync.write.lat);
+}
+
+#[test]
+fn user_time_is_the_applications_work_and_system_time_the_rest() {
+    let jobs = sim(MIXED);
+    let window = fio(&jobs[0]).runtime_ns;
+    assert_eq!(window, 20_000_000);
+    // The busy loop alone on its core: all user time.
+    let spin = fio(&jobs[2]);
+    assert_eq!(
+        spin.usr_ns + spin.sys_ns,
+        window,
+        "it never leaves its core"
+    );
+    assert_eq!(spin.sys_ns, 0);
+    assert_eq!((spin.read.ios, spin.write.ios), (0, 0));
+    // The libaio job thinks 3 us per completed I/O in user mode; a think
+    // burst cut by the window's edges is counted only for its part inside.
+    let aio = fio(&jobs[0]);
+    let think = 3_000 * jobs[0].ios;
+    let slack = 3_000 * 8;
+    assert!(
+        aio.usr_ns + slack >= think && aio.usr_ns <= think + slack,
+        "user {} ns for {} I/Os",
+        aio.usr_ns,
+        jobs[0].ios
+    );
+    assert!(aio.sys_ns > 0, "system calls");
+    // No think time: the psync thread runs only in the kernel.
+    let sync = fio(&jobs[1]);
+    assert_eq!(sync.usr_ns, 0);
+    assert!(sync.sys_ns > 0);
+    // Together they are the CPU share the result reports.
+    for (job, d) in jobs.iter().map(|j| (j, fio(j))) {
+        let cpu = (d.usr_ns + d.sys_ns) as f64 / window as f64;
+        assert!((cpu - job.cpu_util).abs() < 1e-12, "{}", job.name);
+    }
+}
