@@ -15,6 +15,7 @@
 
 pub mod backend;
 pub mod blk;
+pub mod chains;
 pub mod compare;
 
 pub mod cpu;

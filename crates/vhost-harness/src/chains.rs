@@ -1,0 +1,279 @@
+//! Well-formed and malformed virtio-blk descriptor chains, and what a
+//! correct device must answer to each: the vocabulary of the fuzz tests.
+//!
+//! Each request lives in a *slot*: a fixed run of descriptor-table entries
+//! and its own header, data and status buffers, so chains in one batch
+//! never share memory.
+
+use crate::blk;
+use crate::exchange::RawChain;
+use crate::memory::{Gpa, GuestMemory};
+use crate::ring::{Desc, DESC_F_NEXT, DESC_F_WRITE};
+use crate::Error;
+
+/// Descriptor-table entries per slot.
+pub const DESCS_PER_SLOT: u16 = 8;
+/// Largest data buffer of a slot.
+pub const MAX_DATA: u32 = 8 * 512;
+
+/// How a chain is wrong (or not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// A correct request.
+    None,
+    /// The header descriptor is shorter than 16 bytes.
+    ShortHeader(u8),
+    /// The header is in a device-writable buffer.
+    WritableHeader,
+    /// The data buffer has the wrong direction for the request type.
+    DataWrongDirection,
+    /// The data buffer's length is not a multiple of 512.
+    DataNotSectorMultiple(u16),
+    /// The header lies outside guest memory.
+    HeaderOutsideMemory(u64),
+    /// The data buffer starts outside guest memory.
+    DataOutsideMemory(u64),
+    /// The data buffer starts inside guest memory and runs past its end.
+    DataStraddlesEnd,
+    /// The data buffer's address plus length wraps around 2^64.
+    DataAddressWraps,
+    /// The status byte lies outside guest memory (no status can be written).
+    StatusOutsideMemory(u64),
+    /// The status descriptor is device-readable (no status can be written).
+    ReadableStatus,
+    /// The status descriptor has length 0 (no status can be written).
+    EmptyStatus,
+    /// The chain ends after the header (no status descriptor at all).
+    NoStatus,
+    /// The last descriptor's `next` points back at the head: a loop.
+    Loop,
+    /// A `next` index past the end of the descriptor table.
+    NextOutOfRange(u16),
+    /// The request's sectors run past the disk's capacity by this many.
+    SectorsPastEnd(u64),
+    /// The sector number is near 2^64 (sector * 512 overflows).
+    HugeSector,
+    /// A request type the device does not know.
+    UnknownType(u32),
+}
+
+impl Fault {
+    /// Whether the status byte is addressable, so a correct device must
+    /// write an error status there (otherwise it can only return the chain).
+    pub fn status_addressable(self) -> bool {
+        !matches!(
+            self,
+            Fault::StatusOutsideMemory(_)
+                | Fault::ReadableStatus
+                | Fault::EmptyStatus
+                | Fault::NoStatus
+                | Fault::Loop
+                | Fault::NextOutOfRange(_)
+        )
+    }
+}
+
+/// One request of a batch.
+#[derive(Clone, Copy, Debug)]
+pub struct ChainSpec {
+    /// Write (true) or read.
+    pub write: bool,
+    /// Sectors of data, 1..=8.
+    pub sectors: u8,
+    /// First sector, relative to the slot's region of the disk.
+    pub sector_offset: u64,
+    /// Seed of the data pattern a write carries.
+    pub seed: u8,
+    /// What is wrong with it.
+    pub fault: Fault,
+}
+
+/// The buffers of one slot.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot {
+    /// Index of the slot (its descriptors start at `index * DESCS_PER_SLOT`).
+    pub index: u16,
+    /// Header buffer.
+    pub header: Gpa,
+    /// Data buffer (`MAX_DATA` bytes).
+    pub data: Gpa,
+    /// Status byte.
+    pub status: Gpa,
+}
+
+impl Slot {
+    /// Allocates `count` slots in `mem`.
+    pub fn allocate(mem: &GuestMemory, count: u16) -> Result<Vec<Slot>, Error> {
+        (0..count)
+            .map(|index| {
+                Ok(Slot {
+                    index,
+                    header: mem.alloc(u64::from(blk::HEADER_LEN), 16)?,
+                    data: mem.alloc(u64::from(MAX_DATA), 4096)?,
+                    status: mem.alloc(1, 1)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The head descriptor's index.
+    pub fn head(&self) -> u16 {
+        self.index * DESCS_PER_SLOT
+    }
+}
+
+/// The bytes a write with this seed carries.
+pub fn pattern(seed: u8, sector: u64, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| {
+            let x = (sector.wrapping_mul(0x9e37_79b9) as usize)
+                .wrapping_add(i.wrapping_mul(31))
+                .wrapping_add(usize::from(seed).wrapping_mul(97));
+            (x ^ (x >> 7)) as u8
+        })
+        .collect()
+}
+
+/// Writes the request's header and data into the slot's buffers, sets the
+/// status byte to `S_UNTOUCHED`, and returns the chain to submit.
+/// `first_sector` is the absolute first sector the request addresses
+/// before any sector fault; `capacity` is the disk's size in sectors;
+/// `queue_size` the descriptor table's size.
+pub fn build(
+    mem: &GuestMemory,
+    slot: &Slot,
+    spec: &ChainSpec,
+    first_sector: u64,
+    capacity: u64,
+    queue_size: u16,
+) -> RawChain {
+    let len = u32::from(spec.sectors) * 512;
+    let mut req_type = if spec.write { blk::T_OUT } else { blk::T_IN };
+    let mut sector = first_sector;
+    match spec.fault {
+        Fault::SectorsPastEnd(by) => {
+            sector = capacity - u64::from(spec.sectors) + 1 + by;
+        }
+        Fault::HugeSector => sector = u64::MAX - u64::from(spec.sectors) / 2,
+        Fault::UnknownType(t) => req_type = t,
+        _ => {}
+    }
+    mem.write(slot.header, &blk::header(req_type, 0, sector));
+    if spec.write {
+        mem.write(slot.data, &pattern(spec.seed, first_sector, len as usize));
+    } else {
+        // Reads must overwrite this; a stale buffer would hide a short read.
+        mem.fill(slot.data, u64::from(MAX_DATA), 0xee);
+    }
+    mem.write_u8(slot.status, blk::S_UNTOUCHED);
+
+    let base = slot.head();
+    let outside = |off: u64| mem.size() + off;
+    let mut header = Desc {
+        addr: slot.header,
+        len: blk::HEADER_LEN,
+        flags: DESC_F_NEXT,
+        next: base + 1,
+    };
+    let data_writable = !spec.write;
+    let mut data = Desc {
+        addr: slot.data,
+        len,
+        flags: DESC_F_NEXT | if data_writable { DESC_F_WRITE } else { 0 },
+        next: base + 2,
+    };
+    let mut status = Desc {
+        addr: slot.status,
+        len: 1,
+        flags: DESC_F_WRITE,
+        next: 0,
+    };
+    match spec.fault {
+        Fault::ShortHeader(n) => header.len = u32::from(n % 16),
+        Fault::WritableHeader => header.flags |= DESC_F_WRITE,
+        Fault::DataWrongDirection => data.flags ^= DESC_F_WRITE,
+        Fault::DataNotSectorMultiple(n) => {
+            data.len = (len - 512) + 1 + u32::from(n % 511);
+        }
+        Fault::HeaderOutsideMemory(off) => header.addr = outside(off),
+        Fault::DataOutsideMemory(off) => data.addr = outside(off),
+        Fault::DataStraddlesEnd => data.addr = mem.size() - u64::from(len) / 2,
+        Fault::DataAddressWraps => data.addr = u64::MAX - u64::from(len) / 2,
+        Fault::StatusOutsideMemory(off) => status.addr = outside(off),
+        Fault::ReadableStatus => status.flags &= !DESC_F_WRITE,
+        Fault::EmptyStatus => status.len = 0,
+        Fault::Loop => {
+            status.flags |= DESC_F_NEXT;
+            status.next = base;
+        }
+        Fault::NextOutOfRange(off) => {
+            data.next = queue_size.saturating_add(off % 1024);
+        }
+        Fault::NoStatus => header.flags &= !DESC_F_NEXT,
+        _ => {}
+    }
+    let descs = if spec.fault == Fault::NoStatus {
+        vec![(base, header)]
+    } else {
+        vec![(base, header), (base + 1, data), (base + 2, status)]
+    };
+    RawChain { descs }
+}
+
+/// A completed request's verdict against what a correct device does.
+/// `Ok(())` when it behaved; otherwise why not.
+pub fn check_status(spec: &ChainSpec, status: u8, read_only: bool) -> Result<(), String> {
+    let write_refused = read_only && spec.write;
+    match spec.fault {
+        Fault::None if !write_refused => {
+            if status == blk::S_OK {
+                Ok(())
+            } else {
+                Err(format!("a correct request got status {status}"))
+            }
+        }
+        Fault::UnknownType(_) => {
+            if status == blk::S_UNSUPP {
+                Ok(())
+            } else {
+                Err(format!(
+                    "an unknown request type got status {status}, not UNSUPP"
+                ))
+            }
+        }
+        f if f.status_addressable() => {
+            if status == blk::S_IOERR || status == blk::S_UNSUPP {
+                Ok(())
+            } else {
+                Err(format!(
+                    "a malformed request ({f:?}) got status {status}, not an error"
+                ))
+            }
+        }
+        f => {
+            if status == blk::S_OK {
+                Err(format!(
+                    "a request with no usable status ({f:?}) reported success"
+                ))
+            } else if status == blk::S_UNTOUCHED
+                || status == blk::S_IOERR
+                || status == blk::S_UNSUPP
+            {
+                // A device-readable or absent status buffer must not be
+                // written; an error there is tolerated only for a loop or a
+                // bad `next`, where the status descriptor itself is valid.
+                if status != blk::S_UNTOUCHED
+                    && !matches!(f, Fault::Loop | Fault::NextOutOfRange(_))
+                {
+                    Err(format!(
+                        "the device wrote status {status} into a buffer it may not write ({f:?})"
+                    ))
+                } else {
+                    Ok(())
+                }
+            } else {
+                Err(format!("status byte changed to {status} ({f:?})"))
+            }
+        }
+    }
+}
