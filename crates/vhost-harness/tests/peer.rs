@@ -39,6 +39,10 @@ fn peer_round_trips_random_batches_of_reads_and_writes() {
     let mut runner = TestRunner::new(Config {
         cases: 32,
         failure_persistence: None,
+        // A back end's state cannot be rolled back between cases, so
+        // shrinking would replay on a different device: report the first
+        // failing batch as it was.
+        max_shrink_iters: 0,
         ..Config::default()
     });
     runner

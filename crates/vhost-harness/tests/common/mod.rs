@@ -94,6 +94,9 @@ pub struct Rig {
     pub shadow: Vec<u8>,
     pub read_only: bool,
     pub completed: u64,
+    /// The first failure: the back end's state cannot be rolled back, so
+    /// later batches (proptest's shrinking included) only repeat it.
+    pub failed: Option<String>,
 }
 
 impl Rig {
@@ -114,6 +117,7 @@ impl Rig {
             shadow,
             read_only,
             completed: 0,
+            failed: None,
         }
     }
 
@@ -125,6 +129,17 @@ impl Rig {
     /// updates the shadow with the good writes, then reads back every
     /// range a request addressed and compares it with the shadow.
     pub fn batch(&mut self, specs: &[ChainSpec]) -> Result<(), String> {
+        if let Some(first) = &self.failed {
+            return Err(first.clone());
+        }
+        let outcome = self.batch_once(specs);
+        if let Err(e) = &outcome {
+            self.failed = Some(format!("{e}\nthe failing batch: {specs:#?}"));
+        }
+        outcome
+    }
+
+    fn batch_once(&mut self, specs: &[ChainSpec]) -> Result<(), String> {
         assert!(specs.len() <= usize::from(SLOTS));
         let first: Vec<u64> = specs
             .iter()
