@@ -141,6 +141,7 @@ impl LoadResult {
 pub fn run(session: &mut Session, cfg: &LoadConfig) -> Result<LoadResult, Error> {
     let capacity = session.config.capacity;
     let memory = session.memory.clone();
+    let mark = memory.mark();
     let results: Vec<Result<QueueResult, Error>> = std::thread::scope(|s| {
         let handles: Vec<_> = session
             .queues
@@ -161,6 +162,11 @@ pub fn run(session: &mut Session, cfg: &LoadConfig) -> Result<LoadResult, Error>
     // The wall clock of the slowest queue, without the trailing wait for
     // late interrupts.
     let mut total = LoadResult::default();
+    let all_done = results.iter().all(|r| r.is_ok());
+    if all_done {
+        // Every request came back, so the device owns none of the buffers.
+        memory.release_to(mark);
+    }
     for r in results {
         let r = r?;
         total.requests += r.requests;

@@ -103,6 +103,17 @@ impl GuestMemory {
         }
     }
 
+    /// The allocator's position, to hand back with `release_to`.
+    pub fn mark(&self) -> Gpa {
+        self.next_free.load(Ordering::Relaxed)
+    }
+
+    /// Frees everything allocated since `mark`, for reuse by the next run.
+    /// The caller makes sure the device no longer owns any of it.
+    pub fn release_to(&self, mark: Gpa) {
+        self.next_free.fetch_min(mark, Ordering::Relaxed);
+    }
+
     fn ptr(&self, gpa: Gpa, len: u64, align: u64) -> *mut u8 {
         let end = gpa.checked_add(len);
         assert!(

@@ -5,7 +5,6 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use cint_vhost_harness::backend::{self, BackendProcess};
@@ -43,13 +42,7 @@ pub fn cint_with_vhost() -> Option<PathBuf> {
     let Some(cint) = backend::find_cint() else {
         return missing("the cint binary (cargo build --release -p cint-cli, or CINT_BIN)");
     };
-    let has_vhost = Command::new(&cint)
-        .args(["vhost", "--help"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if has_vhost {
+    if backend::has_vhost_subcommand(&cint) {
         Some(cint)
     } else {
         missing(&format!("`{} vhost` (the back end)", cint.display()))
