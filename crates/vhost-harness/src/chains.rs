@@ -82,8 +82,12 @@ pub struct ChainSpec {
     pub sectors: u8,
     /// First sector, relative to the slot's region of the disk.
     pub sector_offset: u64,
-    /// Seed of the data pattern a write carries.
+    /// Seed of the data pattern a write carries (and of where the data
+    /// buffer is cut when it is split).
     pub seed: u8,
+    /// Descriptors the data buffer is split into, 1..=4, cut at arbitrary
+    /// byte offsets (valid virtio: only the total length matters).
+    pub pieces: u8,
     /// What is wrong with it.
     pub fault: Fault,
 }
@@ -212,11 +216,47 @@ pub fn build(
         Fault::NoStatus => header.flags &= !DESC_F_NEXT,
         _ => {}
     }
-    let descs = if spec.fault == Fault::NoStatus {
-        vec![(base, header)]
-    } else {
-        vec![(base, header), (base + 1, data), (base + 2, status)]
-    };
+    if spec.fault == Fault::NoStatus {
+        return RawChain {
+            descs: vec![(base, header)],
+        };
+    }
+    let pieces =
+        u16::from(spec.pieces.clamp(1, 4)).min(u16::try_from(data.len).unwrap_or(4).max(1));
+    let status_index = base + 1 + pieces;
+    let mut descs = vec![(base, header)];
+    let mut offset = 0u32;
+    for i in 0..pieces {
+        let end = if i + 1 == pieces {
+            data.len
+        } else {
+            // Even cuts moved by up to 12 bytes, so pieces are rarely
+            // sector-aligned, and never empty.
+            let even = data.len * u32::from(i + 1) / u32::from(pieces);
+            even.saturating_sub(u32::from(spec.seed) % 13)
+                .max(offset + 1)
+        };
+        let last = i + 1 == pieces;
+        descs.push((
+            base + 1 + i,
+            Desc {
+                addr: data.addr.wrapping_add(u64::from(offset)),
+                len: end - offset,
+                flags: data.flags,
+                next: if last && data.next != base + 2 {
+                    // A fault rewrote the data buffer's `next`: keep it.
+                    data.next
+                } else if last {
+                    status_index
+                } else {
+                    base + 2 + i
+                },
+            },
+        ));
+        offset = end;
+    }
+    status.next = if spec.fault == Fault::Loop { base } else { 0 };
+    descs.push((status_index, status));
     RawChain { descs }
 }
 

@@ -14,15 +14,16 @@ use cint_vhost_harness::chains::{ChainSpec, Fault};
 use cint_vhost_harness::load::{self, LoadConfig, Op, Wait};
 
 fn good_spec() -> impl Strategy<Value = ChainSpec> {
-    (any::<bool>(), 1u8..=8, 0u64..120, any::<u8>()).prop_map(|(write, sectors, off, seed)| {
-        ChainSpec {
+    (any::<bool>(), 1u8..=8, 0u64..120, any::<u8>(), 1u8..=4).prop_map(
+        |(write, sectors, off, seed, pieces)| ChainSpec {
             write,
             sectors,
             sector_offset: off,
             seed,
+            pieces,
             fault: Fault::None,
-        }
-    })
+        },
+    )
 }
 
 #[test]

@@ -87,6 +87,10 @@ pub struct Rig {
     pub shadow: Vec<u8>,
     pub read_only: bool,
     pub completed: u64,
+    /// Malformed requests submitted (each was checked).
+    pub malformed: u64,
+    /// Malformed requests that came back without a status byte written.
+    pub returned_without_status: u64,
     /// The first failure: the back end's state cannot be rolled back, so
     /// later batches (proptest's shrinking included) only repeat it.
     pub failed: Option<String>,
@@ -110,6 +114,8 @@ impl Rig {
             shadow,
             read_only,
             completed: 0,
+            malformed: 0,
+            returned_without_status: 0,
             failed: None,
         }
     }
@@ -143,6 +149,12 @@ impl Rig {
         for (k, spec) in specs.iter().enumerate() {
             chains::check_status(spec, statuses[k], self.read_only)
                 .map_err(|e| format!("request {k} {spec:?}: {e}"))?;
+            if spec.fault != Fault::None {
+                self.malformed += 1;
+                if statuses[k] == blk::S_UNTOUCHED {
+                    self.returned_without_status += 1;
+                }
+            }
             if spec.write && spec.fault == Fault::None && statuses[k] == blk::S_OK {
                 let at = (first[k] * 512) as usize;
                 let len = usize::from(spec.sectors) * 512;
