@@ -368,6 +368,12 @@ impl CompareReport {
             ));
         }
         for t in &self.targets {
+            if !t.exit.ends_with("exit status: 0") {
+                s.push_str(&format!("{}: {}\n", t.name, t.exit));
+            }
+            if t.backend_irqs_sent.is_none() && !t.peer {
+                s.push_str(&format!("{}: wrote no stats JSON\n", t.name));
+            }
             if let Some(sent) = t.backend_irqs_sent {
                 s.push_str(&format!(
                     "{}: harness counted {} interrupts, back end reports {} sent{}\n",
