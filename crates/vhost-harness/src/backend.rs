@@ -88,6 +88,33 @@ impl BackendProcess {
         matches!(self.try_wait(), Ok(None))
     }
 
+    /// Waits up to `timeout` for the process to exit by itself (ours does
+    /// when its front end disconnects and `--reconnect` is not given);
+    /// kills it and fails after that.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus, Error> {
+        let Some(mut child) = self.child.take() else {
+            return Err(Error::Process(format!("{} already stopped", self.name)));
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = child
+                .try_wait()
+                .map_err(|e| Error::Process(format!("{}: {e}", self.name)))?
+            {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Error::Process(format!(
+                    "{} did not exit within {timeout:?} of its front end leaving",
+                    self.name
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Sends SIGTERM and waits up to `timeout` for it to exit (then
     /// SIGKILL); returns how it exited.
     pub fn stop(&mut self, timeout: Duration) -> Result<ExitStatus, Error> {

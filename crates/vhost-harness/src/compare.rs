@@ -214,7 +214,14 @@ fn run_in(cfg: &CompareConfig, dir: &std::path::Path) -> Result<CompareReport, E
         if let Some(s) = t.session.take() {
             s.close().map_err(|e| named(&t.name, e))?;
         }
-        let exit = match t.process.stop(Duration::from_secs(10)) {
+        // Ours exits by itself once its front end leaves (a SIGTERM on top
+        // would race its exit path); the peer keeps listening until told.
+        let stopped = if t.peer {
+            t.process.stop(Duration::from_secs(10))
+        } else {
+            t.process.wait_exit(Duration::from_secs(10))
+        };
+        let exit = match stopped {
             Ok(status) => status.to_string(),
             Err(e) => e.to_string(),
         };

@@ -62,7 +62,9 @@ fn interrupts_the_harness_counts_are_the_ones_the_back_end_reports_sent() {
             requests += r.requests;
         }
         session.close().expect("close session");
-        let status = process.stop(Duration::from_secs(10)).expect("stop");
+        let status = process
+            .wait_exit(Duration::from_secs(10))
+            .expect("cint vhost exits when its front end leaves");
         assert!(status.success(), "{strategy}: exited with {status}");
         let text = std::fs::read_to_string(&stats).expect("stats JSON written on exit");
         let doc: serde_json::Value = serde_json::from_str(&text).expect("stats JSON parses");
