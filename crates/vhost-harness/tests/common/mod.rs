@@ -67,12 +67,17 @@ pub fn make_image(path: &Path) -> Vec<u8> {
 
 /// Connects a one-queue session sized for the fuzz slots and a small load.
 pub fn connect(socket: &Path) -> Session {
+    connect_with(socket, 1, true)
+}
+
+/// Connects with `queues` queues, negotiating EVENT_IDX or not.
+pub fn connect_with(socket: &Path, queues: u16, event_idx: bool) -> Session {
     Session::connect(
         socket,
         &SessionConfig {
-            queues: 1,
+            queues,
             queue_size: QUEUE_SIZE,
-            event_idx: true,
+            event_idx,
             memory_bytes: 32 << 20,
         },
     )
