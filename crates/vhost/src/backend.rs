@@ -1,6 +1,7 @@
 //! The `VhostUserBackend` of `vhost-user-backend`: one worker thread per
 //! virtqueue, each with its worker state, its io_uring and its timer.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -36,6 +37,10 @@ pub struct BlkBackend {
     queues: Vec<QueueSlot>,
     /// The guest memory of the current connection.
     mem: RwLock<Option<GuestMem>>,
+    /// The current connection sent at least one vhost-user request (a
+    /// peer that connects and closes, like another back end checking
+    /// whether the socket is live, is not a front end).
+    spoken_to: AtomicBool,
 }
 
 impl BlkBackend {
@@ -77,12 +82,19 @@ impl BlkBackend {
             queue_size,
             queues: slots,
             mem: RwLock::new(None),
+            spoken_to: AtomicBool::new(false),
         })
     }
 
     /// Makes `mem` the guest memory of the connection about to start.
     pub fn set_memory(&self, mem: GuestMem) {
         *self.mem.write().unwrap_or_else(|p| p.into_inner()) = Some(mem);
+        self.spoken_to.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether the connection that ended asked anything of the device.
+    pub fn was_spoken_to(&self) -> bool {
+        self.spoken_to.load(Ordering::Relaxed)
     }
 
     fn lock(&self, q: usize) -> MutexGuard<'_, Worker> {
@@ -145,6 +157,8 @@ impl VhostUserBackend for BlkBackend {
     }
 
     fn features(&self) -> u64 {
+        // GET_FEATURES is the first request of every front end.
+        self.spoken_to.store(true, Ordering::Relaxed);
         self.device.features
     }
 

@@ -93,6 +93,10 @@ fn serve(
         for h in &handlers {
             h.send_exit_event();
         }
+        if !backend.was_spoken_to() {
+            // A liveness probe, not a front end: keep waiting.
+            continue;
+        }
         match ended {
             Ok(()) => eprintln!("cint vhost: front end disconnected"),
             Err(DaemonError::HandleRequest(

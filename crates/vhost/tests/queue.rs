@@ -116,7 +116,8 @@ impl Rig {
         let slot = AVAIL + 4 + 2 * u64::from(self.avail_idx % QSIZE);
         mem.write_obj(head.to_le(), GuestAddress(slot)).unwrap();
         self.avail_idx = self.avail_idx.wrapping_add(1);
-        mem.write_obj(self.avail_idx.to_le(), GuestAddress(AVAIL + 2)).unwrap();
+        mem.write_obj(self.avail_idx.to_le(), GuestAddress(AVAIL + 2))
+            .unwrap();
     }
 
     fn header(&self, at: u64, kind: u32, ioprio: u32, sector: u64) {
@@ -196,7 +197,9 @@ fn read_write_flush_and_get_id_reach_the_file_and_come_back_ok() {
     assert_eq!(got, want);
 
     // Write 512 bytes of 0xAB at sector 5, flush, check the file.
-    rig.mem().write_slice(&[0xAB; 512], GuestAddress(DATA)).unwrap();
+    rig.mem()
+        .write_slice(&[0xAB; 512], GuestAddress(DATA))
+        .unwrap();
     rig.header(HDR, T_OUT, 0, 5);
     rig.push_chain(&[(HDR, 16, 0), (DATA, 512, 0), (STATUS, 1, F_WRITE)]);
     assert_eq!(rig.run_until(1)[0].1, 1);
@@ -207,7 +210,11 @@ fn read_write_flush_and_get_id_reach_the_file_and_come_back_ok() {
     assert_eq!(rig.byte(STATUS), 0);
     let file = std::fs::read(&rig.image_path).unwrap();
     assert!(file[5 * 512..6 * 512].iter().all(|&b| b == 0xAB));
-    assert_eq!(file[6 * 512], ((6 * 512) % 251) as u8, "neighbours untouched");
+    assert_eq!(
+        file[6 * 512],
+        ((6 * 512) % 251) as u8,
+        "neighbours untouched"
+    );
 
     // GET_ID: 20 bytes.
     rig.header(HDR, T_GET_ID, 0, 0);
@@ -239,18 +246,99 @@ fn hostile_chains_fail_with_a_status_and_the_queue_keeps_serving() {
     let outside = MEM_SIZE as u64 + 0x1000;
     type Case = (&'static str, u32, u64, Vec<(u64, u32, u16)>, Option<u8>);
     let cases: Vec<Case> = vec![
-        ("header device-writable", T_IN, 0, vec![(HDR, 16, F_WRITE), (DATA, 512, F_WRITE), (STATUS, 1, F_WRITE)], Some(1)),
-        ("header too short", T_IN, 0, vec![(HDR, 8, 0), (DATA, 512, F_WRITE), (STATUS, 1, F_WRITE)], Some(1)),
-        ("data outside memory", T_IN, 0, vec![(HDR, 16, 0), (outside, 512, F_WRITE), (STATUS, 1, F_WRITE)], Some(1)),
-        ("readable buffer in a read", T_IN, 0, vec![(HDR, 16, 0), (DATA, 512, 0), (STATUS, 1, F_WRITE)], Some(1)),
-        ("writable buffer in a write", T_OUT, 0, vec![(HDR, 16, 0), (DATA, 512, F_WRITE), (STATUS, 1, F_WRITE)], Some(1)),
-        ("past the end", T_IN, 63, vec![(HDR, 16, 0), (DATA, 1024, F_WRITE), (STATUS, 1, F_WRITE)], Some(1)),
-        ("sector overflow", T_IN, u64::MAX, vec![(HDR, 16, 0), (DATA, 512, F_WRITE), (STATUS, 1, F_WRITE)], Some(1)),
-        ("odd length", T_IN, 0, vec![(HDR, 16, 0), (DATA, 100, F_WRITE), (STATUS, 1, F_WRITE)], Some(1)),
-        ("unknown type", 77, 0, vec![(HDR, 16, 0), (STATUS, 1, F_WRITE)], Some(2)),
-        ("no status byte", T_IN, 0, vec![(HDR, 16, 0), (DATA, 512, F_WRITE), (STATUS, 1, 0)], None),
-        ("status outside memory", T_IN, 0, vec![(HDR, 16, 0), (DATA, 512, F_WRITE), (outside, 1, F_WRITE)], None),
-        ("writable before readable", T_OUT, 0, vec![(HDR, 16, 0), (DATA, 512, F_WRITE), (DATA + 512, 512, 0), (STATUS, 1, F_WRITE)], Some(1)),
+        (
+            "header device-writable",
+            T_IN,
+            0,
+            vec![
+                (HDR, 16, F_WRITE),
+                (DATA, 512, F_WRITE),
+                (STATUS, 1, F_WRITE),
+            ],
+            Some(1),
+        ),
+        (
+            "header too short",
+            T_IN,
+            0,
+            vec![(HDR, 8, 0), (DATA, 512, F_WRITE), (STATUS, 1, F_WRITE)],
+            Some(1),
+        ),
+        (
+            "data outside memory",
+            T_IN,
+            0,
+            vec![(HDR, 16, 0), (outside, 512, F_WRITE), (STATUS, 1, F_WRITE)],
+            Some(1),
+        ),
+        (
+            "readable buffer in a read",
+            T_IN,
+            0,
+            vec![(HDR, 16, 0), (DATA, 512, 0), (STATUS, 1, F_WRITE)],
+            Some(1),
+        ),
+        (
+            "writable buffer in a write",
+            T_OUT,
+            0,
+            vec![(HDR, 16, 0), (DATA, 512, F_WRITE), (STATUS, 1, F_WRITE)],
+            Some(1),
+        ),
+        (
+            "past the end",
+            T_IN,
+            63,
+            vec![(HDR, 16, 0), (DATA, 1024, F_WRITE), (STATUS, 1, F_WRITE)],
+            Some(1),
+        ),
+        (
+            "sector overflow",
+            T_IN,
+            u64::MAX,
+            vec![(HDR, 16, 0), (DATA, 512, F_WRITE), (STATUS, 1, F_WRITE)],
+            Some(1),
+        ),
+        (
+            "odd length",
+            T_IN,
+            0,
+            vec![(HDR, 16, 0), (DATA, 100, F_WRITE), (STATUS, 1, F_WRITE)],
+            Some(1),
+        ),
+        (
+            "unknown type",
+            77,
+            0,
+            vec![(HDR, 16, 0), (STATUS, 1, F_WRITE)],
+            Some(2),
+        ),
+        (
+            "no status byte",
+            T_IN,
+            0,
+            vec![(HDR, 16, 0), (DATA, 512, F_WRITE), (STATUS, 1, 0)],
+            None,
+        ),
+        (
+            "status outside memory",
+            T_IN,
+            0,
+            vec![(HDR, 16, 0), (DATA, 512, F_WRITE), (outside, 1, F_WRITE)],
+            None,
+        ),
+        (
+            "writable before readable",
+            T_OUT,
+            0,
+            vec![
+                (HDR, 16, 0),
+                (DATA, 512, F_WRITE),
+                (DATA + 512, 512, 0),
+                (STATUS, 1, F_WRITE),
+            ],
+            Some(1),
+        ),
     ];
     for (name, kind, sector, chain, status) in cases {
         rig.mem().write_obj(0xEEu8, GuestAddress(STATUS)).unwrap();
@@ -270,7 +358,11 @@ fn hostile_chains_fail_with_a_status_and_the_queue_keeps_serving() {
         rig.header(HDR, T_IN, 0, 1);
         rig.push_chain(&[(HDR, 16, 0), (DATA, 512, F_WRITE), (STATUS, 1, F_WRITE)]);
         let used = rig.run_until(1);
-        assert_eq!((rig.byte(STATUS), used[0].1), (0, 513), "{name}: next request served");
+        assert_eq!(
+            (rig.byte(STATUS), used[0].1),
+            (0, 513),
+            "{name}: next request served"
+        );
     }
 }
 
@@ -318,7 +410,11 @@ fn every_request_gets_exactly_one_used_entry() {
             let hdr = HDR + 16 * i;
             let status = STATUS + i;
             let data = DATA + 0x1000 * i;
-            let (kind, flags) = if n % 3 == 0 { (T_OUT, 0) } else { (T_IN, F_WRITE) };
+            let (kind, flags) = if n % 3 == 0 {
+                (T_OUT, 0)
+            } else {
+                (T_IN, F_WRITE)
+            };
             rig.header(hdr, kind, 0, n % 200);
             let head = rig.push_chain(&[(hdr, 16, 0), (data, 512, flags), (status, 1, F_WRITE)]);
             submitted[usize::from(head)] += 1;
@@ -346,7 +442,11 @@ fn interrupts_follow_the_policy_and_are_counted() {
         for i in 0..4u64 {
             let hdr = HDR + 16 * i;
             rig.header(hdr, T_IN, 0, batch * 4 + i);
-            rig.push_chain(&[(hdr, 16, 0), (DATA + 0x1000 * i, 512, F_WRITE), (STATUS + i, 1, F_WRITE)]);
+            rig.push_chain(&[
+                (hdr, 16, 0),
+                (DATA + 0x1000 * i, 512, F_WRITE),
+                (STATUS + i, 1, F_WRITE),
+            ]);
         }
         let mut done = 0;
         while done < 4 {
@@ -368,12 +468,19 @@ fn event_idx_suppression_is_counted_not_sent() {
     rig.vring.set_queue_event_idx(true);
     // The driver asks to be interrupted only after used index 100.
     rig.mem()
-        .write_obj(100u16.to_le(), GuestAddress(AVAIL + 4 + 2 * u64::from(QSIZE)))
+        .write_obj(
+            100u16.to_le(),
+            GuestAddress(AVAIL + 4 + 2 * u64::from(QSIZE)),
+        )
         .unwrap();
     for i in 0..3u64 {
         let hdr = HDR + 16 * i;
         rig.header(hdr, T_IN, 0, i);
-        rig.push_chain(&[(hdr, 16, 0), (DATA + 0x1000 * i, 512, F_WRITE), (STATUS + i, 1, F_WRITE)]);
+        rig.push_chain(&[
+            (hdr, 16, 0),
+            (DATA + 0x1000 * i, 512, F_WRITE),
+            (STATUS + i, 1, F_WRITE),
+        ]);
     }
     let mut done = 0;
     while done < 3 {
@@ -396,7 +503,11 @@ fn urgent_requests_interrupt_at_once_under_cinterrupts() {
     rig.run_until(1);
     assert_eq!(rig.worker.stats.irqs_sent, 0, "unmarked completion held");
     rig.header(HDR + 16, T_IN, 1 << 13, 1);
-    rig.push_chain(&[(HDR + 16, 16, 0), (DATA + 0x1000, 512, F_WRITE), (STATUS + 1, 1, F_WRITE)]);
+    rig.push_chain(&[
+        (HDR + 16, 16, 0),
+        (DATA + 0x1000, 512, F_WRITE),
+        (STATUS + 1, 1, F_WRITE),
+    ]);
     rig.run_until(1);
     assert_eq!(rig.worker.stats.irqs_sent, 1);
     assert_eq!(rig.worker.stats.urgent_irqs, 1);
