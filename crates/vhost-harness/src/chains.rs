@@ -88,6 +88,9 @@ pub struct ChainSpec {
     /// Descriptors the data buffer is split into, 1..=4, cut at arbitrary
     /// byte offsets (valid virtio: only the total length matters).
     pub pieces: u8,
+    /// The header's ioprio field (a hint to our back end; any value must
+    /// be harmless).
+    pub ioprio: u32,
     /// What is wrong with it.
     pub fault: Fault,
 }
@@ -162,7 +165,7 @@ pub fn build(
         Fault::UnknownType(t) => req_type = t,
         _ => {}
     }
-    mem.write(slot.header, &blk::header(req_type, 0, sector));
+    mem.write(slot.header, &blk::header(req_type, spec.ioprio, sector));
     if spec.write {
         mem.write(slot.data, &pattern(spec.seed, first_sector, len as usize));
     } else {
@@ -315,5 +318,97 @@ pub fn check_status(spec: &ChainSpec, status: u8, read_only: bool) -> Result<(),
                 Err(format!("status byte changed to {status} ({f:?})"))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(write: bool, fault: Fault, pieces: u8) -> ChainSpec {
+        ChainSpec {
+            write,
+            sectors: 3,
+            sector_offset: 0,
+            seed: 5,
+            pieces,
+            ioprio: 0,
+            fault,
+        }
+    }
+
+    fn chain(s: &ChainSpec) -> (GuestMemory, Slot, RawChain) {
+        let mem = GuestMemory::new(1 << 20).expect("memfd");
+        let slot = Slot::allocate(&mem, 2).expect("slots")[1];
+        let c = build(&mem, &slot, s, 40, 2048, 256);
+        (mem, slot, c)
+    }
+
+    #[test]
+    fn a_correct_request_is_header_data_pieces_then_status() {
+        for pieces in 1..=4 {
+            let (mem, slot, c) = chain(&spec(false, Fault::None, pieces));
+            let d: Vec<Desc> = c.descs.iter().map(|(_, d)| *d).collect();
+            assert_eq!(c.descs[0].0, slot.head());
+            assert_eq!(d.len(), 2 + usize::from(pieces));
+            assert_eq!(d[0].len, blk::HEADER_LEN);
+            let data: u32 = d[1..d.len() - 1].iter().map(|x| x.len).sum();
+            assert_eq!(data, 3 * 512);
+            assert!(d[1..d.len() - 1]
+                .iter()
+                .all(|x| x.flags & DESC_F_WRITE != 0 && x.len > 0));
+            // Each descriptor's `next` is the following entry's index.
+            for w in c.descs.windows(2) {
+                assert_eq!(w[0].1.next, w[1].0);
+                assert!(w[0].1.flags & DESC_F_NEXT != 0);
+            }
+            let last = d[d.len() - 1];
+            assert_eq!((last.len, last.flags), (1, DESC_F_WRITE));
+            assert_eq!(mem.read_u8(slot.status), blk::S_UNTOUCHED);
+        }
+    }
+
+    #[test]
+    fn faults_break_exactly_what_they_name() {
+        let (_, slot, c) = chain(&spec(true, Fault::Loop, 2));
+        let last = c.descs.last().expect("descs").1;
+        assert!(last.flags & DESC_F_NEXT != 0 && last.next == slot.head());
+        let (_, _, c) = chain(&spec(true, Fault::NoStatus, 1));
+        assert_eq!(c.descs.len(), 1);
+        assert_eq!(c.descs[0].1.flags & DESC_F_NEXT, 0);
+        let (mem, _, c) = chain(&spec(true, Fault::DataStraddlesEnd, 3));
+        let first = c.descs[1].1.addr;
+        let end: u64 = first
+            + c.descs[1..4]
+                .iter()
+                .map(|(_, d)| u64::from(d.len))
+                .sum::<u64>();
+        assert!(first < mem.size() && end > mem.size());
+        let (_, _, c) = chain(&spec(false, Fault::DataWrongDirection, 1));
+        assert_eq!(c.descs[1].1.flags & DESC_F_WRITE, 0);
+        let (_, _, c) = chain(&spec(true, Fault::NextOutOfRange(3), 1));
+        assert!(c.descs[1].1.next >= 256);
+    }
+
+    #[test]
+    fn verdicts_follow_the_status_byte_rules() {
+        let good = spec(true, Fault::None, 1);
+        assert!(check_status(&good, blk::S_OK, false).is_ok());
+        assert!(check_status(&good, blk::S_IOERR, false).is_err());
+        assert!(check_status(&good, blk::S_IOERR, true).is_ok());
+        assert!(check_status(&good, blk::S_OK, true).is_err());
+        let unknown = spec(false, Fault::UnknownType(99), 1);
+        assert!(check_status(&unknown, blk::S_UNSUPP, false).is_ok());
+        assert!(check_status(&unknown, blk::S_IOERR, false).is_err());
+        let past = spec(false, Fault::SectorsPastEnd(0), 1);
+        assert!(check_status(&past, blk::S_IOERR, false).is_ok());
+        assert!(check_status(&past, blk::S_UNTOUCHED, false).is_err());
+        let readable = spec(false, Fault::ReadableStatus, 1);
+        assert!(check_status(&readable, blk::S_UNTOUCHED, false).is_ok());
+        assert!(check_status(&readable, blk::S_IOERR, false).is_err());
+        assert!(check_status(&readable, blk::S_OK, false).is_err());
+        let looped = spec(false, Fault::Loop, 1);
+        assert!(check_status(&looped, blk::S_IOERR, false).is_ok());
+        assert!(check_status(&looped, blk::S_OK, false).is_err());
     }
 }

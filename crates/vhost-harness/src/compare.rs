@@ -180,7 +180,7 @@ fn run_in(cfg: &CompareConfig, dir: &std::path::Path) -> Result<CompareReport, E
     };
     for t in &mut targets {
         let r = load::run(session_of(t)?, &warm).map_err(|e| named(&t.name, e))?;
-        t.interrupts += r.interrupts;
+        t.interrupts += r.interrupts + r.late_interrupts;
     }
     for round in 0..cfg.rounds {
         // Rotate who goes first, so no back end always follows the same one.
@@ -196,7 +196,7 @@ fn run_in(cfg: &CompareConfig, dir: &std::path::Path) -> Result<CompareReport, E
                     t.name, r.failed, r.requests
                 )));
             }
-            t.interrupts += r.interrupts;
+            t.interrupts += r.interrupts + r.late_interrupts;
             let reqs = r.requests.max(1) as f64;
             t.rounds.push(Figures {
                 requests_per_second: r.requests_per_second(),
@@ -212,7 +212,8 @@ fn run_in(cfg: &CompareConfig, dir: &std::path::Path) -> Result<CompareReport, E
     let mut out = Vec::new();
     for mut t in targets {
         if let Some(s) = t.session.take() {
-            s.close().map_err(|e| named(&t.name, e))?;
+            let late = s.close().map_err(|e| named(&t.name, e))?;
+            t.interrupts += late.iter().sum::<u64>();
         }
         // Ours exits by itself once its front end leaves (a SIGTERM on top
         // would race its exit path); the peer keeps listening until told.

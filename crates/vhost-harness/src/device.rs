@@ -221,13 +221,17 @@ impl Session {
     }
 
     /// Ends the session: stops the rings the way a guest shutting down does
-    /// (GET_VRING_BASE) and closes the socket.
-    pub fn close(self) -> Result<(), Error> {
+    /// (GET_VRING_BASE) and closes the socket. Returns, per queue, the
+    /// interrupts that arrived since they were last read: once a ring is
+    /// stopped its device may no longer signal, so these complete the count.
+    pub fn close(self) -> Result<Vec<u64>, Error> {
+        let mut late = Vec::with_capacity(self.queues.len());
         for q in &self.queues {
             self.frontend
                 .get_vring_base(usize::from(q.index))
                 .map_err(|e| Error::VhostUser("GET_VRING_BASE", e))?;
+            late.push(q.take_interrupts()?);
         }
-        Ok(())
+        Ok(late)
     }
 }

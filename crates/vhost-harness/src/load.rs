@@ -104,6 +104,10 @@ pub struct QueueResult {
     pub kicks: u64,
     /// Interrupts received (call eventfd writes).
     pub interrupts: u64,
+    /// Interrupts that arrived after the previous run on this queue had
+    /// finished (and its trailing wait was over): the previous run's, not
+    /// counted in `interrupts`.
+    pub late_interrupts: u64,
     /// Seconds from first submission to last completion.
     pub seconds: f64,
 }
@@ -119,6 +123,8 @@ pub struct LoadResult {
     pub failed: u64,
     /// Interrupts on all queues.
     pub interrupts: u64,
+    /// Late interrupts of earlier runs, seen at this run's start.
+    pub late_interrupts: u64,
     /// Kicks on all queues.
     pub kicks: u64,
     /// Wall-clock seconds of the run.
@@ -172,6 +178,7 @@ pub fn run(session: &mut Session, cfg: &LoadConfig) -> Result<LoadResult, Error>
         total.requests += r.requests;
         total.failed += r.failed;
         total.interrupts += r.interrupts;
+        total.late_interrupts += r.late_interrupts;
         total.kicks += r.kicks;
         total.seconds = total.seconds.max(r.seconds);
         total.queues.push(r);
@@ -242,8 +249,8 @@ fn run_queue(
         queue: q.index,
         ..Default::default()
     };
-    // Stale interrupts from an earlier run on the same session do not count.
-    q.take_interrupts()?;
+    // Interrupts from an earlier run on the same session belong to it.
+    result.late_interrupts = q.take_interrupts()?;
     let mut submitted = 0u64;
     let mut next_block = 0u64;
     let start = Instant::now();

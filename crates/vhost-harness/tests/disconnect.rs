@@ -26,6 +26,7 @@ fn submit_and_leave(session: Session) {
             sector_offset: 0,
             seed: k as u8,
             pieces: 1,
+            ioprio: 0,
             fault: Fault::None,
         };
         let first = k as u64 * common::REGION_SECTORS;

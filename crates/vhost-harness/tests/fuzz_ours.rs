@@ -42,27 +42,34 @@ fn fault() -> impl Strategy<Value = Fault> {
 }
 
 fn spec() -> impl Strategy<Value = ChainSpec> {
+    // ioprio: the class in bits 13-15, the 6.x hint in 3-12, the level in
+    // 0-2; any value at all must be harmless.
+    let ioprio = prop_oneof![Just(0u32), 0u32..0x1_0000, any::<u32>()];
     (
-        any::<bool>(),
-        1u8..=8,
-        0u64..120,
-        any::<u8>(),
-        1u8..=4,
-        fault(),
+        (
+            any::<bool>(),
+            1u8..=8,
+            0u64..120,
+            any::<u8>(),
+            1u8..=4,
+            fault(),
+        ),
+        ioprio,
     )
         .prop_map(
-            |(write, sectors, sector_offset, seed, pieces, fault)| ChainSpec {
+            |((write, sectors, sector_offset, seed, pieces, fault), ioprio)| ChainSpec {
                 write,
                 sectors,
                 sector_offset,
                 seed,
                 pieces,
+                ioprio,
                 fault,
             },
         )
 }
 
-fn fuzz(test: &str, read_only: bool, cases: u32) {
+fn fuzz(test: &str, strategy: &str, read_only: bool, cases: u32) {
     let Some(cint) = common::cint_with_vhost() else {
         return;
     };
@@ -75,7 +82,7 @@ fn fuzz(test: &str, read_only: bool, cases: u32) {
         &cint,
         &sock,
         &Image::File(image.clone()),
-        "none",
+        strategy,
         1,
         common::QUEUE_SIZE,
     );
@@ -156,10 +163,16 @@ fn fuzz(test: &str, read_only: bool, cases: u32) {
 
 #[test]
 fn malformed_chains_fail_with_a_status_and_the_back_end_keeps_serving() {
-    fuzz("fuzz-rw", false, 2000);
+    fuzz("fuzz-rw", "none", false, 2000);
 }
 
 #[test]
 fn writes_to_a_read_only_disk_fail_and_leave_it_unchanged() {
-    fuzz("fuzz-ro", true, 500);
+    fuzz("fuzz-ro", "none", true, 500);
+}
+
+#[test]
+fn malformed_chains_under_a_coalescing_policy_still_complete_once() {
+    // Held completions and the policy's timer meet error completions.
+    fuzz("fuzz-cint", "cinterrupts,delta=50us,thr=8", false, 500);
 }

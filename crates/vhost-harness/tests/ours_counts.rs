@@ -68,10 +68,13 @@ fn interrupts_the_harness_counts_are_the_ones_the_back_end_reports_sent() {
             assert_eq!(r.failed, 0, "{case}");
             for q in &r.queues {
                 assert_eq!(q.requests, PER_RUN, "{case}");
-                irqs[usize::from(q.queue)] += q.interrupts;
+                irqs[usize::from(q.queue)] += q.interrupts + q.late_interrupts;
             }
         }
-        session.close().expect("close session");
+        let late = session.close().expect("close session");
+        for (q, n) in late.iter().enumerate() {
+            irqs[q] += n;
+        }
         let status = process
             .wait_exit(Duration::from_secs(10))
             .expect("cint vhost exits when its front end leaves");

@@ -21,6 +21,7 @@ fn good_spec() -> impl Strategy<Value = ChainSpec> {
             sector_offset: off,
             seed,
             pieces,
+            ioprio: 0,
             fault: Fault::None,
         },
     )
