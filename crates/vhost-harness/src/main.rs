@@ -109,7 +109,28 @@ struct CompareArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                print!("{e}");
+                return ExitCode::SUCCESS;
+            }
+            // Clap's text spans several lines; bad input gets one.
+            let text = e.to_string();
+            let what: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
+                .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+                .collect();
+            let what = what.join(" ");
+            let what = what.strip_prefix("error: ").unwrap_or(&what);
+            eprintln!("vhost-load: {what} (see vhost-load --help)");
+            return ExitCode::from(2);
+        }
+    };
     let outcome = match cli.command {
         Cmd::Run(a) => run(a),
         Cmd::Compare(a) => compare_cmd(a),
@@ -179,7 +200,13 @@ fn shape_configs(s: &Shape) -> Result<(SessionConfig, LoadConfig), Failure> {
 
 fn run(a: RunArgs) -> Result<(), Failure> {
     let (scfg, lcfg) = shape_configs(&a.shape)?;
-    let mut session = Session::connect(&a.socket, &scfg)?;
+    let mut session = Session::connect(&a.socket, &scfg).map_err(|e| match e {
+        // Nothing listening there is the user's path, not a back end fault.
+        Error::VhostUser("connect", e) => {
+            Failure::Usage(format!("--socket {}: {e}", a.socket.display()))
+        }
+        other => other.into(),
+    })?;
     let meter = a.backend_pid.map(CpuMeter::start).transpose()?;
     let result = load::run(&mut session, &lcfg)?;
     let cpu = meter.map(|m| m.stop()).transpose()?;
