@@ -15,8 +15,11 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
 use cint_vhost_harness::backend::{self, BackendProcess, Image};
+use cint_vhost_harness::blk;
 use cint_vhost_harness::chains::{ChainSpec, Fault};
+use cint_vhost_harness::exchange::{self, RawChain};
 use cint_vhost_harness::load::{self, LoadConfig, Op, Wait};
+use cint_vhost_harness::ring::{Desc, DESC_F_NEXT, DESC_F_WRITE};
 
 fn fault() -> impl Strategy<Value = Fault> {
     prop_oneof![
@@ -175,4 +178,106 @@ fn writes_to_a_read_only_disk_fail_and_leave_it_unchanged() {
 fn malformed_chains_under_a_coalescing_policy_still_complete_once() {
     // Held completions and the policy's timer meet error completions.
     fuzz("fuzz-cint", "cinterrupts,delta=50us,thr=8", false, 500);
+}
+
+#[test]
+fn a_chain_through_the_whole_descriptor_table_is_served_or_refused_cleanly() {
+    let Some(cint) = common::cint_with_vhost() else {
+        return;
+    };
+    let dir = common::scratch("long-chain");
+    let image = dir.join("disk.img");
+    let contents = common::make_image(&image);
+    let sock = dir.join("ours.sock");
+    let cmd = backend::cint_command(
+        &cint,
+        &sock,
+        &Image::File(image),
+        "none",
+        1,
+        common::QUEUE_SIZE,
+    );
+    let mut process = BackendProcess::spawn("cint vhost", cmd, &sock, Duration::from_secs(10))
+        .expect("start cint vhost");
+    let mut session = common::connect(&sock);
+    let mem = session.memory.clone();
+    // Header, one 512-byte data descriptor per remaining entry but one, status.
+    let segments = common::QUEUE_SIZE - 2;
+    let bytes = u64::from(segments) * 512;
+    let header = mem.alloc(16, 16).expect("header");
+    let data = mem.alloc(bytes, 4096).expect("data");
+    let status = mem.alloc(1, 1).expect("status");
+    mem.write(header, &blk::header(blk::T_IN, 0, 0));
+    mem.fill(data, bytes, 0xee);
+    mem.write_u8(status, blk::S_UNTOUCHED);
+    let mut descs = vec![(
+        0,
+        Desc {
+            addr: header,
+            len: 16,
+            flags: DESC_F_NEXT,
+            next: 1,
+        },
+    )];
+    for i in 0..segments {
+        descs.push((
+            i + 1,
+            Desc {
+                addr: data + u64::from(i) * 512,
+                len: 512,
+                flags: DESC_F_NEXT | DESC_F_WRITE,
+                next: i + 2,
+            },
+        ));
+    }
+    descs.push((
+        segments + 1,
+        Desc {
+            addr: status,
+            len: 1,
+            flags: DESC_F_WRITE,
+            next: 0,
+        },
+    ));
+    let q = &mut session.queues[0];
+    let done = exchange::submit_and_wait(q, &[RawChain { descs }], Duration::from_secs(10))
+        .expect("the long chain completes once");
+    assert_eq!(done.len(), 1);
+    match mem.read_u8(status) {
+        // Within what the device accepts: the data must be right.
+        blk::S_OK => {
+            let mut got = vec![0u8; bytes as usize];
+            mem.read(data, &mut got);
+            assert!(
+                got == contents[..bytes as usize],
+                "long chain read wrong data"
+            );
+            eprintln!("a {segments}-segment read was served");
+        }
+        // More segments than seg_max: refused, with a status.
+        blk::S_IOERR => eprintln!("a {segments}-segment read was refused with IOERR"),
+        other => panic!("a {segments}-segment read got status {other}"),
+    }
+    // And the device still serves ordinary requests.
+    let r = load::run(
+        &mut session,
+        &LoadConfig {
+            op: Op::Read,
+            block_size: 4096,
+            depth: 16,
+            batch: 4,
+            requests: 1_000,
+            wait: Wait::Irq,
+            ioprio: 0,
+            stall_timeout: Duration::from_secs(10),
+        },
+    )
+    .expect("load after the long chain");
+    assert_eq!((r.requests, r.failed), (1_000, 0));
+    session.close().expect("close");
+    let status = process
+        .wait_exit(Duration::from_secs(10))
+        .expect("cint vhost exits when its front end leaves");
+    assert!(status.success());
+    let _ = std::fs::remove_dir_all(&dir);
 }
