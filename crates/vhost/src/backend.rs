@@ -154,6 +154,18 @@ impl BlkBackend {
         left
     }
 
+    /// Number of queues.
+    pub fn queue_count(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// The vCPU that queue `q` interrupts changed its run state.
+    pub fn on_schedule(&self, q: usize, schedule: cint_policy::GuestSchedule) {
+        if q < self.queues.len() {
+            self.lock(q).on_schedule(schedule);
+        }
+    }
+
     /// A copy of every queue's counters.
     pub fn stats(&self) -> Vec<QueueStats> {
         (0..self.queues.len())

@@ -4,6 +4,7 @@
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -16,6 +17,8 @@ use crate::error::VhostError;
 use crate::image::Image;
 use crate::options::Options;
 use crate::stats::{self, QueueStats};
+use crate::vcpu::{self, SamplingCost};
+use cint_policy::PolicyConfig;
 
 /// Runs the back end until a signal, or until the front end goes away
 /// without `--reconnect`. Returns once the stats are written and the
@@ -35,11 +38,28 @@ pub fn run(opts: &Options) -> Result<(), VhostError> {
         opts.hint_map,
     )?);
     let mut listener = listen(&opts.socket)?;
+    let sampling = match (&opts.qmp, &opts.strategy) {
+        (Some(qmp), PolicyConfig::VicSched(_)) => {
+            let cost = Arc::new(SamplingCost::default());
+            vcpu::spawn_sampler(qmp.clone(), Arc::clone(&backend), Arc::clone(&cost))
+                .map_err(|e| VhostError::internal(format!("starting the vCPU sampler: {e}")))?;
+            Some(cost)
+        }
+        (Some(qmp), _) => {
+            eprintln!(
+                "cint vhost: note: --qmp {} is only used by vic-sched; ignored",
+                qmp.display()
+            );
+            None
+        }
+        _ => None,
+    };
     let outputs = Arc::new(Outputs {
         backend: Arc::clone(&backend),
         strategy: opts.strategy_spec.clone(),
         stats_json: opts.stats_json.clone(),
         socket: opts.socket.clone(),
+        sampling,
     });
     spawn_signal_thread(signals, Arc::clone(&outputs))?;
     if let Some(every) = opts.stats_interval {
@@ -165,12 +185,28 @@ struct Outputs {
     strategy: String,
     stats_json: Option<PathBuf>,
     socket: PathBuf,
+    sampling: Option<Arc<SamplingCost>>,
 }
 
 impl Outputs {
+    fn sampling_json(&self) -> Option<serde_json::Value> {
+        let cost = self.sampling.as_ref()?;
+        let samples = cost.samples.load(Ordering::Relaxed);
+        let total = cost.total_ns.load(Ordering::Relaxed);
+        Some(serde_json::json!({
+            "samples": samples,
+            "mean_ns": total.checked_div(samples).unwrap_or(0),
+            "max_ns": cost.max_ns.load(Ordering::Relaxed),
+            "period_ns": vcpu::SAMPLE_PERIOD.as_nanos() as u64,
+        }))
+    }
+
     fn write_stats(&self) {
         if let Some(path) = &self.stats_json {
-            let doc = stats::document(&self.strategy, &self.backend.stats());
+            let mut doc = stats::document(&self.strategy, &self.backend.stats());
+            if let (Some(sampling), Some(map)) = (self.sampling_json(), doc.as_object_mut()) {
+                map.insert("vcpu_sampling".into(), sampling);
+            }
             if let Err(e) = stats::write_atomically(path, &doc) {
                 eprintln!("cint vhost: --stats-json {}: {e}", path.display());
             }
@@ -180,6 +216,9 @@ impl Outputs {
     /// Stats written, our socket removed.
     fn finish(&self) {
         self.write_stats();
+        if let Some(s) = self.sampling_json() {
+            eprintln!("cint vhost: vCPU sampling: {s}");
+        }
         let _ = std::fs::remove_file(&self.socket);
     }
 }

@@ -215,6 +215,12 @@ impl Worker {
         self.rearm();
     }
 
+    /// The vCPU this queue interrupts changed its run state (vic-sched).
+    pub fn on_schedule(&mut self, schedule: cint_policy::GuestSchedule) {
+        self.policy.on_schedule(now(), schedule);
+        self.rearm();
+    }
+
     fn pull(&mut self, state: &mut VringState<GuestMem>, mem: &GuestMemoryLoadGuard<Mem>) {
         loop {
             if self.event_idx {
