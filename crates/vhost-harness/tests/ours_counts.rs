@@ -111,3 +111,84 @@ fn interrupts_the_harness_counts_are_the_ones_the_back_end_reports_sent() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One run of `requests` reads tagged `ioprio` on a fresh back end; returns
+/// the harness's interrupts and the back end's totals.
+fn tagged_run(
+    cint: &std::path::Path,
+    dir: &std::path::Path,
+    strategy: &str,
+    ioprio: u32,
+    requests: u64,
+) -> (u64, serde_json::Value) {
+    let sock = dir.join(format!("tagged-{ioprio}.sock"));
+    let stats = dir.join(format!("tagged-{ioprio}.json"));
+    let mut cmd = backend::cint_command(
+        cint,
+        &sock,
+        &Image::Null(64 << 20),
+        strategy,
+        1,
+        common::QUEUE_SIZE,
+    );
+    cmd.arg("--stats-json").arg(&stats);
+    let mut process =
+        BackendProcess::spawn(strategy, cmd, &sock, Duration::from_secs(10)).expect("start");
+    let mut session = common::connect(&sock);
+    let r = load::run(
+        &mut session,
+        &LoadConfig {
+            op: Op::Read,
+            block_size: 4096,
+            depth: 32,
+            batch: 8,
+            requests,
+            wait: Wait::Irq,
+            ioprio,
+            stall_timeout: Duration::from_secs(10),
+        },
+    )
+    .expect("load");
+    assert_eq!((r.requests, r.failed), (requests, 0));
+    let late: u64 = session.close().expect("close").iter().sum();
+    let status = process
+        .wait_exit(Duration::from_secs(10))
+        .expect("cint vhost exits when its front end leaves");
+    assert!(status.success());
+    let text = std::fs::read_to_string(&stats).expect("stats JSON");
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("stats JSON parses");
+    (
+        r.interrupts + r.late_interrupts + late,
+        doc["totals"].clone(),
+    )
+}
+
+#[test]
+fn under_cinterrupts_every_rt_tagged_completion_wants_an_interrupt_and_unmarked_ones_coalesce() {
+    let Some(cint) = common::cint_with_vhost() else {
+        return;
+    };
+    let dir = common::scratch("tagged");
+    let strategy = "cinterrupts,delta=6us,thr=32";
+    let n = 10_000;
+    // ioprio class RT (1) in bits 13-15: Urgent under the default hint map.
+    let rt = 1 << 13;
+    let (irqs_rt, rt_totals) = tagged_run(&cint, &dir, strategy, rt, n);
+    let (irqs_plain, plain_totals) = tagged_run(&cint, &dir, strategy, 0, n);
+    let get =
+        |t: &serde_json::Value, k: &str| t[k].as_u64().unwrap_or_else(|| panic!("{k} in {t}"));
+    assert_eq!(get(&rt_totals, "irqs_sent"), irqs_rt);
+    assert_eq!(get(&plain_totals, "irqs_sent"), irqs_plain);
+    // Urgent: the policy wants an interrupt for each completion; EVENT_IDX
+    // may still suppress some, and every one sent is an urgent one.
+    assert_eq!(get(&rt_totals, "irqs_wanted"), n, "{rt_totals}");
+    assert_eq!(get(&rt_totals, "urgent_irqs"), irqs_rt, "{rt_totals}");
+    // Unmarked: coalesced, no urgent interrupt at all.
+    assert_eq!(get(&plain_totals, "urgent_irqs"), 0, "{plain_totals}");
+    assert!(get(&plain_totals, "irqs_wanted") < n / 4, "{plain_totals}");
+    assert!(
+        irqs_rt > irqs_plain,
+        "RT {irqs_rt} vs unmarked {irqs_plain} interrupts"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
