@@ -53,6 +53,7 @@ fn main() {
         ]
         .map(String::from)
         .to_vec(),
+        also: Vec::new(),
         rounds: 3,
         image_bytes: 1 << 30,
         session: SessionConfig {

@@ -22,6 +22,9 @@ pub struct CompareConfig {
     pub cint: Option<PathBuf>,
     /// Strategies of ours, as `cint vhost --strategy` takes them.
     pub strategies: Vec<String>,
+    /// Other builds of `cint` to run beside it with the first strategy
+    /// (an A/B of back-end versions in one run); not part of the ratios.
+    pub also: Vec<PathBuf>,
     /// Rounds; each runs every back end once.
     pub rounds: u32,
     /// Null image size in bytes.
@@ -161,6 +164,33 @@ fn run_in(cfg: &CompareConfig, dir: &std::path::Path) -> Result<CompareReport, E
                 name,
                 peer: false,
                 strategy: Some(strategy.clone()),
+                session: None,
+                stats_json: Some(stats),
+                rounds: Vec::new(),
+                interrupts: 0,
+            });
+        }
+    }
+    if let Some(strategy) = cfg.strategies.first() {
+        for (i, other) in cfg.also.iter().enumerate() {
+            let sock = dir.join(format!("also-{i}.sock"));
+            let stats = dir.join(format!("also-{i}.json"));
+            let mut cmd = backend::cint_command(
+                other,
+                &sock,
+                &image,
+                strategy,
+                cfg.session.queues,
+                cfg.session.queue_size,
+            );
+            cmd.arg("--stats-json").arg(&stats);
+            let name = format!("{} vhost --strategy {strategy}", other.display());
+            targets.push(Running {
+                process: BackendProcess::spawn(&name, cmd, &sock, start_timeout)?,
+                name,
+                peer: false,
+                // Not ours for the ratios: only the main binary's are.
+                strategy: None,
                 session: None,
                 stats_json: Some(stats),
                 rounds: Vec::new(),

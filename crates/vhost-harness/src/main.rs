@@ -89,6 +89,10 @@ struct CompareArgs {
     /// The `cint` binary (default: `$CINT_BIN`, or beside this program).
     #[arg(long)]
     cint: Option<PathBuf>,
+    /// Another build of `cint` to run beside the main one, with the first
+    /// strategy (an A/B of two back-end versions in one run); repeatable.
+    #[arg(long)]
+    also_cint: Vec<PathBuf>,
     /// qemu-storage-daemon (default: from PATH).
     #[arg(long)]
     qsd: Option<PathBuf>,
@@ -260,6 +264,7 @@ fn compare_cmd(a: CompareArgs) -> Result<(), Failure> {
         qsd,
         cint,
         strategies,
+        also: a.also_cint,
         rounds: a.rounds,
         image_bytes: a.image_bytes,
         session: scfg,
