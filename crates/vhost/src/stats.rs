@@ -169,13 +169,17 @@ mod tests {
 
     #[test]
     fn document_sums_queues_into_totals() {
-        let mut a = QueueStats::default();
-        a.requests = 3;
-        a.irqs_sent = 2;
+        let mut a = QueueStats {
+            requests: 3,
+            irqs_sent: 2,
+            ..QueueStats::default()
+        };
         a.record_latency(1000);
-        let mut b = QueueStats::default();
-        b.requests = 4;
-        b.irqs_suppressed = 1;
+        let mut b = QueueStats {
+            requests: 4,
+            irqs_suppressed: 1,
+            ..QueueStats::default()
+        };
         b.record_latency(3000);
         let doc = document("none", &[a, b]);
         assert_eq!(doc["strategy"], "none");

@@ -280,7 +280,7 @@ impl Worker {
                 });
                 let used_len = u32::from(rej.status.is_some());
                 self.finish(
-                    state, mem, &**mem, head, rej.status, rej.code, used_len, seq, hint, arrival,
+                    state, mem, mem, head, rej.status, rej.code, used_len, seq, hint, arrival,
                 );
                 return;
             }
@@ -290,12 +290,12 @@ impl Worker {
         self.in_flight += 1;
         match (&self.image.kind, req.op) {
             (_, Op::GetId) => {
-                let written = write_bytes(&**mem, &req.data, &self.id);
+                let written = write_bytes(mem, &req.data, &self.id);
                 let used = written as u32 + 1;
                 self.finish(
                     state,
                     mem,
-                    &**mem,
+                    mem,
                     head,
                     Some(req.status),
                     VIRTIO_BLK_S_OK as u8,
@@ -308,7 +308,7 @@ impl Worker {
             (ImageKind::Null, op) => {
                 let used = match op {
                     Op::Read => {
-                        zero_fill(&**mem, &req.data);
+                        zero_fill(mem, &req.data);
                         self.stats.read_bytes += req.data_len;
                         req.data_len as u32 + 1
                     }
@@ -321,7 +321,7 @@ impl Worker {
                 self.finish(
                     state,
                     mem,
-                    &**mem,
+                    mem,
                     head,
                     Some(req.status),
                     VIRTIO_BLK_S_OK as u8,
@@ -346,7 +346,7 @@ impl Worker {
         state: &mut VringState<GuestMem>,
         mem: &GuestMemoryLoadGuard<Mem>,
     ) {
-        let iovecs = match host_iovecs(&**mem, &req.data) {
+        let iovecs = match host_iovecs(mem, &req.data) {
             Some(v) => v,
             None => {
                 self.log.log(arrival, || {
@@ -357,7 +357,7 @@ impl Worker {
                 self.finish(
                     state,
                     mem,
-                    &**mem,
+                    mem,
                     head,
                     Some(req.status),
                     VIRTIO_BLK_S_IOERR as u8,
@@ -382,7 +382,7 @@ impl Worker {
             self.finish(
                 state,
                 mem,
-                &**mem,
+                mem,
                 head,
                 Some(req.status),
                 VIRTIO_BLK_S_IOERR as u8,
@@ -640,12 +640,9 @@ impl Worker {
         self.stats.irqs_wanted += 1;
         self.unsignalled = 0;
         let queue = state.get_queue_mut();
-        let wanted_by_driver = match queue.needs_notification(&**mem) {
-            Ok(n) => n,
-            Err(_) => true,
-        };
+        let wanted_by_driver = queue.needs_notification(&**mem).unwrap_or(true);
         let wanted_by_driver =
-            wanted_by_driver && (self.event_idx || !no_interrupt_flag(&**mem, queue.avail_ring()));
+            wanted_by_driver && (self.event_idx || !no_interrupt_flag(mem, queue.avail_ring()));
         if !wanted_by_driver {
             self.stats.irqs_suppressed += 1;
             return;
