@@ -93,7 +93,7 @@ fn serve(
 ) -> Result<(), VhostError> {
     loop {
         let mem = GuestMemoryAtomic::new(GuestMemoryMmap::new());
-        backend.set_memory(mem.clone());
+        backend.new_connection(mem.clone());
         let mut daemon = VhostUserDaemon::new("cint-vhost".into(), Arc::clone(backend), mem)
             .map_err(|e| VhostError::internal(format!("vhost-user daemon: {e}")))?;
         let handlers = daemon.get_epoll_handlers();

@@ -167,6 +167,21 @@ impl Worker {
         self.in_flight
     }
 
+    /// Starts over for a new front end with `policy`, keeping the
+    /// counters (they add up over connections). Only when nothing is in
+    /// flight: a request of the previous connection still completing
+    /// must find the policy that numbered it.
+    pub fn new_connection(&mut self, policy: AnyPolicy) {
+        if self.in_flight > 0 {
+            return;
+        }
+        self.policy = policy;
+        self.unsignalled = 0;
+        self.backlogged = false;
+        self.event_idx = false;
+        self.rearm();
+    }
+
     /// The driver negotiated `VIRTIO_RING_F_EVENT_IDX`.
     pub fn set_event_idx(&mut self, enabled: bool) {
         self.event_idx = enabled;

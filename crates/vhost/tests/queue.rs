@@ -513,3 +513,22 @@ fn urgent_requests_interrupt_at_once_under_cinterrupts() {
     assert_eq!(rig.worker.stats.urgent_irqs, 1);
     assert_eq!(rig.calls(), 1);
 }
+
+#[test]
+fn a_failed_backing_read_reaches_the_guest_as_ioerr() {
+    let mut rig = Rig::new(64, false, "none");
+    // The file shrinks under the device: the read finds nothing.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&rig.image_path)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    rig.mem().write_obj(0xEEu8, GuestAddress(STATUS)).unwrap();
+    rig.header(HDR, T_IN, 0, 8);
+    rig.push_chain(&[(HDR, 16, 0), (DATA, 4096, F_WRITE), (STATUS, 1, F_WRITE)]);
+    let used = rig.run_until(1);
+    assert_eq!(rig.byte(STATUS), 1, "IOERR, never OK");
+    assert_eq!(used[0].1, 1);
+    assert_eq!(rig.worker.stats.read_bytes, 0);
+}
