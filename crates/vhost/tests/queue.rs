@@ -596,3 +596,34 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn discard_punches_the_range_and_bad_ranges_fail() {
+    let mut rig = Rig::new(64, false, "none");
+    let range = |sector: u64, sectors: u32, flags: u32| {
+        let mut r = [0u8; 16];
+        r[0..8].copy_from_slice(&sector.to_le_bytes());
+        r[8..12].copy_from_slice(&sectors.to_le_bytes());
+        r[12..16].copy_from_slice(&flags.to_le_bytes());
+        r
+    };
+    const T_DISCARD: u32 = 11;
+    for (r, status) in [
+        (range(8, 8, 0), 0u8),
+        (range(60, 8, 0), 1), // past the end
+        (range(8, 8, 1), 2),  // the unmap flag is not for discard
+    ] {
+        rig.mem().write_slice(&r, GuestAddress(DATA)).unwrap();
+        rig.header(HDR, T_DISCARD, 0, 0);
+        rig.push_chain(&[(HDR, 16, 0), (DATA, 16, 0), (STATUS, 1, F_WRITE)]);
+        rig.run_until(1);
+        assert_eq!(rig.byte(STATUS), status);
+    }
+    let file = std::fs::read(&rig.image_path).unwrap();
+    assert_eq!(file.len(), 64 * 512, "size kept");
+    assert!(
+        file[8 * 512..16 * 512].iter().all(|&b| b == 0),
+        "range reads as zeros"
+    );
+    assert_ne!(file[16 * 512 + 1], 0, "after the range untouched");
+}
