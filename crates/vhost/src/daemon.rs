@@ -45,6 +45,15 @@ pub fn run(opts: &Options) -> Result<(), VhostError> {
                 .map_err(|e| VhostError::internal(format!("starting the vCPU sampler: {e}")))?;
             Some(cost)
         }
+        (None, PolicyConfig::VicSched(_)) => {
+            // Without the vCPU's run state the policy never learns that
+            // the guest runs: say so rather than run a silent vIC.
+            eprintln!(
+                "cint vhost: note: vic-sched without --qmp never sees the vCPU's schedule; \
+                 it behaves as vIC with the vic-sched defaults"
+            );
+            None
+        }
         (Some(qmp), _) => {
             eprintln!(
                 "cint vhost: note: --qmp {} is only used by vic-sched; ignored",

@@ -16,7 +16,7 @@ use virtio_bindings::virtio_blk::{VIRTIO_BLK_ID_BYTES, VIRTIO_BLK_S_IOERR, VIRTI
 use virtio_queue::desc::split::Descriptor;
 use virtio_queue::QueueT;
 use vm_memory::{
-    Bytes, GuestAddress, GuestAddressSpace, GuestMemoryAtomic, GuestMemoryBackend,
+    Address, Bytes, GuestAddress, GuestAddressSpace, GuestMemoryAtomic, GuestMemoryBackend,
     GuestMemoryLoadGuard, GuestMemoryMmap,
 };
 use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
@@ -387,10 +387,8 @@ impl Worker {
         let aligned = iovecs.iter().all(|v| {
             (v.iov_base as u64) % DIRECT_ALIGN == 0 && (v.iov_len as u64) % DIRECT_ALIGN == 0
         });
-        let ImageKind::File(file) = &self.image.kind else {
-            return;
-        };
-        let direct = aligned && file.direct.is_some() && matches!(req.op, Op::Read | Op::Write);
+        let direct_open = matches!(&self.image.kind, ImageKind::File(f) if f.direct.is_some());
+        let direct = aligned && direct_open && matches!(req.op, Op::Read | Op::Write);
         let Some(slot) = self.free.pop() else {
             // Cannot happen: in_flight is bounded by the queue size and so
             // is the slot table. Refuse rather than lose the request.
@@ -421,17 +419,48 @@ impl Worker {
             data_len: req.data_len,
             direct,
         });
-        self.push_sqe(slot);
+        self.push_or_fail(slot, state, mem);
     }
 
-    /// Queues the submission of the request in `slot`.
-    fn push_sqe(&mut self, slot: u32) {
+    /// Queues the request in `slot`; if it cannot be queued, it completes
+    /// with IOERR rather than stay in flight forever.
+    fn push_or_fail(
+        &mut self,
+        slot: u32,
+        state: &mut VringState<GuestMem>,
+        mem: &GuestMemoryLoadGuard<Mem>,
+    ) {
+        if self.push_sqe(slot) {
+            return;
+        }
+        if let Some(io) = self.slots[slot as usize].take() {
+            self.free.push(slot);
+            let req_mem = Arc::clone(&io.mem);
+            self.finish(
+                state,
+                mem,
+                &req_mem,
+                io.head,
+                Some(io.status),
+                VIRTIO_BLK_S_IOERR as u8,
+                1,
+                io.seq,
+                io.hint,
+                io.arrival,
+            );
+        }
+    }
+
+    /// Queues the submission of the request in `slot`. False if there is
+    /// nothing to submit it to (no ring, or an operation without backing
+    /// I/O), which the callers never ask for.
+    fn push_sqe(&mut self, slot: u32) -> bool {
         let (Some(ring), ImageKind::File(file), Some(io)) = (
             self.ring.as_mut(),
             &self.image.kind,
             self.slots[slot as usize].as_ref(),
         ) else {
-            return;
+            return false;
         };
         let fd = match (&file.direct, io.direct) {
             (Some(d), true) => d.as_raw_fd(),
@@ -470,7 +499,7 @@ impl Worker {
                     .mode(mode)
                     .build()
             }
-            Op::GetId => return,
+            Op::GetId => return false,
         }
         .user_data(u64::from(slot));
         loop {
@@ -490,6 +519,7 @@ impl Worker {
             }
         }
         self.unsubmitted += 1;
+        true
     }
 
     fn submit(&mut self) {
@@ -552,7 +582,7 @@ impl Worker {
         }
         if result == -libc::EINTR || result == -libc::EAGAIN {
             self.slots[slot as usize] = Some(io);
-            self.push_sqe(slot);
+            self.push_or_fail(slot, state, mem);
             return;
         }
         self.free.push(slot);
@@ -740,24 +770,14 @@ fn zero_fill(mem: &Mem, data: &[Segment]) {
         let mut off = 0u64;
         while off < u64::from(seg.len) {
             let n = (u64::from(seg.len) - off).min(ZEROS.len() as u64) as usize;
-            if mem
-                .write_slice(&ZEROS[..n], seg.addr.unchecked_add_offset(off))
-                .is_err()
-            {
+            let Some(addr) = seg.addr.checked_add(off) else {
+                return;
+            };
+            if mem.write_slice(&ZEROS[..n], addr).is_err() {
                 return;
             }
             off += n as u64;
         }
-    }
-}
-
-trait AddOffset {
-    fn unchecked_add_offset(self, off: u64) -> GuestAddress;
-}
-
-impl AddOffset for GuestAddress {
-    fn unchecked_add_offset(self, off: u64) -> GuestAddress {
-        GuestAddress(self.0.wrapping_add(off))
     }
 }
 
