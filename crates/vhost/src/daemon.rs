@@ -26,6 +26,14 @@ use cint_policy::PolicyConfig;
 pub fn run(opts: &Options) -> Result<(), VhostError> {
     let image = Arc::new(Image::open(&opts.image, opts.read_only)?);
     check_socket_path(&opts.socket)?;
+    if let Some(path) = &opts.stats_json {
+        stats::check_writable(path).map_err(|e| {
+            VhostError::bad(format!(
+                "--stats-json {}: cannot write: {e}",
+                path.display()
+            ))
+        })?;
+    }
     // Before any thread exists, so that every thread inherits the mask and
     // only the signal thread receives these.
     let signals = block_signals()?;
