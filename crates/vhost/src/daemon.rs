@@ -26,6 +26,14 @@ use cint_policy::PolicyConfig;
 pub fn run(opts: &Options) -> Result<(), VhostError> {
     let image = Arc::new(Image::open(&opts.image, opts.read_only)?);
     check_socket_path(&opts.socket)?;
+    if let Some(path) = &opts.stats_json {
+        stats::check_writable(path).map_err(|e| {
+            VhostError::bad(format!(
+                "--stats-json {}: cannot write: {e}",
+                path.display()
+            ))
+        })?;
+    }
     // Before any thread exists, so that every thread inherits the mask and
     // only the signal thread receives these.
     let signals = block_signals()?;
@@ -44,6 +52,15 @@ pub fn run(opts: &Options) -> Result<(), VhostError> {
             vcpu::spawn_sampler(qmp.clone(), Arc::clone(&backend), Arc::clone(&cost))
                 .map_err(|e| VhostError::internal(format!("starting the vCPU sampler: {e}")))?;
             Some(cost)
+        }
+        (None, PolicyConfig::VicSched(_)) => {
+            // Without the vCPU's run state the policy never learns that
+            // the guest runs: say so rather than run a silent vIC.
+            eprintln!(
+                "cint vhost: note: vic-sched without --qmp never sees the vCPU's schedule; \
+                 it behaves as vIC with the vic-sched defaults"
+            );
+            None
         }
         (Some(qmp), _) => {
             eprintln!(
@@ -93,7 +110,7 @@ fn serve(
 ) -> Result<(), VhostError> {
     loop {
         let mem = GuestMemoryAtomic::new(GuestMemoryMmap::new());
-        backend.set_memory(mem.clone());
+        backend.new_connection(mem.clone());
         let mut daemon = VhostUserDaemon::new("cint-vhost".into(), Arc::clone(backend), mem)
             .map_err(|e| VhostError::internal(format!("vhost-user daemon: {e}")))?;
         let handlers = daemon.get_epoll_handlers();

@@ -127,14 +127,6 @@ impl RawOptions {
                 Err(e) => return Err(VhostError::bad(format!("--stats-interval {s}: {e}"))),
             },
         };
-        if matches!(strategy, PolicyConfig::VicSched(_)) && self.qmp.is_none() {
-            // Without the vCPU's run state the policy never learns that
-            // the guest runs: state it rather than run a silent vIC.
-            eprintln!(
-                "cint vhost: note: vic-sched without --qmp never sees the vCPU's schedule; \
-                 it behaves as vIC with the vic-sched defaults"
-            );
-        }
         Ok(Options {
             socket: self.socket.clone(),
             image: parse_image(&self.image)?,

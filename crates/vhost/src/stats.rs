@@ -122,9 +122,7 @@ pub fn document(strategy: &str, queues: &[QueueStats]) -> Value {
 /// Writes `doc` to `path` atomically: a temporary file in the same
 /// directory, then a rename, so a reader never sees half a document.
 pub fn write_atomically(path: &Path, doc: &Value) -> std::io::Result<()> {
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(format!(".tmp.{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
+    let tmp = temp_path(path);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         serde_json::to_writer_pretty(&mut f, doc)?;
@@ -136,6 +134,20 @@ pub fn write_atomically(path: &Path, doc: &Value) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Checks before anything runs that `path` can be written the way
+/// [`write_atomically`] will write it (a temporary file beside it).
+pub fn check_writable(path: &Path) -> std::io::Result<()> {
+    let tmp = temp_path(path);
+    std::fs::File::create(&tmp)?;
+    std::fs::remove_file(&tmp)
+}
+
+fn temp_path(path: &Path) -> std::path::PathBuf {
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    path.with_file_name(tmp_name)
 }
 
 /// One line of `--stats-interval`: totals and rates since the previous
@@ -169,13 +181,17 @@ mod tests {
 
     #[test]
     fn document_sums_queues_into_totals() {
-        let mut a = QueueStats::default();
-        a.requests = 3;
-        a.irqs_sent = 2;
+        let mut a = QueueStats {
+            requests: 3,
+            irqs_sent: 2,
+            ..QueueStats::default()
+        };
         a.record_latency(1000);
-        let mut b = QueueStats::default();
-        b.requests = 4;
-        b.irqs_suppressed = 1;
+        let mut b = QueueStats {
+            requests: 4,
+            irqs_suppressed: 1,
+            ..QueueStats::default()
+        };
         b.record_latency(3000);
         let doc = document("none", &[a, b]);
         assert_eq!(doc["strategy"], "none");
