@@ -20,6 +20,7 @@ mod fio_out;
 mod input;
 mod interrupt;
 mod output;
+mod vhost;
 mod workflow;
 
 use std::ffi::OsString;
@@ -121,7 +122,8 @@ pub struct Engines {
                   cint sim --fio JOB.fio --device p3700 run a fio job file (none, adaptive, cinterrupts)\n  \
                   cint sweep SCENARIO.toml --vary KEY=V1,V2   every value on every strategy, JSON lines\n  \
                   cint plot  FILE -o DIR                 charts of a result (--json) or a sweep file\n  \
-                  cint calibrate --device optane-p4800x  recommend delta and thr for a device\n\n\
+                  cint calibrate --device optane-p4800x  recommend delta and thr for a device\n  \
+                  cint vhost --socket S --image F        a vhost-user-blk disk for a real guest (docs/VHOST.md)\n\n\
                   Results print as a table, or as one JSON document with --json; --plot DIR \
                   also draws them; --fio-json DIR writes fio's json+, one file per strategy. \
                   Exit status 0 on success, 2 with a one-line message for bad input (an \
@@ -148,6 +150,8 @@ enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Serve a virtio-blk disk to a vhost-user front end, interrupts decided by a policy
+    Vhost(vhost::VhostArgs),
     /// Validate the scenario and print it resolved: defaults and profiles filled in
     Check {
         #[command(flatten)]
@@ -269,7 +273,7 @@ fn dispatch(
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
             ) {
                 return Err(usage(
-                    "cint: missing command: sim, emu, check, sweep, plot or calibrate \
+                    "cint: missing command: sim, emu, check, sweep, plot, calibrate or vhost \
                      (see cint --help)",
                 ));
             }
@@ -312,6 +316,7 @@ fn dispatch(
         Command::Sweep(cmd) => workflow::sweep(&cmd, engines, out, err),
         Command::Plot(cmd) => workflow::plot(&cmd, out),
         Command::Calibrate(cmd) => workflow::calibrate(&cmd, engines, out, err),
+        Command::Vhost(args) => vhost::run(args),
     }
 }
 
