@@ -1,8 +1,9 @@
 //! The process around the device: the socket, the connection loop,
 //! signals and the stats outputs.
 
+use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::os::unix::net::UnixStream;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -25,7 +26,10 @@ use cint_policy::PolicyConfig;
 /// socket removed.
 pub fn run(opts: &Options) -> Result<(), VhostError> {
     let image = Arc::new(Image::open(&opts.image, opts.read_only)?);
-    check_socket_path(&opts.socket)?;
+    check_socket_path(&opts.socket, "--socket")?;
+    if let Some(path) = &opts.metrics_socket {
+        check_socket_path(path, "--metrics-socket")?;
+    }
     if let Some(path) = &opts.stats_json {
         stats::check_writable(path).map_err(|e| {
             VhostError::bad(format!(
@@ -46,6 +50,13 @@ pub fn run(opts: &Options) -> Result<(), VhostError> {
         opts.hint_map,
     )?);
     let mut listener = listen(&opts.socket)?;
+    let metrics = match &opts.metrics_socket {
+        Some(path) => Some(owner_only(path, || UnixListener::bind(path)).map_err(|e| {
+            let _ = std::fs::remove_file(&opts.socket);
+            VhostError::bad(format!("--metrics-socket {}: {e}", path.display()))
+        })?),
+        None => None,
+    };
     let sampling = match (&opts.qmp, &opts.strategy) {
         (Some(qmp), PolicyConfig::VicSched(_)) => {
             let cost = Arc::new(SamplingCost::default());
@@ -76,8 +87,16 @@ pub fn run(opts: &Options) -> Result<(), VhostError> {
         strategy: opts.strategy_spec.clone(),
         stats_json: opts.stats_json.clone(),
         socket: opts.socket.clone(),
+        metrics_socket: opts.metrics_socket.clone(),
         sampling,
     });
+    if let Some(metrics) = metrics {
+        let outputs = Arc::clone(&outputs);
+        std::thread::Builder::new()
+            .name("cint-vhost-metrics".into())
+            .spawn(move || serve_metrics(&metrics, &outputs))
+            .map_err(|e| VhostError::internal(format!("starting the metrics thread: {e}")))?;
+    }
     spawn_signal_thread(signals, Arc::clone(&outputs))?;
     if let Some(every) = opts.stats_interval {
         let backend = Arc::clone(&backend);
@@ -157,43 +176,60 @@ fn serve(
 
 /// Refuses a socket path that exists: a live socket is in use, anything
 /// else is not ours to remove.
-fn check_socket_path(path: &Path) -> Result<(), VhostError> {
+fn check_socket_path(path: &Path, option: &str) -> Result<(), VhostError> {
     let shown = path.display();
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(VhostError::bad(format!("--socket {shown}: {e}"))),
+        Err(e) => Err(VhostError::bad(format!("{option} {shown}: {e}"))),
         Ok(m) if m.file_type().is_socket() => {
             if UnixStream::connect(path).is_ok() {
                 Err(VhostError::bad(format!(
-                    "--socket {shown}: in use (a process is listening on it)"
+                    "{option} {shown}: in use (a process is listening on it)"
                 )))
             } else {
                 Err(VhostError::bad(format!(
-                    "--socket {shown}: a socket nobody listens on already exists; remove it if it is stale"
+                    "{option} {shown}: a socket nobody listens on already exists; remove it if it is stale"
                 )))
             }
         }
         Ok(_) => Err(VhostError::bad(format!(
-            "--socket {shown}: exists and is not a socket"
+            "{option} {shown}: exists and is not a socket"
         ))),
     }
 }
 
-/// Creates the listening socket, owner-only from the start (umask around
-/// bind, so there is no window in which others may connect).
+/// Creates the vhost-user socket, owner-only.
 fn listen(path: &Path) -> Result<Listener, VhostError> {
+    owner_only(path, || {
+        Listener::new(path, false).map_err(std::io::Error::other)
+    })
+    .map_err(|e| VhostError::bad(format!("--socket {}: {e}", path.display())))
+}
+
+/// Creates a socket file with `bind`, owner-only from the start (umask
+/// around the bind, so there is no window in which others may connect).
+/// Called before any other thread exists.
+fn owner_only<T>(path: &Path, bind: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
     // SAFETY: umask only changes this process's file-creation mask; no
-    // other thread creates files at this point (none is running yet
-    // besides this one).
+    // other thread creates files at this point (the caller runs before
+    // any thread is started).
     let old = unsafe { libc::umask(0o177) };
-    let listener = Listener::new(path, false);
+    let bound = bind();
     // SAFETY: as above, restoring the previous mask.
     unsafe { libc::umask(old) };
-    let listener =
-        listener.map_err(|e| VhostError::bad(format!("--socket {}: {e}", path.display())))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| VhostError::internal(format!("--socket {}: chmod: {e}", path.display())))?;
-    Ok(listener)
+    let bound = bound?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(bound)
+}
+
+/// Answers every connection to `--metrics-socket` with the counters as
+/// Prometheus text, then closes it (scrape with e.g. `socat - UNIX:PATH`).
+fn serve_metrics(listener: &UnixListener, outputs: &Outputs) {
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        let text = stats::prometheus(&outputs.strategy, &outputs.backend.stats());
+        let _ = stream.write_all(text.as_bytes());
+    }
 }
 
 /// What the back end leaves behind when it stops or is asked.
@@ -202,6 +238,7 @@ struct Outputs {
     strategy: String,
     stats_json: Option<PathBuf>,
     socket: PathBuf,
+    metrics_socket: Option<PathBuf>,
     sampling: Option<Arc<SamplingCost>>,
 }
 
@@ -237,6 +274,9 @@ impl Outputs {
             eprintln!("cint vhost: vCPU sampling: {s}");
         }
         let _ = std::fs::remove_file(&self.socket);
+        if let Some(path) = &self.metrics_socket {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 

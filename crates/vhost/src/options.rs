@@ -47,6 +47,8 @@ pub struct RawOptions {
     pub reconnect: bool,
     /// `--qmp PATH`.
     pub qmp: Option<PathBuf>,
+    /// `--metrics-socket PATH`.
+    pub metrics_socket: Option<PathBuf>,
 }
 
 /// What backs the virtual disk.
@@ -86,6 +88,8 @@ pub struct Options {
     pub reconnect: bool,
     /// QEMU's QMP socket (for vic-sched).
     pub qmp: Option<PathBuf>,
+    /// A unix socket serving the counters as Prometheus text.
+    pub metrics_socket: Option<PathBuf>,
 }
 
 impl RawOptions {
@@ -140,6 +144,7 @@ impl RawOptions {
             stats_interval,
             reconnect: self.reconnect,
             qmp: self.qmp.clone(),
+            metrics_socket: self.metrics_socket.clone(),
         })
     }
 }
