@@ -51,7 +51,7 @@ fn delta_advice(c: &Calibration) -> String {
     } else {
         let largest = c.gaps.iter().map(|g| g.at_chosen).max().unwrap_or(0);
         format!(
-            "{head} p{pct} of every workload's gaps inside bursts is at most {} us, so the \
+            "{head} the rule's p{pct} of every workload's gaps is at most {} us, so the \
              reference holds the last completion of each burst about {} us longer than the \
              gaps need.",
             us(largest as f64),

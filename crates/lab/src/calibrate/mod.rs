@@ -523,9 +523,14 @@ impl Calibration {
         }
         let _ = writeln!(
             out,
-            "delta = {} us: the largest p{pct} inter-arrival time inside bursts, rounded up to a \
-             whole microsecond (reference: {} us)",
+            "delta = {} us: the largest p{pct} inter-arrival time{}, rounded up to a whole \
+             microsecond (reference: {} us)",
             self.delta / 1_000,
+            if self.gaps.iter().any(|g| g.reading.within_bursts()) {
+                " (inside bursts where a workload pauses between them)"
+            } else {
+                ""
+            },
             us(self.reference_delta as f64)
         );
         let _ = writeln!(out);
