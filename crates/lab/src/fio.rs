@@ -38,7 +38,7 @@
 //! meaning in a model (`filename`, `group_reporting`, ...) is a one-line
 //! warning.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 
@@ -46,8 +46,8 @@ use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::{Nanos, PolicyConfig};
 use cint_scenario::units::{format_duration, parse_size};
 use cint_scenario::{
-    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, Job, Rw, Scenario,
-    Strategy, Work,
+    BsShare, CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, IoShape, Job,
+    Rw, Scenario, Schedule, Strategy, Work,
 };
 
 /// Options accepted and ignored because a model has no use for them.
@@ -60,6 +60,7 @@ const MEANINGLESS: &[&str] = &[
     "gtod_reduce",
     "group_reporting",
     "thread",
+    "threads",
     "randrepeat",
     "randseed",
     "random_generator",
@@ -100,6 +101,58 @@ const MEANINGLESS: &[&str] = &[
     "stats",
     "overwrite",
     "kb_base",
+    // The cinterrupts artifact's job files.
+    "numa_mem_policy",
+    "numa_cpu_nodes",
+    "disable_bw",
+    "disk_util",
+    // Offsets: the device model's service time does not depend on where a
+    // request lands (no seek, no cache), so these are checked, then warned.
+    "blockalign",
+    "offset_increment",
+    // Data content: the model moves bytes, it does not look at them.
+    "dedupe_mode",
+    "dedupe_global",
+    "dedupe_percentage",
+    "dedupe_working_set_percentage",
+    "buffer_pattern",
+    // No I/O scheduler sits in front of the NVMe queues in the model (as
+    // with Linux's `none` for NVMe), so request priorities change nothing.
+    "prio",
+    "prioclass",
+    "cmdprio",
+    "cmdprio_class",
+    "cmdprio_percentage",
+    "cmdprio_bssplit",
+    "log_prio",
+    "log_offset",
+    // The model has no I/O errors to continue on or dump.
+    "continue_on_error",
+    "ignore_error",
+    "error_dump",
+    // fio aborts a job that falls below these; the model reports its rate.
+    "ratemin",
+    "rate_iops_min",
+    "ramp_time_group",
+    "io_size",
+    "create_serialize",
+    "allow_file_create",
+    "gtod_cpu",
+];
+
+/// Options refused because a block-device model cannot be what they ask
+/// for (zoned devices, passthrough commands, data checks, trims).
+const NOT_A_BLOCK_MODEL: &[(&str, &str)] = &[
+    ("zonemode", "zoned block devices are not modelled"),
+    ("zonesize", "zoned block devices are not modelled"),
+    ("zonerange", "zoned block devices are not modelled"),
+    ("zoneskip", "zoned block devices are not modelled"),
+    ("max_open_zones", "zoned block devices are not modelled"),
+    ("read_beyond_wp", "zoned block devices are not modelled"),
+    ("verify", "the model moves no data, so there is nothing to verify"),
+    ("do_verify", "the model moves no data, so there is nothing to verify"),
+    ("verify_backlog", "the model moves no data, so there is nothing to verify"),
+    ("fill_device", "the model's device never fills up"),
 ];
 
 /// What to build around the jobs of a fio file.
@@ -122,6 +175,8 @@ pub struct FioArgs {
     /// `--set KEY=VALUE` overrides, applied to the imported scenario with
     /// the scenario parser's own rules (e.g. `duration=50ms`).
     pub sets: Vec<String>,
+    /// Values of fio's `${VAR}`; `None`: the process environment.
+    pub vars: Option<BTreeMap<String, String>>,
 }
 
 impl FioArgs {
@@ -136,6 +191,7 @@ impl FioArgs {
             default_duration: 200_000_000,
             name: None,
             sets: Vec::new(),
+            vars: None,
         }
     }
 }
@@ -188,7 +244,7 @@ pub fn import_file(path: &Path, args: &FioArgs) -> Result<FioImport, FioError> {
 
 /// Imports fio job-file text; `file` names it in messages.
 pub fn import_str(text: &str, file: &str, args: &FioArgs) -> Result<FioImport, FioError> {
-    let sections = parse_ini(text, file)?;
+    let sections = parse_ini(text, file, args.vars.as_ref())?;
     let mut ctx = Ctx {
         file,
         warnings: Vec::new(),
@@ -343,7 +399,41 @@ fn strip_comment(line: &str) -> &str {
     line.find([';', '#']).map_or(line, |i| &line[..i])
 }
 
-fn parse_ini(text: &str, file: &str) -> Result<Vec<Section>, FioError> {
+/// fio's `${VAR}` expansion from the environment (or `vars`); a variable
+/// that is not set is an error naming it.
+fn expand_vars(line: &str, vars: Option<&BTreeMap<String, String>>) -> Result<String, String> {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("'${{' without a closing '}}' in '{line}'"))?;
+        let name = &after[..end];
+        let value = match vars {
+            Some(v) => v.get(name).cloned(),
+            None => std::env::var(name).ok(),
+        };
+        match value {
+            Some(v) => out.push_str(&v),
+            None => {
+                return Err(format!(
+                    "'${{{name}}}' is not set (fio takes it from the environment)"
+                ))
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn parse_ini(
+    text: &str,
+    file: &str,
+    vars: Option<&BTreeMap<String, String>>,
+) -> Result<Vec<Section>, FioError> {
     let err = |line: usize, message: String| FioError {
         file: file.into(),
         line: Some(line),
@@ -352,7 +442,8 @@ fn parse_ini(text: &str, file: &str) -> Result<Vec<Section>, FioError> {
     let mut sections: Vec<Section> = Vec::new();
     for (idx, raw) in text.lines().enumerate() {
         let line_no = idx + 1;
-        let line = strip_comment(raw).trim();
+        let expanded = expand_vars(strip_comment(raw), vars).map_err(|m| err(line_no, m))?;
+        let line = expanded.trim();
         if line.is_empty() {
             continue;
         }
@@ -426,7 +517,6 @@ struct JobSpec {
     numjobs: Option<At<u32>>,
     cpus: Option<At<Vec<u32>>>,
     cpus_split: Option<At<bool>>,
-    rate_iops: Option<At<u64>>,
     direct: Option<At<bool>>,
     runtime: Option<At<Nanos>>,
     ramp: Option<At<Nanos>>,
@@ -435,6 +525,25 @@ struct JobSpec {
     rwmixread: Option<At<u8>>,
     hipri: Option<At<bool>>,
     nowait: Option<At<bool>>,
+    bssplit: Option<At<Vec<BsShare>>>,
+    bssplit_write: Vec<BsShare>,
+    bssplit_write_differs: bool,
+    filesize: Option<At<u64>>,
+    bsrange: Option<At<(u64, u64)>>,
+    /// `rate`: bytes/s for reads and for writes (0: no cap).
+    rate: Option<At<[u64; 2]>>,
+    /// `rate_iops` for reads and for writes (0: no cap).
+    rate_iops_dirs: Option<At<[u64; 2]>>,
+    poisson: bool,
+    barrier: Option<At<bool>>,
+    thinktime: Option<At<Nanos>>,
+    thinktime_spin: Option<At<Nanos>>,
+    thinktime_blocks: Option<At<u32>>,
+    startdelay: Option<At<Nanos>>,
+    number_ios: Option<At<u64>>,
+    percentile_list: Option<At<Vec<f64>>>,
+    stonewall: bool,
+    wait_for: Option<At<String>>,
 }
 
 impl JobSpec {
@@ -451,7 +560,6 @@ impl JobSpec {
             numjobs: None,
             cpus: None,
             cpus_split: None,
-            rate_iops: None,
             direct: None,
             runtime: None,
             ramp: None,
@@ -460,6 +568,23 @@ impl JobSpec {
             rwmixread: None,
             hipri: None,
             nowait: None,
+            bssplit: None,
+            bssplit_write: Vec::new(),
+            bssplit_write_differs: false,
+            filesize: None,
+            bsrange: None,
+            rate: None,
+            rate_iops_dirs: None,
+            poisson: false,
+            barrier: None,
+            thinktime: None,
+            thinktime_spin: None,
+            thinktime_blocks: None,
+            startdelay: None,
+            number_ios: None,
+            percentile_list: None,
+            stonewall: false,
+            wait_for: None,
         }
     }
 }
@@ -475,12 +600,20 @@ fn parse_bool(v: Option<&str>) -> Option<bool> {
 /// fio time values: a bare number is seconds; `d`, `h`, `m` (minutes),
 /// `s`, `ms`/`msec`, `us`/`usec`, `ns`.
 fn parse_fio_time(s: &str) -> Option<Nanos> {
+    parse_fio_time_in(s, 1_000_000_000)
+}
+
+/// A fio time whose bare number is in `unit` ns (fio's `thinktime` is in
+/// microseconds, `runtime` and `startdelay` in seconds).
+fn parse_fio_time_in(s: &str, unit: Nanos) -> Option<Nanos> {
     let s = s.trim();
     let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let bare = unit;
     let (num, unit) = s.split_at(end);
     let n: u64 = num.parse().ok()?;
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "s" | "sec" => 1_000_000_000,
+        "" => bare,
+        "s" | "sec" => 1_000_000_000,
         "ms" | "msec" => 1_000_000,
         "us" | "usec" => 1_000,
         "ns" | "nsec" => 1,
@@ -490,6 +623,73 @@ fn parse_fio_time(s: &str) -> Option<Nanos> {
         _ => return None,
     };
     n.checked_mul(mult)
+}
+
+/// fio's per-direction values `READS,WRITES[,TRIMS]`: the read part and
+/// the write part if one is written (a single value is both).
+fn split_dirs(v: &str) -> (&str, Option<&str>) {
+    let mut parts = v.split(',').map(str::trim);
+    let r = parts.next().unwrap_or("");
+    match parts.next() {
+        None => (r, None),
+        Some(w) => (r, Some(w)),
+    }
+}
+
+/// A per-direction number (`rate`, `rate_iops`): `[reads, writes]`, 0
+/// for a direction left empty (no cap), a single value for both.
+fn per_direction(v: &str, parse: impl Fn(&str) -> Option<u64>) -> Option<[u64; 2]> {
+    let (r, w) = split_dirs(v);
+    let one = |p: &str| if p.is_empty() { Some(0) } else { parse(p) };
+    let read = one(r)?;
+    let write = match w {
+        None => read,
+        Some(w) => one(w)?,
+    };
+    (read > 0 || write > 0).then_some([read, write])
+}
+
+/// Checks fio's `random_distribution` syntax: `random`, `zipf:T`,
+/// `pareto:H`, `normal:S[:C]`/`gauss`, `zoned:P/R:...`, `zoned_abs:...`.
+fn check_distribution(v: &str) -> Result<(), String> {
+    let (kind, args) = match v.split_once(':') {
+        Some((k, a)) => (k.trim(), Some(a.trim())),
+        None => (v.trim(), None),
+    };
+    let number = |a: Option<&str>| -> Result<f64, String> {
+        a.and_then(|a| a.split(':').next())
+            .and_then(|n| n.trim().parse::<f64>().ok())
+            .filter(|n| n.is_finite())
+            .ok_or_else(|| format!("'{kind}' needs a number (e.g. {kind}:1.2)"))
+    };
+    match kind {
+        "random" => Ok(()),
+        "zipf" => number(args).and_then(|t| {
+            (t > 0.0 && t != 1.0)
+                .then_some(())
+                .ok_or_else(|| "the zipf exponent must be positive and not 1".to_string())
+        }),
+        "pareto" => number(args).and_then(|h| {
+            (h > 0.0 && h < 1.0)
+                .then_some(())
+                .ok_or_else(|| "the pareto power must be in (0, 1)".to_string())
+        }),
+        "normal" | "gauss" => number(args).map(|_| ()),
+        "zoned" | "zoned_abs" => {
+            let a = args.ok_or_else(|| format!("'{kind}' needs zones (e.g. {kind}:60/10:40/90)"))?;
+            for zone in a.split(':').map(str::trim).filter(|z| !z.is_empty()) {
+                let ok = zone.split('/').all(|p| {
+                    let p = p.trim();
+                    p.is_empty() || p.parse::<u64>().is_ok() || parse_size(p).is_ok()
+                });
+                if !ok {
+                    return Err(format!("'{zone}' is not a zone (ACCESS/RANGE)"));
+                }
+            }
+            Ok(())
+        }
+        _ => Err("not a distribution (random, zipf, pareto, normal, zoned, zoned_abs)".into()),
+    }
 }
 
 /// A CPU list: `3`, `0-3`, `1,5,8-9`.
@@ -532,23 +732,189 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
     match key {
         "rw" | "readwrite" => {
             let v = raw.ok_or_else(need)?;
-            let rw = match v {
+            // `read:8k` (sequential, skip 8k after each request) or
+            // `randread:8` (8 requests per random offset): both only move
+            // offsets, which the device model's service time ignores.
+            let (pattern, suffix) = match v.split_once(':') {
+                Some((p, n)) => (p.trim(), Some(n.trim())),
+                None => (v, None),
+            };
+            let rw = match pattern {
                 "read" => Rw::Read,
                 "write" => Rw::Write,
                 "randread" => Rw::RandRead,
                 "randwrite" => Rw::RandWrite,
                 "randrw" => Rw::RandRw,
+                "rw" | "readwrite" => Rw::ReadWrite,
                 _ => {
                     return Err(ctx.err(
                         line,
                         format!(
                             "option '{key}={v}' is not supported (supported: read, write, \
-                             randread, randwrite, randrw)"
+                             randread, randwrite, randrw, rw/readwrite; the model has no trims)"
                         ),
                     ))
                 }
             };
+            if let Some(n) = suffix {
+                let magnitude = n.strip_prefix('-').unwrap_or(n);
+                if parse_size(magnitude).is_err() {
+                    return Err(bad("a pattern with a size suffix (e.g. read:8k)"));
+                }
+                ctx.warn(
+                    line,
+                    format!(
+                        "option '{key}={v}': the ':{n}' offset step is accepted but changes \
+                         nothing (the device model's service time does not depend on offsets)"
+                    ),
+                );
+            }
             spec.rw = Some(At::new(line, rw));
+        }
+        "bssplit" => {
+            let v = raw.ok_or_else(need)?;
+            let (reads, writes) = cint_scenario::shape::parse_bssplit_dirs(v)
+                .map_err(|e| ctx.err(line, format!("option '{key}={v}': {e}")))?;
+            if !writes.is_empty() {
+                spec.bssplit_write_differs = true;
+            }
+            spec.bssplit = Some(At::new(line, reads));
+            spec.bssplit_write = writes;
+        }
+        "bsrange" | "blocksize_range" => {
+            let v = raw.ok_or_else(need)?;
+            let (r, w) = split_dirs(v);
+            let range = cint_scenario::shape::parse_bsrange(r)
+                .map_err(|e| ctx.err(line, format!("option '{key}={v}': {e}")))?;
+            if let Some(w) = w {
+                if cint_scenario::shape::parse_bsrange(w).ok() != Some(range) {
+                    return Err(ctx.err(
+                        line,
+                        format!("option '{key}={v}': different read and write ranges are not supported"),
+                    ));
+                }
+            }
+            spec.bsrange = Some(At::new(line, range));
+        }
+        "rate" => {
+            let v = raw.ok_or_else(need)?;
+            let dirs = per_direction(v, |p| parse_size(p).ok())
+                .ok_or_else(|| bad("a rate in bytes per second per direction (e.g. 10m or 1m,500k)"))?;
+            spec.rate = Some(At::new(line, dirs));
+        }
+        "rate_process" => match raw.ok_or_else(need)? {
+            "linear" => spec.poisson = false,
+            "poisson" => spec.poisson = true,
+            _ => return Err(bad("'linear' or 'poisson'")),
+        },
+        "barrier" => {
+            // The cinterrupts authors' fio patch: Barrier on the last
+            // iocb of each io_submit.
+            spec.barrier = Some(At::new(
+                line,
+                parse_bool(raw).ok_or_else(|| bad("a boolean"))?,
+            ))
+        }
+        "thinktime" | "thinktime_spin" => {
+            let t = parse_fio_time_in(raw.ok_or_else(need)?, 1_000)
+                .ok_or_else(|| bad("a time (a bare number is microseconds)"))?;
+            let slot = if key == "thinktime" {
+                &mut spec.thinktime
+            } else {
+                &mut spec.thinktime_spin
+            };
+            *slot = Some(At::new(line, t));
+        }
+        "thinktime_blocks" => {
+            spec.thinktime_blocks = Some(At::new(line, int(1, u64::from(u32::MAX))? as u32))
+        }
+        "thinktime_blocks_type" => match raw.ok_or_else(need)? {
+            "complete" => {}
+            _ => {
+                return Err(ctx.err(
+                    line,
+                    format!(
+                        "option '{key}={}' is not supported (the model counts completed \
+                         requests, fio's default 'complete')",
+                        raw.unwrap_or("")
+                    ),
+                ))
+            }
+        },
+        "startdelay" => {
+            let v = raw.ok_or_else(need)?;
+            if v.contains('-') {
+                return Err(ctx.err(
+                    line,
+                    format!("option '{key}={v}': a random start delay range is not supported"),
+                ));
+            }
+            let t = parse_fio_time(v).ok_or_else(|| bad("a time (e.g. 2, 500ms)"))?;
+            spec.startdelay = Some(At::new(line, t));
+        }
+        "number_ios" => spec.number_ios = Some(At::new(line, int(0, i64::MAX as u64)?)),
+        "percentile_list" => {
+            let v = raw.ok_or_else(need)?;
+            let list = cint_scenario::shape::parse_percentile_list(v)
+                .map_err(|e| ctx.err(line, format!("option '{key}={v}': {e}")))?;
+            spec.percentile_list = Some(At::new(line, list));
+        }
+        "loops" => {
+            int(1, u64::from(u32::MAX))?;
+            ctx.warn(
+                line,
+                "option 'loops' changes nothing: the model is time based (runtime), it does \
+                 not run through the size"
+                    .into(),
+            );
+        }
+        "random_distribution" => {
+            let v = raw.ok_or_else(need)?;
+            check_distribution(v).map_err(|e| ctx.err(line, format!("option '{key}={v}': {e}")))?;
+            ctx.warn(
+                line,
+                format!(
+                    "option '{key}={v}' is accepted but changes nothing: it only chooses \
+                     offsets, and the device model's service time does not depend on offsets"
+                ),
+            );
+        }
+        "offset" => {
+            let v = raw.ok_or_else(need)?;
+            let ok = match v.strip_suffix('%') {
+                Some(p) => p.trim().parse::<u64>().is_ok_and(|p| p <= 100),
+                None => parse_size(v).is_ok(),
+            };
+            if !ok {
+                return Err(bad("a size or a percentage"));
+            }
+            ctx.warn(
+                line,
+                "option 'offset' is accepted but changes nothing (the device model's service \
+                 time does not depend on offsets)"
+                    .into(),
+            );
+        }
+        "filesize" => {
+            let v = raw.ok_or_else(need)?;
+            if v.contains('-') {
+                return Err(ctx.err(
+                    line,
+                    format!("option '{key}={v}': a random file size range is not supported"),
+                ));
+            }
+            let b = parse_size(v)
+                .ok()
+                .filter(|&b| b > 0)
+                .ok_or_else(|| bad("a size"))?;
+            spec.filesize = Some(At::new(line, b));
+        }
+        "stonewall" | "wait_for_previous" => {
+            spec.stonewall = parse_bool(raw).ok_or_else(|| bad("a boolean"))?;
+        }
+        "wait_for" => {
+            let v = raw.ok_or_else(need)?;
+            spec.wait_for = Some(At::new(line, v.to_string()));
         }
         "bs" | "blocksize" => {
             let v = raw.ok_or_else(need)?;
@@ -619,19 +985,9 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
         }
         "rate_iops" => {
             let v = raw.ok_or_else(need)?;
-            let mut parts = v.split(',').map(str::trim).filter(|p| !p.is_empty());
-            let first: u64 = parts
-                .next()
-                .and_then(|p| p.parse().ok())
-                .filter(|&n| n > 0)
-                .ok_or_else(|| bad("a positive integer"))?;
-            if parts.any(|p| p.parse::<u64>().ok() != Some(first)) {
-                return Err(ctx.err(
-                    line,
-                    format!("option '{key}={v}': different read and write rates are not supported"),
-                ));
-            }
-            spec.rate_iops = Some(At::new(line, first));
+            let dirs = per_direction(v, |p| p.parse::<u64>().ok())
+                .ok_or_else(|| bad("IO/s per direction (e.g. 5000 or 5000,1000)"))?;
+            spec.rate_iops_dirs = Some(At::new(line, dirs));
         }
         "direct" => {
             spec.direct = Some(At::new(
@@ -696,14 +1052,18 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
                 spec.name = v.into();
             }
         }
-        "stonewall" | "wait_for" | "wait_for_previous" => {
+        _ if NOT_A_BLOCK_MODEL.iter().any(|(k, _)| *k == key) => {
+            let why = NOT_A_BLOCK_MODEL
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or("", |(_, w)| w);
+            return Err(ctx.err(line, format!("option '{key}' is not supported: {why}")));
+        }
+        _ if key.starts_with("verify_") => {
             return Err(ctx.err(
                 line,
-                format!(
-                    "option '{key}' is not supported: the model runs all jobs of a file at once; \
-                     put each group of jobs in its own file"
-                ),
-            ))
+                format!("option '{key}' is not supported: the model moves no data, so there is nothing to verify"),
+            ));
         }
         _ if MEANINGLESS.contains(&key) => {
             if key == "kb_base" && raw != Some("1024") {
@@ -725,6 +1085,163 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
         }
     }
     Ok(())
+}
+
+/// fio's groups as ascending numbers from 0: a `stonewall` job starts a
+/// group after every job before it, a `wait_for` job goes in the group
+/// after its target's, any other job joins the current group.
+fn assign_groups(specs: &[JobSpec], ctx: &mut Ctx) -> Result<Vec<u32>, FioError> {
+    let mut groups: Vec<u32> = Vec::with_capacity(specs.len());
+    let (mut current, mut highest) = (0u32, 0u32);
+    for (i, spec) in specs.iter().enumerate() {
+        let g = if let Some(w) = &spec.wait_for {
+            let wanted = usable_name(&w.value);
+            let target = specs[..i]
+                .iter()
+                .position(|s| s.name == wanted)
+                .ok_or_else(|| {
+                    ctx.err(
+                        w.line,
+                        format!(
+                            "option 'wait_for={}': no job of that name before this one",
+                            w.value
+                        ),
+                    )
+                })?;
+            let tg = groups[target];
+            let shared = groups.iter().filter(|&&g| g == tg).count();
+            if shared > 1 {
+                ctx.warn(
+                    w.line,
+                    format!(
+                        "job '{}' waits for every job that runs with '{}' (the model runs \
+                         groups one after another)",
+                        spec.name, specs[target].name
+                    ),
+                );
+            }
+            tg + 1
+        } else if spec.stonewall && i > 0 {
+            current = highest + 1;
+            current
+        } else {
+            current
+        };
+        highest = highest.max(g);
+        groups.push(g);
+    }
+    // Dense numbers, in the order the groups run.
+    let mut distinct = groups.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    Ok(groups
+        .iter()
+        .map(|g| distinct.iter().position(|d| d == g).unwrap_or(0) as u32)
+        .collect())
+}
+
+/// One cap for the whole job from fio's per-direction caps (`[reads,
+/// writes]`, 0: none): fio keeps the mix and caps each direction, so the
+/// job's total is bounded by the tighter of `cap / share` over the
+/// directions it issues. `unit`: the mean size of a read and of a write in
+/// the cap's unit (1 for IO/s, bytes for a byte rate).
+fn combined_rate(caps: [u64; 2], rw: Rw, rwmixread: u8, unit: [u64; 2]) -> Option<u64> {
+    let read_pct = match rw {
+        Rw::Read | Rw::RandRead => 100,
+        Rw::Write | Rw::RandWrite => 0,
+        Rw::RandRw | Rw::ReadWrite => u128::from(rwmixread),
+    };
+    // Each direction's share of the total, weighted by its unit.
+    let weights = [read_pct * u128::from(unit[0]), (100 - read_pct) * u128::from(unit[1])];
+    let sum: u128 = weights.iter().sum();
+    let mut total: Option<u128> = None;
+    for d in 0..2 {
+        if caps[d] == 0 || weights[d] == 0 {
+            continue;
+        }
+        let t = u128::from(caps[d]) * sum / weights[d];
+        total = Some(total.map_or(t, |x| x.min(t)));
+    }
+    total.map(|t| u64::try_from(t).unwrap_or(u64::MAX).max(1))
+}
+
+/// The request-shaping options of one job.
+fn job_shape(spec: &JobSpec, rw: Rw, bs: u64, ctx: &mut Ctx) -> Result<IoShape, FioError> {
+    let bssplit = spec.bssplit.as_ref().map_or(Vec::new(), |b| b.value.clone());
+    let bsrange = spec.bsrange.map(|r| r.value);
+    if bsrange.is_some() && !bssplit.is_empty() {
+        let line = spec.bsrange.map_or(spec.line, |r| r.line);
+        return Err(ctx.err(
+            line,
+            format!("job '{}': bsrange together with bssplit", spec.name),
+        ));
+    }
+    let mut shape = IoShape {
+        bssplit,
+        bssplit_write: spec.bssplit_write.clone(),
+        bsrange,
+        rate: None,
+        rate_poisson: spec.poisson,
+        barrier_last: spec.barrier.is_some_and(|b| b.value),
+        thinktime: spec.thinktime.map_or(0, |t| t.value),
+        thinktime_spin: spec.thinktime_spin.map_or(0, |t| t.value),
+        thinktime_blocks: spec.thinktime_blocks.map_or(1, |b| b.value),
+        number_ios: spec.number_ios.map(|n| n.value).filter(|&n| n > 0),
+        percentile_list: spec
+            .percentile_list
+            .as_ref()
+            .map_or(Vec::new(), |p| p.value.clone()),
+    };
+    if shape.thinktime_spin > shape.thinktime {
+        let line = spec.thinktime_spin.map_or(spec.line, |t| t.line);
+        return Err(ctx.err(
+            line,
+            format!("job '{}': thinktime_spin is longer than thinktime", spec.name),
+        ));
+    }
+    if let Some(r) = spec.rate {
+        let mean = |write: bool| {
+            let split = if write && !shape.bssplit_write.is_empty() {
+                &shape.bssplit_write
+            } else {
+                &shape.bssplit
+            };
+            if split.is_empty() {
+                let probe = IoShape {
+                    bsrange: shape.bsrange,
+                    ..IoShape::default()
+                };
+                return mean_size(&probe, bs);
+            }
+            split.iter().map(|s| s.bytes * u64::from(s.percent)).sum::<u64>() / 100
+        };
+        let rwmixread = spec.rwmixread.map_or(50, |m| m.value);
+        shape.rate = combined_rate(r.value, rw, rwmixread, [mean(false), mean(true)]);
+        if shape.rate.is_none() {
+            ctx.warn(
+                r.line,
+                format!(
+                    "job '{}': rate caps only a direction the job does not issue; no cap",
+                    spec.name
+                ),
+            );
+        }
+    }
+    if shape.rate_poisson && shape.rate.is_none() && spec.rate_iops_dirs.is_none() {
+        return Err(ctx.err(
+            spec.line,
+            format!("job '{}': rate_process=poisson needs rate or rate_iops", spec.name),
+        ));
+    }
+    Ok(shape)
+}
+
+/// The mean request size of a fixed size or a range.
+fn mean_size(shape: &IoShape, bs: u64) -> u64 {
+    match shape.bsrange {
+        Some((lo, hi)) => lo * ((hi / lo).max(1) + 1) / 2,
+        None => bs,
+    }
 }
 
 fn default_strategies(device: &DeviceProfile, poll: bool) -> Vec<Strategy> {
@@ -800,7 +1317,9 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
         .iter()
         .filter_map(|s| s.runtime.map(|r| r.value))
         .max();
-    let duration = match longest {
+    // A job without runtime runs as long as the longest one that has a
+    // runtime, or for the default when none has.
+    let default_runtime = match longest {
         Some(d) => d,
         None => {
             ctx.warn(
@@ -813,6 +1332,29 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             args.default_duration
         }
     };
+    let groups = assign_groups(&specs, ctx)?;
+    let last_group = groups.iter().copied().max().unwrap_or(0);
+    // Each group lasts as long as its longest job (start delay, ramp and
+    // runtime); the run is the groups one after another.
+    let mut spans = vec![0; last_group as usize + 1];
+    for (spec, &g) in specs.iter().zip(&groups) {
+        let delay = spec.startdelay.map_or(0, |d| d.value);
+        let runtime = spec.runtime.map_or(default_runtime, |r| r.value);
+        if g < last_group && spec.runtime.is_none() {
+            ctx.warn(
+                spec.line,
+                format!(
+                    "job '{}': no runtime, and later groups wait for it: it runs {}",
+                    spec.name,
+                    format_duration(runtime)
+                ),
+            );
+        }
+        let span = &mut spans[g as usize];
+        *span = (*span).max(delay.saturating_add(warmup).saturating_add(runtime));
+    }
+    let total: Nanos = spans.iter().fold(0, |a: Nanos, &s| a.saturating_add(s));
+    let duration = total.saturating_sub(warmup).max(1);
 
     let mut jobs = Vec::with_capacity(specs.len());
     let mut hipri_jobs = 0;
@@ -889,16 +1431,20 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
         }
         let capacity = device.capacity.0;
         let size = match spec.size.map(|s| s.value) {
-            None => capacity,
+            None => spec.filesize.map_or(capacity, |f| f.value),
             Some(SizeSpec::Bytes(b)) => b,
             // Whole sectors, as the device addresses them.
             Some(SizeSpec::Percent(p)) => capacity / 100 * p / 512 * 512,
         };
         let bs = spec.bs.map_or(4096, |b| b.value);
-        if let Some(s) = spec.size {
+        let size_at = spec
+            .size
+            .map(|s| s.line)
+            .or(spec.filesize.map(|f| f.line));
+        if let Some(line) = size_at {
             if size > capacity || size < bs || size % 512 != 0 {
                 return Err(ctx.err(
-                    s.line,
+                    line,
                     format!(
                         "job '{}': size must be a multiple of 512 bytes between bs ({bs}) and the \
                          device capacity ({capacity}), got {size}",
@@ -918,10 +1464,40 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
                 ),
             );
         }
-        let runtime = match spec.runtime {
-            Some(r) if r.value < duration => Some(warmup + r.value),
-            _ => None,
+        let group = groups[jobs.len()];
+        let delay = spec.startdelay.map_or(0, |d| d.value);
+        // Jobs of the last group that last as long as the run need no end
+        // of their own; every other job stops after its ramp and runtime.
+        let runtime = spec.runtime.map_or(default_runtime, |r| r.value);
+        let own_end = delay.saturating_add(warmup).saturating_add(runtime);
+        let runtime = if group == last_group
+            && (spec.runtime.is_none() || own_end >= spans[group as usize])
+            && delay == 0
+        {
+            None
+        } else {
+            Some(warmup + runtime)
         };
+        let shape = job_shape(spec, rw, bs, ctx)?;
+        let bs = cint_scenario::shape::smallest_block(&shape, bs);
+        let rwmixread = spec
+            .rwmixread
+            .filter(|_| rw.is_mixed())
+            .map_or(50, |r| r.value);
+        let rate_iops = match spec.rate_iops_dirs {
+            Some(d) => combined_rate(d.value, rw, rwmixread, [1, 1]).or_else(|| {
+                ctx.warn(d.line, format!("job '{}': rate_iops caps only a direction the job does not issue; no cap", spec.name));
+                None
+            }),
+            None => None,
+        };
+        if rate_iops.is_some() && shape.rate.is_some() {
+            let line = spec.rate.map_or(spec.line, |r| r.line);
+            return Err(ctx.err(
+                line,
+                format!("job '{}': rate together with rate_iops is not supported", spec.name),
+            ));
+        }
         jobs.push(Job {
             name: spec.name.clone(),
             cpu: cpus.map_or(0, |c| core_of(c.value[0])),
@@ -937,15 +1513,17 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
                 hint: None,
                 nowait,
                 direct: spec.direct.is_some_and(|d| d.value),
-                rate_iops: spec.rate_iops.map(|r| r.value),
+                rate_iops,
                 think: 0,
                 size,
                 // fio ignores rwmixread unless the job mixes reads and writes.
-                rwmixread: spec
-                    .rwmixread
-                    .filter(|_| rw == Rw::RandRw)
-                    .map_or(50, |r| r.value),
+                rwmixread,
+                shape,
             }),
+            schedule: Schedule {
+                group,
+                startdelay: delay,
+            },
         });
     }
     if hipri_jobs > 0 && hipri_jobs < jobs.len() && args.strategies.is_none() {

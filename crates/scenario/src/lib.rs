@@ -17,6 +17,7 @@ pub mod model;
 mod overlay;
 pub mod profiles;
 pub mod render;
+pub mod shape;
 mod section;
 mod set;
 pub mod strategy;
@@ -32,5 +33,8 @@ pub use load::{
 pub use render::to_toml;
 
 pub use emu_config::{Backend, EmuConfig};
-pub use model::{CompletionMode, Engine, HybridSleep, IoJob, Job, Rw, Scenario, Strategy, Work};
+pub use model::{
+    BsShare, CompletionMode, Engine, HybridSleep, IoJob, IoShape, Job, Rw, Scenario, Schedule,
+    Strategy, Work,
+};
 pub use profiles::{DeviceProfile, HostProfile};

@@ -59,6 +59,11 @@ impl World<'_> {
             .iter()
             .enumerate()
             .map(|(j, stats)| {
+                // A job's rates are over its own measured window: later
+                // groups, start delays and early ends make it shorter than
+                // the run's (fio reports each job over its own runtime).
+                let (from, to) = self.job_window(j);
+                let job_secs = (to - from).max(1) as f64 / 1e9;
                 let (cpu, ctx, wakeups) = self
                     .threads
                     .iter()
@@ -69,8 +74,8 @@ impl World<'_> {
                 JobResult {
                     name: stats.name.clone(),
                     ios: stats.ios,
-                    iops: stats.ios as f64 / secs,
-                    bw_bytes: (stats.bytes as f64 / secs) as u64,
+                    iops: stats.ios as f64 / job_secs,
+                    bw_bytes: (stats.bytes as f64 / job_secs) as u64,
                     cpu_util: cpu as f64 / window as f64,
                     context_switches: ctx,
                     wakeups,

@@ -18,7 +18,7 @@ use crate::gaps::GapLog;
 use crate::host::{Core, HostCosts};
 use crate::invariants::Invariants;
 use crate::metrics::{Counters, JobStats};
-use crate::workload::Program;
+use crate::workload::{Groups, Program, ThreadShape};
 use crate::SimError;
 use crate::INVARIANT_VIOLATED;
 
@@ -128,6 +128,8 @@ pub(crate) enum Cont {
     Spin(u32),
     /// Resume a busy loop after a context switch.
     Busy,
+    /// fio's think time spun and armed its timer: sleep the rest.
+    ThinkSleep,
 }
 
 /// A simulated application thread.
@@ -195,6 +197,10 @@ pub(crate) struct World<'a> {
     pub check: Invariants,
     /// Completion posting times, recorded only by [`crate::completion_gaps`].
     pub gap_log: Option<&'a mut GapLog>,
+    /// Per-thread counters of fio's request-shaping options.
+    pub shaping: Vec<ThreadShape>,
+    /// Start delays and groups run one after another.
+    pub groups: Groups,
 }
 
 impl<'a> World<'a> {
@@ -346,7 +352,8 @@ impl<'a> World<'a> {
         }
         let end = sc.warmup.saturating_add(sc.duration);
         let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
-        Ok(World {
+        let shaping = vec![ThreadShape::default(); threads.len()];
+        let mut world = World {
             sc,
             mode: strategy.mode,
             events: EventQueue::with_capacity(capacity),
@@ -364,7 +371,11 @@ impl<'a> World<'a> {
             block_estimator: estimator(strategy.mode),
             check: Invariants::default(),
             gap_log: None,
-        })
+            shaping,
+            groups: Groups::new(sc),
+        };
+        world.stage_jobs();
+        Ok(world)
     }
 
     /// The current simulated time.
@@ -442,6 +453,7 @@ impl<'a> World<'a> {
         let window = now.saturating_sub(self.window_start);
         let notable = (window / 100).max(1_000_000);
         let mut notes = self.idle_jobs(strategy);
+        notes.extend(self.group_notes(&strategy.name));
         notes.extend(
             held.iter()
                 .enumerate()
@@ -481,7 +493,9 @@ impl<'a> World<'a> {
         let now = self.now();
         let mut notes = Vec::new();
         for (j, stats) in self.jobs.iter().enumerate() {
-            if stats.ios > 0 || !matches!(self.sc.jobs[j].work, Work::Io(_)) {
+            // A job that never started has its group's note instead.
+            if stats.ios > 0 || !matches!(self.sc.jobs[j].work, Work::Io(_)) || !self.groups.started(j)
+            {
                 continue;
             }
             let oldest = self

@@ -22,15 +22,18 @@
 //! unless the job overrides them. Jobs without `direct` are still modelled
 //! as direct I/O (there is no page cache yet).
 
+mod groups;
+mod pattern;
 mod program;
 
+pub(crate) use groups::Groups;
+pub(crate) use pattern::ThreadShape;
 pub(crate) use program::Program;
 
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::Direction;
 use cint_policy::Nanos;
 use cint_scenario::{CompletionMode, Engine, HybridSleep, Rw};
-use rand::Rng;
 
 use crate::engine::Event;
 use crate::host::Segment;
@@ -53,6 +56,7 @@ impl World<'_> {
             Cont::RateWaitArmed => self.rate_wait_armed(t),
             Cont::Spin(need) => self.threads[t].act = Activity::Spin { need },
             Cont::Busy => self.threads[t].act = Activity::Busy,
+            Cont::ThinkSleep => self.think_sleep(t),
         }
     }
 
@@ -64,8 +68,11 @@ impl World<'_> {
     fn issue(&mut self, t: usize) {
         let now = self.now();
         let p = self.threads[t].prog;
-        if p.stop_at.is_some_and(|s| now >= s) {
-            self.block(t, Wait::Exited);
+        if p.stop_at.is_some_and(|s| now >= s) || self.ios_done(t) {
+            self.exit_thread(t);
+            return;
+        }
+        if self.think_due(t) {
             return;
         }
         let c = self.costs;
@@ -77,7 +84,7 @@ impl World<'_> {
             if self.prepare(t, 1, now) == 0 {
                 // No free slot cannot happen with one request per call,
                 // but never spin on it.
-                self.block(t, Wait::Exited);
+                self.exit_thread(t);
                 return;
             }
             self.set_burst(t, c.syscall + c.sync_submit, Cont::Submitted);
@@ -91,6 +98,7 @@ impl World<'_> {
             None if k < p.batch => k = 0,
             None => {}
         }
+        k = k.min(self.ios_left(t));
         if k > 0 {
             let k = self.prepare(t, k, now) as u64;
             let cost = match p.engine {
@@ -178,6 +186,11 @@ impl World<'_> {
     /// Takes up to `k` free slots, fills in the requests (op, size, hint)
     /// and stages them for the submission call. Returns how many.
     fn prepare(&mut self, t: usize, k: u32, now: Nanos) -> u32 {
+        let shape = self.shape(t);
+        let k = k.min(self.ios_left(t));
+        for _ in 0..k.min(self.threads[t].free_slots.len() as u32) {
+            self.count_issue(t);
+        }
         let th = &mut self.threads[t];
         let p = th.prog;
         let k = k.min(th.free_slots.len() as u32);
@@ -185,12 +198,10 @@ impl World<'_> {
             let Some(r) = th.free_slots.pop() else {
                 break;
             };
-            let write = match p.rw {
-                Rw::Read | Rw::RandRead => false,
-                Rw::Write | Rw::RandWrite => true,
-                Rw::RandRw => th.rng.gen_range(0..100u32) >= u32::from(p.rwmixread),
-            };
-            let hint = p.hint.unwrap_or_else(|| {
+            let write = pattern::is_write(p.rw, p.rwmixread, &mut th.rng);
+            let bytes = pattern::block_size(shape, p.bs, write, &mut th.rng);
+            let barrier = pattern::batch_hint(shape, i, k);
+            let hint = barrier.or(p.hint).unwrap_or_else(|| {
                 let batch = BatchPosition { index: i, len: k };
                 let (call, flags) = match p.engine {
                     Engine::Psync if write => (IoCall::Pwrite, RwFlags::EMPTY),
@@ -227,14 +238,16 @@ impl World<'_> {
                     .fail(format!("slot {r} reused while in state {state:?}"));
             }
             req.write = write;
-            req.bytes = p.bs;
+            req.bytes = bytes;
             req.hint = hint;
             req.issued = now;
             req.state = ReqState::Submitting;
             th.batch.push(r);
             th.in_flight += 1;
             if let Some(iv) = p.rate_interval {
-                th.next_issue_at += iv;
+                th.next_issue_at = th
+                    .next_issue_at
+                    .saturating_add(pattern::rate_step(shape, iv, bytes, &mut th.rng));
             }
         }
         k
@@ -375,7 +388,7 @@ impl World<'_> {
             let th = &mut self.threads[t];
             th.free_slots.push(r);
             th.in_flight -= 1;
-            if self.measuring {
+            if self.measuring && self.job_measuring(job, now) {
                 self.jobs[job].record(lat, bytes);
             }
         }
