@@ -129,6 +129,12 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("thinktime")
             } else if s.number_ios.is_some() {
                 Some("number_ios")
+            } else if s.flow != 0 {
+                Some("flow")
+            } else if s.exitall.is_some() {
+                Some("exitall")
+            } else if s.steady.is_some() {
+                Some("ss")
             } else {
                 None
             }

@@ -46,8 +46,8 @@ use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::{Nanos, PolicyConfig};
 use cint_scenario::units::{format_duration, parse_size};
 use cint_scenario::{
-    BsShare, CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, IoShape, Job,
-    Rw, Scenario, Schedule, Strategy, Work,
+    BsShare, CompletionMode, DeviceProfile, EmuConfig, Engine, ExitScope, HostProfile, IoJob,
+    IoShape, Job, Rw, Scenario, Schedule, SteadyState, Strategy, Work,
 };
 
 /// Options accepted and ignored because a model has no use for them.
@@ -96,7 +96,6 @@ const MEANINGLESS: &[&str] = &[
     "registerfiles",
     "nonvectored",
     "lockmem",
-    "exitall",
     "exitall_on_error",
     "stats",
     "overwrite",
@@ -544,6 +543,14 @@ struct JobSpec {
     percentile_list: Option<At<Vec<f64>>>,
     stonewall: bool,
     wait_for: Option<At<String>>,
+    flow: Option<At<u32>>,
+    flow_id: u32,
+    flow_sleep: Nanos,
+    exitall: bool,
+    exit_all_jobs: bool,
+    steady: Option<At<String>>,
+    ss_dur: Option<At<Nanos>>,
+    ss_ramp: Nanos,
 }
 
 impl JobSpec {
@@ -585,6 +592,14 @@ impl JobSpec {
             percentile_list: None,
             stonewall: false,
             wait_for: None,
+            flow: None,
+            flow_id: 0,
+            flow_sleep: 0,
+            exitall: false,
+            exit_all_jobs: false,
+            steady: None,
+            ss_dur: None,
+            ss_ramp: 0,
         }
     }
 }
@@ -916,6 +931,60 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
             let v = raw.ok_or_else(need)?;
             spec.wait_for = Some(At::new(line, v.to_string()));
         }
+        "flow" => {
+            let v = raw.ok_or_else(need)?;
+            let w: i64 = v.parse().map_err(|_| bad("an integer weight"))?;
+            if w < 0 {
+                return Err(ctx.err(
+                    line,
+                    format!("option 'flow={v}': negative weights are not supported (fio 3 weighs jobs by flow >= 0)"),
+                ));
+            }
+            spec.flow = Some(At::new(line, u32::try_from(w).map_err(|_| bad("a weight below 2^32"))?));
+        }
+        "flow_id" => spec.flow_id = int(0, u64::from(u32::MAX))? as u32,
+        "flow_sleep" => {
+            spec.flow_sleep = parse_fio_time_in(raw.ok_or_else(need)?, 1_000)
+                .ok_or_else(|| bad("a time (a bare number is microseconds)"))?;
+        }
+        "exitall" => spec.exitall = parse_bool(raw).ok_or_else(|| bad("a boolean"))?,
+        "exit_what" => {
+            spec.exit_all_jobs = match raw.ok_or_else(need)? {
+                // One group runs at a time in the model, so ending every
+                // running job is ending the group.
+                "group" | "stonewall" => false,
+                "all" => true,
+                _ => return Err(bad("'group', 'stonewall' or 'all'")),
+            }
+        }
+        "ss" => {
+            let v = raw.ok_or_else(need)?;
+            cint_scenario::shape::parse_steady(v)
+                .map_err(|e| ctx.err(line, format!("option '{key}={v}': {e}")))?;
+            spec.steady = Some(At::new(line, v.to_string()));
+        }
+        "ss_dur" => {
+            let t = parse_fio_time(raw.ok_or_else(need)?)
+                .filter(|&t| t >= 1_000_000_000 && t % 1_000_000_000 == 0)
+                .ok_or_else(|| bad("whole seconds, at least 1"))?;
+            spec.ss_dur = Some(At::new(line, t));
+        }
+        "ss_ramp" => {
+            spec.ss_ramp =
+                parse_fio_time(raw.ok_or_else(need)?).ok_or_else(|| bad("a time (e.g. 10s)"))?;
+        }
+        "io_submit_mode" => match raw.ok_or_else(need)? {
+            "inline" => {}
+            "offload" => {
+                return Err(ctx.err(
+                    line,
+                    "option 'io_submit_mode=offload' is not supported: submission by a pool of \
+                     worker threads is not modelled"
+                        .into(),
+                ))
+            }
+            _ => return Err(bad("'inline' or 'offload'")),
+        },
         "bs" | "blocksize" => {
             let v = raw.ok_or_else(need)?;
             let mut sizes = v.split(',').map(str::trim).filter(|p| !p.is_empty());
@@ -1191,7 +1260,34 @@ fn job_shape(spec: &JobSpec, rw: Rw, bs: u64, ctx: &mut Ctx) -> Result<IoShape, 
             .percentile_list
             .as_ref()
             .map_or(Vec::new(), |p| p.value.clone()),
+        flow: spec.flow.map_or(0, |f| f.value),
+        flow_id: spec.flow_id,
+        flow_sleep: spec.flow_sleep,
+        exitall: spec.exitall.then_some(if spec.exit_all_jobs {
+            ExitScope::All
+        } else {
+            ExitScope::Group
+        }),
+        steady: None,
     };
+    if let Some(ss) = &spec.steady {
+        let (metric, slope, limit, percent) = cint_scenario::shape::parse_steady(&ss.value)
+            .map_err(|e| ctx.err(ss.line, format!("option 'ss={}': {e}", ss.value)))?;
+        let dur = spec.ss_dur.map(|d| d.value).ok_or_else(|| {
+            ctx.err(
+                ss.line,
+                format!("job '{}': ss needs ss_dur (the window judged)", spec.name),
+            )
+        })?;
+        shape.steady = Some(SteadyState {
+            metric,
+            slope,
+            limit,
+            percent,
+            dur,
+            ramp: spec.ss_ramp,
+        });
+    }
     if shape.thinktime_spin > shape.thinktime {
         let line = spec.thinktime_spin.map_or(spec.line, |t| t.line);
         return Err(ctx.err(

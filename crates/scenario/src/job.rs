@@ -60,6 +60,13 @@ pub const IO_KEYS: &[&str] = &[
     "thinktime_blocks",
     "number_ios",
     "percentile_list",
+    "flow",
+    "flow_id",
+    "flow_sleep",
+    "exitall",
+    "ss",
+    "ss_dur",
+    "ss_ramp",
 ];
 /// Keys of a `kind = "cpu"` job.
 pub const CPU_KEYS: &[&str] = &[

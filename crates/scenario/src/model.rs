@@ -229,6 +229,57 @@ pub struct IoShape {
     /// `percentile_list`: latency percentiles to report (each in
     /// (0, 100]); empty: the report's default list.
     pub percentile_list: Vec<f64>,
+    /// `flow`: weight in fio's flow control among the jobs of the same
+    /// `flow_id` (0: not in a flow).
+    pub flow: u32,
+    /// `flow_id`: which flow the job's weight counts in.
+    pub flow_id: u32,
+    /// `flow_sleep`: a thread ahead of its share reaps what it has in
+    /// flight and sleeps this long; 0: it spins, checking again.
+    pub flow_sleep: Nanos,
+    /// `exitall`: when this job ends, the jobs of its group (or all jobs)
+    /// end too.
+    pub exitall: Option<ExitScope>,
+    /// `ss`: the job ends once its measurements are steady.
+    pub steady: Option<SteadyState>,
+}
+
+/// Which jobs `exitall` ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitScope {
+    /// The jobs of the same group (fio's default `exit_what=group`).
+    Group,
+    /// Every job, and no later group starts (`exit_what=all`).
+    All,
+}
+
+/// fio's steady-state detection (`ss`, `ss_dur`, `ss_ramp`): one sample
+/// of the job's IOPS or bandwidth per second after `ramp`; the job ends
+/// when the last `dur` of samples meet the criterion.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SteadyState {
+    /// What is sampled.
+    pub metric: SteadyMetric,
+    /// Judge the slope of a least-squares line through the samples
+    /// (`_slope`) instead of their largest deviation from their mean.
+    pub slope: bool,
+    /// The criterion's limit, in percent of the mean when `percent`.
+    pub limit: f64,
+    /// `limit` is a percentage of the samples' mean.
+    pub percent: bool,
+    /// `ss_dur`: the window of samples judged (whole seconds, >= 1 s).
+    pub dur: Nanos,
+    /// `ss_ramp`: time after the job's start before sampling begins.
+    pub ramp: Nanos,
+}
+
+/// What steady-state detection samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SteadyMetric {
+    /// Completed requests per second.
+    Iops,
+    /// Completed bytes per second.
+    Bw,
 }
 
 /// One entry of `bssplit`.

@@ -6,7 +6,9 @@ use cint_policy::config::{BarrierMode, VicParams};
 use cint_policy::{Hint, PolicyConfig};
 use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table};
 
-use crate::model::{CompletionMode, Engine, HybridSleep, IoShape, Rw, Scenario, Work};
+use crate::model::{
+    CompletionMode, Engine, ExitScope, HybridSleep, IoShape, Rw, Scenario, Work,
+};
 use crate::units::{format_duration, format_size};
 
 /// The scenario as TOML text, with resolved profiles and defaults.
@@ -145,6 +147,22 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
     }
     if let Some(n) = shape.number_ios {
         t["number_ios"] = value(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+    if shape.flow > 0 {
+        t["flow"] = value(i64::from(shape.flow));
+        t["flow_id"] = value(i64::from(shape.flow_id));
+        t["flow_sleep"] = value(format_duration(shape.flow_sleep));
+    }
+    if let Some(scope) = shape.exitall {
+        t["exitall"] = value(match scope {
+            ExitScope::Group => "group",
+            ExitScope::All => "all",
+        });
+    }
+    if let Some(ss) = &shape.steady {
+        t["ss"] = value(crate::shape::format_steady(ss));
+        t["ss_dur"] = value(format_duration(ss.dur));
+        t["ss_ramp"] = value(format_duration(ss.ramp));
     }
     if !shape.percentile_list.is_empty() {
         t["percentile_list"] = value(crate::shape::format_percentile_list(

@@ -7,7 +7,7 @@ use cint_policy::Nanos;
 
 use crate::error::ScenarioError;
 use crate::load::MAX_RUN_TIME;
-use crate::model::{BsShare, IoShape, Schedule};
+use crate::model::{BsShare, ExitScope, IoShape, Schedule, SteadyMetric, SteadyState};
 use crate::section::Section;
 use crate::units::{format_duration, parse_size};
 
@@ -23,6 +23,13 @@ pub const SHAPE_KEYS: &[&str] = &[
     "thinktime_blocks",
     "number_ios",
     "percentile_list",
+    "flow",
+    "flow_id",
+    "flow_sleep",
+    "exitall",
+    "ss",
+    "ss_dur",
+    "ss_ramp",
 ];
 /// Keys of any job read here.
 pub const SCHEDULE_KEYS: &[&str] = &["group", "startdelay"];
@@ -115,6 +122,47 @@ pub fn parse_bsrange(text: &str) -> Result<(u64, u64), String> {
         .ok_or_else(|| format!("'{text}' is not a range MIN-MAX"))?;
     let (lo, hi) = (block(lo)?, block(hi)?);
     Ok((lo.min(hi), lo.max(hi)))
+}
+
+/// fio's `ss` criterion: `iops:10%`, `bw_slope:0.5%`, `iops:200`:
+/// (metric, slope, limit, limit in percent).
+pub fn parse_steady(text: &str) -> Result<(SteadyMetric, bool, f64, bool), String> {
+    let (kind, limit) = text
+        .split_once(':')
+        .ok_or_else(|| format!("'{text}' is not METRIC:LIMIT (e.g. iops:10%)"))?;
+    let (metric, slope) = match kind.trim() {
+        "iops" => (SteadyMetric::Iops, false),
+        "iops_slope" => (SteadyMetric::Iops, true),
+        "bw" => (SteadyMetric::Bw, false),
+        "bw_slope" => (SteadyMetric::Bw, true),
+        other => {
+            return Err(format!(
+                "'{other}' is not a steady-state metric (iops, iops_slope, bw, bw_slope)"
+            ))
+        }
+    };
+    let limit = limit.trim();
+    let (number, percent) = match limit.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (limit, false),
+    };
+    let value: f64 = number
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| format!("'{limit}' is not a limit (a number, or a percentage)"))?;
+    Ok((metric, slope, value, percent))
+}
+
+/// The `ss` text of a steady-state criterion.
+pub fn format_steady(s: &SteadyState) -> String {
+    let metric = match (s.metric, s.slope) {
+        (SteadyMetric::Iops, false) => "iops",
+        (SteadyMetric::Iops, true) => "iops_slope",
+        (SteadyMetric::Bw, false) => "bw",
+        (SteadyMetric::Bw, true) => "bw_slope",
+    };
+    format!("{metric}:{}{}", s.limit, if s.percent { "%" } else { "" })
 }
 
 /// fio's `percentile_list`: `50:99:99.9`, each in (0, 100].
@@ -232,6 +280,52 @@ pub(crate) fn parse_shape(
         Some(t) => parse_percentile_list(&t).map_err(|e| sec.error("percentile_list", e))?,
         None => Vec::new(),
     };
+    let flow = sec.int("flow", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
+    let flow_id = sec.int("flow_id", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
+    let flow_sleep = bounded_duration(sec, "flow_sleep")?;
+    for key in ["flow_id", "flow_sleep"] {
+        if flow == 0 && sec.has(key) {
+            return Err(sec.error(key, "only applies with flow (a weight of 1 or more)"));
+        }
+    }
+    let exitall = match sec.choice("exitall", &["group", "all"])?.as_deref() {
+        Some("group") => Some(ExitScope::Group),
+        Some(_) => Some(ExitScope::All),
+        None => None,
+    };
+    let steady = match sec.string("ss")? {
+        None => {
+            for key in ["ss_dur", "ss_ramp"] {
+                if sec.has(key) {
+                    return Err(sec.error(key, "only applies with ss"));
+                }
+            }
+            None
+        }
+        Some(text) => {
+            let (metric, slope, limit, percent) =
+                parse_steady(&text).map_err(|e| sec.error("ss", e))?;
+            let dur = bounded_duration(sec, "ss_dur")?;
+            if dur < 1_000_000_000 || dur % 1_000_000_000 != 0 {
+                return Err(sec.error(
+                    "ss_dur",
+                    format!(
+                        "must be whole seconds, at least 1s (samples are taken each second; got {})",
+                        format_duration(dur)
+                    ),
+                ));
+            }
+            let ramp = bounded_duration(sec, "ss_ramp")?;
+            Some(SteadyState {
+                metric,
+                slope,
+                limit,
+                percent,
+                dur,
+                ramp,
+            })
+        }
+    };
     let shape = IoShape {
         bssplit,
         bssplit_write,
@@ -244,6 +338,11 @@ pub(crate) fn parse_shape(
         thinktime_blocks,
         number_ios,
         percentile_list,
+        flow,
+        flow_id,
+        flow_sleep,
+        exitall,
+        steady,
     };
     let smallest = smallest_block(&shape, bs);
     if bs_given && smallest != bs {

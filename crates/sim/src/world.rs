@@ -18,7 +18,7 @@ use crate::gaps::GapLog;
 use crate::host::{Core, HostCosts};
 use crate::invariants::Invariants;
 use crate::metrics::{Counters, JobStats};
-use crate::workload::{Groups, Program, ThreadShape};
+use crate::workload::{Flows, Groups, Program, SteadyProbe, ThreadShape};
 use crate::SimError;
 use crate::INVARIANT_VIOLATED;
 
@@ -128,8 +128,9 @@ pub(crate) enum Cont {
     Spin(u32),
     /// Resume a busy loop after a context switch.
     Busy,
-    /// fio's think time spun and armed its timer: sleep the rest.
-    ThinkSleep,
+    /// A timed pause armed its timer (fio's think time, flow control):
+    /// sleep this long, then back to the top of the loop.
+    Nap(Nanos),
 }
 
 /// A simulated application thread.
@@ -201,6 +202,10 @@ pub(crate) struct World<'a> {
     pub shaping: Vec<ThreadShape>,
     /// Start delays and groups run one after another.
     pub groups: Groups,
+    /// fio's flow control between jobs.
+    pub flows: Flows,
+    /// fio's steady-state detection, per job.
+    pub steady: Vec<SteadyProbe>,
 }
 
 impl<'a> World<'a> {
@@ -353,6 +358,7 @@ impl<'a> World<'a> {
         let end = sc.warmup.saturating_add(sc.duration);
         let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
         let shaping = vec![ThreadShape::default(); threads.len()];
+        let threads_jobs: Vec<u32> = threads.iter().map(|t| t.job).collect();
         let mut world = World {
             sc,
             mode: strategy.mode,
@@ -373,6 +379,8 @@ impl<'a> World<'a> {
             gap_log: None,
             shaping,
             groups: Groups::new(sc),
+            flows: Flows::new(sc, &threads_jobs),
+            steady: sc.jobs.iter().map(SteadyProbe::new).collect(),
         };
         world.stage_jobs();
         Ok(world)

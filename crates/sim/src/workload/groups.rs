@@ -20,6 +20,9 @@ pub(crate) struct Groups {
     jobs: Vec<JobClock>,
     /// Groups or start delays are in use: the result gets their notes.
     staged: bool,
+    /// An `exitall` with scope `all` ended the run's jobs: no later group
+    /// starts.
+    halted: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -52,6 +55,7 @@ impl Groups {
                 })
                 .collect(),
             staged,
+            halted: false,
         }
     }
 
@@ -71,6 +75,7 @@ impl World<'_> {
             let sched = self.sc.jobs[j].schedule;
             if sched.group == first && sched.startdelay == 0 {
                 self.groups.jobs[j].start = Some(0);
+                self.flow_join(t);
                 continue;
             }
             let core = self.threads[t].core as usize;
@@ -99,6 +104,7 @@ impl World<'_> {
                     continue;
                 }
                 self.threads[t].prog.stop_at = stop_at;
+                self.flow_join(t);
                 let th = &mut self.threads[t];
                 th.timer_token += 1;
                 let token = th.timer_token;
@@ -113,10 +119,44 @@ impl World<'_> {
         }
     }
 
-    /// Thread `t` is done (its `runtime` or `number_ios`): it exits, and
-    /// when its group has no thread left the next group starts.
+    /// When job `j` started, if it has.
+    pub(crate) fn job_start(&self, j: usize) -> Option<Nanos> {
+        self.groups.jobs[j].start
+    }
+
+    /// Tells job `j`'s threads to stop: each exits at the top of its
+    /// loop, once the call it is in returns. A running job's thread
+    /// asleep on a timer (think time, rate limit, flow control) is woken
+    /// now, as fio's sleeps check for termination; one still waiting for
+    /// its start exits when it starts.
+    pub(crate) fn stop_job(&mut self, j: usize, now: Nanos) {
+        let running = self.groups.jobs[j].start.is_some_and(|s| s <= now);
+        for t in 0..self.threads.len() {
+            let th = &mut self.threads[t];
+            if th.job as usize != j {
+                continue;
+            }
+            th.prog.stop_at = Some(th.prog.stop_at.map_or(now, |s| s.min(now)));
+            if running && th.run == crate::world::RunState::Blocked && th.wait == Wait::Sleep {
+                th.timer_token += 1;
+                let token = th.timer_token;
+                self.events.schedule(
+                    now,
+                    crate::engine::Event::ThreadTimer {
+                        thread: t as u32,
+                        token,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Thread `t` is done (its `runtime`, `number_ios`, steady state or
+    /// another job's `exitall`): it exits, and when its group has no
+    /// thread left the next group starts.
     pub(crate) fn exit_thread(&mut self, t: usize) {
         self.block(t, Wait::Exited);
+        self.flow_leave(t);
         let now = self.now();
         let j = self.threads[t].job as usize;
         let clock = &mut self.groups.jobs[j];
@@ -125,6 +165,9 @@ impl World<'_> {
             return;
         }
         clock.end = Some(now);
+        if let Some(scope) = self.shape(t).exitall {
+            self.exit_all(j, scope, now);
+        }
         let Some(&group) = self.groups.order.get(self.groups.current) else {
             return;
         };
@@ -134,10 +177,26 @@ impl World<'_> {
             .iter()
             .zip(&self.groups.jobs)
             .all(|(job, c)| job.schedule.group != group || c.live == 0);
-        if done {
+        if done && !self.groups.halted {
             self.groups.current += 1;
             if let Some(&next) = self.groups.order.get(self.groups.current) {
                 self.start_group(next, now, false);
+            }
+        }
+    }
+
+    /// fio's `exitall`: job `j` ended, so the running jobs of its group
+    /// (or of every group, and no later group starts) end too. A cpu job
+    /// has no loop to leave: it runs on.
+    fn exit_all(&mut self, j: usize, scope: cint_scenario::ExitScope, now: Nanos) {
+        let group = self.sc.jobs[j].schedule.group;
+        if scope == cint_scenario::ExitScope::All {
+            self.groups.halted = true;
+        }
+        for k in 0..self.sc.jobs.len() {
+            let same = self.sc.jobs[k].schedule.group == group;
+            if k != j && (same || scope == cint_scenario::ExitScope::All) {
+                self.stop_job(k, now);
             }
         }
     }

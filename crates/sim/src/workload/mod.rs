@@ -22,12 +22,16 @@
 //! unless the job overrides them. Jobs without `direct` are still modelled
 //! as direct I/O (there is no page cache yet).
 
+mod flow;
 mod groups;
 mod pattern;
 mod program;
+mod steady;
 
+pub(crate) use flow::Flows;
 pub(crate) use groups::Groups;
 pub(crate) use pattern::ThreadShape;
+pub(crate) use steady::SteadyProbe;
 pub(crate) use program::Program;
 
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
@@ -56,7 +60,7 @@ impl World<'_> {
             Cont::RateWaitArmed => self.rate_wait_armed(t),
             Cont::Spin(need) => self.threads[t].act = Activity::Spin { need },
             Cont::Busy => self.threads[t].act = Activity::Busy,
-            Cont::ThinkSleep => self.think_sleep(t),
+            Cont::Nap(d) => self.nap(t, d),
         }
     }
 
@@ -72,7 +76,7 @@ impl World<'_> {
             self.exit_thread(t);
             return;
         }
-        if self.think_due(t) {
+        if self.think_due(t) || self.flow_holds(t) {
             return;
         }
         let c = self.costs;
@@ -391,7 +395,9 @@ impl World<'_> {
             if self.measuring && self.job_measuring(job, now) {
                 self.jobs[job].record(lat, bytes);
             }
+            self.steady_sample(job, now, bytes);
         }
+        self.count_completions(t, n);
         let think = self.threads[t].prog.think;
         if think > 0 && n > 0 {
             self.set_burst(t, think * u64::from(n), Cont::Issue);

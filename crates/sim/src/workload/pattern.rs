@@ -5,7 +5,7 @@
 //! their thread's stream, so their runs stay byte-identical.
 
 use cint_policy::{Hint, Nanos, SEC};
-use cint_scenario::{IoShape, Rw, Work};
+use cint_scenario::{Engine, IoShape, Rw, Work};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -14,8 +14,8 @@ use crate::world::{Cont, Wait, World};
 /// Per-thread counters of the shaping options.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ThreadShape {
-    /// Requests issued since the last think time.
-    since_think: u32,
+    /// Requests completed since the last think time.
+    since_think: u64,
     /// Requests issued in all (`number_ios`).
     issued: u64,
 }
@@ -33,6 +33,11 @@ static NO_SHAPE: IoShape = IoShape {
     thinktime_blocks: 1,
     number_ios: None,
     percentile_list: Vec::new(),
+    flow: 0,
+    flow_id: 0,
+    flow_sleep: 0,
+    exitall: None,
+    steady: None,
 };
 
 /// Whether the request is a write: `rwmixread` decides for the mixes.
@@ -140,9 +145,33 @@ impl<'a> World<'a> {
 
     /// Counts a request thread `t` issues.
     pub(crate) fn count_issue(&mut self, t: usize) {
+        self.shaping[t].issued += 1;
+    }
+
+    /// Counts requests handed to thread `t` (fio's think time counts
+    /// completed blocks, its default `thinktime_blocks_type=complete`).
+    pub(crate) fn count_completions(&mut self, t: usize, n: u32) {
         let s = &mut self.shaping[t];
-        s.since_think = s.since_think.saturating_add(1);
-        s.issued += 1;
+        s.since_think = s.since_think.saturating_add(u64::from(n));
+    }
+
+    /// fio's `io_u_quiesce`: with requests in flight, a reap call waits
+    /// for all of them, and the loop comes back here once they are in
+    /// hand. True when that call has begun.
+    pub(crate) fn quiesce(&mut self, t: usize) -> bool {
+        let in_flight = self.threads[t].in_flight;
+        if in_flight == 0 {
+            return false;
+        }
+        self.threads[t].min_nr = in_flight;
+        match self.threads[t].prog.engine {
+            Engine::IoUring => self.get_events(t),
+            _ => {
+                let c = self.costs;
+                self.set_burst(t, c.syscall + c.aio_getevents_call, Cont::GetEvents)
+            }
+        }
+        true
     }
 
     /// Requests thread `t` may still issue under `number_ios`.
@@ -160,9 +189,10 @@ impl<'a> World<'a> {
         self.ios_left(t) == 0 && self.threads[t].in_flight == 0
     }
 
-    /// fio's think time: after `thinktime_blocks` requests the thread
-    /// spins `thinktime_spin`, then sleeps the rest of `thinktime` (arming
-    /// the timer costs `timer_setup`). True when the pause has begun.
+    /// fio's think time: after `thinktime_blocks` completed requests the
+    /// thread waits for the rest in flight, spins `thinktime_spin`, then
+    /// sleeps the rest of `thinktime` (arming the timer costs
+    /// `timer_setup`). True when the pause (or its reap) has begun.
     pub(crate) fn think_due(&mut self, t: usize) -> bool {
         let shape = self.shape(t);
         let (think, spin, blocks) = (
@@ -170,23 +200,24 @@ impl<'a> World<'a> {
             shape.thinktime_spin,
             shape.thinktime_blocks.max(1),
         );
-        if think == 0 || self.shaping[t].since_think < blocks {
+        if think == 0 || self.shaping[t].since_think < u64::from(blocks) {
             return false;
+        }
+        if self.quiesce(t) {
+            return true;
         }
         self.shaping[t].since_think = 0;
         if think > spin {
-            self.set_burst(t, spin + self.costs.timer_setup, Cont::ThinkSleep);
+            self.set_burst(t, spin + self.costs.timer_setup, Cont::Nap(think - spin));
         } else {
             self.set_burst(t, spin, Cont::Issue);
         }
         true
     }
 
-    /// The think time's spin is over and its timer armed: sleep the rest.
-    pub(crate) fn think_sleep(&mut self, t: usize) {
-        let shape = self.shape(t);
-        let sleep = shape.thinktime.saturating_sub(shape.thinktime_spin);
-        let at = self.now() + sleep;
+    /// A pause's timer is armed: sleep `d`, then back to the loop's top.
+    pub(crate) fn nap(&mut self, t: usize, d: Nanos) {
+        let at = self.now().saturating_add(d);
         self.block_with_timer(t, Wait::Sleep, at);
     }
 }
