@@ -129,6 +129,8 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("thinktime")
             } else if s.number_ios.is_some() {
                 Some("number_ios")
+            } else if s.io_size.is_some() {
+                Some("io_size")
             } else if s.flow != 0 {
                 Some("flow")
             } else if s.exitall.is_some() {

@@ -133,7 +133,6 @@ const MEANINGLESS: &[&str] = &[
     "ratemin",
     "rate_iops_min",
     "ramp_time_group",
-    "io_size",
     "create_serialize",
     "allow_file_create",
     "gtod_cpu",
@@ -543,6 +542,8 @@ struct JobSpec {
     percentile_list: Option<At<Vec<f64>>>,
     stonewall: bool,
     wait_for: Option<At<String>>,
+    io_size: Option<At<u64>>,
+    loops: u64,
     flow: Option<At<u32>>,
     flow_id: u32,
     flow_sleep: Nanos,
@@ -592,6 +593,8 @@ impl JobSpec {
             percentile_list: None,
             stonewall: false,
             wait_for: None,
+            io_size: None,
+            loops: 1,
             flow: None,
             flow_id: 0,
             flow_sleep: 0,
@@ -874,14 +877,14 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
                 .map_err(|e| ctx.err(line, format!("option '{key}={v}': {e}")))?;
             spec.percentile_list = Some(At::new(line, list));
         }
-        "loops" => {
-            int(1, u64::from(u32::MAX))?;
-            ctx.warn(
-                line,
-                "option 'loops' changes nothing: the model is time based (runtime), it does \
-                 not run through the size"
-                    .into(),
-            );
+        "loops" => spec.loops = int(1, u64::from(u32::MAX))?,
+        "io_size" | "io_limit" => {
+            let v = raw.ok_or_else(need)?;
+            let b = parse_size(v)
+                .ok()
+                .filter(|&b| b > 0)
+                .ok_or_else(|| bad("a size"))?;
+            spec.io_size = Some(At::new(line, b));
         }
         "random_distribution" => {
             let v = raw.ok_or_else(need)?;
@@ -1256,6 +1259,7 @@ fn job_shape(spec: &JobSpec, rw: Rw, bs: u64, ctx: &mut Ctx) -> Result<IoShape, 
         thinktime_spin: spec.thinktime_spin.map_or(0, |t| t.value),
         thinktime_blocks: spec.thinktime_blocks.map_or(1, |b| b.value),
         number_ios: spec.number_ios.map(|n| n.value).filter(|&n| n > 0),
+        io_size: None,
         percentile_list: spec
             .percentile_list
             .as_ref()
@@ -1440,7 +1444,7 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             ctx.warn(
                 spec.line,
                 format!(
-                    "job '{}': no runtime, and later groups wait for it: it runs {}",
+                    "job '{}': no runtime, and later groups wait for it: it runs at most {}",
                     spec.name,
                     format_duration(runtime)
                 ),
@@ -1550,31 +1554,41 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             }
         }
         let rw = spec.rw.map_or(Rw::Read, |r| r.value);
-        if let Some(s) = spec.size.filter(|_| !spec.time_based) {
-            ctx.warn(
-                s.line,
-                format!(
-                    "job '{}': size without time_based: the model does not stop when the size is \
-                     done, it runs for the whole runtime",
-                    spec.name
-                ),
-            );
-        }
         let group = groups[jobs.len()];
         let delay = spec.startdelay.map_or(0, |d| d.value);
         // Jobs of the last group that last as long as the run need no end
         // of their own; every other job stops after its ramp and runtime.
         let runtime = spec.runtime.map_or(default_runtime, |r| r.value);
         let own_end = delay.saturating_add(warmup).saturating_add(runtime);
-        let runtime = if group == last_group
-            && (spec.runtime.is_none() || own_end >= spans[group as usize])
+        let runtime = if last_group == 0
             && delay == 0
+            && (spec.runtime.is_none() || own_end >= spans[0])
         {
             None
         } else {
             Some(warmup + runtime)
         };
-        let shape = job_shape(spec, rw, bs, ctx)?;
+        let mut shape = job_shape(spec, rw, bs, ctx)?;
+        // Not time based, fio ends a job once it has done its size (or
+        // io_size) `loops` times, or at its runtime if that comes first.
+        if !spec.time_based {
+            let written = spec.io_size.is_some()
+                || spec.size.is_some()
+                || spec.filesize.is_some()
+                || spec.loops > 1;
+            if written {
+                let once = spec.io_size.map_or(size, |b| b.value);
+                shape.io_size = Some(once.saturating_mul(spec.loops));
+            }
+        } else if spec.loops > 1 {
+            ctx.warn(
+                spec.line,
+                format!(
+                    "job '{}': loops has no effect with time_based (the job runs for its runtime)",
+                    spec.name
+                ),
+            );
+        }
         let bs = cint_scenario::shape::smallest_block(&shape, bs);
         let rwmixread = spec
             .rwmixread
@@ -1809,17 +1823,21 @@ numjobs=2
         assert_eq!(s.duration, 120_000_000_000);
         assert_eq!(s.warmup, 500_000_000);
         let a = io(&s.jobs[0]);
+        // fio caps reads and writes at 5000 IO/s each; keeping the 70/30
+        // mix, reads reach their cap first: 5000 / 0.7 in all.
         assert_eq!(
             (a.rw, a.rwmixread, a.rate_iops),
-            (Rw::RandRw, 70, Some(5000))
+            (Rw::RandRw, 70, Some(7142))
         );
+        assert_eq!(a.shape.io_size, None, "time based");
         assert_eq!(a.size, s.device.capacity.0 / 100 * 10 / 512 * 512);
         assert_eq!(s.jobs[0].runtime, None);
         let b = io(&s.jobs[1]);
         assert_eq!((b.size, b.direct), (1 << 30, false));
         assert_eq!(s.jobs[1].runtime, Some(30_500_000_000));
-        assert_eq!(imp.warnings.len(), 1, "{:?}", imp.warnings);
-        assert!(imp.warnings[0].contains("size without time_based"));
+        // Not time based: the job ends once its size is done.
+        assert_eq!(b.shape.io_size, Some(1 << 30));
+        assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
     }
 
     #[test]
@@ -1925,14 +1943,18 @@ numjobs=2
                         ioengine=libaio\niodepth=4\nsize=10g\ndirect=1\nruntime=60\n\
                         directory=/mount-point-of-ssd\nfilename=ssd.test.file\n\n\
                         [seq-read]\nrw=read\nstonewall\n\n[rand-read]\nrw=randread\nstonewall\n";
-        let e = import_str(ssd_test, "ssd-test.fio", &args()).expect_err("stonewall");
-        assert_eq!(e.line, Some(16));
-        assert!(e.to_string().contains("its own file"), "{e}");
-        let one_group = ssd_test.replace("stonewall\n", "");
-        let imp = import_str(&one_group, "ssd-test.fio", &args()).expect("valid without stonewall");
-        assert_eq!(imp.scenario.jobs.len(), 2);
-        // directory, filename, then size without time_based for each job.
-        assert_eq!(imp.warnings.len(), 4, "{:?}", imp.warnings);
+        let imp = import_str(ssd_test, "ssd-test.fio", &args()).expect("stonewall groups");
+        let s = &imp.scenario;
+        let groups: Vec<u32> = s.jobs.iter().map(|j| j.schedule.group).collect();
+        assert_eq!(groups, [0, 1], "the first job's stonewall starts nothing");
+        // Each group runs up to 60 s; each job also ends after its 10 GiB.
+        assert_eq!(s.duration, 120_000_000_000);
+        for job in &s.jobs {
+            assert_eq!(job.runtime, Some(60_000_000_000));
+            assert_eq!(io(job).shape.io_size, Some(10 << 30));
+        }
+        // directory, filename.
+        assert_eq!(imp.warnings.len(), 2, "{:?}", imp.warnings);
     }
 
     #[test]

@@ -59,6 +59,7 @@ pub const IO_KEYS: &[&str] = &[
     "thinktime_spin",
     "thinktime_blocks",
     "number_ios",
+    "io_size",
     "percentile_list",
     "flow",
     "flow_id",
@@ -187,8 +188,12 @@ pub(crate) fn parse_all(
             }
             let why = match &job.work {
                 Work::Cpu => "a cpu job runs until the run ends, so it belongs in the last group",
-                Work::Io(io) if job.runtime.is_none() && io.shape.number_ios.is_none() => {
-                    "this job needs an end: set runtime (or number_ios)"
+                Work::Io(io)
+                    if job.runtime.is_none()
+                        && io.shape.number_ios.is_none()
+                        && io.shape.io_size.is_none() =>
+                {
+                    "this job needs an end: set runtime (or number_ios, io_size)"
                 }
                 Work::Io(_) => continue,
             };

@@ -226,6 +226,10 @@ pub struct IoShape {
     pub thinktime_blocks: u32,
     /// `number_ios`: each thread exits after this many requests complete.
     pub number_ios: Option<u64>,
+    /// `io_size`: each thread exits once it has issued this many bytes
+    /// (fio's `size`, or `io_size`, times `loops`, for a job that is not
+    /// time based).
+    pub io_size: Option<u64>,
     /// `percentile_list`: latency percentiles to report (each in
     /// (0, 100]); empty: the report's default list.
     pub percentile_list: Vec<f64>,

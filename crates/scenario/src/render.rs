@@ -148,6 +148,9 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
     if let Some(n) = shape.number_ios {
         t["number_ios"] = value(i64::try_from(n).unwrap_or(i64::MAX));
     }
+    if let Some(b) = shape.io_size {
+        t["io_size"] = value(format_size(b));
+    }
     if shape.flow > 0 {
         t["flow"] = value(i64::from(shape.flow));
         t["flow_id"] = value(i64::from(shape.flow_id));

@@ -22,6 +22,7 @@ pub const SHAPE_KEYS: &[&str] = &[
     "thinktime_spin",
     "thinktime_blocks",
     "number_ios",
+    "io_size",
     "percentile_list",
     "flow",
     "flow_id",
@@ -276,6 +277,10 @@ pub(crate) fn parse_shape(
         .int("thinktime_blocks", 1, u64::from(u32::MAX))?
         .unwrap_or(1) as u32;
     let number_ios = sec.int("number_ios", 1, i64::MAX as u64)?;
+    let io_size = match sec.size("io_size")? {
+        Some(0) => return Err(sec.error("io_size", "must be positive")),
+        other => other,
+    };
     let percentile_list = match sec.string("percentile_list")? {
         Some(t) => parse_percentile_list(&t).map_err(|e| sec.error("percentile_list", e))?,
         None => Vec::new(),
@@ -337,6 +342,7 @@ pub(crate) fn parse_shape(
         thinktime_spin,
         thinktime_blocks,
         number_ios,
+        io_size,
         percentile_list,
         flow,
         flow_id,

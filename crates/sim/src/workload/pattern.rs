@@ -18,6 +18,8 @@ pub(crate) struct ThreadShape {
     since_think: u64,
     /// Requests issued in all (`number_ios`).
     issued: u64,
+    /// Bytes issued in all (`io_size`).
+    pub(crate) bytes: u64,
 }
 
 /// The shape of a cpu job: nothing shaped.
@@ -32,6 +34,7 @@ static NO_SHAPE: IoShape = IoShape {
     thinktime_spin: 0,
     thinktime_blocks: 1,
     number_ios: None,
+    io_size: None,
     percentile_list: Vec::new(),
     flow: 0,
     flow_id: 0,
@@ -174,9 +177,15 @@ impl<'a> World<'a> {
         true
     }
 
-    /// Requests thread `t` may still issue under `number_ios`.
+    /// Requests thread `t` may still issue under `number_ios`; none once
+    /// it has issued its `io_size` (the last call may pass it by at most
+    /// its own requests).
     pub(crate) fn ios_left(&self, t: usize) -> u32 {
-        match self.shape(t).number_ios {
+        let shape = self.shape(t);
+        if shape.io_size.is_some_and(|b| self.shaping[t].bytes >= b) {
+            return 0;
+        }
+        match shape.number_ios {
             Some(n) => n
                 .saturating_sub(self.shaping[t].issued)
                 .min(u64::from(u32::MAX)) as u32,
