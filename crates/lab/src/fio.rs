@@ -1987,4 +1987,152 @@ numjobs=2
         );
         assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
     }
+
+    /// The options of the cinterrupts artifact's job files, written our
+    /// own way: all accepted, `barrier=1` marks the last request of each
+    /// submission call, and `name=` inside a section names the job.
+    #[test]
+    fn the_artifacts_options_are_accepted_and_barrier_is_modelled() {
+        let text = "[global]\ndirect=1\ntime_based\nnorandommap=1\nrandom_generator=lfsr\n\
+                    disable_bw_measurement=1\ndisable_bw=1\ndisk_util=0\ncpus_allowed=1\n\
+                    numa_mem_policy=local\n[one]\nbarrier=1\nioengine=libaio\niodepth=32\n\
+                    iodepth_batch_submit=8\nrw=randread\nname=raw=barrier-reader\nsize=1G\n\
+                    gtod_reduce=1\n";
+        let imp = import_str(text, "a.fio", &args()).expect("the artifact's options");
+        let s = &imp.scenario;
+        assert_eq!(s.jobs[0].name, "raw-barrier-reader");
+        let j = io(&s.jobs[0]);
+        assert!(j.shape.barrier_last);
+        assert_eq!((j.iodepth, j.batch), (32, 8));
+        for option in ["disable_bw", "disk_util", "numa_mem_policy", "gtod_reduce"] {
+            assert!(
+                imp.warnings.iter().any(|w| w.contains(&format!("'{option}'"))),
+                "{option}: {:?}",
+                imp.warnings
+            );
+        }
+    }
+
+    #[test]
+    fn stonewall_and_wait_for_make_groups_that_run_in_turn() {
+        let text = "[global]\nruntime=10ms\nramp_time=1ms\n[a]\n[b]\nstartdelay=2ms\n\
+                    [c]\nstonewall\nruntime=5ms\n[d]\nwait_for=c\n[e]\n";
+        let imp = import_str(text, "g.fio", &args()).expect("valid");
+        let s = &imp.scenario;
+        let groups: Vec<u32> = s.jobs.iter().map(|j| j.schedule.group).collect();
+        assert_eq!(groups, [0, 0, 1, 2, 1]);
+        assert_eq!(s.jobs[1].schedule.startdelay, 2_000_000);
+        // Group 0: b's delay + ramp + runtime = 13 ms; group 1: 11 ms (c
+        // runs 5 ms but e the file's 10 ms); group 2: 11 ms.
+        assert_eq!(s.warmup, 1_000_000);
+        assert_eq!(s.duration, 13_000_000 + 11_000_000 + 11_000_000 - 1_000_000);
+        assert_eq!(s.jobs[2].runtime, Some(6_000_000));
+        let bad = "[a]\n[b]\nwait_for=nobody\n";
+        let e = import_str(bad, "w.fio", &args()).expect_err("unknown target");
+        assert_eq!(e.line, Some(3));
+        assert!(e.to_string().contains("wait_for=nobody"), "{e}");
+    }
+
+    #[test]
+    fn block_sizes_rates_think_times_and_counts() {
+        let text = "[a]\nrw=randrw\nrwmixread=80\nbssplit=4k/50:64k/50,16k\nrate=10m,1m\n\
+                    thinktime=50\nthinktime_spin=10\nthinktime_blocks=4\nnumber_ios=1000\n\
+                    percentile_list=50:99:99.99\ntime_based\nruntime=1\n\
+                    [b]\nrw=readwrite\nbsrange=4k-16k\nrate_iops=100\nrate_process=poisson\n\
+                    loops=3\nsize=1m\nruntime=1\n";
+        let imp = import_str(text, "s.fio", &args()).expect("valid");
+        let a = io(&imp.scenario.jobs[0]);
+        assert_eq!(a.bs, 4096, "the smallest size of the split");
+        assert_eq!(a.shape.bssplit.len(), 2);
+        assert_eq!(a.shape.bssplit_write[0].bytes, 16384);
+        // Reads average 34 KiB and writes 16 KiB: reads carry 80 x 34 of
+        // every 80 x 34 + 20 x 16 bytes, so the 10 MiB/s read cap binds
+        // before the 1 MiB/s write cap lets the total reach 1 MiB/s / w.
+        let (r, w) = (80u128 * 34 * 1024, 20u128 * 16 * 1024);
+        let total = (10u128 << 20) * (r + w) / r;
+        let total = total.min((1u128 << 20) * (r + w) / w) as u64;
+        assert_eq!(a.shape.rate, Some(total));
+        assert_eq!(
+            (a.shape.thinktime, a.shape.thinktime_spin, a.shape.thinktime_blocks),
+            (50_000, 10_000, 4),
+            "a bare thinktime is microseconds"
+        );
+        assert_eq!(a.shape.number_ios, Some(1000));
+        assert_eq!(a.shape.percentile_list, [50.0, 99.0, 99.99]);
+        let b = io(&imp.scenario.jobs[1]);
+        assert_eq!(b.rw, Rw::ReadWrite);
+        assert_eq!(b.shape.bsrange, Some((4096, 16384)));
+        assert_eq!(b.rate_iops, Some(200), "100 reads and 100 writes a second");
+        assert!(b.shape.rate_poisson);
+        assert_eq!(b.shape.io_size, Some(3 << 20), "size times loops");
+    }
+
+    #[test]
+    fn offsets_and_distributions_are_checked_then_warned() {
+        let text = "[a]\nrw=read:-8k\nrandom_distribution=zipf:1.2\noffset=10%\n\
+                    [b]\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/80\nruntime=1\n";
+        let imp = import_str(text, "o.fio", &args()).expect("valid");
+        assert_eq!(imp.warnings.len(), 4, "{:?}", imp.warnings);
+        assert!(imp.warnings.iter().all(|w| w.contains("offset")));
+        for (bad, needle) in [
+            ("[a]\nrandom_distribution=zipf:1\n", "zipf"),
+            ("[a]\nrandom_distribution=lumpy\n", "not a distribution"),
+            ("[a]\nrw=read:soon\n", "rw"),
+            ("[a]\noffset=110%\n", "offset"),
+        ] {
+            let e = import_str(bad, "o.fio", &args()).expect_err(bad);
+            assert_eq!(e.line, Some(2), "{bad}");
+            assert!(e.to_string().contains(needle), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn variables_expand_from_the_environment_or_are_refused() {
+        let mut a = args();
+        a.vars = Some(
+            [("DEPTH".to_string(), "16".to_string())]
+                .into_iter()
+                .collect(),
+        );
+        let text = "[j]\nioengine=libaio\niodepth=${DEPTH}\nrw=${PATTERN}\n";
+        let e = import_str(text, "v.fio", &a).expect_err("PATTERN is not set");
+        assert_eq!(e.line, Some(4));
+        assert!(e.to_string().contains("'${PATTERN}' is not set"), "{e}");
+        assert!(!e.to_string().contains('\n'));
+        a.vars.as_mut().map(|v| v.insert("PATTERN".into(), "randread".into()));
+        let s = import_str(text, "v.fio", &a).expect("both set").scenario;
+        assert_eq!((io(&s.jobs[0]).iodepth, io(&s.jobs[0]).rw), (16, Rw::RandRead));
+    }
+
+    #[test]
+    fn flow_exitall_and_steady_state_become_keys() {
+        let text = "[global]\nexitall\nexit_what=all\nruntime=5\n[a]\nflow=8\nflow_sleep=100\n\
+                    ss=iops_slope:0.5%\nss_dur=3s\nss_ramp=1s\n[b]\nflow=1\n";
+        let s = import_str(text, "f.fio", &args()).expect("valid").scenario;
+        let a = io(&s.jobs[0]);
+        assert_eq!((a.shape.flow, a.shape.flow_sleep), (8, 100_000));
+        assert_eq!(a.shape.exitall, Some(ExitScope::All));
+        let ss = a.shape.steady.expect("ss");
+        assert!(ss.slope && ss.percent && ss.limit == 0.5);
+        assert_eq!((ss.dur, ss.ramp), (3_000_000_000, 1_000_000_000));
+        assert_eq!(io(&s.jobs[1]).shape.flow, 1);
+        let e = import_str("[a]\nss=iops:1%\n", "f.fio", &args()).expect_err("no ss_dur");
+        assert!(e.to_string().contains("ss_dur"), "{e}");
+    }
+
+    #[test]
+    fn what_a_block_device_model_cannot_be_is_refused_by_name() {
+        for (text, needle) in [
+            ("[a]\nzonemode=zbd\n", "zoned"),
+            ("[a]\nverify=crc32c\n", "nothing to verify"),
+            ("[a]\nrw=randtrim\n", "no trims"),
+            ("[a]\nioengine=io_uring_cmd\n", "io_uring_cmd"),
+            ("[a]\nio_submit_mode=offload\n", "offload"),
+            ("[a]\nfsync=4\n", "fsync"),
+        ] {
+            let e = import_str(text, "r.fio", &args()).expect_err(text);
+            assert_eq!(e.line, Some(2), "{text}");
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+    }
 }
