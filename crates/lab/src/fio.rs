@@ -1569,6 +1569,18 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             Some(warmup + runtime)
         };
         let mut shape = job_shape(spec, rw, bs, ctx)?;
+        if shape.barrier_last && engine.is_sync() {
+            let line = spec.barrier.map_or(spec.line, |b| b.line);
+            ctx.warn(
+                line,
+                format!(
+                    "job '{}': barrier marks the last iocb of each io_submit; a synchronous \
+                     engine submits no batches, so it changes nothing",
+                    spec.name
+                ),
+            );
+            shape.barrier_last = false;
+        }
         // Not time based, fio ends a job once it has done its size (or
         // io_size) `loops` times, or at its runtime if that comes first.
         if !spec.time_based {

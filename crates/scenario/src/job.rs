@@ -420,6 +420,13 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         ));
     }
     let shape = crate::shape::parse_shape(sec, bs, bs_given, rate_iops.is_some())?;
+    if shape.barrier_last && engine.is_sync() {
+        return Err(sec.error(
+            "barrier_last",
+            "marks the last request of each submission batch: set engine = \"libaio\" or \
+             \"io_uring\"",
+        ));
+    }
     bs = crate::shape::smallest_block(&shape, bs);
     let largest = crate::shape::largest_block(&shape, bs);
     let capacity = device.capacity.0;

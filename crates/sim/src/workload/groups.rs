@@ -258,6 +258,12 @@ impl World<'_> {
                 parts.join("; ")
             ));
         }
+        if self.groups.order.len() > 1 {
+            notes.push(format!(
+                "strategy '{strategy}': its groups ran one after another: each job's rates are \
+                 over its own measured window, so a total adds rates of different windows"
+            ));
+        }
         notes
     }
 }

@@ -205,7 +205,7 @@ impl World<'_> {
             let write = pattern::is_write(p.rw, p.rwmixread, &mut th.rng);
             let bytes = pattern::block_size(shape, p.bs, write, &mut th.rng);
             self.shaping[t].bytes += bytes;
-            let barrier = pattern::batch_hint(shape, i, k);
+            let barrier = pattern::batch_hint(shape, p.engine, i, k);
             let hint = barrier.or(p.hint).unwrap_or_else(|| {
                 let batch = BatchPosition { index: i, len: k };
                 let (call, flags) = match p.engine {

@@ -128,10 +128,14 @@ pub(crate) fn rate_step(
     }
 }
 
-/// The hint of request `index` of a `len`-request submission call, when
-/// the shape overrides the one the engine's rule gives.
-pub(crate) fn batch_hint(shape: &IoShape, index: u32, len: u32) -> Option<Hint> {
-    (shape.barrier_last && index + 1 == len).then_some(Hint::Barrier)
+/// The hint of request `index` of a `len`-request submission call when
+/// the application marks it: `barrier_last` is the patched fio's
+/// `RWF_BARRIER` on the last iocb of each `io_submit` (or io_uring
+/// batch), an application override of the kernel's rule and of the job's
+/// `hint`. Synchronous engines submit no batches.
+pub(crate) fn batch_hint(shape: &IoShape, engine: Engine, index: u32, len: u32) -> Option<Hint> {
+    let batches = !engine.is_sync();
+    (batches && shape.barrier_last && index + 1 == len).then_some(Hint::Barrier)
 }
 
 impl<'a> World<'a> {
