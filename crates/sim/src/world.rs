@@ -501,9 +501,10 @@ impl<'a> World<'a> {
         let now = self.now();
         let mut notes = Vec::new();
         for (j, stats) in self.jobs.iter().enumerate() {
-            // A job that never started has its group's note instead.
-            if stats.ios > 0 || !matches!(self.sc.jobs[j].work, Work::Io(_)) || !self.groups.started(j)
-            {
+            // A job that never started, or ended before its window, has
+            // its own note (crate::workload::groups) instead.
+            let placed = self.groups.started(j) && !self.groups.ended(j);
+            if stats.ios > 0 || !matches!(self.sc.jobs[j].work, Work::Io(_)) || !placed {
                 continue;
             }
             let oldest = self

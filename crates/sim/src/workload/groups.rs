@@ -63,6 +63,11 @@ impl Groups {
     pub(crate) fn started(&self, j: usize) -> bool {
         self.jobs[j].start.is_some()
     }
+
+    /// Whether every thread of job `j` has exited.
+    pub(crate) fn ended(&self, j: usize) -> bool {
+        self.jobs[j].end.is_some()
+    }
 }
 
 impl World<'_> {
@@ -229,11 +234,28 @@ impl World<'_> {
     /// One note per group (or delayed job) saying when it ran, so each
     /// job's figures can be read against its own window.
     pub(crate) fn group_notes(&self, strategy: &str) -> Vec<String> {
-        if !self.groups.staged {
-            return Vec::new();
-        }
         let ms = |ns: Nanos| format!("{:.3} ms", ns as f64 / 1e6);
         let mut notes = Vec::new();
+        // A job that ended before its window (number_ios, io_size, a short
+        // runtime, steady state, exitall) measured nothing: say so.
+        for (j, job) in self.sc.jobs.iter().enumerate() {
+            let (Some(end), Some(start)) = (self.groups.jobs[j].end, self.groups.jobs[j].start)
+            else {
+                continue;
+            };
+            if self.jobs[j].ios == 0 && end <= self.job_window(j).0.max(start) {
+                notes.push(format!(
+                    "strategy '{strategy}': job '{}' ended at {}, before its measured window \
+                     began (its runtime, number_ios, io_size, steady state or another job's \
+                     exitall ended it)",
+                    job.name,
+                    ms(end)
+                ));
+            }
+        }
+        if !self.groups.staged {
+            return notes;
+        }
         for &g in &self.groups.order {
             let mut parts = Vec::new();
             for (j, job) in self.sc.jobs.iter().enumerate() {
