@@ -243,13 +243,15 @@ impl World<'_> {
             else {
                 continue;
             };
-            if self.jobs[j].ios == 0 && end <= self.job_window(j).0.max(start) {
+            if self.jobs[j].ios == 0 && matches!(job.work, cint_scenario::Work::Io(_)) {
                 notes.push(format!(
-                    "strategy '{strategy}': job '{}' ended at {}, before its measured window \
-                     began (its runtime, number_ios, io_size, steady state or another job's \
-                     exitall ended it)",
+                    "strategy '{strategy}': job '{}' started at {} and ended at {} with no \
+                     request completed in its measured window, which began at {} (its runtime, \
+                     number_ios, io_size, steady state or another job's exitall ended it)",
                     job.name,
-                    ms(end)
+                    ms(start),
+                    ms(end),
+                    ms(self.window_start.max(start.saturating_add(self.sc.warmup)))
                 ));
             }
         }
