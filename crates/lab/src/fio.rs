@@ -11,27 +11,15 @@
 //! defaults apply (`rw=read`, `bs=4k`, `iodepth=1`, `ioengine=psync`,
 //! `direct=0`).
 //!
-//! Options and what they become (see docs/WORKFLOW.md for the full table):
-//!
-//! | fio | scenario |
-//! |---|---|
-//! | `rw`/`readwrite` | `rw` (`read`, `write`, `randread`, `randwrite`, `randrw`) |
-//! | `bs`/`blocksize` | `bs` (one size, or the same size for reads and writes) |
-//! | `iodepth` | `iodepth` (1 for synchronous engines, as in fio) |
-//! | `iodepth_batch_submit`/`iodepth_batch` | `batch` (0 means 1; capped at `iodepth`, as fio does) |
-//! | `iodepth_batch_complete_min`/`iodepth_batch_complete` | `batch_complete_min` (capped at `iodepth`) |
-//! | `ioengine` | `engine` (`psync`, `sync` as `psync`, `pvsync2`, `libaio`, `io_uring`) |
-//! | `numjobs` | `numjobs` |
-//! | `cpus_allowed` | `cpu`: the first CPU of the list; distinct CPUs are numbered 0.. in order and become the host's application cores |
-//! | `rate_iops` | `rate_iops` (per thread, as in fio) |
-//! | `direct` / `buffered` | `direct` |
-//! | `runtime` | the scenario's `duration` (the longest job; shorter jobs get a per-job `runtime`) |
-//! | `ramp_time` | the scenario's `warmup` |
-//! | `size` | `size` (bytes or a percentage of the device) |
-//! | `time_based` | the model is always time based |
-//! | `rwmixread`/`rwmixwrite` | `rwmixread` |
-//! | `nowait` | `nowait` (pvsync2, io_uring) |
-//! | `hipri` | polled completions: when every I/O job sets it and no strategy is given, the scenario compares `poll` only |
+//! What each option becomes (modelled as a scenario key, warned as
+//! meaningless in a model, or refused by name) is documented in
+//! docs/FIO.md, the contract this module keeps. In short: the engine,
+//! pattern and depth options map onto the job's keys; request shaping
+//! (`bssplit`, `bsrange`, `rate`, `rate_process`, `thinktime`,
+//! `number_ios`, `size`/`io_size` x `loops` without `time_based`, `flow`,
+//! `exitall`, `ss`, the patched fio's `barrier`) onto `IoShape`; groups
+//! (`stonewall`, `wait_for`) and `startdelay` onto the job's `Schedule`;
+//! `${VAR}` is expanded from the environment (or [`FioArgs::vars`]).
 //!
 //! An option that would change what is measured but has no model is an
 //! error naming the file, the line and the option; an option with no
@@ -147,9 +135,18 @@ const NOT_A_BLOCK_MODEL: &[(&str, &str)] = &[
     ("zoneskip", "zoned block devices are not modelled"),
     ("max_open_zones", "zoned block devices are not modelled"),
     ("read_beyond_wp", "zoned block devices are not modelled"),
-    ("verify", "the model moves no data, so there is nothing to verify"),
-    ("do_verify", "the model moves no data, so there is nothing to verify"),
-    ("verify_backlog", "the model moves no data, so there is nothing to verify"),
+    (
+        "verify",
+        "the model moves no data, so there is nothing to verify",
+    ),
+    (
+        "do_verify",
+        "the model moves no data, so there is nothing to verify",
+    ),
+    (
+        "verify_backlog",
+        "the model moves no data, so there is nothing to verify",
+    ),
     ("fill_device", "the model's device never fills up"),
 ];
 
@@ -694,7 +691,8 @@ fn check_distribution(v: &str) -> Result<(), String> {
         }),
         "normal" | "gauss" => number(args).map(|_| ()),
         "zoned" | "zoned_abs" => {
-            let a = args.ok_or_else(|| format!("'{kind}' needs zones (e.g. {kind}:60/10:40/90)"))?;
+            let a =
+                args.ok_or_else(|| format!("'{kind}' needs zones (e.g. {kind}:60/10:40/90)"))?;
             for zone in a.split(':').map(str::trim).filter(|z| !z.is_empty()) {
                 let ok = zone.split('/').all(|p| {
                     let p = p.trim();
@@ -808,7 +806,9 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
                 if cint_scenario::shape::parse_bsrange(w).ok() != Some(range) {
                     return Err(ctx.err(
                         line,
-                        format!("option '{key}={v}': different read and write ranges are not supported"),
+                        format!(
+                            "option '{key}={v}': different read and write ranges are not supported"
+                        ),
                     ));
                 }
             }
@@ -816,8 +816,9 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
         }
         "rate" => {
             let v = raw.ok_or_else(need)?;
-            let dirs = per_direction(v, |p| parse_size(p).ok())
-                .ok_or_else(|| bad("a rate in bytes per second per direction (e.g. 10m or 1m,500k)"))?;
+            let dirs = per_direction(v, |p| parse_size(p).ok()).ok_or_else(|| {
+                bad("a rate in bytes per second per direction (e.g. 10m or 1m,500k)")
+            })?;
             spec.rate = Some(At::new(line, dirs));
         }
         "rate_process" => match raw.ok_or_else(need)? {
@@ -943,7 +944,10 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
                     format!("option 'flow={v}': negative weights are not supported (fio 3 weighs jobs by flow >= 0)"),
                 ));
             }
-            spec.flow = Some(At::new(line, u32::try_from(w).map_err(|_| bad("a weight below 2^32"))?));
+            spec.flow = Some(At::new(
+                line,
+                u32::try_from(w).map_err(|_| bad("a weight below 2^32"))?,
+            ));
         }
         "flow_id" => spec.flow_id = int(0, u64::from(u32::MAX))? as u32,
         "flow_sleep" => {
@@ -976,18 +980,18 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
             spec.ss_ramp =
                 parse_fio_time(raw.ok_or_else(need)?).ok_or_else(|| bad("a time (e.g. 10s)"))?;
         }
-        "io_submit_mode" => match raw.ok_or_else(need)? {
-            "inline" => {}
-            "offload" => {
-                return Err(ctx.err(
+        "io_submit_mode" => {
+            match raw.ok_or_else(need)? {
+                "inline" => {}
+                "offload" => return Err(ctx.err(
                     line,
                     "option 'io_submit_mode=offload' is not supported: submission by a pool of \
                      worker threads is not modelled"
                         .into(),
-                ))
+                )),
+                _ => return Err(bad("'inline' or 'offload'")),
             }
-            _ => return Err(bad("'inline' or 'offload'")),
-        },
+        }
         "bs" | "blocksize" => {
             let v = raw.ok_or_else(need)?;
             let mut sizes = v.split(',').map(str::trim).filter(|p| !p.is_empty());
@@ -1224,7 +1228,10 @@ fn combined_rate(caps: [u64; 2], rw: Rw, rwmixread: u8, unit: [u64; 2]) -> Optio
         Rw::RandRw | Rw::ReadWrite => u128::from(rwmixread),
     };
     // Each direction's share of the total, weighted by its unit.
-    let weights = [read_pct * u128::from(unit[0]), (100 - read_pct) * u128::from(unit[1])];
+    let weights = [
+        read_pct * u128::from(unit[0]),
+        (100 - read_pct) * u128::from(unit[1]),
+    ];
     let sum: u128 = weights.iter().sum();
     let mut total: Option<u128> = None;
     for d in 0..2 {
@@ -1239,7 +1246,10 @@ fn combined_rate(caps: [u64; 2], rw: Rw, rwmixread: u8, unit: [u64; 2]) -> Optio
 
 /// The request-shaping options of one job.
 fn job_shape(spec: &JobSpec, rw: Rw, bs: u64, ctx: &mut Ctx) -> Result<IoShape, FioError> {
-    let bssplit = spec.bssplit.as_ref().map_or(Vec::new(), |b| b.value.clone());
+    let bssplit = spec
+        .bssplit
+        .as_ref()
+        .map_or(Vec::new(), |b| b.value.clone());
     let bsrange = spec.bsrange.map(|r| r.value);
     if bsrange.is_some() && !bssplit.is_empty() {
         let line = spec.bsrange.map_or(spec.line, |r| r.line);
@@ -1296,7 +1306,10 @@ fn job_shape(spec: &JobSpec, rw: Rw, bs: u64, ctx: &mut Ctx) -> Result<IoShape, 
         let line = spec.thinktime_spin.map_or(spec.line, |t| t.line);
         return Err(ctx.err(
             line,
-            format!("job '{}': thinktime_spin is longer than thinktime", spec.name),
+            format!(
+                "job '{}': thinktime_spin is longer than thinktime",
+                spec.name
+            ),
         ));
     }
     if let Some(r) = spec.rate {
@@ -1313,7 +1326,11 @@ fn job_shape(spec: &JobSpec, rw: Rw, bs: u64, ctx: &mut Ctx) -> Result<IoShape, 
                 };
                 return mean_size(&probe, bs);
             }
-            split.iter().map(|s| s.bytes * u64::from(s.percent)).sum::<u64>() / 100
+            split
+                .iter()
+                .map(|s| s.bytes * u64::from(s.percent))
+                .sum::<u64>()
+                / 100
         };
         let rwmixread = spec.rwmixread.map_or(50, |m| m.value);
         shape.rate = combined_rate(r.value, rw, rwmixread, [mean(false), mean(true)]);
@@ -1330,7 +1347,10 @@ fn job_shape(spec: &JobSpec, rw: Rw, bs: u64, ctx: &mut Ctx) -> Result<IoShape, 
     if shape.rate_poisson && shape.rate.is_none() && spec.rate_iops_dirs.is_none() {
         return Err(ctx.err(
             spec.line,
-            format!("job '{}': rate_process=poisson needs rate or rate_iops", spec.name),
+            format!(
+                "job '{}': rate_process=poisson needs rate or rate_iops",
+                spec.name
+            ),
         ));
     }
     Ok(shape)
@@ -1537,10 +1557,7 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             Some(SizeSpec::Percent(p)) => capacity / 100 * p / 512 * 512,
         };
         let bs = spec.bs.map_or(4096, |b| b.value);
-        let size_at = spec
-            .size
-            .map(|s| s.line)
-            .or(spec.filesize.map(|f| f.line));
+        let size_at = spec.size.map(|s| s.line).or(spec.filesize.map(|f| f.line));
         if let Some(line) = size_at {
             if size > capacity || size < bs || size % 512 != 0 {
                 return Err(ctx.err(
@@ -1560,14 +1577,12 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
         // of their own; every other job stops after its ramp and runtime.
         let runtime = spec.runtime.map_or(default_runtime, |r| r.value);
         let own_end = delay.saturating_add(warmup).saturating_add(runtime);
-        let runtime = if last_group == 0
-            && delay == 0
-            && (spec.runtime.is_none() || own_end >= spans[0])
-        {
-            None
-        } else {
-            Some(warmup + runtime)
-        };
+        let runtime =
+            if last_group == 0 && delay == 0 && (spec.runtime.is_none() || own_end >= spans[0]) {
+                None
+            } else {
+                Some(warmup + runtime)
+            };
         let mut shape = job_shape(spec, rw, bs, ctx)?;
         if shape.barrier_last && engine.is_sync() {
             let line = spec.barrier.map_or(spec.line, |b| b.line);
@@ -1608,7 +1623,13 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             .map_or(50, |r| r.value);
         let rate_iops = match spec.rate_iops_dirs {
             Some(d) => combined_rate(d.value, rw, rwmixread, [1, 1]).or_else(|| {
-                ctx.warn(d.line, format!("job '{}': rate_iops caps only a direction the job does not issue; no cap", spec.name));
+                ctx.warn(
+                    d.line,
+                    format!(
+                        "job '{}': rate_iops caps only a direction the job does not issue; no cap",
+                        spec.name
+                    ),
+                );
                 None
             }),
             None => None,
@@ -1617,7 +1638,10 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             let line = spec.rate.map_or(spec.line, |r| r.line);
             return Err(ctx.err(
                 line,
-                format!("job '{}': rate together with rate_iops is not supported", spec.name),
+                format!(
+                    "job '{}': rate together with rate_iops is not supported",
+                    spec.name
+                ),
             ));
         }
         jobs.push(Job {
@@ -1640,7 +1664,7 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
                 size,
                 // fio ignores rwmixread unless the job mixes reads and writes.
                 rwmixread,
-                shape,
+                shape: Box::new(shape),
             }),
             schedule: Schedule {
                 group,
@@ -2018,7 +2042,9 @@ numjobs=2
         assert_eq!((j.iodepth, j.batch), (32, 8));
         for option in ["disable_bw", "disk_util", "numa_mem_policy", "gtod_reduce"] {
             assert!(
-                imp.warnings.iter().any(|w| w.contains(&format!("'{option}'"))),
+                imp.warnings
+                    .iter()
+                    .any(|w| w.contains(&format!("'{option}'"))),
                 "{option}: {:?}",
                 imp.warnings
             );
@@ -2065,7 +2091,11 @@ numjobs=2
         let total = total.min((1u128 << 20) * (r + w) / w) as u64;
         assert_eq!(a.shape.rate, Some(total));
         assert_eq!(
-            (a.shape.thinktime, a.shape.thinktime_spin, a.shape.thinktime_blocks),
+            (
+                a.shape.thinktime,
+                a.shape.thinktime_spin,
+                a.shape.thinktime_blocks
+            ),
             (50_000, 10_000, 4),
             "a bare thinktime is microseconds"
         );
@@ -2111,9 +2141,14 @@ numjobs=2
         assert_eq!(e.line, Some(4));
         assert!(e.to_string().contains("'${PATTERN}' is not set"), "{e}");
         assert!(!e.to_string().contains('\n'));
-        a.vars.as_mut().map(|v| v.insert("PATTERN".into(), "randread".into()));
+        a.vars
+            .as_mut()
+            .map(|v| v.insert("PATTERN".into(), "randread".into()));
         let s = import_str(text, "v.fio", &a).expect("both set").scenario;
-        assert_eq!((io(&s.jobs[0]).iodepth, io(&s.jobs[0]).rw), (16, Rw::RandRead));
+        assert_eq!(
+            (io(&s.jobs[0]).iodepth, io(&s.jobs[0]).rw),
+            (16, Rw::RandRead)
+        );
     }
 
     #[test]

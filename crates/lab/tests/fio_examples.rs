@@ -23,10 +23,16 @@ const BLOCK_ENGINES: &[&str] = &["psync", "sync", "pvsync", "pvsync2", "libaio",
 /// Accepted reasons for a refusal: (what the message contains, why).
 const ALLOWED_REFUSALS: &[(&str, &str)] = &[
     ("zoned block devices are not modelled", "zoned devices"),
-    ("nothing to verify", "data verification: the model moves no data"),
+    (
+        "nothing to verify",
+        "data verification: the model moves no data",
+    ),
     ("the model has no trims", "trims"),
     ("io_uring_cmd", "passthrough commands"),
-    ("is not set (fio takes it from the environment)", "an unset ${VAR}"),
+    (
+        "is not set (fio takes it from the environment)",
+        "an unset ${VAR}",
+    ),
     // Not modelled yet (docs/FIO.md): fio's latency-target depth search
     // and its submission worker pool.
     ("option 'latency_target'", "latency-target depth probing"),
@@ -89,9 +95,9 @@ fn two_thirds_of_fios_block_engine_examples_run_and_refusals_have_allowed_reason
     let mut ran = Vec::new();
     let mut refused = Vec::new();
     for path in &files {
-        let name = path.file_name().map_or_else(String::new, |n| {
-            n.to_string_lossy().into_owned()
-        });
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         match import_file(path, &args) {
             Ok(imported) => {
                 for w in &imported.warnings {
@@ -112,7 +118,9 @@ fn two_thirds_of_fios_block_engine_examples_run_and_refusals_have_allowed_reason
                 let reason = ALLOWED_REFUSALS
                     .iter()
                     .find(|(needle, _)| message.contains(needle))
-                    .unwrap_or_else(|| panic!("{name} is refused for a reason not allowed: {message}"));
+                    .unwrap_or_else(|| {
+                        panic!("{name} is refused for a reason not allowed: {message}")
+                    });
                 refused.push(format!("{name}: {}", reason.1));
             }
         }

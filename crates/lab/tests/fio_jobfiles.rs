@@ -53,7 +53,10 @@ fn barrier_submit_imports_the_artifacts_options_and_marks_each_batch() {
         );
     }
     let s = &imported.scenario;
-    assert_eq!(s.jobs[0].name, "batched-barrier-reader", "name= in the section");
+    assert_eq!(
+        s.jobs[0].name, "batched-barrier-reader",
+        "name= in the section"
+    );
     let Work::Io(io) = &s.jobs[0].work else {
         panic!("an I/O job")
     };
@@ -63,9 +66,13 @@ fn barrier_submit_imports_the_artifacts_options_and_marks_each_batch() {
     // io_submit Barrier (ALGORITHMS.md section 5), which is what the
     // patched fio asks for: with or without `barrier`, the same run.
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
-    let plain = import_str(&text.replace("barrier=1", ""), &path.display().to_string(), &short_args())
-        .unwrap_or_else(|e| panic!("{e}"))
-        .scenario;
+    let plain = import_str(
+        &text.replace("barrier=1", ""),
+        &path.display().to_string(),
+        &short_args(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+    .scenario;
     let (with, without) = (run(s), run(&plain));
     assert!(with.results.iter().all(|r| r.jobs[0].ios > 0));
     let json = |r: &RunResult| serde_json::to_string(&r.results).unwrap_or_else(|e| panic!("{e}"));
@@ -114,7 +121,11 @@ fn phases_run_one_group_after_another_with_their_shapes() {
         "writer at {} B/s, cap {cap}",
         writer.bw_bytes
     );
-    assert!(writer.bw_bytes >= cap / 2, "writer at {} B/s", writer.bw_bytes);
+    assert!(
+        writer.bw_bytes >= cap / 2,
+        "writer at {} B/s",
+        writer.bw_bytes
+    );
     // Each group has its note; group 1 starts after the fill ended.
     assert!(result.notes.iter().any(|n| n.contains("group 0: 'fill'")));
     assert!(result.notes.iter().any(|n| n.contains("group 1: 'reader'")));

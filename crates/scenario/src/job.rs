@@ -25,7 +25,14 @@ pub const DEFAULT_BS: u64 = 4_096;
 pub const DEFAULT_RWMIXREAD: u8 = 50;
 
 const ENGINES: &[&str] = &["psync", "pvsync2", "libaio", "io_uring"];
-const RWS: &[&str] = &["read", "write", "randread", "randwrite", "randrw", "readwrite"];
+const RWS: &[&str] = &[
+    "read",
+    "write",
+    "randread",
+    "randwrite",
+    "randrw",
+    "readwrite",
+];
 const HINTS: &[&str] = &["urgent", "barrier", "none"];
 
 /// Keys of an I/O job.
@@ -471,6 +478,6 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         think,
         size,
         rwmixread: rwmixread.map_or(DEFAULT_RWMIXREAD, |v| v as u8),
-        shape,
+        shape: Box::new(shape),
     })
 }

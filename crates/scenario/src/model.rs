@@ -190,8 +190,9 @@ pub struct IoJob {
     pub size: u64,
     /// Percent reads for `randrw` and `readwrite` (0..=100).
     pub rwmixread: u8,
-    /// How requests are shaped beyond `rw` and `bs`.
-    pub shape: IoShape,
+    /// How requests are shaped beyond `rw` and `bs` (boxed: most jobs
+    /// shape nothing, and a job stays small to copy).
+    pub shape: Box<IoShape>,
 }
 
 /// fio's request-shaping options on an I/O job. The default shapes

@@ -6,9 +6,7 @@ use cint_policy::config::{BarrierMode, VicParams};
 use cint_policy::{Hint, PolicyConfig};
 use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table};
 
-use crate::model::{
-    CompletionMode, Engine, ExitScope, HybridSleep, IoShape, Rw, Scenario, Work,
-};
+use crate::model::{CompletionMode, Engine, ExitScope, HybridSleep, IoShape, Rw, Scenario, Work};
 use crate::units::{format_duration, format_size};
 
 /// The scenario as TOML text, with resolved profiles and defaults.
@@ -168,9 +166,7 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
         t["ss_ramp"] = value(format_duration(ss.ramp));
     }
     if !shape.percentile_list.is_empty() {
-        t["percentile_list"] = value(crate::shape::format_percentile_list(
-            &shape.percentile_list,
-        ));
+        t["percentile_list"] = value(crate::shape::format_percentile_list(&shape.percentile_list));
     }
 }
 

@@ -65,11 +65,10 @@ pub fn parse_bssplit(text: &str) -> Result<Vec<BsShare>, String> {
         let bytes = block(size)?;
         let percent = match share.filter(|p| !p.is_empty()) {
             Some(p) => {
-                let p: u32 = p
-                    .parse()
-                    .ok()
-                    .filter(|&p| p <= 100)
-                    .ok_or_else(|| format!("'{part}': the share must be a percentage 0..=100"))?;
+                let p: u32 =
+                    p.parse().ok().filter(|&p| p <= 100).ok_or_else(|| {
+                        format!("'{part}': the share must be a percentage 0..=100")
+                    })?;
                 given += p;
                 p
             }
@@ -256,7 +255,10 @@ pub(crate) fn parse_shape(
     if rate.is_some() && has_rate_iops {
         return Err(sec.error("rate", "give rate or rate_iops, not both"));
     }
-    let rate_poisson = sec.choice("rate_process", &["linear", "poisson"])?.as_deref() == Some("poisson");
+    let rate_poisson = sec
+        .choice("rate_process", &["linear", "poisson"])?
+        .as_deref()
+        == Some("poisson");
     if rate_poisson && rate.is_none() && !has_rate_iops {
         return Err(sec.error("rate_process", "needs rate or rate_iops"));
     }
@@ -396,7 +398,16 @@ mod tests {
         assert!(parse_bssplit("").is_err());
         let (r, w) = parse_bssplit_dirs("64k/40:1024k/60,1024k/100").expect("valid");
         assert_eq!((r.len(), w.len()), (2, 1));
-        assert_eq!(parse_bssplit_dirs("4k/100,4k/100"), Ok((vec![BsShare { bytes: 4096, percent: 100 }], vec![])));
+        assert_eq!(
+            parse_bssplit_dirs("4k/100,4k/100"),
+            Ok((
+                vec![BsShare {
+                    bytes: 4096,
+                    percent: 100
+                }],
+                vec![]
+            ))
+        );
         assert!(parse_bssplit_dirs("4k,4k,4k").is_err());
         assert_eq!(format_bssplit(&s), "4KiB/10:64KiB/90");
         assert_eq!(parse_bssplit(&format_bssplit(&s)), Ok(s));

@@ -67,10 +67,16 @@ fn block_size_mixes_average_their_shares() {
     ));
     let mean = |j: &JobResult| j.bw_bytes as f64 / j.iops;
     let split = mean(job(&r, "split"));
-    assert!((split / (34.0 * 1024.0) - 1.0).abs() < 0.05, "bssplit mean {split}");
+    assert!(
+        (split / (34.0 * 1024.0) - 1.0).abs() < 0.05,
+        "bssplit mean {split}"
+    );
     // Multiples of 4 KiB up to 16 KiB, equally likely: 10 KiB.
     let range = mean(job(&r, "range"));
-    assert!((range / (10.0 * 1024.0) - 1.0).abs() < 0.05, "bsrange mean {range}");
+    assert!(
+        (range / (10.0 * 1024.0) - 1.0).abs() < 0.05,
+        "bsrange mean {range}"
+    );
 }
 
 #[test]
@@ -111,9 +117,16 @@ fn thinktime_paces_a_synchronous_loop_and_its_blocks_space_the_pauses() {
     // One request (about 10 us) then 100 us of thinking: under 10 000/s.
     assert!(a < 10_000.0 && a > 7_000.0, "think after each: {a}");
     // Four requests per pause.
-    assert!(b > 2.5 * a && b < p, "think after four: {b} (each: {a}, none: {p})");
+    assert!(
+        b > 2.5 * a && b < p,
+        "think after four: {b} (each: {a}, none: {p})"
+    );
     // The spin is CPU time, the sleep is not.
-    assert!(job(&every, "t").cpu_util > 0.1, "{}", job(&every, "t").cpu_util);
+    assert!(
+        job(&every, "t").cpu_util > 0.1,
+        "{}",
+        job(&every, "t").cpu_util
+    );
 }
 
 #[test]
@@ -154,7 +167,12 @@ fn groups_run_in_turn_and_start_delays_shift_a_job() {
     // runs alone on a core, though the counts differ.
     let alone = job(&r, "first").iops;
     for j in [second, late] {
-        assert!((j.iops / alone - 1.0).abs() < 0.1, "{}: {} vs {alone}", j.name, j.iops);
+        assert!(
+            (j.iops / alone - 1.0).abs() < 0.1,
+            "{}: {} vs {alone}",
+            j.name,
+            j.iops
+        );
     }
     assert!(second.ios > first.ios, "12 ms against 8 ms");
     assert!(late.ios < second.ios, "10 ms against 12 ms");
@@ -171,7 +189,10 @@ fn flow_keeps_jobs_in_the_ratio_of_their_weights() {
     let r = run(&scenario(
         NONE,
         "20ms",
-        &["name = \"light\"\nflow = 1", "name = \"heavy\"\ncpu = 1\nflow = 3"],
+        &[
+            "name = \"light\"\nflow = 1",
+            "name = \"heavy\"\ncpu = 1\nflow = 3",
+        ],
     ));
     let ratio = job(&r, "heavy").ios as f64 / job(&r, "light").ios as f64;
     assert!((ratio - 3.0).abs() < 0.15, "heavy/light = {ratio}");
@@ -192,7 +213,10 @@ fn exitall_ends_the_group_when_one_job_ends() {
     let with = jobs("exitall = \"group\"");
     let without = jobs("");
     let (w, wo) = (job(&with, "long").ios, job(&without, "long").ios);
-    assert!(w * 4 < wo, "long job: {w} requests with exitall, {wo} without");
+    assert!(
+        w * 4 < wo,
+        "long job: {w} requests with exitall, {wo} without"
+    );
 }
 
 #[test]
@@ -201,7 +225,9 @@ fn steady_state_ends_a_job_once_its_samples_agree() {
         run(&scenario(
             NONE,
             "3s",
-            &[&format!("name = \"s\"\nengine = \"libaio\"\niodepth = 2\n{ss}")],
+            &[&format!(
+                "name = \"s\"\nengine = \"libaio\"\niodepth = 2\n{ss}"
+            )],
         ))
     };
     let steady = jobs("ss = \"iops:20%\"\nss_dur = \"1s\"");

@@ -103,7 +103,14 @@ fn job(rng: &mut Rng, i: usize, cores: u64, out: &mut String) {
         return;
     }
     let engine = rng.pick(&["psync", "pvsync2", "libaio", "io_uring"]);
-    let rw = rng.pick(&["read", "write", "randread", "randwrite", "randrw", "readwrite"]);
+    let rw = rng.pick(&[
+        "read",
+        "write",
+        "randread",
+        "randwrite",
+        "randrw",
+        "readwrite",
+    ]);
     let bs = rng.pick(&["512", "4k", "16k", "128k", "1m"]);
     let numjobs = 1 + rng.below(4);
     let _ = write!(

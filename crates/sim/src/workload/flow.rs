@@ -92,8 +92,8 @@ impl World<'_> {
         let (_, counter, total) = self.flows.flows[i];
         let mine = self.flows.counted[t];
         // mine / counter > weight / total, in integers.
-        let ahead = u128::from(mine) * u128::from(total)
-            > u128::from(shape.flow) * u128::from(counter);
+        let ahead =
+            u128::from(mine) * u128::from(total) > u128::from(shape.flow) * u128::from(counter);
         if !ahead {
             self.flows.flows[i].1 += 1;
             self.flows.counted[t] += 1;

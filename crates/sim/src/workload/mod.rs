@@ -31,8 +31,8 @@ mod steady;
 pub(crate) use flow::Flows;
 pub(crate) use groups::Groups;
 pub(crate) use pattern::ThreadShape;
-pub(crate) use steady::SteadyProbe;
 pub(crate) use program::Program;
+pub(crate) use steady::SteadyProbe;
 
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::Direction;
@@ -250,9 +250,12 @@ impl World<'_> {
             th.batch.push(r);
             th.in_flight += 1;
             if let Some(iv) = p.rate_interval {
-                th.next_issue_at = th
-                    .next_issue_at
-                    .saturating_add(pattern::rate_step(shape, iv, bytes, &mut th.rng));
+                th.next_issue_at = th.next_issue_at.saturating_add(pattern::rate_step(
+                    shape,
+                    iv,
+                    bytes,
+                    &mut th.rng,
+                ));
             }
         }
         k
