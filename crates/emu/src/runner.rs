@@ -131,6 +131,10 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("number_ios")
             } else if s.io_size.is_some() {
                 Some("io_size")
+            } else if s.fsync != 0 {
+                Some("fsync")
+            } else if s.fdatasync != 0 {
+                Some("fdatasync")
             } else if s.flow != 0 {
                 Some("flow")
             } else if s.exitall.is_some() {

@@ -35,6 +35,7 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
         ("thinktime", "thinktime = \"10us\""),
         ("number_ios", "number_ios = 10"),
         ("io_size", "io_size = \"1m\""),
+        ("fsync", "rw = \"write\"\nfsync = 4"),
         ("flow", "flow = 2"),
         ("exitall", "exitall = \"group\""),
         ("ss", "ss = \"iops:10%\"\nss_dur = \"1s\""),

@@ -121,6 +121,9 @@ const MEANINGLESS: &[&str] = &[
     "ratemin",
     "rate_iops_min",
     "ramp_time_group",
+    // At the job's end, after what is measured.
+    "end_fsync",
+    "fsync_on_close",
     "create_serialize",
     "allow_file_create",
     "gtod_cpu",
@@ -541,6 +544,8 @@ struct JobSpec {
     wait_for: Option<At<String>>,
     io_size: Option<At<u64>>,
     loops: u64,
+    fsync: Option<At<u32>>,
+    fdatasync: Option<At<u32>>,
     flow: Option<At<u32>>,
     flow_id: u32,
     flow_sleep: Nanos,
@@ -592,6 +597,8 @@ impl JobSpec {
             wait_for: None,
             io_size: None,
             loops: 1,
+            fsync: None,
+            fdatasync: None,
             flow: None,
             flow_id: 0,
             flow_sleep: 0,
@@ -879,6 +886,14 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
             spec.percentile_list = Some(At::new(line, list));
         }
         "loops" => spec.loops = int(1, u64::from(u32::MAX))?,
+        "fsync" | "fdatasync" => {
+            let n = At::new(line, int(0, u64::from(u32::MAX))? as u32);
+            if key == "fsync" {
+                spec.fsync = Some(n);
+            } else {
+                spec.fdatasync = Some(n);
+            }
+        }
         "io_size" | "io_limit" => {
             let v = raw.ok_or_else(need)?;
             let b = parse_size(v)
@@ -1274,6 +1289,8 @@ fn job_shape(spec: &JobSpec, rw: Rw, bs: u64, ctx: &mut Ctx) -> Result<IoShape, 
             .percentile_list
             .as_ref()
             .map_or(Vec::new(), |p| p.value.clone()),
+        fsync: spec.fsync.map_or(0, |f| f.value),
+        fdatasync: spec.fdatasync.map_or(0, |f| f.value),
         flow: spec.flow.map_or(0, |f| f.value),
         flow_id: spec.flow_id,
         flow_sleep: spec.flow_sleep,
@@ -1584,6 +1601,18 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
                 Some(warmup + runtime)
             };
         let mut shape = job_shape(spec, rw, bs, ctx)?;
+        for sync in [spec.fsync, spec.fdatasync].into_iter().flatten() {
+            if sync.value > 0 && engine == Engine::IoUring {
+                return Err(ctx.err(
+                    sync.line,
+                    format!(
+                        "job '{}': io_uring's asynchronous fsync (IORING_OP_FSYNC) is not \
+                         modelled; fsync and fdatasync run with psync, pvsync2 or libaio",
+                        spec.name
+                    ),
+                ));
+            }
+        }
         if shape.barrier_last && engine.is_sync() {
             let line = spec.barrier.map_or(spec.line, |b| b.line);
             ctx.warn(
@@ -2175,11 +2204,25 @@ numjobs=2
             ("[a]\nrw=randtrim\n", "no trims"),
             ("[a]\nioengine=io_uring_cmd\n", "io_uring_cmd"),
             ("[a]\nio_submit_mode=offload\n", "offload"),
-            ("[a]\nfsync=4\n", "fsync"),
         ] {
             let e = import_str(text, "r.fio", &args()).expect_err(text);
             assert_eq!(e.line, Some(2), "{text}");
             assert!(e.to_string().contains(needle), "{text}: {e}");
         }
+        let uring = "[a]\nioengine=io_uring\nrw=write\nfsync=4\n";
+        let e = import_str(uring, "r.fio", &args()).expect_err("io_uring fsync");
+        assert_eq!(e.line, Some(4));
+        assert!(e.to_string().contains("IORING_OP_FSYNC"), "{e}");
+        let s = import_str(
+            "[a]\nrw=write\nfsync=4\nfdatasync=8\nend_fsync=1\n",
+            "r.fio",
+            &args(),
+        )
+        .expect("fsync with psync")
+        .scenario;
+        assert_eq!(
+            (io(&s.jobs[0]).shape.fsync, io(&s.jobs[0]).shape.fdatasync),
+            (4, 8)
+        );
     }
 }

@@ -68,6 +68,8 @@ pub const IO_KEYS: &[&str] = &[
     "number_ios",
     "io_size",
     "percentile_list",
+    "fsync",
+    "fdatasync",
     "flow",
     "flow_id",
     "flow_sleep",
@@ -427,6 +429,15 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         ));
     }
     let shape = crate::shape::parse_shape(sec, bs, bs_given, rate_iops.is_some())?;
+    for (key, n) in [("fsync", shape.fsync), ("fdatasync", shape.fdatasync)] {
+        if n > 0 && engine == Engine::IoUring {
+            return Err(sec.error(
+                key,
+                "io_uring's asynchronous fsync (IORING_OP_FSYNC, run by the kernel's io-wq \
+                 workers) is not modelled; use psync, pvsync2 or libaio",
+            ));
+        }
+    }
     if shape.barrier_last && engine.is_sync() {
         return Err(sec.error(
             "barrier_last",

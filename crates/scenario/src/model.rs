@@ -234,6 +234,11 @@ pub struct IoShape {
     /// `percentile_list`: latency percentiles to report (each in
     /// (0, 100]); empty: the report's default list.
     pub percentile_list: Vec<f64>,
+    /// `fsync`: a synchronous `fsync` call after every this many writes
+    /// issued (0: never).
+    pub fsync: u32,
+    /// `fdatasync`: the same with `fdatasync`.
+    pub fdatasync: u32,
     /// `flow`: weight in fio's flow control among the jobs of the same
     /// `flow_id` (0: not in a flow).
     pub flow: u32,

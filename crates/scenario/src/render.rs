@@ -149,6 +149,12 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
     if let Some(b) = shape.io_size {
         t["io_size"] = value(format_size(b));
     }
+    if shape.fsync > 0 {
+        t["fsync"] = value(i64::from(shape.fsync));
+    }
+    if shape.fdatasync > 0 {
+        t["fdatasync"] = value(i64::from(shape.fdatasync));
+    }
     if shape.flow > 0 {
         t["flow"] = value(i64::from(shape.flow));
         t["flow_id"] = value(i64::from(shape.flow_id));

@@ -24,6 +24,8 @@ pub const SHAPE_KEYS: &[&str] = &[
     "number_ios",
     "io_size",
     "percentile_list",
+    "fsync",
+    "fdatasync",
     "flow",
     "flow_id",
     "flow_sleep",
@@ -287,6 +289,8 @@ pub(crate) fn parse_shape(
         Some(t) => parse_percentile_list(&t).map_err(|e| sec.error("percentile_list", e))?,
         None => Vec::new(),
     };
+    let fsync = sec.int("fsync", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
+    let fdatasync = sec.int("fdatasync", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
     let flow = sec.int("flow", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
     let flow_id = sec.int("flow_id", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
     let flow_sleep = bounded_duration(sec, "flow_sleep")?;
@@ -346,6 +350,8 @@ pub(crate) fn parse_shape(
         number_ios,
         io_size,
         percentile_list,
+        fsync,
+        fdatasync,
         flow,
         flow_id,
         flow_sleep,

@@ -185,6 +185,37 @@ fn groups_run_in_turn_and_start_delays_shift_a_job() {
 }
 
 #[test]
+fn fsync_every_few_writes_costs_a_system_call_each_time() {
+    let synced = run(&scenario(
+        NONE,
+        "20ms",
+        &["name = \"w\"\nrw = \"write\"\nfsync = 1"],
+    ));
+    let every4 = run(&scenario(
+        NONE,
+        "20ms",
+        &["name = \"w\"\nrw = \"write\"\nfsync = 4"],
+    ));
+    let plain = run(&scenario(NONE, "20ms", &["name = \"w\"\nrw = \"write\""]));
+    let (a, b, p) = (
+        job(&synced, "w").iops,
+        job(&every4, "w").iops,
+        job(&plain, "w").iops,
+    );
+    assert!(a < b && b < p, "fsync=1: {a}, fsync=4: {b}, none: {p}");
+    // One call (entry, exit, return: 300 ns on this host) per write:
+    // about 3% of a 10 us write.
+    assert!(a > 0.9 * p, "a call, not a device flush: {a} vs {p}");
+    // Reads are never synced.
+    let reads = run(&scenario(NONE, "20ms", &["name = \"w\"\nfsync = 1"]));
+    let plain_reads = run(&scenario(NONE, "20ms", &["name = \"w\""]));
+    assert_eq!(
+        cint_report::to_json(&reads).expect("json"),
+        cint_report::to_json(&plain_reads).expect("json")
+    );
+}
+
+#[test]
 fn flow_keeps_jobs_in_the_ratio_of_their_weights() {
     let r = run(&scenario(
         NONE,

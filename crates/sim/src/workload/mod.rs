@@ -76,7 +76,7 @@ impl World<'_> {
             self.exit_thread(t);
             return;
         }
-        if self.think_due(t) || self.flow_holds(t) {
+        if self.think_due(t) || self.sync_due(t) || self.flow_holds(t) {
             return;
         }
         let c = self.costs;
@@ -205,6 +205,11 @@ impl World<'_> {
             let write = pattern::is_write(p.rw, p.rwmixread, &mut th.rng);
             let bytes = pattern::block_size(shape, p.bs, write, &mut th.rng);
             self.shaping[t].bytes += bytes;
+            if write {
+                for since in &mut self.shaping[t].writes_since_sync {
+                    *since += 1;
+                }
+            }
             let barrier = pattern::batch_hint(shape, p.engine, i, k);
             let hint = barrier.or(p.hint).unwrap_or_else(|| {
                 let batch = BatchPosition { index: i, len: k };

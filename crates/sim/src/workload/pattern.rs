@@ -20,6 +20,8 @@ pub(crate) struct ThreadShape {
     issued: u64,
     /// Bytes issued in all (`io_size`).
     pub(crate) bytes: u64,
+    /// Writes issued since the last `fsync` / `fdatasync`.
+    pub(crate) writes_since_sync: [u64; 2],
 }
 
 /// The shape of a cpu job: nothing shaped.
@@ -36,6 +38,8 @@ static NO_SHAPE: IoShape = IoShape {
     number_ios: None,
     io_size: None,
     percentile_list: Vec::new(),
+    fsync: 0,
+    fdatasync: 0,
     flow: 0,
     flow_id: 0,
     flow_sleep: 0,
@@ -226,6 +230,25 @@ impl<'a> World<'a> {
             self.set_burst(t, spin, Cont::Issue);
         }
         true
+    }
+
+    /// fio's `fsync=N` / `fdatasync=N`: after every N writes issued, a
+    /// synchronous call before the next request (fio's libaio engine
+    /// makes it synchronous too). The built-in devices have no volatile
+    /// write cache (power-loss protected), so the kernel sends them no
+    /// flush and the call costs its entry and exit. True when it began.
+    pub(crate) fn sync_due(&mut self, t: usize) -> bool {
+        let shape = self.shape(t);
+        for (i, every) in [shape.fsync, shape.fdatasync].into_iter().enumerate() {
+            let since = &mut self.shaping[t].writes_since_sync[i];
+            if every > 0 && *since >= u64::from(every) {
+                *since = 0;
+                let c = self.costs;
+                self.set_burst(t, c.syscall + c.return_to_user, Cont::Issue);
+                return true;
+            }
+        }
+        false
     }
 
     /// A pause's timer is armed: sleep `d`, then back to the loop's top.
