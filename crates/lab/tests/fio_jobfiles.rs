@@ -130,3 +130,25 @@ fn phases_run_one_group_after_another_with_their_shapes() {
     assert!(result.notes.iter().any(|n| n.contains("group 0: 'fill'")));
     assert!(result.notes.iter().any(|n| n.contains("group 1: 'reader'")));
 }
+
+/// Every new key survives `cint check`: the imported scenario written as
+/// TOML loads back equal, with fio's text forms (splits, percentiles,
+/// steady-state criteria) read back exactly.
+#[test]
+fn imports_with_every_shaping_option_render_and_load_back_equal() {
+    let text = "[global]\nruntime=20ms\nramp_time=1ms\n\
+                [a]\nioengine=libaio\niodepth=8\niodepth_batch_submit=4\nrw=randrw\n\
+                rwmixread=70\nbssplit=4k/10:64k/90,16k\nrate=50m,10m\nrate_process=poisson\n\
+                thinktime=15\nthinktime_spin=5\nthinktime_blocks=3\nbarrier=1\n\
+                percentile_list=50:99.5:99.99\nflow=3\nflow_id=2\nflow_sleep=50\n\
+                fsync=4\nfdatasync=8\nexitall\nss=bw_slope:0.25%\nss_dur=2s\nss_ramp=1s\n\
+                [b]\nstonewall\nrw=readwrite\nbsrange=4k-32k\nsize=1m\nloops=2\n\
+                number_ios=100\nstartdelay=3ms\n";
+    let imported = import_str(text, "all.fio", &short_args()).unwrap_or_else(|e| panic!("{e}"));
+    let toml = cint_scenario::to_toml(&imported.scenario);
+    let back =
+        cint_scenario::load_str(&toml, "all.fio", &[]).unwrap_or_else(|e| panic!("{e}\n{toml}"));
+    assert_eq!(back, imported.scenario, "{toml}");
+    let result = run(&back);
+    assert!(result.results.iter().all(|r| r.jobs.len() == 2));
+}

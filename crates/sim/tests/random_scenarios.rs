@@ -181,6 +181,9 @@ fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, out: &mut Str
     if rng.chance(5) {
         let _ = writeln!(out, "flow = {}", 1 + rng.below(4));
     }
+    if engine != "io_uring" && rng.chance(5) {
+        let _ = writeln!(out, "fsync = {}", 1 + rng.below(8));
+    }
 }
 
 fn scenario(seed: u64) -> String {
