@@ -1,8 +1,9 @@
 //! fio's request-shaping options on a thread's loop: each request's
-//! direction and size, the byte-rate cap's pacing, Barrier on the last
-//! request of a submission call, think time after every few requests,
-//! and `number_ios`. Jobs that shape nothing draw nothing extra from
-//! their thread's stream, so their runs stay byte-identical.
+//! direction and size, the rate caps' pacing (even or Poisson), Barrier
+//! on the last request of a submission call, think time after every few
+//! completions, `fsync`/`fdatasync` every few writes, and the ends set by
+//! `number_ios` and `io_size`. Jobs that shape nothing draw nothing extra
+//! from their thread's stream, so their runs stay byte-identical.
 
 use cint_policy::{Hint, Nanos, SEC};
 use cint_scenario::{Engine, IoShape, Rw, Work};
