@@ -109,6 +109,7 @@ fn job_options(job: &Job) -> FioJobOptions {
                 Rw::RandRead => "randread",
                 Rw::RandWrite => "randwrite",
                 Rw::RandRw => "randrw",
+                Rw::ReadWrite => "readwrite",
             };
             let engine = match io.engine {
                 Engine::Psync => "psync",
@@ -118,7 +119,7 @@ fn job_options(job: &Job) -> FioJobOptions {
             };
             put("ioengine", engine.into());
             put("rw", rw.into());
-            if io.rw == Rw::RandRw {
+            if matches!(io.rw, Rw::RandRw | Rw::ReadWrite) {
                 put("rwmixread", io.rwmixread.to_string());
             }
             put("bs", size(io.bs));
@@ -146,10 +147,18 @@ fn job_options(job: &Job) -> FioJobOptions {
     if let Some(r) = job.runtime {
         put("runtime", duration(r));
     }
+    let percentile_list = match &job.work {
+        Work::Io(io) if !io.shape.percentile_list.is_empty() => {
+            Some(io.shape.percentile_list.clone())
+        }
+        _ => None,
+    };
     FioJobOptions {
         options: o,
-        groupid: 0,
-        percentile_list: None,
+        // fio numbers reporting groups from 0, one per stonewall, as the
+        // scenario's `group` does.
+        groupid: job.schedule.group,
+        percentile_list,
     }
 }
 

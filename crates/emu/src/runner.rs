@@ -107,6 +107,56 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, EmuError> {
     Ok(detail.result)
 }
 
+/// The first job key the emulator's threads do not honour (fio's
+/// request-shaping options and job groups), so that it is refused by
+/// name rather than silently ignored.
+fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
+    for job in &scenario.jobs {
+        let key = if job.schedule.group != 0 {
+            Some("group")
+        } else if job.schedule.startdelay != 0 {
+            Some("startdelay")
+        } else if let cint_scenario::Work::Io(io) = &job.work {
+            let s = &io.shape;
+            if !s.bssplit.is_empty() {
+                Some("bssplit")
+            } else if s.bsrange.is_some() {
+                Some("bsrange")
+            } else if s.rate.is_some() {
+                Some("rate")
+            } else if s.rate_poisson {
+                Some("rate_process")
+            } else if s.barrier_last {
+                Some("barrier_last")
+            } else if s.thinktime != 0 {
+                Some("thinktime")
+            } else if s.number_ios.is_some() {
+                Some("number_ios")
+            } else if s.io_size.is_some() {
+                Some("io_size")
+            } else if s.fsync != 0 {
+                Some("fsync")
+            } else if s.fdatasync != 0 {
+                Some("fdatasync")
+            } else if s.flow != 0 {
+                Some("flow")
+            } else if s.exitall.is_some() {
+                Some("exitall")
+            } else if s.steady.is_some() {
+                Some("ss")
+            } else {
+                None
+            }
+        } else {
+            None
+        };
+        if let Some(key) = key {
+            return Some((job.name.clone(), key));
+        }
+    }
+    None
+}
+
 /// Like [`run`], with the details tests check. Failed requests do not
 /// make it fail: they are counted in [`JobDetail::errors`].
 pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
@@ -122,6 +172,12 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             "strategy '{}': kind \"vic-sched\" needs a guest's scheduling state (run state, \
              slice end), and no guest runs on the emulator's cores; use \"vic\"",
             s.name
+        )));
+    }
+    if let Some((job, key)) = unhonoured_key(scenario) {
+        return Err(EmuError::Config(format!(
+            "job '{job}': key '{key}' is modelled by the simulator only; the emulator does \
+             not run it yet (use cint sim, or remove the key)"
         )));
     }
     let layout = CpuLayout::for_scenario(scenario)?;

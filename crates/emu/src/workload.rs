@@ -263,6 +263,10 @@ impl IoThread {
                 let read = self.rng.gen_range(0..100u8) < self.io.rwmixread;
                 (if read { Op::Read } else { Op::Write }, true)
             }
+            Rw::ReadWrite => {
+                let read = self.rng.gen_range(0..100u8) < self.io.rwmixread;
+                (if read { Op::Read } else { Op::Write }, false)
+            }
         };
         let block = if random {
             self.rng.gen_range(0..blocks)

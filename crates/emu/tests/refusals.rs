@@ -19,3 +19,36 @@ iodepth = 16
     assert!(matches!(e, cint_emu::EmuError::Config(_)), "{e}");
     assert!(e.to_string().contains("vic-sched"), "{e}");
 }
+
+#[test]
+fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
+    for (key, line) in [
+        (
+            "group",
+            "runtime = \"5ms\"\n[[job]]\nname = \"later\"\ngroup = 1",
+        ),
+        ("startdelay", "startdelay = \"1ms\""),
+        ("bssplit", "bssplit = \"4k/50:8k/50\""),
+        ("bsrange", "bsrange = \"4k-8k\""),
+        ("rate", "rate = \"10m\""),
+        ("barrier_last", "barrier_last = true"),
+        ("thinktime", "thinktime = \"10us\""),
+        ("number_ios", "number_ios = 10"),
+        ("io_size", "io_size = \"1m\""),
+        ("fsync", "rw = \"write\"\nfsync = 4"),
+        ("flow", "flow = 2"),
+        ("exitall", "exitall = \"group\""),
+        ("ss", "ss = \"iops:10%\"\nss_dur = \"1s\""),
+    ] {
+        let text = format!(
+            "name = \"s\"\nduration = \"10ms\"\n[[strategy]]\nname = \"n\"\nkind = \"none\"\n\
+             [[job]]\nname = \"aio\"\nengine = \"libaio\"\niodepth = 4\n{line}\n"
+        );
+        let sc = cint_scenario::load_str(&text, "s.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+        let e = cint_emu::run(&sc).expect_err(key);
+        assert!(matches!(e, cint_emu::EmuError::Config(_)), "{key}: {e}");
+        let msg = e.to_string();
+        assert!(msg.contains(&format!("key '{key}'")), "{key}: {msg}");
+        assert!(!msg.contains('\n'));
+    }
+}

@@ -11,34 +11,22 @@
 //! defaults apply (`rw=read`, `bs=4k`, `iodepth=1`, `ioengine=psync`,
 //! `direct=0`).
 //!
-//! Options and what they become (see docs/WORKFLOW.md for the full table):
-//!
-//! | fio | scenario |
-//! |---|---|
-//! | `rw`/`readwrite` | `rw` (`read`, `write`, `randread`, `randwrite`, `randrw`) |
-//! | `bs`/`blocksize` | `bs` (one size, or the same size for reads and writes) |
-//! | `iodepth` | `iodepth` (1 for synchronous engines, as in fio) |
-//! | `iodepth_batch_submit`/`iodepth_batch` | `batch` (0 means 1; capped at `iodepth`, as fio does) |
-//! | `iodepth_batch_complete_min`/`iodepth_batch_complete` | `batch_complete_min` (capped at `iodepth`) |
-//! | `ioengine` | `engine` (`psync`, `sync` as `psync`, `pvsync2`, `libaio`, `io_uring`) |
-//! | `numjobs` | `numjobs` |
-//! | `cpus_allowed` | `cpu`: the first CPU of the list; distinct CPUs are numbered 0.. in order and become the host's application cores |
-//! | `rate_iops` | `rate_iops` (per thread, as in fio) |
-//! | `direct` / `buffered` | `direct` |
-//! | `runtime` | the scenario's `duration` (the longest job; shorter jobs get a per-job `runtime`) |
-//! | `ramp_time` | the scenario's `warmup` |
-//! | `size` | `size` (bytes or a percentage of the device) |
-//! | `time_based` | the model is always time based |
-//! | `rwmixread`/`rwmixwrite` | `rwmixread` |
-//! | `nowait` | `nowait` (pvsync2, io_uring) |
-//! | `hipri` | polled completions: when every I/O job sets it and no strategy is given, the scenario compares `poll` only |
+//! What each option becomes (modelled as a scenario key, warned as
+//! meaningless in a model, or refused by name) is documented in
+//! docs/FIO.md, the contract this module keeps. In short: the engine,
+//! pattern and depth options map onto the job's keys; request shaping
+//! (`bssplit`, `bsrange`, `rate`, `rate_process`, `thinktime`,
+//! `number_ios`, `size`/`io_size` x `loops` without `time_based`, `flow`,
+//! `exitall`, `ss`, the patched fio's `barrier`) onto `IoShape`; groups
+//! (`stonewall`, `wait_for`) and `startdelay` onto the job's `Schedule`;
+//! `${VAR}` is expanded from the environment (or [`FioArgs::vars`]).
 //!
 //! An option that would change what is measured but has no model is an
 //! error naming the file, the line and the option; an option with no
 //! meaning in a model (`filename`, `group_reporting`, ...) is a one-line
 //! warning.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 
@@ -46,8 +34,8 @@ use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::{Nanos, PolicyConfig};
 use cint_scenario::units::{format_duration, parse_size};
 use cint_scenario::{
-    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, Job, Rw, Scenario,
-    Strategy, Work,
+    BsShare, CompletionMode, DeviceProfile, EmuConfig, Engine, ExitScope, HostProfile, IoJob,
+    IoShape, Job, Rw, Scenario, Schedule, SteadyState, Strategy, Work,
 };
 
 /// Options accepted and ignored because a model has no use for them.
@@ -60,6 +48,7 @@ const MEANINGLESS: &[&str] = &[
     "gtod_reduce",
     "group_reporting",
     "thread",
+    "threads",
     "randrepeat",
     "randseed",
     "random_generator",
@@ -95,11 +84,73 @@ const MEANINGLESS: &[&str] = &[
     "registerfiles",
     "nonvectored",
     "lockmem",
-    "exitall",
     "exitall_on_error",
     "stats",
     "overwrite",
     "kb_base",
+    // The cinterrupts artifact's job files.
+    "numa_mem_policy",
+    "numa_cpu_nodes",
+    "disable_bw",
+    "disk_util",
+    // Offsets: the device model's service time does not depend on where a
+    // request lands (no seek, no cache), so these are checked, then warned.
+    "blockalign",
+    "offset_increment",
+    // Data content: the model moves bytes, it does not look at them.
+    "dedupe_mode",
+    "dedupe_global",
+    "dedupe_percentage",
+    "dedupe_working_set_percentage",
+    "buffer_pattern",
+    // No I/O scheduler sits in front of the NVMe queues in the model (as
+    // with Linux's `none` for NVMe), so request priorities change nothing.
+    "prio",
+    "prioclass",
+    "cmdprio",
+    "cmdprio_class",
+    "cmdprio_percentage",
+    "cmdprio_bssplit",
+    "log_prio",
+    "log_offset",
+    // The model has no I/O errors to continue on or dump.
+    "continue_on_error",
+    "ignore_error",
+    "error_dump",
+    // fio aborts a job that falls below these; the model reports its rate.
+    "ratemin",
+    "rate_iops_min",
+    "ramp_time_group",
+    // At the job's end, after what is measured.
+    "end_fsync",
+    "fsync_on_close",
+    "create_serialize",
+    "allow_file_create",
+    "gtod_cpu",
+];
+
+/// Options refused because a block-device model cannot be what they ask
+/// for (zoned devices, passthrough commands, data checks, trims).
+const NOT_A_BLOCK_MODEL: &[(&str, &str)] = &[
+    ("zonemode", "zoned block devices are not modelled"),
+    ("zonesize", "zoned block devices are not modelled"),
+    ("zonerange", "zoned block devices are not modelled"),
+    ("zoneskip", "zoned block devices are not modelled"),
+    ("max_open_zones", "zoned block devices are not modelled"),
+    ("read_beyond_wp", "zoned block devices are not modelled"),
+    (
+        "verify",
+        "the model moves no data, so there is nothing to verify",
+    ),
+    (
+        "do_verify",
+        "the model moves no data, so there is nothing to verify",
+    ),
+    (
+        "verify_backlog",
+        "the model moves no data, so there is nothing to verify",
+    ),
+    ("fill_device", "the model's device never fills up"),
 ];
 
 /// What to build around the jobs of a fio file.
@@ -122,6 +173,8 @@ pub struct FioArgs {
     /// `--set KEY=VALUE` overrides, applied to the imported scenario with
     /// the scenario parser's own rules (e.g. `duration=50ms`).
     pub sets: Vec<String>,
+    /// Values of fio's `${VAR}`; `None`: the process environment.
+    pub vars: Option<BTreeMap<String, String>>,
 }
 
 impl FioArgs {
@@ -136,6 +189,7 @@ impl FioArgs {
             default_duration: 200_000_000,
             name: None,
             sets: Vec::new(),
+            vars: None,
         }
     }
 }
@@ -188,7 +242,7 @@ pub fn import_file(path: &Path, args: &FioArgs) -> Result<FioImport, FioError> {
 
 /// Imports fio job-file text; `file` names it in messages.
 pub fn import_str(text: &str, file: &str, args: &FioArgs) -> Result<FioImport, FioError> {
-    let sections = parse_ini(text, file)?;
+    let sections = parse_ini(text, file, args.vars.as_ref())?;
     let mut ctx = Ctx {
         file,
         warnings: Vec::new(),
@@ -343,7 +397,41 @@ fn strip_comment(line: &str) -> &str {
     line.find([';', '#']).map_or(line, |i| &line[..i])
 }
 
-fn parse_ini(text: &str, file: &str) -> Result<Vec<Section>, FioError> {
+/// fio's `${VAR}` expansion from the environment (or `vars`); a variable
+/// that is not set is an error naming it.
+fn expand_vars(line: &str, vars: Option<&BTreeMap<String, String>>) -> Result<String, String> {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("'${{' without a closing '}}' in '{line}'"))?;
+        let name = &after[..end];
+        let value = match vars {
+            Some(v) => v.get(name).cloned(),
+            None => std::env::var(name).ok(),
+        };
+        match value {
+            Some(v) => out.push_str(&v),
+            None => {
+                return Err(format!(
+                    "'${{{name}}}' is not set (fio takes it from the environment)"
+                ))
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn parse_ini(
+    text: &str,
+    file: &str,
+    vars: Option<&BTreeMap<String, String>>,
+) -> Result<Vec<Section>, FioError> {
     let err = |line: usize, message: String| FioError {
         file: file.into(),
         line: Some(line),
@@ -352,7 +440,8 @@ fn parse_ini(text: &str, file: &str) -> Result<Vec<Section>, FioError> {
     let mut sections: Vec<Section> = Vec::new();
     for (idx, raw) in text.lines().enumerate() {
         let line_no = idx + 1;
-        let line = strip_comment(raw).trim();
+        let expanded = expand_vars(strip_comment(raw), vars).map_err(|m| err(line_no, m))?;
+        let line = expanded.trim();
         if line.is_empty() {
             continue;
         }
@@ -426,7 +515,6 @@ struct JobSpec {
     numjobs: Option<At<u32>>,
     cpus: Option<At<Vec<u32>>>,
     cpus_split: Option<At<bool>>,
-    rate_iops: Option<At<u64>>,
     direct: Option<At<bool>>,
     runtime: Option<At<Nanos>>,
     ramp: Option<At<Nanos>>,
@@ -435,6 +523,37 @@ struct JobSpec {
     rwmixread: Option<At<u8>>,
     hipri: Option<At<bool>>,
     nowait: Option<At<bool>>,
+    bssplit: Option<At<Vec<BsShare>>>,
+    bssplit_write: Vec<BsShare>,
+    bssplit_write_differs: bool,
+    filesize: Option<At<u64>>,
+    bsrange: Option<At<(u64, u64)>>,
+    /// `rate`: bytes/s for reads and for writes (0: no cap).
+    rate: Option<At<[u64; 2]>>,
+    /// `rate_iops` for reads and for writes (0: no cap).
+    rate_iops_dirs: Option<At<[u64; 2]>>,
+    poisson: bool,
+    barrier: Option<At<bool>>,
+    thinktime: Option<At<Nanos>>,
+    thinktime_spin: Option<At<Nanos>>,
+    thinktime_blocks: Option<At<u32>>,
+    startdelay: Option<At<Nanos>>,
+    number_ios: Option<At<u64>>,
+    percentile_list: Option<At<Vec<f64>>>,
+    stonewall: bool,
+    wait_for: Option<At<String>>,
+    io_size: Option<At<u64>>,
+    loops: u64,
+    fsync: Option<At<u32>>,
+    fdatasync: Option<At<u32>>,
+    flow: Option<At<u32>>,
+    flow_id: u32,
+    flow_sleep: Nanos,
+    exitall: bool,
+    exit_all_jobs: bool,
+    steady: Option<At<String>>,
+    ss_dur: Option<At<Nanos>>,
+    ss_ramp: Nanos,
 }
 
 impl JobSpec {
@@ -451,7 +570,6 @@ impl JobSpec {
             numjobs: None,
             cpus: None,
             cpus_split: None,
-            rate_iops: None,
             direct: None,
             runtime: None,
             ramp: None,
@@ -460,6 +578,35 @@ impl JobSpec {
             rwmixread: None,
             hipri: None,
             nowait: None,
+            bssplit: None,
+            bssplit_write: Vec::new(),
+            bssplit_write_differs: false,
+            filesize: None,
+            bsrange: None,
+            rate: None,
+            rate_iops_dirs: None,
+            poisson: false,
+            barrier: None,
+            thinktime: None,
+            thinktime_spin: None,
+            thinktime_blocks: None,
+            startdelay: None,
+            number_ios: None,
+            percentile_list: None,
+            stonewall: false,
+            wait_for: None,
+            io_size: None,
+            loops: 1,
+            fsync: None,
+            fdatasync: None,
+            flow: None,
+            flow_id: 0,
+            flow_sleep: 0,
+            exitall: false,
+            exit_all_jobs: false,
+            steady: None,
+            ss_dur: None,
+            ss_ramp: 0,
         }
     }
 }
@@ -475,12 +622,20 @@ fn parse_bool(v: Option<&str>) -> Option<bool> {
 /// fio time values: a bare number is seconds; `d`, `h`, `m` (minutes),
 /// `s`, `ms`/`msec`, `us`/`usec`, `ns`.
 fn parse_fio_time(s: &str) -> Option<Nanos> {
+    parse_fio_time_in(s, 1_000_000_000)
+}
+
+/// A fio time whose bare number is in `unit` ns (fio's `thinktime` is in
+/// microseconds, `runtime` and `startdelay` in seconds).
+fn parse_fio_time_in(s: &str, unit: Nanos) -> Option<Nanos> {
     let s = s.trim();
     let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let bare = unit;
     let (num, unit) = s.split_at(end);
     let n: u64 = num.parse().ok()?;
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "s" | "sec" => 1_000_000_000,
+        "" => bare,
+        "s" | "sec" => 1_000_000_000,
         "ms" | "msec" => 1_000_000,
         "us" | "usec" => 1_000,
         "ns" | "nsec" => 1,
@@ -490,6 +645,74 @@ fn parse_fio_time(s: &str) -> Option<Nanos> {
         _ => return None,
     };
     n.checked_mul(mult)
+}
+
+/// fio's per-direction values `READS,WRITES[,TRIMS]`: the read part and
+/// the write part if one is written (a single value is both).
+fn split_dirs(v: &str) -> (&str, Option<&str>) {
+    let mut parts = v.split(',').map(str::trim);
+    let r = parts.next().unwrap_or("");
+    match parts.next() {
+        None => (r, None),
+        Some(w) => (r, Some(w)),
+    }
+}
+
+/// A per-direction number (`rate`, `rate_iops`): `[reads, writes]`, 0
+/// for a direction left empty (no cap), a single value for both.
+fn per_direction(v: &str, parse: impl Fn(&str) -> Option<u64>) -> Option<[u64; 2]> {
+    let (r, w) = split_dirs(v);
+    let one = |p: &str| if p.is_empty() { Some(0) } else { parse(p) };
+    let read = one(r)?;
+    let write = match w {
+        None => read,
+        Some(w) => one(w)?,
+    };
+    (read > 0 || write > 0).then_some([read, write])
+}
+
+/// Checks fio's `random_distribution` syntax: `random`, `zipf:T`,
+/// `pareto:H`, `normal:S[:C]`/`gauss`, `zoned:P/R:...`, `zoned_abs:...`.
+fn check_distribution(v: &str) -> Result<(), String> {
+    let (kind, args) = match v.split_once(':') {
+        Some((k, a)) => (k.trim(), Some(a.trim())),
+        None => (v.trim(), None),
+    };
+    let number = |a: Option<&str>| -> Result<f64, String> {
+        a.and_then(|a| a.split(':').next())
+            .and_then(|n| n.trim().parse::<f64>().ok())
+            .filter(|n| n.is_finite())
+            .ok_or_else(|| format!("'{kind}' needs a number (e.g. {kind}:1.2)"))
+    };
+    match kind {
+        "random" => Ok(()),
+        "zipf" => number(args).and_then(|t| {
+            (t > 0.0 && t != 1.0)
+                .then_some(())
+                .ok_or_else(|| "the zipf exponent must be positive and not 1".to_string())
+        }),
+        "pareto" => number(args).and_then(|h| {
+            (h > 0.0 && h < 1.0)
+                .then_some(())
+                .ok_or_else(|| "the pareto power must be in (0, 1)".to_string())
+        }),
+        "normal" | "gauss" => number(args).map(|_| ()),
+        "zoned" | "zoned_abs" => {
+            let a =
+                args.ok_or_else(|| format!("'{kind}' needs zones (e.g. {kind}:60/10:40/90)"))?;
+            for zone in a.split(':').map(str::trim).filter(|z| !z.is_empty()) {
+                let ok = zone.split('/').all(|p| {
+                    let p = p.trim();
+                    p.is_empty() || p.parse::<u64>().is_ok() || parse_size(p).is_ok()
+                });
+                if !ok {
+                    return Err(format!("'{zone}' is not a zone (ACCESS/RANGE)"));
+                }
+            }
+            Ok(())
+        }
+        _ => Err("not a distribution (random, zipf, pareto, normal, zoned, zoned_abs)".into()),
+    }
 }
 
 /// A CPU list: `3`, `0-3`, `1,5,8-9`.
@@ -532,23 +755,257 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
     match key {
         "rw" | "readwrite" => {
             let v = raw.ok_or_else(need)?;
-            let rw = match v {
+            // `read:8k` (sequential, skip 8k after each request) or
+            // `randread:8` (8 requests per random offset): both only move
+            // offsets, which the device model's service time ignores.
+            let (pattern, suffix) = match v.split_once(':') {
+                Some((p, n)) => (p.trim(), Some(n.trim())),
+                None => (v, None),
+            };
+            let rw = match pattern {
                 "read" => Rw::Read,
                 "write" => Rw::Write,
                 "randread" => Rw::RandRead,
                 "randwrite" => Rw::RandWrite,
                 "randrw" => Rw::RandRw,
+                "rw" | "readwrite" => Rw::ReadWrite,
                 _ => {
                     return Err(ctx.err(
                         line,
                         format!(
                             "option '{key}={v}' is not supported (supported: read, write, \
-                             randread, randwrite, randrw)"
+                             randread, randwrite, randrw, rw/readwrite; the model has no trims)"
                         ),
                     ))
                 }
             };
+            if let Some(n) = suffix {
+                let magnitude = n.strip_prefix('-').unwrap_or(n);
+                if parse_size(magnitude).is_err() {
+                    return Err(bad("a pattern with a size suffix (e.g. read:8k)"));
+                }
+                ctx.warn(
+                    line,
+                    format!(
+                        "option '{key}={v}': the ':{n}' offset step is accepted but changes \
+                         nothing (the device model's service time does not depend on offsets)"
+                    ),
+                );
+            }
             spec.rw = Some(At::new(line, rw));
+        }
+        "bssplit" => {
+            let v = raw.ok_or_else(need)?;
+            let (reads, writes) = cint_scenario::shape::parse_bssplit_dirs(v)
+                .map_err(|e| ctx.err(line, format!("option '{key}={v}': {e}")))?;
+            if !writes.is_empty() {
+                spec.bssplit_write_differs = true;
+            }
+            spec.bssplit = Some(At::new(line, reads));
+            spec.bssplit_write = writes;
+        }
+        "bsrange" | "blocksize_range" => {
+            let v = raw.ok_or_else(need)?;
+            let (r, w) = split_dirs(v);
+            let range = cint_scenario::shape::parse_bsrange(r)
+                .map_err(|e| ctx.err(line, format!("option '{key}={v}': {e}")))?;
+            if let Some(w) = w {
+                if cint_scenario::shape::parse_bsrange(w).ok() != Some(range) {
+                    return Err(ctx.err(
+                        line,
+                        format!(
+                            "option '{key}={v}': different read and write ranges are not supported"
+                        ),
+                    ));
+                }
+            }
+            spec.bsrange = Some(At::new(line, range));
+        }
+        "rate" => {
+            let v = raw.ok_or_else(need)?;
+            let dirs = per_direction(v, |p| parse_size(p).ok()).ok_or_else(|| {
+                bad("a rate in bytes per second per direction (e.g. 10m or 1m,500k)")
+            })?;
+            spec.rate = Some(At::new(line, dirs));
+        }
+        "rate_process" => match raw.ok_or_else(need)? {
+            "linear" => spec.poisson = false,
+            "poisson" => spec.poisson = true,
+            _ => return Err(bad("'linear' or 'poisson'")),
+        },
+        "barrier" => {
+            // The cinterrupts authors' fio patch: Barrier on the last
+            // iocb of each io_submit.
+            spec.barrier = Some(At::new(
+                line,
+                parse_bool(raw).ok_or_else(|| bad("a boolean"))?,
+            ))
+        }
+        "thinktime" | "thinktime_spin" => {
+            let t = parse_fio_time_in(raw.ok_or_else(need)?, 1_000)
+                .ok_or_else(|| bad("a time (a bare number is microseconds)"))?;
+            let slot = if key == "thinktime" {
+                &mut spec.thinktime
+            } else {
+                &mut spec.thinktime_spin
+            };
+            *slot = Some(At::new(line, t));
+        }
+        "thinktime_blocks" => {
+            spec.thinktime_blocks = Some(At::new(line, int(1, u64::from(u32::MAX))? as u32))
+        }
+        "thinktime_blocks_type" => match raw.ok_or_else(need)? {
+            "complete" => {}
+            _ => {
+                return Err(ctx.err(
+                    line,
+                    format!(
+                        "option '{key}={}' is not supported (the model counts completed \
+                         requests, fio's default 'complete')",
+                        raw.unwrap_or("")
+                    ),
+                ))
+            }
+        },
+        "startdelay" => {
+            let v = raw.ok_or_else(need)?;
+            if v.contains('-') {
+                return Err(ctx.err(
+                    line,
+                    format!("option '{key}={v}': a random start delay range is not supported"),
+                ));
+            }
+            let t = parse_fio_time(v).ok_or_else(|| bad("a time (e.g. 2, 500ms)"))?;
+            spec.startdelay = Some(At::new(line, t));
+        }
+        "number_ios" => spec.number_ios = Some(At::new(line, int(0, i64::MAX as u64)?)),
+        "percentile_list" => {
+            let v = raw.ok_or_else(need)?;
+            let list = cint_scenario::shape::parse_percentile_list(v)
+                .map_err(|e| ctx.err(line, format!("option '{key}={v}': {e}")))?;
+            spec.percentile_list = Some(At::new(line, list));
+        }
+        "loops" => spec.loops = int(1, u64::from(u32::MAX))?,
+        "fsync" | "fdatasync" => {
+            let n = At::new(line, int(0, u64::from(u32::MAX))? as u32);
+            if key == "fsync" {
+                spec.fsync = Some(n);
+            } else {
+                spec.fdatasync = Some(n);
+            }
+        }
+        "io_size" | "io_limit" => {
+            let v = raw.ok_or_else(need)?;
+            let b = parse_size(v)
+                .ok()
+                .filter(|&b| b > 0)
+                .ok_or_else(|| bad("a size"))?;
+            spec.io_size = Some(At::new(line, b));
+        }
+        "random_distribution" => {
+            let v = raw.ok_or_else(need)?;
+            check_distribution(v).map_err(|e| ctx.err(line, format!("option '{key}={v}': {e}")))?;
+            ctx.warn(
+                line,
+                format!(
+                    "option '{key}={v}' is accepted but changes nothing: it only chooses \
+                     offsets, and the device model's service time does not depend on offsets"
+                ),
+            );
+        }
+        "offset" => {
+            let v = raw.ok_or_else(need)?;
+            let ok = match v.strip_suffix('%') {
+                Some(p) => p.trim().parse::<u64>().is_ok_and(|p| p <= 100),
+                None => parse_size(v).is_ok(),
+            };
+            if !ok {
+                return Err(bad("a size or a percentage"));
+            }
+            ctx.warn(
+                line,
+                "option 'offset' is accepted but changes nothing (the device model's service \
+                 time does not depend on offsets)"
+                    .into(),
+            );
+        }
+        "filesize" => {
+            let v = raw.ok_or_else(need)?;
+            if v.contains('-') {
+                return Err(ctx.err(
+                    line,
+                    format!("option '{key}={v}': a random file size range is not supported"),
+                ));
+            }
+            let b = parse_size(v)
+                .ok()
+                .filter(|&b| b > 0)
+                .ok_or_else(|| bad("a size"))?;
+            spec.filesize = Some(At::new(line, b));
+        }
+        "stonewall" | "wait_for_previous" => {
+            spec.stonewall = parse_bool(raw).ok_or_else(|| bad("a boolean"))?;
+        }
+        "wait_for" => {
+            let v = raw.ok_or_else(need)?;
+            spec.wait_for = Some(At::new(line, v.to_string()));
+        }
+        "flow" => {
+            let v = raw.ok_or_else(need)?;
+            let w: i64 = v.parse().map_err(|_| bad("an integer weight"))?;
+            if w < 0 {
+                return Err(ctx.err(
+                    line,
+                    format!("option 'flow={v}': negative weights are not supported (fio 3 weighs jobs by flow >= 0)"),
+                ));
+            }
+            spec.flow = Some(At::new(
+                line,
+                u32::try_from(w).map_err(|_| bad("a weight below 2^32"))?,
+            ));
+        }
+        "flow_id" => spec.flow_id = int(0, u64::from(u32::MAX))? as u32,
+        "flow_sleep" => {
+            spec.flow_sleep = parse_fio_time_in(raw.ok_or_else(need)?, 1_000)
+                .ok_or_else(|| bad("a time (a bare number is microseconds)"))?;
+        }
+        "exitall" => spec.exitall = parse_bool(raw).ok_or_else(|| bad("a boolean"))?,
+        "exit_what" => {
+            spec.exit_all_jobs = match raw.ok_or_else(need)? {
+                // One group runs at a time in the model, so ending every
+                // running job is ending the group.
+                "group" | "stonewall" => false,
+                "all" => true,
+                _ => return Err(bad("'group', 'stonewall' or 'all'")),
+            }
+        }
+        "ss" => {
+            let v = raw.ok_or_else(need)?;
+            cint_scenario::shape::parse_steady(v)
+                .map_err(|e| ctx.err(line, format!("option '{key}={v}': {e}")))?;
+            spec.steady = Some(At::new(line, v.to_string()));
+        }
+        "ss_dur" => {
+            let t = parse_fio_time(raw.ok_or_else(need)?)
+                .filter(|&t| t >= 1_000_000_000 && t % 1_000_000_000 == 0)
+                .ok_or_else(|| bad("whole seconds, at least 1"))?;
+            spec.ss_dur = Some(At::new(line, t));
+        }
+        "ss_ramp" => {
+            spec.ss_ramp =
+                parse_fio_time(raw.ok_or_else(need)?).ok_or_else(|| bad("a time (e.g. 10s)"))?;
+        }
+        "io_submit_mode" => {
+            match raw.ok_or_else(need)? {
+                "inline" => {}
+                "offload" => return Err(ctx.err(
+                    line,
+                    "option 'io_submit_mode=offload' is not supported: submission by a pool of \
+                     worker threads is not modelled"
+                        .into(),
+                )),
+                _ => return Err(bad("'inline' or 'offload'")),
+            }
         }
         "bs" | "blocksize" => {
             let v = raw.ok_or_else(need)?;
@@ -619,19 +1076,9 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
         }
         "rate_iops" => {
             let v = raw.ok_or_else(need)?;
-            let mut parts = v.split(',').map(str::trim).filter(|p| !p.is_empty());
-            let first: u64 = parts
-                .next()
-                .and_then(|p| p.parse().ok())
-                .filter(|&n| n > 0)
-                .ok_or_else(|| bad("a positive integer"))?;
-            if parts.any(|p| p.parse::<u64>().ok() != Some(first)) {
-                return Err(ctx.err(
-                    line,
-                    format!("option '{key}={v}': different read and write rates are not supported"),
-                ));
-            }
-            spec.rate_iops = Some(At::new(line, first));
+            let dirs = per_direction(v, |p| p.parse::<u64>().ok())
+                .ok_or_else(|| bad("IO/s per direction (e.g. 5000 or 5000,1000)"))?;
+            spec.rate_iops_dirs = Some(At::new(line, dirs));
         }
         "direct" => {
             spec.direct = Some(At::new(
@@ -696,14 +1143,18 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
                 spec.name = v.into();
             }
         }
-        "stonewall" | "wait_for" | "wait_for_previous" => {
+        _ if NOT_A_BLOCK_MODEL.iter().any(|(k, _)| *k == key) => {
+            let why = NOT_A_BLOCK_MODEL
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or("", |(_, w)| w);
+            return Err(ctx.err(line, format!("option '{key}' is not supported: {why}")));
+        }
+        _ if key.starts_with("verify_") => {
             return Err(ctx.err(
                 line,
-                format!(
-                    "option '{key}' is not supported: the model runs all jobs of a file at once; \
-                     put each group of jobs in its own file"
-                ),
-            ))
+                format!("option '{key}' is not supported: the model moves no data, so there is nothing to verify"),
+            ));
         }
         _ if MEANINGLESS.contains(&key) => {
             if key == "kb_base" && raw != Some("1024") {
@@ -725,6 +1176,209 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
         }
     }
     Ok(())
+}
+
+/// fio's groups as ascending numbers from 0: a `stonewall` job starts a
+/// group after every job before it, a `wait_for` job goes in the group
+/// after its target's, any other job joins the current group.
+fn assign_groups(specs: &[JobSpec], ctx: &mut Ctx) -> Result<Vec<u32>, FioError> {
+    let mut groups: Vec<u32> = Vec::with_capacity(specs.len());
+    let (mut current, mut highest) = (0u32, 0u32);
+    for (i, spec) in specs.iter().enumerate() {
+        let g = if let Some(w) = &spec.wait_for {
+            let wanted = usable_name(&w.value);
+            let target = specs[..i]
+                .iter()
+                .position(|s| s.name == wanted)
+                .ok_or_else(|| {
+                    ctx.err(
+                        w.line,
+                        format!(
+                            "option 'wait_for={}': no job of that name before this one",
+                            w.value
+                        ),
+                    )
+                })?;
+            let tg = groups[target];
+            let shared = groups.iter().filter(|&&g| g == tg).count();
+            if shared > 1 {
+                ctx.warn(
+                    w.line,
+                    format!(
+                        "job '{}' waits for every job that runs with '{}' (the model runs \
+                         groups one after another)",
+                        spec.name, specs[target].name
+                    ),
+                );
+            }
+            tg + 1
+        } else if spec.stonewall && i > 0 {
+            current = highest + 1;
+            current
+        } else {
+            current
+        };
+        highest = highest.max(g);
+        groups.push(g);
+    }
+    // Dense numbers, in the order the groups run.
+    let mut distinct = groups.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    Ok(groups
+        .iter()
+        .map(|g| distinct.iter().position(|d| d == g).unwrap_or(0) as u32)
+        .collect())
+}
+
+/// One cap for the whole job from fio's per-direction caps (`[reads,
+/// writes]`, 0: none): fio keeps the mix and caps each direction, so the
+/// job's total is bounded by the tighter of `cap / share` over the
+/// directions it issues. `unit`: the mean size of a read and of a write in
+/// the cap's unit (1 for IO/s, bytes for a byte rate).
+fn combined_rate(caps: [u64; 2], rw: Rw, rwmixread: u8, unit: [u64; 2]) -> Option<u64> {
+    let read_pct = match rw {
+        Rw::Read | Rw::RandRead => 100,
+        Rw::Write | Rw::RandWrite => 0,
+        Rw::RandRw | Rw::ReadWrite => u128::from(rwmixread),
+    };
+    // Each direction's share of the total, weighted by its unit.
+    let weights = [
+        read_pct * u128::from(unit[0]),
+        (100 - read_pct) * u128::from(unit[1]),
+    ];
+    let sum: u128 = weights.iter().sum();
+    let mut total: Option<u128> = None;
+    for d in 0..2 {
+        if caps[d] == 0 || weights[d] == 0 {
+            continue;
+        }
+        let t = u128::from(caps[d]) * sum / weights[d];
+        total = Some(total.map_or(t, |x| x.min(t)));
+    }
+    total.map(|t| u64::try_from(t).unwrap_or(u64::MAX).max(1))
+}
+
+/// The request-shaping options of one job.
+fn job_shape(spec: &JobSpec, rw: Rw, bs: u64, ctx: &mut Ctx) -> Result<IoShape, FioError> {
+    let bssplit = spec
+        .bssplit
+        .as_ref()
+        .map_or(Vec::new(), |b| b.value.clone());
+    let bsrange = spec.bsrange.map(|r| r.value);
+    if bsrange.is_some() && !bssplit.is_empty() {
+        let line = spec.bsrange.map_or(spec.line, |r| r.line);
+        return Err(ctx.err(
+            line,
+            format!("job '{}': bsrange together with bssplit", spec.name),
+        ));
+    }
+    let mut shape = IoShape {
+        bssplit,
+        bssplit_write: spec.bssplit_write.clone(),
+        bsrange,
+        rate: None,
+        rate_poisson: spec.poisson,
+        barrier_last: spec.barrier.is_some_and(|b| b.value),
+        thinktime: spec.thinktime.map_or(0, |t| t.value),
+        thinktime_spin: spec.thinktime_spin.map_or(0, |t| t.value),
+        thinktime_blocks: spec.thinktime_blocks.map_or(1, |b| b.value),
+        number_ios: spec.number_ios.map(|n| n.value).filter(|&n| n > 0),
+        io_size: None,
+        percentile_list: spec
+            .percentile_list
+            .as_ref()
+            .map_or(Vec::new(), |p| p.value.clone()),
+        fsync: spec.fsync.map_or(0, |f| f.value),
+        fdatasync: spec.fdatasync.map_or(0, |f| f.value),
+        flow: spec.flow.map_or(0, |f| f.value),
+        flow_id: spec.flow_id,
+        flow_sleep: spec.flow_sleep,
+        exitall: spec.exitall.then_some(if spec.exit_all_jobs {
+            ExitScope::All
+        } else {
+            ExitScope::Group
+        }),
+        steady: None,
+    };
+    if let Some(ss) = &spec.steady {
+        let (metric, slope, limit, percent) = cint_scenario::shape::parse_steady(&ss.value)
+            .map_err(|e| ctx.err(ss.line, format!("option 'ss={}': {e}", ss.value)))?;
+        let dur = spec.ss_dur.map(|d| d.value).ok_or_else(|| {
+            ctx.err(
+                ss.line,
+                format!("job '{}': ss needs ss_dur (the window judged)", spec.name),
+            )
+        })?;
+        shape.steady = Some(SteadyState {
+            metric,
+            slope,
+            limit,
+            percent,
+            dur,
+            ramp: spec.ss_ramp,
+        });
+    }
+    if shape.thinktime_spin > shape.thinktime {
+        let line = spec.thinktime_spin.map_or(spec.line, |t| t.line);
+        return Err(ctx.err(
+            line,
+            format!(
+                "job '{}': thinktime_spin is longer than thinktime",
+                spec.name
+            ),
+        ));
+    }
+    if let Some(r) = spec.rate {
+        let mean = |write: bool| {
+            let split = if write && !shape.bssplit_write.is_empty() {
+                &shape.bssplit_write
+            } else {
+                &shape.bssplit
+            };
+            if split.is_empty() {
+                let probe = IoShape {
+                    bsrange: shape.bsrange,
+                    ..IoShape::default()
+                };
+                return mean_size(&probe, bs);
+            }
+            split
+                .iter()
+                .map(|s| s.bytes * u64::from(s.percent))
+                .sum::<u64>()
+                / 100
+        };
+        let rwmixread = spec.rwmixread.map_or(50, |m| m.value);
+        shape.rate = combined_rate(r.value, rw, rwmixread, [mean(false), mean(true)]);
+        if shape.rate.is_none() {
+            ctx.warn(
+                r.line,
+                format!(
+                    "job '{}': rate caps only a direction the job does not issue; no cap",
+                    spec.name
+                ),
+            );
+        }
+    }
+    if shape.rate_poisson && shape.rate.is_none() && spec.rate_iops_dirs.is_none() {
+        return Err(ctx.err(
+            spec.line,
+            format!(
+                "job '{}': rate_process=poisson needs rate or rate_iops",
+                spec.name
+            ),
+        ));
+    }
+    Ok(shape)
+}
+
+/// The mean request size of a fixed size or a range.
+fn mean_size(shape: &IoShape, bs: u64) -> u64 {
+    match shape.bsrange {
+        Some((lo, hi)) => lo * ((hi / lo).max(1) + 1) / 2,
+        None => bs,
+    }
 }
 
 fn default_strategies(device: &DeviceProfile, poll: bool) -> Vec<Strategy> {
@@ -800,7 +1454,9 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
         .iter()
         .filter_map(|s| s.runtime.map(|r| r.value))
         .max();
-    let duration = match longest {
+    // A job without runtime runs as long as the longest one that has a
+    // runtime, or for the default when none has.
+    let default_runtime = match longest {
         Some(d) => d,
         None => {
             ctx.warn(
@@ -813,6 +1469,29 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             args.default_duration
         }
     };
+    let groups = assign_groups(&specs, ctx)?;
+    let last_group = groups.iter().copied().max().unwrap_or(0);
+    // Each group lasts as long as its longest job (start delay, ramp and
+    // runtime); the run is the groups one after another.
+    let mut spans = vec![0; last_group as usize + 1];
+    for (spec, &g) in specs.iter().zip(&groups) {
+        let delay = spec.startdelay.map_or(0, |d| d.value);
+        let runtime = spec.runtime.map_or(default_runtime, |r| r.value);
+        if g < last_group && spec.runtime.is_none() {
+            ctx.warn(
+                spec.line,
+                format!(
+                    "job '{}': no runtime, and later groups wait for it: it runs at most {}",
+                    spec.name,
+                    format_duration(runtime)
+                ),
+            );
+        }
+        let span = &mut spans[g as usize];
+        *span = (*span).max(delay.saturating_add(warmup).saturating_add(runtime));
+    }
+    let total: Nanos = spans.iter().fold(0, |a: Nanos, &s| a.saturating_add(s));
+    let duration = total.saturating_sub(warmup).max(1);
 
     let mut jobs = Vec::with_capacity(specs.len());
     let mut hipri_jobs = 0;
@@ -889,16 +1568,17 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
         }
         let capacity = device.capacity.0;
         let size = match spec.size.map(|s| s.value) {
-            None => capacity,
+            None => spec.filesize.map_or(capacity, |f| f.value),
             Some(SizeSpec::Bytes(b)) => b,
             // Whole sectors, as the device addresses them.
             Some(SizeSpec::Percent(p)) => capacity / 100 * p / 512 * 512,
         };
         let bs = spec.bs.map_or(4096, |b| b.value);
-        if let Some(s) = spec.size {
+        let size_at = spec.size.map(|s| s.line).or(spec.filesize.map(|f| f.line));
+        if let Some(line) = size_at {
             if size > capacity || size < bs || size % 512 != 0 {
                 return Err(ctx.err(
-                    s.line,
+                    line,
                     format!(
                         "job '{}': size must be a multiple of 512 bytes between bs ({bs}) and the \
                          device capacity ({capacity}), got {size}",
@@ -908,20 +1588,91 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             }
         }
         let rw = spec.rw.map_or(Rw::Read, |r| r.value);
-        if let Some(s) = spec.size.filter(|_| !spec.time_based) {
+        let group = groups[jobs.len()];
+        let delay = spec.startdelay.map_or(0, |d| d.value);
+        // Jobs of the last group that last as long as the run need no end
+        // of their own; every other job stops after its ramp and runtime.
+        let runtime = spec.runtime.map_or(default_runtime, |r| r.value);
+        let own_end = delay.saturating_add(warmup).saturating_add(runtime);
+        let runtime =
+            if last_group == 0 && delay == 0 && (spec.runtime.is_none() || own_end >= spans[0]) {
+                None
+            } else {
+                Some(warmup + runtime)
+            };
+        let mut shape = job_shape(spec, rw, bs, ctx)?;
+        for sync in [spec.fsync, spec.fdatasync].into_iter().flatten() {
+            if sync.value > 0 && engine == Engine::IoUring {
+                return Err(ctx.err(
+                    sync.line,
+                    format!(
+                        "job '{}': io_uring's asynchronous fsync (IORING_OP_FSYNC) is not \
+                         modelled; fsync and fdatasync run with psync, pvsync2 or libaio",
+                        spec.name
+                    ),
+                ));
+            }
+        }
+        if shape.barrier_last && engine.is_sync() {
+            let line = spec.barrier.map_or(spec.line, |b| b.line);
             ctx.warn(
-                s.line,
+                line,
                 format!(
-                    "job '{}': size without time_based: the model does not stop when the size is \
-                     done, it runs for the whole runtime",
+                    "job '{}': barrier marks the last iocb of each io_submit; a synchronous \
+                     engine submits no batches, so it changes nothing",
+                    spec.name
+                ),
+            );
+            shape.barrier_last = false;
+        }
+        // Not time based, fio ends a job once it has done its size (or
+        // io_size) `loops` times, or at its runtime if that comes first.
+        if !spec.time_based {
+            let written = spec.io_size.is_some()
+                || spec.size.is_some()
+                || spec.filesize.is_some()
+                || spec.loops > 1;
+            if written {
+                let once = spec.io_size.map_or(size, |b| b.value);
+                shape.io_size = Some(once.saturating_mul(spec.loops));
+            }
+        } else if spec.loops > 1 {
+            ctx.warn(
+                spec.line,
+                format!(
+                    "job '{}': loops has no effect with time_based (the job runs for its runtime)",
                     spec.name
                 ),
             );
         }
-        let runtime = match spec.runtime {
-            Some(r) if r.value < duration => Some(warmup + r.value),
-            _ => None,
+        let bs = cint_scenario::shape::smallest_block(&shape, bs);
+        let rwmixread = spec
+            .rwmixread
+            .filter(|_| rw.is_mixed())
+            .map_or(50, |r| r.value);
+        let rate_iops = match spec.rate_iops_dirs {
+            Some(d) => combined_rate(d.value, rw, rwmixread, [1, 1]).or_else(|| {
+                ctx.warn(
+                    d.line,
+                    format!(
+                        "job '{}': rate_iops caps only a direction the job does not issue; no cap",
+                        spec.name
+                    ),
+                );
+                None
+            }),
+            None => None,
         };
+        if rate_iops.is_some() && shape.rate.is_some() {
+            let line = spec.rate.map_or(spec.line, |r| r.line);
+            return Err(ctx.err(
+                line,
+                format!(
+                    "job '{}': rate together with rate_iops is not supported",
+                    spec.name
+                ),
+            ));
+        }
         jobs.push(Job {
             name: spec.name.clone(),
             cpu: cpus.map_or(0, |c| core_of(c.value[0])),
@@ -939,15 +1690,17 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
                 nowait,
                 direct: spec.direct.is_some_and(|d| d.value),
                 gtod_reduce: false,
-                rate_iops: spec.rate_iops.map(|r| r.value),
+                rate_iops,
                 think: 0,
                 size,
                 // fio ignores rwmixread unless the job mixes reads and writes.
-                rwmixread: spec
-                    .rwmixread
-                    .filter(|_| rw == Rw::RandRw)
-                    .map_or(50, |r| r.value),
+                rwmixread,
+                shape: Box::new(shape),
             }),
+            schedule: Schedule {
+                group,
+                startdelay: delay,
+            },
         });
     }
     if hipri_jobs > 0 && hipri_jobs < jobs.len() && args.strategies.is_none() {
@@ -1137,17 +1890,21 @@ numjobs=2
         assert_eq!(s.duration, 120_000_000_000);
         assert_eq!(s.warmup, 500_000_000);
         let a = io(&s.jobs[0]);
+        // fio caps reads and writes at 5000 IO/s each; keeping the 70/30
+        // mix, reads reach their cap first: 5000 / 0.7 in all.
         assert_eq!(
             (a.rw, a.rwmixread, a.rate_iops),
-            (Rw::RandRw, 70, Some(5000))
+            (Rw::RandRw, 70, Some(7142))
         );
+        assert_eq!(a.shape.io_size, None, "time based");
         assert_eq!(a.size, s.device.capacity.0 / 100 * 10 / 512 * 512);
         assert_eq!(s.jobs[0].runtime, None);
         let b = io(&s.jobs[1]);
         assert_eq!((b.size, b.direct), (1 << 30, false));
         assert_eq!(s.jobs[1].runtime, Some(30_500_000_000));
-        assert_eq!(imp.warnings.len(), 1, "{:?}", imp.warnings);
-        assert!(imp.warnings[0].contains("size without time_based"));
+        // Not time based: the job ends once its size is done.
+        assert_eq!(b.shape.io_size, Some(1 << 30));
+        assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
     }
 
     #[test]
@@ -1253,14 +2010,18 @@ numjobs=2
                         ioengine=libaio\niodepth=4\nsize=10g\ndirect=1\nruntime=60\n\
                         directory=/mount-point-of-ssd\nfilename=ssd.test.file\n\n\
                         [seq-read]\nrw=read\nstonewall\n\n[rand-read]\nrw=randread\nstonewall\n";
-        let e = import_str(ssd_test, "ssd-test.fio", &args()).expect_err("stonewall");
-        assert_eq!(e.line, Some(16));
-        assert!(e.to_string().contains("its own file"), "{e}");
-        let one_group = ssd_test.replace("stonewall\n", "");
-        let imp = import_str(&one_group, "ssd-test.fio", &args()).expect("valid without stonewall");
-        assert_eq!(imp.scenario.jobs.len(), 2);
-        // directory, filename, then size without time_based for each job.
-        assert_eq!(imp.warnings.len(), 4, "{:?}", imp.warnings);
+        let imp = import_str(ssd_test, "ssd-test.fio", &args()).expect("stonewall groups");
+        let s = &imp.scenario;
+        let groups: Vec<u32> = s.jobs.iter().map(|j| j.schedule.group).collect();
+        assert_eq!(groups, [0, 1], "the first job's stonewall starts nothing");
+        // Each group runs up to 60 s; each job also ends after its 10 GiB.
+        assert_eq!(s.duration, 120_000_000_000);
+        for job in &s.jobs {
+            assert_eq!(job.runtime, Some(60_000_000_000));
+            assert_eq!(io(job).shape.io_size, Some(10 << 30));
+        }
+        // directory, filename.
+        assert_eq!(imp.warnings.len(), 2, "{:?}", imp.warnings);
     }
 
     #[test]
@@ -1292,5 +2053,178 @@ numjobs=2
             (Engine::Libaio, Rw::RandRead, 4096, 8)
         );
         assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
+    }
+
+    /// The options of the cinterrupts artifact's job files, written our
+    /// own way: all accepted, `barrier=1` marks the last request of each
+    /// submission call, and `name=` inside a section names the job.
+    #[test]
+    fn the_artifacts_options_are_accepted_and_barrier_is_modelled() {
+        let text = "[global]\ndirect=1\ntime_based\nnorandommap=1\nrandom_generator=lfsr\n\
+                    disable_bw_measurement=1\ndisable_bw=1\ndisk_util=0\ncpus_allowed=1\n\
+                    numa_mem_policy=local\n[one]\nbarrier=1\nioengine=libaio\niodepth=32\n\
+                    iodepth_batch_submit=8\nrw=randread\nname=raw=barrier-reader\nsize=1G\n\
+                    gtod_reduce=1\n";
+        let imp = import_str(text, "a.fio", &args()).expect("the artifact's options");
+        let s = &imp.scenario;
+        assert_eq!(s.jobs[0].name, "raw-barrier-reader");
+        let j = io(&s.jobs[0]);
+        assert!(j.shape.barrier_last);
+        assert_eq!((j.iodepth, j.batch), (32, 8));
+        for option in ["disable_bw", "disk_util", "numa_mem_policy", "gtod_reduce"] {
+            assert!(
+                imp.warnings
+                    .iter()
+                    .any(|w| w.contains(&format!("'{option}'"))),
+                "{option}: {:?}",
+                imp.warnings
+            );
+        }
+    }
+
+    #[test]
+    fn stonewall_and_wait_for_make_groups_that_run_in_turn() {
+        let text = "[global]\nruntime=10ms\nramp_time=1ms\n[a]\n[b]\nstartdelay=2ms\n\
+                    [c]\nstonewall\nruntime=5ms\n[d]\nwait_for=c\n[e]\n";
+        let imp = import_str(text, "g.fio", &args()).expect("valid");
+        let s = &imp.scenario;
+        let groups: Vec<u32> = s.jobs.iter().map(|j| j.schedule.group).collect();
+        assert_eq!(groups, [0, 0, 1, 2, 1]);
+        assert_eq!(s.jobs[1].schedule.startdelay, 2_000_000);
+        // Group 0: b's delay + ramp + runtime = 13 ms; group 1: 11 ms (c
+        // runs 5 ms but e the file's 10 ms); group 2: 11 ms.
+        assert_eq!(s.warmup, 1_000_000);
+        assert_eq!(s.duration, 13_000_000 + 11_000_000 + 11_000_000 - 1_000_000);
+        assert_eq!(s.jobs[2].runtime, Some(6_000_000));
+        let bad = "[a]\n[b]\nwait_for=nobody\n";
+        let e = import_str(bad, "w.fio", &args()).expect_err("unknown target");
+        assert_eq!(e.line, Some(3));
+        assert!(e.to_string().contains("wait_for=nobody"), "{e}");
+    }
+
+    #[test]
+    fn block_sizes_rates_think_times_and_counts() {
+        let text = "[a]\nrw=randrw\nrwmixread=80\nbssplit=4k/50:64k/50,16k\nrate=10m,1m\n\
+                    thinktime=50\nthinktime_spin=10\nthinktime_blocks=4\nnumber_ios=1000\n\
+                    percentile_list=50:99:99.99\ntime_based\nruntime=1\n\
+                    [b]\nrw=readwrite\nbsrange=4k-16k\nrate_iops=100\nrate_process=poisson\n\
+                    loops=3\nsize=1m\nruntime=1\n";
+        let imp = import_str(text, "s.fio", &args()).expect("valid");
+        let a = io(&imp.scenario.jobs[0]);
+        assert_eq!(a.bs, 4096, "the smallest size of the split");
+        assert_eq!(a.shape.bssplit.len(), 2);
+        assert_eq!(a.shape.bssplit_write[0].bytes, 16384);
+        // Reads average 34 KiB and writes 16 KiB: reads carry 80 x 34 of
+        // every 80 x 34 + 20 x 16 bytes, so the 10 MiB/s read cap binds
+        // before the 1 MiB/s write cap lets the total reach 1 MiB/s / w.
+        let (r, w) = (80u128 * 34 * 1024, 20u128 * 16 * 1024);
+        let total = (10u128 << 20) * (r + w) / r;
+        let total = total.min((1u128 << 20) * (r + w) / w) as u64;
+        assert_eq!(a.shape.rate, Some(total));
+        assert_eq!(
+            (
+                a.shape.thinktime,
+                a.shape.thinktime_spin,
+                a.shape.thinktime_blocks
+            ),
+            (50_000, 10_000, 4),
+            "a bare thinktime is microseconds"
+        );
+        assert_eq!(a.shape.number_ios, Some(1000));
+        assert_eq!(a.shape.percentile_list, [50.0, 99.0, 99.99]);
+        let b = io(&imp.scenario.jobs[1]);
+        assert_eq!(b.rw, Rw::ReadWrite);
+        assert_eq!(b.shape.bsrange, Some((4096, 16384)));
+        assert_eq!(b.rate_iops, Some(200), "100 reads and 100 writes a second");
+        assert!(b.shape.rate_poisson);
+        assert_eq!(b.shape.io_size, Some(3 << 20), "size times loops");
+    }
+
+    #[test]
+    fn offsets_and_distributions_are_checked_then_warned() {
+        let text = "[a]\nrw=read:-8k\nrandom_distribution=zipf:1.2\noffset=10%\n\
+                    [b]\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/80\nruntime=1\n";
+        let imp = import_str(text, "o.fio", &args()).expect("valid");
+        assert_eq!(imp.warnings.len(), 4, "{:?}", imp.warnings);
+        assert!(imp.warnings.iter().all(|w| w.contains("offset")));
+        for (bad, needle) in [
+            ("[a]\nrandom_distribution=zipf:1\n", "zipf"),
+            ("[a]\nrandom_distribution=lumpy\n", "not a distribution"),
+            ("[a]\nrw=read:soon\n", "rw"),
+            ("[a]\noffset=110%\n", "offset"),
+        ] {
+            let e = import_str(bad, "o.fio", &args()).expect_err(bad);
+            assert_eq!(e.line, Some(2), "{bad}");
+            assert!(e.to_string().contains(needle), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn variables_expand_from_the_environment_or_are_refused() {
+        let mut a = args();
+        a.vars = Some(
+            [("DEPTH".to_string(), "16".to_string())]
+                .into_iter()
+                .collect(),
+        );
+        let text = "[j]\nioengine=libaio\niodepth=${DEPTH}\nrw=${PATTERN}\n";
+        let e = import_str(text, "v.fio", &a).expect_err("PATTERN is not set");
+        assert_eq!(e.line, Some(4));
+        assert!(e.to_string().contains("'${PATTERN}' is not set"), "{e}");
+        assert!(!e.to_string().contains('\n'));
+        a.vars
+            .as_mut()
+            .map(|v| v.insert("PATTERN".into(), "randread".into()));
+        let s = import_str(text, "v.fio", &a).expect("both set").scenario;
+        assert_eq!(
+            (io(&s.jobs[0]).iodepth, io(&s.jobs[0]).rw),
+            (16, Rw::RandRead)
+        );
+    }
+
+    #[test]
+    fn flow_exitall_and_steady_state_become_keys() {
+        let text = "[global]\nexitall\nexit_what=all\nruntime=5\n[a]\nflow=8\nflow_sleep=100\n\
+                    ss=iops_slope:0.5%\nss_dur=3s\nss_ramp=1s\n[b]\nflow=1\n";
+        let s = import_str(text, "f.fio", &args()).expect("valid").scenario;
+        let a = io(&s.jobs[0]);
+        assert_eq!((a.shape.flow, a.shape.flow_sleep), (8, 100_000));
+        assert_eq!(a.shape.exitall, Some(ExitScope::All));
+        let ss = a.shape.steady.expect("ss");
+        assert!(ss.slope && ss.percent && ss.limit == 0.5);
+        assert_eq!((ss.dur, ss.ramp), (3_000_000_000, 1_000_000_000));
+        assert_eq!(io(&s.jobs[1]).shape.flow, 1);
+        let e = import_str("[a]\nss=iops:1%\n", "f.fio", &args()).expect_err("no ss_dur");
+        assert!(e.to_string().contains("ss_dur"), "{e}");
+    }
+
+    #[test]
+    fn what_a_block_device_model_cannot_be_is_refused_by_name() {
+        for (text, needle) in [
+            ("[a]\nzonemode=zbd\n", "zoned"),
+            ("[a]\nverify=crc32c\n", "nothing to verify"),
+            ("[a]\nrw=randtrim\n", "no trims"),
+            ("[a]\nioengine=io_uring_cmd\n", "io_uring_cmd"),
+            ("[a]\nio_submit_mode=offload\n", "offload"),
+        ] {
+            let e = import_str(text, "r.fio", &args()).expect_err(text);
+            assert_eq!(e.line, Some(2), "{text}");
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+        let uring = "[a]\nioengine=io_uring\nrw=write\nfsync=4\n";
+        let e = import_str(uring, "r.fio", &args()).expect_err("io_uring fsync");
+        assert_eq!(e.line, Some(4));
+        assert!(e.to_string().contains("IORING_OP_FSYNC"), "{e}");
+        let s = import_str(
+            "[a]\nrw=write\nfsync=4\nfdatasync=8\nend_fsync=1\n",
+            "r.fio",
+            &args(),
+        )
+        .expect("fsync with psync")
+        .scenario;
+        assert_eq!(
+            (io(&s.jobs[0]).shape.fsync, io(&s.jobs[0]).shape.fdatasync),
+            (4, 8)
+        );
     }
 }

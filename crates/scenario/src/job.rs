@@ -25,7 +25,14 @@ pub const DEFAULT_BS: u64 = 4_096;
 pub const DEFAULT_RWMIXREAD: u8 = 50;
 
 const ENGINES: &[&str] = &["psync", "pvsync2", "libaio", "io_uring"];
-const RWS: &[&str] = &["read", "write", "randread", "randwrite", "randrw"];
+const RWS: &[&str] = &[
+    "read",
+    "write",
+    "randread",
+    "randwrite",
+    "randrw",
+    "readwrite",
+];
 const HINTS: &[&str] = &["urgent", "barrier", "none"];
 
 /// Keys of an I/O job.
@@ -50,9 +57,39 @@ pub const IO_KEYS: &[&str] = &[
     "size",
     "rwmixread",
     "runtime",
+    "group",
+    "startdelay",
+    "bssplit",
+    "bsrange",
+    "rate",
+    "rate_process",
+    "barrier_last",
+    "thinktime",
+    "thinktime_spin",
+    "thinktime_blocks",
+    "number_ios",
+    "io_size",
+    "percentile_list",
+    "fsync",
+    "fdatasync",
+    "flow",
+    "flow_id",
+    "flow_sleep",
+    "exitall",
+    "ss",
+    "ss_dur",
+    "ss_ramp",
 ];
 /// Keys of a `kind = "cpu"` job.
-pub const CPU_KEYS: &[&str] = &["name", "kind", "cpu", "numjobs", "runtime"];
+pub const CPU_KEYS: &[&str] = &[
+    "name",
+    "kind",
+    "cpu",
+    "numjobs",
+    "runtime",
+    "group",
+    "startdelay",
+];
 
 /// The tables of a `[[strategy]]` or `[[job]]` array, with their origins;
 /// refuses a missing or empty array.
@@ -143,6 +180,7 @@ pub(crate) fn parse_all(
     let mut out = Vec::with_capacity(elements.len());
     let mut seen: Vec<(String, Origin)> = Vec::new();
     let mut load = Load::new(device, host);
+    let mut origins = Vec::with_capacity(out.capacity());
     for (index, (table, origin)) in elements.into_iter().enumerate() {
         let mut sec = Section::new(source, format!("job[{index}]"), table, origin);
         let name = element_name(&mut sec, &seen, "job")?;
@@ -150,6 +188,34 @@ pub(crate) fn parse_all(
         let job = parse_job(&mut sec, name, device, host)?;
         load.add(&sec, &job)?;
         out.push(job);
+        origins.push(sec);
+    }
+    // A group starts when the groups before it have ended: each of their
+    // jobs needs an end, or the later groups would never run.
+    if let Some(last) = out.iter().map(|j| j.schedule.group).max() {
+        for (job, sec) in out.iter().zip(&origins) {
+            if job.schedule.group >= last {
+                continue;
+            }
+            let why = match &job.work {
+                Work::Cpu => "a cpu job runs until the run ends, so it belongs in the last group",
+                Work::Io(io)
+                    if job.runtime.is_none()
+                        && io.shape.number_ios.is_none()
+                        && io.shape.io_size.is_none() =>
+                {
+                    "this job needs an end: set runtime (or number_ios, io_size)"
+                }
+                Work::Io(_) => continue,
+            };
+            return Err(sec.error(
+                "group",
+                format!(
+                    "group {} is followed by group {last}: {why}",
+                    job.schedule.group
+                ),
+            ));
+        }
     }
     Ok(out)
 }
@@ -266,6 +332,7 @@ fn parse_job(
         Some(0) => return Err(sec.error("runtime", "must be longer than zero")),
         other => other,
     };
+    let schedule = crate::shape::parse_schedule(sec)?;
     let work = if kind == "cpu" {
         if let Some(stray) = sec.first_unread_except(CPU_KEYS, &[]) {
             return Err(sec.error(
@@ -287,6 +354,7 @@ fn parse_job(
         numjobs,
         runtime,
         work,
+        schedule,
     })
 }
 
@@ -302,9 +370,11 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         Some("randread") => Rw::RandRead,
         Some("randwrite") => Rw::RandWrite,
         Some("randrw") => Rw::RandRw,
+        Some("readwrite") => Rw::ReadWrite,
         _ => Rw::Read,
     };
-    let bs = sec.size("bs")?.unwrap_or(DEFAULT_BS);
+    let bs_given = sec.has("bs");
+    let mut bs = sec.size("bs")?.unwrap_or(DEFAULT_BS);
     if bs == 0 || bs % 512 != 0 {
         return Err(sec.error(
             "bs",
@@ -382,6 +452,25 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
             format!("must be at most 3600s (got {})", format_duration(think)),
         ));
     }
+    let shape = crate::shape::parse_shape(sec, bs, bs_given, rate_iops.is_some())?;
+    for (key, n) in [("fsync", shape.fsync), ("fdatasync", shape.fdatasync)] {
+        if n > 0 && engine == Engine::IoUring {
+            return Err(sec.error(
+                key,
+                "io_uring's asynchronous fsync (IORING_OP_FSYNC, run by the kernel's io-wq \
+                 workers) is not modelled; use psync, pvsync2 or libaio",
+            ));
+        }
+    }
+    if shape.barrier_last && engine.is_sync() {
+        return Err(sec.error(
+            "barrier_last",
+            "marks the last request of each submission batch: set engine = \"libaio\" or \
+             \"io_uring\"",
+        ));
+    }
+    bs = crate::shape::smallest_block(&shape, bs);
+    let largest = crate::shape::largest_block(&shape, bs);
     let capacity = device.capacity.0;
     let size = sec.size("size")?.unwrap_or(capacity);
     if size > capacity {
@@ -394,15 +483,21 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
             ),
         ));
     }
-    if size < bs || size % 512 != 0 {
+    if size < largest || size % 512 != 0 {
         return Err(sec.error(
             "size",
-            format!("must be a multiple of 512 bytes and at least bs = {bs} (got {size})"),
+            format!(
+                "must be a multiple of 512 bytes and at least the largest block size {largest} \
+                 (got {size})"
+            ),
         ));
     }
     let rwmixread = sec.int("rwmixread", 0, 100)?;
-    if rwmixread.is_some() && rw != Rw::RandRw {
-        return Err(sec.error("rwmixread", "only applies to rw = \"randrw\""));
+    if rwmixread.is_some() && !rw.is_mixed() {
+        return Err(sec.error(
+            "rwmixread",
+            "only applies to rw = \"randrw\" or \"readwrite\"",
+        ));
     }
     Ok(IoJob {
         engine,
@@ -420,5 +515,6 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         think,
         size,
         rwmixread: rwmixread.map_or(DEFAULT_RWMIXREAD, |v| v as u8),
+        shape: Box::new(shape),
     })
 }

@@ -19,6 +19,7 @@ pub mod profiles;
 pub mod render;
 mod section;
 mod set;
+pub mod shape;
 pub mod strategy;
 mod tree;
 pub mod units;
@@ -32,5 +33,8 @@ pub use load::{
 pub use render::to_toml;
 
 pub use emu_config::{Backend, EmuConfig};
-pub use model::{CompletionMode, Engine, HybridSleep, IoJob, Job, Rw, Scenario, Strategy, Work};
+pub use model::{
+    BsShare, CompletionMode, Engine, ExitScope, HybridSleep, IoJob, IoShape, Job, Rw, Scenario,
+    Schedule, SteadyMetric, SteadyState, Strategy, Work,
+};
 pub use profiles::{DeviceProfile, HostProfile};

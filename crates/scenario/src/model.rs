@@ -85,10 +85,26 @@ pub struct Job {
     pub cpu: u32,
     /// Identical threads (>= 1).
     pub numjobs: u32,
-    /// Stop this job's threads after this long (measured from start).
+    /// Stop this job's threads after this long, measured from the job's
+    /// start (the run's start, or its group's start plus `startdelay`).
     pub runtime: Option<Nanos>,
     /// What the threads do.
     pub work: Work,
+    /// When the job starts: its group and delay (fio's `stonewall`,
+    /// `wait_for` and `startdelay`).
+    pub schedule: Schedule,
+}
+
+/// When a job starts. Groups run one after another in ascending order: a
+/// group starts once every thread of the groups before it has exited, so
+/// every job of a group that is followed by another needs an end
+/// (`runtime` or `number_ios`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Schedule {
+    /// `group`: 0 starts with the run.
+    pub group: u32,
+    /// `startdelay`: from the group's start to the job's first request.
+    pub startdelay: Nanos,
 }
 
 /// What a job's threads do.
@@ -133,6 +149,15 @@ pub enum Rw {
     RandWrite,
     /// Random mix; `rwmixread` percent reads.
     RandRw,
+    /// Sequential mix (fio's `rw`/`readwrite`); `rwmixread` percent reads.
+    ReadWrite,
+}
+
+impl Rw {
+    /// Reads and writes mixed by `rwmixread`.
+    pub fn is_mixed(self) -> bool {
+        matches!(self, Rw::RandRw | Rw::ReadWrite)
+    }
 }
 
 /// An I/O job's parameters.
@@ -169,6 +194,115 @@ pub struct IoJob {
     pub think: Nanos,
     /// Working set in bytes (default: the device's capacity).
     pub size: u64,
-    /// Percent reads for `randrw` (0..=100).
+    /// Percent reads for `randrw` and `readwrite` (0..=100).
     pub rwmixread: u8,
+    /// How requests are shaped beyond `rw` and `bs` (boxed: most jobs
+    /// shape nothing, and a job stays small to copy).
+    pub shape: Box<IoShape>,
+}
+
+/// fio's request-shaping options on an I/O job. The default shapes
+/// nothing: every request is `bs` bytes, issued as fast as the loop goes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IoShape {
+    /// `bssplit`: block sizes with their share of requests in percent
+    /// (shares add up to 100); empty: every request is `bs`.
+    pub bssplit: Vec<BsShare>,
+    /// `bssplit` for writes when it differs (fio's `READS,WRITES` form);
+    /// empty: writes use `bssplit`.
+    pub bssplit_write: Vec<BsShare>,
+    /// `bsrange`: each request's size is drawn uniformly among the
+    /// multiples of the smaller bound up to the larger one.
+    pub bsrange: Option<(u64, u64)>,
+    /// `rate`: cap on the job's bandwidth per thread, in bytes/s.
+    pub rate: Option<u64>,
+    /// `rate_process = "poisson"`: under `rate` or `rate_iops`, the gaps
+    /// between issue instants are exponential with the cap's mean instead
+    /// of even.
+    pub rate_poisson: bool,
+    /// `barrier_last`: the last request of each submission call is marked
+    /// Barrier (the cinterrupts authors' fio patch, `barrier=1`).
+    pub barrier_last: bool,
+    /// `thinktime`: after every `thinktime_blocks` requests issued, the
+    /// thread pauses this long (spinning `thinktime_spin` of it, sleeping
+    /// the rest).
+    pub thinktime: Nanos,
+    /// `thinktime_spin`: the part of `thinktime` spent busy (<= thinktime).
+    pub thinktime_spin: Nanos,
+    /// `thinktime_blocks`: requests between pauses (>= 1).
+    pub thinktime_blocks: u32,
+    /// `number_ios`: each thread exits after this many requests complete.
+    pub number_ios: Option<u64>,
+    /// `io_size`: each thread exits once it has issued this many bytes
+    /// (fio's `size`, or `io_size`, times `loops`, for a job that is not
+    /// time based).
+    pub io_size: Option<u64>,
+    /// `percentile_list`: latency percentiles to report (each in
+    /// (0, 100]); empty: the report's default list.
+    pub percentile_list: Vec<f64>,
+    /// `fsync`: a synchronous `fsync` call after every this many writes
+    /// issued (0: never).
+    pub fsync: u32,
+    /// `fdatasync`: the same with `fdatasync`.
+    pub fdatasync: u32,
+    /// `flow`: weight in fio's flow control among the jobs of the same
+    /// `flow_id` (0: not in a flow).
+    pub flow: u32,
+    /// `flow_id`: which flow the job's weight counts in.
+    pub flow_id: u32,
+    /// `flow_sleep`: a thread ahead of its share reaps what it has in
+    /// flight and sleeps this long; 0: it spins, checking again.
+    pub flow_sleep: Nanos,
+    /// `exitall`: when this job ends, the jobs of its group (or all jobs)
+    /// end too.
+    pub exitall: Option<ExitScope>,
+    /// `ss`: the job ends once its measurements are steady.
+    pub steady: Option<SteadyState>,
+}
+
+/// Which jobs `exitall` ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitScope {
+    /// The jobs of the same group (fio's default `exit_what=group`).
+    Group,
+    /// Every job, and no later group starts (`exit_what=all`).
+    All,
+}
+
+/// fio's steady-state detection (`ss`, `ss_dur`, `ss_ramp`): one sample
+/// of the job's IOPS or bandwidth per second after `ramp`; the job ends
+/// when the last `dur` of samples meet the criterion.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SteadyState {
+    /// What is sampled.
+    pub metric: SteadyMetric,
+    /// Judge the slope of a least-squares line through the samples
+    /// (`_slope`) instead of their largest deviation from their mean.
+    pub slope: bool,
+    /// The criterion's limit, in percent of the mean when `percent`.
+    pub limit: f64,
+    /// `limit` is a percentage of the samples' mean.
+    pub percent: bool,
+    /// `ss_dur`: the window of samples judged (whole seconds, >= 1 s).
+    pub dur: Nanos,
+    /// `ss_ramp`: time after the job's start before sampling begins.
+    pub ramp: Nanos,
+}
+
+/// What steady-state detection samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SteadyMetric {
+    /// Completed requests per second.
+    Iops,
+    /// Completed bytes per second.
+    Bw,
+}
+
+/// One entry of `bssplit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BsShare {
+    /// Block size in bytes (a positive multiple of 512).
+    pub bytes: u64,
+    /// Percent of requests of this size.
+    pub percent: u32,
 }

@@ -6,7 +6,7 @@ use cint_policy::config::{BarrierMode, VicParams};
 use cint_policy::{Hint, PolicyConfig};
 use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table};
 
-use crate::model::{CompletionMode, Engine, HybridSleep, Rw, Scenario, Work};
+use crate::model::{CompletionMode, Engine, ExitScope, HybridSleep, IoShape, Rw, Scenario, Work};
 use crate::units::{format_duration, format_size};
 
 /// The scenario as TOML text, with resolved profiles and defaults.
@@ -64,6 +64,7 @@ pub fn to_toml(s: &Scenario) -> String {
                     Rw::RandRead => "randread",
                     Rw::RandWrite => "randwrite",
                     Rw::RandRw => "randrw",
+                    Rw::ReadWrite => "readwrite",
                 });
                 t["bs"] = value(format_size(io.bs));
                 t["iodepth"] = value(i64::from(io.iodepth));
@@ -89,15 +90,22 @@ pub fn to_toml(s: &Scenario) -> String {
                 }
                 t["think"] = value(format_duration(io.think));
                 t["size"] = value(format_size(io.size));
-                if io.rw == Rw::RandRw {
+                if io.rw.is_mixed() {
                     t["rwmixread"] = value(i64::from(io.rwmixread));
                 }
+                shape_keys(&mut t, &io.shape);
             }
         }
         t["cpu"] = value(i64::from(job.cpu));
         t["numjobs"] = value(i64::from(job.numjobs));
         if let Some(r) = job.runtime {
             t["runtime"] = value(format_duration(r));
+        }
+        if job.schedule.group > 0 {
+            t["group"] = value(i64::from(job.schedule.group));
+        }
+        if job.schedule.startdelay > 0 {
+            t["startdelay"] = value(format_duration(job.schedule.startdelay));
         }
         jobs.push(t);
     }
@@ -108,6 +116,68 @@ pub fn to_toml(s: &Scenario) -> String {
         doc["emu"] = emu;
     }
     doc.to_string()
+}
+
+/// The request-shaping keys that differ from their defaults.
+fn shape_keys(t: &mut Table, shape: &IoShape) {
+    if !shape.bssplit.is_empty() {
+        let mut text = crate::shape::format_bssplit(&shape.bssplit);
+        if !shape.bssplit_write.is_empty() {
+            text = format!(
+                "{text},{}",
+                crate::shape::format_bssplit(&shape.bssplit_write)
+            );
+        }
+        t["bssplit"] = value(text);
+    }
+    if let Some((lo, hi)) = shape.bsrange {
+        t["bsrange"] = value(format!("{}-{}", format_size(lo), format_size(hi)));
+    }
+    if let Some(r) = shape.rate {
+        t["rate"] = value(format_size(r));
+    }
+    if shape.rate_poisson {
+        t["rate_process"] = value("poisson");
+    }
+    if shape.barrier_last {
+        t["barrier_last"] = value(true);
+    }
+    if shape.thinktime > 0 {
+        t["thinktime"] = value(format_duration(shape.thinktime));
+        t["thinktime_spin"] = value(format_duration(shape.thinktime_spin));
+        t["thinktime_blocks"] = value(i64::from(shape.thinktime_blocks));
+    }
+    if let Some(n) = shape.number_ios {
+        t["number_ios"] = value(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+    if let Some(b) = shape.io_size {
+        t["io_size"] = value(format_size(b));
+    }
+    if shape.fsync > 0 {
+        t["fsync"] = value(i64::from(shape.fsync));
+    }
+    if shape.fdatasync > 0 {
+        t["fdatasync"] = value(i64::from(shape.fdatasync));
+    }
+    if shape.flow > 0 {
+        t["flow"] = value(i64::from(shape.flow));
+        t["flow_id"] = value(i64::from(shape.flow_id));
+        t["flow_sleep"] = value(format_duration(shape.flow_sleep));
+    }
+    if let Some(scope) = shape.exitall {
+        t["exitall"] = value(match scope {
+            ExitScope::Group => "group",
+            ExitScope::All => "all",
+        });
+    }
+    if let Some(ss) = &shape.steady {
+        t["ss"] = value(crate::shape::format_steady(ss));
+        t["ss_dur"] = value(format_duration(ss.dur));
+        t["ss_ramp"] = value(format_duration(ss.ramp));
+    }
+    if !shape.percentile_list.is_empty() {
+        t["percentile_list"] = value(crate::shape::format_percentile_list(&shape.percentile_list));
+    }
 }
 
 /// A serde struct as a `[table]` (nested structs become sub-tables).

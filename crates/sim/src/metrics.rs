@@ -138,6 +138,12 @@ impl World<'_> {
             .iter()
             .enumerate()
             .map(|(j, stats)| {
+                // A job's rates are over its own measured window: later
+                // groups, start delays and early ends make it shorter than
+                // the run's (fio reports each job over its own runtime).
+                let (from, to) = self.job_window(j);
+                let job_window = (to - from).max(1);
+                let job_secs = job_window as f64 / 1e9;
                 let (cpu, usr, ctx, wakeups, threads) = self
                     .threads
                     .iter()
@@ -154,15 +160,15 @@ impl World<'_> {
                 JobResult {
                     name: stats.name.clone(),
                     ios: stats.ios,
-                    iops: stats.ios as f64 / secs,
-                    bw_bytes: (stats.bytes as f64 / secs) as u64,
+                    iops: stats.ios as f64 / job_secs,
+                    bw_bytes: (stats.bytes as f64 / job_secs) as u64,
                     cpu_util: cpu as f64 / window as f64,
                     context_switches: ctx,
                     wakeups,
                     lat_ns: stats.hist.stats(),
                     fio: Some(FioJobData {
                         threads,
-                        runtime_ns: window,
+                        runtime_ns: job_window,
                         usr_ns: usr,
                         sys_ns: cpu - usr,
                         read: stats.read.summary(),

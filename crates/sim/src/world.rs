@@ -18,7 +18,7 @@ use crate::gaps::GapLog;
 use crate::host::{Core, HostCosts};
 use crate::invariants::Invariants;
 use crate::metrics::{Counters, JobStats};
-use crate::workload::Program;
+use crate::workload::{Flows, Groups, Program, SteadyProbe, ThreadShape};
 use crate::SimError;
 use crate::INVARIANT_VIOLATED;
 
@@ -131,6 +131,9 @@ pub(crate) enum Cont {
     Spin(u32),
     /// Resume a busy loop after a context switch.
     Busy,
+    /// A timed pause armed its timer (fio's think time, flow control):
+    /// sleep this long, then back to the top of the loop.
+    Nap(Nanos),
 }
 
 /// A simulated application thread.
@@ -202,6 +205,14 @@ pub(crate) struct World<'a> {
     pub check: Invariants,
     /// Completion posting times, recorded only by [`crate::completion_gaps`].
     pub gap_log: Option<&'a mut GapLog>,
+    /// Per-thread counters of fio's request-shaping options.
+    pub shaping: Vec<ThreadShape>,
+    /// Start delays and groups run one after another.
+    pub groups: Groups,
+    /// fio's flow control between jobs.
+    pub flows: Flows,
+    /// fio's steady-state detection, per job.
+    pub steady: Vec<SteadyProbe>,
 }
 
 impl<'a> World<'a> {
@@ -356,7 +367,9 @@ impl<'a> World<'a> {
         }
         let end = sc.warmup.saturating_add(sc.duration);
         let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
-        Ok(World {
+        let shaping = vec![ThreadShape::default(); threads.len()];
+        let threads_jobs: Vec<u32> = threads.iter().map(|t| t.job).collect();
+        let mut world = World {
             sc,
             mode: strategy.mode,
             events: EventQueue::with_capacity(capacity),
@@ -374,7 +387,13 @@ impl<'a> World<'a> {
             block_estimator: estimator(strategy.mode),
             check: Invariants::default(),
             gap_log: None,
-        })
+            shaping,
+            groups: Groups::new(sc),
+            flows: Flows::new(sc, &threads_jobs),
+            steady: sc.jobs.iter().map(SteadyProbe::new).collect(),
+        };
+        world.stage_jobs();
+        Ok(world)
     }
 
     /// The current simulated time.
@@ -454,6 +473,7 @@ impl<'a> World<'a> {
         let window = now.saturating_sub(self.window_start);
         let notable = (window / 100).max(1_000_000);
         let mut notes = self.idle_jobs(strategy);
+        notes.extend(self.group_notes(&strategy.name));
         notes.extend(
             held.iter()
                 .enumerate()
@@ -493,7 +513,10 @@ impl<'a> World<'a> {
         let now = self.now();
         let mut notes = Vec::new();
         for (j, stats) in self.jobs.iter().enumerate() {
-            if stats.ios > 0 || !matches!(self.sc.jobs[j].work, Work::Io(_)) {
+            // A job that never started, or ended before its window, has
+            // its own note (crate::workload::groups) instead.
+            let placed = self.groups.started(j) && !self.groups.ended(j);
+            if stats.ios > 0 || !matches!(self.sc.jobs[j].work, Work::Io(_)) || !placed {
                 continue;
             }
             let oldest = self

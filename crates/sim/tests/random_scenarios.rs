@@ -102,7 +102,14 @@ fn job(rng: &mut Rng, i: usize, cores: u64, out: &mut String) {
         return;
     }
     let engine = rng.pick(&["psync", "pvsync2", "libaio", "io_uring"]);
-    let rw = rng.pick(&["read", "write", "randread", "randwrite", "randrw"]);
+    let rw = rng.pick(&[
+        "read",
+        "write",
+        "randread",
+        "randwrite",
+        "randrw",
+        "readwrite",
+    ]);
     let bs = rng.pick(&["512", "4k", "16k", "128k", "1m"]);
     let numjobs = 1 + rng.below(4);
     let _ = write!(
@@ -121,7 +128,7 @@ fn job(rng: &mut Rng, i: usize, cores: u64, out: &mut String) {
     if engine == "pvsync2" && rng.chance(30) {
         let _ = writeln!(out, "nowait = true");
     }
-    if rw == "randrw" {
+    if matches!(rw, "randrw" | "readwrite") {
         let _ = writeln!(out, "rwmixread = {}", rng.below(101));
     }
     if rng.chance(25) {
@@ -131,11 +138,50 @@ fn job(rng: &mut Rng, i: usize, cores: u64, out: &mut String) {
             rng.pick(&["urgent", "barrier", "none"])
         );
     }
-    if rng.chance(20) {
+    let rate_iops = rng.chance(20);
+    if rate_iops {
         let _ = writeln!(out, "rate_iops = {}", 20_000 + rng.below(100_000));
     }
     if rng.chance(20) {
         let _ = writeln!(out, "think = \"{}us\"", rng.below(20));
+    }
+    shaping(rng, engine, bs, rate_iops, out);
+}
+
+/// fio's request-shaping keys, each now and then.
+fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, out: &mut String) {
+    if rng.chance(10) {
+        let _ = writeln!(out, "bsrange = \"{bs}-1m\"");
+    }
+    if !rate_iops && rng.chance(10) {
+        let _ = writeln!(out, "rate = \"{}m\"", 20 + rng.below(500));
+        if rng.chance(30) {
+            let _ = writeln!(out, "rate_process = \"poisson\"");
+        }
+    }
+    if rng.chance(10) {
+        let think = 1 + rng.below(50);
+        let _ = writeln!(
+            out,
+            "thinktime = \"{think}us\"\nthinktime_spin = \"{}us\"\nthinktime_blocks = {}",
+            rng.below(think + 1),
+            1 + rng.below(8)
+        );
+    }
+    if rng.chance(5) {
+        let _ = writeln!(out, "number_ios = {}", 1 + rng.below(2_000));
+    }
+    if rng.chance(5) {
+        let _ = writeln!(out, "startdelay = \"{}ms\"", rng.below(5));
+    }
+    if matches!(engine, "libaio" | "io_uring") && rng.chance(10) {
+        let _ = writeln!(out, "barrier_last = true");
+    }
+    if rng.chance(5) {
+        let _ = writeln!(out, "flow = {}", 1 + rng.below(4));
+    }
+    if engine != "io_uring" && rng.chance(5) {
+        let _ = writeln!(out, "fsync = {}", 1 + rng.below(8));
     }
 }
 
@@ -187,9 +233,18 @@ fn check(seed: u64) {
     let (mut largest, mut in_flight) = (0.0f64, 0.0f64);
     for j in &sc.jobs {
         if let cint_scenario::Work::Io(io) = &j.work {
-            largest = largest.max(io.bs as f64);
+            // bssplit and bsrange draw sizes up to their largest.
+            let shape = &io.shape;
+            let biggest = shape
+                .bssplit
+                .iter()
+                .chain(&shape.bssplit_write)
+                .map(|b| b.bytes)
+                .chain(shape.bsrange.map(|r| r.1))
+                .fold(io.bs, u64::max) as f64;
+            largest = largest.max(biggest);
             let depth = if io.engine.is_sync() { 1 } else { io.iodepth };
-            in_flight += io.bs as f64 * f64::from(depth) * f64::from(j.numjobs);
+            in_flight += biggest * f64::from(depth) * f64::from(j.numjobs);
         }
     }
     let (mut reads, mut writes) = (false, false);
@@ -199,7 +254,7 @@ fn check(seed: u64) {
             match io.rw {
                 Read | RandRead => reads = true,
                 Write | RandWrite => writes = true,
-                RandRw => {
+                RandRw | ReadWrite => {
                     reads |= io.rwmixread > 0;
                     writes |= io.rwmixread < 100;
                 }
@@ -221,10 +276,11 @@ fn check(seed: u64) {
     for s in &first.results {
         let (mut device_iops, mut device_bw) = (0.0, 0.0);
         for (j, job) in s.jobs.iter().enumerate() {
-            let explained = first
-                .notes
-                .iter()
-                .any(|n| n.starts_with(&format!("strategy '{}': job '{}'", s.strategy, job.name)));
+            let explained = first.notes.iter().any(|n| {
+                n.starts_with(&format!("strategy '{}': job '{}'", s.strategy, job.name))
+                    || (n.starts_with(&format!("strategy '{}': group", s.strategy))
+                        && n.contains(&format!("'{}' did not start", job.name)))
+            });
             let spec = &sc.jobs[j];
             let cint_scenario::Work::Io(io) = &spec.work else {
                 continue;

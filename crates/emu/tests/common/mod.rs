@@ -114,7 +114,9 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, numjobs: u32
             think: 0,
             size: 1 << 30,
             rwmixread: 100,
+            shape: Default::default(),
         }),
+        schedule: Default::default(),
     }
 }
 
@@ -126,6 +128,7 @@ pub fn cpu_job(name: &str) -> Job {
         numjobs: 1,
         runtime: None,
         work: Work::Cpu,
+        schedule: Default::default(),
     }
 }
 

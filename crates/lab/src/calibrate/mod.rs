@@ -320,7 +320,9 @@ fn workload(
                 think: 0,
                 size,
                 rwmixread: 100,
+                shape: Default::default(),
             }),
+            schedule: Default::default(),
         }],
         emu: EmuConfig::default(),
     })

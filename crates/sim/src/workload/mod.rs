@@ -29,15 +29,22 @@
 //! unless the job overrides them. Jobs without `direct` are still modelled
 //! as direct I/O (there is no page cache yet).
 
+mod flow;
+mod groups;
+mod pattern;
 mod program;
+mod steady;
 
+pub(crate) use flow::Flows;
+pub(crate) use groups::Groups;
+pub(crate) use pattern::ThreadShape;
 pub(crate) use program::Program;
+pub(crate) use steady::SteadyProbe;
 
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::Direction;
 use cint_policy::Nanos;
 use cint_scenario::{CompletionMode, Engine, HybridSleep, Rw};
-use rand::Rng;
 
 use crate::engine::Event;
 use crate::host::Segment;
@@ -60,6 +67,7 @@ impl World<'_> {
             Cont::RateWaitArmed => self.rate_wait_armed(t),
             Cont::Spin(need) => self.threads[t].act = Activity::Spin { need },
             Cont::Busy => self.threads[t].act = Activity::Busy,
+            Cont::Nap(d) => self.nap(t, d),
         }
     }
 
@@ -71,8 +79,11 @@ impl World<'_> {
     fn issue(&mut self, t: usize) {
         let now = self.now();
         let p = self.threads[t].prog;
-        if p.stop_at.is_some_and(|s| now >= s) {
-            self.block(t, Wait::Exited);
+        if p.stop_at.is_some_and(|s| now >= s) || self.ios_done(t) {
+            self.exit_thread(t);
+            return;
+        }
+        if self.think_due(t) || self.sync_due(t) || self.flow_holds(t) {
             return;
         }
         let c = self.costs;
@@ -84,7 +95,7 @@ impl World<'_> {
             if self.prepare(t, 1, now) == 0 {
                 // No free slot cannot happen with one request per call,
                 // but never spin on it.
-                self.block(t, Wait::Exited);
+                self.exit_thread(t);
                 return;
             }
             self.set_burst(t, c.syscall + c.per_request(), Cont::Submitted);
@@ -100,6 +111,7 @@ impl World<'_> {
         if p.rate_interval.is_some() {
             k = k.min(self.tokens(t, now));
         }
+        k = k.min(self.ios_left(t));
         if k > 0 {
             let k = self.prepare(t, k, now) as u64;
             let cost = match p.engine {
@@ -189,6 +201,11 @@ impl World<'_> {
     /// Takes up to `k` free slots, fills in the requests (op, size, hint)
     /// and stages them for the submission call. Returns how many.
     fn prepare(&mut self, t: usize, k: u32, now: Nanos) -> u32 {
+        let shape = self.shape(t);
+        let k = k.min(self.ios_left(t));
+        for _ in 0..k.min(self.threads[t].free_slots.len() as u32) {
+            self.count_issue(t);
+        }
         let th = &mut self.threads[t];
         let p = th.prog;
         let k = k.min(th.free_slots.len() as u32);
@@ -196,12 +213,16 @@ impl World<'_> {
             let Some(r) = th.free_slots.pop() else {
                 break;
             };
-            let write = match p.rw {
-                Rw::Read | Rw::RandRead => false,
-                Rw::Write | Rw::RandWrite => true,
-                Rw::RandRw => th.rng.gen_range(0..100u32) >= u32::from(p.rwmixread),
-            };
-            let hint = p.hint.unwrap_or_else(|| {
+            let write = pattern::is_write(p.rw, p.rwmixread, &mut th.rng);
+            let bytes = pattern::block_size(shape, p.bs, write, &mut th.rng);
+            self.shaping[t].bytes += bytes;
+            if write {
+                for since in &mut self.shaping[t].writes_since_sync {
+                    *since += 1;
+                }
+            }
+            let barrier = pattern::batch_hint(shape, p.engine, i, k);
+            let hint = barrier.or(p.hint).unwrap_or_else(|| {
                 let batch = BatchPosition { index: i, len: k };
                 let (call, flags) = match p.engine {
                     Engine::Psync if write => (IoCall::Pwrite, RwFlags::EMPTY),
@@ -238,14 +259,19 @@ impl World<'_> {
                     .fail(format!("slot {r} reused while in state {state:?}"));
             }
             req.write = write;
-            req.bytes = p.bs;
+            req.bytes = bytes;
             req.hint = hint;
             req.issued = now;
             req.state = ReqState::Submitting;
             th.batch.push(r);
             th.in_flight += 1;
             if let Some(iv) = p.rate_interval {
-                th.next_issue_at += iv;
+                th.next_issue_at = th.next_issue_at.saturating_add(pattern::rate_step(
+                    shape,
+                    iv,
+                    bytes,
+                    &mut th.rng,
+                ));
             }
         }
         k
@@ -390,10 +416,12 @@ impl World<'_> {
             th.free_slots.push(r);
             th.in_flight -= 1;
             let sync = th.prog.engine.is_sync();
-            if self.measuring {
+            if self.measuring && self.job_measuring(job, now) {
                 self.jobs[job].record(&done, now, sync);
             }
+            self.steady_sample(job, now, done.bytes);
         }
+        self.count_completions(t, n);
         // The generator's own work per I/O (fio's accounting of this
         // completion and the preparation of the next request) and the
         // job's think time run on the thread after the latency is taken,

@@ -70,10 +70,17 @@ impl Program {
                 };
                 let min_nr = io.batch_complete_min.clamp(1, iodepth);
                 let max_events = io.batch_complete_max.clamp(min_nr, iodepth);
-                let rate_interval = match io.rate_iops {
-                    Some(0) => return Err(bad("rate_iops must be positive")),
-                    Some(r) => Some((SEC / r).max(1)),
-                    None => None,
+                let rate_interval = match (io.rate_iops, io.shape.rate) {
+                    (Some(0), _) | (_, Some(0)) => return Err(bad("rates must be positive")),
+                    (Some(r), _) => Some((SEC / r).max(1)),
+                    // A byte rate paces each request by its own size; this
+                    // is the mean request's share, for the token count.
+                    (None, Some(rate)) => {
+                        let mean = super::pattern::mean_block(&io.shape, io.bs);
+                        let iv = u128::from(mean) * u128::from(SEC) / u128::from(rate);
+                        Some(u64::try_from(iv).unwrap_or(u64::MAX).max(1))
+                    }
+                    (None, None) => None,
                 };
                 Ok(Program {
                     engine: io.engine,

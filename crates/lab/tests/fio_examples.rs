@@ -1,0 +1,139 @@
+//! fio's own example job files (Debian's `fio-examples` package, installed
+//! by `.ci/deps/fio-examples.sh`): every one that uses a block engine
+//! (psync, sync, pvsync, pvsync2, libaio, io_uring, or none) goes through
+//! the import. At least two thirds must import and run in the simulator,
+//! and every refusal must be one of the reasons listed here: what a
+//! block-device model cannot be, an unset `${VAR}`, or one of the few fio
+//! mechanisms named as not modelled yet. A new kind of refusal fails the
+//! test, so it cannot creep in unnoticed.
+//!
+//! Under `CI=true` a missing package is a failure; elsewhere the test says
+//! loudly that it skipped.
+
+use std::path::{Path, PathBuf};
+
+use cint_lab::fio::{import_file, FioArgs};
+
+/// Where Debian's fio-examples package puts the job files.
+const EXAMPLES: &str = "/usr/share/doc/fio/examples";
+
+/// Engines of a block-device model.
+const BLOCK_ENGINES: &[&str] = &["psync", "sync", "pvsync", "pvsync2", "libaio", "io_uring"];
+
+/// Accepted reasons for a refusal: (what the message contains, why).
+const ALLOWED_REFUSALS: &[(&str, &str)] = &[
+    ("zoned block devices are not modelled", "zoned devices"),
+    (
+        "nothing to verify",
+        "data verification: the model moves no data",
+    ),
+    ("the model has no trims", "trims"),
+    ("io_uring_cmd", "passthrough commands"),
+    (
+        "is not set (fio takes it from the environment)",
+        "an unset ${VAR}",
+    ),
+    // Not modelled yet (docs/FIO.md): fio's latency-target depth search
+    // and its submission worker pool.
+    ("option 'latency_target'", "latency-target depth probing"),
+    ("io_submit_mode=offload", "submission worker threads"),
+];
+
+fn engines_of(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.find([';', '#']).map_or(l, |i| &l[..i]))
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| k.trim() == "ioengine")
+        .map(|(_, v)| v.trim().to_string())
+        .collect()
+}
+
+fn block_engine_examples(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "fio"))
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            engines_of(&text)
+                .iter()
+                .all(|e| BLOCK_ENGINES.contains(&e.as_str()))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn two_thirds_of_fios_block_engine_examples_run_and_refusals_have_allowed_reasons() {
+    let dir = Path::new(EXAMPLES);
+    if !dir.is_dir() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!(
+                "{EXAMPLES} is missing: .ci/deps/fio-examples.sh installs Debian's fio-examples"
+            );
+        }
+        eprintln!(
+            "SKIPPED: {EXAMPLES} is missing (install Debian's fio-examples package, or run \
+             bash .ci/deps/fio-examples.sh); fio's examples were not checked"
+        );
+        return;
+    }
+    let files = block_engine_examples(dir);
+    assert!(
+        files.len() >= 30,
+        "only {} block-engine examples found in {EXAMPLES}",
+        files.len()
+    );
+    // Variables come from an empty environment, not the test's.
+    let args = FioArgs {
+        vars: Some(Default::default()),
+        // Short runs: the test checks that each file runs, not its figures.
+        sets: vec!["duration=2ms".into(), "warmup=0ms".into()],
+        ..FioArgs::new("optane-p4800x", "xeon-e5-2660v4")
+    };
+    let mut ran = Vec::new();
+    let mut refused = Vec::new();
+    for path in &files {
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        match import_file(path, &args) {
+            Ok(imported) => {
+                for w in &imported.warnings {
+                    assert!(!w.contains('\n'), "{name}: a warning of one line: {w}");
+                }
+                let result = cint_sim::run(&imported.scenario)
+                    .unwrap_or_else(|e| panic!("{name} imports but does not run: {e}"));
+                assert_eq!(result.results.len(), imported.scenario.strategies.len());
+                ran.push(name);
+            }
+            Err(e) => {
+                let message = e.to_string();
+                assert!(!message.contains('\n'), "{name}: one line: {message}");
+                assert!(
+                    message.starts_with(&path.display().to_string()),
+                    "{name}: the message names the file: {message}"
+                );
+                let reason = ALLOWED_REFUSALS
+                    .iter()
+                    .find(|(needle, _)| message.contains(needle))
+                    .unwrap_or_else(|| {
+                        panic!("{name} is refused for a reason not allowed: {message}")
+                    });
+                refused.push(format!("{name}: {}", reason.1));
+            }
+        }
+    }
+    eprintln!(
+        "fio examples: {} of {} block-engine files run; refused: {refused:#?}",
+        ran.len(),
+        files.len()
+    );
+    assert!(
+        ran.len() * 3 >= files.len() * 2,
+        "only {} of {} run (refused: {refused:#?})",
+        ran.len(),
+        files.len()
+    );
+}

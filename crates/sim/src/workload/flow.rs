@@ -1,0 +1,114 @@
+//! fio's flow control (`flow`, `flow_id`, `flow_sleep`; fio's flow.c):
+//! jobs sharing a flow id keep their loop iterations in proportion to
+//! their weights. Each iteration a thread compares its share of the
+//! flow's counter with its share of the flow's weight; ahead of its share
+//! it does not issue: it reaps what it has in flight and sleeps
+//! `flow_sleep`, or, without a sleep, spins one poll iteration and checks
+//! again. A thread's weight counts from its start to its exit.
+
+use cint_scenario::{Scenario, Work};
+
+use crate::world::{Cont, World};
+
+/// The flows of a run and each thread's place in one.
+#[derive(Debug)]
+pub(crate) struct Flows {
+    /// Per flow: (id, counter, total weight of running threads). The
+    /// counter starts at 1, as fio's does.
+    flows: Vec<(u32, u64, u64)>,
+    /// Per thread: its flow's index, or none.
+    of_thread: Vec<Option<usize>>,
+    /// Per thread: iterations it counted.
+    counted: Vec<u64>,
+    /// Per thread: its weight is in its flow's total.
+    joined: Vec<bool>,
+}
+
+impl Flows {
+    /// The flows of `sc`; `jobs`: each thread's job.
+    pub(crate) fn new(sc: &Scenario, jobs: &[u32]) -> Flows {
+        let mut flows: Vec<(u32, u64, u64)> = Vec::new();
+        let of_thread = jobs
+            .iter()
+            .map(|&j| match &sc.jobs[j as usize].work {
+                Work::Io(io) if io.shape.flow > 0 => {
+                    let id = io.shape.flow_id;
+                    Some(match flows.iter().position(|f| f.0 == id) {
+                        Some(i) => i,
+                        None => {
+                            flows.push((id, 1, 0));
+                            flows.len() - 1
+                        }
+                    })
+                }
+                _ => None,
+            })
+            .collect();
+        Flows {
+            flows,
+            of_thread,
+            counted: vec![0; jobs.len()],
+            joined: vec![false; jobs.len()],
+        }
+    }
+}
+
+impl World<'_> {
+    /// Thread `t` starts: its weight joins its flow.
+    pub(crate) fn flow_join(&mut self, t: usize) {
+        let w = u64::from(self.shape(t).flow);
+        let f = &mut self.flows;
+        if let Some(i) = f.of_thread[t] {
+            if !f.joined[t] {
+                f.joined[t] = true;
+                f.flows[i].2 += w;
+            }
+        }
+    }
+
+    /// Thread `t` exits: its weight and its count leave its flow.
+    pub(crate) fn flow_leave(&mut self, t: usize) {
+        let w = u64::from(self.shape(t).flow);
+        let f = &mut self.flows;
+        if let Some(i) = f.of_thread[t] {
+            if f.joined[t] {
+                f.joined[t] = false;
+                let flow = &mut f.flows[i];
+                flow.2 = flow.2.saturating_sub(w);
+                flow.1 = flow.1.saturating_sub(f.counted[t]).max(1);
+                f.counted[t] = 0;
+            }
+        }
+    }
+
+    /// One iteration of thread `t`'s loop under flow control: true when
+    /// the thread is ahead of its share and has begun waiting.
+    pub(crate) fn flow_holds(&mut self, t: usize) -> bool {
+        let Some(i) = self.flows.of_thread[t] else {
+            return false;
+        };
+        self.flow_join(t);
+        let shape = self.shape(t);
+        let (_, counter, total) = self.flows.flows[i];
+        let mine = self.flows.counted[t];
+        // mine / counter > weight / total, in integers.
+        let ahead =
+            u128::from(mine) * u128::from(total) > u128::from(shape.flow) * u128::from(counter);
+        if !ahead {
+            self.flows.flows[i].1 += 1;
+            self.flows.counted[t] += 1;
+            return false;
+        }
+        if shape.flow_sleep > 0 {
+            if self.quiesce(t) {
+                return true;
+            }
+            let c = self.costs;
+            self.set_burst(t, c.timer_setup, Cont::Nap(shape.flow_sleep));
+        } else {
+            // At least a nanosecond: time must pass for the others to move.
+            self.set_burst(t, self.costs.poll_iteration.max(1), Cont::Issue);
+        }
+        true
+    }
+}

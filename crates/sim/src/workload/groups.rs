@@ -1,0 +1,293 @@
+//! Jobs that do not start with the run: fio's `startdelay`, and groups
+//! (`stonewall`, `wait_for`) that run one after another. A group starts
+//! once every thread of the groups before it has exited; each of its jobs
+//! then starts `startdelay` later, its `runtime` counts from there, and
+//! it is measured from its start plus the warm-up to its last thread's
+//! exit. A thread held back is blocked on a timer, so it starts the way a
+//! sleeping thread wakes (timer interrupt, wake-up, return to user).
+
+use cint_policy::Nanos;
+
+use crate::world::{Wait, World};
+
+/// Where each job is in the run's sequence of groups.
+#[derive(Debug)]
+pub(crate) struct Groups {
+    /// Distinct groups in ascending order.
+    order: Vec<u32>,
+    /// Index in `order` of the group running now.
+    current: usize,
+    jobs: Vec<JobClock>,
+    /// Groups or start delays are in use: the result gets their notes.
+    staged: bool,
+    /// An `exitall` with scope `all` ended the run's jobs: no later group
+    /// starts.
+    halted: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct JobClock {
+    /// When the job's threads were released (its group's start plus
+    /// `startdelay`).
+    start: Option<Nanos>,
+    /// When its last thread exited.
+    end: Option<Nanos>,
+    /// Threads not exited yet.
+    live: u32,
+}
+
+impl Groups {
+    /// Every job's clock, before the run.
+    pub(crate) fn new(sc: &cint_scenario::Scenario) -> Groups {
+        let mut order: Vec<u32> = sc.jobs.iter().map(|j| j.schedule.group).collect();
+        order.sort_unstable();
+        order.dedup();
+        let staged = order.len() > 1 || sc.jobs.iter().any(|j| j.schedule.startdelay > 0);
+        Groups {
+            order,
+            current: 0,
+            jobs: sc
+                .jobs
+                .iter()
+                .map(|j| JobClock {
+                    live: j.numjobs,
+                    ..JobClock::default()
+                })
+                .collect(),
+            staged,
+            halted: false,
+        }
+    }
+
+    /// Whether job `j` has started.
+    pub(crate) fn started(&self, j: usize) -> bool {
+        self.jobs[j].start.is_some()
+    }
+
+    /// Whether every thread of job `j` has exited.
+    pub(crate) fn ended(&self, j: usize) -> bool {
+        self.jobs[j].end.is_some()
+    }
+}
+
+impl World<'_> {
+    /// Releases the first group at time 0: its jobs without a start delay
+    /// run at once, the others and every later group's are held back.
+    pub(crate) fn stage_jobs(&mut self) {
+        let first = self.groups.order.first().copied().unwrap_or(0);
+        for t in 0..self.threads.len() {
+            let j = self.threads[t].job as usize;
+            let sched = self.sc.jobs[j].schedule;
+            if sched.group == first && sched.startdelay == 0 {
+                self.groups.jobs[j].start = Some(0);
+                self.flow_join(t);
+                continue;
+            }
+            let core = self.threads[t].core as usize;
+            self.cores[core].rq.retain(|&x| x as usize != t);
+            let th = &mut self.threads[t];
+            th.run = crate::world::RunState::Blocked;
+            th.wait = Wait::Sleep;
+        }
+        self.start_group(first, 0, true);
+    }
+
+    /// Starts the jobs of `group` at `now` (each after its start delay);
+    /// `delayed_only`: those without a delay already run.
+    fn start_group(&mut self, group: u32, now: Nanos, delayed_only: bool) {
+        for j in 0..self.sc.jobs.len() {
+            let job = &self.sc.jobs[j];
+            let delay = job.schedule.startdelay;
+            if job.schedule.group != group || (delayed_only && delay == 0) {
+                continue;
+            }
+            let start = now.saturating_add(delay);
+            self.groups.jobs[j].start = Some(start);
+            let stop_at = job.runtime.map(|r| start.saturating_add(r));
+            for t in 0..self.threads.len() {
+                if self.threads[t].job as usize != j {
+                    continue;
+                }
+                self.threads[t].prog.stop_at = stop_at;
+                self.flow_join(t);
+                let th = &mut self.threads[t];
+                th.timer_token += 1;
+                let token = th.timer_token;
+                self.events.schedule(
+                    start,
+                    crate::engine::Event::ThreadTimer {
+                        thread: t as u32,
+                        token,
+                    },
+                );
+            }
+        }
+    }
+
+    /// When job `j` started, if it has.
+    pub(crate) fn job_start(&self, j: usize) -> Option<Nanos> {
+        self.groups.jobs[j].start
+    }
+
+    /// Tells job `j`'s threads to stop: each exits at the top of its
+    /// loop, once the call it is in returns. A running job's thread
+    /// asleep on a timer (think time, rate limit, flow control) is woken
+    /// now, as fio's sleeps check for termination; one still waiting for
+    /// its start exits when it starts.
+    pub(crate) fn stop_job(&mut self, j: usize, now: Nanos) {
+        let running = self.groups.jobs[j].start.is_some_and(|s| s <= now);
+        for t in 0..self.threads.len() {
+            let th = &mut self.threads[t];
+            if th.job as usize != j {
+                continue;
+            }
+            th.prog.stop_at = Some(th.prog.stop_at.map_or(now, |s| s.min(now)));
+            if running && th.run == crate::world::RunState::Blocked && th.wait == Wait::Sleep {
+                th.timer_token += 1;
+                let token = th.timer_token;
+                self.events.schedule(
+                    now,
+                    crate::engine::Event::ThreadTimer {
+                        thread: t as u32,
+                        token,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Thread `t` is done (its `runtime`, `number_ios`, steady state or
+    /// another job's `exitall`): it exits, and when its group has no
+    /// thread left the next group starts.
+    pub(crate) fn exit_thread(&mut self, t: usize) {
+        self.block(t, Wait::Exited);
+        self.flow_leave(t);
+        let now = self.now();
+        let j = self.threads[t].job as usize;
+        let clock = &mut self.groups.jobs[j];
+        clock.live = clock.live.saturating_sub(1);
+        if clock.live > 0 {
+            return;
+        }
+        clock.end = Some(now);
+        if let Some(scope) = self.shape(t).exitall {
+            self.exit_all(j, scope, now);
+        }
+        let Some(&group) = self.groups.order.get(self.groups.current) else {
+            return;
+        };
+        let done = self
+            .sc
+            .jobs
+            .iter()
+            .zip(&self.groups.jobs)
+            .all(|(job, c)| job.schedule.group != group || c.live == 0);
+        if done && !self.groups.halted {
+            self.groups.current += 1;
+            if let Some(&next) = self.groups.order.get(self.groups.current) {
+                self.start_group(next, now, false);
+            }
+        }
+    }
+
+    /// fio's `exitall`: job `j` ended, so the running jobs of its group
+    /// (or of every group, and no later group starts) end too. A cpu job
+    /// has no loop to leave: it runs on.
+    fn exit_all(&mut self, j: usize, scope: cint_scenario::ExitScope, now: Nanos) {
+        let group = self.sc.jobs[j].schedule.group;
+        if scope == cint_scenario::ExitScope::All {
+            self.groups.halted = true;
+        }
+        for k in 0..self.sc.jobs.len() {
+            let same = self.sc.jobs[k].schedule.group == group;
+            if k != j && (same || scope == cint_scenario::ExitScope::All) {
+                self.stop_job(k, now);
+            }
+        }
+    }
+
+    /// Whether job `j`'s completions at `now` count: its own warm-up
+    /// (the scenario's, from the job's start) is over.
+    pub(crate) fn job_measuring(&self, j: usize, now: Nanos) -> bool {
+        match self.groups.jobs[j].start {
+            Some(start) => now >= start.saturating_add(self.sc.warmup),
+            None => false,
+        }
+    }
+
+    /// Job `j`'s measured window: from the later of the run's window and
+    /// its own start plus warm-up, to its end or now.
+    pub(crate) fn job_window(&self, j: usize) -> (Nanos, Nanos) {
+        let now = self.now();
+        let clock = self.groups.jobs[j];
+        let Some(start) = clock.start else {
+            return (now, now);
+        };
+        let from = self
+            .window_start
+            .max(start.saturating_add(self.sc.warmup))
+            .min(now);
+        let to = clock.end.unwrap_or(now).clamp(from, now);
+        (from, to)
+    }
+
+    /// One note per group (or delayed job) saying when it ran, so each
+    /// job's figures can be read against its own window.
+    pub(crate) fn group_notes(&self, strategy: &str) -> Vec<String> {
+        let ms = |ns: Nanos| format!("{:.3} ms", ns as f64 / 1e6);
+        let mut notes = Vec::new();
+        // A job that ended before its window (number_ios, io_size, a short
+        // runtime, steady state, exitall) measured nothing: say so.
+        for (j, job) in self.sc.jobs.iter().enumerate() {
+            let (Some(end), Some(start)) = (self.groups.jobs[j].end, self.groups.jobs[j].start)
+            else {
+                continue;
+            };
+            if self.jobs[j].ios == 0 && matches!(job.work, cint_scenario::Work::Io(_)) {
+                notes.push(format!(
+                    "strategy '{strategy}': job '{}' started at {} and ended at {} with no \
+                     request completed in its measured window, which began at {} (its runtime, \
+                     number_ios, io_size, steady state or another job's exitall ended it)",
+                    job.name,
+                    ms(start),
+                    ms(end),
+                    ms(self.window_start.max(start.saturating_add(self.sc.warmup)))
+                ));
+            }
+        }
+        if !self.groups.staged {
+            return notes;
+        }
+        for &g in &self.groups.order {
+            let mut parts = Vec::new();
+            for (j, job) in self.sc.jobs.iter().enumerate() {
+                if job.schedule.group != g {
+                    continue;
+                }
+                let (from, to) = self.job_window(j);
+                let text = match self.groups.jobs[j].start {
+                    None => format!("'{}' did not start before the run ended", job.name),
+                    Some(s) => format!(
+                        "'{}' started at {}, measured from {} to {}",
+                        job.name,
+                        ms(s),
+                        ms(from),
+                        ms(to)
+                    ),
+                };
+                parts.push(text);
+            }
+            notes.push(format!(
+                "strategy '{strategy}': group {g}: {}",
+                parts.join("; ")
+            ));
+        }
+        if self.groups.order.len() > 1 {
+            notes.push(format!(
+                "strategy '{strategy}': its groups ran one after another: each job's rates are \
+                 over its own measured window, so a total adds rates of different windows"
+            ));
+        }
+        notes
+    }
+}

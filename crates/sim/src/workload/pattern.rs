@@ -1,0 +1,260 @@
+//! fio's request-shaping options on a thread's loop: each request's
+//! direction and size, the rate caps' pacing (even or Poisson), Barrier
+//! on the last request of a submission call, think time after every few
+//! completions, `fsync`/`fdatasync` every few writes, and the ends set by
+//! `number_ios` and `io_size`. Jobs that shape nothing draw nothing extra
+//! from their thread's stream, so their runs stay byte-identical.
+
+use cint_policy::{Hint, Nanos, SEC};
+use cint_scenario::{Engine, IoShape, Rw, Work};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::world::{Cont, Wait, World};
+
+/// Per-thread counters of the shaping options.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ThreadShape {
+    /// Requests completed since the last think time.
+    since_think: u64,
+    /// Requests issued in all (`number_ios`).
+    issued: u64,
+    /// Bytes issued in all (`io_size`).
+    pub(crate) bytes: u64,
+    /// Writes issued since the last `fsync` / `fdatasync`.
+    pub(crate) writes_since_sync: [u64; 2],
+}
+
+/// The shape of a cpu job: nothing shaped.
+static NO_SHAPE: IoShape = IoShape {
+    bssplit: Vec::new(),
+    bssplit_write: Vec::new(),
+    bsrange: None,
+    rate: None,
+    rate_poisson: false,
+    barrier_last: false,
+    thinktime: 0,
+    thinktime_spin: 0,
+    thinktime_blocks: 1,
+    number_ios: None,
+    io_size: None,
+    percentile_list: Vec::new(),
+    fsync: 0,
+    fdatasync: 0,
+    flow: 0,
+    flow_id: 0,
+    flow_sleep: 0,
+    exitall: None,
+    steady: None,
+};
+
+/// Whether the request is a write: `rwmixread` decides for the mixes.
+pub(crate) fn is_write(rw: Rw, rwmixread: u8, rng: &mut ChaCha8Rng) -> bool {
+    match rw {
+        Rw::Read | Rw::RandRead => false,
+        Rw::Write | Rw::RandWrite => true,
+        Rw::RandRw | Rw::ReadWrite => rng.gen_range(0..100u32) >= u32::from(rwmixread),
+    }
+}
+
+/// A request's size: `bs`, or drawn from `bssplit` (its writes' list for
+/// a write) or `bsrange`.
+pub(crate) fn block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut ChaCha8Rng) -> u64 {
+    if let Some((lo, hi)) = shape.bsrange {
+        // fio aligns a drawn size down to the smaller bound: the sizes
+        // are the multiples of it up to the larger one.
+        return lo * rng.gen_range(1..=(hi / lo).max(1));
+    }
+    let split = if write && !shape.bssplit_write.is_empty() {
+        &shape.bssplit_write
+    } else {
+        &shape.bssplit
+    };
+    if split.is_empty() {
+        return bs;
+    }
+    let mut x = rng.gen_range(0..100u32);
+    for s in split {
+        if x < s.percent {
+            return s.bytes;
+        }
+        x -= s.percent;
+    }
+    // The shares add up to 100: unreachable, but never a size of zero.
+    split.last().map_or(bs, |s| s.bytes)
+}
+
+/// The mean request size (the byte-rate cap's nominal interval), of
+/// reads' sizes when reads and writes differ: the token count only
+/// decides how many requests to try, each one is paced by its own bytes.
+pub(crate) fn mean_block(shape: &IoShape, bs: u64) -> u64 {
+    if let Some((lo, hi)) = shape.bsrange {
+        let n = (hi / lo).max(1);
+        return lo * (n + 1) / 2;
+    }
+    if shape.bssplit.is_empty() {
+        return bs;
+    }
+    shape
+        .bssplit
+        .iter()
+        .map(|s| s.bytes * u64::from(s.percent))
+        .sum::<u64>()
+        / 100
+}
+
+/// How far a request of `bytes` moves the rate limiter's next issue
+/// instant: `interval` per request under `rate_iops`, its bytes' share of
+/// a second under `rate`; under `rate_process = "poisson"` an exponential
+/// draw of that mean (fio's poisson rate process).
+pub(crate) fn rate_step(
+    shape: &IoShape,
+    interval: Nanos,
+    bytes: u64,
+    rng: &mut ChaCha8Rng,
+) -> Nanos {
+    let mean = match shape.rate {
+        Some(rate) => {
+            let step = u128::from(bytes) * u128::from(SEC) / u128::from(rate.max(1));
+            u64::try_from(step).unwrap_or(u64::MAX).max(1)
+        }
+        None => interval,
+    };
+    if !shape.rate_poisson {
+        return mean;
+    }
+    // 1 - U lies in (0, 1]: its logarithm is finite.
+    let u: f64 = 1.0 - rng.gen::<f64>();
+    let step = -(mean as f64) * u.ln();
+    if step >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        (step.round() as u64).max(1)
+    }
+}
+
+/// The hint of request `index` of a `len`-request submission call when
+/// the application marks it: `barrier_last` is the patched fio's
+/// `RWF_BARRIER` on the last iocb of each `io_submit` (or io_uring
+/// batch), an application override of the kernel's rule and of the job's
+/// `hint`. Synchronous engines submit no batches.
+pub(crate) fn batch_hint(shape: &IoShape, engine: Engine, index: u32, len: u32) -> Option<Hint> {
+    let batches = !engine.is_sync();
+    (batches && shape.barrier_last && index + 1 == len).then_some(Hint::Barrier)
+}
+
+impl<'a> World<'a> {
+    /// The shaping options of thread `t`'s job (nothing for cpu jobs).
+    /// Borrowed from the scenario, not the world, so the world stays
+    /// mutable while it is read.
+    pub(crate) fn shape(&self, t: usize) -> &'a IoShape {
+        let sc: &'a cint_scenario::Scenario = self.sc;
+        match &sc.jobs[self.threads[t].job as usize].work {
+            Work::Io(io) => &io.shape,
+            Work::Cpu => &NO_SHAPE,
+        }
+    }
+
+    /// Counts a request thread `t` issues.
+    pub(crate) fn count_issue(&mut self, t: usize) {
+        self.shaping[t].issued += 1;
+    }
+
+    /// Counts requests handed to thread `t` (fio's think time counts
+    /// completed blocks, its default `thinktime_blocks_type=complete`).
+    pub(crate) fn count_completions(&mut self, t: usize, n: u32) {
+        let s = &mut self.shaping[t];
+        s.since_think = s.since_think.saturating_add(u64::from(n));
+    }
+
+    /// fio's `io_u_quiesce`: with requests in flight, a reap call waits
+    /// for all of them, and the loop comes back here once they are in
+    /// hand. True when that call has begun.
+    pub(crate) fn quiesce(&mut self, t: usize) -> bool {
+        let in_flight = self.threads[t].in_flight;
+        if in_flight == 0 {
+            return false;
+        }
+        self.threads[t].min_nr = in_flight;
+        match self.threads[t].prog.engine {
+            Engine::IoUring => self.get_events(t),
+            _ => {
+                let c = self.costs;
+                self.set_burst(t, c.syscall + c.aio_getevents_call, Cont::GetEvents)
+            }
+        }
+        true
+    }
+
+    /// Requests thread `t` may still issue under `number_ios`; none once
+    /// it has issued its `io_size` (the last call may pass it by at most
+    /// its own requests).
+    pub(crate) fn ios_left(&self, t: usize) -> u32 {
+        let shape = self.shape(t);
+        if shape.io_size.is_some_and(|b| self.shaping[t].bytes >= b) {
+            return 0;
+        }
+        match shape.number_ios {
+            Some(n) => n
+                .saturating_sub(self.shaping[t].issued)
+                .min(u64::from(u32::MAX)) as u32,
+            None => u32::MAX,
+        }
+    }
+
+    /// Thread `t` has issued its `number_ios` and has nothing in flight.
+    pub(crate) fn ios_done(&self, t: usize) -> bool {
+        self.ios_left(t) == 0 && self.threads[t].in_flight == 0
+    }
+
+    /// fio's think time: after `thinktime_blocks` completed requests the
+    /// thread waits for the rest in flight, spins `thinktime_spin`, then
+    /// sleeps the rest of `thinktime` (arming the timer costs
+    /// `timer_setup`). True when the pause (or its reap) has begun.
+    pub(crate) fn think_due(&mut self, t: usize) -> bool {
+        let shape = self.shape(t);
+        let (think, spin, blocks) = (
+            shape.thinktime,
+            shape.thinktime_spin,
+            shape.thinktime_blocks.max(1),
+        );
+        if think == 0 || self.shaping[t].since_think < u64::from(blocks) {
+            return false;
+        }
+        if self.quiesce(t) {
+            return true;
+        }
+        self.shaping[t].since_think = 0;
+        if think > spin {
+            self.set_burst(t, spin + self.costs.timer_setup, Cont::Nap(think - spin));
+        } else {
+            self.set_burst(t, spin, Cont::Issue);
+        }
+        true
+    }
+
+    /// fio's `fsync=N` / `fdatasync=N`: after every N writes issued, a
+    /// synchronous call before the next request (fio's libaio engine
+    /// makes it synchronous too). The built-in devices have no volatile
+    /// write cache (power-loss protected), so the kernel sends them no
+    /// flush and the call costs its entry and exit. True when it began.
+    pub(crate) fn sync_due(&mut self, t: usize) -> bool {
+        let shape = self.shape(t);
+        for (i, every) in [shape.fsync, shape.fdatasync].into_iter().enumerate() {
+            let since = &mut self.shaping[t].writes_since_sync[i];
+            if every > 0 && *since >= u64::from(every) {
+                *since = 0;
+                let c = self.costs;
+                self.set_burst(t, c.syscall + c.return_to_user, Cont::Issue);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A pause's timer is armed: sleep `d`, then back to the loop's top.
+    pub(crate) fn nap(&mut self, t: usize, d: Nanos) {
+        let at = self.now().saturating_add(d);
+        self.block_with_timer(t, Wait::Sleep, at);
+    }
+}

@@ -1,0 +1,271 @@
+//! fio's request-shaping and scheduling options in the simulator: each
+//! mechanism changes what it should, by about what it should. Scenarios
+//! are written as scenario TOML, the way users and the fio import give
+//! them.
+
+use cint_report::{JobResult, RunResult};
+
+fn run(text: &str) -> RunResult {
+    let sc = cint_scenario::load_str(text, "shape.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let first = cint_sim::run(&sc).unwrap_or_else(|e| panic!("{e}"));
+    let again = cint_sim::run(&sc).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        cint_report::to_json(&first).expect("json"),
+        cint_report::to_json(&again).expect("json"),
+        "deterministic"
+    );
+    first
+}
+
+/// A scenario of one strategy and the given jobs (each a `[[job]]` body).
+fn scenario(strategy: &str, duration: &str, jobs: &[&str]) -> String {
+    let mut text = format!(
+        "name = \"shape\"\nduration = \"{duration}\"\nwarmup = \"0ms\"\n[host]\ncores = 2\n\
+         [[strategy]]\nname = \"s\"\n{strategy}\n"
+    );
+    for job in jobs {
+        text.push_str("[[job]]\n");
+        text.push_str(job);
+        text.push('\n');
+    }
+    text
+}
+
+fn job<'a>(r: &'a RunResult, name: &str) -> &'a JobResult {
+    r.results[0]
+        .jobs
+        .iter()
+        .find(|j| j.name == name)
+        .unwrap_or_else(|| panic!("no job {name}"))
+}
+
+const NONE: &str = "kind = \"none\"";
+
+#[test]
+fn number_ios_and_io_size_end_each_thread_after_its_count() {
+    let r = run(&scenario(
+        NONE,
+        "20ms",
+        &[
+            "name = \"n\"\nengine = \"libaio\"\niodepth = 8\nbatch = 3\nnumber_ios = 100\nnumjobs = 2",
+            "name = \"b\"\ncpu = 1\nbs = \"4k\"\nio_size = \"400k\"",
+        ],
+    ));
+    assert_eq!(job(&r, "n").ios, 200, "100 per thread, not one more");
+    assert_eq!(job(&r, "b").ios, 100, "400 KiB of 4 KiB requests");
+}
+
+#[test]
+fn block_size_mixes_average_their_shares() {
+    let r = run(&scenario(
+        NONE,
+        "20ms",
+        &[
+            "name = \"split\"\nengine = \"libaio\"\niodepth = 4\nbssplit = \"4k/50:64k/50\"",
+            "name = \"range\"\ncpu = 1\nengine = \"libaio\"\niodepth = 4\nbsrange = \"4k-16k\"",
+        ],
+    ));
+    let mean = |j: &JobResult| j.bw_bytes as f64 / j.iops;
+    let split = mean(job(&r, "split"));
+    assert!(
+        (split / (34.0 * 1024.0) - 1.0).abs() < 0.05,
+        "bssplit mean {split}"
+    );
+    // Multiples of 4 KiB up to 16 KiB, equally likely: 10 KiB.
+    let range = mean(job(&r, "range"));
+    assert!(
+        (range / (10.0 * 1024.0) - 1.0).abs() < 0.05,
+        "bsrange mean {range}"
+    );
+}
+
+#[test]
+fn a_byte_rate_caps_bandwidth_evenly_or_as_a_poisson_process() {
+    let cap = 100u64 << 20;
+    for process in ["linear", "poisson"] {
+        let r = run(&scenario(
+            NONE,
+            "50ms",
+            &[&format!(
+                "name = \"r\"\nengine = \"libaio\"\niodepth = 16\nbs = \"16k\"\nrate = \"100m\"\n\
+                 rate_process = \"{process}\""
+            )],
+        ));
+        let bw = job(&r, "r").bw_bytes as f64 / cap as f64;
+        assert!((0.9..=1.05).contains(&bw), "{process}: {bw} of the cap");
+    }
+}
+
+#[test]
+fn thinktime_paces_a_synchronous_loop_and_its_blocks_space_the_pauses() {
+    let every = run(&scenario(
+        NONE,
+        "20ms",
+        &["name = \"t\"\nthinktime = \"100us\"\nthinktime_spin = \"20us\""],
+    ));
+    let every4 = run(&scenario(
+        NONE,
+        "20ms",
+        &["name = \"t\"\nthinktime = \"100us\"\nthinktime_blocks = 4"],
+    ));
+    let plain = run(&scenario(NONE, "20ms", &["name = \"t\""]));
+    let (a, b, p) = (
+        job(&every, "t").iops,
+        job(&every4, "t").iops,
+        job(&plain, "t").iops,
+    );
+    // One request (about 10 us) then 100 us of thinking: under 10 000/s.
+    assert!(a < 10_000.0 && a > 7_000.0, "think after each: {a}");
+    // Four requests per pause.
+    assert!(
+        b > 2.5 * a && b < p,
+        "think after four: {b} (each: {a}, none: {p})"
+    );
+    // The spin is CPU time, the sleep is not.
+    assert!(
+        job(&every, "t").cpu_util > 0.1,
+        "{}",
+        job(&every, "t").cpu_util
+    );
+}
+
+#[test]
+fn barrier_last_marks_each_batch_when_the_kernel_rule_is_off() {
+    let cint = "kind = \"cinterrupts\"\ndelta = \"6us\"\nthr = 32";
+    let body = "name = \"a\"\nengine = \"libaio\"\niodepth = 32\nbatch = 8\n\
+                batch_complete_min = 8\nhint = \"none\"";
+    let with = run(&scenario(
+        cint,
+        "10ms",
+        &[&format!("{body}\nbarrier_last = true")],
+    ));
+    let without = run(&scenario(cint, "10ms", &[body]));
+    let (w, wo) = (&with.results[0], &without.results[0]);
+    assert!(
+        w.interrupts > wo.interrupts,
+        "Barrier on each batch: {} interrupts, unmarked: {}",
+        w.interrupts,
+        wo.interrupts
+    );
+    assert!(w.interrupts * 8 >= w.jobs[0].ios);
+}
+
+#[test]
+fn groups_run_in_turn_and_start_delays_shift_a_job() {
+    let r = run(&scenario(
+        NONE,
+        "20ms",
+        &[
+            "name = \"first\"\nruntime = \"8ms\"",
+            "name = \"second\"\ngroup = 1",
+            "name = \"late\"\ncpu = 1\ngroup = 1\nstartdelay = \"2ms\"",
+        ],
+    ));
+    let (first, second, late) = (job(&r, "first"), job(&r, "second"), job(&r, "late"));
+    assert!(first.ios > 0 && second.ios > 0 && late.ios > 0);
+    // Each is measured over its own window: the rates match a job that
+    // runs alone on a core, though the counts differ.
+    let alone = job(&r, "first").iops;
+    for j in [second, late] {
+        assert!(
+            (j.iops / alone - 1.0).abs() < 0.1,
+            "{}: {} vs {alone}",
+            j.name,
+            j.iops
+        );
+    }
+    assert!(second.ios > first.ios, "12 ms against 8 ms");
+    assert!(late.ios < second.ios, "10 ms against 12 ms");
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.contains("group 1: 'second' started at 8."))
+        .unwrap_or_else(|| panic!("{:#?}", r.notes));
+    assert!(!note.contains('\n'));
+}
+
+#[test]
+fn fsync_every_few_writes_costs_a_system_call_each_time() {
+    let synced = run(&scenario(
+        NONE,
+        "20ms",
+        &["name = \"w\"\nrw = \"write\"\nfsync = 1"],
+    ));
+    let every4 = run(&scenario(
+        NONE,
+        "20ms",
+        &["name = \"w\"\nrw = \"write\"\nfsync = 4"],
+    ));
+    let plain = run(&scenario(NONE, "20ms", &["name = \"w\"\nrw = \"write\""]));
+    let (a, b, p) = (
+        job(&synced, "w").iops,
+        job(&every4, "w").iops,
+        job(&plain, "w").iops,
+    );
+    assert!(a < b && b < p, "fsync=1: {a}, fsync=4: {b}, none: {p}");
+    // One call (entry, exit, return: 300 ns on this host) per write:
+    // about 3% of a 10 us write.
+    assert!(a > 0.9 * p, "a call, not a device flush: {a} vs {p}");
+    // Reads are never synced.
+    let reads = run(&scenario(NONE, "20ms", &["name = \"w\"\nfsync = 1"]));
+    let plain_reads = run(&scenario(NONE, "20ms", &["name = \"w\""]));
+    assert_eq!(
+        cint_report::to_json(&reads).expect("json"),
+        cint_report::to_json(&plain_reads).expect("json")
+    );
+}
+
+#[test]
+fn flow_keeps_jobs_in_the_ratio_of_their_weights() {
+    let r = run(&scenario(
+        NONE,
+        "20ms",
+        &[
+            "name = \"light\"\nflow = 1",
+            "name = \"heavy\"\ncpu = 1\nflow = 3",
+        ],
+    ));
+    let ratio = job(&r, "heavy").ios as f64 / job(&r, "light").ios as f64;
+    assert!((ratio - 3.0).abs() < 0.15, "heavy/light = {ratio}");
+}
+
+#[test]
+fn exitall_ends_the_group_when_one_job_ends() {
+    let jobs = |exitall: &str| {
+        run(&scenario(
+            NONE,
+            "20ms",
+            &[
+                &format!("name = \"short\"\nruntime = \"4ms\"\n{exitall}"),
+                "name = \"long\"\ncpu = 1",
+            ],
+        ))
+    };
+    let with = jobs("exitall = \"group\"");
+    let without = jobs("");
+    let (w, wo) = (job(&with, "long").ios, job(&without, "long").ios);
+    assert!(
+        w * 4 < wo,
+        "long job: {w} requests with exitall, {wo} without"
+    );
+}
+
+#[test]
+fn steady_state_ends_a_job_once_its_samples_agree() {
+    let jobs = |ss: &str| {
+        run(&scenario(
+            NONE,
+            "3s",
+            &[&format!(
+                "name = \"s\"\nengine = \"libaio\"\niodepth = 2\n{ss}"
+            )],
+        ))
+    };
+    let steady = jobs("ss = \"iops:20%\"\nss_dur = \"1s\"");
+    let full = jobs("");
+    // The first second is one sample, steady by itself: the job ends at
+    // its first completion after 1 s, a third of the run.
+    let third = job(&steady, "s").ios as f64 / job(&full, "s").ios as f64;
+    assert!((third - 1.0 / 3.0).abs() < 0.02, "{third}");
+    assert!((job(&steady, "s").iops / job(&full, "s").iops - 1.0).abs() < 0.05);
+}
