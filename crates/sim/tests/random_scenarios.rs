@@ -298,8 +298,14 @@ fn check(seed: u64) {
                 job.iops,
                 io.bs
             );
-            device_iops += job.iops;
-            device_bw += job.bw_bytes as f64;
+            // A job's rates are over its own window (groups and start
+            // delays shorten it): what it moved counts over the run's.
+            let share = job
+                .fio
+                .as_ref()
+                .map_or(1.0, |f| f.runtime_ns as f64 / 1e9 / window);
+            device_iops += job.iops * share;
+            device_bw += job.bw_bytes as f64 * share;
         }
         assert!(
             device_iops <= iops_ceiling,
