@@ -26,8 +26,23 @@ fn scratch(tag: &str) -> PathBuf {
     dir
 }
 
+/// A back end this test started: killed and reaped if the test fails
+/// half-way, so a failed assertion never leaves a daemon behind (holding
+/// the test runner's output open).
+struct BackEnd(Child);
+
+impl Drop for BackEnd {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Waits up to 30 s (a loaded 2-core CI machine) for `path` to appear.
 fn wait_for(path: &Path, child: &mut Child) {
-    for _ in 0..500 {
+    for _ in 0..3_000 {
         if path.exists() {
             return;
         }
@@ -36,7 +51,7 @@ fn wait_for(path: &Path, child: &mut Child) {
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    panic!("socket never appeared");
+    panic!("{} never appeared", path.display());
 }
 
 fn signal(child: &Child, sig: i32) {
@@ -109,26 +124,29 @@ fn a_running_back_end_owns_its_socket_and_writes_stats_on_signals() {
     let sock = dir.join("s.sock");
     let stats = dir.join("stats.json");
     let metrics = dir.join("metrics.sock");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cint"))
-        .args([
-            "vhost",
-            "--socket",
-            sock.to_str().unwrap(),
-            "--image",
-            "null:1G",
-        ])
-        .args([
-            "--queues",
-            "2",
-            "--strategy",
-            "cinterrupts,delta=6us,thr=32",
-        ])
-        .args(["--stats-json", stats.to_str().unwrap()])
-        .args(["--metrics-socket", metrics.to_str().unwrap()])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(&sock, &mut child);
+    let mut back_end = BackEnd(
+        Command::new(env!("CARGO_BIN_EXE_cint"))
+            .args([
+                "vhost",
+                "--socket",
+                sock.to_str().unwrap(),
+                "--image",
+                "null:1G",
+            ])
+            .args([
+                "--queues",
+                "2",
+                "--strategy",
+                "cinterrupts,delta=6us,thr=32",
+            ])
+            .args(["--stats-json", stats.to_str().unwrap()])
+            .args(["--metrics-socket", metrics.to_str().unwrap()])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut back_end.0;
+    wait_for(&sock, child);
     let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     // The metrics socket is bound before the vhost-user socket's
@@ -159,15 +177,15 @@ fn a_running_back_end_owns_its_socket_and_writes_stats_on_signals() {
     assert!(stderr.contains("in use"), "{stderr}");
     assert!(sock.exists(), "the second back end removed nothing");
 
-    signal(&child, libc::SIGUSR1);
-    wait_for(&stats, &mut child);
+    signal(child, libc::SIGUSR1);
+    wait_for(&stats, child);
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
     assert_eq!(doc["strategy"], "cinterrupts,delta=6us,thr=32");
     assert_eq!(doc["queues"].as_array().unwrap().len(), 2);
     assert_eq!(doc["totals"]["requests"], 0);
 
     std::fs::remove_file(&stats).unwrap();
-    signal(&child, libc::SIGTERM);
+    signal(child, libc::SIGTERM);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
     assert!(stats.exists(), "stats written on exit");

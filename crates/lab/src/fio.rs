@@ -45,7 +45,6 @@ const MEANINGLESS: &[&str] = &[
     "directory",
     "description",
     "norandommap",
-    "gtod_reduce",
     "group_reporting",
     "thread",
     "threads",
@@ -511,6 +510,8 @@ struct JobSpec {
     iodepth: Option<At<u32>>,
     batch: Option<At<u32>>,
     batch_complete_min: Option<At<u32>>,
+    batch_complete_max: Option<At<u32>>,
+    gtod_reduce: Option<At<bool>>,
     engine: Option<At<Engine>>,
     numjobs: Option<At<u32>>,
     cpus: Option<At<Vec<u32>>>,
@@ -566,6 +567,8 @@ impl JobSpec {
             iodepth: None,
             batch: None,
             batch_complete_min: None,
+            batch_complete_max: None,
+            gtod_reduce: None,
             engine: None,
             numjobs: None,
             cpus: None,
@@ -1038,6 +1041,16 @@ fn apply(spec: &mut JobSpec, opt: &Opt, ctx: &mut Ctx) -> Result<(), FioError> {
                 ));
             }
             spec.batch_complete_min = Some(At::new(line, n as u32));
+        }
+        "iodepth_batch_complete_max" => {
+            let n = int(1, 65_535)?;
+            spec.batch_complete_max = Some(At::new(line, n as u32));
+        }
+        "gtod_reduce" => {
+            spec.gtod_reduce = Some(At::new(
+                line,
+                parse_bool(raw).ok_or_else(|| bad("a boolean"))?,
+            ))
         }
         "ioengine" => {
             let v = raw.ok_or_else(need)?;
@@ -1514,6 +1527,22 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
             let complete_min = spec.batch_complete_min.map_or(1, |b| b.value).min(iodepth);
             (iodepth, batch, complete_min)
         };
+        // fio: iodepth_batch_complete_max defaults to ..._min; below it
+        // fio would reap fewer than it waits for.
+        let complete_max = match spec.batch_complete_max {
+            None => complete_min,
+            Some(m) if m.value < complete_min => {
+                return Err(ctx.err(
+                    m.line,
+                    format!(
+                        "job '{}': iodepth_batch_complete_max={} is below \
+                         iodepth_batch_complete_min={complete_min}",
+                        spec.name, m.value
+                    ),
+                ));
+            }
+            Some(m) => m.value.min(iodepth),
+        };
         let cpus = spec.cpus.as_ref();
         if let Some(c) = cpus.filter(|c| c.value.len() > 1) {
             if spec.cpus_split.is_some_and(|s| s.value) {
@@ -1685,11 +1714,11 @@ fn build(specs: Vec<JobSpec>, args: &FioArgs, ctx: &mut Ctx) -> Result<Scenario,
                 iodepth,
                 batch,
                 batch_complete_min: complete_min,
-                batch_complete_max: complete_min,
+                batch_complete_max: complete_max,
                 hint: None,
                 nowait,
                 direct: spec.direct.is_some_and(|d| d.value),
-                gtod_reduce: false,
+                gtod_reduce: spec.gtod_reduce.is_some_and(|g| g.value),
                 rate_iops,
                 think: 0,
                 size,
@@ -2071,7 +2100,10 @@ numjobs=2
         let j = io(&s.jobs[0]);
         assert!(j.shape.barrier_last);
         assert_eq!((j.iodepth, j.batch), (32, 8));
-        for option in ["disable_bw", "disk_util", "numa_mem_policy", "gtod_reduce"] {
+        // gtod_reduce is modelled: the generator spends less CPU per I/O.
+        assert!(j.gtod_reduce);
+        assert!(!imp.warnings.iter().any(|w| w.contains("'gtod_reduce'")));
+        for option in ["disable_bw", "disk_util", "numa_mem_policy"] {
             assert!(
                 imp.warnings
                     .iter()
@@ -2080,6 +2112,34 @@ numjobs=2
                 imp.warnings
             );
         }
+    }
+
+    #[test]
+    fn batch_complete_max_defaults_to_min_and_may_not_be_below_it() {
+        let job = |extra: &str| {
+            format!("[j]\nioengine=libaio\niodepth=64\niodepth_batch_complete_min=8\n{extra}")
+        };
+        let s = import_str(&job(""), "m.fio", &args())
+            .expect("valid")
+            .scenario;
+        assert_eq!(
+            (
+                io(&s.jobs[0]).batch_complete_min,
+                io(&s.jobs[0]).batch_complete_max
+            ),
+            (8, 8)
+        );
+        let s = import_str(&job("iodepth_batch_complete_max=32\n"), "m.fio", &args())
+            .expect("valid")
+            .scenario;
+        assert_eq!(io(&s.jobs[0]).batch_complete_max, 32);
+        let e = import_str(&job("iodepth_batch_complete_max=4\n"), "m.fio", &args())
+            .expect_err("below min");
+        let line = e.to_string();
+        assert!(
+            line.contains("m.fio:5") && line.contains("iodepth_batch_complete_max=4"),
+            "{line}"
+        );
     }
 
     #[test]
