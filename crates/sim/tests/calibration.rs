@@ -37,14 +37,17 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     (
         "async none / cinterrupts IRQs (12-15x +-20%)",
         "media jitter reorders a batch, so its Barrier often completes before some of its \
-         requests, which then wait for delta: about 1.3 interrupts per batch where the \
-         paper's device gives about one (without jitter: one per batch, 12.0x)",
+         requests, which then wait for delta: 1.26 interrupts per batch where the authors \
+         report reordering as occasional (artifact fig7/test.sh); without jitter one per \
+         batch, 12.0x. Missing: host-side latency spread as its own term, the media's own \
+         spread from a device-only measurement",
     ),
     (
         "mixed none: async thread's CPU",
-        "interrupt time is the core's (CONFIG_IRQ_TIME_ACCOUNTING in the reference kernel's \
-         configuration), about 30% of the core under none, so two threads cannot each be \
-         accounted 50%",
+        "interrupt time, hard and soft, is in no thread's figure (CONFIG_IRQ_TIME_ACCOUNTING \
+         in the reference kernel's configuration; getrusage's utime+stime add up to the task \
+         clock, which leaves it out; the NVMe completion runs in the hard interrupt on Linux \
+         5.0): about 30% of the core under none, so two threads cannot each be accounted 50%",
     ),
     (
         "mixed none: sync thread's CPU",
@@ -66,7 +69,8 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
         "mixed adaptive: sync thread's CPU",
         "every async completion restarts adaptive's quiescence timer, so a sync read waits \
          for the end of the async batch plus delta (24 us mean, 14 under none), not delta \
-         alone; the sync thread issues fewer reads and the core idles 29%",
+         alone (the artifact's irq_poller restarts its wait on every entry too); the sync thread \
+         issues fewer reads and the core idles 29%; no mechanism for the paper's 23% found",
     ),
 ];
 

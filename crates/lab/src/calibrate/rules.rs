@@ -210,7 +210,10 @@ pub fn plateau(samples: &[ThrSample], tolerance: f64) -> Option<(usize, usize)> 
 pub fn recommend_thr(samples: &[ThrSample], tolerance: f64) -> Option<(u32, ThrBasis)> {
     let (start, end) = plateau(samples, tolerance)?;
     let run = &samples[start..=end];
-    if run.iter().any(|p| p.cpu_ns_per_io.is_nan() || p.cpu_ns_per_io <= 0.0) {
+    if run
+        .iter()
+        .any(|p| p.cpu_ns_per_io.is_nan() || p.cpu_ns_per_io <= 0.0)
+    {
         return Some((run[0].thr, ThrBasis::IopsOnlyNoCpu));
     }
     let cheapest = run
