@@ -104,6 +104,27 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, EmuError> {
     Ok(detail.result)
 }
 
+/// Job keys the emulator cannot honour, refused rather than ignored.
+/// `gtod_reduce` tells the simulator's generator to spend less CPU per
+/// I/O on time stamps; the emulator's generator is real code that takes
+/// the time stamps every latency needs, so the key would change nothing
+/// here while the result claimed it.
+fn refuse_unmodelled_keys(scenario: &Scenario) -> Result<(), EmuError> {
+    for job in &scenario.jobs {
+        if let Work::Io(io) = &job.work {
+            if io.gtod_reduce {
+                return Err(EmuError::Config(format!(
+                    "job '{}': gtod_reduce is not supported by cint emu (its workload \
+                     takes every time stamp it measures latency with); remove the key or \
+                     use cint sim",
+                    job.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Like [`run`], with the details tests check. Failed requests do not
 /// make it fail: they are counted in [`JobDetail::errors`].
 pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
@@ -121,6 +142,7 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             s.name
         )));
     }
+    refuse_unmodelled_keys(scenario)?;
     let layout = CpuLayout::for_scenario(scenario)?;
     let mut results = Vec::with_capacity(scenario.strategies.len());
     let mut details = Vec::with_capacity(scenario.strategies.len());
