@@ -289,9 +289,19 @@ impl Client {
 
     /// Takes every completion delivered so far, without waiting.
     pub fn reap(&mut self, out: &mut Vec<Completion>) -> usize {
+        self.reap_at_most(usize::MAX, out)
+    }
+
+    /// Takes at most `max` of the completions delivered so far, without
+    /// waiting; the rest stay delivered for the next call (a reap call's
+    /// `max_nr`, fio's `iodepth_batch_complete_max`).
+    pub fn reap_at_most(&mut self, max: usize, out: &mut Vec<Completion>) -> usize {
         let mut taken = 0;
         let mut in_hand = 0;
-        while let Some(delivery) = self.dq.pop() {
+        while taken < max {
+            let Some(delivery) = self.dq.pop() else {
+                break;
+            };
             if in_hand == 0 {
                 in_hand = sys::now();
             }
@@ -352,8 +362,22 @@ impl Client {
     /// Waits until at least `min` completions (at most those in flight)
     /// were taken, appending them to `out`; returns how many.
     pub fn wait(&mut self, min: usize, mode: WaitMode, out: &mut Vec<Completion>) -> usize {
+        self.wait_between(min, usize::MAX, mode, out)
+    }
+
+    /// [`Client::wait`] taking at most `max` completions (`max` below
+    /// `min` counts as `min`): `io_getevents(min_nr, max_nr)`. Completions
+    /// beyond `max` stay delivered for the next call.
+    pub fn wait_between(
+        &mut self,
+        min: usize,
+        max: usize,
+        mode: WaitMode,
+        out: &mut Vec<Completion>,
+    ) -> usize {
         let want = min.min(self.in_flight);
-        let mut taken = self.reap(out);
+        let max = max.max(want);
+        let mut taken = self.reap_at_most(max, out);
         while taken < want {
             match mode {
                 WaitMode::Spin => std::hint::spin_loop(),
@@ -373,7 +397,7 @@ impl Client {
                     }
                 }
             }
-            taken += self.reap(out);
+            taken += self.reap_at_most(max - taken, out);
         }
         taken
     }
@@ -466,5 +490,52 @@ mod tests {
         assert_eq!(out[1].result, Ok(512));
         assert!(out[1].buf.is_some());
         assert_eq!((client.in_flight(), client.strays()), (0, 0));
+    }
+
+    /// `io_getevents(min_nr, max_nr)`: a call takes at most `max_nr`
+    /// completions; the others stay delivered, each taken exactly once by
+    /// a later call (fio's `iodepth_batch_complete_max`).
+    #[test]
+    fn a_reap_call_takes_at_most_its_max_and_keeps_the_rest() {
+        let shared = Arc::new(Shared::new(vec![Queue::new(
+            QueueMode::Poll,
+            Default::default(),
+        )]));
+        let mut client = Client::register(&shared, 0, 8).expect("client");
+        let channel = Arc::clone(shared.channel(0).expect("registered"));
+        let mut device_end = channel.sq_rx.take().expect("submission consumer");
+        let mut deliver = channel.dq_tx.take().expect("delivery producer");
+        for user_data in 1..=5 {
+            client
+                .submit(Request {
+                    op: Op::Read,
+                    offset: 0,
+                    len: 512,
+                    hint: Hint::Unmarked,
+                    buf: None,
+                    user_data,
+                })
+                .expect("submit");
+        }
+        for _ in 0..5 {
+            let entry = device_end.pop().expect("submitted");
+            deliver
+                .push(Delivery {
+                    slot: entry.slot,
+                    generation: entry.generation,
+                    result: 512,
+                    by: DeliveredBy::Poll,
+                })
+                .expect("room");
+        }
+        let mut out = Vec::new();
+        assert_eq!(client.wait_between(1, 2, WaitMode::Spin, &mut out), 2);
+        assert_eq!(client.in_flight(), 3);
+        // A max below min counts as min.
+        assert_eq!(client.wait_between(3, 1, WaitMode::Spin, &mut out), 3);
+        let ids: Vec<u64> = out.iter().map(|c| c.user_data).collect();
+        assert_eq!(ids, [1, 2, 3, 4, 5]);
+        assert_eq!((client.in_flight(), client.strays()), (0, 0));
+        assert_eq!(client.reap(&mut out), 0, "nothing is handed out twice");
     }
 }

@@ -167,6 +167,9 @@ impl IoThread {
         let depth = self.client.depth();
         let batch = (self.io.batch as usize).clamp(1, depth);
         let min_events = (self.io.batch_complete_min as usize).clamp(1, depth);
+        // io_getevents' max_nr: fio's iodepth_batch_complete_max (the
+        // validator keeps it within batch_complete_min ..= iodepth).
+        let max_events = (self.io.batch_complete_max as usize).clamp(min_events, depth);
         loop {
             let stopping = control.phase.load(Ordering::Relaxed) == PHASE_STOP
                 || self.plan.stop_at.is_some_and(|t| sys::now() >= t);
@@ -189,14 +192,16 @@ impl IoThread {
                 }
                 continue;
             }
-            let want = if stopping {
-                self.client.in_flight()
+            let (want, most) = if stopping {
+                // Draining at the end: every request comes back, however
+                // many calls that takes.
+                (self.client.in_flight(), usize::MAX)
             } else if self.io.engine.is_sync() {
-                1
+                (1, 1)
             } else {
-                min_events
+                (min_events, max_events)
             };
-            self.wait(want);
+            self.wait(want, most);
             self.account(control);
         }
         self.out.strays = self.client.strays();
@@ -313,22 +318,25 @@ impl IoThread {
         request_hint(call, &ctx)
     }
 
-    fn wait(&mut self, want: usize) {
+    /// One reap call: waits for at least `want` completions and takes at
+    /// most `most` (the rest stay delivered for the next call).
+    fn wait(&mut self, want: usize, most: usize) {
         if let Some(estimator) = &mut self.estimator {
             // Hybrid polling: sleep for the estimate, then spin.
             let dir = Direction::Read;
             let sleep = estimator.sleep_for(sys::now(), self.io.bs, dir);
-            if sleep > 0 && self.client.reap(&mut self.done) < want {
+            if sleep > 0 && self.client.reap_at_most(most, &mut self.done) < want {
                 sys::sleep_ns(sleep);
                 self.sleeps += 1;
             }
             let have = self.done.len();
             if have < want {
                 self.client
-                    .wait(want - have, WaitMode::Spin, &mut self.done);
+                    .wait_between(want - have, most - have, WaitMode::Spin, &mut self.done);
             }
         } else {
-            self.client.wait(want, self.wait_mode, &mut self.done);
+            self.client
+                .wait_between(want, most, self.wait_mode, &mut self.done);
         }
     }
 
