@@ -463,6 +463,13 @@ static int describe(struct disk *d)
     return 0;
 }
 
+static int cmp_disk(const void *a, const void *b)
+{
+    const struct disk *x = a, *y = b;
+    size_t lx = strlen(x->name), ly = strlen(y->name);
+    return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x->name, y->name);
+}
+
 static int find_disks(struct disk *disks)
 {
     int n = 0;
@@ -474,6 +481,8 @@ static int find_disks(struct disk *disks)
         if (strncmp(e->d_name, "vd", 2) == 0)
             snprintf(disks[n++].name, sizeof disks[0].name, "%s", e->d_name);
     closedir(dir);
+    /* readdir's order is arbitrary: run the disks in a stable order. */
+    qsort(disks, (size_t)n, sizeof *disks, cmp_disk);
     return n;
 }
 

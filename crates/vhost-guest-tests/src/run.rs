@@ -252,7 +252,7 @@ impl RunOutcome {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{:<30} {:>8} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} | {:>6} {:>6} {:>7} {:>7} {:>8} {:>8} | {}",
+            "{:<30} {:>8} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} | {:>6} {:>6} {:>7} {:>7} {:>8} {:>8} | integrity",
             "strategy",
             "requests",
             "guest-irq",
@@ -267,7 +267,6 @@ impl RunOutcome {
             "m-reqs",
             "rt-p50us",
             "rt-p90us",
-            "integrity"
         );
         for d in &self.disks {
             let g = &d.guest;

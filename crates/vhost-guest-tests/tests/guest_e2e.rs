@@ -1,0 +1,213 @@
+//! End-to-end: a real, unmodified Debian cloud kernel under QEMU (TCG) on
+//! vhost-user-blk disks, one per strategy (issue #12 item 5):
+//! (a) integrity under every policy, (b) the guest's interrupt count per
+//! disk against the back end's count of interrupts sent, (c) an RT reader
+//! beside a batch job under `cinterrupts` and `adaptive`.
+//!
+//! Outside CI the tests skip, loudly, when QEMU, the extracted kernel,
+//! busybox or the `cint` binary is missing; with `CI` set a missing piece
+//! is a failure. `.ci/deps/qemu-guest.sh` installs them.
+
+use cint_vhost_guest_tests::backend::{cint_binary, which, BackendKind};
+use cint_vhost_guest_tests::run::{self, DiskOutcome, Prerequisites, RunConfig, RunOutcome};
+use cint_vhost_guest_tests::Error;
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
+/// The prerequisites, or `None` (after saying so) when the test may skip.
+fn prerequisites(backend: Result<BackendKind, Error>) -> Option<Prerequisites> {
+    match backend.and_then(Prerequisites::find) {
+        Ok(pre) => Some(pre),
+        Err(Error::Missing(what)) if !in_ci() => {
+            eprintln!(
+                "\n*** SKIPPED: guest end-to-end test needs {what}; run `bash .ci/deps/qemu-guest.sh` (with CI set this fails) ***\n"
+            );
+            None
+        }
+        Err(e) => panic!("guest end-to-end prerequisites: {e}"),
+    }
+}
+
+fn run_guest(cfg: &RunConfig, pre: &Prerequisites) -> RunOutcome {
+    let work = tempfile::tempdir().expect("temporary folder");
+    let outcome = run::run(cfg, pre, work.path()).unwrap_or_else(|e| panic!("guest run: {e}"));
+    eprintln!("{}", outcome.table());
+    assert!(
+        outcome.guest.done,
+        "the guest program did not finish; console:\n{}",
+        outcome.console
+    );
+    assert!(
+        outcome.guest.errors.is_empty(),
+        "guest errors: {:?}",
+        outcome.guest.errors
+    );
+    outcome
+}
+
+/// (a) Nothing lost, nothing corrupted: the guest read back what it wrote
+/// both ways, and the image on the host holds exactly the pattern, with
+/// the checksums the guest computed.
+fn assert_integrity(d: &DiskOutcome) {
+    let who = format!("{} ({})", d.strategy, d.pci);
+    assert!(
+        d.guest.errors.is_empty(),
+        "{who}: guest errors {:?}",
+        d.guest.errors
+    );
+    let i = d
+        .guest
+        .integrity
+        .as_ref()
+        .unwrap_or_else(|| panic!("{who}: the guest did not run the integrity phase"));
+    assert!(i.bytes > 0, "{who}: nothing written");
+    assert!(i.ok, "{who}: guest saw {} bytes differ", i.mismatches);
+    assert_eq!(i.mismatches, 0, "{who}");
+    assert_eq!(
+        d.image.mismatches, 0,
+        "{who}: the image differs from the pattern"
+    );
+    assert_eq!(
+        i.direct_sum, d.image.direct_sum,
+        "{who}: O_DIRECT half's checksum"
+    );
+    assert_eq!(
+        i.buffered_sum, d.image.buffered_sum,
+        "{who}: buffered half's checksum"
+    );
+}
+
+fn disk<'a>(outcome: &'a RunOutcome, kind: &str) -> &'a DiskOutcome {
+    outcome
+        .disks
+        .iter()
+        .find(|d| d.strategy.split(',').next() == Some(kind))
+        .unwrap_or_else(|| panic!("no {kind} disk in the run"))
+}
+
+#[test]
+fn unmodified_guest_under_every_policy() {
+    let Some(pre) = prerequisites(cint_binary().map(BackendKind::Cint)) else {
+        return;
+    };
+    let cfg = RunConfig::default();
+    let outcome = run_guest(&cfg, &pre);
+
+    for d in &outcome.disks {
+        assert_integrity(d);
+
+        // (b) Every interrupt the guest counted on the disk's queue vector
+        // is a call-eventfd write of its back end. QEMU turns each read of
+        // the eventfd into one MSI, so writes that land before QEMU reads
+        // the counter arrive as one interrupt: the guest may see fewer,
+        // never more.
+        let who = format!("{} ({})", d.strategy, d.pci);
+        let be = d.backend.as_ref().expect("cint vhost writes its stats");
+        let guest_irqs = d
+            .guest
+            .total_irqs
+            .unwrap_or_else(|| panic!("{who}: no totals"));
+        assert!(guest_irqs > 0, "{who}: the guest saw no interrupt");
+        assert!(
+            guest_irqs <= be.irqs_sent,
+            "{who}: guest counted {guest_irqs} interrupts, back end sent {}",
+            be.irqs_sent
+        );
+        let merged = be.irqs_sent - guest_irqs;
+        assert!(
+            merged * 50 <= be.irqs_sent,
+            "{who}: back end sent {} interrupts, guest counted {guest_irqs}",
+            be.irqs_sent
+        );
+        assert_eq!(
+            be.irqs_wanted,
+            be.irqs_sent + be.irqs_suppressed,
+            "{who}: every wanted interrupt is sent or suppressed"
+        );
+        let guest_requests = d.guest.total_requests.unwrap_or(0);
+        assert!(
+            be.requests >= guest_requests,
+            "{who}: back end served {} requests, guest completed {guest_requests}",
+            be.requests
+        );
+    }
+
+    // (c) An RT reader beside a batch job. Both strategies share delta and
+    // thr, with thr above the requests the guest keeps in flight, so a
+    // completion without a hint waits for delta of quiet.
+    let cint = disk(&outcome, "cinterrupts");
+    let adaptive = disk(&outcome, "adaptive");
+    let cm = cint.guest.mixed.as_ref().expect("cinterrupts mixed phase");
+    let am = adaptive.guest.mixed.as_ref().expect("adaptive mixed phase");
+    assert!(cm.ok && am.ok);
+    assert_eq!(cm.reader_ops, cfg.reads);
+    assert_eq!(am.reader_ops, cfg.reads);
+    // Back end: each RT completion fired its own urgent interrupt under
+    // cinterrupts; adaptive ignores hints.
+    let cbe = cint.backend.as_ref().expect("stats");
+    let abe = adaptive.backend.as_ref().expect("stats");
+    assert!(
+        cbe.urgent_irqs >= cm.reader_ops,
+        "cinterrupts: {} urgent interrupts for {} RT reads",
+        cbe.urgent_irqs,
+        cm.reader_ops
+    );
+    assert_eq!(abe.urgent_irqs, 0, "adaptive fired urgent interrupts");
+    // Guest: the batch was coalesced (fewer interrupts than requests)
+    // while every RT read was woken by an interrupt of its own...
+    assert!(
+        cm.irqs >= cm.reader_ops && cm.irqs < cm.requests,
+        "cinterrupts mixed phase: {} interrupts, {} RT reads, {} requests",
+        cm.irqs,
+        cm.reader_ops,
+        cm.requests
+    );
+    assert!(
+        am.irqs < am.requests,
+        "adaptive mixed phase: {} interrupts for {} requests",
+        am.irqs,
+        am.requests
+    );
+    // ...at once under cinterrupts, after delta of quiet under adaptive:
+    // the adaptive reader's median latency is at least delta (2 ms, a
+    // lower bound the timer enforces), and above the cinterrupts reader's.
+    assert!(
+        am.reader_p50_us >= 2000,
+        "adaptive RT reads did not wait for delta: median {} us",
+        am.reader_p50_us
+    );
+    assert!(
+        cm.reader_p50_us < am.reader_p50_us,
+        "cinterrupts RT median {} us, adaptive {} us",
+        cm.reader_p50_us,
+        am.reader_p50_us
+    );
+}
+
+/// The guest path alone (boot, modules, initramfs, guest program, parsing,
+/// image checks) against a reference vhost-user-blk peer, so a failure
+/// here is not the back end's.
+#[test]
+fn guest_path_against_qemu_storage_daemon() {
+    let peer = which("qemu-storage-daemon").ok_or_else(|| {
+        Error::Missing("qemu-storage-daemon (Debian package qemu-system-common)".into())
+    });
+    let Some(pre) = prerequisites(peer.map(BackendKind::StorageDaemon)) else {
+        return;
+    };
+    let cfg = RunConfig {
+        strategies: vec!["none".into(), "none".into()],
+        reads: 50,
+        ..RunConfig::default()
+    };
+    let outcome = run_guest(&cfg, &pre);
+    assert_eq!(outcome.disks.len(), 2);
+    for d in &outcome.disks {
+        assert_integrity(d);
+        let m = d.guest.mixed.as_ref().expect("mixed phase");
+        assert_eq!(m.reader_ops, 50);
+        assert!(d.guest.total_irqs.unwrap_or(0) > 0);
+    }
+}
