@@ -19,6 +19,7 @@
 mod input;
 mod interrupt;
 mod output;
+mod vhost;
 mod workflow;
 
 use std::ffi::OsString;
@@ -146,6 +147,8 @@ enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Serve a virtio-blk disk to a vhost-user front end, interrupts decided by a policy
+    Vhost(vhost::VhostArgs),
     /// Validate the scenario and print it resolved: defaults and profiles filled in
     Check {
         #[command(flatten)]
@@ -307,6 +310,7 @@ fn dispatch(
         Command::Sweep(cmd) => workflow::sweep(&cmd, engines, out, err),
         Command::Plot(cmd) => workflow::plot(&cmd, out),
         Command::Calibrate(cmd) => workflow::calibrate(&cmd, engines, out, err),
+        Command::Vhost(args) => vhost::run(args),
     }
 }
 

@@ -1,0 +1,234 @@
+//! The process around the device: the socket, the connection loop,
+//! signals and the stats outputs.
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use vhost::vhost_user::{Error as VhostUserError, Listener};
+use vhost_user_backend::{Error as DaemonError, VhostUserDaemon};
+use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
+
+use crate::backend::BlkBackend;
+use crate::error::VhostError;
+use crate::image::Image;
+use crate::options::Options;
+use crate::stats::{self, QueueStats};
+
+/// Runs the back end until a signal, or until the front end goes away
+/// without `--reconnect`. Returns once the stats are written and the
+/// socket removed.
+pub fn run(opts: &Options) -> Result<(), VhostError> {
+    let image = Arc::new(Image::open(&opts.image, opts.read_only)?);
+    check_socket_path(&opts.socket)?;
+    // Before any thread exists, so that every thread inherits the mask and
+    // only the signal thread receives these.
+    let signals = block_signals()?;
+    let backend = Arc::new(BlkBackend::new(
+        image,
+        opts.queues,
+        opts.queue_size,
+        opts.read_only,
+        &opts.strategy,
+        opts.hint_map,
+    )?);
+    let mut listener = listen(&opts.socket)?;
+    let outputs = Arc::new(Outputs {
+        backend: Arc::clone(&backend),
+        strategy: opts.strategy_spec.clone(),
+        stats_json: opts.stats_json.clone(),
+        socket: opts.socket.clone(),
+    });
+    spawn_signal_thread(signals, Arc::clone(&outputs))?;
+    if let Some(every) = opts.stats_interval {
+        let backend = Arc::clone(&backend);
+        std::thread::Builder::new()
+            .name("cint-vhost-stats".into())
+            .spawn(move || live_stats(&backend, every))
+            .map_err(|e| VhostError::internal(format!("starting the stats thread: {e}")))?;
+    }
+    eprintln!(
+        "cint vhost: serving {} on {} ({} queue(s) of {}, strategy {})",
+        match &opts.image {
+            crate::options::ImageSpec::File(p) => p.display().to_string(),
+            crate::options::ImageSpec::Null(n) => format!("null:{n}"),
+        },
+        opts.socket.display(),
+        opts.queues,
+        opts.queue_size,
+        opts.strategy_spec
+    );
+
+    let result = serve(&backend, &mut listener, opts.reconnect);
+    outputs.finish();
+    result
+}
+
+fn serve(
+    backend: &Arc<BlkBackend>,
+    listener: &mut Listener,
+    reconnect: bool,
+) -> Result<(), VhostError> {
+    loop {
+        let mem = GuestMemoryAtomic::new(GuestMemoryMmap::new());
+        backend.set_memory(mem.clone());
+        let mut daemon = VhostUserDaemon::new("cint-vhost".into(), Arc::clone(backend), mem)
+            .map_err(|e| VhostError::internal(format!("vhost-user daemon: {e}")))?;
+        let handlers = daemon.get_epoll_handlers();
+        backend
+            .register(&handlers)
+            .map_err(|e| VhostError::internal(format!("registering queue events: {e}")))?;
+        daemon
+            .start(listener)
+            .map_err(|e| VhostError::internal(format!("accepting a front end: {e}")))?;
+        let ended = daemon.wait();
+        // The connection is gone: let in-flight backing I/O land (into
+        // memory the requests keep mapped) before the workers stop.
+        let left = backend.wait_idle();
+        if left > 0 {
+            eprintln!("cint vhost: {left} request(s) still in flight after the front end left");
+        }
+        for h in &handlers {
+            h.send_exit_event();
+        }
+        match ended {
+            Ok(()) => eprintln!("cint vhost: front end disconnected"),
+            Err(DaemonError::HandleRequest(
+                VhostUserError::Disconnected
+                | VhostUserError::PartialMessage
+                | VhostUserError::SocketBroken(_),
+            )) => eprintln!("cint vhost: front end disconnected"),
+            Err(e) => eprintln!("cint vhost: front end connection ended: {e}"),
+        }
+        if !reconnect {
+            return Ok(());
+        }
+        eprintln!("cint vhost: waiting for the next front end");
+    }
+}
+
+/// Refuses a socket path that exists: a live socket is in use, anything
+/// else is not ours to remove.
+fn check_socket_path(path: &Path) -> Result<(), VhostError> {
+    let shown = path.display();
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(VhostError::bad(format!("--socket {shown}: {e}"))),
+        Ok(m) if m.file_type().is_socket() => {
+            if UnixStream::connect(path).is_ok() {
+                Err(VhostError::bad(format!(
+                    "--socket {shown}: in use (a process is listening on it)"
+                )))
+            } else {
+                Err(VhostError::bad(format!(
+                    "--socket {shown}: a socket nobody listens on already exists; remove it if it is stale"
+                )))
+            }
+        }
+        Ok(_) => Err(VhostError::bad(format!(
+            "--socket {shown}: exists and is not a socket"
+        ))),
+    }
+}
+
+/// Creates the listening socket, owner-only from the start (umask around
+/// bind, so there is no window in which others may connect).
+fn listen(path: &Path) -> Result<Listener, VhostError> {
+    // SAFETY: umask only changes this process's file-creation mask; no
+    // other thread creates files at this point (none is running yet
+    // besides this one).
+    let old = unsafe { libc::umask(0o177) };
+    let listener = Listener::new(path, false);
+    // SAFETY: as above, restoring the previous mask.
+    unsafe { libc::umask(old) };
+    let listener =
+        listener.map_err(|e| VhostError::bad(format!("--socket {}: {e}", path.display())))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| VhostError::internal(format!("--socket {}: chmod: {e}", path.display())))?;
+    Ok(listener)
+}
+
+/// What the back end leaves behind when it stops or is asked.
+struct Outputs {
+    backend: Arc<BlkBackend>,
+    strategy: String,
+    stats_json: Option<PathBuf>,
+    socket: PathBuf,
+}
+
+impl Outputs {
+    fn write_stats(&self) {
+        if let Some(path) = &self.stats_json {
+            let doc = stats::document(&self.strategy, &self.backend.stats());
+            if let Err(e) = stats::write_atomically(path, &doc) {
+                eprintln!("cint vhost: --stats-json {}: {e}", path.display());
+            }
+        }
+    }
+
+    /// Stats written, our socket removed.
+    fn finish(&self) {
+        self.write_stats();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+fn block_signals() -> Result<libc::sigset_t, VhostError> {
+    // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it
+    // and pthread_sigmask reads it; all pointers are to locals.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGUSR1] {
+            libc::sigaddset(&mut set, s);
+        }
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if rc != 0 {
+            return Err(VhostError::internal(format!(
+                "blocking signals: {}",
+                std::io::Error::from_raw_os_error(rc)
+            )));
+        }
+        Ok(set)
+    }
+}
+
+fn spawn_signal_thread(set: libc::sigset_t, outputs: Arc<Outputs>) -> Result<(), VhostError> {
+    std::thread::Builder::new()
+        .name("cint-vhost-signals".into())
+        .spawn(move || loop {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: `set` is an initialised signal set owned by this
+            // closure and `sig` a local the call writes.
+            let rc = unsafe { libc::sigwait(&set, &mut sig) };
+            if rc != 0 {
+                continue;
+            }
+            if sig == libc::SIGUSR1 {
+                outputs.write_stats();
+            } else {
+                outputs.finish();
+                std::process::exit(0);
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| VhostError::internal(format!("starting the signal thread: {e}")))
+}
+
+fn live_stats(backend: &BlkBackend, every: std::time::Duration) {
+    let mut before = QueueStats::default();
+    let mut at = Instant::now();
+    loop {
+        std::thread::sleep(every);
+        let mut now = QueueStats::default();
+        for q in backend.stats() {
+            now.add(&q);
+        }
+        let secs = at.elapsed().as_secs_f64();
+        at = Instant::now();
+        eprintln!("{}", stats::live_line(&now, &before, secs));
+        before = now;
+    }
+}

@@ -1,0 +1,327 @@
+//! A virtio-blk request, read from its descriptor chain and checked
+//! against everything an untrusted driver can get wrong.
+//!
+//! Layout accepted (what Linux, QEMU's and cloud-hypervisor's drivers
+//! send): the first descriptor is device-readable and starts with the
+//! 16-byte header (type, ioprio, sector); the status byte is the last byte
+//! of the last descriptor, which is device-writable; data lies between
+//! (and in any bytes of those two descriptors beyond the header and
+//! before the status byte). Device-readable descriptors precede
+//! device-writable ones (virtio 1.x §2.7.4.2).
+
+use virtio_bindings::virtio_blk::{
+    VIRTIO_BLK_S_IOERR, VIRTIO_BLK_S_UNSUPP, VIRTIO_BLK_T_DISCARD, VIRTIO_BLK_T_FLUSH,
+    VIRTIO_BLK_T_GET_ID, VIRTIO_BLK_T_IN, VIRTIO_BLK_T_OUT, VIRTIO_BLK_T_WRITE_ZEROES,
+    VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP,
+};
+use virtio_queue::desc::split::Descriptor;
+use vm_memory::{Address, Bytes, GuestAddress, GuestMemoryBackend};
+
+use crate::options::SECTOR;
+
+/// Size of the request header: le32 type, le32 ioprio, le64 sector.
+pub const HEADER_LEN: u32 = 16;
+/// Size of one discard / write-zeroes segment: le64 sector, le32 count,
+/// le32 flags.
+pub const RANGE_LEN: u32 = 16;
+
+/// A run of guest memory holding request data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Guest physical address.
+    pub addr: GuestAddress,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+/// What the request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `VIRTIO_BLK_T_IN`: read from the disk into the data segments.
+    Read,
+    /// `VIRTIO_BLK_T_OUT`: write the data segments to the disk.
+    Write,
+    /// `VIRTIO_BLK_T_FLUSH`.
+    Flush,
+    /// `VIRTIO_BLK_T_GET_ID`: the device id string into the data.
+    GetId,
+    /// `VIRTIO_BLK_T_DISCARD` of a range of sectors.
+    Discard {
+        /// First sector.
+        sector: u64,
+        /// Number of sectors.
+        sectors: u32,
+    },
+    /// `VIRTIO_BLK_T_WRITE_ZEROES` of a range of sectors.
+    WriteZeroes {
+        /// First sector.
+        sector: u64,
+        /// Number of sectors.
+        sectors: u32,
+        /// The driver allows deallocation.
+        unmap: bool,
+    },
+}
+
+/// A well-formed request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// What to do.
+    pub op: Op,
+    /// First sector (read and write).
+    pub sector: u64,
+    /// The header's ioprio.
+    pub ioprio: u32,
+    /// Data, in order (empty for flush, discard and write-zeroes).
+    pub data: Vec<Segment>,
+    /// Sum of the data lengths.
+    pub data_len: u64,
+    /// Where the status byte goes.
+    pub status: GuestAddress,
+}
+
+/// A request the device refuses: the status to report, if a status byte
+/// can be written, and why (for the log).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    /// Where the status byte goes; `None` when the chain has no usable
+    /// status byte (the chain is then consumed with length 0).
+    pub status: Option<GuestAddress>,
+    /// `VIRTIO_BLK_S_IOERR` or `VIRTIO_BLK_S_UNSUPP`.
+    pub code: u8,
+    /// The header's ioprio, when the header could be read.
+    pub ioprio: u32,
+    /// Why, in a few words.
+    pub reason: String,
+}
+
+/// What the device offers and how large it is.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Capacity in sectors.
+    pub sectors: u64,
+    /// Writes, discards and write-zeroes fail.
+    pub read_only: bool,
+    /// Most data descriptors per request (config space `seg_max`).
+    pub seg_max: u32,
+    /// `VIRTIO_BLK_F_DISCARD` offered.
+    pub discard: bool,
+    /// `VIRTIO_BLK_F_WRITE_ZEROES` offered.
+    pub write_zeroes: bool,
+}
+
+/// Reads the request of a descriptor chain. `complete` is false when the
+/// chain iterator stopped early: a loop, a chain longer than the queue, or
+/// a descriptor (or indirect table) that could not be read.
+pub fn parse<M: GuestMemoryBackend>(
+    mem: &M,
+    descs: &[Descriptor],
+    complete: bool,
+    limits: &Limits,
+) -> Result<Request, Rejected> {
+    let status = status_byte(mem, descs);
+    let mut rejected = Rejected {
+        status,
+        code: VIRTIO_BLK_S_IOERR as u8,
+        ioprio: 0,
+        reason: String::new(),
+    };
+    let fail = |mut r: Rejected, reason: &str| {
+        r.reason = reason.to_string();
+        Err(r)
+    };
+    if !complete {
+        return fail(
+            rejected,
+            "descriptor chain loops, is longer than the queue, or leaves guest memory",
+        );
+    }
+    let Some(status) = status else {
+        return fail(
+            rejected,
+            "no device-writable status byte at the end of the chain",
+        );
+    };
+    let first = descs[0];
+    if first.is_write_only() || first.len() < HEADER_LEN {
+        return fail(
+            rejected,
+            "first descriptor is not a device-readable 16-byte header",
+        );
+    }
+    let header: [u8; 16] = match mem.read_obj(first.addr()) {
+        Ok(h) => h,
+        Err(_) => return fail(rejected, "request header outside guest memory"),
+    };
+    let kind = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+    rejected.ioprio = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+    let sector = u64::from_le_bytes([
+        header[8], header[9], header[10], header[11], header[12], header[13], header[14],
+        header[15],
+    ]);
+
+    // Data segments with their direction, in chain order.
+    let mut data: Vec<(Segment, bool)> = Vec::with_capacity(descs.len());
+    let last = descs.len() - 1;
+    for (i, d) in descs.iter().enumerate() {
+        let (start, len) = match (i == 0, i == last) {
+            (true, true) => {
+                // Header and status in one descriptor: it would have to be
+                // readable and writable at once.
+                return fail(rejected, "header and status byte in one descriptor");
+            }
+            (true, false) => (HEADER_LEN, d.len() - HEADER_LEN),
+            (false, true) => (0, d.len() - 1),
+            (false, false) => (0, d.len()),
+        };
+        if len == 0 {
+            continue;
+        }
+        let addr = match d.addr().checked_add(u64::from(start)) {
+            Some(a) => a,
+            None => return fail(rejected, "descriptor address overflows"),
+        };
+        if !mem.check_range(addr, len as usize) {
+            return fail(rejected, "data buffer outside guest memory");
+        }
+        data.push((Segment { addr, len }, d.is_write_only()));
+    }
+    // Readable before writable, whatever the request type.
+    if data.windows(2).any(|w| w[0].1 && !w[1].1) {
+        return fail(
+            rejected,
+            "device-readable buffer after a device-writable one",
+        );
+    }
+    if data.len() > limits.seg_max as usize {
+        return fail(rejected, "more data segments than seg_max");
+    }
+    let data_len: u64 = data.iter().map(|(s, _)| u64::from(s.len)).sum();
+    let all = |writable: bool| data.iter().all(|(_, w)| *w == writable);
+    let segments = || data.iter().map(|(s, _)| *s).collect::<Vec<_>>();
+    let in_bounds = |first: u64, count: u64| {
+        first
+            .checked_add(count)
+            .is_some_and(|end| end <= limits.sectors)
+    };
+
+    let op = match kind {
+        VIRTIO_BLK_T_IN | VIRTIO_BLK_T_OUT => {
+            let write = kind == VIRTIO_BLK_T_OUT;
+            if write && limits.read_only {
+                return fail(rejected, "write to a read-only disk");
+            }
+            if !all(!write) {
+                return fail(
+                    rejected,
+                    if write {
+                        "device-writable buffer in a write request"
+                    } else {
+                        "device-readable buffer in a read request"
+                    },
+                );
+            }
+            if data_len % SECTOR != 0 {
+                return fail(rejected, "data length not a multiple of 512");
+            }
+            if !in_bounds(sector, data_len / SECTOR) {
+                return fail(rejected, "sectors past the end of the disk");
+            }
+            if write {
+                Op::Write
+            } else {
+                Op::Read
+            }
+        }
+        VIRTIO_BLK_T_FLUSH => Op::Flush,
+        VIRTIO_BLK_T_GET_ID => {
+            if !all(true) {
+                return fail(rejected, "device-readable buffer in a GET_ID request");
+            }
+            Op::GetId
+        }
+        VIRTIO_BLK_T_DISCARD | VIRTIO_BLK_T_WRITE_ZEROES => {
+            let zeroes = kind == VIRTIO_BLK_T_WRITE_ZEROES;
+            let offered = if zeroes {
+                limits.write_zeroes
+            } else {
+                limits.discard
+            };
+            if !offered {
+                rejected.code = VIRTIO_BLK_S_UNSUPP as u8;
+                return fail(rejected, "discard or write-zeroes not offered");
+            }
+            if limits.read_only {
+                return fail(rejected, "discard or write-zeroes on a read-only disk");
+            }
+            // One range per request (max_discard_seg = max_write_zeroes_seg = 1).
+            if data.len() != 1 || !all(false) || data_len != u64::from(RANGE_LEN) {
+                return fail(
+                    rejected,
+                    "discard or write-zeroes without exactly one 16-byte range",
+                );
+            }
+            let range: [u8; 16] = match mem.read_obj(data[0].0.addr) {
+                Ok(r) => r,
+                Err(_) => return fail(rejected, "range outside guest memory"),
+            };
+            let r_sector = u64::from_le_bytes([
+                range[0], range[1], range[2], range[3], range[4], range[5], range[6], range[7],
+            ]);
+            let sectors = u32::from_le_bytes([range[8], range[9], range[10], range[11]]);
+            let flags = u32::from_le_bytes([range[12], range[13], range[14], range[15]]);
+            let allowed = if zeroes {
+                VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP
+            } else {
+                0
+            };
+            if flags & !allowed != 0 {
+                rejected.code = VIRTIO_BLK_S_UNSUPP as u8;
+                return fail(rejected, "unknown discard or write-zeroes flags");
+            }
+            if !in_bounds(r_sector, u64::from(sectors)) {
+                return fail(rejected, "sectors past the end of the disk");
+            }
+            if zeroes {
+                Op::WriteZeroes {
+                    sector: r_sector,
+                    sectors,
+                    unmap: flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP != 0,
+                }
+            } else {
+                Op::Discard {
+                    sector: r_sector,
+                    sectors,
+                }
+            }
+        }
+        _ => {
+            rejected.code = VIRTIO_BLK_S_UNSUPP as u8;
+            return fail(rejected, "unsupported request type");
+        }
+    };
+    let data = match op {
+        Op::Discard { .. } | Op::WriteZeroes { .. } | Op::Flush => Vec::new(),
+        _ => segments(),
+    };
+    let data_len = data.iter().map(|s| u64::from(s.len)).sum();
+    Ok(Request {
+        op,
+        sector,
+        ioprio: rejected.ioprio,
+        data,
+        data_len,
+        status,
+    })
+}
+
+/// The status byte: the last byte of the last descriptor, if that
+/// descriptor is device-writable and the byte lies in guest memory.
+fn status_byte<M: GuestMemoryBackend>(mem: &M, descs: &[Descriptor]) -> Option<GuestAddress> {
+    let last = descs.last()?;
+    if !last.is_write_only() || last.len() == 0 {
+        return None;
+    }
+    let addr = last.addr().checked_add(u64::from(last.len()) - 1)?;
+    mem.check_range(addr, 1).then_some(addr)
+}

@@ -1,0 +1,208 @@
+//! Per-queue counters, the service-latency histogram, and the stats
+//! document (`--stats-json`, SIGUSR1, the live line).
+
+use std::io::Write;
+use std::path::Path;
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+/// Longest service latency the histogram resolves (60 s, in ns); longer
+/// ones are recorded as this.
+const HIST_MAX_NS: u64 = 60_000_000_000;
+
+/// Counters of one virtqueue.
+#[derive(Clone, Debug)]
+pub struct QueueStats {
+    /// Requests completed (used entries written), rejected ones included.
+    pub requests: u64,
+    /// Bytes read from the disk into the guest.
+    pub read_bytes: u64,
+    /// Bytes written from the guest to the disk.
+    pub write_bytes: u64,
+    /// Times the policy decided to interrupt.
+    pub irqs_wanted: u64,
+    /// Call eventfd writes made.
+    pub irqs_sent: u64,
+    /// Wanted, but the driver's `used_event` (EVENT_IDX) or its
+    /// `VRING_AVAIL_F_NO_INTERRUPT` flag said not to.
+    pub irqs_suppressed: u64,
+    /// Interrupts sent because an Urgent request completed.
+    pub urgent_irqs: u64,
+    /// Arrival (chain popped) to used entry written, in ns.
+    pub service_latency: Histogram<u64>,
+}
+
+impl Default for QueueStats {
+    fn default() -> Self {
+        QueueStats {
+            requests: 0,
+            read_bytes: 0,
+            write_bytes: 0,
+            irqs_wanted: 0,
+            irqs_sent: 0,
+            irqs_suppressed: 0,
+            urgent_irqs: 0,
+            // 3 significant digits from 1 ns to 60 s: fixed bounds, so
+            // `new_with_bounds` cannot fail.
+            service_latency: Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
+                .unwrap_or_else(|_| unreachable!("constant histogram bounds are valid")),
+        }
+    }
+}
+
+impl QueueStats {
+    /// Records one request's service latency.
+    pub fn record_latency(&mut self, ns: u64) {
+        self.service_latency
+            .saturating_record(ns.clamp(1, HIST_MAX_NS));
+    }
+
+    /// Adds another queue's counters into these.
+    pub fn add(&mut self, other: &QueueStats) {
+        self.requests += other.requests;
+        self.read_bytes += other.read_bytes;
+        self.write_bytes += other.write_bytes;
+        self.irqs_wanted += other.irqs_wanted;
+        self.irqs_sent += other.irqs_sent;
+        self.irqs_suppressed += other.irqs_suppressed;
+        self.urgent_irqs += other.urgent_irqs;
+        // Same bounds on both sides: adding cannot fail.
+        let _ = self.service_latency.add(&other.service_latency);
+    }
+
+    fn counters_json(&self) -> serde_json::Map<String, Value> {
+        let h = &self.service_latency;
+        let latency = if h.is_empty() {
+            json!({"min": 0, "mean": 0, "p50": 0, "p99": 0, "max": 0, "count": 0})
+        } else {
+            json!({
+                "min": h.min(),
+                "mean": h.mean().round() as u64,
+                "p50": h.value_at_quantile(0.5),
+                "p99": h.value_at_quantile(0.99),
+                "max": h.max(),
+                "count": h.len(),
+            })
+        };
+        let mut m = serde_json::Map::new();
+        m.insert("requests".into(), self.requests.into());
+        m.insert("read_bytes".into(), self.read_bytes.into());
+        m.insert("write_bytes".into(), self.write_bytes.into());
+        m.insert("irqs_wanted".into(), self.irqs_wanted.into());
+        m.insert("irqs_sent".into(), self.irqs_sent.into());
+        m.insert("irqs_suppressed".into(), self.irqs_suppressed.into());
+        m.insert("urgent_irqs".into(), self.urgent_irqs.into());
+        m.insert("service_latency_ns".into(), latency);
+        m
+    }
+}
+
+/// The stats document of the contract.
+pub fn document(strategy: &str, queues: &[QueueStats]) -> Value {
+    let mut totals = QueueStats::default();
+    let per_queue: Vec<Value> = queues
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            totals.add(q);
+            let mut m = serde_json::Map::new();
+            m.insert("queue".into(), i.into());
+            m.extend(q.counters_json());
+            Value::Object(m)
+        })
+        .collect();
+    json!({
+        "strategy": strategy,
+        "queues": per_queue,
+        "totals": Value::Object(totals.counters_json()),
+    })
+}
+
+/// Writes `doc` to `path` atomically: a temporary file in the same
+/// directory, then a rename, so a reader never sees half a document.
+pub fn write_atomically(path: &Path, doc: &Value) -> std::io::Result<()> {
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        serde_json::to_writer_pretty(&mut f, doc)?;
+        f.write_all(b"\n")?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// One line of `--stats-interval`: totals and rates since the previous
+/// line.
+pub fn live_line(now: &QueueStats, before: &QueueStats, secs: f64) -> String {
+    let reqs = now.requests - before.requests;
+    let sent = now.irqs_sent - before.irqs_sent;
+    let per_req = if reqs == 0 {
+        0.0
+    } else {
+        sent as f64 / reqs as f64
+    };
+    format!(
+        "cint vhost: {:.0} req/s, {:.1} MB/s read, {:.1} MB/s written, {:.0} irq/s ({:.3} per request), \
+         wanted {} sent {} suppressed {} urgent {} (totals)",
+        reqs as f64 / secs,
+        (now.read_bytes - before.read_bytes) as f64 / secs / 1e6,
+        (now.write_bytes - before.write_bytes) as f64 / secs / 1e6,
+        sent as f64 / secs,
+        per_req,
+        now.irqs_wanted,
+        now.irqs_sent,
+        now.irqs_suppressed,
+        now.urgent_irqs,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_sums_queues_into_totals() {
+        let mut a = QueueStats::default();
+        a.requests = 3;
+        a.irqs_sent = 2;
+        a.record_latency(1000);
+        let mut b = QueueStats::default();
+        b.requests = 4;
+        b.irqs_suppressed = 1;
+        b.record_latency(3000);
+        let doc = document("none", &[a, b]);
+        assert_eq!(doc["strategy"], "none");
+        assert_eq!(doc["queues"][1]["queue"], 1);
+        assert_eq!(doc["totals"]["requests"], 7);
+        assert_eq!(doc["totals"]["irqs_sent"], 2);
+        assert_eq!(doc["totals"]["irqs_suppressed"], 1);
+        assert_eq!(doc["totals"]["service_latency_ns"]["count"], 2);
+        assert_eq!(
+            doc["queues"][0]["service_latency_ns"]["max"]
+                .as_u64()
+                .map(|v| v >= 999),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn written_atomically_and_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        write_atomically(&path, &document("vic", &[QueueStats::default()])).unwrap();
+        let back: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(back["strategy"], "vic");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
+}
