@@ -211,7 +211,7 @@ static void *direct_writer_main(void *arg)
         if (chunk % DIRECT_WRITERS == w->index) {
             fill_pattern(buf, w->d->seed, off, len);
             if (pwrite(w->fd, buf, len, (off_t)off) != (ssize_t)len) {
-                fail(w->d->name, "O_DIRECT pwrite");
+                fail(w->d->pci, "O_DIRECT pwrite");
                 w->failed = 1;
                 break;
             }
@@ -235,7 +235,7 @@ static int verify(const struct disk *d, int fd, uint64_t start, uint64_t end, si
     for (uint64_t off = start; off < end; off += step) {
         size_t len = end - off < step ? end - off : step;
         if (pread(fd, buf, len, (off_t)off) != (ssize_t)len) {
-            fail(d->name, "read back");
+            fail(d->pci, "read back");
             free(buf);
             return -1;
         }
@@ -258,7 +258,7 @@ static void phase_integrity(const struct disk *d)
     /* O_DIRECT half: [0, half), several writers in flight, then fdatasync. */
     int dfd = open(d->path, O_RDWR | O_DIRECT);
     if (dfd < 0) {
-        fail(d->name, "open O_DIRECT");
+        fail(d->pci, "open O_DIRECT");
         return;
     }
     pthread_t threads[DIRECT_WRITERS];
@@ -273,7 +273,7 @@ static void phase_integrity(const struct disk *d)
         failed |= writers[i].failed;
     }
     if (fdatasync(dfd) != 0) {
-        fail(d->name, "fdatasync");
+        fail(d->pci, "fdatasync");
         failed = 1;
     }
 
@@ -281,7 +281,7 @@ static void phase_integrity(const struct disk *d)
      * the page cache, then fsync. */
     int bfd = open(d->path, O_RDWR);
     if (bfd < 0) {
-        fail(d->name, "open buffered");
+        fail(d->pci, "open buffered");
         close(dfd);
         return;
     }
@@ -292,20 +292,20 @@ static void phase_integrity(const struct disk *d)
             len = 2 * half - off;
         fill_pattern(buf, d->seed, off, len);
         if (pwrite(bfd, buf, len, (off_t)off) != (ssize_t)len) {
-            fail(d->name, "buffered pwrite");
+            fail(d->pci, "buffered pwrite");
             failed = 1;
         }
         off += len;
     }
     free(buf);
     if (fsync(bfd) != 0) {
-        fail(d->name, "fsync");
+        fail(d->pci, "fsync");
         failed = 1;
     }
     /* Drop the device's page cache so the buffered read-back below reads
      * the disk, not the cache the writes filled. */
     if (ioctl(bfd, BLKFLSBUF, 0) != 0) {
-        fail(d->name, "BLKFLSBUF");
+        fail(d->pci, "BLKFLSBUF");
         failed = 1;
     }
 
@@ -353,7 +353,7 @@ static void *batch_main(void *arg)
         x = splitmix64(x);
         off_t off = (off_t)((x % (m->span / PAGE)) * PAGE);
         if (pread(m->fd, buf, PAGE, off) != PAGE) {
-            fail(m->d->name, "batch pread");
+            fail(m->d->pci, "batch pread");
             m->failed = 1;
             break;
         }
@@ -376,13 +376,13 @@ static void phase_mixed(const struct disk *d)
     struct mixed m = {.d = d, .span = 2 * (param_mib << 20)};
     m.fd = open(d->path, O_RDONLY | O_DIRECT);
     if (m.fd < 0) {
-        fail(d->name, "open mixed");
+        fail(d->pci, "open mixed");
         return;
     }
     uint64_t *lat = calloc(param_reads ? param_reads : 1, sizeof *lat);
     uint8_t *buf;
     if (!lat || posix_memalign((void **)&buf, PAGE, PAGE) != 0) {
-        fail(d->name, "alloc");
+        fail(d->pci, "alloc");
         return;
     }
     uint64_t irq0 = irq_count(d, "req."), req0 = disk_requests(d);
@@ -395,7 +395,7 @@ static void phase_mixed(const struct disk *d)
      * request header's ioprio field. */
     int prio = (IOPRIO_CLASS_RT << IOPRIO_CLASS_SHIFT) | 4;
     if (syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, prio) != 0) {
-        fail(d->name, "ioprio_set RT");
+        fail(d->pci, "ioprio_set RT");
         m.failed = 1;
     }
     uint64_t x = d->seed;
@@ -405,7 +405,7 @@ static void phase_mixed(const struct disk *d)
         off_t off = (off_t)((x % (m.span / PAGE)) * PAGE);
         uint64_t t0 = now_ns();
         if (pread(m.fd, buf, PAGE, off) != PAGE) {
-            fail(d->name, "RT pread");
+            fail(d->pci, "RT pread");
             m.failed = 1;
             break;
         }
@@ -434,6 +434,22 @@ static void phase_mixed(const struct disk *d)
     free(buf);
     free(lat);
     close(m.fd);
+}
+
+/* Dispatches requests to the device as they come. The default mq-deadline
+ * holds every lower-class request while an RT one is in flight, which
+ * would starve the batch readers behind the RT reader and leave the
+ * device with one request at a time: the mixed phase wants both in
+ * flight together, so the policy, not the guest's scheduler, decides. */
+static int use_no_scheduler(const struct disk *d)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/sys/block/%s/queue/scheduler", d->name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int ok = fputs("none", f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
 }
 
 /* Fills in the virtio device name and PCI address behind /sys/block/<name>. */
@@ -507,6 +523,8 @@ int main(void)
             fail(d->name, "describe");
             continue;
         }
+        if (use_no_scheduler(d) != 0)
+            fail(d->pci, "setting the I/O scheduler to none");
         printf("CINT disk=%s name=%s virtio=%s seed=%llu\n", d->pci, d->name, d->virtio,
                (unsigned long long)d->seed);
         phase_integrity(d);

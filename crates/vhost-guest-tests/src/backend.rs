@@ -59,6 +59,10 @@ pub struct BackendStats {
     pub strategy: String,
     /// Requests served.
     pub requests: u64,
+    /// Bytes read from the image into the guest.
+    pub read_bytes: u64,
+    /// Bytes written from the guest to the image.
+    pub write_bytes: u64,
     /// Times the policy decided to interrupt.
     pub irqs_wanted: u64,
     /// Call-eventfd writes made.
@@ -83,6 +87,8 @@ impl BackendStats {
         Ok(BackendStats {
             strategy: doc["strategy"].as_str().unwrap_or_default().to_string(),
             requests: field("requests")?,
+            read_bytes: field("read_bytes")?,
+            write_bytes: field("write_bytes")?,
             irqs_wanted: field("irqs_wanted")?,
             irqs_sent: field("irqs_sent")?,
             irqs_suppressed: field("irqs_suppressed")?,

@@ -62,6 +62,7 @@ pub fn default_strategies() -> Vec<String> {
         "adaptive,delta=2ms,thr=32",
         "cinterrupts,delta=2ms,thr=32",
         "vic",
+        "vic-sched",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -44,6 +44,17 @@ fn run_guest(cfg: &RunConfig, pre: &Prerequisites) -> RunOutcome {
         "guest errors: {:?}",
         outcome.guest.errors
     );
+    // Every disk the guest spoke of is one of ours, at its PCI address, and
+    // it spoke of each.
+    for (pci, d) in &outcome.guest.disks {
+        assert!(d.errors.is_empty(), "guest errors on {pci}: {:?}", d.errors);
+    }
+    assert_eq!(
+        outcome.guest.disks.len(),
+        cfg.strategies.len(),
+        "the guest's disks: {:?}",
+        outcome.guest.disks.keys().collect::<Vec<_>>()
+    );
     outcome
 }
 
@@ -98,11 +109,12 @@ fn unmodified_guest_under_every_policy() {
     for d in &outcome.disks {
         assert_integrity(d);
 
-        // (b) Every interrupt the guest counted on the disk's queue vector
-        // is a call-eventfd write of its back end. QEMU turns each read of
-        // the eventfd into one MSI, so writes that land before QEMU reads
-        // the counter arrive as one interrupt: the guest may see fewer,
-        // never more.
+        // (b) The guest counted exactly the interrupts its back end sent.
+        // Under TCG QEMU turns each read of the call eventfd into one MSI,
+        // so two writes before one read would arrive as one interrupt; but
+        // with EVENT_IDX (or the NO_INTERRUPT flag) the back end writes
+        // again only after the driver has moved `used_event`, which it does
+        // in the handler of the previous interrupt, after QEMU's read.
         let who = format!("{} ({})", d.strategy, d.pci);
         let be = d.backend.as_ref().expect("cint vhost writes its stats");
         let guest_irqs = d
@@ -110,28 +122,19 @@ fn unmodified_guest_under_every_policy() {
             .total_irqs
             .unwrap_or_else(|| panic!("{who}: no totals"));
         assert!(guest_irqs > 0, "{who}: the guest saw no interrupt");
-        assert!(
-            guest_irqs <= be.irqs_sent,
-            "{who}: guest counted {guest_irqs} interrupts, back end sent {}",
-            be.irqs_sent
-        );
-        let merged = be.irqs_sent - guest_irqs;
-        assert!(
-            merged * 50 <= be.irqs_sent,
-            "{who}: back end sent {} interrupts, guest counted {guest_irqs}",
-            be.irqs_sent
+        assert_eq!(
+            guest_irqs, be.irqs_sent,
+            "{who}: interrupts in the guest's /proc/interrupts vs the back end's irqs_sent"
         );
         assert_eq!(
             be.irqs_wanted,
             be.irqs_sent + be.irqs_suppressed,
             "{who}: every wanted interrupt is sent or suppressed"
         );
-        let guest_requests = d.guest.total_requests.unwrap_or(0);
-        assert!(
-            be.requests >= guest_requests,
-            "{who}: back end served {} requests, guest completed {guest_requests}",
-            be.requests
-        );
+        // The guest's only writes are the integrity phase's: the back end
+        // wrote exactly those bytes, no more, no fewer.
+        let written = d.guest.integrity.as_ref().map_or(0, |i| i.bytes);
+        assert_eq!(be.write_bytes, written, "{who}: bytes the back end wrote");
     }
 
     // (c) An RT reader beside a batch job. Both strategies share delta and
@@ -148,8 +151,11 @@ fn unmodified_guest_under_every_policy() {
     // cinterrupts; adaptive ignores hints.
     let cbe = cint.backend.as_ref().expect("stats");
     let abe = adaptive.backend.as_ref().expect("stats");
+    // An RT completion that finds an earlier interrupt still unhandled is
+    // suppressed by EVENT_IDX (that interrupt's handler reaps it), so not
+    // every one is sent; most are, and none can be sent without an RT read.
     assert!(
-        cbe.urgent_irqs >= cm.reader_ops,
+        cbe.urgent_irqs * 2 >= cm.reader_ops && cbe.urgent_irqs <= cbe.irqs_sent,
         "cinterrupts: {} urgent interrupts for {} RT reads",
         cbe.urgent_irqs,
         cm.reader_ops
