@@ -65,6 +65,10 @@ pub struct Mixed {
     pub reader_p90_us: u64,
     /// Their mean.
     pub reader_mean_us: u64,
+    /// RT reads that took less than `within_us`.
+    pub reader_within: u64,
+    /// The bound of `reader_within`, microseconds.
+    pub within_us: u64,
 }
 
 /// Everything the guest reported about one disk.
@@ -164,6 +168,8 @@ pub fn parse(console: &str) -> Result<GuestReport> {
                     reader_p50_us: num(&f, "reader_p50_us", line)?,
                     reader_p90_us: num(&f, "reader_p90_us", line)?,
                     reader_mean_us: num(&f, "reader_mean_us", line)?,
+                    reader_within: num(&f, "reader_within", line)?,
+                    within_us: num(&f, "within_us", line)?,
                 })
             }
             Some("end") => {
@@ -188,7 +194,8 @@ mod tests {
             CINT disk=0000:00:10.0 phase=integrity ok=1 bytes=8 mismatches=0 direct_sum=00ff \
             buffered_sum=0a irqs=5 requests=9 ms=3\n\
             CINT disk=0000:00:10.0 phase=mixed ok=1 reader_ops=200 batch_ops=900 irqs=210 \
-            requests=1100 reader_p50_us=80 reader_p90_us=120 reader_mean_us=90\n\
+            requests=1100 reader_p50_us=80 reader_p90_us=120 reader_mean_us=90 reader_within=190 \
+            within_us=2000\n\
             CINT disk=0000:00:11.0 error=\"RT pread: Input/output error\"\n\
             CINT disk=0000:00:10.0 phase=end irqs=300 config_irqs=0 requests=1200\n\
             CINT done\r\n";
@@ -201,6 +208,7 @@ mod tests {
         assert_eq!((i.direct_sum, i.buffered_sum, i.irqs), (0xff, 0x0a, 5));
         let m = d.mixed.as_ref().unwrap();
         assert_eq!((m.reader_ops, m.batch_ops, m.reader_p50_us), (200, 900, 80));
+        assert_eq!((m.reader_within, m.within_us), (190, 2000));
         assert_eq!((d.total_irqs, d.total_requests), (Some(300), Some(1200)));
         assert_eq!(
             r.disks["0000:00:11.0"].errors,

@@ -176,13 +176,23 @@ fn unmodified_guest_under_every_policy() {
         am.irqs,
         am.requests
     );
-    // ...at once under cinterrupts, after delta of quiet under adaptive:
-    // the adaptive reader's median latency is at least delta (2 ms, a
-    // lower bound the timer enforces), and above the cinterrupts reader's.
-    assert!(
-        am.reader_p50_us >= 2000,
-        "adaptive RT reads did not wait for delta: median {} us",
+    // ...at once under cinterrupts, after delta of quiet under adaptive.
+    // Adaptive cannot answer an RT read in less than delta: its timer
+    // fires delta after the last completion and thr is out of reach, so
+    // the guest counts none "fast". Under cinterrupts most are (the rest
+    // waited for the guest's vCPU or the host), and the median is lower.
+    assert_eq!(am.within_us, run::DELTA_US);
+    assert_eq!(
+        am.reader_within, 0,
+        "adaptive answered RT reads in under delta (p50 {} us)",
         am.reader_p50_us
+    );
+    assert!(
+        cm.reader_within * 2 >= cm.reader_ops,
+        "cinterrupts answered only {} of {} RT reads in under {} us",
+        cm.reader_within,
+        cm.reader_ops,
+        cm.within_us
     );
     assert!(
         cm.reader_p50_us < am.reader_p50_us,
