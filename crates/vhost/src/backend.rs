@@ -1,6 +1,8 @@
 //! The `VhostUserBackend` of `vhost-user-backend`: one worker thread per
 //! virtqueue, each with its worker state, its io_uring and its timer.
 
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -36,6 +38,13 @@ pub struct BlkBackend {
     queues: Vec<QueueSlot>,
     /// The guest memory of the current connection.
     mem: RwLock<Option<GuestMem>>,
+    /// The current connection sent at least one vhost-user request (a
+    /// peer that connects and closes, like another back end checking
+    /// whether the socket is live, is not a front end).
+    spoken_to: AtomicBool,
+    /// One exit event per worker thread, kept for the life of the back
+    /// end (see `exit_event`).
+    exit_events: Vec<(EventConsumer, EventNotifier)>,
 }
 
 impl BlkBackend {
@@ -72,17 +81,38 @@ impl BlkBackend {
                 })
             })
             .collect::<Result<Vec<_>, VhostError>>()?;
+        let exit_events = (0..queues)
+            .map(|_| new_event_consumer_and_notifier(EventFlag::NONBLOCK | EventFlag::CLOEXEC))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| VhostError::internal(format!("creating exit events: {e}")))?;
         Ok(BlkBackend {
             device,
             queue_size,
             queues: slots,
             mem: RwLock::new(None),
+            spoken_to: AtomicBool::new(false),
+            exit_events,
         })
     }
 
     /// Makes `mem` the guest memory of the connection about to start.
     pub fn set_memory(&self, mem: GuestMem) {
         *self.mem.write().unwrap_or_else(|p| p.into_inner()) = Some(mem);
+        self.spoken_to.store(false, Ordering::Relaxed);
+    }
+
+    /// Clears the exit events once the previous connection's worker
+    /// threads have exited, so that the next connection's do not exit at
+    /// once (the library never reads them).
+    pub fn rearm_exit_events(&self) {
+        for (consumer, _) in &self.exit_events {
+            while consumer.consume().is_ok() {}
+        }
+    }
+
+    /// Whether the connection that ended asked anything of the device.
+    pub fn was_spoken_to(&self) -> bool {
+        self.spoken_to.load(Ordering::Relaxed)
     }
 
     fn lock(&self, q: usize) -> MutexGuard<'_, Worker> {
@@ -145,6 +175,8 @@ impl VhostUserBackend for BlkBackend {
     }
 
     fn features(&self) -> u64 {
+        // GET_FEATURES is the first request of every front end.
+        self.spoken_to.store(true, Ordering::Relaxed);
         self.device.features
     }
 
@@ -171,8 +203,19 @@ impl VhostUserBackend for BlkBackend {
         (0..self.queues.len()).map(|q| 1u64 << q).collect()
     }
 
-    fn exit_event(&self, _thread_index: usize) -> Option<(EventConsumer, EventNotifier)> {
-        new_event_consumer_and_notifier(EventFlag::NONBLOCK | EventFlag::CLOEXEC).ok()
+    fn exit_event(&self, thread_index: usize) -> Option<(EventConsumer, EventNotifier)> {
+        // vhost-user-backend 0.24 turns the consumer into a raw descriptor
+        // for its epoll set and never closes it: a fresh one per
+        // connection would leak a descriptor per queue per reconnection.
+        // Hand it an alias of a consumer we keep instead.
+        let (consumer, notifier) = self.exit_events.get(thread_index)?;
+        let notifier = notifier.try_clone().ok()?;
+        // SAFETY: the descriptor stays open as long as `self` (which the
+        // worker threads hold through their Arc); the library only calls
+        // `into_raw_fd` on the alias, which releases it without closing,
+        // so the descriptor is closed exactly once, by `self.exit_events`.
+        let alias = unsafe { EventConsumer::from_raw_fd(consumer.as_raw_fd()) };
+        Some((alias, notifier))
     }
 
     fn stop_vring(&self, queue_index: u32) -> std::io::Result<()> {

@@ -93,6 +93,15 @@ fn serve(
         for h in &handlers {
             h.send_exit_event();
         }
+        // Dropping the daemon joins its worker threads; only then may the
+        // exit events be cleared for the next connection.
+        drop(handlers);
+        drop(daemon);
+        backend.rearm_exit_events();
+        if !backend.was_spoken_to() {
+            // A liveness probe, not a front end: keep waiting.
+            continue;
+        }
         match ended {
             Ok(()) => eprintln!("cint vhost: front end disconnected"),
             Err(DaemonError::HandleRequest(

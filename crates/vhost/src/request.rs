@@ -131,6 +131,8 @@ pub fn parse<M: GuestMemoryBackend>(
         Err(r)
     };
     if !complete {
+        // The end of a cut chain is not the driver's status byte.
+        rejected.status = None;
         return fail(
             rejected,
             "descriptor chain loops, is longer than the queue, or leaves guest memory",

@@ -1,0 +1,158 @@
+//! `cint vhost` as a process: every bad input is one line and exit 2
+//! before anything is created; a running back end owns its socket
+//! (0600), refuses a second one on it, writes its stats on SIGUSR1 and on
+//! SIGTERM, and removes only what it created.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+fn cint(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_cint"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        o.status.code().expect("exited, not killed"),
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8(o.stderr).unwrap(),
+    )
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cint-vhost-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn wait_for(path: &Path, child: &mut Child) {
+    for _ in 0..500 {
+        if path.exists() {
+            return;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("back end exited early: {status}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("socket never appeared");
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill with a pid of a child we started and have not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = scratch("bad");
+    let sock = dir.join("s.sock");
+    let sock = sock.to_str().unwrap();
+    let odd = dir.join("odd.img");
+    std::fs::write(&odd, vec![0u8; 1000]).unwrap();
+    let not_socket = dir.join("file");
+    std::fs::write(&not_socket, b"x").unwrap();
+    let missing = dir.join("missing.img");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--image", missing.to_str().unwrap()], "does not exist"),
+        (vec!["--image", odd.to_str().unwrap()], "multiple of 512"),
+        (vec!["--image", "null:1000"], "multiple of 512"),
+        (vec!["--image", "null:1M", "--queues", "0"], "--queues 0"),
+        (
+            vec!["--image", "null:1M", "--queues", "65"],
+            "between 1 and 64",
+        ),
+        (
+            vec!["--image", "null:1M", "--strategy", "turbo"],
+            "unknown strategy kind",
+        ),
+        (
+            vec!["--image", "null:1M", "--strategy", "adaptive,delta=6"],
+            "delta",
+        ),
+        (
+            vec!["--image", "null:1M", "--hint-map", "rt=fast"],
+            "--hint-map",
+        ),
+        (
+            vec!["--image", "null:1M", "--stats-interval", "soon"],
+            "--stats-interval",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["vhost", "--socket", sock];
+        args.extend(extra.iter().copied());
+        let (status, stdout, stderr) = cint(&args);
+        assert_eq!(status, 2, "{args:?}: {stderr}");
+        assert!(stdout.is_empty());
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(!Path::new(sock).exists(), "nothing created on bad input");
+    }
+    let (status, _, stderr) = cint(&[
+        "vhost",
+        "--socket",
+        not_socket.to_str().unwrap(),
+        "--image",
+        "null:1M",
+    ]);
+    assert_eq!(status, 2);
+    assert!(stderr.contains("not a socket"), "{stderr}");
+    assert_eq!(std::fs::read(&not_socket).unwrap(), b"x", "left alone");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_running_back_end_owns_its_socket_and_writes_stats_on_signals() {
+    let dir = scratch("run");
+    let sock = dir.join("s.sock");
+    let stats = dir.join("stats.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cint"))
+        .args([
+            "vhost",
+            "--socket",
+            sock.to_str().unwrap(),
+            "--image",
+            "null:1G",
+        ])
+        .args([
+            "--queues",
+            "2",
+            "--strategy",
+            "cinterrupts,delta=6us,thr=32",
+        ])
+        .args(["--stats-json", stats.to_str().unwrap()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&sock, &mut child);
+    let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    let (status, _, stderr) = cint(&[
+        "vhost",
+        "--socket",
+        sock.to_str().unwrap(),
+        "--image",
+        "null:1M",
+    ]);
+    assert_eq!(status, 2);
+    assert!(stderr.contains("in use"), "{stderr}");
+    assert!(sock.exists(), "the second back end removed nothing");
+
+    signal(&child, libc::SIGUSR1);
+    wait_for(&stats, &mut child);
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert_eq!(doc["strategy"], "cinterrupts,delta=6us,thr=32");
+    assert_eq!(doc["queues"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["totals"]["requests"], 0);
+
+    std::fs::remove_file(&stats).unwrap();
+    signal(&child, libc::SIGTERM);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(stats.exists(), "stats written on exit");
+    assert!(!sock.exists(), "its own socket removed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
