@@ -51,6 +51,102 @@ pub fn cint_binary() -> Result<PathBuf> {
         })
 }
 
+/// Whether cargo's dependency file beside `bin` (`cint.d`) shows a source
+/// newer than the binary, or is missing.
+pub fn is_stale(bin: &Path) -> bool {
+    let (Ok(built), Ok(deps)) = (
+        std::fs::metadata(bin).and_then(|m| m.modified()),
+        std::fs::read_to_string(bin.with_extension("d")),
+    ) else {
+        return true;
+    };
+    let Some((_, sources)) = deps.split_once(": ") else {
+        return true;
+    };
+    dep_paths(sources).iter().any(|source| {
+        std::fs::metadata(source)
+            .and_then(|m| m.modified())
+            .map_or(true, |t| t > built)
+    })
+}
+
+/// The paths of a make-style dependency list (spaces in names are `\ `).
+fn dep_paths(list: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = list.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&' ') => {
+                cur.push(' ');
+                chars.next();
+            }
+            ' ' | '\n' => {
+                if !cur.is_empty() {
+                    out.push(PathBuf::from(std::mem::take(&mut cur)));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(PathBuf::from(cur));
+    }
+    out
+}
+
+/// Under cargo (`cargo run` and `cargo test` set `CARGO` for what they
+/// start) and without `CINT_BIN`, builds the `cint` binary with the same
+/// cargo when it is missing or older than its sources, so a run never
+/// starts a stale back end. `cargo test --workspace` has built it already;
+/// building it again here with `-p cint` alone could resolve other features
+/// and rebuild, so a current binary is left alone.
+pub fn build_cint_under_cargo() -> Result<()> {
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        return Ok(());
+    };
+    if std::env::var_os("CINT_BIN").is_some() {
+        return Ok(());
+    }
+    if cint_binary().is_ok_and(|bin| !is_stale(&bin)) {
+        return Ok(());
+    }
+    let exe = std::env::current_exe().map_err(|e| Error::io("locating", "current exe", e))?;
+    let mut cmd = Command::new(&cargo);
+    cmd.args(["build", "--quiet", "-p", "cint", "--bin", "cint"]);
+    // Build into the profile folder this program runs from.
+    if exe
+        .ancestors()
+        .any(|a| a.file_name().is_some_and(|n| n == "release"))
+    {
+        cmd.arg("--release");
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| Error::io("running", PathBuf::from(&cargo), e))?;
+    if !status.success() {
+        return Err(Error::Failed(format!("building cint failed ({status})")));
+    }
+    Ok(())
+}
+
+/// Makes `cmd`'s process die with the thread that starts it, so a run
+/// killed midway (a test's timeout, Ctrl-C on the demo) leaves no QEMU or
+/// back end behind.
+pub fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: runs in the child between fork and exec; prctl is
+    // async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// The counters a `cint vhost` back end wrote to its `--stats-json` file
 /// (the `totals` object).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -149,6 +245,7 @@ impl Backend {
                 (cmd, None, false)
             }
         };
+        die_with_parent(&mut cmd);
         let child = cmd
             .stdin(Stdio::null())
             .stdout(out)
@@ -277,6 +374,49 @@ pub fn tail(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dependency_lists_split_on_unescaped_spaces() {
+        let deps = dep_paths("/a/b.rs /c\\ d/e.rs\n/f.rs ");
+        assert_eq!(
+            deps,
+            vec![
+                PathBuf::from("/a/b.rs"),
+                PathBuf::from("/c d/e.rs"),
+                PathBuf::from("/f.rs")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_binary_older_than_a_source_is_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("cint");
+        let src = dir.path().join("main.rs");
+        std::fs::write(&src, "fn main() {}").unwrap();
+        std::fs::write(&bin, "binary").unwrap();
+        assert!(is_stale(&bin), "no dependency file: stale");
+        std::fs::write(
+            bin.with_extension("d"),
+            format!("{}: {}\n", bin.display(), src.display()),
+        )
+        .unwrap();
+        let old = std::time::SystemTime::now() - Duration::from_secs(60);
+        File::options()
+            .write(true)
+            .open(&src)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert!(!is_stale(&bin));
+        File::options()
+            .write(true)
+            .open(&bin)
+            .unwrap()
+            .set_modified(old - Duration::from_secs(60))
+            .unwrap();
+        assert!(is_stale(&bin));
+    }
 
     #[test]
     fn stats_totals_are_read() {

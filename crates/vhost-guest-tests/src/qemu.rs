@@ -59,6 +59,7 @@ pub fn run(boot: &Boot, serial: &Path) -> Result<String> {
     let log2 = log
         .try_clone()
         .map_err(|e| Error::io("opening", &qemu_log, e))?;
+    crate::backend::die_with_parent(&mut cmd);
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(log)

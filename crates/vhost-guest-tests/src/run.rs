@@ -50,7 +50,9 @@ impl Default for RunConfig {
             batch: 8,
             within_us: DELTA_US,
             image_mib: 32,
-            timeout: Duration::from_secs(480),
+            // A run takes 10 to 30 s on 2 shared cores; a guest still
+            // running after this has lost a completion or an interrupt.
+            timeout: Duration::from_secs(180),
         }
     }
 }
@@ -212,7 +214,22 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
         disks,
         timeout: cfg.timeout,
     };
-    let console = qemu::run(&boot, &work.join("console.log"))?;
+    let console = match qemu::run(&boot, &work.join("console.log")) {
+        Ok(console) => console,
+        Err(e) => {
+            // A guest that stalled waits for a completion or an interrupt
+            // that never came: say what each back end counted.
+            let mut msg = e.to_string();
+            for (backend, strategy) in backends.into_iter().zip(&cfg.strategies) {
+                let _ = match backend.stop() {
+                    Ok(Some(stats)) => write!(msg, "\nback end {strategy}: {stats:?}"),
+                    Ok(None) => Ok(()),
+                    Err(e) => write!(msg, "\nback end {strategy}: {e}"),
+                };
+            }
+            return Err(Error::Failed(msg));
+        }
+    };
     let guest = guest_output::parse(&console)?;
 
     let mut outcomes = Vec::new();

@@ -8,7 +8,7 @@
 //! busybox or the `cint` binary is missing; with `CI` set a missing piece
 //! is a failure. `.ci/deps/qemu-guest.sh` installs them.
 
-use cint_vhost_guest_tests::backend::{cint_binary, which, BackendKind};
+use cint_vhost_guest_tests::backend::{build_cint_under_cargo, cint_binary, which, BackendKind};
 use cint_vhost_guest_tests::run::{self, DiskOutcome, Prerequisites, RunConfig, RunOutcome};
 use cint_vhost_guest_tests::Error;
 
@@ -100,7 +100,10 @@ fn disk<'a>(outcome: &'a RunOutcome, kind: &str) -> &'a DiskOutcome {
 
 #[test]
 fn unmodified_guest_under_every_policy() {
-    let Some(pre) = prerequisites(cint_binary().map(BackendKind::Cint)) else {
+    let backend = build_cint_under_cargo()
+        .and_then(|()| cint_binary())
+        .map(BackendKind::Cint);
+    let Some(pre) = prerequisites(backend) else {
         return;
     };
     let cfg = RunConfig::default();
@@ -109,12 +112,14 @@ fn unmodified_guest_under_every_policy() {
     for d in &outcome.disks {
         assert_integrity(d);
 
-        // (b) The guest counted exactly the interrupts its back end sent.
-        // Under TCG QEMU turns each read of the call eventfd into one MSI,
-        // so two writes before one read would arrive as one interrupt; but
-        // with EVENT_IDX (or the NO_INTERRUPT flag) the back end writes
-        // again only after the driver has moved `used_event`, which it does
-        // in the handler of the previous interrupt, after QEMU's read.
+        // (b) The guest counted the interrupts its back end sent. Under TCG
+        // QEMU turns each read of the call eventfd into one MSI, and an MSI
+        // raised while the same vector is still pending in the guest's
+        // local APIC is one interrupt: two writes can arrive as one. With
+        // EVENT_IDX the back end writes again only after the driver moved
+        // `used_event`, so this is rare (one in some thousands of
+        // interrupts in our runs): the guest may count a few fewer, never
+        // more.
         let who = format!("{} ({})", d.strategy, d.pci);
         let be = d.backend.as_ref().expect("cint vhost writes its stats");
         let guest_irqs = d
@@ -122,9 +127,10 @@ fn unmodified_guest_under_every_policy() {
             .total_irqs
             .unwrap_or_else(|| panic!("{who}: no totals"));
         assert!(guest_irqs > 0, "{who}: the guest saw no interrupt");
-        assert_eq!(
-            guest_irqs, be.irqs_sent,
-            "{who}: interrupts in the guest's /proc/interrupts vs the back end's irqs_sent"
+        assert!(
+            guest_irqs <= be.irqs_sent && be.irqs_sent - guest_irqs <= 1 + be.irqs_sent / 100,
+            "{who}: {guest_irqs} interrupts in the guest's /proc/interrupts, the back end sent {}",
+            be.irqs_sent
         );
         assert_eq!(
             be.irqs_wanted,

@@ -31,7 +31,7 @@ struct Args {
     #[arg(long, default_value_t = 200)]
     reads: u64,
     /// Seconds the guest may run.
-    #[arg(long, default_value_t = 480)]
+    #[arg(long, default_value_t = 180)]
     timeout: u64,
 }
 
@@ -52,6 +52,7 @@ fn demo(args: &Args) -> Result<(), Error> {
             Error::Missing("qemu-storage-daemon (Debian package qemu-system-common)".into())
         })?)
     } else {
+        backend::build_cint_under_cargo()?;
         BackendKind::Cint(backend::cint_binary()?)
     };
     let pre = Prerequisites::find(kind)?;
