@@ -114,11 +114,11 @@ fn unmodified_guest_under_every_policy() {
 
         // (b) The guest counted the interrupts its back end sent. Under TCG
         // QEMU turns each read of the call eventfd into one MSI, and an MSI
-        // raised while the same vector is still pending in the guest's
-        // local APIC is one interrupt: two writes can arrive as one. With
-        // EVENT_IDX the back end writes again only after the driver moved
-        // `used_event`, so this is rare (one in some thousands of
-        // interrupts in our runs): the guest may count a few fewer, never
+        // raised while the same vector is still pending in the guest is one
+        // interrupt, so two writes can arrive as one; an interrupt sent as
+        // the guest powers off is not counted either. Runs show exact
+        // equality on nearly every disk and, now and then, a vic or
+        // vic-sched disk one short: the guest may count a few fewer, never
         // more.
         let who = format!("{} ({})", d.strategy, d.pci);
         let be = d.backend.as_ref().expect("cint vhost writes its stats");
