@@ -121,7 +121,8 @@ pub struct Engines {
                   cint sim --fio JOB.fio --device p3700 run a fio job file (none, adaptive, cinterrupts)\n  \
                   cint sweep SCENARIO.toml --vary KEY=V1,V2   every value on every strategy, JSON lines\n  \
                   cint plot  FILE -o DIR                 charts of a result (--json) or a sweep file\n  \
-                  cint calibrate --device optane-p4800x  recommend delta and thr for a device\n\n\
+                  cint calibrate --device optane-p4800x  recommend delta and thr for a device\n  \
+                  cint vhost --socket S --image F        a vhost-user-blk disk for a real guest (docs/VHOST.md)\n\n\
                   Results print as a table, or as one JSON document with --json; --plot DIR \
                   also draws them. Exit status 0 on success, 2 with a one-line message for bad \
                   input (an unwritable output path included), 1 for an internal error (an \
@@ -267,7 +268,7 @@ fn dispatch(
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand
             ) {
                 return Err(usage(
-                    "cint: missing command: sim, emu, check, sweep, plot or calibrate \
+                    "cint: missing command: sim, emu, check, sweep, plot, calibrate or vhost \
                      (see cint --help)",
                 ));
             }

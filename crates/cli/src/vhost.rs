@@ -43,6 +43,9 @@ pub(crate) struct VhostArgs {
     /// QEMU's QMP socket, for vic-sched's view of the vCPU threads
     #[arg(long, value_name = "PATH")]
     qmp: Option<PathBuf>,
+    /// Unix socket (0600) answering each connection with the counters as Prometheus text
+    #[arg(long, value_name = "PATH")]
+    metrics_socket: Option<PathBuf>,
 }
 
 /// Runs the back end; bad input exits 2, internal failures 1.
@@ -59,6 +62,7 @@ pub(crate) fn run(args: VhostArgs) -> Result<(), Failure> {
         stats_interval: args.stats_interval,
         reconnect: args.reconnect,
         qmp: args.qmp,
+        metrics_socket: args.metrics_socket,
     };
     cint_vhost::run(&raw).map_err(|e| {
         let message = format!("cint vhost: {e}");

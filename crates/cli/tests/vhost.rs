@@ -108,6 +108,7 @@ fn a_running_back_end_owns_its_socket_and_writes_stats_on_signals() {
     let dir = scratch("run");
     let sock = dir.join("s.sock");
     let stats = dir.join("stats.json");
+    let metrics = dir.join("metrics.sock");
     let mut child = Command::new(env!("CARGO_BIN_EXE_cint"))
         .args([
             "vhost",
@@ -123,12 +124,29 @@ fn a_running_back_end_owns_its_socket_and_writes_stats_on_signals() {
             "cinterrupts,delta=6us,thr=32",
         ])
         .args(["--stats-json", stats.to_str().unwrap()])
+        .args(["--metrics-socket", metrics.to_str().unwrap()])
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     wait_for(&sock, &mut child);
     let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
+    // The metrics socket is bound before the vhost-user socket's
+    // readiness is visible, so it exists by now.
+    let mode = std::fs::metadata(&metrics).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::os::unix::net::UnixStream::connect(&metrics).unwrap(),
+        &mut text,
+    )
+    .unwrap();
+    assert!(
+        text.contains(
+            "cint_vhost_requests_total{queue=\"1\",strategy=\"cinterrupts,delta=6us,thr=32\"} 0\n"
+        ),
+        "{text}"
+    );
 
     let (status, _, stderr) = cint(&[
         "vhost",
@@ -154,5 +172,6 @@ fn a_running_back_end_owns_its_socket_and_writes_stats_on_signals() {
     assert_eq!(status.code(), Some(0));
     assert!(stats.exists(), "stats written on exit");
     assert!(!sock.exists(), "its own socket removed");
+    assert!(!metrics.exists(), "its metrics socket removed");
     let _ = std::fs::remove_dir_all(&dir);
 }

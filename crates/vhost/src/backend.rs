@@ -42,6 +42,8 @@ pub struct BlkBackend {
     /// peer that connects and closes, like another back end checking
     /// whether the socket is live, is not a front end).
     spoken_to: AtomicBool,
+    /// Every queue's policy, rebuilt for each connection.
+    strategy: PolicyConfig,
     /// One exit event per worker thread, kept for the life of the back
     /// end (see `exit_event`).
     exit_events: Vec<(EventConsumer, EventNotifier)>,
@@ -91,14 +93,23 @@ impl BlkBackend {
             queues: slots,
             mem: RwLock::new(None),
             spoken_to: AtomicBool::new(false),
+            strategy: *strategy,
             exit_events,
         })
     }
 
-    /// Makes `mem` the guest memory of the connection about to start.
-    pub fn set_memory(&self, mem: GuestMem) {
+    /// Makes `mem` the guest memory of the connection about to start, and
+    /// gives every queue a fresh policy: what the previous guest's policy
+    /// held was already in its used ring.
+    pub fn new_connection(&self, mem: GuestMem) {
         *self.mem.write().unwrap_or_else(|p| p.into_inner()) = Some(mem);
         self.spoken_to.store(false, Ordering::Relaxed);
+        for q in 0..self.queues.len() {
+            // Validated when the back end was built: cannot fail now.
+            if let Ok(policy) = self.strategy.build(now()) {
+                self.lock(q).new_connection(policy);
+            }
+        }
     }
 
     /// Clears the exit events once the previous connection's worker
@@ -152,6 +163,18 @@ impl BlkBackend {
             left += guard.in_flight();
         }
         left
+    }
+
+    /// Number of queues.
+    pub fn queue_count(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// The vCPU that queue `q` interrupts changed its run state.
+    pub fn on_schedule(&self, q: usize, schedule: cint_policy::GuestSchedule) {
+        if q < self.queues.len() {
+            self.lock(q).on_schedule(schedule);
+        }
     }
 
     /// A copy of every queue's counters.

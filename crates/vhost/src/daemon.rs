@@ -1,9 +1,11 @@
 //! The process around the device: the socket, the connection loop,
 //! signals and the stats outputs.
 
+use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::os::unix::net::UnixStream;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -16,13 +18,26 @@ use crate::error::VhostError;
 use crate::image::Image;
 use crate::options::Options;
 use crate::stats::{self, QueueStats};
+use crate::vcpu::{self, SamplingCost};
+use cint_policy::PolicyConfig;
 
 /// Runs the back end until a signal, or until the front end goes away
 /// without `--reconnect`. Returns once the stats are written and the
 /// socket removed.
 pub fn run(opts: &Options) -> Result<(), VhostError> {
     let image = Arc::new(Image::open(&opts.image, opts.read_only)?);
-    check_socket_path(&opts.socket)?;
+    check_socket_path(&opts.socket, "--socket")?;
+    if let Some(path) = &opts.metrics_socket {
+        check_socket_path(path, "--metrics-socket")?;
+    }
+    if let Some(path) = &opts.stats_json {
+        stats::check_writable(path).map_err(|e| {
+            VhostError::bad(format!(
+                "--stats-json {}: cannot write: {e}",
+                path.display()
+            ))
+        })?;
+    }
     // Before any thread exists, so that every thread inherits the mask and
     // only the signal thread receives these.
     let signals = block_signals()?;
@@ -35,12 +50,53 @@ pub fn run(opts: &Options) -> Result<(), VhostError> {
         opts.hint_map,
     )?);
     let mut listener = listen(&opts.socket)?;
+    let metrics = match &opts.metrics_socket {
+        Some(path) => Some(owner_only(path, || UnixListener::bind(path)).map_err(|e| {
+            let _ = std::fs::remove_file(&opts.socket);
+            VhostError::bad(format!("--metrics-socket {}: {e}", path.display()))
+        })?),
+        None => None,
+    };
+    let sampling = match (&opts.qmp, &opts.strategy) {
+        (Some(qmp), PolicyConfig::VicSched(_)) => {
+            let cost = Arc::new(SamplingCost::default());
+            vcpu::spawn_sampler(qmp.clone(), Arc::clone(&backend), Arc::clone(&cost))
+                .map_err(|e| VhostError::internal(format!("starting the vCPU sampler: {e}")))?;
+            Some(cost)
+        }
+        (None, PolicyConfig::VicSched(_)) => {
+            // Without the vCPU's run state the policy never learns that
+            // the guest runs: say so rather than run a silent vIC.
+            eprintln!(
+                "cint vhost: note: vic-sched without --qmp never sees the vCPU's schedule; \
+                 it behaves as vIC with the vic-sched defaults"
+            );
+            None
+        }
+        (Some(qmp), _) => {
+            eprintln!(
+                "cint vhost: note: --qmp {} is only used by vic-sched; ignored",
+                qmp.display()
+            );
+            None
+        }
+        _ => None,
+    };
     let outputs = Arc::new(Outputs {
         backend: Arc::clone(&backend),
         strategy: opts.strategy_spec.clone(),
         stats_json: opts.stats_json.clone(),
         socket: opts.socket.clone(),
+        metrics_socket: opts.metrics_socket.clone(),
+        sampling,
     });
+    if let Some(metrics) = metrics {
+        let outputs = Arc::clone(&outputs);
+        std::thread::Builder::new()
+            .name("cint-vhost-metrics".into())
+            .spawn(move || serve_metrics(&metrics, &outputs))
+            .map_err(|e| VhostError::internal(format!("starting the metrics thread: {e}")))?;
+    }
     spawn_signal_thread(signals, Arc::clone(&outputs))?;
     if let Some(every) = opts.stats_interval {
         let backend = Arc::clone(&backend);
@@ -73,7 +129,7 @@ fn serve(
 ) -> Result<(), VhostError> {
     loop {
         let mem = GuestMemoryAtomic::new(GuestMemoryMmap::new());
-        backend.set_memory(mem.clone());
+        backend.new_connection(mem.clone());
         let mut daemon = VhostUserDaemon::new("cint-vhost".into(), Arc::clone(backend), mem)
             .map_err(|e| VhostError::internal(format!("vhost-user daemon: {e}")))?;
         let handlers = daemon.get_epoll_handlers();
@@ -120,43 +176,60 @@ fn serve(
 
 /// Refuses a socket path that exists: a live socket is in use, anything
 /// else is not ours to remove.
-fn check_socket_path(path: &Path) -> Result<(), VhostError> {
+fn check_socket_path(path: &Path, option: &str) -> Result<(), VhostError> {
     let shown = path.display();
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(VhostError::bad(format!("--socket {shown}: {e}"))),
+        Err(e) => Err(VhostError::bad(format!("{option} {shown}: {e}"))),
         Ok(m) if m.file_type().is_socket() => {
             if UnixStream::connect(path).is_ok() {
                 Err(VhostError::bad(format!(
-                    "--socket {shown}: in use (a process is listening on it)"
+                    "{option} {shown}: in use (a process is listening on it)"
                 )))
             } else {
                 Err(VhostError::bad(format!(
-                    "--socket {shown}: a socket nobody listens on already exists; remove it if it is stale"
+                    "{option} {shown}: a socket nobody listens on already exists; remove it if it is stale"
                 )))
             }
         }
         Ok(_) => Err(VhostError::bad(format!(
-            "--socket {shown}: exists and is not a socket"
+            "{option} {shown}: exists and is not a socket"
         ))),
     }
 }
 
-/// Creates the listening socket, owner-only from the start (umask around
-/// bind, so there is no window in which others may connect).
+/// Creates the vhost-user socket, owner-only.
 fn listen(path: &Path) -> Result<Listener, VhostError> {
+    owner_only(path, || {
+        Listener::new(path, false).map_err(std::io::Error::other)
+    })
+    .map_err(|e| VhostError::bad(format!("--socket {}: {e}", path.display())))
+}
+
+/// Creates a socket file with `bind`, owner-only from the start (umask
+/// around the bind, so there is no window in which others may connect).
+/// Called before any other thread exists.
+fn owner_only<T>(path: &Path, bind: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
     // SAFETY: umask only changes this process's file-creation mask; no
-    // other thread creates files at this point (none is running yet
-    // besides this one).
+    // other thread creates files at this point (the caller runs before
+    // any thread is started).
     let old = unsafe { libc::umask(0o177) };
-    let listener = Listener::new(path, false);
+    let bound = bind();
     // SAFETY: as above, restoring the previous mask.
     unsafe { libc::umask(old) };
-    let listener =
-        listener.map_err(|e| VhostError::bad(format!("--socket {}: {e}", path.display())))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| VhostError::internal(format!("--socket {}: chmod: {e}", path.display())))?;
-    Ok(listener)
+    let bound = bound?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(bound)
+}
+
+/// Answers every connection to `--metrics-socket` with the counters as
+/// Prometheus text, then closes it (scrape with e.g. `socat - UNIX:PATH`).
+fn serve_metrics(listener: &UnixListener, outputs: &Outputs) {
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        let text = stats::prometheus(&outputs.strategy, &outputs.backend.stats());
+        let _ = stream.write_all(text.as_bytes());
+    }
 }
 
 /// What the back end leaves behind when it stops or is asked.
@@ -165,12 +238,29 @@ struct Outputs {
     strategy: String,
     stats_json: Option<PathBuf>,
     socket: PathBuf,
+    metrics_socket: Option<PathBuf>,
+    sampling: Option<Arc<SamplingCost>>,
 }
 
 impl Outputs {
+    fn sampling_json(&self) -> Option<serde_json::Value> {
+        let cost = self.sampling.as_ref()?;
+        let samples = cost.samples.load(Ordering::Relaxed);
+        let total = cost.total_ns.load(Ordering::Relaxed);
+        Some(serde_json::json!({
+            "samples": samples,
+            "mean_ns": total.checked_div(samples).unwrap_or(0),
+            "max_ns": cost.max_ns.load(Ordering::Relaxed),
+            "period_ns": vcpu::SAMPLE_PERIOD.as_nanos() as u64,
+        }))
+    }
+
     fn write_stats(&self) {
         if let Some(path) = &self.stats_json {
-            let doc = stats::document(&self.strategy, &self.backend.stats());
+            let mut doc = stats::document(&self.strategy, &self.backend.stats());
+            if let (Some(sampling), Some(map)) = (self.sampling_json(), doc.as_object_mut()) {
+                map.insert("vcpu_sampling".into(), sampling);
+            }
             if let Err(e) = stats::write_atomically(path, &doc) {
                 eprintln!("cint vhost: --stats-json {}: {e}", path.display());
             }
@@ -180,7 +270,13 @@ impl Outputs {
     /// Stats written, our socket removed.
     fn finish(&self) {
         self.write_stats();
+        if let Some(s) = self.sampling_json() {
+            eprintln!("cint vhost: vCPU sampling: {s}");
+        }
         let _ = std::fs::remove_file(&self.socket);
+        if let Some(path) = &self.metrics_socket {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 

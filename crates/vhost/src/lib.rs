@@ -20,6 +20,7 @@ pub mod options;
 pub mod request;
 pub mod stats;
 mod sys;
+pub mod vcpu;
 pub mod worker;
 
 pub use error::VhostError;

@@ -47,6 +47,8 @@ pub struct RawOptions {
     pub reconnect: bool,
     /// `--qmp PATH`.
     pub qmp: Option<PathBuf>,
+    /// `--metrics-socket PATH`.
+    pub metrics_socket: Option<PathBuf>,
 }
 
 /// What backs the virtual disk.
@@ -86,6 +88,8 @@ pub struct Options {
     pub reconnect: bool,
     /// QEMU's QMP socket (for vic-sched).
     pub qmp: Option<PathBuf>,
+    /// A unix socket serving the counters as Prometheus text.
+    pub metrics_socket: Option<PathBuf>,
 }
 
 impl RawOptions {
@@ -127,14 +131,6 @@ impl RawOptions {
                 Err(e) => return Err(VhostError::bad(format!("--stats-interval {s}: {e}"))),
             },
         };
-        if matches!(strategy, PolicyConfig::VicSched(_)) && self.qmp.is_none() {
-            // Without the vCPU's run state the policy never learns that
-            // the guest runs: state it rather than run a silent vIC.
-            eprintln!(
-                "cint vhost: note: vic-sched without --qmp never sees the vCPU's schedule; \
-                 it behaves as vIC with the vic-sched defaults"
-            );
-        }
         Ok(Options {
             socket: self.socket.clone(),
             image: parse_image(&self.image)?,
@@ -148,6 +144,7 @@ impl RawOptions {
             stats_interval,
             reconnect: self.reconnect,
             qmp: self.qmp.clone(),
+            metrics_socket: self.metrics_socket.clone(),
         })
     }
 }

@@ -122,9 +122,7 @@ pub fn document(strategy: &str, queues: &[QueueStats]) -> Value {
 /// Writes `doc` to `path` atomically: a temporary file in the same
 /// directory, then a rename, so a reader never sees half a document.
 pub fn write_atomically(path: &Path, doc: &Value) -> std::io::Result<()> {
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(format!(".tmp.{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
+    let tmp = temp_path(path);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         serde_json::to_writer_pretty(&mut f, doc)?;
@@ -136,6 +134,98 @@ pub fn write_atomically(path: &Path, doc: &Value) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A counter's name, help text and value.
+type Counter = (&'static str, &'static str, fn(&QueueStats) -> u64);
+
+/// The counters in the Prometheus text exposition format, one series per
+/// queue (label `queue`), for `--metrics-socket`.
+pub fn prometheus(strategy: &str, queues: &[QueueStats]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let counters: [Counter; 7] = [
+        (
+            "requests",
+            "Requests completed (used entries written).",
+            |q| q.requests,
+        ),
+        (
+            "read_bytes",
+            "Bytes read from the disk into the guest.",
+            |q| q.read_bytes,
+        ),
+        (
+            "write_bytes",
+            "Bytes written from the guest to the disk.",
+            |q| q.write_bytes,
+        ),
+        ("irqs_wanted", "Interrupts the policy decided.", |q| {
+            q.irqs_wanted
+        }),
+        ("irqs_sent", "Call eventfd writes.", |q| q.irqs_sent),
+        (
+            "irqs_suppressed",
+            "Interrupts the driver suppressed (EVENT_IDX or NO_INTERRUPT).",
+            |q| q.irqs_suppressed,
+        ),
+        (
+            "urgent_irqs",
+            "Interrupts sent because an Urgent request completed.",
+            |q| q.urgent_irqs,
+        ),
+    ];
+    let strategy = strategy.replace('\\', "\\\\").replace('"', "\\\"");
+    for (name, help, get) in counters {
+        let _ = writeln!(out, "# HELP cint_vhost_{name}_total {help}");
+        let _ = writeln!(out, "# TYPE cint_vhost_{name}_total counter");
+        for (i, q) in queues.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "cint_vhost_{name}_total{{queue=\"{i}\",strategy=\"{strategy}\"}} {}",
+                get(q)
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "# HELP cint_vhost_service_latency_ns Chain popped to used entry written."
+    );
+    let _ = writeln!(out, "# TYPE cint_vhost_service_latency_ns summary");
+    for (i, q) in queues.iter().enumerate() {
+        let h = &q.service_latency;
+        for quantile in [0.5, 0.99] {
+            let v = if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(quantile)
+            };
+            let _ = writeln!(
+                out,
+                "cint_vhost_service_latency_ns{{queue=\"{i}\",quantile=\"{quantile}\"}} {v}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "cint_vhost_service_latency_ns_count{{queue=\"{i}\"}} {}",
+            h.len()
+        );
+    }
+    out
+}
+
+/// Checks before anything runs that `path` can be written the way
+/// [`write_atomically`] will write it (a temporary file beside it).
+pub fn check_writable(path: &Path) -> std::io::Result<()> {
+    let tmp = temp_path(path);
+    std::fs::File::create(&tmp)?;
+    std::fs::remove_file(&tmp)
+}
+
+fn temp_path(path: &Path) -> std::path::PathBuf {
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    path.with_file_name(tmp_name)
 }
 
 /// One line of `--stats-interval`: totals and rates since the previous
@@ -169,13 +259,17 @@ mod tests {
 
     #[test]
     fn document_sums_queues_into_totals() {
-        let mut a = QueueStats::default();
-        a.requests = 3;
-        a.irqs_sent = 2;
+        let mut a = QueueStats {
+            requests: 3,
+            irqs_sent: 2,
+            ..QueueStats::default()
+        };
         a.record_latency(1000);
-        let mut b = QueueStats::default();
-        b.requests = 4;
-        b.irqs_suppressed = 1;
+        let mut b = QueueStats {
+            requests: 4,
+            irqs_suppressed: 1,
+            ..QueueStats::default()
+        };
         b.record_latency(3000);
         let doc = document("none", &[a, b]);
         assert_eq!(doc["strategy"], "none");
@@ -190,6 +284,20 @@ mod tests {
                 .map(|v| v >= 999),
             Some(true)
         );
+    }
+
+    #[test]
+    fn prometheus_text_has_one_series_per_queue() {
+        let q = QueueStats {
+            irqs_sent: 5,
+            ..QueueStats::default()
+        };
+        let text = prometheus("cinterrupts,delta=6us", &[QueueStats::default(), q]);
+        assert!(text.contains(
+            "cint_vhost_irqs_sent_total{queue=\"1\",strategy=\"cinterrupts,delta=6us\"} 5\n"
+        ));
+        assert!(text.contains("# TYPE cint_vhost_requests_total counter\n"));
+        assert!(text.contains("cint_vhost_service_latency_ns_count{queue=\"0\"} 0\n"));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use virtio_bindings::virtio_blk::{VIRTIO_BLK_ID_BYTES, VIRTIO_BLK_S_IOERR, VIRTI
 use virtio_queue::desc::split::Descriptor;
 use virtio_queue::QueueT;
 use vm_memory::{
-    Bytes, GuestAddress, GuestAddressSpace, GuestMemoryAtomic, GuestMemoryBackend,
+    Address, Bytes, GuestAddress, GuestAddressSpace, GuestMemoryAtomic, GuestMemoryBackend,
     GuestMemoryLoadGuard, GuestMemoryMmap,
 };
 use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
@@ -167,6 +167,21 @@ impl Worker {
         self.in_flight
     }
 
+    /// Starts over for a new front end with `policy`, keeping the
+    /// counters (they add up over connections). Only when nothing is in
+    /// flight: a request of the previous connection still completing
+    /// must find the policy that numbered it.
+    pub fn new_connection(&mut self, policy: AnyPolicy) {
+        if self.in_flight > 0 {
+            return;
+        }
+        self.policy = policy;
+        self.unsignalled = 0;
+        self.backlogged = false;
+        self.event_idx = false;
+        self.rearm();
+    }
+
     /// The driver negotiated `VIRTIO_RING_F_EVENT_IDX`.
     pub fn set_event_idx(&mut self, enabled: bool) {
         self.event_idx = enabled;
@@ -212,6 +227,12 @@ impl Worker {
             _ => Decision::Hold,
         };
         self.act(d, false, &mut state, &mem);
+        self.rearm();
+    }
+
+    /// The vCPU this queue interrupts changed its run state (vic-sched).
+    pub fn on_schedule(&mut self, schedule: cint_policy::GuestSchedule) {
+        self.policy.on_schedule(now(), schedule);
         self.rearm();
     }
 
@@ -274,7 +295,7 @@ impl Worker {
                 });
                 let used_len = u32::from(rej.status.is_some());
                 self.finish(
-                    state, mem, &**mem, head, rej.status, rej.code, used_len, seq, hint, arrival,
+                    state, mem, mem, head, rej.status, rej.code, used_len, seq, hint, arrival,
                 );
                 return;
             }
@@ -284,12 +305,12 @@ impl Worker {
         self.in_flight += 1;
         match (&self.image.kind, req.op) {
             (_, Op::GetId) => {
-                let written = write_bytes(&**mem, &req.data, &self.id);
+                let written = write_bytes(mem, &req.data, &self.id);
                 let used = written as u32 + 1;
                 self.finish(
                     state,
                     mem,
-                    &**mem,
+                    mem,
                     head,
                     Some(req.status),
                     VIRTIO_BLK_S_OK as u8,
@@ -302,7 +323,7 @@ impl Worker {
             (ImageKind::Null, op) => {
                 let used = match op {
                     Op::Read => {
-                        zero_fill(&**mem, &req.data);
+                        zero_fill(mem, &req.data);
                         self.stats.read_bytes += req.data_len;
                         req.data_len as u32 + 1
                     }
@@ -315,7 +336,7 @@ impl Worker {
                 self.finish(
                     state,
                     mem,
-                    &**mem,
+                    mem,
                     head,
                     Some(req.status),
                     VIRTIO_BLK_S_OK as u8,
@@ -340,7 +361,7 @@ impl Worker {
         state: &mut VringState<GuestMem>,
         mem: &GuestMemoryLoadGuard<Mem>,
     ) {
-        let iovecs = match host_iovecs(&**mem, &req.data) {
+        let iovecs = match host_iovecs(mem, &req.data) {
             Some(v) => v,
             None => {
                 self.log.log(arrival, || {
@@ -351,7 +372,7 @@ impl Worker {
                 self.finish(
                     state,
                     mem,
-                    &**mem,
+                    mem,
                     head,
                     Some(req.status),
                     VIRTIO_BLK_S_IOERR as u8,
@@ -366,17 +387,15 @@ impl Worker {
         let aligned = iovecs.iter().all(|v| {
             (v.iov_base as u64) % DIRECT_ALIGN == 0 && (v.iov_len as u64) % DIRECT_ALIGN == 0
         });
-        let ImageKind::File(file) = &self.image.kind else {
-            return;
-        };
-        let direct = aligned && file.direct.is_some() && matches!(req.op, Op::Read | Op::Write);
+        let direct_open = matches!(&self.image.kind, ImageKind::File(f) if f.direct.is_some());
+        let direct = aligned && direct_open && matches!(req.op, Op::Read | Op::Write);
         let Some(slot) = self.free.pop() else {
             // Cannot happen: in_flight is bounded by the queue size and so
             // is the slot table. Refuse rather than lose the request.
             self.finish(
                 state,
                 mem,
-                &**mem,
+                mem,
                 head,
                 Some(req.status),
                 VIRTIO_BLK_S_IOERR as u8,
@@ -400,17 +419,48 @@ impl Worker {
             data_len: req.data_len,
             direct,
         });
-        self.push_sqe(slot);
+        self.push_or_fail(slot, state, mem);
     }
 
-    /// Queues the submission of the request in `slot`.
-    fn push_sqe(&mut self, slot: u32) {
+    /// Queues the request in `slot`; if it cannot be queued, it completes
+    /// with IOERR rather than stay in flight forever.
+    fn push_or_fail(
+        &mut self,
+        slot: u32,
+        state: &mut VringState<GuestMem>,
+        mem: &GuestMemoryLoadGuard<Mem>,
+    ) {
+        if self.push_sqe(slot) {
+            return;
+        }
+        if let Some(io) = self.slots[slot as usize].take() {
+            self.free.push(slot);
+            let req_mem = Arc::clone(&io.mem);
+            self.finish(
+                state,
+                mem,
+                &req_mem,
+                io.head,
+                Some(io.status),
+                VIRTIO_BLK_S_IOERR as u8,
+                1,
+                io.seq,
+                io.hint,
+                io.arrival,
+            );
+        }
+    }
+
+    /// Queues the submission of the request in `slot`. False if there is
+    /// nothing to submit it to (no ring, or an operation without backing
+    /// I/O), which the callers never ask for.
+    fn push_sqe(&mut self, slot: u32) -> bool {
         let (Some(ring), ImageKind::File(file), Some(io)) = (
             self.ring.as_mut(),
             &self.image.kind,
             self.slots[slot as usize].as_ref(),
         ) else {
-            return;
+            return false;
         };
         let fd = match (&file.direct, io.direct) {
             (Some(d), true) => d.as_raw_fd(),
@@ -449,7 +499,7 @@ impl Worker {
                     .mode(mode)
                     .build()
             }
-            Op::GetId => return,
+            Op::GetId => return false,
         }
         .user_data(u64::from(slot));
         loop {
@@ -469,6 +519,7 @@ impl Worker {
             }
         }
         self.unsubmitted += 1;
+        true
     }
 
     fn submit(&mut self) {
@@ -531,7 +582,7 @@ impl Worker {
         }
         if result == -libc::EINTR || result == -libc::EAGAIN {
             self.slots[slot as usize] = Some(io);
-            self.push_sqe(slot);
+            self.push_or_fail(slot, state, mem);
             return;
         }
         self.free.push(slot);
@@ -634,12 +685,9 @@ impl Worker {
         self.stats.irqs_wanted += 1;
         self.unsignalled = 0;
         let queue = state.get_queue_mut();
-        let wanted_by_driver = match queue.needs_notification(&**mem) {
-            Ok(n) => n,
-            Err(_) => true,
-        };
+        let wanted_by_driver = queue.needs_notification(&**mem).unwrap_or(true);
         let wanted_by_driver =
-            wanted_by_driver && (self.event_idx || !no_interrupt_flag(&**mem, queue.avail_ring()));
+            wanted_by_driver && (self.event_idx || !no_interrupt_flag(mem, queue.avail_ring()));
         if !wanted_by_driver {
             self.stats.irqs_suppressed += 1;
             return;
@@ -722,24 +770,14 @@ fn zero_fill(mem: &Mem, data: &[Segment]) {
         let mut off = 0u64;
         while off < u64::from(seg.len) {
             let n = (u64::from(seg.len) - off).min(ZEROS.len() as u64) as usize;
-            if mem
-                .write_slice(&ZEROS[..n], seg.addr.unchecked_add_offset(off))
-                .is_err()
-            {
+            let Some(addr) = seg.addr.checked_add(off) else {
+                return;
+            };
+            if mem.write_slice(&ZEROS[..n], addr).is_err() {
                 return;
             }
             off += n as u64;
         }
-    }
-}
-
-trait AddOffset {
-    fn unchecked_add_offset(self, off: u64) -> GuestAddress;
-}
-
-impl AddOffset for GuestAddress {
-    fn unchecked_add_offset(self, off: u64) -> GuestAddress {
-        GuestAddress(self.0.wrapping_add(off))
     }
 }
 
