@@ -204,7 +204,8 @@ pub struct Backend {
 }
 
 impl Backend {
-    /// Starts a back end for `image` on `socket` with `strategy` (ignored by
+    /// Starts a back end for `image` on `socket` with `strategy` and, for
+    /// vic-sched, QEMU's QMP socket `qmp` (both ignored by
     /// qemu-storage-daemon); its output goes to `log`. Returns once the
     /// socket exists.
     pub fn start(
@@ -212,6 +213,7 @@ impl Backend {
         socket: &Path,
         image: &Path,
         strategy: &str,
+        qmp: Option<&Path>,
         stats: &Path,
         log: &Path,
     ) -> Result<Self> {
@@ -228,6 +230,9 @@ impl Backend {
                     .args(["--strategy", strategy])
                     .arg("--stats-json")
                     .arg(stats);
+                if let Some(qmp) = qmp {
+                    cmd.arg("--qmp").arg(qmp);
+                }
                 (cmd, Some(stats.to_path_buf()), true)
             }
             BackendKind::StorageDaemon(bin) => {

@@ -23,6 +23,9 @@ pub struct Boot {
     pub mem_mib: u32,
     /// `(socket, PCI slot)` of each disk.
     pub disks: Vec<(PathBuf, u8)>,
+    /// QMP sockets for QEMU to create (one per vic-sched back end: a QMP
+    /// server takes one client).
+    pub qmp: Vec<PathBuf>,
     /// Longest the guest may run before it is killed.
     pub timeout: Duration,
 }
@@ -53,6 +56,10 @@ pub fn run(boot: &Boot, serial: &Path) -> Result<String> {
             .arg(format!(
                 "vhost-user-blk-pci,chardev=vu{i},num-queues=1,addr={slot:#x}"
             ));
+    }
+    for qmp in &boot.qmp {
+        cmd.arg("-qmp")
+            .arg(format!("unix:{},server=on,wait=off", qmp.display()));
     }
     let qemu_log = serial.with_extension("qemu.log");
     let log = std::fs::File::create(&qemu_log).map_err(|e| Error::io("creating", &qemu_log, e))?;

@@ -174,6 +174,7 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
 
     let mut backends = Vec::new();
     let mut disks = Vec::new();
+    let mut qmps = Vec::new();
     let mut images = Vec::new();
     for (i, strategy) in cfg.strategies.iter().enumerate() {
         let slot = FIRST_SLOT + i as u8;
@@ -182,17 +183,22 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
         file.set_len(cfg.image_mib << 20)
             .map_err(|e| Error::io("sizing", &image, e))?;
         let socket = work.join(format!("disk{i}.sock"));
+        // vic-sched reads the vCPU's run state through QMP.
+        let qmp = (strategy.split(',').next() == Some("vic-sched"))
+            .then(|| work.join(format!("disk{i}.qmp")));
         let backend = Backend::start(
             &pre.backend,
             &socket,
             &image,
             strategy,
+            qmp.as_deref(),
             &work.join(format!("disk{i}.stats.json")),
             &work.join(format!("disk{i}.backend.log")),
         )?;
         backends.push(backend);
         disks.push((socket, slot));
         images.push((image, slot));
+        qmps.extend(qmp);
     }
 
     let append = format!(
@@ -212,6 +218,7 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
         append,
         mem_mib: 512,
         disks,
+        qmp: qmps,
         timeout: cfg.timeout,
     };
     let console = match qemu::run(&boot, &work.join("console.log")) {
