@@ -11,6 +11,7 @@
 use cint_vhost_guest_tests::backend::{build_cint_under_cargo, cint_binary, which, BackendKind};
 use cint_vhost_guest_tests::run::{self, DiskOutcome, Prerequisites, RunConfig, RunOutcome};
 use cint_vhost_guest_tests::Error;
+use std::io::Write as _;
 
 fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
@@ -21,7 +22,10 @@ fn prerequisites(backend: Result<BackendKind, Error>) -> Option<Prerequisites> {
     match backend.and_then(Prerequisites::find) {
         Ok(pre) => Some(pre),
         Err(Error::Missing(what)) if !in_ci() => {
-            eprintln!(
+            // Straight to stderr: the test harness captures `eprintln!` of
+            // passing tests, and a skip must be seen.
+            let _ = writeln!(
+                std::io::stderr(),
                 "\n*** SKIPPED: guest end-to-end test needs {what}; run `bash .ci/deps/qemu-guest.sh` (with CI set this fails) ***\n"
             );
             None
@@ -33,7 +37,8 @@ fn prerequisites(backend: Result<BackendKind, Error>) -> Option<Prerequisites> {
 fn run_guest(cfg: &RunConfig, pre: &Prerequisites) -> RunOutcome {
     let work = tempfile::tempdir().expect("temporary folder");
     let outcome = run::run(cfg, pre, work.path()).unwrap_or_else(|e| panic!("guest run: {e}"));
-    eprintln!("{}", outcome.table());
+    // The figures belong in the CI log even when the test passes.
+    let _ = write!(std::io::stderr(), "{}", outcome.table());
     assert!(
         outcome.guest.done,
         "the guest program did not finish; console:\n{}",
