@@ -158,8 +158,8 @@ fn unmodified_guest_under_every_policy() {
     assert!(cm.ok && am.ok);
     assert_eq!(cm.reader_ops, cfg.reads);
     assert_eq!(am.reader_ops, cfg.reads);
-    // Back end: each RT completion fired its own urgent interrupt under
-    // cinterrupts; adaptive ignores hints.
+    // Back end: under cinterrupts RT completions fire urgent interrupts;
+    // adaptive ignores hints.
     let cbe = cint.backend.as_ref().expect("stats");
     let abe = adaptive.backend.as_ref().expect("stats");
     // An RT completion that finds an earlier interrupt still unhandled is
