@@ -1,0 +1,624 @@
+/*
+ * The guest side of the cinterrupts end-to-end test (issue #12).
+ *
+ * Runs inside an unmodified Linux guest, as a static binary started by the
+ * initramfs' /init, against every virtio-blk disk (/sys/block/vd*):
+ *
+ *   integrity  writes a pseudo-random pattern with O_DIRECT (several threads,
+ *              many requests in flight) and with buffered I/O, flushes, drops
+ *              the block device's page cache, reads it back both ways and
+ *              checks every byte in the guest; prints FNV-1a checksums the
+ *              host compares with the image.
+ *   mixed      a latency-sensitive reader tagged with the RT I/O priority
+ *              class (what `ionice -c1` sets) runs beside batch readers.
+ *   end        the interrupts the disk's queues raised since boot.
+ *
+ * Every interrupt count is read from /proc/interrupts (the virtio device's
+ * "virtioN-req.Q" MSI-X vectors) before and after each phase, so the host
+ * can compare them with the back end's count of call-eventfd writes.
+ *
+ * Output: one line per fact, "CINT key=value ...", on stdout (the serial
+ * console). Parameters come from the kernel command line:
+ *   cint.seed=N     base seed of the pattern (the disk's seed is N + slot)
+ *   cint.mib=N      MiB written per half of the integrity region
+ *   cint.reads=N    RT reads of the mixed phase
+ *   cint.batch=N    batch reader threads of the mixed phase
+ *   cint.disks=N    disks to wait for before starting
+ *   cint.within_us=N  an RT read is counted "within" if it took less
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SECTOR 512
+#define PAGE 4096
+#define IOPRIO_CLASS_SHIFT 13
+#define IOPRIO_CLASS_RT 1
+#define IOPRIO_WHO_PROCESS 1
+#define DIRECT_WRITERS 4
+#define MAX_DISKS 16
+#define MAX_BATCH 64
+
+static uint64_t param_seed = 1;
+static uint64_t param_mib = 4;
+static uint64_t param_reads = 200;
+static uint64_t param_batch = 8;
+static uint64_t param_disks = 1;
+static uint64_t param_within_us = 2000;
+
+static void fail(const char *disk, const char *what)
+{
+    printf("CINT disk=%s error=\"%s: %s\"\n", disk, what, strerror(errno));
+    fflush(stdout);
+}
+
+/* splitmix64: the host regenerates the same pattern word for word. */
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/* Byte `offset` of the disk's pattern (position-dependent, so a block
+ * written to or read from the wrong place is a mismatch). */
+static uint8_t pattern_byte(uint64_t seed, uint64_t offset)
+{
+    uint64_t word = splitmix64(seed + offset / 8);
+    return (uint8_t)(word >> (8 * (offset % 8)));
+}
+
+static void fill_pattern(uint8_t *buf, uint64_t seed, uint64_t offset, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = pattern_byte(seed, offset + i);
+}
+
+static uint64_t fnv1a(uint64_t hash, const uint8_t *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        hash ^= buf[i];
+        hash *= 0x100000001B3ull;
+    }
+    return hash;
+}
+
+#define FNV_OFFSET 0xCBF29CE484222325ull
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void read_cmdline(void)
+{
+    char buf[4096];
+    FILE *f = fopen("/proc/cmdline", "r");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n")) {
+        unsigned long long v;
+        if (sscanf(tok, "cint.seed=%llu", &v) == 1) param_seed = v;
+        else if (sscanf(tok, "cint.mib=%llu", &v) == 1) param_mib = v;
+        else if (sscanf(tok, "cint.reads=%llu", &v) == 1) param_reads = v;
+        else if (sscanf(tok, "cint.batch=%llu", &v) == 1) param_batch = v;
+        else if (sscanf(tok, "cint.disks=%llu", &v) == 1) param_disks = v;
+        else if (sscanf(tok, "cint.within_us=%llu", &v) == 1) param_within_us = v;
+    }
+    if (param_batch > MAX_BATCH)
+        param_batch = MAX_BATCH;
+}
+
+struct disk {
+    char name[256];     /* vda */
+    char path[300];     /* /dev/vda */
+    char virtio[32];    /* virtio2: the prefix of its /proc/interrupts names */
+    char pci[32];       /* 0000:00:10.0: how the host tells the disks apart */
+    unsigned slot;      /* PCI slot number */
+    uint64_t seed;
+};
+
+/* Sum over CPUs of the interrupts whose name starts with "<virtio>-<kind>". */
+static uint64_t irq_count(const struct disk *d, const char *kind)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s-%s", d->virtio, kind);
+    FILE *f = fopen("/proc/interrupts", "r");
+    if (!f)
+        return 0;
+    char line[1024];
+    uint64_t total = 0;
+    int cpus = 0;
+    if (fgets(line, sizeof line, f))
+        for (char *t = strtok(line, " \n"); t; t = strtok(NULL, " \n"))
+            cpus++;
+    while (fgets(line, sizeof line, f)) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        char *name = strrchr(line, ' ');
+        if (!name || strncmp(name + 1, prefix, strlen(prefix)) != 0)
+            continue;
+        char *p = strchr(line, ':');
+        if (!p)
+            continue;
+        p++;
+        for (int c = 0; c < cpus; c++)
+            total += strtoull(p, &p, 10);
+    }
+    fclose(f);
+    return total;
+}
+
+/* Completed requests of the disk (reads, writes, discards, flushes), from
+ * /sys/block/<name>/stat: what the driver handed to the device. */
+static uint64_t disk_requests(const struct disk *d)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/sys/block/%.255s/stat", d->name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    unsigned long long v[17] = {0};
+    int n = 0;
+    while (n < 17 && fscanf(f, "%llu", &v[n]) == 1)
+        n++;
+    fclose(f);
+    return v[0] + v[4] + (n > 11 ? v[11] : 0) + (n > 15 ? v[15] : 0);
+}
+
+/* Requests the driver has handed to the device and not seen complete
+ * (field 9 of /sys/block/<name>/stat). */
+static uint64_t disk_in_flight(const struct disk *d)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/sys/block/%.255s/stat", d->name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    unsigned long long v[9] = {0};
+    int n = 0;
+    while (n < 9 && fscanf(f, "%llu", &v[n]) == 1)
+        n++;
+    fclose(f);
+    return n == 9 ? v[8] : 0;
+}
+
+/* The disk the workload is on, for the watchdog. */
+static _Atomic(const struct disk *) current_disk;
+
+#define STALL_SECONDS 15
+
+/* A request the device never completes, or a completion whose interrupt
+ * never comes, leaves the workload blocked for good. The watchdog says so
+ * (what the driver sent and saw complete, so the host can compare with the
+ * back end's count: equal means the back end never took the requests in
+ * flight, fewer means their interrupt was lost) and powers the guest off,
+ * so the test fails at once with the evidence. */
+static void *watchdog_main(void *arg)
+{
+    (void)arg;
+    const struct disk *last = NULL;
+    uint64_t last_done = 0;
+    int still = 0;
+    for (;;) {
+        sleep(1);
+        const struct disk *d = atomic_load(&current_disk);
+        if (!d)
+            continue;
+        uint64_t done = disk_requests(d), in_flight = disk_in_flight(d);
+        if (d != last || done != last_done || in_flight == 0) {
+            last = d;
+            last_done = done;
+            still = 0;
+            continue;
+        }
+        if (++still < STALL_SECONDS)
+            continue;
+        printf("CINT disk=%s error=\"stalled: %llu requests in flight, none completed for %d s; "
+               "%llu completed, %llu interrupts\"\n",
+               d->pci, (unsigned long long)in_flight, STALL_SECONDS, (unsigned long long)done,
+               (unsigned long long)irq_count(d, "req."));
+        fflush(stdout);
+        syscall(SYS_reboot, 0xfee1dead, 672274793, 0x4321FEDC, NULL);
+    }
+    return NULL;
+}
+
+struct direct_writer {
+    const struct disk *d;
+    int fd;
+    uint64_t start, end;
+    int index;
+    int failed;
+};
+
+/* Writer `index` of DIRECT_WRITERS writes every DIRECT_WRITERS-th chunk;
+ * chunk sizes vary from 4 KiB to 128 KiB so requests of many sizes are in
+ * flight at once. */
+static void *direct_writer_main(void *arg)
+{
+    struct direct_writer *w = arg;
+    uint8_t *buf;
+    if (posix_memalign((void **)&buf, PAGE, 128 * 1024) != 0) {
+        w->failed = 1;
+        return NULL;
+    }
+    uint64_t off = w->start;
+    int chunk = 0;
+    while (off < w->end) {
+        size_t len = (size_t)(1 + (splitmix64(w->d->seed ^ (off >> 12)) % 32)) * PAGE;
+        if (off + len > w->end)
+            len = w->end - off;
+        if (chunk % DIRECT_WRITERS == w->index) {
+            fill_pattern(buf, w->d->seed, off, len);
+            if (pwrite(w->fd, buf, len, (off_t)off) != (ssize_t)len) {
+                fail(w->d->pci, "O_DIRECT pwrite");
+                w->failed = 1;
+                break;
+            }
+        }
+        off += len;
+        chunk++;
+    }
+    free(buf);
+    return NULL;
+}
+
+/* Reads [start, end) through fd in `step`-byte reads, counts bytes that
+ * differ from the pattern, returns the FNV-1a checksum of what was read. */
+static int verify(const struct disk *d, int fd, uint64_t start, uint64_t end, size_t step,
+                  uint64_t *mismatches, uint64_t *sum)
+{
+    uint8_t *buf;
+    if (posix_memalign((void **)&buf, PAGE, step) != 0)
+        return -1;
+    uint64_t hash = FNV_OFFSET;
+    for (uint64_t off = start; off < end; off += step) {
+        size_t len = end - off < step ? end - off : step;
+        if (pread(fd, buf, len, (off_t)off) != (ssize_t)len) {
+            fail(d->pci, "read back");
+            free(buf);
+            return -1;
+        }
+        for (size_t i = 0; i < len; i++)
+            if (buf[i] != pattern_byte(d->seed, off + i))
+                (*mismatches)++;
+        hash = fnv1a(hash, buf, len);
+    }
+    *sum = hash;
+    free(buf);
+    return 0;
+}
+
+static void phase_integrity(const struct disk *d)
+{
+    uint64_t half = param_mib << 20;
+    uint64_t irq0 = irq_count(d, "req."), req0 = disk_requests(d);
+    uint64_t t0 = now_ns();
+
+    /* O_DIRECT half: [0, half), several writers in flight, then fdatasync. */
+    int dfd = open(d->path, O_RDWR | O_DIRECT);
+    if (dfd < 0) {
+        fail(d->pci, "open O_DIRECT");
+        return;
+    }
+    pthread_t threads[DIRECT_WRITERS];
+    struct direct_writer writers[DIRECT_WRITERS];
+    for (int i = 0; i < DIRECT_WRITERS; i++) {
+        writers[i] = (struct direct_writer){d, dfd, 0, half, i, 0};
+        pthread_create(&threads[i], NULL, direct_writer_main, &writers[i]);
+    }
+    int failed = 0;
+    for (int i = 0; i < DIRECT_WRITERS; i++) {
+        pthread_join(threads[i], NULL);
+        failed |= writers[i].failed;
+    }
+    if (fdatasync(dfd) != 0) {
+        fail(d->pci, "fdatasync");
+        failed = 1;
+    }
+
+    /* Buffered half: [half, 2*half) in odd-sized, unaligned writes through
+     * the page cache, then fsync. */
+    int bfd = open(d->path, O_RDWR);
+    if (bfd < 0) {
+        fail(d->pci, "open buffered");
+        close(dfd);
+        return;
+    }
+    uint8_t *buf = malloc(65536);
+    for (uint64_t off = half; off < 2 * half && !failed;) {
+        size_t len = 1 + (size_t)(splitmix64(d->seed ^ off) % 65535);
+        if (off + len > 2 * half)
+            len = 2 * half - off;
+        fill_pattern(buf, d->seed, off, len);
+        if (pwrite(bfd, buf, len, (off_t)off) != (ssize_t)len) {
+            fail(d->pci, "buffered pwrite");
+            failed = 1;
+        }
+        off += len;
+    }
+    free(buf);
+    if (fsync(bfd) != 0) {
+        fail(d->pci, "fsync");
+        failed = 1;
+    }
+    /* Drop the device's page cache so the buffered read-back below reads
+     * the disk, not the cache the writes filled. */
+    if (ioctl(bfd, BLKFLSBUF, 0) != 0) {
+        fail(d->pci, "BLKFLSBUF");
+        failed = 1;
+    }
+
+    uint64_t mismatches = 0, direct_sum = 0, buffered_sum = 0;
+    if (!failed) {
+        /* Each half is read back the other way it was written, then the
+         * whole region once more with O_DIRECT: both paths must agree. */
+        failed |= verify(d, bfd, 0, half, 65536, &mismatches, &direct_sum) != 0;
+        failed |= verify(d, dfd, half, 2 * half, 256 * 1024, &mismatches, &buffered_sum) != 0;
+        uint64_t again = 0;
+        failed |= verify(d, dfd, 0, half, 32 * 1024, &mismatches, &again) != 0;
+        if (again != direct_sum)
+            mismatches++;
+    }
+    close(bfd);
+    close(dfd);
+    uint64_t t1 = now_ns();
+    printf("CINT disk=%s phase=integrity ok=%d bytes=%llu mismatches=%llu direct_sum=%016llx "
+           "buffered_sum=%016llx irqs=%llu requests=%llu ms=%llu\n",
+           d->pci, !failed && mismatches == 0, (unsigned long long)(2 * half),
+           (unsigned long long)mismatches, (unsigned long long)direct_sum,
+           (unsigned long long)buffered_sum,
+           (unsigned long long)(irq_count(d, "req.") - irq0),
+           (unsigned long long)(disk_requests(d) - req0), (unsigned long long)((t1 - t0) / 1000000));
+    fflush(stdout);
+}
+
+struct mixed {
+    const struct disk *d;
+    int fd;
+    uint64_t span;          /* bytes the readers pick 4 KiB blocks from */
+    atomic_int stop;
+    atomic_ullong batch_ops;
+    int failed;
+};
+
+static void *batch_main(void *arg)
+{
+    struct mixed *m = arg;
+    uint8_t *buf;
+    if (posix_memalign((void **)&buf, PAGE, PAGE) != 0)
+        return NULL;
+    uint64_t x = (uint64_t)(uintptr_t)buf;
+    while (!atomic_load(&m->stop)) {
+        x = splitmix64(x);
+        off_t off = (off_t)((x % (m->span / PAGE)) * PAGE);
+        if (pread(m->fd, buf, PAGE, off) != PAGE) {
+            fail(m->d->pci, "batch pread");
+            m->failed = 1;
+            break;
+        }
+        atomic_fetch_add(&m->batch_ops, 1);
+    }
+    free(buf);
+    return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* An RT-class reader (one 4 KiB O_DIRECT read at a time, each waited for)
+ * beside `param_batch` batch readers of the default class. */
+static void phase_mixed(const struct disk *d)
+{
+    struct mixed m = {.d = d, .span = 2 * (param_mib << 20)};
+    m.fd = open(d->path, O_RDONLY | O_DIRECT);
+    if (m.fd < 0) {
+        fail(d->pci, "open mixed");
+        return;
+    }
+    uint64_t *lat = calloc(param_reads ? param_reads : 1, sizeof *lat);
+    uint8_t *buf;
+    if (!lat || posix_memalign((void **)&buf, PAGE, PAGE) != 0) {
+        fail(d->pci, "alloc");
+        return;
+    }
+    uint64_t irq0 = irq_count(d, "req."), req0 = disk_requests(d);
+    pthread_t threads[MAX_BATCH];
+    for (uint64_t i = 0; i < param_batch; i++)
+        pthread_create(&threads[i], NULL, batch_main, &m);
+
+    /* ioprio_set(IOPRIO_WHO_PROCESS, 0) sets the calling thread's priority:
+     * from here on this thread's reads carry class RT in the virtio-blk
+     * request header's ioprio field. */
+    int prio = (IOPRIO_CLASS_RT << IOPRIO_CLASS_SHIFT) | 4;
+    if (syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, prio) != 0) {
+        fail(d->pci, "ioprio_set RT");
+        m.failed = 1;
+    }
+    /* The reader is the latency-sensitive program: it also gets the CPU
+     * first, so its latency is the disk's and its interrupts', not the
+     * wait behind batch threads for the guest's one vCPU. */
+    struct sched_param sp = {.sched_priority = 1};
+    if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) != 0) {
+        fail(d->pci, "SCHED_FIFO");
+        m.failed = 1;
+    }
+    uint64_t x = d->seed;
+    uint64_t reads = 0;
+    for (; reads < param_reads && !m.failed; reads++) {
+        x = splitmix64(x);
+        off_t off = (off_t)((x % (m.span / PAGE)) * PAGE);
+        uint64_t t0 = now_ns();
+        if (pread(m.fd, buf, PAGE, off) != PAGE) {
+            fail(d->pci, "RT pread");
+            m.failed = 1;
+            break;
+        }
+        lat[reads] = now_ns() - t0;
+    }
+    /* Back to the default class and policy for what follows. */
+    syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, 0);
+    sp.sched_priority = 0;
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    atomic_store(&m.stop, 1);
+    for (uint64_t i = 0; i < param_batch; i++)
+        pthread_join(threads[i], NULL);
+    uint64_t irqs = irq_count(d, "req.") - irq0, requests = disk_requests(d) - req0;
+
+    qsort(lat, reads, sizeof *lat, cmp_u64);
+    uint64_t total = 0, within = 0;
+    for (uint64_t i = 0; i < reads; i++) {
+        total += lat[i];
+        within += lat[i] < param_within_us * 1000;
+    }
+    printf("CINT disk=%s phase=mixed ok=%d reader_ops=%llu batch_ops=%llu irqs=%llu requests=%llu "
+           "reader_p50_us=%llu reader_p90_us=%llu reader_mean_us=%llu reader_within=%llu "
+           "within_us=%llu\n",
+           d->pci, !m.failed, (unsigned long long)reads,
+           (unsigned long long)atomic_load(&m.batch_ops), (unsigned long long)irqs,
+           (unsigned long long)requests,
+           (unsigned long long)(reads ? lat[reads / 2] / 1000 : 0),
+           (unsigned long long)(reads ? lat[reads * 9 / 10] / 1000 : 0),
+           (unsigned long long)(reads ? total / reads / 1000 : 0), (unsigned long long)within,
+           (unsigned long long)param_within_us);
+    fflush(stdout);
+    free(buf);
+    free(lat);
+    close(m.fd);
+}
+
+/* Dispatches requests to the device as they come. The default mq-deadline
+ * holds every lower-class request while an RT one is in flight, which
+ * would starve the batch readers behind the RT reader and leave the
+ * device with one request at a time: the mixed phase wants both in
+ * flight together, so the policy, not the guest's scheduler, decides. */
+static int use_no_scheduler(const struct disk *d)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/sys/block/%.255s/queue/scheduler", d->name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int ok = fputs("none", f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* Fills in the virtio device name and PCI address behind /sys/block/<name>. */
+static int describe(struct disk *d)
+{
+    char link[300], real[PATH_MAX];
+    snprintf(d->path, sizeof d->path, "/dev/%.255s", d->name);
+    snprintf(link, sizeof link, "/sys/block/%.255s/device", d->name);
+    if (!realpath(link, real))
+        return -1;
+    /* .../0000:00:10.0/virtio2 */
+    char *virtio = strrchr(real, '/');
+    if (!virtio)
+        return -1;
+    *virtio++ = 0;
+    char *pci = strrchr(real, '/');
+    if (!pci)
+        return -1;
+    pci++;
+    snprintf(d->virtio, sizeof d->virtio, "%s", virtio);
+    snprintf(d->pci, sizeof d->pci, "%s", pci);
+    unsigned dom, bus, slot, fn;
+    if (sscanf(d->pci, "%x:%x:%x.%x", &dom, &bus, &slot, &fn) != 4)
+        return -1;
+    d->slot = slot;
+    d->seed = param_seed + slot;
+    return 0;
+}
+
+static int cmp_disk(const void *a, const void *b)
+{
+    const struct disk *x = a, *y = b;
+    size_t lx = strlen(x->name), ly = strlen(y->name);
+    return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x->name, y->name);
+}
+
+static int find_disks(struct disk *disks)
+{
+    int n = 0;
+    DIR *dir = opendir("/sys/block");
+    if (!dir)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) && n < MAX_DISKS)
+        if (strncmp(e->d_name, "vd", 2) == 0)
+            snprintf(disks[n++].name, sizeof disks[0].name, "%s", e->d_name);
+    closedir(dir);
+    /* readdir's order is arbitrary: run the disks in a stable order. */
+    qsort(disks, (size_t)n, sizeof *disks, cmp_disk);
+    return n;
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    read_cmdline();
+    struct disk disks[MAX_DISKS];
+    int n = 0;
+    /* Probing is asynchronous: wait up to 60 s for every disk to appear. */
+    for (int tries = 0; tries < 600; tries++) {
+        memset(disks, 0, sizeof disks);
+        n = find_disks(disks);
+        if ((uint64_t)n >= param_disks)
+            break;
+        usleep(100000);
+    }
+    printf("CINT disks=%d expected=%llu\n", n, (unsigned long long)param_disks);
+    pthread_t watchdog;
+    pthread_create(&watchdog, NULL, watchdog_main, NULL);
+    for (int i = 0; i < n; i++) {
+        struct disk *d = &disks[i];
+        if (describe(d) != 0) {
+            fail(d->name, "describe");
+            continue;
+        }
+        if (use_no_scheduler(d) != 0)
+            fail(d->pci, "setting the I/O scheduler to none");
+        printf("CINT disk=%s name=%s virtio=%s seed=%llu\n", d->pci, d->name, d->virtio,
+               (unsigned long long)d->seed);
+        atomic_store(&current_disk, d);
+        phase_integrity(d);
+        phase_mixed(d);
+    }
+    atomic_store(&current_disk, NULL);
+    /* Totals last, once every disk is idle: these are the numbers the host
+     * compares with each back end's count of interrupts sent. */
+    for (int i = 0; i < n; i++) {
+        const struct disk *d = &disks[i];
+        printf("CINT disk=%s phase=end irqs=%llu config_irqs=%llu requests=%llu\n", d->pci,
+               (unsigned long long)irq_count(d, "req."),
+               (unsigned long long)irq_count(d, "config"),
+               (unsigned long long)disk_requests(d));
+    }
+    printf("CINT done\n");
+    return 0;
+}

@@ -1,0 +1,23 @@
+//! End-to-end test of `cint vhost` with a real, unmodified guest kernel
+//! (issue #12): QEMU (TCG) boots a Debian cloud kernel with an initramfs
+//! built here (busybox-static, the virtio modules and the static guest
+//! program in `guest/`), one vhost-user-blk disk per strategy, each served
+//! by its own back end. The guest checks data integrity and reports its
+//! interrupt counts; the host checks the images and compares the counts
+//! with the back ends'.
+//!
+//! Prerequisites (installed by `.ci/deps/qemu-guest.sh`): Debian's
+//! `qemu-system-x86` and `busybox-static`, the kernel package extracted
+//! under `CINT_GUEST_KERNEL_DIR` (default `/var/cache/cint-guest/root`), a
+//! C compiler with a static libc, and the `cint` binary.
+
+pub mod backend;
+pub mod error;
+pub mod guest_output;
+pub mod initramfs;
+pub mod kernel;
+pub mod pattern;
+pub mod qemu;
+pub mod run;
+
+pub use error::{Error, Result};
