@@ -11,32 +11,6 @@ use crate::model::{BsShare, ExitScope, IoShape, Schedule, SteadyMetric, SteadySt
 use crate::section::Section;
 use crate::units::{format_duration, parse_size};
 
-/// Keys of an I/O job read here.
-pub const SHAPE_KEYS: &[&str] = &[
-    "bssplit",
-    "bsrange",
-    "rate",
-    "rate_process",
-    "barrier_last",
-    "thinktime",
-    "thinktime_spin",
-    "thinktime_blocks",
-    "number_ios",
-    "io_size",
-    "percentile_list",
-    "fsync",
-    "fdatasync",
-    "flow",
-    "flow_id",
-    "flow_sleep",
-    "exitall",
-    "ss",
-    "ss_dur",
-    "ss_ramp",
-];
-/// Keys of any job read here.
-pub const SCHEDULE_KEYS: &[&str] = &["group", "startdelay"];
-
 /// Most groups a scenario may have (each is a phase of the run).
 pub const MAX_GROUP: u64 = 1_024;
 
