@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
@@ -121,6 +122,9 @@ pub fn document(strategy: &str, queues: &[QueueStats]) -> Value {
 
 /// Writes `doc` to `path` atomically: a temporary file in the same
 /// directory, then a rename, so a reader never sees half a document.
+/// Each call has its own temporary file, so writers on different threads
+/// (exit on disconnect, SIGTERM, SIGUSR1) never remove or rename each
+/// other's; the last rename wins.
 pub fn write_atomically(path: &Path, doc: &Value) -> std::io::Result<()> {
     let tmp = temp_path(path);
     let result = (|| {
@@ -222,9 +226,13 @@ pub fn check_writable(path: &Path) -> std::io::Result<()> {
     std::fs::remove_file(&tmp)
 }
 
+/// A temporary name beside `path` that no other write of this process
+/// (nor of another process: the pid is in it) uses at the same time.
 fn temp_path(path: &Path) -> std::path::PathBuf {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, Ordering::Relaxed);
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    tmp_name.push(format!(".tmp.{}.{n}", std::process::id()));
     path.with_file_name(tmp_name)
 }
 
@@ -312,5 +320,34 @@ mod tests {
             1,
             "no temp file left"
         );
+    }
+
+    /// The exit-on-disconnect writer and the SIGTERM/SIGUSR1 writer run on
+    /// different threads; with one shared temporary name, one removed or
+    /// renamed the other's file ("No such file").
+    #[test]
+    fn concurrent_writers_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let doc = document("none", &[QueueStats::default()]);
+        std::thread::scope(|s| {
+            let writers: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        (0..50)
+                            .map(|_| write_atomically(&path, &doc))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for w in writers {
+                for r in w.join().unwrap() {
+                    assert!(r.is_ok(), "a concurrent write failed: {r:?}");
+                }
+            }
+        });
+        let back: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(back["strategy"], "none");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
