@@ -14,6 +14,7 @@ pub mod backend;
 mod daemon;
 pub mod device;
 pub mod error;
+mod guest;
 pub mod hints;
 pub mod image;
 pub mod options;

@@ -151,9 +151,9 @@ pub fn parse<M: GuestMemoryBackend>(
             "first descriptor is not a device-readable 16-byte header",
         );
     }
-    let header: [u8; 16] = match mem.read_obj(first.addr()) {
-        Ok(h) => h,
-        Err(_) => return fail(rejected, "request header outside guest memory"),
+    let header: [u8; 16] = match crate::guest::read_obj(mem, first.addr()) {
+        Some(h) => h,
+        None => return fail(rejected, "request header outside guest memory"),
     };
     let kind = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
     rejected.ioprio = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
@@ -183,7 +183,7 @@ pub fn parse<M: GuestMemoryBackend>(
             Some(a) => a,
             None => return fail(rejected, "descriptor address overflows"),
         };
-        if !mem.check_range(addr, len as usize) {
+        if !crate::guest::in_memory(mem, addr, len as usize) {
             return fail(rejected, "data buffer outside guest memory");
         }
         data.push((Segment { addr, len }, d.is_write_only()));
@@ -325,5 +325,5 @@ fn status_byte<M: GuestMemoryBackend>(mem: &M, descs: &[Descriptor]) -> Option<G
         return None;
     }
     let addr = last.addr().checked_add(u64::from(last.len()) - 1)?;
-    mem.check_range(addr, 1).then_some(addr)
+    crate::guest::in_memory(mem, addr, 1).then_some(addr)
 }

@@ -652,7 +652,7 @@ impl Worker {
     ) {
         let now = now();
         if let Some(addr) = status {
-            if req_mem.write_obj(code, addr).is_err() {
+            if !crate::guest::write_obj(req_mem, code, addr) {
                 self.log.log(now, || {
                     format!("status byte of request {head} outside guest memory")
                 });
@@ -755,7 +755,7 @@ fn write_bytes(mem: &Mem, data: &[Segment], bytes: &[u8]) -> usize {
             break;
         }
         let n = (seg.len as usize).min(bytes.len() - done);
-        if mem.write_slice(&bytes[done..done + n], seg.addr).is_err() {
+        if !crate::guest::write_slice(mem, &bytes[done..done + n], seg.addr) {
             break;
         }
         done += n;
@@ -773,7 +773,7 @@ fn zero_fill(mem: &Mem, data: &[Segment]) {
             let Some(addr) = seg.addr.checked_add(off) else {
                 return;
             };
-            if mem.write_slice(&ZEROS[..n], addr).is_err() {
+            if !crate::guest::write_slice(mem, &ZEROS[..n], addr) {
                 return;
             }
             off += n as u64;
