@@ -12,6 +12,7 @@
 
 pub mod backend;
 mod daemon;
+pub mod cpu_share;
 pub mod device;
 pub mod error;
 mod guest;

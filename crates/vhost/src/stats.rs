@@ -30,6 +30,11 @@ pub struct QueueStats {
     pub irqs_suppressed: u64,
     /// Interrupts sent because an Urgent request completed.
     pub urgent_irqs: u64,
+    /// Estimated ns this queue's worker spent in policy calls (sampled;
+    /// see `cpu_share`).
+    pub policy_ns: u64,
+    /// CPU ns this queue's worker thread used.
+    pub worker_cpu_ns: u64,
     /// Arrival (chain popped) to used entry written, in ns.
     pub service_latency: Histogram<u64>,
 }
@@ -44,6 +49,8 @@ impl Default for QueueStats {
             irqs_sent: 0,
             irqs_suppressed: 0,
             urgent_irqs: 0,
+            policy_ns: 0,
+            worker_cpu_ns: 0,
             // 3 significant digits from 1 ns to 60 s: fixed bounds, so
             // `new_with_bounds` cannot fail.
             service_latency: Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
@@ -68,8 +75,20 @@ impl QueueStats {
         self.irqs_sent += other.irqs_sent;
         self.irqs_suppressed += other.irqs_suppressed;
         self.urgent_irqs += other.urgent_irqs;
+        self.policy_ns += other.policy_ns;
+        self.worker_cpu_ns += other.worker_cpu_ns;
         // Same bounds on both sides: adding cannot fail.
         let _ = self.service_latency.add(&other.service_latency);
+    }
+
+    /// The policy's time over the worker's CPU time (0 before any CPU
+    /// time was measured).
+    pub fn policy_cpu_share(&self) -> f64 {
+        if self.worker_cpu_ns == 0 {
+            0.0
+        } else {
+            self.policy_ns as f64 / self.worker_cpu_ns as f64
+        }
     }
 
     fn counters_json(&self) -> serde_json::Map<String, Value> {
@@ -95,6 +114,9 @@ impl QueueStats {
         m.insert("irqs_suppressed".into(), self.irqs_suppressed.into());
         m.insert("urgent_irqs".into(), self.urgent_irqs.into());
         m.insert("service_latency_ns".into(), latency);
+        m.insert("policy_ns".into(), self.policy_ns.into());
+        m.insert("worker_cpu_ns".into(), self.worker_cpu_ns.into());
+        m.insert("policy_cpu_share".into(), self.policy_cpu_share().into());
         m
     }
 }
@@ -286,12 +308,31 @@ mod tests {
         assert_eq!(doc["totals"]["irqs_sent"], 2);
         assert_eq!(doc["totals"]["irqs_suppressed"], 1);
         assert_eq!(doc["totals"]["service_latency_ns"]["count"], 2);
+        assert_eq!(doc["totals"]["policy_cpu_share"], 0.0);
         assert_eq!(
             doc["queues"][0]["service_latency_ns"]["max"]
                 .as_u64()
                 .map(|v| v >= 999),
             Some(true)
         );
+    }
+
+    #[test]
+    fn policy_share_is_summed_time_over_summed_cpu() {
+        let a = QueueStats {
+            policy_ns: 10,
+            worker_cpu_ns: 1_000,
+            ..QueueStats::default()
+        };
+        let b = QueueStats {
+            policy_ns: 30,
+            worker_cpu_ns: 3_000,
+            ..QueueStats::default()
+        };
+        let doc = document("cinterrupts", &[a, b]);
+        assert_eq!(doc["queues"][1]["policy_ns"], 30);
+        assert_eq!(doc["totals"]["worker_cpu_ns"], 4_000);
+        assert_eq!(doc["totals"]["policy_cpu_share"], 0.01);
     }
 
     #[test]
