@@ -166,6 +166,9 @@ mod tests {
         })
         .join()
         .unwrap();
-        assert!(cpu.total_ns() >= one, "a new thread's time adds, never resets");
+        assert!(
+            cpu.total_ns() >= one,
+            "a new thread's time adds, never resets"
+        );
     }
 }

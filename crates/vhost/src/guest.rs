@@ -9,7 +9,8 @@
 //! accessor only for a range that crosses regions or leaves memory, so
 //! what they accept and refuse is exactly what the general path does.
 
-use vm_memory::{ByteValued, Bytes, GuestAddress, GuestMemoryBackend, VolatileSlice};
+use vm_memory::bitmap::Bitmap;
+use vm_memory::{Address, ByteValued, Bytes, GuestAddress, GuestMemoryBackend, VolatileSlice};
 
 /// `count` bytes at `addr` if they lie in one region.
 fn one_region<M: GuestMemoryBackend>(
@@ -53,6 +54,34 @@ pub fn write_slice<M: GuestMemoryBackend>(mem: &M, buf: &[u8], addr: GuestAddres
     }
 }
 
+/// Zeroes `[addr, addr + len)`; false if it is not all guest memory.
+/// In one region this is a `memset`, not a copy from a page of zeros.
+pub fn zero<M: GuestMemoryBackend>(mem: &M, addr: GuestAddress, len: usize) -> bool {
+    if let Some(s) = one_region(mem, addr, len) {
+        let guard = s.ptr_guard_mut();
+        // SAFETY: `get_slice` checked that these `len` bytes lie in one
+        // mapped region that `mem` keeps mapped while `s` lives; guest
+        // memory is plain bytes shared with the guest, which is what
+        // vm-memory's own writes into a `VolatileSlice` assume too.
+        unsafe { std::ptr::write_bytes(guard.as_ptr(), 0, len) };
+        s.bitmap().mark_dirty(0, len);
+        return true;
+    }
+    static ZEROS: [u8; 4096] = [0; 4096];
+    let mut off = 0usize;
+    while off < len {
+        let n = (len - off).min(ZEROS.len());
+        let Some(at) = addr.checked_add(off as u64) else {
+            return false;
+        };
+        if mem.write_slice(&ZEROS[..n], at).is_err() {
+            return false;
+        }
+        off += n;
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,9 +96,19 @@ mod tests {
     #[test]
     fn agrees_with_the_general_path_inside_across_and_outside() {
         let mem = two_regions();
-        for (addr, len) in [(0x10, 16), (0xff8, 16), (0x1ff8, 16), (0x2000, 1), (0xfff, 2)] {
+        for (addr, len) in [
+            (0x10, 16),
+            (0xff8, 16),
+            (0x1ff8, 16),
+            (0x2000, 1),
+            (0xfff, 2),
+        ] {
             let a = GuestAddress(addr);
-            assert_eq!(in_memory(&mem, a, len), mem.check_range(a, len), "{addr:#x}+{len}");
+            assert_eq!(
+                in_memory(&mem, a, len),
+                mem.check_range(a, len),
+                "{addr:#x}+{len}"
+            );
             let ok = write_obj(&mem, [0x5au8; 16], a);
             assert_eq!(ok, mem.check_range(a, 16), "{addr:#x}");
             if ok {
@@ -78,8 +117,23 @@ mod tests {
             }
         }
         assert!(write_slice(&mem, &[7; 32], GuestAddress(0xff0)));
-        assert_eq!(mem.read_obj::<[u8; 32]>(GuestAddress(0xff0)).ok(), Some([7; 32]));
+        assert_eq!(
+            mem.read_obj::<[u8; 32]>(GuestAddress(0xff0)).ok(),
+            Some([7; 32])
+        );
         assert!(!write_slice(&mem, &[7; 32], GuestAddress(0x1ff0)));
         assert_eq!(read_obj::<_, u64>(&mem, GuestAddress(0x1ffc)), None);
+        // Zeroing inside one region, across both, and past the end.
+        assert!(zero(&mem, GuestAddress(0xff4), 8));
+        assert_eq!(
+            mem.read_obj::<[u8; 16]>(GuestAddress(0xff0)).ok(),
+            Some([7, 7, 7, 7, 0, 0, 0, 0, 0, 0, 0, 0, 7, 7, 7, 7])
+        );
+        assert!(zero(&mem, GuestAddress(0xff0), 32));
+        assert_eq!(
+            mem.read_obj::<[u8; 32]>(GuestAddress(0xff0)).ok(),
+            Some([0; 32])
+        );
+        assert!(!zero(&mem, GuestAddress(0x1ff0), 32));
     }
 }

@@ -11,8 +11,8 @@
 #![warn(missing_docs)]
 
 pub mod backend;
-mod daemon;
 pub mod cpu_share;
+mod daemon;
 pub mod device;
 pub mod error;
 mod guest;

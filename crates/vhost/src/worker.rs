@@ -16,7 +16,7 @@ use virtio_bindings::virtio_blk::{VIRTIO_BLK_ID_BYTES, VIRTIO_BLK_S_IOERR, VIRTI
 use virtio_queue::desc::split::Descriptor;
 use virtio_queue::QueueT;
 use vm_memory::{
-    Address, Bytes, GuestAddress, GuestAddressSpace, GuestMemoryAtomic, GuestMemoryBackend,
+    Bytes, GuestAddress, GuestAddressSpace, GuestMemoryAtomic, GuestMemoryBackend,
     GuestMemoryLoadGuard, GuestMemoryMmap,
 };
 use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
@@ -309,7 +309,9 @@ impl Worker {
             Ok(r) => r,
             Err(rej) => {
                 let hint = self.hints.hint_of(rej.ioprio);
-                let seq = self.policy_time.time(|| self.policy.on_submit(arrival, hint));
+                let seq = self
+                    .policy_time
+                    .time(|| self.policy.on_submit(arrival, hint));
                 self.in_flight += 1;
                 self.log.log(arrival, || {
                     format!("request {head} refused: {}", rej.reason)
@@ -322,7 +324,9 @@ impl Worker {
             }
         };
         let hint = self.hints.hint_of(req.ioprio);
-        let seq = self.policy_time.time(|| self.policy.on_submit(arrival, hint));
+        let seq = self
+            .policy_time
+            .time(|| self.policy.on_submit(arrival, hint));
         self.in_flight += 1;
         match (&self.image.kind, req.op) {
             (_, Op::GetId) => {
@@ -789,18 +793,9 @@ fn write_bytes(mem: &Mem, data: &[Segment], bytes: &[u8]) -> usize {
 
 /// Zeroes the segments (a null device's read).
 fn zero_fill(mem: &Mem, data: &[Segment]) {
-    static ZEROS: [u8; 4096] = [0; 4096];
     for seg in data {
-        let mut off = 0u64;
-        while off < u64::from(seg.len) {
-            let n = (u64::from(seg.len) - off).min(ZEROS.len() as u64) as usize;
-            let Some(addr) = seg.addr.checked_add(off) else {
-                return;
-            };
-            if !crate::guest::write_slice(mem, &ZEROS[..n], addr) {
-                return;
-            }
-            off += n as u64;
+        if !crate::guest::zero(mem, seg.addr, seg.len as usize) {
+            return;
         }
     }
 }
