@@ -261,9 +261,7 @@ fn run_in(cfg: &CompareConfig, dir: &std::path::Path) -> Result<CompareReport, E
             Err(e) => e.to_string(),
         };
         let totals = t.stats_json.as_ref().and_then(|p| read_totals(p));
-        let backend_irqs_sent = totals
-            .as_ref()
-            .and_then(|t| t.get("irqs_sent")?.as_u64());
+        let backend_irqs_sent = totals.as_ref().and_then(|t| t.get("irqs_sent")?.as_u64());
         let backend_policy_cpu_share = totals
             .as_ref()
             .and_then(|t| t.get("policy_cpu_share")?.as_f64());
