@@ -71,6 +71,10 @@ pub struct Target {
     pub harness_interrupts: u64,
     /// `totals.irqs_sent` from our back end's `--stats-json`, when written.
     pub backend_irqs_sent: Option<u64>,
+    /// `totals.policy_cpu_share` from our back end's `--stats-json`: the
+    /// time its workers spent in policy calls over their CPU time, as the
+    /// back end measured it over the whole session.
+    pub backend_policy_cpu_share: Option<f64>,
     /// How the process ended when stopped with SIGTERM.
     pub exit: String,
 }
@@ -256,7 +260,11 @@ fn run_in(cfg: &CompareConfig, dir: &std::path::Path) -> Result<CompareReport, E
             Ok(status) => status.to_string(),
             Err(e) => e.to_string(),
         };
-        let backend_irqs_sent = t.stats_json.as_ref().and_then(|p| read_irqs_sent(p));
+        let totals = t.stats_json.as_ref().and_then(|p| read_totals(p));
+        let backend_irqs_sent = totals.as_ref().and_then(|t| t.get("irqs_sent")?.as_u64());
+        let backend_policy_cpu_share = totals
+            .as_ref()
+            .and_then(|t| t.get("policy_cpu_share")?.as_f64());
         out.push(Target {
             median: median_figures(&t.rounds),
             name: t.name,
@@ -265,6 +273,7 @@ fn run_in(cfg: &CompareConfig, dir: &std::path::Path) -> Result<CompareReport, E
             rounds: t.rounds,
             harness_interrupts: t.interrupts,
             backend_irqs_sent,
+            backend_policy_cpu_share,
             exit,
         });
     }
@@ -281,10 +290,13 @@ fn named(name: &str, e: Error) -> Error {
     Error::Process(format!("{name}: {e}"))
 }
 
-fn read_irqs_sent(path: &std::path::Path) -> Option<u64> {
+/// Issue #12's bound on the policy's share of back-end CPU.
+pub const POLICY_SHARE_TARGET: f64 = 0.02;
+
+fn read_totals(path: &std::path::Path) -> Option<serde_json::Value> {
     let text = std::fs::read_to_string(path).ok()?;
-    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
-    doc.get("totals")?.get("irqs_sent")?.as_u64()
+    let mut doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some(doc.get_mut("totals")?.take())
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -422,6 +434,19 @@ impl CompareReport {
                         ""
                     } else {
                         "  MISMATCH"
+                    }
+                ));
+            }
+            if let Some(share) = t.backend_policy_cpu_share {
+                s.push_str(&format!(
+                    "{}: policy's share of worker CPU {:.2}% (target under {:.0}%{})\n",
+                    t.name,
+                    share * 100.0,
+                    POLICY_SHARE_TARGET * 100.0,
+                    if share < POLICY_SHARE_TARGET {
+                        ""
+                    } else {
+                        ": MISSED"
                     }
                 ));
             }

@@ -105,6 +105,18 @@ fn interrupts_the_harness_counts_are_the_ones_the_back_end_reports_sent() {
             }
             assert_eq!(field("read_bytes"), PER_RUN * 4096, "{case}: queue {q}");
             assert_eq!(field("write_bytes"), PER_RUN * 4096, "{case}: queue {q}");
+            // The policy's CPU share: the worker ran, the policy was
+            // called, and its time is a part of the worker's.
+            assert!(field("worker_cpu_ns") > 0, "{case}: queue {q}");
+            assert!(
+                field("policy_ns") < field("worker_cpu_ns"),
+                "{case}: queue {q}: policy time within the worker's CPU time"
+            );
+            let share = stats["policy_cpu_share"].as_f64();
+            assert!(
+                share.is_some_and(|s| (0.0..1.0).contains(&s)),
+                "{case}: queue {q}: policy_cpu_share {share:?}"
+            );
         }
         let total_sent = doc["totals"]["irqs_sent"].as_u64();
         assert_eq!(total_sent, Some(irqs.iter().sum()), "{case}: totals");

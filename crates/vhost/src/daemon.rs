@@ -89,6 +89,7 @@ pub fn run(opts: &Options) -> Result<(), VhostError> {
         socket: opts.socket.clone(),
         metrics_socket: opts.metrics_socket.clone(),
         sampling,
+        writing: std::sync::Mutex::new(()),
     });
     if let Some(metrics) = metrics {
         let outputs = Arc::clone(&outputs);
@@ -240,6 +241,9 @@ struct Outputs {
     socket: PathBuf,
     metrics_socket: Option<PathBuf>,
     sampling: Option<Arc<SamplingCost>>,
+    /// Held from taking the counters to the rename, so that of two
+    /// writers the later snapshot is the one left in the file.
+    writing: std::sync::Mutex<()>,
 }
 
 impl Outputs {
@@ -257,6 +261,10 @@ impl Outputs {
 
     fn write_stats(&self) {
         if let Some(path) = &self.stats_json {
+            let _one_writer = self
+                .writing
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let mut doc = stats::document(&self.strategy, &self.backend.stats());
             if let (Some(sampling), Some(map)) = (self.sampling_json(), doc.as_object_mut()) {
                 map.insert("vcpu_sampling".into(), sampling);

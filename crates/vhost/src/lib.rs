@@ -11,9 +11,11 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod cpu_share;
 mod daemon;
 pub mod device;
 pub mod error;
+mod guest;
 pub mod hints;
 pub mod image;
 pub mod options;

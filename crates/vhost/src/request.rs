@@ -151,9 +151,9 @@ pub fn parse<M: GuestMemoryBackend>(
             "first descriptor is not a device-readable 16-byte header",
         );
     }
-    let header: [u8; 16] = match mem.read_obj(first.addr()) {
-        Ok(h) => h,
-        Err(_) => return fail(rejected, "request header outside guest memory"),
+    let header: [u8; 16] = match crate::guest::read_obj(mem, first.addr()) {
+        Some(h) => h,
+        None => return fail(rejected, "request header outside guest memory"),
     };
     let kind = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
     rejected.ioprio = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
@@ -163,7 +163,10 @@ pub fn parse<M: GuestMemoryBackend>(
     ]);
 
     // Data segments with their direction, in chain order.
-    let mut data: Vec<(Segment, bool)> = Vec::with_capacity(descs.len());
+    let mut data: Vec<Segment> = Vec::with_capacity(descs.len());
+    // Directions, tracked as the segments go by so that the segments
+    // themselves become the request's data without a second vector.
+    let (mut any_readable, mut any_writable, mut readable_after_writable) = (false, false, false);
     let last = descs.len() - 1;
     for (i, d) in descs.iter().enumerate() {
         let (start, len) = match (i == 0, i == last) {
@@ -183,13 +186,17 @@ pub fn parse<M: GuestMemoryBackend>(
             Some(a) => a,
             None => return fail(rejected, "descriptor address overflows"),
         };
-        if !mem.check_range(addr, len as usize) {
+        if !crate::guest::in_memory(mem, addr, len as usize) {
             return fail(rejected, "data buffer outside guest memory");
         }
-        data.push((Segment { addr, len }, d.is_write_only()));
+        let writable = d.is_write_only();
+        readable_after_writable |= any_writable && !writable;
+        any_writable |= writable;
+        any_readable |= !writable;
+        data.push(Segment { addr, len });
     }
     // Readable before writable, whatever the request type.
-    if data.windows(2).any(|w| w[0].1 && !w[1].1) {
+    if readable_after_writable {
         return fail(
             rejected,
             "device-readable buffer after a device-writable one",
@@ -198,9 +205,14 @@ pub fn parse<M: GuestMemoryBackend>(
     if data.len() > limits.seg_max as usize {
         return fail(rejected, "more data segments than seg_max");
     }
-    let data_len: u64 = data.iter().map(|(s, _)| u64::from(s.len)).sum();
-    let all = |writable: bool| data.iter().all(|(_, w)| *w == writable);
-    let segments = || data.iter().map(|(s, _)| *s).collect::<Vec<_>>();
+    let data_len: u64 = data.iter().map(|s| u64::from(s.len)).sum();
+    let all = |writable: bool| {
+        if writable {
+            !any_readable
+        } else {
+            !any_writable
+        }
+    };
     let in_bounds = |first: u64, count: u64| {
         first
             .checked_add(count)
@@ -263,7 +275,7 @@ pub fn parse<M: GuestMemoryBackend>(
                     "discard or write-zeroes without exactly one 16-byte range",
                 );
             }
-            let range: [u8; 16] = match mem.read_obj(data[0].0.addr) {
+            let range: [u8; 16] = match mem.read_obj(data[0].addr) {
                 Ok(r) => r,
                 Err(_) => return fail(rejected, "range outside guest memory"),
             };
@@ -304,7 +316,7 @@ pub fn parse<M: GuestMemoryBackend>(
     };
     let data = match op {
         Op::Discard { .. } | Op::WriteZeroes { .. } | Op::Flush => Vec::new(),
-        _ => segments(),
+        _ => data,
     };
     let data_len = data.iter().map(|s| u64::from(s.len)).sum();
     Ok(Request {
@@ -325,5 +337,5 @@ fn status_byte<M: GuestMemoryBackend>(mem: &M, descs: &[Descriptor]) -> Option<G
         return None;
     }
     let addr = last.addr().checked_add(u64::from(last.len()) - 1)?;
-    mem.check_range(addr, 1).then_some(addr)
+    crate::guest::in_memory(mem, addr, 1).then_some(addr)
 }

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
@@ -29,6 +30,11 @@ pub struct QueueStats {
     pub irqs_suppressed: u64,
     /// Interrupts sent because an Urgent request completed.
     pub urgent_irqs: u64,
+    /// Estimated ns this queue's worker spent in policy calls (sampled;
+    /// see `cpu_share`).
+    pub policy_ns: u64,
+    /// CPU ns this queue's worker thread used.
+    pub worker_cpu_ns: u64,
     /// Arrival (chain popped) to used entry written, in ns.
     pub service_latency: Histogram<u64>,
 }
@@ -43,6 +49,8 @@ impl Default for QueueStats {
             irqs_sent: 0,
             irqs_suppressed: 0,
             urgent_irqs: 0,
+            policy_ns: 0,
+            worker_cpu_ns: 0,
             // 3 significant digits from 1 ns to 60 s: fixed bounds, so
             // `new_with_bounds` cannot fail.
             service_latency: Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
@@ -67,8 +75,20 @@ impl QueueStats {
         self.irqs_sent += other.irqs_sent;
         self.irqs_suppressed += other.irqs_suppressed;
         self.urgent_irqs += other.urgent_irqs;
+        self.policy_ns += other.policy_ns;
+        self.worker_cpu_ns += other.worker_cpu_ns;
         // Same bounds on both sides: adding cannot fail.
         let _ = self.service_latency.add(&other.service_latency);
+    }
+
+    /// The policy's time over the worker's CPU time (0 before any CPU
+    /// time was measured).
+    pub fn policy_cpu_share(&self) -> f64 {
+        if self.worker_cpu_ns == 0 {
+            0.0
+        } else {
+            self.policy_ns as f64 / self.worker_cpu_ns as f64
+        }
     }
 
     fn counters_json(&self) -> serde_json::Map<String, Value> {
@@ -94,6 +114,9 @@ impl QueueStats {
         m.insert("irqs_suppressed".into(), self.irqs_suppressed.into());
         m.insert("urgent_irqs".into(), self.urgent_irqs.into());
         m.insert("service_latency_ns".into(), latency);
+        m.insert("policy_ns".into(), self.policy_ns.into());
+        m.insert("worker_cpu_ns".into(), self.worker_cpu_ns.into());
+        m.insert("policy_cpu_share".into(), self.policy_cpu_share().into());
         m
     }
 }
@@ -121,6 +144,9 @@ pub fn document(strategy: &str, queues: &[QueueStats]) -> Value {
 
 /// Writes `doc` to `path` atomically: a temporary file in the same
 /// directory, then a rename, so a reader never sees half a document.
+/// Each call has its own temporary file, so writers on different threads
+/// (exit on disconnect, SIGTERM, SIGUSR1) never remove or rename each
+/// other's; the last rename wins.
 pub fn write_atomically(path: &Path, doc: &Value) -> std::io::Result<()> {
     let tmp = temp_path(path);
     let result = (|| {
@@ -222,9 +248,13 @@ pub fn check_writable(path: &Path) -> std::io::Result<()> {
     std::fs::remove_file(&tmp)
 }
 
+/// A temporary name beside `path` that no other write of this process
+/// (nor of another process: the pid is in it) uses at the same time.
 fn temp_path(path: &Path) -> std::path::PathBuf {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, Ordering::Relaxed);
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    tmp_name.push(format!(".tmp.{}.{n}", std::process::id()));
     path.with_file_name(tmp_name)
 }
 
@@ -278,12 +308,31 @@ mod tests {
         assert_eq!(doc["totals"]["irqs_sent"], 2);
         assert_eq!(doc["totals"]["irqs_suppressed"], 1);
         assert_eq!(doc["totals"]["service_latency_ns"]["count"], 2);
+        assert_eq!(doc["totals"]["policy_cpu_share"], 0.0);
         assert_eq!(
             doc["queues"][0]["service_latency_ns"]["max"]
                 .as_u64()
                 .map(|v| v >= 999),
             Some(true)
         );
+    }
+
+    #[test]
+    fn policy_share_is_summed_time_over_summed_cpu() {
+        let a = QueueStats {
+            policy_ns: 10,
+            worker_cpu_ns: 1_000,
+            ..QueueStats::default()
+        };
+        let b = QueueStats {
+            policy_ns: 30,
+            worker_cpu_ns: 3_000,
+            ..QueueStats::default()
+        };
+        let doc = document("cinterrupts", &[a, b]);
+        assert_eq!(doc["queues"][1]["policy_ns"], 30);
+        assert_eq!(doc["totals"]["worker_cpu_ns"], 4_000);
+        assert_eq!(doc["totals"]["policy_cpu_share"], 0.01);
     }
 
     #[test]
@@ -312,5 +361,34 @@ mod tests {
             1,
             "no temp file left"
         );
+    }
+
+    /// The exit-on-disconnect writer and the SIGTERM/SIGUSR1 writer run on
+    /// different threads; with one shared temporary name, one removed or
+    /// renamed the other's file ("No such file").
+    #[test]
+    fn concurrent_writers_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let doc = document("none", &[QueueStats::default()]);
+        std::thread::scope(|s| {
+            let writers: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        (0..50)
+                            .map(|_| write_atomically(&path, &doc))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for w in writers {
+                for r in w.join().unwrap() {
+                    assert!(r.is_ok(), "a concurrent write failed: {r:?}");
+                }
+            }
+        });
+        let back: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(back["strategy"], "none");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

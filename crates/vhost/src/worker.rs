@@ -16,11 +16,12 @@ use virtio_bindings::virtio_blk::{VIRTIO_BLK_ID_BYTES, VIRTIO_BLK_S_IOERR, VIRTI
 use virtio_queue::desc::split::Descriptor;
 use virtio_queue::QueueT;
 use vm_memory::{
-    Address, Bytes, GuestAddress, GuestAddressSpace, GuestMemoryAtomic, GuestMemoryBackend,
+    Bytes, GuestAddress, GuestAddressSpace, GuestMemoryAtomic, GuestMemoryBackend,
     GuestMemoryLoadGuard, GuestMemoryMmap,
 };
 use vmm_sys_util::eventfd::{EventFd, EFD_NONBLOCK};
 
+use crate::cpu_share::{PolicyTime, WorkerCpu};
 use crate::hints::HintMap;
 use crate::image::{Image, ImageKind};
 use crate::options::SECTOR;
@@ -101,6 +102,10 @@ pub struct Worker {
     cqes: Vec<(u64, i32)>,
     log: LogLimiter,
     warned_direct: bool,
+    /// Time in policy calls (sampled), for the policy's CPU share.
+    policy_time: PolicyTime,
+    /// This worker's CPU time, the share's denominator.
+    cpu: WorkerCpu,
     /// This queue's counters.
     pub stats: QueueStats,
 }
@@ -148,6 +153,8 @@ impl Worker {
             cqes: Vec::with_capacity(usize::from(queue_size)),
             log: LogLimiter::default(),
             warned_direct: false,
+            policy_time: PolicyTime::default(),
+            cpu: WorkerCpu::default(),
             stats: QueueStats::default(),
         })
     }
@@ -193,11 +200,12 @@ impl Worker {
         let mem = gm.memory();
         let mut state = vring.get_mut();
         let now = now();
-        let d = self.policy.on_opportunity(now);
+        let d = self.policy_time.time(|| self.policy.on_opportunity(now));
         self.act(d, false, &mut state, &mem);
         self.pull(&mut state, &mem);
         self.submit();
         self.rearm();
+        self.account_cpu();
     }
 
     /// The ring's eventfd fired: backing I/O completed.
@@ -212,6 +220,7 @@ impl Worker {
         }
         self.submit();
         self.rearm();
+        self.account_cpu();
     }
 
     /// The timer fired: the policy's deadline, or an opportunity tick.
@@ -221,19 +230,31 @@ impl Worker {
         let mem = gm.memory();
         let mut state = vring.get_mut();
         let now = now();
-        let d = match self.policy.next_deadline() {
+        let d = self.policy_time.time(|| match self.policy.next_deadline() {
             Some(at) if at <= now => self.policy.on_timer(now),
             _ if self.needs_opportunities => self.policy.on_opportunity(now),
             _ => Decision::Hold,
-        };
+        });
         self.act(d, false, &mut state, &mem);
         self.rearm();
+        self.account_cpu();
     }
 
     /// The vCPU this queue interrupts changed its run state (vic-sched).
     pub fn on_schedule(&mut self, schedule: cint_policy::GuestSchedule) {
-        self.policy.on_schedule(now(), schedule);
+        let now = now();
+        self.policy_time
+            .time(|| self.policy.on_schedule(now, schedule));
         self.rearm();
+        self.stats.policy_ns = self.policy_time.estimate_ns();
+    }
+
+    /// Brings the policy's time and the worker's CPU time in the counters
+    /// up to date: once per event handled, one clock read.
+    fn account_cpu(&mut self) {
+        self.cpu.update();
+        self.stats.worker_cpu_ns = self.cpu.total_ns();
+        self.stats.policy_ns = self.policy_time.estimate_ns();
     }
 
     fn pull(&mut self, state: &mut VringState<GuestMem>, mem: &GuestMemoryLoadGuard<Mem>) {
@@ -288,7 +309,9 @@ impl Worker {
             Ok(r) => r,
             Err(rej) => {
                 let hint = self.hints.hint_of(rej.ioprio);
-                let seq = self.policy.on_submit(arrival, hint);
+                let seq = self
+                    .policy_time
+                    .time(|| self.policy.on_submit(arrival, hint));
                 self.in_flight += 1;
                 self.log.log(arrival, || {
                     format!("request {head} refused: {}", rej.reason)
@@ -301,7 +324,9 @@ impl Worker {
             }
         };
         let hint = self.hints.hint_of(req.ioprio);
-        let seq = self.policy.on_submit(arrival, hint);
+        let seq = self
+            .policy_time
+            .time(|| self.policy.on_submit(arrival, hint));
         self.in_flight += 1;
         match (&self.image.kind, req.op) {
             (_, Op::GetId) => {
@@ -652,7 +677,7 @@ impl Worker {
     ) {
         let now = now();
         if let Some(addr) = status {
-            if req_mem.write_obj(code, addr).is_err() {
+            if !crate::guest::write_obj(req_mem, code, addr) {
                 self.log.log(now, || {
                     format!("status byte of request {head} outside guest memory")
                 });
@@ -666,7 +691,9 @@ impl Worker {
         self.unsignalled += 1;
         self.stats.requests += 1;
         self.stats.record_latency(now.saturating_sub(arrival));
-        let d = self.policy.on_complete(now, seq, hint);
+        let d = self
+            .policy_time
+            .time(|| self.policy.on_complete(now, seq, hint));
         self.act(d, hint == Hint::Urgent, state, ring_mem);
     }
 
@@ -709,7 +736,8 @@ impl Worker {
     /// Arms the timer for the policy's deadline, or for an opportunity
     /// tick while vIC holds completions.
     fn rearm(&mut self) {
-        let want = match self.policy.next_deadline() {
+        let deadline = self.policy_time.time(|| self.policy.next_deadline());
+        let want = match deadline {
             Some(at) => Some(at),
             None if self.needs_opportunities && self.unsignalled > 0 => {
                 Some(self.timer_at.unwrap_or_else(|| now() + OPPORTUNITY_TICK))
@@ -755,7 +783,7 @@ fn write_bytes(mem: &Mem, data: &[Segment], bytes: &[u8]) -> usize {
             break;
         }
         let n = (seg.len as usize).min(bytes.len() - done);
-        if mem.write_slice(&bytes[done..done + n], seg.addr).is_err() {
+        if !crate::guest::write_slice(mem, &bytes[done..done + n], seg.addr) {
             break;
         }
         done += n;
@@ -765,18 +793,9 @@ fn write_bytes(mem: &Mem, data: &[Segment], bytes: &[u8]) -> usize {
 
 /// Zeroes the segments (a null device's read).
 fn zero_fill(mem: &Mem, data: &[Segment]) {
-    static ZEROS: [u8; 4096] = [0; 4096];
     for seg in data {
-        let mut off = 0u64;
-        while off < u64::from(seg.len) {
-            let n = (u64::from(seg.len) - off).min(ZEROS.len() as u64) as usize;
-            let Some(addr) = seg.addr.checked_add(off) else {
-                return;
-            };
-            if mem.write_slice(&ZEROS[..n], addr).is_err() {
-                return;
-            }
-            off += n as u64;
+        if !crate::guest::zero(mem, seg.addr, seg.len as usize) {
+            return;
         }
     }
 }
