@@ -58,11 +58,7 @@ unsafe impl Send for IoVecs {}
 
 /// A request whose backing I/O is under way.
 struct InFlight {
-    head: u16,
-    status: GuestAddress,
-    seq: Seq,
-    hint: Hint,
-    arrival: Nanos,
+    ticket: Ticket,
     /// Keeps the guest memory the iovecs point into mapped even if the
     /// front end replaces its memory table or goes away.
     mem: Arc<Mem>,
@@ -71,6 +67,19 @@ struct InFlight {
     offset: u64,
     data_len: u64,
     direct: bool,
+}
+
+/// What a request carries from its arrival to its used entry: where its
+/// status byte goes, and what the policy needs to hear of its completion.
+#[derive(Clone, Copy, Debug)]
+struct Ticket {
+    head: u16,
+    /// The status byte's guest address; `None` when the chain has no
+    /// writable byte to put it in.
+    status: Option<GuestAddress>,
+    seq: Seq,
+    hint: Hint,
+    arrival: Nanos,
 }
 
 /// The state of one virtqueue, owned by its worker thread.
@@ -317,9 +326,14 @@ impl Worker {
                     format!("request {head} refused: {}", rej.reason)
                 });
                 let used_len = u32::from(rej.status.is_some());
-                self.finish(
-                    state, mem, mem, head, rej.status, rej.code, used_len, seq, hint, arrival,
-                );
+                let ticket = Ticket {
+                    head,
+                    status: rej.status,
+                    seq,
+                    hint,
+                    arrival,
+                };
+                self.finish(state, mem, mem, ticket, rej.code, used_len);
                 return;
             }
         };
@@ -328,22 +342,18 @@ impl Worker {
             .policy_time
             .time(|| self.policy.on_submit(arrival, hint));
         self.in_flight += 1;
+        let ticket = Ticket {
+            head,
+            status: Some(req.status),
+            seq,
+            hint,
+            arrival,
+        };
         match (&self.image.kind, req.op) {
             (_, Op::GetId) => {
                 let written = write_bytes(mem, &req.data, &self.id);
                 let used = written as u32 + 1;
-                self.finish(
-                    state,
-                    mem,
-                    mem,
-                    head,
-                    Some(req.status),
-                    VIRTIO_BLK_S_OK as u8,
-                    used,
-                    seq,
-                    hint,
-                    arrival,
-                );
+                self.finish(state, mem, mem, ticket, VIRTIO_BLK_S_OK as u8, used);
             }
             (ImageKind::Null, op) => {
                 let used = match op {
@@ -358,54 +368,29 @@ impl Worker {
                     }
                     _ => 1,
                 };
-                self.finish(
-                    state,
-                    mem,
-                    mem,
-                    head,
-                    Some(req.status),
-                    VIRTIO_BLK_S_OK as u8,
-                    used,
-                    seq,
-                    hint,
-                    arrival,
-                );
+                self.finish(state, mem, mem, ticket, VIRTIO_BLK_S_OK as u8, used);
             }
-            (ImageKind::File(_), _) => self.start_io(head, req, seq, hint, arrival, state, mem),
+            (ImageKind::File(_), _) => self.start_io(ticket, req, state, mem),
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn start_io(
         &mut self,
-        head: u16,
+        ticket: Ticket,
         req: Request,
-        seq: Seq,
-        hint: Hint,
-        arrival: Nanos,
         state: &mut VringState<GuestMem>,
         mem: &GuestMemoryLoadGuard<Mem>,
     ) {
         let iovecs = match host_iovecs(mem, &req.data) {
             Some(v) => v,
             None => {
-                self.log.log(arrival, || {
+                let head = ticket.head;
+                self.log.log(ticket.arrival, || {
                     format!(
                         "request {head} refused: data spans more than {MAX_IOVECS} host buffers"
                     )
                 });
-                self.finish(
-                    state,
-                    mem,
-                    mem,
-                    head,
-                    Some(req.status),
-                    VIRTIO_BLK_S_IOERR as u8,
-                    1,
-                    seq,
-                    hint,
-                    arrival,
-                );
+                self.finish(state, mem, mem, ticket, VIRTIO_BLK_S_IOERR as u8, 1);
                 return;
             }
         };
@@ -417,26 +402,11 @@ impl Worker {
         let Some(slot) = self.free.pop() else {
             // Cannot happen: in_flight is bounded by the queue size and so
             // is the slot table. Refuse rather than lose the request.
-            self.finish(
-                state,
-                mem,
-                mem,
-                head,
-                Some(req.status),
-                VIRTIO_BLK_S_IOERR as u8,
-                1,
-                seq,
-                hint,
-                arrival,
-            );
+            self.finish(state, mem, mem, ticket, VIRTIO_BLK_S_IOERR as u8, 1);
             return;
         };
         self.slots[slot as usize] = Some(InFlight {
-            head,
-            status: req.status,
-            seq,
-            hint,
-            arrival,
+            ticket,
             mem: mem.clone().into_inner(),
             iovecs: IoVecs(iovecs),
             op: req.op,
@@ -461,18 +431,7 @@ impl Worker {
         if let Some(io) = self.slots[slot as usize].take() {
             self.free.push(slot);
             let req_mem = Arc::clone(&io.mem);
-            self.finish(
-                state,
-                mem,
-                &req_mem,
-                io.head,
-                Some(io.status),
-                VIRTIO_BLK_S_IOERR as u8,
-                1,
-                io.seq,
-                io.hint,
-                io.arrival,
-            );
+            self.finish(state, mem, &req_mem, io.ticket, VIRTIO_BLK_S_IOERR as u8, 1);
         }
     }
 
@@ -621,13 +580,13 @@ impl Worker {
                 if result < 0 {
                     format!(
                         "backing I/O of request {} failed: {}",
-                        io.head,
+                        io.ticket.head,
                         std::io::Error::from_raw_os_error(-result)
                     )
                 } else {
                     format!(
                         "backing I/O of request {} transferred {result} of {expected} bytes",
-                        io.head
+                        io.ticket.head
                     )
                 }
             });
@@ -645,36 +604,27 @@ impl Worker {
             (false, _) => (VIRTIO_BLK_S_IOERR, 1),
         };
         let req_mem = Arc::clone(&io.mem);
-        self.finish(
-            state,
-            mem,
-            &req_mem,
-            io.head,
-            Some(io.status),
-            code as u8,
-            used,
-            io.seq,
-            io.hint,
-            io.arrival,
-        );
+        self.finish(state, mem, &req_mem, io.ticket, code as u8, used);
     }
 
     /// Writes the status byte into the request's memory and the used
     /// entry into the ring, then asks the policy.
-    #[allow(clippy::too_many_arguments)]
     fn finish(
         &mut self,
         state: &mut VringState<GuestMem>,
         ring_mem: &GuestMemoryLoadGuard<Mem>,
         req_mem: &Mem,
-        head: u16,
-        status: Option<GuestAddress>,
+        ticket: Ticket,
         code: u8,
         used_len: u32,
-        seq: Seq,
-        hint: Hint,
-        arrival: Nanos,
     ) {
+        let Ticket {
+            head,
+            status,
+            seq,
+            hint,
+            arrival,
+        } = ticket;
         let now = now();
         if let Some(addr) = status {
             if !crate::guest::write_obj(req_mem, code, addr) {
