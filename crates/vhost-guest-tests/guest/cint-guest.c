@@ -12,6 +12,10 @@
  *   mixed      a latency-sensitive reader tagged with the RT I/O priority
  *              class (what `ionice -c1` sets) runs beside batch readers.
  *   end        the interrupts the disk's queues raised since boot.
+ *   flood      (only with cint.flood=N, instead of the phases above) keeps
+ *              FLOOD_THREADS O_DIRECT writes in flight on the first disk for
+ *              N seconds, printing the driver's in-flight count every
+ *              100 ms, so the host can kill QEMU mid-I/O.
  *
  * Every interrupt count is read from /proc/interrupts (the virtio device's
  * "virtioN-req.Q" MSI-X vectors) before and after each phase, so the host
@@ -25,6 +29,7 @@
  *   cint.batch=N    batch reader threads of the mixed phase
  *   cint.disks=N    disks to wait for before starting
  *   cint.within_us=N  an RT read is counted "within" if it took less
+ *   cint.flood=N    run only the flood phase, for N seconds
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -59,6 +64,7 @@ static uint64_t param_reads = 200;
 static uint64_t param_batch = 8;
 static uint64_t param_disks = 1;
 static uint64_t param_within_us = 2000;
+static uint64_t param_flood = 0;
 
 static void fail(const char *disk, const char *what)
 {
@@ -124,6 +130,7 @@ static void read_cmdline(void)
         else if (sscanf(tok, "cint.batch=%llu", &v) == 1) param_batch = v;
         else if (sscanf(tok, "cint.disks=%llu", &v) == 1) param_disks = v;
         else if (sscanf(tok, "cint.within_us=%llu", &v) == 1) param_within_us = v;
+        else if (sscanf(tok, "cint.flood=%llu", &v) == 1) param_flood = v;
     }
     if (param_batch > MAX_BATCH)
         param_batch = MAX_BATCH;
@@ -517,6 +524,82 @@ static void phase_mixed(const struct disk *d)
  * would starve the batch readers behind the RT reader and leave the
  * device with one request at a time: the mixed phase wants both in
  * flight together, so the policy, not the guest's scheduler, decides. */
+#define FLOOD_THREADS 32
+#define FLOOD_BLOCK (64 * 1024)
+
+struct flooder {
+    const struct disk *d;
+    uint64_t blocks;      /* of the disk */
+    uint64_t deadline_ns;
+    unsigned index;
+    uint64_t writes;
+};
+
+/* One writer: back-to-back O_DIRECT writes of a block at pseudo-random
+ * places, so there is always one request of its own in flight. */
+static void *flooder_main(void *arg)
+{
+    struct flooder *f = arg;
+    int fd = open(f->d->path, O_WRONLY | O_DIRECT);
+    if (fd < 0) {
+        fail(f->d->pci, "flood open O_DIRECT");
+        return NULL;
+    }
+    uint8_t *buf;
+    if (posix_memalign((void **)&buf, PAGE, FLOOD_BLOCK) != 0) {
+        close(fd);
+        return NULL;
+    }
+    fill_pattern(buf, f->d->seed + f->index, 0, FLOOD_BLOCK);
+    uint64_t x = f->index;
+    while (now_ns() < f->deadline_ns) {
+        x = splitmix64(x);
+        off_t at = (off_t)((x % f->blocks) * FLOOD_BLOCK);
+        if (pwrite(fd, buf, FLOOD_BLOCK, at) != FLOOD_BLOCK) {
+            fail(f->d->pci, "flood pwrite");
+            break;
+        }
+        f->writes++;
+    }
+    free(buf);
+    close(fd);
+    return NULL;
+}
+
+/* Keeps the disk busy until the host kills QEMU (or param_flood seconds
+ * pass, so a host that never kills still gets a guest that ends). */
+static void phase_flood(const struct disk *d)
+{
+    int fd = open(d->path, O_RDONLY);
+    uint64_t size = 0;
+    if (fd < 0 || ioctl(fd, BLKGETSIZE64, &size) != 0) {
+        fail(d->pci, "flood disk size");
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    close(fd);
+    struct flooder f[FLOOD_THREADS];
+    pthread_t t[FLOOD_THREADS];
+    uint64_t deadline = now_ns() + param_flood * 1000000000ull;
+    for (unsigned i = 0; i < FLOOD_THREADS; i++) {
+        f[i] = (struct flooder){ .d = d, .blocks = size / FLOOD_BLOCK, .deadline_ns = deadline,
+                                 .index = i };
+        pthread_create(&t[i], NULL, flooder_main, &f[i]);
+    }
+    while (now_ns() < deadline) {
+        usleep(100000);
+        printf("CINT disk=%s phase=flood in_flight=%llu requests=%llu\n", d->pci,
+               (unsigned long long)disk_in_flight(d), (unsigned long long)disk_requests(d));
+    }
+    uint64_t writes = 0;
+    for (unsigned i = 0; i < FLOOD_THREADS; i++) {
+        pthread_join(t[i], NULL);
+        writes += f[i].writes;
+    }
+    printf("CINT disk=%s phase=flood_end writes=%llu\n", d->pci, (unsigned long long)writes);
+}
+
 static int use_no_scheduler(const struct disk *d)
 {
     char path[300];
@@ -606,6 +689,10 @@ int main(void)
         printf("CINT disk=%s name=%s virtio=%s seed=%llu\n", d->pci, d->name, d->virtio,
                (unsigned long long)d->seed);
         atomic_store(&current_disk, d);
+        if (param_flood) {
+            phase_flood(d);
+            break;
+        }
         phase_integrity(d);
         phase_mixed(d);
     }

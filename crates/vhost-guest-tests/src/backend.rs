@@ -193,6 +193,15 @@ impl BackendStats {
     }
 }
 
+/// Descriptors and threads a back-end process holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resources {
+    /// Entries of `/proc/PID/fd`.
+    pub fds: usize,
+    /// `Threads:` of `/proc/PID/status`.
+    pub threads: usize,
+}
+
 /// A running back end serving one disk.
 #[derive(Debug)]
 pub struct Backend {
@@ -217,6 +226,23 @@ impl Backend {
         stats: &Path,
         log: &Path,
     ) -> Result<Self> {
+        Self::start_with(kind, socket, image, strategy, qmp, stats, log, false)
+    }
+
+    /// As [`Backend::start`], and with `reconnect` a `cint vhost` back end
+    /// gets `--reconnect`: it outlives its front end and waits for the next
+    /// (its [`Backend::stop`] then sends SIGTERM at once).
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_with(
+        kind: &BackendKind,
+        socket: &Path,
+        image: &Path,
+        strategy: &str,
+        qmp: Option<&Path>,
+        stats: &Path,
+        log: &Path,
+        reconnect: bool,
+    ) -> Result<Self> {
         let out = File::create(log).map_err(|e| Error::io("creating", log, e))?;
         let err = out.try_clone().map_err(|e| Error::io("opening", log, e))?;
         let (mut cmd, stats, stops_on_disconnect) = match kind {
@@ -233,7 +259,10 @@ impl Backend {
                 if let Some(qmp) = qmp {
                     cmd.arg("--qmp").arg(qmp);
                 }
-                (cmd, Some(stats.to_path_buf()), true)
+                if reconnect {
+                    cmd.arg("--reconnect");
+                }
+                (cmd, Some(stats.to_path_buf()), !reconnect)
             }
             BackendKind::StorageDaemon(bin) => {
                 let mut cmd = Command::new(bin);
@@ -266,6 +295,131 @@ impl Backend {
         };
         backend.wait_ready(Duration::from_secs(30))?;
         Ok(backend)
+    }
+
+    /// The back end's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The vhost-user socket it listens on.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The back end's output so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the back end's output holds `line` at least `times`
+    /// times (each a whole line), or fails after `limit` or if it exits.
+    pub fn wait_for_log(&mut self, line: &str, times: usize, limit: Duration) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            let seen = self.log_text().lines().filter(|l| *l == line).count();
+            if seen >= times {
+                return Ok(());
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(Error::Failed(format!(
+                    "back end exited with {status} before logging \"{line}\" {times} time(s): {}",
+                    tail(&self.log)
+                )));
+            }
+            if start.elapsed() > limit {
+                return Err(Error::Failed(format!(
+                    "back end did not log \"{line}\" {times} time(s) within {limit:?}: {}",
+                    tail(&self.log)
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits up to `limit` for the back end to exit by itself; `None` if it
+    /// is still running.
+    pub fn wait_exit(&mut self, limit: Duration) -> Result<Option<std::process::ExitStatus>> {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self
+                .child
+                .try_wait()
+                .map_err(|e| Error::io("waiting for", &self.socket, e))?
+            {
+                return Ok(Some(status));
+            }
+            if start.elapsed() > limit {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends SIGTERM (if still running) and waits up to `limit` for the
+    /// exit; `None` if it did not exit.
+    pub fn terminate(&mut self, limit: Duration) -> Result<Option<std::process::ExitStatus>> {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: our own child, not yet reaped (try_wait saw it
+            // running), so the id cannot have been reused.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        }
+        self.wait_exit(limit)
+    }
+
+    /// What the process holds: open descriptors and threads, from /proc.
+    pub fn resources(&self) -> Result<Resources> {
+        let proc = PathBuf::from(format!("/proc/{}", self.child.id()));
+        let fds = std::fs::read_dir(proc.join("fd"))
+            .map_err(|e| Error::io("listing", proc.join("fd"), e))?
+            .count();
+        let status = proc.join("status");
+        let text =
+            std::fs::read_to_string(&status).map_err(|e| Error::io("reading", &status, e))?;
+        let threads = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| Error::Failed(format!("no Threads: line in {}", status.display())))?;
+        Ok(Resources { fds, threads })
+    }
+
+    /// Waits until one of the back end's threads is blocked accepting a
+    /// front end on its socket (what `cint vhost` does between
+    /// connections), read from `/proc/PID/task/*/syscall`; fails after
+    /// `limit`.
+    pub fn wait_accepting(&mut self, limit: Duration) -> Result<()> {
+        let start = Instant::now();
+        let tasks = PathBuf::from(format!("/proc/{}/task", self.child.id()));
+        loop {
+            let accepting = std::fs::read_dir(&tasks)
+                .map_err(|e| Error::io("listing", &tasks, e))?
+                .flatten()
+                .any(|task| {
+                    std::fs::read_to_string(task.path().join("syscall")).is_ok_and(|text| {
+                        text.split_whitespace()
+                            .next()
+                            .and_then(|n| n.parse::<libc::c_long>().ok())
+                            .is_some_and(|n| n == libc::SYS_accept || n == libc::SYS_accept4)
+                    })
+                });
+            if accepting {
+                return Ok(());
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(Error::Failed(format!(
+                    "back end exited with {status} instead of waiting for a front end: {}",
+                    tail(&self.log)
+                )));
+            }
+            if start.elapsed() > limit {
+                return Err(Error::Failed(format!(
+                    "back end was not waiting for a front end within {limit:?}: {}",
+                    tail(&self.log)
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Waits for the socket to appear. Connecting to test it would count as

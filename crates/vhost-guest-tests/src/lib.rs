@@ -19,5 +19,6 @@ pub mod kernel;
 pub mod pattern;
 pub mod qemu;
 pub mod run;
+pub mod skip;
 
 pub use error::{Error, Result};

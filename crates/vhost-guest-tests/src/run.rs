@@ -38,6 +38,10 @@ pub struct RunConfig {
     pub image_mib: u64,
     /// Longest the guest may run.
     pub timeout: Duration,
+    /// Instead of the workload, keep the first disk flooded with O_DIRECT
+    /// writes for this many seconds (the guest's `flood` phase), so the
+    /// host can kill QEMU mid-I/O.
+    pub flood_seconds: Option<u64>,
 }
 
 impl Default for RunConfig {
@@ -53,6 +57,7 @@ impl Default for RunConfig {
             // A run takes 10 to 30 s on 2 shared cores; a guest still
             // running after this has lost a completion or an interrupt.
             timeout: Duration::from_secs(180),
+            flood_seconds: None,
         }
     }
 }
@@ -155,6 +160,56 @@ fn pci_address(slot: u8) -> String {
     format!("0000:00:{slot:02x}.0")
 }
 
+/// Compiles the guest program and builds the initramfs in `work`.
+pub fn build_initrd(pre: &Prerequisites, work: &Path) -> Result<PathBuf> {
+    let guest_program = initramfs::compile_guest_program(work)?;
+    let modules = kernel::module_closure(&pre.kernel.modules, kernel::NEEDED_MODULES)?;
+    let initrd = work.join("initramfs.cpio");
+    initramfs::build(&initrd, &pre.busybox, &guest_program, &modules)?;
+    Ok(initrd)
+}
+
+/// Creates a zero-filled (sparse) image of `mib` MiB.
+pub fn create_image(image: &Path, mib: u64) -> Result<()> {
+    let file = File::create(image).map_err(|e| Error::io("creating", image, e))?;
+    file.set_len(mib << 20)
+        .map_err(|e| Error::io("sizing", image, e))
+}
+
+/// How to boot the guest for `cfg`'s workload on `disks` (`(socket, PCI
+/// slot)`, one per strategy), with `qmp` sockets for vic-sched back ends.
+pub fn boot(
+    cfg: &RunConfig,
+    pre: &Prerequisites,
+    initrd: PathBuf,
+    disks: Vec<(PathBuf, u8)>,
+    qmp: Vec<PathBuf>,
+) -> Boot {
+    let mut append = format!(
+        "console=ttyS0 panic=-1 loglevel=4 mitigations=off cint.seed={} cint.mib={} \
+         cint.reads={} cint.batch={} cint.within_us={} cint.disks={}",
+        cfg.seed,
+        cfg.mib,
+        cfg.reads,
+        cfg.batch,
+        cfg.within_us,
+        disks.len()
+    );
+    if let Some(seconds) = cfg.flood_seconds {
+        append.push_str(&format!(" cint.flood={seconds}"));
+    }
+    Boot {
+        qemu: pre.qemu.clone(),
+        kernel: pre.kernel.vmlinuz.clone(),
+        initrd,
+        append,
+        mem_mib: 512,
+        disks,
+        qmp,
+        timeout: cfg.timeout,
+    }
+}
+
 /// Runs the guest once with a disk per strategy, in `work` (a folder the
 /// caller owns: sockets, images, initramfs, logs).
 pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutcome> {
@@ -167,10 +222,7 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
         ));
     }
     let started = Instant::now();
-    let guest_program = initramfs::compile_guest_program(work)?;
-    let modules = kernel::module_closure(&pre.kernel.modules, kernel::NEEDED_MODULES)?;
-    let initrd = work.join("initramfs.cpio");
-    initramfs::build(&initrd, &pre.busybox, &guest_program, &modules)?;
+    let initrd = build_initrd(pre, work)?;
 
     let mut backends = Vec::new();
     let mut disks = Vec::new();
@@ -179,9 +231,7 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
     for (i, strategy) in cfg.strategies.iter().enumerate() {
         let slot = FIRST_SLOT + i as u8;
         let image = work.join(format!("disk{i}.img"));
-        let file = File::create(&image).map_err(|e| Error::io("creating", &image, e))?;
-        file.set_len(cfg.image_mib << 20)
-            .map_err(|e| Error::io("sizing", &image, e))?;
+        create_image(&image, cfg.image_mib)?;
         let socket = work.join(format!("disk{i}.sock"));
         // vic-sched reads the vCPU's run state through QMP.
         let qmp = (strategy.split(',').next() == Some("vic-sched"))
@@ -201,26 +251,7 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
         qmps.extend(qmp);
     }
 
-    let append = format!(
-        "console=ttyS0 panic=-1 loglevel=4 mitigations=off cint.seed={} cint.mib={} \
-         cint.reads={} cint.batch={} cint.within_us={} cint.disks={}",
-        cfg.seed,
-        cfg.mib,
-        cfg.reads,
-        cfg.batch,
-        cfg.within_us,
-        cfg.strategies.len()
-    );
-    let boot = Boot {
-        qemu: pre.qemu.clone(),
-        kernel: pre.kernel.vmlinuz.clone(),
-        initrd,
-        append,
-        mem_mib: 512,
-        disks,
-        qmp: qmps,
-        timeout: cfg.timeout,
-    };
+    let boot = boot(cfg, pre, initrd, disks, qmps);
     let console = match qemu::run(&boot, &work.join("console.log")) {
         Ok(console) => console,
         Err(e) => {
@@ -262,9 +293,9 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
     })
 }
 
-/// Reads the integrity region of `image` back and compares it with the
-/// pattern the guest wrote.
-fn check_image(image: &Path, seed: u64, half: u64) -> Result<ImageCheck> {
+/// Reads the integrity region of `image` back (two halves of `half`
+/// bytes) and compares it with the pattern the guest wrote with `seed`.
+pub fn check_image(image: &Path, seed: u64, half: u64) -> Result<ImageCheck> {
     let mut data = vec![0u8; 2 * half as usize];
     File::open(image)
         .and_then(|mut f| f.read_exact(&mut data))

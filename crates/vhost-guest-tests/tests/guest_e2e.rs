@@ -10,29 +10,9 @@
 
 use cint_vhost_guest_tests::backend::{build_cint_under_cargo, cint_binary, which, BackendKind};
 use cint_vhost_guest_tests::run::{self, DiskOutcome, Prerequisites, RunConfig, RunOutcome};
+use cint_vhost_guest_tests::skip::prerequisites;
 use cint_vhost_guest_tests::Error;
 use std::io::Write as _;
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
-}
-
-/// The prerequisites, or `None` (after saying so) when the test may skip.
-fn prerequisites(backend: Result<BackendKind, Error>) -> Option<Prerequisites> {
-    match backend.and_then(Prerequisites::find) {
-        Ok(pre) => Some(pre),
-        Err(Error::Missing(what)) if !in_ci() => {
-            // Straight to stderr: the test harness captures `eprintln!` of
-            // passing tests, and a skip must be seen.
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n*** SKIPPED: guest end-to-end test needs {what}; run `bash .ci/deps/qemu-guest.sh` (with CI set this fails) ***\n"
-            );
-            None
-        }
-        Err(e) => panic!("guest end-to-end prerequisites: {e}"),
-    }
-}
 
 fn run_guest(cfg: &RunConfig, pre: &Prerequisites) -> RunOutcome {
     let work = tempfile::tempdir().expect("temporary folder");
