@@ -315,26 +315,9 @@ impl Backend {
     /// Waits until the back end's output holds `line` at least `times`
     /// times (each a whole line), or fails after `limit` or if it exits.
     pub fn wait_for_log(&mut self, line: &str, times: usize, limit: Duration) -> Result<()> {
-        let start = Instant::now();
-        loop {
-            let seen = self.log_text().lines().filter(|l| *l == line).count();
-            if seen >= times {
-                return Ok(());
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(Error::Failed(format!(
-                    "back end exited with {status} before logging \"{line}\" {times} time(s): {}",
-                    tail(&self.log)
-                )));
-            }
-            if start.elapsed() > limit {
-                return Err(Error::Failed(format!(
-                    "back end did not log \"{line}\" {times} time(s) within {limit:?}: {}",
-                    tail(&self.log)
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.wait_until(limit, &format!("logging \"{line}\" {times} time(s)"), |b| {
+            Ok(b.log_text().lines().filter(|l| *l == line).count() >= times)
+        })
     }
 
     /// Waits up to `limit` for the back end to exit by itself; `None` if it
@@ -389,10 +372,9 @@ impl Backend {
     /// connections), read from `/proc/PID/task/*/syscall`; fails after
     /// `limit`.
     pub fn wait_accepting(&mut self, limit: Duration) -> Result<()> {
-        let start = Instant::now();
         let tasks = PathBuf::from(format!("/proc/{}/task", self.child.id()));
-        loop {
-            let accepting = std::fs::read_dir(&tasks)
+        self.wait_until(limit, "waiting for a front end", |_| {
+            Ok(std::fs::read_dir(&tasks)
                 .map_err(|e| Error::io("listing", &tasks, e))?
                 .flatten()
                 .any(|task| {
@@ -402,45 +384,43 @@ impl Backend {
                             .and_then(|n| n.parse::<libc::c_long>().ok())
                             .is_some_and(|n| n == libc::SYS_accept || n == libc::SYS_accept4)
                     })
-                });
-            if accepting {
-                return Ok(());
-            }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(Error::Failed(format!(
-                    "back end exited with {status} instead of waiting for a front end: {}",
-                    tail(&self.log)
-                )));
-            }
-            if start.elapsed() > limit {
-                return Err(Error::Failed(format!(
-                    "back end was not waiting for a front end within {limit:?}: {}",
-                    tail(&self.log)
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+                }))
+        })
     }
 
     /// Waits for the socket to appear. Connecting to test it would count as
     /// the front end, so only its existence is checked.
     fn wait_ready(&mut self, limit: Duration) -> Result<()> {
+        let what = format!("its socket {} existing", self.socket.display());
+        self.wait_until(limit, &what, |b| {
+            Ok(std::fs::metadata(&b.socket).is_ok_and(|m| m.file_type().is_socket()))
+        })
+    }
+
+    /// Polls `reached` every 20 ms until it holds; fails, with the tail of
+    /// the back end's output, if the back end exits first or `limit`
+    /// passes.
+    fn wait_until(
+        &mut self,
+        limit: Duration,
+        what: &str,
+        mut reached: impl FnMut(&Self) -> Result<bool>,
+    ) -> Result<()> {
         let start = Instant::now();
         loop {
-            if std::fs::metadata(&self.socket).is_ok_and(|m| m.file_type().is_socket()) {
+            if reached(self)? {
                 return Ok(());
             }
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(Error::Failed(format!(
-                    "back end exited with {status} before its socket {} existed: {}",
-                    self.socket.display(),
+                    "back end exited with {status} before {what}: {}",
                     tail(&self.log)
                 )));
             }
             if start.elapsed() > limit {
                 return Err(Error::Failed(format!(
-                    "back end's socket {} did not appear within {limit:?}",
-                    self.socket.display()
+                    "back end did not reach \"{what}\" within {limit:?}: {}",
+                    tail(&self.log)
                 )));
             }
             std::thread::sleep(Duration::from_millis(20));

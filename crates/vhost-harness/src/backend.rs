@@ -92,37 +92,33 @@ impl BackendProcess {
     /// when its front end disconnects and `--reconnect` is not given);
     /// kills it and fails after that.
     pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus, Error> {
-        let Some(mut child) = self.child.take() else {
-            return Err(Error::Process(format!("{} already stopped", self.name)));
-        };
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = child
-                .try_wait()
-                .map_err(|e| Error::Process(format!("{}: {e}", self.name)))?
-            {
-                return Ok(status);
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Error::Process(format!(
-                    "{} did not exit within {timeout:?} of its front end leaving",
-                    self.name
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let child = self.take_child()?;
+        self.reap_within(child, timeout, "of its front end leaving")
     }
 
     /// Sends SIGTERM and waits up to `timeout` for it to exit (then
     /// SIGKILL); returns how it exited.
     pub fn stop(&mut self, timeout: Duration) -> Result<ExitStatus, Error> {
-        let Some(mut child) = self.child.take() else {
-            return Err(Error::Process(format!("{} already stopped", self.name)));
-        };
+        let child = self.take_child()?;
         // SAFETY: kill(2) on the pid of a child we own and have not reaped.
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        self.reap_within(child, timeout, "of SIGTERM")
+    }
+
+    fn take_child(&mut self) -> Result<Child, Error> {
+        self.child
+            .take()
+            .ok_or_else(|| Error::Process(format!("{} already stopped", self.name)))
+    }
+
+    /// Reaps `child` once it exits; kills it and fails if that takes
+    /// longer than `timeout` after `what`.
+    fn reap_within(
+        &self,
+        mut child: Child,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<ExitStatus, Error> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = child
@@ -135,7 +131,7 @@ impl BackendProcess {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(Error::Process(format!(
-                    "{} did not exit within {timeout:?} of SIGTERM",
+                    "{} did not exit within {timeout:?} {what}",
                     self.name
                 )));
             }
