@@ -285,9 +285,17 @@ impl Emulator {
                 .map(|q| counter(q).load(Ordering::Relaxed))
                 .collect()
         };
+        let urgent_irqs = per_queue(|q| &q.urgent_irqs);
+        // The total from the very values reported per kind, never a
+        // separate read that could straddle an interrupt.
+        let irqs = per_queue(|q| &q.full_irqs)
+            .iter()
+            .zip(&urgent_irqs)
+            .map(|(full, urgent)| full + urgent)
+            .collect();
         DeviceStats {
-            irqs: per_queue(|q| &q.irqs),
-            urgent_irqs: per_queue(|q| &q.urgent_irqs),
+            irqs,
+            urgent_irqs,
             queue_full_irqs: per_queue(|q| &q.queue_full_irqs),
             handler_wakeups: per_queue(|q| &q.handler_wakeups),
             waiter_irqs: per_queue(|q| &q.waiter_irqs),

@@ -249,10 +249,15 @@ pub(crate) struct Queue {
     /// Request slots promised to this queue's clients (bounded by the
     /// completion ring, so the device never finds it full).
     pub reserved: AtomicUsize,
-    pub irqs: AtomicU64,
+    /// Full interrupts raised. Each kind has its own counter, so that a
+    /// snapshot taken while the device runs always has a total equal to
+    /// the sum of its kinds (one shared total, bumped apart from the kind,
+    /// can be read between the two increments).
+    pub full_irqs: AtomicU64,
+    /// Urgent-only interrupts raised.
     pub urgent_irqs: AtomicU64,
     /// Full interrupts the device raised because the completion queue's
-    /// window was full (also counted in `irqs`).
+    /// window was full (also counted in `full_irqs`).
     pub queue_full_irqs: AtomicU64,
     /// Times the handler slept and was woken by an interrupt.
     pub handler_wakeups: AtomicU64,
@@ -277,7 +282,7 @@ impl Queue {
             handler_sleeping: AtomicU32::new(0),
             finished: AtomicBool::new(false),
             reserved: AtomicUsize::new(0),
-            irqs: AtomicU64::new(0),
+            full_irqs: AtomicU64::new(0),
             urgent_irqs: AtomicU64::new(0),
             queue_full_irqs: AtomicU64::new(0),
             handler_wakeups: AtomicU64::new(0),
@@ -291,9 +296,11 @@ impl Queue {
     /// Latches an interrupt; true if the handler thread sleeps, so that
     /// someone must be woken to handle it.
     fn latch(&self, irq: Irq) -> bool {
-        self.irqs.fetch_add(1, Ordering::Relaxed);
         let bit = match irq {
-            Irq::Full => IRQ_FULL,
+            Irq::Full => {
+                self.full_irqs.fetch_add(1, Ordering::Relaxed);
+                IRQ_FULL
+            }
             Irq::UrgentOnly => {
                 self.urgent_irqs.fetch_add(1, Ordering::Relaxed);
                 IRQ_URGENT
