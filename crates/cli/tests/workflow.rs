@@ -211,7 +211,9 @@ fn a_sweep_writes_one_row_per_point_and_strategy_whatever_the_workers() {
     assert_eq!(rows[2]["point"]["seed"], "2");
     assert_eq!(rows[7]["point"]["job.async.iodepth"], "32");
     let iops = |i: usize| rows[i]["iops"].as_f64().unwrap_or(0.0);
-    assert!(iops(4) > iops(0), "deeper queue, more IOPS");
+    // Under adaptive a shallow queue waits out delta for every few
+    // completions; under none one core's CPU bounds both depths alike.
+    assert!(iops(5) > iops(1), "deeper queue, more IOPS under adaptive");
     // Byte-identical whatever the number of workers.
     assert_eq!(run("2").stdout, one.stdout);
 

@@ -35,14 +35,6 @@ fn mean_us(r: &RunResult, name: &str) -> f64 {
 /// failed; any other miss fails. The bands stay the targets' own.
 const KNOWN_MISSES: &[(&str, &str)] = &[
     (
-        "async none / cinterrupts IRQs (12-15x +-20%)",
-        "media jitter reorders a batch, so its Barrier often completes before some of its \
-         requests, which then wait for delta: 1.26 interrupts per batch where the authors \
-         report reordering as occasional (artifact fig7/test.sh); without jitter one per \
-         batch, 12.0x. Missing: host-side latency spread as its own term, the media's own \
-         spread from a device-only measurement",
-    ),
-    (
         "mixed none: async thread's CPU",
         "interrupt time, hard and soft, is in no thread's figure (CONFIG_IRQ_TIME_ACCOUNTING \
          in the reference kernel's configuration; getrusage's utime+stime add up to the task \
