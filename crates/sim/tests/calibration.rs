@@ -60,9 +60,9 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     (
         "mixed adaptive: sync thread's CPU",
         "every async completion restarts adaptive's quiescence timer, so a sync read waits \
-         for the end of the async batch plus delta (24 us mean, 14 under none), not delta \
+         for the end of the async batch plus delta (22.8 us mean, 13.8 under none), not delta \
          alone (the artifact's irq_poller restarts its wait on every entry too); the sync thread \
-         issues fewer reads and the core idles 29%; no mechanism for the paper's 23% found",
+         issues fewer reads and the core idles 28%; no mechanism for the paper's 23% found",
     ),
 ];
 

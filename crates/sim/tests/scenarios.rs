@@ -150,3 +150,40 @@ fn urgent_storm_guard_caps_the_irq_rate() {
         guard.interrupts_per_s
     );
 }
+
+/// `ooo-capped` holds the async job at the IOPS it gets under `none` in
+/// `ooo`, a figure written into the file: when the model moves, the cap
+/// must move with it, or the experiment no longer compares strategies at
+/// equal async throughput.
+#[test]
+fn ooo_capped_caps_the_async_job_at_what_none_gives_it_in_ooo() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let ooo = load_file(&dir.join("ooo.toml"), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let capped = load_file(&dir.join("ooo-capped.toml"), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let r = cint_sim::run(&ooo).expect("ooo runs");
+    let none = r
+        .results
+        .iter()
+        .find(|s| s.strategy == "none")
+        .expect("ooo has a none strategy");
+    let async_iops = none
+        .jobs
+        .iter()
+        .find(|j| j.name == "async")
+        .expect("ooo has an async job")
+        .iops;
+    let cap = capped
+        .jobs
+        .iter()
+        .find(|j| j.name == "async")
+        .and_then(|j| match &j.work {
+            cint_scenario::Work::Io(io) => io.rate_iops,
+            _ => None,
+        })
+        .expect("ooo-capped caps its async job");
+    let off = (cap as f64 - async_iops) / async_iops;
+    assert!(
+        off.abs() <= 0.005,
+        "scenarios/ooo-capped.toml: rate_iops = {cap}, but none gives the async job {async_iops:.0} IOPS in ooo"
+    );
+}
