@@ -4,7 +4,7 @@
 //! as the guest and the back ends counted them.
 
 use cint_vhost_guest_tests::backend::{which, BackendKind};
-use cint_vhost_guest_tests::run::{self, Prerequisites, RunConfig};
+use cint_vhost_guest_tests::run::{self, DiskSpec, Prerequisites, RunConfig};
 use cint_vhost_guest_tests::{backend, Error};
 use clap::Parser;
 use std::path::PathBuf;
@@ -17,9 +17,13 @@ use std::time::Duration;
 )]
 struct Args {
     /// A strategy spec (`cint vhost --strategy` syntax); repeat for more
-    /// disks. Default: none, nvme, adaptive, cinterrupts, vic.
+    /// disks. Default: none, nvme, adaptive, cinterrupts, vic, vic-sched
+    /// with one queue each, and cinterrupts with two queues.
     #[arg(long = "strategy")]
     strategies: Vec<String>,
+    /// Queues of each `--strategy` disk (the guest gets as many vCPUs).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    queues: u16,
     /// Serve the disks with qemu-storage-daemon instead of `cint vhost`
     /// (checks the guest path only: no policies, no counters).
     #[arg(long)]
@@ -62,7 +66,14 @@ fn demo(args: &Args) -> Result<(), Error> {
         ..RunConfig::default()
     };
     if !args.strategies.is_empty() {
-        cfg.strategies = args.strategies.clone();
+        cfg.disks = args
+            .strategies
+            .iter()
+            .map(|strategy| DiskSpec {
+                strategy: strategy.clone(),
+                queues: args.queues,
+            })
+            .collect();
     }
     let temp;
     let work = match &args.keep {
@@ -79,7 +90,7 @@ fn demo(args: &Args) -> Result<(), Error> {
     eprintln!(
         "guest-demo: booting {} with {} disk(s) in {}",
         pre.kernel.vmlinuz.display(),
-        cfg.strategies.len(),
+        cfg.disks.len(),
         work.display()
     );
     let outcome = run::run(&cfg, &pre, &work)?;
