@@ -10,7 +10,8 @@
  *              checks every byte in the guest; prints FNV-1a checksums the
  *              host compares with the image.
  *   mixed      a latency-sensitive reader tagged with the RT I/O priority
- *              class (what `ionice -c1` sets) runs beside batch readers.
+ *              class (what `ionice -c1` sets) runs beside batch readers, all
+ *              on the CPU queue 0's interrupt is delivered to.
  *   queues     (only on a disk with more than one hardware queue) for each
  *              queue, QUEUE_THREADS threads pinned to a CPU that blk-mq maps
  *              to it write their own stretch of the pattern after the
