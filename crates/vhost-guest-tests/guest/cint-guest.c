@@ -476,12 +476,12 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The CPU the interrupt of queue 0 is delivered to (the effective
- * affinity of its "virtioN-req.0" vector), or -1 if it cannot be read. */
-static int queue0_irq_cpu(const struct disk *d)
+/* The CPU the interrupt of queue `q` is delivered to (the effective
+ * affinity of its "virtioN-req.<q>" vector), or -1 if it cannot be read. */
+static int queue_irq_cpu(const struct disk *d, unsigned q)
 {
     char name[64];
-    snprintf(name, sizeof name, "%s-req.0", d->virtio);
+    snprintf(name, sizeof name, "%s-req.%u", d->virtio, q);
     FILE *f = fopen("/proc/interrupts", "r");
     if (!f)
         return -1;
@@ -534,7 +534,7 @@ static void phase_mixed(const struct disk *d)
      * for earlier completions, and ride on it. The batch threads inherit
      * the mask. */
     cpu_set_t all, one;
-    int cpu = queue0_irq_cpu(d);
+    int cpu = queue_irq_cpu(d, 0);
     int pinned = 0;
     if (cpu >= 0 && sched_getaffinity(0, sizeof all, &all) == 0) {
         CPU_ZERO(&one);
@@ -928,15 +928,20 @@ int main(void)
      * compares with each back end's count of interrupts sent. */
     for (int i = 0; i < n; i++) {
         const struct disk *d = &disks[i];
-        char per_queue[MAX_QUEUES * 21 + 1] = "";
-        size_t len = 0;
-        for (unsigned q = 0; q < d->queues; q++)
+        /* Per queue: its vector's interrupts, and the CPU they go to. */
+        char per_queue[MAX_QUEUES * 21 + 1] = "", cpus[MAX_QUEUES * 12 + 1] = "";
+        size_t len = 0, cpus_len = 0;
+        for (unsigned q = 0; q < d->queues; q++) {
             len += (size_t)snprintf(per_queue + len, sizeof per_queue - len, "%s%llu",
                                     q ? "," : "", (unsigned long long)queue_irqs(d, q));
-        printf("CINT disk=%s phase=end irqs=%llu config_irqs=%llu requests=%llu queue_irqs=%s\n",
+            cpus_len += (size_t)snprintf(cpus + cpus_len, sizeof cpus - cpus_len, "%s%d",
+                                         q ? "," : "", queue_irq_cpu(d, q));
+        }
+        printf("CINT disk=%s phase=end irqs=%llu config_irqs=%llu requests=%llu queue_irqs=%s "
+               "queue_irq_cpus=%s\n",
                d->pci, (unsigned long long)irq_count(d, "req."),
                (unsigned long long)irq_count(d, "config"),
-               (unsigned long long)disk_requests(d), per_queue);
+               (unsigned long long)disk_requests(d), per_queue, cpus);
     }
     printf("CINT done\n");
     return 0;

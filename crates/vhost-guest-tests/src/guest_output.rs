@@ -119,6 +119,9 @@ pub struct GuestDisk {
     pub queue_phase: Option<Queues>,
     /// Interrupts on each queue's vector since boot, read at the end.
     pub queue_irqs: Vec<u64>,
+    /// The CPU each queue's vector interrupts (its effective affinity),
+    /// `None` where the guest could not read it.
+    pub queue_irq_cpus: Vec<Option<u64>>,
     /// Interrupts on the disk's queue vectors since boot, read at the end.
     pub total_irqs: Option<u64>,
     /// Requests completed since boot.
@@ -251,6 +254,17 @@ pub fn parse(console: &str) -> Result<GuestReport> {
                         })
                     })
                     .collect::<Result<_>>()?;
+                let cpus = f.get("queue_irq_cpus").map(String::as_str).unwrap_or("");
+                disk.queue_irq_cpus = cpus
+                    .split(',')
+                    .filter(|v| !v.is_empty())
+                    .map(|v| match v {
+                        "-1" => Ok(None),
+                        v => v.parse().map(Some).map_err(|_| {
+                            Error::Failed(format!("guest line has a bad queue_irq_cpus: {line}"))
+                        }),
+                    })
+                    .collect::<Result<_>>()?;
             }
             _ => {}
         }
@@ -278,7 +292,7 @@ mod tests {
             CINT disk=0000:00:10.0 phase=queues ok=1 queues=2 start=8388608 bytes=1048576 \
             mismatches=0\n\
             CINT disk=0000:00:10.0 phase=end irqs=300 config_irqs=0 requests=1200 \
-            queue_irqs=170,130\n\
+            queue_irqs=170,130 queue_irq_cpus=0,-1\n\
             CINT done\r\n";
         let r = parse(console).unwrap();
         assert!(r.done);
@@ -293,6 +307,7 @@ mod tests {
         assert_eq!((d.total_irqs, d.total_requests), (Some(300), Some(1200)));
         assert_eq!(d.queues, Some(2));
         assert_eq!(d.queue_irqs, vec![170, 130]);
+        assert_eq!(d.queue_irq_cpus, vec![Some(0), None]);
         let q = d.queue_phase.as_ref().unwrap();
         assert!(q.ok);
         assert_eq!((q.start, q.bytes, q.mismatches), (8 << 20, 1 << 20, 0));

@@ -378,9 +378,10 @@ fn queue_lines(d: &DiskOutcome) -> String {
         let pinned = phase.per_queue.get(q);
         let _ = writeln!(
             s,
-            "  queue {q}: guest-irq {} be-sent {} be-wanted {} be-suppr {} urgent {} be-requests {} \
-             | pinned to cpu {}: {} requests, {} irqs",
+            "  queue {q}: guest-irq {} (to cpu {}) be-sent {} be-wanted {} be-suppr {} urgent {} \
+             be-requests {} | pinned to cpu {}: {} requests, {} irqs",
             show(d.guest.queue_irqs.get(q).copied()),
+            show(d.guest.queue_irq_cpus.get(q).copied().flatten()),
             show(be.map(|b| b.irqs_sent)),
             show(be.map(|b| b.irqs_wanted)),
             show(be.map(|b| b.irqs_suppressed)),

@@ -81,6 +81,12 @@ fn assert_integrity(d: &DiskOutcome) {
     );
 }
 
+/// The guest's vCPUs: as many as the largest disk has queues (see
+/// `run::boot`).
+fn vcpus_of(cfg: &RunConfig) -> u16 {
+    cfg.disks.iter().map(|d| d.queues).max().unwrap_or(1)
+}
+
 /// The single-queue disk of strategy `kind`.
 fn disk<'a>(outcome: &'a RunOutcome, kind: &str) -> &'a DiskOutcome {
     outcome
@@ -119,10 +125,10 @@ fn guest_writes(d: &DiskOutcome) -> u64 {
 }
 
 /// A disk with several queues, each driven from its own vCPU by the queues
-/// phase's pinned threads: the data, that every queue served what its
-/// CPU sent it, and, when the back end has counters, each queue vector's
-/// interrupts against that queue's.
-fn assert_multi_queue(d: &DiskOutcome) {
+/// phase's pinned threads, on a guest with `vcpus` vCPUs: the data, that
+/// every queue served what its CPU sent it, and, when the back end has
+/// counters, each queue vector's interrupts against that queue's.
+fn assert_multi_queue(d: &DiskOutcome, vcpus: u16) {
     let who = format!("{} with {} queues ({})", d.strategy, d.queues, d.pci);
     let queues = usize::from(d.queues);
     assert_eq!(
@@ -178,6 +184,28 @@ fn assert_multi_queue(d: &DiskOutcome) {
         Some(d.guest.queue_irqs.iter().sum()),
         "{who}: the queue vectors are all of the disk's request vectors"
     );
+    // Each queue's vector interrupts the CPU whose requests go to that
+    // queue, and that CPU is vCPU `queue mod vCPUs`: what `cint vhost`
+    // assumes when vic-sched samples a queue's vCPU.
+    for q in &phase.per_queue {
+        assert_eq!(
+            d.guest
+                .queue_irq_cpus
+                .get(q.queue as usize)
+                .copied()
+                .flatten(),
+            Some(q.cpu),
+            "{who}: queue {}'s vector against the CPU that submits to it",
+            q.queue
+        );
+        assert_eq!(
+            q.cpu,
+            q.queue % u64::from(vcpus),
+            "{who}: queue {} is served by cpu {}",
+            q.queue,
+            q.cpu
+        );
+    }
 
     let Some(be) = d.backend.as_ref() else {
         return;
@@ -249,8 +277,9 @@ fn unmodified_guest_under_every_policy() {
     // The multi-queue disk, in the same boot.
     let multi: Vec<&DiskOutcome> = outcome.disks.iter().filter(|d| d.queues > 1).collect();
     assert!(!multi.is_empty(), "no multi-queue disk in the run");
+    let vcpus = vcpus_of(&cfg);
     for d in multi {
-        assert_multi_queue(d);
+        assert_multi_queue(d, vcpus);
     }
 
     // (c) An RT reader beside a batch job. Both strategies share delta and
@@ -293,14 +322,23 @@ fn unmodified_guest_under_every_policy() {
         am.requests
     );
     // ...at once under cinterrupts, after delta of quiet under adaptive.
-    // Adaptive cannot answer an RT read in less than delta: its timer
-    // fires delta after the last completion and thr is out of reach, so
-    // the guest counts none "fast". Under cinterrupts most are (the rest
-    // waited for the guest's vCPU or the host), and the median is lower.
+    // Adaptive never interrupts for an RT read (no urgent interrupts,
+    // above): its timer fires delta after the last completion and thr is
+    // out of reach, so the RT reads wait about delta. Now and then one
+    // rides on an interrupt sent for earlier completions: when the host
+    // runs the back end's worker late, the timer of those completions has
+    // expired by the time the worker sees the RT read's backing I/O done,
+    // so the interrupt goes out first and the RT read's used entry right
+    // after it, before the guest's handler reaps the ring. Runs on a
+    // loaded 2-core host show 0 or 1 such reads of 200; the median stays
+    // above delta. Under cinterrupts most are fast (the rest waited for
+    // the guest's vCPU or the host), and the median is lower.
     assert_eq!(am.within_us, run::DELTA_US);
-    assert_eq!(
-        am.reader_within, 0,
-        "adaptive answered RT reads in under delta (p50 {} us)",
+    assert!(
+        am.reader_within * 20 <= am.reader_ops && am.reader_p50_us >= run::DELTA_US,
+        "adaptive answered {} of {} RT reads in under delta (p50 {} us)",
+        am.reader_within,
+        am.reader_ops,
         am.reader_p50_us
     );
     assert!(
@@ -351,7 +389,7 @@ fn guest_path_against_qemu_storage_daemon() {
         assert_eq!(m.reader_ops, 50);
         assert!(d.guest.total_irqs.unwrap_or(0) > 0);
         if d.queues > 1 {
-            assert_multi_queue(d);
+            assert_multi_queue(d, vcpus_of(&cfg));
         }
     }
 }
