@@ -324,14 +324,14 @@ fn unmodified_guest_under_every_policy() {
     // ...at once under cinterrupts, after delta of quiet under adaptive.
     // Adaptive never interrupts for an RT read (no urgent interrupts,
     // above): its timer fires delta after the last completion and thr is
-    // out of reach, so the RT reads wait about delta. Now and then one
-    // rides on an interrupt sent for earlier completions: when the host
-    // runs the back end's worker late, the timer of those completions has
-    // expired by the time the worker sees the RT read's backing I/O done,
-    // so the interrupt goes out first and the RT read's used entry right
-    // after it, before the guest's handler reaps the ring. Runs on a
-    // loaded 2-core host show 0 or 1 such reads of 200; the median stays
-    // above delta. Under cinterrupts most are fast (the rest waited for
+    // out of reach, so the RT reads wait about delta. An RT read can
+    // still ride on an interrupt sent for earlier completions: when the
+    // host runs the back end's worker late, the timer of those
+    // completions may be handled before the RT read's backing-I/O
+    // completion, so the interrupt goes out first and the RT read's used
+    // entry right after it, before the guest's handler reaps the ring.
+    // Runs on a loaded 2-core host showed 0 or 1 fast reads of 200; the
+    // median stays above delta. Under cinterrupts most are fast (the rest waited for
     // the guest's vCPU or the host), and the median is lower.
     assert_eq!(am.within_us, run::DELTA_US);
     assert!(
