@@ -508,6 +508,22 @@ impl RunOutcome {
                 s.push_str(&queue_lines(d));
             }
         }
+        // Where each disk's queue vectors interrupt: vic-sched samples vCPU
+        // `queue mod vCPUs`, which a single queue on several vCPUs may miss.
+        let vectors: Vec<String> = self
+            .disks
+            .iter()
+            .map(|d| {
+                let cpus: Vec<String> = d
+                    .guest
+                    .queue_irq_cpus
+                    .iter()
+                    .map(|c| c.map_or_else(|| "?".to_string(), |c| c.to_string()))
+                    .collect();
+                format!("{} [{}]", d.pci, cpus.join(","))
+            })
+            .collect();
+        let _ = writeln!(s, "queue vectors' CPUs: {}", vectors.join(" "));
         let _ = writeln!(
             s,
             "q: queues; guest-irq: interrupts on the disk's queue vectors in the guest; be-*: the \

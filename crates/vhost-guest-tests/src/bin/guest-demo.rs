@@ -17,11 +17,11 @@ use std::time::Duration;
 )]
 struct Args {
     /// A strategy spec (`cint vhost --strategy` syntax); repeat for more
-    /// disks. Default: none, nvme, adaptive, cinterrupts, vic, vic-sched
-    /// with one queue each, and cinterrupts with two queues.
+    /// disks. Default: none, nvme, adaptive, cinterrupts, vic, vic-sched.
     #[arg(long = "strategy")]
     strategies: Vec<String>,
-    /// Queues of each `--strategy` disk (the guest gets as many vCPUs).
+    /// Queues of each disk (the guest gets as many vCPUs). The end-to-end
+    /// test adds a two-queue cinterrupts disk to the default disks.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     queues: u16,
     /// Serve the disks with qemu-storage-daemon instead of `cint vhost`
@@ -65,16 +65,18 @@ fn demo(args: &Args) -> Result<(), Error> {
         timeout: Duration::from_secs(args.timeout),
         ..RunConfig::default()
     };
-    if !args.strategies.is_empty() {
-        cfg.disks = args
-            .strategies
-            .iter()
-            .map(|strategy| DiskSpec {
-                strategy: strategy.clone(),
-                queues: args.queues,
-            })
-            .collect();
-    }
+    let strategies = if args.strategies.is_empty() {
+        run::default_strategies()
+    } else {
+        args.strategies.clone()
+    };
+    cfg.disks = strategies
+        .into_iter()
+        .map(|strategy| DiskSpec {
+            strategy,
+            queues: args.queues,
+        })
+        .collect();
     let temp;
     let work = match &args.keep {
         Some(dir) => {
