@@ -10,8 +10,16 @@
  *              checks every byte in the guest; prints FNV-1a checksums the
  *              host compares with the image.
  *   mixed      a latency-sensitive reader tagged with the RT I/O priority
- *              class (what `ionice -c1` sets) runs beside batch readers.
- *   end        the interrupts the disk's queues raised since boot.
+ *              class (what `ionice -c1` sets) runs beside batch readers, all
+ *              on the CPU queue 0's interrupt is delivered to.
+ *   queues     (only on a disk with more than one hardware queue) for each
+ *              queue, QUEUE_THREADS threads pinned to a CPU that blk-mq maps
+ *              to it write their own stretch of the pattern after the
+ *              integrity region with O_DIRECT and read it back, all queues
+ *              at once; what each queue was sent and the interrupts on its
+ *              vector are reported per queue.
+ *   end        the interrupts the disk's queues raised since boot, in total
+ *              and per queue vector.
  *   flood      (only with cint.flood=N, instead of the phases above) keeps
  *              FLOOD_THREADS O_DIRECT writes in flight on the first disk for
  *              N seconds, printing the driver's in-flight count every
@@ -30,6 +38,10 @@
  *   cint.disks=N    disks to wait for before starting
  *   cint.within_us=N  an RT read is counted "within" if it took less
  *   cint.flood=N    run only the flood phase, for N seconds
+ *
+ * A disk with several queues needs as many vCPUs: Linux uses
+ * min(virtqueues, CPUs) queues, and the queues phase pins a thread to one
+ * CPU of each.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -57,6 +69,11 @@
 #define DIRECT_WRITERS 4
 #define MAX_DISKS 16
 #define MAX_BATCH 64
+#define MAX_QUEUES 16
+/* The queues phase: threads per hardware queue, and the 4 KiB blocks each
+ * writes and reads back (one request each way per block). */
+#define QUEUE_THREADS 4
+#define QUEUE_BLOCKS 32
 
 static uint64_t param_seed = 1;
 static uint64_t param_mib = 4;
@@ -143,10 +160,13 @@ struct disk {
     char pci[32];       /* 0000:00:10.0: how the host tells the disks apart */
     unsigned slot;      /* PCI slot number */
     uint64_t seed;
+    unsigned queues;    /* blk-mq hardware queues (= virtqueues in use) */
+    int queue_cpu[MAX_QUEUES]; /* a CPU blk-mq maps to each queue, or -1 */
 };
 
-/* Sum over CPUs of the interrupts whose name starts with "<virtio>-<kind>". */
-static uint64_t irq_count(const struct disk *d, const char *kind)
+/* Sum over CPUs of the interrupts whose name is "<virtio>-<kind>" (with
+ * `exact`) or starts with it. */
+static uint64_t irq_sum(const struct disk *d, const char *kind, int exact)
 {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "%s-%s", d->virtio, kind);
@@ -164,7 +184,10 @@ static uint64_t irq_count(const struct disk *d, const char *kind)
         if (nl)
             *nl = 0;
         char *name = strrchr(line, ' ');
-        if (!name || strncmp(name + 1, prefix, strlen(prefix)) != 0)
+        if (!name)
+            continue;
+        name++;
+        if (exact ? strcmp(name, prefix) != 0 : strncmp(name, prefix, strlen(prefix)) != 0)
             continue;
         char *p = strchr(line, ':');
         if (!p)
@@ -175,6 +198,21 @@ static uint64_t irq_count(const struct disk *d, const char *kind)
     }
     fclose(f);
     return total;
+}
+
+/* Interrupts on every vector whose name starts with "<virtio>-<kind>". */
+static uint64_t irq_count(const struct disk *d, const char *kind)
+{
+    return irq_sum(d, kind, 0);
+}
+
+/* Interrupts on queue `q`'s vector alone ("virtio2-req.1", not
+ * "virtio2-req.10"). */
+static uint64_t queue_irqs(const struct disk *d, unsigned q)
+{
+    char kind[32];
+    snprintf(kind, sizeof kind, "req.%u", q);
+    return irq_sum(d, kind, 1);
 }
 
 /* Completed requests of the disk (reads, writes, discards, flushes), from
@@ -438,6 +476,40 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The CPU the interrupt of queue `q` is delivered to (the effective
+ * affinity of its "virtioN-req.<q>" vector), or -1 if it cannot be read. */
+static int queue_irq_cpu(const struct disk *d, unsigned q)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s-req.%u", d->virtio, q);
+    FILE *f = fopen("/proc/interrupts", "r");
+    if (!f)
+        return -1;
+    char line[1024];
+    int irq = -1;
+    while (irq < 0 && fgets(line, sizeof line, f)) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        char *last = strrchr(line, ' ');
+        if (last && strcmp(last + 1, name) == 0 && sscanf(line, " %d:", &irq) != 1)
+            irq = -1;
+    }
+    fclose(f);
+    if (irq < 0)
+        return -1;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/irq/%d/effective_affinity_list", irq);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int cpu = -1;
+    if (fscanf(f, "%d", &cpu) != 1)
+        cpu = -1;
+    fclose(f);
+    return cpu;
+}
+
 /* An RT-class reader (one 4 KiB O_DIRECT read at a time, each waited for)
  * beside `param_batch` batch readers of the default class. */
 static void phase_mixed(const struct disk *d)
@@ -453,6 +525,25 @@ static void phase_mixed(const struct disk *d)
     if (!lat || posix_memalign((void **)&buf, PAGE, PAGE) != 0) {
         fail(d->pci, "alloc");
         return;
+    }
+    /* The whole phase runs on the CPU queue 0 interrupts, so with several
+     * vCPUs it is what it is with one: the RT reader, the batch readers and
+     * the interrupt handler share a CPU, and the RT reader submits its
+     * next read before anything else runs. Otherwise the RT reader can
+     * submit on one CPU while the other is about to take an interrupt sent
+     * for earlier completions, and ride on it. The batch threads inherit
+     * the mask. */
+    cpu_set_t all, one;
+    int cpu = queue_irq_cpu(d, 0);
+    int pinned = 0;
+    if (cpu >= 0 && sched_getaffinity(0, sizeof all, &all) == 0) {
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        pinned = sched_setaffinity(0, sizeof one, &one) == 0;
+    }
+    if (!pinned) {
+        fail(d->pci, "pinning the mixed phase to queue 0's interrupt CPU");
+        m.failed = 1;
     }
     uint64_t irq0 = irq_count(d, "req."), req0 = disk_requests(d);
     pthread_t threads[MAX_BATCH];
@@ -495,6 +586,8 @@ static void phase_mixed(const struct disk *d)
     atomic_store(&m.stop, 1);
     for (uint64_t i = 0; i < param_batch; i++)
         pthread_join(threads[i], NULL);
+    if (pinned)
+        sched_setaffinity(0, sizeof all, &all);
     uint64_t irqs = irq_count(d, "req.") - irq0, requests = disk_requests(d) - req0;
 
     qsort(lat, reads, sizeof *lat, cmp_u64);
@@ -503,10 +596,10 @@ static void phase_mixed(const struct disk *d)
         total += lat[i];
         within += lat[i] < param_within_us * 1000;
     }
-    printf("CINT disk=%s phase=mixed ok=%d reader_ops=%llu batch_ops=%llu irqs=%llu requests=%llu "
+    printf("CINT disk=%s phase=mixed cpu=%d ok=%d reader_ops=%llu batch_ops=%llu irqs=%llu requests=%llu "
            "reader_p50_us=%llu reader_p90_us=%llu reader_mean_us=%llu reader_within=%llu "
            "within_us=%llu\n",
-           d->pci, !m.failed, (unsigned long long)reads,
+           d->pci, cpu, !m.failed, (unsigned long long)reads,
            (unsigned long long)atomic_load(&m.batch_ops), (unsigned long long)irqs,
            (unsigned long long)requests,
            (unsigned long long)(reads ? lat[reads / 2] / 1000 : 0),
@@ -517,6 +610,122 @@ static void phase_mixed(const struct disk *d)
     free(buf);
     free(lat);
     close(m.fd);
+}
+
+struct queue_worker {
+    const struct disk *d;
+    int fd;
+    int cpu;
+    uint64_t start;             /* first byte of its stretch */
+    pthread_barrier_t *go;
+    uint64_t ops;               /* requests it issued: a write and a read per block */
+    uint64_t mismatches;
+    int failed;
+};
+
+/* Pinned to `cpu`, so blk-mq sends every request of this thread to the
+ * queue that CPU maps to and the device completes it there: writes its
+ * blocks of the pattern one at a time, then reads each back and checks
+ * it. */
+static void *queue_worker_main(void *arg)
+{
+    struct queue_worker *w = arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(w->cpu, &set);
+    /* Setting the caller's own affinity migrates it before returning. */
+    int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (err != 0 || sched_getcpu() != w->cpu) {
+        errno = err ? err : EXDEV;
+        fail(w->d->pci, "pinning a queue thread");
+        w->failed = 1;
+    }
+    uint8_t *buf = NULL;
+    if (posix_memalign((void **)&buf, PAGE, PAGE) != 0)
+        w->failed = 1;
+    /* Every thread starts together, so all queues are busy at once. */
+    pthread_barrier_wait(w->go);
+    for (uint64_t b = 0; b < QUEUE_BLOCKS && !w->failed; b++) {
+        uint64_t off = w->start + b * PAGE;
+        fill_pattern(buf, w->d->seed, off, PAGE);
+        if (pwrite(w->fd, buf, PAGE, (off_t)off) != PAGE) {
+            fail(w->d->pci, "queue pwrite");
+            w->failed = 1;
+        }
+        w->ops++;
+    }
+    for (uint64_t b = 0; b < QUEUE_BLOCKS && !w->failed; b++) {
+        uint64_t off = w->start + b * PAGE;
+        if (pread(w->fd, buf, PAGE, (off_t)off) != PAGE) {
+            fail(w->d->pci, "queue pread");
+            w->failed = 1;
+            break;
+        }
+        w->ops++;
+        for (size_t i = 0; i < PAGE; i++)
+            if (buf[i] != pattern_byte(w->d->seed, off + i))
+                w->mismatches++;
+    }
+    free(buf);
+    return NULL;
+}
+
+/* Every hardware queue at once: QUEUE_THREADS pinned threads per queue,
+ * each on its own stretch after the integrity region. A thread's
+ * requests are one at a time and its stretches' neighbours belong to
+ * other threads, so the driver never merges them: each queue is sent
+ * exactly its threads' requests. */
+static void phase_queues(const struct disk *d)
+{
+    uint64_t start = 2 * (param_mib << 20);
+    uint64_t stretch = QUEUE_BLOCKS * PAGE;
+    unsigned workers = d->queues * QUEUE_THREADS;
+    int fd = open(d->path, O_RDWR | O_DIRECT);
+    if (fd < 0) {
+        fail(d->pci, "open queues");
+        return;
+    }
+    for (unsigned q = 0; q < d->queues; q++)
+        if (d->queue_cpu[q] < 0) {
+            errno = ENXIO;
+            fail(d->pci, "a queue no CPU maps to");
+            close(fd);
+            return;
+        }
+    struct queue_worker w[MAX_QUEUES * QUEUE_THREADS];
+    pthread_t t[MAX_QUEUES * QUEUE_THREADS];
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, workers);
+    uint64_t irq0[MAX_QUEUES];
+    for (unsigned q = 0; q < d->queues; q++)
+        irq0[q] = queue_irqs(d, q);
+    for (unsigned i = 0; i < workers; i++) {
+        w[i] = (struct queue_worker){.d = d, .fd = fd, .cpu = d->queue_cpu[i / QUEUE_THREADS],
+                                     .start = start + i * stretch, .go = &go};
+        pthread_create(&t[i], NULL, queue_worker_main, &w[i]);
+    }
+    int failed = 0;
+    uint64_t mismatches = 0;
+    for (unsigned i = 0; i < workers; i++) {
+        pthread_join(t[i], NULL);
+        failed |= w[i].failed;
+        mismatches += w[i].mismatches;
+    }
+    pthread_barrier_destroy(&go);
+    close(fd);
+    for (unsigned q = 0; q < d->queues; q++) {
+        uint64_t ops = 0;
+        for (unsigned i = q * QUEUE_THREADS; i < (q + 1) * QUEUE_THREADS; i++)
+            ops += w[i].ops;
+        printf("CINT disk=%s phase=queue queue=%u cpu=%d requests=%llu bytes=%llu irqs=%llu\n",
+               d->pci, q, d->queue_cpu[q], (unsigned long long)ops,
+               (unsigned long long)(QUEUE_THREADS * stretch),
+               (unsigned long long)(queue_irqs(d, q) - irq0[q]));
+    }
+    printf("CINT disk=%s phase=queues ok=%d queues=%u start=%llu bytes=%llu mismatches=%llu\n",
+           d->pci, !failed && mismatches == 0, d->queues, (unsigned long long)start,
+           (unsigned long long)(workers * stretch), (unsigned long long)mismatches);
+    fflush(stdout);
 }
 
 /* Dispatches requests to the device as they come. The default mq-deadline
@@ -635,6 +844,22 @@ static int describe(struct disk *d)
         return -1;
     d->slot = slot;
     d->seed = param_seed + slot;
+    /* /sys/block/<name>/mq/<q>/cpu_list ("0" or "0, 1"): one folder per
+     * hardware queue, naming the CPUs blk-mq maps to it. */
+    d->queues = 0;
+    for (unsigned q = 0; q < MAX_QUEUES; q++) {
+        char path[300];
+        snprintf(path, sizeof path, "/sys/block/%.200s/mq/%u/cpu_list", d->name, q);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        int cpu = -1;
+        if (fscanf(f, "%d", &cpu) != 1)
+            cpu = -1;
+        fclose(f);
+        d->queue_cpu[q] = cpu;
+        d->queues = q + 1;
+    }
     return 0;
 }
 
@@ -686,8 +911,8 @@ int main(void)
         }
         if (use_no_scheduler(d) != 0)
             fail(d->pci, "setting the I/O scheduler to none");
-        printf("CINT disk=%s name=%s virtio=%s seed=%llu\n", d->pci, d->name, d->virtio,
-               (unsigned long long)d->seed);
+        printf("CINT disk=%s name=%s virtio=%s seed=%llu queues=%u\n", d->pci, d->name,
+               d->virtio, (unsigned long long)d->seed, d->queues);
         atomic_store(&current_disk, d);
         if (param_flood) {
             phase_flood(d);
@@ -695,16 +920,28 @@ int main(void)
         }
         phase_integrity(d);
         phase_mixed(d);
+        if (d->queues > 1)
+            phase_queues(d);
     }
     atomic_store(&current_disk, NULL);
     /* Totals last, once every disk is idle: these are the numbers the host
      * compares with each back end's count of interrupts sent. */
     for (int i = 0; i < n; i++) {
         const struct disk *d = &disks[i];
-        printf("CINT disk=%s phase=end irqs=%llu config_irqs=%llu requests=%llu\n", d->pci,
-               (unsigned long long)irq_count(d, "req."),
+        /* Per queue: its vector's interrupts, and the CPU they go to. */
+        char per_queue[MAX_QUEUES * 21 + 1] = "", cpus[MAX_QUEUES * 12 + 1] = "";
+        size_t len = 0, cpus_len = 0;
+        for (unsigned q = 0; q < d->queues; q++) {
+            len += (size_t)snprintf(per_queue + len, sizeof per_queue - len, "%s%llu",
+                                    q ? "," : "", (unsigned long long)queue_irqs(d, q));
+            cpus_len += (size_t)snprintf(cpus + cpus_len, sizeof cpus - cpus_len, "%s%d",
+                                         q ? "," : "", queue_irq_cpu(d, q));
+        }
+        printf("CINT disk=%s phase=end irqs=%llu config_irqs=%llu requests=%llu queue_irqs=%s "
+               "queue_irq_cpus=%s\n",
+               d->pci, (unsigned long long)irq_count(d, "req."),
                (unsigned long long)irq_count(d, "config"),
-               (unsigned long long)disk_requests(d));
+               (unsigned long long)disk_requests(d), per_queue, cpus);
     }
     printf("CINT done\n");
     return 0;

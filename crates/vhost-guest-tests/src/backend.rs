@@ -148,7 +148,7 @@ pub fn die_with_parent(cmd: &mut Command) {
 }
 
 /// The counters a `cint vhost` back end wrote to its `--stats-json` file
-/// (the `totals` object).
+/// (the `totals` object, and each queue's).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BackendStats {
     /// The strategy the back end ran, as it names it.
@@ -165,8 +165,11 @@ pub struct BackendStats {
     pub irqs_sent: u64,
     /// Wanted but suppressed by the driver's `used_event`.
     pub irqs_suppressed: u64,
-    /// Interrupts fired for an Urgent completion.
+    /// Interrupts fired for an Urgent request completion.
     pub urgent_irqs: u64,
+    /// The same counters for each virtqueue, in queue order (`strategy`
+    /// left empty).
+    pub queues: Vec<BackendStats>,
 }
 
 impl BackendStats {
@@ -174,14 +177,33 @@ impl BackendStats {
     pub fn parse(text: &str) -> Result<Self> {
         let doc: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| Error::Failed(format!("back end stats are not JSON: {e}")))?;
-        let totals = &doc["totals"];
+        let mut totals = Self::counters(&doc["totals"], "totals")?;
+        totals.strategy = doc["strategy"].as_str().unwrap_or_default().to_string();
+        let queues = doc["queues"]
+            .as_array()
+            .ok_or_else(|| Error::Failed("back end stats lack queues".into()))?;
+        for (i, q) in queues.iter().enumerate() {
+            let what = format!("queues[{i}]");
+            if q["queue"].as_u64() != Some(i as u64) {
+                return Err(Error::Failed(format!(
+                    "back end stats: {what} is not queue {i}"
+                )));
+            }
+            totals.queues.push(Self::counters(q, &what)?);
+        }
+        Ok(totals)
+    }
+
+    /// The counters of one object of the document (`what` names it in
+    /// errors).
+    fn counters(obj: &serde_json::Value, what: &str) -> Result<Self> {
         let field = |name: &str| {
-            totals[name]
+            obj[name]
                 .as_u64()
-                .ok_or_else(|| Error::Failed(format!("back end stats lack totals.{name}")))
+                .ok_or_else(|| Error::Failed(format!("back end stats lack {what}.{name}")))
         };
         Ok(BackendStats {
-            strategy: doc["strategy"].as_str().unwrap_or_default().to_string(),
+            strategy: String::new(),
             requests: field("requests")?,
             read_bytes: field("read_bytes")?,
             write_bytes: field("write_bytes")?,
@@ -189,6 +211,7 @@ impl BackendStats {
             irqs_sent: field("irqs_sent")?,
             irqs_suppressed: field("irqs_suppressed")?,
             urgent_irqs: field("urgent_irqs")?,
+            queues: Vec::new(),
         })
     }
 }
@@ -213,20 +236,24 @@ pub struct Backend {
 }
 
 impl Backend {
-    /// Starts a back end for `image` on `socket` with `strategy` and, for
-    /// vic-sched, QEMU's QMP socket `qmp` (both ignored by
-    /// qemu-storage-daemon); its output goes to `log`. Returns once the
-    /// socket exists.
+    /// Starts a back end for `image` on `socket` with `queues` virtqueues,
+    /// `strategy` and, for vic-sched, QEMU's QMP socket `qmp` (both
+    /// ignored by qemu-storage-daemon); its output goes to `log`. Returns
+    /// once the socket exists.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         kind: &BackendKind,
         socket: &Path,
         image: &Path,
+        queues: u16,
         strategy: &str,
         qmp: Option<&Path>,
         stats: &Path,
         log: &Path,
     ) -> Result<Self> {
-        Self::start_with(kind, socket, image, strategy, qmp, stats, log, false)
+        Self::start_with(
+            kind, socket, image, queues, strategy, qmp, stats, log, false,
+        )
     }
 
     /// As [`Backend::start`], and with `reconnect` a `cint vhost` back end
@@ -237,6 +264,7 @@ impl Backend {
         kind: &BackendKind,
         socket: &Path,
         image: &Path,
+        queues: u16,
         strategy: &str,
         qmp: Option<&Path>,
         stats: &Path,
@@ -253,6 +281,7 @@ impl Backend {
                     .arg(socket)
                     .arg("--image")
                     .arg(image)
+                    .args(["--queues", &queues.to_string()])
                     .args(["--strategy", strategy])
                     .arg("--stats-json")
                     .arg(stats);
@@ -273,7 +302,7 @@ impl Backend {
                     ))
                     .arg("--export")
                     .arg(format!(
-                        "type=vhost-user-blk,id=export,node-name=disk,writable=on,addr.type=unix,addr.path={}",
+                        "type=vhost-user-blk,id=export,node-name=disk,writable=on,num-queues={queues},addr.type=unix,addr.path={}",
                         socket.display()
                     ));
                 (cmd, None, false)
@@ -558,14 +587,26 @@ mod tests {
     }
 
     #[test]
-    fn stats_totals_are_read() {
-        let doc = r#"{"strategy":"cinterrupts","queues":[],"totals":{"requests":10,
+    fn stats_totals_and_queues_are_read() {
+        let doc = r#"{"strategy":"cinterrupts","queues":[
+            {"queue":0,"requests":4,"read_bytes":1,"write_bytes":0,"irqs_wanted":3,
+             "irqs_sent":2,"irqs_suppressed":1,"urgent_irqs":1},
+            {"queue":1,"requests":6,"read_bytes":0,"write_bytes":2,"irqs_wanted":4,
+             "irqs_sent":3,"irqs_suppressed":1,"urgent_irqs":2}],
+            "totals":{"requests":10,
             "read_bytes":1,"write_bytes":2,"irqs_wanted":7,"irqs_sent":5,
             "irqs_suppressed":2,"urgent_irqs":3}}"#;
         let s = BackendStats::parse(doc).unwrap();
         assert_eq!((s.requests, s.irqs_wanted, s.irqs_sent), (10, 7, 5));
         assert_eq!((s.irqs_suppressed, s.urgent_irqs), (2, 3));
         assert_eq!(s.strategy, "cinterrupts");
+        assert_eq!(s.queues.len(), 2);
+        assert_eq!((s.queues[1].requests, s.queues[1].irqs_sent), (6, 3));
         assert!(BackendStats::parse(r#"{"totals":{}}"#).is_err());
+        // Queues out of order, or one lacking a counter, are refused.
+        let swapped = doc.replacen(r#""queue":0"#, r#""queue":1"#, 1);
+        assert!(BackendStats::parse(&swapped).is_err());
+        let short = doc.replacen(r#""irqs_sent":3,"#, "", 1);
+        assert!(BackendStats::parse(&short).is_err());
     }
 }

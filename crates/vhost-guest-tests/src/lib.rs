@@ -2,9 +2,10 @@
 //! (issue #12): QEMU (TCG) boots a Debian cloud kernel with an initramfs
 //! built here (busybox-static, the virtio modules and the static guest
 //! program in `guest/`), one vhost-user-blk disk per strategy, each served
-//! by its own back end. The guest checks data integrity and reports its
-//! interrupt counts; the host checks the images and compares the counts
-//! with the back ends'.
+//! by its own back end, and one disk with two queues on a guest with two
+//! vCPUs. The guest checks data integrity and reports its interrupt counts,
+//! per queue vector; the host checks the images and compares the counts
+//! with the back ends', per queue.
 //!
 //! Prerequisites (installed by `.ci/deps/qemu-guest.sh`): Debian's
 //! `qemu-system-x86` and `busybox-static`, the kernel package extracted

@@ -1,6 +1,7 @@
 //! Booting the guest: QEMU with TCG (CI has no KVM), shared memfd memory
 //! (vhost-user maps the guest's RAM), one vhost-user-blk-pci device per
-//! back-end socket at a fixed PCI slot, and the serial console in a file.
+//! back-end socket at a fixed PCI slot with its number of queues, and the
+//! serial console in a file.
 
 use crate::backend::tail;
 use crate::error::{Error, Result};
@@ -21,13 +22,26 @@ pub struct Boot {
     pub append: String,
     /// Guest RAM in MiB.
     pub mem_mib: u32,
-    /// `(socket, PCI slot)` of each disk.
-    pub disks: Vec<(PathBuf, u8)>,
+    /// Virtual CPUs. Linux uses min(queues, vCPUs) queues of a disk.
+    pub vcpus: u16,
+    /// The disks.
+    pub disks: Vec<BootDisk>,
     /// QMP sockets for QEMU to create (one per vic-sched back end: a QMP
     /// server takes one client).
     pub qmp: Vec<PathBuf>,
     /// Longest the guest may run before it is killed.
     pub timeout: Duration,
+}
+
+/// One vhost-user-blk disk of the guest.
+#[derive(Debug, Clone)]
+pub struct BootDisk {
+    /// The back end's socket.
+    pub socket: PathBuf,
+    /// Its PCI slot.
+    pub slot: u8,
+    /// Its virtqueues (QEMU's `num-queues`; at most the back end's).
+    pub queues: u16,
 }
 
 /// A QEMU process booting or running the guest.
@@ -45,7 +59,8 @@ impl Guest {
     pub fn spawn(boot: &Boot, serial: &Path) -> Result<Self> {
         let mut cmd = Command::new(&boot.qemu);
         let mem = format!("{}M", boot.mem_mib);
-        cmd.args(["-machine", "q35,accel=tcg", "-smp", "1", "-m", &mem])
+        let vcpus = boot.vcpus.max(1).to_string();
+        cmd.args(["-machine", "q35,accel=tcg", "-smp", &vcpus, "-m", &mem])
             .args([
                 "-object",
                 &format!("memory-backend-memfd,id=mem,size={mem},share=on"),
@@ -59,12 +74,13 @@ impl Guest {
             .args(["-append", &boot.append])
             .arg("-serial")
             .arg(format!("file:{}", serial.display()));
-        for (i, (socket, slot)) in boot.disks.iter().enumerate() {
+        for (i, disk) in boot.disks.iter().enumerate() {
             cmd.arg("-chardev")
-                .arg(format!("socket,id=vu{i},path={}", socket.display()))
+                .arg(format!("socket,id=vu{i},path={}", disk.socket.display()))
                 .arg("-device")
                 .arg(format!(
-                    "vhost-user-blk-pci,chardev=vu{i},num-queues=1,addr={slot:#x}"
+                    "vhost-user-blk-pci,chardev=vu{i},num-queues={},addr={:#x}",
+                    disk.queues, disk.slot
                 ));
         }
         for qmp in &boot.qmp {

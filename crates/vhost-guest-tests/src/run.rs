@@ -1,6 +1,7 @@
-//! One guest run: a back end per strategy, each serving its own image as a
-//! disk of one QEMU guest, the guest's workload on every disk, then the
-//! host's checks of the images and the back ends' counters.
+//! One guest run: a back end per disk, each with its strategy and number of
+//! queues, serving its own image as a disk of one QEMU guest, the guest's
+//! workload on every disk, then the host's checks of the images and the
+//! back ends' counters.
 
 use crate::backend::{which, Backend, BackendKind, BackendStats};
 use crate::error::{Error, Result};
@@ -8,21 +9,46 @@ use crate::guest_output::{self, GuestDisk, GuestReport};
 use crate::initramfs;
 use crate::kernel::{self, Kernel};
 use crate::pattern;
-use crate::qemu::{self, Boot};
+use crate::qemu::{self, Boot, BootDisk};
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The first disk's PCI slot; disk `i` sits at `FIRST_SLOT + i`.
 pub const FIRST_SLOT: u8 = 0x10;
 
+/// One disk of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskSpec {
+    /// Its back end's strategy (`cint vhost --strategy` syntax).
+    pub strategy: String,
+    /// Its virtqueues (`cint vhost --queues`, QEMU's `num-queues`); the
+    /// guest gets as many vCPUs as the largest disk has queues.
+    pub queues: u16,
+}
+
+impl DiskSpec {
+    /// A disk with one queue.
+    pub fn single(strategy: impl Into<String>) -> Self {
+        DiskSpec {
+            strategy: strategy.into(),
+            queues: 1,
+        }
+    }
+
+    /// The strategy's kind (`cinterrupts` of `cinterrupts,delta=2000us`).
+    pub fn kind(&self) -> &str {
+        self.strategy.split(',').next().unwrap_or_default()
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
-    /// One disk per strategy spec (`cint vhost --strategy` syntax).
-    pub strategies: Vec<String>,
+    /// The disks, in PCI slot order.
+    pub disks: Vec<DiskSpec>,
     /// Base seed of the patterns; disk at slot `s` uses `seed + s`.
     pub seed: u64,
     /// MiB of each integrity half (O_DIRECT, buffered).
@@ -47,7 +73,7 @@ pub struct RunConfig {
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
-            strategies: default_strategies(),
+            disks: default_disks(),
             seed: 0x5EED,
             mib: 4,
             reads: 200,
@@ -66,10 +92,28 @@ impl Default for RunConfig {
 /// microseconds.
 pub const DELTA_US: u64 = 2000;
 
-/// The strategies of the end-to-end test. `adaptive` and `cinterrupts`
+/// Queues of the default run's multi-queue disk.
+pub const MULTI_QUEUES: u16 = 2;
+
+/// The disks of the end-to-end test: one single-queue disk per strategy,
+/// then a `cinterrupts` disk with [`MULTI_QUEUES`] queues, each with its
+/// own worker and policy in the back end. `adaptive` and `cinterrupts`
 /// share `delta` and `thr`, so the urgent hint is their only difference;
 /// `thr` is above the guest's requests in flight (batch + 1), so without
 /// a hint a completion waits for `delta` of quiet.
+pub fn default_disks() -> Vec<DiskSpec> {
+    let mut disks: Vec<DiskSpec> = default_strategies()
+        .into_iter()
+        .map(DiskSpec::single)
+        .collect();
+    disks.push(DiskSpec {
+        strategy: format!("cinterrupts,delta={DELTA_US}us,thr=32"),
+        queues: MULTI_QUEUES,
+    });
+    disks
+}
+
+/// The strategies of the single-queue disks of the end-to-end test.
 pub fn default_strategies() -> Vec<String> {
     vec![
         "none".into(),
@@ -126,6 +170,9 @@ pub struct ImageCheck {
     pub direct_sum: u64,
     /// FNV-1a of the buffered half.
     pub buffered_sum: u64,
+    /// Bytes of the queues phase's region (as the guest reported it) that
+    /// differ from the pattern; `None` if the guest ran no queues phase.
+    pub queue_region_mismatches: Option<u64>,
 }
 
 /// One disk's results from the guest, the image and the back end.
@@ -133,6 +180,8 @@ pub struct ImageCheck {
 pub struct DiskOutcome {
     /// The strategy its back end ran.
     pub strategy: String,
+    /// The virtqueues it was given.
+    pub queues: u16,
     /// Its PCI address in the guest.
     pub pci: String,
     /// What the guest reported (empty if the guest never saw it).
@@ -176,13 +225,14 @@ pub fn create_image(image: &Path, mib: u64) -> Result<()> {
         .map_err(|e| Error::io("sizing", image, e))
 }
 
-/// How to boot the guest for `cfg`'s workload on `disks` (`(socket, PCI
-/// slot)`, one per strategy), with `qmp` sockets for vic-sched back ends.
+/// How to boot the guest for `cfg`'s workload on `disks`, with `qmp`
+/// sockets for vic-sched back ends. The guest gets a vCPU per queue of its
+/// largest disk, so every queue has a CPU of its own.
 pub fn boot(
     cfg: &RunConfig,
     pre: &Prerequisites,
     initrd: PathBuf,
-    disks: Vec<(PathBuf, u8)>,
+    disks: Vec<BootDisk>,
     qmp: Vec<PathBuf>,
 ) -> Boot {
     let mut append = format!(
@@ -204,17 +254,30 @@ pub fn boot(
         initrd,
         append,
         mem_mib: 512,
+        vcpus: disks.iter().map(|d| d.queues).max().unwrap_or(1).max(1),
         disks,
         qmp,
         timeout: cfg.timeout,
     }
 }
 
-/// Runs the guest once with a disk per strategy, in `work` (a folder the
-/// caller owns: sockets, images, initramfs, logs).
+/// Most queues a disk of a run may have (the guest program's limit).
+pub const MAX_QUEUES: u16 = 16;
+
+/// Runs the guest once with `cfg`'s disks, in `work` (a folder the caller
+/// owns: sockets, images, initramfs, logs).
 pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutcome> {
-    if cfg.strategies.is_empty() || cfg.strategies.len() > 16 {
-        return Err(Error::Failed("a run needs 1 to 16 strategies".into()));
+    if cfg.disks.is_empty() || cfg.disks.len() > 16 {
+        return Err(Error::Failed("a run needs 1 to 16 disks".into()));
+    }
+    if cfg
+        .disks
+        .iter()
+        .any(|d| d.queues == 0 || d.queues > MAX_QUEUES)
+    {
+        return Err(Error::Failed(format!(
+            "a disk has 1 to {MAX_QUEUES} queues"
+        )));
     }
     if cfg.image_mib < 2 * cfg.mib {
         return Err(Error::Failed(
@@ -228,25 +291,30 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
     let mut disks = Vec::new();
     let mut qmps = Vec::new();
     let mut images = Vec::new();
-    for (i, strategy) in cfg.strategies.iter().enumerate() {
+    for (i, spec) in cfg.disks.iter().enumerate() {
+        let strategy = &spec.strategy;
         let slot = FIRST_SLOT + i as u8;
         let image = work.join(format!("disk{i}.img"));
         create_image(&image, cfg.image_mib)?;
         let socket = work.join(format!("disk{i}.sock"));
         // vic-sched reads the vCPU's run state through QMP.
-        let qmp = (strategy.split(',').next() == Some("vic-sched"))
-            .then(|| work.join(format!("disk{i}.qmp")));
+        let qmp = (spec.kind() == "vic-sched").then(|| work.join(format!("disk{i}.qmp")));
         let backend = Backend::start(
             &pre.backend,
             &socket,
             &image,
+            spec.queues,
             strategy,
             qmp.as_deref(),
             &work.join(format!("disk{i}.stats.json")),
             &work.join(format!("disk{i}.backend.log")),
         )?;
         backends.push(backend);
-        disks.push((socket, slot));
+        disks.push(BootDisk {
+            socket,
+            slot,
+            queues: spec.queues,
+        });
         images.push((image, slot));
         qmps.extend(qmp);
     }
@@ -258,7 +326,8 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
             // A guest that stalled waits for a completion or an interrupt
             // that never came: say what each back end counted.
             let mut msg = e.to_string();
-            for (backend, strategy) in backends.into_iter().zip(&cfg.strategies) {
+            for (backend, spec) in backends.into_iter().zip(&cfg.disks) {
+                let strategy = &spec.strategy;
                 let _ = match backend.stop() {
                     Ok(Some(stats)) => write!(msg, "\nback end {strategy}: {stats:?}"),
                     Ok(None) => Ok(()),
@@ -271,17 +340,22 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
     let guest = guest_output::parse(&console)?;
 
     let mut outcomes = Vec::new();
-    for ((backend, strategy), (image, slot)) in
-        backends.into_iter().zip(&cfg.strategies).zip(&images)
-    {
+    for ((backend, spec), (image, slot)) in backends.into_iter().zip(&cfg.disks).zip(&images) {
         let stats = backend.stop()?;
         let pci = pci_address(*slot);
         let seed = cfg.seed + u64::from(*slot);
+        let guest_disk = guest.disks.get(&pci).cloned().unwrap_or_default();
+        let mut image_check = check_image(image, seed, cfg.mib << 20)?;
+        if let Some(q) = &guest_disk.queue_phase {
+            image_check.queue_region_mismatches =
+                Some(check_region(image, seed, q.start, q.bytes)?);
+        }
         outcomes.push(DiskOutcome {
-            strategy: strategy.clone(),
-            guest: guest.disks.get(&pci).cloned().unwrap_or_default(),
+            strategy: spec.strategy.clone(),
+            queues: spec.queues,
+            guest: guest_disk,
             pci,
-            image: check_image(image, seed, cfg.mib << 20)?,
+            image: image_check,
             backend: stats,
         });
     }
@@ -291,6 +365,34 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
         console,
         elapsed: started.elapsed(),
     })
+}
+
+/// One line per queue of a multi-queue disk: what the guest and the back
+/// end counted on it.
+fn queue_lines(d: &DiskOutcome) -> String {
+    let mut s = String::new();
+    let phase = d.guest.queue_phase.clone().unwrap_or_default();
+    for q in 0..usize::from(d.queues) {
+        let be = d.backend.as_ref().and_then(|b| b.queues.get(q));
+        let show = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+        let pinned = phase.per_queue.get(q);
+        let _ = writeln!(
+            s,
+            "  queue {q}: guest-irq {} (to cpu {}) be-sent {} be-wanted {} be-suppr {} urgent {} \
+             be-requests {} | pinned to cpu {}: {} requests, {} irqs",
+            show(d.guest.queue_irqs.get(q).copied()),
+            show(d.guest.queue_irq_cpus.get(q).copied().flatten()),
+            show(be.map(|b| b.irqs_sent)),
+            show(be.map(|b| b.irqs_wanted)),
+            show(be.map(|b| b.irqs_suppressed)),
+            show(be.map(|b| b.urgent_irqs)),
+            show(be.map(|b| b.requests)),
+            show(pinned.map(|p| p.cpu)),
+            show(pinned.map(|p| p.requests)),
+            show(pinned.map(|p| p.irqs)),
+        );
+    }
+    s
 }
 
 /// Reads the integrity region of `image` back (two halves of `half`
@@ -305,7 +407,23 @@ pub fn check_image(image: &Path, seed: u64, half: u64) -> Result<ImageCheck> {
         mismatches: pattern::mismatches(seed, 0, &data),
         direct_sum: pattern::fnv1a(pattern::FNV_OFFSET, direct),
         buffered_sum: pattern::fnv1a(pattern::FNV_OFFSET, buffered),
+        queue_region_mismatches: None,
     })
+}
+
+/// Bytes of `image` in `[start, start + len)` that differ from the pattern
+/// with `seed`. A region past the image's end is an error, not a match.
+pub fn check_region(image: &Path, seed: u64, start: u64, len: u64) -> Result<u64> {
+    let len = usize::try_from(len)
+        .map_err(|_| Error::Failed(format!("region of {len} bytes is too large")))?;
+    let mut data = vec![0u8; len];
+    File::open(image)
+        .and_then(|mut f| {
+            f.seek(SeekFrom::Start(start))?;
+            f.read_exact(&mut data)
+        })
+        .map_err(|e| Error::io("reading", image, e))?;
+    Ok(pattern::mismatches(seed, start, &data))
 }
 
 impl RunOutcome {
@@ -314,8 +432,9 @@ impl RunOutcome {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{:<30} {:>8} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} | {:>6} {:>6} {:>7} {:>7} {:>8} {:>8} {:>8} | integrity",
+            "{:<30} {:>2} {:>8} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} | {:>6} {:>6} {:>7} {:>7} {:>8} {:>8} {:>8} | integrity",
             "strategy",
+            "q",
             "requests",
             "guest-irq",
             "be-sent",
@@ -342,8 +461,15 @@ impl RunOutcome {
             } else {
                 "-".into()
             };
+            let queue_region_ok = d.image.queue_region_mismatches.unwrap_or(0) == 0
+                && g.queue_phase.as_ref().is_none_or(|q| q.ok);
             let integrity = match &g.integrity {
-                Some(i) if i.ok && d.image.mismatches == 0 => "ok".to_string(),
+                Some(i) if i.ok && d.image.mismatches == 0 && queue_region_ok => "ok".to_string(),
+                Some(i) if i.ok && d.image.mismatches == 0 => format!(
+                    "FAILED in the queues phase: guest {} / image {} bytes differ",
+                    g.queue_phase.as_ref().map_or(0, |q| q.mismatches),
+                    d.image.queue_region_mismatches.unwrap_or(0)
+                ),
                 Some(i) => format!(
                     "FAILED guest {} / image {} bytes differ",
                     i.mismatches, d.image.mismatches
@@ -359,8 +485,9 @@ impl RunOutcome {
             };
             let _ = writeln!(
                 s,
-                "{:<30} {:>8} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} | {:>6} {:>6} {:>7} {:>7} {:>8} {:>8} {:>8} | {}",
+                "{:<30} {:>2} {:>8} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} | {:>6} {:>6} {:>7} {:>7} {:>8} {:>8} {:>8} | {}",
                 d.strategy,
+                d.queues,
                 reqs,
                 irqs,
                 backend(b.irqs_sent),
@@ -377,12 +504,32 @@ impl RunOutcome {
                 m.reader_within,
                 integrity
             );
+            if d.queues > 1 {
+                s.push_str(&queue_lines(d));
+            }
         }
+        // Where each disk's queue vectors interrupt: vic-sched samples vCPU
+        // `queue mod vCPUs`, which a single queue on several vCPUs may miss.
+        let vectors: Vec<String> = self
+            .disks
+            .iter()
+            .map(|d| {
+                let cpus: Vec<String> = d
+                    .guest
+                    .queue_irq_cpus
+                    .iter()
+                    .map(|c| c.map_or_else(|| "?".to_string(), |c| c.to_string()))
+                    .collect();
+                format!("{} [{}]", d.pci, cpus.join(","))
+            })
+            .collect();
+        let _ = writeln!(s, "queue vectors' CPUs: {}", vectors.join(" "));
         let _ = writeln!(
             s,
-            "guest-irq: interrupts on the disk's queue vector in the guest; be-*: the back end's \
-             counters; mixed phase (m-): an RT reader beside batch readers, rt-fast = RT reads \
-             faster than {} us\nrun took {:.1} s",
+            "q: queues; guest-irq: interrupts on the disk's queue vectors in the guest; be-*: the \
+             back end's counters; mixed phase (m-): an RT reader beside batch readers, rt-fast = \
+             RT reads faster than {} us; per queue: the queues phase's pinned threads\nrun took \
+             {:.1} s",
             self.disks
                 .iter()
                 .find_map(|d| d.guest.mixed.as_ref().map(|m| m.within_us))

@@ -2,14 +2,20 @@
 //! vhost-user-blk disks, one per strategy (issue #12 item 5):
 //! (a) integrity under every policy, (b) the guest's interrupt count per
 //! disk against the back end's count of interrupts sent, (c) an RT reader
-//! beside a batch job under `cinterrupts` and `adaptive`.
+//! beside a batch job under `cinterrupts` and `adaptive`; and, in the same
+//! boot, a disk with two queues on a guest with two vCPUs, each queue
+//! driven from its own CPU: integrity, both queues served, and interrupts
+//! counted per queue vector against the back end's per-queue counters.
 //!
 //! Outside CI the tests skip, loudly, when QEMU, the extracted kernel,
 //! busybox or the `cint` binary is missing; with `CI` set a missing piece
 //! is a failure. `.ci/deps/qemu-guest.sh` installs them.
 
+use cint_vhost_guest_tests::backend::BackendStats;
 use cint_vhost_guest_tests::backend::{build_cint_under_cargo, cint_binary, which, BackendKind};
-use cint_vhost_guest_tests::run::{self, DiskOutcome, Prerequisites, RunConfig, RunOutcome};
+use cint_vhost_guest_tests::run::{
+    self, DiskOutcome, DiskSpec, Prerequisites, RunConfig, RunOutcome,
+};
 use cint_vhost_guest_tests::skip::prerequisites;
 use cint_vhost_guest_tests::Error;
 use std::io::Write as _;
@@ -36,7 +42,7 @@ fn run_guest(cfg: &RunConfig, pre: &Prerequisites) -> RunOutcome {
     }
     assert_eq!(
         outcome.guest.disks.len(),
-        cfg.strategies.len(),
+        cfg.disks.len(),
         "the guest's disks: {:?}",
         outcome.guest.disks.keys().collect::<Vec<_>>()
     );
@@ -75,12 +81,166 @@ fn assert_integrity(d: &DiskOutcome) {
     );
 }
 
+/// The guest's vCPUs: as many as the largest disk has queues (see
+/// `run::boot`).
+fn vcpus_of(cfg: &RunConfig) -> u16 {
+    cfg.disks.iter().map(|d| d.queues).max().unwrap_or(1)
+}
+
+/// The single-queue disk of strategy `kind`.
 fn disk<'a>(outcome: &'a RunOutcome, kind: &str) -> &'a DiskOutcome {
     outcome
         .disks
         .iter()
-        .find(|d| d.strategy.split(',').next() == Some(kind))
-        .unwrap_or_else(|| panic!("no {kind} disk in the run"))
+        .find(|d| d.queues == 1 && d.strategy.split(',').next() == Some(kind))
+        .unwrap_or_else(|| panic!("no single-queue {kind} disk in the run"))
+}
+
+/// The guest counted the interrupts its back end sent. Under TCG QEMU turns
+/// each read of the call eventfd into one MSI, and an MSI raised while the
+/// same vector is still pending in the guest is one interrupt, so two
+/// writes can arrive as one; an interrupt sent as the guest powers off is
+/// not counted either. Runs show exact equality on nearly every disk and,
+/// now and then, a vic or vic-sched disk one short: the guest may count a
+/// few fewer, never more.
+fn assert_irqs_match(who: &str, guest_irqs: u64, be: &BackendStats) {
+    assert!(guest_irqs > 0, "{who}: the guest saw no interrupt");
+    assert!(
+        guest_irqs <= be.irqs_sent && be.irqs_sent - guest_irqs <= 1 + be.irqs_sent / 100,
+        "{who}: {guest_irqs} interrupts in the guest's /proc/interrupts, the back end sent {}",
+        be.irqs_sent
+    );
+    assert_eq!(
+        be.irqs_wanted,
+        be.irqs_sent + be.irqs_suppressed,
+        "{who}: every wanted interrupt is sent or suppressed"
+    );
+}
+
+/// Bytes the guest wrote to the disk: the integrity phase's and the queues
+/// phase's.
+fn guest_writes(d: &DiskOutcome) -> u64 {
+    d.guest.integrity.as_ref().map_or(0, |i| i.bytes)
+        + d.guest.queue_phase.as_ref().map_or(0, |q| q.bytes)
+}
+
+/// A disk with several queues, each driven from its own vCPU by the queues
+/// phase's pinned threads, on a guest with `vcpus` vCPUs: the data, that
+/// every queue served what its CPU sent it, and, when the back end has
+/// counters, each queue vector's interrupts against that queue's.
+fn assert_multi_queue(d: &DiskOutcome, vcpus: u16) {
+    let who = format!("{} with {} queues ({})", d.strategy, d.queues, d.pci);
+    let queues = usize::from(d.queues);
+    assert_eq!(
+        d.guest.queues,
+        Some(u64::from(d.queues)),
+        "{who}: the guest's blk-mq hardware queues"
+    );
+    let phase = d
+        .guest
+        .queue_phase
+        .as_ref()
+        .unwrap_or_else(|| panic!("{who}: the guest did not run the queues phase"));
+    // (a) What each queue's threads wrote they read back, and the image
+    // holds it.
+    assert!(
+        phase.ok && phase.mismatches == 0,
+        "{who}: the guest read back {} bytes that differ",
+        phase.mismatches
+    );
+    assert_eq!(
+        d.image.queue_region_mismatches,
+        Some(0),
+        "{who}: the image's queues region differs from the pattern"
+    );
+    assert_eq!(phase.per_queue.len(), queues, "{who}: queue lines");
+    let mut cpus: Vec<u64> = phase.per_queue.iter().map(|q| q.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    assert_eq!(cpus.len(), queues, "{who}: one CPU per queue: {cpus:?}");
+    assert_eq!(
+        phase.bytes,
+        phase.per_queue.iter().map(|q| q.bytes).sum::<u64>(),
+        "{who}: the phase's bytes are its queues'"
+    );
+    for q in &phase.per_queue {
+        // A write and a read per 4 KiB block, each its own request.
+        assert!(q.bytes > 0, "{who}: queue {} wrote nothing", q.queue);
+        assert_eq!(q.requests, 2 * q.bytes / 4096, "{who}: queue {}", q.queue);
+        // The pinned threads' completions arrive on their queue's vector.
+        assert!(
+            q.irqs > 0,
+            "{who}: no interrupt on queue {}'s vector while its threads ran",
+            q.queue
+        );
+    }
+    assert_eq!(
+        d.guest.queue_irqs.len(),
+        queues,
+        "{who}: the guest's per-queue interrupt counts"
+    );
+    assert_eq!(
+        d.guest.total_irqs,
+        Some(d.guest.queue_irqs.iter().sum()),
+        "{who}: the queue vectors are all of the disk's request vectors"
+    );
+    // Each queue's vector interrupts the CPU whose requests go to that
+    // queue, and that CPU is vCPU `queue mod vCPUs`: what `cint vhost`
+    // assumes when vic-sched samples a queue's vCPU.
+    for q in &phase.per_queue {
+        assert_eq!(
+            d.guest
+                .queue_irq_cpus
+                .get(q.queue as usize)
+                .copied()
+                .flatten(),
+            Some(q.cpu),
+            "{who}: queue {}'s vector against the CPU that submits to it",
+            q.queue
+        );
+        assert_eq!(
+            q.cpu,
+            q.queue % u64::from(vcpus),
+            "{who}: queue {} is served by cpu {}",
+            q.queue,
+            q.cpu
+        );
+    }
+
+    let Some(be) = d.backend.as_ref() else {
+        return;
+    };
+    // (b) Both queues served requests: each at least what the threads on
+    // its CPU sent it (the other phases used them too), and the queues
+    // add up to the totals.
+    assert_eq!(be.queues.len(), queues, "{who}: the back end's queues");
+    for (q, pinned) in be.queues.iter().zip(&phase.per_queue) {
+        let which = format!("{who}, queue {}", pinned.queue);
+        assert!(
+            q.requests >= pinned.requests,
+            "{which}: the back end served {} requests, the threads on cpu {} sent it {}",
+            q.requests,
+            pinned.cpu,
+            pinned.requests
+        );
+        assert!(
+            q.write_bytes >= pinned.bytes,
+            "{which}: the back end wrote {} bytes, the threads wrote {}",
+            q.write_bytes,
+            pinned.bytes
+        );
+        // (c) Per queue: the guest's count on the queue's vector against
+        // that queue's interrupts sent.
+        let guest_irqs = d.guest.queue_irqs[pinned.queue as usize];
+        assert_irqs_match(&which, guest_irqs, q);
+    }
+    let sum = |f: fn(&BackendStats) -> u64| be.queues.iter().map(f).sum::<u64>();
+    assert_eq!(sum(|q| q.requests), be.requests, "{who}: requests");
+    assert_eq!(sum(|q| q.write_bytes), be.write_bytes, "{who}: write_bytes");
+    assert_eq!(sum(|q| q.read_bytes), be.read_bytes, "{who}: read_bytes");
+    assert_eq!(sum(|q| q.irqs_sent), be.irqs_sent, "{who}: irqs_sent");
+    assert_eq!(sum(|q| q.irqs_wanted), be.irqs_wanted, "{who}: irqs_wanted");
+    assert_eq!(sum(|q| q.urgent_irqs), be.urgent_irqs, "{who}: urgent_irqs");
 }
 
 #[test]
@@ -97,35 +257,29 @@ fn unmodified_guest_under_every_policy() {
     for d in &outcome.disks {
         assert_integrity(d);
 
-        // (b) The guest counted the interrupts its back end sent. Under TCG
-        // QEMU turns each read of the call eventfd into one MSI, and an MSI
-        // raised while the same vector is still pending in the guest is one
-        // interrupt, so two writes can arrive as one; an interrupt sent as
-        // the guest powers off is not counted either. Runs show exact
-        // equality on nearly every disk and, now and then, a vic or
-        // vic-sched disk one short: the guest may count a few fewer, never
-        // more.
+        // (b) The guest counted the interrupts its back end sent.
         let who = format!("{} ({})", d.strategy, d.pci);
         let be = d.backend.as_ref().expect("cint vhost writes its stats");
         let guest_irqs = d
             .guest
             .total_irqs
             .unwrap_or_else(|| panic!("{who}: no totals"));
-        assert!(guest_irqs > 0, "{who}: the guest saw no interrupt");
-        assert!(
-            guest_irqs <= be.irqs_sent && be.irqs_sent - guest_irqs <= 1 + be.irqs_sent / 100,
-            "{who}: {guest_irqs} interrupts in the guest's /proc/interrupts, the back end sent {}",
-            be.irqs_sent
-        );
+        assert_irqs_match(&who, guest_irqs, be);
+        // The guest's only writes are the integrity and queues phases':
+        // the back end wrote exactly those bytes, no more, no fewer.
         assert_eq!(
-            be.irqs_wanted,
-            be.irqs_sent + be.irqs_suppressed,
-            "{who}: every wanted interrupt is sent or suppressed"
+            be.write_bytes,
+            guest_writes(d),
+            "{who}: bytes the back end wrote"
         );
-        // The guest's only writes are the integrity phase's: the back end
-        // wrote exactly those bytes, no more, no fewer.
-        let written = d.guest.integrity.as_ref().map_or(0, |i| i.bytes);
-        assert_eq!(be.write_bytes, written, "{who}: bytes the back end wrote");
+    }
+
+    // The multi-queue disk, in the same boot.
+    let multi: Vec<&DiskOutcome> = outcome.disks.iter().filter(|d| d.queues > 1).collect();
+    assert!(!multi.is_empty(), "no multi-queue disk in the run");
+    let vcpus = vcpus_of(&cfg);
+    for d in multi {
+        assert_multi_queue(d, vcpus);
     }
 
     // (c) An RT reader beside a batch job. Both strategies share delta and
@@ -168,14 +322,23 @@ fn unmodified_guest_under_every_policy() {
         am.requests
     );
     // ...at once under cinterrupts, after delta of quiet under adaptive.
-    // Adaptive cannot answer an RT read in less than delta: its timer
-    // fires delta after the last completion and thr is out of reach, so
-    // the guest counts none "fast". Under cinterrupts most are (the rest
-    // waited for the guest's vCPU or the host), and the median is lower.
+    // Adaptive never interrupts for an RT read (no urgent interrupts,
+    // above): its timer fires delta after the last completion and thr is
+    // out of reach, so the RT reads wait about delta. An RT read can
+    // still ride on an interrupt sent for earlier completions: when the
+    // host runs the back end's worker late, the timer of those
+    // completions may be handled before the RT read's backing-I/O
+    // completion, so the interrupt goes out first and the RT read's used
+    // entry right after it, before the guest's handler reaps the ring.
+    // Runs on a loaded 2-core host showed 0 or 1 fast reads of 200; the
+    // median stays above delta. Under cinterrupts most are fast (the rest waited for
+    // the guest's vCPU or the host), and the median is lower.
     assert_eq!(am.within_us, run::DELTA_US);
-    assert_eq!(
-        am.reader_within, 0,
-        "adaptive answered RT reads in under delta (p50 {} us)",
+    assert!(
+        am.reader_within * 20 <= am.reader_ops && am.reader_p50_us >= run::DELTA_US,
+        "adaptive answered {} of {} RT reads in under delta (p50 {} us)",
+        am.reader_within,
+        am.reader_ops,
         am.reader_p50_us
     );
     assert!(
@@ -205,8 +368,16 @@ fn guest_path_against_qemu_storage_daemon() {
         return;
     };
     let cfg = RunConfig {
-        // Labels only: the peer has no policies.
-        strategies: vec!["qemu-storage-daemon".into(); 2],
+        // Labels only: the peer has no policies. The second disk has the
+        // multi-queue disk's queues, so the queues phase is checked
+        // against the peer too.
+        disks: vec![
+            DiskSpec::single("qemu-storage-daemon"),
+            DiskSpec {
+                strategy: "qemu-storage-daemon".into(),
+                queues: run::MULTI_QUEUES,
+            },
+        ],
         reads: 50,
         ..RunConfig::default()
     };
@@ -217,5 +388,8 @@ fn guest_path_against_qemu_storage_daemon() {
         let m = d.guest.mixed.as_ref().expect("mixed phase");
         assert_eq!(m.reader_ops, 50);
         assert!(d.guest.total_irqs.unwrap_or(0) > 0);
+        if d.queues > 1 {
+            assert_multi_queue(d, vcpus_of(&cfg));
+        }
     }
 }

@@ -16,8 +16,8 @@ use cint_vhost_guest_tests::backend::{
     build_cint_under_cargo, cint_binary, Backend, BackendKind, BackendStats,
 };
 use cint_vhost_guest_tests::guest_output;
-use cint_vhost_guest_tests::qemu::Guest;
-use cint_vhost_guest_tests::run::{self, Prerequisites, RunConfig, FIRST_SLOT};
+use cint_vhost_guest_tests::qemu::{BootDisk, Guest};
+use cint_vhost_guest_tests::run::{self, DiskSpec, Prerequisites, RunConfig, FIRST_SLOT};
 use cint_vhost_guest_tests::skip::prerequisites;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -47,6 +47,7 @@ struct Disk {
     image: PathBuf,
     stats: PathBuf,
     log: PathBuf,
+    queues: u16,
 }
 
 impl Disk {
@@ -58,6 +59,7 @@ impl Disk {
             image,
             stats: work.join("disk.stats.json"),
             log: work.join("disk.backend.log"),
+            queues: cfg.disks[0].queues,
         }
     }
 
@@ -66,13 +68,23 @@ impl Disk {
             &pre.backend,
             &self.socket,
             &self.image,
-            &cfg.strategies[0],
+            self.queues,
+            &cfg.disks[0].strategy,
             None,
             &self.stats,
             &self.log,
             reconnect,
         )
         .unwrap_or_else(|e| panic!("starting the back end: {e}"))
+    }
+
+    /// The disk as QEMU attaches it, at the first slot.
+    fn boot_disk(&self) -> BootDisk {
+        BootDisk {
+            socket: self.socket.clone(),
+            slot: FIRST_SLOT,
+            queues: self.queues,
+        }
     }
 
     fn stats(&self) -> BackendStats {
@@ -84,7 +96,10 @@ impl Disk {
 
 fn flood_config() -> RunConfig {
     RunConfig {
-        strategies: vec![format!("cinterrupts,delta={}us,thr=32", run::DELTA_US)],
+        disks: vec![DiskSpec::single(format!(
+            "cinterrupts,delta={}us,thr=32",
+            run::DELTA_US
+        ))],
         // Longer than the test waits: the guest is killed long before.
         flood_seconds: Some(120),
         timeout: Duration::from_secs(150),
@@ -101,7 +116,7 @@ fn flood_and_kill(pre: &Prerequisites, initrd: &Path, disk: &Disk, work: &Path) 
         &cfg,
         pre,
         initrd.to_path_buf(),
-        vec![(disk.socket.clone(), FIRST_SLOT)],
+        vec![disk.boot_disk()],
         Vec::new(),
     );
     let mut guest = Guest::spawn(&boot, &work.join("flood.console.log")).expect("starting QEMU");
@@ -197,20 +212,14 @@ fn with_reconnect_a_killed_qemu_leaks_nothing_and_the_next_one_is_served() {
     // with a seed of its own, so only what it wrote is checked (the flood
     // left the image in whatever state the kill found it).
     let second = RunConfig {
-        strategies: cfg.strategies.clone(),
+        disks: cfg.disks.clone(),
         seed: 0xA11CE,
         reads: 20,
         batch: 2,
         timeout: Duration::from_secs(120),
         ..RunConfig::default()
     };
-    let boot = run::boot(
-        &second,
-        &pre,
-        initrd,
-        vec![(disk.socket.clone(), FIRST_SLOT)],
-        Vec::new(),
-    );
+    let boot = run::boot(&second, &pre, initrd, vec![disk.boot_disk()], Vec::new());
     let console = Guest::spawn(&boot, &work.path().join("second.console.log"))
         .and_then(|g| g.wait(second.timeout))
         .unwrap_or_else(|e| panic!("second guest: {e}\nback end:\n{}", backend.log_text()));

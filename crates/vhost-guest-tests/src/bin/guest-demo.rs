@@ -4,7 +4,7 @@
 //! as the guest and the back ends counted them.
 
 use cint_vhost_guest_tests::backend::{which, BackendKind};
-use cint_vhost_guest_tests::run::{self, Prerequisites, RunConfig};
+use cint_vhost_guest_tests::run::{self, DiskSpec, Prerequisites, RunConfig};
 use cint_vhost_guest_tests::{backend, Error};
 use clap::Parser;
 use std::path::PathBuf;
@@ -17,9 +17,13 @@ use std::time::Duration;
 )]
 struct Args {
     /// A strategy spec (`cint vhost --strategy` syntax); repeat for more
-    /// disks. Default: none, nvme, adaptive, cinterrupts, vic.
+    /// disks. Default: none, nvme, adaptive, cinterrupts, vic, vic-sched.
     #[arg(long = "strategy")]
     strategies: Vec<String>,
+    /// Queues of each disk (the guest gets as many vCPUs). The end-to-end
+    /// test adds a two-queue cinterrupts disk to the default disks.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    queues: u16,
     /// Serve the disks with qemu-storage-daemon instead of `cint vhost`
     /// (checks the guest path only: no policies, no counters).
     #[arg(long)]
@@ -61,9 +65,18 @@ fn demo(args: &Args) -> Result<(), Error> {
         timeout: Duration::from_secs(args.timeout),
         ..RunConfig::default()
     };
-    if !args.strategies.is_empty() {
-        cfg.strategies = args.strategies.clone();
-    }
+    let strategies = if args.strategies.is_empty() {
+        run::default_strategies()
+    } else {
+        args.strategies.clone()
+    };
+    cfg.disks = strategies
+        .into_iter()
+        .map(|strategy| DiskSpec {
+            strategy,
+            queues: args.queues,
+        })
+        .collect();
     let temp;
     let work = match &args.keep {
         Some(dir) => {
@@ -79,7 +92,7 @@ fn demo(args: &Args) -> Result<(), Error> {
     eprintln!(
         "guest-demo: booting {} with {} disk(s) in {}",
         pre.kernel.vmlinuz.display(),
-        cfg.strategies.len(),
+        cfg.disks.len(),
         work.display()
     );
     let outcome = run::run(&cfg, &pre, &work)?;
