@@ -20,12 +20,11 @@ pub(super) fn parse_fio_time(s: &str) -> Option<Nanos> {
     parse_fio_time_in(s, 1_000_000_000)
 }
 
-/// A fio time whose bare number is in `unit` ns (fio's `thinktime` is in
+/// A fio time whose bare number is in `bare` ns (fio's `thinktime` is in
 /// microseconds, `runtime` and `startdelay` in seconds).
-pub(super) fn parse_fio_time_in(s: &str, unit: Nanos) -> Option<Nanos> {
+pub(super) fn parse_fio_time_in(s: &str, bare: Nanos) -> Option<Nanos> {
     let s = s.trim();
     let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let bare = unit;
     let (num, unit) = s.split_at(end);
     let n: u64 = num.parse().ok()?;
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
