@@ -1,0 +1,252 @@
+//! A job section read into what the job asks for ([`JobSpec`]): every
+//! `[global]` option written above it, then its own, each applied through
+//! the option table, and its name made usable as a scenario name.
+
+use cint_policy::Nanos;
+use cint_scenario::{BsShare, Engine, Rw, SteadyMetric};
+
+use super::diag::Diagnostics;
+use super::jobfile::{Opt, Section};
+use super::options::apply;
+use super::FioError;
+
+/// A value and the line that set it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct At<T> {
+    pub(super) value: T,
+    pub(super) line: usize,
+}
+
+impl<T> At<T> {
+    pub(super) fn new(line: usize, value: T) -> At<T> {
+        At { value, line }
+    }
+}
+
+/// fio's `size`: bytes, or a percentage of the device's capacity.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum SizeSpec {
+    Bytes(u64),
+    Percent(u64),
+}
+
+/// What one job's options ask for, each with the line that set it so a
+/// conflict found later is reported there; `None`: fio's default.
+#[derive(Clone, Debug)]
+pub(super) struct JobSpec {
+    pub(super) name: String,
+    pub(super) line: usize,
+    pub(super) rw: Option<At<Rw>>,
+    pub(super) bs: Option<At<u64>>,
+    pub(super) iodepth: Option<At<u32>>,
+    pub(super) batch: Option<At<u32>>,
+    pub(super) batch_complete_min: Option<At<u32>>,
+    pub(super) batch_complete_max: Option<At<u32>>,
+    pub(super) gtod_reduce: Option<At<bool>>,
+    pub(super) engine: Option<At<Engine>>,
+    pub(super) numjobs: Option<At<u32>>,
+    pub(super) cpus: Option<At<Vec<u32>>>,
+    pub(super) cpus_split: Option<At<bool>>,
+    pub(super) direct: Option<At<bool>>,
+    pub(super) runtime: Option<At<Nanos>>,
+    pub(super) ramp: Option<At<Nanos>>,
+    pub(super) size: Option<At<SizeSpec>>,
+    pub(super) time_based: bool,
+    pub(super) rwmixread: Option<At<u8>>,
+    pub(super) hipri: Option<At<bool>>,
+    pub(super) nowait: Option<At<bool>>,
+    pub(super) bssplit: Option<At<Vec<BsShare>>>,
+    pub(super) bssplit_write: Vec<BsShare>,
+    pub(super) bssplit_write_differs: bool,
+    pub(super) filesize: Option<At<u64>>,
+    pub(super) bsrange: Option<At<(u64, u64)>>,
+    /// `rate`: bytes/s for reads and for writes (0: no cap).
+    pub(super) rate: Option<At<[u64; 2]>>,
+    /// `rate_iops` for reads and for writes (0: no cap).
+    pub(super) rate_iops_dirs: Option<At<[u64; 2]>>,
+    pub(super) poisson: bool,
+    pub(super) barrier: Option<At<bool>>,
+    pub(super) thinktime: Option<At<Nanos>>,
+    pub(super) thinktime_spin: Option<At<Nanos>>,
+    pub(super) thinktime_blocks: Option<At<u32>>,
+    pub(super) startdelay: Option<At<Nanos>>,
+    pub(super) number_ios: Option<At<u64>>,
+    pub(super) percentile_list: Option<At<Vec<f64>>>,
+    pub(super) stonewall: bool,
+    pub(super) wait_for: Option<At<String>>,
+    pub(super) io_size: Option<At<u64>>,
+    pub(super) loops: u64,
+    pub(super) fsync: Option<At<u32>>,
+    pub(super) fdatasync: Option<At<u32>>,
+    pub(super) flow: Option<At<u32>>,
+    pub(super) flow_id: u32,
+    pub(super) flow_sleep: Nanos,
+    pub(super) exitall: bool,
+    pub(super) exit_all_jobs: bool,
+    /// `ss` as `parse_steady` reads it: metric, slope, limit, percent.
+    pub(super) steady: Option<At<(SteadyMetric, bool, f64, bool)>>,
+    pub(super) ss_dur: Option<At<Nanos>>,
+    pub(super) ss_ramp: Nanos,
+}
+
+impl JobSpec {
+    pub(super) fn new(name: &str, line: usize) -> JobSpec {
+        JobSpec {
+            name: name.into(),
+            line,
+            rw: None,
+            bs: None,
+            iodepth: None,
+            batch: None,
+            batch_complete_min: None,
+            batch_complete_max: None,
+            gtod_reduce: None,
+            engine: None,
+            numjobs: None,
+            cpus: None,
+            cpus_split: None,
+            direct: None,
+            runtime: None,
+            ramp: None,
+            size: None,
+            time_based: false,
+            rwmixread: None,
+            hipri: None,
+            nowait: None,
+            bssplit: None,
+            bssplit_write: Vec::new(),
+            bssplit_write_differs: false,
+            filesize: None,
+            bsrange: None,
+            rate: None,
+            rate_iops_dirs: None,
+            poisson: false,
+            barrier: None,
+            thinktime: None,
+            thinktime_spin: None,
+            thinktime_blocks: None,
+            startdelay: None,
+            number_ios: None,
+            percentile_list: None,
+            stonewall: false,
+            wait_for: None,
+            io_size: None,
+            loops: 1,
+            fsync: None,
+            fdatasync: None,
+            flow: None,
+            flow_id: 0,
+            flow_sleep: 0,
+            exitall: false,
+            exit_all_jobs: false,
+            steady: None,
+            ss_dur: None,
+            ss_ramp: 0,
+        }
+    }
+}
+
+/// The jobs of the file's sections in file order, each starting from the
+/// `[global]` options above it.
+pub(super) fn job_specs(
+    sections: Vec<Section>,
+    diag: &mut Diagnostics,
+) -> Result<Vec<JobSpec>, FioError> {
+    let mut globals: Vec<Opt> = Vec::new();
+    let mut specs: Vec<JobSpec> = Vec::new();
+    for section in sections {
+        if section.name == "global" {
+            for opt in section.options {
+                // Validate once, where it is written, so the message points there.
+                apply(&mut JobSpec::new("global", 0), &opt, diag)?;
+                globals.push(opt);
+            }
+            continue;
+        }
+        let mut spec = JobSpec::new(&section.name, section.line);
+        // Inherited options were checked, and warned about, where they
+        // are written; their warnings are not repeated for every job.
+        let mut silent = Diagnostics::new(diag.file());
+        // A `name` in [global] would give every job the same name; jobs keep
+        // their section names instead.
+        for opt in globals.iter().filter(|o| o.key != "name") {
+            apply(&mut spec, opt, &mut silent)?;
+        }
+        for opt in &section.options {
+            apply(&mut spec, opt, diag)?;
+        }
+        let usable = usable_name(&spec.name);
+        if usable.is_empty() {
+            return Err(diag.err(section.line, "a job needs a non-empty name".into()));
+        }
+        if usable != spec.name {
+            diag.warn(
+                section.line,
+                format!(
+                    "job '{}' is named '{usable}' (job names are --set path segments: no '.', \
+                     '=' or spaces)",
+                    spec.name
+                ),
+            );
+            spec.name = usable;
+        }
+        if specs.iter().any(|s| s.name == spec.name) {
+            return Err(diag.err(
+                section.line,
+                format!("job '{}' is defined twice", spec.name),
+            ));
+        }
+        specs.push(spec);
+    }
+    if specs.is_empty() {
+        return Err(diag.err_file("no job section (only [global] or nothing)".into()));
+    }
+    Ok(specs)
+}
+
+/// fio names jobs freely; scenario names are `--set` path segments.
+pub(super) fn usable_name(name: &str) -> String {
+    name.trim()
+        .chars()
+        .map(|c| {
+            if c == '.' || c == '=' || c.is_whitespace() {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::import_str;
+    use super::super::test_support::{args, io};
+
+    #[test]
+    fn later_global_sections_only_affect_later_jobs() {
+        let text = "[global]\nbs=8k\n[a]\n[global]\nbs=16k\n[b]\nbs=32k\n[c]\n";
+        let s = import_str(text, "g.fio", &args()).expect("valid").scenario;
+        let bs: Vec<u64> = s.jobs.iter().map(|j| io(j).bs).collect();
+        assert_eq!(bs, [8192, 32768, 16384]);
+    }
+
+    #[test]
+    fn job_names_become_usable_scenario_names() {
+        let text = "[seq.read 1]\n[b]\nname=rand=read\n[c]\nname=seq-read-1\n";
+        let e = import_str(text, "n.fio", &args()).expect_err("duplicate after renaming");
+        assert_eq!(e.line, Some(4));
+        let imp =
+            import_str("[seq.read 1]\n[b]\nname=rand=read\n", "n.fio", &args()).expect("valid");
+        let names: Vec<&str> = imp.scenario.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["seq-read-1", "rand-read"]);
+        assert_eq!(
+            imp.warnings
+                .iter()
+                .filter(|w| w.contains("is named"))
+                .count(),
+            2
+        );
+        assert!(import_str("[a]\nname=\n", "n.fio", &args()).is_err());
+    }
+}

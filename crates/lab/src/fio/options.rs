@@ -1,0 +1,680 @@
+//! The option table: what each fio option does to a job, the contract
+//! docs/FIO.md documents. An option is modelled (it sets a [`JobSpec`]
+//! field), accepted with a warning (it cannot change a model's result), or
+//! refused naming the file, the line and the option (it would change what
+//! is measured, and there is no model of it).
+
+use cint_scenario::units::parse_size;
+use cint_scenario::{Engine, Rw};
+
+use super::diag::Diagnostics;
+use super::job::{At, JobSpec, SizeSpec};
+use super::jobfile::Opt;
+use super::values::{
+    check_distribution, parse_bool, parse_cpus, parse_fio_time, parse_fio_time_in, per_direction,
+    split_dirs,
+};
+use super::FioError;
+
+/// Options accepted and ignored because a model has no use for them.
+const MEANINGLESS: &[&str] = &[
+    "filename",
+    "filename_format",
+    "directory",
+    "description",
+    "norandommap",
+    "group_reporting",
+    "thread",
+    "threads",
+    "randrepeat",
+    "randseed",
+    "random_generator",
+    "invalidate",
+    "unlink",
+    "unified_rw_reporting",
+    "new_group",
+    "loops",
+    "write_lat_log",
+    "write_bw_log",
+    "write_iops_log",
+    "write_hist_log",
+    "log_avg_msec",
+    "per_job_logs",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "percentile_list",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "disable_bw_measurement",
+    "significant_figures",
+    "clocksource",
+    "allow_mounted_write",
+    "fallocate",
+    "create_on_open",
+    "refill_buffers",
+    "scramble_buffers",
+    "zero_buffers",
+    "buffer_compress_percentage",
+    "fixedbufs",
+    "registerfiles",
+    "nonvectored",
+    "lockmem",
+    "exitall_on_error",
+    "stats",
+    "overwrite",
+    "kb_base",
+    // The cinterrupts artifact's job files.
+    "numa_mem_policy",
+    "numa_cpu_nodes",
+    "disable_bw",
+    "disk_util",
+    // Offsets: the device model's service time does not depend on where a
+    // request lands (no seek, no cache), so these are checked, then warned.
+    "blockalign",
+    "offset_increment",
+    // Data content: the model moves bytes, it does not look at them.
+    "dedupe_mode",
+    "dedupe_global",
+    "dedupe_percentage",
+    "dedupe_working_set_percentage",
+    "buffer_pattern",
+    // No I/O scheduler sits in front of the NVMe queues in the model (as
+    // with Linux's `none` for NVMe), so request priorities change nothing.
+    "prio",
+    "prioclass",
+    "cmdprio",
+    "cmdprio_class",
+    "cmdprio_percentage",
+    "cmdprio_bssplit",
+    "log_prio",
+    "log_offset",
+    // The model has no I/O errors to continue on or dump.
+    "continue_on_error",
+    "ignore_error",
+    "error_dump",
+    // fio aborts a job that falls below these; the model reports its rate.
+    "ratemin",
+    "rate_iops_min",
+    "ramp_time_group",
+    // At the job's end, after what is measured.
+    "end_fsync",
+    "fsync_on_close",
+    "create_serialize",
+    "allow_file_create",
+    "gtod_cpu",
+];
+
+const ZONED: &str = "zoned block devices are not modelled";
+const NO_DATA: &str = "the model moves no data, so there is nothing to verify";
+
+/// Options refused because a block-device model cannot be what they ask
+/// for (zoned devices, passthrough commands, data checks, trims).
+const NOT_A_BLOCK_MODEL: &[(&str, &str)] = &[
+    ("zonemode", ZONED),
+    ("zonesize", ZONED),
+    ("zonerange", ZONED),
+    ("zoneskip", ZONED),
+    ("max_open_zones", ZONED),
+    ("read_beyond_wp", ZONED),
+    ("verify", NO_DATA),
+    ("do_verify", NO_DATA),
+    ("verify_backlog", NO_DATA),
+    ("fill_device", "the model's device never fills up"),
+];
+
+/// Applies one option line to `spec`: sets what it models, warns about
+/// what it accepts without effect, refuses what it cannot model.
+pub(super) fn apply(spec: &mut JobSpec, opt: &Opt, diag: &mut Diagnostics) -> Result<(), FioError> {
+    let key = opt.key.as_str();
+    let line = opt.line;
+    let raw = opt.value.as_deref();
+    let bad = |what: &str| {
+        diag.err(
+            line,
+            format!("option '{key}': '{}' is not {what}", raw.unwrap_or("")),
+        )
+    };
+    let need = || diag.err(line, format!("option '{key}' needs a value"));
+    let value = || raw.ok_or_else(need);
+    let int = |lo: u64, hi: u64| -> Result<u64, FioError> {
+        let v = value()?;
+        match v.parse::<u64>() {
+            Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+            _ => Err(bad(&format!("an integer in {lo}..={hi}"))),
+        }
+    };
+    let boolean = || parse_bool(raw).ok_or_else(|| bad("a boolean"));
+    let positive_size = |v: &str| {
+        parse_size(v)
+            .ok()
+            .filter(|&b| b > 0)
+            .ok_or_else(|| bad("a size"))
+    };
+    // fio's thinktime-like options: a bare number is microseconds.
+    let micros = || {
+        parse_fio_time_in(value()?, 1_000)
+            .ok_or_else(|| bad("a time (a bare number is microseconds)"))
+    };
+    let invalid = |v: &str, why: String| diag.err(line, format!("option '{key}={v}': {why}"));
+    match key {
+        "rw" | "readwrite" => {
+            let v = value()?;
+            // `read:8k` (sequential, skip 8k after each request) or
+            // `randread:8` (8 requests per random offset): both only move
+            // offsets, which the device model's service time ignores.
+            let (pattern, suffix) = match v.split_once(':') {
+                Some((p, n)) => (p.trim(), Some(n.trim())),
+                None => (v, None),
+            };
+            let rw = match pattern {
+                "read" => Rw::Read,
+                "write" => Rw::Write,
+                "randread" => Rw::RandRead,
+                "randwrite" => Rw::RandWrite,
+                "randrw" => Rw::RandRw,
+                "rw" | "readwrite" => Rw::ReadWrite,
+                _ => {
+                    return Err(diag.err(
+                        line,
+                        format!(
+                            "option '{key}={v}' is not supported (supported: read, write, \
+                             randread, randwrite, randrw, rw/readwrite; the model has no trims)"
+                        ),
+                    ))
+                }
+            };
+            if let Some(n) = suffix {
+                let magnitude = n.strip_prefix('-').unwrap_or(n);
+                if parse_size(magnitude).is_err() {
+                    return Err(bad("a pattern with a size suffix (e.g. read:8k)"));
+                }
+                diag.warn(
+                    line,
+                    format!(
+                        "option '{key}={v}': the ':{n}' offset step is accepted but changes \
+                         nothing (the device model's service time does not depend on offsets)"
+                    ),
+                );
+            }
+            spec.rw = Some(At::new(line, rw));
+        }
+        "bssplit" => {
+            let v = value()?;
+            let (reads, writes) =
+                cint_scenario::shape::parse_bssplit_dirs(v).map_err(|e| invalid(v, e))?;
+            if !writes.is_empty() {
+                spec.bssplit_write_differs = true;
+            }
+            spec.bssplit = Some(At::new(line, reads));
+            spec.bssplit_write = writes;
+        }
+        "bsrange" | "blocksize_range" => {
+            let v = value()?;
+            let (r, w) = split_dirs(v);
+            let range = cint_scenario::shape::parse_bsrange(r).map_err(|e| invalid(v, e))?;
+            if let Some(w) = w {
+                if cint_scenario::shape::parse_bsrange(w).ok() != Some(range) {
+                    return Err(invalid(
+                        v,
+                        "different read and write ranges are not supported".into(),
+                    ));
+                }
+            }
+            spec.bsrange = Some(At::new(line, range));
+        }
+        "rate" => {
+            let v = value()?;
+            let dirs = per_direction(v, |p| parse_size(p).ok()).ok_or_else(|| {
+                bad("a rate in bytes per second per direction (e.g. 10m or 1m,500k)")
+            })?;
+            spec.rate = Some(At::new(line, dirs));
+        }
+        "rate_process" => match value()? {
+            "linear" => spec.poisson = false,
+            "poisson" => spec.poisson = true,
+            _ => return Err(bad("'linear' or 'poisson'")),
+        },
+        "barrier" => {
+            // The cinterrupts authors' fio patch: Barrier on the last
+            // iocb of each io_submit.
+            spec.barrier = Some(At::new(line, boolean()?))
+        }
+        "thinktime" | "thinktime_spin" => {
+            let t = micros()?;
+            let slot = if key == "thinktime" {
+                &mut spec.thinktime
+            } else {
+                &mut spec.thinktime_spin
+            };
+            *slot = Some(At::new(line, t));
+        }
+        "thinktime_blocks" => {
+            spec.thinktime_blocks = Some(At::new(line, int(1, u64::from(u32::MAX))? as u32))
+        }
+        "thinktime_blocks_type" => match value()? {
+            "complete" => {}
+            _ => {
+                return Err(diag.err(
+                    line,
+                    format!(
+                        "option '{key}={}' is not supported (the model counts completed \
+                         requests, fio's default 'complete')",
+                        raw.unwrap_or("")
+                    ),
+                ))
+            }
+        },
+        "startdelay" => {
+            let v = value()?;
+            if v.contains('-') {
+                return Err(invalid(
+                    v,
+                    "a random start delay range is not supported".into(),
+                ));
+            }
+            let t = parse_fio_time(v).ok_or_else(|| bad("a time (e.g. 2, 500ms)"))?;
+            spec.startdelay = Some(At::new(line, t));
+        }
+        "number_ios" => spec.number_ios = Some(At::new(line, int(0, i64::MAX as u64)?)),
+        "percentile_list" => {
+            let v = value()?;
+            let list = cint_scenario::shape::parse_percentile_list(v).map_err(|e| invalid(v, e))?;
+            spec.percentile_list = Some(At::new(line, list));
+        }
+        "loops" => spec.loops = int(1, u64::from(u32::MAX))?,
+        "fsync" | "fdatasync" => {
+            let n = At::new(line, int(0, u64::from(u32::MAX))? as u32);
+            if key == "fsync" {
+                spec.fsync = Some(n);
+            } else {
+                spec.fdatasync = Some(n);
+            }
+        }
+        "io_size" | "io_limit" => {
+            let v = value()?;
+            let b = positive_size(v)?;
+            spec.io_size = Some(At::new(line, b));
+        }
+        "random_distribution" => {
+            let v = value()?;
+            check_distribution(v).map_err(|e| invalid(v, e))?;
+            diag.warn(
+                line,
+                format!(
+                    "option '{key}={v}' is accepted but changes nothing: it only chooses \
+                     offsets, and the device model's service time does not depend on offsets"
+                ),
+            );
+        }
+        "offset" => {
+            let v = value()?;
+            let ok = match v.strip_suffix('%') {
+                Some(p) => p.trim().parse::<u64>().is_ok_and(|p| p <= 100),
+                None => parse_size(v).is_ok(),
+            };
+            if !ok {
+                return Err(bad("a size or a percentage"));
+            }
+            diag.warn(
+                line,
+                "option 'offset' is accepted but changes nothing (the device model's service \
+                 time does not depend on offsets)"
+                    .into(),
+            );
+        }
+        "filesize" => {
+            let v = value()?;
+            if v.contains('-') {
+                return Err(invalid(
+                    v,
+                    "a random file size range is not supported".into(),
+                ));
+            }
+            let b = positive_size(v)?;
+            spec.filesize = Some(At::new(line, b));
+        }
+        "stonewall" | "wait_for_previous" => {
+            spec.stonewall = boolean()?;
+        }
+        "wait_for" => {
+            let v = value()?;
+            spec.wait_for = Some(At::new(line, v.to_string()));
+        }
+        "flow" => {
+            let v = value()?;
+            let w: i64 = v.parse().map_err(|_| bad("an integer weight"))?;
+            if w < 0 {
+                return Err(invalid(
+                    v,
+                    "negative weights are not supported (fio 3 weighs jobs by flow >= 0)".into(),
+                ));
+            }
+            spec.flow = Some(At::new(
+                line,
+                u32::try_from(w).map_err(|_| bad("a weight below 2^32"))?,
+            ));
+        }
+        "flow_id" => spec.flow_id = int(0, u64::from(u32::MAX))? as u32,
+        "flow_sleep" => {
+            spec.flow_sleep = micros()?;
+        }
+        "exitall" => spec.exitall = boolean()?,
+        "exit_what" => {
+            spec.exit_all_jobs = match value()? {
+                // One group runs at a time in the model, so ending every
+                // running job is ending the group.
+                "group" | "stonewall" => false,
+                "all" => true,
+                _ => return Err(bad("'group', 'stonewall' or 'all'")),
+            }
+        }
+        "ss" => {
+            let v = value()?;
+            let criterion = cint_scenario::shape::parse_steady(v).map_err(|e| invalid(v, e))?;
+            spec.steady = Some(At::new(line, criterion));
+        }
+        "ss_dur" => {
+            let t = parse_fio_time(value()?)
+                .filter(|&t| t >= 1_000_000_000 && t % 1_000_000_000 == 0)
+                .ok_or_else(|| bad("whole seconds, at least 1"))?;
+            spec.ss_dur = Some(At::new(line, t));
+        }
+        "ss_ramp" => {
+            spec.ss_ramp = parse_fio_time(value()?).ok_or_else(|| bad("a time (e.g. 10s)"))?;
+        }
+        "io_submit_mode" => {
+            match value()? {
+                "inline" => {}
+                "offload" => return Err(diag.err(
+                    line,
+                    "option 'io_submit_mode=offload' is not supported: submission by a pool of \
+                     worker threads is not modelled"
+                        .into(),
+                )),
+                _ => return Err(bad("'inline' or 'offload'")),
+            }
+        }
+        "bs" | "blocksize" => {
+            let v = value()?;
+            let mut sizes = v.split(',').map(str::trim).filter(|p| !p.is_empty());
+            let first = sizes.next().ok_or_else(need)?;
+            let bs = parse_size(first).map_err(|_| bad("a size"))?;
+            for other in sizes {
+                if parse_size(other).ok() != Some(bs) {
+                    return Err(invalid(
+                        v,
+                        "different read and write block sizes are not supported".into(),
+                    ));
+                }
+            }
+            if bs == 0 || bs % 512 != 0 {
+                return Err(bad("a positive multiple of 512 bytes"));
+            }
+            spec.bs = Some(At::new(line, bs));
+        }
+        "iodepth" => spec.iodepth = Some(At::new(line, int(1, 65_535)? as u32)),
+        "iodepth_batch_submit" | "iodepth_batch" => {
+            spec.batch = Some(At::new(line, int(0, 65_535)?.max(1) as u32));
+        }
+        "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
+            let n = int(0, 65_535)?;
+            if n == 0 {
+                return Err(diag.err(
+                    line,
+                    format!("option '{key}=0' (reaping without waiting) is not supported"),
+                ));
+            }
+            spec.batch_complete_min = Some(At::new(line, n as u32));
+        }
+        "iodepth_batch_complete_max" => {
+            let n = int(1, 65_535)?;
+            spec.batch_complete_max = Some(At::new(line, n as u32));
+        }
+        "gtod_reduce" => spec.gtod_reduce = Some(At::new(line, boolean()?)),
+        "ioengine" => {
+            let v = value()?;
+            let engine = match v {
+                "psync" | "sync" => Engine::Psync,
+                "pvsync2" => Engine::Pvsync2,
+                "libaio" => Engine::Libaio,
+                "io_uring" => Engine::IoUring,
+                _ => {
+                    return Err(diag.err(
+                        line,
+                        format!(
+                            "option 'ioengine={v}' is not supported (supported: psync, sync, \
+                             pvsync2, libaio, io_uring)"
+                        ),
+                    ))
+                }
+            };
+            spec.engine = Some(At::new(line, engine));
+        }
+        "numjobs" => spec.numjobs = Some(At::new(line, int(1, 4_096)? as u32)),
+        "cpus_allowed" => {
+            let v = value()?;
+            let cpus = parse_cpus(v)
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| bad("a CPU list"))?;
+            spec.cpus = Some(At::new(line, cpus));
+        }
+        "cpus_allowed_policy" => {
+            let split = match value()? {
+                "shared" => false,
+                "split" => true,
+                _ => return Err(bad("'shared' or 'split'")),
+            };
+            spec.cpus_split = Some(At::new(line, split));
+        }
+        "rate_iops" => {
+            let v = value()?;
+            let dirs = per_direction(v, |p| p.parse::<u64>().ok())
+                .ok_or_else(|| bad("IO/s per direction (e.g. 5000 or 5000,1000)"))?;
+            spec.rate_iops_dirs = Some(At::new(line, dirs));
+        }
+        "direct" => spec.direct = Some(At::new(line, boolean()?)),
+        "buffered" => spec.direct = Some(At::new(line, !boolean()?)),
+        "runtime" | "timeout" => {
+            let t = parse_fio_time(value()?)
+                .filter(|&t| t > 0)
+                .ok_or_else(|| bad("a positive time (e.g. 10, 500ms, 2m)"))?;
+            spec.runtime = Some(At::new(line, t));
+        }
+        "ramp_time" => {
+            let t = parse_fio_time(value()?).ok_or_else(|| bad("a time (e.g. 2, 500ms)"))?;
+            spec.ramp = Some(At::new(line, t));
+        }
+        "size" => {
+            let v = value()?;
+            let size = if let Some(p) = v.strip_suffix('%') {
+                match p.trim().parse::<u64>() {
+                    Ok(p) if (1..=100).contains(&p) => SizeSpec::Percent(p),
+                    _ => return Err(bad("a percentage in 1..=100")),
+                }
+            } else {
+                SizeSpec::Bytes(positive_size(v)?)
+            };
+            spec.size = Some(At::new(line, size));
+        }
+        "time_based" => {
+            spec.time_based = boolean()?;
+        }
+        "rwmixread" => spec.rwmixread = Some(At::new(line, int(0, 100)? as u8)),
+        "rwmixwrite" => spec.rwmixread = Some(At::new(line, 100 - int(0, 100)? as u8)),
+        "hipri" => spec.hipri = Some(At::new(line, boolean()?)),
+        "nowait" => spec.nowait = Some(At::new(line, boolean()?)),
+        "name" => {
+            let v = value()?;
+            if spec.name != "global" {
+                spec.name = v.into();
+            }
+        }
+        _ => unmodelled(key, raw, line, diag)?,
+    }
+    Ok(())
+}
+
+/// An option the match in [`apply`] does not model: refused by name when
+/// a block-device model cannot be what it asks for, warned about when it
+/// has no meaning in a model, refused otherwise.
+fn unmodelled(
+    key: &str,
+    raw: Option<&str>,
+    line: usize,
+    diag: &mut Diagnostics,
+) -> Result<(), FioError> {
+    if let Some(why) = not_a_block_model(key) {
+        return Err(diag.err(line, format!("option '{key}' is not supported: {why}")));
+    }
+    if MEANINGLESS.contains(&key) {
+        if key == "kb_base" && raw != Some("1024") {
+            return Err(diag.err(
+                line,
+                "only kb_base=1024 (fio's default) is supported".into(),
+            ));
+        }
+        diag.warn(
+            line,
+            format!("option '{key}' has no meaning in the model; ignored"),
+        );
+        return Ok(());
+    }
+    Err(diag.err(
+        line,
+        format!("option '{key}' is not supported (it could change what is measured)"),
+    ))
+}
+
+/// Why `key` asks for something a block-device model cannot be, if it does.
+fn not_a_block_model(key: &str) -> Option<&'static str> {
+    NOT_A_BLOCK_MODEL
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, why)| *why)
+        // Every verify_* option tunes a verification there is no data for.
+        .or_else(|| key.starts_with("verify_").then_some(NO_DATA))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::import_str;
+    use super::super::test_support::{args, io};
+
+    #[test]
+    fn unsupported_option_names_file_line_and_option() {
+        let text = "[global]\ndirect=1\n\n[j]\nrw=randread\nverify=md5\n";
+        let e = import_str(text, "v.fio", &args()).expect_err("verify is not modelled");
+        assert_eq!(e.line, Some(6));
+        let msg = e.to_string();
+        assert!(msg.starts_with("v.fio:6: option 'verify'"), "{msg}");
+        assert!(!msg.contains('\n'));
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_their_line() {
+        for (text, line, needle) in [
+            ("[j]\nrw=trim\n", 2, "rw=trim"),
+            ("[j]\nbs=1000\n", 2, "multiple of 512"),
+            ("[j]\nbs=4k,8k\n", 2, "different read and write"),
+            ("[j]\niodepth=0\n", 2, "iodepth"),
+            ("[j]\nioengine=spdk\n", 2, "ioengine=spdk"),
+            ("[j]\nruntime=soon\n", 2, "runtime"),
+            ("[j]\ncpus_allowed=3-1\n", 2, "CPU list"),
+            ("[j]\nioengine=libaio\nhipri\n", 3, "hipri"),
+            ("[j]\nsize=150%\n", 2, "percentage"),
+            ("[j]\ndirect=maybe\n", 2, "boolean"),
+            ("bs=4k\n[j]\n", 1, "before any"),
+            ("[j\n", 1, "malformed"),
+            ("[j]\n[j]\n", 2, "twice"),
+            ("[j]\niodepth_batch_complete_min=0\n", 2, "without waiting"),
+            ("[j]\nioengine=libaio\niodepth=4096\n", 3, "queue depth"),
+            ("[j]\nsize=1k\n", 2, "size must be"),
+            ("[j]\nsize=100t\n", 2, "size must be"),
+        ] {
+            let e = import_str(text, "b.fio", &args()).expect_err(text);
+            assert_eq!(e.line, Some(line), "{text}: {e}");
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn offsets_and_distributions_are_checked_then_warned() {
+        let text = "[a]\nrw=read:-8k\nrandom_distribution=zipf:1.2\noffset=10%\n\
+                    [b]\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/80\nruntime=1\n";
+        let imp = import_str(text, "o.fio", &args()).expect("valid");
+        assert_eq!(imp.warnings.len(), 4, "{:?}", imp.warnings);
+        assert!(imp.warnings.iter().all(|w| w.contains("offset")));
+        for (bad, needle) in [
+            ("[a]\nrandom_distribution=zipf:1\n", "zipf"),
+            ("[a]\nrandom_distribution=lumpy\n", "not a distribution"),
+            ("[a]\nrw=read:soon\n", "rw"),
+            ("[a]\noffset=110%\n", "offset"),
+        ] {
+            let e = import_str(bad, "o.fio", &args()).expect_err(bad);
+            assert_eq!(e.line, Some(2), "{bad}");
+            assert!(e.to_string().contains(needle), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn what_a_block_device_model_cannot_be_is_refused_by_name() {
+        for (text, needle) in [
+            ("[a]\nzonemode=zbd\n", "zoned"),
+            ("[a]\nverify=crc32c\n", "nothing to verify"),
+            ("[a]\nrw=randtrim\n", "no trims"),
+            ("[a]\nioengine=io_uring_cmd\n", "io_uring_cmd"),
+            ("[a]\nio_submit_mode=offload\n", "offload"),
+        ] {
+            let e = import_str(text, "r.fio", &args()).expect_err(text);
+            assert_eq!(e.line, Some(2), "{text}");
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+        }
+        let uring = "[a]\nioengine=io_uring\nrw=write\nfsync=4\n";
+        let e = import_str(uring, "r.fio", &args()).expect_err("io_uring fsync");
+        assert_eq!(e.line, Some(4));
+        assert!(e.to_string().contains("IORING_OP_FSYNC"), "{e}");
+        let s = import_str(
+            "[a]\nrw=write\nfsync=4\nfdatasync=8\nend_fsync=1\n",
+            "r.fio",
+            &args(),
+        )
+        .expect("fsync with psync")
+        .scenario;
+        assert_eq!(
+            (io(&s.jobs[0]).shape.fsync, io(&s.jobs[0]).shape.fdatasync),
+            (4, 8)
+        );
+    }
+
+    /// The options of the cinterrupts artifact's job files, written our
+    /// own way: all accepted, `barrier=1` marks the last request of each
+    /// submission call, and `name=` inside a section names the job.
+    #[test]
+    fn the_artifacts_options_are_accepted_and_barrier_is_modelled() {
+        let text = "[global]\ndirect=1\ntime_based\nnorandommap=1\nrandom_generator=lfsr\n\
+                    disable_bw_measurement=1\ndisable_bw=1\ndisk_util=0\ncpus_allowed=1\n\
+                    numa_mem_policy=local\n[one]\nbarrier=1\nioengine=libaio\niodepth=32\n\
+                    iodepth_batch_submit=8\nrw=randread\nname=raw=barrier-reader\nsize=1G\n\
+                    gtod_reduce=1\n";
+        let imp = import_str(text, "a.fio", &args()).expect("the artifact's options");
+        let s = &imp.scenario;
+        assert_eq!(s.jobs[0].name, "raw-barrier-reader");
+        let j = io(&s.jobs[0]);
+        assert!(j.shape.barrier_last);
+        assert_eq!((j.iodepth, j.batch), (32, 8));
+        // gtod_reduce is modelled: the generator spends less CPU per I/O.
+        assert!(j.gtod_reduce);
+        assert!(!imp.warnings.iter().any(|w| w.contains("'gtod_reduce'")));
+        for option in ["disable_bw", "disk_util", "numa_mem_policy"] {
+            assert!(
+                imp.warnings
+                    .iter()
+                    .any(|w| w.contains(&format!("'{option}'"))),
+                "{option}: {:?}",
+                imp.warnings
+            );
+        }
+    }
+}

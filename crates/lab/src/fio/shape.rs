@@ -1,0 +1,237 @@
+//! A job's request shaping ([`IoShape`]): block-size mixes, byte and IO/s
+//! caps, think times, counts, flows, `exitall` and steady state, checked
+//! against each other.
+
+use cint_scenario::{ExitScope, IoShape, Rw, SteadyState};
+
+use super::diag::Diagnostics;
+use super::job::{At, JobSpec};
+use super::FioError;
+
+/// The request-shaping options of one job.
+pub(super) fn job_shape(
+    spec: &JobSpec,
+    rw: Rw,
+    bs: u64,
+    diag: &mut Diagnostics,
+) -> Result<IoShape, FioError> {
+    let bssplit = spec
+        .bssplit
+        .as_ref()
+        .map_or(Vec::new(), |b| b.value.clone());
+    let bsrange = spec.bsrange.map(|r| r.value);
+    if bsrange.is_some() && !bssplit.is_empty() {
+        let line = spec.bsrange.map_or(spec.line, |r| r.line);
+        return Err(diag.err(
+            line,
+            format!("job '{}': bsrange together with bssplit", spec.name),
+        ));
+    }
+    let mut shape = IoShape {
+        bssplit,
+        bssplit_write: spec.bssplit_write.clone(),
+        bsrange,
+        rate: None,
+        rate_poisson: spec.poisson,
+        barrier_last: spec.barrier.is_some_and(|b| b.value),
+        thinktime: spec.thinktime.map_or(0, |t| t.value),
+        thinktime_spin: spec.thinktime_spin.map_or(0, |t| t.value),
+        thinktime_blocks: spec.thinktime_blocks.map_or(1, |b| b.value),
+        number_ios: spec.number_ios.map(|n| n.value).filter(|&n| n > 0),
+        io_size: None,
+        percentile_list: spec
+            .percentile_list
+            .as_ref()
+            .map_or(Vec::new(), |p| p.value.clone()),
+        fsync: spec.fsync.map_or(0, |f| f.value),
+        fdatasync: spec.fdatasync.map_or(0, |f| f.value),
+        flow: spec.flow.map_or(0, |f| f.value),
+        flow_id: spec.flow_id,
+        flow_sleep: spec.flow_sleep,
+        exitall: spec.exitall.then_some(if spec.exit_all_jobs {
+            ExitScope::All
+        } else {
+            ExitScope::Group
+        }),
+        steady: None,
+    };
+    if let Some(ss) = spec.steady {
+        let (metric, slope, limit, percent) = ss.value;
+        let dur = spec.ss_dur.map(|d| d.value).ok_or_else(|| {
+            diag.err(
+                ss.line,
+                format!("job '{}': ss needs ss_dur (the window judged)", spec.name),
+            )
+        })?;
+        shape.steady = Some(SteadyState {
+            metric,
+            slope,
+            limit,
+            percent,
+            dur,
+            ramp: spec.ss_ramp,
+        });
+    }
+    if shape.thinktime_spin > shape.thinktime {
+        let line = spec.thinktime_spin.map_or(spec.line, |t| t.line);
+        return Err(diag.err(
+            line,
+            format!(
+                "job '{}': thinktime_spin is longer than thinktime",
+                spec.name
+            ),
+        ));
+    }
+    if let Some(r) = spec.rate {
+        let mean = |write: bool| {
+            let split = if write && !shape.bssplit_write.is_empty() {
+                &shape.bssplit_write
+            } else {
+                &shape.bssplit
+            };
+            if split.is_empty() {
+                return mean_size(shape.bsrange, bs);
+            }
+            split
+                .iter()
+                .map(|s| s.bytes * u64::from(s.percent))
+                .sum::<u64>()
+                / 100
+        };
+        let rwmixread = spec.rwmixread.map_or(50, |m| m.value);
+        let unit = [mean(false), mean(true)];
+        shape.rate = job_cap(spec, "rate", r, rw, rwmixread, unit, diag);
+    }
+    if shape.rate_poisson && shape.rate.is_none() && spec.rate_iops_dirs.is_none() {
+        return Err(diag.err(
+            spec.line,
+            format!(
+                "job '{}': rate_process=poisson needs rate or rate_iops",
+                spec.name
+            ),
+        ));
+    }
+    Ok(shape)
+}
+
+/// The job's cap from the per-direction caps `option` set (see
+/// [`combined_rate`]); `None`, with a warning, when only a direction the
+/// job does not issue is capped.
+pub(super) fn job_cap(
+    spec: &JobSpec,
+    option: &str,
+    caps: At<[u64; 2]>,
+    rw: Rw,
+    rwmixread: u8,
+    unit: [u64; 2],
+    diag: &mut Diagnostics,
+) -> Option<u64> {
+    let cap = combined_rate(caps.value, rw, rwmixread, unit);
+    if cap.is_none() {
+        diag.warn(
+            caps.line,
+            format!(
+                "job '{}': {option} caps only a direction the job does not issue; no cap",
+                spec.name
+            ),
+        );
+    }
+    cap
+}
+
+/// One cap for the whole job from fio's per-direction caps (`[reads,
+/// writes]`, 0: none): fio keeps the mix and caps each direction, so the
+/// job's total is bounded by the tighter of `cap / share` over the
+/// directions it issues. `unit`: the mean size of a read and of a write in
+/// the cap's unit (1 for IO/s, bytes for a byte rate).
+fn combined_rate(caps: [u64; 2], rw: Rw, rwmixread: u8, unit: [u64; 2]) -> Option<u64> {
+    let read_pct = match rw {
+        Rw::Read | Rw::RandRead => 100,
+        Rw::Write | Rw::RandWrite => 0,
+        Rw::RandRw | Rw::ReadWrite => u128::from(rwmixread),
+    };
+    // Each direction's share of the total, weighted by its unit.
+    let weights = [
+        read_pct * u128::from(unit[0]),
+        (100 - read_pct) * u128::from(unit[1]),
+    ];
+    let sum: u128 = weights.iter().sum();
+    let mut total: Option<u128> = None;
+    for d in 0..2 {
+        if caps[d] == 0 || weights[d] == 0 {
+            continue;
+        }
+        let t = u128::from(caps[d]) * sum / weights[d];
+        total = Some(total.map_or(t, |x| x.min(t)));
+    }
+    total.map(|t| u64::try_from(t).unwrap_or(u64::MAX).max(1))
+}
+
+/// The mean request size of a fixed size `bs` or of a `bsrange`.
+fn mean_size(bsrange: Option<(u64, u64)>, bs: u64) -> u64 {
+    match bsrange {
+        Some((lo, hi)) => lo * ((hi / lo).max(1) + 1) / 2,
+        None => bs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::import_str;
+    use super::super::test_support::{args, io};
+    use cint_scenario::{ExitScope, Rw};
+
+    #[test]
+    fn block_sizes_rates_think_times_and_counts() {
+        let text = "[a]\nrw=randrw\nrwmixread=80\nbssplit=4k/50:64k/50,16k\nrate=10m,1m\n\
+                    thinktime=50\nthinktime_spin=10\nthinktime_blocks=4\nnumber_ios=1000\n\
+                    percentile_list=50:99:99.99\ntime_based\nruntime=1\n\
+                    [b]\nrw=readwrite\nbsrange=4k-16k\nrate_iops=100\nrate_process=poisson\n\
+                    loops=3\nsize=1m\nruntime=1\n";
+        let imp = import_str(text, "s.fio", &args()).expect("valid");
+        let a = io(&imp.scenario.jobs[0]);
+        assert_eq!(a.bs, 4096, "the smallest size of the split");
+        assert_eq!(a.shape.bssplit.len(), 2);
+        assert_eq!(a.shape.bssplit_write[0].bytes, 16384);
+        // Reads average 34 KiB and writes 16 KiB: reads carry 80 x 34 of
+        // every 80 x 34 + 20 x 16 bytes, so the 10 MiB/s read cap binds
+        // before the 1 MiB/s write cap lets the total reach 1 MiB/s / w.
+        let (r, w) = (80u128 * 34 * 1024, 20u128 * 16 * 1024);
+        let total = (10u128 << 20) * (r + w) / r;
+        let total = total.min((1u128 << 20) * (r + w) / w) as u64;
+        assert_eq!(a.shape.rate, Some(total));
+        assert_eq!(
+            (
+                a.shape.thinktime,
+                a.shape.thinktime_spin,
+                a.shape.thinktime_blocks
+            ),
+            (50_000, 10_000, 4),
+            "a bare thinktime is microseconds"
+        );
+        assert_eq!(a.shape.number_ios, Some(1000));
+        assert_eq!(a.shape.percentile_list, [50.0, 99.0, 99.99]);
+        let b = io(&imp.scenario.jobs[1]);
+        assert_eq!(b.rw, Rw::ReadWrite);
+        assert_eq!(b.shape.bsrange, Some((4096, 16384)));
+        assert_eq!(b.rate_iops, Some(200), "100 reads and 100 writes a second");
+        assert!(b.shape.rate_poisson);
+        assert_eq!(b.shape.io_size, Some(3 << 20), "size times loops");
+    }
+
+    #[test]
+    fn flow_exitall_and_steady_state_become_keys() {
+        let text = "[global]\nexitall\nexit_what=all\nruntime=5\n[a]\nflow=8\nflow_sleep=100\n\
+                    ss=iops_slope:0.5%\nss_dur=3s\nss_ramp=1s\n[b]\nflow=1\n";
+        let s = import_str(text, "f.fio", &args()).expect("valid").scenario;
+        let a = io(&s.jobs[0]);
+        assert_eq!((a.shape.flow, a.shape.flow_sleep), (8, 100_000));
+        assert_eq!(a.shape.exitall, Some(ExitScope::All));
+        let ss = a.shape.steady.expect("ss");
+        assert!(ss.slope && ss.percent && ss.limit == 0.5);
+        assert_eq!((ss.dur, ss.ramp), (3_000_000_000, 1_000_000_000));
+        assert_eq!(io(&s.jobs[1]).shape.flow, 1);
+        let e = import_str("[a]\nss=iops:1%\n", "f.fio", &args()).expect_err("no ss_dur");
+        assert!(e.to_string().contains("ss_dur"), "{e}");
+    }
+}

@@ -1,0 +1,610 @@
+//! The jobs mapped onto a scenario: the device and host profiles, CPUs as
+//! application cores, each job's engine, depths, size and caps checked
+//! against one another and the device, and the strategies to compare.
+
+use std::collections::BTreeSet;
+
+use cint_policy::config::{AdaptiveParams, CinterruptsParams};
+use cint_policy::PolicyConfig;
+use cint_scenario::{
+    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, Job, Rw, Scenario,
+    Schedule, Strategy, Work,
+};
+
+use super::diag::Diagnostics;
+use super::job::{JobSpec, SizeSpec};
+use super::schedule::Timeline;
+use super::shape::{job_cap, job_shape};
+use super::{FioArgs, FioError};
+
+/// The scenario of `specs` on the profiles and strategies `args` names.
+pub(super) fn build(
+    specs: Vec<JobSpec>,
+    args: &FioArgs,
+    diag: &mut Diagnostics,
+) -> Result<Scenario, FioError> {
+    let device = DeviceProfile::builtin(&args.device).ok_or_else(|| {
+        diag.err_file(format!(
+            "unknown device profile '{}' (known: {})",
+            args.device,
+            cint_scenario::profiles::DEVICE_MODELS.join(", ")
+        ))
+    })?;
+    let mut host = HostProfile::builtin(&args.host).ok_or_else(|| {
+        diag.err_file(format!(
+            "unknown host profile '{}' (known: {})",
+            args.host,
+            cint_scenario::profiles::HOST_MODELS.join(", ")
+        ))
+    })?;
+
+    // fio pins to machine CPU numbers; the model has application cores
+    // 0..n, so the distinct CPUs named become cores in ascending order.
+    let named_cpus: BTreeSet<u32> = specs
+        .iter()
+        .filter_map(|s| s.cpus.as_ref().map(|c| c.value[0]))
+        .collect();
+    let core_of = |cpu: u32| named_cpus.iter().position(|&c| c == cpu).unwrap_or(0) as u32;
+    host.cores = named_cpus.len().max(1) as u32;
+
+    let timeline = Timeline::new(&specs, args.default_duration, diag)?;
+    let mut jobs = Vec::with_capacity(specs.len());
+    for (spec, &group) in specs.iter().zip(&timeline.groups) {
+        let core = spec.cpus.as_ref().map_or(0, |c| core_of(c.value[0]));
+        jobs.push(job(spec, &device, &timeline, group, core, diag)?);
+    }
+    let hipri_jobs = specs
+        .iter()
+        .filter(|s| s.hipri.is_some_and(|h| h.value))
+        .count();
+    if hipri_jobs > 0 && hipri_jobs < jobs.len() && args.strategies.is_none() {
+        return Err(diag.err_file(
+            "hipri on some jobs but not all: the model polls per device queue, so choose \
+             strategies explicitly"
+                .into(),
+        ));
+    }
+    let strategies = match &args.strategies {
+        Some(s) if s.is_empty() => return Err(diag.err_file("no strategy to compare".into())),
+        Some(s) => s.clone(),
+        None => default_strategies(&device, hipri_jobs == jobs.len()),
+    };
+    Ok(Scenario {
+        name: args.name.clone().unwrap_or_else(|| "fio".into()),
+        source: diag.file().into(),
+        seed: args.seed,
+        duration: timeline.duration,
+        warmup: timeline.warmup,
+        device,
+        host,
+        strategies,
+        jobs,
+        emu: EmuConfig::default(),
+    })
+}
+
+/// One job of the scenario: `spec` in `group`, pinned to application
+/// core `core`.
+fn job(
+    spec: &JobSpec,
+    device: &DeviceProfile,
+    timeline: &Timeline,
+    group: u32,
+    core: u32,
+    diag: &mut Diagnostics,
+) -> Result<Job, FioError> {
+    let engine = spec.engine.map_or(Engine::Psync, |e| e.value);
+    let iodepth = spec.iodepth.map_or(1, |d| d.value);
+    let (iodepth, batch, complete_min) = if engine.is_sync() {
+        if let Some(d) = spec.iodepth.filter(|d| d.value > 1) {
+            diag.warn(
+                d.line,
+                format!(
+                    "job '{}': iodepth={} has no effect with a synchronous engine (as in fio); using 1",
+                    spec.name, d.value
+                ),
+            );
+        }
+        (1, 1, 1)
+    } else {
+        let batch = spec.batch.map_or(1, |b| b.value).min(iodepth);
+        let complete_min = spec.batch_complete_min.map_or(1, |b| b.value).min(iodepth);
+        (iodepth, batch, complete_min)
+    };
+    // fio: iodepth_batch_complete_max defaults to ..._min; below it
+    // fio would reap fewer than it waits for.
+    let complete_max = match spec.batch_complete_max {
+        None => complete_min,
+        Some(m) if m.value < complete_min => {
+            return Err(diag.err(
+                m.line,
+                format!(
+                    "job '{}': iodepth_batch_complete_max={} is below \
+                     iodepth_batch_complete_min={complete_min}",
+                    spec.name, m.value
+                ),
+            ));
+        }
+        Some(m) => m.value.min(iodepth),
+    };
+    if let Some(c) = spec.cpus.as_ref().filter(|c| c.value.len() > 1) {
+        if spec.cpus_split.is_some_and(|s| s.value) {
+            return Err(diag.err(
+                c.line,
+                format!(
+                    "job '{}': cpus_allowed_policy=split over several CPUs is not supported \
+                     (write one job per CPU)",
+                    spec.name
+                ),
+            ));
+        }
+        diag.warn(
+            c.line,
+            format!(
+                "job '{}': the model pins a job's threads to one core; using CPU {} of the list",
+                spec.name, c.value[0]
+            ),
+        );
+    }
+    if let Some(h) = spec.hipri.filter(|h| h.value) {
+        if !matches!(engine, Engine::Pvsync2 | Engine::IoUring) {
+            return Err(diag.err(
+                h.line,
+                format!(
+                    "job '{}': hipri needs ioengine=pvsync2 or io_uring",
+                    spec.name
+                ),
+            ));
+        }
+    }
+    let nowait = spec.nowait.is_some_and(|n| n.value);
+    if nowait && engine != Engine::Pvsync2 {
+        let line = spec.nowait.map_or(spec.line, |n| n.line);
+        return Err(diag.err(
+            line,
+            format!(
+                "job '{}': nowait is modelled for ioengine=pvsync2 only (RWF_NOWAIT)",
+                spec.name
+            ),
+        ));
+    }
+    if let Some(d) = spec.iodepth.filter(|d| d.value > device.queue_depth) {
+        return Err(diag.err(
+            d.line,
+            format!(
+                "job '{}': iodepth={} exceeds the device's queue depth {}",
+                spec.name, d.value, device.queue_depth
+            ),
+        ));
+    }
+    let capacity = device.capacity.0;
+    let size = match spec.size.map(|s| s.value) {
+        None => spec.filesize.map_or(capacity, |f| f.value),
+        Some(SizeSpec::Bytes(b)) => b,
+        // Whole sectors, as the device addresses them.
+        Some(SizeSpec::Percent(p)) => capacity / 100 * p / 512 * 512,
+    };
+    let bs = spec.bs.map_or(4096, |b| b.value);
+    let size_at = spec.size.map(|s| s.line).or(spec.filesize.map(|f| f.line));
+    if let Some(line) = size_at {
+        if size > capacity || size < bs || size % 512 != 0 {
+            return Err(diag.err(
+                line,
+                format!(
+                    "job '{}': size must be a multiple of 512 bytes between bs ({bs}) and the \
+                     device capacity ({capacity}), got {size}",
+                    spec.name
+                ),
+            ));
+        }
+    }
+    let rw = spec.rw.map_or(Rw::Read, |r| r.value);
+    let mut shape = job_shape(spec, rw, bs, diag)?;
+    for sync in [spec.fsync, spec.fdatasync].into_iter().flatten() {
+        if sync.value > 0 && engine == Engine::IoUring {
+            return Err(diag.err(
+                sync.line,
+                format!(
+                    "job '{}': io_uring's asynchronous fsync (IORING_OP_FSYNC) is not \
+                     modelled; fsync and fdatasync run with psync, pvsync2 or libaio",
+                    spec.name
+                ),
+            ));
+        }
+    }
+    if shape.barrier_last && engine.is_sync() {
+        let line = spec.barrier.map_or(spec.line, |b| b.line);
+        diag.warn(
+            line,
+            format!(
+                "job '{}': barrier marks the last iocb of each io_submit; a synchronous \
+                 engine submits no batches, so it changes nothing",
+                spec.name
+            ),
+        );
+        shape.barrier_last = false;
+    }
+    // Not time based, fio ends a job once it has done its size (or
+    // io_size) `loops` times, or at its runtime if that comes first.
+    if !spec.time_based {
+        let written = spec.io_size.is_some()
+            || spec.size.is_some()
+            || spec.filesize.is_some()
+            || spec.loops > 1;
+        if written {
+            let once = spec.io_size.map_or(size, |b| b.value);
+            shape.io_size = Some(once.saturating_mul(spec.loops));
+        }
+    } else if spec.loops > 1 {
+        diag.warn(
+            spec.line,
+            format!(
+                "job '{}': loops has no effect with time_based (the job runs for its runtime)",
+                spec.name
+            ),
+        );
+    }
+    let bs = cint_scenario::shape::smallest_block(&shape, bs);
+    // fio ignores rwmixread unless the job mixes reads and writes.
+    let rwmixread = spec
+        .rwmixread
+        .filter(|_| rw.is_mixed())
+        .map_or(50, |r| r.value);
+    let rate_iops = spec
+        .rate_iops_dirs
+        .and_then(|caps| job_cap(spec, "rate_iops", caps, rw, rwmixread, [1, 1], diag));
+    if rate_iops.is_some() && shape.rate.is_some() {
+        let line = spec.rate.map_or(spec.line, |r| r.line);
+        return Err(diag.err(
+            line,
+            format!(
+                "job '{}': rate together with rate_iops is not supported",
+                spec.name
+            ),
+        ));
+    }
+    Ok(Job {
+        name: spec.name.clone(),
+        cpu: core,
+        numjobs: spec.numjobs.map_or(1, |n| n.value),
+        runtime: timeline.job_end(spec),
+        work: Work::Io(IoJob {
+            engine,
+            rw,
+            bs,
+            iodepth,
+            batch,
+            batch_complete_min: complete_min,
+            batch_complete_max: complete_max,
+            hint: None,
+            nowait,
+            direct: spec.direct.is_some_and(|d| d.value),
+            gtod_reduce: spec.gtod_reduce.is_some_and(|g| g.value),
+            rate_iops,
+            think: 0,
+            size,
+            rwmixread,
+            shape: Box::new(shape),
+        }),
+        schedule: Schedule {
+            group,
+            startdelay: spec.startdelay.map_or(0, |d| d.value),
+        },
+    })
+}
+
+/// `none`, `adaptive` and `cinterrupts` at the device's reference `delta`
+/// and `thr`, or `poll` alone when every job polls (`hipri`).
+fn default_strategies(device: &DeviceProfile, poll: bool) -> Vec<Strategy> {
+    if poll {
+        return vec![Strategy {
+            name: "poll".into(),
+            mode: CompletionMode::Poll,
+        }];
+    }
+    let adaptive = AdaptiveParams {
+        delta: device.reference_delta.0,
+        thr: device.reference_thr,
+    };
+    vec![
+        Strategy {
+            name: "none".into(),
+            mode: CompletionMode::Interrupt(PolicyConfig::None),
+        },
+        Strategy {
+            name: "adaptive".into(),
+            mode: CompletionMode::Interrupt(PolicyConfig::Adaptive(adaptive)),
+        },
+        Strategy {
+            name: "cinterrupts".into(),
+            mode: CompletionMode::Interrupt(PolicyConfig::Cinterrupts(
+                CinterruptsParams::with_adaptive(adaptive.delta, adaptive.thr),
+            )),
+        },
+    ]
+}
+
+/// Writes the imported scenario as scenario TOML and loads it back, so a
+/// fio file passes exactly the validation a TOML scenario does and takes
+/// `--set` overrides the same way.
+pub(super) fn revalidate(
+    built: &Scenario,
+    file: &str,
+    sets: &[String],
+) -> Result<Scenario, FioError> {
+    let toml = cint_scenario::to_toml(built);
+    cint_scenario::load_str(&toml, file, sets).map_err(|e| {
+        FioError::whole_file(
+            file,
+            match e.origin {
+                // The parser names the file first, as this error will: once
+                // is enough.
+                cint_scenario::Origin::Set(_) => {
+                    let text = e.to_string();
+                    match text.strip_prefix(&format!("{file}: ")) {
+                        Some(rest) => rest.to_string(),
+                        None => text,
+                    }
+                }
+                _ if sets.is_empty() => {
+                    format!("the imported scenario is invalid: {}: {}", e.key, e.message)
+                }
+                _ => format!(
+                    "the imported scenario with the --set overrides is invalid: {}: {}",
+                    e.key, e.message
+                ),
+            },
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{args, io};
+    use super::super::{import_str, FioArgs};
+    use super::*;
+
+    const FIELD_FILE: &str = "\
+; -- typical field job file: latency vs. throughput on one core --
+[global]
+ioengine=libaio
+direct=1
+filename=/dev/nvme0n1   ; raw device
+# keep the random map off, we only care about latency
+norandommap
+randrepeat=0
+group_reporting
+time_based
+runtime=10s
+ramp_time = 2
+bs=4k
+cpus_allowed=7
+
+[async-reader]
+rw=randread
+iodepth=256
+iodepth_batch_submit=16
+iodepth_batch_complete_min=16
+
+[sync-reader]
+ioengine=psync
+rw=randread
+iodepth=32
+numjobs=2
+";
+
+    #[test]
+    fn realistic_file_with_globals_comments_and_two_jobs() {
+        let imp = import_str(FIELD_FILE, "lat.fio", &args()).expect("valid file");
+        let s = &imp.scenario;
+        assert_eq!(s.duration, 10_000_000_000);
+        assert_eq!(s.warmup, 2_000_000_000);
+        assert_eq!(s.host.cores, 1);
+        assert_eq!(s.jobs.len(), 2);
+        let a = io(&s.jobs[0]);
+        assert_eq!(s.jobs[0].name, "async-reader");
+        assert_eq!(s.jobs[0].cpu, 0);
+        assert_eq!((a.engine, a.rw, a.bs), (Engine::Libaio, Rw::RandRead, 4096));
+        assert_eq!((a.iodepth, a.batch, a.batch_complete_min), (256, 16, 16));
+        assert!(a.direct);
+        assert_eq!(a.size, s.device.capacity.0);
+        let b = io(&s.jobs[1]);
+        assert_eq!(b.engine, Engine::Psync);
+        assert_eq!((b.iodepth, b.batch, b.batch_complete_min), (1, 1, 1));
+        assert_eq!(s.jobs[1].numjobs, 2);
+        // filename, norandommap, randrepeat, group_reporting; then iodepth on psync.
+        assert_eq!(imp.warnings.len(), 5, "{:#?}", imp.warnings);
+        assert!(imp.warnings[0].starts_with("lat.fio:5: warning: option 'filename'"));
+        assert!(imp.warnings[4].contains("iodepth=32 has no effect"));
+        assert!(imp.warnings.iter().all(|w| !w.contains('\n')));
+        let names: Vec<&str> = s.strategies.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["none", "adaptive", "cinterrupts"]);
+        assert_eq!(
+            s.strategies[2].mode,
+            CompletionMode::Interrupt(PolicyConfig::Cinterrupts(CinterruptsParams::with_adaptive(
+                6_000, 32
+            )))
+        );
+    }
+
+    #[test]
+    fn fio_defaults_apply_when_options_are_absent() {
+        let imp = import_str("[j]\n", "d.fio", &args()).expect("valid");
+        let s = &imp.scenario;
+        let j = io(&s.jobs[0]);
+        assert_eq!(
+            (j.engine, j.rw, j.bs, j.iodepth, j.direct),
+            (Engine::Psync, Rw::Read, 4096, 1, false)
+        );
+        assert_eq!(s.duration, 200_000_000);
+        assert_eq!(imp.warnings.len(), 1);
+        assert!(imp.warnings[0].contains("no runtime given"));
+    }
+
+    #[test]
+    fn cpus_become_dense_cores_and_lists_warn() {
+        let text = "[a]\ncpus_allowed=12\n[b]\ncpus_allowed=4\n[c]\ncpus_allowed=4-7\n[d]\ncpus_allowed=12\n";
+        let imp = import_str(text, "c.fio", &args()).expect("valid");
+        let cores: Vec<u32> = imp.scenario.jobs.iter().map(|j| j.cpu).collect();
+        assert_eq!(cores, [1, 0, 0, 1]);
+        assert_eq!(imp.scenario.host.cores, 2);
+        assert!(imp
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("c.fio:6:") && w.contains("CPU 4")));
+        let split = "[a]\ncpus_allowed=0-3\ncpus_allowed_policy=split\nnumjobs=4\n";
+        assert!(import_str(split, "s.fio", &args()).is_err());
+    }
+
+    #[test]
+    fn times_sizes_rates_and_mixes() {
+        let text = "[global]\nruntime=2m\nramp_time=500ms\n[a]\nrw=randrw\nrwmixwrite=30\n\
+                    size=10%\ntime_based\nrate_iops=5000,5000\n[b]\nruntime=30\nbuffered=1\nsize=1g\n";
+        let imp = import_str(text, "t.fio", &args()).expect("valid");
+        let s = &imp.scenario;
+        assert_eq!(s.duration, 120_000_000_000);
+        assert_eq!(s.warmup, 500_000_000);
+        let a = io(&s.jobs[0]);
+        // fio caps reads and writes at 5000 IO/s each; keeping the 70/30
+        // mix, reads reach their cap first: 5000 / 0.7 in all.
+        assert_eq!(
+            (a.rw, a.rwmixread, a.rate_iops),
+            (Rw::RandRw, 70, Some(7142))
+        );
+        assert_eq!(a.shape.io_size, None, "time based");
+        assert_eq!(a.size, s.device.capacity.0 / 100 * 10 / 512 * 512);
+        assert_eq!(s.jobs[0].runtime, None);
+        let b = io(&s.jobs[1]);
+        assert_eq!((b.size, b.direct), (1 << 30, false));
+        assert_eq!(s.jobs[1].runtime, Some(30_500_000_000));
+        // Not time based: the job ends once its size is done.
+        assert_eq!(b.shape.io_size, Some(1 << 30));
+        assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
+    }
+
+    #[test]
+    fn hipri_everywhere_compares_polling_and_mixed_hipri_is_refused() {
+        let all = "[global]\nioengine=pvsync2\nhipri\n[a]\n[b]\n";
+        let s = import_str(all, "h.fio", &args()).expect("valid").scenario;
+        assert_eq!(s.strategies.len(), 1);
+        assert_eq!(s.strategies[0].mode, CompletionMode::Poll);
+        let some = "[a]\nioengine=io_uring\nhipri=1\n[b]\nioengine=io_uring\n";
+        let e = import_str(some, "h.fio", &args()).expect_err("mixed hipri");
+        assert!(e.to_string().contains("hipri on some jobs"));
+        let mut explicit = args();
+        explicit.strategies = Some(vec![Strategy {
+            name: "p".into(),
+            mode: CompletionMode::Poll,
+        }]);
+        assert!(import_str(some, "h.fio", &explicit).is_ok());
+    }
+
+    #[test]
+    fn name_option_batch_clamping_and_unknown_profiles() {
+        let text = "[x]\nname=reader\nioengine=io_uring\niodepth=8\niodepth_batch=32\n";
+        let s = import_str(text, "n.fio", &args()).expect("valid").scenario;
+        assert_eq!(s.jobs[0].name, "reader");
+        let j = io(&s.jobs[0]);
+        assert_eq!((j.iodepth, j.batch), (8, 8));
+        let nowait = "[x]\nioengine=pvsync2\nnowait\n";
+        let s = import_str(nowait, "n.fio", &args())
+            .expect("valid")
+            .scenario;
+        assert!(io(&s.jobs[0]).nowait);
+        let e = import_str("[x]\nioengine=io_uring\nnowait\n", "n.fio", &args())
+            .expect_err("uring nowait");
+        assert_eq!(e.line, Some(3));
+        let e = import_str(text, "n.fio", &FioArgs::new("floppy", "xeon-e5-2660v4"))
+            .expect_err("unknown device");
+        assert!(e.to_string().contains("unknown device profile 'floppy'"));
+        assert!(import_str("; nothing\n[global]\nbs=4k\n", "e.fio", &args()).is_err());
+    }
+
+    #[test]
+    fn imports_pass_the_scenario_parser_and_take_set_overrides() {
+        let imp = import_str(FIELD_FILE, "lat.fio", &args()).expect("valid");
+        let reloaded =
+            cint_scenario::load_str(&cint_scenario::to_toml(&imp.scenario), "lat.fio", &[])
+                .expect("the rendered import loads");
+        assert_eq!(reloaded, imp.scenario);
+        let mut with_sets = args();
+        with_sets.sets = vec!["duration=50ms".into(), "job.async-reader.iodepth=32".into()];
+        let s = import_str(FIELD_FILE, "lat.fio", &with_sets)
+            .expect("valid")
+            .scenario;
+        assert_eq!(s.duration, 50_000_000);
+        assert_eq!(io(&s.jobs[0]).iodepth, 32);
+        with_sets.sets = vec!["job.async-reader.depth=32".into()];
+        let e = import_str(FIELD_FILE, "lat.fio", &with_sets).expect_err("unknown key");
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("lat.fio: --set job.async-reader.depth=32: ") && !msg.contains('\n'),
+            "the file is named once: {msg}"
+        );
+    }
+
+    /// Written the way fio's own examples are (examples/fio-rand-read.fio,
+    /// examples/ssd-test.fio).
+    #[test]
+    fn files_in_the_style_of_fios_examples() {
+        let rand_read = "; fio-rand-read.job for fiotest\n\n[global]\nname=fio-rand-read\n\
+                         filename=fio-rand-read\nrw=randread\nbs=4K\ndirect=0\nnumjobs=1\n\
+                         time_based\nruntime=900\n\n[file1]\nsize=1G\nioengine=libaio\niodepth=16\n";
+        let imp = import_str(rand_read, "fio-rand-read.fio", &args()).expect("valid");
+        let s = &imp.scenario;
+        assert_eq!(s.jobs[0].name, "file1");
+        assert_eq!(s.duration, 900_000_000_000);
+        let j = io(&s.jobs[0]);
+        assert_eq!(
+            (j.engine, j.iodepth, j.size, j.direct),
+            (Engine::Libaio, 16, 1 << 30, false)
+        );
+        assert_eq!(imp.warnings.len(), 1, "{:?}", imp.warnings);
+
+        let ssd_test = "# Do some important numbers on SSD drives, to gauge what kind of\n\
+                        # performance you might get out of them.\n#\n[global]\nbs=4k\n\
+                        ioengine=libaio\niodepth=4\nsize=10g\ndirect=1\nruntime=60\n\
+                        directory=/mount-point-of-ssd\nfilename=ssd.test.file\n\n\
+                        [seq-read]\nrw=read\nstonewall\n\n[rand-read]\nrw=randread\nstonewall\n";
+        let imp = import_str(ssd_test, "ssd-test.fio", &args()).expect("stonewall groups");
+        let s = &imp.scenario;
+        let groups: Vec<u32> = s.jobs.iter().map(|j| j.schedule.group).collect();
+        assert_eq!(groups, [0, 1], "the first job's stonewall starts nothing");
+        // Each group runs up to 60 s; each job also ends after its 10 GiB.
+        assert_eq!(s.duration, 120_000_000_000);
+        for job in &s.jobs {
+            assert_eq!(job.runtime, Some(60_000_000_000));
+            assert_eq!(io(job).shape.io_size, Some(10 << 30));
+        }
+        // directory, filename.
+        assert_eq!(imp.warnings.len(), 2, "{:?}", imp.warnings);
+    }
+
+    #[test]
+    fn batch_complete_max_defaults_to_min_and_may_not_be_below_it() {
+        let job = |extra: &str| {
+            format!("[j]\nioengine=libaio\niodepth=64\niodepth_batch_complete_min=8\n{extra}")
+        };
+        let s = import_str(&job(""), "m.fio", &args())
+            .expect("valid")
+            .scenario;
+        assert_eq!(
+            (
+                io(&s.jobs[0]).batch_complete_min,
+                io(&s.jobs[0]).batch_complete_max
+            ),
+            (8, 8)
+        );
+        let s = import_str(&job("iodepth_batch_complete_max=32\n"), "m.fio", &args())
+            .expect("valid")
+            .scenario;
+        assert_eq!(io(&s.jobs[0]).batch_complete_max, 32);
+        let e = import_str(&job("iodepth_batch_complete_max=4\n"), "m.fio", &args())
+            .expect_err("below min");
+        let line = e.to_string();
+        assert!(
+            line.contains("m.fio:5") && line.contains("iodepth_batch_complete_max=4"),
+            "{line}"
+        );
+    }
+}
