@@ -127,7 +127,7 @@ impl Timeline {
         {
             None
         } else {
-            Some(self.warmup + self.runtime(spec))
+            Some(self.warmup.saturating_add(self.runtime(spec)))
         }
     }
 }
