@@ -135,10 +135,24 @@ fn run_long_enough(
     ios: u64,
     build: impl Fn(cint_policy::Nanos) -> cint_scenario::Scenario,
 ) -> cint_emu::RunDetail {
-    let mut duration = 30 * MS;
+    run_until(30 * MS, 480 * MS, build, |d| {
+        d.result.results[0].jobs[0].ios >= ios
+    })
+}
+
+/// Runs the scenario `build` makes for a window of `first`, doubling it
+/// (up to `last`) until `enough` holds of the result; returns the last
+/// run, for the caller's assertions to fail on if `enough` never held.
+fn run_until(
+    first: cint_policy::Nanos,
+    last: cint_policy::Nanos,
+    build: impl Fn(cint_policy::Nanos) -> cint_scenario::Scenario,
+    enough: impl Fn(&cint_emu::RunDetail) -> bool,
+) -> cint_emu::RunDetail {
+    let mut duration = first;
     loop {
         let d = cint_emu::run_detailed(&build(duration)).expect("emulator runs");
-        if d.result.results[0].jobs[0].ios >= ios || duration >= 480 * MS {
+        if enough(&d) || duration >= last {
             return d;
         }
         duration *= 2;
@@ -366,19 +380,28 @@ fn the_result_document_names_every_job_of_every_strategy() {
     if !can_emulate() {
         return;
     }
-    let cpu = cpu_job("burn");
-    let s = scenario(
-        "doc",
-        device(10_000, 4),
-        vec![
-            none(),
-            adaptive(DEFAULT_DELTA, 32),
-            hybrid(cint_scenario::HybridSleep::Min),
-        ],
-        vec![io_job("sync", Engine::Psync, 1, 1, 2), cpu],
-        20 * MS,
-    );
-    let d = cint_emu::run_detailed(&s).expect("emulator runs");
+    let build = |duration| {
+        scenario(
+            "doc",
+            device(10_000, 4),
+            vec![
+                none(),
+                adaptive(DEFAULT_DELTA, 32),
+                hybrid(cint_scenario::HybridSleep::Min),
+            ],
+            vec![io_job("sync", Engine::Psync, 1, 1, 2), cpu_job("burn")],
+            duration,
+        )
+    };
+    // The burner shares its core with two sync threads (spinning ones
+    // under hybrid polling) and whatever else the machine runs: in a
+    // 20 ms window, shorter than one round of the scheduler's time slices
+    // on a loaded core, it may not be scheduled at all. A longer window
+    // (up to 640 ms, many rounds) is one in which it must have run.
+    let d = run_until(20 * MS, 640 * MS, build, |d| {
+        d.result.results.iter().all(|r| r.jobs[1].cpu_util > 0.0)
+    });
+    let s = build(d.result.duration_ns);
     let r = &d.result;
     assert_eq!(r.substrate, "emu");
     assert_eq!(r.results.len(), 3);
