@@ -270,7 +270,7 @@ fn shutdown_with_requests_in_flight_completes_or_cancels_each_and_leaves_no_thre
     if !can_emulate() {
         return;
     }
-    assert_eq!(emulator_threads(), 0, "no emulator is running before");
+    assert_eq!(emulator_threads_left(), 0, "no emulator is running before");
     for (name, mode) in every_mode() {
         // A slow device: most requests are still queued in it at shutdown.
         let emulator = start(mode, 2 * MS, 1);
@@ -341,7 +341,11 @@ fn shutdown_with_requests_in_flight_completes_or_cancels_each_and_leaves_no_thre
         assert_eq!(stats.cancelled, cancelled as u64, "{name}");
         assert_eq!(stats.total_completions(), 48, "{name}");
     }
-    assert_eq!(emulator_threads(), 0, "no emulator thread is left behind");
+    assert_eq!(
+        emulator_threads_left(),
+        0,
+        "no emulator thread is left behind"
+    );
 }
 
 #[test]

@@ -69,9 +69,26 @@ impl Deadline {
     }
 }
 
-/// Emulator threads alive in this process. They are all named `cint-*`;
-/// counting every thread would count other tests' threads too.
-pub fn emulator_threads() -> usize {
+/// Emulator threads of this process still alive once those that are
+/// exiting have finished. `join` returns when the kernel clears the
+/// thread's tid, a moment before the thread leaves /proc/self/task, so a
+/// count taken right after a shutdown may still see a joined thread: the
+/// count is retried for up to a second (an exit takes microseconds), and a
+/// thread truly left behind is still counted then.
+pub fn emulator_threads_left() -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        let n = emulator_threads_now();
+        if n == 0 || std::time::Instant::now() >= deadline {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Emulator threads listed in /proc/self/task now. They are all named
+/// `cint-*`; counting every thread would count other tests' threads too.
+fn emulator_threads_now() -> usize {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0;
     };
