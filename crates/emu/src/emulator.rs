@@ -56,7 +56,10 @@ pub struct DeviceConfig {
     pub idle_delivery: IdleDelivery,
 }
 
-/// Counters of a running or stopped device.
+/// Counters of a running or stopped device. A snapshot of a running
+/// device is not taken at one instant, but it is consistent: `irqs` is
+/// the sum of its kinds, and the interrupts counted as a part of them
+/// (`waiter_irqs`, `queue_full_irqs`) never exceed them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeviceStats {
     /// Per queue: interrupts raised (all kinds).
