@@ -176,7 +176,7 @@ fn fio_only_flags_with_a_scenario_file_are_refused_not_ignored() {
 fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
     let (dir, file) = scenario_file("sigint", SCENARIO);
     let out = std::path::Path::new(&dir).join("points.jsonl");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cint"))
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cint"))
         .args(["sweep", &file, "--jobs", "1", "--set", "duration=20ms"])
         .args([
             "--vary",
@@ -193,9 +193,28 @@ fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("cint starts");
-    // Let some points finish (each takes milliseconds; all 3000 take far
-    // longer than this), then interrupt as a terminal's Ctrl-C would.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Interrupt, as a terminal's Ctrl-C would, once a point has finished:
+    // its line in FILE.partial shows the handler is installed (the file is
+    // created after it) and that there is a point to keep. A fixed sleep
+    // instead could fire before the handler on a loaded machine (killing
+    // the process outright) or after every point on a fast one.
+    let partial = std::path::Path::new(&dir).join("points.jsonl.partial");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let lines = std::fs::read_to_string(&partial).map_or(0, |t| t.lines().count());
+        if lines > 0 {
+            break;
+        }
+        if let Some(status) = child.try_wait().expect("the child can be polled") {
+            panic!("cint exited before a point finished: {status}");
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no point of the sweep finished within 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     // SAFETY: signals our own child, which is still running.
     let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     assert_eq!(rc, 0);

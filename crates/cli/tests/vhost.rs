@@ -54,6 +54,20 @@ fn wait_for(path: &Path, child: &mut Child) {
     panic!("{} never appeared", path.display());
 }
 
+/// Waits up to 30 s for the child to exit; kills it and fails naming
+/// `after` otherwise (a back end that ignores SIGTERM would hang the test).
+fn reap_within_30s(child: &mut Child, after: &str) -> std::process::ExitStatus {
+    for _ in 0..3_000 {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the back end did not exit within 30 s of {after}");
+}
+
 fn signal(child: &Child, sig: i32) {
     // SAFETY: kill with a pid of a child we started and have not reaped.
     assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
@@ -186,7 +200,7 @@ fn a_running_back_end_owns_its_socket_and_writes_stats_on_signals() {
 
     std::fs::remove_file(&stats).unwrap();
     signal(child, libc::SIGTERM);
-    let status = child.wait().unwrap();
+    let status = reap_within_30s(child, "SIGTERM");
     assert_eq!(status.code(), Some(0));
     assert!(stats.exists(), "stats written on exit");
     assert!(!sock.exists(), "its own socket removed");

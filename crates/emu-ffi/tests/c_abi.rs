@@ -5,8 +5,9 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use cint_c_abi_testing::{assert_header_current, compile_c_example, static_lib};
 
@@ -57,6 +58,38 @@ fn example() -> Option<Command> {
     Some(cmd)
 }
 
+/// Runs the example to its end, killing it and failing after 120 s: its
+/// blocking waits would otherwise hang the test on a lost completion. Its
+/// output is a few lines, well within the pipes' buffers, so it never
+/// blocks writing while this waits.
+fn run_within_120s(cmd: &mut Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("example runs");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child
+        .try_wait()
+        .expect("the example can be polled")
+        .is_none()
+    {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child
+                .wait_with_output()
+                .expect("the killed example is reaped");
+            panic!(
+                "the example did not finish within 120 s: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("example output")
+}
+
 fn assert_ok(out: &Output) -> (String, String) {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -71,7 +104,7 @@ fn c_program_submits_with_hints_and_waits() {
     let Some(mut cmd) = example() else {
         return;
     };
-    let (stdout, stderr) = assert_ok(&cmd.output().expect("example runs"));
+    let (stdout, stderr) = assert_ok(&run_within_120s(&mut cmd));
     // Where a new thread of this process gets SCHED_FIFO (probed on a
     // throwaway thread), so does the example's handler.
     let fifo = std::thread::spawn(|| cint_emu::sys::set_fifo(1).is_ok())
@@ -108,7 +141,7 @@ fn c_program_falls_back_to_a_normal_priority_handler_when_sched_fifo_is_refused(
             Ok(())
         });
     }
-    let (stdout, stderr) = assert_ok(&cmd.output().expect("example runs"));
+    let (stdout, stderr) = assert_ok(&run_within_120s(&mut cmd));
     // cint_emu_start refused (CINT_EMU_EREALTIME), the example said so and
     // started with CINT_EMU_FLAG_REALTIME_PREFER.
     assert!(stderr.contains("SCHED_FIFO refused"), "{stderr}");

@@ -16,7 +16,7 @@ use cint_emu_ffi::*;
 #[path = "../../emu/tests/common/mod.rs"]
 mod common;
 
-use common::{emulator_threads, fifo_allowed, serial, without_realtime};
+use common::{emulator_threads_left, fifo_allowed, serial, without_realtime};
 
 /// The device CPU (the last allowed) and the application CPU (the first);
 /// `None` (with the reason printed) on a machine with fewer than 2 CPUs.
@@ -89,7 +89,7 @@ fn start_refuses_without_realtime_and_prefer_runs_without_it() {
         // SAFETY: `config` and `emu` are valid; `path` is NULL.
         let start = unsafe { cint_emu_start(&config, &mut emu) };
         let left_null = emu.is_null();
-        let threads_after_refusal = emulator_threads();
+        let threads_after_refusal = emulator_threads_left();
         // SAFETY: as above.
         let start_with_0 = unsafe { cint_emu_start_with(&config, 0, &mut emu) };
         let left_null = left_null && emu.is_null();
@@ -122,7 +122,7 @@ fn start_refuses_without_realtime_and_prefer_runs_without_it() {
     assert_eq!((done.user_data, done.result), (7, 4096));
     assert_eq!(done.delivered_by, 0, "delivered by a (full) interrupt");
     assert_eq!(shutdown, CINT_EMU_OK);
-    assert_eq!(emulator_threads(), 0);
+    assert_eq!(emulator_threads_left(), 0);
 }
 
 #[test]
@@ -173,7 +173,7 @@ fn unknown_flags_are_refused_with_einval_and_start_nothing() {
         let rc = unsafe { cint_emu_start_with(&config, flags, &mut emu) };
         assert_eq!(rc, CINT_EMU_EINVAL, "flags {flags:#x}");
         assert!(emu.is_null(), "flags {flags:#x}");
-        assert_eq!(emulator_threads(), 0, "flags {flags:#x}");
+        assert_eq!(emulator_threads_left(), 0, "flags {flags:#x}");
     }
 }
 

@@ -56,7 +56,10 @@ pub struct DeviceConfig {
     pub idle_delivery: IdleDelivery,
 }
 
-/// Counters of a running or stopped device.
+/// Counters of a running or stopped device. A snapshot of a running
+/// device is not taken at one instant, but it is consistent: `irqs` is
+/// the sum of its kinds, and the interrupts counted as a part of them
+/// (`waiter_irqs`, `queue_full_irqs`) never exceed them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeviceStats {
     /// Per queue: interrupts raised (all kinds).
@@ -282,9 +285,16 @@ impl Emulator {
             self.shared
                 .queues
                 .iter()
-                .map(|q| counter(q).load(Ordering::Relaxed))
+                .map(|q| counter(q).load(Ordering::SeqCst))
                 .collect()
         };
+        // A snapshot is not atomic, and the device keeps raising
+        // interrupts while it is taken (the reading thread may even be
+        // preempted half-way). The parts (waiter, queue-full) are counted
+        // after their kind and read here before it, all in one SeqCst
+        // order, so no part ever shows more than its whole.
+        let waiter_irqs = per_queue(|q| &q.waiter_irqs);
+        let queue_full_irqs = per_queue(|q| &q.queue_full_irqs);
         let urgent_irqs = per_queue(|q| &q.urgent_irqs);
         // The total from the very values reported per kind, never a
         // separate read that could straddle an interrupt.
@@ -296,9 +306,9 @@ impl Emulator {
         DeviceStats {
             irqs,
             urgent_irqs,
-            queue_full_irqs: per_queue(|q| &q.queue_full_irqs),
+            queue_full_irqs,
             handler_wakeups: per_queue(|q| &q.handler_wakeups),
-            waiter_irqs: per_queue(|q| &q.waiter_irqs),
+            waiter_irqs,
             completions: per_queue(|q| &q.completions),
             cancelled: self.shared.cancelled.load(Ordering::Relaxed),
             realtime_handlers: self.shared.realtime_handlers.load(Ordering::Relaxed),

@@ -296,13 +296,17 @@ impl Queue {
     /// Latches an interrupt; true if the handler thread sleeps, so that
     /// someone must be woken to handle it.
     fn latch(&self, irq: Irq) -> bool {
+        // Counted by kind first, before any counter that counts a part of
+        // the interrupts (waiter, queue-full): SeqCst, so that a snapshot
+        // reading the parts before the kinds never finds a part larger
+        // than its whole (see `Emulator::stats`).
         let bit = match irq {
             Irq::Full => {
-                self.full_irqs.fetch_add(1, Ordering::Relaxed);
+                self.full_irqs.fetch_add(1, Ordering::SeqCst);
                 IRQ_FULL
             }
             Irq::UrgentOnly => {
-                self.urgent_irqs.fetch_add(1, Ordering::Relaxed);
+                self.urgent_irqs.fetch_add(1, Ordering::SeqCst);
                 IRQ_URGENT
             }
         };
@@ -373,7 +377,7 @@ impl Shared {
         if queue.idle_delivery == IdleDelivery::Waiter {
             if let Some(channel) = queue.idle.claim() {
                 if let Some(ch) = self.channel(channel) {
-                    queue.waiter_irqs.fetch_add(1, Ordering::Relaxed);
+                    queue.waiter_irqs.fetch_add(1, Ordering::SeqCst);
                     ch.waiter.kick();
                     return;
                 }
@@ -385,9 +389,10 @@ impl Shared {
     /// A full interrupt the device raises on its own when the completion
     /// queue's window is full, so that the handler's full reap frees it.
     pub fn raise_queue_full(&self, index: usize) {
+        self.raise(index, Irq::Full);
+        // After the full interrupt is counted, as a part of it.
         self.queues[index]
             .queue_full_irqs
-            .fetch_add(1, Ordering::Relaxed);
-        self.raise(index, Irq::Full);
+            .fetch_add(1, Ordering::SeqCst);
     }
 }

@@ -49,7 +49,7 @@ fn one_allowed_cpu_is_a_clear_error() {
         "{msg}"
     );
     assert!(!msg.contains('\n'), "{msg}");
-    assert_eq!(emulator_threads(), 0);
+    assert_eq!(emulator_threads_left(), 0);
 }
 
 #[test]
@@ -69,7 +69,7 @@ fn a_device_core_the_process_may_not_use_is_a_pinning_error() {
     assert!(matches!(err, EmuError::Pinning(_)), "{msg}");
     assert!(msg.contains(&format!("device_core {forbidden}")), "{msg}");
     assert!(!msg.contains('\n'), "{msg}");
-    assert_eq!(emulator_threads(), 0);
+    assert_eq!(emulator_threads_left(), 0);
 }
 
 /// The library path: the device thread or an interrupt handler fails to
@@ -113,6 +113,10 @@ fn a_thread_that_cannot_pin_fails_start_and_leaves_no_thread() {
         assert!(matches!(err, EmuError::Pinning(_)), "{mode:?}: {msg}");
         assert!(msg.contains(&format!("cpu {offline}")), "{msg}");
         assert!(!msg.contains('\n'), "{msg}");
-        assert_eq!(emulator_threads(), 0, "{mode:?}: a thread was left behind");
+        assert_eq!(
+            emulator_threads_left(),
+            0,
+            "{mode:?}: a thread was left behind"
+        );
     }
 }

@@ -60,7 +60,7 @@ fn require_refuses_to_start_with_a_one_line_error_and_leaves_no_thread() {
     assert!(!msg.contains('\n'), "{msg}");
     assert!(msg.contains("SCHED_FIFO"), "{msg}");
     assert!(msg.contains("realtime = \"prefer\""), "{msg}");
-    assert_eq!(emulator_threads(), 0, "a thread was left behind");
+    assert_eq!(emulator_threads_left(), 0, "a thread was left behind");
 }
 
 #[test]

@@ -168,6 +168,19 @@ fn stress(per_strategy: u64) {
     );
 }
 
+/// What every [`DeviceStats`] must show, even one taken while interrupts
+/// are being raised: each interrupt counted under a kind is counted in
+/// `irqs` too.
+fn assert_consistent(name: &str, stats: &DeviceStats) {
+    for q in 0..stats.irqs.len() {
+        let full = stats.irqs[q] - stats.urgent_irqs[q];
+        assert!(
+            stats.waiter_irqs[q] <= stats.irqs[q] && stats.queue_full_irqs[q] <= full,
+            "{name}: queue {q} snapshot {stats:?}"
+        );
+    }
+}
+
 fn stress_one(name: &str, mode: QueueMode, idle: IdleDelivery, per_strategy: u64) -> DeviceStats {
     let threads = 4u64;
     let (app, _) = layout();
@@ -184,14 +197,34 @@ fn stress_one(name: &str, mode: QueueMode, idle: IdleDelivery, per_strategy: u64
                 std::thread::spawn(move || hammer(client, count, t, wait, app))
             })
             .collect();
-        for h in handles {
-            let seen = h.join().expect("thread");
-            assert!(
-                seen.iter().all(|&n| n == 1),
-                "{name}: a request came back {} times",
-                seen.iter().find(|&&n| n != 1).unwrap_or(&1)
-            );
-        }
+        // Meanwhile, every snapshot of the counters is consistent: the
+        // kinds an interrupt is counted under add up, whenever it is read.
+        // This thread spins (no yield): it competes with the threads under
+        // test, and a snapshot it is preempted in the middle of spans many
+        // interrupts, which is what exposes a bad read order (reading the
+        // kinds before their parts failed in half the runs here).
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let snapshots = std::thread::scope(|s| {
+            let watcher = s.spawn(|| {
+                let mut snapshots = 0u64;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    assert_consistent(name, &emulator.stats());
+                    snapshots += 1;
+                }
+                snapshots
+            });
+            for h in handles {
+                let seen = h.join().expect("thread");
+                assert!(
+                    seen.iter().all(|&n| n == 1),
+                    "{name}: a request came back {} times",
+                    seen.iter().find(|&&n| n != 1).unwrap_or(&1)
+                );
+            }
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            watcher.join().expect("stats watcher")
+        });
+        assert!(snapshots > 0, "{name}");
         let stats = emulator.shutdown().expect("clean shutdown");
         assert_eq!(
             stats.total_completions(),
@@ -237,7 +270,7 @@ fn shutdown_with_requests_in_flight_completes_or_cancels_each_and_leaves_no_thre
     if !can_emulate() {
         return;
     }
-    assert_eq!(emulator_threads(), 0, "no emulator is running before");
+    assert_eq!(emulator_threads_left(), 0, "no emulator is running before");
     for (name, mode) in every_mode() {
         // A slow device: most requests are still queued in it at shutdown.
         let emulator = start(mode, 2 * MS, 1);
@@ -308,7 +341,11 @@ fn shutdown_with_requests_in_flight_completes_or_cancels_each_and_leaves_no_thre
         assert_eq!(stats.cancelled, cancelled as u64, "{name}");
         assert_eq!(stats.total_completions(), 48, "{name}");
     }
-    assert_eq!(emulator_threads(), 0, "no emulator thread is left behind");
+    assert_eq!(
+        emulator_threads_left(),
+        0,
+        "no emulator thread is left behind"
+    );
 }
 
 #[test]

@@ -16,14 +16,79 @@ use cint_scenario::{
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Holds the machine's device core for one test.
-pub fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+/// How long one emulator test may run once it holds the device core. A
+/// test takes a second or two, tens on a loaded machine; one still running
+/// after this waits for something that will never come (a lost completion
+/// leaves a blocking wait asleep forever).
+pub const TEST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The device core, held for one test, and the test's deadline.
+pub struct Serial {
+    _core: MutexGuard<'static, ()>,
+    _deadline: Deadline,
 }
 
-/// Emulator threads alive in this process. They are all named `cint-*`;
-/// counting every thread would count other tests' threads too.
-pub fn emulator_threads() -> usize {
+/// Holds the machine's device core for one test, and ends the test binary
+/// with a message naming the test if the test outlives [`TEST_DEADLINE`]
+/// (a hang would otherwise hold CI until its own limit, naming nothing).
+pub fn serial() -> Serial {
+    let core = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    Serial {
+        _core: core,
+        _deadline: Deadline::start(TEST_DEADLINE),
+    }
+}
+
+/// Aborts the process unless dropped within its time: the test harness
+/// names each test's thread after the test, so the message says which.
+pub struct Deadline {
+    _cancel: std::sync::mpsc::Sender<()>,
+}
+
+impl Deadline {
+    pub fn start(limit: std::time::Duration) -> Deadline {
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("an unnamed test")
+            .to_string();
+        let (cancel, cancelled) = std::sync::mpsc::channel::<()>();
+        let watch = std::thread::Builder::new().name("deadline".into());
+        let spawned = watch.spawn(move || {
+            // Dropping the sender (the test ended) disconnects the channel.
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(limit) {
+                eprintln!(
+                    "{test}: still running after {} s, so it waits for something that will \
+                     never come (a lost completion, a thread never woken); aborting",
+                    limit.as_secs()
+                );
+                std::process::abort();
+            }
+        });
+        spawned.expect("a thread for the test's deadline");
+        Deadline { _cancel: cancel }
+    }
+}
+
+/// Emulator threads of this process still alive once those that are
+/// exiting have finished. `join` returns when the kernel clears the
+/// thread's tid, a moment before the thread leaves /proc/self/task, so a
+/// count taken right after a shutdown may still see a joined thread: the
+/// count is retried for up to a second (an exit takes microseconds), and a
+/// thread truly left behind is still counted then.
+pub fn emulator_threads_left() -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        let n = emulator_threads_now();
+        if n == 0 || std::time::Instant::now() >= deadline {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Emulator threads listed in /proc/self/task now. They are all named
+/// `cint-*`; counting every thread would count other tests' threads too.
+fn emulator_threads_now() -> usize {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return 0;
     };
