@@ -43,6 +43,9 @@ pub(crate) struct VhostArgs {
     /// QEMU's QMP socket, for vic-sched's view of the vCPU threads
     #[arg(long, value_name = "PATH")]
     qmp: Option<PathBuf>,
+    /// vCPU each queue's interrupt targets, one per queue (e.g. 0,0 or 1,0), when the guest's IRQ affinity is pinned; default: queue q targets vCPU q mod vCPUs
+    #[arg(long, value_name = "LIST")]
+    irq_vcpus: Option<String>,
     /// Unix socket (0600) answering each connection with the counters as Prometheus text
     #[arg(long, value_name = "PATH")]
     metrics_socket: Option<PathBuf>,
@@ -62,6 +65,7 @@ pub(crate) fn run(args: VhostArgs) -> Result<(), Failure> {
         stats_interval: args.stats_interval,
         reconnect: args.reconnect,
         qmp: args.qmp,
+        irq_vcpus: args.irq_vcpus,
         metrics_socket: args.metrics_socket,
     };
     cint_vhost::run(&raw).map_err(|e| {

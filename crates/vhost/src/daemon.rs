@@ -60,8 +60,13 @@ pub fn run(opts: &Options) -> Result<(), VhostError> {
     let sampling = match (&opts.qmp, &opts.strategy) {
         (Some(qmp), PolicyConfig::VicSched(_)) => {
             let cost = Arc::new(SamplingCost::default());
-            vcpu::spawn_sampler(qmp.clone(), Arc::clone(&backend), Arc::clone(&cost))
-                .map_err(|e| VhostError::internal(format!("starting the vCPU sampler: {e}")))?;
+            vcpu::spawn_sampler(
+                qmp.clone(),
+                opts.irq_vcpus.clone(),
+                Arc::clone(&backend),
+                Arc::clone(&cost),
+            )
+            .map_err(|e| VhostError::internal(format!("starting the vCPU sampler: {e}")))?;
             Some(cost)
         }
         (None, PolicyConfig::VicSched(_)) => {

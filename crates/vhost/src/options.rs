@@ -47,6 +47,8 @@ pub struct RawOptions {
     pub reconnect: bool,
     /// `--qmp PATH`.
     pub qmp: Option<PathBuf>,
+    /// `--irq-vcpus LIST`.
+    pub irq_vcpus: Option<String>,
     /// `--metrics-socket PATH`.
     pub metrics_socket: Option<PathBuf>,
 }
@@ -88,6 +90,11 @@ pub struct Options {
     pub reconnect: bool,
     /// QEMU's QMP socket (for vic-sched).
     pub qmp: Option<PathBuf>,
+    /// The vCPU each queue's interrupt targets, one per queue, when the
+    /// operator pinned them in the guest; `None`: queue `q` is taken to
+    /// target vCPU `q mod vCPUs` (Linux's managed affinity with as many
+    /// queues as vCPUs).
+    pub irq_vcpus: Option<Vec<usize>>,
     /// A unix socket serving the counters as Prometheus text.
     pub metrics_socket: Option<PathBuf>,
 }
@@ -131,6 +138,15 @@ impl RawOptions {
                 Err(e) => return Err(VhostError::bad(format!("--stats-interval {s}: {e}"))),
             },
         };
+        let irq_vcpus = match &self.irq_vcpus {
+            None => None,
+            Some(list) => Some(parse_irq_vcpus(list, queues)?),
+        };
+        if irq_vcpus.is_some() && self.qmp.is_none() {
+            return Err(VhostError::bad(
+                "--irq-vcpus: only with --qmp (it says which vCPU thread vic-sched watches)",
+            ));
+        }
         Ok(Options {
             socket: self.socket.clone(),
             image: parse_image(&self.image)?,
@@ -144,9 +160,31 @@ impl RawOptions {
             stats_interval,
             reconnect: self.reconnect,
             qmp: self.qmp.clone(),
+            irq_vcpus,
             metrics_socket: self.metrics_socket.clone(),
         })
     }
+}
+
+/// Parses `--irq-vcpus`: one vCPU index per queue, comma-separated.
+fn parse_irq_vcpus(list: &str, queues: u16) -> Result<Vec<usize>, VhostError> {
+    let vcpus = list
+        .split(',')
+        .map(|item| {
+            item.trim().parse::<u16>().map(usize::from).map_err(|_| {
+                VhostError::bad(format!(
+                    "--irq-vcpus {list}: '{item}' is not a vCPU index (0 to 65535)"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if vcpus.len() != usize::from(queues) {
+        return Err(VhostError::bad(format!(
+            "--irq-vcpus {list}: {} vCPUs for {queues} queue(s); give one per queue",
+            vcpus.len()
+        )));
+    }
+    Ok(vcpus)
 }
 
 /// Parses `--image`: a path, or `null:SIZE` (a multiple of 512 bytes).
@@ -313,5 +351,48 @@ mod tests {
             };
             assert_eq!(raw.validate().is_ok(), ok, "queue size {s}");
         }
+    }
+
+    #[test]
+    fn irq_vcpus_name_one_vcpu_per_queue_and_need_qmp() {
+        let base = RawOptions {
+            socket: "s".into(),
+            image: "null:1M".into(),
+            queues: Some(2),
+            qmp: Some("qmp.sock".into()),
+            ..RawOptions::default()
+        };
+        let with = |list: &str| RawOptions {
+            irq_vcpus: Some(list.into()),
+            ..base.clone()
+        };
+        assert_eq!(base.validate().unwrap().irq_vcpus, None);
+        assert_eq!(with("1,0").validate().unwrap().irq_vcpus, Some(vec![1, 0]));
+        assert_eq!(
+            with(" 0 , 0").validate().unwrap().irq_vcpus,
+            Some(vec![0, 0])
+        );
+        for (list, says) in [
+            ("0", "1 vCPUs for 2 queue(s)"),
+            ("0,1,2", "3 vCPUs for 2 queue(s)"),
+            ("0,x", "'x' is not a vCPU index"),
+            ("0,-1", "'-1' is not a vCPU index"),
+            ("", "'' is not a vCPU index"),
+        ] {
+            let e = with(list).validate().unwrap_err();
+            assert_eq!(e.exit_status(), 2, "{list}: {e}");
+            let m = e.to_string();
+            assert!(m.starts_with(&format!("--irq-vcpus {list}: ")), "{m}");
+            assert!(m.contains(says), "{m}");
+        }
+        let without_qmp = RawOptions {
+            qmp: None,
+            ..with("0,1")
+        };
+        let e = without_qmp.validate().unwrap_err();
+        assert!(
+            e.to_string().starts_with("--irq-vcpus: only with --qmp"),
+            "{e}"
+        );
     }
 }

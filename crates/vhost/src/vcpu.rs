@@ -191,6 +191,7 @@ impl VcpuFiles {
 /// QEMU after `--reconnect`).
 pub fn spawn_sampler(
     qmp: PathBuf,
+    irq_vcpus: Option<Vec<usize>>,
     backend: Arc<BlkBackend>,
     cost: Arc<SamplingCost>,
 ) -> std::io::Result<()> {
@@ -206,22 +207,33 @@ pub fn spawn_sampler(
                         continue;
                     }
                 };
+                let targets = queue_targets(queues, tids.len(), irq_vcpus.as_deref());
                 eprintln!(
-                    "cint vhost: --qmp {}: vCPU threads {tids:?}; queue q follows vCPU q mod {}",
+                    "cint vhost: --qmp {}: vCPU threads {tids:?}; {}",
                     qmp.display(),
-                    tids.len()
+                    describe_targets(&targets, irq_vcpus.is_some(), tids.len())
                 );
                 let mut trackers: Vec<SliceTracker> =
                     (0..queues).map(|_| SliceTracker::default()).collect();
-                let Some(mut files) = (0..queues)
-                    .map(|q| VcpuFiles::open(tids[q % tids.len()]))
-                    .collect::<Option<Vec<_>>>()
+                // A queue whose vCPU does not exist is left unsampled: its
+                // policy hears of no schedule and behaves as vIC, which is
+                // said above, rather than follow the wrong vCPU.
+                let Some(mut files) = targets
+                    .iter()
+                    .map(|target| match *target {
+                        Some(v) => VcpuFiles::open(tids[v]).map(Some),
+                        None => Some(None),
+                    })
+                    .collect::<Option<Vec<Option<VcpuFiles>>>>()
                 else {
                     std::thread::sleep(QMP_RETRY);
                     continue;
                 };
                 'sampling: loop {
                     for (q, (tracker, file)) in trackers.iter_mut().zip(&mut files).enumerate() {
+                        let Some(file) = file else {
+                            continue;
+                        };
                         let t0 = Instant::now();
                         let sample = file.sample();
                         let took = t0.elapsed().as_nanos() as u64;
@@ -240,6 +252,38 @@ pub fn spawn_sampler(
             }
         })
         .map(|_| ())
+}
+
+/// The vCPU whose thread each queue's policy watches: the operator's
+/// `--irq-vcpus` when given (`None` for an index QEMU does not have),
+/// else vCPU `q mod vCPUs`.
+fn queue_targets(queues: usize, vcpus: usize, pinned: Option<&[usize]>) -> Vec<Option<usize>> {
+    (0..queues)
+        .map(|q| match pinned {
+            Some(list) => list.get(q).copied().filter(|&v| v < vcpus),
+            None => Some(q % vcpus),
+        })
+        .collect()
+}
+
+/// One line for the log: which vCPU each queue follows, and which queues
+/// follow none because `--irq-vcpus` named a vCPU the guest lacks.
+fn describe_targets(targets: &[Option<usize>], pinned: bool, vcpus: usize) -> String {
+    if !pinned {
+        return format!("queue q follows vCPU q mod {vcpus}");
+    }
+    let each: Vec<String> = targets
+        .iter()
+        .enumerate()
+        .map(|(q, t)| match t {
+            Some(v) => format!("queue {q} follows vCPU {v}"),
+            None => format!(
+                "queue {q}: --irq-vcpus names a vCPU the guest does not have ({vcpus} vCPUs), \
+                 so it sees no schedule and behaves as vIC"
+            ),
+        })
+        .collect();
+    each.join("; ")
 }
 
 #[cfg(test)]
@@ -293,5 +337,20 @@ mod tests {
             },
         );
         assert!(!g.running);
+    }
+
+    #[test]
+    fn queues_follow_the_pinned_vcpus_or_q_mod_vcpus() {
+        assert_eq!(queue_targets(3, 2, None), [Some(0), Some(1), Some(0)]);
+        assert_eq!(queue_targets(2, 2, Some(&[1, 1])), [Some(1), Some(1)]);
+        // A vCPU the guest does not have: that queue follows none.
+        assert_eq!(queue_targets(2, 2, Some(&[0, 2])), [Some(0), None]);
+        let line = describe_targets(&[Some(0), None], true, 2);
+        assert!(line.contains("queue 0 follows vCPU 0"), "{line}");
+        assert!(line.contains("queue 1: --irq-vcpus names a vCPU"), "{line}");
+        assert_eq!(
+            describe_targets(&[Some(0)], false, 4),
+            "queue q follows vCPU q mod 4"
+        );
     }
 }
