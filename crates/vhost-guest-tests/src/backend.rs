@@ -167,6 +167,13 @@ pub struct BackendStats {
     pub irqs_suppressed: u64,
     /// Interrupts fired for an Urgent request completion.
     pub urgent_irqs: u64,
+    /// Requests the back end held when it wrote the document (a stalled
+    /// guest with this above 0 waits on the back end's I/O).
+    pub in_flight: u64,
+    /// Used entries not yet covered by an interrupt decision when the
+    /// document was written (a stalled guest with this above 0 waits on
+    /// an interrupt the policy still holds).
+    pub unsignalled: u64,
     /// The same counters for each virtqueue, in queue order (`strategy`
     /// left empty).
     pub queues: Vec<BackendStats>,
@@ -211,6 +218,8 @@ impl BackendStats {
             irqs_sent: field("irqs_sent")?,
             irqs_suppressed: field("irqs_suppressed")?,
             urgent_irqs: field("urgent_irqs")?,
+            in_flight: field("in_flight")?,
+            unsignalled: field("unsignalled")?,
             queues: Vec::new(),
         })
     }
@@ -590,15 +599,16 @@ mod tests {
     fn stats_totals_and_queues_are_read() {
         let doc = r#"{"strategy":"cinterrupts","queues":[
             {"queue":0,"requests":4,"read_bytes":1,"write_bytes":0,"irqs_wanted":3,
-             "irqs_sent":2,"irqs_suppressed":1,"urgent_irqs":1},
+             "irqs_sent":2,"irqs_suppressed":1,"urgent_irqs":1,"in_flight":0,"unsignalled":1},
             {"queue":1,"requests":6,"read_bytes":0,"write_bytes":2,"irqs_wanted":4,
-             "irqs_sent":3,"irqs_suppressed":1,"urgent_irqs":2}],
+             "irqs_sent":3,"irqs_suppressed":1,"urgent_irqs":2,"in_flight":2,"unsignalled":0}],
             "totals":{"requests":10,
             "read_bytes":1,"write_bytes":2,"irqs_wanted":7,"irqs_sent":5,
-            "irqs_suppressed":2,"urgent_irqs":3}}"#;
+            "irqs_suppressed":2,"urgent_irqs":3,"in_flight":2,"unsignalled":1}}"#;
         let s = BackendStats::parse(doc).unwrap();
         assert_eq!((s.requests, s.irqs_wanted, s.irqs_sent), (10, 7, 5));
         assert_eq!((s.irqs_suppressed, s.urgent_irqs), (2, 3));
+        assert_eq!((s.in_flight, s.unsignalled), (2, 1));
         assert_eq!(s.strategy, "cinterrupts");
         assert_eq!(s.queues.len(), 2);
         assert_eq!((s.queues[1].requests, s.queues[1].irqs_sent), (6, 3));

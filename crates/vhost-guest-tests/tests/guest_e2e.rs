@@ -25,11 +25,20 @@ fn run_guest(cfg: &RunConfig, pre: &Prerequisites) -> RunOutcome {
     let outcome = run::run(cfg, pre, work.path()).unwrap_or_else(|e| panic!("guest run: {e}"));
     // The figures belong in the CI log even when the test passes.
     let _ = std::io::stderr().write_all(outcome.table().as_bytes());
-    assert!(
-        outcome.guest.done,
-        "the guest program did not finish; console:\n{}",
-        outcome.console
-    );
+    if !outcome.guest.done {
+        // A stall is evidence for the back end's state: what each one
+        // still held (in_flight, unsignalled) when it wrote its stats.
+        let backends: Vec<String> = outcome
+            .disks
+            .iter()
+            .map(|d| format!("{}: {:?}", d.strategy, d.backend))
+            .collect();
+        panic!(
+            "the guest program did not finish; back ends:\n{}\nconsole:\n{}",
+            backends.join("\n"),
+            outcome.console
+        );
+    }
     assert!(
         outcome.guest.errors.is_empty(),
         "guest errors: {:?}",
@@ -115,6 +124,9 @@ fn assert_irqs_match(who: &str, guest_irqs: u64, be: &BackendStats) {
         be.irqs_sent + be.irqs_suppressed,
         "{who}: every wanted interrupt is sent or suppressed"
     );
+    // The guest program waited for every request it made before the guest
+    // powered off: none is left in the back end.
+    assert_eq!(be.in_flight, 0, "{who}: requests left in flight: {be:?}");
 }
 
 /// Bytes the guest wrote to the disk: the integrity phase's and the queues

@@ -171,6 +171,11 @@ fn tagged_run(
     assert!(status.success());
     let text = std::fs::read_to_string(&stats).expect("stats JSON");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("stats JSON parses");
+    // Every request came back through an interrupt: the back end ends
+    // with nothing in flight and no used entry still waiting for one.
+    for gauge in ["in_flight", "unsignalled"] {
+        assert_eq!(doc["totals"][gauge], 0, "{gauge}: {}", doc["totals"]);
+    }
     (
         r.interrupts + r.late_interrupts + late,
         doc["totals"].clone(),

@@ -37,6 +37,16 @@ pub struct QueueStats {
     pub worker_cpu_ns: u64,
     /// Arrival (chain popped) to used entry written, in ns.
     pub service_latency: Histogram<u64>,
+    /// Gauge: requests popped from the ring and not yet given a used entry,
+    /// when the document was written. With the guest idle it is 0; a
+    /// guest that reports a stall with it above 0 waits on the back end's
+    /// I/O.
+    pub in_flight: u64,
+    /// Gauge: used entries written since the last interrupt decision, when
+    /// the document was written (vIC's held completions, or completions
+    /// an adaptive policy is coalescing). With the guest idle it is 0; a
+    /// guest that reports a stall with it above 0 waits on an interrupt.
+    pub unsignalled: u64,
 }
 
 impl Default for QueueStats {
@@ -55,6 +65,8 @@ impl Default for QueueStats {
             // `new_with_bounds` cannot fail.
             service_latency: Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
                 .unwrap_or_else(|_| unreachable!("constant histogram bounds are valid")),
+            in_flight: 0,
+            unsignalled: 0,
         }
     }
 }
@@ -77,6 +89,8 @@ impl QueueStats {
         self.urgent_irqs += other.urgent_irqs;
         self.policy_ns += other.policy_ns;
         self.worker_cpu_ns += other.worker_cpu_ns;
+        self.in_flight += other.in_flight;
+        self.unsignalled += other.unsignalled;
         // Same bounds on both sides: adding cannot fail.
         let _ = self.service_latency.add(&other.service_latency);
     }
@@ -117,6 +131,8 @@ impl QueueStats {
         m.insert("policy_ns".into(), self.policy_ns.into());
         m.insert("worker_cpu_ns".into(), self.worker_cpu_ns.into());
         m.insert("policy_cpu_share".into(), self.policy_cpu_share().into());
+        m.insert("in_flight".into(), self.in_flight.into());
+        m.insert("unsignalled".into(), self.unsignalled.into());
         m
     }
 }

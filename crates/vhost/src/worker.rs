@@ -264,6 +264,8 @@ impl Worker {
         self.cpu.update();
         self.stats.worker_cpu_ns = self.cpu.total_ns();
         self.stats.policy_ns = self.policy_time.estimate_ns();
+        self.stats.in_flight = self.in_flight as u64;
+        self.stats.unsignalled = u64::from(self.unsignalled);
     }
 
     fn pull(&mut self, state: &mut VringState<GuestMem>, mem: &GuestMemoryLoadGuard<Mem>) {
