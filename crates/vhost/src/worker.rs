@@ -96,8 +96,6 @@ pub struct Worker {
     slots: Vec<Option<InFlight>>,
     free: Vec<u32>,
     in_flight: usize,
-    /// Requests waiting in the ring's submission queue.
-    unsubmitted: u32,
     /// Stopped popping because as many requests as the queue holds are
     /// in flight (only a driver reusing heads gets here).
     backlogged: bool,
@@ -151,7 +149,6 @@ impl Worker {
             slots: (0..queue_size).map(|_| None).collect(),
             free: (0..u32::from(queue_size)).rev().collect(),
             in_flight: 0,
-            unsubmitted: 0,
             backlogged: false,
             unsignalled: 0,
             event_idx: false,
@@ -498,24 +495,20 @@ impl Worker {
                 break;
             }
             // Full submission queue: hand it to the kernel and retry.
-            if let Err(e) = ring.submit() {
-                if e.raw_os_error() != Some(libc::EBUSY) && e.raw_os_error() != Some(libc::EINTR) {
-                    eprintln!("cint vhost: io_uring submit: {e}");
-                }
+            if let Err(e) = crate::sys::submit_all(ring) {
+                eprintln!("cint vhost: io_uring submit: {e}");
             }
         }
-        self.unsubmitted += 1;
         true
     }
 
+    /// Hands the kernel every queued entry, including any an earlier call
+    /// left behind (see [`crate::sys::submit_all`]): called after every
+    /// event, it costs no system call when the ring is empty.
     fn submit(&mut self) {
-        if self.unsubmitted == 0 {
-            return;
-        }
-        if let Some(ring) = &self.ring {
-            match ring.submit() {
-                Ok(_) => self.unsubmitted = 0,
-                Err(e) => eprintln!("cint vhost: io_uring submit: {e}"),
+        if let Some(ring) = self.ring.as_mut() {
+            if let Err(e) = crate::sys::submit_all(ring) {
+                self.log.log(now(), || format!("io_uring submit: {e}"));
             }
         }
     }
