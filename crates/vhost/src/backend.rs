@@ -180,7 +180,7 @@ impl BlkBackend {
     /// A copy of every queue's counters.
     pub fn stats(&self) -> Vec<QueueStats> {
         (0..self.queues.len())
-            .map(|q| self.lock(q).stats.clone())
+            .map(|q| self.lock(q).stats_snapshot())
             .collect()
     }
 }

@@ -37,13 +37,13 @@ pub struct QueueStats {
     pub worker_cpu_ns: u64,
     /// Arrival (chain popped) to used entry written, in ns.
     pub service_latency: Histogram<u64>,
-    /// Gauge: requests popped from the ring and not yet given a used entry,
-    /// when the document was written. With the guest idle it is 0; a
+    /// Gauge, filled in by the worker's snapshot: requests popped from the
+    /// ring and not yet given a used entry, when the document was written. With the guest idle it is 0; a
     /// guest that reports a stall with it above 0 waits on the back end's
     /// I/O.
     pub in_flight: u64,
-    /// Gauge: used entries written since the last interrupt decision, when
-    /// the document was written (vIC's held completions, or completions
+    /// Gauge, filled in by the worker's snapshot: used entries written since
+    /// the last interrupt decision, when the document was written (vIC's held completions, or completions
     /// an adaptive policy is coalescing). With the guest idle it is 0; a
     /// guest that reports a stall with it above 0 waits on an interrupt.
     pub unsignalled: u64,

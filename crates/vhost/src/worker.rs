@@ -180,6 +180,16 @@ impl Worker {
         self.in_flight
     }
 
+    /// A copy of the counters, with the gauges (`in_flight`,
+    /// `unsignalled`) read from the worker's own state as it is now.
+    pub fn stats_snapshot(&self) -> QueueStats {
+        QueueStats {
+            in_flight: self.in_flight as u64,
+            unsignalled: u64::from(self.unsignalled),
+            ..self.stats.clone()
+        }
+    }
+
     /// Starts over for a new front end with `policy`, keeping the
     /// counters (they add up over connections). Only when nothing is in
     /// flight: a request of the previous connection still completing
@@ -261,8 +271,6 @@ impl Worker {
         self.cpu.update();
         self.stats.worker_cpu_ns = self.cpu.total_ns();
         self.stats.policy_ns = self.policy_time.estimate_ns();
-        self.stats.in_flight = self.in_flight as u64;
-        self.stats.unsignalled = u64::from(self.unsignalled);
     }
 
     fn pull(&mut self, state: &mut VringState<GuestMem>, mem: &GuestMemoryLoadGuard<Mem>) {
