@@ -254,11 +254,17 @@ pub fn boot(
         initrd,
         append,
         mem_mib: 512,
-        vcpus: disks.iter().map(|d| d.queues).max().unwrap_or(1).max(1),
+        vcpus: guest_vcpus(disks.iter().map(|d| d.queues)),
         disks,
         qmp,
         timeout: cfg.timeout,
     }
+}
+
+/// The guest's vCPUs for disks with these queue counts: one per queue of
+/// the largest disk, so every queue has a CPU of its own (at least one).
+pub fn guest_vcpus(queues: impl IntoIterator<Item = u16>) -> u16 {
+    queues.into_iter().max().unwrap_or(1).max(1)
 }
 
 /// Most queues a disk of a run may have (the guest program's limit).
@@ -398,10 +404,7 @@ fn queue_lines(d: &DiskOutcome) -> String {
 /// Reads the integrity region of `image` back (two halves of `half`
 /// bytes) and compares it with the pattern the guest wrote with `seed`.
 pub fn check_image(image: &Path, seed: u64, half: u64) -> Result<ImageCheck> {
-    let mut data = vec![0u8; 2 * half as usize];
-    File::open(image)
-        .and_then(|mut f| f.read_exact(&mut data))
-        .map_err(|e| Error::io("reading", image, e))?;
+    let data = read_region(image, 0, 2 * half)?;
     let (direct, buffered) = data.split_at(half as usize);
     Ok(ImageCheck {
         mismatches: pattern::mismatches(seed, 0, &data),
@@ -414,6 +417,13 @@ pub fn check_image(image: &Path, seed: u64, half: u64) -> Result<ImageCheck> {
 /// Bytes of `image` in `[start, start + len)` that differ from the pattern
 /// with `seed`. A region past the image's end is an error, not a match.
 pub fn check_region(image: &Path, seed: u64, start: u64, len: u64) -> Result<u64> {
+    let data = read_region(image, start, len)?;
+    Ok(pattern::mismatches(seed, start, &data))
+}
+
+/// The `len` bytes of `image` from `start`; a region past the image's end
+/// is an error.
+fn read_region(image: &Path, start: u64, len: u64) -> Result<Vec<u8>> {
     let len = usize::try_from(len)
         .map_err(|_| Error::Failed(format!("region of {len} bytes is too large")))?;
     let mut data = vec![0u8; len];
@@ -423,7 +433,7 @@ pub fn check_region(image: &Path, seed: u64, start: u64, len: u64) -> Result<u64
             f.read_exact(&mut data)
         })
         .map_err(|e| Error::io("reading", image, e))?;
-    Ok(pattern::mismatches(seed, start, &data))
+    Ok(data)
 }
 
 impl RunOutcome {

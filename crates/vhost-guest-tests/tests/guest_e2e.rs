@@ -90,10 +90,9 @@ fn assert_integrity(d: &DiskOutcome) {
     );
 }
 
-/// The guest's vCPUs: as many as the largest disk has queues (see
-/// `run::boot`).
+/// The guest's vCPUs, as `run::boot` gives them.
 fn vcpus_of(cfg: &RunConfig) -> u16 {
-    cfg.disks.iter().map(|d| d.queues).max().unwrap_or(1)
+    run::guest_vcpus(cfg.disks.iter().map(|d| d.queues))
 }
 
 /// The single-queue disk of strategy `kind`.
@@ -343,8 +342,8 @@ fn unmodified_guest_under_every_policy() {
     // completion, so the interrupt goes out first and the RT read's used
     // entry right after it, before the guest's handler reaps the ring.
     // Runs on a loaded 2-core host showed 0 or 1 fast reads of 200; the
-    // median stays above delta. Under cinterrupts most are fast (the rest waited for
-    // the guest's vCPU or the host), and the median is lower.
+    // median stays above delta. Under cinterrupts most are fast (the rest
+    // waited for the guest's vCPU or the host), and the median is lower.
     assert_eq!(am.within_us, run::DELTA_US);
     assert!(
         am.reader_within * 20 <= am.reader_ops && am.reader_p50_us >= run::DELTA_US,
