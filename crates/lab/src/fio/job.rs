@@ -90,6 +90,12 @@ pub(super) struct JobSpec {
 }
 
 impl JobSpec {
+    /// The line that set `option`, or the job's own line when fio's
+    /// default applies: where a conflict involving the option is reported.
+    pub(super) fn line_of<T>(&self, option: &Option<At<T>>) -> usize {
+        option.as_ref().map_or(self.line, |o| o.line)
+    }
+
     pub(super) fn new(name: &str, line: usize) -> JobSpec {
         JobSpec {
             name: name.into(),

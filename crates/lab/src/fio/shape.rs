@@ -21,7 +21,7 @@ pub(super) fn job_shape(
         .map_or(Vec::new(), |b| b.value.clone());
     let bsrange = spec.bsrange.map(|r| r.value);
     if bsrange.is_some() && !bssplit.is_empty() {
-        let line = spec.bsrange.map_or(spec.line, |r| r.line);
+        let line = spec.line_of(&spec.bsrange);
         return Err(diag.err(
             line,
             format!("job '{}': bsrange together with bssplit", spec.name),
@@ -73,7 +73,7 @@ pub(super) fn job_shape(
         });
     }
     if shape.thinktime_spin > shape.thinktime {
-        let line = spec.thinktime_spin.map_or(spec.line, |t| t.line);
+        let line = spec.line_of(&spec.thinktime_spin);
         return Err(diag.err(
             line,
             format!(

@@ -159,7 +159,7 @@ fn job(
     }
     let nowait = spec.nowait.is_some_and(|n| n.value);
     if nowait && engine != Engine::Pvsync2 {
-        let line = spec.nowait.map_or(spec.line, |n| n.line);
+        let line = spec.line_of(&spec.nowait);
         return Err(diag.err(
             line,
             format!(
@@ -213,7 +213,7 @@ fn job(
         }
     }
     if shape.barrier_last && engine.is_sync() {
-        let line = spec.barrier.map_or(spec.line, |b| b.line);
+        let line = spec.line_of(&spec.barrier);
         diag.warn(
             line,
             format!(
@@ -254,7 +254,7 @@ fn job(
         .rate_iops_dirs
         .and_then(|caps| job_cap(spec, "rate_iops", caps, rw, rwmixread, [1, 1], diag));
     if rate_iops.is_some() && shape.rate.is_some() {
-        let line = spec.rate.map_or(spec.line, |r| r.line);
+        let line = spec.line_of(&spec.rate);
         return Err(diag.err(
             line,
             format!(
