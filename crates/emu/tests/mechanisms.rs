@@ -135,9 +135,9 @@ fn psync_qd1_under_none(idle: IdleDelivery, with_cpu_job: bool) -> cint_emu::Run
 
 /// Runs the scenario `build` makes for a window of 30 ms, doubling it (up
 /// to 480 ms) until the first job of the first strategy completed at least
-/// `ios` requests in the measured window. A loaded machine, where the job thread waits
-/// for a CPU behind the real-time handler, gets its sample in a longer
-/// window instead of failing for want of one.
+/// `ios` requests in the measured window. A loaded machine, where the job
+/// thread waits for a CPU behind the real-time handler, gets its sample in
+/// a longer window instead of failing for want of one.
 fn run_long_enough(
     ios: u64,
     build: impl Fn(cint_policy::Nanos) -> cint_scenario::Scenario,
@@ -423,8 +423,8 @@ fn the_result_document_names_every_job_of_every_strategy() {
     for (sr, sd) in r.results.iter().zip(&d.strategies) {
         let names: Vec<&str> = sr.jobs.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(names, ["sync", "burn"]);
-        // Over the whole run, not the 20 ms window: on a loaded machine
-        // two sync threads and a burner sharing one CPU may see no
+        // Over the whole run, not the measured window: on a loaded
+        // machine two sync threads and a burner sharing one CPU may see no
         // completion inside the window.
         assert!(sd.jobs[0].completed > 0, "{}", sr.strategy);
         assert!(sr.jobs[0].lat_ns.n == sr.jobs[0].ios);
