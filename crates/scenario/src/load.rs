@@ -340,8 +340,25 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
     for (key, d, positive) in durations {
         check_run_time(source, "host", node, &[key], d.0, positive)?;
     }
+    // `contains` is false for NaN as well.
+    if !(0.0..=MAX_COST_SPREAD).contains(&host.cost_spread) {
+        return Err(ScenarioError {
+            source: source.to_string(),
+            origin: nested_origin(node, &["cost_spread"]),
+            key: "host.cost_spread".into(),
+            message: format!(
+                "must be a coefficient of variation from 0 to {MAX_COST_SPREAD} (got {})",
+                host.cost_spread
+            ),
+        });
+    }
     Ok(host)
 }
+
+/// The largest `host.cost_spread`: a log-normal factor with this
+/// coefficient of variation already makes one charge in a thousand about
+/// 20 times its mean.
+const MAX_COST_SPREAD: f64 = 4.0;
 
 /// Refuses a profile time above [`MAX_RUN_TIME`], or zero when
 /// `positive`, at the line that set it (the section's when it came from

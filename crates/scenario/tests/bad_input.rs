@@ -275,6 +275,20 @@ fn cases() -> Vec<Case<'static>> {
             "must be at least 1 (got 0)",
         ),
         case(
+            "negative cost spread",
+            with("cores = 2", "cores = 2\ncost_spread = -0.5"),
+            LineOf("cost_spread = -0.5"),
+            "host.cost_spread",
+            "from 0 to 4 (got -0.5)",
+        ),
+        case(
+            "cost spread not a number",
+            with("cores = 2", "cores = 2\ncost_spread = nan"),
+            LineOf("cost_spread = nan"),
+            "host.cost_spread",
+            "(got NaN)",
+        ),
+        case(
             "thr 0",
             with("thr   = 32", "thr   = 0"),
             LineOf("thr   = 0"),

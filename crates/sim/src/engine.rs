@@ -169,6 +169,12 @@ impl EventQueue {
 /// Stream ids: threads use `(job << 16) | thread`, device queues a disjoint
 /// range above.
 pub(crate) const DEVICE_STREAM_BASE: u64 = 1 << 40;
+/// The host's cost spread draws from streams of its own, so that turning
+/// it on leaves every offset and media time as it was: one per core for
+/// its interrupt handlers, `HOST_CORE_STREAM_BASE + core`, ...
+pub(crate) const HOST_CORE_STREAM_BASE: u64 = 1 << 41;
+/// ... and one per thread, `HOST_THREAD_STREAM_BASE | (job << 16) | thread`.
+pub(crate) const HOST_THREAD_STREAM_BASE: u64 = 1 << 42;
 
 /// The random stream `stream` of a run seeded with `seed`.
 pub(crate) fn stream_rng(seed: u64, stream: u64) -> ChaCha8Rng {

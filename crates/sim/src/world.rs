@@ -13,7 +13,8 @@ use cint_scenario::{CompletionMode, HybridSleep, Scenario, Strategy, Work};
 use rand_chacha::ChaCha8Rng;
 
 use crate::device::{Device, HwQueue};
-use crate::engine::{stream_rng, Event, EventQueue};
+use crate::engine::{stream_rng, Event, EventQueue, HOST_CORE_STREAM_BASE, HOST_THREAD_STREAM_BASE};
+use crate::host::spread::CostSpread;
 use crate::gaps::GapLog;
 use crate::host::{Core, HostCosts};
 use crate::invariants::Invariants;
@@ -143,6 +144,8 @@ pub(crate) struct Thread {
     pub core: u32,
     pub prog: Program,
     pub rng: ChaCha8Rng,
+    /// Draws for the spread of this thread's CPU costs.
+    pub cost_rng: ChaCha8Rng,
     pub run: RunState,
     pub wait: Wait,
     pub act: Activity,
@@ -193,6 +196,8 @@ pub(crate) struct World<'a> {
     pub measuring: bool,
     pub window_start: Nanos,
     pub costs: HostCosts,
+    /// The host's cost spread; `None` for exact costs.
+    pub spread: Option<CostSpread>,
     pub device: Device,
     pub queues: Vec<HwQueue>,
     pub cores: Vec<Core>,
@@ -253,7 +258,8 @@ impl<'a> World<'a> {
             queues.push(HwQueue::new(policy, q as u32, rng, used));
         }
         let device = Device::new(&sc.device)?;
-        let mut cores: Vec<Core> = (0..cores_n).map(|_| Core::new()).collect();
+        let mut cores: Vec<Core> = (0..cores_n)
+            .map(|c| Core::new(stream_rng(sc.seed, HOST_CORE_STREAM_BASE + c as u64))).collect();
         let mut threads = Vec::new();
         let mut reqs = Vec::new();
         let mut in_flight_per_queue = vec![0u64; queues_n];
@@ -312,6 +318,10 @@ impl<'a> World<'a> {
                     core: core as u32,
                     prog,
                     rng: stream_rng(sc.seed, ((j as u64) << 16) | u64::from(n)),
+                    cost_rng: stream_rng(
+                        sc.seed,
+                        HOST_THREAD_STREAM_BASE | ((j as u64) << 16) | u64::from(n),
+                    ),
                     run: RunState::Runnable,
                     wait: Wait::Nothing,
                     act,
@@ -377,6 +387,7 @@ impl<'a> World<'a> {
             measuring: sc.warmup == 0,
             window_start: 0,
             costs: HostCosts::from_profile(&sc.host)?,
+            spread: CostSpread::new(sc.host.cost_spread),
             device,
             queues,
             cores,

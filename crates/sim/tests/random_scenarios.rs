@@ -193,6 +193,13 @@ fn scenario(seed: u64) -> String {
          [device]\nmodel = \"{}\"\n[host]\ncores = {cores}\n",
         rng.pick(DEVICES)
     );
+    // Its own generator, so that the rest of each seed's scenario is what
+    // it was before the host's cost spread existed.
+    let mut host_rng = Rng(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
+    if host_rng.chance(50) {
+        let spread = host_rng.pick(&["0.25", "0.5", "1.0", "2.5"]);
+        out.push_str(&format!("cost_spread = {spread}\n"));
+    }
     for i in 0..1 + rng.below(3) as usize {
         strategy(&mut rng, i, &mut out);
     }

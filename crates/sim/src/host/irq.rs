@@ -62,6 +62,7 @@ impl World<'_> {
                 cost
             }
         };
+        let cost = self.handler_cost(c, cost);
         let core = &mut self.cores[c];
         core.token += 1;
         core.seg = Some(Segment {
@@ -144,7 +145,12 @@ impl World<'_> {
     /// Wakes a blocked thread: what it does next depends on what it waited
     /// for and on why it was woken.
     pub(crate) fn wake(&mut self, t: usize, exiting_irq: Option<usize>) {
-        let rtu = self.costs.return_to_user;
+        let rtu = match self.threads[t].wait {
+            Wait::Sync | Wait::Sleep if self.threads[t].run == RunState::Blocked => {
+                self.thread_cost(t, self.costs.return_to_user)
+            }
+            _ => self.costs.return_to_user,
+        };
         let th = &mut self.threads[t];
         th.wake_listed = false;
         if th.run != RunState::Blocked {

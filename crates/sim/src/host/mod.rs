@@ -5,12 +5,15 @@
 
 pub(crate) mod irq;
 pub(crate) mod sched;
+pub(crate) mod spread;
 
 use std::collections::VecDeque;
 
 use cint_policy::{Irq, Nanos};
+use rand_chacha::ChaCha8Rng;
 use cint_scenario::HostProfile;
 
+use crate::world::World;
 use crate::SimError;
 
 /// The host profile's costs as plain nanoseconds.
@@ -144,11 +147,14 @@ pub(crate) struct Core {
     pub thread_ns: u64,
     pub idle_ns: u64,
     pub ctx_switches: u64,
+    /// Draws for the spread of this core's interrupt handler costs.
+    pub cost_rng: ChaCha8Rng,
 }
 
 impl Core {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(cost_rng: ChaCha8Rng) -> Self {
         Core {
+            cost_rng,
             irq_pending: VecDeque::with_capacity(64),
             seg: None,
             token: 0,
@@ -188,5 +194,24 @@ impl Core {
         self.thread_ns = 0;
         self.idle_ns = 0;
         self.ctx_switches = 0;
+    }
+}
+
+impl World<'_> {
+    /// CPU time `cost` spent by thread `t`, varied by the host's spread.
+    pub(crate) fn thread_cost(&mut self, t: usize, cost: Nanos) -> Nanos {
+        match &self.spread {
+            Some(spread) => spread.vary(cost, &mut self.threads[t].cost_rng),
+            None => cost,
+        }
+    }
+
+    /// CPU time `cost` spent by an interrupt handler on core `c`, varied by
+    /// the host's spread.
+    pub(crate) fn handler_cost(&mut self, c: usize, cost: Nanos) -> Nanos {
+        match &self.spread {
+            Some(spread) => spread.vary(cost, &mut self.cores[c].cost_rng),
+            None => cost,
+        }
     }
 }

@@ -108,6 +108,7 @@ impl World<'_> {
                     if posted >= u64::from(need) {
                         // The poll loop's next iteration sees the entries.
                         let cost = self.costs.poll_iteration + posted * self.costs.irq_reap_entry;
+                        let cost = self.thread_cost(ti, cost);
                         self.threads[ti].act = Activity::Burst {
                             left: cost,
                             then: Cont::PollReaped,
@@ -176,6 +177,10 @@ impl World<'_> {
                 self.costs.context_switch_idle
             } else {
                 self.costs.context_switch
+            };
+            let cs = match &self.spread {
+                Some(spread) => spread.vary(cs, &mut th.cost_rng),
+                None => cs,
             };
             th.act = match th.act {
                 Activity::Burst { left, then } => Activity::Burst {

@@ -72,6 +72,7 @@ impl World<'_> {
     }
 
     fn set_burst(&mut self, t: usize, left: Nanos, then: Cont) {
+        let left = self.thread_cost(t, left);
         self.threads[t].act = Activity::Burst { left, then };
     }
 
