@@ -62,7 +62,9 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
         "every async completion restarts adaptive's quiescence timer, so a sync read waits \
          for the end of the async batch plus delta (22.8 us mean, 13.8 under none), not delta \
          alone (the artifact's irq_poller restarts its wait on every entry too); the sync thread \
-         issues fewer reads and the core idles 28%; no mechanism for the paper's 23% found",
+         issues fewer reads and the core idles 28%; no mechanism for the paper's 23% found \
+         (23% at 4.0 us of CPU per read means each read waited about delta alone; host \
+         variation is not it: host.cost_spread 0.5-1.0 gives 16.6-16.7%)",
     ),
 ];
 
