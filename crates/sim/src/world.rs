@@ -13,9 +13,11 @@ use cint_scenario::{CompletionMode, HybridSleep, Scenario, Strategy, Work};
 use rand_chacha::ChaCha8Rng;
 
 use crate::device::{Device, HwQueue};
-use crate::engine::{stream_rng, Event, EventQueue, HOST_CORE_STREAM_BASE, HOST_THREAD_STREAM_BASE};
-use crate::host::spread::CostSpread;
+use crate::engine::{
+    stream_rng, Event, EventQueue, HOST_CORE_STREAM_BASE, HOST_THREAD_STREAM_BASE,
+};
 use crate::gaps::GapLog;
+use crate::host::spread::CostSpread;
 use crate::host::{Core, HostCosts};
 use crate::invariants::Invariants;
 use crate::metrics::{Counters, JobStats};
@@ -259,7 +261,8 @@ impl<'a> World<'a> {
         }
         let device = Device::new(&sc.device)?;
         let mut cores: Vec<Core> = (0..cores_n)
-            .map(|c| Core::new(stream_rng(sc.seed, HOST_CORE_STREAM_BASE + c as u64))).collect();
+            .map(|c| Core::new(stream_rng(sc.seed, HOST_CORE_STREAM_BASE + c as u64)))
+            .collect();
         let mut threads = Vec::new();
         let mut reqs = Vec::new();
         let mut in_flight_per_queue = vec![0u64; queues_n];

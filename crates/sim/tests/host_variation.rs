@@ -116,7 +116,10 @@ fn host_variation_that_large_breaks_the_batch_targets() {
     );
     // Exact: one adaptive interrupt per batch of 16, gaps that give delta
     // = 6 us, and MODEL.md's 1.7 x within the calibration test's 20%.
-    assert!((adaptive_exact - 1.0 / 16.0).abs() < 0.002, "{adaptive_exact}");
+    assert!(
+        (adaptive_exact - 1.0 / 16.0).abs() < 0.002,
+        "{adaptive_exact}"
+    );
     assert!(gap_exact <= 6.0, "{gap_exact}");
     assert!(nvme_exact / adaptive_exact <= 1.7 * 1.2);
     // Spread: the pause between batches sometimes falls under delta, two

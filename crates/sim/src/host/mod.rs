@@ -10,8 +10,8 @@ pub(crate) mod spread;
 use std::collections::VecDeque;
 
 use cint_policy::{Irq, Nanos};
-use rand_chacha::ChaCha8Rng;
 use cint_scenario::HostProfile;
+use rand_chacha::ChaCha8Rng;
 
 use crate::world::World;
 use crate::SimError;
