@@ -149,6 +149,11 @@ pub struct HostProfile {
     /// one is charged it is multiplied by a log-normal factor with mean 1
     /// and this coefficient of variation (0 = every cost exact).
     pub cost_spread: f64,
+    /// The kernel's `CONFIG_IRQ_TIME_ACCOUNTING`: hard and soft interrupt
+    /// time is the core's, in no thread's CPU time or virtual runtime.
+    /// Without it, the thread an interrupt preempted is charged for the
+    /// handler, in both (an interrupt on an idle core is idle time).
+    pub irq_time_accounting: bool,
 }
 
 const US: u64 = 1_000;
@@ -303,6 +308,9 @@ impl HostProfile {
                 // variation well below what the guarded storm's idle core
                 // would need (docs/HOST-COSTS.md, "Host-side variation").
                 cost_spread: 0.0,
+                // The artifact's kernel configuration
+                // (`linux-kernel/config-file`): CONFIG_IRQ_TIME_ACCOUNTING=y.
+                irq_time_accounting: true,
             },
             "xeon-e3-1230v5" => HostProfile {
                 model: model.into(),
@@ -339,6 +347,8 @@ impl HostProfile {
                 sched_wakeup_granularity: ns(1_000_000),
                 // As the E5's: no measurement of this host's variation.
                 cost_spread: 0.0,
+                // As the E5's: no configuration of this host is published.
+                irq_time_accounting: true,
             },
             _ => return None,
         };

@@ -200,6 +200,8 @@ pub(crate) struct World<'a> {
     pub costs: HostCosts,
     /// The host's cost spread; `None` for exact costs.
     pub spread: Option<CostSpread>,
+    /// The host kernel's `CONFIG_IRQ_TIME_ACCOUNTING`.
+    pub irq_time_accounting: bool,
     pub device: Device,
     pub queues: Vec<HwQueue>,
     pub cores: Vec<Core>,
@@ -391,6 +393,7 @@ impl<'a> World<'a> {
             window_start: 0,
             costs: HostCosts::from_profile(&sc.host)?,
             spread: CostSpread::new(sc.host.cost_spread),
+            irq_time_accounting: sc.host.irq_time_accounting,
             device,
             queues,
             cores,
@@ -628,10 +631,17 @@ impl<'a> World<'a> {
             }
         }
         let per_thread: u64 = self.threads.iter().map(|t| t.cpu_ns).sum();
-        let per_core: u64 = self.cores.iter().map(|c| c.thread_ns).sum();
+        // Threads own their segments' time, and without interrupt time
+        // accounting also the handlers' time that preempted them.
+        let per_core: u64 = self
+            .cores
+            .iter()
+            .map(|c| c.thread_ns + c.irq_charged_ns)
+            .sum();
         if per_thread != per_core {
             self.check.fail(format!(
-                "thread CPU time {per_thread} ns differs from cores' thread time {per_core} ns"
+                "thread CPU time {per_thread} ns differs from cores' thread time {per_core} ns \
+                 (interrupt time charged to threads included)"
             ));
         }
     }

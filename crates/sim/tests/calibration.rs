@@ -39,7 +39,9 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
         "interrupt time, hard and soft, is in no thread's figure (CONFIG_IRQ_TIME_ACCOUNTING \
          in the reference kernel's configuration; getrusage's utime+stime add up to the task \
          clock, which leaves it out; the NVMe completion runs in the hard interrupt on Linux \
-         5.0): about 30% of the core under none, so two threads cannot each be accounted 50%",
+         5.0): about 30% of the core under none, so two threads cannot each be accounted 50%; \
+         charged to the preempted thread (irq_time_accounting = false) they are 54% and 43% \
+         (mixed_cpu_shares_under_either_interrupt_time_accounting)",
     ),
     (
         "mixed none: sync thread's CPU",
@@ -377,4 +379,46 @@ fn mixed_in_the_artifacts_shape_saturates_the_core() {
         // (CONFIG_IRQ_TIME_ACCOUNTING): never more than the core's.
         assert!(threads <= s.cpu_util + 1e-9, "{}", s.strategy);
     }
+}
+
+/// The per-thread CPU targets of `mixed` against the accounting. On a
+/// kernel without `CONFIG_IRQ_TIME_ACCOUNTING` (not the reference one) the
+/// handlers' time is charged to the thread they preempted, and `none`'s
+/// threads then meet "each near 50%": the model's shares differ from the
+/// paper's there only by the accounting. `adaptive`'s sync thread does not
+/// move (its reads' interrupts arrive while it is blocked on them), so the
+/// accounting is not what that known miss lacks.
+#[test]
+fn mixed_cpu_shares_under_either_interrupt_time_accounting() {
+    let shares = |irq_time_accounting: bool| {
+        let mut sc = scenario(
+            "optane-p4800x",
+            vec![none(), adaptive(6 * US, 32)],
+            vec![libaio("async", 16, 16, 16), psync("sync")],
+        );
+        sc.duration = 100 * MS;
+        sc.host.irq_time_accounting = irq_time_accounting;
+        cint_sim::run(&sc).expect("mixed runs").results
+    };
+    let (reference, charged) = (shares(true), shares(false));
+    for (what, r) in [("with", &reference), ("without", &charged)] {
+        for s in r.iter() {
+            println!(
+                "mixed {:<8} {what:<7} IRQ time accounting: async {:.3}  sync {:.3}  core {:.3}",
+                s.strategy, s.jobs[0].cpu_util, s.jobs[1].cpu_util, s.cpu_util
+            );
+        }
+    }
+    let (none_ref, none_charged) = (&reference[0], &charged[0]);
+    assert!(none_ref.jobs.iter().any(|j| j.cpu_util < 0.40));
+    for j in &none_charged.jobs {
+        assert!(
+            (0.40..=0.60).contains(&j.cpu_util),
+            "{}: {}",
+            j.name,
+            j.cpu_util
+        );
+    }
+    let sync = |r: &[cint_report::StrategyResult]| r[1].jobs[1].cpu_util;
+    assert!((sync(&reference) - sync(&charged)).abs() < 0.01);
 }

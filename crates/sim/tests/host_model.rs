@@ -51,6 +51,38 @@ fn an_irq_preempts_a_busy_loop_and_the_woken_reader_runs_first() {
 }
 
 #[test]
+fn interrupt_time_is_the_cores_or_the_interrupted_threads_as_the_kernel_config_says() {
+    let shared = |irq_time_accounting: bool| {
+        let mut sc = short(scenario(
+            "optane-p4800x",
+            vec![none()],
+            vec![psync("sync"), cpu_job("spin")],
+        ));
+        sc.host.irq_time_accounting = irq_time_accounting;
+        run(&sc).remove(0)
+    };
+    let (core_only, charged) = (shared(true), shared(false));
+    let threads = |r: &StrategyResult| r.jobs.iter().map(|j| j.cpu_util).sum::<f64>();
+    // The same run either way: only who is charged differs (the reader
+    // preempts the spinner on every wake-up, so no vruntime decides).
+    assert_eq!(core_only.jobs[0].ios, charged.jobs[0].ios);
+    // With interrupt time accounting (the reference kernel) the handlers
+    // are in no thread's figure: about 1.8 us per read of a saturated core.
+    let handlers = 1.0 - threads(&core_only);
+    assert!(handlers > 0.1, "{handlers}");
+    // Without it, the spinner owns the core whenever the reader's
+    // interrupt arrives (the reader is blocked on it), so the spinner is
+    // charged for every handler and the threads add up to the busy core.
+    assert!((threads(&charged) - charged.cpu_util).abs() < 1e-6);
+    let spin_gain = charged.jobs[1].cpu_util - core_only.jobs[1].cpu_util;
+    assert!(
+        (spin_gain - handlers).abs() < 0.01,
+        "{spin_gain} {handlers}"
+    );
+    assert!((charged.jobs[0].cpu_util - core_only.jobs[0].cpu_util).abs() < 0.01);
+}
+
+#[test]
 fn two_busy_loops_share_a_core_in_cfs_slices() {
     let mut sc = scenario(
         "optane-p4800x",

@@ -144,6 +144,9 @@ pub(crate) struct Core {
     /// Threads the running interrupt handler wakes when it ends.
     pub wake_list: Vec<u32>,
     pub irq_ns: u64,
+    /// The part of `irq_ns` charged to the interrupted thread (only
+    /// without interrupt time accounting).
+    pub irq_charged_ns: u64,
     pub thread_ns: u64,
     pub idle_ns: u64,
     pub ctx_switches: u64,
@@ -168,6 +171,7 @@ impl Core {
             reaped: Vec::new(),
             wake_list: Vec::new(),
             irq_ns: 0,
+            irq_charged_ns: 0,
             thread_ns: 0,
             idle_ns: 0,
             ctx_switches: 0,
@@ -191,6 +195,7 @@ impl Core {
 
     pub(crate) fn reset_counters(&mut self) {
         self.irq_ns = 0;
+        self.irq_charged_ns = 0;
         self.thread_ns = 0;
         self.idle_ns = 0;
         self.ctx_switches = 0;

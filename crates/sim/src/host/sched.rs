@@ -21,7 +21,10 @@
 //! the cinterrupts artifact's kernel configuration): it belongs to the
 //! core, never to the thread it interrupted, neither to that thread's CPU
 //! time nor to its virtual runtime (the runqueue's task clock excludes
-//! interrupt time). docs/HOST-COSTS.md has the evidence.
+//! interrupt time). docs/HOST-COSTS.md has the evidence. A host profile
+//! with `irq_time_accounting = false` models a kernel without that option:
+//! the handler's time is charged to the thread that owns the core, in its
+//! CPU time and its virtual runtime (on an idle core it is idle time).
 
 use cint_policy::Nanos;
 
@@ -40,10 +43,20 @@ impl World<'_> {
         let elapsed = now - seg.start;
         seg.start = now;
         if seg.irq {
+            core.irq_ns += elapsed;
             // CONFIG_IRQ_TIME_ACCOUNTING (the reference kernel's config):
             // interrupt time is the core's, not the interrupted thread's,
-            // neither in its CPU time nor in its virtual runtime.
-            core.irq_ns += elapsed;
+            // neither in its CPU time nor in its virtual runtime. Without
+            // it the runqueue's task clock runs on through the handler, so
+            // the thread that owns the core is charged for it in both.
+            if !self.irq_time_accounting {
+                if let Some(t) = core.current {
+                    core.irq_charged_ns += elapsed;
+                    let th = &mut self.threads[t as usize];
+                    th.cpu_ns += elapsed;
+                    th.vruntime += elapsed;
+                }
+            }
             return;
         }
         core.thread_ns += elapsed;
