@@ -435,8 +435,11 @@ impl World<'_> {
         };
         let per_io = p.think + user;
         if per_io > 0 && n > 0 {
-            self.threads[t].user_left = per_io * u64::from(n);
             self.set_burst(t, per_io * u64::from(n), Cont::Issue);
+            // All of it is user mode, as varied by the host's spread.
+            if let Activity::Burst { left, .. } = self.threads[t].act {
+                self.threads[t].user_left = left;
+            }
         } else {
             self.issue(t);
         }
