@@ -357,7 +357,7 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
 
 /// The largest `host.cost_spread`: a log-normal factor with this
 /// coefficient of variation already makes one charge in a thousand about
-/// 20 times its mean.
+/// 44 times its mean.
 const MAX_COST_SPREAD: f64 = 4.0;
 
 /// Refuses a profile time above [`MAX_RUN_TIME`], or zero when

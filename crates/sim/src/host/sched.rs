@@ -191,10 +191,8 @@ impl World<'_> {
             } else {
                 self.costs.context_switch
             };
-            let cs = match &self.spread {
-                Some(spread) => spread.vary(cs, &mut th.cost_rng),
-                None => cs,
-            };
+            let cs = self.thread_cost(next as usize, cs);
+            let th = &mut self.threads[next as usize];
             th.act = match th.act {
                 Activity::Burst { left, then } => Activity::Burst {
                     left: left + cs,

@@ -2,12 +2,13 @@
 //!
 //! Every host cost in the profile is a mean. A real kernel path varies
 //! around it from one call to the next (cache and TLB misses, branch
-//! history, a contended line), and that variation is most of the
-//! reference host's QD1 latency spread (docs/HOST-COSTS.md, "Latency
-//! spread"). Each charge of CPU time is multiplied by a factor drawn from a
-//! lognormal distribution with mean 1 and the profile's coefficient of
-//! variation: right-skewed (a path is slowed by misses more often than it
-//! is sped up) and never negative.
+//! history, a contended line). With `host.cost_spread` set, each charge of
+//! CPU time is multiplied by a factor drawn from a log-normal distribution
+//! with mean 1 and that coefficient of variation: right-skewed (a path is
+//! slowed by misses more often than it is sped up) and never negative.
+//! The shipped profiles keep it at 0: what the evidence says about the
+//! testbed's variation, and why one spread over every path does not fit
+//! it, is in docs/HOST-COSTS.md, "Host-side variation".
 //!
 //! The factors are a table of the distribution's quantiles, indexed by
 //! random bits: one draw per charge and no transcendental function on the
