@@ -80,6 +80,16 @@ impl<'a> Diagnostics<'a> {
             .push(format!("{}:{}: warning: {}", self.file, line, message));
     }
 
+    /// An error about job `job`, at `line`: `job 'NAME': WHAT`.
+    pub(super) fn job_err(&self, job: &str, line: usize, what: impl fmt::Display) -> FioError {
+        self.err(line, format!("job '{job}': {what}"))
+    }
+
+    /// A warning about job `job`, at `line`: `job 'NAME': WHAT`.
+    pub(super) fn job_warn(&mut self, job: &str, line: usize, what: impl fmt::Display) {
+        self.warn(line, format!("job '{job}': {what}"));
+    }
+
     pub(super) fn into_warnings(self) -> Vec<String> {
         self.warnings
     }

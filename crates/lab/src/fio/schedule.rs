@@ -80,11 +80,11 @@ impl Timeline {
         };
         for (spec, &g) in specs.iter().zip(&timeline.groups) {
             if g < last_group && spec.runtime.is_none() {
-                diag.warn(
+                diag.job_warn(
+                    &spec.name,
                     spec.line,
                     format!(
-                        "job '{}': no runtime, and later groups wait for it: it runs at most {}",
-                        spec.name,
+                        "no runtime, and later groups wait for it: it runs at most {}",
                         format_duration(timeline.runtime(spec))
                     ),
                 );

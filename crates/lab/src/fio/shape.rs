@@ -21,10 +21,10 @@ pub(super) fn job_shape(
         .map_or(Vec::new(), |b| b.value.clone());
     let bsrange = spec.bsrange.map(|r| r.value);
     if bsrange.is_some() && !bssplit.is_empty() {
-        let line = spec.line_of(&spec.bsrange);
-        return Err(diag.err(
-            line,
-            format!("job '{}': bsrange together with bssplit", spec.name),
+        return Err(diag.job_err(
+            &spec.name,
+            spec.line_of(&spec.bsrange),
+            "bsrange together with bssplit",
         ));
     }
     let mut shape = IoShape {
@@ -58,10 +58,7 @@ pub(super) fn job_shape(
     if let Some(ss) = spec.steady {
         let (metric, slope, limit, percent) = ss.value;
         let dur = spec.ss_dur.map(|d| d.value).ok_or_else(|| {
-            diag.err(
-                ss.line,
-                format!("job '{}': ss needs ss_dur (the window judged)", spec.name),
-            )
+            diag.job_err(&spec.name, ss.line, "ss needs ss_dur (the window judged)")
         })?;
         shape.steady = Some(SteadyState {
             metric,
@@ -73,13 +70,10 @@ pub(super) fn job_shape(
         });
     }
     if shape.thinktime_spin > shape.thinktime {
-        let line = spec.line_of(&spec.thinktime_spin);
-        return Err(diag.err(
-            line,
-            format!(
-                "job '{}': thinktime_spin is longer than thinktime",
-                spec.name
-            ),
+        return Err(diag.job_err(
+            &spec.name,
+            spec.line_of(&spec.thinktime_spin),
+            "thinktime_spin is longer than thinktime",
         ));
     }
     if let Some(r) = spec.rate {
@@ -103,12 +97,10 @@ pub(super) fn job_shape(
         shape.rate = job_cap(spec, "rate", r, rw, rwmixread, unit, diag);
     }
     if shape.rate_poisson && shape.rate.is_none() && spec.rate_iops_dirs.is_none() {
-        return Err(diag.err(
+        return Err(diag.job_err(
+            &spec.name,
             spec.line,
-            format!(
-                "job '{}': rate_process=poisson needs rate or rate_iops",
-                spec.name
-            ),
+            "rate_process=poisson needs rate or rate_iops",
         ));
     }
     Ok(shape)
@@ -128,12 +120,10 @@ pub(super) fn job_cap(
 ) -> Option<u64> {
     let cap = combined_rate(caps.value, rw, rwmixread, unit);
     if cap.is_none() {
-        diag.warn(
+        diag.job_warn(
+            &spec.name,
             caps.line,
-            format!(
-                "job '{}': {option} caps only a direction the job does not issue; no cap",
-                spec.name
-            ),
+            format!("{option} caps only a direction the job does not issue; no cap"),
         );
     }
     cap

@@ -97,11 +97,12 @@ fn job(
     let iodepth = spec.iodepth.map_or(1, |d| d.value);
     let (iodepth, batch, complete_min) = if engine.is_sync() {
         if let Some(d) = spec.iodepth.filter(|d| d.value > 1) {
-            diag.warn(
+            diag.job_warn(
+                &spec.name,
                 d.line,
                 format!(
-                    "job '{}': iodepth={} has no effect with a synchronous engine (as in fio); using 1",
-                    spec.name, d.value
+                    "iodepth={} has no effect with a synchronous engine (as in fio); using 1",
+                    d.value
                 ),
             );
         }
@@ -116,12 +117,13 @@ fn job(
     let complete_max = match spec.batch_complete_max {
         None => complete_min,
         Some(m) if m.value < complete_min => {
-            return Err(diag.err(
+            return Err(diag.job_err(
+                &spec.name,
                 m.line,
                 format!(
-                    "job '{}': iodepth_batch_complete_max={} is below \
+                    "iodepth_batch_complete_max={} is below \
                      iodepth_batch_complete_min={complete_min}",
-                    spec.name, m.value
+                    m.value
                 ),
             ));
         }
@@ -129,51 +131,46 @@ fn job(
     };
     if let Some(c) = spec.cpus.as_ref().filter(|c| c.value.len() > 1) {
         if spec.cpus_split.is_some_and(|s| s.value) {
-            return Err(diag.err(
+            return Err(diag.job_err(
+                &spec.name,
                 c.line,
-                format!(
-                    "job '{}': cpus_allowed_policy=split over several CPUs is not supported \
-                     (write one job per CPU)",
-                    spec.name
-                ),
+                "cpus_allowed_policy=split over several CPUs is not supported \
+                 (write one job per CPU)",
             ));
         }
-        diag.warn(
+        diag.job_warn(
+            &spec.name,
             c.line,
             format!(
-                "job '{}': the model pins a job's threads to one core; using CPU {} of the list",
-                spec.name, c.value[0]
+                "the model pins a job's threads to one core; using CPU {} of the list",
+                c.value[0]
             ),
         );
     }
     if let Some(h) = spec.hipri.filter(|h| h.value) {
         if !matches!(engine, Engine::Pvsync2 | Engine::IoUring) {
-            return Err(diag.err(
+            return Err(diag.job_err(
+                &spec.name,
                 h.line,
-                format!(
-                    "job '{}': hipri needs ioengine=pvsync2 or io_uring",
-                    spec.name
-                ),
+                "hipri needs ioengine=pvsync2 or io_uring",
             ));
         }
     }
     let nowait = spec.nowait.is_some_and(|n| n.value);
     if nowait && engine != Engine::Pvsync2 {
-        let line = spec.line_of(&spec.nowait);
-        return Err(diag.err(
-            line,
-            format!(
-                "job '{}': nowait is modelled for ioengine=pvsync2 only (RWF_NOWAIT)",
-                spec.name
-            ),
+        return Err(diag.job_err(
+            &spec.name,
+            spec.line_of(&spec.nowait),
+            "nowait is modelled for ioengine=pvsync2 only (RWF_NOWAIT)",
         ));
     }
     if let Some(d) = spec.iodepth.filter(|d| d.value > device.queue_depth) {
-        return Err(diag.err(
+        return Err(diag.job_err(
+            &spec.name,
             d.line,
             format!(
-                "job '{}': iodepth={} exceeds the device's queue depth {}",
-                spec.name, d.value, device.queue_depth
+                "iodepth={} exceeds the device's queue depth {}",
+                d.value, device.queue_depth
             ),
         ));
     }
@@ -188,12 +185,12 @@ fn job(
     let size_at = spec.size.map(|s| s.line).or(spec.filesize.map(|f| f.line));
     if let Some(line) = size_at {
         if size > capacity || size < bs || size % 512 != 0 {
-            return Err(diag.err(
+            return Err(diag.job_err(
+                &spec.name,
                 line,
                 format!(
-                    "job '{}': size must be a multiple of 512 bytes between bs ({bs}) and the \
-                     device capacity ({capacity}), got {size}",
-                    spec.name
+                    "size must be a multiple of 512 bytes between bs ({bs}) and the \
+                     device capacity ({capacity}), got {size}"
                 ),
             ));
         }
@@ -202,25 +199,20 @@ fn job(
     let mut shape = job_shape(spec, rw, bs, diag)?;
     for sync in [spec.fsync, spec.fdatasync].into_iter().flatten() {
         if sync.value > 0 && engine == Engine::IoUring {
-            return Err(diag.err(
+            return Err(diag.job_err(
+                &spec.name,
                 sync.line,
-                format!(
-                    "job '{}': io_uring's asynchronous fsync (IORING_OP_FSYNC) is not \
-                     modelled; fsync and fdatasync run with psync, pvsync2 or libaio",
-                    spec.name
-                ),
+                "io_uring's asynchronous fsync (IORING_OP_FSYNC) is not \
+                 modelled; fsync and fdatasync run with psync, pvsync2 or libaio",
             ));
         }
     }
     if shape.barrier_last && engine.is_sync() {
-        let line = spec.line_of(&spec.barrier);
-        diag.warn(
-            line,
-            format!(
-                "job '{}': barrier marks the last iocb of each io_submit; a synchronous \
-                 engine submits no batches, so it changes nothing",
-                spec.name
-            ),
+        diag.job_warn(
+            &spec.name,
+            spec.line_of(&spec.barrier),
+            "barrier marks the last iocb of each io_submit; a synchronous \
+             engine submits no batches, so it changes nothing",
         );
         shape.barrier_last = false;
     }
@@ -236,12 +228,10 @@ fn job(
             shape.io_size = Some(once.saturating_mul(spec.loops));
         }
     } else if spec.loops > 1 {
-        diag.warn(
+        diag.job_warn(
+            &spec.name,
             spec.line,
-            format!(
-                "job '{}': loops has no effect with time_based (the job runs for its runtime)",
-                spec.name
-            ),
+            "loops has no effect with time_based (the job runs for its runtime)",
         );
     }
     let bs = cint_scenario::shape::smallest_block(&shape, bs);
@@ -254,13 +244,10 @@ fn job(
         .rate_iops_dirs
         .and_then(|caps| job_cap(spec, "rate_iops", caps, rw, rwmixread, [1, 1], diag));
     if rate_iops.is_some() && shape.rate.is_some() {
-        let line = spec.line_of(&spec.rate);
-        return Err(diag.err(
-            line,
-            format!(
-                "job '{}': rate together with rate_iops is not supported",
-                spec.name
-            ),
+        return Err(diag.job_err(
+            &spec.name,
+            spec.line_of(&spec.rate),
+            "rate together with rate_iops is not supported",
         ));
     }
     Ok(Job {
