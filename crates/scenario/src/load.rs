@@ -352,6 +352,17 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
             ),
         });
     }
+    if !(0.0..=1.0).contains(&host.user_issue_share) {
+        return Err(ScenarioError {
+            source: source.to_string(),
+            origin: nested_origin(node, &["user_issue_share"]),
+            key: "host.user_issue_share".into(),
+            message: format!(
+                "must be a fraction from 0 to 1 (got {})",
+                host.user_issue_share
+            ),
+        });
+    }
     Ok(host)
 }
 

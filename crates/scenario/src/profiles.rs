@@ -94,6 +94,12 @@ pub struct HostProfile {
     pub user_per_io: Duration,
     /// `user_per_io` for a job with `gtod_reduce` (fewer time stamps).
     pub user_per_io_gtod_reduce: Duration,
+    /// The part of the generator's CPU per I/O spent preparing a request
+    /// (fio's `get_io_u`: the offset, the io_u, the issue loop's checks),
+    /// right before it is submitted; the rest is spent on reaping its
+    /// completion (accounting, freeing the io_u), as soon as the reap
+    /// call returns. From 0 to 1.
+    pub user_issue_share: f64,
     /// Per request, whatever call reaches it: the VFS and direct-I/O
     /// set-up (pinning the user pages, building the bio).
     pub direct_io: Duration,
@@ -281,6 +287,11 @@ impl HostProfile {
                 syscall: ns(100),
                 user_per_io: ns(300),
                 user_per_io_gtod_reduce: ns(240),
+                // fio 3.33 counted by callgrind, ioengine=null, random
+                // reads, iodepth 16 (docs/HOST-COSTS.md): 81% of the job
+                // thread's instructions per I/O are on the issue side with
+                // gtod_reduce, 74% with every time stamp.
+                user_issue_share: 0.8,
                 direct_io: ns(600),
                 block_submit: ns(1_000),
                 aio_submit_call: ns(300),
@@ -324,6 +335,7 @@ impl HostProfile {
                 syscall: ns(60),
                 user_per_io: ns(180),
                 user_per_io_gtod_reduce: ns(140),
+                user_issue_share: 0.8,
                 direct_io: ns(350),
                 block_submit: ns(600),
                 aio_submit_call: ns(180),

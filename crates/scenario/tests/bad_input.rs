@@ -289,6 +289,20 @@ fn cases() -> Vec<Case<'static>> {
             "(got NaN)",
         ),
         case(
+            "issue share above one",
+            with("cores = 2", "cores = 2\nuser_issue_share = 1.5"),
+            LineOf("user_issue_share = 1.5"),
+            "host.user_issue_share",
+            "from 0 to 1 (got 1.5)",
+        ),
+        case(
+            "issue share not a number",
+            with("cores = 2", "cores = 2\nuser_issue_share = nan"),
+            LineOf("user_issue_share = nan"),
+            "host.user_issue_share",
+            "(got NaN)",
+        ),
+        case(
             "thr 0",
             with("thr   = 32", "thr   = 0"),
             LineOf("thr   = 0"),

@@ -107,6 +107,9 @@ pub(crate) enum Activity {
 pub(crate) enum Cont {
     /// Top of the I/O loop: submit or reap.
     Issue,
+    /// The generator prepared the requests it is about to submit: submit
+    /// them (the loop's checks already ran).
+    Prepared,
     /// The submission call's kernel path is done: the requests reach the
     /// device.
     Submitted,
@@ -173,6 +176,9 @@ pub(crate) struct Thread {
     pub posted: VecDeque<u32>,
     /// Requests issued and not yet handed to the application.
     pub in_flight: u32,
+    /// Requests the generator has prepared (its issue-side user work is
+    /// done) that no submission call has taken yet.
+    pub prepared: u32,
     /// Events the current reap call hands out.
     pub handing: u32,
     /// `min_nr` of the reap call in progress.
@@ -342,6 +348,7 @@ impl<'a> World<'a> {
                     ready: VecDeque::with_capacity(depth as usize),
                     posted: VecDeque::with_capacity(depth as usize),
                     in_flight: 0,
+                    prepared: 0,
                     handing: 0,
                     min_nr: 1,
                     next_issue_at: 0,

@@ -20,8 +20,11 @@ use crate::SimError;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HostCosts {
     pub syscall: Nanos,
-    pub user_per_io: Nanos,
-    pub user_per_io_gtod_reduce: Nanos,
+    /// The generator's user-space CPU per I/O, reaping side and issuing
+    /// side (`user_per_io` split by `user_issue_share`).
+    pub user: UserPerIo,
+    /// The same for a job with `gtod_reduce`.
+    pub user_gtod_reduce: UserPerIo,
     pub direct_io: Nanos,
     pub block_submit: Nanos,
     pub aio_submit_call: Nanos,
@@ -45,7 +48,39 @@ pub(crate) struct HostCosts {
     pub sched_wakeup_granularity: Nanos,
 }
 
+/// Where the workload generator spends its user-space CPU per I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UserPerIo {
+    /// On each completion the reap call hands out, before anything else.
+    pub reap: Nanos,
+    /// On each request, right before the call that submits it.
+    pub issue: Nanos,
+}
+
+impl UserPerIo {
+    /// `per_io` split so that `issue` is its `issue_share` (rounded to the
+    /// nanosecond) and the parts add up to it exactly.
+    fn split(per_io: Nanos, issue_share: f64) -> UserPerIo {
+        let issue = ((per_io as f64) * issue_share).round() as Nanos;
+        let issue = issue.min(per_io);
+        UserPerIo {
+            reap: per_io - issue,
+            issue,
+        }
+    }
+}
+
 impl HostCosts {
+    /// The generator's user-space CPU per I/O for a job with or without
+    /// `gtod_reduce`.
+    pub(crate) fn user(&self, gtod_reduce: bool) -> UserPerIo {
+        if gtod_reduce {
+            self.user_gtod_reduce
+        } else {
+            self.user
+        }
+    }
+
     /// The kernel's submission path of one request, the same whatever
     /// call reaches it.
     pub(crate) fn per_request(&self) -> Nanos {
@@ -69,10 +104,16 @@ impl HostCosts {
                 )));
             }
         }
+        if !(0.0..=1.0).contains(&h.user_issue_share) {
+            return Err(SimError(format!(
+                "host '{}': user_issue_share must be from 0 to 1 (got {})",
+                h.model, h.user_issue_share
+            )));
+        }
         Ok(HostCosts {
             syscall: h.syscall.0,
-            user_per_io: h.user_per_io.0,
-            user_per_io_gtod_reduce: h.user_per_io_gtod_reduce.0,
+            user: UserPerIo::split(h.user_per_io.0, h.user_issue_share),
+            user_gtod_reduce: UserPerIo::split(h.user_per_io_gtod_reduce.0, h.user_issue_share),
             direct_io: h.direct_io.0,
             block_submit: h.block_submit.0,
             aio_submit_call: h.aio_submit_call.0,

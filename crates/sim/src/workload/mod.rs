@@ -19,11 +19,16 @@
 //! does for hybrid polling.
 //!
 //! Submission costs are the same kernel path for every engine per request
-//! (`direct_io` + `block_submit`) plus the call's own parts. Once a reap
-//! call hands completions to the application, the thread spends the
-//! generator's own CPU per I/O (`user_per_io`, less with `gtod_reduce`)
-//! and the job's `think` time before it issues again; the latency was
-//! taken before, as fio takes it.
+//! (`direct_io` + `block_submit`) plus the call's own parts. The
+//! generator's own CPU per I/O (`user_per_io`, less with `gtod_reduce`) is
+//! spent where fio spends it: the reaping part (`1 - user_issue_share`) on
+//! each completion as soon as the reap call returns, then the job's
+//! `think` time, and the issuing part on each request right before the
+//! call that submits it. Both lie outside the measured latency, as in fio:
+//! the clock starts at the submission call and stops when the completion
+//! is in the application's hand. So a thread that reaps 16 completions and
+//! then submits one request per call issues its first request after one
+//! request's preparation, not after sixteen.
 //!
 //! Hints follow ALGORITHMS.md section 5 through `cint_policy::hints`
 //! unless the job overrides them. Jobs without `direct` are still modelled
@@ -55,6 +60,7 @@ impl World<'_> {
     pub(crate) fn cont(&mut self, t: usize, cont: Cont) {
         match cont {
             Cont::Issue => self.issue(t),
+            Cont::Prepared => self.submit_or_reap(t),
             Cont::Submitted => self.submitted(t),
             Cont::GetEvents => self.get_events(t),
             Cont::GetEventsRecheck => self.recheck_events(t),
@@ -87,10 +93,38 @@ impl World<'_> {
         if self.think_due(t) || self.sync_due(t) || self.flow_holds(t) {
             return;
         }
+        self.submit_or_reap(t);
+    }
+
+    /// The generator's issue-side work for the `k` requests it is about to
+    /// submit, those not prepared yet; true if that work has begun (the
+    /// thread continues with [`Cont::Prepared`]).
+    fn prepare_in_user_space(&mut self, t: usize, k: u32) -> bool {
+        let th = &self.threads[t];
+        let missing = k.saturating_sub(th.prepared);
+        let per_request = self.costs.user(th.prog.gtod_reduce).issue;
+        if missing == 0 || per_request == 0 {
+            return false;
+        }
+        self.threads[t].prepared = k;
+        self.set_burst(t, u64::from(missing) * per_request, Cont::Prepared);
+        if let Activity::Burst { left, .. } = self.threads[t].act {
+            self.threads[t].user_left = left;
+        }
+        true
+    }
+
+    /// Submits what the depth and the rate allow, or reaps.
+    fn submit_or_reap(&mut self, t: usize) {
+        let now = self.now();
+        let p = self.threads[t].prog;
         let c = self.costs;
         if p.engine.is_sync() {
             if p.rate_interval.is_some() && now < self.threads[t].next_issue_at {
                 self.sleep_until_next_issue(t);
+                return;
+            }
+            if self.prepare_in_user_space(t, 1) {
                 return;
             }
             if self.prepare(t, 1, now) == 0 {
@@ -114,6 +148,9 @@ impl World<'_> {
         }
         k = k.min(self.ios_left(t));
         if k > 0 {
+            if self.prepare_in_user_space(t, k) {
+                return;
+            }
             let k = self.prepare(t, k, now) as u64;
             let cost = match p.engine {
                 Engine::IoUring => {
@@ -210,6 +247,7 @@ impl World<'_> {
         let th = &mut self.threads[t];
         let p = th.prog;
         let k = k.min(th.free_slots.len() as u32);
+        th.prepared = th.prepared.saturating_sub(k);
         for i in 0..k {
             let Some(r) = th.free_slots.pop() else {
                 break;
@@ -428,12 +466,7 @@ impl World<'_> {
         // job's think time run on the thread after the latency is taken,
         // both in user mode.
         let p = self.threads[t].prog;
-        let user = if p.gtod_reduce {
-            self.costs.user_per_io_gtod_reduce
-        } else {
-            self.costs.user_per_io
-        };
-        let per_io = p.think + user;
+        let per_io = p.think + self.costs.user(p.gtod_reduce).reap;
         if per_io > 0 && n > 0 {
             self.set_burst(t, per_io * u64::from(n), Cont::Issue);
             // All of it is user mode, as varied by the host's spread.
