@@ -401,3 +401,52 @@ fn splitting_the_generators_work_moves_it_but_never_changes_its_amount() {
     assert!((reap_side.cpu_util - issue_side.cpu_util).abs() < 1e-3);
     assert!((reap_side.lat_ns.mean - issue_side.lat_ns.mean).abs() < 1.0);
 }
+
+/// Where the split matters: a libaio thread that reaps up to 16 events
+/// and then submits one request per call (the cinterrupts artifact's
+/// `fig5` job) beside a psync reader, under adaptive coalescing (6 us /
+/// 32). After each interrupt the reader submits first; if the async
+/// thread's first new request reaches the device more than delta after
+/// the read, the read's completion stands alone long enough for an
+/// interrupt of its own. Preparing all sixteen requests before the first
+/// submission (share 0) opens that gap; preparing each right before its
+/// own call (fio's way) closes it, so the read waits for the end of the
+/// async stream, as the paper's Figure 5 measured (4.39 times
+/// cinterrupts' latency).
+#[test]
+fn preparing_each_request_before_its_own_call_keeps_the_async_stream_dense() {
+    let at = |share: f64| {
+        let mut async_job = libaio("async", 16, 1, 1);
+        if let Work::Io(io) = &mut async_job.work {
+            io.batch_complete_max = 16;
+            io.hint = Some(cint_policy::Hint::Unmarked);
+            io.gtod_reduce = true;
+        }
+        let mut sc = short(scenario(
+            "optane-p4800x",
+            vec![adaptive(6 * US, 32)],
+            vec![async_job, psync("sync")],
+        ));
+        sc.duration = 50 * MS;
+        sc.host.user_issue_share = share;
+        run(&sc).remove(0)
+    };
+    let (all_first, each_before) = (at(0.0), at(0.8));
+    let sync_p50 = |r: &StrategyResult| r.jobs[1].lat_ns.at(50.0).expect("p50") as f64 / 1e3;
+    assert!(
+        sync_p50(&all_first) < 25.0,
+        "share 0: the read should mostly get its own interrupt (p50 {} us)",
+        sync_p50(&all_first)
+    );
+    assert!(
+        sync_p50(&each_before) > 50.0,
+        "share 0.8: the read should wait for the stream's end (p50 {} us)",
+        sync_p50(&each_before)
+    );
+    assert!(
+        each_before.interrupts_per_s < 0.75 * all_first.interrupts_per_s,
+        "{} vs {} IRQ/s",
+        each_before.interrupts_per_s,
+        all_first.interrupts_per_s
+    );
+}
