@@ -5,8 +5,11 @@
 //! the devices' saturation IOPS within 10% of the vendor sheets, and the
 //! CPU targets added on 2026-11-23 (TOS'22 Figures 17 and 21): the CPU
 //! shares of the `mixed` workload's two threads, and the urgent storm's
-//! interrupt rate with the core saturated. Nothing here adjusts a model
-//! parameter: the profiles are used as shipped.
+//! interrupt rate with the core saturated. Beside MODEL.md's targets, the
+//! published figure of the experiment `mixed` comes from (the OSDI'21
+//! paper's Figure 5, as the authors' artifact runs it) is checked panel by
+//! panel. Nothing here adjusts a model parameter: the profiles are used as
+//! shipped.
 //!
 //! `cargo test --release -p cint-sim --test calibration -- --nocapture`
 //! prints the table of targets and what the model gives.
@@ -61,12 +64,15 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
     ),
     (
         "mixed adaptive: sync thread's CPU",
-        "every async completion restarts adaptive's quiescence timer, so a sync read waits \
-         for the end of the async batch plus delta (22.8 us mean, 13.8 under none), not delta \
-         alone (the artifact's irq_poller restarts its wait on every entry too); the sync thread \
-         issues fewer reads and the core idles 28%; no mechanism for the paper's 23% found \
-         (23% at 4.0 us of CPU per read means each read waited about delta alone; host \
-         variation is not it: host.cost_spread 0.5-1.0 gives 16.6-16.7%)",
+        "the target contradicts the paper's own measurement of this workload: Figure 5 \
+         (OSDI'21; the artifact's fig5 run, adaptive 6 us / 32, same testbed) has the sync \
+         reads at 0.24 x cinterrupts' IOPS (about 18 K/s) and 4.39 x its latency (about 56 us), \
+         and at 18 K reads/s the thread's 23% would be 12.8 us of its own CPU per read, twice \
+         the 6.7 us per read the urgent storm allows the whole core (interrupts and a switch \
+         included); the model reproduces Figure 5 (mixed_against_the_papers_figure_5: 7.5% of \
+         the core in that shape) and gives 17% in this one, where every async completion \
+         restarts the quiescence timer and a read waits for its batch's end plus delta \
+         (Algorithm 1, line 6, and the artifact's irq_poller)",
     ),
 ];
 
@@ -336,6 +342,108 @@ fn shipped_profiles_meet_every_calibration_target() {
         "calibration drifted: {:#?}",
         c.failures
     );
+}
+
+/// What the OSDI'21 paper's Figure 5 printed over its bars, each relative
+/// to cinterrupts: (none, adaptive) for total IOPS, sync IOPS, sync mean
+/// latency and interrupts per second.
+const FIGURE_5_RELATIVE: [(&str, f64, f64); 4] = [
+    ("total IOPS", 0.83, 1.15),
+    ("sync IOPS", 0.93, 0.24),
+    ("sync latency", 1.06, 4.39),
+    ("interrupts", 2.74, 0.25),
+];
+
+/// cinterrupts' own bars in Figure 5, read off the axes (to about 5%):
+/// total IOPS in thousands, sync IOPS in thousands, sync mean latency in
+/// us (the adaptive bar, 55.8 us, over its label 4.39), interrupts in
+/// thousands per second (one per sync read: only Urgent interrupts).
+const FIGURE_5_CINTERRUPTS: [(&str, f64); 4] = [
+    ("total IOPS", 245.0),
+    ("sync IOPS", 75.0),
+    ("sync latency", 12.7),
+    ("interrupts", 75.0),
+];
+
+/// The run behind the OSDI'21 paper's Figure 5, as the authors' artifact
+/// makes it (`fig5/test.sh` on `fig5/rand_mix.fio`): libaio 4 KiB random
+/// reads at iodepth 16, one request per `io_submit`, 1 to 16 events per
+/// `io_getevents`, no hint, `gtod_reduce`; a psync 4 KiB random reader;
+/// both on one core of the reference host, on the P4800X. The strategies
+/// are the artifact's: `alpha-0-0` (none), `alpha-6-32` (adaptive 6 us /
+/// 32) and `cint-1000000-65535` (cinterrupts with a 1 s delta, thr 65535
+/// and OOO off, so that only the sync reads' Urgent completions
+/// interrupt, and the async ones ride on them).
+fn figure_5_run() -> RunResult {
+    let mut async_job = libaio("async", 16, 1, 1);
+    if let Work::Io(io) = &mut async_job.work {
+        io.batch_complete_max = 16;
+        io.hint = Some(cint_policy::Hint::Unmarked);
+        io.gtod_reduce = true;
+    }
+    let mut artifact_cint = cint_policy::config::CinterruptsParams::with_adaptive(1000 * MS, 65535);
+    artifact_cint.ooo = false;
+    let mut sc = scenario(
+        "optane-p4800x",
+        vec![none(), adaptive(6 * US, 32), cint_with(artifact_cint)],
+        vec![async_job, psync("sync")],
+    );
+    sc.duration = 100 * MS;
+    cint_sim::run(&sc).expect("figure 5 runs")
+}
+
+/// The four panels of Figure 5 for one strategy of [`figure_5_run`]:
+/// total IOPS (K), sync IOPS (K), sync mean latency (us), interrupts (K/s).
+fn figure_5_panels(s: &StrategyResult) -> [f64; 4] {
+    let sync = &s.jobs[1];
+    [
+        s.total_iops() / 1000.0,
+        sync.iops / 1000.0,
+        sync.lat_ns.mean / 1000.0,
+        s.interrupts_per_s / 1000.0,
+    ]
+}
+
+/// The model against the published figure of the experiment `mixed`
+/// comes from (OSDI'21, Figure 5; the same testbed as MODEL.md's
+/// targets): every ratio the figure prints within 20%, as the IRQ ratios
+/// above, and cinterrupts' own bars within 20%. The misses are listed with
+/// their mechanism in KNOWN_MISSES and docs/results/microbenchmarks.md.
+#[test]
+fn mixed_against_the_papers_figure_5() {
+    let r = figure_5_run();
+    let [none, adaptive, cint] = [&r.results[0], &r.results[1], &r.results[2]];
+    let (none, adaptive, cint) = (
+        figure_5_panels(none),
+        figure_5_panels(adaptive),
+        figure_5_panels(cint),
+    );
+    let mut c = Check {
+        failures: Vec::new(),
+    };
+    for (i, (panel, target)) in FIGURE_5_CINTERRUPTS.iter().enumerate() {
+        c.within(
+            &format!("figure 5 cinterrupts: {panel}"),
+            cint[i],
+            *target,
+            0.20,
+        );
+    }
+    for (i, (panel, to_none, to_adaptive)) in FIGURE_5_RELATIVE.iter().enumerate() {
+        c.within(
+            &format!("figure 5 none / cinterrupts: {panel}"),
+            none[i] / cint[i],
+            *to_none,
+            0.20,
+        );
+        c.within(
+            &format!("figure 5 adaptive / cinterrupts: {panel}"),
+            adaptive[i] / cint[i],
+            *to_adaptive,
+            0.20,
+        );
+    }
+    assert!(c.failures.is_empty(), "figure 5 drifted: {:#?}", c.failures);
 }
 
 /// `mixed` as the authors' artifact ran it (`fig5/test.sh`: `--iodepth=16
