@@ -366,30 +366,16 @@ const FIGURE_5_CINTERRUPTS: [(&str, f64); 4] = [
 ];
 
 /// The run behind the OSDI'21 paper's Figure 5, as the authors' artifact
-/// makes it (`fig5/test.sh` on `fig5/rand_mix.fio`): libaio 4 KiB random
-/// reads at iodepth 16, one request per `io_submit`, 1 to 16 events per
-/// `io_getevents`, no hint, `gtod_reduce`; a psync 4 KiB random reader;
-/// both on one core of the reference host, on the P4800X. The strategies
-/// are the artifact's: `alpha-0-0` (none), `alpha-6-32` (adaptive 6 us /
-/// 32) and `cint-1000000-65535` (cinterrupts with a 1 s delta, thr 65535
-/// and OOO off, so that only the sync reads' Urgent completions
-/// interrupt, and the async ones ride on them).
-fn figure_5_run() -> RunResult {
-    let mut async_job = libaio("async", 16, 1, 1);
-    if let Work::Io(io) = &mut async_job.work {
-        io.batch_complete_max = 16;
-        io.hint = Some(cint_policy::Hint::Unmarked);
-        io.gtod_reduce = true;
-    }
-    let mut artifact_cint = cint_policy::config::CinterruptsParams::with_adaptive(1000 * MS, 65535);
-    artifact_cint.ooo = false;
-    let mut sc = scenario(
-        "optane-p4800x",
-        vec![none(), adaptive(6 * US, 32), cint_with(artifact_cint)],
-        vec![async_job, psync("sync")],
-    );
-    sc.duration = 100 * MS;
-    cint_sim::run(&sc).expect("figure 5 runs")
+/// makes it: `scenarios/mixed-fig5.toml` (its comments map the artifact's
+/// `fig5/test.sh` to the file), 100 ms measured. The results come back in
+/// the figure's order: none, adaptive, cinterrupts.
+fn figure_5_run() -> [StrategyResult; 3] {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/mixed-fig5.toml");
+    let sc = cint_scenario::load_file(&path, &["duration=100ms".to_string()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let r = cint_sim::run(&sc).expect("figure 5 runs");
+    ["none", "adaptive", "cinterrupts"].map(|name| by_name(&r, name).clone())
 }
 
 /// The four panels of Figure 5 for one strategy of [`figure_5_run`]:
@@ -411,13 +397,7 @@ fn figure_5_panels(s: &StrategyResult) -> [f64; 4] {
 /// their mechanism in KNOWN_MISSES and docs/results/microbenchmarks.md.
 #[test]
 fn mixed_against_the_papers_figure_5() {
-    let r = figure_5_run();
-    let [none, adaptive, cint] = [&r.results[0], &r.results[1], &r.results[2]];
-    let (none, adaptive, cint) = (
-        figure_5_panels(none),
-        figure_5_panels(adaptive),
-        figure_5_panels(cint),
-    );
+    let [none, adaptive, cint] = figure_5_run().map(|s| figure_5_panels(&s));
     let mut c = Check {
         failures: Vec::new(),
     };
