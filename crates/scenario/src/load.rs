@@ -340,28 +340,26 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
     for (key, d, positive) in durations {
         check_run_time(source, "host", node, &[key], d.0, positive)?;
     }
-    // `contains` is false for NaN as well.
-    if !(0.0..=MAX_COST_SPREAD).contains(&host.cost_spread) {
-        return Err(ScenarioError {
-            source: source.to_string(),
-            origin: nested_origin(node, &["cost_spread"]),
-            key: "host.cost_spread".into(),
-            message: format!(
-                "must be a coefficient of variation from 0 to {MAX_COST_SPREAD} (got {})",
-                host.cost_spread
-            ),
-        });
-    }
-    if !(0.0..=1.0).contains(&host.user_issue_share) {
-        return Err(ScenarioError {
-            source: source.to_string(),
-            origin: nested_origin(node, &["user_issue_share"]),
-            key: "host.user_issue_share".into(),
-            message: format!(
-                "must be a fraction from 0 to 1 (got {})",
-                host.user_issue_share
-            ),
-        });
+    // (key, value, largest, what the number is).
+    let numbers = [
+        (
+            "cost_spread",
+            host.cost_spread,
+            MAX_COST_SPREAD,
+            "a coefficient of variation",
+        ),
+        ("user_issue_share", host.user_issue_share, 1.0, "a fraction"),
+    ];
+    for (key, value, max, what) in numbers {
+        // `contains` is false for NaN as well.
+        if !(0.0..=max).contains(&value) {
+            return Err(ScenarioError {
+                source: source.to_string(),
+                origin: nested_origin(node, &[key]),
+                key: format!("host.{key}"),
+                message: format!("must be {what} from 0 to {max} (got {value})"),
+            });
+        }
     }
     Ok(host)
 }
