@@ -200,6 +200,12 @@ fn scenario(seed: u64) -> String {
         let spread = host_rng.pick(&["0.25", "0.5", "1.0", "2.5"]);
         out.push_str(&format!("cost_spread = {spread}\n"));
     }
+    // The generator's work anywhere from all at the reap to all at the
+    // issue, both ends included.
+    if host_rng.chance(50) {
+        let share = host_rng.pick(&["0", "0.3", "1"]);
+        out.push_str(&format!("user_issue_share = {share}\n"));
+    }
     for i in 0..1 + rng.below(3) as usize {
         strategy(&mut rng, i, &mut out);
     }
