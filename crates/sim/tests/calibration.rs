@@ -438,12 +438,7 @@ fn mixed_against_the_papers_figure_5() {
 /// shape would be a scheduling or wake-up bug.
 #[test]
 fn mixed_in_the_artifacts_shape_saturates_the_core() {
-    let mut async_job = libaio("async", 16, 1, 1);
-    if let Work::Io(io) = &mut async_job.work {
-        io.batch_complete_max = 16;
-        io.hint = Some(cint_policy::Hint::Unmarked);
-        io.gtod_reduce = true;
-    }
+    let async_job = fig5_libaio("async");
     let mut sc = scenario(
         "optane-p4800x",
         vec![none(), cint(6 * US, 32)],

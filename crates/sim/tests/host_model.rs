@@ -416,12 +416,7 @@ fn splitting_the_generators_work_moves_it_but_never_changes_its_amount() {
 #[test]
 fn preparing_each_request_before_its_own_call_keeps_the_async_stream_dense() {
     let at = |share: f64| {
-        let mut async_job = libaio("async", 16, 1, 1);
-        if let Work::Io(io) = &mut async_job.work {
-            io.batch_complete_max = 16;
-            io.hint = Some(cint_policy::Hint::Unmarked);
-            io.gtod_reduce = true;
-        }
+        let async_job = fig5_libaio("async");
         let mut sc = short(scenario(
             "optane-p4800x",
             vec![adaptive(6 * US, 32)],

@@ -82,6 +82,16 @@ impl World<'_> {
         self.threads[t].act = Activity::Burst { left, then };
     }
 
+    /// [`World::set_burst`] for work that is all user mode (the
+    /// generator's own, think time): the whole burst, as varied by the
+    /// host's spread, counts as user time.
+    fn set_user_burst(&mut self, t: usize, left: Nanos, then: Cont) {
+        let left = self.thread_cost(t, left);
+        let th = &mut self.threads[t];
+        th.act = Activity::Burst { left, then };
+        th.user_left = left;
+    }
+
     /// Top of the I/O loop.
     fn issue(&mut self, t: usize) {
         let now = self.now();
@@ -107,10 +117,7 @@ impl World<'_> {
             return false;
         }
         self.threads[t].prepared = k;
-        self.set_burst(t, u64::from(missing) * per_request, Cont::Prepared);
-        if let Activity::Burst { left, .. } = self.threads[t].act {
-            self.threads[t].user_left = left;
-        }
+        self.set_user_burst(t, u64::from(missing) * per_request, Cont::Prepared);
         true
     }
 
@@ -468,11 +475,7 @@ impl World<'_> {
         let p = self.threads[t].prog;
         let per_io = p.think + self.costs.user(p.gtod_reduce).reap;
         if per_io > 0 && n > 0 {
-            self.set_burst(t, per_io * u64::from(n), Cont::Issue);
-            // All of it is user mode, as varied by the host's spread.
-            if let Activity::Burst { left, .. } = self.threads[t].act {
-                self.threads[t].user_left = left;
-            }
+            self.set_user_burst(t, per_io * u64::from(n), Cont::Issue);
         } else {
             self.issue(t);
         }

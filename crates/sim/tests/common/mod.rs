@@ -100,6 +100,19 @@ pub fn libaio(name: &str, iodepth: u32, batch: u32, min: u32) -> Job {
     io_job(name, Engine::Libaio, iodepth, batch, min)
 }
 
+/// The libaio job of the cinterrupts artifact's `fig5` run
+/// (`scenarios/mixed-fig5.toml`): iodepth 16, one request per `io_submit`,
+/// 1 to 16 events per `io_getevents`, no hint, `gtod_reduce`.
+pub fn fig5_libaio(name: &str) -> Job {
+    let mut job = libaio(name, 16, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.batch_complete_max = 16;
+        io.hint = Some(cint_policy::Hint::Unmarked);
+        io.gtod_reduce = true;
+    }
+    job
+}
+
 pub fn cpu_job(name: &str) -> Job {
     Job {
         name: name.into(),
