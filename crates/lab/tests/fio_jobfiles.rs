@@ -99,6 +99,7 @@ fn phases_run_one_group_after_another_with_their_shapes() {
         strategies: Some(vec![Strategy {
             name: "none".into(),
             mode: CompletionMode::Interrupt(cint_policy::PolicyConfig::None),
+            interrupts: cint_policy::PolicyConfig::None,
         }]),
         ..FioArgs::new("optane-p4800x", "xeon-e5-2660v4")
     };
