@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod adaptive;
+mod any;
 pub mod cinterrupts;
 pub mod config;
 pub mod hints;
@@ -40,7 +41,8 @@ pub mod reap;
 pub mod vic;
 pub mod vic_sched;
 
-pub use config::{AnyPolicy, PolicyConfig, PolicyError};
+pub use any::AnyPolicy;
+pub use config::{PolicyConfig, PolicyError};
 
 /// Time in integer nanoseconds. Absolute instants and durations alike.
 pub type Nanos = u64;
