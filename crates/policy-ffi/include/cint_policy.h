@@ -221,7 +221,7 @@ typedef struct {
 } cint_policy;
 
 /**
- * vIC parameters (ALGORITHMS.md §6). Fill with
+ * vIC parameters (docs/ALGORITHMS.md section 6). Fill with
  * [`cint_vic_params_default`], then change what you need.
  */
 typedef struct {

@@ -133,7 +133,7 @@ pub struct cint_policy {
     pub opaque: [u64; CINT_POLICY_WORDS],
 }
 
-/// vIC parameters (ALGORITHMS.md §6). Fill with
+/// vIC parameters (docs/ALGORITHMS.md section 6). Fill with
 /// [`cint_vic_params_default`], then change what you need.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

@@ -1,5 +1,5 @@
 //! Adaptive burst detection (`adaptive`, cinterrupts Algorithm 1,
-//! ALGORITHMS.md §3).
+//! docs/ALGORITHMS.md section 3).
 //!
 //! An interrupt fires after `thr` completions, or after `delta` with no new
 //! completion, whichever comes first.

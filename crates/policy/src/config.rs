@@ -115,7 +115,7 @@ impl AdaptiveParams {
     }
 }
 
-/// How a Barrier completion is handled (ALGORITHMS.md §4).
+/// How a Barrier completion is handled (docs/ALGORITHMS.md section 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BarrierMode {
     /// Fire a full interrupt as soon as the Barrier completes.
@@ -127,8 +127,8 @@ pub enum BarrierMode {
 }
 
 /// How the storm guard keeps hint-triggered interrupts at or under
-/// `max_irq_rate` (ALGORITHMS.md §4; the choices are in
-/// docs/POLICY-NOTES.md).
+/// `max_irq_rate` (docs/ALGORITHMS.md section 4, with the choices made
+/// where the papers leave room).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum StormGuardMode {
     /// The journal version's design: during a storm, hinted completions
@@ -193,7 +193,7 @@ impl CinterruptsParams {
     }
 }
 
-/// vIC: virtual interrupt coalescing (ALGORITHMS.md §6).
+/// vIC: virtual interrupt coalescing (docs/ALGORITHMS.md section 6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VicParams {
     /// Below this many commands in flight every completion is delivered.
@@ -241,7 +241,7 @@ impl VicParams {
     }
 }
 
-/// Scheduler-aware vIC (ALGORITHMS.md §7).
+/// Scheduler-aware vIC (docs/ALGORITHMS.md section 7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VicSchedParams {
     /// The underlying vIC.

@@ -1,4 +1,4 @@
-//! Which hint the software side gives a request (ALGORITHMS.md §5,
+//! Which hint the software side gives a request (docs/ALGORITHMS.md section 5,
 //! cinterrupts Table 1): the kernel's default from the kind of call and
 //! its flags, the application's per-request override, and what the block
 //! layer does to hints when it splits or merges requests.

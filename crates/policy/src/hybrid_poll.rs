@@ -1,5 +1,5 @@
 //! How long a hybrid-polling thread sleeps before it starts to spin
-//! (ALGORITHMS.md §8).
+//! (docs/ALGORITHMS.md section 8).
 //!
 //! Three estimators, all integer-only and allocation-free:
 //!

@@ -1,6 +1,6 @@
 //! # cint-policy: interrupt-generation policies as embeddable "firmware"
 //!
-//! Every strategy of `ALGORITHMS.md` is a small state machine here. A policy
+//! Every strategy of `docs/ALGORITHMS.md` is a small state machine here. A policy
 //! is owned by one completion queue. The substrate that drives it — the
 //! discrete-event simulator, the real-thread emulator, a device's firmware,
 //! a hypervisor's virtual device — tells it three things:
@@ -63,7 +63,7 @@ pub type Seq = u64;
 
 /// The two hint bits a request carries from submission to completion.
 ///
-/// Both bits set, or neither, means [`Hint::Unmarked`] (ALGORITHMS.md §5:
+/// Both bits set, or neither, means [`Hint::Unmarked`] (docs/ALGORITHMS.md section 5:
 /// applications pass both flags to say "explicitly unmarked").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Hint {
@@ -174,7 +174,7 @@ impl Decision {
 }
 
 /// What a time-slice scheduler tells a scheduler-aware policy about the
-/// guest whose completions it forwards (ALGORITHMS.md §7). Other policies
+/// guest whose completions it forwards (docs/ALGORITHMS.md section 7). Other policies
 /// ignore it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct GuestSchedule {

@@ -1,4 +1,4 @@
-//! No coalescing (`none`, ALGORITHMS.md §1): a full interrupt for every
+//! No coalescing (`none`, docs/ALGORITHMS.md section 1): a full interrupt for every
 //! completion, at once. The Linux default and the papers' baseline.
 
 use crate::{Decision, Hint, InFlight, Nanos, Policy, Seq};

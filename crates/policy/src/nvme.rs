@@ -1,5 +1,6 @@
-//! NVMe static interrupt aggregation (`nvme`, Feature ID 08h, ALGORITHMS.md
-//! §2), with the per-vector "Coalescing Disable" of Feature 09h.
+//! NVMe static interrupt aggregation (`nvme`, Feature ID 08h,
+//! docs/ALGORITHMS.md section 2), with the per-vector "Coalescing Disable"
+//! of Feature 09h.
 //!
 //! The window opens at the first completion not yet covered by an
 //! interrupt and does not move when more arrive: fire when `thr` are

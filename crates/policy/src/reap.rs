@@ -1,4 +1,4 @@
-//! The driver side of out-of-order Urgent processing (ALGORITHMS.md §4):
+//! The driver side of out-of-order Urgent processing (docs/ALGORITHMS.md section 4):
 //! which completion-queue entries an interrupt handler reaps.
 //!
 //! [`CompletionQueue`] models one NVMe completion queue of `N` slots as the

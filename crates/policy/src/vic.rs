@@ -1,5 +1,5 @@
 //! vIC: virtual interrupt coalescing (Ahmad et al., ATC 2011;
-//! ALGORITHMS.md §6).
+//! docs/ALGORITHMS.md section 6).
 //!
 //! A hypervisor without high-resolution timers decides, on every
 //! completion, whether to inject a virtual interrupt now or to let the
@@ -50,8 +50,8 @@ pub const fn div_shift_subtract(dividend: u64, divisor: u64) -> u64 {
     quotient
 }
 
-/// The delivery ratio `(count_up, skip_up)` of the table in ALGORITHMS.md
-/// §6 for `cif` commands in flight, when the IOPS condition does not force
+/// The delivery ratio `(count_up, skip_up)` of the table in
+/// docs/ALGORITHMS.md section 6 for `cif` commands in flight, when the IOPS condition does not force
 /// 1/1. A `cif_threshold` of 0 is treated as 1 (the constructor rejects it;
 /// this function stays total for tests and tools).
 pub const fn ratio_for(cif: u32, cif_threshold: u32) -> (u32, u32) {

@@ -1,4 +1,4 @@
-//! Scheduler-aware vIC (the Xen dom0 variant, ALGORITHMS.md §7).
+//! Scheduler-aware vIC (the Xen dom0 variant, docs/ALGORITHMS.md section 7).
 //!
 //! The back end that forwards completions to a guest sharing a CPU with
 //! other guests knows when the guest's time slice ends. Once less time is
@@ -55,7 +55,7 @@ impl VicSched {
         self.bypasses
     }
 
-    /// `io_per_event` of ALGORITHMS.md §7 for the ratio `count_up/skip_up`:
+    /// `io_per_event` of docs/ALGORITHMS.md section 7 for the ratio `count_up/skip_up`:
     /// vIC's expected completions per delivery, taken as 2 whenever the
     /// ratio is above one half.
     pub const fn io_per_event(count_up: u32, skip_up: u32) -> u64 {

@@ -243,7 +243,7 @@ impl<'a> World<'a> {
             }
         }
         // vic-sched decides from the guest's run state and slice end, which
-        // only a virtual-machine layer (VIRT.md) can give; the host model
+        // only a virtual-machine layer (docs/VIRT.md) can give; the host model
         // has no guests yet. Run silently, it would be vic under another
         // name.
         if let CompletionMode::Interrupt(PolicyConfig::VicSched(_)) = strategy.mode {
