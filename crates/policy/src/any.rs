@@ -16,6 +16,21 @@ use crate::{Decision, GuestSchedule, Hint, Nanos, Policy, Seq};
 
 impl PolicyConfig {
     /// Builds the policy, starting at instant `now`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use cint_policy::config::NvmeParams;
+    /// use cint_policy::{AnyPolicy, Policy, PolicyConfig, PolicyError, US};
+    ///
+    /// let too_many = NvmeParams { thr: 300, time: 100 * US, coalescing_disabled: false };
+    /// let refused = PolicyConfig::Nvme(too_many).build(0);
+    /// assert!(matches!(refused, Err(PolicyError::OutOfRange { param: "thr", .. })));
+    ///
+    /// let queue: AnyPolicy = PolicyConfig::None.build(0)?;
+    /// assert_eq!(queue.in_flight(), 0);
+    /// # Ok::<(), PolicyError>(())
+    /// ```
     pub fn build(&self, now: Nanos) -> Result<AnyPolicy, PolicyError> {
         Ok(match *self {
             PolicyConfig::None => AnyPolicy::None(NoCoalescing::new()),

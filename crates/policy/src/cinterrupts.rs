@@ -47,6 +47,26 @@ pub struct Cinterrupts {
 impl Cinterrupts {
     /// Builds the policy; rejects invalid adaptive parameters and a
     /// `max_irq_rate` outside 1..=1e9.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use cint_policy::cinterrupts::Cinterrupts;
+    /// use cint_policy::config::{BarrierMode, CinterruptsParams};
+    /// use cint_policy::{Decision, Hint, Policy, US};
+    ///
+    /// // A strict Barrier's interrupt waits for every request submitted before it.
+    /// let mut params = CinterruptsParams::with_adaptive(6 * US, 32);
+    /// params.barrier = BarrierMode::Strict;
+    /// let mut queue = Cinterrupts::new(params, 0)?;
+    /// let first = queue.on_submit(0, Hint::Unmarked);
+    /// let barrier = queue.on_submit(0, Hint::Barrier);
+    /// // The Barrier completes first: counted toward thr, no interrupt yet.
+    /// assert_eq!(queue.on_complete(5 * US, barrier, Hint::Barrier), Decision::Hold);
+    /// // Its predecessor completes: now the full interrupt fires.
+    /// assert_eq!(queue.on_complete(7 * US, first, Hint::Unmarked), Decision::FULL);
+    /// # Ok::<(), cint_policy::PolicyError>(())
+    /// ```
     pub fn new(params: CinterruptsParams, now: Nanos) -> Result<Self, PolicyError> {
         params.validate()?;
         let max_wait = params
