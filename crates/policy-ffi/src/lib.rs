@@ -401,6 +401,33 @@ fn vic_params(p: &cint_vic_params) -> VicParams {
     }
 }
 
+/// Advances the slot behind `p` to `now`, asks its policy for a decision
+/// and writes the interrupt to fire through `irq_out` (the shape of the
+/// timer and the opportunity calls).
+///
+/// # Safety
+/// As [`with_slot`] for `p`; `irq_out` is null or valid for writing an
+/// `int`.
+unsafe fn decide(
+    p: *mut cint_policy,
+    now: Nanos,
+    irq_out: *mut c_int,
+    ask: impl FnOnce(&mut AnyPolicy) -> Decision,
+) -> c_int {
+    // SAFETY: the caller's promises are the ones `with_slot` and `store`
+    // require.
+    unsafe {
+        with_slot(p, |slot| {
+            if irq_out.is_null() {
+                return Err(CINT_ENULL);
+            }
+            slot.advance(now)?;
+            store(irq_out, irq_code(ask(&mut slot.policy)))?;
+            Ok(CINT_OK)
+        })
+    }
+}
+
 /// Initialises `p` as "no coalescing": a full interrupt per completion.
 ///
 /// # Safety
@@ -720,18 +747,8 @@ pub unsafe extern "C" fn cint_policy_timer(
     irq_out: *mut c_int,
 ) -> c_int {
     // SAFETY: the caller keeps the promises of `# Safety` above, which
-    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
-    // require.
-    unsafe {
-        with_slot(p, |slot| {
-            if irq_out.is_null() {
-                return Err(CINT_ENULL);
-            }
-            slot.advance(now)?;
-            store(irq_out, irq_code(slot.policy.on_timer(now)))?;
-            Ok(CINT_OK)
-        })
-    }
+    // are what `decide` requires.
+    unsafe { decide(p, now, irq_out, |policy| policy.on_timer(now)) }
 }
 
 /// The substrate can deliver for another reason (a VMM entry); vIC
@@ -748,18 +765,8 @@ pub unsafe extern "C" fn cint_policy_opportunity(
     irq_out: *mut c_int,
 ) -> c_int {
     // SAFETY: the caller keeps the promises of `# Safety` above, which
-    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
-    // require.
-    unsafe {
-        with_slot(p, |slot| {
-            if irq_out.is_null() {
-                return Err(CINT_ENULL);
-            }
-            slot.advance(now)?;
-            store(irq_out, irq_code(slot.policy.on_opportunity(now)))?;
-            Ok(CINT_OK)
-        })
-    }
+    // are what `decide` requires.
+    unsafe { decide(p, now, irq_out, |policy| policy.on_opportunity(now)) }
 }
 
 /// The guest's schedule changed (scheduler-aware vIC; ignored by the other

@@ -17,6 +17,21 @@ fn fresh() -> Box<cint_policy> {
     })
 }
 
+/// The vIC defaults, as the ABI hands them out.
+fn vic_defaults() -> cint_vic_params {
+    let mut params = cint_vic_params {
+        cif_threshold: 0,
+        iops_threshold: 0,
+        epoch: 0,
+        ipi_threshold: 0,
+        quirk_reset_on_skip: false,
+        quirk_failsafe: 0,
+    };
+    // SAFETY: `params` is a live local.
+    assert_eq!(unsafe { cint_vic_params_default(&mut params) }, CINT_OK);
+    params
+}
+
 /// Initialises `p` as policy kind `kind` (0..7) with the given raw values.
 fn init(p: &mut cint_policy, kind: u8, a: u64, b: u32, flags: u8) -> i32 {
     // SAFETY: each pointer below is null on purpose (refused before any
@@ -40,15 +55,7 @@ fn init(p: &mut cint_policy, kind: u8, a: u64, b: u32, flags: u8) -> i32 {
                 0,
             ),
             _ => {
-                let mut params = cint_vic_params {
-                    cif_threshold: 0,
-                    iops_threshold: 0,
-                    epoch: 0,
-                    ipi_threshold: 0,
-                    quirk_reset_on_skip: false,
-                    quirk_failsafe: 0,
-                };
-                assert_eq!(cint_vic_params_default(&mut params), CINT_OK);
+                let mut params = vic_defaults();
                 params.cif_threshold = b % 9;
                 params.epoch = a;
                 params.quirk_reset_on_skip = x;
@@ -279,15 +286,7 @@ fn vic_through_the_abi() {
     // dereference) or points to a live local that only this thread uses.
     unsafe {
         let mut p = fresh();
-        let mut params = cint_vic_params {
-            cif_threshold: 0,
-            iops_threshold: 0,
-            epoch: 0,
-            ipi_threshold: 0,
-            quirk_reset_on_skip: false,
-            quirk_failsafe: 0,
-        };
-        assert_eq!(cint_vic_params_default(&mut params), CINT_OK);
+        let mut params = vic_defaults();
         params.iops_threshold = 0;
         params.epoch = 1_000;
         assert_eq!(cint_policy_init_vic(&mut *p, &params, 0), CINT_OK);
