@@ -64,7 +64,7 @@ fn barrier_submit_imports_the_artifacts_options_and_marks_each_batch() {
     assert!(io.gtod_reduce);
 
     // The modelled kernel already marks the last request of each
-    // io_submit Barrier (ALGORITHMS.md section 5), which is what the
+    // io_submit Barrier (docs/ALGORITHMS.md section 5), which is what the
     // patched fio asks for: with or without `barrier`, the same run.
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
     let plain = import_str(

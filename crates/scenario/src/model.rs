@@ -70,7 +70,7 @@ pub enum CompletionMode {
     HybridPoll(HybridSleep),
 }
 
-/// The sleep of hybrid polling (ALGORITHMS.md §8).
+/// The sleep of hybrid polling (docs/ALGORITHMS.md section 8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HybridSleep {
     /// Half the mean completion time of the request's class (Linux
@@ -185,7 +185,7 @@ pub struct IoJob {
     /// fio's `iodepth_batch_complete_max`, by default equal to the minimum).
     pub batch_complete_max: u32,
     /// Override of every request's hint; `None`: the kernel's default rule
-    /// for the engine (ALGORITHMS.md §5).
+    /// for the engine (docs/ALGORITHMS.md section 5).
     pub hint: Option<Hint>,
     /// `RWF_NOWAIT` on pvsync2 calls (clears the default Urgent).
     pub nowait: bool,

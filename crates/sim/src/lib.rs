@@ -1,7 +1,7 @@
 //! # cint-sim: a discrete-event simulator of interrupt strategies
 //!
 //! Answers "what would strategy X do to workload Y on device Z and host H"
-//! in seconds and deterministically (MODEL.md). One [`run`] simulates every
+//! in seconds and deterministically (docs/MODEL.md). One [`run`] simulates every
 //! strategy of a scenario on identical jobs and returns the same
 //! [`RunResult`] the emulator produces, with `substrate = "sim"`.
 //!

@@ -751,8 +751,8 @@ impl<'a> World<'a> {
 /// it with the same line as `cint sim` (one rule for what runs).
 fn refuse_unmodelled(strategy: &Strategy) -> Result<(), SimError> {
     // vic-sched decides from the guest's run state and slice end, which
-    // only a virtual-machine layer (VIRT.md) can give; the host model has
-    // no guests yet. Run silently, it would be vic under another name.
+    // only a virtual-machine layer (docs/VIRT.md) can give; the host model
+    // has no guests yet. Run silently, it would be vic under another name.
     let vic_sched = |mode| matches!(mode, CompletionMode::Interrupt(PolicyConfig::VicSched(_)));
     if vic_sched(strategy.mode) || matches!(strategy.interrupts, PolicyConfig::VicSched(_)) {
         return Err(SimError(format!(

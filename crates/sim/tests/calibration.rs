@@ -1,11 +1,11 @@
-//! Re-derives every calibration target of MODEL.md from the shipped
+//! Re-derives every calibration target of docs/MODEL.md from the shipped
 //! profiles (`optane-p4800x`, `p3700`, `optane-900p`, `xeon-e5-2660v4`)
 //! and fails if one drifts: synchronous latencies within 10%, IRQ ratios
 //! within 20%, the IOPS gain of cinterrupts over none within [20%, 45%],
 //! the devices' saturation IOPS within 10% of the vendor sheets, and the
 //! CPU targets added on 2026-11-23 (TOS'22 Figures 17 and 21): the CPU
 //! shares of the `mixed` workload's two threads, and the urgent storm's
-//! interrupt rate with the core saturated. Beside MODEL.md's targets, the
+//! interrupt rate with the core saturated. Beside docs/MODEL.md's targets, the
 //! published figure of the experiment `mixed` comes from (the OSDI'21
 //! paper's Figure 5, as the authors' artifact runs it) is checked panel by
 //! panel. Nothing here adjusts a model parameter: the profiles are used as
@@ -306,7 +306,7 @@ fn shipped_profiles_meet_every_calibration_target() {
         0.05,
     );
 
-    // CPU of the synchronous path (MODEL.md, added 2026-11-23). Two
+    // CPU of the synchronous path (docs/MODEL.md, added 2026-11-23). Two
     // always-busy threads share a core about equally under CFS; under
     // adaptive the sync thread spends delta blocked on each read.
     let m = mixed();
@@ -339,7 +339,7 @@ fn shipped_profiles_meet_every_calibration_target() {
     );
     c.between("urgent storm: core busy", storm.cpu_util, 0.97, 1.0);
 
-    // Vendor sheets (MODEL.md): the device's own limits, in K IOPS.
+    // Vendor sheets (docs/MODEL.md): the device's own limits, in K IOPS.
     for (device, rw, target) in [
         ("optane-p4800x", Rw::RandRead, 550.0),
         ("optane-p4800x", Rw::RandWrite, 500.0),
@@ -419,7 +419,7 @@ fn figure_5_panels(s: &StrategyResult) -> [f64; 4] {
 }
 
 /// The model against the published figure of the experiment `mixed`
-/// comes from (OSDI'21, Figure 5; the same testbed as MODEL.md's
+/// comes from (OSDI'21, Figure 5; the same testbed as docs/MODEL.md's
 /// targets): every ratio the figure prints within 20%, as the IRQ ratios
 /// above, and cinterrupts' own bars within 20%. The misses are listed with
 /// their mechanism in KNOWN_MISSES and docs/results/microbenchmarks.md.

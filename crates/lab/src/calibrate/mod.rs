@@ -1,4 +1,4 @@
-//! Choosing `delta` and `thr` for a device: MODEL.md experiment 7, the
+//! Choosing `delta` and `thr` for a device: docs/MODEL.md experiment 7, the
 //! method of the cinterrupts paper.
 //!
 //! 1. Measure the completion inter-arrival distribution of libaio 4 KiB

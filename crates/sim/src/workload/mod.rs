@@ -30,7 +30,7 @@
 //! then submits one request per call issues its first request after one
 //! request's preparation, not after sixteen.
 //!
-//! Hints follow ALGORITHMS.md section 5 through `cint_policy::hints`
+//! Hints follow docs/ALGORITHMS.md section 5 through `cint_policy::hints`
 //! unless the job overrides them. Jobs without `direct` are still modelled
 //! as direct I/O (there is no page cache yet).
 
