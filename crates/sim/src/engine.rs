@@ -43,27 +43,27 @@ pub(crate) enum Event {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Scheduled {
+struct Scheduled<E> {
     at: Nanos,
     seq: u64,
-    event: Event,
+    event: E,
 }
 
-impl PartialEq for Scheduled {
+impl<E> PartialEq for Scheduled<E> {
     fn eq(&self, other: &Self) -> bool {
         self.at == other.at && self.seq == other.seq
     }
 }
 
-impl Eq for Scheduled {}
+impl<E> Eq for Scheduled<E> {}
 
-impl PartialOrd for Scheduled {
+impl<E> PartialOrd for Scheduled<E> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for Scheduled {
+impl<E> Ord for Scheduled<E> {
     fn cmp(&self, other: &Self) -> Ordering {
         // BinaryHeap is a max-heap: reverse so the earliest (then the
         // first inserted) comes out first.
@@ -77,9 +77,13 @@ impl Ord for Scheduled {
 /// instant is a simulator bug (a cost or a deadline computed from a stale
 /// time). It is not silently moved to now, which would hide the bug; it is
 /// dropped and recorded as a violation that the run reports.
+///
+/// Generic over the event so that benchmarks can replay a run's sequence
+/// of schedules and pops through it alone; the simulator's is
+/// `EventQueue<Event>`.
 #[derive(Debug)]
-pub(crate) struct EventQueue {
-    heap: BinaryHeap<Scheduled>,
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Scheduled<E>>,
     next_seq: u64,
     now: Nanos,
     processed: u64,
@@ -88,10 +92,10 @@ pub(crate) struct EventQueue {
     violation: Option<String>,
 }
 
-impl EventQueue {
+impl<E: Copy + std::fmt::Debug> EventQueue<E> {
     /// An empty queue at time zero; `capacity` avoids regrowth in steady
     /// state.
-    pub(crate) fn with_capacity(capacity: usize) -> Self {
+    pub fn with_capacity(capacity: usize) -> Self {
         EventQueue {
             heap: BinaryHeap::with_capacity(capacity),
             next_seq: 0,
@@ -102,19 +106,19 @@ impl EventQueue {
     }
 
     /// The current simulated time.
-    pub(crate) fn now(&self) -> Nanos {
+    pub fn now(&self) -> Nanos {
         self.now
     }
 
     /// Events handed out so far.
-    pub(crate) fn processed(&self) -> u64 {
+    pub fn processed(&self) -> u64 {
         self.processed
     }
 
     /// Schedules `event` at `at` (now or later). An instant in the past
     /// is refused: the event is dropped and the violation recorded for
     /// [`EventQueue::violation`].
-    pub(crate) fn schedule(&mut self, at: Nanos, event: Event) {
+    pub fn schedule(&mut self, at: Nanos, event: E) {
         if at < self.now {
             self.fail(format!(
                 "time would go backwards: {event:?} scheduled at {at} ns, now is {} ns",
@@ -132,7 +136,7 @@ impl EventQueue {
 
     /// The next event if it happens strictly before `end`; advances the
     /// clock to it.
-    pub(crate) fn pop_before(&mut self, end: Nanos) -> Option<(Nanos, Event)> {
+    pub fn pop_before(&mut self, end: Nanos) -> Option<(Nanos, E)> {
         let top = self.heap.peek()?;
         if top.at >= end {
             return None;
@@ -153,7 +157,7 @@ impl EventQueue {
     }
 
     /// The first time violation seen, if any.
-    pub(crate) fn violation(&self) -> Option<&str> {
+    pub fn violation(&self) -> Option<&str> {
         self.violation.as_deref()
     }
 
@@ -164,14 +168,14 @@ impl EventQueue {
     }
 
     /// Moves the clock to `end` (after the last event before it).
-    pub(crate) fn advance_to(&mut self, end: Nanos) {
+    pub fn advance_to(&mut self, end: Nanos) {
         self.now = self.now.max(end);
     }
 }
 
 /// Stream ids: threads use `(job << 16) | thread`, device queues a disjoint
 /// range above.
-pub(crate) const DEVICE_STREAM_BASE: u64 = 1 << 40;
+pub const DEVICE_STREAM_BASE: u64 = 1 << 40;
 /// The host's cost spread draws from streams of its own, so that turning
 /// it on leaves every offset and media time as it was: one per core for
 /// its interrupt handlers, `HOST_CORE_STREAM_BASE + core`, ...
@@ -180,7 +184,7 @@ pub(crate) const HOST_CORE_STREAM_BASE: u64 = 1 << 41;
 pub(crate) const HOST_THREAD_STREAM_BASE: u64 = 1 << 42;
 
 /// The random stream `stream` of a run seeded with `seed`.
-pub(crate) fn stream_rng(seed: u64, stream: u64) -> ChaCha8Rng {
+pub fn stream_rng(seed: u64, stream: u64) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     // ChaCha's 2^64 streams are independent by construction.
     rng.set_stream(stream);

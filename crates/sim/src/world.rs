@@ -219,7 +219,7 @@ pub(crate) struct Thread {
 pub(crate) struct World<'a> {
     pub sc: &'a Scenario,
     pub mode: CompletionMode,
-    pub events: EventQueue,
+    pub events: EventQueue<Event>,
     pub end: Nanos,
     pub measuring: bool,
     pub window_start: Nanos,
