@@ -71,6 +71,10 @@ pub(crate) struct Device {
     busy_since: Nanos,
     read: OpCost,
     write: OpCost,
+    /// The last transfer size seen per direction (read, write) and its
+    /// time on the pipe: requests mostly repeat a size, and the 128-bit
+    /// division is then done once per size, not once per request.
+    last_transfer: [(u64, Nanos); 2],
     jitter: JitterKind,
     spread: f64,
     irq_latency: Nanos,
@@ -105,6 +109,8 @@ impl Device {
                 base: p.write.base.0,
                 bandwidth: p.write.bandwidth,
             },
+            // Zero bytes take zero time: a valid entry to start from.
+            last_transfer: [(0, 0); 2],
             jitter: p.jitter,
             spread: p.jitter_spread.0 as f64,
             irq_latency: p.irq_latency.0,
@@ -127,11 +133,12 @@ impl Device {
     /// Queues the transfer of `bytes` on the controller's pipe from `now`
     /// and returns when it ends.
     fn transfer(&mut self, now: Nanos, bytes: u64, write: bool) -> Nanos {
-        let op = if write { self.write } else { self.read };
-        // A huge request on a slow device may take longer than u64 ns;
-        // it saturates (the run ends long before) instead of wrapping.
-        let ns = u128::from(bytes) * 1_000_000_000 / u128::from(op.bandwidth);
-        let ns = u64::try_from(ns).unwrap_or(u64::MAX).min(MAX_SERVICE);
+        let last = &mut self.last_transfer[usize::from(write)];
+        if last.0 != bytes {
+            let op = if write { self.write } else { self.read };
+            *last = (bytes, transfer_time(bytes, op.bandwidth));
+        }
+        let ns = last.1;
         let end = self.pipe_free_at.max(now).saturating_add(ns);
         self.pipe_free_at = end;
         self.pipe_busy = self.pipe_busy.saturating_add(ns);
@@ -166,6 +173,14 @@ impl Device {
         }
         None
     }
+}
+
+/// Time on the pipe of `bytes` at `bandwidth` bytes/s. A huge request on
+/// a slow device may take longer than u64 ns; it saturates (the run ends
+/// long before) instead of wrapping.
+fn transfer_time(bytes: u64, bandwidth: u64) -> Nanos {
+    let ns = u128::from(bytes) * 1_000_000_000 / u128::from(bandwidth);
+    u64::try_from(ns).unwrap_or(u64::MAX).min(MAX_SERVICE)
 }
 
 /// Jitter in ns: zero-mean for `normal` and `lognormal` (the latter with a

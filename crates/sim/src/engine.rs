@@ -54,11 +54,26 @@ impl<E> Scheduled<E> {
     }
 }
 
-/// Children per node of the heap: a run keeps a handful of events
-/// pending (6 to 8 on one core, a few per core on many), so a wide, flat
-/// heap takes fewer levels and fewer cache lines per pop than a binary
-/// one.
+/// Children per node of the heap: a wide, flat heap takes fewer levels
+/// and fewer cache lines per pop than a binary one.
 const ARITY: usize = 4;
+
+/// Up to this many pending events the queue is a sorted array; beyond it,
+/// a heap. A run on one core keeps 6 to 8 pending: popping is then
+/// taking the first entry, and scheduling moves the few later ones (a
+/// new event mostly comes after those pending) down a slot. Many cores
+/// keep a few each, too many to move on every schedule.
+const SORTED_MAX: usize = 16;
+
+/// Popped entries at the front of the sorted array are dropped in one
+/// move once there are this many (or at once when none is left behind
+/// them).
+const SORTED_COMPACT: usize = 64;
+
+/// A heap that has shrunk to this many goes back to a sorted array (half
+/// the threshold up, so that a queue hovering around it does not switch
+/// on every event).
+const SORTED_AGAIN: usize = SORTED_MAX / 2;
 
 /// The event queue and the clock.
 ///
@@ -67,17 +82,22 @@ const ARITY: usize = 4;
 /// time). It is not silently moved to now, which would hide the bug; it is
 /// dropped and recorded as a violation that the run reports.
 ///
-/// The pending events are a 4-ary min-heap on one `u128` key per event,
-/// (time, insertion number): keys are unique, so the order in which
-/// events come out is fully determined by the keys whatever the heap's
-/// shape.
+/// The pending events are keyed by one `u128` per event, (time,
+/// insertion number), kept while few in an array sorted by ascending key
+/// (the next event first) and while many in a 4-ary min-heap. Keys are
+/// unique, so the order in which events come out is fully determined by
+/// the keys whatever the structure holding them.
 ///
 /// Generic over the event so that benchmarks can replay a run's sequence
 /// of schedules and pops through it alone; the simulator's is
 /// `EventQueue<Event>`.
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    heap: Vec<Scheduled<E>>,
+    items: Vec<Scheduled<E>>,
+    /// `items` is a heap (else sorted, ascending, from `head` on).
+    heap: bool,
+    /// Sorted form: the entries before it were popped.
+    head: usize,
     next_seq: u64,
     now: Nanos,
     processed: u64,
@@ -91,7 +111,9 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
     /// state.
     pub fn with_capacity(capacity: usize) -> Self {
         EventQueue {
-            heap: Vec::with_capacity(capacity),
+            items: Vec::with_capacity(capacity.max(SORTED_COMPACT + SORTED_MAX)),
+            heap: false,
+            head: 0,
             next_seq: 0,
             now: 0,
             processed: 0,
@@ -112,6 +134,7 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
     /// Schedules `event` at `at` (now or later). An instant in the past
     /// is refused: the event is dropped and the violation recorded for
     /// [`EventQueue::violation`].
+    #[inline(always)]
     pub fn schedule(&mut self, at: Nanos, event: E) {
         if at < self.now {
             self.refuse_past(at, event);
@@ -119,9 +142,41 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
         }
         let key = (u128::from(at) << 64) | u128::from(self.next_seq);
         self.next_seq += 1;
+        let entry = Scheduled { key, event };
+        if !self.heap {
+            if self.items.len() - self.head < SORTED_MAX {
+                self.sorted_insert(entry);
+                return;
+            }
+            // Ascending order is a valid min-heap of any arity.
+            self.items.drain(..self.head);
+            self.head = 0;
+            self.heap = true;
+        }
+        self.heap_push(entry);
+    }
+
+    /// Inserts into the ascending array: the entries that come out after
+    /// it (larger keys, at the end) move down one slot.
+    #[inline(always)]
+    fn sorted_insert(&mut self, entry: Scheduled<E>) {
+        if self.head >= SORTED_COMPACT {
+            self.items.drain(..self.head);
+            self.head = 0;
+        }
+        let items = &mut self.items;
+        let mut at = items.len();
+        while at > self.head && items[at - 1].key > entry.key {
+            at -= 1;
+        }
+        items.insert(at, entry);
+    }
+
+    fn heap_push(&mut self, entry: Scheduled<E>) {
+        let Scheduled { key, event } = entry;
         // Sift up through a hole: parents move down until the new key's
         // place is found, then it is written once.
-        let heap = &mut self.heap;
+        let heap = &mut self.items;
         let mut hole = heap.len();
         heap.push(Scheduled { key, event });
         while hole > 0 {
@@ -144,12 +199,32 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
         ));
     }
 
-    /// Removes the earliest event (the heap is not empty).
+    /// Removes the earliest event (the queue is not empty).
+    #[inline(always)]
     fn pop_min(&mut self) -> Scheduled<E> {
-        let heap = &mut self.heap;
-        let Some(last) = heap.pop() else {
-            unreachable!("pop_min on an empty heap");
+        if !self.heap {
+            let first = self.items[self.head];
+            self.head += 1;
+            if self.head == self.items.len() {
+                self.items.clear();
+                self.head = 0;
+            }
+            return first;
+        }
+        let Some(last) = self.items.pop() else {
+            unreachable!("pop_min on an empty queue");
         };
+        let top = self.heap_pop(last);
+        if self.items.len() <= SORTED_AGAIN {
+            self.items.sort_unstable_by_key(|e| e.key);
+            self.heap = false;
+        }
+        top
+    }
+
+    /// The heap's root, `last` (its former last entry) taking its place.
+    fn heap_pop(&mut self, last: Scheduled<E>) -> Scheduled<E> {
+        let heap = &mut self.items;
         let n = heap.len();
         if n == 0 {
             return last;
@@ -180,9 +255,10 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
 
     /// The next event if it happens strictly before `end`; advances the
     /// clock to it.
+    #[inline(always)]
     pub fn pop_before(&mut self, end: Nanos) -> Option<(Nanos, E)> {
-        let top = self.heap.first()?;
-        if top.at() >= end {
+        let next = self.items.get(self.head);
+        if next?.at() >= end {
             return None;
         }
         let next = self.pop_min();
@@ -293,9 +369,11 @@ mod tests {
     }
 
     #[test]
-    fn the_heap_pops_in_time_then_insertion_order_whatever_the_sequence() {
+    fn the_queue_pops_in_time_then_insertion_order_whatever_its_form() {
         // Random schedules and pops (xorshift), checked against a sorted
         // list of (time, insertion number).
+        let mut largest = 0;
+        let mut switches_back = 0;
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
             x ^= x << 13;
@@ -306,16 +384,28 @@ mod tests {
         let mut q = EventQueue::with_capacity(4);
         let mut model: Vec<(Nanos, u32)> = Vec::new();
         let mut id = 0u32;
-        for _ in 0..20_000 {
+        for i in 0..20_000 {
             let r = next();
-            if r % 3 == 0 {
+            // Phases that grow and shrink the queue, so that it crosses
+            // between its sorted and its heap form both ways.
+            let pop = if (i / 64) % 2 == 0 {
+                r % 3 == 0
+            } else {
+                r % 3 != 0
+            };
+            if pop {
+                let was_heap = q.heap;
                 let got = q.pop_before(Nanos::MAX);
+                if was_heap && !q.heap {
+                    switches_back += 1;
+                }
                 let want = (!model.is_empty()).then(|| model.remove(0));
                 assert_eq!(got, want);
             } else {
                 // Few distinct instants, so that ties are common.
                 let at = q.now() + (r >> 8) % 16;
                 q.schedule(at, id);
+                largest = largest.max(q.items.len());
                 let pos = model.partition_point(|&(t, _)| t <= at);
                 model.insert(pos, (at, id));
                 id += 1;
@@ -326,6 +416,10 @@ mod tests {
         }
         assert!(model.is_empty());
         assert_eq!(q.violation(), None);
+        assert!(
+            largest > 4 * SORTED_MAX && switches_back > 0,
+            "{largest} {switches_back}"
+        );
     }
 
     #[test]
