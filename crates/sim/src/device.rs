@@ -272,7 +272,8 @@ impl World<'_> {
         self.arm_policy_timer(q);
         if write {
             let at = self.device.transfer(now, bytes, true);
-            self.events.schedule(at, Event::DataIn { req: r });
+            // The pipe ends transfers in the order it takes them.
+            self.events.schedule_in_order(at, Event::DataIn { req: r });
         } else {
             self.enter_units(r);
         }
@@ -313,7 +314,8 @@ impl World<'_> {
             self.post_completion(r);
         } else {
             let at = self.device.transfer(self.now(), req.bytes, false);
-            self.events.schedule(at, Event::DeviceDone { req: r });
+            self.events
+                .schedule_in_order(at, Event::DeviceDone { req: r });
         }
     }
 

@@ -7,6 +7,8 @@
 //! each seeded from `(run seed, stream id)`: adding a job leaves the other
 //! jobs' draws untouched.
 
+use std::collections::VecDeque;
+
 use cint_policy::{Irq, Nanos};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -88,6 +90,13 @@ const SORTED_AGAIN: usize = SORTED_MAX / 2;
 /// unique, so the order in which events come out is fully determined by
 /// the keys whatever the structure holding them.
 ///
+/// Events whose instants never decrease from one to the next of their
+/// kind (the device's transfer pipe ends its transfers in the order it
+/// started them) may go, through [`EventQueue::schedule_in_order`], to a
+/// FIFO lane beside: scheduling one is then an append, and the next event
+/// is the smaller key of the two fronts, so the order is the same as if
+/// everything shared one structure.
+///
 /// Generic over the event so that benchmarks can replay a run's sequence
 /// of schedules and pops through it alone; the simulator's is
 /// `EventQueue<Event>`.
@@ -98,6 +107,8 @@ pub struct EventQueue<E> {
     heap: bool,
     /// Sorted form: the entries before it were popped.
     head: usize,
+    /// Events scheduled in order, their keys increasing.
+    lane: VecDeque<Scheduled<E>>,
     next_seq: u64,
     now: Nanos,
     processed: u64,
@@ -114,6 +125,7 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
             items: Vec::with_capacity(capacity.max(SORTED_COMPACT + SORTED_MAX)),
             heap: false,
             head: 0,
+            lane: VecDeque::with_capacity(capacity),
             next_seq: 0,
             now: 0,
             processed: 0,
@@ -190,6 +202,23 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
         heap[hole] = Scheduled { key, event };
     }
 
+    /// [`EventQueue::schedule`] for an event whose instant is no earlier
+    /// than that of the last event scheduled this way: it is appended to
+    /// the in-order lane. One that is earlier (a caller's promise broken)
+    /// goes to the main structure instead, so the order stays right
+    /// whatever the caller does.
+    #[inline(always)]
+    pub fn schedule_in_order(&mut self, at: Nanos, event: E) {
+        let in_order = self.lane.back().is_none_or(|last| last.at() <= at);
+        if at < self.now || !in_order {
+            self.schedule(at, event);
+            return;
+        }
+        let key = (u128::from(at) << 64) | u128::from(self.next_seq);
+        self.next_seq += 1;
+        self.lane.push_back(Scheduled { key, event });
+    }
+
     #[cold]
     #[inline(never)]
     fn refuse_past(&mut self, at: Nanos, event: E) {
@@ -257,11 +286,18 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
     /// clock to it.
     #[inline(always)]
     pub fn pop_before(&mut self, end: Nanos) -> Option<(Nanos, E)> {
-        let next = self.items.get(self.head);
-        if next?.at() >= end {
+        // No real key is u128::MAX: instants stay far below u64::MAX.
+        let main = self.items.get(self.head).map_or(u128::MAX, |e| e.key);
+        let lane = self.lane.front().map_or(u128::MAX, |e| e.key);
+        let key = main.min(lane);
+        if key == u128::MAX || (key >> 64) as Nanos >= end {
             return None;
         }
-        let next = self.pop_min();
+        let next = if lane < main {
+            self.lane.pop_front()?
+        } else {
+            self.pop_min()
+        };
         let at = next.at();
         if at < self.now {
             // Unreachable while `schedule` refuses the past; checked
@@ -402,9 +438,14 @@ mod tests {
                 let want = (!model.is_empty()).then(|| model.remove(0));
                 assert_eq!(got, want);
             } else {
-                // Few distinct instants, so that ties are common.
+                // Few distinct instants, so that ties are common; a third
+                // through the in-order lane, some of those out of order.
                 let at = q.now() + (r >> 8) % 16;
-                q.schedule(at, id);
+                if (r >> 16) % 3 == 0 {
+                    q.schedule_in_order(at, id);
+                } else {
+                    q.schedule(at, id);
+                }
                 largest = largest.max(q.items.len());
                 let pos = model.partition_point(|&(t, _)| t <= at);
                 model.insert(pos, (at, id));
