@@ -19,8 +19,9 @@
 //!
 //! Then the cost per I/O by component, measured by replaying each part of
 //! the run alone, in the same process: the queue (the loop's exact
-//! sequence of schedules and pops through the simulator's `EventQueue`
-//! and through the loop's own), the histograms (the run's latencies into
+//! sequence of schedules and pops through the simulator's `EventQueue`,
+//! the pipe's transfer ends through its in-order lane as the simulator
+//! schedules them, and through the loop's own), the histograms (the run's latencies into
 //! cint-report's HdrHistogram and fio's three), the jitter (the same
 //! number of Box-Muller draws from a ChaCha8 stream, rounded as the
 //! device model does). The rest of each total is dispatch and the model
@@ -40,7 +41,7 @@ use cint_report::{FioHistogram, LatencyHistogram};
 use cint_scenario::{load_file, Scenario};
 use rand::Rng;
 
-use reference::{Pending, Reference, POP};
+use reference::{Pending, Reference, IN_ORDER, POP};
 
 fn scenario(name: &str, sets: &[&str]) -> Scenario {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -119,6 +120,9 @@ fn replay_sim_queue(ops: &[u64]) -> u64 {
             if let Some((at, e)) = q.pop_before(u64::MAX) {
                 sum = sum.wrapping_add(at ^ u64::from(e));
             }
+        } else if op & IN_ORDER != 0 {
+            let at = op & !IN_ORDER;
+            q.schedule_in_order(at, black_box(at as u32));
         } else {
             q.schedule(op, black_box(op as u32));
         }
@@ -136,7 +140,8 @@ fn replay_loop_queue(ops: &[u64]) -> u64 {
                 sum = sum.wrapping_add(at ^ u64::from(e));
             }
         } else {
-            q.push(op, black_box(op as u32));
+            let at = op & !IN_ORDER;
+            q.push(at, black_box(at as u32));
         }
     }
     sum

@@ -70,6 +70,10 @@ enum Ev {
 /// that instant).
 pub const POP: Nanos = Nanos::MAX;
 
+/// Marks a push in a [`Trace`] of an event the simulator schedules in
+/// order (the pipe's transfer ends); instants stay far below this bit.
+pub const IN_ORDER: Nanos = 1 << 62;
+
 /// What a run did, kept to replay its parts in isolation: the queue's
 /// operations in order and each I/O's (lat, slat, clat).
 #[derive(Default)]
@@ -478,7 +482,12 @@ impl Reference {
 
     fn push(&mut self, at: Nanos, ev: Ev) {
         if let Some(t) = self.trace.as_mut() {
-            t.queue_ops.push(at);
+            let lane = if matches!(ev, Ev::DeviceDone(_)) {
+                IN_ORDER
+            } else {
+                0
+            };
+            t.queue_ops.push(at | lane);
         }
         self.pending.push(at, ev);
     }
