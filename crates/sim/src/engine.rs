@@ -60,22 +60,24 @@ impl<E> Scheduled<E> {
 /// and fewer cache lines per pop than a binary one.
 const ARITY: usize = 4;
 
-/// Up to this many pending events the queue is a sorted array; beyond it,
-/// a heap. A run on one core keeps 6 to 8 pending: popping is then
-/// taking the first entry, and scheduling moves the few later ones (a
-/// new event mostly comes after those pending) down a slot. Many cores
-/// keep a few each, too many to move on every schedule.
-const SORTED_MAX: usize = 16;
+/// At most this many pending events go to the sorted array ("near"); the
+/// others wait in the heap ("far"). A run on one core keeps 6 to 8
+/// pending: popping is then taking the first entry, and scheduling moves
+/// the few later ones (a new event mostly comes after those pending) down
+/// a slot. Many cores keep a few each, too many to move on every
+/// schedule.
+const NEAR_MAX: usize = 16;
+
+/// Events further ahead than this go to the heap whatever the array
+/// holds: a scheduler's slice ends and long timers, milliseconds away and
+/// often superseded before they come, would otherwise fill the array that
+/// the device's and the cores' microsecond events cycle through.
+const NEAR_HORIZON: Nanos = 100_000;
 
 /// Popped entries at the front of the sorted array are dropped in one
 /// move once there are this many (or at once when none is left behind
 /// them).
-const SORTED_COMPACT: usize = 64;
-
-/// A heap that has shrunk to this many goes back to a sorted array (half
-/// the threshold up, so that a queue hovering around it does not switch
-/// on every event).
-const SORTED_AGAIN: usize = SORTED_MAX / 2;
+const NEAR_COMPACT: usize = 64;
 
 /// The event queue and the clock.
 ///
@@ -85,10 +87,12 @@ const SORTED_AGAIN: usize = SORTED_MAX / 2;
 /// dropped and recorded as a violation that the run reports.
 ///
 /// The pending events are keyed by one `u128` per event, (time,
-/// insertion number), kept while few in an array sorted by ascending key
-/// (the next event first) and while many in a 4-ary min-heap. Keys are
-/// unique, so the order in which events come out is fully determined by
-/// the keys whatever the structure holding them.
+/// insertion number). The next few, at most 16 within 100 us, sit in an
+/// array sorted by ascending key (the next event first); the others in a
+/// 4-ary min-heap. Which structure holds an event only decides how fast
+/// it is found: the next event is the smallest key of the fronts, and keys
+/// are unique, so the order in which events come out is fully determined
+/// by the keys.
 ///
 /// Events whose instants never decrease from one to the next of their
 /// kind (the device's transfer pipe ends its transfers in the order it
@@ -102,11 +106,12 @@ const SORTED_AGAIN: usize = SORTED_MAX / 2;
 /// `EventQueue<Event>`.
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    items: Vec<Scheduled<E>>,
-    /// `items` is a heap (else sorted, ascending, from `head` on).
-    heap: bool,
-    /// Sorted form: the entries before it were popped.
+    /// The near events, sorted by ascending key from `head` on.
+    near: Vec<Scheduled<E>>,
+    /// The entries of `near` before it were popped.
     head: usize,
+    /// The far events, a 4-ary min-heap.
+    far: Vec<Scheduled<E>>,
     /// Events scheduled in order, their keys increasing.
     lane: VecDeque<Scheduled<E>>,
     next_seq: u64,
@@ -122,9 +127,9 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
     /// state.
     pub fn with_capacity(capacity: usize) -> Self {
         EventQueue {
-            items: Vec::with_capacity(capacity.max(SORTED_COMPACT + SORTED_MAX)),
-            heap: false,
+            near: Vec::with_capacity(NEAR_COMPACT + NEAR_MAX),
             head: 0,
+            far: Vec::with_capacity(capacity),
             lane: VecDeque::with_capacity(capacity),
             next_seq: 0,
             now: 0,
@@ -155,28 +160,22 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
         let key = (u128::from(at) << 64) | u128::from(self.next_seq);
         self.next_seq += 1;
         let entry = Scheduled { key, event };
-        if !self.heap {
-            if self.items.len() - self.head < SORTED_MAX {
-                self.sorted_insert(entry);
-                return;
-            }
-            // Ascending order is a valid min-heap of any arity.
-            self.items.drain(..self.head);
-            self.head = 0;
-            self.heap = true;
+        if at - self.now < NEAR_HORIZON && self.near.len() - self.head < NEAR_MAX {
+            self.sorted_insert(entry);
+        } else {
+            self.heap_push(entry);
         }
-        self.heap_push(entry);
     }
 
     /// Inserts into the ascending array: the entries that come out after
     /// it (larger keys, at the end) move down one slot.
     #[inline(always)]
     fn sorted_insert(&mut self, entry: Scheduled<E>) {
-        if self.head >= SORTED_COMPACT {
-            self.items.drain(..self.head);
+        if self.head >= NEAR_COMPACT {
+            self.near.drain(..self.head);
             self.head = 0;
         }
-        let items = &mut self.items;
+        let items = &mut self.near;
         let mut at = items.len();
         while at > self.head && items[at - 1].key > entry.key {
             at -= 1;
@@ -188,7 +187,7 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
         let Scheduled { key, event } = entry;
         // Sift up through a hole: parents move down until the new key's
         // place is found, then it is written once.
-        let heap = &mut self.items;
+        let heap = &mut self.far;
         let mut hole = heap.len();
         heap.push(Scheduled { key, event });
         while hole > 0 {
@@ -228,32 +227,29 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
         ));
     }
 
-    /// Removes the earliest event (the queue is not empty).
+    /// Removes the first near event (there is one).
     #[inline(always)]
-    fn pop_min(&mut self) -> Scheduled<E> {
-        if !self.heap {
-            let first = self.items[self.head];
-            self.head += 1;
-            if self.head == self.items.len() {
-                self.items.clear();
-                self.head = 0;
-            }
-            return first;
+    fn pop_near(&mut self) -> Scheduled<E> {
+        let first = self.near[self.head];
+        self.head += 1;
+        if self.head == self.near.len() {
+            self.near.clear();
+            self.head = 0;
         }
-        let Some(last) = self.items.pop() else {
-            unreachable!("pop_min on an empty queue");
+        first
+    }
+
+    /// Removes the heap's root (there is one).
+    fn pop_far(&mut self) -> Scheduled<E> {
+        let Some(last) = self.far.pop() else {
+            unreachable!("pop_far on an empty heap");
         };
-        let top = self.heap_pop(last);
-        if self.items.len() <= SORTED_AGAIN {
-            self.items.sort_unstable_by_key(|e| e.key);
-            self.heap = false;
-        }
-        top
+        self.heap_pop(last)
     }
 
     /// The heap's root, `last` (its former last entry) taking its place.
     fn heap_pop(&mut self, last: Scheduled<E>) -> Scheduled<E> {
-        let heap = &mut self.items;
+        let heap = &mut self.far;
         let n = heap.len();
         if n == 0 {
             return last;
@@ -287,16 +283,19 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
     #[inline(always)]
     pub fn pop_before(&mut self, end: Nanos) -> Option<(Nanos, E)> {
         // No real key is u128::MAX: instants stay far below u64::MAX.
-        let main = self.items.get(self.head).map_or(u128::MAX, |e| e.key);
+        let near = self.near.get(self.head).map_or(u128::MAX, |e| e.key);
+        let far = self.far.first().map_or(u128::MAX, |e| e.key);
         let lane = self.lane.front().map_or(u128::MAX, |e| e.key);
-        let key = main.min(lane);
+        let key = near.min(far).min(lane);
         if key == u128::MAX || (key >> 64) as Nanos >= end {
             return None;
         }
-        let next = if lane < main {
+        let next = if key == near {
+            self.pop_near()
+        } else if key == lane {
             self.lane.pop_front()?
         } else {
-            self.pop_min()
+            self.pop_far()
         };
         let at = next.at();
         if at < self.now {
@@ -408,8 +407,7 @@ mod tests {
     fn the_queue_pops_in_time_then_insertion_order_whatever_its_form() {
         // Random schedules and pops (xorshift), checked against a sorted
         // list of (time, insertion number).
-        let mut largest = 0;
-        let mut switches_back = 0;
+        let (mut near_most, mut far_most, mut lane_most) = (0, 0, 0);
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
             x ^= x << 13;
@@ -422,31 +420,33 @@ mod tests {
         let mut id = 0u32;
         for i in 0..20_000 {
             let r = next();
-            // Phases that grow and shrink the queue, so that it crosses
-            // between its sorted and its heap form both ways.
+            // Phases that grow and shrink the queue, so that the sorted
+            // array fills and empties.
             let pop = if (i / 64) % 2 == 0 {
                 r % 3 == 0
             } else {
                 r % 3 != 0
             };
             if pop {
-                let was_heap = q.heap;
                 let got = q.pop_before(Nanos::MAX);
-                if was_heap && !q.heap {
-                    switches_back += 1;
-                }
                 let want = (!model.is_empty()).then(|| model.remove(0));
                 assert_eq!(got, want);
             } else {
-                // Few distinct instants, so that ties are common; a third
-                // through the in-order lane, some of those out of order.
-                let at = q.now() + (r >> 8) % 16;
+                // Few distinct instants, so that ties are common, some
+                // beyond the near horizon; a third through the in-order
+                // lane, some of those out of order.
+                let mut at = q.now() + (r >> 8) % 16;
+                if (r >> 20) % 8 == 0 {
+                    at += NEAR_HORIZON - 8;
+                }
                 if (r >> 16) % 3 == 0 {
                     q.schedule_in_order(at, id);
                 } else {
                     q.schedule(at, id);
                 }
-                largest = largest.max(q.items.len());
+                near_most = near_most.max(q.near.len() - q.head);
+                far_most = far_most.max(q.far.len());
+                lane_most = lane_most.max(q.lane.len());
                 let pos = model.partition_point(|&(t, _)| t <= at);
                 model.insert(pos, (at, id));
                 id += 1;
@@ -458,8 +458,8 @@ mod tests {
         assert!(model.is_empty());
         assert_eq!(q.violation(), None);
         assert!(
-            largest > 4 * SORTED_MAX && switches_back > 0,
-            "{largest} {switches_back}"
+            near_most == NEAR_MAX && far_most > 4 * NEAR_MAX && lane_most > 4,
+            "{near_most} {far_most} {lane_most}"
         );
     }
 
