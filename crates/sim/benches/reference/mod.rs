@@ -21,7 +21,7 @@
 //! competitors, tag waits, overflowing completion queues, writes, polling,
 //! rate limits, fio's shaping and flow options, warm-up, groups, the
 //! run-time invariant checks. Its event queue is an unsorted array of the
-//! few pending events (at most a dozen here), the minimum found by a
+//! few pending events, the minimum found by a
 //! linear scan, keyed like the simulator's by (time, insertion order), so
 //! that ties break the same way.
 //!
