@@ -299,8 +299,8 @@ fn check(seed: u64) {
     // the window's time plus what was in flight when it opened (and the
     // transfer then under way), and at most the whole run's time.
     let slowest = sc.device.read.bandwidth.min(sc.device.write.bandwidth) as f64;
-    let pipe_time_ceiling = (window + (largest + in_flight) / slowest)
-        .min(since_start + largest / slowest);
+    let pipe_time_ceiling =
+        (window + (largest + in_flight) / slowest).min(since_start + largest / slowest);
     for s in &first.results {
         let (mut device_iops, mut pipe_time) = (0.0, 0.0);
         for (j, job) in s.jobs.iter().enumerate() {

@@ -362,7 +362,9 @@ rate_iops = 1000
             }
         }
         assert!(
-            !r.notes.iter().any(|n| n.contains("no progress") || n.contains("held")),
+            !r.notes
+                .iter()
+                .any(|n| n.contains("no progress") || n.contains("held")),
             "{:?}",
             r.notes
         );
