@@ -381,6 +381,19 @@ pub(super) fn apply(spec: &mut JobSpec, opt: &Opt, diag: &mut Diagnostics) -> Re
                 .ok_or_else(|| bad("whole seconds, at least 1"))?;
             spec.ss_dur = Some(At::new(line, t));
         }
+        // fio's latency-target search (target.c): bare times are
+        // microseconds, as fio's is_time options read them.
+        "latency_target" => spec.latency_target = Some(At::new(line, micros()?)),
+        "latency_window" => spec.latency_window = micros()?,
+        "latency_percentile" => {
+            let v = value()?;
+            let p = v
+                .parse::<f64>()
+                .ok()
+                .filter(|p| *p > 0.0 && *p <= 100.0)
+                .ok_or_else(|| bad("a percentage above 0 and at most 100"))?;
+            spec.latency_percentile = Some(At::new(line, p));
+        }
         "ss_ramp" => {
             spec.ss_ramp = parse_fio_time(value()?).ok_or_else(|| bad("a time (e.g. 10s)"))?;
         }
