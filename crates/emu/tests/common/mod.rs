@@ -158,6 +158,14 @@ pub fn hybrid(sleep: HybridSleep) -> Strategy {
     strategy("hybrid", CompletionMode::HybridPoll(sleep))
 }
 
+/// A job whose requests may be polled (fio's `hipri`).
+pub fn hipri(mut job: Job) -> Job {
+    if let Work::Io(io) = &mut job.work {
+        io.hipri = true;
+    }
+    job
+}
+
 pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, numjobs: u32) -> Job {
     Job {
         name: name.into(),
