@@ -631,7 +631,18 @@ impl<'a> World<'a> {
                             "is still in its thread's submission path".to_string()
                         }
                         ReqState::Delivered | ReqState::Free => {
-                            "was delivered but its thread has not run to take it".to_string()
+                            let th = &self.threads[r.thread as usize];
+                            if th.wait == Wait::Tag {
+                                "was delivered, but its thread sleeps for a driver tag in a \
+                                 submission call"
+                                    .to_string()
+                            } else if !th.free_slots.is_empty() && !th.prog.engine.is_sync() {
+                                "was delivered, but its thread is still filling its queue (fio \
+                                 reaps once all of iodepth is in flight)"
+                                    .to_string()
+                            } else {
+                                "was delivered but its thread has not run to take it".to_string()
+                            }
                         }
                     };
                     format!("its oldest request, issued {age} before the end, {place}")
