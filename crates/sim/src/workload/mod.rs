@@ -352,6 +352,12 @@ impl World<'_> {
     /// polled requests hold tags, polls them first.
     fn next_plug(&mut self, t: usize, entry: Nanos) {
         let n = self.plug_len(t);
+        if n == 0 {
+            // Nothing (left) to walk: the call returns after its entry.
+            self.threads[t].plugged = 0;
+            self.set_burst(t, entry, Cont::Doorbell);
+            return;
+        }
         let (q, pool) = self.tag_pool_of(t);
         let retry = self.threads[t].tag_retry;
         let got = self.queues[q].tags[pool].take(n, retry);
