@@ -106,7 +106,7 @@ def _source(
     device: Optional[str],
     host: Optional[str],
     strategies: Optional[Sequence[str]],
-) -> tuple:
+) -> str:
     """The scenario as the native side takes it: read once, so it can travel."""
     if isinstance(scenario, os.PathLike) or (isinstance(scenario, str) and "\n" not in scenario):
         path = os.fspath(scenario)
@@ -348,7 +348,7 @@ def sweep(
 
 
 def _sweep(
-    source: tuple,
+    source: str,
     sets: List[str],
     vary_args: List[str],
     backend: str,

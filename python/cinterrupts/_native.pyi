@@ -7,7 +7,7 @@ re-exported by the package.
 
 from typing import Dict, List, Optional, Tuple, Union
 
-SourceState = Tuple[str, str, str, Optional[str], str, str, List[str], Dict[str, str]]
+SourceState = str  # a scenario read once, in JSON: opaque
 Point = List[Tuple[str, str]]
 
 IRQ_NONE: int

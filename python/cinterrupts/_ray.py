@@ -91,7 +91,7 @@ def connect(ray: Any, address: Optional[str]) -> None:
         raise InputError(f"ray address {address or 'local'}: {first}") from None
 
 
-def _run_batch(source: tuple, sets: List[str], keys: List[str], batch: List[Tuple[int, Point]]) -> list:
+def _run_batch(source: str, sets: List[str], keys: List[str], batch: List[Tuple[int, Point]]) -> list:
     """A task: the points of ``batch`` run and formatted in this worker."""
     return _native.run_points(source, sets, keys, batch)
 
@@ -124,7 +124,7 @@ class _Progress:
 
 
 def sweep(
-    source: tuple, sets: List[str], vary: List[str], address: Optional[str], progress: bool
+    source: str, sets: List[str], vary: List[str], address: Optional[str], progress: bool
 ) -> Dict[str, Any]:
     """The sweep on Ray; returns what ``_native.sweep_local`` returns."""
     ray = _import_ray()

@@ -2,8 +2,10 @@
 compared with, and a real two-node Ray cluster on this machine."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,31 @@ def python_env():
     env = dict(os.environ)
     env["CINT_PYTHON"] = sys.executable
     return env
+
+
+# 40 points of about 0.2 s each: long enough to be stopped midway.
+LONG_SWEEP = [str(SCENARIOS / "async-batch.toml"), "--set", "duration=500ms",
+              "--vary", "seed=" + ",".join(str(s) for s in range(1, 41))]
+LONG_SWEEP_POINTS = 40
+ROWS_PER_POINT = 6  # async-batch: six strategies, one job
+
+
+def ctrl_c_and_check(child, started, csv):
+    """Once `started()` says points are running, waits a second, sends
+    SIGINT to the child's process group as a terminal's Ctrl-C does, and
+    checks what `cint sweep` promises: exit 130, one line counting the
+    finished points, and those points' rows in `csv`, in point order."""
+    started()
+    time.sleep(1.0)
+    os.killpg(child.pid, signal.SIGINT)
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 130, stderr
+    message = stderr.strip().splitlines()[-1]
+    assert message.startswith("cint: sweep interrupted: ")
+    assert message.endswith(f" of {LONG_SWEEP_POINTS} points finished, and are written")
+    finished = int(message.split()[3])
+    assert 0 < finished < LONG_SWEEP_POINTS
+    rows = csv.read_text().splitlines()
+    assert len(rows) == 1 + ROWS_PER_POINT * finished
+    seeds = [int(r.split(",")[0]) for r in rows[1:]]
+    assert seeds == sorted(seeds)

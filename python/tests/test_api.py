@@ -129,10 +129,11 @@ def test_bad_input_raises_the_cli_message(cint_bin, tmp_path):
 
 def test_internal_errors_are_their_own_class():
     assert not issubclass(cinterrupts.InternalError, cinterrupts.InputError)
-    source = list(cinterrupts._native.toml_source((SCENARIOS / "sync-qd1.toml").read_text()))
-    source[0] = "yaml"  # a source no caller of the package can make
-    with pytest.raises(cinterrupts.InternalError, match="kind 'yaml'"):
-        cinterrupts._native.run(tuple(source), [])
+    source = cinterrupts._native.toml_source((SCENARIOS / "sync-qd1.toml").read_text())
+    broken = source.replace('"Toml"', '"Yaml"', 1)  # a source no caller of the package can make
+    assert broken != source
+    with pytest.raises(cinterrupts.InternalError, match="a scenario source that does not read back: unknown variant"):
+        cinterrupts._native.run(broken, [])
 
 
 def test_emu_runs_where_the_machine_allows_it_and_refuses_as_the_cli(cint_bin):

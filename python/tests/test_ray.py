@@ -14,7 +14,7 @@ import pytest
 
 import cinterrupts
 from cinterrupts import _ray
-from conftest import SCENARIOS, python_env, run_cint
+from conftest import LONG_SWEEP, SCENARIOS, ctrl_c_and_check, python_env, run_cint
 
 SCENARIO = SCENARIOS / "async-batch.toml"
 TASK_TITLE = b"ray::_run_batch"
@@ -152,20 +152,7 @@ def test_cint_without_python_or_the_package_says_what_to_install(cint_bin, tmp_p
 
 def test_ctrl_c_on_cint_sweep_ray_writes_the_finished_points(cint_bin, ray_cluster, tmp_path):
     csv = tmp_path / "partial.csv"
-    command = [str(cint_bin), "sweep", str(SCENARIO), "--set", "duration=500ms",
-               "--vary", "seed=" + ",".join(str(s) for s in range(1, 41)),
-               "--csv", str(csv), "--ray", ray_cluster.address]
+    command = [str(cint_bin), "sweep", *LONG_SWEEP, "--csv", str(csv), "--ray", ray_cluster.address]
     child = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=python_env(),
                              start_new_session=True)
-    wait_for_batch_worker()
-    time.sleep(1.0)
-    # As a terminal's Ctrl-C: to the whole process group.
-    os.killpg(child.pid, signal.SIGINT)
-    _, stderr = child.communicate(timeout=120)
-    assert child.returncode == 130, stderr
-    message = stderr.strip().splitlines()[-1]
-    assert message.startswith("cint: sweep interrupted: ")
-    assert message.endswith(" of 40 points finished, and are written")
-    finished = int(message.split()[3])
-    assert 0 < finished < 40
-    assert len(csv.read_text().splitlines()) == 1 + 6 * finished
+    ctrl_c_and_check(child, wait_for_batch_worker, csv)

@@ -13,7 +13,7 @@ import pandas
 import pytest
 
 import cinterrupts
-from conftest import SCENARIOS, python_env, run_cint
+from conftest import LONG_SWEEP, SCENARIOS, ctrl_c_and_check, run_cint
 
 SCENARIO = SCENARIOS / "mixed.toml"
 SETS = {"duration": "10ms", "warmup": "2ms"}
@@ -97,12 +97,10 @@ def wait_for_threads(pid, more_than, deadline_s=60):
         time.sleep(0.02)
 
 
-LONG = [str(SCENARIOS / "async-batch.toml"), "--set", "duration=500ms",
-        "--vary", "seed=" + ",".join(str(s) for s in range(1, 41))]
 
 
 def test_ctrl_c_returns_the_finished_points_in_point_order():
-    full = cinterrupts.sweep(LONG[0], {"seed": [1, 2, 3]}, set={"duration": "500ms"}, progress=False)
+    full = cinterrupts.sweep(LONG_SWEEP[0], {"seed": [1, 2, 3]}, set={"duration": "500ms"}, progress=False)
     before = threads()
 
     def ctrl_c():
@@ -112,7 +110,7 @@ def test_ctrl_c_returns_the_finished_points_in_point_order():
 
     threading.Thread(target=ctrl_c, daemon=True).start()
     with pytest.raises(cinterrupts.SweepInterrupted) as caught:
-        cinterrupts.sweep(LONG[0], {"seed": list(range(1, 41))}, set={"duration": "500ms"},
+        cinterrupts.sweep(LONG_SWEEP[0], {"seed": list(range(1, 41))}, set={"duration": "500ms"},
                           workers=1, progress=False)
     stop = caught.value
     assert 0 < stop.finished < stop.total == 40
@@ -123,19 +121,6 @@ def test_ctrl_c_returns_the_finished_points_in_point_order():
 
 def test_ctrl_c_on_python_m_cinterrupts_writes_the_finished_points(tmp_path):
     csv = tmp_path / "partial.csv"
-    child = subprocess.Popen([sys.executable, "-m", "cinterrupts", "sweep", *LONG, "--csv", str(csv),
+    child = subprocess.Popen([sys.executable, "-m", "cinterrupts", "sweep", *LONG_SWEEP, "--csv", str(csv),
                               "--jobs", "1"], stderr=subprocess.PIPE, text=True, start_new_session=True)
-    wait_for_threads(child.pid, 2)
-    time.sleep(1.0)
-    # As a terminal's Ctrl-C: to the whole process group.
-    os.killpg(child.pid, signal.SIGINT)
-    _, stderr = child.communicate(timeout=120)
-    assert child.returncode == 130, stderr
-    message = stderr.strip().splitlines()[-1]
-    assert message.startswith("cint: sweep interrupted: ")
-    assert message.endswith(" of 40 points finished, and are written")
-    finished = int(message.split()[3])
-    assert 0 < finished < 40
-    rows = csv.read_text().splitlines()
-    assert len(rows) == 1 + 6 * finished
-    assert [int(r.split(",")[0]) for r in rows[1:]] == sorted(int(r.split(",")[0]) for r in rows[1:])
+    ctrl_c_and_check(child, lambda: wait_for_threads(child.pid, 2), csv)

@@ -10,6 +10,7 @@ use cint_scenario::profiles::{DEVICE_MODELS, HOST_MODELS};
 use cint_scenario::strategy::KINDS;
 use cint_scenario::{Scenario, Strategy};
 use cint_scenario::{DEFAULT_DEVICE, DEFAULT_HOST};
+use serde::{Deserialize, Serialize};
 
 /// A scenario ready to run and the warnings its import produced.
 pub struct Loaded {
@@ -137,8 +138,8 @@ fn read(path: &Path) -> Result<String, String> {
 
 /// A scenario as text, with what loading it needs: a TOML scenario, or a
 /// fio job file with the device, host and strategies to build around it.
-/// Owned and plain, so it can travel to another process.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Owned, plain and serializable, so it can travel to another process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SourceText {
     /// A TOML scenario; `name` is the file name its messages give.
     Toml {

@@ -18,8 +18,6 @@ mod policy;
 mod run;
 mod sweep;
 
-use std::collections::BTreeMap;
-
 use cint::{Failure, Loaded, SourceText, EXIT_INTERNAL};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -39,19 +37,9 @@ create_exception!(
     "An internal error (an engine bug) the command line would report with exit status 1."
 );
 
-/// A scenario as it travels between processes: `(kind, name, text, stem,
-/// device, host, strategy_kinds, fio_vars)`, `kind` being `"toml"` or
-/// `"fio"` (the last five matter for fio job files only).
-pub(crate) type SourceState = (
-    String,
-    String,
-    String,
-    Option<String>,
-    String,
-    String,
-    Vec<String>,
-    BTreeMap<String, String>,
-);
+/// A scenario as it travels between processes (to Ray workers): a
+/// [`SourceText`] in JSON, opaque to Python.
+pub(crate) type SourceState = String;
 
 /// The Python exception of a command-line failure: internal (exit 1) or
 /// bad input (anything else), with the command's one line.
@@ -76,47 +64,15 @@ pub(crate) fn input_err(message: impl AsRef<str>) -> PyErr {
     )
 }
 
-pub(crate) fn to_state(text: SourceText) -> SourceState {
-    match text {
-        SourceText::Toml { name, text } => (
-            "toml".into(),
-            name,
-            text,
-            None,
-            String::new(),
-            String::new(),
-            Vec::new(),
-            BTreeMap::new(),
-        ),
-        SourceText::Fio {
-            file,
-            stem,
-            text,
-            device,
-            host,
-            kinds,
-            vars,
-        } => ("fio".into(), file, text, stem, device, host, kinds, vars),
-    }
+pub(crate) fn to_state(text: SourceText) -> PyResult<SourceState> {
+    serde_json::to_string(&text)
+        .map_err(|e| InternalError::new_err(format!("a scenario source as JSON: {e}")))
 }
 
 pub(crate) fn from_state(state: SourceState) -> PyResult<SourceText> {
-    let (kind, name, text, stem, device, host, kinds, vars) = state;
-    match kind.as_str() {
-        "toml" => Ok(SourceText::Toml { name, text }),
-        "fio" => Ok(SourceText::Fio {
-            file: name,
-            stem,
-            text,
-            device,
-            host,
-            kinds,
-            vars,
-        }),
-        other => Err(InternalError::new_err(format!(
-            "a scenario source of kind '{other}' (expected toml or fio)"
-        ))),
-    }
+    serde_json::from_str(&state).map_err(|e| {
+        InternalError::new_err(format!("a scenario source that does not read back: {e}"))
+    })
 }
 
 /// Loads `source` with `sets`, as the command line loads its scenario.
@@ -149,12 +105,12 @@ fn read_source(
         &strategies,
     )
     .map_err(input_err)?;
-    source.to_text().map(to_state).map_err(input_err)
+    to_state(source.to_text().map_err(input_err)?)
 }
 
 /// A TOML scenario given as text; its messages name it `<string>`.
 #[pyfunction]
-fn toml_source(text: String) -> SourceState {
+fn toml_source(text: String) -> PyResult<SourceState> {
     to_state(SourceText::Toml {
         name: "<string>".into(),
         text,

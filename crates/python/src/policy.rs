@@ -231,23 +231,13 @@ impl Policy {
 
     /// The clock reached `next_deadline()`; returns the interrupt to fire.
     fn on_timer(&mut self, now_ns: u64) -> PyResult<i32> {
-        let mut irq = 0;
-        check(
-            "on_timer",
-            ffi::cint_policy_timer(&mut *self.storage, now_ns, &mut irq),
-        )?;
-        Ok(irq)
+        self.decide("on_timer", now_ns, ffi::cint_policy_timer)
     }
 
     /// A delivery opportunity (a VMM entry, for vIC); returns the
     /// interrupt to fire.
     fn on_opportunity(&mut self, now_ns: u64) -> PyResult<i32> {
-        let mut irq = 0;
-        check(
-            "on_opportunity",
-            ffi::cint_policy_opportunity(&mut *self.storage, now_ns, &mut irq),
-        )?;
-        Ok(irq)
+        self.decide("on_opportunity", now_ns, ffi::cint_policy_opportunity)
     }
 
     /// The guest's schedule changed (scheduler-aware vIC).
@@ -302,6 +292,17 @@ impl Policy {
         let mut args = vec![format!("{:?}", self.kind)];
         args.extend(self.params.iter().cloned());
         format!("Policy({})", args.join(", "))
+    }
+}
+
+/// A C ABI call that takes only the time and answers with an interrupt.
+type DecideFn = extern "C" fn(*mut ffi::cint_policy, u64, *mut i32) -> i32;
+
+impl Policy {
+    fn decide(&mut self, call: &str, now_ns: u64, f: DecideFn) -> PyResult<i32> {
+        let mut irq = 0;
+        check(call, f(&mut *self.storage, now_ns, &mut irq))?;
+        Ok(irq)
     }
 }
 

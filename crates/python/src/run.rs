@@ -8,7 +8,7 @@ use cint_report::RunResult;
 use cint_scenario::Scenario;
 use pyo3::prelude::*;
 
-use crate::{failure_err, from_state, input_err, load, InternalError, SourceState};
+use crate::{failure_err, from_state, input_err, load, SourceState};
 
 /// One run: the scenario, the engine's result and its JSON document.
 #[pyclass(module = "cinterrupts._native", frozen)]
@@ -48,10 +48,7 @@ impl Run {
             interrupted: false,
             total_points: 1,
         };
-        let mut out = Vec::new();
-        one.write_csv(&mut out)
-            .map_err(|e| InternalError::new_err(e.to_string()))?;
-        String::from_utf8(out).map_err(|e| InternalError::new_err(e.to_string()))
+        crate::sweep::written(|out| one.write_csv(out))
     }
 
     /// fio's json+ document of `strategy`, as `--fio-json` writes it.

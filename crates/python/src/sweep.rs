@@ -9,7 +9,7 @@ use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
 use cint::{Engines, Failure, EXIT_INTERNAL, EXIT_USAGE};
-use cint_lab::sweep::{self, Progress, Sweep, SweepArgs, SweepPoint};
+use cint_lab::sweep::{self, Progress, Sweep, SweepArgs, SweepError, SweepPoint};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 
@@ -35,19 +35,12 @@ fn internal(message: impl Into<String>) -> PyErr {
     InternalError::new_err(message.into())
 }
 
-fn csv_of(sweep: &Sweep) -> PyResult<String> {
+/// What a `cint-lab` writer writes, as text.
+pub(crate) fn written(
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), SweepError>,
+) -> PyResult<String> {
     let mut out = Vec::new();
-    sweep
-        .write_csv(&mut out)
-        .map_err(|e| internal(e.to_string()))?;
-    String::from_utf8(out).map_err(|e| internal(e.to_string()))
-}
-
-fn jsonl_of(sweep: &Sweep) -> PyResult<String> {
-    let mut out = Vec::new();
-    sweep
-        .write_jsonl(&mut out)
-        .map_err(|e| internal(e.to_string()))?;
+    write(&mut out).map_err(|e| internal(e.to_string()))?;
     String::from_utf8(out).map_err(|e| internal(e.to_string()))
 }
 
@@ -126,8 +119,8 @@ fn sweep_local(
     }
     let sweep = outcome.map_err(failure_err)?;
     Ok(SweepOut {
-        csv: csv_of(&sweep)?,
-        jsonl: jsonl_of(&sweep)?,
+        csv: written(|out| sweep.write_csv(out))?,
+        jsonl: written(|out| sweep.write_jsonl(out))?,
         keys,
         finished: sweep.points.len(),
         total: sweep.total_points,
@@ -185,7 +178,7 @@ fn run_points(
                     .load(&sweep::point_sets(&sets, &point))
                     .map_err(|message| Failure {
                         status: EXIT_USAGE,
-                        message: sweep::SweepError::Point {
+                        message: SweepError::Point {
                             point: sweep::describe(&point),
                             message,
                         }
@@ -203,17 +196,9 @@ fn run_points(
                             interrupted: false,
                             total_points: 1,
                         };
-                        let mut csv = Vec::new();
-                        let mut jsonl = Vec::new();
-                        one.write_csv_rows(&mut csv)
-                            .and_then(|()| one.write_jsonl(&mut jsonl))
-                            .map_err(|e| internal(e.to_string()))?;
-                        Ok((
-                            index,
-                            0,
-                            String::from_utf8_lossy(&csv).into_owned(),
-                            String::from_utf8_lossy(&jsonl).into_owned(),
-                        ))
+                        let csv = written(|out| one.write_csv_rows(out))?;
+                        let jsonl = written(|out| one.write_jsonl(out))?;
+                        Ok((index, 0, csv, jsonl))
                     }
                     Err(f) => Ok((index, f.status, f.line(), String::new())),
                 }
@@ -226,9 +211,7 @@ fn run_points(
 /// writes it.
 #[pyfunction]
 fn csv_header(keys: Vec<String>) -> PyResult<String> {
-    let mut out = Vec::new();
-    sweep::write_csv_header(&keys, &mut out).map_err(|e| internal(e.to_string()))?;
-    String::from_utf8(out).map_err(|e| internal(e.to_string()))
+    written(|out| sweep::write_csv_header(&keys, out))
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
