@@ -127,8 +127,8 @@ def sweep(
     source: str, sets: List[str], vary: List[str], address: Optional[str], progress: bool
 ) -> Dict[str, Any]:
     """The sweep on Ray; returns what ``_native.sweep_local`` returns."""
-    ray = _import_ray()
     keys, points, warnings = _native.plan_sweep(source, sets, vary)
+    ray = _import_ray()
     connect(ray, address)
     total = len(points)
     outcomes: List[Optional[Tuple[int, str, str]]] = [None] * total
