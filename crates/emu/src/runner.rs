@@ -150,6 +150,8 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("exitall")
             } else if s.steady.is_some() {
                 Some("ss")
+            } else if s.latency_target.is_some() {
+                Some("latency_target")
             } else {
                 None
             }

@@ -98,28 +98,33 @@ fn vic_params(v: &VicParams) -> ffi::cint_vic_params {
 
 /// Initialises `p` with the C ABI's `cint_policy_init_*` of `config`.
 fn init(p: &mut ffi::cint_policy, config: &PolicyConfig, now: u64) -> i32 {
-    match config {
-        PolicyConfig::None => ffi::cint_policy_init_none(p, now),
-        PolicyConfig::Nvme(n) => {
-            ffi::cint_policy_init_nvme(p, n.thr, n.time, n.coalescing_disabled, now)
-        }
-        PolicyConfig::Adaptive(a) => ffi::cint_policy_init_adaptive(p, a.delta, a.thr, now),
-        PolicyConfig::Cinterrupts(c) => ffi::cint_policy_init_cinterrupts_guard(
-            p,
-            c.adaptive.delta,
-            c.adaptive.thr,
-            c.ooo,
-            c.barrier == BarrierMode::Strict,
-            c.max_irq_rate.unwrap_or(0),
-            match c.guard {
-                StormGuardMode::Rate => ffi::CINT_GUARD_RATE,
-                StormGuardMode::Artifact => ffi::CINT_GUARD_ARTIFACT,
-            },
-            now,
-        ),
-        PolicyConfig::Vic(v) => ffi::cint_policy_init_vic(p, &vic_params(v), now),
-        PolicyConfig::VicSched(v) => {
-            ffi::cint_policy_init_vic_sched(p, &vic_params(&v.vic), v.clock_margin, now)
+    // SAFETY: `p` is a `cint_policy` borrowed exclusively for the call
+    // (its contents need not be initialised); the vIC parameters are a
+    // local the call reads.
+    unsafe {
+        match config {
+            PolicyConfig::None => ffi::cint_policy_init_none(p, now),
+            PolicyConfig::Nvme(n) => {
+                ffi::cint_policy_init_nvme(p, n.thr, n.time, n.coalescing_disabled, now)
+            }
+            PolicyConfig::Adaptive(a) => ffi::cint_policy_init_adaptive(p, a.delta, a.thr, now),
+            PolicyConfig::Cinterrupts(c) => ffi::cint_policy_init_cinterrupts_guard(
+                p,
+                c.adaptive.delta,
+                c.adaptive.thr,
+                c.ooo,
+                c.barrier == BarrierMode::Strict,
+                c.max_irq_rate.unwrap_or(0),
+                match c.guard {
+                    StormGuardMode::Rate => ffi::CINT_GUARD_RATE,
+                    StormGuardMode::Artifact => ffi::CINT_GUARD_ARTIFACT,
+                },
+                now,
+            ),
+            PolicyConfig::Vic(v) => ffi::cint_policy_init_vic(p, &vic_params(v), now),
+            PolicyConfig::VicSched(v) => {
+                ffi::cint_policy_init_vic_sched(p, &vic_params(&v.vic), v.clock_margin, now)
+            }
         }
     }
 }
@@ -196,7 +201,9 @@ impl Policy {
         let mut seq = 0;
         check(
             "on_submit",
-            ffi::cint_policy_submit(&mut *self.storage, now_ns, bits, &mut seq),
+            // SAFETY: this policy's own storage, borrowed exclusively for
+            // the call, and locals the call writes.
+            unsafe { ffi::cint_policy_submit(&mut *self.storage, now_ns, bits, &mut seq) },
         )?;
         self.in_flight.insert(seq);
         Ok(seq)
@@ -223,7 +230,9 @@ impl Policy {
         let mut irq = 0;
         check(
             "on_complete",
-            ffi::cint_policy_complete(&mut *self.storage, now_ns, seq, bits, &mut irq),
+            // SAFETY: this policy's own storage, borrowed exclusively for
+            // the call, and locals the call writes.
+            unsafe { ffi::cint_policy_complete(&mut *self.storage, now_ns, seq, bits, &mut irq) },
         )?;
         self.in_flight.remove(&seq);
         Ok(irq)
@@ -250,13 +259,17 @@ impl Policy {
     ) -> PyResult<()> {
         check(
             "on_schedule",
-            ffi::cint_policy_schedule(
-                &mut *self.storage,
-                now_ns,
-                running,
-                slice_end_ns.is_some(),
-                slice_end_ns.unwrap_or(0),
-            ),
+            // SAFETY: this policy's own storage, borrowed exclusively for
+            // the call.
+            unsafe {
+                ffi::cint_policy_schedule(
+                    &mut *self.storage,
+                    now_ns,
+                    running,
+                    slice_end_ns.is_some(),
+                    slice_end_ns.unwrap_or(0),
+                )
+            },
         )?;
         Ok(())
     }
@@ -266,7 +279,9 @@ impl Policy {
         let mut deadline = 0;
         let pending = check(
             "next_deadline",
-            ffi::cint_policy_next_deadline(&mut *self.storage, &mut deadline),
+            // SAFETY: this policy's own storage, borrowed exclusively for
+            // the call, and locals the call writes.
+            unsafe { ffi::cint_policy_next_deadline(&mut *self.storage, &mut deadline) },
         )?;
         Ok((pending == 1).then_some(deadline))
     }
@@ -277,7 +292,9 @@ impl Policy {
         let mut n = 0;
         check(
             "in_flight",
-            ffi::cint_policy_in_flight(&mut *self.storage, &mut n),
+            // SAFETY: this policy's own storage, borrowed exclusively for
+            // the call, and locals the call writes.
+            unsafe { ffi::cint_policy_in_flight(&mut *self.storage, &mut n) },
         )?;
         Ok(n)
     }
@@ -296,12 +313,16 @@ impl Policy {
 }
 
 /// A C ABI call that takes only the time and answers with an interrupt.
-type DecideFn = extern "C" fn(*mut ffi::cint_policy, u64, *mut i32) -> i32;
+type DecideFn = unsafe extern "C" fn(*mut ffi::cint_policy, u64, *mut i32) -> i32;
 
 impl Policy {
     fn decide(&mut self, call: &str, now_ns: u64, f: DecideFn) -> PyResult<i32> {
         let mut irq = 0;
-        check(call, f(&mut *self.storage, now_ns, &mut irq))?;
+        // SAFETY: `f` is a C ABI entry point whose promises are a valid,
+        // exclusively borrowed `cint_policy` and a writable `int`: this
+        // policy's own storage and a local.
+        let code = unsafe { f(&mut *self.storage, now_ns, &mut irq) };
+        check(call, code)?;
         Ok(irq)
     }
 }

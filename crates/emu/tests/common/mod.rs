@@ -126,6 +126,7 @@ pub fn strategy(name: &str, mode: CompletionMode) -> Strategy {
     Strategy {
         name: name.into(),
         mode,
+        interrupts: PolicyConfig::None,
     }
 }
 
@@ -173,6 +174,7 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, numjobs: u32
             batch_complete_max: batch,
             hint: None,
             nowait: false,
+            hipri: false,
             direct: true,
             gtod_reduce: false,
             rate_iops: None,

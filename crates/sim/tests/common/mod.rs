@@ -28,6 +28,7 @@ pub fn strategy(name: &str, mode: CompletionMode) -> Strategy {
     Strategy {
         name: name.into(),
         mode,
+        interrupts: PolicyConfig::None,
     }
 }
 
@@ -80,6 +81,7 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, min: u32) ->
             batch_complete_max: min,
             hint: None,
             nowait: false,
+            hipri: false,
             direct: true,
             gtod_reduce: false,
             rate_iops: None,
@@ -90,6 +92,22 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, min: u32) ->
         }),
         schedule: Default::default(),
     }
+}
+
+/// A job whose requests may be polled (fio's `hipri`): pvsync2 and
+/// io_uring jobs only, as Linux polls per request.
+pub fn hipri(mut job: Job) -> Job {
+    if let Work::Io(io) = &mut job.work {
+        assert!(matches!(io.engine, Engine::Pvsync2 | Engine::IoUring));
+        io.hipri = true;
+    }
+    job
+}
+
+/// One thread of blocking 4 KiB `preadv2(RWF_HIPRI)` reads: the job that
+/// polls under a polling strategy (Table 2's polling column).
+pub fn preadv2_hipri(name: &str) -> Job {
+    hipri(io_job(name, Engine::Pvsync2, 1, 1, 1))
 }
 
 pub fn psync(name: &str) -> Job {
