@@ -48,52 +48,15 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 /// An engine: runs every strategy of a scenario, or says why it cannot.
 pub type EngineFn = fn(&Scenario) -> Result<RunResult, EngineError>;
 
-/// Why an engine gave no result: the scenario asks for what the engine
-/// cannot do (exit 2), or the engine caught itself in a bug, such as a
-/// violated run-time invariant (exit 1, as the help says).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineError {
-    /// One line for the user.
-    pub message: String,
-    /// An engine bug rather than a refusal of the input.
-    pub internal: bool,
-}
-
-impl EngineError {
-    /// An engine bug (exit status 1).
-    pub fn internal(message: impl Into<String>) -> Self {
-        EngineError {
-            message: message.into(),
-            internal: true,
-        }
-    }
-}
-
-impl From<String> for EngineError {
-    fn from(message: String) -> Self {
-        EngineError {
-            message,
-            internal: false,
-        }
-    }
-}
-
-impl From<&str> for EngineError {
-    fn from(message: &str) -> Self {
-        message.to_string().into()
-    }
-}
-
-impl std::fmt::Display for EngineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
+/// Why an engine gave no result, from `cint-report`: a refused input
+/// (exit 2) or an engine bug such as a violated run-time invariant (exit
+/// 1, as the help says), told apart by its kind.
+pub use cint_report::{EngineError, ErrorKind};
 
 /// An engine's completion inter-arrival probe (the `GapProbe` contract of
 /// `cint-lab`): runs the first strategy and returns the time between
 /// successive completion postings on each queue.
-pub type GapFn = fn(&Scenario) -> Result<LatencyHistogram, String>;
+pub type GapFn = fn(&Scenario) -> Result<LatencyHistogram, EngineError>;
 
 /// The engines the commands dispatch to.
 #[derive(Clone, Copy)]
@@ -255,6 +218,15 @@ fn internal(message: impl Into<String>) -> Failure {
     }
 }
 
+/// The failure for an error of `kind`: exit 2 for refused input, 1 for
+/// an engine bug.
+fn failure_of(kind: ErrorKind, message: String) -> Failure {
+    match kind {
+        ErrorKind::Input => usage(message),
+        ErrorKind::Internal => internal(message),
+    }
+}
+
 fn dispatch(
     args: impl IntoIterator<Item = OsString>,
     engines: &Engines,
@@ -369,10 +341,11 @@ fn execute(
     }
     let result = guarded(engine_name, || engine(scenario))?.map_err(|e| {
         let message = format!("{}: {engine_name}: {}", scenario.source, e.message);
-        if e.internal {
-            internal(format!("{message} (an internal error: please report)"))
-        } else {
-            usage(message)
+        match e.kind {
+            ErrorKind::Internal => {
+                internal(format!("{message} (an internal error: please report)"))
+            }
+            ErrorKind::Input => usage(message),
         }
     })?;
     let json = cint_report::to_json(&result)

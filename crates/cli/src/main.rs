@@ -7,14 +7,12 @@ fn main() {
     // the default hook would print a multi-line message first.
     std::panic::set_hook(Box::new(|_| {}));
     let engines = Engines {
-        sim: |s| {
-            cint_sim::run(s).map_err(|e| EngineError {
-                internal: e.is_internal(),
-                message: e.to_string(),
-            })
-        },
-        emu: |s| cint_emu::run(s).map_err(|e| e.to_string().into()),
-        sim_gaps: |s| cint_sim::completion_gaps(s).map_err(|e| e.to_string()),
+        // The simulator's error is already the engines' one type; the
+        // emulator keeps a richer one for its library API and says which
+        // kind each variant is.
+        sim: cint_sim::run,
+        emu: |s| cint_emu::run(s).map_err(EngineError::from),
+        sim_gaps: cint_sim::completion_gaps,
     };
     // stderr is passed unlocked: each write takes the lock for itself.
     // Holding it for the whole run would block any other thread that

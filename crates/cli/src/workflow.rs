@@ -9,14 +9,15 @@ use std::sync::Mutex;
 use cint_lab::calibrate::{CalibrateArgs, CalibrateError, DEFAULT_THR};
 use cint_lab::plot::{self, Format, PlotArgs, PlotInput};
 use cint_lab::sweep::{self, Progress, Sweep, SweepArgs, SweepError, SweepPoint, Vary};
-use cint_report::{LatencyHistogram, RunResult};
+use cint_report::{EngineError, ErrorKind, LatencyHistogram, RunResult};
 use cint_scenario::units::parse_duration;
 use cint_scenario::{Scenario, DEFAULT_HOST};
 use clap::Args;
 
 use crate::output;
 use crate::{
-    internal, one_line, panic_text, report_written, usage, write_out, Engines, Failure, Input,
+    failure_of, internal, one_line, panic_text, report_written, usage, write_out, Engines, Failure,
+    Input,
 };
 
 /// Runs engine calls from any thread and remembers the first panic, so a
@@ -35,34 +36,31 @@ impl Guard {
         }
     }
 
-    fn call<T>(&self, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    fn call<T>(&self, f: impl FnOnce() -> Result<T, EngineError>) -> Result<T, EngineError> {
         catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
             let text = panic_text(payload.as_ref());
             if let Ok(mut first) = self.panic.lock() {
                 first.get_or_insert_with(|| text.clone());
             }
-            Err(format!(
+            Err(EngineError::internal(format!(
                 "internal error in the {}: {text}",
                 self.engine_name
-            ))
+            )))
         })
     }
 
-    /// The failure for `message`: internal if an engine panicked, else
-    /// `otherwise` (a refusal or bad input).
-    fn failure(&self, message: String, otherwise: fn(String) -> Failure) -> Failure {
+    /// The failure for `message`, an error of `kind`: the panic's own line
+    /// if an engine panicked, else by the kind (exit 1 for an engine bug,
+    /// 2 for a refusal or bad input).
+    fn failure(&self, message: String, kind: ErrorKind) -> Failure {
         match self.panic.lock().ok().and_then(|p| p.clone()) {
             Some(text) => internal(format!(
                 "cint: internal error in the {} (please report): {text}",
                 self.engine_name
             )),
-            None => otherwise(message),
+            None => failure_of(kind, message),
         }
     }
-}
-
-fn usage_of(message: String) -> Failure {
-    usage(message)
 }
 
 fn engine_of(engines: &Engines, emu: bool) -> (crate::EngineFn, &'static str) {
@@ -137,7 +135,7 @@ pub(crate) fn sweep(
     let loader = |sets: &[String]| source.load(sets).map(|l| l.scenario);
     let (engine, engine_name) = engine_of(engines, cmd.emu);
     let guard = Guard::new(engine_name);
-    let runner = |s: &Scenario| guard.call(|| engine(s).map_err(|e| e.message));
+    let runner = |s: &Scenario| guard.call(|| engine(s));
     let keys: Vec<String> = vary.iter().map(|v| v.key.clone()).collect();
     let args = SweepArgs {
         vary,
@@ -183,7 +181,7 @@ pub(crate) fn sweep(
         });
         match e {
             SweepError::Io(_) => internal(format!("{e}{kept}")),
-            other => guard.failure(format!("{other}{kept}"), usage_of),
+            other => guard.failure(format!("{other}{kept}"), other.kind()),
         }
     })?;
 
@@ -397,15 +395,14 @@ pub(crate) fn calibrate(
     let gaps = engines.sim_gaps;
     let probe_guard = Guard::new("simulator");
     let run_guard = Guard::new(engine_name);
-    let probe = |s: &Scenario| -> Result<LatencyHistogram, String> { probe_guard.call(|| gaps(s)) };
-    let runner = |s: &Scenario| -> Result<RunResult, String> {
-        run_guard.call(|| engine(s).map_err(|e| e.message))
-    };
+    let probe =
+        |s: &Scenario| -> Result<LatencyHistogram, EngineError> { probe_guard.call(|| gaps(s)) };
+    let runner = |s: &Scenario| -> Result<RunResult, EngineError> { run_guard.call(|| engine(s)) };
     let calibration =
         cint_lab::calibrate::calibrate(&probe, &runner, &args).map_err(|e| match e {
             CalibrateError::Plot(_) => internal(e.to_string()),
-            CalibrateError::Probe { .. } => probe_guard.failure(e.to_string(), usage_of),
-            _ => run_guard.failure(e.to_string(), usage_of),
+            CalibrateError::Probe { .. } => probe_guard.failure(e.to_string(), e.kind()),
+            _ => run_guard.failure(e.to_string(), e.kind()),
         })?;
     report_written(err, &calibration.plots);
     write_out(out, &calibration.report())

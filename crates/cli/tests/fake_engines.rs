@@ -64,7 +64,7 @@ fn echo(s: &Scenario, substrate: &str) -> RunResult {
 const FAKE: Engines = Engines {
     sim: |s| Ok(echo(s, "sim")),
     emu: |s| Ok(echo(s, "emu")),
-    sim_gaps: |_| Err("no gaps in the fake".into()),
+    sim_gaps: |_| Err(EngineError::input("no gaps in the fake")),
 };
 
 struct Outcome {
@@ -182,8 +182,8 @@ fn out_writes_both_sinks() {
 #[test]
 fn an_engine_refusal_is_one_line_and_status_2() {
     let refusing = Engines {
-        sim: |_| Err("needs 2 cores\nbut this machine has 1".into()),
-        emu: |_| Err("needs 2 cores, this machine has 1".into()),
+        sim: |_| Err(EngineError::input("needs 2 cores\nbut this machine has 1")),
+        emu: |_| Err(EngineError::input("needs 2 cores, this machine has 1")),
         sim_gaps: |_| panic!("must not run"),
     };
     let dir = TempDir::new("refuse");
@@ -218,6 +218,101 @@ fn an_engine_bug_reported_as_internal_is_status_1_not_2() {
         assert_eq!(o.stderr.lines().count(), 1, "{:?}", o.stderr);
         assert!(o.stderr.contains("internal error"), "{}", o.stderr);
     }
+}
+
+/// Engines that report a bug of theirs (not a panic) on every call.
+const BUGGY: Engines = Engines {
+    sim: |_| {
+        Err(EngineError::internal(
+            "invariant violated (x): time would go backwards",
+        ))
+    },
+    emu: |_| {
+        Err(EngineError::internal(
+            "emulator internal error: ring lost an entry",
+        ))
+    },
+    sim_gaps: |_| {
+        Err(EngineError::internal(
+            "invariant violated (x): posted twice",
+        ))
+    },
+};
+
+#[test]
+fn an_engine_bug_inside_a_sweep_is_status_1_and_a_refusal_2() {
+    let dir = TempDir::new("sweep-internal");
+    let file = dir.scenario(SCENARIO);
+    for (flags, engine_says) in [
+        (vec![], "invariant violated (x): time would go backwards"),
+        (vec!["--emu"], "emulator internal error: ring lost an entry"),
+    ] {
+        let mut args = vec!["sweep", &file, "--vary", "seed=1,2"];
+        args.extend(flags);
+        let o = cint(&BUGGY, &args);
+        assert_eq!(o.status, EXIT_INTERNAL, "{args:?}: {}", o.stderr);
+        assert_eq!(o.stdout, "");
+        // The message is the one a refusal gets; only the status differs.
+        assert_eq!(
+            o.stderr,
+            format!("sweep point seed=1: run failed: {engine_says}\n")
+        );
+    }
+    let refusing = Engines {
+        sim: |_| Err(EngineError::input("needs 2 cores")),
+        ..BUGGY
+    };
+    let o = cint(&refusing, &["sweep", &file, "--vary", "seed=1,2"]);
+    assert_eq!(o.status, EXIT_USAGE, "{}", o.stderr);
+    assert_eq!(o.stderr, "sweep point seed=1: run failed: needs 2 cores\n");
+}
+
+#[test]
+fn an_engine_bug_inside_calibrate_is_status_1_and_a_refusal_2() {
+    let dir = TempDir::new("calibrate-internal");
+    let plots = dir.0.join("plots").display().to_string();
+    let calibrate = ["calibrate", "--device", "p3700", "--plot", &plots];
+    // The probe's bug: the inter-arrival measurement comes first.
+    let o = cint(&BUGGY, &calibrate);
+    assert_eq!(o.status, EXIT_INTERNAL, "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        "calibrate: measuring inter-arrival times (no batching): \
+         invariant violated (x): posted twice\n"
+    );
+    // The thr sweep's bug, on either engine, with the probe working.
+    let gaps_ok = Engines {
+        sim_gaps: |_| {
+            let mut h = LatencyHistogram::new();
+            h.record(3_000);
+            Ok(h)
+        },
+        ..BUGGY
+    };
+    let o = cint(&gaps_ok, &calibrate);
+    assert_eq!(o.status, EXIT_INTERNAL, "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        "calibrate: thr sweep: invariant violated (x): time would go backwards\n"
+    );
+    let mut on_emu = calibrate.to_vec();
+    on_emu.push("--emu");
+    let o = cint(&gaps_ok, &on_emu);
+    assert_eq!(o.status, EXIT_INTERNAL, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .ends_with("calibrate: thr sweep: emulator internal error: ring lost an entry\n"),
+        "{}",
+        o.stderr
+    );
+    // Bad input to the same command is still status 2.
+    let o = cint(&gaps_ok, &["calibrate", "--device", "vax"]);
+    assert_eq!(o.status, EXIT_USAGE, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{:?}", o.stderr);
+    assert!(
+        !dir.0.join("plots").exists(),
+        "nothing drawn after an error"
+    );
 }
 
 #[test]
@@ -295,7 +390,7 @@ fn an_engine_panic_inside_a_sweep_is_one_line_and_status_1() {
             }
             Ok(echo(s, "sim"))
         },
-        emu: |_| Err("no cores".into()),
+        emu: |_| Err(EngineError::input("no cores")),
         sim_gaps: |_| panic!("gap probe broken"),
     };
     let dir = TempDir::new("sweep-panic");
@@ -329,8 +424,8 @@ fn an_engine_panic_inside_a_sweep_is_one_line_and_status_1() {
 #[test]
 fn calibrate_refusals_are_one_line_and_status_2() {
     let refusing = Engines {
-        sim: |_| Err("needs 2 cores\nbut this machine has 1".into()),
-        emu: |_| Err("needs 2 cores".into()),
+        sim: |_| Err(EngineError::input("needs 2 cores\nbut this machine has 1")),
+        emu: |_| Err(EngineError::input("needs 2 cores")),
         sim_gaps: |_| {
             let mut h = LatencyHistogram::new();
             h.record(3_000);
@@ -350,7 +445,7 @@ fn calibrate_refusals_are_one_line_and_status_2() {
         "one line, the engine's first"
     );
     let no_probe = Engines {
-        sim_gaps: |_| Err("no inter-arrival hook".into()),
+        sim_gaps: |_| Err(EngineError::input("no inter-arrival hook")),
         ..FAKE
     };
     let o = cint(

@@ -247,7 +247,7 @@ impl<'a> World<'a> {
         // has no guests yet. Run silently, it would be vic under another
         // name.
         if let CompletionMode::Interrupt(PolicyConfig::VicSched(_)) = strategy.mode {
-            return Err(SimError(format!(
+            return Err(SimError::input(format!(
                 "strategy '{}': kind \"vic-sched\" needs a guest's scheduling state (run state, \
                  slice end), which the simulator does not model until its virtual-machine layer \
                  exists; use \"vic\" here, or embed vic-sched through cint-policy (Rust or C \
@@ -257,13 +257,13 @@ impl<'a> World<'a> {
         }
         let mut queues = Vec::with_capacity(queues_n);
         for (q, &used) in used.iter().enumerate() {
-            let policy = match strategy.mode {
-                CompletionMode::Interrupt(cfg) => Some(
-                    cfg.build(0)
-                        .map_err(|e| SimError(format!("strategy '{}': {e}", strategy.name)))?,
-                ),
-                _ => None,
-            };
+            let policy =
+                match strategy.mode {
+                    CompletionMode::Interrupt(cfg) => Some(cfg.build(0).map_err(|e| {
+                        SimError::input(format!("strategy '{}': {e}", strategy.name))
+                    })?),
+                    _ => None,
+                };
             let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
             queues.push(HwQueue::new(policy, q as u32, rng, used));
         }
@@ -284,7 +284,7 @@ impl<'a> World<'a> {
             jobs.push(JobStats::new(&job.name));
             let core = job.cpu as usize;
             if core >= cores_n {
-                return Err(SimError(format!(
+                return Err(SimError::input(format!(
                     "job '{}': cpu {} is beyond the host's {} cores",
                     job.name, job.cpu, cores_n
                 )));
@@ -365,7 +365,7 @@ impl<'a> World<'a> {
         // relies on it.
         for (q, &n) in in_flight_per_queue.iter().enumerate() {
             if n > u64::from(sc.device.queue_depth) {
-                return Err(SimError(format!(
+                return Err(SimError::input(format!(
                     "jobs on queue {q} keep up to {n} requests in flight, more than the \
                      device's queue_depth {}",
                     sc.device.queue_depth
@@ -466,7 +466,7 @@ impl<'a> World<'a> {
         self.check_core_time();
         self.check_request_accounting();
         if let Some(msg) = self.check.violation() {
-            return Err(SimError(format!(
+            return Err(SimError::internal(format!(
                 "{INVARIANT_VIOLATED} ({}, strategy '{}'): {msg}",
                 self.sc.name, strategy.name
             )));
@@ -693,7 +693,7 @@ mod tests {
         w.events.schedule(100, Event::WarmupEnd);
         let err = w.run(strategy).expect_err("the violation is reported");
         assert!(
-            err.0.contains("invariant violated") && err.0.contains("backwards"),
+            err.message.contains("invariant violated") && err.message.contains("backwards"),
             "{err}"
         );
         assert!(err.is_internal(), "a violated invariant is a simulator bug");

@@ -281,7 +281,7 @@ fn a_queue_deeper_than_the_device_is_refused_not_panicked() {
     );
     sc.jobs[0].numjobs = 2;
     let err = cint_sim::run(&sc).expect_err("too deep");
-    assert!(err.0.contains("queue_depth"), "{err}");
+    assert!(err.message.contains("queue_depth"), "{err}");
 }
 
 #[test]
@@ -351,7 +351,7 @@ fn zero_scheduler_times_are_refused_not_rounded_up() {
             _ => sc.host.poll_iteration = zero,
         }
         let err = cint_sim::run(&sc).expect_err("zero is refused");
-        assert!(err.0.contains(key), "{err}");
+        assert!(err.message.contains(key), "{err}");
     }
 }
 
