@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use cint::{run, EngineError, Engines, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
 use cint_report::{JobResult, LatencyHistogram, RunResult, StrategyResult};
 use cint_scenario::Scenario;
+use cint_test_support::{temp_dir, DirFiles};
 
 const SCENARIO: &str = "name = \"fake\"\nseed = 4\n\
     [[strategy]]\nname = \"default\"\nkind = \"none\"\n\
@@ -85,31 +86,10 @@ fn cint(engines: &Engines, args: &[&str]) -> Outcome {
     }
 }
 
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("cint-cli-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn scenario(&self, text: &str) -> String {
-        let p = self.0.join("s.toml");
-        std::fs::write(&p, text).unwrap();
-        p.display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn json_is_exactly_one_document_and_nothing_else() {
-    let dir = TempDir::new("json");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-json");
+    let file = dir.write("s.toml", SCENARIO);
     for cmd in ["sim", "emu"] {
         let o = cint(&FAKE, &[cmd, &file, "--json"]);
         assert_eq!((o.status, o.stderr.as_str()), (EXIT_OK, ""));
@@ -125,8 +105,8 @@ fn json_is_exactly_one_document_and_nothing_else() {
 
 #[test]
 fn the_table_has_a_row_per_strategy_and_job() {
-    let dir = TempDir::new("table");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-table");
+    let file = dir.write("s.toml", SCENARIO);
     let o = cint(&FAKE, &["sim", &file]);
     assert_eq!(o.status, EXIT_OK);
     for pair in [
@@ -142,8 +122,8 @@ fn the_table_has_a_row_per_strategy_and_job() {
 
 #[test]
 fn seed_and_set_reach_the_engine() {
-    let dir = TempDir::new("seed");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-seed");
+    let file = dir.write("s.toml", SCENARIO);
     let o = cint(
         &FAKE,
         &[
@@ -167,9 +147,9 @@ fn seed_and_set_reach_the_engine() {
 
 #[test]
 fn out_writes_both_sinks() {
-    let dir = TempDir::new("out");
-    let file = dir.scenario(SCENARIO);
-    let out = dir.0.join("nested/results");
+    let dir = temp_dir("cli-out");
+    let file = dir.write("s.toml", SCENARIO);
+    let out = dir.path().join("nested/results");
     let o = cint(&FAKE, &["emu", &file, "--out", &out.display().to_string()]);
     assert_eq!(o.status, EXIT_OK, "{}", o.stderr);
     let json = std::fs::read_to_string(out.join("result.json")).unwrap();
@@ -186,8 +166,8 @@ fn an_engine_refusal_is_one_line_and_status_2() {
         emu: |_| Err(EngineError::input("needs 2 cores, this machine has 1")),
         sim_gaps: |_| panic!("must not run"),
     };
-    let dir = TempDir::new("refuse");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-refuse");
+    let file = dir.write("s.toml", SCENARIO);
     for cmd in ["sim", "emu"] {
         let o = cint(&refusing, &[cmd, &file, "--json"]);
         assert_eq!(o.status, EXIT_USAGE);
@@ -209,8 +189,8 @@ fn an_engine_bug_reported_as_internal_is_status_1_not_2() {
         emu: |_| Err(EngineError::internal("ring lost an entry")),
         sim_gaps: |_| panic!("must not run"),
     };
-    let dir = TempDir::new("internal");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-internal");
+    let file = dir.write("s.toml", SCENARIO);
     for cmd in ["sim", "emu"] {
         let o = cint(&buggy, &[cmd, &file]);
         assert_eq!(o.status, EXIT_INTERNAL, "{}", o.stderr);
@@ -241,8 +221,8 @@ const BUGGY: Engines = Engines {
 
 #[test]
 fn an_engine_bug_inside_a_sweep_is_status_1_and_a_refusal_2() {
-    let dir = TempDir::new("sweep-internal");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-sweep-internal");
+    let file = dir.write("s.toml", SCENARIO);
     for (flags, engine_says) in [
         (vec![], "invariant violated (x): time would go backwards"),
         (vec!["--emu"], "emulator internal error: ring lost an entry"),
@@ -269,8 +249,8 @@ fn an_engine_bug_inside_a_sweep_is_status_1_and_a_refusal_2() {
 
 #[test]
 fn an_engine_bug_inside_calibrate_is_status_1_and_a_refusal_2() {
-    let dir = TempDir::new("calibrate-internal");
-    let plots = dir.0.join("plots").display().to_string();
+    let dir = temp_dir("cli-calibrate-internal");
+    let plots = dir.path().join("plots").display().to_string();
     let calibrate = ["calibrate", "--device", "p3700", "--plot", &plots];
     // The probe's bug: the inter-arrival measurement comes first.
     let o = cint(&BUGGY, &calibrate);
@@ -310,7 +290,7 @@ fn an_engine_bug_inside_calibrate_is_status_1_and_a_refusal_2() {
     assert_eq!(o.status, EXIT_USAGE, "{}", o.stderr);
     assert_eq!(o.stderr.lines().count(), 1, "{:?}", o.stderr);
     assert!(
-        !dir.0.join("plots").exists(),
+        !dir.path().join("plots").exists(),
         "nothing drawn after an error"
     );
 }
@@ -345,8 +325,8 @@ fn an_engine_panic_is_one_line_and_status_1() {
         },
         sim_gaps: |_| panic!("must not run"),
     };
-    let dir = TempDir::new("panic");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-panic");
+    let file = dir.write("s.toml", SCENARIO);
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let o = cint(&panicking, &["sim", &file]);
@@ -371,8 +351,8 @@ fn invalid_scenarios_never_reach_the_engine() {
         emu: |_| panic!("must not run"),
         sim_gaps: |_| panic!("must not run"),
     };
-    let dir = TempDir::new("invalid");
-    let file = dir.scenario(&SCENARIO.replace("iodepth = 8", "iodepth = 0"));
+    let dir = temp_dir("cli-invalid");
+    let file = dir.write("s.toml", &SCENARIO.replace("iodepth = 8", "iodepth = 0"));
     let o = cint(&never, &["sim", &file]);
     assert_eq!(o.status, EXIT_USAGE);
     assert_eq!(
@@ -393,8 +373,8 @@ fn an_engine_panic_inside_a_sweep_is_one_line_and_status_1() {
         emu: |_| Err(EngineError::input("no cores")),
         sim_gaps: |_| panic!("gap probe broken"),
     };
-    let dir = TempDir::new("sweep-panic");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-sweep-panic");
+    let file = dir.write("s.toml", SCENARIO);
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let o = cint(
@@ -432,8 +412,8 @@ fn calibrate_refusals_are_one_line_and_status_2() {
             Ok(h)
         },
     };
-    let dir = TempDir::new("calibrate-refuse");
-    let plots = dir.0.join("plots").display().to_string();
+    let dir = temp_dir("cli-calibrate-refuse");
+    let plots = dir.path().join("plots").display().to_string();
     let o = cint(
         &refusing,
         &["calibrate", "--device", "p3700", "--plot", &plots],
@@ -458,7 +438,7 @@ fn calibrate_refusals_are_one_line_and_status_2() {
         "calibrate: measuring inter-arrival times (no batching): no inter-arrival hook\n"
     );
     assert!(
-        !dir.0.join("plots").exists(),
+        !dir.path().join("plots").exists(),
         "nothing drawn after a refusal"
     );
 }
@@ -471,8 +451,8 @@ fn an_unwritable_output_path_is_refused_before_anything_runs() {
         emu: |_| panic!("must not run"),
         sim_gaps: |_| panic!("must not run"),
     };
-    let dir = TempDir::new("unwritable");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-unwritable");
+    let file = dir.write("s.toml", SCENARIO);
     let blocked = "/proc/cint-cannot-create-this";
     for args in [
         vec!["sim", &file, "--out", blocked],

@@ -126,6 +126,9 @@ mod tests {
     fn no_strategy_is_an_error() {
         let mut s = scenario("[[job]]\nname = \"s\"\n");
         s.strategies.clear();
-        assert!(completion_gaps(&s).unwrap_err().message.contains("no strategy"));
+        assert!(completion_gaps(&s)
+            .unwrap_err()
+            .message
+            .contains("no strategy"));
     }
 }
