@@ -47,13 +47,10 @@ pub fn cint_with_vhost() -> Option<PathBuf> {
     }
 }
 
-/// A fresh directory for one test's sockets and images.
-pub fn scratch(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("cint-vhost-harness-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch directory");
-    dir
+/// A fresh directory for one test's sockets and images, removed when
+/// dropped.
+pub fn scratch(test: &str) -> cint_test_support::TempDir {
+    cint_test_support::temp_dir(&format!("vhost-harness-{test}"))
 }
 
 /// Writes an image with a known pattern; returns its contents.
