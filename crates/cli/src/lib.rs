@@ -267,6 +267,10 @@ fn dispatch(
     match cli.command {
         Command::Check { input } => {
             let scenario = load(&input, err)?;
+            // One rule for what runs: what the simulator would refuse is
+            // refused here, with the line `cint sim` gives.
+            cint_sim::check(&scenario)
+                .map_err(|e| failure_of(e.kind, format!("{}: simulator: {e}", scenario.source)))?;
             let text = format!(
                 "# {}: valid; resolved with every default and profile field\n{}",
                 scenario.source,

@@ -4,6 +4,7 @@
 //! [`CINT_EMU_OK`] or a negative `CINT_EMU_E*` code; none unwinds into C.
 
 #![allow(non_camel_case_types)] // C names, as the header spells them
+#![deny(missing_docs)]
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CStr};

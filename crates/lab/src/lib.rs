@@ -7,7 +7,7 @@
 //! - [`sweep`]: the cross product of parameter values, every point on every
 //!   strategy, in parallel, written as JSON lines and CSV;
 //! - [`plot`]: PNG and SVG charts of a result document or a sweep file;
-//! - [`calibrate`]: MODEL.md experiment 7, recommending `delta` and `thr`
+//! - [`calibrate`]: docs/MODEL.md experiment 7, recommending `delta` and `thr`
 //!   for a device.
 //!
 //! Engines are reached through the [`Runner`] and [`GapProbe`] traits so the

@@ -23,7 +23,7 @@ where
 }
 
 /// Measures the completion inter-arrival distribution the calibration
-/// method needs (MODEL.md experiment 7).
+/// method needs (docs/MODEL.md experiment 7).
 ///
 /// Contract for an engine implementing it: run the scenario's first
 /// strategy only, and record, for every completion the device posts to a

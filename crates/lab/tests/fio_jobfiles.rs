@@ -64,7 +64,7 @@ fn barrier_submit_imports_the_artifacts_options_and_marks_each_batch() {
     assert!(io.gtod_reduce);
 
     // The modelled kernel already marks the last request of each
-    // io_submit Barrier (ALGORITHMS.md section 5), which is what the
+    // io_submit Barrier (docs/ALGORITHMS.md section 5), which is what the
     // patched fio asks for: with or without `barrier`, the same run.
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
     let plain = import_str(
@@ -99,6 +99,7 @@ fn phases_run_one_group_after_another_with_their_shapes() {
         strategies: Some(vec![Strategy {
             name: "none".into(),
             mode: CompletionMode::Interrupt(cint_policy::PolicyConfig::None),
+            interrupts: cint_policy::PolicyConfig::None,
         }]),
         ..FioArgs::new("optane-p4800x", "xeon-e5-2660v4")
     };

@@ -103,9 +103,10 @@ fn the_fio_microbenchmarks_say_what_the_paper_ran() {
         .expect("valid")
         .scenario;
     let j = io(&sync, 0);
+    // Table 2's polling column polls preadv2(RWF_HIPRI): pvsync2 with hipri.
     assert_eq!(
-        (j.engine, j.iodepth, j.bs, j.direct),
-        (Engine::Psync, 1, 4096, true)
+        (j.engine, j.iodepth, j.bs, j.direct, j.hipri),
+        (Engine::Pvsync2, 1, 4096, true, true)
     );
     let batch = import_file(&scenarios_dir().join("async-batch.fio"), &args)
         .expect("valid")

@@ -1,6 +1,6 @@
 /*
  * Drives one calibrated-interrupts completion queue through the C ABI and
- * checks every decision against ALGORITHMS.md section 4. Exits 0 when all
+ * checks every decision against docs/ALGORITHMS.md section 4. Exits 0 when all
  * checks pass, 1 on the first mismatch (with a message on stderr).
  *
  * Build (see tests/c_example.rs, which does this for you):

@@ -221,7 +221,7 @@ typedef struct {
 } cint_policy;
 
 /**
- * vIC parameters (ALGORITHMS.md §6). Fill with
+ * vIC parameters (docs/ALGORITHMS.md section 6). Fill with
  * [`cint_vic_params_default`], then change what you need.
  */
 typedef struct {
@@ -291,6 +291,10 @@ extern "C" {
 
 /**
  * Initialises `p` as "no coalescing": a full interrupt per completion.
+ *
+ * # Safety
+ * `p` must be null or point to writable storage for a `cint_policy` that
+ * no other thread uses during the call; it need not be initialised.
  */
 int cint_policy_init_none(cint_policy *p, uint64_t now);
 
@@ -298,6 +302,10 @@ int cint_policy_init_none(cint_policy *p, uint64_t now);
  * Initialises `p` as NVMe static aggregation: `thr` completions
  * (1..=256) or `time` ns, whichever first; `coalescing_disabled` is
  * Feature 09h for this queue's vector.
+ *
+ * # Safety
+ * `p` must be null or point to writable storage for a `cint_policy` that
+ * no other thread uses during the call; it need not be initialised.
  */
 int cint_policy_init_nvme(cint_policy *p,
                           uint32_t thr,
@@ -308,6 +316,10 @@ int cint_policy_init_nvme(cint_policy *p,
 /**
  * Initialises `p` as adaptive burst detection (Algorithm 1): `delta` ns
  * of quiescence (> 0) or `thr` completions (1..=65535).
+ *
+ * # Safety
+ * `p` must be null or point to writable storage for a `cint_policy` that
+ * no other thread uses during the call; it need not be initialised.
  */
 int cint_policy_init_adaptive(cint_policy *p, uint64_t delta, uint32_t thr, uint64_t now);
 
@@ -317,6 +329,10 @@ int cint_policy_init_adaptive(cint_policy *p, uint64_t delta, uint32_t thr, uint
  * semantics, `max_irq_rate` (interrupts/s) enables the storm guard in its
  * default mode ([`CINT_GUARD_RATE`]), 0 switches it off. To choose the
  * mode, use [`cint_policy_init_cinterrupts_guard`].
+ *
+ * # Safety
+ * `p` must be null or point to writable storage for a `cint_policy` that
+ * no other thread uses during the call; it need not be initialised.
  */
 int cint_policy_init_cinterrupts(cint_policy *p,
                                  uint64_t delta,
@@ -331,6 +347,10 @@ int cint_policy_init_cinterrupts(cint_policy *p,
  * storm guard's mode: [`CINT_GUARD_RATE`] or [`CINT_GUARD_ARTIFACT`]
  * (any other value: `CINT_EINVAL`). The mode matters only when
  * `max_irq_rate` is not 0.
+ *
+ * # Safety
+ * `p` must be null or point to writable storage for a `cint_policy` that
+ * no other thread uses during the call; it need not be initialised.
  */
 int cint_policy_init_cinterrupts_guard(cint_policy *p,
                                        uint64_t delta,
@@ -344,17 +364,30 @@ int cint_policy_init_cinterrupts_guard(cint_policy *p,
 /**
  * Fills `out` with the vIC defaults (cif_threshold 4, 2000 IO/s, 200 ms
  * epoch, 100 us IPI threshold, no quirks).
+ *
+ * # Safety
+ * `out` must be null or valid for writing a `cint_vic_params`.
  */
 int cint_vic_params_default(cint_vic_params *out);
 
 /**
  * Initialises `p` as vIC with `params`.
+ *
+ * # Safety
+ * `p` must be null or point to writable storage for a `cint_policy` that
+ * no other thread uses during the call; it need not be initialised;
+ * `params` must be null or point to a readable `cint_vic_params`.
  */
 int cint_policy_init_vic(cint_policy *p, const cint_vic_params *params, uint64_t now);
 
 /**
  * Initialises `p` as scheduler-aware vIC: vIC with `params`, and no
  * slice-end bypass with less than `clock_margin` ns left in the slice.
+ *
+ * # Safety
+ * `p` must be null or point to writable storage for a `cint_policy` that
+ * no other thread uses during the call; it need not be initialised;
+ * `params` must be null or point to a readable `cint_vic_params`.
  */
 int cint_policy_init_vic_sched(cint_policy *p,
                                const cint_vic_params *params,
@@ -366,6 +399,11 @@ int cint_policy_init_vic_sched(cint_policy *p,
  * submitted at `now`; its sequence number goes to `*seq_out`. Pass it
  * back to [`cint_policy_complete`]. Refused with [`CINT_EWINDOW`] while
  * the oldest request in flight is [`CINT_SEQ_WINDOW`] submissions old.
+ *
+ * # Safety
+ * `p` must be null or point to a `cint_policy` (initialised or not) that no
+ * other thread uses during the call;
+ * `seq_out` must be null or valid for writing a `uint64_t`.
  */
 int cint_policy_submit(cint_policy *p, uint64_t now, uint32_t hint_bits, uint64_t *seq_out);
 
@@ -374,6 +412,11 @@ int cint_policy_submit(cint_policy *p, uint64_t now, uint32_t hint_bits, uint64_
  * interrupt to fire (`CINT_IRQ_*`) goes to `*irq_out`. A `seq` that was
  * never handed out or has completed already is refused with
  * [`CINT_ESEQ`] and does not reach the policy.
+ *
+ * # Safety
+ * `p` must be null or point to a `cint_policy` (initialised or not) that no
+ * other thread uses during the call;
+ * `irq_out` must be null or valid for writing an `int`.
  */
 int cint_policy_complete(cint_policy *p,
                          uint64_t now,
@@ -384,12 +427,22 @@ int cint_policy_complete(cint_policy *p,
 /**
  * The clock reached the deadline of [`cint_policy_next_deadline`]; the
  * interrupt to fire goes to `*irq_out`.
+ *
+ * # Safety
+ * `p` must be null or point to a `cint_policy` (initialised or not) that no
+ * other thread uses during the call;
+ * `irq_out` must be null or valid for writing an `int`.
  */
 int cint_policy_timer(cint_policy *p, uint64_t now, int *irq_out);
 
 /**
  * The substrate can deliver for another reason (a VMM entry); vIC
  * delivers what it holds. The interrupt to fire goes to `*irq_out`.
+ *
+ * # Safety
+ * `p` must be null or point to a `cint_policy` (initialised or not) that no
+ * other thread uses during the call;
+ * `irq_out` must be null or valid for writing an `int`.
  */
 int cint_policy_opportunity(cint_policy *p, uint64_t now, int *irq_out);
 
@@ -397,6 +450,10 @@ int cint_policy_opportunity(cint_policy *p, uint64_t now, int *irq_out);
  * The guest's schedule changed (scheduler-aware vIC; ignored by the other
  * policies): `running`, and the end of its time slice if
  * `slice_end_known`.
+ *
+ * # Safety
+ * `p` must be null or point to a `cint_policy` (initialised or not) that no
+ * other thread uses during the call.
  */
 int cint_policy_schedule(cint_policy *p,
                          uint64_t now,
@@ -408,28 +465,51 @@ int cint_policy_schedule(cint_policy *p,
  * When the policy must next be consulted through [`cint_policy_timer`]:
  * returns 1 and writes `*out`, or returns 0 if no deadline is pending
  * (negative on error).
+ *
+ * # Safety
+ * `p` must be null or point to a `cint_policy` (initialised or not) that no
+ * other thread uses during the call;
+ * `out` must be null or valid for writing a `uint64_t`.
  */
 int cint_policy_next_deadline(cint_policy *p, uint64_t *out);
 
 /**
  * Commands in flight (submitted, not completed) go to `*out`.
+ *
+ * # Safety
+ * `p` must be null or point to a `cint_policy` (initialised or not) that no
+ * other thread uses during the call;
+ * `out` must be null or valid for writing a `uint32_t`.
  */
 int cint_policy_in_flight(cint_policy *p, uint32_t *out);
 
 /**
  * vIC's IPI-reduction rule: 1 if the host core should send an IPI for a
  * completion at `now`, 0 if not, `CINT_ENOTSUP` for non-vIC policies.
+ *
+ * # Safety
+ * `p` must be null or point to a `cint_policy` (initialised or not) that no
+ * other thread uses during the call.
  */
 int cint_policy_vic_ipi_needed(cint_policy *p, uint64_t now);
 
 /**
  * vIC's current delivery ratio `count_up / skip_up`.
+ *
+ * # Safety
+ * `p` must be null or point to a `cint_policy` (initialised or not) that no
+ * other thread uses during the call;
+ * `count_up` and `skip_up` must each be null or valid for writing a
+ * `uint32_t`.
  */
 int cint_policy_vic_ratio(cint_policy *p, uint32_t *count_up, uint32_t *skip_up);
 
 /**
  * The hint bits of a request merged from two (the union; Urgent and
  * Barrier become Urgent) go to `*out`.
+ *
+ * # Safety
+ * `out` must be null or valid for writing a `uint32_t`.
  */
 int cint_hint_merge(uint32_t a, uint32_t b, uint32_t *out);
 
@@ -438,6 +518,10 @@ int cint_hint_merge(uint32_t a, uint32_t b, uint32_t *out);
  * context `ctx`: the
  * `RWF_URGENT`/`RWF_BARRIER` override if present, else the kernel
  * default. Written to `*out`.
+ *
+ * # Safety
+ * `ctx` must be null or point to a readable `cint_io_context`; `out`
+ * must be null or valid for writing a `uint32_t`.
  */
 int cint_hint_request(uint32_t call, const cint_io_context *ctx, uint32_t *out);
 

@@ -19,7 +19,7 @@
 //! `memcpy` and needs no destructor.
 
 #![allow(non_camel_case_types)] // C names in the generated header
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 use core::ffi::{c_char, c_int};
 use core::mem::{align_of, size_of};
@@ -133,7 +133,7 @@ pub struct cint_policy {
     pub opaque: [u64; CINT_POLICY_WORDS],
 }
 
-/// vIC parameters (ALGORITHMS.md §6). Fill with
+/// vIC parameters (docs/ALGORITHMS.md section 6). Fill with
 /// [`cint_vic_params_default`], then change what you need.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -299,7 +299,14 @@ fn guarded(body: impl FnOnce() -> Result<c_int, c_int>) -> c_int {
 }
 
 /// Runs `body` on the initialised slot behind `p`; poisons it on panic.
-fn with_slot(p: *mut cint_policy, body: impl FnOnce(&mut Slot) -> Result<c_int, c_int>) -> c_int {
+///
+/// # Safety
+/// `p` is null or points to a `cint_policy`, initialised or not, that no
+/// other thread uses during the call.
+unsafe fn with_slot(
+    p: *mut cint_policy,
+    body: impl FnOnce(&mut Slot) -> Result<c_int, c_int>,
+) -> c_int {
     if p.is_null() {
         return CINT_ENULL;
     }
@@ -331,7 +338,11 @@ fn with_slot(p: *mut cint_policy, body: impl FnOnce(&mut Slot) -> Result<c_int, 
 }
 
 /// Builds the policy and writes it into `p`.
-fn init(p: *mut cint_policy, config: PolicyConfig, now: Nanos) -> c_int {
+///
+/// # Safety
+/// `p` is null or points to writable storage of a `cint_policy` that no
+/// other thread uses during the call; its contents may be uninitialised.
+unsafe fn init(p: *mut cint_policy, config: PolicyConfig, now: Nanos) -> c_int {
     if p.is_null() {
         return CINT_ENULL;
     }
@@ -353,7 +364,10 @@ fn init(p: *mut cint_policy, config: PolicyConfig, now: Nanos) -> c_int {
 }
 
 /// Writes `value` through `out`, or fails with `CINT_ENULL`.
-fn store<T>(out: *mut T, value: T) -> Result<(), c_int> {
+///
+/// # Safety
+/// `out` is null or valid for writing a `T`.
+unsafe fn store<T>(out: *mut T, value: T) -> Result<(), c_int> {
     if out.is_null() {
         return Err(CINT_ENULL);
     }
@@ -364,7 +378,10 @@ fn store<T>(out: *mut T, value: T) -> Result<(), c_int> {
 }
 
 /// Reads `*ptr`, or fails with `CINT_ENULL`.
-fn load<T: Copy>(ptr: *const T) -> Result<T, c_int> {
+///
+/// # Safety
+/// `ptr` is null or valid for reading an initialised `T`.
+unsafe fn load<T: Copy>(ptr: *const T) -> Result<T, c_int> {
     if ptr.is_null() {
         return Err(CINT_ENULL);
     }
@@ -384,45 +401,97 @@ fn vic_params(p: &cint_vic_params) -> VicParams {
     }
 }
 
+/// Advances the slot behind `p` to `now`, asks its policy for a decision
+/// and writes the interrupt to fire through `irq_out` (the shape of the
+/// timer and the opportunity calls).
+///
+/// # Safety
+/// As [`with_slot`] for `p`; `irq_out` is null or valid for writing an
+/// `int`.
+unsafe fn decide(
+    p: *mut cint_policy,
+    now: Nanos,
+    irq_out: *mut c_int,
+    ask: impl FnOnce(&mut AnyPolicy) -> Decision,
+) -> c_int {
+    // SAFETY: the caller's promises are the ones `with_slot` and `store`
+    // require.
+    unsafe {
+        with_slot(p, |slot| {
+            if irq_out.is_null() {
+                return Err(CINT_ENULL);
+            }
+            slot.advance(now)?;
+            store(irq_out, irq_code(ask(&mut slot.policy)))?;
+            Ok(CINT_OK)
+        })
+    }
+}
+
 /// Initialises `p` as "no coalescing": a full interrupt per completion.
+///
+/// # Safety
+/// `p` must be null or point to writable storage for a `cint_policy` that
+/// no other thread uses during the call; it need not be initialised.
 #[no_mangle]
-pub extern "C" fn cint_policy_init_none(p: *mut cint_policy, now: u64) -> c_int {
-    init(p, PolicyConfig::None, now)
+pub unsafe extern "C" fn cint_policy_init_none(p: *mut cint_policy, now: u64) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe { init(p, PolicyConfig::None, now) }
 }
 
 /// Initialises `p` as NVMe static aggregation: `thr` completions
 /// (1..=256) or `time` ns, whichever first; `coalescing_disabled` is
 /// Feature 09h for this queue's vector.
+///
+/// # Safety
+/// `p` must be null or point to writable storage for a `cint_policy` that
+/// no other thread uses during the call; it need not be initialised.
 #[no_mangle]
-pub extern "C" fn cint_policy_init_nvme(
+pub unsafe extern "C" fn cint_policy_init_nvme(
     p: *mut cint_policy,
     thr: u32,
     time: u64,
     coalescing_disabled: bool,
     now: u64,
 ) -> c_int {
-    let params = NvmeParams {
-        thr,
-        time,
-        coalescing_disabled,
-    };
-    init(p, PolicyConfig::Nvme(params), now)
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        let params = NvmeParams {
+            thr,
+            time,
+            coalescing_disabled,
+        };
+        init(p, PolicyConfig::Nvme(params), now)
+    }
 }
 
 /// Initialises `p` as adaptive burst detection (Algorithm 1): `delta` ns
 /// of quiescence (> 0) or `thr` completions (1..=65535).
+///
+/// # Safety
+/// `p` must be null or point to writable storage for a `cint_policy` that
+/// no other thread uses during the call; it need not be initialised.
 #[no_mangle]
-pub extern "C" fn cint_policy_init_adaptive(
+pub unsafe extern "C" fn cint_policy_init_adaptive(
     p: *mut cint_policy,
     delta: u64,
     thr: u32,
     now: u64,
 ) -> c_int {
-    init(
-        p,
-        PolicyConfig::Adaptive(AdaptiveParams { delta, thr }),
-        now,
-    )
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        init(
+            p,
+            PolicyConfig::Adaptive(AdaptiveParams { delta, thr }),
+            now,
+        )
+    }
 }
 
 /// Initialises `p` as calibrated interrupts (Algorithm 2). `ooo` enables
@@ -430,8 +499,12 @@ pub extern "C" fn cint_policy_init_adaptive(
 /// semantics, `max_irq_rate` (interrupts/s) enables the storm guard in its
 /// default mode ([`CINT_GUARD_RATE`]), 0 switches it off. To choose the
 /// mode, use [`cint_policy_init_cinterrupts_guard`].
+///
+/// # Safety
+/// `p` must be null or point to writable storage for a `cint_policy` that
+/// no other thread uses during the call; it need not be initialised.
 #[no_mangle]
-pub extern "C" fn cint_policy_init_cinterrupts(
+pub unsafe extern "C" fn cint_policy_init_cinterrupts(
     p: *mut cint_policy,
     delta: u64,
     thr: u32,
@@ -440,25 +513,34 @@ pub extern "C" fn cint_policy_init_cinterrupts(
     max_irq_rate: u64,
     now: u64,
 ) -> c_int {
-    cint_policy_init_cinterrupts_guard(
-        p,
-        delta,
-        thr,
-        ooo,
-        strict_barrier,
-        max_irq_rate,
-        CINT_GUARD_RATE,
-        now,
-    )
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        cint_policy_init_cinterrupts_guard(
+            p,
+            delta,
+            thr,
+            ooo,
+            strict_barrier,
+            max_irq_rate,
+            CINT_GUARD_RATE,
+            now,
+        )
+    }
 }
 
 /// Initialises `p` as [`cint_policy_init_cinterrupts`] does, with the
 /// storm guard's mode: [`CINT_GUARD_RATE`] or [`CINT_GUARD_ARTIFACT`]
 /// (any other value: `CINT_EINVAL`). The mode matters only when
 /// `max_irq_rate` is not 0.
+///
+/// # Safety
+/// `p` must be null or point to writable storage for a `cint_policy` that
+/// no other thread uses during the call; it need not be initialised.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)] // one flat C call, like its sibling
-pub extern "C" fn cint_policy_init_cinterrupts_guard(
+pub unsafe extern "C" fn cint_policy_init_cinterrupts_guard(
     p: *mut cint_policy,
     delta: u64,
     thr: u32,
@@ -468,78 +550,111 @@ pub extern "C" fn cint_policy_init_cinterrupts_guard(
     guard: u32,
     now: u64,
 ) -> c_int {
-    if p.is_null() {
-        return CINT_ENULL;
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        if p.is_null() {
+            return CINT_ENULL;
+        }
+        let guard = match guard {
+            CINT_GUARD_RATE => StormGuardMode::Rate,
+            CINT_GUARD_ARTIFACT => StormGuardMode::Artifact,
+            _ => return CINT_EINVAL,
+        };
+        let params = CinterruptsParams {
+            adaptive: AdaptiveParams { delta, thr },
+            ooo,
+            barrier: if strict_barrier {
+                BarrierMode::Strict
+            } else {
+                BarrierMode::Relaxed
+            },
+            max_irq_rate: (max_irq_rate != 0).then_some(max_irq_rate),
+            guard,
+        };
+        init(p, PolicyConfig::Cinterrupts(params), now)
     }
-    let guard = match guard {
-        CINT_GUARD_RATE => StormGuardMode::Rate,
-        CINT_GUARD_ARTIFACT => StormGuardMode::Artifact,
-        _ => return CINT_EINVAL,
-    };
-    let params = CinterruptsParams {
-        adaptive: AdaptiveParams { delta, thr },
-        ooo,
-        barrier: if strict_barrier {
-            BarrierMode::Strict
-        } else {
-            BarrierMode::Relaxed
-        },
-        max_irq_rate: (max_irq_rate != 0).then_some(max_irq_rate),
-        guard,
-    };
-    init(p, PolicyConfig::Cinterrupts(params), now)
 }
 
 /// Fills `out` with the vIC defaults (cif_threshold 4, 2000 IO/s, 200 ms
 /// epoch, 100 us IPI threshold, no quirks).
+///
+/// # Safety
+/// `out` must be null or valid for writing a `cint_vic_params`.
 #[no_mangle]
-pub extern "C" fn cint_vic_params_default(out: *mut cint_vic_params) -> c_int {
-    let d = VicParams::default();
-    let params = cint_vic_params {
-        cif_threshold: d.cif_threshold,
-        iops_threshold: d.iops_threshold,
-        epoch: d.epoch,
-        ipi_threshold: d.ipi_threshold,
-        quirk_reset_on_skip: d.quirk_reset_on_skip,
-        quirk_failsafe: d.quirk_failsafe.unwrap_or(0),
-    };
-    match store(out, params) {
-        Ok(()) => CINT_OK,
-        Err(code) => code,
+pub unsafe extern "C" fn cint_vic_params_default(out: *mut cint_vic_params) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        let d = VicParams::default();
+        let params = cint_vic_params {
+            cif_threshold: d.cif_threshold,
+            iops_threshold: d.iops_threshold,
+            epoch: d.epoch,
+            ipi_threshold: d.ipi_threshold,
+            quirk_reset_on_skip: d.quirk_reset_on_skip,
+            quirk_failsafe: d.quirk_failsafe.unwrap_or(0),
+        };
+        match store(out, params) {
+            Ok(()) => CINT_OK,
+            Err(code) => code,
+        }
     }
 }
 
 /// Initialises `p` as vIC with `params`.
+///
+/// # Safety
+/// `p` must be null or point to writable storage for a `cint_policy` that
+/// no other thread uses during the call; it need not be initialised;
+/// `params` must be null or point to a readable `cint_vic_params`.
 #[no_mangle]
-pub extern "C" fn cint_policy_init_vic(
+pub unsafe extern "C" fn cint_policy_init_vic(
     p: *mut cint_policy,
     params: *const cint_vic_params,
     now: u64,
 ) -> c_int {
-    match load(params) {
-        Ok(params) => init(p, PolicyConfig::Vic(vic_params(&params)), now),
-        Err(code) => code,
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        match load(params) {
+            Ok(params) => init(p, PolicyConfig::Vic(vic_params(&params)), now),
+            Err(code) => code,
+        }
     }
 }
 
 /// Initialises `p` as scheduler-aware vIC: vIC with `params`, and no
 /// slice-end bypass with less than `clock_margin` ns left in the slice.
+///
+/// # Safety
+/// `p` must be null or point to writable storage for a `cint_policy` that
+/// no other thread uses during the call; it need not be initialised;
+/// `params` must be null or point to a readable `cint_vic_params`.
 #[no_mangle]
-pub extern "C" fn cint_policy_init_vic_sched(
+pub unsafe extern "C" fn cint_policy_init_vic_sched(
     p: *mut cint_policy,
     params: *const cint_vic_params,
     clock_margin: u64,
     now: u64,
 ) -> c_int {
-    match load(params) {
-        Ok(params) => {
-            let config = PolicyConfig::VicSched(VicSchedParams {
-                vic: vic_params(&params),
-                clock_margin,
-            });
-            init(p, config, now)
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        match load(params) {
+            Ok(params) => {
+                let config = PolicyConfig::VicSched(VicSchedParams {
+                    vic: vic_params(&params),
+                    clock_margin,
+                });
+                init(p, config, now)
+            }
+            Err(code) => code,
         }
-        Err(code) => code,
     }
 }
 
@@ -547,205 +662,295 @@ pub extern "C" fn cint_policy_init_vic_sched(
 /// submitted at `now`; its sequence number goes to `*seq_out`. Pass it
 /// back to [`cint_policy_complete`]. Refused with [`CINT_EWINDOW`] while
 /// the oldest request in flight is [`CINT_SEQ_WINDOW`] submissions old.
+///
+/// # Safety
+/// `p` must be null or point to a `cint_policy` (initialised or not) that no
+/// other thread uses during the call;
+/// `seq_out` must be null or valid for writing a `uint64_t`.
 #[no_mangle]
-pub extern "C" fn cint_policy_submit(
+pub unsafe extern "C" fn cint_policy_submit(
     p: *mut cint_policy,
     now: u64,
     hint_bits: u32,
     seq_out: *mut u64,
 ) -> c_int {
-    with_slot(p, |slot| {
-        let hint = hint_from_bits(hint_bits)?;
-        if seq_out.is_null() {
-            return Err(CINT_ENULL);
-        }
-        if !slot.seqs.has_room() {
-            return Err(CINT_EWINDOW);
-        }
-        slot.advance(now)?;
-        let seq = slot.policy.on_submit(now, hint);
-        slot.seqs.submit(seq);
-        store(seq_out, seq)?;
-        Ok(CINT_OK)
-    })
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        with_slot(p, |slot| {
+            let hint = hint_from_bits(hint_bits)?;
+            if seq_out.is_null() {
+                return Err(CINT_ENULL);
+            }
+            if !slot.seqs.has_room() {
+                return Err(CINT_EWINDOW);
+            }
+            slot.advance(now)?;
+            let seq = slot.policy.on_submit(now, hint);
+            slot.seqs.submit(seq);
+            store(seq_out, seq)?;
+            Ok(CINT_OK)
+        })
+    }
 }
 
 /// Request `seq`, submitted with `hint_bits`, completed at `now`; the
 /// interrupt to fire (`CINT_IRQ_*`) goes to `*irq_out`. A `seq` that was
 /// never handed out or has completed already is refused with
 /// [`CINT_ESEQ`] and does not reach the policy.
+///
+/// # Safety
+/// `p` must be null or point to a `cint_policy` (initialised or not) that no
+/// other thread uses during the call;
+/// `irq_out` must be null or valid for writing an `int`.
 #[no_mangle]
-pub extern "C" fn cint_policy_complete(
+pub unsafe extern "C" fn cint_policy_complete(
     p: *mut cint_policy,
     now: u64,
     seq: u64,
     hint_bits: u32,
     irq_out: *mut c_int,
 ) -> c_int {
-    with_slot(p, |slot| {
-        let hint = hint_from_bits(hint_bits)?;
-        if irq_out.is_null() {
-            return Err(CINT_ENULL);
-        }
-        if !slot.seqs.is_in_flight(seq) {
-            return Err(CINT_ESEQ);
-        }
-        slot.advance(now)?;
-        let decision = slot.policy.on_complete(now, seq, hint);
-        slot.seqs.complete(seq);
-        store(irq_out, irq_code(decision))?;
-        Ok(CINT_OK)
-    })
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        with_slot(p, |slot| {
+            let hint = hint_from_bits(hint_bits)?;
+            if irq_out.is_null() {
+                return Err(CINT_ENULL);
+            }
+            if !slot.seqs.is_in_flight(seq) {
+                return Err(CINT_ESEQ);
+            }
+            slot.advance(now)?;
+            let decision = slot.policy.on_complete(now, seq, hint);
+            slot.seqs.complete(seq);
+            store(irq_out, irq_code(decision))?;
+            Ok(CINT_OK)
+        })
+    }
 }
 
 /// The clock reached the deadline of [`cint_policy_next_deadline`]; the
 /// interrupt to fire goes to `*irq_out`.
+///
+/// # Safety
+/// `p` must be null or point to a `cint_policy` (initialised or not) that no
+/// other thread uses during the call;
+/// `irq_out` must be null or valid for writing an `int`.
 #[no_mangle]
-pub extern "C" fn cint_policy_timer(p: *mut cint_policy, now: u64, irq_out: *mut c_int) -> c_int {
-    with_slot(p, |slot| {
-        if irq_out.is_null() {
-            return Err(CINT_ENULL);
-        }
-        slot.advance(now)?;
-        store(irq_out, irq_code(slot.policy.on_timer(now)))?;
-        Ok(CINT_OK)
-    })
-}
-
-/// The substrate can deliver for another reason (a VMM entry); vIC
-/// delivers what it holds. The interrupt to fire goes to `*irq_out`.
-#[no_mangle]
-pub extern "C" fn cint_policy_opportunity(
+pub unsafe extern "C" fn cint_policy_timer(
     p: *mut cint_policy,
     now: u64,
     irq_out: *mut c_int,
 ) -> c_int {
-    with_slot(p, |slot| {
-        if irq_out.is_null() {
-            return Err(CINT_ENULL);
-        }
-        slot.advance(now)?;
-        store(irq_out, irq_code(slot.policy.on_opportunity(now)))?;
-        Ok(CINT_OK)
-    })
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what `decide` requires.
+    unsafe { decide(p, now, irq_out, |policy| policy.on_timer(now)) }
+}
+
+/// The substrate can deliver for another reason (a VMM entry); vIC
+/// delivers what it holds. The interrupt to fire goes to `*irq_out`.
+///
+/// # Safety
+/// `p` must be null or point to a `cint_policy` (initialised or not) that no
+/// other thread uses during the call;
+/// `irq_out` must be null or valid for writing an `int`.
+#[no_mangle]
+pub unsafe extern "C" fn cint_policy_opportunity(
+    p: *mut cint_policy,
+    now: u64,
+    irq_out: *mut c_int,
+) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what `decide` requires.
+    unsafe { decide(p, now, irq_out, |policy| policy.on_opportunity(now)) }
 }
 
 /// The guest's schedule changed (scheduler-aware vIC; ignored by the other
 /// policies): `running`, and the end of its time slice if
 /// `slice_end_known`.
+///
+/// # Safety
+/// `p` must be null or point to a `cint_policy` (initialised or not) that no
+/// other thread uses during the call.
 #[no_mangle]
-pub extern "C" fn cint_policy_schedule(
+pub unsafe extern "C" fn cint_policy_schedule(
     p: *mut cint_policy,
     now: u64,
     running: bool,
     slice_end_known: bool,
     slice_end: u64,
 ) -> c_int {
-    with_slot(p, |slot| {
-        slot.advance(now)?;
-        let schedule = GuestSchedule {
-            running,
-            slice_end: slice_end_known.then_some(slice_end),
-        };
-        slot.policy.on_schedule(now, schedule);
-        Ok(CINT_OK)
-    })
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        with_slot(p, |slot| {
+            slot.advance(now)?;
+            let schedule = GuestSchedule {
+                running,
+                slice_end: slice_end_known.then_some(slice_end),
+            };
+            slot.policy.on_schedule(now, schedule);
+            Ok(CINT_OK)
+        })
+    }
 }
 
 /// When the policy must next be consulted through [`cint_policy_timer`]:
 /// returns 1 and writes `*out`, or returns 0 if no deadline is pending
 /// (negative on error).
+///
+/// # Safety
+/// `p` must be null or point to a `cint_policy` (initialised or not) that no
+/// other thread uses during the call;
+/// `out` must be null or valid for writing a `uint64_t`.
 #[no_mangle]
-pub extern "C" fn cint_policy_next_deadline(p: *mut cint_policy, out: *mut u64) -> c_int {
-    with_slot(p, |slot| {
-        if out.is_null() {
-            return Err(CINT_ENULL);
-        }
-        match slot.policy.next_deadline() {
-            Some(deadline) => {
-                store(out, deadline)?;
-                Ok(1)
+pub unsafe extern "C" fn cint_policy_next_deadline(p: *mut cint_policy, out: *mut u64) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        with_slot(p, |slot| {
+            if out.is_null() {
+                return Err(CINT_ENULL);
             }
-            None => Ok(0),
-        }
-    })
+            match slot.policy.next_deadline() {
+                Some(deadline) => {
+                    store(out, deadline)?;
+                    Ok(1)
+                }
+                None => Ok(0),
+            }
+        })
+    }
 }
 
 /// Commands in flight (submitted, not completed) go to `*out`.
+///
+/// # Safety
+/// `p` must be null or point to a `cint_policy` (initialised or not) that no
+/// other thread uses during the call;
+/// `out` must be null or valid for writing a `uint32_t`.
 #[no_mangle]
-pub extern "C" fn cint_policy_in_flight(p: *mut cint_policy, out: *mut u32) -> c_int {
-    with_slot(p, |slot| {
-        store(out, slot.policy.in_flight())?;
-        Ok(CINT_OK)
-    })
+pub unsafe extern "C" fn cint_policy_in_flight(p: *mut cint_policy, out: *mut u32) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        with_slot(p, |slot| {
+            store(out, slot.policy.in_flight())?;
+            Ok(CINT_OK)
+        })
+    }
 }
 
 /// vIC's IPI-reduction rule: 1 if the host core should send an IPI for a
 /// completion at `now`, 0 if not, `CINT_ENOTSUP` for non-vIC policies.
+///
+/// # Safety
+/// `p` must be null or point to a `cint_policy` (initialised or not) that no
+/// other thread uses during the call.
 #[no_mangle]
-pub extern "C" fn cint_policy_vic_ipi_needed(p: *mut cint_policy, now: u64) -> c_int {
-    with_slot(p, |slot| {
-        let vic = slot.policy.vic().ok_or(CINT_ENOTSUP)?;
-        Ok(c_int::from(vic.ipi_needed(now)))
-    })
+pub unsafe extern "C" fn cint_policy_vic_ipi_needed(p: *mut cint_policy, now: u64) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        with_slot(p, |slot| {
+            let vic = slot.policy.vic().ok_or(CINT_ENOTSUP)?;
+            Ok(c_int::from(vic.ipi_needed(now)))
+        })
+    }
 }
 
 /// vIC's current delivery ratio `count_up / skip_up`.
+///
+/// # Safety
+/// `p` must be null or point to a `cint_policy` (initialised or not) that no
+/// other thread uses during the call;
+/// `count_up` and `skip_up` must each be null or valid for writing a
+/// `uint32_t`.
 #[no_mangle]
-pub extern "C" fn cint_policy_vic_ratio(
+pub unsafe extern "C" fn cint_policy_vic_ratio(
     p: *mut cint_policy,
     count_up: *mut u32,
     skip_up: *mut u32,
 ) -> c_int {
-    with_slot(p, |slot| {
-        if count_up.is_null() || skip_up.is_null() {
-            return Err(CINT_ENULL);
-        }
-        let (up, skip) = slot.policy.vic().ok_or(CINT_ENOTSUP)?.ratio();
-        store(count_up, up)?;
-        store(skip_up, skip)?;
-        Ok(CINT_OK)
-    })
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        with_slot(p, |slot| {
+            if count_up.is_null() || skip_up.is_null() {
+                return Err(CINT_ENULL);
+            }
+            let (up, skip) = slot.policy.vic().ok_or(CINT_ENOTSUP)?.ratio();
+            store(count_up, up)?;
+            store(skip_up, skip)?;
+            Ok(CINT_OK)
+        })
+    }
 }
 
 /// The hint bits of a request merged from two (the union; Urgent and
 /// Barrier become Urgent) go to `*out`.
+///
+/// # Safety
+/// `out` must be null or valid for writing a `uint32_t`.
 #[no_mangle]
-pub extern "C" fn cint_hint_merge(a: u32, b: u32, out: *mut u32) -> c_int {
-    guarded(|| {
-        let merged = merge_hints(hint_from_bits(a)?, hint_from_bits(b)?);
-        store(out, merged.to_wire())?;
-        Ok(CINT_OK)
-    })
+pub unsafe extern "C" fn cint_hint_merge(a: u32, b: u32, out: *mut u32) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        guarded(|| {
+            let merged = merge_hints(hint_from_bits(a)?, hint_from_bits(b)?);
+            store(out, merged.to_wire())?;
+            Ok(CINT_OK)
+        })
+    }
 }
 
 /// The hint bits of a request issued by `call` (a `CINT_CALL_*` code) in
 /// context `ctx`: the
 /// `RWF_URGENT`/`RWF_BARRIER` override if present, else the kernel
 /// default. Written to `*out`.
+///
+/// # Safety
+/// `ctx` must be null or point to a readable `cint_io_context`; `out`
+/// must be null or valid for writing a `uint32_t`.
 #[no_mangle]
-pub extern "C" fn cint_hint_request(
+pub unsafe extern "C" fn cint_hint_request(
     call: u32,
     ctx: *const cint_io_context,
     out: *mut u32,
 ) -> c_int {
-    guarded(|| {
-        // The C codes mirror IoCall's discriminants (checked in tests).
-        let call = IoCall::from_code(call).ok_or(CINT_EINVAL)?;
-        let c = load(ctx)?;
-        let ctx = IoContext {
-            blocking_fd: c.blocking_fd,
-            o_direct: c.o_direct,
-            rw_flags: RwFlags(c.rw_flags),
-            ms_sync: c.ms_sync,
-            batch: BatchPosition {
-                index: c.batch_index,
-                len: c.batch_len,
-            },
-        };
-        store(out, request_hint(call, &ctx).to_wire())?;
-        Ok(CINT_OK)
-    })
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`init`, `with_slot`, `store`, `load`)
+    // require.
+    unsafe {
+        guarded(|| {
+            // The C codes mirror IoCall's discriminants (checked in tests).
+            let call = IoCall::from_code(call).ok_or(CINT_EINVAL)?;
+            let c = load(ctx)?;
+            let ctx = IoContext {
+                blocking_fd: c.blocking_fd,
+                o_direct: c.o_direct,
+                rw_flags: RwFlags(c.rw_flags),
+                ms_sync: c.ms_sync,
+                batch: BatchPosition {
+                    index: c.batch_index,
+                    len: c.batch_len,
+                },
+            };
+            store(out, request_hint(call, &ctx).to_wire())?;
+            Ok(CINT_OK)
+        })
+    }
 }
 
 /// A static, NUL-terminated description of a return code.

@@ -17,43 +17,54 @@ fn fresh() -> Box<cint_policy> {
     })
 }
 
+/// The vIC defaults, as the ABI hands them out.
+fn vic_defaults() -> cint_vic_params {
+    let mut params = cint_vic_params {
+        cif_threshold: 0,
+        iops_threshold: 0,
+        epoch: 0,
+        ipi_threshold: 0,
+        quirk_reset_on_skip: false,
+        quirk_failsafe: 0,
+    };
+    // SAFETY: `params` is a live local.
+    assert_eq!(unsafe { cint_vic_params_default(&mut params) }, CINT_OK);
+    params
+}
+
 /// Initialises `p` as policy kind `kind` (0..7) with the given raw values.
 fn init(p: &mut cint_policy, kind: u8, a: u64, b: u32, flags: u8) -> i32 {
-    let (x, y) = (flags & 1 != 0, flags & 2 != 0);
-    match kind {
-        0 => cint_policy_init_none(p, 0),
-        1 => cint_policy_init_nvme(p, b, a, x, 0),
-        2 => cint_policy_init_adaptive(p, a, b, 0),
-        3 => cint_policy_init_cinterrupts(p, a, b, x, y, u64::from(flags >> 2) * 1000, 0),
-        // The storm guard in artifact mode (rate is the default above).
-        4 => cint_policy_init_cinterrupts_guard(
-            p,
-            a,
-            b,
-            x,
-            y,
-            u64::from(flags >> 2) * 1000,
-            CINT_GUARD_ARTIFACT,
-            0,
-        ),
-        _ => {
-            let mut params = cint_vic_params {
-                cif_threshold: 0,
-                iops_threshold: 0,
-                epoch: 0,
-                ipi_threshold: 0,
-                quirk_reset_on_skip: false,
-                quirk_failsafe: 0,
-            };
-            assert_eq!(cint_vic_params_default(&mut params), CINT_OK);
-            params.cif_threshold = b % 9;
-            params.epoch = a;
-            params.quirk_reset_on_skip = x;
-            params.quirk_failsafe = u32::from(flags >> 4);
-            if kind == 5 {
-                cint_policy_init_vic(p, &params, 0)
-            } else {
-                cint_policy_init_vic_sched(p, &params, u64::from(flags), 0)
+    // SAFETY: each pointer below is null on purpose (refused before any
+    // dereference) or points to a live local that only this thread uses.
+    unsafe {
+        let (x, y) = (flags & 1 != 0, flags & 2 != 0);
+        match kind {
+            0 => cint_policy_init_none(p, 0),
+            1 => cint_policy_init_nvme(p, b, a, x, 0),
+            2 => cint_policy_init_adaptive(p, a, b, 0),
+            3 => cint_policy_init_cinterrupts(p, a, b, x, y, u64::from(flags >> 2) * 1000, 0),
+            // The storm guard in artifact mode (rate is the default above).
+            4 => cint_policy_init_cinterrupts_guard(
+                p,
+                a,
+                b,
+                x,
+                y,
+                u64::from(flags >> 2) * 1000,
+                CINT_GUARD_ARTIFACT,
+                0,
+            ),
+            _ => {
+                let mut params = vic_defaults();
+                params.cif_threshold = b % 9;
+                params.epoch = a;
+                params.quirk_reset_on_skip = x;
+                params.quirk_failsafe = u32::from(flags >> 4);
+                if kind == 5 {
+                    cint_policy_init_vic(p, &params, 0)
+                } else {
+                    cint_policy_init_vic_sched(p, &params, u64::from(flags), 0)
+                }
             }
         }
     }
@@ -117,6 +128,9 @@ proptest! {
         flags in any::<u8>(),
         calls in proptest::collection::vec(call(), 0..200),
     ) {
+        // SAFETY: each pointer below is null on purpose (refused before any
+        // dereference) or points to a live local that only this thread uses.
+        unsafe {
         let mut p = fresh();
         let rc = init(&mut p, kind, a, b, flags);
         prop_assert!(rc == CINT_OK || rc == CINT_EINVAL, "init returned {rc}");
@@ -184,115 +198,122 @@ proptest! {
             }
         }
     }
+    }
 }
 
 #[test]
 fn an_unknown_storm_guard_mode_is_refused() {
-    let mut p = fresh();
-    let mut seq = 0;
-    for mode in [CINT_GUARD_RATE, CINT_GUARD_ARTIFACT] {
+    // SAFETY: each pointer below is null on purpose (refused before any
+    // dereference) or points to a live local that only this thread uses.
+    unsafe {
+        let mut p = fresh();
+        let mut seq = 0;
+        for mode in [CINT_GUARD_RATE, CINT_GUARD_ARTIFACT] {
+            assert_eq!(
+                cint_policy_init_cinterrupts_guard(
+                    &mut *p, 6_000, 32, true, false, 100_000, mode, 0
+                ),
+                CINT_OK
+            );
+        }
+        let mut q = fresh();
         assert_eq!(
-            cint_policy_init_cinterrupts_guard(&mut *p, 6_000, 32, true, false, 100_000, mode, 0),
-            CINT_OK
+            cint_policy_init_cinterrupts_guard(&mut *q, 6_000, 32, true, false, 100_000, 2, 0),
+            CINT_EINVAL
+        );
+        assert_eq!(cint_policy_submit(&mut *q, 0, 0, &mut seq), CINT_ENOTINIT);
+        assert_eq!(
+            cint_policy_init_cinterrupts_guard(ptr::null_mut(), 6_000, 32, true, false, 0, 2, 0),
+            CINT_ENULL
         );
     }
-    let mut q = fresh();
-    assert_eq!(
-        cint_policy_init_cinterrupts_guard(&mut *q, 6_000, 32, true, false, 100_000, 2, 0),
-        CINT_EINVAL
-    );
-    assert_eq!(cint_policy_submit(&mut *q, 0, 0, &mut seq), CINT_ENOTINIT);
-    assert_eq!(
-        cint_policy_init_cinterrupts_guard(ptr::null_mut(), 6_000, 32, true, false, 0, 2, 0),
-        CINT_ENULL
-    );
 }
 
 #[test]
 fn null_pointers_are_refused_everywhere() {
-    let null = ptr::null_mut::<cint_policy>();
-    let mut p = fresh();
-    let mut seq = 0;
-    let mut irq = 0;
-    let mut out = 0u64;
-    let mut n = 0u32;
-    assert_eq!(cint_policy_init_none(null, 0), CINT_ENULL);
-    assert_eq!(cint_policy_init_vic(&mut *p, ptr::null(), 0), CINT_ENULL);
-    assert_eq!(
-        cint_policy_init_vic_sched(&mut *p, ptr::null(), 0, 0),
-        CINT_ENULL
-    );
-    assert_eq!(cint_vic_params_default(ptr::null_mut()), CINT_ENULL);
-    assert_eq!(cint_policy_submit(null, 0, 0, &mut seq), CINT_ENULL);
-    assert_eq!(cint_policy_complete(null, 0, 0, 0, &mut irq), CINT_ENULL);
-    assert_eq!(cint_policy_timer(null, 0, &mut irq), CINT_ENULL);
-    assert_eq!(cint_policy_opportunity(null, 0, &mut irq), CINT_ENULL);
-    assert_eq!(cint_policy_schedule(null, 0, true, false, 0), CINT_ENULL);
-    assert_eq!(cint_policy_next_deadline(null, &mut out), CINT_ENULL);
-    assert_eq!(cint_policy_in_flight(null, &mut n), CINT_ENULL);
-    assert_eq!(cint_policy_vic_ipi_needed(null, 0), CINT_ENULL);
-    assert_eq!(
-        cint_policy_vic_ratio(null, &mut n, &mut n.clone()),
-        CINT_ENULL
-    );
-    assert_eq!(cint_hint_merge(0, 0, ptr::null_mut()), CINT_ENULL);
-    assert_eq!(cint_hint_request(0, ptr::null(), &mut n), CINT_ENULL);
+    // SAFETY: each pointer below is null on purpose (refused before any
+    // dereference) or points to a live local that only this thread uses.
+    unsafe {
+        let null = ptr::null_mut::<cint_policy>();
+        let mut p = fresh();
+        let mut seq = 0;
+        let mut irq = 0;
+        let mut out = 0u64;
+        let mut n = 0u32;
+        assert_eq!(cint_policy_init_none(null, 0), CINT_ENULL);
+        assert_eq!(cint_policy_init_vic(&mut *p, ptr::null(), 0), CINT_ENULL);
+        assert_eq!(
+            cint_policy_init_vic_sched(&mut *p, ptr::null(), 0, 0),
+            CINT_ENULL
+        );
+        assert_eq!(cint_vic_params_default(ptr::null_mut()), CINT_ENULL);
+        assert_eq!(cint_policy_submit(null, 0, 0, &mut seq), CINT_ENULL);
+        assert_eq!(cint_policy_complete(null, 0, 0, 0, &mut irq), CINT_ENULL);
+        assert_eq!(cint_policy_timer(null, 0, &mut irq), CINT_ENULL);
+        assert_eq!(cint_policy_opportunity(null, 0, &mut irq), CINT_ENULL);
+        assert_eq!(cint_policy_schedule(null, 0, true, false, 0), CINT_ENULL);
+        assert_eq!(cint_policy_next_deadline(null, &mut out), CINT_ENULL);
+        assert_eq!(cint_policy_in_flight(null, &mut n), CINT_ENULL);
+        assert_eq!(cint_policy_vic_ipi_needed(null, 0), CINT_ENULL);
+        assert_eq!(
+            cint_policy_vic_ratio(null, &mut n, &mut n.clone()),
+            CINT_ENULL
+        );
+        assert_eq!(cint_hint_merge(0, 0, ptr::null_mut()), CINT_ENULL);
+        assert_eq!(cint_hint_request(0, ptr::null(), &mut n), CINT_ENULL);
 
-    assert_eq!(cint_policy_init_none(&mut *p, 0), CINT_OK);
-    assert_eq!(
-        cint_policy_submit(&mut *p, 0, 0, ptr::null_mut()),
-        CINT_ENULL
-    );
-    assert_eq!(cint_policy_timer(&mut *p, 0, ptr::null_mut()), CINT_ENULL);
-    assert_eq!(
-        cint_policy_opportunity(&mut *p, 0, ptr::null_mut()),
-        CINT_ENULL
-    );
-    assert_eq!(
-        cint_policy_next_deadline(&mut *p, ptr::null_mut()),
-        CINT_ENULL
-    );
-    assert_eq!(cint_policy_in_flight(&mut *p, ptr::null_mut()), CINT_ENULL);
+        assert_eq!(cint_policy_init_none(&mut *p, 0), CINT_OK);
+        assert_eq!(
+            cint_policy_submit(&mut *p, 0, 0, ptr::null_mut()),
+            CINT_ENULL
+        );
+        assert_eq!(cint_policy_timer(&mut *p, 0, ptr::null_mut()), CINT_ENULL);
+        assert_eq!(
+            cint_policy_opportunity(&mut *p, 0, ptr::null_mut()),
+            CINT_ENULL
+        );
+        assert_eq!(
+            cint_policy_next_deadline(&mut *p, ptr::null_mut()),
+            CINT_ENULL
+        );
+        assert_eq!(cint_policy_in_flight(&mut *p, ptr::null_mut()), CINT_ENULL);
+    }
 }
 
 #[test]
 fn vic_through_the_abi() {
-    let mut p = fresh();
-    let mut params = cint_vic_params {
-        cif_threshold: 0,
-        iops_threshold: 0,
-        epoch: 0,
-        ipi_threshold: 0,
-        quirk_reset_on_skip: false,
-        quirk_failsafe: 0,
-    };
-    assert_eq!(cint_vic_params_default(&mut params), CINT_OK);
-    params.iops_threshold = 0;
-    params.epoch = 1_000;
-    assert_eq!(cint_policy_init_vic(&mut *p, &params, 0), CINT_OK);
-    // 41 in flight; the first completion after one epoch sets ratio 1/5.
-    let mut seqs = Vec::new();
-    for _ in 0..41 {
-        let mut seq = 0;
-        assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut seq), CINT_OK);
-        seqs.push(seq);
+    // SAFETY: each pointer below is null on purpose (refused before any
+    // dereference) or points to a live local that only this thread uses.
+    unsafe {
+        let mut p = fresh();
+        let mut params = vic_defaults();
+        params.iops_threshold = 0;
+        params.epoch = 1_000;
+        assert_eq!(cint_policy_init_vic(&mut *p, &params, 0), CINT_OK);
+        // 41 in flight; the first completion after one epoch sets ratio 1/5.
+        let mut seqs = Vec::new();
+        for _ in 0..41 {
+            let mut seq = 0;
+            assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut seq), CINT_OK);
+            seqs.push(seq);
+        }
+        let mut irq = -1;
+        assert_eq!(
+            cint_policy_complete(&mut *p, 1_000, seqs[0], 0, &mut irq),
+            CINT_OK
+        );
+        assert_eq!(irq, CINT_IRQ_NONE);
+        let (mut up, mut skip) = (0, 0);
+        assert_eq!(cint_policy_vic_ratio(&mut *p, &mut up, &mut skip), CINT_OK);
+        assert_eq!((up, skip), (1, 5));
+        assert_eq!(cint_policy_vic_ipi_needed(&mut *p, 1_000), 1);
+        assert_eq!(cint_policy_opportunity(&mut *p, 2_000, &mut irq), CINT_OK);
+        assert_eq!(irq, CINT_IRQ_FULL);
+        assert_eq!(cint_policy_vic_ipi_needed(&mut *p, 2_000), 0);
+        let mut deadline = 7;
+        assert_eq!(cint_policy_next_deadline(&mut *p, &mut deadline), 0);
+        assert_eq!(deadline, 7, "untouched without a deadline");
     }
-    let mut irq = -1;
-    assert_eq!(
-        cint_policy_complete(&mut *p, 1_000, seqs[0], 0, &mut irq),
-        CINT_OK
-    );
-    assert_eq!(irq, CINT_IRQ_NONE);
-    let (mut up, mut skip) = (0, 0);
-    assert_eq!(cint_policy_vic_ratio(&mut *p, &mut up, &mut skip), CINT_OK);
-    assert_eq!((up, skip), (1, 5));
-    assert_eq!(cint_policy_vic_ipi_needed(&mut *p, 1_000), 1);
-    assert_eq!(cint_policy_opportunity(&mut *p, 2_000, &mut irq), CINT_OK);
-    assert_eq!(irq, CINT_IRQ_FULL);
-    assert_eq!(cint_policy_vic_ipi_needed(&mut *p, 2_000), 0);
-    let mut deadline = 7;
-    assert_eq!(cint_policy_next_deadline(&mut *p, &mut deadline), 0);
-    assert_eq!(deadline, 7, "untouched without a deadline");
 }
 
 #[test]
@@ -331,50 +352,58 @@ fn every_code_has_a_message_and_call_codes_match_the_library() {
 
 #[test]
 fn a_repeated_completion_is_refused_and_the_queue_stays_consistent() {
-    let mut p = fresh();
-    assert_eq!(cint_policy_init_adaptive(&mut *p, 6_000, 4, 0), CINT_OK);
-    let (mut a, mut b) = (u64::MAX, u64::MAX);
-    assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut a), CINT_OK);
-    assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut b), CINT_OK);
-    let mut irq = -1;
-    assert_eq!(cint_policy_complete(&mut *p, 10, a, 0, &mut irq), CINT_OK);
-    assert_eq!(cint_policy_complete(&mut *p, 20, a, 0, &mut irq), CINT_ESEQ);
-    let mut n = 0;
-    assert_eq!(cint_policy_in_flight(&mut *p, &mut n), CINT_OK);
-    assert_eq!(n, 1, "the refused repeat did not reach the policy");
-    assert_eq!(cint_policy_complete(&mut *p, 30, b, 0, &mut irq), CINT_OK);
-    assert_eq!(cint_policy_complete(&mut *p, 40, b, 0, &mut irq), CINT_ESEQ);
-    assert_eq!(cint_policy_in_flight(&mut *p, &mut n), CINT_OK);
-    assert_eq!(n, 0);
+    // SAFETY: each pointer below is null on purpose (refused before any
+    // dereference) or points to a live local that only this thread uses.
+    unsafe {
+        let mut p = fresh();
+        assert_eq!(cint_policy_init_adaptive(&mut *p, 6_000, 4, 0), CINT_OK);
+        let (mut a, mut b) = (u64::MAX, u64::MAX);
+        assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut a), CINT_OK);
+        assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut b), CINT_OK);
+        let mut irq = -1;
+        assert_eq!(cint_policy_complete(&mut *p, 10, a, 0, &mut irq), CINT_OK);
+        assert_eq!(cint_policy_complete(&mut *p, 20, a, 0, &mut irq), CINT_ESEQ);
+        let mut n = 0;
+        assert_eq!(cint_policy_in_flight(&mut *p, &mut n), CINT_OK);
+        assert_eq!(n, 1, "the refused repeat did not reach the policy");
+        assert_eq!(cint_policy_complete(&mut *p, 30, b, 0, &mut irq), CINT_OK);
+        assert_eq!(cint_policy_complete(&mut *p, 40, b, 0, &mut irq), CINT_ESEQ);
+        assert_eq!(cint_policy_in_flight(&mut *p, &mut n), CINT_OK);
+        assert_eq!(n, 0);
+    }
 }
 
 #[test]
 fn the_window_refuses_a_submission_that_would_wrap_onto_a_request_in_flight() {
-    let mut p = fresh();
-    assert_eq!(cint_policy_init_none(&mut *p, 0), CINT_OK);
-    let mut oldest = u64::MAX;
-    assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut oldest), CINT_OK);
-    let mut irq = -1;
-    // Requests behind the oldest come and go; the window still starts at it.
-    for _ in 1..CINT_SEQ_WINDOW {
+    // SAFETY: each pointer below is null on purpose (refused before any
+    // dereference) or points to a live local that only this thread uses.
+    unsafe {
+        let mut p = fresh();
+        assert_eq!(cint_policy_init_none(&mut *p, 0), CINT_OK);
+        let mut oldest = u64::MAX;
+        assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut oldest), CINT_OK);
+        let mut irq = -1;
+        // Requests behind the oldest come and go; the window still starts at it.
+        for _ in 1..CINT_SEQ_WINDOW {
+            let mut seq = 0;
+            assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut seq), CINT_OK);
+            assert_eq!(cint_policy_complete(&mut *p, 0, seq, 0, &mut irq), CINT_OK);
+        }
         let mut seq = 0;
+        assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut seq), CINT_EWINDOW);
+        // A sequence number that aliases the oldest's bit is not in flight.
+        assert_eq!(
+            cint_policy_complete(&mut *p, 0, oldest + CINT_SEQ_WINDOW, 0, &mut irq),
+            CINT_ESEQ
+        );
+        assert_eq!(
+            cint_policy_complete(&mut *p, 0, oldest, 0, &mut irq),
+            CINT_OK
+        );
+        assert_eq!(irq, CINT_IRQ_FULL);
+        // The window moved past everything completed: room again.
         assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut seq), CINT_OK);
+        assert_eq!(seq, CINT_SEQ_WINDOW);
         assert_eq!(cint_policy_complete(&mut *p, 0, seq, 0, &mut irq), CINT_OK);
     }
-    let mut seq = 0;
-    assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut seq), CINT_EWINDOW);
-    // A sequence number that aliases the oldest's bit is not in flight.
-    assert_eq!(
-        cint_policy_complete(&mut *p, 0, oldest + CINT_SEQ_WINDOW, 0, &mut irq),
-        CINT_ESEQ
-    );
-    assert_eq!(
-        cint_policy_complete(&mut *p, 0, oldest, 0, &mut irq),
-        CINT_OK
-    );
-    assert_eq!(irq, CINT_IRQ_FULL);
-    // The window moved past everything completed: room again.
-    assert_eq!(cint_policy_submit(&mut *p, 0, 0, &mut seq), CINT_OK);
-    assert_eq!(seq, CINT_SEQ_WINDOW);
-    assert_eq!(cint_policy_complete(&mut *p, 0, seq, 0, &mut irq), CINT_OK);
 }

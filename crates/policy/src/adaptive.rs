@@ -1,5 +1,5 @@
 //! Adaptive burst detection (`adaptive`, cinterrupts Algorithm 1,
-//! ALGORITHMS.md §3).
+//! docs/ALGORITHMS.md section 3).
 //!
 //! An interrupt fires after `thr` completions, or after `delta` with no new
 //! completion, whichever comes first.
@@ -89,6 +89,25 @@ pub struct Adaptive {
 
 impl Adaptive {
     /// Builds the policy; rejects `delta = 0` and `thr` outside 1..=65535.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use cint_policy::adaptive::Adaptive;
+    /// use cint_policy::config::AdaptiveParams;
+    /// use cint_policy::{Decision, Hint, Policy, US};
+    ///
+    /// let mut queue = Adaptive::new(AdaptiveParams { delta: 6 * US, thr: 2 }, 0)?;
+    /// let seqs = [(); 3].map(|()| queue.on_submit(0, Hint::Unmarked));
+    /// assert_eq!(queue.on_complete(US, seqs[0], Hint::Unmarked), Decision::Hold);
+    /// // The second completion reaches thr.
+    /// assert_eq!(queue.on_complete(2 * US, seqs[1], Hint::Unmarked), Decision::FULL);
+    /// assert_eq!(queue.on_complete(3 * US, seqs[2], Hint::Unmarked), Decision::Hold);
+    /// // Nothing more arrives: the interrupt fires delta after the last one.
+    /// assert_eq!(queue.next_deadline(), Some(9 * US));
+    /// assert_eq!(queue.on_timer(9 * US), Decision::FULL);
+    /// # Ok::<(), cint_policy::PolicyError>(())
+    /// ```
     pub fn new(params: AdaptiveParams, now: Nanos) -> Result<Self, PolicyError> {
         Ok(Adaptive {
             burst: BurstDetector::new(params, now)?,

@@ -1,82 +1,15 @@
-//! Calibrated interrupts (`cinterrupts`, Algorithm 2, ALGORITHMS.md §4).
+//! Calibrated interrupts (`cinterrupts`, Algorithm 2, docs/ALGORITHMS.md
+//! section 4).
 //!
 //! Unmarked completions go through the adaptive burst detector
 //! ([`BurstDetector`]); Urgent and Barrier hints raise interrupts at once.
 //! Every completion, hinted or not, restarts the quiescence interval.
 //!
-//! Design decisions where the algorithm leaves room:
-//!
-//! * **Urgent with OOO on** fires an urgent-only interrupt. The completion
-//!   is not counted toward `thr` and the coalesced count is not reset: the
-//!   handler reaps only Urgent entries, so the unmarked ones already waiting
-//!   are still waiting. **Urgent with OOO off** fires a full interrupt.
-//! * **Delivery bound.** Because Urgent completions restart the quiescence
-//!   interval without being counted, a steady Urgent stream could otherwise
-//!   hold coalesced unmarked entries forever. The policy therefore also
-//!   fires a full interrupt `delta * thr` after the oldest coalesced
-//!   completion arrived. For a stream of unmarked completions this cap
-//!   never binds (Algorithm 1 already fires by then), so it only restores
-//!   the adaptive bound "every completion within `delta * thr`".
-//! * **Strict Barrier** without allocation: submitting a Barrier request
-//!   records it with the number of requests in flight before it, in a
-//!   fixed inline table of [`STRICT_BARRIER_CAPACITY`] entries; each
-//!   completion of an earlier request lowers that count (kept as per-segment
-//!   counts so a completion costs `O(log capacity)`, see `strict.rs`). When
-//!   the Barrier completes with the count at zero, a full interrupt fires at
-//!   once; otherwise the Barrier is "completed, waiting" and the full
-//!   interrupt fires with the completion that brings its count to zero
-//!   (merged with whatever that completion decides on its own). While it
-//!   waits, the Barrier completion is counted as unmarked toward `thr`: its
-//!   own entry sits in the completion queue, and without being counted
-//!   nothing would bound how long it stays there (the earlier requests may
-//!   take arbitrarily long), whereas counted it is reaped within the
-//!   adaptive bound like any other. A Barrier submitted while the table is
-//!   full degrades to relaxed (an earlier interrupt, never a lost
-//!   completion) and is counted by [`Cinterrupts::strict_overflows`].
-//! * **Storm guard** (`max_irq_rate = Some(r)`, `T = 1e9 / r` ns). Both
-//!   modes share one integer EWMA (weight 1/128, shifts on a fixed-point
-//!   value with 8 fractional bits) of the interval between consecutive
-//!   hinted (Urgent or Barrier) completions, which is the interval between
-//!   the interrupts the hints would raise. The guard is engaged while the
-//!   average is below `T`. The average starts at `2 T` and is capped
-//!   there: the guard starts off, it engages only after a sustained storm
-//!   (about 89 closely spaced hinted completions, whatever came before),
-//!   and a single sample is clamped at `256 T`, so one gap of at least
-//!   `128 T` lifts the average back over `T` and switches the guard off.
-//!   While engaged, a strict Barrier whose predecessors are still in flight
-//!   is counted as unmarked and owes no interrupt of its own (a waiting
-//!   Barrier released while the guard is engaged raises none either): it
-//!   is delivered by the adaptive path, within its bounds.
-//!
-//!   - `rate` ([`StormGuardMode::Rate`], the journal version's design):
-//!     hinted completions are held in one group, opened by the first
-//!     hinted completion after the last interrupt. Retuned threshold:
-//!     the hinted completions expected per `T` at the average interval,
-//!     rounded up, at most `thr`. Retuned interval: the group fires at the
-//!     latest `W = min(T, delta * thr)` after its first member arrived.
-//!     Once it holds its retuned threshold it fires as soon as `T` has
-//!     passed since the previous interrupt of any kind, so the guard's
-//!     interrupts are at least `T` apart; it fires at once if it reaches
-//!     the configured `thr`. `W` is a window from the first member rather
-//!     than a quiescence interval restarted by each arrival, and may be
-//!     longer than the configured `delta`: four QD1 readers whose
-//!     completions come every ~6.7 us with `delta` = 6 us never leave a
-//!     6 us quiet gap open long enough to pair two completions, whereas a
-//!     `T` = 10 us window pairs them. So a hinted completion waits at most
-//!     `W`: never more than `1 / max_irq_rate`, and never more than the
-//!     configured adaptive worst case `delta * thr`. The group fires an
-//!     urgent-only interrupt if OOO is on and every member is Urgent, a
-//!     full one otherwise. When the guard lets go, the group is delivered
-//!     with the hinted completion that switched it off.
-//!   - `artifact` ([`StormGuardMode::Artifact`], the authors' kernel
-//!     module): hinted completions are handled as unmarked, with the
-//!     configured `delta` and `thr`. A QD1 reader then waits `delta` per
-//!     read.
-//!
-//!   The guard caps the interrupts the hints raise; the adaptive fall-back
-//!   adds at most one per `thr` unmarked completions or per quiet `delta`,
-//!   so the total stays under `r` when `thr` and `delta` are set so that
-//!   the fall-back alone would (the property tests state such a set-up).
+//! Where the algorithm leaves room (Urgent with OOO, the `delta * thr`
+//! cap, strict Barriers counted while they wait, the storm guard's average
+//! and its two modes), docs/ALGORITHMS.md section 4 gives the choice made
+//! here, its pseudo-code and why; the bookkeeping is in `strict.rs` and
+//! `guard.rs`.
 
 mod guard;
 mod strict;
@@ -114,6 +47,26 @@ pub struct Cinterrupts {
 impl Cinterrupts {
     /// Builds the policy; rejects invalid adaptive parameters and a
     /// `max_irq_rate` outside 1..=1e9.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use cint_policy::cinterrupts::Cinterrupts;
+    /// use cint_policy::config::{BarrierMode, CinterruptsParams};
+    /// use cint_policy::{Decision, Hint, Policy, US};
+    ///
+    /// // A strict Barrier's interrupt waits for every request submitted before it.
+    /// let mut params = CinterruptsParams::with_adaptive(6 * US, 32);
+    /// params.barrier = BarrierMode::Strict;
+    /// let mut queue = Cinterrupts::new(params, 0)?;
+    /// let first = queue.on_submit(0, Hint::Unmarked);
+    /// let barrier = queue.on_submit(0, Hint::Barrier);
+    /// // The Barrier completes first: counted toward thr, no interrupt yet.
+    /// assert_eq!(queue.on_complete(5 * US, barrier, Hint::Barrier), Decision::Hold);
+    /// // Its predecessor completes: now the full interrupt fires.
+    /// assert_eq!(queue.on_complete(7 * US, first, Hint::Unmarked), Decision::FULL);
+    /// # Ok::<(), cint_policy::PolicyError>(())
+    /// ```
     pub fn new(params: CinterruptsParams, now: Nanos) -> Result<Self, PolicyError> {
         params.validate()?;
         let max_wait = params

@@ -1,16 +1,10 @@
-//! Policy parameters, their validation, and [`AnyPolicy`], one enum that
-//! holds any policy inline so a substrate can pick one at run time without
-//! a heap allocation or a trait object.
+//! Policy parameters and their validation. Building a policy from them is
+//! [`PolicyConfig::build`], in the module that holds
+//! [`AnyPolicy`](crate::AnyPolicy).
 
 use core::fmt;
 
-use crate::adaptive::Adaptive;
-use crate::cinterrupts::Cinterrupts;
-use crate::none::NoCoalescing;
-use crate::nvme::NvmeAggregation;
-use crate::vic::Vic;
-use crate::vic_sched::VicSched;
-use crate::{Decision, GuestSchedule, Hint, Nanos, Policy, Seq, SEC};
+use crate::{Nanos, SEC};
 
 /// Largest `thr` of the adaptive and cinterrupts algorithms.
 pub const MAX_ADAPTIVE_THR: u32 = 65_535;
@@ -121,7 +115,7 @@ impl AdaptiveParams {
     }
 }
 
-/// How a Barrier completion is handled (ALGORITHMS.md §4).
+/// How a Barrier completion is handled (docs/ALGORITHMS.md section 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BarrierMode {
     /// Fire a full interrupt as soon as the Barrier completes.
@@ -133,8 +127,8 @@ pub enum BarrierMode {
 }
 
 /// How the storm guard keeps hint-triggered interrupts at or under
-/// `max_irq_rate` (ALGORITHMS.md §4; the choices are in
-/// docs/POLICY-NOTES.md).
+/// `max_irq_rate` (docs/ALGORITHMS.md section 4, with the choices made
+/// where the papers leave room).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum StormGuardMode {
     /// The journal version's design: during a storm, hinted completions
@@ -199,7 +193,7 @@ impl CinterruptsParams {
     }
 }
 
-/// vIC: virtual interrupt coalescing (ALGORITHMS.md §6).
+/// vIC: virtual interrupt coalescing (docs/ALGORITHMS.md section 6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VicParams {
     /// Below this many commands in flight every completion is delivered.
@@ -247,7 +241,7 @@ impl VicParams {
     }
 }
 
-/// Scheduler-aware vIC (ALGORITHMS.md §7).
+/// Scheduler-aware vIC (docs/ALGORITHMS.md section 7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VicSchedParams {
     /// The underlying vIC.
@@ -317,91 +311,5 @@ impl PolicyConfig {
             PolicyConfig::Vic(p) => p.validate(),
             PolicyConfig::VicSched(p) => p.validate(),
         }
-    }
-
-    /// Builds the policy, starting at instant `now`.
-    pub fn build(&self, now: Nanos) -> Result<AnyPolicy, PolicyError> {
-        Ok(match *self {
-            PolicyConfig::None => AnyPolicy::None(NoCoalescing::new()),
-            PolicyConfig::Nvme(p) => AnyPolicy::Nvme(NvmeAggregation::new(p)?),
-            PolicyConfig::Adaptive(p) => AnyPolicy::Adaptive(Adaptive::new(p, now)?),
-            PolicyConfig::Cinterrupts(p) => AnyPolicy::Cinterrupts(Cinterrupts::new(p, now)?),
-            PolicyConfig::Vic(p) => AnyPolicy::Vic(Vic::new(p, now)?),
-            PolicyConfig::VicSched(p) => AnyPolicy::VicSched(VicSched::new(p, now)?),
-        })
-    }
-}
-
-/// Any policy, held inline. Dispatches by `match`, so it costs no
-/// allocation and no indirect call.
-#[derive(Clone, Debug)]
-#[allow(clippy::large_enum_variant)] // inline on purpose: no heap in firmware
-pub enum AnyPolicy {
-    /// See [`NoCoalescing`].
-    None(NoCoalescing),
-    /// See [`NvmeAggregation`].
-    Nvme(NvmeAggregation),
-    /// See [`Adaptive`].
-    Adaptive(Adaptive),
-    /// See [`Cinterrupts`].
-    Cinterrupts(Cinterrupts),
-    /// See [`Vic`].
-    Vic(Vic),
-    /// See [`VicSched`].
-    VicSched(VicSched),
-}
-
-macro_rules! dispatch {
-    ($self:expr, $p:ident => $body:expr) => {
-        match $self {
-            AnyPolicy::None($p) => $body,
-            AnyPolicy::Nvme($p) => $body,
-            AnyPolicy::Adaptive($p) => $body,
-            AnyPolicy::Cinterrupts($p) => $body,
-            AnyPolicy::Vic($p) => $body,
-            AnyPolicy::VicSched($p) => $body,
-        }
-    };
-}
-
-impl AnyPolicy {
-    /// The vIC state inside this policy, if it is vIC or scheduler-aware
-    /// vIC (for the IPI-reduction decision and the delivery ratio).
-    pub fn vic(&self) -> Option<&Vic> {
-        match self {
-            AnyPolicy::Vic(v) => Some(v),
-            AnyPolicy::VicSched(v) => Some(v.vic()),
-            _ => None,
-        }
-    }
-}
-
-impl Policy for AnyPolicy {
-    fn on_submit(&mut self, now: Nanos, hint: Hint) -> Seq {
-        dispatch!(self, p => p.on_submit(now, hint))
-    }
-
-    fn on_complete(&mut self, now: Nanos, seq: Seq, hint: Hint) -> Decision {
-        dispatch!(self, p => p.on_complete(now, seq, hint))
-    }
-
-    fn on_timer(&mut self, now: Nanos) -> Decision {
-        dispatch!(self, p => p.on_timer(now))
-    }
-
-    fn next_deadline(&self) -> Option<Nanos> {
-        dispatch!(self, p => p.next_deadline())
-    }
-
-    fn on_opportunity(&mut self, now: Nanos) -> Decision {
-        dispatch!(self, p => p.on_opportunity(now))
-    }
-
-    fn on_schedule(&mut self, now: Nanos, schedule: GuestSchedule) {
-        dispatch!(self, p => p.on_schedule(now, schedule))
-    }
-
-    fn in_flight(&self) -> u32 {
-        dispatch!(self, p => p.in_flight())
     }
 }

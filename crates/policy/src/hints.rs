@@ -1,4 +1,4 @@
-//! Which hint the software side gives a request (ALGORITHMS.md §5,
+//! Which hint the software side gives a request (docs/ALGORITHMS.md section 5,
 //! cinterrupts Table 1): the kernel's default from the kind of call and
 //! its flags, the application's per-request override, and what the block
 //! layer does to hints when it splits or merges requests.
@@ -224,6 +224,23 @@ pub const fn override_hint(flags: RwFlags) -> Option<Hint> {
 
 /// The hint a request carries: the application's override if there is
 /// one, else the kernel's default.
+///
+/// # Example
+///
+/// ```
+/// use cint_policy::hints::{request_hint, BatchPosition, IoCall, IoContext, RwFlags};
+/// use cint_policy::Hint;
+///
+/// // A blocking pread: a thread waits for it.
+/// let blocking = IoContext { blocking_fd: true, ..IoContext::default() };
+/// assert_eq!(request_hint(IoCall::Pread, &blocking), Hint::Urgent);
+/// // The last request of an io_submit batch carries the Barrier.
+/// let last = IoContext { batch: BatchPosition { index: 15, len: 16 }, ..IoContext::default() };
+/// assert_eq!(request_hint(IoCall::IoSubmit, &last), Hint::Barrier);
+/// // Both override flags: explicitly unmarked.
+/// let both = IoContext { rw_flags: RwFlags::URGENT | RwFlags::BARRIER, ..blocking };
+/// assert_eq!(request_hint(IoCall::Pread, &both), Hint::Unmarked);
+/// ```
 pub const fn request_hint(call: IoCall, ctx: &IoContext) -> Hint {
     match override_hint(ctx.rw_flags) {
         Some(hint) => hint,
@@ -240,6 +257,16 @@ pub const fn split_hint(parent: Hint) -> Hint {
 /// The hint of a request merged from two: the union of their hints, where
 /// Urgent and Barrier together become Urgent (an Urgent waiter must not
 /// wait for a Barrier's batch).
+///
+/// # Example
+///
+/// ```
+/// use cint_policy::hints::merge_hints;
+/// use cint_policy::Hint;
+///
+/// assert_eq!(merge_hints(Hint::Barrier, Hint::Urgent), Hint::Urgent);
+/// assert_eq!(merge_hints(Hint::Unmarked, Hint::Barrier), Hint::Barrier);
+/// ```
 pub const fn merge_hints(a: Hint, b: Hint) -> Hint {
     match (a, b) {
         (Hint::Urgent, _) | (_, Hint::Urgent) => Hint::Urgent,

@@ -1,5 +1,5 @@
 //! How long a hybrid-polling thread sleeps before it starts to spin
-//! (ALGORITHMS.md §8).
+//! (docs/ALGORITHMS.md section 8).
 //!
 //! Three estimators, all integer-only and allocation-free:
 //!
@@ -171,6 +171,21 @@ impl UringHybrid {
 }
 
 /// Any hybrid-polling sleep estimator.
+///
+/// # Example
+///
+/// ```
+/// use cint_policy::hybrid_poll::{Direction, SleepEstimator, STATS_WINDOW};
+/// use cint_policy::US;
+///
+/// let mut sleep = SleepEstimator::block_adaptive();
+/// // Nothing measured yet: spin at once.
+/// assert_eq!(sleep.sleep_for(0, 4096, Direction::Read), 0);
+/// sleep.record(0, 4096, Direction::Read, 10 * US);
+/// sleep.record(0, 4096, Direction::Read, 12 * US);
+/// // Once the statistics window is published: half the class's mean.
+/// assert_eq!(sleep.sleep_for(STATS_WINDOW, 4096, Direction::Read), 11 * US / 2);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(clippy::large_enum_variant)] // inline on purpose: no heap
 pub enum SleepEstimator {

@@ -1,6 +1,6 @@
 //! # cint-policy: interrupt-generation policies as embeddable "firmware"
 //!
-//! Every strategy of `ALGORITHMS.md` is a small state machine here. A policy
+//! Every strategy of `docs/ALGORITHMS.md` is a small state machine here. A policy
 //! is owned by one completion queue. The substrate that drives it — the
 //! discrete-event simulator, the real-thread emulator, a device's firmware,
 //! a hypervisor's virtual device — tells it three things:
@@ -24,12 +24,37 @@
 //! * no floating point on any decision path (vIC's rule, applied to all).
 //!
 //! The crate is `#![no_std]` unconditionally and uses no `alloc`.
+//!
+//! # Example
+//!
+//! ```
+//! use cint_policy::config::CinterruptsParams;
+//! use cint_policy::{Decision, Hint, Policy, PolicyConfig, US};
+//!
+//! // Calibrated interrupts with the paper's Optane settings: delta 6 us, thr 32.
+//! let config = PolicyConfig::Cinterrupts(CinterruptsParams::with_adaptive(6 * US, 32));
+//! let mut queue = config.build(0)?;
+//!
+//! // An unmarked completion is coalesced...
+//! let a = queue.on_submit(0, Hint::Unmarked);
+//! assert_eq!(queue.on_complete(10 * US, a, Hint::Unmarked), Decision::Hold);
+//! // ...until the queue has been quiet for delta.
+//! let deadline = queue.next_deadline().expect("a completion waits");
+//! assert_eq!(deadline, 16 * US);
+//! assert_eq!(queue.on_timer(deadline), Decision::FULL);
+//!
+//! // Someone waits for an Urgent request: an urgent-only interrupt, at once.
+//! let b = queue.on_submit(20 * US, Hint::Urgent);
+//! assert_eq!(queue.on_complete(30 * US, b, Hint::Urgent), Decision::URGENT_ONLY);
+//! # Ok::<(), cint_policy::PolicyError>(())
+//! ```
 
 #![no_std]
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod adaptive;
+mod any;
 pub mod cinterrupts;
 pub mod config;
 pub mod hints;
@@ -40,7 +65,8 @@ pub mod reap;
 pub mod vic;
 pub mod vic_sched;
 
-pub use config::{AnyPolicy, PolicyConfig, PolicyError};
+pub use any::AnyPolicy;
+pub use config::{PolicyConfig, PolicyError};
 
 /// Time in integer nanoseconds. Absolute instants and durations alike.
 pub type Nanos = u64;
@@ -61,7 +87,7 @@ pub type Seq = u64;
 
 /// The two hint bits a request carries from submission to completion.
 ///
-/// Both bits set, or neither, means [`Hint::Unmarked`] (ALGORITHMS.md §5:
+/// Both bits set, or neither, means [`Hint::Unmarked`] (docs/ALGORITHMS.md section 5:
 /// applications pass both flags to say "explicitly unmarked").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Hint {
@@ -94,6 +120,16 @@ impl Hint {
     /// reserved bits or a trace carries it: bit 0 Urgent, bit 1 Barrier,
     /// both meaning unmarked. Any other bit set is refused rather than
     /// ignored, so that a caller's encoding mistake cannot pass silently.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use cint_policy::{Hint, PolicyError};
+    ///
+    /// assert_eq!(Hint::from_wire(1), Ok(Hint::Urgent));
+    /// assert_eq!(Hint::from_wire(3), Ok(Hint::Unmarked)); // both bits
+    /// assert_eq!(Hint::from_wire(4), Err(PolicyError::UnknownHintBits(4)));
+    /// ```
     pub const fn from_wire(bits: u32) -> Result<Hint, PolicyError> {
         if bits & !(Hint::WIRE_URGENT | Hint::WIRE_BARRIER) != 0 {
             return Err(PolicyError::UnknownHintBits(bits));
@@ -160,6 +196,15 @@ impl Decision {
 
     /// Combines two decisions taken at the same instant: a full interrupt
     /// reaps everything an urgent-only one would, so it wins.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use cint_policy::Decision;
+    ///
+    /// assert_eq!(Decision::URGENT_ONLY.merge(Decision::FULL), Decision::FULL);
+    /// assert_eq!(Decision::Hold.merge(Decision::URGENT_ONLY), Decision::URGENT_ONLY);
+    /// ```
     pub const fn merge(self, other: Decision) -> Decision {
         match (self, other) {
             (Decision::Fire(Irq::Full), _) | (_, Decision::Fire(Irq::Full)) => Decision::FULL,
@@ -172,7 +217,7 @@ impl Decision {
 }
 
 /// What a time-slice scheduler tells a scheduler-aware policy about the
-/// guest whose completions it forwards (ALGORITHMS.md §7). Other policies
+/// guest whose completions it forwards (docs/ALGORITHMS.md section 7). Other policies
 /// ignore it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct GuestSchedule {

@@ -1,9 +1,21 @@
-//! No coalescing (`none`, ALGORITHMS.md §1): a full interrupt for every
+//! No coalescing (`none`, docs/ALGORITHMS.md section 1): a full interrupt for every
 //! completion, at once. The Linux default and the papers' baseline.
 
 use crate::{Decision, Hint, InFlight, Nanos, Policy, Seq};
 
 /// Fires a full interrupt per completion.
+///
+/// # Example
+///
+/// ```
+/// use cint_policy::none::NoCoalescing;
+/// use cint_policy::{Decision, Hint, Policy};
+///
+/// let mut queue = NoCoalescing::new();
+/// let seq = queue.on_submit(0, Hint::Unmarked);
+/// assert_eq!(queue.on_complete(5_000, seq, Hint::Unmarked), Decision::FULL);
+/// assert_eq!(queue.next_deadline(), None);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NoCoalescing {
     flight: InFlight,

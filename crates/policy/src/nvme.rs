@@ -1,5 +1,6 @@
-//! NVMe static interrupt aggregation (`nvme`, Feature ID 08h, ALGORITHMS.md
-//! §2), with the per-vector "Coalescing Disable" of Feature 09h.
+//! NVMe static interrupt aggregation (`nvme`, Feature ID 08h,
+//! docs/ALGORITHMS.md section 2), with the per-vector "Coalescing Disable"
+//! of Feature 09h.
 //!
 //! The window opens at the first completion not yet covered by an
 //! interrupt and does not move when more arrive: fire when `thr` are
@@ -21,6 +22,24 @@ pub struct NvmeAggregation {
 
 impl NvmeAggregation {
     /// Builds the policy; rejects `thr` outside 1..=256.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use cint_policy::config::NvmeParams;
+    /// use cint_policy::nvme::NvmeAggregation;
+    /// use cint_policy::{Decision, Hint, Policy, US};
+    ///
+    /// // Two completions or 100 us, whichever comes first.
+    /// let params = NvmeParams { thr: 2, time: 100 * US, coalescing_disabled: false };
+    /// let mut queue = NvmeAggregation::new(params)?;
+    /// assert_eq!(queue.feature_08h_dword11(), 0x0101); // thr - 1, time in 100 us
+    /// let a = queue.on_submit(0, Hint::Unmarked);
+    /// let b = queue.on_submit(0, Hint::Unmarked);
+    /// assert_eq!(queue.on_complete(10 * US, a, Hint::Unmarked), Decision::Hold);
+    /// assert_eq!(queue.on_complete(20 * US, b, Hint::Unmarked), Decision::FULL);
+    /// # Ok::<(), cint_policy::PolicyError>(())
+    /// ```
     pub fn new(params: NvmeParams) -> Result<Self, PolicyError> {
         params.validate()?;
         Ok(NvmeAggregation {

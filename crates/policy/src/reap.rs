@@ -1,4 +1,4 @@
-//! The driver side of out-of-order Urgent processing (ALGORITHMS.md §4):
+//! The driver side of out-of-order Urgent processing (docs/ALGORITHMS.md section 4):
 //! which completion-queue entries an interrupt handler reaps.
 //!
 //! [`CompletionQueue`] models one NVMe completion queue of `N` slots as the
@@ -45,6 +45,26 @@ struct Entry {
 }
 
 /// A completion queue of `N` slots with OOO-aware reaping.
+///
+/// # Example
+///
+/// ```
+/// use cint_policy::reap::CompletionQueue;
+/// use cint_policy::{Hint, Irq};
+///
+/// let mut cq = CompletionQueue::<8>::new();
+/// cq.post(1, Hint::Unmarked)?;
+/// cq.post(2, Hint::Urgent)?;
+/// let mut reaped = Vec::new();
+/// // An urgent-only interrupt takes the Urgent entry and leaves the other;
+/// // the head cannot pass the entry still waiting.
+/// cq.reap(Irq::UrgentOnly, |tag, _| reaped.push(tag));
+/// assert_eq!((reaped.as_slice(), cq.pending(), cq.head()), (&[2][..], 1, 0));
+/// // The next full interrupt takes the rest, never entry 2 twice.
+/// cq.reap(Irq::Full, |tag, _| reaped.push(tag));
+/// assert_eq!((reaped.as_slice(), cq.pending(), cq.head()), (&[2, 1][..], 0, 2));
+/// # Ok::<(), cint_policy::reap::QueueFull>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompletionQueue<const N: usize> {
     entries: [Entry; N],

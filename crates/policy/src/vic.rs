@@ -1,5 +1,5 @@
 //! vIC: virtual interrupt coalescing (Ahmad et al., ATC 2011;
-//! ALGORITHMS.md §6).
+//! docs/ALGORITHMS.md section 6).
 //!
 //! A hypervisor without high-resolution timers decides, on every
 //! completion, whether to inject a virtual interrupt now or to let the
@@ -50,8 +50,8 @@ pub const fn div_shift_subtract(dividend: u64, divisor: u64) -> u64 {
     quotient
 }
 
-/// The delivery ratio `(count_up, skip_up)` of the table in ALGORITHMS.md
-/// §6 for `cif` commands in flight, when the IOPS condition does not force
+/// The delivery ratio `(count_up, skip_up)` of the table in
+/// docs/ALGORITHMS.md section 6 for `cif` commands in flight, when the IOPS condition does not force
 /// 1/1. A `cif_threshold` of 0 is treated as 1 (the constructor rejects it;
 /// this function stays total for tests and tools).
 pub const fn ratio_for(cif: u32, cif_threshold: u32) -> (u32, u32) {
@@ -109,6 +109,24 @@ impl Vic {
     /// Builds the policy; its first epoch starts at `now` with ratio 1/1
     /// (no IOPS measured yet, so nothing is held). Rejects a zero
     /// `cif_threshold` or `epoch` and out-of-range values.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use cint_policy::config::VicParams;
+    /// use cint_policy::vic::Vic;
+    /// use cint_policy::{Decision, Hint, Policy, MS};
+    ///
+    /// let params = VicParams { epoch: MS, iops_threshold: 0, ..VicParams::default() };
+    /// let mut queue = Vic::new(params, 0)?;
+    /// let seqs = [(); 10].map(|()| queue.on_submit(0, Hint::Unmarked));
+    /// // After the first epoch, 9 other commands in flight give the ratio 3/4:
+    /// // deliver, deliver, hold, deliver.
+    /// let decisions = [0, 1, 2, 3].map(|i| queue.on_complete(MS, seqs[i], Hint::Unmarked));
+    /// assert_eq!(queue.ratio(), (3, 4));
+    /// assert_eq!(decisions, [Decision::FULL, Decision::FULL, Decision::Hold, Decision::FULL]);
+    /// # Ok::<(), cint_policy::PolicyError>(())
+    /// ```
     pub fn new(params: VicParams, now: Nanos) -> Result<Self, PolicyError> {
         params.validate()?;
         Ok(Vic {

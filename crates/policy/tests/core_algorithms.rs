@@ -1,4 +1,4 @@
-//! Worked examples of ALGORITHMS.md §2-§4: NVMe aggregation, adaptive
+//! Worked examples of docs/ALGORITHMS.md sections 2-4: NVMe aggregation, adaptive
 //! burst detection, and every branch of Algorithm 2.
 
 // `1 * US` next to `5 * US` reads as a timeline.

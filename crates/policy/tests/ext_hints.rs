@@ -1,4 +1,4 @@
-//! Hint rules of ALGORITHMS.md §5 (cinterrupts Table 1): one test per row
+//! Hint rules of docs/ALGORITHMS.md section 5 (cinterrupts Table 1): one test per row
 //! of the table, the override flags, split and merge.
 
 use cint_policy::hints::{
@@ -227,7 +227,7 @@ fn hint_words_decode_the_two_bits_and_refuse_the_rest() {
     assert_eq!(Hint::from_wire(0), Ok(Hint::Unmarked));
     assert_eq!(Hint::from_wire(1), Ok(Hint::Urgent));
     assert_eq!(Hint::from_wire(2), Ok(Hint::Barrier));
-    // Both bits: "explicitly unmarked" (ALGORITHMS.md §5).
+    // Both bits: "explicitly unmarked" (docs/ALGORITHMS.md section 5).
     assert_eq!(Hint::from_wire(3), Ok(Hint::Unmarked));
     for bits in [4, 5, 8, 0x100, u32::MAX] {
         assert_eq!(

@@ -1,4 +1,4 @@
-//! Hybrid-polling sleep estimators (ALGORITHMS.md §8).
+//! Hybrid-polling sleep estimators (docs/ALGORITHMS.md section 8).
 
 use cint_policy::hybrid_poll::{
     class_of, BlockAdaptive, Direction, SleepEstimator, UringHybrid, CLASSES, STATS_WINDOW,

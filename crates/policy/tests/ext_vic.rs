@@ -1,4 +1,4 @@
-//! vIC (ALGORITHMS.md §6) and scheduler-aware vIC (§7): the worked
+//! vIC (docs/ALGORITHMS.md section 6) and scheduler-aware vIC (section 7): the worked
 //! sequences, the ratio table for every CIF, epoch and IOPS rules, the IPI
 //! rule, the Xen quirks, the slice-end bypass and its fall-backs, and bad
 //! parameters. Exactly-once delivery over random streams is in
@@ -56,7 +56,7 @@ impl<P: Policy> ClosedLoop<P> {
     }
 }
 
-/// The ratio table of ALGORITHMS.md §6 at the default `cif_threshold` (4),
+/// The ratio table of docs/ALGORITHMS.md section 6 at the default `cif_threshold` (4),
 /// written out independently of the library.
 fn expected_default_ratio(cif: u32) -> (u32, u32) {
     match cif {
@@ -275,7 +275,7 @@ fn quirk_reset_on_skip_lowers_the_ratios() {
         quirk_reset_on_skip: true,
         ..fast_params()
     };
-    // Table ratio -> real ratio with the quirk (VIRT.md).
+    // Table ratio -> real ratio with the quirk (docs/VIRT.md).
     for (cif, real) in [(4, (3, 4)), (8, (2, 3)), (12, (1, 2))] {
         let mut l = vic_loop_at(cif, quirky);
         let delivered = l.run(real.1 * 10, 1);

@@ -1,5 +1,5 @@
 //! The JSON sink: exactly one JSON document, fields in the order of
-//! SCENARIO.md ("Result format"), every number finite.
+//! docs/SCENARIO.md ("Result format"), every number finite.
 
 use core::fmt;
 

@@ -2,7 +2,7 @@
 //!
 //! The simulator and the emulator both produce a [`RunResult`]; the sinks
 //! ([`json`], [`table`]) print it. Field names follow fio where fio has one
-//! (SCENARIO.md, "Result format"). This is a public contract: fields are
+//! (docs/SCENARIO.md, "Result format"). This is a public contract: fields are
 //! added, never renamed or removed. An engine that gives no result says
 //! why with an [`EngineError`]: a refused input or an engine bug.
 
@@ -51,7 +51,7 @@ pub struct RunResult {
     /// What a reader must know about how these numbers were obtained, one
     /// sentence each (for example: the emulator's interrupt handlers ran
     /// without real-time priority). Absent when there is nothing to say.
-    /// An extension of SCENARIO.md's format.
+    /// An extension of docs/SCENARIO.md's format.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
@@ -75,7 +75,7 @@ pub struct StrategyResult {
     pub context_switches: u64,
     /// Threads woken on the application cores (a blocked thread made
     /// runnable by a completion, a timer or another thread). An extension
-    /// of SCENARIO.md's format.
+    /// of docs/SCENARIO.md's format.
     pub wakeups: u64,
     /// Energy in joules when an energy model is configured.
     pub energy_j: Option<f64>,
@@ -99,7 +99,7 @@ pub struct JobResult {
     /// Context switches of this job's threads.
     pub context_switches: u64,
     /// Times this job's threads were woken from a block (an extension of
-    /// SCENARIO.md's format).
+    /// docs/SCENARIO.md's format).
     pub wakeups: u64,
     /// Latency per I/O, issue to completion in hand.
     pub lat_ns: LatencyStats,

@@ -51,6 +51,7 @@ pub const IO_KEYS: &[&str] = &[
     "numjobs",
     "hint",
     "nowait",
+    "hipri",
     "direct",
     "rate_iops",
     "think",
@@ -179,7 +180,7 @@ pub(crate) fn parse_all(
     let elements = elements(source, "job", node)?;
     let mut out = Vec::with_capacity(elements.len());
     let mut seen: Vec<(String, Origin)> = Vec::new();
-    let mut load = Load::new(device, host);
+    let mut load = Load::new();
     let mut origins = Vec::with_capacity(out.capacity());
     for (index, (table, origin)) in elements.into_iter().enumerate() {
         let mut sec = Section::new(source, format!("job[{index}]"), table, origin);
@@ -220,29 +221,25 @@ pub(crate) fn parse_all(
     Ok(out)
 }
 
-/// Requests and threads of the jobs read so far, per device queue and in
-/// total: the device cannot hold more requests on a queue than its
-/// `queue_depth` (the simulator checks it again as an invariant).
+/// Requests and threads of the jobs read so far, in total: bounds on the
+/// engines' memory. A queue may hold more requests in flight than the
+/// device's `queue_depth`: the block layer then makes submitters wait for
+/// a tag (blk-mq), as Linux does, instead of refusing the job.
 struct Load {
-    queue_depth: u64,
-    /// Requests in flight per queue.
-    per_queue: Vec<u64>,
     requests: u64,
     threads: u64,
 }
 
 impl Load {
-    fn new(device: &DeviceProfile, host: &HostProfile) -> Load {
+    fn new() -> Load {
         Load {
-            queue_depth: u64::from(device.queue_depth),
-            per_queue: vec![0; device.queue_pairs(host.cores)],
             requests: 0,
             threads: 0,
         }
     }
 
     /// Adds a job, refusing it at its `numjobs` or `iodepth` when it
-    /// overfills its queue or the totals.
+    /// overfills the totals.
     fn add(&mut self, sec: &Section<'_>, job: &Job) -> Result<(), ScenarioError> {
         let numjobs = u64::from(job.numjobs);
         self.threads += numjobs;
@@ -261,9 +258,9 @@ impl Load {
         let depth = u64::from(io.iodepth);
         let mine = depth * numjobs;
         // The key to blame: numjobs when the engine ignores iodepth or
-        // the threads multiply a depth that is fine on its own, else
-        // iodepth; whichever of the two the file wrote if it wrote one.
-        let mut key = if io.engine.is_sync() || (numjobs > 1 && mine > self.queue_depth) {
+        // several threads multiply the depth, else iodepth; whichever of
+        // the two the file wrote if it wrote one.
+        let mut key = if io.engine.is_sync() || numjobs > 1 {
             "numjobs"
         } else {
             "iodepth"
@@ -276,25 +273,6 @@ impl Load {
         if !sec.has(key) && sec.has(other) && !io.engine.is_sync() {
             key = other;
         }
-        let q = job.cpu as usize % self.per_queue.len();
-        let before = self.per_queue[q];
-        let total = before + mine;
-        if total > self.queue_depth {
-            let others = if before == 0 {
-                String::new()
-            } else {
-                format!(", plus {before} of earlier jobs on that queue")
-            };
-            return Err(sec.error(
-                key,
-                format!(
-                    "keeps {total} requests in flight on device queue {q} (iodepth x numjobs = \
-                     {depth} x {numjobs}{others}), more than device.queue_depth = {}",
-                    self.queue_depth
-                ),
-            ));
-        }
-        self.per_queue[q] = total;
         self.requests += mine;
         if self.requests > MAX_REQUESTS {
             return Err(sec.error(
@@ -381,14 +359,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
             format!("must be a positive multiple of 512 bytes (got {bs})"),
         ));
     }
-    let queue_depth = u64::from(device.queue_depth);
     let iodepth = sec.int("iodepth", 1, MAX_QUEUE_DEPTH)?.unwrap_or(1);
-    if iodepth > queue_depth {
-        return Err(sec.error(
-            "iodepth",
-            format!("must be at most device.queue_depth = {queue_depth} (got {iodepth})"),
-        ));
-    }
     let batch = sec.int("batch", 1, u64::from(u32::MAX))?.unwrap_or(1);
     let batch_complete_min = sec
         .int("batch_complete_min", 1, u64::from(u32::MAX))?
@@ -440,6 +411,14 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         return Err(sec.error(
             "nowait",
             "is a pvsync2 flag (RWF_NOWAIT): set engine = \"pvsync2\"",
+        ));
+    }
+    let hipri = sec.bool("hipri")?.unwrap_or(false);
+    if hipri && !matches!(engine, Engine::Pvsync2 | Engine::IoUring) {
+        return Err(sec.error(
+            "hipri",
+            "only pvsync2 (RWF_HIPRI) and io_uring (IORING_SETUP_IOPOLL) requests can be \
+             polled: set engine = \"pvsync2\" or \"io_uring\"",
         ));
     }
     let direct = sec.bool("direct")?.unwrap_or(true);
@@ -509,6 +488,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         batch_complete_max,
         hint,
         nowait,
+        hipri,
         direct,
         gtod_reduce,
         rate_iops,

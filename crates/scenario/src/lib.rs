@@ -1,6 +1,6 @@
 //! # cint-scenario: the scenario file, the one input of `cint sim` and `cint emu`
 //!
-//! [`load_file`] / [`load_str`] parse a TOML scenario (SCENARIO.md), apply
+//! [`load_file`] / [`load_str`] parse a TOML scenario (docs/SCENARIO.md), apply
 //! `--set` overrides, resolve built-in device and host profiles and
 //! validate everything, producing one [`Scenario`] that both engines run.
 //! Every refusal is a [`ScenarioError`] naming the file, the line and the

@@ -40,6 +40,12 @@ pub struct Strategy {
     pub name: String,
     /// How completions reach the application.
     pub mode: CompletionMode,
+    /// Under a polling mode, the interrupt policy of the requests that are
+    /// not polled (Linux polls per request: only `RWF_HIPRI` reads and
+    /// writes and io_uring's `IORING_SETUP_IOPOLL` go to poll queues; the
+    /// rest complete on interrupt queues). `None` by default; unused under
+    /// an interrupt mode, whose own policy serves every request.
+    pub interrupts: PolicyConfig,
 }
 
 impl Strategy {
@@ -64,7 +70,7 @@ pub enum CompletionMode {
     HybridPoll(HybridSleep),
 }
 
-/// The sleep of hybrid polling (ALGORITHMS.md §8).
+/// The sleep of hybrid polling (docs/ALGORITHMS.md section 8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HybridSleep {
     /// Half the mean completion time of the request's class (Linux
@@ -179,10 +185,14 @@ pub struct IoJob {
     /// fio's `iodepth_batch_complete_max`, by default equal to the minimum).
     pub batch_complete_max: u32,
     /// Override of every request's hint; `None`: the kernel's default rule
-    /// for the engine (ALGORITHMS.md §5).
+    /// for the engine (docs/ALGORITHMS.md section 5).
     pub hint: Option<Hint>,
     /// `RWF_NOWAIT` on pvsync2 calls (clears the default Urgent).
     pub nowait: bool,
+    /// fio's `hipri`: the requests may be polled (`RWF_HIPRI` on pvsync2
+    /// calls, `IORING_SETUP_IOPOLL` on io_uring); a polling strategy
+    /// polls them, an interrupt strategy ignores it.
+    pub hipri: bool,
     /// `O_DIRECT` (default true: the microbenchmarks bypass the page cache).
     pub direct: bool,
     /// fio's `gtod_reduce`: the generator takes fewer time stamps per I/O,

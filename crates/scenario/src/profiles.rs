@@ -1,5 +1,5 @@
 //! Built-in device and host profiles, with the public figures they are
-//! fitted to (MODEL.md). A scenario names a profile and may override any
+//! fitted to (docs/MODEL.md). A scenario names a profile and may override any
 //! field; one profile per testbed, fitted once, used by every experiment.
 //!
 //! Every field is public and serde-(de)serializable: the scenario parser

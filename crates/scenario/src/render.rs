@@ -31,13 +31,16 @@ pub fn to_toml(s: &Scenario) -> String {
         t["kind"] = value(st.kind());
         match &st.mode {
             CompletionMode::Interrupt(cfg) => policy_keys(&mut t, cfg),
-            CompletionMode::Poll => {}
+            CompletionMode::Poll => {
+                t["interrupts"] = value(st.interrupts.kind());
+            }
             CompletionMode::HybridPoll(sleep) => {
                 t["sleep"] = value(match sleep {
                     HybridSleep::Adaptive => "adaptive".to_string(),
                     HybridSleep::Min => "min".to_string(),
                     HybridSleep::Fixed(ns) => format_duration(*ns),
                 });
+                t["interrupts"] = value(st.interrupts.kind());
             }
         }
         strategies.push(t);
@@ -80,6 +83,9 @@ pub fn to_toml(s: &Scenario) -> String {
                 }
                 if io.engine == Engine::Pvsync2 {
                     t["nowait"] = value(io.nowait);
+                }
+                if io.hipri {
+                    t["hipri"] = value(true);
                 }
                 t["direct"] = value(io.direct);
                 if io.gtod_reduce {

@@ -53,9 +53,13 @@ pub const KINDS: &[(&str, &[&str])] = &[
             "clock_margin",
         ],
     ),
-    ("poll", &[]),
-    ("hybrid-poll", &["sleep"]),
+    ("poll", &["interrupts"]),
+    ("hybrid-poll", &["sleep", "interrupts"]),
 ];
+
+/// The kinds a polling strategy's `interrupts` key may name for the
+/// requests it does not poll (each with its defaults).
+pub const FALLBACK_KINDS: &[&str] = &["none", "nvme", "adaptive", "cinterrupts", "vic"];
 
 /// Parameters whose values are durations (for messages).
 const DURATION_PARAMS: &[&str] = &["delta", "time", "epoch", "ipi_threshold", "clock_margin"];
@@ -74,7 +78,15 @@ pub(crate) fn parse_all(
         let name = crate::job::element_name(&mut sec, &seen, "strategy")?;
         seen.push((name.clone(), sec.origin_of("name")));
         let mode = parse_mode(&mut sec, device)?;
-        out.push(Strategy { name, mode });
+        let interrupts = match sec.choice("interrupts", FALLBACK_KINDS)? {
+            Some(kind) => fallback_policy(&kind, device),
+            None => PolicyConfig::None,
+        };
+        out.push(Strategy {
+            name,
+            mode,
+            interrupts,
+        });
     }
     Ok(out)
 }
@@ -176,6 +188,24 @@ fn parse_mode(
         config.validate().map_err(|e| policy_error(sec, e))?;
     }
     Ok(mode)
+}
+
+/// The interrupt policy of kind `kind` with its defaults (the device's
+/// reference `delta` and `thr` where the kind takes them), for the
+/// requests a polling strategy does not poll.
+pub fn fallback_policy(kind: &str, device: &DeviceProfile) -> PolicyConfig {
+    let (delta, thr) = (device.reference_delta.0, device.reference_thr);
+    match kind {
+        "nvme" => PolicyConfig::Nvme(NvmeParams {
+            thr: NVME_DEFAULT_THR,
+            time: NVME_DEFAULT_TIME,
+            coalescing_disabled: false,
+        }),
+        "adaptive" => PolicyConfig::Adaptive(AdaptiveParams { delta, thr }),
+        "cinterrupts" => PolicyConfig::Cinterrupts(CinterruptsParams::with_adaptive(delta, thr)),
+        "vic" => PolicyConfig::Vic(VicParams::default()),
+        _ => PolicyConfig::None,
+    }
 }
 
 fn vic_params(sec: &mut Section<'_>, d: VicParams) -> Result<VicParams, ScenarioError> {

@@ -76,7 +76,10 @@ struct Lines {
 impl Lines {
     fn new(text: &str) -> Self {
         let mut starts = vec![0];
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        // A final newline starts no line: an error at the very end (an
+        // unterminated string) belongs to the last line of the text.
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        starts.extend(body.match_indices('\n').map(|(i, _)| i + 1));
         Lines { starts }
     }
 

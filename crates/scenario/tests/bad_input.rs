@@ -119,13 +119,6 @@ fn cases() -> Vec<Case<'static>> {
             "must be at least 1 (got 0)",
         ),
         case(
-            "iodepth beyond queue depth",
-            with("iodepth = 16", "iodepth = 5000"),
-            LineOf("iodepth = 5000"),
-            "job.async.iodepth",
-            "queue_depth",
-        ),
-        case(
             "bs not a multiple of 512",
             with("bs      = \"4k\"", "bs      = 1000"),
             LineOf("bs      = 1000"),
@@ -544,34 +537,6 @@ fn cases() -> Vec<Case<'static>> {
             LineOf("device = 3"),
             "device",
             "must be a table",
-        ),
-        case(
-            "jobs on one queue beyond its depth",
-            format!(
-                "{}\n[[job]]\nname = \"more\"\nengine = \"libaio\"\niodepth = 30\ncpu = 0\n",
-                with("iodepth = 16", "iodepth = 1000")
-            ),
-            LineOf("iodepth = 30"),
-            "job.more.iodepth",
-            "keeps 1030 requests in flight on device queue 0 (iodepth x numjobs = 30 x 1, \
-             plus 1000 of earlier jobs on that queue), more than device.queue_depth = 1024",
-        ),
-        case(
-            "threads of one job beyond the queue depth",
-            with("numjobs = 1", "numjobs = 100"),
-            LineOf("numjobs = 100"),
-            "job.async.numjobs",
-            "iodepth x numjobs = 16 x 100), more than device.queue_depth = 1024",
-        ),
-        case(
-            "jobs sharing a queue through device.queues",
-            with(
-                "model = \"optane-p4800x\"",
-                "model = \"optane-p4800x\"\nqueues = 1\nqueue_depth = 16",
-            ),
-            Above("name   = \"sync\""),
-            "job.sync.numjobs",
-            "keeps 17 requests in flight on device queue 0",
         ),
         case(
             "queue depth beyond the NVMe limit",

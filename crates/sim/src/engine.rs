@@ -37,6 +37,9 @@ pub(crate) enum Event {
     SliceCheck { core: u32, token: u64 },
     /// The warm-up ends: counters restart.
     WarmupEnd,
+    /// A thread asleep for a driver tag is woken by a poll loop that freed
+    /// tags (a handler's wake-ups go through its wake list instead).
+    Wake { thread: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]

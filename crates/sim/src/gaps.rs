@@ -1,5 +1,5 @@
 //! Completion inter-arrival times at the device, for calibrating `delta`
-//! (MODEL.md experiment 7, the `GapProbe` contract of `cint-lab`).
+//! (docs/MODEL.md experiment 7, the `GapProbe` contract of `cint-lab`).
 //!
 //! The result document reports latencies as the application sees them;
 //! `delta` is compared by the device with the time between two completion

@@ -1,7 +1,7 @@
 //! # cint-sim: a discrete-event simulator of interrupt strategies
 //!
 //! Answers "what would strategy X do to workload Y on device Z and host H"
-//! in seconds and deterministically (MODEL.md). One [`run`] simulates every
+//! in seconds and deterministically (docs/MODEL.md). One [`run`] simulates every
 //! strategy of a scenario on identical jobs and returns the same
 //! [`RunResult`] the emulator produces, with `substrate = "sim"`.
 //!
@@ -24,6 +24,7 @@ mod gaps;
 mod host;
 mod invariants;
 mod metrics;
+mod tags;
 mod workload;
 mod world;
 
@@ -50,6 +51,27 @@ pub struct RunStats {
     pub ios: u64,
 }
 
+/// Refuses, with the line [`run`] would give, whatever the simulator
+/// cannot run, without simulating anything: `cint check` calls it so that
+/// a scenario it accepts is one `cint sim` runs.
+pub fn check(scenario: &Scenario) -> Result<(), SimError> {
+    require_strategies(scenario)?;
+    for strategy in &scenario.strategies {
+        world::World::new(scenario, strategy)?;
+    }
+    Ok(())
+}
+
+fn require_strategies(scenario: &Scenario) -> Result<(), SimError> {
+    if scenario.strategies.is_empty() {
+        return Err(SimError::input(format!(
+            "{}: the scenario has no strategy",
+            scenario.source
+        )));
+    }
+    Ok(())
+}
+
 /// Runs every strategy of the scenario on the simulator.
 pub fn run(scenario: &Scenario) -> Result<RunResult, SimError> {
     run_with_stats(scenario).map(|(result, _)| result)
@@ -57,12 +79,7 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, SimError> {
 
 /// [`run`], also reporting how much simulation work it took.
 pub fn run_with_stats(scenario: &Scenario) -> Result<(RunResult, RunStats), SimError> {
-    if scenario.strategies.is_empty() {
-        return Err(SimError::input(format!(
-            "{}: the scenario has no strategy",
-            scenario.source
-        )));
-    }
+    require_strategies(scenario)?;
     let mut stats = RunStats::default();
     let mut results = Vec::with_capacity(scenario.strategies.len());
     let mut notes = Vec::new();

@@ -59,6 +59,9 @@ pub(crate) struct Request {
     /// Completion entry posted.
     pub posted_at: Nanos,
     pub state: ReqState,
+    /// Its thread polls for it (a poll queue, no interrupt); else an
+    /// interrupt queue's policy delivers it.
+    pub polled: bool,
 }
 
 /// CFS state of a thread.
@@ -87,6 +90,8 @@ pub(crate) enum Wait {
     Sleep,
     /// Hybrid polling's sleep before spinning for `need` completions.
     HybridSleep { need: u32 },
+    /// A submission call sleeps for a driver tag (blk-mq).
+    Tag,
     /// The job's runtime is over.
     Exited,
 }
@@ -110,9 +115,12 @@ pub(crate) enum Cont {
     /// The generator prepared the requests it is about to submit: submit
     /// them (the loop's checks already ran).
     Prepared,
-    /// The submission call's kernel path is done: the requests reach the
-    /// device.
-    Submitted,
+    /// The kernel paths of the submission call's current plug are done:
+    /// the plug is flushed, and its requests reach the device.
+    Doorbell,
+    /// The submission call goes on with its next requests (after a tag
+    /// wait, or after its entry).
+    SubmitNext,
     /// A reap call entered the kernel (libaio) or looks at the CQ ring.
     GetEvents,
     /// A libaio waiter woke up and re-checks its event count.
@@ -170,6 +178,18 @@ pub(crate) struct Thread {
     pub free_slots: Vec<u32>,
     /// Requests of the submission call in progress.
     pub batch: Vec<u32>,
+    /// How many of `batch` reached the device so far.
+    pub batch_sent: u32,
+    /// How many of `batch` the current plug holds (their kernel paths are
+    /// the running burst).
+    pub plugged: u32,
+    /// Its requests are polled (a polling strategy and a job that can poll).
+    pub polls: bool,
+    /// A poll loop that spins for a tag resumes the submission call.
+    pub resume_submit: bool,
+    /// Woken from a tag wait: if the tag went to someone else, it sleeps
+    /// again at the head of the waiters.
+    pub tag_retry: bool,
     /// Completions delivered to the thread, not yet handed to the app.
     pub ready: VecDeque<u32>,
     /// Poll modes: own completions posted in the CQ, not yet reaped.
@@ -228,6 +248,8 @@ pub(crate) struct World<'a> {
     pub flows: Flows,
     /// fio's steady-state detection, per job.
     pub steady: Vec<SteadyProbe>,
+    /// Submitters a freed tag wakes (reused buffer).
+    pub woken: Vec<u32>,
 }
 
 impl<'a> World<'a> {
@@ -242,30 +264,26 @@ impl<'a> World<'a> {
                 used[job.cpu as usize % queues_n] = true;
             }
         }
-        // vic-sched decides from the guest's run state and slice end, which
-        // only a virtual-machine layer (VIRT.md) can give; the host model
-        // has no guests yet. Run silently, it would be vic under another
-        // name.
-        if let CompletionMode::Interrupt(PolicyConfig::VicSched(_)) = strategy.mode {
-            return Err(SimError::input(format!(
-                "strategy '{}': kind \"vic-sched\" needs a guest's scheduling state (run state, \
-                 slice end), which the simulator does not model until its virtual-machine layer \
-                 exists; use \"vic\" here, or embed vic-sched through cint-policy (Rust or C \
-                 ABI) where the guest's schedule is known",
-                strategy.name
-            )));
-        }
+        refuse_unmodelled(strategy)?;
         let mut queues = Vec::with_capacity(queues_n);
         for (q, &used) in used.iter().enumerate() {
-            let policy =
-                match strategy.mode {
-                    CompletionMode::Interrupt(cfg) => Some(cfg.build(0).map_err(|e| {
-                        SimError::input(format!("strategy '{}': {e}", strategy.name))
-                    })?),
-                    _ => None,
-                };
+            // Under a polling strategy, the requests it does not poll
+            // complete on the interrupt queue under its named policy.
+            let cfg = match strategy.mode {
+                CompletionMode::Interrupt(cfg) => cfg,
+                _ => strategy.interrupts,
+            };
+            let policy = cfg
+                .build(0)
+                .map_err(|e| SimError::input(format!("strategy '{}': {e}", strategy.name)))?;
             let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
-            queues.push(HwQueue::new(policy, q as u32, rng, used));
+            queues.push(HwQueue::new(
+                Some(policy),
+                q as u32,
+                rng,
+                used,
+                sc.device.queue_depth,
+            ));
         }
         let device = Device::new(&sc.device)?;
         let mut cores: Vec<Core> = (0..cores_n)
@@ -295,6 +313,7 @@ impl<'a> World<'a> {
                 Work::Io(io) => io.iodepth.max(1),
                 Work::Cpu => 0,
             };
+            let polls = job_polls(strategy.mode, job);
             in_flight_per_queue[queue] += u64::from(depth) * u64::from(job.numjobs);
             for n in 0..job.numjobs {
                 let tid = threads.len() as u32;
@@ -313,6 +332,7 @@ impl<'a> World<'a> {
                         dispatched: 0,
                         posted_at: 0,
                         state: ReqState::Free,
+                        polled: polls,
                     });
                 }
                 // Slots are taken from the end; keep ids ascending in use.
@@ -345,6 +365,11 @@ impl<'a> World<'a> {
                     wakeups: 0,
                     free_slots,
                     batch: Vec::with_capacity(depth as usize),
+                    batch_sent: 0,
+                    plugged: 0,
+                    polls,
+                    resume_submit: false,
+                    tag_retry: false,
                     ready: VecDeque::with_capacity(depth as usize),
                     posted: VecDeque::with_capacity(depth as usize),
                     in_flight: 0,
@@ -358,18 +383,6 @@ impl<'a> World<'a> {
                     estimator: estimator(strategy.mode),
                 });
                 cores[core].rq.push(tid);
-            }
-        }
-        // The validator refuses this at the job's line; checked again
-        // because a Scenario can be built in code, and the device model
-        // relies on it.
-        for (q, &n) in in_flight_per_queue.iter().enumerate() {
-            if n > u64::from(sc.device.queue_depth) {
-                return Err(SimError::input(format!(
-                    "jobs on queue {q} keep up to {n} requests in flight, more than the \
-                     device's queue_depth {}",
-                    sc.device.queue_depth
-                )));
             }
         }
         // Handler buffers sized to what a core's handlers can see, so that
@@ -415,6 +428,7 @@ impl<'a> World<'a> {
             groups: Groups::new(sc),
             flows: Flows::new(sc, &threads_jobs),
             steady: sc.jobs.iter().map(SteadyProbe::new).collect(),
+            woken: Vec::new(),
         };
         world.stage_jobs();
         Ok(world)
@@ -454,6 +468,7 @@ impl<'a> World<'a> {
                 Event::ThreadTimer { thread, token } => self.on_thread_timer(thread, token),
                 Event::SliceCheck { core, token } => self.on_slice_check(core as usize, token),
                 Event::WarmupEnd => self.on_warmup_end(),
+                Event::Wake { thread } => self.wake(thread as usize, None),
             }
             self.note_time_violation();
             if self.check.failed() {
@@ -497,6 +512,7 @@ impl<'a> World<'a> {
         let window = now.saturating_sub(self.window_start);
         let notable = (window / 100).max(1_000_000);
         let mut notes = self.idle_jobs(strategy);
+        notes.extend(self.unpolled_jobs(strategy));
         notes.extend(self.group_notes(&strategy.name));
         notes.extend(
             held.iter()
@@ -527,6 +543,30 @@ impl<'a> World<'a> {
                 }),
         );
         notes
+    }
+
+    /// Under a polling strategy, the I/O jobs whose requests cannot be
+    /// polled and completed by interrupts instead: the table's row for
+    /// them is an interrupt row, and says so.
+    fn unpolled_jobs(&self, strategy: &Strategy) -> Vec<String> {
+        if matches!(strategy.mode, CompletionMode::Interrupt(_)) {
+            return Vec::new();
+        }
+        self.sc
+            .jobs
+            .iter()
+            .filter(|job| matches!(job.work, Work::Io(_)) && !job_polls(strategy.mode, job))
+            .map(|job| {
+                format!(
+                    "strategy '{}': job '{}' does not poll (only pvsync2 and io_uring jobs with \
+                     hipri = true can: RWF_HIPRI, IORING_SETUP_IOPOLL); its requests completed \
+                     by interrupts under kind \"{}\"",
+                    strategy.name,
+                    job.name,
+                    strategy.interrupts.kind()
+                )
+            })
+            .collect()
     }
 
     /// I/O jobs that completed nothing in the measured window, each with
@@ -568,6 +608,17 @@ impl<'a> World<'a> {
                             "is posted, waiting for an interrupt the policy has not raised"
                                 .to_string()
                         }
+                        ReqState::Submitting
+                            if self.threads[r.thread as usize].wait == Wait::Tag =>
+                        {
+                            let q = &self.queues[r.queue as usize];
+                            format!(
+                                "waits in its submission call for a driver tag of device queue \
+                                 {} ({} threads asleep for one)",
+                                r.queue,
+                                q.tags[usize::from(r.polled)].waiting()
+                            )
+                        }
                         ReqState::Submitting => {
                             "is still in its thread's submission path".to_string()
                         }
@@ -600,6 +651,7 @@ impl<'a> World<'a> {
         self.check_core_time();
         let now = self.now();
         self.window_start = now;
+        self.device.restart_account(now);
         self.measuring = true;
         self.counters = Counters::default();
         for core in &mut self.cores {
@@ -626,6 +678,9 @@ impl<'a> World<'a> {
     }
 
     fn check_core_time(&mut self) {
+        if let Some(msg) = self.device.capability_violation() {
+            self.check.fail(msg);
+        }
         let elapsed = self.now() - self.window_start;
         for (c, core) in self.cores.iter().enumerate() {
             let total = core.irq_ns + core.thread_ns + core.idle_ns;
@@ -666,7 +721,59 @@ impl<'a> World<'a> {
             ));
         }
         self.check.check_totals(outstanding);
+        // Every tag in use belongs to a request at the device or in a
+        // plug about to be flushed: none leaks, none is shared.
+        let tags: u64 = self
+            .queues
+            .iter()
+            .flat_map(|q| q.tags.iter())
+            .map(|p| u64::from(p.in_use()))
+            .sum();
+        let holders = self
+            .reqs
+            .iter()
+            .filter(|r| matches!(r.state, ReqState::InDevice | ReqState::Posted))
+            .count() as u64
+            + self
+                .threads
+                .iter()
+                .map(|t| u64::from(t.plugged))
+                .sum::<u64>();
+        if tags != holders {
+            self.check.fail(format!(
+                "{tags} driver tags in use, but {holders} requests at the device or in a plug"
+            ));
+        }
     }
+}
+
+/// What the simulator cannot run whatever the jobs: `cint check` refuses
+/// it with the same line as `cint sim` (one rule for what runs).
+fn refuse_unmodelled(strategy: &Strategy) -> Result<(), SimError> {
+    // vic-sched decides from the guest's run state and slice end, which
+    // only a virtual-machine layer (docs/VIRT.md) can give; the host model
+    // has no guests yet. Run silently, it would be vic under another name.
+    let vic_sched = |mode| matches!(mode, CompletionMode::Interrupt(PolicyConfig::VicSched(_)));
+    if vic_sched(strategy.mode) || matches!(strategy.interrupts, PolicyConfig::VicSched(_)) {
+        return Err(SimError::input(format!(
+            "strategy '{}': kind \"vic-sched\" needs a guest's scheduling state (run state, \
+             slice end), which the simulator does not model until its virtual-machine layer \
+             exists; use \"vic\" here, or embed vic-sched through cint-policy (Rust or C \
+             ABI) where the guest's schedule is known",
+            strategy.name
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `job`'s requests are polled under `mode`: Linux polls per
+/// request, only those marked `RWF_HIPRI` (pvsync2) or submitted to an
+/// io_uring set up with `IORING_SETUP_IOPOLL` (fio's `hipri` on either).
+pub(crate) fn job_polls(mode: CompletionMode, job: &cint_scenario::Job) -> bool {
+    let polling = matches!(mode, CompletionMode::Poll | CompletionMode::HybridPoll(_));
+    polling
+        && matches!(&job.work, Work::Io(io) if io.hipri
+            && matches!(io.engine, cint_scenario::Engine::Pvsync2 | cint_scenario::Engine::IoUring))
 }
 
 /// A duration in milliseconds with three decimals, for notes.

@@ -1,11 +1,11 @@
-//! Re-derives every calibration target of MODEL.md from the shipped
+//! Re-derives every calibration target of docs/MODEL.md from the shipped
 //! profiles (`optane-p4800x`, `p3700`, `optane-900p`, `xeon-e5-2660v4`)
 //! and fails if one drifts: synchronous latencies within 10%, IRQ ratios
 //! within 20%, the IOPS gain of cinterrupts over none within [20%, 45%],
 //! the devices' saturation IOPS within 10% of the vendor sheets, and the
 //! CPU targets added on 2026-11-23 (TOS'22 Figures 17 and 21): the CPU
 //! shares of the `mixed` workload's two threads, and the urgent storm's
-//! interrupt rate with the core saturated. Beside MODEL.md's targets, the
+//! interrupt rate with the core saturated. Beside docs/MODEL.md's targets, the
 //! published figure of the experiment `mixed` comes from (the OSDI'21
 //! paper's Figure 5, as the authors' artifact runs it) is checked panel by
 //! panel. Nothing here adjusts a model parameter: the profiles are used as
@@ -37,6 +37,16 @@ fn mean_us(r: &RunResult, name: &str) -> f64 {
 /// misses") explains with the evidence. A miss listed here is printed, not
 /// failed; any other miss fails. The bands stay the targets' own.
 const KNOWN_MISSES: &[(&str, &str)] = &[
+    (
+        "optane-p4800x saturated 4 KiB 70/30 mix (K IOPS)",
+        "the shared pipe gives the harmonic mix of the two directions' own limits, \
+         1 / (0.7 / 586K + 0.3 / 488K) = 553K; the excess is the pure-read figure's (586K \
+         against the sheet's 550K, inside its own 10% band): with reads at the sheet's 550K \
+         the same mix gives 522K, 4% above the sheet. A 70/30 mix rated below both directions \
+         alone implies an interference between reads and writes in the media that no \
+         measurement we have sizes, so the model has none (docs/HOST-COSTS.md, 'The shared \
+         controller')",
+    ),
     (
         "mixed none: async thread's CPU",
         "interrupt time, hard and soft, is in no thread's figure (CONFIG_IRQ_TIME_ACCOUNTING \
@@ -127,7 +137,10 @@ fn sync_qd1(device: &str, delta: u64) -> RunResult {
             nvme("nvme6", 6 * US, 32),
             cint(delta, 32),
         ],
-        vec![psync("sync")],
+        // preadv2 with RWF_HIPRI, so that the polling strategy polls it;
+        // every other strategy sees a blocking read with the same costs
+        // and the same default hint (Urgent) as pread.
+        vec![preadv2_hipri("sync")],
     );
     sc.duration = 100 * MS;
     cint_sim::run(&sc).expect("sync-qd1 runs")
@@ -152,12 +165,18 @@ fn async_batch(device: &str, delta: u64) -> RunResult {
 /// batches of 16 each): enough CPU and requests in flight that the device,
 /// not the host, sets the IOPS.
 fn saturated(device: &str, rw: Rw) -> f64 {
+    saturated_mix(device, rw, 100)
+}
+
+/// [`saturated`] with `rwmixread` percent reads for a mixed `rw`.
+fn saturated_mix(device: &str, rw: Rw, rwmixread: u8) -> f64 {
     let jobs = (0..4)
         .map(|cpu| {
             let mut job = libaio(&format!("j{cpu}"), 128, 16, 16);
             job.cpu = cpu;
             if let Work::Io(io) = &mut job.work {
                 io.rw = rw;
+                io.rwmixread = rwmixread;
             }
             job
         })
@@ -287,7 +306,7 @@ fn shipped_profiles_meet_every_calibration_target() {
         0.05,
     );
 
-    // CPU of the synchronous path (MODEL.md, added 2026-11-23). Two
+    // CPU of the synchronous path (docs/MODEL.md, added 2026-11-23). Two
     // always-busy threads share a core about equally under CFS; under
     // adaptive the sync thread spends delta blocked on each read.
     let m = mixed();
@@ -320,7 +339,7 @@ fn shipped_profiles_meet_every_calibration_target() {
     );
     c.between("urgent storm: core busy", storm.cpu_util, 0.97, 1.0);
 
-    // Vendor sheets (MODEL.md): the device's own limits, in K IOPS.
+    // Vendor sheets (docs/MODEL.md): the device's own limits, in K IOPS.
     for (device, rw, target) in [
         ("optane-p4800x", Rw::RandRead, 550.0),
         ("optane-p4800x", Rw::RandWrite, 500.0),
@@ -336,6 +355,15 @@ fn shipped_profiles_meet_every_calibration_target() {
             0.10,
         );
     }
+    // The vendor's mixed figure: one controller serves both directions
+    // (crates/sim/src/device.rs). Intel's P4800X sheet: 500K IOPS for 4 KiB
+    // random 70/30 read/write.
+    c.within(
+        "optane-p4800x saturated 4 KiB 70/30 mix (K IOPS)",
+        saturated_mix("optane-p4800x", Rw::RandRw, 70) / 1000.0,
+        500.0,
+        0.10,
+    );
 
     assert!(
         c.failures.is_empty(),
@@ -391,7 +419,7 @@ fn figure_5_panels(s: &StrategyResult) -> [f64; 4] {
 }
 
 /// The model against the published figure of the experiment `mixed`
-/// comes from (OSDI'21, Figure 5; the same testbed as MODEL.md's
+/// comes from (OSDI'21, Figure 5; the same testbed as docs/MODEL.md's
 /// targets): every ratio the figure prints within 20%, as the IRQ ratios
 /// above, and cinterrupts' own bars within 20%. The misses are listed with
 /// their mechanism in KNOWN_MISSES and docs/results/microbenchmarks.md.

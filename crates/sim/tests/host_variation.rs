@@ -115,7 +115,7 @@ fn host_variation_that_large_breaks_the_batch_targets() {
         nvme_spread / adaptive_spread
     );
     // Exact: one adaptive interrupt per batch of 16, gaps that give delta
-    // = 6 us, and MODEL.md's 1.7 x within the calibration test's 20%.
+    // = 6 us, and docs/MODEL.md's 1.7 x within the calibration test's 20%.
     assert!(
         (adaptive_exact - 1.0 / 16.0).abs() < 0.002,
         "{adaptive_exact}"

@@ -1,5 +1,5 @@
-//! The storm guard on the reference testbed (MODEL.md's urgent-storm
-//! target, ALGORITHMS.md section 4): four psync 4 KiB random-read threads
+//! The storm guard on the reference testbed (docs/MODEL.md's urgent-storm
+//! target, docs/ALGORITHMS.md section 4): four psync 4 KiB random-read threads
 //! on one core, every read Urgent, cinterrupts 6 us / 32 with OOO. The
 //! journal version's guard at 100 K IRQ/s keeps the rate under the cap
 //! without costing the readers throughput; the artifact's guard demotes

@@ -34,11 +34,13 @@ pub fn scenario(
     }
 }
 
-/// A strategy named `name`.
+/// A strategy named `name`; under polling, what it does not poll
+/// completes with an interrupt per request.
 pub fn strategy(name: &str, mode: CompletionMode) -> Strategy {
     Strategy {
         name: name.into(),
         mode,
+        interrupts: PolicyConfig::None,
     }
 }
 
@@ -108,6 +110,7 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, complete: u3
             batch_complete_max: complete,
             hint: None,
             nowait: false,
+            hipri: false,
             direct: true,
             gtod_reduce: false,
             rate_iops: None,

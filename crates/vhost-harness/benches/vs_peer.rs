@@ -8,7 +8,7 @@
 //! the 2% bound.
 //!
 //! `cargo bench -p cint-vhost-harness --bench vs_peer` (build `cint` first:
-//! `cargo build --release -p cint-cli`). `vhost-load compare` runs the same
+//! `cargo build --release -p cint`). `vhost-load compare` runs the same
 //! with every knob exposed.
 
 use std::time::Duration;
@@ -29,7 +29,7 @@ fn main() {
     let cint = backend::find_cint().filter(|c| backend::has_vhost_subcommand(c));
     if cint.is_none() {
         eprintln!(
-            "vs_peer: no cint binary with the vhost subcommand (cargo build --release -p cint-cli): measuring the peer only"
+            "vs_peer: no cint binary with the vhost subcommand (cargo build --release -p cint): measuring the peer only"
         );
     }
     let load = LoadConfig {

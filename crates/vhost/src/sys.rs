@@ -38,8 +38,8 @@ impl Timer {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: the descriptor was just created and nothing else owns it.
         Ok(Timer {
+            // SAFETY: the descriptor was just created and nothing else owns it.
             fd: unsafe { File::from_raw_fd(fd) },
         })
     }

@@ -1,4 +1,4 @@
-//! Choosing `delta` and `thr` for a device: MODEL.md experiment 7, the
+//! Choosing `delta` and `thr` for a device: docs/MODEL.md experiment 7, the
 //! method of the cinterrupts paper.
 //!
 //! 1. Measure the completion inter-arrival distribution of libaio 4 KiB
@@ -326,6 +326,7 @@ fn workload(
                 batch_complete_max: batch,
                 hint: None,
                 nowait: false,
+                hipri: false,
                 direct: true,
                 gtod_reduce: false,
                 rate_iops: None,
@@ -380,6 +381,7 @@ pub fn calibrate(
     let none = vec![Strategy {
         name: "none".into(),
         mode: CompletionMode::Interrupt(PolicyConfig::None),
+        interrupts: PolicyConfig::None,
     }];
     let mut gaps = Vec::new();
     let measured = [
@@ -418,6 +420,7 @@ pub fn calibrate(
         .map(|&thr| Strategy {
             name: format!("thr{thr}"),
             mode: CompletionMode::Interrupt(PolicyConfig::Adaptive(AdaptiveParams { delta, thr })),
+            interrupts: PolicyConfig::None,
         })
         .collect();
     let scenario = workload(args, args.batch, strategies, "calibrate-thr")?;

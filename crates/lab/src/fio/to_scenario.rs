@@ -57,13 +57,7 @@ pub(super) fn build(
         .iter()
         .filter(|s| s.hipri.is_some_and(|h| h.value))
         .count();
-    if hipri_jobs > 0 && hipri_jobs < jobs.len() && args.strategies.is_none() {
-        return Err(diag.err_file(
-            "hipri on some jobs but not all: the model polls per device queue, so choose \
-             strategies explicitly"
-                .into(),
-        ));
-    }
+    placement_warning(&specs, &timeline.groups, diag);
     let strategies = match &args.strategies {
         Some(s) if s.is_empty() => return Err(diag.err_file("no strategy to compare".into())),
         Some(s) => s.clone(),
@@ -164,16 +158,6 @@ fn job(
             "nowait is modelled for ioengine=pvsync2 only (RWF_NOWAIT)",
         ));
     }
-    if let Some(d) = spec.iodepth.filter(|d| d.value > device.queue_depth) {
-        return Err(diag.job_err(
-            &spec.name,
-            d.line,
-            format!(
-                "iodepth={} exceeds the device's queue depth {}",
-                d.value, device.queue_depth
-            ),
-        ));
-    }
     let capacity = device.capacity.0;
     let size = match spec.size.map(|s| s.value) {
         None => spec.filesize.map_or(capacity, |f| f.value),
@@ -265,6 +249,7 @@ fn job(
             batch_complete_max: complete_max,
             hint: None,
             nowait,
+            hipri: spec.hipri.is_some_and(|h| h.value),
             direct: spec.direct.is_some_and(|d| d.value),
             gtod_reduce: spec.gtod_reduce.is_some_and(|g| g.value),
             rate_iops,
@@ -280,6 +265,34 @@ fn job(
     })
 }
 
+/// Says how jobs without `cpus_allowed` are placed when several of their
+/// threads run at once (in one group): fio leaves them to the kernel's
+/// scheduler, which spreads them; the model pins each job to one core.
+fn placement_warning(specs: &[JobSpec], groups: &[u32], diag: &mut Diagnostics<'_>) {
+    let mut threads_per_group: std::collections::BTreeMap<u32, u32> = Default::default();
+    let mut unpinned: Vec<&JobSpec> = Vec::new();
+    for (spec, &group) in specs.iter().zip(groups) {
+        if spec.cpus.is_none() {
+            *threads_per_group.entry(group).or_default() +=
+                spec.numjobs.as_ref().map_or(1, |n| n.value);
+            unpinned.push(spec);
+        }
+    }
+    if threads_per_group.values().all(|&n| n <= 1) {
+        return;
+    }
+    let names: Vec<&str> = unpinned.iter().map(|s| s.name.as_str()).collect();
+    diag.warn(
+        unpinned[0].line,
+        format!(
+            "no cpus_allowed on job{} {}: fio leaves their placement to the kernel's scheduler; \
+             the model runs their threads on core 0 (give cpus_allowed to place them)",
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        ),
+    );
+}
+
 /// `none`, `adaptive` and `cinterrupts` at the device's reference `delta`
 /// and `thr`, or `poll` alone when every job polls (`hipri`).
 fn default_strategies(device: &DeviceProfile, poll: bool) -> Vec<Strategy> {
@@ -287,6 +300,7 @@ fn default_strategies(device: &DeviceProfile, poll: bool) -> Vec<Strategy> {
         return vec![Strategy {
             name: "poll".into(),
             mode: CompletionMode::Poll,
+            interrupts: PolicyConfig::None,
         }];
     }
     let adaptive = AdaptiveParams {
@@ -297,16 +311,19 @@ fn default_strategies(device: &DeviceProfile, poll: bool) -> Vec<Strategy> {
         Strategy {
             name: "none".into(),
             mode: CompletionMode::Interrupt(PolicyConfig::None),
+            interrupts: PolicyConfig::None,
         },
         Strategy {
             name: "adaptive".into(),
             mode: CompletionMode::Interrupt(PolicyConfig::Adaptive(adaptive)),
+            interrupts: PolicyConfig::None,
         },
         Strategy {
             name: "cinterrupts".into(),
             mode: CompletionMode::Interrupt(PolicyConfig::Cinterrupts(
                 CinterruptsParams::with_adaptive(adaptive.delta, adaptive.thr),
             )),
+            interrupts: PolicyConfig::None,
         },
     ]
 }
@@ -466,22 +483,32 @@ numjobs=2
         assert_eq!(s.jobs[1].runtime, Some(30_500_000_000));
         // Not time based: the job ends once its size is done.
         assert_eq!(b.shape.io_size, Some(1 << 30));
-        assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
+        assert_eq!(imp.warnings.len(), 1, "{:?}", imp.warnings);
+        assert!(
+            imp.warnings[0].contains("no cpus_allowed on jobs a, b"),
+            "{:?}",
+            imp.warnings
+        );
     }
 
     #[test]
-    fn hipri_everywhere_compares_polling_and_mixed_hipri_is_refused() {
+    fn hipri_everywhere_compares_polling_and_hipri_is_per_job() {
         let all = "[global]\nioengine=pvsync2\nhipri\n[a]\n[b]\n";
         let s = import_str(all, "h.fio", &args()).expect("valid").scenario;
         assert_eq!(s.strategies.len(), 1);
         assert_eq!(s.strategies[0].mode, CompletionMode::Poll);
+        // Linux polls per request: a job without hipri beside one with it
+        // runs, its requests on interrupts.
         let some = "[a]\nioengine=io_uring\nhipri=1\n[b]\nioengine=io_uring\n";
-        let e = import_str(some, "h.fio", &args()).expect_err("mixed hipri");
-        assert!(e.to_string().contains("hipri on some jobs"));
+        let s = import_str(some, "h.fio", &args())
+            .expect("mixed hipri")
+            .scenario;
+        assert!(io(&s.jobs[0]).hipri && !io(&s.jobs[1]).hipri);
         let mut explicit = args();
         explicit.strategies = Some(vec![Strategy {
             name: "p".into(),
             mode: CompletionMode::Poll,
+            interrupts: PolicyConfig::None,
         }]);
         assert!(import_str(some, "h.fio", &explicit).is_ok());
     }

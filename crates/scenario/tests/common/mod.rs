@@ -1,4 +1,4 @@
-//! The scenario of SCENARIO.md, extended to every strategy family, as the
+//! The scenario of docs/SCENARIO.md, extended to every strategy family, as the
 //! valid base that the tests modify.
 
 #![allow(dead_code)]

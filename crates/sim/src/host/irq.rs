@@ -88,11 +88,27 @@ impl World<'_> {
             cq.reap(irq, |tag, _hint| reaped.push(tag as u32));
         }
         let mut wakes = 0u64;
+        let mut woken = std::mem::take(&mut self.woken);
         for &r in &reaped {
             if self.deliver(r, c) {
                 wakes += 1;
             }
+            // The request's tag is freed as its completion is handled
+            // (blk_mq_end_request in the handler): submitters asleep for
+            // a tag are woken by this handler.
+            self.free_tag(r, &mut woken);
+            for &w in &woken {
+                let th = &mut self.threads[w as usize];
+                if !th.wake_listed {
+                    th.wake_listed = true;
+                    th.woken_by_timer = false;
+                    self.cores[c].wake_list.push(w);
+                    wakes += 1;
+                }
+            }
+            woken.clear();
         }
+        self.woken = woken;
         let n = reaped.len() as u64;
         self.cores[c].reaped = reaped;
         // Slots freed by the reaping let held completions be posted.
@@ -181,6 +197,13 @@ impl World<'_> {
                 then: Cont::Issue,
             },
             Wait::HybridSleep { need } => Activity::Spin { need },
+            Wait::Tag => {
+                th.tag_retry = true;
+                Activity::Burst {
+                    left: 0,
+                    then: Cont::SubmitNext,
+                }
+            }
             Wait::Nothing | Wait::Exited => return,
         };
         if let Wait::Sync = th.wait {

@@ -30,7 +30,7 @@
 //! then submits one request per call issues its first request after one
 //! request's preparation, not after sixteen.
 //!
-//! Hints follow ALGORITHMS.md section 5 through `cint_policy::hints`
+//! Hints follow docs/ALGORITHMS.md section 5 through `cint_policy::hints`
 //! unless the job overrides them. Jobs without `direct` are still modelled
 //! as direct I/O (there is no page cache yet).
 
@@ -61,7 +61,8 @@ impl World<'_> {
         match cont {
             Cont::Issue => self.issue(t),
             Cont::Prepared => self.submit_or_reap(t),
-            Cont::Submitted => self.submitted(t),
+            Cont::Doorbell => self.doorbell(t),
+            Cont::SubmitNext => self.next_plug(t, 0),
             Cont::GetEvents => self.get_events(t),
             Cont::GetEventsRecheck => self.recheck_events(t),
             Cont::GetEventsTimeout => self.hand_ready(t, self.costs.return_to_user),
@@ -140,7 +141,7 @@ impl World<'_> {
                 self.exit_thread(t);
                 return;
             }
-            self.set_burst(t, c.syscall + c.per_request(), Cont::Submitted);
+            self.start_call(t, c.syscall);
             return;
         }
         // fio (backend.c, ioengines.c) queues while the depth allows and
@@ -158,14 +159,12 @@ impl World<'_> {
             if self.prepare_in_user_space(t, k) {
                 return;
             }
-            let k = self.prepare(t, k, now) as u64;
-            let cost = match p.engine {
-                Engine::IoUring => {
-                    c.syscall + c.uring_submit_call + k * (c.uring_submit_sqe + c.per_request())
-                }
-                _ => c.syscall + c.aio_submit_call + k * (c.aio_submit_iocb + c.per_request()),
+            self.prepare(t, k, now);
+            let entry = match p.engine {
+                Engine::IoUring => c.syscall + c.uring_submit_call,
+                _ => c.syscall + c.aio_submit_call,
             };
-            self.set_burst(t, cost, Cont::Submitted);
+            self.start_call(t, entry);
             return;
         }
         let in_flight = self.threads[t].in_flight;
@@ -323,22 +322,145 @@ impl World<'_> {
         k
     }
 
-    /// The submission path is done: the staged requests reach the device.
-    fn submitted(&mut self, t: usize) {
-        let mut batch = std::mem::take(&mut self.threads[t].batch);
-        let now = self.now();
-        for &r in &batch {
-            self.reqs[r as usize].submitted = now;
+    /// The kernel path of one request inside a submission call of this
+    /// thread's engine: the call's own per-request part, then the block
+    /// layer's.
+    fn request_path(&self, t: usize) -> Nanos {
+        let c = &self.costs;
+        match self.threads[t].prog.engine {
+            Engine::IoUring => c.uring_submit_sqe + c.per_request(),
+            Engine::Libaio => c.aio_submit_iocb + c.per_request(),
+            Engine::Psync | Engine::Pvsync2 => c.per_request(),
+        }
+    }
+
+    /// Enters the submission call of the staged batch; `entry` is the
+    /// call's own cost before its first request.
+    fn start_call(&mut self, t: usize, entry: Nanos) {
+        self.threads[t].batch_sent = 0;
+        self.next_plug(t, entry);
+    }
+
+    /// The call walks its next requests up to the next plug flush, each
+    /// with its tag: the requests whose kernel paths the burst runs reach
+    /// the device together when it ends (blk-mq's plug, flushed as Linux
+    /// 5.0 flushes it: see [`plug_len`]). Without a tag the call sleeps
+    /// for one, as `blk_mq_get_tag` does, or, for a thread whose own
+    /// polled requests hold tags, polls them first.
+    fn next_plug(&mut self, t: usize, entry: Nanos) {
+        let n = self.plug_len(t);
+        let (q, pool) = self.tag_pool_of(t);
+        let retry = self.threads[t].tag_retry;
+        let got = self.queues[q].tags[pool].take(n, retry);
+        if got == 0 {
+            if entry > 0 {
+                // The call's entry runs before its first tag is asked for.
+                self.set_burst(t, entry, Cont::SubmitNext);
+            } else {
+                self.wait_for_tag(t);
+            }
+            return;
+        }
+        self.threads[t].plugged = got;
+        self.threads[t].tag_retry = false;
+        let cost = entry + u64::from(got) * self.request_path(t);
+        self.set_burst(t, cost, Cont::Doorbell);
+    }
+
+    /// Requests of the batch, from the first not yet sent, that the next
+    /// plug flush sends. Linux 5.0 plugs a call of more than
+    /// `AIO_PLUG_THRESHOLD` = 2 requests (fs/aio.c `io_submit`; io_uring's
+    /// `io_submit_sqes` alike), and blk-mq (block/blk-mq.c
+    /// `blk_mq_make_request`, the `commit_rqs` branch that NVMe takes)
+    /// flushes the plug before adding a request when it holds
+    /// `BLK_MAX_REQUEST_COUNT` = 16 requests or its last one is at least
+    /// `BLK_PLUG_FLUSH_SIZE` = 128 KiB, and at the end of the call. A call
+    /// of one or two requests issues each as its path ends.
+    fn plug_len(&self, t: usize) -> u32 {
+        /// `AIO_PLUG_THRESHOLD` (fs/aio.c).
+        const PLUG_THRESHOLD: usize = 2;
+        /// `BLK_MAX_REQUEST_COUNT` (block/blk-core.c).
+        const PLUG_MAX_REQUESTS: u32 = 16;
+        /// `BLK_PLUG_FLUSH_SIZE` (block/blk-core.c).
+        const PLUG_FLUSH_BYTES: u64 = 128 * 1024;
+        let th = &self.threads[t];
+        let rest = &th.batch[th.batch_sent as usize..];
+        if th.batch.len() <= PLUG_THRESHOLD {
+            return rest.len().min(1) as u32;
+        }
+        let mut n = 0;
+        for &r in rest {
+            n += 1;
+            if n == PLUG_MAX_REQUESTS || self.reqs[r as usize].bytes >= PLUG_FLUSH_BYTES {
+                break;
+            }
+        }
+        n
+    }
+
+    /// The hardware queue and tag pool (interrupt or poll queue) of
+    /// thread `t`'s requests.
+    fn tag_pool_of(&self, t: usize) -> (usize, usize) {
+        let th = &self.threads[t];
+        let q = self.reqs[th.batch[0] as usize].queue as usize;
+        (q, usize::from(th.polls))
+    }
+
+    /// No tag is free: sleep until freed tags wake the thread. A thread
+    /// whose own polled requests hold tags would wait for itself, so it
+    /// polls them instead (its completions free their tags) and then goes
+    /// on with the call.
+    fn wait_for_tag(&mut self, t: usize) {
+        let th = &mut self.threads[t];
+        let own_polled = th.polls && th.in_flight > th.batch.len() as u32 - th.batch_sent;
+        if own_polled {
+            th.resume_submit = true;
+            th.act = Activity::Spin { need: 1 };
+            return;
+        }
+        let retry = std::mem::take(&mut th.tag_retry);
+        let (q, pool) = self.tag_pool_of(t);
+        self.queues[q].tags[pool].wait(t as u32, retry);
+        self.block(t, Wait::Tag);
+    }
+
+    /// A plug is flushed: its requests reach the device. The call goes on
+    /// with the next plug, or returns.
+    fn doorbell(&mut self, t: usize) {
+        let from = self.threads[t].batch_sent;
+        let n = std::mem::take(&mut self.threads[t].plugged);
+        for i in from..from + n {
+            let r = self.threads[t].batch[i as usize];
             self.submit_to_device(r);
         }
+        self.threads[t].batch_sent = from + n;
+        if (self.threads[t].batch_sent as usize) < self.threads[t].batch.len() {
+            self.next_plug(t, 0);
+            return;
+        }
+        let now = self.now();
+        let mut batch = std::mem::take(&mut self.threads[t].batch);
+        for &r in &batch {
+            self.reqs[r as usize].submitted = now;
+        }
         batch.clear();
-        self.threads[t].batch = batch;
-        if self.threads[t].prog.engine.is_sync() {
-            self.threads[t].min_nr = 1;
+        let th = &mut self.threads[t];
+        th.batch = batch;
+        th.batch_sent = 0;
+        if th.prog.engine.is_sync() {
+            th.min_nr = 1;
             self.wait_for_events(t);
         } else {
             self.issue(t);
         }
+    }
+
+    /// A request's completion is handled: its tag is free again, and the
+    /// submitters asleep for one may be woken (returned in `woken`).
+    pub(crate) fn free_tag(&mut self, r: u32, woken: &mut Vec<u32>) {
+        let req = &self.reqs[r as usize];
+        let (q, pool) = (req.queue as usize, usize::from(req.polled));
+        self.queues[q].tags[pool].put(woken);
     }
 
     /// A reap call checks for `min_nr` ready events.
@@ -347,11 +469,11 @@ impl World<'_> {
             self.hand_ready(t, 0);
             return;
         }
-        match (self.mode, self.threads[t].prog.engine) {
-            (CompletionMode::Interrupt(_), Engine::IoUring) => {
-                self.set_burst(t, self.costs.syscall, Cont::UringWait)
-            }
-            _ => self.wait_for_events(t),
+        let th = &self.threads[t];
+        if !th.polls && th.prog.engine == Engine::IoUring {
+            self.set_burst(t, self.costs.syscall, Cont::UringWait)
+        } else {
+            self.wait_for_events(t)
         }
     }
 
@@ -380,7 +502,12 @@ impl World<'_> {
     fn wait_with_timer(&mut self, t: usize, timer_armed: bool) {
         let th = &self.threads[t];
         let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
-        match self.mode {
+        let mode = if th.polls {
+            self.mode
+        } else {
+            CompletionMode::Interrupt(cint_policy::PolicyConfig::None)
+        };
+        match mode {
             CompletionMode::Interrupt(_) => {
                 let min_nr = th.min_nr;
                 let wait = match th.prog.engine {
@@ -502,6 +629,7 @@ impl World<'_> {
     fn poll_reaped(&mut self, t: usize) {
         let now = self.now();
         let bs = self.threads[t].prog.bs;
+        let mut woken = std::mem::take(&mut self.woken);
         while let Some(r) = self.threads[t].posted.pop_front() {
             let req = &mut self.reqs[r as usize];
             if req.state != ReqState::Posted {
@@ -525,6 +653,18 @@ impl World<'_> {
                 _ => self.threads[t].estimator.record(now, bs, dir, run_time),
             }
             self.threads[t].ready.push_back(r);
+            self.free_tag(r, &mut woken);
+        }
+        // The poll loop runs in a thread, not a handler: the submitters it
+        // wakes become runnable as the loop goes on.
+        for &w in &woken {
+            self.events.schedule(now, Event::Wake { thread: w });
+        }
+        woken.clear();
+        self.woken = woken;
+        if std::mem::take(&mut self.threads[t].resume_submit) {
+            self.next_plug(t, 0);
+            return;
         }
         if self.threads[t].prog.engine.is_sync() {
             self.threads[t].handing = self.threads[t].ready.len() as u32;

@@ -24,6 +24,22 @@ pub fn scenario(device: &str, strategies: Vec<Strategy>, jobs: Vec<Job>) -> Scen
     )
 }
 
+/// A job whose requests may be polled (fio's `hipri`): pvsync2 and
+/// io_uring jobs only, as Linux polls per request.
+pub fn hipri(mut job: Job) -> Job {
+    if let Work::Io(io) = &mut job.work {
+        assert!(matches!(io.engine, Engine::Pvsync2 | Engine::IoUring));
+        io.hipri = true;
+    }
+    job
+}
+
+/// One thread of blocking 4 KiB `preadv2(RWF_HIPRI)` reads: the job that
+/// polls under a polling strategy (Table 2's polling column).
+pub fn preadv2_hipri(name: &str) -> Job {
+    hipri(io_job(name, Engine::Pvsync2, 1, 1, 1))
+}
+
 pub fn psync(name: &str) -> Job {
     io_job(name, Engine::Psync, 1, 1, 1)
 }

@@ -38,7 +38,7 @@ pub fn qsd() -> Option<PathBuf> {
 /// A `cint` binary that has the `vhost` subcommand, or `None` after a loud skip.
 pub fn cint_with_vhost() -> Option<PathBuf> {
     let Some(cint) = backend::find_cint() else {
-        return missing("the cint binary (cargo build --release -p cint-cli, or CINT_BIN)");
+        return missing("the cint binary (cargo build --release -p cint, or CINT_BIN)");
     };
     if backend::has_vhost_subcommand(&cint) {
         Some(cint)
