@@ -261,3 +261,25 @@ fn a_sweep_that_fails_at_a_later_point_keeps_the_points_that_ran() {
     assert_eq!(o.status, 0, "{}", o.stderr);
     assert!(out.exists() && !std::path::Path::new(&format!("{out_s}.partial")).exists());
 }
+
+#[test]
+fn check_refuses_what_sim_refuses_with_the_same_line() {
+    // One rule for what runs: vic-sched needs guests the simulator does
+    // not have yet, so `cint check` must not call the file valid.
+    let text = "name = \"v\"\nduration = \"1ms\"\n\
+                [[strategy]]\nname = \"s\"\nkind = \"vic-sched\"\n[[job]]\nname = \"a\"\n";
+    let (dir, file) = scenario_file("one-rule", text);
+    let check = cint(&["check", &file]);
+    let sim = cint(&["sim", &file]);
+    assert_refused(&check, "vic-sched");
+    assert_refused(&sim, "vic-sched");
+    assert_eq!(check.stderr, sim.stderr);
+    // And what sim runs, check accepts: more depth than tags included.
+    let deep = "name = \"d\"\nduration = \"1ms\"\n[device]\nqueue_depth = 8\n\
+                [[strategy]]\nname = \"n\"\nkind = \"none\"\n\
+                [[job]]\nname = \"a\"\nengine = \"libaio\"\niodepth = 64\nnumjobs = 2\n";
+    std::fs::write(&file, deep).unwrap();
+    assert_eq!(cint(&["check", &file]).status, 0);
+    assert_eq!(cint(&["sim", &file]).status, 0);
+    std::fs::remove_dir_all(dir).unwrap();
+}

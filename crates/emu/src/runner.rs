@@ -151,6 +151,8 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("exitall")
             } else if s.steady.is_some() {
                 Some("ss")
+            } else if s.latency_target.is_some() {
+                Some("latency_target")
             } else {
                 None
             }
@@ -162,6 +164,23 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
         }
     }
     None
+}
+
+/// A polling strategy beside an I/O job that Linux would not poll: the
+/// simulator completes such a job by interrupts, the emulator cannot mix
+/// the two on one queue, so it refuses rather than poll what Linux would
+/// not.
+fn unpolled_job(scenario: &Scenario) -> Option<(String, String)> {
+    use cint_scenario::{CompletionMode, Engine, Work};
+    let strategy = scenario
+        .strategies
+        .iter()
+        .find(|s| matches!(s.mode, CompletionMode::Poll | CompletionMode::HybridPoll(_)))?;
+    let job = scenario.jobs.iter().find(|job| match &job.work {
+        Work::Io(io) => !(io.hipri && matches!(io.engine, Engine::Pvsync2 | Engine::IoUring)),
+        Work::Cpu => false,
+    })?;
+    Some((strategy.name.clone(), job.name.clone()))
 }
 
 /// Like [`run`], with the details tests check. Failed requests do not
@@ -185,6 +204,14 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         return Err(EmuError::Config(format!(
             "job '{job}': key '{key}' is modelled by the simulator only; the emulator does \
              not run it yet (use cint sim, or remove the key)"
+        )));
+    }
+    if let Some((strategy, job)) = unpolled_job(scenario) {
+        return Err(EmuError::Config(format!(
+            "strategy '{strategy}': job '{job}' is not polled (only pvsync2 and io_uring jobs \
+             with hipri = true are): Linux polls per request, the emulator polls whole queues; \
+             give the job hipri = true, or run it with cint sim, which completes it by \
+             interrupts"
         )));
     }
     let layout = CpuLayout::for_scenario(scenario)?;

@@ -33,9 +33,7 @@ const ALLOWED_REFUSALS: &[(&str, &str)] = &[
         "is not set (fio takes it from the environment)",
         "an unset ${VAR}",
     ),
-    // Not modelled yet (docs/FIO.md): fio's latency-target depth search
-    // and its submission worker pool.
-    ("option 'latency_target'", "latency-target depth probing"),
+    // Not modelled yet (docs/FIO.md): fio's submission worker pool.
     ("io_submit_mode=offload", "submission worker threads"),
 ];
 

@@ -21,7 +21,7 @@ use crate::host::spread::CostSpread;
 use crate::host::{Core, HostCosts};
 use crate::invariants::Invariants;
 use crate::metrics::{Counters, JobStats};
-use crate::workload::{Flows, Groups, Program, SteadyProbe, ThreadShape};
+use crate::workload::{DepthSearch, Flows, Groups, Program, SteadyProbe, ThreadShape};
 use crate::SimError;
 use crate::INVARIANT_VIOLATED;
 
@@ -250,6 +250,8 @@ pub(crate) struct World<'a> {
     pub steady: Vec<SteadyProbe>,
     /// Submitters a freed tag wakes (reused buffer).
     pub woken: Vec<u32>,
+    /// fio's latency-target search, per thread.
+    pub searches: Vec<DepthSearch>,
 }
 
 impl<'a> World<'a> {
@@ -404,6 +406,10 @@ impl<'a> World<'a> {
         let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
         let shaping = vec![ThreadShape::default(); threads.len()];
         let threads_jobs: Vec<u32> = threads.iter().map(|t| t.job).collect();
+        let searches = threads
+            .iter()
+            .map(|t| DepthSearch::new(t.prog.iodepth))
+            .collect();
         let mut world = World {
             sc,
             mode: strategy.mode,
@@ -429,6 +435,7 @@ impl<'a> World<'a> {
             flows: Flows::new(sc, &threads_jobs),
             steady: sc.jobs.iter().map(SteadyProbe::new).collect(),
             woken: Vec::new(),
+            searches,
         };
         world.stage_jobs();
         Ok(world)
@@ -513,6 +520,7 @@ impl<'a> World<'a> {
         let notable = (window / 100).max(1_000_000);
         let mut notes = self.idle_jobs(strategy);
         notes.extend(self.unpolled_jobs(strategy));
+        notes.extend(self.depth_search_notes(&strategy.name));
         notes.extend(self.group_notes(&strategy.name));
         notes.extend(
             held.iter()
@@ -623,7 +631,18 @@ impl<'a> World<'a> {
                             "is still in its thread's submission path".to_string()
                         }
                         ReqState::Delivered | ReqState::Free => {
-                            "was delivered but its thread has not run to take it".to_string()
+                            let th = &self.threads[r.thread as usize];
+                            if th.wait == Wait::Tag {
+                                "was delivered, but its thread sleeps for a driver tag in a \
+                                 submission call"
+                                    .to_string()
+                            } else if !th.free_slots.is_empty() && !th.prog.engine.is_sync() {
+                                "was delivered, but its thread is still filling its queue (fio \
+                                 reaps once all of iodepth is in flight)"
+                                    .to_string()
+                            } else {
+                                "was delivered but its thread has not run to take it".to_string()
+                            }
                         }
                     };
                     format!("its oldest request, issued {age} before the end, {place}")

@@ -16,8 +16,8 @@
 //! Besides the shapes above, the host model's mechanisms (issue #18) are
 //! varied: direction mixes, batches and depths up to the queue's tags and
 //! beyond them (a small `queue_depth` makes submitters wait for tags),
-//! and polling jobs (`hipri`) beside interrupt jobs under polling
-//! strategies with a named interrupt policy. Each of those draws comes
+//! polling jobs (`hipri`) beside interrupt jobs under polling strategies
+//! with a named interrupt policy, and fio's latency-target search. Each of those draws comes
 //! from a generator of its own, so a seed's other draws are unchanged.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
@@ -147,6 +147,16 @@ fn job(rng: &mut Rng, host_model: &mut Rng, i: usize, cores: u64, out: &mut Stri
     }
     if matches!(engine, "pvsync2" | "io_uring") && host_model.chance(40) {
         let _ = writeln!(out, "hipri = true");
+    }
+    // fio's latency-target search.
+    if host_model.chance(10) {
+        let _ = writeln!(
+            out,
+            "latency_target = \"{}us\"\nlatency_window = \"{}us\"\nlatency_percentile = {}",
+            1 + host_model.below(300),
+            host_model.below(2_000),
+            host_model.pick(&["50", "99.9", "100"])
+        );
     }
     if engine == "pvsync2" && rng.chance(30) {
         let _ = writeln!(out, "nowait = true");
