@@ -20,6 +20,7 @@ mod fio_out;
 mod input;
 mod interrupt;
 mod output;
+mod ray;
 mod vhost;
 mod workflow;
 
@@ -32,7 +33,9 @@ use cint_report::{LatencyHistogram, RunResult};
 use cint_scenario::Scenario;
 use clap::{Args, Parser, Subcommand};
 
-use crate::input::{Loaded, Source};
+pub use crate::fio_out::fio_json;
+pub use crate::input::{Loaded, Source, SourceText};
+pub use crate::workflow::{parse_vary, run_point, sweep_points};
 
 /// Success.
 pub const EXIT_OK: i32 = 0;
@@ -67,6 +70,20 @@ pub struct Engines {
     pub emu: EngineFn,
     /// The simulator's inter-arrival probe, for `cint calibrate`.
     pub sim_gaps: GapFn,
+}
+
+impl Engines {
+    /// The real engines: `cint-sim` and `cint-emu`.
+    pub fn real() -> Engines {
+        Engines {
+            // The simulator's error is already the engines' one type; the
+            // emulator keeps a richer one for its library API and says
+            // which kind each variant is.
+            sim: cint_sim::run,
+            emu: |s| cint_emu::run(s).map_err(EngineError::from),
+            sim_gaps: cint_sim::completion_gaps,
+        }
+    }
 }
 
 #[derive(Parser)]
@@ -192,16 +209,29 @@ pub fn run(
     match dispatch(args, engines, out, err) {
         Ok(()) => EXIT_OK,
         Err(Failure { status, message }) => {
-            let _ = writeln!(err, "{}", one_line(&message));
+            // An empty message: a child process has said it already.
+            if !message.is_empty() {
+                let _ = writeln!(err, "{}", one_line(&message));
+            }
             status
         }
     }
 }
 
-#[derive(Debug)]
-struct Failure {
-    status: i32,
-    message: String,
+/// Why a command failed: its exit status and its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// [`EXIT_USAGE`], [`EXIT_INTERNAL`] or [`EXIT_INTERRUPTED`].
+    pub status: i32,
+    /// The message; [`Failure::line`] is what the command prints.
+    pub message: String,
+}
+
+impl Failure {
+    /// The message as the command prints it: one line.
+    pub fn line(&self) -> String {
+        one_line(&self.message)
+    }
 }
 
 fn usage(message: impl Into<String>) -> Failure {
@@ -343,17 +373,8 @@ fn execute(
         output::check_dir("--fio-json", dir)?;
         fio_out::check_names(scenario)?;
     }
-    let result = guarded(engine_name, || engine(scenario))?.map_err(|e| {
-        let message = format!("{}: {engine_name}: {}", scenario.source, e.message);
-        match e.kind {
-            ErrorKind::Internal => {
-                internal(format!("{message} (an internal error: please report)"))
-            }
-            ErrorKind::Input => usage(message),
-        }
-    })?;
-    let json = cint_report::to_json(&result)
-        .map_err(|e| internal(format!("cint: internal error in the {engine_name}: {e}")))?;
+    let result = run_engine(scenario, engine_name, engine)?;
+    let json = result_json(&result, engine_name)?;
     let table = cint_report::to_table(&result);
     if let Some(dir) = &args.out {
         write_file(dir, "result.json", &json)?;
@@ -374,6 +395,33 @@ fn execute(
         );
     }
     write_out(out, if args.json { &json } else { &table })
+}
+
+/// Runs `engine` (named `engine_name` in messages: "simulator",
+/// "emulator") on `scenario` as `cint sim` and `cint emu` do: a refusal is
+/// a usage failure, an engine bug (a panic included) an internal one,
+/// with the commands' messages.
+pub fn run_engine(
+    scenario: &Scenario,
+    engine_name: &str,
+    engine: EngineFn,
+) -> Result<RunResult, Failure> {
+    guarded(engine_name, || engine(scenario))?.map_err(|e| {
+        let message = format!("{}: {engine_name}: {}", scenario.source, e.message);
+        match e.kind {
+            ErrorKind::Internal => {
+                internal(format!("{message} (an internal error: please report)"))
+            }
+            ErrorKind::Input => usage(message),
+        }
+    })
+}
+
+/// The JSON result document of `--json`; a document that cannot be
+/// written (a non-finite number) is an internal failure.
+pub fn result_json(result: &RunResult, engine_name: &str) -> Result<String, Failure> {
+    cint_report::to_json(result)
+        .map_err(|e| internal(format!("cint: internal error in the {engine_name}: {e}")))
 }
 
 /// One line on stderr naming what was written, so stdout stays the result.

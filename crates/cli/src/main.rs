@@ -1,19 +1,12 @@
 //! The `cint` binary: see the library for the commands and exit statuses.
 
-use cint::{run, EngineError, Engines};
+use cint::{run, Engines};
 
 fn main() {
     // Engine panics are caught and reported as one line by the library;
     // the default hook would print a multi-line message first.
     std::panic::set_hook(Box::new(|_| {}));
-    let engines = Engines {
-        // The simulator's error is already the engines' one type; the
-        // emulator keeps a richer one for its library API and says which
-        // kind each variant is.
-        sim: cint_sim::run,
-        emu: |s| cint_emu::run(s).map_err(EngineError::from),
-        sim_gaps: cint_sim::completion_gaps,
-    };
+    let engines = Engines::real();
     // stderr is passed unlocked: each write takes the lock for itself.
     // Holding it for the whole run would block any other thread that
     // writes to stderr (a progress bar, an engine's warning) until the

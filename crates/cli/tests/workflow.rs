@@ -247,6 +247,45 @@ fn bad_sweep_keys_and_values_are_one_line() {
     assert_refused(&cint(&["sweep", &file]), "--vary");
 }
 
+/// `--ray` is the one flag that needs Python: without it, one line
+/// saying what to install; the other flags it cannot go with are refused
+/// by name.
+#[test]
+fn sweep_ray_without_python_says_what_to_install() {
+    let dir = temp_dir("wf-sweep-ray");
+    let file = dir.write("s.toml", SWEEP_SCENARIO);
+    let o = Command::new(env!("CARGO_BIN_EXE_cint"))
+        .args([
+            "sweep",
+            &file,
+            "--vary",
+            "seed=1,2",
+            "--ray",
+            "127.0.0.1:6379",
+        ])
+        .env("CINT_PYTHON", dir.arg("no-python-here"))
+        .output()
+        .expect("the binary runs");
+    let o = Out {
+        status: o.status.code().expect("exited"),
+        stdout: String::from_utf8(o.stdout).expect("utf8"),
+        stderr: String::from_utf8(o.stderr).expect("utf8"),
+    };
+    assert_refused(&o, "install it with `pip install ./python`");
+    assert!(o.stderr.contains("cannot run"), "{}", o.stderr);
+    assert_refused(
+        &cint(&[
+            "sweep", &file, "--vary", "seed=1,2", "--ray", "h:1", "--emu",
+        ]),
+        "--emu",
+    );
+    // A bad --vary is refused before Python is looked for.
+    assert_refused(
+        &cint(&["sweep", &file, "--vary", "seed", "--ray", "h:1"]),
+        "--vary 'seed': expected KEY=V1,V2,...",
+    );
+}
+
 #[test]
 fn plot_draws_a_result_and_refuses_what_it_cannot_plot() {
     let dir = temp_dir("wf-plot");
