@@ -51,52 +51,15 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 /// An engine: runs every strategy of a scenario, or says why it cannot.
 pub type EngineFn = fn(&Scenario) -> Result<RunResult, EngineError>;
 
-/// Why an engine gave no result: the scenario asks for what the engine
-/// cannot do (exit 2), or the engine caught itself in a bug, such as a
-/// violated run-time invariant (exit 1, as the help says).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineError {
-    /// One line for the user.
-    pub message: String,
-    /// An engine bug rather than a refusal of the input.
-    pub internal: bool,
-}
-
-impl EngineError {
-    /// An engine bug (exit status 1).
-    pub fn internal(message: impl Into<String>) -> Self {
-        EngineError {
-            message: message.into(),
-            internal: true,
-        }
-    }
-}
-
-impl From<String> for EngineError {
-    fn from(message: String) -> Self {
-        EngineError {
-            message,
-            internal: false,
-        }
-    }
-}
-
-impl From<&str> for EngineError {
-    fn from(message: &str) -> Self {
-        message.to_string().into()
-    }
-}
-
-impl std::fmt::Display for EngineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
+/// Why an engine gave no result, from `cint-report`: a refused input
+/// (exit 2) or an engine bug such as a violated run-time invariant (exit
+/// 1, as the help says), told apart by its kind.
+pub use cint_report::{EngineError, ErrorKind};
 
 /// An engine's completion inter-arrival probe (the `GapProbe` contract of
 /// `cint-lab`): runs the first strategy and returns the time between
 /// successive completion postings on each queue.
-pub type GapFn = fn(&Scenario) -> Result<LatencyHistogram, String>;
+pub type GapFn = fn(&Scenario) -> Result<LatencyHistogram, EngineError>;
 
 /// The engines the commands dispatch to.
 #[derive(Clone, Copy)]
@@ -113,14 +76,12 @@ impl Engines {
     /// The real engines: `cint-sim` and `cint-emu`.
     pub fn real() -> Engines {
         Engines {
-            sim: |s| {
-                cint_sim::run(s).map_err(|e| EngineError {
-                    internal: e.is_internal(),
-                    message: e.to_string(),
-                })
-            },
-            emu: |s| cint_emu::run(s).map_err(|e| e.to_string().into()),
-            sim_gaps: |s| cint_sim::completion_gaps(s).map_err(|e| e.to_string()),
+            // The simulator's error is already the engines' one type; the
+            // emulator keeps a richer one for its library API and says
+            // which kind each variant is.
+            sim: cint_sim::run,
+            emu: |s| cint_emu::run(s).map_err(EngineError::from),
+            sim_gaps: cint_sim::completion_gaps,
         }
     }
 }
@@ -287,6 +248,15 @@ fn internal(message: impl Into<String>) -> Failure {
     }
 }
 
+/// The failure for an error of `kind`: exit 2 for refused input, 1 for
+/// an engine bug.
+fn failure_of(kind: ErrorKind, message: String) -> Failure {
+    match kind {
+        ErrorKind::Input => usage(message),
+        ErrorKind::Internal => internal(message),
+    }
+}
+
 fn dispatch(
     args: impl IntoIterator<Item = OsString>,
     engines: &Engines,
@@ -330,7 +300,7 @@ fn dispatch(
             // One rule for what runs: what the simulator would refuse is
             // refused here, with the line `cint sim` gives.
             cint_sim::check(&scenario)
-                .map_err(|e| usage(format!("{}: simulator: {e}", scenario.source)))?;
+                .map_err(|e| failure_of(e.kind, format!("{}: simulator: {e}", scenario.source)))?;
             let text = format!(
                 "# {}: valid; resolved with every default and profile field\n{}",
                 scenario.source,
@@ -438,10 +408,11 @@ pub fn run_engine(
 ) -> Result<RunResult, Failure> {
     guarded(engine_name, || engine(scenario))?.map_err(|e| {
         let message = format!("{}: {engine_name}: {}", scenario.source, e.message);
-        if e.internal {
-            internal(format!("{message} (an internal error: please report)"))
-        } else {
-            usage(message)
+        match e.kind {
+            ErrorKind::Internal => {
+                internal(format!("{message} (an internal error: please report)"))
+            }
+            ErrorKind::Input => usage(message),
         }
     })
 }

@@ -12,7 +12,7 @@ use cint_lab::plot::{self, Format, PlotArgs, PlotInput};
 use cint_lab::sweep::{
     self, Progress, ScenarioLoader, Sweep, SweepArgs, SweepError, SweepPoint, Vary,
 };
-use cint_report::{LatencyHistogram, RunResult};
+use cint_report::{EngineError, ErrorKind, LatencyHistogram, RunResult};
 use cint_scenario::units::parse_duration;
 use cint_scenario::{Scenario, DEFAULT_HOST};
 use clap::Args;
@@ -20,7 +20,8 @@ use clap::Args;
 use crate::output;
 use crate::ray;
 use crate::{
-    internal, one_line, panic_text, report_written, usage, write_out, Engines, Failure, Input,
+    failure_of, internal, one_line, panic_text, report_written, usage, write_out, Engines, Failure,
+    Input,
 };
 
 /// Runs engine calls from any thread and remembers the first panic, so a
@@ -39,34 +40,31 @@ impl Guard {
         }
     }
 
-    fn call<T>(&self, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    fn call<T>(&self, f: impl FnOnce() -> Result<T, EngineError>) -> Result<T, EngineError> {
         catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
             let text = panic_text(payload.as_ref());
             if let Ok(mut first) = self.panic.lock() {
                 first.get_or_insert_with(|| text.clone());
             }
-            Err(format!(
+            Err(EngineError::internal(format!(
                 "internal error in the {}: {text}",
                 self.engine_name
-            ))
+            )))
         })
     }
 
-    /// The failure for `message`: internal if an engine panicked, else
-    /// `otherwise` (a refusal or bad input).
-    fn failure(&self, message: String, otherwise: fn(String) -> Failure) -> Failure {
+    /// The failure for `message`, an error of `kind`: the panic's own line
+    /// if an engine panicked, else by the kind (exit 1 for an engine bug,
+    /// 2 for a refusal or bad input).
+    fn failure(&self, message: String, kind: ErrorKind) -> Failure {
         match self.panic.lock().ok().and_then(|p| p.clone()) {
             Some(text) => internal(format!(
                 "cint: internal error in the {} (please report): {text}",
                 self.engine_name
             )),
-            None => otherwise(message),
+            None => failure_of(kind, message),
         }
     }
-}
-
-fn usage_of(message: String) -> Failure {
-    usage(message)
 }
 
 fn engine_of(engines: &Engines, emu: bool) -> (crate::EngineFn, &'static str) {
@@ -256,10 +254,10 @@ pub fn sweep_points(
 ) -> Result<Sweep, Failure> {
     let (engine, engine_name) = engine_of(engines, emu);
     let guard = Guard::new(engine_name);
-    let runner = |s: &Scenario| guard.call(|| engine(s).map_err(|e| e.message));
+    let runner = |s: &Scenario| guard.call(|| engine(s));
     sweep::run_sweep_until(loader, &runner, args, stop, finished).map_err(|e| match e {
         SweepError::Io(_) => internal(format!("{e}{kept}")),
-        other => guard.failure(format!("{other}{kept}"), usage_of),
+        other => guard.failure(format!("{other}{kept}"), other.kind()),
     })
 }
 
@@ -276,17 +274,17 @@ pub fn run_point(
     let (engine, engine_name) = engine_of(engines, emu);
     let guard = Guard::new(engine_name);
     guard
-        .call(|| engine(scenario).map_err(|e| e.message))
+        .call(|| engine(scenario))
         .map(|mut result| {
             result.drop_fio_data();
             result
         })
-        .map_err(|message| {
+        .map_err(|error| {
             let e = SweepError::Run {
                 point: sweep::describe(point),
-                message,
+                error,
             };
-            guard.failure(e.to_string(), usage_of)
+            guard.failure(e.to_string(), e.kind())
         })
 }
 
@@ -455,15 +453,14 @@ pub(crate) fn calibrate(
     let gaps = engines.sim_gaps;
     let probe_guard = Guard::new("simulator");
     let run_guard = Guard::new(engine_name);
-    let probe = |s: &Scenario| -> Result<LatencyHistogram, String> { probe_guard.call(|| gaps(s)) };
-    let runner = |s: &Scenario| -> Result<RunResult, String> {
-        run_guard.call(|| engine(s).map_err(|e| e.message))
-    };
+    let probe =
+        |s: &Scenario| -> Result<LatencyHistogram, EngineError> { probe_guard.call(|| gaps(s)) };
+    let runner = |s: &Scenario| -> Result<RunResult, EngineError> { run_guard.call(|| engine(s)) };
     let calibration =
         cint_lab::calibrate::calibrate(&probe, &runner, &args).map_err(|e| match e {
             CalibrateError::Plot(_) => internal(e.to_string()),
-            CalibrateError::Probe { .. } => probe_guard.failure(e.to_string(), usage_of),
-            _ => run_guard.failure(e.to_string(), usage_of),
+            CalibrateError::Probe { .. } => probe_guard.failure(e.to_string(), e.kind()),
+            _ => run_guard.failure(e.to_string(), e.kind()),
         })?;
     report_written(err, &calibration.plots);
     write_out(out, &calibration.report())

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
-use cint_report::RunResult;
+use cint_report::{EngineError, ErrorKind, RunResult};
 use cint_scenario::Scenario;
 use serde::{Deserialize, Serialize};
 
@@ -121,8 +121,8 @@ pub enum SweepError {
     Run {
         /// The point, `KEY=VALUE` pairs.
         point: String,
-        /// The engine's message.
-        message: String,
+        /// The engine's error, its kind kept for the exit status.
+        error: EngineError,
     },
     /// Writing the output failed.
     Io(String),
@@ -141,8 +141,12 @@ impl fmt::Display for SweepError {
             SweepError::Point { point, message } => {
                 write!(f, "sweep point {point}: {}", one_line(message))
             }
-            SweepError::Run { point, message } => {
-                write!(f, "sweep point {point}: run failed: {}", one_line(message))
+            SweepError::Run { point, error } => {
+                write!(
+                    f,
+                    "sweep point {point}: run failed: {}",
+                    one_line(&error.message)
+                )
             }
             SweepError::Io(m) => write!(f, "writing the sweep: {}", one_line(m)),
         }
@@ -150,6 +154,19 @@ impl fmt::Display for SweepError {
 }
 
 impl std::error::Error for SweepError {}
+
+impl SweepError {
+    /// An engine bug or a failed write is internal; the rest (the
+    /// arguments, a point's scenario, an engine refusing a point) is
+    /// refused input.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SweepError::BadVary { .. } | SweepError::Point { .. } => ErrorKind::Input,
+            SweepError::Run { error, .. } => error.kind,
+            SweepError::Io(_) => ErrorKind::Internal,
+        }
+    }
+}
 
 impl From<io::Error> for SweepError {
     fn from(e: io::Error) -> SweepError {
@@ -611,7 +628,8 @@ pub fn run_sweep_until(
 
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let slots: Mutex<Vec<Option<Result<RunResult, String>>>> = Mutex::new(vec![None; points.len()]);
+    let slots: Mutex<Vec<Option<Result<RunResult, EngineError>>>> =
+        Mutex::new(vec![None; points.len()]);
     // Workers only report finished points over a channel; the bar is drawn
     // by the calling thread alone. A worker that drew it would write to
     // stderr, and block for good if the caller holds stderr's lock while
@@ -694,10 +712,10 @@ pub fn run_sweep_until(
                 values: point,
                 result,
             }),
-            Some(Err(message)) => {
+            Some(Err(error)) => {
                 return Err(SweepError::Run {
                     point: describe(&point),
-                    message,
+                    error,
                 })
             }
             None => continue,
@@ -858,9 +876,12 @@ mod tests {
 
     #[test]
     fn an_engine_failure_names_the_first_failing_point() {
-        let failing = |s: &Scenario| -> Result<RunResult, String> {
+        let failing = |s: &Scenario| -> Result<RunResult, EngineError> {
             match &s.jobs[0].work {
-                Work::Io(io) if io.iodepth >= 8 => Err(format!("depth {} too deep", io.iodepth)),
+                Work::Io(io) if io.iodepth >= 8 => Err(EngineError::internal(format!(
+                    "depth {} too deep",
+                    io.iodepth
+                ))),
                 _ => fake_run(s),
             }
         };
@@ -875,6 +896,7 @@ mod tests {
             e.to_string(),
             "sweep point job.async.iodepth=8: run failed: depth 8 too deep"
         );
+        assert_eq!(e.kind(), ErrorKind::Internal, "the engine's kind is kept");
     }
 
     #[test]

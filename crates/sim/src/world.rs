@@ -277,7 +277,7 @@ impl<'a> World<'a> {
             };
             let policy = cfg
                 .build(0)
-                .map_err(|e| SimError(format!("strategy '{}': {e}", strategy.name)))?;
+                .map_err(|e| SimError::input(format!("strategy '{}': {e}", strategy.name)))?;
             let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
             queues.push(HwQueue::new(
                 Some(policy),
@@ -304,7 +304,7 @@ impl<'a> World<'a> {
             jobs.push(JobStats::new(&job.name));
             let core = job.cpu as usize;
             if core >= cores_n {
-                return Err(SimError(format!(
+                return Err(SimError::input(format!(
                     "job '{}': cpu {} is beyond the host's {} cores",
                     job.name, job.cpu, cores_n
                 )));
@@ -488,7 +488,7 @@ impl<'a> World<'a> {
         self.check_core_time();
         self.check_request_accounting();
         if let Some(msg) = self.check.violation() {
-            return Err(SimError(format!(
+            return Err(SimError::internal(format!(
                 "{INVARIANT_VIOLATED} ({}, strategy '{}'): {msg}",
                 self.sc.name, strategy.name
             )));
@@ -774,7 +774,7 @@ fn refuse_unmodelled(strategy: &Strategy) -> Result<(), SimError> {
     // has no guests yet. Run silently, it would be vic under another name.
     let vic_sched = |mode| matches!(mode, CompletionMode::Interrupt(PolicyConfig::VicSched(_)));
     if vic_sched(strategy.mode) || matches!(strategy.interrupts, PolicyConfig::VicSched(_)) {
-        return Err(SimError(format!(
+        return Err(SimError::input(format!(
             "strategy '{}': kind \"vic-sched\" needs a guest's scheduling state (run state, \
              slice end), which the simulator does not model until its virtual-machine layer \
              exists; use \"vic\" here, or embed vic-sched through cint-policy (Rust or C \
@@ -819,7 +819,7 @@ mod tests {
         w.events.schedule(100, Event::WarmupEnd);
         let err = w.run(strategy).expect_err("the violation is reported");
         assert!(
-            err.0.contains("invariant violated") && err.0.contains("backwards"),
+            err.message.contains("invariant violated") && err.message.contains("backwards"),
             "{err}"
         );
         assert!(err.is_internal(), "a violated invariant is a simulator bug");
