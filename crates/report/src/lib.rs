@@ -3,10 +3,12 @@
 //! The simulator and the emulator both produce a [`RunResult`]; the sinks
 //! ([`json`], [`table`]) print it. Field names follow fio where fio has one
 //! (docs/SCENARIO.md, "Result format"). This is a public contract: fields are
-//! added, never renamed or removed.
+//! added, never renamed or removed. An engine that gives no result says
+//! why with an [`EngineError`]: a refused input or an engine bug.
 
 #![warn(missing_docs)]
 
+pub mod error;
 pub mod fio_hist;
 pub mod fio_json;
 pub mod json;
@@ -15,6 +17,7 @@ pub mod table;
 #[cfg(test)]
 mod testdata;
 
+pub use error::{EngineError, ErrorKind};
 pub use fio_hist::{FioHistogram, FioLatency};
 pub use fio_json::{to_fio_json, FioJobOptions, FioRunInfo, FIO_DEFAULT_PERCENTILES};
 pub use json::{to_json, NonFiniteError};
