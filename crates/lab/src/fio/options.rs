@@ -198,7 +198,8 @@ impl<'a> OptionLine<'a> {
     }
 }
 
-/// The options of what the requests are: direction and mix, sizes, offsets, how many. False when `o` is none of them.
+/// The options of what the requests are: direction and mix, sizes,
+/// offsets, how many. False when `o` is none of them.
 fn apply_pattern(
     spec: &mut JobSpec,
     o: &OptionLine<'_>,
@@ -353,7 +354,9 @@ fn apply_pattern(
     Ok(true)
 }
 
-/// The options of when the job runs and how fast: rates, pauses, start and end, groups, flow control, steady state, the latency-target search. False when `o` is none of them.
+/// The options of when the job runs and how fast: rates, pauses, start
+/// and end, groups, flow control, steady state, the latency-target
+/// search. False when `o` is none of them.
 fn apply_pacing(
     spec: &mut JobSpec,
     o: &OptionLine<'_>,
@@ -505,7 +508,8 @@ fn apply_pacing(
     Ok(true)
 }
 
-/// The options of how the job submits and where: engine, depths, flags, threads and CPUs, its name. False when `o` is none of them.
+/// The options of how the job submits and where: engine, depths, flags,
+/// threads and CPUs, its name. False when `o` is none of them.
 fn apply_engine(
     spec: &mut JobSpec,
     o: &OptionLine<'_>,
