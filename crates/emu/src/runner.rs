@@ -738,6 +738,7 @@ fn run_strategy(
         context_switches: total_switches,
         wakeups,
         energy_j: None,
+        energy: None,
         jobs,
     };
     let detail = StrategyDetail {

@@ -59,7 +59,12 @@ pub fn to_table(r: &RunResult) -> String {
     for row in &mut totals {
         out.push_str(&line(row, &widths));
     }
+    let energy = crate::energy_table::section(r);
+    out.push_str(&energy);
     out.push_str(&format!("\ncolumns: {LEGEND}\n"));
+    if !energy.is_empty() {
+        out.push_str(&format!("energy: {}\n", crate::energy_table::ENERGY_LEGEND));
+    }
     out
 }
 
