@@ -250,6 +250,8 @@ pub(crate) struct World<'a> {
     pub steady: Vec<SteadyProbe>,
     /// Submitters a freed tag wakes (reused buffer).
     pub woken: Vec<u32>,
+    /// The energy model, when the host and the device have power data.
+    pub power: Option<Box<crate::host::power::PowerModel>>,
 }
 
 impl<'a> World<'a> {
@@ -404,6 +406,7 @@ impl<'a> World<'a> {
         let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
         let shaping = vec![ThreadShape::default(); threads.len()];
         let threads_jobs: Vec<u32> = threads.iter().map(|t| t.job).collect();
+        let threads_cores: Vec<u32> = threads.iter().map(|t| t.core).collect();
         let mut world = World {
             sc,
             mode: strategy.mode,
@@ -429,6 +432,7 @@ impl<'a> World<'a> {
             flows: Flows::new(sc, &threads_jobs),
             steady: sc.jobs.iter().map(SteadyProbe::new).collect(),
             woken: Vec::new(),
+            power: crate::host::power::PowerModel::new(sc, &threads_cores),
         };
         world.stage_jobs();
         Ok(world)
@@ -480,6 +484,7 @@ impl<'a> World<'a> {
         self.settle_all();
         self.check_core_time();
         self.check_request_accounting();
+        self.power_finish();
         if let Some(msg) = self.check.violation() {
             return Err(SimError(format!(
                 "{INVARIANT_VIOLATED} ({}, strategy '{}'): {msg}",
@@ -649,6 +654,7 @@ impl<'a> World<'a> {
     fn on_warmup_end(&mut self) {
         self.settle_all();
         self.check_core_time();
+        self.power_restart();
         let now = self.now();
         self.window_start = now;
         self.device.restart_account(now);
