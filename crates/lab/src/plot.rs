@@ -1496,6 +1496,7 @@ mod tests {
             job_cpu_util: 0.5,
             context_switches_per_io: 1.0,
             wakeups_per_io: 1.0,
+            energy: None,
         }
     }
 

@@ -214,7 +214,27 @@ pub struct SweepRow {
     /// without I/Os). Absent from older files: read as 0.
     #[serde(default)]
     pub wakeups_per_io: f64,
+    /// The strategy's energy figures, when the scenario has an energy
+    /// model (docs/ENERGY.md); absent otherwise, so sweeps without one
+    /// write what they always wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<SweepEnergy>,
 }
+
+/// A strategy's energy figures in a sweep row (all jobs together).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepEnergy {
+    /// System energy over the measured time, joules.
+    pub energy_j: f64,
+    /// Mean system power, watts.
+    pub power_w: f64,
+    /// Bytes moved per joule.
+    pub bytes_per_joule: f64,
+}
+
+/// The CSV columns appended after [`CSV_COLUMNS`] when the sweep's rows
+/// carry energy figures (and only then).
+pub const ENERGY_CSV_COLUMNS: [&str; 3] = ["energy_j", "power_w", "bytes_per_joule"];
 
 /// The CSV columns after the varied keys. New columns are only ever
 /// appended, so scripts reading columns by position keep working.
@@ -272,6 +292,14 @@ impl Sweep {
                         job_cpu_util: j.cpu_util,
                         context_switches_per_io: per_io(j.context_switches, j.ios),
                         wakeups_per_io: per_io(j.wakeups, j.ios),
+                        energy: match (s.energy_j, &s.energy) {
+                            (Some(energy_j), Some(e)) => Some(SweepEnergy {
+                                energy_j,
+                                power_w: e.power_w,
+                                bytes_per_joule: e.bytes_per_joule,
+                            }),
+                            _ => None,
+                        },
                     });
                 }
             }
@@ -289,15 +317,19 @@ impl Sweep {
     }
 
     /// Writes a CSV with a header: the varied keys, then [`CSV_COLUMNS`].
+    /// With energy figures in every row, [`ENERGY_CSV_COLUMNS`] follow.
     pub fn write_csv(&self, out: &mut dyn Write) -> Result<(), SweepError> {
+        let rows = self.rows();
+        let energy = !rows.is_empty() && rows.iter().all(|r| r.energy.is_some());
+        let extra: &[&str] = if energy { &ENERGY_CSV_COLUMNS } else { &[] };
         let header: Vec<String> = self
             .keys
             .iter()
             .map(|k| csv_field(k))
-            .chain(CSV_COLUMNS.iter().map(|c| c.to_string()))
+            .chain(CSV_COLUMNS.iter().chain(extra).map(|c| c.to_string()))
             .collect();
         writeln!(out, "{}", header.join(","))?;
-        for row in self.rows() {
+        for row in rows {
             let mut fields: Vec<String> = row
                 .point
                 .values()
@@ -317,6 +349,13 @@ impl Sweep {
                 format!("{:.6}", row.context_switches_per_io),
                 format!("{:.6}", row.wakeups_per_io),
             ]);
+            if let (true, Some(e)) = (energy, row.energy) {
+                fields.extend([
+                    format!("{:.6}", e.energy_j),
+                    format!("{:.6}", e.power_w),
+                    format!("{:.3}", e.bytes_per_joule),
+                ]);
+            }
             writeln!(out, "{}", fields.join(","))?;
         }
         Ok(())
@@ -370,7 +409,13 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or("empty file")?;
-    let header = csv_fields(header).map_err(|e| format!("line 1: {e}"))?;
+    let mut header = csv_fields(header).map_err(|e| format!("line 1: {e}"))?;
+    // Energy columns, when present, come last: read them apart.
+    let energy = header.len() > ENERGY_CSV_COLUMNS.len()
+        && header[header.len() - ENERGY_CSV_COLUMNS.len()..] == ENERGY_CSV_COLUMNS;
+    if energy {
+        header.truncate(header.len() - ENERGY_CSV_COLUMNS.len());
+    }
     // The current columns, or the first version's (a prefix of them).
     let columns = [CSV_COLUMNS.len(), CSV_COLUMNS_V1]
         .into_iter()
@@ -385,14 +430,24 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
     let mut rows = Vec::new();
     for (i, line) in lines {
         let at = |e: String| format!("line {}: {e}", i + 1);
-        let f = csv_fields(line).map_err(at)?;
-        if f.len() != header.len() {
-            return Err(at(format!(
-                "{} fields, the header has {}",
-                f.len(),
-                header.len()
-            )));
+        let mut f = csv_fields(line).map_err(at)?;
+        let width = header.len() + if energy { ENERGY_CSV_COLUMNS.len() } else { 0 };
+        if f.len() != width {
+            return Err(at(format!("{} fields, the header has {width}", f.len())));
         }
+        let energy_fields = f.split_off(header.len());
+        let energy_num = |c: usize| -> Result<f64, String> {
+            energy_fields[c]
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| {
+                    at(format!(
+                        "{}: '{}' is not a number (finite, at least 0)",
+                        ENERGY_CSV_COLUMNS[c], energy_fields[c]
+                    ))
+                })
+        };
         let num = |c: usize| -> Result<f64, String> {
             // Rust reads "NaN" and "inf" as numbers; no metric can be one
             // (or negative), and a chart of one would be nonsense.
@@ -435,6 +490,15 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
             job_cpu_util: num(9)?,
             context_switches_per_io: if columns > 10 { num(10)? } else { 0.0 },
             wakeups_per_io: if columns > 11 { num(11)? } else { 0.0 },
+            energy: if energy {
+                Some(SweepEnergy {
+                    energy_j: energy_num(0)?,
+                    power_w: energy_num(1)?,
+                    bytes_per_joule: energy_num(2)?,
+                })
+            } else {
+                None
+            },
         });
     }
     if rows.is_empty() {
@@ -875,5 +939,58 @@ mod tests {
             read_jsonl(old_line).expect("v1 line")[0].context_switches_per_io,
             0.0
         );
+    }
+
+    #[test]
+    fn energy_figures_travel_through_both_formats_only_when_present() {
+        let args = SweepArgs {
+            vary: vec![vary("duration=10ms")],
+            progress: Progress::Never,
+            ..SweepArgs::default()
+        };
+        let mut sweep = run_sweep(&loader, &fake_run, &args).expect("sweep runs");
+        let mut plain = Vec::new();
+        sweep.write_csv(&mut plain).unwrap();
+        let plain = String::from_utf8(plain).unwrap();
+        assert!(!plain.contains("bytes_per_joule"), "{plain}");
+        let mut jsonl = Vec::new();
+        sweep.write_jsonl(&mut jsonl).unwrap();
+        assert!(!String::from_utf8(jsonl).unwrap().contains("energy"));
+        for s in &mut sweep.points[0].result.results {
+            s.energy_j = Some(2.0);
+            s.energy = Some(cint_report::EnergyResult {
+                source: "model".into(),
+                governor: "menu".into(),
+                power_w: 50.0,
+                bytes_per_joule: 1.5e6,
+                base_j: 1.0,
+                uncore_j: 0.5,
+                device_j: 0.25,
+                cores: Vec::new(),
+            });
+        }
+        let mut csv = Vec::new();
+        sweep.write_csv(&mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        assert!(csv
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",energy_j,power_w,bytes_per_joule"));
+        let rows = read_csv(&csv).expect("reads back");
+        let want = SweepEnergy {
+            energy_j: 2.0,
+            power_w: 50.0,
+            bytes_per_joule: 1.5e6,
+        };
+        assert!(rows.iter().all(|r| r.energy == Some(want)), "{rows:?}");
+        let mut jsonl = Vec::new();
+        sweep.write_jsonl(&mut jsonl).unwrap();
+        let rows = read_jsonl(&String::from_utf8(jsonl).unwrap()).expect("reads back");
+        assert!(rows.iter().all(|r| r.energy == Some(want)));
+        let bad = csv.replacen(",1500000.000", ",-1", 1);
+        assert!(read_csv(&bad)
+            .expect_err("negative")
+            .contains("bytes_per_joule: '-1' is not a number"));
     }
 }
