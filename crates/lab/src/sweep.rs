@@ -436,33 +436,8 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
             return Err(at(format!("{} fields, the header has {width}", f.len())));
         }
         let energy_fields = f.split_off(header.len());
-        let energy_num = |c: usize| -> Result<f64, String> {
-            energy_fields[c]
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| {
-                    at(format!(
-                        "{}: '{}' is not a number (finite, at least 0)",
-                        ENERGY_CSV_COLUMNS[c], energy_fields[c]
-                    ))
-                })
-        };
-        let num = |c: usize| -> Result<f64, String> {
-            // Rust reads "NaN" and "inf" as numbers; no metric can be one
-            // (or negative), and a chart of one would be nonsense.
-            f[keys + c]
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| {
-                    at(format!(
-                        "{}: '{}' is not a number (finite, at least 0)",
-                        CSV_COLUMNS[c],
-                        f[keys + c]
-                    ))
-                })
-        };
+        let energy_num = |c: usize| metric(&energy_fields[c], ENERGY_CSV_COLUMNS[c]).map_err(&at);
+        let num = |c: usize| metric(&f[keys + c], CSV_COLUMNS[c]).map_err(&at);
         let int = |c: usize| -> Result<u64, String> {
             f[keys + c].parse::<u64>().map_err(|_| {
                 at(format!(
@@ -505,6 +480,16 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
         return Err("no sweep rows".into());
     }
     Ok(rows)
+}
+
+/// A metric of a CSV row. Rust reads "NaN" and "inf" as numbers; no
+/// metric can be one (or negative), and a chart of one would be nonsense.
+fn metric(field: &str, column: &str) -> Result<f64, String> {
+    field
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| format!("{column}: '{field}' is not a number (finite, at least 0)"))
 }
 
 /// Splits one CSV line, undoing [`csv_field`]'s quoting.

@@ -63,19 +63,7 @@ pub(crate) fn section(r: &RunResult) -> String {
         .collect();
     let mut out = format!("\nenergy (model, cpuidle governor {}):\n", first.governor);
     for row in &rows {
-        let mut line = String::new();
-        for (i, (cell, &w)) in row.iter().zip(&widths).enumerate() {
-            if i > 0 {
-                line.push_str("  ");
-            }
-            if i < 2 {
-                line.push_str(&format!("{cell:<w$}"));
-            } else {
-                line.push_str(&format!("{cell:>w$}"));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
+        out.push_str(&crate::table::aligned(row, &widths));
     }
     out
 }

@@ -181,6 +181,12 @@ fn column_widths<'a>(rows: impl Iterator<Item = &'a [String; COLUMNS]>) -> [usiz
 
 /// Names left-aligned, numbers right-aligned, two spaces between columns.
 fn line(row: &[String; COLUMNS], widths: &[usize; COLUMNS]) -> String {
+    aligned(row, widths)
+}
+
+/// One line of cells: the first two (names) left-aligned, the rest
+/// (numbers) right-aligned, two spaces between, no trailing blanks.
+pub(crate) fn aligned(row: &[String], widths: &[usize]) -> String {
     let mut out = String::new();
     for (i, (cell, &w)) in row.iter().zip(widths).enumerate() {
         if i > 0 {

@@ -378,20 +378,20 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
 
 /// Built-in device profiles that carry power data.
 fn devices_with_power() -> Vec<&'static str> {
-    DEVICE_MODELS
-        .iter()
-        .copied()
-        .filter(|m| DeviceProfile::builtin(m).is_some_and(|p| p.power.is_some()))
-        .collect()
+    with_power(DEVICE_MODELS, |m| {
+        DeviceProfile::builtin(m).is_some_and(|p| p.power.is_some())
+    })
 }
 
 /// Built-in host profiles that carry power data.
 fn hosts_with_power() -> Vec<&'static str> {
-    HOST_MODELS
-        .iter()
-        .copied()
-        .filter(|m| HostProfile::builtin(m).is_some_and(|p| p.power.is_some()))
-        .collect()
+    with_power(HOST_MODELS, |m| {
+        HostProfile::builtin(m).is_some_and(|p| p.power.is_some())
+    })
+}
+
+fn with_power(models: &[&'static str], has: impl Fn(&str) -> bool) -> Vec<&'static str> {
+    models.iter().copied().filter(|m| has(m)).collect()
 }
 
 /// The largest `host.cost_spread`: a log-normal factor with this
