@@ -237,7 +237,7 @@ const SHAPES: [Shape; 5] = [
 /// is not read as a series of its own.
 const VARIANT_GREY: RGBColor = RGBColor(70, 70, 70);
 
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 const MARKER: RGBColor = RGBColor(90, 90, 90);
 const LEGEND_WIDTH: u32 = 250;
 const SIZE: (u32, u32) = (1100, 620);
@@ -365,7 +365,8 @@ pub fn write_line_chart(
 type PngDraw<'a> = dyn Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), String> + 'a;
 type SvgDraw<'a> = dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), String> + 'a;
 
-fn write_dispatch(
+/// Writes one figure per format, `stem.png` and `stem.svg`, into `dir`.
+pub(crate) fn write_dispatch(
     dir: &Path,
     stem: &str,
     formats: &[Format],
@@ -477,6 +478,11 @@ fn draw_bars<DB: DrawingBackend>(c: &BarChart, full: &DrawingArea<DB, Shift>) ->
         note_style,
     ))?;
     Ok(())
+}
+
+/// The palette's colour number `i` (repeating past its end).
+pub(crate) fn color(i: usize) -> RGBColor {
+    color_of(i).0
 }
 
 /// A colour and whether markers of it are filled: past the palette,
