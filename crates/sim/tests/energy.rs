@@ -62,6 +62,81 @@ fn table1_one_thread_within_ten_percent_and_in_the_studys_order() {
     assert!(iops[0] > iops[1] && iops[1] > iops[2], "{iops:?}");
 }
 
+/// Table 1, eight threads: (mode, mean latency us, IOPS).
+const TABLE1_EIGHT_THREADS: [(&str, f64, f64); 3] = [
+    ("classic-poll", 13.6, 571_659.0),
+    ("hybrid-poll", 13.9, 546_968.0),
+    ("interrupt", 15.0, 511_895.0),
+];
+
+/// Eight-thread targets the model misses, with the mechanism it lacks
+/// (docs/results/energy.md, "Table 1, eight threads"). Printed, not
+/// failed; any other miss fails.
+const KNOWN_MISSES: &[(&str, &str)] = &[
+    (
+        "classic-poll latency",
+        "the study's eight unpinned threads had eight hardware threads (SMT); the scenario \
+         format pins a job's threads to its cpu, so the closest stand-in puts two spinning \
+         threads on each of four cores, which share it by CFS slices",
+    ),
+    ("classic-poll IOPS", "as classic-poll latency"),
+    ("hybrid-poll latency", "as classic-poll latency"),
+    (
+        "order",
+        "as classic-poll latency: two spinners per core reverse the study's order",
+    ),
+];
+
+/// The closest the format comes to the study's eight threads: four jobs
+/// (`reader0..3`) of two threads, one per core.
+fn eight_threads() -> Scenario {
+    let mut sc = table1(&["job.reader.numjobs=2"]);
+    let job = sc.jobs.pop().expect("the reader job");
+    for cpu in 0..4u32 {
+        let mut j = job.clone();
+        j.name = format!("reader{cpu}");
+        j.cpu = cpu;
+        sc.jobs.push(j);
+    }
+    sc
+}
+
+#[test]
+fn table1_eight_threads_misses_only_what_it_lists() {
+    let r = cint_sim::run(&eight_threads()).expect("runs");
+    let mut misses = Vec::new();
+    let mean_us = |s: &StrategyResult| {
+        let n: u64 = s.jobs.iter().map(|j| j.lat_ns.n).sum();
+        s.jobs
+            .iter()
+            .map(|j| j.lat_ns.mean * j.lat_ns.n as f64)
+            .sum::<f64>()
+            / n as f64
+            / 1000.0
+    };
+    for (mode, lat, iops) in TABLE1_EIGHT_THREADS {
+        let s = by_name(&r, mode);
+        let (got_lat, got_iops) = (mean_us(s), s.total_iops());
+        println!("8 threads {mode:<12}  {got_lat:6.2} us ({lat})  {got_iops:7.0} ({iops})");
+        if (got_lat / lat - 1.0).abs() > 0.10 {
+            misses.push(format!("{mode} latency"));
+        }
+        if (got_iops / iops - 1.0).abs() > 0.10 {
+            misses.push(format!("{mode} IOPS"));
+        }
+    }
+    let iops: Vec<f64> = MODES.iter().map(|m| by_name(&r, m).total_iops()).collect();
+    if !(iops[0] > iops[1] && iops[1] > iops[2]) {
+        misses.push("order".into());
+    }
+    for m in &misses {
+        match KNOWN_MISSES.iter().find(|(k, _)| k == m) {
+            Some((_, why)) => println!("known miss: {m}: {why}"),
+            None => panic!("new miss: {m} (known: {KNOWN_MISSES:?})"),
+        }
+    }
+}
+
 #[test]
 fn every_strategy_reports_energy_and_its_parts_add_up() {
     let r = cint_sim::run(&table1(&[])).expect("runs");
