@@ -21,8 +21,7 @@ pub(crate) fn write_all(
     let info = run_info(scenario, timestamp_ms());
     let mut written = Vec::with_capacity(result.results.len());
     for (i, s) in result.results.iter().enumerate() {
-        let text = cint_report::to_fio_json(result, i, &info)
-            .map_err(|e| internal(format!("cint: --fio-json: {e}")))?;
+        let text = fio_json_with(result, i, &info)?;
         let path = dir.join(format!("{}.json", file_stem(&s.strategy)));
         std::fs::create_dir_all(dir)
             .and_then(|()| std::fs::write(&path, text))
@@ -30,6 +29,17 @@ pub(crate) fn write_all(
         written.push(path);
     }
     Ok(written)
+}
+
+/// fio's json+ document of strategy `index` of `result`, as `--fio-json`
+/// writes it.
+pub fn fio_json(scenario: &Scenario, result: &RunResult, index: usize) -> Result<String, Failure> {
+    fio_json_with(result, index, &run_info(scenario, timestamp_ms()))
+}
+
+fn fio_json_with(result: &RunResult, index: usize, info: &FioRunInfo) -> Result<String, Failure> {
+    cint_report::to_fio_json(result, index, info)
+        .map_err(|e| internal(format!("cint: --fio-json: {e}")))
 }
 
 /// Refuses, before anything runs, strategies whose file names would

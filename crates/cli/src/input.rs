@@ -2,6 +2,7 @@
 //! imported by `cint-lab` with a device, a host and strategies chosen on
 //! the command line.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cint_lab::fio::{self, FioArgs};
@@ -9,22 +10,29 @@ use cint_scenario::profiles::{DEVICE_MODELS, HOST_MODELS};
 use cint_scenario::strategy::KINDS;
 use cint_scenario::{Scenario, Strategy};
 use cint_scenario::{DEFAULT_DEVICE, DEFAULT_HOST};
+use serde::{Deserialize, Serialize};
 
 /// A scenario ready to run and the warnings its import produced.
-pub(crate) struct Loaded {
+pub struct Loaded {
+    /// The scenario.
     pub scenario: Scenario,
+    /// The fio import's warnings, one line each.
     pub warnings: Vec<String>,
 }
 
 /// The source of a scenario.
-pub(crate) enum Source<'a> {
+pub enum Source<'a> {
     /// A TOML scenario file.
     Toml(&'a Path),
     /// A fio job file and what to build around its jobs.
     Fio {
+        /// The job file.
         path: &'a Path,
+        /// Device profile.
         device: &'a str,
+        /// Host profile.
         host: &'a str,
+        /// Strategy kinds; empty: the import's default.
         kinds: &'a [String],
     },
 }
@@ -82,27 +90,146 @@ impl<'a> Source<'a> {
                 host,
                 kinds,
             } => {
-                check_model("--device", device, DEVICE_MODELS)?;
-                check_model("--host", host, HOST_MODELS)?;
-                let strategies = if kinds.is_empty() {
-                    None
-                } else {
-                    Some(strategies_of_kinds(kinds, device)?)
-                };
-                let args = FioArgs {
-                    strategies,
-                    sets: sets.to_vec(),
-                    ..FioArgs::new(device, host)
-                };
+                let args = fio_args(device, host, kinds, sets)?;
                 fio::import_file(path, &args)
-                    .map(|i| Loaded {
-                        scenario: i.scenario,
-                        warnings: i.warnings,
-                    })
+                    .map(Loaded::from)
                     .map_err(|e| e.to_string())
             }
         }
     }
+
+    /// The file's text with what loading it needs, read once: it loads
+    /// as [`Source::load`] does, in this process or in another one on
+    /// another machine.
+    pub fn to_text(&self) -> Result<SourceText, String> {
+        // Loading first reports an unreadable or invalid file with the
+        // message `load` gives it.
+        self.load(&[])?;
+        match *self {
+            Source::Toml(path) => Ok(SourceText::Toml {
+                name: path.display().to_string(),
+                text: read(path)?,
+            }),
+            Source::Fio {
+                path,
+                device,
+                host,
+                kinds,
+            } => Ok(SourceText::Fio {
+                file: path.display().to_string(),
+                stem: path.file_stem().map(|s| s.to_string_lossy().into_owned()),
+                text: read(path)?,
+                device: device.into(),
+                host: host.into(),
+                kinds: kinds.to_vec(),
+                // fio's ${VAR} reads the environment of the process that
+                // loads the file: this one's, wherever it is loaded.
+                vars: std::env::vars_os()
+                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                    .collect(),
+            }),
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))
+}
+
+/// A scenario as text, with what loading it needs: a TOML scenario, or a
+/// fio job file with the device, host and strategies to build around it.
+/// Owned, plain and serializable, so it can travel to another process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SourceText {
+    /// A TOML scenario; `name` is the file name its messages give.
+    Toml {
+        /// The name messages give the scenario (its path, or `<string>`).
+        name: String,
+        /// The TOML text.
+        text: String,
+    },
+    /// A fio job file.
+    Fio {
+        /// The file name messages give.
+        file: String,
+        /// The scenario's name: the file's stem.
+        stem: Option<String>,
+        /// The job file's text.
+        text: String,
+        /// Device profile.
+        device: String,
+        /// Host profile.
+        host: String,
+        /// Strategy kinds; empty: the import's default.
+        kinds: Vec<String>,
+        /// Values of fio's `${VAR}`.
+        vars: BTreeMap<String, String>,
+    },
+}
+
+impl SourceText {
+    /// Loads the scenario with `sets` applied after the text's own
+    /// values: the same scenario and the same messages as
+    /// [`Source::load`] on the file the text was read from.
+    pub fn load(&self, sets: &[String]) -> Result<Loaded, String> {
+        match self {
+            SourceText::Toml { name, text } => cint_scenario::load_str(text, name, sets)
+                .map(|scenario| Loaded {
+                    scenario,
+                    warnings: Vec::new(),
+                })
+                .map_err(|e| e.to_string()),
+            SourceText::Fio {
+                file,
+                stem,
+                text,
+                device,
+                host,
+                kinds,
+                vars,
+            } => {
+                let args = FioArgs {
+                    name: stem.clone(),
+                    vars: Some(vars.clone()),
+                    ..fio_args(device, host, kinds, sets)?
+                };
+                fio::import_str(text, file, &args)
+                    .map(Loaded::from)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+impl From<fio::FioImport> for Loaded {
+    fn from(i: fio::FioImport) -> Loaded {
+        Loaded {
+            scenario: i.scenario,
+            warnings: i.warnings,
+        }
+    }
+}
+
+/// What the fio import of a job file is given: the profiles (checked),
+/// the strategies of `kinds` (or the import's default) and `sets`.
+fn fio_args(
+    device: &str,
+    host: &str,
+    kinds: &[String],
+    sets: &[String],
+) -> Result<FioArgs, String> {
+    check_model("--device", device, DEVICE_MODELS)?;
+    check_model("--host", host, HOST_MODELS)?;
+    let strategies = if kinds.is_empty() {
+        None
+    } else {
+        Some(strategies_of_kinds(kinds, device)?)
+    };
+    Ok(FioArgs {
+        strategies,
+        sets: sets.to_vec(),
+        ..FioArgs::new(device, host)
+    })
 }
 
 fn check_model(flag: &str, name: &str, known: &[&str]) -> Result<(), String> {

@@ -20,6 +20,7 @@ mod fio_out;
 mod input;
 mod interrupt;
 mod output;
+mod ray;
 mod vhost;
 mod workflow;
 
@@ -32,7 +33,9 @@ use cint_report::{LatencyHistogram, RunResult};
 use cint_scenario::Scenario;
 use clap::{Args, Parser, Subcommand};
 
-use crate::input::{Loaded, Source};
+pub use crate::fio_out::fio_json;
+pub use crate::input::{Loaded, Source, SourceText};
+pub use crate::workflow::{parse_vary, run_point, sweep_points};
 
 /// Success.
 pub const EXIT_OK: i32 = 0;
@@ -48,52 +51,15 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 /// An engine: runs every strategy of a scenario, or says why it cannot.
 pub type EngineFn = fn(&Scenario) -> Result<RunResult, EngineError>;
 
-/// Why an engine gave no result: the scenario asks for what the engine
-/// cannot do (exit 2), or the engine caught itself in a bug, such as a
-/// violated run-time invariant (exit 1, as the help says).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineError {
-    /// One line for the user.
-    pub message: String,
-    /// An engine bug rather than a refusal of the input.
-    pub internal: bool,
-}
-
-impl EngineError {
-    /// An engine bug (exit status 1).
-    pub fn internal(message: impl Into<String>) -> Self {
-        EngineError {
-            message: message.into(),
-            internal: true,
-        }
-    }
-}
-
-impl From<String> for EngineError {
-    fn from(message: String) -> Self {
-        EngineError {
-            message,
-            internal: false,
-        }
-    }
-}
-
-impl From<&str> for EngineError {
-    fn from(message: &str) -> Self {
-        message.to_string().into()
-    }
-}
-
-impl std::fmt::Display for EngineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
+/// Why an engine gave no result, from `cint-report`: a refused input
+/// (exit 2) or an engine bug such as a violated run-time invariant (exit
+/// 1, as the help says), told apart by its kind.
+pub use cint_report::{EngineError, ErrorKind};
 
 /// An engine's completion inter-arrival probe (the `GapProbe` contract of
 /// `cint-lab`): runs the first strategy and returns the time between
 /// successive completion postings on each queue.
-pub type GapFn = fn(&Scenario) -> Result<LatencyHistogram, String>;
+pub type GapFn = fn(&Scenario) -> Result<LatencyHistogram, EngineError>;
 
 /// The engines the commands dispatch to.
 #[derive(Clone, Copy)]
@@ -104,6 +70,20 @@ pub struct Engines {
     pub emu: EngineFn,
     /// The simulator's inter-arrival probe, for `cint calibrate`.
     pub sim_gaps: GapFn,
+}
+
+impl Engines {
+    /// The real engines: `cint-sim` and `cint-emu`.
+    pub fn real() -> Engines {
+        Engines {
+            // The simulator's error is already the engines' one type; the
+            // emulator keeps a richer one for its library API and says
+            // which kind each variant is.
+            sim: cint_sim::run,
+            emu: |s| cint_emu::run(s).map_err(EngineError::from),
+            sim_gaps: cint_sim::completion_gaps,
+        }
+    }
 }
 
 #[derive(Parser)]
@@ -229,16 +209,29 @@ pub fn run(
     match dispatch(args, engines, out, err) {
         Ok(()) => EXIT_OK,
         Err(Failure { status, message }) => {
-            let _ = writeln!(err, "{}", one_line(&message));
+            // An empty message: a child process has said it already.
+            if !message.is_empty() {
+                let _ = writeln!(err, "{}", one_line(&message));
+            }
             status
         }
     }
 }
 
-#[derive(Debug)]
-struct Failure {
-    status: i32,
-    message: String,
+/// Why a command failed: its exit status and its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// [`EXIT_USAGE`], [`EXIT_INTERNAL`] or [`EXIT_INTERRUPTED`].
+    pub status: i32,
+    /// The message; [`Failure::line`] is what the command prints.
+    pub message: String,
+}
+
+impl Failure {
+    /// The message as the command prints it: one line.
+    pub fn line(&self) -> String {
+        one_line(&self.message)
+    }
 }
 
 fn usage(message: impl Into<String>) -> Failure {
@@ -252,6 +245,15 @@ fn internal(message: impl Into<String>) -> Failure {
     Failure {
         status: EXIT_INTERNAL,
         message: message.into(),
+    }
+}
+
+/// The failure for an error of `kind`: exit 2 for refused input, 1 for
+/// an engine bug.
+fn failure_of(kind: ErrorKind, message: String) -> Failure {
+    match kind {
+        ErrorKind::Input => usage(message),
+        ErrorKind::Internal => internal(message),
     }
 }
 
@@ -298,7 +300,7 @@ fn dispatch(
             // One rule for what runs: what the simulator would refuse is
             // refused here, with the line `cint sim` gives.
             cint_sim::check(&scenario)
-                .map_err(|e| usage(format!("{}: simulator: {e}", scenario.source)))?;
+                .map_err(|e| failure_of(e.kind, format!("{}: simulator: {e}", scenario.source)))?;
             let text = format!(
                 "# {}: valid; resolved with every default and profile field\n{}",
                 scenario.source,
@@ -371,16 +373,8 @@ fn execute(
         output::check_dir("--fio-json", dir)?;
         fio_out::check_names(scenario)?;
     }
-    let result = guarded(engine_name, || engine(scenario))?.map_err(|e| {
-        let message = format!("{}: {engine_name}: {}", scenario.source, e.message);
-        if e.internal {
-            internal(format!("{message} (an internal error: please report)"))
-        } else {
-            usage(message)
-        }
-    })?;
-    let json = cint_report::to_json(&result)
-        .map_err(|e| internal(format!("cint: internal error in the {engine_name}: {e}")))?;
+    let result = run_engine(scenario, engine_name, engine)?;
+    let json = result_json(&result, engine_name)?;
     let table = cint_report::to_table(&result);
     if let Some(dir) = &args.out {
         write_file(dir, "result.json", &json)?;
@@ -401,6 +395,33 @@ fn execute(
         );
     }
     write_out(out, if args.json { &json } else { &table })
+}
+
+/// Runs `engine` (named `engine_name` in messages: "simulator",
+/// "emulator") on `scenario` as `cint sim` and `cint emu` do: a refusal is
+/// a usage failure, an engine bug (a panic included) an internal one,
+/// with the commands' messages.
+pub fn run_engine(
+    scenario: &Scenario,
+    engine_name: &str,
+    engine: EngineFn,
+) -> Result<RunResult, Failure> {
+    guarded(engine_name, || engine(scenario))?.map_err(|e| {
+        let message = format!("{}: {engine_name}: {}", scenario.source, e.message);
+        match e.kind {
+            ErrorKind::Internal => {
+                internal(format!("{message} (an internal error: please report)"))
+            }
+            ErrorKind::Input => usage(message),
+        }
+    })
+}
+
+/// The JSON result document of `--json`; a document that cannot be
+/// written (a non-finite number) is an internal failure.
+pub fn result_json(result: &RunResult, engine_name: &str) -> Result<String, Failure> {
+    cint_report::to_json(result)
+        .map_err(|e| internal(format!("cint: internal error in the {engine_name}: {e}")))
 }
 
 /// One line on stderr naming what was written, so stdout stays the result.

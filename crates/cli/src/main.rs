@@ -1,21 +1,12 @@
 //! The `cint` binary: see the library for the commands and exit statuses.
 
-use cint::{run, EngineError, Engines};
+use cint::{run, Engines};
 
 fn main() {
     // Engine panics are caught and reported as one line by the library;
     // the default hook would print a multi-line message first.
     std::panic::set_hook(Box::new(|_| {}));
-    let engines = Engines {
-        sim: |s| {
-            cint_sim::run(s).map_err(|e| EngineError {
-                internal: e.is_internal(),
-                message: e.to_string(),
-            })
-        },
-        emu: |s| cint_emu::run(s).map_err(|e| e.to_string().into()),
-        sim_gaps: |s| cint_sim::completion_gaps(s).map_err(|e| e.to_string()),
-    };
+    let engines = Engines::real();
     // stderr is passed unlocked: each write takes the lock for itself.
     // Holding it for the whole run would block any other thread that
     // writes to stderr (a progress bar, an engine's warning) until the

@@ -4,19 +4,24 @@
 use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
 use cint_lab::calibrate::{CalibrateArgs, CalibrateError, DEFAULT_THR};
 use cint_lab::plot::{self, Format, PlotArgs, PlotInput};
-use cint_lab::sweep::{self, Progress, Sweep, SweepArgs, SweepError, SweepPoint, Vary};
-use cint_report::{LatencyHistogram, RunResult};
+use cint_lab::sweep::{
+    self, Progress, ScenarioLoader, Sweep, SweepArgs, SweepError, SweepPoint, Vary,
+};
+use cint_report::{EngineError, ErrorKind, LatencyHistogram, RunResult};
 use cint_scenario::units::parse_duration;
 use cint_scenario::{Scenario, DEFAULT_HOST};
 use clap::Args;
 
 use crate::output;
+use crate::ray;
 use crate::{
-    internal, one_line, panic_text, report_written, usage, write_out, Engines, Failure, Input,
+    failure_of, internal, one_line, panic_text, report_written, usage, write_out, Engines, Failure,
+    Input,
 };
 
 /// Runs engine calls from any thread and remembers the first panic, so a
@@ -35,34 +40,31 @@ impl Guard {
         }
     }
 
-    fn call<T>(&self, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    fn call<T>(&self, f: impl FnOnce() -> Result<T, EngineError>) -> Result<T, EngineError> {
         catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
             let text = panic_text(payload.as_ref());
             if let Ok(mut first) = self.panic.lock() {
                 first.get_or_insert_with(|| text.clone());
             }
-            Err(format!(
+            Err(EngineError::internal(format!(
                 "internal error in the {}: {text}",
                 self.engine_name
-            ))
+            )))
         })
     }
 
-    /// The failure for `message`: internal if an engine panicked, else
-    /// `otherwise` (a refusal or bad input).
-    fn failure(&self, message: String, otherwise: fn(String) -> Failure) -> Failure {
+    /// The failure for `message`, an error of `kind`: the panic's own line
+    /// if an engine panicked, else by the kind (exit 1 for an engine bug,
+    /// 2 for a refusal or bad input).
+    fn failure(&self, message: String, kind: ErrorKind) -> Failure {
         match self.panic.lock().ok().and_then(|p| p.clone()) {
             Some(text) => internal(format!(
                 "cint: internal error in the {} (please report): {text}",
                 self.engine_name
             )),
-            None => otherwise(message),
+            None => failure_of(kind, message),
         }
     }
-}
-
-fn usage_of(message: String) -> Failure {
-    usage(message)
 }
 
 fn engine_of(engines: &Engines, emu: bool) -> (crate::EngineFn, &'static str) {
@@ -77,32 +79,37 @@ fn engine_of(engines: &Engines, emu: bool) -> (crate::EngineFn, &'static str) {
 #[derive(Args)]
 pub(crate) struct SweepCmd {
     #[command(flatten)]
-    input: Input,
+    pub(crate) input: Input,
     /// KEY=V1,V2,... with the keys and values of --set; repeat for a cross product
     /// (the first --vary varies slowest)
     #[arg(long, value_name = "KEY=V1,V2,...", required = true)]
-    vary: Vec<String>,
+    pub(crate) vary: Vec<String>,
     /// Run the points on the emulator (one at a time unless --jobs says otherwise)
     #[arg(long)]
-    emu: bool,
+    pub(crate) emu: bool,
     /// Worker threads (default: one per core; 1 with --emu). The output does not depend on it
     #[arg(long, value_name = "N")]
-    jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
     /// Write the JSON lines here instead of stdout
     #[arg(long, value_name = "FILE.jsonl")]
-    out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Also write a CSV (the varied keys, then the same columns)
     #[arg(long, value_name = "FILE.csv")]
-    csv: Option<PathBuf>,
+    pub(crate) csv: Option<PathBuf>,
     /// Also draw the sweep charts (PNG and SVG) into this directory
     #[arg(long, value_name = "DIR")]
-    plot: Option<PathBuf>,
+    pub(crate) plot: Option<PathBuf>,
+    /// Run the points on the Ray cluster at ADDRESS (host:port, ray://host:port, or
+    /// `local` for a Ray started for this sweep) through the Python package cinterrupts
+    /// (docs/PYTHON.md); the output is the same
+    #[arg(long, value_name = "ADDRESS", conflicts_with_all = ["emu", "jobs", "plot", "energy_map"])]
+    pub(crate) ray: Option<String>,
     /// Also write the energy winner map (winners.csv, .png, .svg) into this directory: the
     /// mode with the most bytes per joule per request size (a varied job.NAME.bs) and
     /// thread count (a varied job.NAME.numjobs), a tie where the other varied keys (seeds)
     /// do not separate the top two (t-test, p > 0.05)
     #[arg(long, value_name = "DIR")]
-    energy_map: Option<PathBuf>,
+    pub(crate) energy_map: Option<PathBuf>,
 }
 
 /// The varied keys of an energy map: one ending in `.bs`, one in
@@ -127,12 +134,7 @@ pub(crate) fn sweep(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), Failure> {
-    let vary = cmd
-        .vary
-        .iter()
-        .map(|v| v.parse::<Vary>())
-        .collect::<Result<Vec<_>, SweepError>>()
-        .map_err(|e| usage(e.to_string()))?;
+    let vary = parse_vary(&cmd.vary)?;
     let workers = match cmd.jobs {
         Some(0) => return Err(usage("cint: --jobs must be at least 1")),
         Some(n) => n,
@@ -142,6 +144,9 @@ pub(crate) fn sweep(
         None => 0,
     };
     let source = cmd.input.source()?;
+    if let Some(address) = &cmd.ray {
+        return ray::sweep(cmd, address);
+    }
     for (flag, path) in [("--out", &cmd.out), ("--csv", &cmd.csv)] {
         if let Some(path) = path {
             output::check_file(flag, path)?;
@@ -165,9 +170,6 @@ pub(crate) fn sweep(
         let _ = writeln!(err, "{}", one_line(w));
     }
     let loader = |sets: &[String]| source.load(sets).map(|l| l.scenario);
-    let (engine, engine_name) = engine_of(engines, cmd.emu);
-    let guard = Guard::new(engine_name);
-    let runner = |s: &Scenario| guard.call(|| engine(s).map_err(|e| e.message));
     let keys: Vec<String> = vary.iter().map(|v| v.key.clone()).collect();
     let args = SweepArgs {
         vary,
@@ -207,15 +209,10 @@ pub(crate) fn sweep(
             }
         }
     };
-    let result = sweep::run_sweep_until(&loader, &runner, &args, stop, &finished).map_err(|e| {
-        let kept = partial.as_ref().map_or(String::new(), |(p, _)| {
-            format!(" (the points that finished are in {})", p.display())
-        });
-        match e {
-            SweepError::Io(_) => internal(format!("{e}{kept}")),
-            other => guard.failure(format!("{other}{kept}"), usage_of),
-        }
-    })?;
+    let kept = partial.as_ref().map_or(String::new(), |(p, _)| {
+        format!(" (the points that finished are in {})", p.display())
+    });
+    let result = sweep_points(&loader, engines, cmd.emu, &args, stop, &finished, &kept)?;
 
     let mut jsonl = Vec::new();
     result
@@ -267,6 +264,65 @@ pub(crate) fn sweep(
         });
     }
     Ok(())
+}
+
+/// The `--vary KEY=V1,V2,...` arguments, or the usage failure naming the
+/// first bad one.
+pub fn parse_vary(args: &[String]) -> Result<Vec<Vary>, Failure> {
+    args.iter()
+        .map(|v| v.parse::<Vary>())
+        .collect::<Result<Vec<_>, SweepError>>()
+        .map_err(|e| usage(e.to_string()))
+}
+
+/// Runs a sweep as `cint sweep` does, on the simulator or (`emu`) the
+/// emulator: every point loaded by `loader` first, then run in parallel;
+/// see [`sweep::run_sweep_until`] for `stop` and `finished`. A failure
+/// carries the command's message, with `kept` appended (where the
+/// finished points are, if anywhere).
+pub fn sweep_points(
+    loader: &dyn ScenarioLoader,
+    engines: &Engines,
+    emu: bool,
+    args: &SweepArgs,
+    stop: &AtomicBool,
+    finished: &(dyn Fn(&SweepPoint) + Sync),
+    kept: &str,
+) -> Result<Sweep, Failure> {
+    let (engine, engine_name) = engine_of(engines, emu);
+    let guard = Guard::new(engine_name);
+    let runner = |s: &Scenario| guard.call(|| engine(s));
+    sweep::run_sweep_until(loader, &runner, args, stop, finished).map_err(|e| match e {
+        SweepError::Io(_) => internal(format!("{e}{kept}")),
+        other => guard.failure(format!("{other}{kept}"), other.kind()),
+    })
+}
+
+/// Runs one sweep point (`point`, its scenario loaded) on the simulator
+/// or (`emu`) the emulator, as [`sweep_points`] runs each: the result
+/// without its fio data, or the failure [`sweep_points`] would report
+/// for this point. For front ends that run a sweep's points elsewhere.
+pub fn run_point(
+    engines: &Engines,
+    emu: bool,
+    point: &[(String, String)],
+    scenario: &Scenario,
+) -> Result<RunResult, Failure> {
+    let (engine, engine_name) = engine_of(engines, emu);
+    let guard = Guard::new(engine_name);
+    guard
+        .call(|| engine(scenario))
+        .map(|mut result| {
+            result.drop_fio_data();
+            result
+        })
+        .map_err(|error| {
+            let e = SweepError::Run {
+                point: sweep::describe(point),
+                error,
+            };
+            guard.failure(e.to_string(), e.kind())
+        })
 }
 
 /// Where a sweep's points go while it runs: FILE.partial beside FILE.
@@ -434,15 +490,14 @@ pub(crate) fn calibrate(
     let gaps = engines.sim_gaps;
     let probe_guard = Guard::new("simulator");
     let run_guard = Guard::new(engine_name);
-    let probe = |s: &Scenario| -> Result<LatencyHistogram, String> { probe_guard.call(|| gaps(s)) };
-    let runner = |s: &Scenario| -> Result<RunResult, String> {
-        run_guard.call(|| engine(s).map_err(|e| e.message))
-    };
+    let probe =
+        |s: &Scenario| -> Result<LatencyHistogram, EngineError> { probe_guard.call(|| gaps(s)) };
+    let runner = |s: &Scenario| -> Result<RunResult, EngineError> { run_guard.call(|| engine(s)) };
     let calibration =
         cint_lab::calibrate::calibrate(&probe, &runner, &args).map_err(|e| match e {
             CalibrateError::Plot(_) => internal(e.to_string()),
-            CalibrateError::Probe { .. } => probe_guard.failure(e.to_string(), usage_of),
-            _ => run_guard.failure(e.to_string(), usage_of),
+            CalibrateError::Probe { .. } => probe_guard.failure(e.to_string(), e.kind()),
+            _ => run_guard.failure(e.to_string(), e.kind()),
         })?;
     report_written(err, &calibration.plots);
     write_out(out, &calibration.report())

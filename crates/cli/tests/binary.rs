@@ -3,6 +3,10 @@
 //! Engines are not run here; see fake_engines.rs for those paths.
 
 use std::process::Command;
+use std::time::Duration;
+
+use cint_test_support::process::{WaitError, Watched};
+use cint_test_support::{temp_dir, DirFiles, TempDir};
 
 const SCENARIO: &str = "name = \"bin\"\n\
     [[strategy]]\nname = \"cint\"\nkind = \"cinterrupts\"\ndelta = \"6us\"\n\
@@ -26,12 +30,10 @@ fn cint(args: &[&str]) -> Out {
     }
 }
 
-fn scenario_file(tag: &str, text: &str) -> (std::path::PathBuf, String) {
-    let dir = std::env::temp_dir().join(format!("cint-bin-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("s.toml");
-    std::fs::write(&file, text).unwrap();
-    let name = file.display().to_string();
+/// The scenario `text` in a directory of its own, removed when dropped.
+fn scenario_file(tag: &str, text: &str) -> (TempDir, String) {
+    let dir = temp_dir(&format!("bin-{tag}"));
+    let name = dir.write("s.toml", text);
     (dir, name)
 }
 
@@ -51,7 +53,7 @@ fn help_explains_the_commands() {
 
 #[test]
 fn check_prints_the_resolved_scenario_which_loads_back() {
-    let (dir, file) = scenario_file("check", SCENARIO);
+    let (_dir, file) = scenario_file("check", SCENARIO);
     let o = cint(&["check", &file, "--set", "strategy.cint.thr=8"]);
     assert_eq!((o.status, o.stderr.as_str()), (0, ""));
     // Defaults and the profile are spelled out...
@@ -73,7 +75,6 @@ fn check_prints_the_resolved_scenario_which_loads_back() {
             .unwrap();
     original.source = again.source.clone();
     assert_eq!(again, original);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 fn assert_refused(o: &Out, needle: &str) {
@@ -86,7 +87,7 @@ fn assert_refused(o: &Out, needle: &str) {
 
 #[test]
 fn invalid_scenarios_exit_2_with_one_line() {
-    let (dir, file) = scenario_file("invalid", &SCENARIO.replace("batch = 4", "batch = 40"));
+    let (_dir, file) = scenario_file("invalid", &SCENARIO.replace("batch = 4", "batch = 40"));
     for cmd in ["check", "sim", "emu"] {
         let o = cint(&[cmd, &file]);
         assert_refused(
@@ -94,7 +95,7 @@ fn invalid_scenarios_exit_2_with_one_line() {
             &format!("{file}:10: job.async.batch: must be at most iodepth = 16 (got 40)"),
         );
     }
-    let (dir2, good) = scenario_file("invalid-set", SCENARIO);
+    let (_dir2, good) = scenario_file("invalid-set", SCENARIO);
     assert_refused(
         &cint(&["sim", &good, "--set", "strategy.cint.delta=0us"]),
         &format!(
@@ -109,11 +110,8 @@ fn invalid_scenarios_exit_2_with_one_line() {
         &cint(&["check", &good, "--set", "bs"]),
         "expected KEY=VALUE",
     );
-    let (dir3, broken) = scenario_file("syntax", "name = \"x\"\n[[job]\n");
+    let (_dir3, broken) = scenario_file("syntax", "name = \"x\"\n[[job]\n");
     assert_refused(&cint(&["check", &broken]), &format!("{broken}:2: "));
-    for d in [dir, dir2, dir3] {
-        std::fs::remove_dir_all(d).unwrap();
-    }
 }
 
 #[test]
@@ -133,7 +131,7 @@ fn bad_arguments_exit_2_with_one_line() {
 
 #[test]
 fn a_duration_without_a_unit_is_refused_naming_the_units() {
-    let (dir, file) = scenario_file(
+    let (_dir, file) = scenario_file(
         "bare-duration",
         &SCENARIO.replace("name = \"bin\"\n", "name = \"bin\"\nduration = \"200\"\n"),
     );
@@ -141,7 +139,7 @@ fn a_duration_without_a_unit_is_refused_naming_the_units() {
         &cint(&["sim", &file]),
         &format!("{file}:2: duration: bad duration: '200' has no unit: write \"200ns\", \"200us\", \"200ms\" or \"200s\""),
     );
-    let (dir2, good) = scenario_file("bare-set", SCENARIO);
+    let (_dir2, good) = scenario_file("bare-set", SCENARIO);
     assert_refused(
         &cint(&["sim", &good, "--set", "duration=1"]),
         &format!("{good}: --set duration=1: duration: bad duration: '1' has no unit"),
@@ -150,14 +148,11 @@ fn a_duration_without_a_unit_is_refused_naming_the_units() {
         &cint(&["check", &good, "--set", "warmup=5"]),
         "'5' has no unit",
     );
-    for d in [dir, dir2] {
-        std::fs::remove_dir_all(d).unwrap();
-    }
 }
 
 #[test]
 fn fio_only_flags_with_a_scenario_file_are_refused_not_ignored() {
-    let (dir, good) = scenario_file("fio-flags", SCENARIO);
+    let (_dir, good) = scenario_file("fio-flags", SCENARIO);
     for (flag, value, key) in [
         ("--device", "p3700", "device.model"),
         ("--host", "xeon-e3-1230v5", "host.model"),
@@ -169,15 +164,14 @@ fn fio_only_flags_with_a_scenario_file_are_refused_not_ignored() {
             assert!(o.stderr.contains(&format!("--set {key}=")), "{}", o.stderr);
         }
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
     let (dir, file) = scenario_file("sigint", SCENARIO);
-    let out = std::path::Path::new(&dir).join("points.jsonl");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cint"))
-        .args(["sweep", &file, "--jobs", "1", "--set", "duration=20ms"])
+    let out = dir.path().join("points.jsonl");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cint"));
+    cmd.args(["sweep", &file, "--jobs", "1", "--set", "duration=20ms"])
         .args([
             "--vary",
             &format!(
@@ -190,35 +184,24 @@ fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
         ])
         .args(["--out", &out.display().to_string()])
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("cint starts");
+        .stderr(std::process::Stdio::piped());
+    let mut child = Watched::spawn("cint sweep", &mut cmd).expect("cint starts");
     // Interrupt, as a terminal's Ctrl-C would, once a point has finished:
     // its line in FILE.partial shows the handler is installed (the file is
     // created after it) and that there is a point to keep. A fixed sleep
     // instead could fire before the handler on a loaded machine (killing
     // the process outright) or after every point on a fast one.
-    let partial = std::path::Path::new(&dir).join("points.jsonl.partial");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let lines = std::fs::read_to_string(&partial).map_or(0, |t| t.lines().count());
-        if lines > 0 {
-            break;
-        }
-        if let Some(status) = child.try_wait().expect("the child can be polled") {
-            panic!("cint exited before a point finished: {status}");
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("no point of the sweep finished within 60 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+    let partial = dir.path().join("points.jsonl.partial");
+    let finished = child.wait_until(Duration::from_secs(60), Duration::from_millis(10), || {
+        std::fs::read_to_string(&partial).is_ok_and(|t| t.lines().count() > 0)
+    });
+    match finished {
+        Ok(()) => {}
+        Err(WaitError::Exited(status)) => panic!("cint exited before a point finished: {status}"),
+        Err(e) => panic!("no point of the sweep finished within 60 s: {e:?}"),
     }
-    // SAFETY: signals our own child, which is still running.
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    assert_eq!(rc, 0);
-    let o = child.wait_with_output().expect("cint exits");
+    child.signal(libc::SIGINT).expect("SIGINT sent");
+    let o = child.output_within(Duration::from_secs(120));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{stderr}");
     let last = stderr.lines().last().unwrap_or("");
@@ -238,7 +221,6 @@ fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
         serde_json::from_str::<serde_json::Value>(line)
             .expect("each line is a whole JSON document");
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -247,7 +229,7 @@ fn a_sweep_that_fails_at_a_later_point_keeps_the_points_that_ran() {
         [[strategy]]\nname = \"v\"\nkind = \"vic\"\n\
         [[job]]\nname = \"async\"\nengine = \"libaio\"\niodepth = 16\n";
     let (dir, file) = scenario_file("partial", text);
-    let out = std::path::Path::new(&dir).join("points.jsonl");
+    let out = dir.path().join("points.jsonl");
     let out_s = out.display().to_string();
     let o = cint(&[
         "sweep",
@@ -278,5 +260,26 @@ fn a_sweep_that_fails_at_a_later_point_keeps_the_points_that_ran() {
     let o = cint(&["sweep", &file, "--vary", "seed=1,2", "--out", &out_s]);
     assert_eq!(o.status, 0, "{}", o.stderr);
     assert!(out.exists() && !std::path::Path::new(&format!("{out_s}.partial")).exists());
+}
+
+#[test]
+fn check_refuses_what_sim_refuses_with_the_same_line() {
+    // One rule for what runs: vic-sched needs guests the simulator does
+    // not have yet, so `cint check` must not call the file valid.
+    let text = "name = \"v\"\nduration = \"1ms\"\n\
+                [[strategy]]\nname = \"s\"\nkind = \"vic-sched\"\n[[job]]\nname = \"a\"\n";
+    let (dir, file) = scenario_file("one-rule", text);
+    let check = cint(&["check", &file]);
+    let sim = cint(&["sim", &file]);
+    assert_refused(&check, "vic-sched");
+    assert_refused(&sim, "vic-sched");
+    assert_eq!(check.stderr, sim.stderr);
+    // And what sim runs, check accepts: more depth than tags included.
+    let deep = "name = \"d\"\nduration = \"1ms\"\n[device]\nqueue_depth = 8\n\
+                [[strategy]]\nname = \"n\"\nkind = \"none\"\n\
+                [[job]]\nname = \"a\"\nengine = \"libaio\"\niodepth = 64\nnumjobs = 2\n";
+    std::fs::write(&file, deep).unwrap();
+    assert_eq!(cint(&["check", &file]).status, 0);
+    assert_eq!(cint(&["sim", &file]).status, 0);
     std::fs::remove_dir_all(dir).unwrap();
 }

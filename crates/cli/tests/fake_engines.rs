@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use cint::{run, EngineError, Engines, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE};
 use cint_report::{JobResult, LatencyHistogram, RunResult, StrategyResult};
 use cint_scenario::Scenario;
+use cint_test_support::{temp_dir, DirFiles};
 
 const SCENARIO: &str = "name = \"fake\"\nseed = 4\n\
     [[strategy]]\nname = \"default\"\nkind = \"none\"\n\
@@ -65,7 +66,7 @@ fn echo(s: &Scenario, substrate: &str) -> RunResult {
 const FAKE: Engines = Engines {
     sim: |s| Ok(echo(s, "sim")),
     emu: |s| Ok(echo(s, "emu")),
-    sim_gaps: |_| Err("no gaps in the fake".into()),
+    sim_gaps: |_| Err(EngineError::input("no gaps in the fake")),
 };
 
 struct Outcome {
@@ -86,31 +87,10 @@ fn cint(engines: &Engines, args: &[&str]) -> Outcome {
     }
 }
 
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("cint-cli-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn scenario(&self, text: &str) -> String {
-        let p = self.0.join("s.toml");
-        std::fs::write(&p, text).unwrap();
-        p.display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn json_is_exactly_one_document_and_nothing_else() {
-    let dir = TempDir::new("json");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-json");
+    let file = dir.write("s.toml", SCENARIO);
     for cmd in ["sim", "emu"] {
         let o = cint(&FAKE, &[cmd, &file, "--json"]);
         assert_eq!((o.status, o.stderr.as_str()), (EXIT_OK, ""));
@@ -126,8 +106,8 @@ fn json_is_exactly_one_document_and_nothing_else() {
 
 #[test]
 fn the_table_has_a_row_per_strategy_and_job() {
-    let dir = TempDir::new("table");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-table");
+    let file = dir.write("s.toml", SCENARIO);
     let o = cint(&FAKE, &["sim", &file]);
     assert_eq!(o.status, EXIT_OK);
     for pair in [
@@ -143,8 +123,8 @@ fn the_table_has_a_row_per_strategy_and_job() {
 
 #[test]
 fn seed_and_set_reach_the_engine() {
-    let dir = TempDir::new("seed");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-seed");
+    let file = dir.write("s.toml", SCENARIO);
     let o = cint(
         &FAKE,
         &[
@@ -168,9 +148,9 @@ fn seed_and_set_reach_the_engine() {
 
 #[test]
 fn out_writes_both_sinks() {
-    let dir = TempDir::new("out");
-    let file = dir.scenario(SCENARIO);
-    let out = dir.0.join("nested/results");
+    let dir = temp_dir("cli-out");
+    let file = dir.write("s.toml", SCENARIO);
+    let out = dir.path().join("nested/results");
     let o = cint(&FAKE, &["emu", &file, "--out", &out.display().to_string()]);
     assert_eq!(o.status, EXIT_OK, "{}", o.stderr);
     let json = std::fs::read_to_string(out.join("result.json")).unwrap();
@@ -183,12 +163,12 @@ fn out_writes_both_sinks() {
 #[test]
 fn an_engine_refusal_is_one_line_and_status_2() {
     let refusing = Engines {
-        sim: |_| Err("needs 2 cores\nbut this machine has 1".into()),
-        emu: |_| Err("needs 2 cores, this machine has 1".into()),
+        sim: |_| Err(EngineError::input("needs 2 cores\nbut this machine has 1")),
+        emu: |_| Err(EngineError::input("needs 2 cores, this machine has 1")),
         sim_gaps: |_| panic!("must not run"),
     };
-    let dir = TempDir::new("refuse");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-refuse");
+    let file = dir.write("s.toml", SCENARIO);
     for cmd in ["sim", "emu"] {
         let o = cint(&refusing, &[cmd, &file, "--json"]);
         assert_eq!(o.status, EXIT_USAGE);
@@ -210,8 +190,8 @@ fn an_engine_bug_reported_as_internal_is_status_1_not_2() {
         emu: |_| Err(EngineError::internal("ring lost an entry")),
         sim_gaps: |_| panic!("must not run"),
     };
-    let dir = TempDir::new("internal");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-internal");
+    let file = dir.write("s.toml", SCENARIO);
     for cmd in ["sim", "emu"] {
         let o = cint(&buggy, &[cmd, &file]);
         assert_eq!(o.status, EXIT_INTERNAL, "{}", o.stderr);
@@ -219,6 +199,101 @@ fn an_engine_bug_reported_as_internal_is_status_1_not_2() {
         assert_eq!(o.stderr.lines().count(), 1, "{:?}", o.stderr);
         assert!(o.stderr.contains("internal error"), "{}", o.stderr);
     }
+}
+
+/// Engines that report a bug of theirs (not a panic) on every call.
+const BUGGY: Engines = Engines {
+    sim: |_| {
+        Err(EngineError::internal(
+            "invariant violated (x): time would go backwards",
+        ))
+    },
+    emu: |_| {
+        Err(EngineError::internal(
+            "emulator internal error: ring lost an entry",
+        ))
+    },
+    sim_gaps: |_| {
+        Err(EngineError::internal(
+            "invariant violated (x): posted twice",
+        ))
+    },
+};
+
+#[test]
+fn an_engine_bug_inside_a_sweep_is_status_1_and_a_refusal_2() {
+    let dir = temp_dir("cli-sweep-internal");
+    let file = dir.write("s.toml", SCENARIO);
+    for (flags, engine_says) in [
+        (vec![], "invariant violated (x): time would go backwards"),
+        (vec!["--emu"], "emulator internal error: ring lost an entry"),
+    ] {
+        let mut args = vec!["sweep", &file, "--vary", "seed=1,2"];
+        args.extend(flags);
+        let o = cint(&BUGGY, &args);
+        assert_eq!(o.status, EXIT_INTERNAL, "{args:?}: {}", o.stderr);
+        assert_eq!(o.stdout, "");
+        // The message is the one a refusal gets; only the status differs.
+        assert_eq!(
+            o.stderr,
+            format!("sweep point seed=1: run failed: {engine_says}\n")
+        );
+    }
+    let refusing = Engines {
+        sim: |_| Err(EngineError::input("needs 2 cores")),
+        ..BUGGY
+    };
+    let o = cint(&refusing, &["sweep", &file, "--vary", "seed=1,2"]);
+    assert_eq!(o.status, EXIT_USAGE, "{}", o.stderr);
+    assert_eq!(o.stderr, "sweep point seed=1: run failed: needs 2 cores\n");
+}
+
+#[test]
+fn an_engine_bug_inside_calibrate_is_status_1_and_a_refusal_2() {
+    let dir = temp_dir("cli-calibrate-internal");
+    let plots = dir.path().join("plots").display().to_string();
+    let calibrate = ["calibrate", "--device", "p3700", "--plot", &plots];
+    // The probe's bug: the inter-arrival measurement comes first.
+    let o = cint(&BUGGY, &calibrate);
+    assert_eq!(o.status, EXIT_INTERNAL, "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        "calibrate: measuring inter-arrival times (no batching): \
+         invariant violated (x): posted twice\n"
+    );
+    // The thr sweep's bug, on either engine, with the probe working.
+    let gaps_ok = Engines {
+        sim_gaps: |_| {
+            let mut h = LatencyHistogram::new();
+            h.record(3_000);
+            Ok(h)
+        },
+        ..BUGGY
+    };
+    let o = cint(&gaps_ok, &calibrate);
+    assert_eq!(o.status, EXIT_INTERNAL, "{}", o.stderr);
+    assert_eq!(
+        o.stderr,
+        "calibrate: thr sweep: invariant violated (x): time would go backwards\n"
+    );
+    let mut on_emu = calibrate.to_vec();
+    on_emu.push("--emu");
+    let o = cint(&gaps_ok, &on_emu);
+    assert_eq!(o.status, EXIT_INTERNAL, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .ends_with("calibrate: thr sweep: emulator internal error: ring lost an entry\n"),
+        "{}",
+        o.stderr
+    );
+    // Bad input to the same command is still status 2.
+    let o = cint(&gaps_ok, &["calibrate", "--device", "vax"]);
+    assert_eq!(o.status, EXIT_USAGE, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{:?}", o.stderr);
+    assert!(
+        !dir.path().join("plots").exists(),
+        "nothing drawn after an error"
+    );
 }
 
 #[test]
@@ -252,8 +327,8 @@ fn an_engine_panic_is_one_line_and_status_1() {
         },
         sim_gaps: |_| panic!("must not run"),
     };
-    let dir = TempDir::new("panic");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-panic");
+    let file = dir.write("s.toml", SCENARIO);
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let o = cint(&panicking, &["sim", &file]);
@@ -278,8 +353,8 @@ fn invalid_scenarios_never_reach_the_engine() {
         emu: |_| panic!("must not run"),
         sim_gaps: |_| panic!("must not run"),
     };
-    let dir = TempDir::new("invalid");
-    let file = dir.scenario(&SCENARIO.replace("iodepth = 8", "iodepth = 0"));
+    let dir = temp_dir("cli-invalid");
+    let file = dir.write("s.toml", &SCENARIO.replace("iodepth = 8", "iodepth = 0"));
     let o = cint(&never, &["sim", &file]);
     assert_eq!(o.status, EXIT_USAGE);
     assert_eq!(
@@ -297,11 +372,11 @@ fn an_engine_panic_inside_a_sweep_is_one_line_and_status_1() {
             }
             Ok(echo(s, "sim"))
         },
-        emu: |_| Err("no cores".into()),
+        emu: |_| Err(EngineError::input("no cores")),
         sim_gaps: |_| panic!("gap probe broken"),
     };
-    let dir = TempDir::new("sweep-panic");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-sweep-panic");
+    let file = dir.write("s.toml", SCENARIO);
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let o = cint(
@@ -331,16 +406,16 @@ fn an_engine_panic_inside_a_sweep_is_one_line_and_status_1() {
 #[test]
 fn calibrate_refusals_are_one_line_and_status_2() {
     let refusing = Engines {
-        sim: |_| Err("needs 2 cores\nbut this machine has 1".into()),
-        emu: |_| Err("needs 2 cores".into()),
+        sim: |_| Err(EngineError::input("needs 2 cores\nbut this machine has 1")),
+        emu: |_| Err(EngineError::input("needs 2 cores")),
         sim_gaps: |_| {
             let mut h = LatencyHistogram::new();
             h.record(3_000);
             Ok(h)
         },
     };
-    let dir = TempDir::new("calibrate-refuse");
-    let plots = dir.0.join("plots").display().to_string();
+    let dir = temp_dir("cli-calibrate-refuse");
+    let plots = dir.path().join("plots").display().to_string();
     let o = cint(
         &refusing,
         &["calibrate", "--device", "p3700", "--plot", &plots],
@@ -352,7 +427,7 @@ fn calibrate_refusals_are_one_line_and_status_2() {
         "one line, the engine's first"
     );
     let no_probe = Engines {
-        sim_gaps: |_| Err("no inter-arrival hook".into()),
+        sim_gaps: |_| Err(EngineError::input("no inter-arrival hook")),
         ..FAKE
     };
     let o = cint(
@@ -365,7 +440,7 @@ fn calibrate_refusals_are_one_line_and_status_2() {
         "calibrate: measuring inter-arrival times (no batching): no inter-arrival hook\n"
     );
     assert!(
-        !dir.0.join("plots").exists(),
+        !dir.path().join("plots").exists(),
         "nothing drawn after a refusal"
     );
 }
@@ -378,8 +453,8 @@ fn an_unwritable_output_path_is_refused_before_anything_runs() {
         emu: |_| panic!("must not run"),
         sim_gaps: |_| panic!("must not run"),
     };
-    let dir = TempDir::new("unwritable");
-    let file = dir.scenario(SCENARIO);
+    let dir = temp_dir("cli-unwritable");
+    let file = dir.write("s.toml", SCENARIO);
     let blocked = "/proc/cint-cannot-create-this";
     for args in [
         vec!["sim", &file, "--out", blocked],

@@ -7,9 +7,11 @@
 //! which drew the bar, waited for it. Hence the deadline below: a hang
 //! must fail the test, not stall the suite.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use cint_test_support::process::Watched;
+use cint_test_support::{skip, temp_dir};
 
 /// Far beyond what the sweep needs (well under a second in a release
 /// build); only a hang gets near it.
@@ -21,23 +23,6 @@ const SCENARIO: &str = "name = \"tty\"\nduration = \"5ms\"\nwarmup = \"1ms\"\n\
     [[job]]\nname = \"async\"\nengine = \"libaio\"\nrw = \"randread\"\niodepth = 8\n";
 
 const VARY: &str = "job.async.iodepth=4,8,16";
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("cint-progress-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).expect("mkdir");
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Whether util-linux `script` is here (BSD's takes other arguments).
 fn util_linux_script() -> bool {
@@ -54,22 +39,6 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-/// Waits for `child` at most [`DEADLINE`]; kills it and fails past that.
-fn wait_or_fail(mut child: std::process::Child, what: &str) -> std::process::ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status;
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not finish within {DEADLINE:?}: the progress bar deadlocks");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// The rows of a JSON-lines file, each checked to be JSON.
 fn rows(path: &std::path::Path) -> usize {
     let rows: Vec<serde_json::Value> = std::fs::read_to_string(path)
@@ -83,14 +52,14 @@ fn rows(path: &std::path::Path) -> usize {
 #[test]
 fn on_a_terminal_the_bar_is_drawn_and_the_sweep_finishes() {
     if !util_linux_script() {
-        println!("skipped: util-linux `script` is not installed, so no pseudo-terminal to run in");
+        skip::missing("util-linux `script` is not installed, so no pseudo-terminal to run in");
         return;
     }
-    let dir = TempDir::new("tty");
-    let scenario = dir.0.join("s.toml");
+    let dir = temp_dir("progress-tty");
+    let scenario = dir.path().join("s.toml");
     std::fs::write(&scenario, SCENARIO).expect("write");
-    let out = dir.0.join("s.jsonl");
-    let log = dir.0.join("tty.log");
+    let out = dir.path().join("s.jsonl");
+    let log = dir.path().join("tty.log");
     // Two workers: the bar used to be advanced from worker threads.
     let command = [
         env!("CARGO_BIN_EXE_cint"),
@@ -105,16 +74,18 @@ fn on_a_terminal_the_bar_is_drawn_and_the_sweep_finishes() {
     ]
     .map(sh_quote)
     .join(" ");
-    let child = Command::new("script")
-        .args(["-q", "-e", "-c", &command])
-        .arg(&log)
-        .env("TERM", "xterm")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script starts");
-    let status = wait_or_fail(child, "cint sweep on a terminal");
+    let mut child = Watched::spawn(
+        "cint sweep on a terminal",
+        Command::new("script")
+            .args(["-q", "-e", "-c", &command])
+            .arg(&log)
+            .env("TERM", "xterm")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .expect("script starts");
+    let status = child.reap_or_kill(DEADLINE, "of starting: the progress bar deadlocks");
     let transcript =
         String::from_utf8_lossy(&std::fs::read(&log).expect("script's log")).into_owned();
     assert!(status.success(), "exit {status}; terminal:\n{transcript}");
@@ -129,10 +100,10 @@ fn on_a_terminal_the_bar_is_drawn_and_the_sweep_finishes() {
 
 #[test]
 fn on_a_pipe_no_bar_is_drawn() {
-    let dir = TempDir::new("pipe");
-    let scenario = dir.0.join("s.toml");
+    let dir = temp_dir("progress-pipe");
+    let scenario = dir.path().join("s.toml");
     std::fs::write(&scenario, SCENARIO).expect("write");
-    let out = dir.0.join("s.jsonl");
+    let out = dir.path().join("s.jsonl");
     let o = Command::new(env!("CARGO_BIN_EXE_cint"))
         .arg("sweep")
         .arg(&scenario)

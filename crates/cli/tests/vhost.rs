@@ -4,8 +4,12 @@
 //! SIGTERM, and removes only what it created.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use cint_test_support::process::{WaitError, Watched};
+use cint_test_support::temp_dir;
 
 fn cint(args: &[&str]) -> (i32, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_cint"))
@@ -19,63 +23,21 @@ fn cint(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cint-vhost-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// A back end this test started: killed and reaped if the test fails
-/// half-way, so a failed assertion never leaves a daemon behind (holding
-/// the test runner's output open).
-struct BackEnd(Child);
-
-impl Drop for BackEnd {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
 /// Waits up to 30 s (a loaded 2-core CI machine) for `path` to appear.
-fn wait_for(path: &Path, child: &mut Child) {
-    for _ in 0..3_000 {
-        if path.exists() {
-            return;
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("back end exited early: {status}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+fn wait_for(path: &Path, back_end: &mut Watched) {
+    match back_end.wait_until(Duration::from_secs(30), Duration::from_millis(10), || {
+        path.exists()
+    }) {
+        Ok(()) => {}
+        Err(WaitError::Exited(status)) => panic!("back end exited early: {status}"),
+        Err(e) => panic!("{} never appeared: {e:?}", path.display()),
     }
-    panic!("{} never appeared", path.display());
-}
-
-/// Waits up to 30 s for the child to exit; kills it and fails naming
-/// `after` otherwise (a back end that ignores SIGTERM would hang the test).
-fn reap_within_30s(child: &mut Child, after: &str) -> std::process::ExitStatus {
-    for _ in 0..3_000 {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("the back end did not exit within 30 s of {after}");
-}
-
-fn signal(child: &Child, sig: i32) {
-    // SAFETY: kill with a pid of a child we started and have not reaped.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
 }
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let dir = scratch("bad");
+    let dir = temp_dir("vhost-bad");
+    let dir = dir.path();
     let sock = dir.join("s.sock");
     let sock = sock.to_str().unwrap();
     let odd = dir.join("odd.img");
@@ -129,16 +91,19 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_eq!(status, 2);
     assert!(stderr.contains("not a socket"), "{stderr}");
     assert_eq!(std::fs::read(&not_socket).unwrap(), b"x", "left alone");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_running_back_end_owns_its_socket_and_writes_stats_on_signals() {
-    let dir = scratch("run");
+    let dir = temp_dir("vhost-run");
+    let dir = dir.path();
     let sock = dir.join("s.sock");
     let stats = dir.join("stats.json");
     let metrics = dir.join("metrics.sock");
-    let mut back_end = BackEnd(
+    // Killed and reaped if the test fails half-way, so a failed assertion
+    // never leaves a daemon behind (holding the test runner's output open).
+    let mut back_end = Watched::spawn(
+        "the back end",
         Command::new(env!("CARGO_BIN_EXE_cint"))
             .args([
                 "vhost",
@@ -155,12 +120,10 @@ fn a_running_back_end_owns_its_socket_and_writes_stats_on_signals() {
             ])
             .args(["--stats-json", stats.to_str().unwrap()])
             .args(["--metrics-socket", metrics.to_str().unwrap()])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let child = &mut back_end.0;
-    wait_for(&sock, child);
+            .stderr(Stdio::null()),
+    )
+    .unwrap();
+    wait_for(&sock, &mut back_end);
     let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     // The metrics socket is bound before the vhost-user socket's
@@ -191,19 +154,19 @@ fn a_running_back_end_owns_its_socket_and_writes_stats_on_signals() {
     assert!(stderr.contains("in use"), "{stderr}");
     assert!(sock.exists(), "the second back end removed nothing");
 
-    signal(child, libc::SIGUSR1);
-    wait_for(&stats, child);
+    back_end.signal(libc::SIGUSR1).unwrap();
+    wait_for(&stats, &mut back_end);
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
     assert_eq!(doc["strategy"], "cinterrupts,delta=6us,thr=32");
     assert_eq!(doc["queues"].as_array().unwrap().len(), 2);
     assert_eq!(doc["totals"]["requests"], 0);
 
     std::fs::remove_file(&stats).unwrap();
-    signal(child, libc::SIGTERM);
-    let status = reap_within_30s(child, "SIGTERM");
+    back_end.signal(libc::SIGTERM).unwrap();
+    // A back end that ignores SIGTERM would hang the test.
+    let status = back_end.reap_or_kill(Duration::from_secs(30), "of SIGTERM");
     assert_eq!(status.code(), Some(0));
     assert!(stats.exists(), "stats written on exit");
     assert!(!sock.exists(), "its own socket removed");
     assert!(!metrics.exists(), "its metrics socket removed");
-    let _ = std::fs::remove_dir_all(&dir);
 }

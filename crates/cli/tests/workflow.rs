@@ -2,8 +2,10 @@
 //! fio job files, sweeps, plots and calibration, and every way of refusing
 //! their input (exit status 2, one line on stderr).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+use cint_test_support::{temp_dir, DirFiles};
 
 struct Out {
     status: i32,
@@ -27,31 +29,6 @@ fn cint_in(dir: &Path, args: &[&str]) -> Out {
         status: o.status.code().expect("exited, not killed"),
         stdout: String::from_utf8(o.stdout).expect("utf8 stdout"),
         stderr: String::from_utf8(o.stderr).expect("utf8 stderr"),
-    }
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("cint-wf-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).expect("mkdir");
-        TempDir(p)
-    }
-    fn file(&self, name: &str, text: &str) -> String {
-        let p = self.0.join(name);
-        std::fs::write(&p, text).expect("write");
-        p.display().to_string()
-    }
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -104,8 +81,8 @@ iodepth_batch_complete_min=8
 
 #[test]
 fn a_field_fio_file_runs_the_default_comparison_with_warnings() {
-    let dir = TempDir::new("fio");
-    let job = dir.file("lab.fio", FIELD_JOB);
+    let dir = temp_dir("wf-fio");
+    let job = dir.write("lab.fio", FIELD_JOB);
     let o = cint(&["sim", "--fio", &job, "--json"]);
     assert_eq!(o.status, 0, "{}", o.stderr);
     let doc: serde_json::Value = serde_json::from_str(&o.stdout).expect("one JSON document");
@@ -145,13 +122,13 @@ fn a_field_fio_file_runs_the_default_comparison_with_warnings() {
 
 #[test]
 fn bad_fio_input_is_one_line_naming_the_culprit() {
-    let dir = TempDir::new("fio-bad");
-    let verify = dir.file("v.fio", &FIELD_JOB.replace("group_reporting", "verify=md5"));
+    let dir = temp_dir("wf-fio-bad");
+    let verify = dir.write("v.fio", &FIELD_JOB.replace("group_reporting", "verify=md5"));
     assert_refused(
         &cint(&["sim", "--fio", &verify]),
         "v.fio:11: option 'verify' is not supported",
     );
-    let job = dir.file("ok.fio", FIELD_JOB);
+    let job = dir.write("ok.fio", FIELD_JOB);
     assert_refused(
         &cint(&["sim", "--fio", &job, "--device", "floppy"]),
         "--device floppy: unknown profile (known: optane-p4800x",
@@ -172,7 +149,7 @@ fn bad_fio_input_is_one_line_naming_the_culprit() {
         "v.fio:11: option 'verify' is not supported",
     );
     // (A file without ignored options: their warnings would come first.)
-    let clean = dir.file(
+    let clean = dir.write(
         "clean.fio",
         "[qd32]\nioengine=libaio\nrw=randread\niodepth=32\nruntime=5ms\n",
     );
@@ -188,8 +165,8 @@ const SWEEP_SCENARIO: &str = "name = \"sw\"\nduration = \"10ms\"\nwarmup = \"1ms
 
 #[test]
 fn a_sweep_writes_one_row_per_point_and_strategy_whatever_the_workers() {
-    let dir = TempDir::new("sweep");
-    let file = dir.file("s.toml", SWEEP_SCENARIO);
+    let dir = temp_dir("wf-sweep");
+    let file = dir.write("s.toml", SWEEP_SCENARIO);
     let vary = ["--vary", "job.async.iodepth=4,32", "--vary", "seed=1,2"];
     let run = |jobs: &str| {
         let mut args = vec!["sweep", file.as_str(), "--jobs", jobs];
@@ -218,9 +195,9 @@ fn a_sweep_writes_one_row_per_point_and_strategy_whatever_the_workers() {
     assert_eq!(run("2").stdout, one.stdout);
 
     // Files instead of stdout, and the charts.
-    let jsonl = dir.path("out/s.jsonl");
-    let csv = dir.path("out/s.csv");
-    let plots = dir.0.join("plots");
+    let jsonl = dir.arg("out/s.jsonl");
+    let csv = dir.arg("out/s.csv");
+    let plots = dir.path().join("plots");
     let mut args = vec![
         "sweep",
         file.as_str(),
@@ -249,8 +226,8 @@ fn a_sweep_writes_one_row_per_point_and_strategy_whatever_the_workers() {
 
 #[test]
 fn bad_sweep_keys_and_values_are_one_line() {
-    let dir = TempDir::new("sweep-bad");
-    let file = dir.file("s.toml", SWEEP_SCENARIO);
+    let dir = temp_dir("wf-sweep-bad");
+    let file = dir.write("s.toml", SWEEP_SCENARIO);
     assert_refused(
         &cint(&["sweep", &file, "--vary", "job.nope.iodepth=1,2"]),
         "sweep point job.nope.iodepth=1: ",
@@ -270,14 +247,53 @@ fn bad_sweep_keys_and_values_are_one_line() {
     assert_refused(&cint(&["sweep", &file]), "--vary");
 }
 
+/// `--ray` is the one flag that needs Python: without it, one line
+/// saying what to install; the other flags it cannot go with are refused
+/// by name.
+#[test]
+fn sweep_ray_without_python_says_what_to_install() {
+    let dir = temp_dir("wf-sweep-ray");
+    let file = dir.write("s.toml", SWEEP_SCENARIO);
+    let o = Command::new(env!("CARGO_BIN_EXE_cint"))
+        .args([
+            "sweep",
+            &file,
+            "--vary",
+            "seed=1,2",
+            "--ray",
+            "127.0.0.1:6379",
+        ])
+        .env("CINT_PYTHON", dir.arg("no-python-here"))
+        .output()
+        .expect("the binary runs");
+    let o = Out {
+        status: o.status.code().expect("exited"),
+        stdout: String::from_utf8(o.stdout).expect("utf8"),
+        stderr: String::from_utf8(o.stderr).expect("utf8"),
+    };
+    assert_refused(&o, "install it with `pip install ./python`");
+    assert!(o.stderr.contains("cannot run"), "{}", o.stderr);
+    assert_refused(
+        &cint(&[
+            "sweep", &file, "--vary", "seed=1,2", "--ray", "h:1", "--emu",
+        ]),
+        "--emu",
+    );
+    // A bad --vary is refused before Python is looked for.
+    assert_refused(
+        &cint(&["sweep", &file, "--vary", "seed", "--ray", "h:1"]),
+        "--vary 'seed': expected KEY=V1,V2,...",
+    );
+}
+
 #[test]
 fn plot_draws_a_result_and_refuses_what_it_cannot_plot() {
-    let dir = TempDir::new("plot");
-    let file = dir.file("s.toml", SWEEP_SCENARIO);
+    let dir = temp_dir("wf-plot");
+    let file = dir.write("s.toml", SWEEP_SCENARIO);
     let o = cint(&["sim", &file, "--json"]);
     assert_eq!(o.status, 0, "{}", o.stderr);
-    let result = dir.file("result.json", &o.stdout);
-    let charts = dir.0.join("charts");
+    let result = dir.write("result.json", &o.stdout);
+    let charts = dir.path().join("charts");
     let charts_arg = charts.display().to_string();
     let o = cint(&[
         "plot",
@@ -309,16 +325,16 @@ fn plot_draws_a_result_and_refuses_what_it_cannot_plot() {
     );
 
     // --plot on sim: the table stays alone on stdout.
-    let side = dir.0.join("side");
+    let side = dir.path().join("side");
     let side_arg = side.display().to_string();
     let o = cint(&["sim", &file, "--plot", &side_arg]);
     assert_eq!(o.status, 0, "{}", o.stderr);
     assert!(o.stdout.starts_with("sw on sim"), "{}", o.stdout);
     assert_eq!(pngs(&side).len(), 6);
 
-    let text = dir.file("notes.txt", "strategy,iops\nnone,12\n");
+    let text = dir.write("notes.txt", "strategy,iops\nnone,12\n");
     assert_refused(&cint(&["plot", &text, "-o", &charts_arg]), "not plottable");
-    let csv = dir.file("x.csv", "strategy,iops\nnone,12\n");
+    let csv = dir.write("x.csv", "strategy,iops\nnone,12\n");
     assert_refused(
         &cint(&["plot", &csv, "-o", &charts_arg]),
         "not plottable: not a sweep CSV",
@@ -327,7 +343,7 @@ fn plot_draws_a_result_and_refuses_what_it_cannot_plot() {
     let header = "seed,strategy,kind,job,iops,lat_mean_ns,lat_p50_ns,lat_p99_ns,\
                   interrupts_per_s,cpu_util,job_cpu_util";
     for bad in ["inf", "NaN", "-3"] {
-        let csv = dir.file(
+        let csv = dir.write(
             "bad.csv",
             &format!("{header}\n1,none,none,j,{bad},1,1,1,1,0.5,0.5\n"),
         );
@@ -341,15 +357,15 @@ fn plot_draws_a_result_and_refuses_what_it_cannot_plot() {
         "--baseline nope: not a strategy",
     );
     assert_refused(
-        &cint(&["plot", &dir.path("missing.json"), "-o", &charts_arg]),
+        &cint(&["plot", &dir.arg("missing.json"), "-o", &charts_arg]),
         "missing.json",
     );
 }
 
 #[test]
 fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
-    let dir = TempDir::new("calibrate");
-    let plots = dir.0.join("cal");
+    let dir = temp_dir("wf-calibrate");
+    let plots = dir.path().join("cal");
     let plots_arg = plots.display().to_string();
     let o = cint(&[
         "calibrate",
@@ -402,7 +418,7 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
         "--thr",
         "1,32",
     ];
-    let o = cint_in(&dir.0, &quick);
+    let o = cint_in(dir.path(), &quick);
     assert_eq!(o.status, 0, "{}", o.stderr);
     assert!(o.stdout.contains("delta = 15.00 us: given"), "{}", o.stdout);
     assert!(!o.stdout.contains("no batching"));
@@ -412,18 +428,18 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
     );
     // No inter-arrival times measured, so no CDF: the thr sweep only.
     assert_eq!(
-        pngs(&dir.0.join("out/calibrate-p3700")),
+        pngs(&dir.path().join("out/calibrate-p3700")),
         ["calibrate_thr_sweep.png"]
     );
 
     // --no-plot draws nothing and names nothing.
-    let elsewhere = TempDir::new("calibrate-no-plot");
+    let elsewhere = temp_dir("wf-calibrate-no-plot");
     let mut args = quick.to_vec();
     args.push("--no-plot");
-    let o = cint_in(&elsewhere.0, &args);
+    let o = cint_in(elsewhere.path(), &args);
     assert_eq!((o.status, o.stderr.as_str()), (0, ""));
     assert!(o.stdout.contains("delta = 15.00 us: given"), "{}", o.stdout);
-    assert!(!elsewhere.0.join("out").exists());
+    assert!(!elsewhere.path().join("out").exists());
 
     assert_refused(
         &cint(&[
@@ -543,12 +559,12 @@ fn help_names_the_workflow_commands() {
 /// energy scenario, and the refusals (no size or threads key; no energy).
 #[test]
 fn sweep_draws_the_energy_winner_map() {
-    let dir = TempDir::new("energy-map");
+    let dir = temp_dir("wf-energy-map");
     let scenario = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../scenarios/energy-table1.toml"
     );
-    let map = dir.path("map");
+    let map = dir.arg("map");
     let o = cint(&[
         "sweep",
         scenario,
@@ -565,7 +581,7 @@ fn sweep_draws_the_energy_winner_map() {
         "--energy-map",
         &map,
         "--out",
-        &dir.path("sweep.jsonl"),
+        &dir.arg("sweep.jsonl"),
     ]);
     assert_eq!(o.status, 0, "{}", o.stderr);
     let csv = std::fs::read_to_string(Path::new(&map).join("winners.csv")).expect("csv");

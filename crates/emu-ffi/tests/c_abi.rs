@@ -5,11 +5,12 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cint_c_abi_testing::{assert_header_current, compile_c_example, static_lib};
+use cint_test_support::process::output_within;
 
 fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -35,11 +36,7 @@ fn serial() -> MutexGuard<'static, ()> {
 fn example() -> Option<Command> {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
     let cpus = cint_emu::sys::allowed_cpus().expect("affinity");
-    if cpus.len() < 2 {
-        eprintln!(
-            "skipped: the emulator needs 2 CPUs, this process has {}",
-            cpus.len()
-        );
+    if !cint_test_support::skip::cpus(cpus.len(), 2) {
         return None;
     }
     let exe = EXE.get_or_init(|| {
@@ -63,31 +60,7 @@ fn example() -> Option<Command> {
 /// output is a few lines, well within the pipes' buffers, so it never
 /// blocks writing while this waits.
 fn run_within_120s(cmd: &mut Command) -> Output {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("example runs");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child
-        .try_wait()
-        .expect("the example can be polled")
-        .is_none()
-    {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child
-                .wait_with_output()
-                .expect("the killed example is reaped");
-            panic!(
-                "the example did not finish within 120 s: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().expect("example output")
+    output_within("the example", cmd, Duration::from_secs(120))
 }
 
 fn assert_ok(out: &Output) -> (String, String) {

@@ -22,11 +22,7 @@ use common::{emulator_threads_left, fifo_allowed, serial, without_realtime};
 /// `None` (with the reason printed) on a machine with fewer than 2 CPUs.
 fn cpus() -> Option<(u32, u32)> {
     let cpus = ::cint_emu::sys::allowed_cpus().expect("affinity");
-    if cpus.len() < 2 {
-        eprintln!(
-            "skipped: the emulator needs 2 CPUs, this process has {}",
-            cpus.len()
-        );
+    if !cint_test_support::skip::cpus(cpus.len(), 2) {
         return None;
     }
     Some((*cpus.last().expect("a cpu"), cpus[0]))
@@ -133,7 +129,7 @@ fn where_the_system_grants_it_start_runs_the_handler_at_realtime_priority() {
     };
     let config = config(cpus);
     if !fifo_allowed() {
-        eprintln!("skipped: this process may not use SCHED_FIFO");
+        cint_test_support::skip::not_here("this process may not use SCHED_FIFO");
         return;
     }
     for flags in [None, Some(0), Some(CINT_EMU_FLAG_REALTIME_PREFER)] {

@@ -1,7 +1,11 @@
-//! The emulator's errors: one line each, because the CLI prints them as is
-//! and exits with status 2.
+//! The emulator's errors: one line each, because the CLI prints them as is.
+//! Each has a [`kind`](EmuError::kind): every one is a refusal of the
+//! input or of the machine (exit status 2) except [`EmuError::Internal`],
+//! an emulator bug (exit status 1).
 
 use std::fmt;
+
+use cint_report::{EngineError, ErrorKind};
 
 /// Why the emulator could not start, run or accept a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,6 +83,35 @@ impl fmt::Display for EmuError {
 
 impl std::error::Error for EmuError {}
 
+impl EmuError {
+    /// Refused input (the scenario, the machine, a library call out of
+    /// turn), or an emulator bug.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            EmuError::Internal(_) => ErrorKind::Internal,
+            EmuError::NotEnoughCores { .. }
+            | EmuError::Pinning(_)
+            | EmuError::Config(_)
+            | EmuError::Backend(_)
+            | EmuError::Thread(_)
+            | EmuError::ShutDown
+            | EmuError::Busy
+            | EmuError::NoRealtime(_)
+            | EmuError::RequestsFailed { .. } => ErrorKind::Input,
+        }
+    }
+}
+
+/// The engines' one error type, for callers that run either engine.
+impl From<EmuError> for EngineError {
+    fn from(e: EmuError) -> EngineError {
+        EngineError {
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}
+
 /// Why one request failed. Delivered with its completion, never as a hang.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoError {
@@ -123,3 +156,28 @@ impl fmt::Display for IoError {
 }
 
 impl std::error::Error for IoError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_emulator_bug_is_internal() {
+        let bug = EngineError::from(EmuError::Internal("a job thread panicked".into()));
+        assert_eq!(bug.kind, ErrorKind::Internal);
+        assert_eq!(
+            bug.message,
+            "emulator internal error: a job thread panicked"
+        );
+        let refused = EngineError::from(EmuError::NotEnoughCores {
+            needed: 2,
+            available: 1,
+        });
+        assert_eq!(refused.kind, ErrorKind::Input);
+        assert!(
+            refused.message.starts_with("emulator needs 2 cores"),
+            "the message is the emulator's own: {}",
+            refused.message
+        );
+    }
+}

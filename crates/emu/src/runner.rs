@@ -8,16 +8,17 @@
 
 use std::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
 
 use cint_policy::Nanos;
 use cint_report::{
     FioDirection, FioHistogram, FioJobData, JobResult, LatencyHistogram, RunResult, StrategyResult,
     CINT_VERSION,
 };
-use cint_scenario::{Backend as BackendKind, CompletionMode, Scenario, Strategy, Work};
+use cint_scenario::{Backend as BackendKind, CompletionMode, Job, Scenario, Strategy, Work};
 
 use crate::backend::{BackendConfig, FileSource};
-use crate::emulator::{DeviceConfig, Emulator, QueueConfig};
+use crate::emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig};
 use crate::error::EmuError;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
 use crate::sys;
@@ -150,6 +151,8 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("exitall")
             } else if s.steady.is_some() {
                 Some("ss")
+            } else if s.latency_target.is_some() {
+                Some("latency_target")
             } else {
                 None
             }
@@ -161,6 +164,23 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
         }
     }
     None
+}
+
+/// A polling strategy beside an I/O job that Linux would not poll: the
+/// simulator completes such a job by interrupts, the emulator cannot mix
+/// the two on one queue, so it refuses rather than poll what Linux would
+/// not.
+fn unpolled_job(scenario: &Scenario) -> Option<(String, String)> {
+    use cint_scenario::{CompletionMode, Engine, Work};
+    let strategy = scenario
+        .strategies
+        .iter()
+        .find(|s| matches!(s.mode, CompletionMode::Poll | CompletionMode::HybridPoll(_)))?;
+    let job = scenario.jobs.iter().find(|job| match &job.work {
+        Work::Io(io) => !(io.hipri && matches!(io.engine, Engine::Pvsync2 | Engine::IoUring)),
+        Work::Cpu => false,
+    })?;
+    Some((strategy.name.clone(), job.name.clone()))
 }
 
 /// Like [`run`], with the details tests check. Failed requests do not
@@ -184,6 +204,14 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         return Err(EmuError::Config(format!(
             "job '{job}': key '{key}' is modelled by the simulator only; the emulator does \
              not run it yet (use cint sim, or remove the key)"
+        )));
+    }
+    if let Some((strategy, job)) = unpolled_job(scenario) {
+        return Err(EmuError::Config(format!(
+            "strategy '{strategy}': job '{job}' is not polled (only pvsync2 and io_uring jobs \
+             with hipri = true are): Linux polls per request, the emulator polls whole queues; \
+             give the job hipri = true, or run it with cint sim, which completes it by \
+             interrupts"
         )));
     }
     let layout = CpuLayout::for_scenario(scenario)?;
@@ -434,12 +462,53 @@ fn proc_switches(tid: i32) -> Option<(u64, u64)> {
     Some((voluntary, involuntary))
 }
 
+/// What every job thread needs to know about the device it submits to.
+struct Target {
+    /// Bytes a request may address: the file's size, else the profile's capacity.
+    span: u64,
+    /// Whether requests carry real buffers (io_uring moves data).
+    needs_buffers: bool,
+}
+
+/// Runs one strategy: starts the device, its job threads, measures the
+/// window, and sums what was measured.
 fn run_strategy(
     scenario: &Scenario,
     layout: &CpuLayout,
     strategy: &Strategy,
     strategy_index: u64,
 ) -> Result<(StrategyResult, StrategyDetail), EmuError> {
+    let (config, target) = device_config(scenario, layout, strategy, strategy_index)?;
+    let emulator = Emulator::start(config)?;
+    let control = Arc::new(Control {
+        phase: AtomicU8::new(PHASE_WARMUP),
+    });
+    let (mut tracked, handles) =
+        start_job_threads(scenario, layout, strategy, &emulator, &control, &target)?;
+    tracked.extend(handler_threads(&emulator));
+    let window = measure(scenario, &emulator, &control, &tracked);
+    let outcomes = join_job_threads(scenario, handles);
+    let final_stats = emulator.shutdown()?;
+    let outcomes = outcomes?;
+    Ok(summarise(
+        scenario,
+        layout,
+        strategy,
+        &tracked,
+        &outcomes,
+        &window,
+        &final_stats,
+    ))
+}
+
+/// The device for one strategy: its queues on the application cores, its
+/// backend, and the span requests address.
+fn device_config(
+    scenario: &Scenario,
+    layout: &CpuLayout,
+    strategy: &Strategy,
+    strategy_index: u64,
+) -> Result<(DeviceConfig, Target), EmuError> {
     let mode = match strategy.mode {
         CompletionMode::Interrupt(p) => QueueMode::Interrupt(p),
         CompletionMode::Poll | CompletionMode::HybridPoll(_) => QueueMode::Poll,
@@ -483,10 +552,30 @@ fn run_strategy(
         realtime: scenario.emu.realtime,
         idle_delivery: scenario.emu.idle_delivery,
     };
-    let emulator = Emulator::start(config)?;
-    let control = Arc::new(Control {
-        phase: AtomicU8::new(PHASE_WARMUP),
-    });
+    Ok((
+        config,
+        Target {
+            span,
+            needs_buffers,
+        },
+    ))
+}
+
+/// A job thread and the job it belongs to.
+type JobThread = (usize, JoinHandle<Result<ThreadOutcome, EmuError>>);
+
+/// Spawns every job's threads, each pinned to its core, and lets them go
+/// together once all are ready; if one cannot start (a client refused, a
+/// pinning or spawn failure), none runs, all are joined, and the error
+/// is returned.
+fn start_job_threads(
+    scenario: &Scenario,
+    layout: &CpuLayout,
+    strategy: &Strategy,
+    emulator: &Emulator,
+    control: &Arc<Control>,
+    target: &Target,
+) -> Result<(Vec<Tracked>, Vec<JobThread>), EmuError> {
     let start = sys::now();
     let thread_count: usize = scenario.jobs.iter().map(|j| j.numjobs as usize).sum();
     let gate = Arc::new(StartGate::default());
@@ -543,11 +632,13 @@ fn run_strategy(
                 io: io.clone(),
                 mode: strategy.mode,
                 stop_at: job.runtime.map(|r| start + scenario.warmup + r),
-                span: io.as_ref().map_or(0, |io| io.size.min(span).max(io.bs)),
-                needs_buffers,
+                span: io
+                    .as_ref()
+                    .map_or(0, |io| io.size.min(target.span).max(io.bs)),
+                needs_buffers: target.needs_buffers,
                 seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
             };
-            let control = Arc::clone(&control);
+            let control = Arc::clone(control);
             let gate = Arc::clone(&gate);
             let spawned = std::thread::Builder::new()
                 .name(format!("cint-job-{}-{thread}", job.name))
@@ -590,24 +681,55 @@ fn run_strategy(
         for (_, handle) in handles {
             let _ = handle.join();
         }
-        drop(emulator);
         return Err(e);
     }
     gate.open(true);
-    for (tid, clock) in emulator.handler_threads() {
-        let probe = ThreadProbe {
-            tid: AtomicI32::new(tid),
-            ..Default::default()
-        };
-        if let Some(clock) = clock {
-            let _ = probe.clock.set(clock);
-        }
-        tracked.push(Tracked {
-            job: None,
-            probe: Arc::new(probe),
-        });
-    }
+    Ok((tracked, handles))
+}
 
+/// The device's interrupt handler threads, tracked for the window's CPU
+/// time and context switches like the job threads.
+fn handler_threads(emulator: &Emulator) -> Vec<Tracked> {
+    emulator
+        .handler_threads()
+        .into_iter()
+        .map(|(tid, clock)| {
+            let probe = ThreadProbe {
+                tid: AtomicI32::new(tid),
+                ..Default::default()
+            };
+            if let Some(clock) = clock {
+                let _ = probe.clock.set(clock);
+            }
+            Tracked {
+                job: None,
+                probe: Arc::new(probe),
+            }
+        })
+        .collect()
+}
+
+/// What the measurement window saw: the machine's, the device's and every
+/// tracked thread's counters at its two ends.
+struct Window {
+    usage_before: sys::CpuUsage,
+    usage_after: sys::CpuUsage,
+    stats_before: DeviceStats,
+    stats_after: DeviceStats,
+    samples_before: Vec<ThreadSample>,
+    samples_after: Vec<ThreadSample>,
+    /// Its length, ns (at least 1).
+    ns: u64,
+}
+
+/// Waits out the warm-up, then measures for the scenario's duration and
+/// tells the job threads to stop.
+fn measure(
+    scenario: &Scenario,
+    emulator: &Emulator,
+    control: &Control,
+    tracked: &[Tracked],
+) -> Window {
     sys::sleep_ns(scenario.warmup);
     let usage_before = sys::cpu_usage();
     let stats_before = emulator.stats();
@@ -615,14 +737,30 @@ fn run_strategy(
     let window_start = sys::now();
     control.phase.store(PHASE_MEASURE, Ordering::SeqCst);
     sys::sleep_ns(scenario.duration);
-    let window_ns = sys::now().saturating_sub(window_start).max(1);
+    let ns = sys::now().saturating_sub(window_start).max(1);
     // Sample before stopping: a stopped thread's clock and /proc entry
     // disappear.
     let samples_after: Vec<ThreadSample> = tracked.iter().map(|t| t.probe.sample()).collect();
     let stats_after = emulator.stats();
     let usage_after = sys::cpu_usage();
     control.phase.store(PHASE_STOP, Ordering::SeqCst);
+    Window {
+        usage_before,
+        usage_after,
+        stats_before,
+        stats_after,
+        samples_before,
+        samples_after,
+        ns,
+    }
+}
 
+/// Every job thread's outcome, per job; the last thread's error if one
+/// failed or panicked.
+fn join_job_threads(
+    scenario: &Scenario,
+    handles: Vec<JobThread>,
+) -> Result<Vec<Vec<ThreadOutcome>>, EmuError> {
     let mut outcomes: Vec<Vec<ThreadOutcome>> = scenario.jobs.iter().map(|_| Vec::new()).collect();
     let mut thread_error = None;
     for (job_index, handle) in handles {
@@ -632,14 +770,27 @@ fn run_strategy(
             Err(_) => thread_error = Some(EmuError::Internal("a job thread panicked".into())),
         }
     }
-    let final_stats = emulator.shutdown()?;
-    if let Some(e) = thread_error {
-        return Err(e);
+    match thread_error {
+        Some(e) => Err(e),
+        None => Ok(outcomes),
     }
+}
 
+/// The strategy's result and detail from what its threads and the window
+/// measured.
+fn summarise(
+    scenario: &Scenario,
+    layout: &CpuLayout,
+    strategy: &Strategy,
+    tracked: &[Tracked],
+    outcomes: &[Vec<ThreadOutcome>],
+    window: &Window,
+    final_stats: &DeviceStats,
+) -> (StrategyResult, StrategyDetail) {
+    let window_ns = window.ns;
     let window_s = window_ns as f64 / 1e9;
-    let mut jobs = Vec::with_capacity(scenario.jobs.len());
-    let mut job_details = Vec::with_capacity(scenario.jobs.len());
+    let (samples_before, samples_after) = (&window.samples_before, &window.samples_after);
+    let (stats_before, stats_after) = (&window.stats_before, &window.stats_after);
     let mut total_switches = 0;
     for k in 0..tracked.len() {
         let before = samples_before[k];
@@ -648,68 +799,14 @@ fn run_strategy(
             + after.involuntary.saturating_sub(before.involuntary);
         total_switches += switches;
     }
-    for (job_index, job) in scenario.jobs.iter().enumerate() {
-        let mut hist = LatencyHistogram::new();
-        let mut by_direction = [FioHistogram::new(), FioHistogram::new()];
-        let mut dir_bytes = [0u64; 2];
-        let (mut usr_ns, mut sys_ns) = (0, 0);
-        let mut detail = JobDetail {
-            name: job.name.clone(),
-            ..Default::default()
-        };
-        let (mut ios, mut bytes) = (0, 0);
-        for o in &outcomes[job_index] {
-            hist.merge(&o.hist);
-            for (d, od) in o.by_direction.iter().enumerate() {
-                by_direction[d].merge(&od.hist);
-                dir_bytes[d] += od.bytes;
-            }
-            ios += o.ios;
-            bytes += o.bytes;
-            detail.submitted += o.submitted;
-            detail.completed += o.completed;
-            detail.errors += o.errors;
-            detail.strays += o.strays;
-            detail.by_full_irq += o.by_full;
-            detail.by_urgent_irq += o.by_urgent;
-            detail.by_poll += o.by_poll;
-            detail.wakeups += o.wakeups;
-            if detail.first_error.is_none() {
-                detail.first_error.clone_from(&o.first_error);
-            }
-        }
-        for (k, t) in tracked.iter().enumerate() {
-            if t.job == Some(job_index) {
-                let (b, a) = (samples_before[k], samples_after[k]);
-                detail.cpu_ns += a.cpu_ns.saturating_sub(b.cpu_ns);
-                usr_ns += a.usr_ns.saturating_sub(b.usr_ns);
-                sys_ns += a.sys_ns.saturating_sub(b.sys_ns);
-                detail.voluntary_switches += a.voluntary.saturating_sub(b.voluntary);
-                detail.involuntary_switches += a.involuntary.saturating_sub(b.involuntary);
-            }
-        }
-        jobs.push(JobResult {
-            name: job.name.clone(),
-            ios,
-            iops: ios as f64 / window_s,
-            bw_bytes: (bytes as f64 / window_s) as u64,
-            cpu_util: detail.cpu_ns as f64 / window_ns as f64,
-            context_switches: detail.voluntary_switches + detail.involuntary_switches,
-            wakeups: detail.wakeups,
-            lat_ns: hist.stats(),
-            // The emulator's submission is a ring write, not a system
-            // call: fio's slat is not measured, and clat is lat.
-            fio: Some(FioJobData {
-                threads: job.numjobs,
-                runtime_ns: window_ns,
-                usr_ns,
-                sys_ns,
-                read: direction(&by_direction[0], dir_bytes[0]),
-                write: direction(&by_direction[1], dir_bytes[1]),
-            }),
-        });
-        job_details.push(detail);
-    }
+    let (jobs, job_details): (Vec<JobResult>, Vec<JobDetail>) = scenario
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(job_index, job)| {
+            summarise_job(job_index, job, tracked, &outcomes[job_index], window)
+        })
+        .unzip();
     let interrupts = stats_after.total_irqs() - stats_before.total_irqs();
     // Job threads' wake-ups plus the handlers': a handler is a thread on
     // the application core too, woken by every interrupt that finds it
@@ -724,7 +821,7 @@ fn run_strategy(
         layout
             .app
             .iter()
-            .map(|&(_, real)| sys::busy_fraction(&usage_before, &usage_after, real))
+            .map(|&(_, real)| sys::busy_fraction(&window.usage_before, &window.usage_after, real))
             .sum::<f64>()
             / layout.app.len() as f64
     };
@@ -752,7 +849,80 @@ fn run_strategy(
         window_ns,
         jobs: job_details,
     };
-    Ok((result, detail))
+    (result, detail)
+}
+
+/// One job's result and detail: its threads' outcomes merged, and their
+/// CPU time and context switches over the window.
+fn summarise_job(
+    job_index: usize,
+    job: &Job,
+    tracked: &[Tracked],
+    outcomes: &[ThreadOutcome],
+    window: &Window,
+) -> (JobResult, JobDetail) {
+    let window_ns = window.ns;
+    let window_s = window_ns as f64 / 1e9;
+    let mut hist = LatencyHistogram::new();
+    let mut by_direction = [FioHistogram::new(), FioHistogram::new()];
+    let mut dir_bytes = [0u64; 2];
+    let (mut usr_ns, mut sys_ns) = (0, 0);
+    let mut detail = JobDetail {
+        name: job.name.clone(),
+        ..Default::default()
+    };
+    let (mut ios, mut bytes) = (0, 0);
+    for o in outcomes {
+        hist.merge(&o.hist);
+        for (d, od) in o.by_direction.iter().enumerate() {
+            by_direction[d].merge(&od.hist);
+            dir_bytes[d] += od.bytes;
+        }
+        ios += o.ios;
+        bytes += o.bytes;
+        detail.submitted += o.submitted;
+        detail.completed += o.completed;
+        detail.errors += o.errors;
+        detail.strays += o.strays;
+        detail.by_full_irq += o.by_full;
+        detail.by_urgent_irq += o.by_urgent;
+        detail.by_poll += o.by_poll;
+        detail.wakeups += o.wakeups;
+        if detail.first_error.is_none() {
+            detail.first_error.clone_from(&o.first_error);
+        }
+    }
+    for (k, t) in tracked.iter().enumerate() {
+        if t.job == Some(job_index) {
+            let (b, a) = (window.samples_before[k], window.samples_after[k]);
+            detail.cpu_ns += a.cpu_ns.saturating_sub(b.cpu_ns);
+            usr_ns += a.usr_ns.saturating_sub(b.usr_ns);
+            sys_ns += a.sys_ns.saturating_sub(b.sys_ns);
+            detail.voluntary_switches += a.voluntary.saturating_sub(b.voluntary);
+            detail.involuntary_switches += a.involuntary.saturating_sub(b.involuntary);
+        }
+    }
+    let result = JobResult {
+        name: job.name.clone(),
+        ios,
+        iops: ios as f64 / window_s,
+        bw_bytes: (bytes as f64 / window_s) as u64,
+        cpu_util: detail.cpu_ns as f64 / window_ns as f64,
+        context_switches: detail.voluntary_switches + detail.involuntary_switches,
+        wakeups: detail.wakeups,
+        lat_ns: hist.stats(),
+        // The emulator's submission is a ring write, not a system
+        // call: fio's slat is not measured, and clat is lat.
+        fio: Some(FioJobData {
+            threads: job.numjobs,
+            runtime_ns: window_ns,
+            usr_ns,
+            sys_ns,
+            read: direction(&by_direction[0], dir_bytes[0]),
+            write: direction(&by_direction[1], dir_bytes[1]),
+        }),
+    };
+    (result, detail)
 }
 
 /// One direction of a job in fio's terms, from its latency histogram.

@@ -99,8 +99,8 @@ fn poll_raises_no_irq_and_never_blocks() {
         device(10_000, 4),
         vec![poll()],
         vec![
-            io_job("sync", Engine::Pvsync2, 1, 1, 1),
-            io_job("async", Engine::IoUring, 16, 4, 1),
+            hipri(io_job("sync", Engine::Pvsync2, 1, 1, 1)),
+            hipri(io_job("async", Engine::IoUring, 16, 4, 1)),
         ],
         30 * MS,
     );
@@ -404,7 +404,10 @@ fn the_result_document_names_every_job_of_every_strategy() {
                 adaptive(DEFAULT_DELTA, 32),
                 hybrid(cint_scenario::HybridSleep::Min),
             ],
-            vec![io_job("sync", Engine::Psync, 1, 1, 2), cpu_job("burn")],
+            vec![
+                hipri(io_job("sync", Engine::Pvsync2, 1, 1, 2)),
+                cpu_job("burn"),
+            ],
             duration,
         )
     };

@@ -16,6 +16,7 @@ use cint_emu::{
 };
 use cint_policy::{Hint, PolicyConfig, MS};
 use cint_scenario::Engine;
+use cint_test_support::skip;
 use common::*;
 
 fn config(realtime: Realtime) -> DeviceConfig {
@@ -135,7 +136,7 @@ fn where_the_system_grants_it_every_handler_runs_at_realtime_priority() {
         return;
     }
     if !fifo_allowed() {
-        eprintln!("skipped: this process may not use SCHED_FIFO");
+        skip::not_here("this process may not use SCHED_FIFO");
         return;
     }
     let emulator = Emulator::start(config(Realtime::Require)).expect("starts");

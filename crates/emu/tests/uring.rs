@@ -14,6 +14,7 @@ use cint_emu::{
 };
 use cint_policy::config::CinterruptsParams;
 use cint_policy::{Hint, PolicyConfig, US};
+use cint_test_support::skip;
 use common::*;
 
 const FILE_LEN: usize = 1 << 20;
@@ -68,7 +69,10 @@ fn direct_supported(file: &TestFile) -> bool {
     {
         Ok(_) => true,
         Err(e) => {
-            eprintln!("skipped: O_DIRECT unsupported on {}: {e}", file.0.display());
+            skip::not_here(&format!(
+                "O_DIRECT unsupported on {}: {e}",
+                file.0.display()
+            ));
             false
         }
     }

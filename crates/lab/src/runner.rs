@@ -1,22 +1,23 @@
 //! How the workflow reaches an engine: a scenario in, a result out.
 
-use cint_report::{LatencyHistogram, RunResult};
+use cint_report::{EngineError, LatencyHistogram, RunResult};
 use cint_scenario::Scenario;
 
 /// Runs every strategy of a scenario. Implemented by any
-/// `Fn(&Scenario) -> Result<RunResult, String>` closure, e.g.
-/// `|s| cint_sim::run(s).map_err(|e| e.to_string())`, the emulator, or a
-/// fake in tests. `Sync` because sweeps call it from several threads.
+/// `Fn(&Scenario) -> Result<RunResult, EngineError>` closure, e.g.
+/// `cint_sim::run`, `|s| cint_emu::run(s).map_err(EngineError::from)`, or
+/// a fake in tests. `Sync` because sweeps call it from several threads.
 pub trait Runner: Sync {
-    /// Runs the scenario; the error is one line.
-    fn run(&self, scenario: &Scenario) -> Result<RunResult, String>;
+    /// Runs the scenario; the error's message is one line, and its kind
+    /// (refused input or engine bug) reaches the caller unchanged.
+    fn run(&self, scenario: &Scenario) -> Result<RunResult, EngineError>;
 }
 
 impl<F> Runner for F
 where
-    F: Fn(&Scenario) -> Result<RunResult, String> + Sync,
+    F: Fn(&Scenario) -> Result<RunResult, EngineError> + Sync,
 {
-    fn run(&self, scenario: &Scenario) -> Result<RunResult, String> {
+    fn run(&self, scenario: &Scenario) -> Result<RunResult, EngineError> {
         self(scenario)
     }
 }
@@ -31,15 +32,15 @@ where
 /// Posting time is the device side (before any interrupt policy delays
 /// delivery), which is what `delta` is compared with.
 pub trait GapProbe: Sync {
-    /// The inter-arrival histogram; the error is one line.
-    fn completion_gaps(&self, scenario: &Scenario) -> Result<LatencyHistogram, String>;
+    /// The inter-arrival histogram; the error as for [`Runner::run`].
+    fn completion_gaps(&self, scenario: &Scenario) -> Result<LatencyHistogram, EngineError>;
 }
 
 impl<F> GapProbe for F
 where
-    F: Fn(&Scenario) -> Result<LatencyHistogram, String> + Sync,
+    F: Fn(&Scenario) -> Result<LatencyHistogram, EngineError> + Sync,
 {
-    fn completion_gaps(&self, scenario: &Scenario) -> Result<LatencyHistogram, String> {
+    fn completion_gaps(&self, scenario: &Scenario) -> Result<LatencyHistogram, EngineError> {
         self(scenario)
     }
 }

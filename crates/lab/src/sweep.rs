@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
-use cint_report::RunResult;
+use cint_report::{EngineError, ErrorKind, RunResult};
 use cint_scenario::Scenario;
 use serde::{Deserialize, Serialize};
 
@@ -121,8 +121,8 @@ pub enum SweepError {
     Run {
         /// The point, `KEY=VALUE` pairs.
         point: String,
-        /// The engine's message.
-        message: String,
+        /// The engine's error, its kind kept for the exit status.
+        error: EngineError,
     },
     /// Writing the output failed.
     Io(String),
@@ -141,8 +141,12 @@ impl fmt::Display for SweepError {
             SweepError::Point { point, message } => {
                 write!(f, "sweep point {point}: {}", one_line(message))
             }
-            SweepError::Run { point, message } => {
-                write!(f, "sweep point {point}: run failed: {}", one_line(message))
+            SweepError::Run { point, error } => {
+                write!(
+                    f,
+                    "sweep point {point}: run failed: {}",
+                    one_line(&error.message)
+                )
             }
             SweepError::Io(m) => write!(f, "writing the sweep: {}", one_line(m)),
         }
@@ -150,6 +154,19 @@ impl fmt::Display for SweepError {
 }
 
 impl std::error::Error for SweepError {}
+
+impl SweepError {
+    /// An engine bug or a failed write is internal; the rest (the
+    /// arguments, a point's scenario, an engine refusing a point) is
+    /// refused input.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SweepError::BadVary { .. } | SweepError::Point { .. } => ErrorKind::Input,
+            SweepError::Run { error, .. } => error.kind,
+            SweepError::Io(_) => ErrorKind::Internal,
+        }
+    }
+}
 
 impl From<io::Error> for SweepError {
     fn from(e: io::Error) -> SweepError {
@@ -321,45 +338,76 @@ impl Sweep {
     pub fn write_csv(&self, out: &mut dyn Write) -> Result<(), SweepError> {
         let rows = self.rows();
         let energy = !rows.is_empty() && rows.iter().all(|r| r.energy.is_some());
-        let extra: &[&str] = if energy { &ENERGY_CSV_COLUMNS } else { &[] };
-        let header: Vec<String> = self
-            .keys
-            .iter()
-            .map(|k| csv_field(k))
-            .chain(CSV_COLUMNS.iter().chain(extra).map(|c| c.to_string()))
-            .collect();
-        writeln!(out, "{}", header.join(","))?;
-        for row in rows {
-            let mut fields: Vec<String> = row
-                .point
-                .values()
-                .map(|v| csv_field(v.as_str().unwrap_or_default()))
-                .collect();
-            fields.extend([
-                csv_field(&row.strategy),
-                csv_field(&row.kind),
-                csv_field(&row.job),
-                format!("{:.3}", row.iops),
-                format!("{:.3}", row.lat_mean_ns),
-                row.lat_p50_ns.to_string(),
-                row.lat_p99_ns.to_string(),
-                format!("{:.3}", row.interrupts_per_s),
-                format!("{:.6}", row.cpu_util),
-                format!("{:.6}", row.job_cpu_util),
-                format!("{:.6}", row.context_switches_per_io),
-                format!("{:.6}", row.wakeups_per_io),
-            ]);
-            if let (true, Some(e)) = (energy, row.energy) {
-                fields.extend([
-                    format!("{:.6}", e.energy_j),
-                    format!("{:.6}", e.power_w),
-                    format!("{:.3}", e.bytes_per_joule),
-                ]);
-            }
-            writeln!(out, "{}", fields.join(","))?;
-        }
-        Ok(())
+        write_csv_header_with(&self.keys, energy, out)?;
+        write_rows(&rows, energy, out)
     }
+
+    /// Writes the CSV rows of [`Sweep::write_csv`] without the header, so
+    /// the rows of points run apart (on other machines, say) can be joined
+    /// under one [`write_csv_header`] into the same bytes. Without energy
+    /// columns: a header written before the rows cannot know whether
+    /// every row will have them.
+    pub fn write_csv_rows(&self, out: &mut dyn Write) -> Result<(), SweepError> {
+        write_rows(&self.rows(), false, out)
+    }
+}
+
+/// The CSV rows; `energy`: with the [`ENERGY_CSV_COLUMNS`] (every row has
+/// energy figures).
+fn write_rows(rows: &[SweepRow], energy: bool, out: &mut dyn Write) -> Result<(), SweepError> {
+    for row in rows {
+        let mut fields: Vec<String> = row
+            .point
+            .values()
+            .map(|v| csv_field(v.as_str().unwrap_or_default()))
+            .collect();
+        fields.extend([
+            csv_field(&row.strategy),
+            csv_field(&row.kind),
+            csv_field(&row.job),
+            format!("{:.3}", row.iops),
+            format!("{:.3}", row.lat_mean_ns),
+            row.lat_p50_ns.to_string(),
+            row.lat_p99_ns.to_string(),
+            format!("{:.3}", row.interrupts_per_s),
+            format!("{:.6}", row.cpu_util),
+            format!("{:.6}", row.job_cpu_util),
+            format!("{:.6}", row.context_switches_per_io),
+            format!("{:.6}", row.wakeups_per_io),
+        ]);
+        if let (true, Some(e)) = (energy, row.energy) {
+            fields.extend([
+                format!("{:.6}", e.energy_j),
+                format!("{:.6}", e.power_w),
+                format!("{:.3}", e.bytes_per_joule),
+            ]);
+        }
+        writeln!(out, "{}", fields.join(","))?;
+    }
+    Ok(())
+}
+
+/// Writes the CSV header of a sweep varying `keys`: the keys, then
+/// [`CSV_COLUMNS`].
+pub fn write_csv_header(keys: &[String], out: &mut dyn Write) -> Result<(), SweepError> {
+    write_csv_header_with(keys, false, out)
+}
+
+/// [`write_csv_header`], with the [`ENERGY_CSV_COLUMNS`] after the others
+/// when `energy`.
+fn write_csv_header_with(
+    keys: &[String],
+    energy: bool,
+    out: &mut dyn Write,
+) -> Result<(), SweepError> {
+    let extra: &[&str] = if energy { &ENERGY_CSV_COLUMNS } else { &[] };
+    let header: Vec<String> = keys
+        .iter()
+        .map(|k| csv_field(k))
+        .chain(CSV_COLUMNS.iter().chain(extra).map(|c| c.to_string()))
+        .collect();
+    writeln!(out, "{}", header.join(","))?;
+    Ok(())
 }
 
 fn csv_field(s: &str) -> String {
@@ -535,12 +583,69 @@ pub fn cross_product(vary: &[Vary]) -> Vec<Vec<(String, String)>> {
     points
 }
 
-fn describe(point: &[(String, String)]) -> String {
+/// A point as messages name it: `KEY=VALUE` pairs separated by spaces.
+pub fn describe(point: &[(String, String)]) -> String {
     point
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The points of a sweep, each loaded: what [`run_sweep_until`] runs.
+#[derive(Clone, Debug)]
+pub struct SweepPlan {
+    /// `(key, value)` in `--vary` order, one per point, in cross-product
+    /// order.
+    pub points: Vec<Vec<(String, String)>>,
+    /// Each point's scenario, in the same order.
+    pub scenarios: Vec<Scenario>,
+}
+
+/// The `--set` overrides of one point: `sets` (applied to every point),
+/// then the point's `KEY=VALUE` pairs.
+pub fn point_sets(sets: &[String], point: &[(String, String)]) -> Vec<String> {
+    let mut all = sets.to_vec();
+    all.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
+    all
+}
+
+/// Checks the varied keys and loads every point of their cross product,
+/// so a bad key or value is reported before anything runs: the first
+/// half of [`run_sweep_until`], for callers that run the points
+/// elsewhere.
+pub fn plan_sweep(
+    loader: &dyn ScenarioLoader,
+    vary: &[Vary],
+    sets: &[String],
+) -> Result<SweepPlan, SweepError> {
+    if vary.is_empty() {
+        return Err(SweepError::BadVary {
+            arg: String::new(),
+            reason: "nothing to vary".into(),
+        });
+    }
+    for (i, v) in vary.iter().enumerate() {
+        if vary[..i].iter().any(|w| w.key == v.key) {
+            return Err(SweepError::BadVary {
+                arg: v.key.clone(),
+                reason: "the key is varied twice".into(),
+            });
+        }
+    }
+    let points = cross_product(vary);
+    let mut scenarios = Vec::with_capacity(points.len());
+    for point in &points {
+        let scenario =
+            loader
+                .load(&point_sets(sets, point))
+                .map_err(|message| SweepError::Point {
+                    point: describe(point),
+                    message,
+                })?;
+        scenarios.push(scenario);
+    }
+    Ok(SweepPlan { points, scenarios })
 }
 
 /// Runs the sweep: loads every point, then runs them on `workers` threads.
@@ -569,32 +674,7 @@ pub fn run_sweep_until(
     stop: &AtomicBool,
     finished: &(dyn Fn(&SweepPoint) + Sync),
 ) -> Result<Sweep, SweepError> {
-    if args.vary.is_empty() {
-        return Err(SweepError::BadVary {
-            arg: String::new(),
-            reason: "nothing to vary".into(),
-        });
-    }
-    for (i, v) in args.vary.iter().enumerate() {
-        if args.vary[..i].iter().any(|w| w.key == v.key) {
-            return Err(SweepError::BadVary {
-                arg: v.key.clone(),
-                reason: "the key is varied twice".into(),
-            });
-        }
-    }
-    let points = cross_product(&args.vary);
-    let mut scenarios = Vec::with_capacity(points.len());
-    for point in &points {
-        let mut sets = args.sets.clone();
-        sets.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
-        let scenario = loader.load(&sets).map_err(|message| SweepError::Point {
-            point: describe(point),
-            message,
-        })?;
-        scenarios.push(scenario);
-    }
-
+    let SweepPlan { points, scenarios } = plan_sweep(loader, &args.vary, &args.sets)?;
     let workers = match args.workers {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -615,7 +695,8 @@ pub fn run_sweep_until(
 
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let slots: Mutex<Vec<Option<Result<RunResult, String>>>> = Mutex::new(vec![None; points.len()]);
+    let slots: Mutex<Vec<Option<Result<RunResult, EngineError>>>> =
+        Mutex::new(vec![None; points.len()]);
     // Workers only report finished points over a channel; the bar is drawn
     // by the calling thread alone. A worker that drew it would write to
     // stderr, and block for good if the caller holds stderr's lock while
@@ -698,10 +779,10 @@ pub fn run_sweep_until(
                 values: point,
                 result,
             }),
-            Some(Err(message)) => {
+            Some(Err(error)) => {
                 return Err(SweepError::Run {
                     point: describe(&point),
-                    message,
+                    error,
                 })
             }
             None => continue,
@@ -862,9 +943,12 @@ mod tests {
 
     #[test]
     fn an_engine_failure_names_the_first_failing_point() {
-        let failing = |s: &Scenario| -> Result<RunResult, String> {
+        let failing = |s: &Scenario| -> Result<RunResult, EngineError> {
             match &s.jobs[0].work {
-                Work::Io(io) if io.iodepth >= 8 => Err(format!("depth {} too deep", io.iodepth)),
+                Work::Io(io) if io.iodepth >= 8 => Err(EngineError::internal(format!(
+                    "depth {} too deep",
+                    io.iodepth
+                ))),
                 _ => fake_run(s),
             }
         };
@@ -879,6 +963,7 @@ mod tests {
             e.to_string(),
             "sweep point job.async.iodepth=8: run failed: depth 8 too deep"
         );
+        assert_eq!(e.kind(), ErrorKind::Internal, "the engine's kind is kept");
     }
 
     #[test]

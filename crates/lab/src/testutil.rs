@@ -2,7 +2,7 @@
 //! workflow's logic is tested without the simulator.
 
 use cint_policy::PolicyConfig;
-use cint_report::{JobResult, LatencyHistogram, RunResult, StrategyResult};
+use cint_report::{EngineError, JobResult, LatencyHistogram, RunResult, StrategyResult};
 use cint_scenario::{CompletionMode, Scenario, Work};
 
 /// CPU time per I/O and per interrupt, ns.
@@ -23,7 +23,7 @@ fn per_irq(mode: &CompletionMode, iodepth: u32) -> f64 {
 /// Runs every strategy with a closed-form model: IOPS limited by the
 /// queue depth over the service time, and by CPU time per I/O plus the
 /// interrupt cost shared among the completions it reaps.
-pub fn fake_run(s: &Scenario) -> Result<RunResult, String> {
+pub fn fake_run(s: &Scenario) -> Result<RunResult, EngineError> {
     let secs = s.duration as f64 / 1e9;
     let results = s
         .strategies

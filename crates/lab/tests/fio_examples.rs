@@ -33,9 +33,7 @@ const ALLOWED_REFUSALS: &[(&str, &str)] = &[
         "is not set (fio takes it from the environment)",
         "an unset ${VAR}",
     ),
-    // Not modelled yet (docs/FIO.md): fio's latency-target depth search
-    // and its submission worker pool.
-    ("option 'latency_target'", "latency-target depth probing"),
+    // Not modelled yet (docs/FIO.md): fio's submission worker pool.
     ("io_submit_mode=offload", "submission worker threads"),
 ];
 
@@ -68,15 +66,10 @@ fn block_engine_examples(dir: &Path) -> Vec<PathBuf> {
 fn two_thirds_of_fios_block_engine_examples_run_and_refusals_have_allowed_reasons() {
     let dir = Path::new(EXAMPLES);
     if !dir.is_dir() {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!(
-                "{EXAMPLES} is missing: .ci/deps/fio-examples.sh installs Debian's fio-examples"
-            );
-        }
-        eprintln!(
-            "SKIPPED: {EXAMPLES} is missing (install Debian's fio-examples package, or run \
+        cint_test_support::skip::missing(&format!(
+            "{EXAMPLES} is missing (install Debian's fio-examples package, or run \
              bash .ci/deps/fio-examples.sh); fio's examples were not checked"
-        );
+        ));
         return;
     }
     let files = block_engine_examples(dir);

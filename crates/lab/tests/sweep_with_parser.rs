@@ -3,7 +3,7 @@
 //! point.
 
 use cint_lab::sweep::{run_sweep, Progress, SweepArgs};
-use cint_report::{JobResult, LatencyHistogram, RunResult, StrategyResult};
+use cint_report::{EngineError, JobResult, LatencyHistogram, RunResult, StrategyResult};
 use cint_scenario::{load_str, CompletionMode, Scenario, Work};
 
 const SCENARIO: &str = r#"
@@ -39,7 +39,7 @@ fn loader(sets: &[String]) -> Result<Scenario, String> {
 
 /// Echoes the parameters a sweep varies into the result, so the test sees
 /// that every point ran the scenario it asked for.
-fn echo(s: &Scenario) -> Result<RunResult, String> {
+fn echo(s: &Scenario) -> Result<RunResult, EngineError> {
     let results = s
         .strategies
         .iter()

@@ -3,11 +3,13 @@
 //! The simulator and the emulator both produce a [`RunResult`]; the sinks
 //! ([`json`], [`table`]) print it. Field names follow fio where fio has one
 //! (docs/SCENARIO.md, "Result format"). This is a public contract: fields are
-//! added, never renamed or removed.
+//! added, never renamed or removed. An engine that gives no result says
+//! why with an [`EngineError`]: a refused input or an engine bug.
 
 #![warn(missing_docs)]
 
 mod energy_table;
+pub mod error;
 pub mod fio_hist;
 pub mod fio_json;
 pub mod json;
@@ -17,6 +19,7 @@ pub mod table;
 mod testdata;
 
 pub use energy_table::ENERGY_LEGEND;
+pub use error::{EngineError, ErrorKind};
 pub use fio_hist::{FioHistogram, FioLatency};
 pub use fio_json::{to_fio_json, FioJobOptions, FioRunInfo, FIO_DEFAULT_PERCENTILES};
 pub use json::{to_json, NonFiniteError};

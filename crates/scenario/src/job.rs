@@ -80,6 +80,9 @@ pub const IO_KEYS: &[&str] = &[
     "ss",
     "ss_dur",
     "ss_ramp",
+    "latency_target",
+    "latency_window",
+    "latency_percentile",
 ];
 /// Keys of a `kind = "cpu"` job.
 pub const CPU_KEYS: &[&str] = &[

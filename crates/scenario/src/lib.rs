@@ -35,7 +35,7 @@ pub use render::to_toml;
 
 pub use emu_config::{Backend, EmuConfig};
 pub use model::{
-    BsShare, CompletionMode, Engine, ExitScope, HybridSleep, IoJob, IoShape, Job, Rw, Scenario,
-    Schedule, SteadyMetric, SteadyState, Strategy, Work,
+    BsShare, CompletionMode, Engine, ExitScope, HybridSleep, IoJob, IoShape, Job, LatencyTarget,
+    Rw, Scenario, Schedule, SteadyMetric, SteadyState, Strategy, Work,
 };
 pub use profiles::{DevicePower, DeviceProfile, Governor, HostPower, HostProfile, IdleState};

@@ -268,6 +268,28 @@ pub struct IoShape {
     pub exitall: Option<ExitScope>,
     /// `ss`: the job ends once its measurements are steady.
     pub steady: Option<SteadyState>,
+    /// `latency_target`: each thread searches for the deepest queue that
+    /// meets a latency, as fio does.
+    pub latency_target: Option<LatencyTarget>,
+}
+
+/// fio's latency-target search (`latency_target`, `latency_window`,
+/// `latency_percentile`; fio's target.c): a thread starts at depth 1 and,
+/// after each window, doubles its depth (or bisects towards the lowest
+/// depth that failed) while `percentile` percent of the I/Os completed in
+/// the window took at most `target` from issue to completion, and bisects
+/// down when they did not. When the depth stops changing it runs one more
+/// window, measured alone, and ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LatencyTarget {
+    /// Latency an I/O must not exceed (> 0).
+    pub target: Nanos,
+    /// Time each depth is tried for (0: the search decides after every
+    /// completion, as fio's default does).
+    pub window: Nanos,
+    /// Percent of the window's I/Os that must meet the target, in
+    /// (0, 100]; at 100 one late I/O lowers the depth at once.
+    pub percentile: f64,
 }
 
 /// Which jobs `exitall` ends.

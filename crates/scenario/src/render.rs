@@ -181,6 +181,11 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
         t["ss_dur"] = value(format_duration(ss.dur));
         t["ss_ramp"] = value(format_duration(ss.ramp));
     }
+    if let Some(lt) = &shape.latency_target {
+        t["latency_target"] = value(format_duration(lt.target));
+        t["latency_window"] = value(format_duration(lt.window));
+        t["latency_percentile"] = value(lt.percentile);
+    }
     if !shape.percentile_list.is_empty() {
         t["percentile_list"] = value(crate::shape::format_percentile_list(&shape.percentile_list));
     }

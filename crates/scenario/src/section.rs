@@ -138,6 +138,33 @@ impl<'a> Section<'a> {
         }
     }
 
+    /// A number from `min` to `max` (a float or an integer).
+    pub fn number(
+        &mut self,
+        key: &'a str,
+        min: f64,
+        max: f64,
+    ) -> Result<Option<f64>, ScenarioError> {
+        let x = match self.node(key).map(|n| &n.value) {
+            None => return Ok(None),
+            Some(Value::Float(f)) => *f,
+            Some(Value::Int(i)) => *i as f64,
+            Some(v) => {
+                return Err(self.error(
+                    key,
+                    format!(
+                        "must be a number from {min} to {max} (got {})",
+                        v.type_name()
+                    ),
+                ))
+            }
+        };
+        if x.is_nan() || x < min || x > max {
+            return Err(self.error(key, format!("must be from {min} to {max} (got {x})")));
+        }
+        Ok(Some(x))
+    }
+
     /// A boolean.
     pub fn bool(&mut self, key: &'a str) -> Result<Option<bool>, ScenarioError> {
         match self.node(key).map(|n| &n.value) {

@@ -7,7 +7,9 @@ use cint_policy::Nanos;
 
 use crate::error::ScenarioError;
 use crate::load::MAX_RUN_TIME;
-use crate::model::{BsShare, ExitScope, IoShape, Schedule, SteadyMetric, SteadyState};
+use crate::model::{
+    BsShare, ExitScope, IoShape, LatencyTarget, Schedule, SteadyMetric, SteadyState,
+};
 use crate::section::Section;
 use crate::units::{format_duration, parse_size};
 
@@ -311,6 +313,36 @@ pub(crate) fn parse_shape(
             })
         }
     };
+    let latency_target = match bounded_duration(sec, "latency_target")? {
+        0 => {
+            for key in ["latency_window", "latency_percentile"] {
+                if sec.has(key) {
+                    return Err(sec.error(key, "only applies with latency_target"));
+                }
+            }
+            if sec.has("latency_target") {
+                return Err(sec.error("latency_target", "must be longer than zero"));
+            }
+            None
+        }
+        target => {
+            let window = bounded_duration(sec, "latency_window")?;
+            let percentile = sec
+                .number("latency_percentile", 0.0, 100.0)?
+                .unwrap_or(100.0);
+            if percentile <= 0.0 {
+                return Err(sec.error(
+                    "latency_percentile",
+                    "must be above 0 (the share of I/Os that must meet the target)",
+                ));
+            }
+            Some(LatencyTarget {
+                target,
+                window,
+                percentile,
+            })
+        }
+    };
     let shape = IoShape {
         bssplit,
         bssplit_write,
@@ -331,6 +363,7 @@ pub(crate) fn parse_shape(
         flow_sleep,
         exitall,
         steady,
+        latency_target,
     };
     let smallest = smallest_block(&shape, bs);
     if bs_given && smallest != bs {

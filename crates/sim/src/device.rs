@@ -79,13 +79,13 @@ pub(crate) struct Device {
 impl Device {
     pub(crate) fn new(p: &DeviceProfile) -> Result<Self, SimError> {
         if p.parallel_units == 0 {
-            return Err(SimError(format!(
+            return Err(SimError::input(format!(
                 "device '{}': parallel_units must be at least 1",
                 p.model
             )));
         }
         if p.read.bandwidth == 0 || p.write.bandwidth == 0 {
-            return Err(SimError(format!(
+            return Err(SimError::input(format!(
                 "device '{}': bandwidth must be positive",
                 p.model
             )));

@@ -59,7 +59,7 @@ impl World<'_> {
 /// that no policy shapes the arrivals it is about to configure.
 pub fn completion_gaps(scenario: &Scenario) -> Result<LatencyHistogram, SimError> {
     let Some(strategy) = scenario.strategies.first() else {
-        return Err(SimError(format!(
+        return Err(SimError::input(format!(
             "{}: the scenario has no strategy",
             scenario.source
         )));
@@ -126,6 +126,9 @@ mod tests {
     fn no_strategy_is_an_error() {
         let mut s = scenario("[[job]]\nname = \"s\"\n");
         s.strategies.clear();
-        assert!(completion_gaps(&s).unwrap_err().0.contains("no strategy"));
+        assert!(completion_gaps(&s)
+            .unwrap_err()
+            .message
+            .contains("no strategy"));
     }
 }

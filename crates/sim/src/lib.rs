@@ -34,29 +34,13 @@ use cint_scenario::Scenario;
 pub use gaps::completion_gaps;
 
 /// Why a simulation could not run: an inconsistent scenario the validator
-/// let through, or an invariant violated while running (a simulator bug,
-/// reported instead of a wrong result).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SimError(pub String);
+/// let through ([`SimError::input`]), or an invariant violated while
+/// running ([`SimError::internal`]: a simulator bug, reported instead of a
+/// wrong result). The engines' one error type, under the simulator's name.
+pub type SimError = cint_report::EngineError;
 
-impl std::fmt::Display for SimError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SimError {}
-
-/// How every run-time invariant violation starts; see [`SimError::is_internal`].
+/// How every run-time invariant violation's message starts.
 pub(crate) const INVARIANT_VIOLATED: &str = "invariant violated";
-
-impl SimError {
-    /// An invariant violated while running: a simulator bug, not a
-    /// refusal of the scenario (the CLI exits 1 for it, not 2).
-    pub fn is_internal(&self) -> bool {
-        self.0.starts_with(INVARIANT_VIOLATED)
-    }
-}
 
 /// Work done by a run, for speed measurements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -80,7 +64,7 @@ pub fn check(scenario: &Scenario) -> Result<(), SimError> {
 
 fn require_strategies(scenario: &Scenario) -> Result<(), SimError> {
     if scenario.strategies.is_empty() {
-        return Err(SimError(format!(
+        return Err(SimError::input(format!(
             "{}: the scenario has no strategy",
             scenario.source
         )));

@@ -21,7 +21,7 @@ use crate::host::spread::CostSpread;
 use crate::host::{Core, HostCosts};
 use crate::invariants::Invariants;
 use crate::metrics::{Counters, JobStats};
-use crate::workload::{Flows, Groups, Program, SteadyProbe, ThreadShape};
+use crate::workload::{DepthSearch, Flows, Groups, Program, SteadyProbe, ThreadShape};
 use crate::SimError;
 use crate::INVARIANT_VIOLATED;
 
@@ -250,6 +250,8 @@ pub(crate) struct World<'a> {
     pub steady: Vec<SteadyProbe>,
     /// Submitters a freed tag wakes (reused buffer).
     pub woken: Vec<u32>,
+    /// fio's latency-target search, per thread.
+    pub searches: Vec<DepthSearch>,
     /// The energy model, when the host and the device have power data.
     pub power: Option<Box<crate::host::power::PowerModel>>,
 }
@@ -277,7 +279,7 @@ impl<'a> World<'a> {
             };
             let policy = cfg
                 .build(0)
-                .map_err(|e| SimError(format!("strategy '{}': {e}", strategy.name)))?;
+                .map_err(|e| SimError::input(format!("strategy '{}': {e}", strategy.name)))?;
             let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
             queues.push(HwQueue::new(
                 Some(policy),
@@ -304,7 +306,7 @@ impl<'a> World<'a> {
             jobs.push(JobStats::new(&job.name));
             let core = job.cpu as usize;
             if core >= cores_n {
-                return Err(SimError(format!(
+                return Err(SimError::input(format!(
                     "job '{}': cpu {} is beyond the host's {} cores",
                     job.name, job.cpu, cores_n
                 )));
@@ -407,6 +409,10 @@ impl<'a> World<'a> {
         let shaping = vec![ThreadShape::default(); threads.len()];
         let threads_jobs: Vec<u32> = threads.iter().map(|t| t.job).collect();
         let threads_cores: Vec<u32> = threads.iter().map(|t| t.core).collect();
+        let searches = threads
+            .iter()
+            .map(|t| DepthSearch::new(t.prog.iodepth))
+            .collect();
         let mut world = World {
             sc,
             mode: strategy.mode,
@@ -432,6 +438,7 @@ impl<'a> World<'a> {
             flows: Flows::new(sc, &threads_jobs),
             steady: sc.jobs.iter().map(SteadyProbe::new).collect(),
             woken: Vec::new(),
+            searches,
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
         };
         world.stage_jobs();
@@ -486,7 +493,7 @@ impl<'a> World<'a> {
         self.check_request_accounting();
         self.power_finish();
         if let Some(msg) = self.check.violation() {
-            return Err(SimError(format!(
+            return Err(SimError::internal(format!(
                 "{INVARIANT_VIOLATED} ({}, strategy '{}'): {msg}",
                 self.sc.name, strategy.name
             )));
@@ -518,6 +525,7 @@ impl<'a> World<'a> {
         let notable = (window / 100).max(1_000_000);
         let mut notes = self.idle_jobs(strategy);
         notes.extend(self.unpolled_jobs(strategy));
+        notes.extend(self.depth_search_notes(&strategy.name));
         notes.extend(self.group_notes(&strategy.name));
         notes.extend(
             held.iter()
@@ -628,7 +636,18 @@ impl<'a> World<'a> {
                             "is still in its thread's submission path".to_string()
                         }
                         ReqState::Delivered | ReqState::Free => {
-                            "was delivered but its thread has not run to take it".to_string()
+                            let th = &self.threads[r.thread as usize];
+                            if th.wait == Wait::Tag {
+                                "was delivered, but its thread sleeps for a driver tag in a \
+                                 submission call"
+                                    .to_string()
+                            } else if !th.free_slots.is_empty() && !th.prog.engine.is_sync() {
+                                "was delivered, but its thread is still filling its queue (fio \
+                                 reaps once all of iodepth is in flight)"
+                                    .to_string()
+                            } else {
+                                "was delivered but its thread has not run to take it".to_string()
+                            }
                         }
                     };
                     format!("its oldest request, issued {age} before the end, {place}")
@@ -761,7 +780,7 @@ fn refuse_unmodelled(strategy: &Strategy) -> Result<(), SimError> {
     // has no guests yet. Run silently, it would be vic under another name.
     let vic_sched = |mode| matches!(mode, CompletionMode::Interrupt(PolicyConfig::VicSched(_)));
     if vic_sched(strategy.mode) || matches!(strategy.interrupts, PolicyConfig::VicSched(_)) {
-        return Err(SimError(format!(
+        return Err(SimError::input(format!(
             "strategy '{}': kind \"vic-sched\" needs a guest's scheduling state (run state, \
              slice end), which the simulator does not model until its virtual-machine layer \
              exists; use \"vic\" here, or embed vic-sched through cint-policy (Rust or C \
@@ -806,7 +825,7 @@ mod tests {
         w.events.schedule(100, Event::WarmupEnd);
         let err = w.run(strategy).expect_err("the violation is reported");
         assert!(
-            err.0.contains("invariant violated") && err.0.contains("backwards"),
+            err.message.contains("invariant violated") && err.message.contains("backwards"),
             "{err}"
         );
         assert!(err.is_internal(), "a violated invariant is a simulator bug");

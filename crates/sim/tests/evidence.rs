@@ -4,7 +4,6 @@
 //! What they print is not checked: a time on a shared machine is not a
 //! test, and the figures in the docs say where and when they were taken.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -14,15 +13,10 @@ fn evidence(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn ci() -> bool {
-    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
 #[test]
 fn the_io_getevents_measurement_compiles_and_runs() {
-    let dir = std::env::temp_dir().join(format!("cint-evidence-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let exe = dir.join("io_getevents_per_event");
+    let dir = cint_test_support::temp_dir("evidence");
+    let exe = dir.path().join("io_getevents_per_event");
     let cc = Command::new("cc")
         .args(["-O2", "-Wall", "-Wextra", "-Werror", "-o"])
         .arg(&exe)
@@ -35,7 +29,6 @@ fn the_io_getevents_measurement_compiles_and_runs() {
         String::from_utf8_lossy(&cc.stderr)
     );
     let run = Command::new(&exe).output().expect("runs");
-    let _ = std::fs::remove_dir_all(&dir);
     let out = String::from_utf8_lossy(&run.stdout);
     assert!(
         run.status.success(),
@@ -58,13 +51,7 @@ fn fio_runs_the_generator_split_job_file() {
         .arg(evidence("fio-generator-split.fio"))
         .output();
     let Ok(out) = fio else {
-        assert!(!ci(), "fio not found: .ci/deps/fio.sh installs it");
-        // Straight to the process's stderr: the harness would swallow
-        // eprintln! of a passing test, and a skip must be seen.
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n!!! SKIPPED: fio not found (install it with .ci/deps/fio.sh) !!!\n"
-        );
+        cint_test_support::skip::missing("fio not found (install it with .ci/deps/fio.sh)");
         return;
     };
     assert!(

@@ -269,3 +269,46 @@ fn steady_state_ends_a_job_once_its_samples_agree() {
     assert!((third - 1.0 / 3.0).abs() < 0.02, "{third}");
     assert!((job(&steady, "s").iops / job(&full, "s").iops - 1.0).abs() < 0.05);
 }
+
+/// fio's latency-target search: the deepest queue that meets a latency.
+fn latency_search(target_us: u64, percentile: f64) -> cint_report::RunResult {
+    let text = format!(
+        "name = \"lt\"\nduration = \"300ms\"\nwarmup = \"0ns\"\n\
+         [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+         [[job]]\nname = \"probe\"\nengine = \"libaio\"\nrw = \"randread\"\niodepth = 64\n\
+         latency_target = \"{target_us}us\"\nlatency_window = \"2ms\"\n\
+         latency_percentile = {percentile:.1}\n"
+    );
+    let sc = cint_scenario::load_str(&text, "lt.toml", &[]).expect("valid");
+    cint_sim::run(&sc).expect("runs")
+}
+
+fn settled_depth(r: &cint_report::RunResult) -> Option<u32> {
+    let note = r.notes.iter().find(|n| n.contains("latency target"))?;
+    let at = note.find("depth ")? + "depth ".len();
+    note[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn the_latency_target_search_settles_on_the_deepest_queue_that_meets_it() {
+    // A target nothing misses: the depth doubles up to iodepth.
+    assert_eq!(settled_depth(&latency_search(1_000_000, 100.0)), Some(64));
+    // A tighter target, a shallower queue: at QD d the device's ~586 K/s
+    // give about d / 586K of latency, so 50 us holds a few tens at most.
+    let tight = settled_depth(&latency_search(50, 99.0)).expect("settles");
+    let looser = settled_depth(&latency_search(100, 99.0)).expect("settles");
+    assert!(1 < tight && tight < 64, "{tight}");
+    assert!(tight <= looser, "{tight} {looser}");
+    // Below the device's own QD1 latency, at p100, the job ends as fio's
+    // does ("max latency exceeded").
+    let r = latency_search(2, 100.0);
+    assert!(
+        r.notes.iter().any(|n| n.contains("missed at depth 1")),
+        "{:?}",
+        r.notes
+    );
+}

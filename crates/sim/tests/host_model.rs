@@ -323,46 +323,40 @@ fn a_long_submission_call_streams_its_requests_to_the_device() {
     // One thread submits 512 requests per io_submit and waits for all of
     // them. Linux 5.0 walks the iocbs one by one inside a plug that blk-mq
     // flushes every 16 requests, so the device works while the call is
-    // still walking (0.9 ms of kernel path): the first completions are
-    // handled during the call, and the core never waits for the device.
-    // Rung once at the call's end, the doorbell would leave the core idle
-    // while the device served all 512 (0.87 ms per 1.7 ms cycle).
+    // still walking (0.9 ms of kernel path): by the time the call returns,
+    // the handlers (which preempt the call) have delivered most of the
+    // batch, and the reap call rarely sleeps. Rung once at the call's end,
+    // the doorbell left all 512 to the device after the call, and the
+    // waiter slept and woke for every delivery: 0.25 context switches per
+    // I/O, against 0.008 streamed (measured on the previous model).
     let sc = short(scenario(
         "optane-p4800x",
         vec![none()],
         vec![libaio("deep", 512, 512, 512)],
     ));
     let r = &run(&sc)[0];
-    assert!(r.cpu_util > 0.95, "the core idled: {}", r.cpu_util);
-    // The reaping handlers ran while the call was submitting: the thread
-    // was preempted by them, inside its call.
+    let per_io = r.context_switches as f64 / r.jobs[0].ios as f64;
+    assert!(per_io < 0.05, "the reaper slept per delivery: {per_io}");
     assert!(r.interrupts as f64 > 0.9 * r.jobs[0].ios as f64);
 }
 
 #[test]
-fn small_plugs_and_big_requests_ring_the_doorbell_early() {
+fn big_requests_ring_the_doorbell_before_the_call_ends() {
     // A call of 128 KiB requests flushes its plug before each next one
     // (BLK_PLUG_FLUSH_SIZE): each reaches the device as the next is
-    // walked, so a batch of 8 big writes finishes sooner after its call
-    // than if it waited for the call's end. Compare with 4 KiB requests,
-    // which stay plugged in groups of 16.
-    let job = |bs: u64| {
-        let mut j = libaio("w", 8, 8, 8);
-        if let Work::Io(io) = &mut j.work {
-            io.bs = bs;
-        }
-        j
-    };
-    let big = &run(&short(scenario(
-        "optane-p4800x",
-        vec![none()],
-        vec![job(128 << 10)],
-    )))[0];
-    // 8 x 128 KiB = 1 MiB at 2.4 GB/s is 437 us of transfer; the call's
-    // kernel path is 8 x 1.8 us. Streamed, the transfers start after the
-    // first request's path, so a cycle is about the transfer time alone.
-    let cycle_us = 8.0 / big.total_iops() * 1e6;
-    assert!(cycle_us < 470.0, "{cycle_us}");
+    // walked. Eight 128 KiB reads take 437 us of the pipe (2.4 GB/s); the
+    // call's kernel path is 8 x 1.8 us = 14.4 us. Streamed, the transfers
+    // start after the first request's path, so a read's latency is the
+    // transfers plus well under the call's path (9 us: the first path,
+    // the media time, the reap); rung at the call's end it was 21 us.
+    let mut job = libaio("r", 8, 8, 8);
+    if let Work::Io(io) = &mut job.work {
+        io.bs = 128 << 10;
+    }
+    let r = &run(&short(scenario("optane-p4800x", vec![none()], vec![job])))[0];
+    let transfers_ns = 8.0 * (128 << 10) as f64 / 2.4e9 * 1e9;
+    let overhead_us = (r.jobs[0].lat_ns.mean - transfers_ns) / 1e3;
+    assert!(overhead_us < 12.0, "{overhead_us}");
 }
 
 #[test]
@@ -465,7 +459,7 @@ fn zero_scheduler_times_are_refused_not_rounded_up() {
             _ => sc.host.poll_iteration = zero,
         }
         let err = cint_sim::run(&sc).expect_err("zero is refused");
-        assert!(err.0.contains(key), "{err}");
+        assert!(err.message.contains(key), "{err}");
     }
 }
 

@@ -8,7 +8,17 @@
 //!   explains why (a policy holding its completions past the end);
 //! - no job, and no device (all jobs together), completes more I/Os per
 //!   second than the device's parallel units could serve, or moves more
-//!   bytes per second in a direction than its device-wide bandwidth.
+//!   than the device's capability for its mix: one controller serves both
+//!   directions, so the transfer times of the bytes read and written
+//!   (`bytes / bandwidth` of each direction) add up to at most the time
+//!   that passed.
+//!
+//! Besides the shapes above, the host model's mechanisms (issue #18) are
+//! varied: direction mixes, batches and depths up to the queue's tags and
+//! beyond them (a small `queue_depth` makes submitters wait for tags),
+//! polling jobs (`hipri`) beside interrupt jobs under polling strategies
+//! with a named interrupt policy, and fio's latency-target search. Each of those draws comes
+//! from a generator of its own, so a seed's other draws are unchanged.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
 //! longer soak; `CINT_RANDOM_SEED=N` picks another first seed.
@@ -39,7 +49,7 @@ impl Rng {
 
 const DEVICES: &[&str] = &["optane-p4800x", "p3700", "optane-900p"];
 
-fn strategy(rng: &mut Rng, i: usize, out: &mut String) {
+fn strategy(rng: &mut Rng, host_model: &mut Rng, i: usize, out: &mut String) {
     let kind = rng.pick(&[
         "none",
         "nvme",
@@ -88,11 +98,15 @@ fn strategy(rng: &mut Rng, i: usize, out: &mut String) {
         }
         _ => {}
     }
+    if matches!(kind, "poll" | "hybrid-poll") && host_model.chance(50) {
+        let fallback = host_model.pick(&["none", "nvme", "adaptive", "cinterrupts", "vic"]);
+        let _ = writeln!(out, "interrupts = \"{fallback}\"");
+    }
 }
 
 /// One I/O or cpu job; `depth_left` is what the queue of its core still
 /// has room for (iodepth x numjobs per queue is bounded by queue_depth).
-fn job(rng: &mut Rng, i: usize, cores: u64, out: &mut String) {
+fn job(rng: &mut Rng, host_model: &mut Rng, i: usize, cores: u64, out: &mut String) {
     let cpu = rng.below(cores);
     if rng.chance(15) {
         let _ = write!(
@@ -117,12 +131,31 @@ fn job(rng: &mut Rng, i: usize, cores: u64, out: &mut String) {
         "[[job]]\nname = \"j{i}\"\ncpu = {cpu}\nengine = \"{engine}\"\nrw = \"{rw}\"\nbs = \"{bs}\"\nnumjobs = {numjobs}\n"
     );
     if matches!(engine, "libaio" | "io_uring") {
-        let iodepth = 1 + rng.below(64);
-        let batch = 1 + rng.below(iodepth);
+        let mut iodepth = 1 + rng.below(64);
+        let mut batch = 1 + rng.below(iodepth);
         let complete = 1 + rng.below(iodepth);
+        // Deep calls: plugs flushed every 16 requests, and more requests
+        // than the queue's 1 024 tags.
+        if host_model.chance(15) {
+            iodepth = 64 + host_model.below(2_048);
+            batch = 1 + host_model.below(iodepth);
+        }
         let _ = writeln!(
             out,
             "iodepth = {iodepth}\nbatch = {batch}\nbatch_complete_min = {complete}"
+        );
+    }
+    if matches!(engine, "pvsync2" | "io_uring") && host_model.chance(40) {
+        let _ = writeln!(out, "hipri = true");
+    }
+    // fio's latency-target search.
+    if host_model.chance(10) {
+        let _ = writeln!(
+            out,
+            "latency_target = \"{}us\"\nlatency_window = \"{}us\"\nlatency_percentile = {}",
+            1 + host_model.below(300),
+            host_model.below(2_000),
+            host_model.pick(&["50", "99.9", "100"])
         );
     }
     if engine == "pvsync2" && rng.chance(30) {
@@ -188,11 +221,17 @@ fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, out: &mut Str
 fn scenario(seed: u64) -> String {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let cores = 1 + rng.below(2);
+    let mut host_model = Rng(seed.wrapping_mul(0x94d0_49bb_1331_11eb) | 1);
     let mut out = format!(
         "name = \"random-{seed}\"\nseed = {seed}\nduration = \"20ms\"\nwarmup = \"2ms\"\n\
-         [device]\nmodel = \"{}\"\n[host]\ncores = {cores}\n",
+         [device]\nmodel = \"{}\"\n",
         rng.pick(DEVICES)
     );
+    // Few tags: the jobs' depth exceeds them, and submitters wait.
+    if host_model.chance(15) {
+        let _ = writeln!(out, "queue_depth = {}", 1 + host_model.below(64));
+    }
+    let _ = write!(out, "[host]\ncores = {cores}\n");
     // Its own generator, so that the rest of each seed's scenario is what
     // it was before the host's cost spread existed.
     let mut host_rng = Rng(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
@@ -206,12 +245,16 @@ fn scenario(seed: u64) -> String {
         let share = host_rng.pick(&["0", "0.3", "1"]);
         out.push_str(&format!("user_issue_share = {share}\n"));
     }
+
+    let (mut strategies, mut jobs) = (String::new(), String::new());
     for i in 0..1 + rng.below(3) as usize {
-        strategy(&mut rng, i, &mut out);
+        strategy(&mut rng, &mut host_model, i, &mut strategies);
     }
     for i in 0..1 + rng.below(4) as usize {
-        job(&mut rng, i, cores, &mut out);
+        job(&mut rng, &mut host_model, i, cores, &mut jobs);
     }
+    out.push_str(&strategies);
+    out.push_str(&jobs);
     out
 }
 
@@ -243,7 +286,7 @@ fn check(seed: u64) {
     // keep in flight. And all of them crossed it since the run began.
     let window = sc.duration as f64 / 1e9;
     let since_start = (sc.duration + sc.warmup) as f64 / 1e9;
-    let (mut largest, mut in_flight) = (0.0f64, 0.0f64);
+    let (mut largest, mut in_flight, mut requests) = (0.0f64, 0.0f64, 0.0f64);
     for j in &sc.jobs {
         if let cint_scenario::Work::Io(io) = &j.work {
             // bssplit and bsrange draw sizes up to their largest.
@@ -258,36 +301,18 @@ fn check(seed: u64) {
             largest = largest.max(biggest);
             let depth = if io.engine.is_sync() { 1 } else { io.iodepth };
             in_flight += biggest * f64::from(depth) * f64::from(j.numjobs);
+            requests += f64::from(depth) * f64::from(j.numjobs);
         }
     }
-    let (mut reads, mut writes) = (false, false);
-    for j in &sc.jobs {
-        if let cint_scenario::Work::Io(io) = &j.work {
-            use cint_scenario::Rw::*;
-            match io.rw {
-                Read | RandRead => reads = true,
-                Write | RandWrite => writes = true,
-                RandRw | ReadWrite => {
-                    reads |= io.rwmixread > 0;
-                    writes |= io.rwmixread < 100;
-                }
-            }
-        }
-    }
-    let pipe = |on: bool, bw: u64| {
-        let bw = bw as f64;
-        let in_window = bw + (largest + in_flight) / window;
-        let since_start = (bw * since_start + largest) / window;
-        if on {
-            in_window.min(since_start)
-        } else {
-            0.0
-        }
-    };
-    let bw_ceiling =
-        pipe(reads, sc.device.read.bandwidth) + pipe(writes, sc.device.write.bandwidth);
+    // The controller's one pipe: each direction's bytes take
+    // `bytes / bandwidth` of it. What the window's jobs moved took at most
+    // the window's time plus what was in flight when it opened (and the
+    // transfer then under way), and at most the whole run's time.
+    let slowest = sc.device.read.bandwidth.min(sc.device.write.bandwidth) as f64;
+    let pipe_time_ceiling =
+        (window + (largest + in_flight) / slowest).min(since_start + largest / slowest);
     for s in &first.results {
-        let (mut device_iops, mut device_bw) = (0.0, 0.0);
+        let (mut device_iops, mut pipe_time) = (0.0, 0.0);
         for (j, job) in s.jobs.iter().enumerate() {
             let explained = first.notes.iter().any(|n| {
                 n.starts_with(&format!("strategy '{}': job '{}'", s.strategy, job.name))
@@ -304,9 +329,19 @@ fn check(seed: u64) {
                 s.strategy,
                 job.name
             );
+            // Over the job's own window, which may be short (number_ios):
+            // what the device served in it, plus what was already served,
+            // or in flight, when it opened (at most every request the jobs
+            // keep in flight).
+            let job_window = if job.iops > 0.0 {
+                job.ios as f64 / job.iops
+            } else {
+                window
+            };
+            let job_ceiling = iops_ceiling + requests / job_window;
             assert!(
-                job.iops <= iops_ceiling,
-                "seed {seed}: job '{}' at {} IOPS, above the device's {iops_ceiling} (bs {})\n{text}",
+                job.iops <= job_ceiling,
+                "seed {seed}: job '{}' at {} IOPS, above the device's {job_ceiling} (bs {})\n{text}",
                 job.name,
                 job.iops,
                 io.bs
@@ -318,8 +353,12 @@ fn check(seed: u64) {
                 .as_ref()
                 .map_or(1.0, |f| f.runtime_ns as f64 / 1e9 / window);
             device_iops += job.iops * share;
-            device_bw += job.bw_bytes as f64 * share;
+            if let Some(fio) = &job.fio {
+                pipe_time += fio.read.bytes as f64 / sc.device.read.bandwidth as f64
+                    + fio.write.bytes as f64 / sc.device.write.bandwidth as f64;
+            }
         }
+        let iops_ceiling = iops_ceiling + requests / window;
         assert!(
             device_iops <= iops_ceiling,
             "seed {seed}: strategy '{}': the jobs together at {device_iops} IOPS, above the \
@@ -327,9 +366,10 @@ fn check(seed: u64) {
             s.strategy
         );
         assert!(
-            device_bw <= bw_ceiling,
-            "seed {seed}: strategy '{}': the jobs together move {device_bw} B/s, above the \
-             device's {bw_ceiling}\n{text}",
+            pipe_time <= pipe_time_ceiling,
+            "seed {seed}: strategy '{}': the jobs' reads and writes took {pipe_time} s of \
+             the device's one pipe, above the {pipe_time_ceiling} s that passed: more than \
+             the device can move for its mix\n{text}",
             s.strategy
         );
     }

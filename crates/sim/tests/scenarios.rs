@@ -39,7 +39,9 @@ fn every_shipped_scenario_runs_with_invariants_on() {
             "scenarios/{name}.toml is missing"
         );
     }
-    let sets = ["duration=10ms".to_string(), "warmup=2ms".to_string()];
+    // Long enough for deep-queues.toml's 28 threads to fill their 256
+    // requests each (fio reaps once a queue is full) and reap.
+    let sets = ["duration=40ms".to_string(), "warmup=2ms".to_string()];
     for file in &files {
         let sc = load_file(file, &sets).unwrap_or_else(|e| panic!("{e}"));
         let r = cint_sim::run(&sc).unwrap_or_else(|e| panic!("{}: {e}", file.display()));

@@ -3,10 +3,11 @@
 //! guest path against a reference peer, qemu-storage-daemon.
 
 use crate::error::{Error, Result};
+use cint_test_support::process::Watched;
 use std::fs::File;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Which program serves the disks.
@@ -237,7 +238,9 @@ pub struct Resources {
 /// A running back end serving one disk.
 #[derive(Debug)]
 pub struct Backend {
-    child: Child,
+    /// Killed and reaped on drop: a back end left running by an early
+    /// error must not outlive the run.
+    child: Watched,
     socket: PathBuf,
     stats: Option<PathBuf>,
     log: PathBuf,
@@ -318,12 +321,11 @@ impl Backend {
             }
         };
         die_with_parent(&mut cmd);
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|e| Error::io("starting", command_name(kind), e))?;
+        let child = Watched::spawn(
+            "the back end",
+            cmd.stdin(Stdio::null()).stdout(out).stderr(err),
+        )
+        .map_err(|e| Error::io("starting", command_name(kind), e))?;
         let mut backend = Backend {
             child,
             socket: socket.to_path_buf(),
@@ -361,30 +363,17 @@ impl Backend {
     /// Waits up to `limit` for the back end to exit by itself; `None` if it
     /// is still running.
     pub fn wait_exit(&mut self, limit: Duration) -> Result<Option<std::process::ExitStatus>> {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self
-                .child
-                .try_wait()
-                .map_err(|e| Error::io("waiting for", &self.socket, e))?
-            {
-                return Ok(Some(status));
-            }
-            if start.elapsed() > limit {
-                return Ok(None);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.child
+            .wait_timeout(limit, Duration::from_millis(20))
+            .map_err(|e| Error::io("waiting for", &self.socket, e))
     }
 
     /// Sends SIGTERM (if still running) and waits up to `limit` for the
     /// exit; `None` if it did not exit.
     pub fn terminate(&mut self, limit: Duration) -> Result<Option<std::process::ExitStatus>> {
-        if let Ok(None) = self.child.try_wait() {
-            // SAFETY: our own child, not yet reaped (try_wait saw it
-            // running), so the id cannot have been reused.
-            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        }
+        self.child
+            .signal(libc::SIGTERM)
+            .map_err(|e| Error::io("signalling", &self.socket, e))?;
         self.wait_exit(limit)
     }
 
@@ -469,32 +458,26 @@ impl Backend {
     /// counters. `cint vhost` exits by itself (and writes its stats) when
     /// QEMU disconnects; it gets SIGTERM if it has not after a while.
     pub fn stop(mut self) -> Result<Option<BackendStats>> {
-        let pid = self.child.id() as libc::pid_t;
-        let wait = |child: &mut Child, limit: Duration| -> Option<std::process::ExitStatus> {
-            let start = Instant::now();
-            while start.elapsed() < limit {
-                if let Ok(Some(status)) = child.try_wait() {
-                    return Some(status);
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            None
-        };
+        let poll = Duration::from_millis(20);
         let mut status = if self.stops_on_disconnect {
-            wait(&mut self.child, Duration::from_secs(10))
+            self.child
+                .wait_timeout(Duration::from_secs(10), poll)
+                .ok()
+                .flatten()
         } else {
             None
         };
         let exited_alone = status.is_some();
         if status.is_none() {
-            // SAFETY: `pid` is our own child, not yet reaped (try_wait saw it
-            // running), so the id cannot have been reused.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
-            status = wait(&mut self.child, Duration::from_secs(10));
+            let _ = self.child.signal(libc::SIGTERM);
+            status = self
+                .child
+                .wait_timeout(Duration::from_secs(10), poll)
+                .ok()
+                .flatten();
         }
         let Some(status) = status else {
             let _ = self.child.kill();
-            let _ = self.child.wait();
             return Err(Error::Failed(format!(
                 "back end on {} did not exit after SIGTERM: {}",
                 self.socket.display(),
@@ -521,16 +504,6 @@ impl Backend {
                     std::fs::read_to_string(path).map_err(|e| Error::io("reading", path, e))?;
                 BackendStats::parse(&text).map(Some)
             }
-        }
-    }
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        // A back end left running by an early error must not outlive the run.
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
         }
     }
 }

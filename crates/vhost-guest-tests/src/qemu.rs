@@ -5,8 +5,9 @@
 
 use crate::backend::tail;
 use crate::error::{Error, Result};
+use cint_test_support::process::Watched;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How to boot the guest.
@@ -47,7 +48,9 @@ pub struct BootDisk {
 /// A QEMU process booting or running the guest.
 #[derive(Debug)]
 pub struct Guest {
-    child: Child,
+    /// Killed and reaped on drop: a guest left running by an early error
+    /// must not outlive the run.
+    child: Watched,
     serial: PathBuf,
     qemu_log: PathBuf,
     qemu: PathBuf,
@@ -94,11 +97,7 @@ impl Guest {
             .try_clone()
             .map_err(|e| Error::io("opening", &qemu_log, e))?;
         crate::backend::die_with_parent(&mut cmd);
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2)
-            .spawn()
+        let child = Watched::spawn("QEMU", cmd.stdin(Stdio::null()).stdout(log).stderr(log2))
             .map_err(|e| Error::io("starting", &boot.qemu, e))?;
         Ok(Guest {
             child,
@@ -148,33 +147,22 @@ impl Guest {
         self.child
             .kill()
             .map_err(|e| Error::io("killing", &self.qemu, e))?;
-        self.child
-            .wait()
-            .map_err(|e| Error::io("waiting for", &self.qemu, e))?;
         Ok(())
     }
 
     /// Waits for the guest to power off and returns the serial console's
     /// text; QEMU is killed if it runs longer than `timeout`.
     pub fn wait(mut self, timeout: Duration) -> Result<String> {
-        let start = Instant::now();
-        let status = loop {
-            if let Some(status) = self
-                .child
-                .try_wait()
-                .map_err(|e| Error::io("waiting for", &self.qemu, e))?
-            {
-                break status;
-            }
-            if start.elapsed() > timeout {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                return Err(Error::Failed(format!(
-                    "guest did not power off within {timeout:?}; console ends:\n{}",
-                    tail(&self.serial)
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(100));
+        let exited = self
+            .child
+            .wait_timeout(timeout, Duration::from_millis(100))
+            .map_err(|e| Error::io("waiting for", &self.qemu, e))?;
+        let Some(status) = exited else {
+            let _ = self.child.kill();
+            return Err(Error::Failed(format!(
+                "guest did not power off within {timeout:?}; console ends:\n{}",
+                tail(&self.serial)
+            )));
         };
         let console = std::fs::read_to_string(&self.serial)
             .map_err(|e| Error::io("reading", &self.serial, e))?;
@@ -186,16 +174,6 @@ impl Guest {
             )));
         }
         Ok(console)
-    }
-}
-
-impl Drop for Guest {
-    fn drop(&mut self) {
-        // A guest left running by an early error must not outlive the run.
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 

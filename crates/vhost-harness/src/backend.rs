@@ -3,8 +3,10 @@
 
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use cint_test_support::process::{WaitError, Watched};
 
 use crate::Error;
 
@@ -17,13 +19,13 @@ pub enum Image {
     File(PathBuf),
 }
 
-/// A running back end, stopped (SIGTERM, then SIGKILL) when dropped.
+/// A running back end, killed and reaped when dropped.
 pub struct BackendProcess {
     /// What the reports call it.
     pub name: String,
     /// Its vhost-user socket.
     pub socket: PathBuf,
-    child: Option<Child>,
+    child: Option<Watched>,
 }
 
 impl BackendProcess {
@@ -39,32 +41,26 @@ impl BackendProcess {
     ) -> Result<Self, Error> {
         let _ = std::fs::remove_file(socket);
         cmd.stdin(Stdio::null());
-        let child = cmd
-            .spawn()
+        let mut child = Watched::spawn(name, &mut cmd)
             .map_err(|e| Error::Process(format!("starting {name} ({cmd:?}): {e}")))?;
-        let mut me = Self {
-            name: name.to_string(),
-            socket: socket.to_path_buf(),
-            child: Some(child),
-        };
-        let deadline = Instant::now() + timeout;
-        loop {
-            if std::fs::metadata(socket).is_ok_and(|m| m.file_type().is_socket()) {
-                return Ok(me);
-            }
-            if let Some(status) = me.try_wait()? {
-                return Err(Error::Process(format!(
-                    "{name} exited ({status}) before creating {}",
-                    socket.display()
-                )));
-            }
-            if Instant::now() > deadline {
-                return Err(Error::Process(format!(
-                    "{name} did not create {} within {timeout:?}",
-                    socket.display()
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let ready = child.wait_until(timeout, Duration::from_millis(20), || {
+            std::fs::metadata(socket).is_ok_and(|m| m.file_type().is_socket())
+        });
+        match ready {
+            Ok(()) => Ok(Self {
+                name: name.to_string(),
+                socket: socket.to_path_buf(),
+                child: Some(child),
+            }),
+            Err(WaitError::Exited(status)) => Err(Error::Process(format!(
+                "{name} exited ({status}) before creating {}",
+                socket.display()
+            ))),
+            Err(WaitError::TimedOut) => Err(Error::Process(format!(
+                "{name} did not create {} within {timeout:?}",
+                socket.display()
+            ))),
+            Err(WaitError::Io(e)) => Err(Error::Process(format!("{name}: {e}"))),
         }
     }
 
@@ -99,53 +95,36 @@ impl BackendProcess {
     /// Sends SIGTERM and waits up to `timeout` for it to exit (then
     /// SIGKILL); returns how it exited.
     pub fn stop(&mut self, timeout: Duration) -> Result<ExitStatus, Error> {
-        let child = self.take_child()?;
-        // SAFETY: kill(2) on the pid of a child we own and have not reaped.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        let mut child = self.take_child()?;
+        child
+            .signal(libc::SIGTERM)
+            .map_err(|e| Error::Process(format!("{}: {e}", self.name)))?;
         self.reap_within(child, timeout, "of SIGTERM")
     }
 
-    fn take_child(&mut self) -> Result<Child, Error> {
+    fn take_child(&mut self) -> Result<Watched, Error> {
         self.child
             .take()
             .ok_or_else(|| Error::Process(format!("{} already stopped", self.name)))
     }
 
-    /// Reaps `child` once it exits; kills it and fails if that takes
-    /// longer than `timeout` after `what`.
+    /// Reaps `child` once it exits; kills it (on drop) and fails if that
+    /// takes longer than `timeout` after `what`.
     fn reap_within(
         &self,
-        mut child: Child,
+        mut child: Watched,
         timeout: Duration,
         what: &str,
     ) -> Result<ExitStatus, Error> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = child
-                .try_wait()
-                .map_err(|e| Error::Process(format!("{}: {e}", self.name)))?
-            {
-                return Ok(status);
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Error::Process(format!(
+        child
+            .wait_timeout(timeout, Duration::from_millis(10))
+            .map_err(|e| Error::Process(format!("{}: {e}", self.name)))?
+            .ok_or_else(|| {
+                Error::Process(format!(
                     "{} did not exit within {timeout:?} {what}",
                     self.name
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for BackendProcess {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+                ))
+            })
     }
 }
 

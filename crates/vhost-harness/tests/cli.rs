@@ -17,9 +17,8 @@ fn vhost_load(args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn bad_input_is_one_line_and_exit_status_2() {
-    let dir = std::env::temp_dir().join(format!("vhost-load-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch");
-    let nowhere = dir.join("nothing.sock");
+    let dir = cint_test_support::temp_dir("vhost-load-cli");
+    let nowhere = dir.path().join("nothing.sock");
     let nowhere = nowhere.to_str().expect("utf-8 path");
     let cases: [(&[&str], &str); 7] = [
         (&["run"], "--socket"),
@@ -45,5 +44,4 @@ fn bad_input_is_one_line_and_exit_status_2() {
         assert!(err.contains(option), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

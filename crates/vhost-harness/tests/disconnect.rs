@@ -98,7 +98,8 @@ fn leaving_mid_io_makes_the_back_end_exit_0() {
     let Some(cint) = common::cint_with_vhost() else {
         return;
     };
-    let dir = common::scratch("leave");
+    let scratch = common::scratch("leave");
+    let dir = scratch.path();
     let image = dir.join("disk.img");
     common::make_image(&image);
     let sock = dir.join("ours.sock");
@@ -117,7 +118,6 @@ fn leaving_mid_io_makes_the_back_end_exit_0() {
         .wait_exit(Duration::from_secs(10))
         .expect("cint vhost exits when its front end leaves");
     assert!(status.success(), "exited with {status}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -125,7 +125,8 @@ fn with_reconnect_each_front_end_that_leaves_mid_io_is_followed_by_the_next() {
     let Some(cint) = common::cint_with_vhost() else {
         return;
     };
-    let dir = common::scratch("reconnect");
+    let scratch = common::scratch("reconnect");
+    let dir = scratch.path();
     let image = dir.join("disk.img");
     common::make_image(&image);
     let sock = dir.join("ours.sock");
@@ -193,5 +194,4 @@ fn with_reconnect_each_front_end_that_leaves_mid_io_is_followed_by_the_next() {
     session.close().expect("close");
     let status = process.stop(Duration::from_secs(10)).expect("SIGTERM");
     assert!(status.success(), "exited with {status} on SIGTERM");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -76,7 +76,8 @@ fn fuzz(test: &str, strategy: &str, read_only: bool, cases: u32) {
     let Some(cint) = common::cint_with_vhost() else {
         return;
     };
-    let dir = common::scratch(test);
+    let scratch = common::scratch(test);
+    let dir = scratch.path();
     let image = dir.join("disk.img");
     let shadow = common::make_image(&image);
     let sock = dir.join("ours.sock");
@@ -161,7 +162,6 @@ fn fuzz(test: &str, strategy: &str, read_only: bool, cases: u32) {
         on_disk == rig.shadow,
         "image file differs from the shadow copy"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -185,7 +185,8 @@ fn a_chain_through_the_whole_descriptor_table_is_served_or_refused_cleanly() {
     let Some(cint) = common::cint_with_vhost() else {
         return;
     };
-    let dir = common::scratch("long-chain");
+    let scratch = common::scratch("long-chain");
+    let dir = scratch.path();
     let image = dir.join("disk.img");
     let contents = common::make_image(&image);
     let sock = dir.join("ours.sock");
@@ -279,5 +280,4 @@ fn a_chain_through_the_whole_descriptor_table_is_served_or_refused_cleanly() {
         .wait_exit(Duration::from_secs(10))
         .expect("cint vhost exits when its front end leaves");
     assert!(status.success());
-    let _ = std::fs::remove_dir_all(&dir);
 }

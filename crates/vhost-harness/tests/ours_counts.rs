@@ -31,7 +31,8 @@ fn interrupts_the_harness_counts_are_the_ones_the_back_end_reports_sent() {
     let Some(cint) = common::cint_with_vhost() else {
         return;
     };
-    let dir = common::scratch("counts");
+    let scratch = common::scratch("counts");
+    let dir = scratch.path();
     for (i, (strategy, event_idx, queues)) in CASES.into_iter().enumerate() {
         let case = format!("{strategy}, EVENT_IDX {event_idx}, {queues} queue(s)");
         let sock = dir.join(format!("ours-{i}.sock"));
@@ -121,7 +122,6 @@ fn interrupts_the_harness_counts_are_the_ones_the_back_end_reports_sent() {
         let total_sent = doc["totals"]["irqs_sent"].as_u64();
         assert_eq!(total_sent, Some(irqs.iter().sum()), "{case}: totals");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// One run of `requests` reads tagged `ioprio` on a fresh back end, with
@@ -187,7 +187,8 @@ fn under_cinterrupts_every_rt_tagged_completion_wants_an_interrupt_and_unmarked_
     let Some(cint) = common::cint_with_vhost() else {
         return;
     };
-    let dir = common::scratch("tagged");
+    let scratch = common::scratch("tagged");
+    let dir = scratch.path();
     let strategy = "cinterrupts,delta=6us,thr=32";
     let n = 10_000;
     // ioprio class RT (1) in bits 13-15: Urgent under the default hint map.
@@ -198,7 +199,7 @@ fn under_cinterrupts_every_rt_tagged_completion_wants_an_interrupt_and_unmarked_
     // completion; EVENT_IDX may still suppress some (all those that come
     // while the driver has not yet asked for the next), and every one sent
     // is an urgent one.
-    let (irqs, totals) = tagged_run(&cint, &dir, strategy, rt, true, n);
+    let (irqs, totals) = tagged_run(&cint, dir, strategy, rt, true, n);
     assert_eq!(get(&totals, "irqs_sent"), irqs);
     assert_eq!(get(&totals, "irqs_wanted"), n, "{totals}");
     assert_eq!(get(&totals, "urgent_irqs"), irqs, "{totals}");
@@ -207,8 +208,8 @@ fn under_cinterrupts_every_rt_tagged_completion_wants_an_interrupt_and_unmarked_
     // one interrupt per wait whatever the policy wants (a loaded run saw
     // 313 for both tags). Without EVENT_IDX every wanted interrupt is
     // sent, so the two tags compare under any timing.
-    let (irqs_rt, rt_totals) = tagged_run(&cint, &dir, strategy, rt, false, n);
-    let (irqs_plain, plain_totals) = tagged_run(&cint, &dir, strategy, 0, false, n);
+    let (irqs_rt, rt_totals) = tagged_run(&cint, dir, strategy, rt, false, n);
+    let (irqs_plain, plain_totals) = tagged_run(&cint, dir, strategy, 0, false, n);
     assert_eq!(get(&rt_totals, "irqs_sent"), irqs_rt);
     assert_eq!(get(&plain_totals, "irqs_sent"), irqs_plain);
     assert_eq!(irqs_rt, n, "one urgent interrupt per RT read: {rt_totals}");
@@ -220,5 +221,4 @@ fn under_cinterrupts_every_rt_tagged_completion_wants_an_interrupt_and_unmarked_
         irqs_rt > irqs_plain,
         "RT {irqs_rt} vs unmarked {irqs_plain} interrupts"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -30,7 +30,8 @@ fn good_spec() -> impl Strategy<Value = ChainSpec> {
 #[test]
 fn peer_round_trips_random_batches_of_reads_and_writes() {
     let Some(qsd) = common::qsd() else { return };
-    let dir = common::scratch("peer-rt");
+    let scratch = common::scratch("peer-rt");
+    let dir = scratch.path();
     let image = dir.join("disk.img");
     let shadow = common::make_image(&image);
     let sock = dir.join("peer.sock");
@@ -65,13 +66,13 @@ fn peer_round_trips_random_batches_of_reads_and_writes() {
         on_disk == rig.shadow,
         "image file differs from the shadow copy"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn load_on_the_peer_completes_every_request_and_counts_interrupts() {
     let Some(qsd) = common::qsd() else { return };
-    let dir = common::scratch("peer-load");
+    let scratch = common::scratch("peer-load");
+    let dir = scratch.path();
     let sock = dir.join("peer.sock");
     let cmd = backend::qsd_command(&qsd, &sock, &Image::Null(1 << 30), 1, true);
     let mut process =
@@ -101,5 +102,4 @@ fn load_on_the_peer_completes_every_request_and_counts_interrupts() {
     }
     session.close().expect("close");
     assert!(process.alive());
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -310,11 +310,7 @@ mod tests {
     /// CPUs.
     fn start(reader: &PipeReader, hooks: UringHooks) -> Option<Emulator> {
         let cpus = crate::sys::allowed_cpus().expect("affinity");
-        if cpus.len() < 2 {
-            eprintln!(
-                "skipped: the emulator needs 2 CPUs, this process has {}",
-                cpus.len()
-            );
+        if !cint_test_support::skip::cpus(cpus.len(), 2) {
             return None;
         }
         let config = DeviceConfig {

@@ -5,13 +5,16 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use cint_policy::config::{AdaptiveParams, CinterruptsParams};
-use cint_policy::{Hint, Nanos, PolicyConfig, MS, US};
+use cint_policy::{Hint, Nanos, US};
 use cint_scenario::profiles::{JitterKind, OpTiming};
 use cint_scenario::units::Duration;
-use cint_scenario::{
-    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, HybridSleep, IoJob, Job, Rw,
-    Scenario, Strategy, Work,
+use cint_scenario::{DeviceProfile, Engine, Job, Work};
+use cint_test_support::{scenario, skip};
+
+// Each test binary uses its own subset.
+#[allow(unused_imports)]
+pub use cint_test_support::scenario::{
+    adaptive, cinterrupts, cpu_job, hybrid, none, poll, scenario, strategy,
 };
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -99,14 +102,12 @@ fn emulator_threads_now() -> usize {
         .count()
 }
 
-/// True when the machine can run the emulator (2 CPUs or more); prints why
-/// not otherwise.
+/// True when the machine can run the emulator (2 CPUs or more); skips by
+/// the rule of `cint_test_support::skip::missing` otherwise (CI machines
+/// have two, so there it fails).
 pub fn can_emulate() -> bool {
     let n = cint_emu::sys::allowed_cpus().map(|c| c.len()).unwrap_or(0);
-    if n < 2 {
-        eprintln!("skipped: the emulator needs 2 CPUs, this process has {n}");
-    }
-    n >= 2
+    skip::cpus(n, 2)
 }
 
 /// A fast synthetic device without jitter: `service` per request.
@@ -122,102 +123,20 @@ pub fn device(service: Nanos, units: u32) -> DeviceProfile {
     p
 }
 
-pub fn strategy(name: &str, mode: CompletionMode) -> Strategy {
-    Strategy {
-        name: name.into(),
-        mode,
-        interrupts: PolicyConfig::None,
+/// A job whose requests may be polled (fio's `hipri`).
+pub fn hipri(mut job: Job) -> Job {
+    if let Work::Io(io) = &mut job.work {
+        io.hipri = true;
     }
+    job
 }
 
-pub fn none() -> Strategy {
-    strategy("none", CompletionMode::Interrupt(PolicyConfig::None))
-}
-
-pub fn adaptive(delta: Nanos, thr: u32) -> Strategy {
-    strategy(
-        "adaptive",
-        CompletionMode::Interrupt(PolicyConfig::Adaptive(AdaptiveParams { delta, thr })),
-    )
-}
-
-pub fn cinterrupts(delta: Nanos, thr: u32) -> Strategy {
-    strategy(
-        "cint",
-        CompletionMode::Interrupt(PolicyConfig::Cinterrupts(CinterruptsParams::with_adaptive(
-            delta, thr,
-        ))),
-    )
-}
-
-pub fn poll() -> Strategy {
-    strategy("poll", CompletionMode::Poll)
-}
-
-pub fn hybrid(sleep: HybridSleep) -> Strategy {
-    strategy("hybrid", CompletionMode::HybridPoll(sleep))
-}
-
+/// `numjobs` copies of a 4 KiB random-read job, `batch` per submission
+/// and per reap.
 pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, numjobs: u32) -> Job {
-    Job {
-        name: name.into(),
-        cpu: 0,
-        numjobs,
-        runtime: None,
-        work: Work::Io(IoJob {
-            engine,
-            rw: Rw::RandRead,
-            bs: 4096,
-            iodepth,
-            batch,
-            batch_complete_min: batch,
-            batch_complete_max: batch,
-            hint: None,
-            nowait: false,
-            hipri: false,
-            direct: true,
-            gtod_reduce: false,
-            rate_iops: None,
-            think: 0,
-            size: 1 << 30,
-            rwmixread: 100,
-            shape: Default::default(),
-        }),
-        schedule: Default::default(),
-    }
-}
-
-/// A CPU-bound job (`kind = "cpu"`) on application core 0.
-pub fn cpu_job(name: &str) -> Job {
-    Job {
-        name: name.into(),
-        cpu: 0,
-        numjobs: 1,
-        runtime: None,
-        work: Work::Cpu,
-        schedule: Default::default(),
-    }
-}
-
-pub fn scenario(
-    name: &str,
-    device: DeviceProfile,
-    strategies: Vec<Strategy>,
-    jobs: Vec<Job>,
-    duration: Nanos,
-) -> Scenario {
-    Scenario {
-        name: name.into(),
-        source: "<test>".into(),
-        seed: 1,
-        duration,
-        warmup: 5 * MS,
-        device,
-        host: HostProfile::builtin("xeon-e5-2660v4").expect("built-in profile"),
-        strategies,
-        jobs,
-        emu: EmuConfig::default(),
-    }
+    let mut job = scenario::io_job(name, engine, iodepth, batch, batch);
+    job.numjobs = numjobs;
+    job
 }
 
 pub const DEFAULT_DELTA: Nanos = 6 * US;
@@ -312,11 +231,11 @@ pub fn without_realtime<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
     let out = std::thread::scope(|s| {
         s.spawn(|| {
             if let Err(e) = drop_cap_sys_nice() {
-                eprintln!("skipped: cannot drop CAP_SYS_NICE: {e}");
+                skip::not_here(&format!("cannot drop CAP_SYS_NICE: {e}"));
                 return None;
             }
             if fifo_allowed() {
-                eprintln!("skipped: SCHED_FIFO is granted even without CAP_SYS_NICE");
+                skip::not_here("SCHED_FIFO is granted even without CAP_SYS_NICE");
                 return None;
             }
             Some(f())

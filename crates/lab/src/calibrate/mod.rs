@@ -30,7 +30,7 @@ use std::path::PathBuf;
 
 use cint_policy::config::AdaptiveParams;
 use cint_policy::{Nanos, PolicyConfig};
-use cint_report::LatencyHistogram;
+use cint_report::{EngineError, ErrorKind, LatencyHistogram};
 use cint_scenario::{
     CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, Job, Rw, Scenario,
     Strategy, Work,
@@ -104,11 +104,11 @@ pub enum CalibrateError {
     Probe {
         /// Which workload.
         workload: String,
-        /// The engine's message.
-        message: String,
+        /// The engine's error, its kind kept for the exit status.
+        error: EngineError,
     },
     /// The `thr` sweep failed.
-    Run(String),
+    Run(EngineError),
     /// Writing a plot failed.
     Plot(PlotError),
 }
@@ -118,20 +118,32 @@ impl fmt::Display for CalibrateError {
         let line = |s: &str| s.lines().next().unwrap_or("").to_string();
         match self {
             CalibrateError::BadArgs(m) => write!(f, "calibrate: {}", line(m)),
-            CalibrateError::Probe { workload, message } => {
+            CalibrateError::Probe { workload, error } => {
                 write!(
                     f,
                     "calibrate: measuring inter-arrival times ({workload}): {}",
-                    line(message)
+                    line(&error.message)
                 )
             }
-            CalibrateError::Run(m) => write!(f, "calibrate: thr sweep: {}", line(m)),
+            CalibrateError::Run(e) => write!(f, "calibrate: thr sweep: {}", line(&e.message)),
             CalibrateError::Plot(e) => write!(f, "calibrate: writing the plots: {e}"),
         }
     }
 }
 
 impl std::error::Error for CalibrateError {}
+
+impl CalibrateError {
+    /// An engine bug or a failed plot is internal; bad arguments and an
+    /// engine refusing the workload are refused input.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CalibrateError::BadArgs(_) => ErrorKind::Input,
+            CalibrateError::Probe { error, .. } | CalibrateError::Run(error) => error.kind,
+            CalibrateError::Plot(_) => ErrorKind::Internal,
+        }
+    }
+}
 
 /// The inter-arrival distribution of one workload.
 #[derive(Clone, Debug, PartialEq)]
@@ -381,14 +393,14 @@ pub fn calibrate(
         let reference_delta = scenario.device.reference_delta.0;
         let hist = probe
             .completion_gaps(&scenario)
-            .map_err(|message| CalibrateError::Probe {
+            .map_err(|error| CalibrateError::Probe {
                 workload: label.clone(),
-                message,
+                error,
             })?;
         if hist.is_empty() {
             return Err(CalibrateError::Probe {
                 workload: label,
-                message: "no completions measured".into(),
+                error: EngineError::input("no completions measured"),
             });
         }
         gaps.push(GapSummary::from_histogram(
@@ -414,11 +426,11 @@ pub fn calibrate(
     let scenario = workload(args, args.batch, strategies, "calibrate-thr")?;
     let result = runner.run(&scenario).map_err(CalibrateError::Run)?;
     if result.results.len() != args.thr_values.len() {
-        return Err(CalibrateError::Run(format!(
+        return Err(CalibrateError::Run(EngineError::internal(format!(
             "the engine returned {} strategies for {} thr values",
             result.results.len(),
             args.thr_values.len()
-        )));
+        ))));
     }
     let sweep: Vec<ThrPoint> = args
         .thr_values
@@ -438,7 +450,7 @@ pub fn calibrate(
         .collect();
     let samples: Vec<ThrSample> = sweep.iter().map(ThrPoint::sample).collect();
     let (thr, thr_basis) = rules::recommend_thr(&samples, args.tolerance)
-        .ok_or_else(|| CalibrateError::Run("the sweep produced no IOPS".into()))?;
+        .ok_or_else(|| CalibrateError::Run(EngineError::input("the sweep produced no IOPS")))?;
 
     let mut calibration = Calibration {
         device: args.device.clone(),
@@ -700,12 +712,12 @@ mod tests {
 
     /// Unbatched: gaps spread evenly over 1..3 us. Batched: bursts of
     /// `batch` completions 200 ns apart, separated by 5.0..5.5 us.
-    fn fake_gaps(s: &Scenario) -> Result<LatencyHistogram, String> {
+    fn fake_gaps(s: &Scenario) -> Result<LatencyHistogram, EngineError> {
         let Work::Io(io) = &s.jobs[0].work else {
-            return Err("not an I/O job".into());
+            return Err(EngineError::input("not an I/O job"));
         };
         if s.strategies.len() != 1 || s.strategies[0].kind() != "none" {
-            return Err("gaps are measured under `none` only".into());
+            return Err(EngineError::input("gaps are measured under `none` only"));
         }
         let mut h = LatencyHistogram::new();
         for i in 0..10_000u64 {
@@ -786,7 +798,9 @@ mod tests {
 
     #[test]
     fn a_given_delta_skips_the_measurement() {
-        let never = |_: &Scenario| -> Result<LatencyHistogram, String> { Err("not called".into()) };
+        let never = |_: &Scenario| -> Result<LatencyHistogram, EngineError> {
+            Err(EngineError::internal("not called"))
+        };
         let dir = std::env::temp_dir().join(format!("cint-lab-{}-given", std::process::id()));
         let args = CalibrateArgs {
             delta: Some(15_000),
@@ -866,17 +880,20 @@ mod tests {
                 "{e}"
             );
         }
-        let no_probe = |_: &Scenario| -> Result<LatencyHistogram, String> {
-            Err("not exposed\nby this engine".into())
+        let no_probe = |_: &Scenario| -> Result<LatencyHistogram, EngineError> {
+            Err(EngineError::input("not exposed\nby this engine"))
         };
         let e = calibrate(&no_probe, &fake_run, &base).expect_err("probe fails");
         assert_eq!(
             e.to_string(),
             "calibrate: measuring inter-arrival times (no batching): not exposed"
         );
-        let broken =
-            |_: &Scenario| -> Result<cint_report::RunResult, String> { Err("boom".into()) };
+        assert_eq!(e.kind(), ErrorKind::Input);
+        let broken = |_: &Scenario| -> Result<cint_report::RunResult, EngineError> {
+            Err(EngineError::internal("boom"))
+        };
         let e = calibrate(&fake_gaps, &broken, &base).expect_err("run fails");
         assert_eq!(e.to_string(), "calibrate: thr sweep: boom");
+        assert_eq!(e.kind(), ErrorKind::Internal, "the engine's kind is kept");
     }
 }

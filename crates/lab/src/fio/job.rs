@@ -87,6 +87,9 @@ pub(super) struct JobSpec {
     pub(super) steady: Option<At<(SteadyMetric, bool, f64, bool)>>,
     pub(super) ss_dur: Option<At<Nanos>>,
     pub(super) ss_ramp: Nanos,
+    pub(super) latency_target: Option<At<Nanos>>,
+    pub(super) latency_window: Nanos,
+    pub(super) latency_percentile: Option<At<f64>>,
 }
 
 impl JobSpec {
@@ -148,6 +151,9 @@ impl JobSpec {
             steady: None,
             ss_dur: None,
             ss_ramp: 0,
+            latency_target: None,
+            latency_window: 0,
+            latency_percentile: None,
         }
     }
 }

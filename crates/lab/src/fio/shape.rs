@@ -2,7 +2,7 @@
 //! caps, think times, counts, flows, `exitall` and steady state, checked
 //! against each other.
 
-use cint_scenario::{ExitScope, IoShape, Rw, SteadyState};
+use cint_scenario::{ExitScope, IoShape, LatencyTarget, Rw, SteadyState};
 
 use super::diag::Diagnostics;
 use super::job::{At, JobSpec};
@@ -54,6 +54,14 @@ pub(super) fn job_shape(
             ExitScope::Group
         }),
         steady: None,
+        latency_target: spec
+            .latency_target
+            .filter(|t| t.value > 0)
+            .map(|t| LatencyTarget {
+                target: t.value,
+                window: spec.latency_window,
+                percentile: spec.latency_percentile.map_or(100.0, |p| p.value),
+            }),
     };
     if let Some(ss) = spec.steady {
         let (metric, slope, limit, percent) = ss.value;

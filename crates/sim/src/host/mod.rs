@@ -100,14 +100,14 @@ impl HostCosts {
             ("sched_min_granularity", h.sched_min_granularity),
         ] {
             if d.0 == 0 {
-                return Err(SimError(format!(
+                return Err(SimError::input(format!(
                     "host '{}': {key} must be longer than zero",
                     h.model
                 )));
             }
         }
         if !(0.0..=1.0).contains(&h.user_issue_share) {
-            return Err(SimError(format!(
+            return Err(SimError::input(format!(
                 "host '{}': user_issue_share must be from 0 to 1 (got {})",
                 h.model, h.user_issue_share
             )));

@@ -36,12 +36,14 @@
 
 mod flow;
 mod groups;
+mod latency_target;
 mod pattern;
 mod program;
 mod steady;
 
 pub(crate) use flow::Flows;
 pub(crate) use groups::Groups;
+pub(crate) use latency_target::DepthSearch;
 pub(crate) use pattern::ThreadShape;
 pub(crate) use program::Program;
 pub(crate) use steady::SteadyProbe;
@@ -101,7 +103,8 @@ impl World<'_> {
             self.exit_thread(t);
             return;
         }
-        if self.think_due(t) || self.sync_due(t) || self.flow_holds(t) {
+        if self.think_due(t) || self.sync_due(t) || self.flow_holds(t) || self.depth_search_holds(t)
+        {
             return;
         }
         self.submit_or_reap(t);
@@ -150,7 +153,7 @@ impl World<'_> {
         // completions. So a partial batch is submitted, never held back
         // waiting for slots only the completions it blocks could free.
         let free = self.threads[t].free_slots.len() as u32;
-        let mut k = p.batch.min(free);
+        let mut k = p.batch.min(free).min(self.depth_search_room(t));
         if p.rate_interval.is_some() {
             k = k.min(self.tokens(t, now));
         }
@@ -350,6 +353,12 @@ impl World<'_> {
     /// polled requests hold tags, polls them first.
     fn next_plug(&mut self, t: usize, entry: Nanos) {
         let n = self.plug_len(t);
+        if n == 0 {
+            // Nothing (left) to walk: the call returns after its entry.
+            self.threads[t].plugged = 0;
+            self.set_burst(t, entry, Cont::Doorbell);
+            return;
+        }
         let (q, pool) = self.tag_pool_of(t);
         let retry = self.threads[t].tag_retry;
         let got = self.queues[q].tags[pool].take(n, retry);
@@ -593,6 +602,7 @@ impl World<'_> {
             if self.measuring && self.job_measuring(job, now) {
                 self.jobs[job].record(&done, now, sync);
             }
+            self.depth_search_completion(t, now - done.issued);
             self.steady_sample(job, now, done.bytes);
         }
         self.count_completions(t, n);

@@ -46,6 +46,7 @@ static NO_SHAPE: IoShape = IoShape {
     flow_sleep: 0,
     exitall: None,
     steady: None,
+    latency_target: None,
 };
 
 /// Whether the request is a write: `rwmixread` decides for the mixes.

@@ -35,7 +35,7 @@ impl Program {
     /// The program of every thread of `job`. `runtime` counts from the
     /// start of the run, warm-up included.
     pub(crate) fn from_job(job: &Job) -> Result<Program, SimError> {
-        let bad = |what: &str| SimError(format!("job '{}': {what}", job.name));
+        let bad = |what: &str| SimError::input(format!("job '{}': {what}", job.name));
         match &job.work {
             Work::Cpu => Ok(Program {
                 engine: Engine::Psync,

@@ -2,96 +2,26 @@
 //! do not depend on the scenario files' parser.
 #![allow(dead_code)]
 
-use cint_policy::config::{AdaptiveParams, CinterruptsParams, NvmeParams};
-use cint_policy::{Nanos, PolicyConfig, MS, US};
-use cint_scenario::{
-    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, Job, Rw, Scenario,
-    Strategy, Work,
+use cint_policy::{Nanos, MS, US};
+use cint_scenario::{DeviceProfile, Engine, Job, Scenario, Strategy, Work};
+use cint_test_support::scenario as support;
+
+// Each test binary uses its own subset.
+#[allow(unused_imports)]
+pub use cint_test_support::scenario::{
+    adaptive, cinterrupts as cint, cinterrupts_with as cint_with, cpu_job, io_job, none, nvme,
+    strategy,
 };
 
+/// A 50 ms scenario named `test` on the built-in `device`.
 pub fn scenario(device: &str, strategies: Vec<Strategy>, jobs: Vec<Job>) -> Scenario {
-    Scenario {
-        name: "test".into(),
-        source: "<test>".into(),
-        seed: 1,
-        duration: 50 * MS,
-        warmup: 5 * MS,
-        device: DeviceProfile::builtin(device).expect("built-in device"),
-        host: HostProfile::builtin("xeon-e5-2660v4").expect("built-in host"),
+    support::scenario(
+        "test",
+        DeviceProfile::builtin(device).expect("built-in device"),
         strategies,
         jobs,
-        emu: EmuConfig::default(),
-    }
-}
-
-pub fn strategy(name: &str, mode: CompletionMode) -> Strategy {
-    Strategy {
-        name: name.into(),
-        mode,
-        interrupts: PolicyConfig::None,
-    }
-}
-
-pub fn none() -> Strategy {
-    strategy("none", CompletionMode::Interrupt(PolicyConfig::None))
-}
-
-pub fn adaptive(delta: Nanos, thr: u32) -> Strategy {
-    strategy(
-        "adaptive",
-        CompletionMode::Interrupt(PolicyConfig::Adaptive(AdaptiveParams { delta, thr })),
+        50 * MS,
     )
-}
-
-pub fn nvme(name: &str, time: Nanos, thr: u32) -> Strategy {
-    strategy(
-        name,
-        CompletionMode::Interrupt(PolicyConfig::Nvme(NvmeParams {
-            thr,
-            time,
-            coalescing_disabled: false,
-        })),
-    )
-}
-
-pub fn cint(delta: Nanos, thr: u32) -> Strategy {
-    cint_with(CinterruptsParams::with_adaptive(delta, thr))
-}
-
-pub fn cint_with(p: CinterruptsParams) -> Strategy {
-    strategy(
-        "cint",
-        CompletionMode::Interrupt(PolicyConfig::Cinterrupts(p)),
-    )
-}
-
-pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, min: u32) -> Job {
-    Job {
-        name: name.into(),
-        cpu: 0,
-        numjobs: 1,
-        runtime: None,
-        work: Work::Io(IoJob {
-            engine,
-            rw: Rw::RandRead,
-            bs: 4096,
-            iodepth,
-            batch,
-            batch_complete_min: min,
-            batch_complete_max: min,
-            hint: None,
-            nowait: false,
-            hipri: false,
-            direct: true,
-            gtod_reduce: false,
-            rate_iops: None,
-            think: 0,
-            size: 1 << 30,
-            rwmixread: 100,
-            shape: Default::default(),
-        }),
-        schedule: Default::default(),
-    }
 }
 
 /// A job whose requests may be polled (fio's `hipri`): pvsync2 and
@@ -129,17 +59,6 @@ pub fn fig5_libaio(name: &str) -> Job {
         io.gtod_reduce = true;
     }
     job
-}
-
-pub fn cpu_job(name: &str) -> Job {
-    Job {
-        name: name.into(),
-        cpu: 0,
-        numjobs: 1,
-        runtime: None,
-        work: Work::Cpu,
-        schedule: Default::default(),
-    }
 }
 
 pub const OPTANE_DELTA: Nanos = 6 * US;

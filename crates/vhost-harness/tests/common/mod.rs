@@ -22,12 +22,10 @@ pub const IMAGE_BYTES: u64 = REGION_SECTORS * 512 * SLOTS as u64;
 /// Descriptors per queue.
 pub const QUEUE_SIZE: u16 = 256;
 
-/// A missing back end fails the test in CI and skips it, loudly, elsewhere.
+/// A missing back end fails the test in CI and skips it, loudly, elsewhere
+/// (`cint_test_support::skip::missing`).
 pub fn missing(what: &str) -> Option<PathBuf> {
-    if std::env::var_os("CI").is_some() {
-        panic!("{what} is missing, and CI must run this test");
-    }
-    eprintln!("SKIPPED: {what} is missing (CI would fail here)");
+    cint_test_support::skip::missing(&format!("{what} is missing"));
     None
 }
 
@@ -49,13 +47,10 @@ pub fn cint_with_vhost() -> Option<PathBuf> {
     }
 }
 
-/// A fresh directory for one test's sockets and images.
-pub fn scratch(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("cint-vhost-harness-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch directory");
-    dir
+/// A fresh directory for one test's sockets and images, removed when
+/// dropped.
+pub fn scratch(test: &str) -> cint_test_support::TempDir {
+    cint_test_support::temp_dir(&format!("vhost-harness-{test}"))
 }
 
 /// Writes an image with a known pattern; returns its contents.

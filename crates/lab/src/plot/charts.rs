@@ -1,0 +1,438 @@
+//! The chart layouts: which charts a result document and a sweep file
+//! give, and what each one shows.
+
+use super::*;
+
+/// The charts of a result in memory (`--plot DIR` on `sim` and `emu`).
+pub fn plot_result(
+    result: &cint_report::RunResult,
+    args: &PlotArgs,
+) -> Result<Vec<PathBuf>, PlotError> {
+    plot_run(&RunDoc::from_result(result)?, args)
+}
+
+/// The bar charts and the latency CDF of a result document.
+pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError> {
+    let baseline = match &args.baseline {
+        None => 0,
+        Some(b) => doc
+            .results
+            .iter()
+            .position(|s| &s.strategy == b)
+            .ok_or_else(|| {
+                let known: Vec<&str> = doc.results.iter().map(|s| s.strategy.as_str()).collect();
+                PlotError(format!(
+                    "baseline '{b}' is not a strategy of the result (strategies: {})",
+                    known.join(", ")
+                ))
+            })?,
+    };
+    if doc.results.is_empty() {
+        return Err(PlotError("the result document has no strategy".into()));
+    }
+    let categories: Vec<String> = doc.results.iter().map(|s| s.strategy.clone()).collect();
+    let job_names: Vec<String> = doc.results[0].jobs.iter().map(|j| j.name.clone()).collect();
+    let per_job = |f: &dyn Fn(&JobDoc) -> f64| -> Vec<(String, Vec<f64>)> {
+        job_names
+            .iter()
+            .enumerate()
+            .map(|(ji, name)| {
+                let values = doc
+                    .results
+                    .iter()
+                    .map(|s| s.jobs.get(ji).map_or(0.0, f))
+                    .collect();
+                (name.clone(), values)
+            })
+            .collect()
+    };
+    let title = |what: &str| {
+        format!(
+            "{what} — {} on {} ({})",
+            doc.scenario, doc.device, doc.substrate
+        )
+    };
+    let mut iops = per_job(&|j| j.iops / 1e3);
+    if iops.len() > 1 {
+        let total = doc
+            .results
+            .iter()
+            .map(|s| s.jobs.iter().map(|j| j.iops).sum::<f64>() / 1e3)
+            .collect();
+        iops.push(("total".into(), total));
+    }
+    let single = |name: &str, values: Vec<f64>| vec![(name.to_string(), values)];
+    let charts = [
+        (
+            "iops",
+            BarChart {
+                title: title("Throughput"),
+                y_desc: "IOPS (thousands)".into(),
+                categories: categories.clone(),
+                series: iops,
+                baseline,
+            },
+        ),
+        (
+            "latency_mean",
+            BarChart {
+                title: title("Mean latency"),
+                y_desc: "mean latency (µs)".into(),
+                categories: categories.clone(),
+                series: per_job(&|j| j.lat_ns.mean / 1e3),
+                baseline,
+            },
+        ),
+        (
+            "latency_p99",
+            BarChart {
+                title: title("99th percentile latency"),
+                y_desc: "p99 latency (µs)".into(),
+                categories: categories.clone(),
+                series: per_job(&|j| j.lat_ns.at(99.0).unwrap_or(0) as f64 / 1e3),
+                baseline,
+            },
+        ),
+        (
+            "irqs",
+            BarChart {
+                title: title("Interrupt rate"),
+                y_desc: "interrupts per second (thousands)".into(),
+                categories: categories.clone(),
+                series: single(
+                    "interrupts",
+                    doc.results
+                        .iter()
+                        .map(|s| s.interrupts_per_s / 1e3)
+                        .collect(),
+                ),
+                baseline,
+            },
+        ),
+        (
+            "cpu",
+            BarChart {
+                title: title("CPU utilisation"),
+                y_desc: "CPU busy (% of the application cores)".into(),
+                categories: categories.clone(),
+                series: single(
+                    "cpu",
+                    doc.results.iter().map(|s| s.cpu_util * 100.0).collect(),
+                ),
+                baseline,
+            },
+        ),
+    ];
+    let mut written = Vec::new();
+    for (stem, chart) in &charts {
+        written.extend(write_bar_chart(chart, &args.out_dir, stem, &args.formats)?);
+    }
+    // Colour is the strategy, line style the job, as in the sweep charts.
+    let multi_job = job_names.len() > 1;
+    let mut cdf = Vec::new();
+    for (si, s) in doc.results.iter().enumerate() {
+        for (ji, j) in s.jobs.iter().enumerate() {
+            let mut pts: Vec<(f64, f64)> = vec![(j.lat_ns.min as f64 / 1e3, 0.0)];
+            let mut pcts: Vec<(f64, u64)> = j
+                .lat_ns
+                .percentile
+                .iter()
+                .filter_map(|(k, &v)| k.parse::<f64>().ok().map(|p| (p, v)))
+                .collect();
+            pcts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            pts.extend(pcts.iter().map(|&(p, v)| (v as f64 / 1e3, p)));
+            pts.push((j.lat_ns.max as f64 / 1e3, 100.0));
+            let name = if multi_job {
+                format!("{} / {}", s.strategy, j.name)
+            } else {
+                s.strategy.clone()
+            };
+            cdf.push(Series {
+                name,
+                points: pts,
+                color: si,
+                variant: if multi_job { ji } else { 0 },
+            });
+        }
+    }
+    let cdf_chart = LineChart {
+        title: title("Latency CDF"),
+        x_desc: "latency (µs); points: min, reported percentiles, max".into(),
+        y_desc: "I/Os at or below (%)".into(),
+        x_log: cdf_is_wide(&cdf),
+        x_names: None,
+        series: cdf,
+        legend: Legend::Grouped {
+            colors_title: "strategy".into(),
+            colors: categories.clone(),
+            variants_title: "job".into(),
+            variants: job_names.clone(),
+        },
+        markers: Vec::new(),
+    };
+    written.extend(write_line_chart(
+        &cdf_chart,
+        &args.out_dir,
+        "latency_cdf",
+        &args.formats,
+    )?);
+    Ok(written)
+}
+
+/// A long tail squeezes the body of a linear CDF into one pixel column.
+pub(super) fn cdf_is_wide(series: &[Series]) -> bool {
+    let xs = || series.iter().flat_map(|s| s.points.iter().map(|q| q.0));
+    let lo = xs().fold(f64::MAX, f64::min);
+    let hi = xs().fold(0.0, f64::max);
+    lo > 0.0 && hi / lo > 20.0
+}
+
+/// How a sweep's x values are placed.
+pub(super) fn x_axis(values: &[String]) -> (Vec<f64>, Option<Vec<String>>, String) {
+    if let Some(xs) = values
+        .iter()
+        .map(|v| v.parse::<f64>().ok())
+        .collect::<Option<Vec<_>>>()
+    {
+        return (xs, None, String::new());
+    }
+    if let Some(xs) = values
+        .iter()
+        .map(|v| {
+            cint_scenario::units::parse_duration(v)
+                .ok()
+                .map(|ns| ns as f64 / 1e3)
+        })
+        .collect::<Option<Vec<_>>>()
+    {
+        return (xs, None, " (µs)".into());
+    }
+    if let Some(xs) = values
+        .iter()
+        .map(|v| {
+            cint_scenario::units::parse_size(v)
+                .ok()
+                .map(|b| b as f64 / 1024.0)
+        })
+        .collect::<Option<Vec<_>>>()
+    {
+        return (xs, None, " (KiB)".into());
+    }
+    (
+        (0..values.len()).map(|i| i as f64).collect(),
+        Some(values.to_vec()),
+        String::new(),
+    )
+}
+
+/// `(file stem, title, y axis label, value of a row)`.
+pub(super) type SweepMetric = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&SweepRow) -> f64,
+);
+
+/// Line plots of every metric against the first varied key: one line per
+/// strategy (and per job, and per value of the other keys, when there are
+/// several). Colour tells the strategy (and job), line dash and marker
+/// the values of the other keys.
+pub fn plot_sweep(rows: &[SweepRow], args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError> {
+    let mut written = Vec::new();
+    for (stem, chart) in sweep_charts(rows)? {
+        written.extend(write_line_chart(
+            &chart,
+            &args.out_dir,
+            stem,
+            &args.formats,
+        )?);
+    }
+    Ok(written)
+}
+
+/// The sweep's charts, `(file stem, chart)`, before drawing.
+pub(super) fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineChart)>, PlotError> {
+    let first = rows
+        .first()
+        .ok_or_else(|| PlotError("the sweep has no rows".into()))?;
+    let x_key = first
+        .point
+        .keys()
+        .next()
+        .cloned()
+        .ok_or_else(|| PlotError("the sweep rows name no varied key".into()))?;
+    let value_of = |r: &SweepRow, k: &str| {
+        r.point
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut x_values: Vec<String> = Vec::new();
+    for r in rows {
+        let v = value_of(r, &x_key);
+        if !x_values.contains(&v) {
+            x_values.push(v);
+        }
+    }
+    let (xs, x_names, unit) = x_axis(&x_values);
+    let x_of = |v: &str| {
+        x_values
+            .iter()
+            .position(|x| x == v)
+            .map(|i| xs[i])
+            .unwrap_or(0.0)
+    };
+    // Colour tells the strategy (and the job, when there are several), so
+    // a strategy keeps its colour across the values of the other keys;
+    // line dash and marker tell those values. Past the palette, the job
+    // moves from colour to line style, so colours stay one per strategy.
+    let multi_job = rows.iter().any(|r| r.job != first.job);
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    for r in rows {
+        if !pairs.contains(&(r.strategy.as_str(), r.job.as_str())) {
+            pairs.push((r.strategy.as_str(), r.job.as_str()));
+        }
+    }
+    let job_in_color = multi_job && pairs.len() <= PALETTE.len();
+    let job_in_variant = multi_job && !job_in_color;
+    let other_keys: Vec<&String> = first.point.keys().skip(1).collect();
+    let color_of_row = |r: &SweepRow| {
+        if job_in_color {
+            format!("{} / {}", r.strategy, r.job)
+        } else {
+            r.strategy.clone()
+        }
+    };
+    let variant_of_row = |r: &SweepRow| {
+        let mut parts: Vec<String> = other_keys.iter().map(|k| value_of(r, k)).collect();
+        if job_in_variant {
+            parts.push(r.job.clone());
+        }
+        parts.join(", ")
+    };
+    let mut colors: Vec<String> = Vec::new();
+    let mut variants: Vec<String> = Vec::new();
+    for r in rows {
+        let (c, v) = (color_of_row(r), variant_of_row(r));
+        if !colors.contains(&c) {
+            colors.push(c);
+        }
+        if !variants.contains(&v) {
+            variants.push(v);
+        }
+    }
+    let mut variants_title: Vec<&str> = other_keys
+        .iter()
+        .map(|k| short_key(k, first.point.keys()))
+        .collect();
+    if job_in_variant {
+        variants_title.push("job");
+    }
+    let legend = Legend::Grouped {
+        colors_title: if job_in_color {
+            "strategy / job".into()
+        } else {
+            "strategy".into()
+        },
+        colors: colors.clone(),
+        variants_title: variants_title.join(", "),
+        variants: variants.clone(),
+    };
+    let style_of = |r: &SweepRow| {
+        let color = colors
+            .iter()
+            .position(|c| *c == color_of_row(r))
+            .unwrap_or(0);
+        let variant = variants
+            .iter()
+            .position(|v| *v == variant_of_row(r))
+            .unwrap_or(0);
+        (color, variant)
+    };
+    let name_of = |color: usize, variant: usize| {
+        let mut name = colors[color].clone();
+        if variants.len() > 1 {
+            name = format!("{name}, {}", variants[variant]);
+        }
+        name
+    };
+    let metrics: [SweepMetric; 5] = [
+        ("sweep_iops", "Throughput", "IOPS (thousands)", |r| {
+            r.iops / 1e3
+        }),
+        (
+            "sweep_latency_mean",
+            "Mean latency",
+            "mean latency (µs)",
+            |r| r.lat_mean_ns / 1e3,
+        ),
+        (
+            "sweep_latency_p99",
+            "99th percentile latency",
+            "p99 latency (µs)",
+            |r| r.lat_p99_ns as f64 / 1e3,
+        ),
+        (
+            "sweep_irqs",
+            "Interrupt rate",
+            "interrupts per second (thousands)",
+            |r| r.interrupts_per_s / 1e3,
+        ),
+        ("sweep_cpu", "CPU utilisation", "CPU busy (%)", |r| {
+            r.cpu_util * 100.0
+        }),
+    ];
+    let positive = xs.iter().all(|&x| x > 0.0);
+    let (lo, hi) = xs
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    let wide = positive && hi / lo >= 16.0;
+    // Few values spread over decades read best evenly spaced and labelled
+    // with the values themselves, as papers draw thr sweeps.
+    let evenly = x_names.is_none() && wide && x_values.len() <= 16;
+    let mut charts = Vec::new();
+    for (stem, what, y_desc, metric) in metrics {
+        let mut series: Vec<Series> = Vec::new();
+        for r in rows {
+            let (color, variant) = style_of(r);
+            let point = (x_of(&value_of(r, &x_key)), metric(r));
+            match series
+                .iter_mut()
+                .find(|s| s.color == color && s.variant == variant)
+            {
+                Some(s) => s.points.push(point),
+                None => series.push(Series {
+                    name: name_of(color, variant),
+                    points: vec![point],
+                    color,
+                    variant,
+                }),
+            }
+        }
+        for s in &mut series {
+            if evenly {
+                for p in s.points.iter_mut() {
+                    p.0 = xs.iter().position(|&x| x == p.0).unwrap_or(0) as f64;
+                }
+            }
+            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        let chart = LineChart {
+            title: format!("{what} vs {x_key}"),
+            x_desc: format!("{x_key}{unit}"),
+            y_desc: y_desc.into(),
+            x_log: x_names.is_none() && wide && !evenly,
+            x_names: if evenly {
+                Some(x_values.clone())
+            } else {
+                x_names.clone()
+            },
+            series,
+            legend: legend.clone(),
+            markers: Vec::new(),
+        };
+        charts.push((stem, chart));
+    }
+    Ok(charts)
+}

@@ -1,0 +1,110 @@
+//! What can be plotted: the parts of a result document the charts read,
+//! and a file told apart as a result document or a sweep file.
+
+use super::*;
+
+/// The parts of a result document the charts use. Unknown fields are
+/// ignored so newer documents stay plottable.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct RunDoc {
+    /// Scenario name.
+    pub scenario: String,
+    /// `sim` or `emu`.
+    #[serde(default)]
+    pub substrate: String,
+    /// Device profile.
+    #[serde(default)]
+    pub device: String,
+    /// Strategies, in file order.
+    pub results: Vec<StrategyDoc>,
+}
+
+/// One strategy of a [`RunDoc`].
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct StrategyDoc {
+    /// Strategy name.
+    pub strategy: String,
+    /// Interrupts per second.
+    pub interrupts_per_s: f64,
+    /// Busy fraction of the application cores.
+    pub cpu_util: f64,
+    /// Jobs, in file order.
+    pub jobs: Vec<JobDoc>,
+}
+
+/// One job of a [`StrategyDoc`].
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct JobDoc {
+    /// Job name.
+    pub name: String,
+    /// I/Os per second.
+    pub iops: f64,
+    /// Latency summary, ns.
+    pub lat_ns: LatDoc,
+}
+
+/// fio's `lat_ns`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct LatDoc {
+    /// Smallest.
+    pub min: u64,
+    /// Largest.
+    pub max: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Percentile (as text, e.g. `"99.000000"`) to latency.
+    pub percentile: BTreeMap<String, u64>,
+}
+
+impl LatDoc {
+    pub(super) fn at(&self, p: f64) -> Option<u64> {
+        self.percentile.get(&format!("{p:.6}")).copied()
+    }
+}
+
+impl RunDoc {
+    /// The document of a result in memory (for `--plot` on `sim`/`emu`).
+    pub fn from_result(result: &cint_report::RunResult) -> Result<RunDoc, PlotError> {
+        let value = serde_json::to_value(result).map_err(err)?;
+        serde_json::from_value(value).map_err(err)
+    }
+}
+
+/// A plottable file.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlotInput {
+    /// A result document.
+    Run(RunDoc),
+    /// Sweep rows.
+    Sweep(Vec<SweepRow>),
+}
+
+/// Reads a result document or a JSON-lines sweep file.
+pub fn read_input(path: &Path) -> Result<PlotInput, PlotError> {
+    let file = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| PlotError(format!("{file}: {e}")))?;
+    let doc_error = match serde_json::from_str::<RunDoc>(&text) {
+        Ok(doc) if doc.results.is_empty() => {
+            return Err(PlotError(format!(
+                "{file}: the result document has no strategy"
+            )))
+        }
+        Ok(doc) => return Ok(PlotInput::Run(doc)),
+        Err(e) => e,
+    };
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+    {
+        return read_csv(&text)
+            .map(PlotInput::Sweep)
+            .map_err(|e| PlotError(format!("{file}: not plottable: not a sweep CSV ({e})")));
+    }
+    match read_jsonl(&text) {
+        Ok(rows) => Ok(PlotInput::Sweep(rows)),
+        Err(sweep_error) => Err(PlotError(format!(
+            "{file}: not plottable: neither a result document ({doc_error}) nor a JSON-lines \
+             sweep file ({sweep_error})"
+        ))),
+    }
+}

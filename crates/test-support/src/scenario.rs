@@ -1,0 +1,136 @@
+//! Scenario builders for the engines' tests (the simulator's and the
+//! emulator's build the same strategies, jobs and scenarios), so those
+//! tests do not depend on the scenario files' parser.
+
+use cint_policy::config::{AdaptiveParams, CinterruptsParams, NvmeParams};
+use cint_policy::{Nanos, PolicyConfig, MS};
+use cint_scenario::{
+    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, HybridSleep, IoJob, Job, Rw,
+    Scenario, Strategy, Work,
+};
+
+/// The host every test scenario runs on.
+pub const HOST: &str = "xeon-e5-2660v4";
+
+/// A scenario named `name` with seed 1 and 5 ms of warm-up.
+pub fn scenario(
+    name: &str,
+    device: DeviceProfile,
+    strategies: Vec<Strategy>,
+    jobs: Vec<Job>,
+    duration: Nanos,
+) -> Scenario {
+    Scenario {
+        name: name.into(),
+        source: "<test>".into(),
+        seed: 1,
+        duration,
+        warmup: 5 * MS,
+        device,
+        host: HostProfile::builtin(HOST).expect("built-in host"),
+        strategies,
+        jobs,
+        emu: EmuConfig::default(),
+    }
+}
+
+/// A strategy named `name`; under polling, what it does not poll
+/// completes with an interrupt per request.
+pub fn strategy(name: &str, mode: CompletionMode) -> Strategy {
+    Strategy {
+        name: name.into(),
+        mode,
+        interrupts: PolicyConfig::None,
+    }
+}
+
+/// `none`: an interrupt per completion.
+pub fn none() -> Strategy {
+    strategy("none", CompletionMode::Interrupt(PolicyConfig::None))
+}
+
+/// `adaptive` at `delta` and `thr`.
+pub fn adaptive(delta: Nanos, thr: u32) -> Strategy {
+    strategy(
+        "adaptive",
+        CompletionMode::Interrupt(PolicyConfig::Adaptive(AdaptiveParams { delta, thr })),
+    )
+}
+
+/// NVMe aggregation at `time` and `thr`, named `name`.
+pub fn nvme(name: &str, time: Nanos, thr: u32) -> Strategy {
+    strategy(
+        name,
+        CompletionMode::Interrupt(PolicyConfig::Nvme(NvmeParams {
+            thr,
+            time,
+            coalescing_disabled: false,
+        })),
+    )
+}
+
+/// `cinterrupts` (named `cint`) on `adaptive` at `delta` and `thr`.
+pub fn cinterrupts(delta: Nanos, thr: u32) -> Strategy {
+    cinterrupts_with(CinterruptsParams::with_adaptive(delta, thr))
+}
+
+/// `cinterrupts` (named `cint`) with every parameter given.
+pub fn cinterrupts_with(p: CinterruptsParams) -> Strategy {
+    strategy(
+        "cint",
+        CompletionMode::Interrupt(PolicyConfig::Cinterrupts(p)),
+    )
+}
+
+/// Polling.
+pub fn poll() -> Strategy {
+    strategy("poll", CompletionMode::Poll)
+}
+
+/// Hybrid polling with `sleep`.
+pub fn hybrid(sleep: HybridSleep) -> Strategy {
+    strategy("hybrid", CompletionMode::HybridPoll(sleep))
+}
+
+/// One 4 KiB random-read job on application core 0: `iodepth` in flight,
+/// `batch` per submission, from `complete` up to `complete` per reap.
+pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, complete: u32) -> Job {
+    Job {
+        name: name.into(),
+        cpu: 0,
+        numjobs: 1,
+        runtime: None,
+        work: Work::Io(IoJob {
+            engine,
+            rw: Rw::RandRead,
+            bs: 4096,
+            iodepth,
+            batch,
+            batch_complete_min: complete,
+            batch_complete_max: complete,
+            hint: None,
+            nowait: false,
+            hipri: false,
+            direct: true,
+            gtod_reduce: false,
+            rate_iops: None,
+            think: 0,
+            size: 1 << 30,
+            rwmixread: 100,
+            shape: Default::default(),
+        }),
+        schedule: Default::default(),
+    }
+}
+
+/// A CPU-bound job (`kind = "cpu"`) on application core 0.
+pub fn cpu_job(name: &str) -> Job {
+    Job {
+        name: name.into(),
+        cpu: 0,
+        numjobs: 1,
+        runtime: None,
+        work: Work::Cpu,
+        schedule: Default::default(),
+    }
+}
