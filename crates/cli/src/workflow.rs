@@ -102,8 +102,30 @@ pub(crate) struct SweepCmd {
     /// Run the points on the Ray cluster at ADDRESS (host:port, ray://host:port, or
     /// `local` for a Ray started for this sweep) through the Python package cinterrupts
     /// (docs/PYTHON.md); the output is the same
-    #[arg(long, value_name = "ADDRESS", conflicts_with_all = ["emu", "jobs", "plot"])]
+    #[arg(long, value_name = "ADDRESS", conflicts_with_all = ["emu", "jobs", "plot", "energy_map"])]
     pub(crate) ray: Option<String>,
+    /// Also write the energy winner map (winners.csv, .png, .svg) into this directory: the
+    /// mode with the most bytes per joule per request size (a varied job.NAME.bs) and
+    /// thread count (a varied job.NAME.numjobs), a tie where the other varied keys (seeds)
+    /// do not separate the top two (t-test, p > 0.05)
+    #[arg(long, value_name = "DIR")]
+    pub(crate) energy_map: Option<PathBuf>,
+}
+
+/// The varied keys of an energy map: one ending in `.bs`, one in
+/// `.numjobs`.
+fn energy_map_keys(keys: &[String]) -> Result<(String, String), Failure> {
+    let find = |suffix: &str| {
+        let found: Vec<&String> = keys.iter().filter(|k| k.ends_with(suffix)).collect();
+        match found.as_slice() {
+            [one] => Ok(one.to_string()),
+            _ => Err(usage(format!(
+                "cint: --energy-map needs exactly one --vary key ending in {suffix} (got {})",
+                found.len()
+            ))),
+        }
+    };
+    Ok((find(".bs")?, find(".numjobs")?))
 }
 
 pub(crate) fn sweep(
@@ -133,6 +155,14 @@ pub(crate) fn sweep(
     if let Some(dir) = &cmd.plot {
         output::check_dir("--plot", dir)?;
     }
+    let map_keys = match &cmd.energy_map {
+        Some(dir) => {
+            output::check_dir("--energy-map", dir)?;
+            let keys: Vec<String> = vary.iter().map(|v| v.key.clone()).collect();
+            Some(energy_map_keys(&keys)?)
+        }
+        None => None,
+    };
     // Loading once up front reports a broken file without a point prefix,
     // and an import's warnings once rather than once per point.
     let base = source.load(&cmd.input.sets).map_err(usage)?;
@@ -200,6 +230,13 @@ pub(crate) fn sweep(
     if let Some(dir) = &cmd.plot {
         let written = plot::plot_sweep(&result.rows(), &PlotArgs::new(dir))
             .map_err(|e| internal(format!("cint: plotting into {}: {e}", dir.display())))?;
+        report_written(err, &written);
+    }
+    if let (Some(dir), Some((size, threads))) = (&cmd.energy_map, &map_keys) {
+        let tiles = cint_lab::energy_map::winner_map(&result.rows(), size, threads)
+            .map_err(|e| usage(format!("cint: --energy-map: {e}")))?;
+        let written = cint_lab::energy_map::write_map(dir, &tiles)
+            .map_err(|e| internal(format!("cint: drawing into {}: {e}", dir.display())))?;
         report_written(err, &written);
     }
     match &cmd.out {

@@ -42,6 +42,7 @@ fn echo(s: &Scenario, substrate: &str) -> RunResult {
                 context_switches: 3,
                 wakeups: 0,
                 energy_j: None,
+                energy: None,
                 jobs: s
                     .jobs
                     .iter()
@@ -319,6 +320,7 @@ fn an_engine_panic_is_one_line_and_status_1() {
                     context_switches: 0,
                     wakeups: 0,
                     energy_j: None,
+                    energy: None,
                     jobs: vec![],
                 }],
             })

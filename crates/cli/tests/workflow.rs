@@ -554,3 +554,70 @@ fn help_names_the_workflow_commands() {
         assert!(o.stdout.contains(word), "{word} in {}", o.stdout);
     }
 }
+
+/// `cint sweep --energy-map`: the winner map's CSV and charts from an
+/// energy scenario, and the refusals (no size or threads key; no energy).
+#[test]
+fn sweep_draws_the_energy_winner_map() {
+    let dir = temp_dir("wf-energy-map");
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/energy-table1.toml"
+    );
+    let map = dir.arg("map");
+    let o = cint(&[
+        "sweep",
+        scenario,
+        "--set",
+        "duration=2ms",
+        "--set",
+        "warmup=1ms",
+        "--vary",
+        "job.reader.bs=4k,128k",
+        "--vary",
+        "job.reader.numjobs=1",
+        "--vary",
+        "seed=1,2",
+        "--energy-map",
+        &map,
+        "--out",
+        &dir.arg("sweep.jsonl"),
+    ]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    let csv = std::fs::read_to_string(Path::new(&map).join("winners.csv")).expect("csv");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "size,threads,winner,runner_up,margin,p,tie");
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(
+        lines[1].starts_with("4k,1,") && lines[2].starts_with("128k,1,"),
+        "{csv}"
+    );
+    assert_eq!(pngs(Path::new(&map)), ["winners.png"]);
+    let o = cint(&[
+        "sweep",
+        scenario,
+        "--vary",
+        "job.reader.bs=4k",
+        "--energy-map",
+        &map,
+    ]);
+    assert_refused(
+        &o,
+        "--energy-map needs exactly one --vary key ending in .numjobs",
+    );
+    let o = cint(&[
+        "sweep",
+        scenario,
+        "--set",
+        "device.model=optane-p4800x",
+        "--set",
+        "duration=2ms",
+        "--vary",
+        "job.reader.bs=4k",
+        "--vary",
+        "job.reader.numjobs=1",
+        "--energy-map",
+        &map,
+    ]);
+    assert_refused(&o, "has no energy figures");
+}

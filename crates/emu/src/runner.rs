@@ -835,6 +835,7 @@ fn summarise(
         context_switches: total_switches,
         wakeups,
         energy_j: None,
+        energy: None,
         jobs,
     };
     let detail = StrategyDetail {

@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod calibrate;
+pub mod energy_map;
 pub mod fio;
 pub mod plot;
 pub mod runner;

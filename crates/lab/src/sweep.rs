@@ -231,7 +231,27 @@ pub struct SweepRow {
     /// without I/Os). Absent from older files: read as 0.
     #[serde(default)]
     pub wakeups_per_io: f64,
+    /// The strategy's energy figures, when the scenario has an energy
+    /// model (docs/ENERGY.md); absent otherwise, so sweeps without one
+    /// write what they always wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<SweepEnergy>,
 }
+
+/// A strategy's energy figures in a sweep row (all jobs together).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepEnergy {
+    /// System energy over the measured time, joules.
+    pub energy_j: f64,
+    /// Mean system power, watts.
+    pub power_w: f64,
+    /// Bytes moved per joule.
+    pub bytes_per_joule: f64,
+}
+
+/// The CSV columns appended after [`CSV_COLUMNS`] when the sweep's rows
+/// carry energy figures (and only then).
+pub const ENERGY_CSV_COLUMNS: [&str; 3] = ["energy_j", "power_w", "bytes_per_joule"];
 
 /// The CSV columns after the varied keys. New columns are only ever
 /// appended, so scripts reading columns by position keep working.
@@ -289,6 +309,14 @@ impl Sweep {
                         job_cpu_util: j.cpu_util,
                         context_switches_per_io: per_io(j.context_switches, j.ios),
                         wakeups_per_io: per_io(j.wakeups, j.ios),
+                        energy: match (s.energy_j, &s.energy) {
+                            (Some(energy_j), Some(e)) => Some(SweepEnergy {
+                                energy_j,
+                                power_w: e.power_w,
+                                bytes_per_joule: e.bytes_per_joule,
+                            }),
+                            _ => None,
+                        },
                     });
                 }
             }
@@ -306,48 +334,77 @@ impl Sweep {
     }
 
     /// Writes a CSV with a header: the varied keys, then [`CSV_COLUMNS`].
+    /// With energy figures in every row, [`ENERGY_CSV_COLUMNS`] follow.
     pub fn write_csv(&self, out: &mut dyn Write) -> Result<(), SweepError> {
-        write_csv_header(&self.keys, out)?;
-        self.write_csv_rows(out)
+        let rows = self.rows();
+        let energy = !rows.is_empty() && rows.iter().all(|r| r.energy.is_some());
+        write_csv_header_with(&self.keys, energy, out)?;
+        write_rows(&rows, energy, out)
     }
 
     /// Writes the CSV rows of [`Sweep::write_csv`] without the header, so
     /// the rows of points run apart (on other machines, say) can be joined
-    /// under one [`write_csv_header`] into the same bytes.
+    /// under one [`write_csv_header`] into the same bytes. Without energy
+    /// columns: a header written before the rows cannot know whether
+    /// every row will have them.
     pub fn write_csv_rows(&self, out: &mut dyn Write) -> Result<(), SweepError> {
-        for row in self.rows() {
-            let mut fields: Vec<String> = row
-                .point
-                .values()
-                .map(|v| csv_field(v.as_str().unwrap_or_default()))
-                .collect();
-            fields.extend([
-                csv_field(&row.strategy),
-                csv_field(&row.kind),
-                csv_field(&row.job),
-                format!("{:.3}", row.iops),
-                format!("{:.3}", row.lat_mean_ns),
-                row.lat_p50_ns.to_string(),
-                row.lat_p99_ns.to_string(),
-                format!("{:.3}", row.interrupts_per_s),
-                format!("{:.6}", row.cpu_util),
-                format!("{:.6}", row.job_cpu_util),
-                format!("{:.6}", row.context_switches_per_io),
-                format!("{:.6}", row.wakeups_per_io),
-            ]);
-            writeln!(out, "{}", fields.join(","))?;
-        }
-        Ok(())
+        write_rows(&self.rows(), false, out)
     }
+}
+
+/// The CSV rows; `energy`: with the [`ENERGY_CSV_COLUMNS`] (every row has
+/// energy figures).
+fn write_rows(rows: &[SweepRow], energy: bool, out: &mut dyn Write) -> Result<(), SweepError> {
+    for row in rows {
+        let mut fields: Vec<String> = row
+            .point
+            .values()
+            .map(|v| csv_field(v.as_str().unwrap_or_default()))
+            .collect();
+        fields.extend([
+            csv_field(&row.strategy),
+            csv_field(&row.kind),
+            csv_field(&row.job),
+            format!("{:.3}", row.iops),
+            format!("{:.3}", row.lat_mean_ns),
+            row.lat_p50_ns.to_string(),
+            row.lat_p99_ns.to_string(),
+            format!("{:.3}", row.interrupts_per_s),
+            format!("{:.6}", row.cpu_util),
+            format!("{:.6}", row.job_cpu_util),
+            format!("{:.6}", row.context_switches_per_io),
+            format!("{:.6}", row.wakeups_per_io),
+        ]);
+        if let (true, Some(e)) = (energy, row.energy) {
+            fields.extend([
+                format!("{:.6}", e.energy_j),
+                format!("{:.6}", e.power_w),
+                format!("{:.3}", e.bytes_per_joule),
+            ]);
+        }
+        writeln!(out, "{}", fields.join(","))?;
+    }
+    Ok(())
 }
 
 /// Writes the CSV header of a sweep varying `keys`: the keys, then
 /// [`CSV_COLUMNS`].
 pub fn write_csv_header(keys: &[String], out: &mut dyn Write) -> Result<(), SweepError> {
+    write_csv_header_with(keys, false, out)
+}
+
+/// [`write_csv_header`], with the [`ENERGY_CSV_COLUMNS`] after the others
+/// when `energy`.
+fn write_csv_header_with(
+    keys: &[String],
+    energy: bool,
+    out: &mut dyn Write,
+) -> Result<(), SweepError> {
+    let extra: &[&str] = if energy { &ENERGY_CSV_COLUMNS } else { &[] };
     let header: Vec<String> = keys
         .iter()
         .map(|k| csv_field(k))
-        .chain(CSV_COLUMNS.iter().map(|c| c.to_string()))
+        .chain(CSV_COLUMNS.iter().chain(extra).map(|c| c.to_string()))
         .collect();
     writeln!(out, "{}", header.join(","))?;
     Ok(())
@@ -400,7 +457,13 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or("empty file")?;
-    let header = csv_fields(header).map_err(|e| format!("line 1: {e}"))?;
+    let mut header = csv_fields(header).map_err(|e| format!("line 1: {e}"))?;
+    // Energy columns, when present, come last: read them apart.
+    let energy = header.len() > ENERGY_CSV_COLUMNS.len()
+        && header[header.len() - ENERGY_CSV_COLUMNS.len()..] == ENERGY_CSV_COLUMNS;
+    if energy {
+        header.truncate(header.len() - ENERGY_CSV_COLUMNS.len());
+    }
     // The current columns, or the first version's (a prefix of them).
     let columns = [CSV_COLUMNS.len(), CSV_COLUMNS_V1]
         .into_iter()
@@ -415,29 +478,14 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
     let mut rows = Vec::new();
     for (i, line) in lines {
         let at = |e: String| format!("line {}: {e}", i + 1);
-        let f = csv_fields(line).map_err(at)?;
-        if f.len() != header.len() {
-            return Err(at(format!(
-                "{} fields, the header has {}",
-                f.len(),
-                header.len()
-            )));
+        let mut f = csv_fields(line).map_err(at)?;
+        let width = header.len() + if energy { ENERGY_CSV_COLUMNS.len() } else { 0 };
+        if f.len() != width {
+            return Err(at(format!("{} fields, the header has {width}", f.len())));
         }
-        let num = |c: usize| -> Result<f64, String> {
-            // Rust reads "NaN" and "inf" as numbers; no metric can be one
-            // (or negative), and a chart of one would be nonsense.
-            f[keys + c]
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| {
-                    at(format!(
-                        "{}: '{}' is not a number (finite, at least 0)",
-                        CSV_COLUMNS[c],
-                        f[keys + c]
-                    ))
-                })
-        };
+        let energy_fields = f.split_off(header.len());
+        let energy_num = |c: usize| metric(&energy_fields[c], ENERGY_CSV_COLUMNS[c]).map_err(&at);
+        let num = |c: usize| metric(&f[keys + c], CSV_COLUMNS[c]).map_err(&at);
         let int = |c: usize| -> Result<u64, String> {
             f[keys + c].parse::<u64>().map_err(|_| {
                 at(format!(
@@ -465,12 +513,31 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
             job_cpu_util: num(9)?,
             context_switches_per_io: if columns > 10 { num(10)? } else { 0.0 },
             wakeups_per_io: if columns > 11 { num(11)? } else { 0.0 },
+            energy: if energy {
+                Some(SweepEnergy {
+                    energy_j: energy_num(0)?,
+                    power_w: energy_num(1)?,
+                    bytes_per_joule: energy_num(2)?,
+                })
+            } else {
+                None
+            },
         });
     }
     if rows.is_empty() {
         return Err("no sweep rows".into());
     }
     Ok(rows)
+}
+
+/// A metric of a CSV row. Rust reads "NaN" and "inf" as numbers; no
+/// metric can be one (or negative), and a chart of one would be nonsense.
+fn metric(field: &str, column: &str) -> Result<f64, String> {
+    field
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| format!("{column}: '{field}' is not a number (finite, at least 0)"))
 }
 
 /// Splits one CSV line, undoing [`csv_field`]'s quoting.
@@ -942,5 +1009,58 @@ mod tests {
             read_jsonl(old_line).expect("v1 line")[0].context_switches_per_io,
             0.0
         );
+    }
+
+    #[test]
+    fn energy_figures_travel_through_both_formats_only_when_present() {
+        let args = SweepArgs {
+            vary: vec![vary("duration=10ms")],
+            progress: Progress::Never,
+            ..SweepArgs::default()
+        };
+        let mut sweep = run_sweep(&loader, &fake_run, &args).expect("sweep runs");
+        let mut plain = Vec::new();
+        sweep.write_csv(&mut plain).unwrap();
+        let plain = String::from_utf8(plain).unwrap();
+        assert!(!plain.contains("bytes_per_joule"), "{plain}");
+        let mut jsonl = Vec::new();
+        sweep.write_jsonl(&mut jsonl).unwrap();
+        assert!(!String::from_utf8(jsonl).unwrap().contains("energy"));
+        for s in &mut sweep.points[0].result.results {
+            s.energy_j = Some(2.0);
+            s.energy = Some(cint_report::EnergyResult {
+                source: "model".into(),
+                governor: "menu".into(),
+                power_w: 50.0,
+                bytes_per_joule: 1.5e6,
+                base_j: 1.0,
+                uncore_j: 0.5,
+                device_j: 0.25,
+                cores: Vec::new(),
+            });
+        }
+        let mut csv = Vec::new();
+        sweep.write_csv(&mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        assert!(csv
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",energy_j,power_w,bytes_per_joule"));
+        let rows = read_csv(&csv).expect("reads back");
+        let want = SweepEnergy {
+            energy_j: 2.0,
+            power_w: 50.0,
+            bytes_per_joule: 1.5e6,
+        };
+        assert!(rows.iter().all(|r| r.energy == Some(want)), "{rows:?}");
+        let mut jsonl = Vec::new();
+        sweep.write_jsonl(&mut jsonl).unwrap();
+        let rows = read_jsonl(&String::from_utf8(jsonl).unwrap()).expect("reads back");
+        assert!(rows.iter().all(|r| r.energy == Some(want)));
+        let bad = csv.replacen(",1500000.000", ",-1", 1);
+        assert!(read_csv(&bad)
+            .expect_err("negative")
+            .contains("bytes_per_joule: '-1' is not a number"));
     }
 }

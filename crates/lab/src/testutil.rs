@@ -74,6 +74,7 @@ pub fn fake_run(s: &Scenario) -> Result<RunResult, EngineError> {
                 context_switches: 0,
                 wakeups: 0,
                 energy_j: None,
+                energy: None,
                 jobs,
             }
         })

@@ -81,6 +81,7 @@ fn echo(s: &Scenario) -> Result<RunResult, EngineError> {
                 context_switches: 0,
                 wakeups: 0,
                 energy_j: None,
+                energy: None,
                 jobs,
             }
         })

@@ -47,6 +47,22 @@ fn check_finite(r: &RunResult) -> Result<(), NonFiniteError> {
         if let Some(e) = s.energy_j {
             check(format!("results[{i}].energy_j"), e)?;
         }
+        if let Some(e) = &s.energy {
+            let at = |f: &str| format!("results[{i}].energy.{f}");
+            check(at("power_w"), e.power_w)?;
+            check(at("bytes_per_joule"), e.bytes_per_joule)?;
+            check(at("base_j"), e.base_j)?;
+            check(at("uncore_j"), e.uncore_j)?;
+            check(at("device_j"), e.device_j)?;
+            for (k, core) in e.cores.iter().enumerate() {
+                let at = |f: &str| format!("results[{i}].energy.cores[{k}].{f}");
+                check(at("energy_j"), core.energy_j)?;
+                check(at("power_w"), core.power_w)?;
+                for (r, state) in core.residency.iter().enumerate() {
+                    check(at(&format!("residency[{r}].share")), state.share)?;
+                }
+            }
+        }
         for (j, job) in s.jobs.iter().enumerate() {
             let at = |f: &str| format!("results[{i}].jobs[{j}].{f}");
             check(at("iops"), job.iops)?;

@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+mod energy_table;
 pub mod error;
 pub mod fio_hist;
 pub mod fio_json;
@@ -17,6 +18,7 @@ pub mod table;
 #[cfg(test)]
 mod testdata;
 
+pub use energy_table::ENERGY_LEGEND;
 pub use error::{EngineError, ErrorKind};
 pub use fio_hist::{FioHistogram, FioLatency};
 pub use fio_json::{to_fio_json, FioJobOptions, FioRunInfo, FIO_DEFAULT_PERCENTILES};
@@ -79,8 +81,60 @@ pub struct StrategyResult {
     pub wakeups: u64,
     /// Energy in joules when an energy model is configured.
     pub energy_j: Option<f64>,
+    /// The rest of the energy model's figures, with `energy_j`; absent
+    /// (not even `null`) when no energy model is configured, so that runs
+    /// without one print what they always printed. An extension of
+    /// docs/SCENARIO.md's format (docs/ENERGY.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy: Option<EnergyResult>,
     /// One entry per job, in scenario order.
     pub jobs: Vec<JobResult>,
+}
+
+/// What the energy model found for one strategy (docs/ENERGY.md).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EnergyResult {
+    /// Where the figures come from: the model (`"model"`), or a meter.
+    pub source: String,
+    /// The cpuidle governor that chose the idle states.
+    pub governor: String,
+    /// Mean system power over the measured time, watts.
+    pub power_w: f64,
+    /// Bytes the jobs moved per joule of system energy.
+    pub bytes_per_joule: f64,
+    /// Platform base power's share, joules.
+    pub base_j: f64,
+    /// Uncore energy (while any core was in C0), joules.
+    pub uncore_j: f64,
+    /// The device's energy, joules.
+    pub device_j: f64,
+    /// One entry per application core.
+    pub cores: Vec<CoreEnergy>,
+}
+
+/// One core's energy and where its time went.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CoreEnergy {
+    /// Core number.
+    pub core: u32,
+    /// The core's energy (its states and its idle-state exits), joules.
+    pub energy_j: f64,
+    /// Its mean power, watts.
+    pub power_w: f64,
+    /// Time per state: `busy` (running a thread), `spin` (a completion
+    /// poll loop), `irq` (interrupt handlers), then each idle state.
+    pub residency: Vec<StateResidency>,
+}
+
+/// Time a core spent in one state.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StateResidency {
+    /// `busy`, `spin`, `irq` or the idle state's name.
+    pub state: String,
+    /// Share of the measured time, 0 to 1.
+    pub share: f64,
+    /// Times the core entered the state (idle states; 0 for the others).
+    pub entries: u64,
 }
 
 /// The outcome of one job (all its threads together).

@@ -59,7 +59,12 @@ pub fn to_table(r: &RunResult) -> String {
     for row in &mut totals {
         out.push_str(&line(row, &widths));
     }
+    let energy = crate::energy_table::section(r);
+    out.push_str(&energy);
     out.push_str(&format!("\ncolumns: {LEGEND}\n"));
+    if !energy.is_empty() {
+        out.push_str(&format!("energy: {}\n", crate::energy_table::ENERGY_LEGEND));
+    }
     out
 }
 
@@ -176,6 +181,12 @@ fn column_widths<'a>(rows: impl Iterator<Item = &'a [String; COLUMNS]>) -> [usiz
 
 /// Names left-aligned, numbers right-aligned, two spaces between columns.
 fn line(row: &[String; COLUMNS], widths: &[usize; COLUMNS]) -> String {
+    aligned(row, widths)
+}
+
+/// One line of cells: the first two (names) left-aligned, the rest
+/// (numbers) right-aligned, two spaces between, no trailing blanks.
+pub(crate) fn aligned(row: &[String], widths: &[usize]) -> String {
     let mut out = String::new();
     for (i, (cell, &w)) in row.iter().zip(widths).enumerate() {
         if i > 0 {

@@ -15,6 +15,7 @@ pub mod job;
 mod load;
 pub mod model;
 mod overlay;
+mod power;
 pub mod profiles;
 pub mod render;
 mod section;
@@ -37,4 +38,4 @@ pub use model::{
     BsShare, CompletionMode, Engine, ExitScope, HybridSleep, IoJob, IoShape, Job, LatencyTarget,
     Rw, Scenario, Schedule, SteadyMetric, SteadyState, Strategy, Work,
 };
-pub use profiles::{DeviceProfile, HostProfile};
+pub use profiles::{DevicePower, DeviceProfile, Governor, HostPower, HostProfile, IdleState};

@@ -14,7 +14,7 @@ use crate::profiles::{DeviceProfile, HostProfile, DEVICE_MODELS, HOST_MODELS, RE
 use crate::section::{quoted_list, Section};
 use crate::tree::{self, Node, Table, Value};
 use crate::units::format_duration;
-use crate::{job, set, strategy};
+use crate::{job, power, set, strategy};
 
 /// `seed` when the file does not give one.
 pub const DEFAULT_SEED: u64 = 1;
@@ -209,7 +209,13 @@ fn resolve_device(source: &str, node: Option<&Node>) -> Result<DeviceProfile, Sc
         Value::Table(t) => t.as_slice(),
         _ => &[],
     });
+    if base.power.is_none() {
+        power::refuse_power_without_base(source, "device", &model, user, &devices_with_power())?;
+    }
     let device: DeviceProfile = overlay(source, "device", &base, user, &["model"])?;
+    if let Some(p) = &device.power {
+        power::check_device(source, node, p)?;
+    }
     let counts = [
         (
             "parallel_units",
@@ -288,7 +294,13 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
             });
         }
     }
+    if base.power.is_none() {
+        power::refuse_power_without_base(source, "host", &model, user, &hosts_with_power())?;
+    }
     let host: HostProfile = overlay(source, "host", &base, user, &["model"])?;
+    if let Some(p) = &host.power {
+        power::check_host(source, node, p)?;
+    }
     let cores = u64::from(host.cores);
     if cores == 0 {
         return Err(sec.error("cores", "must be at least 1 (got 0)"));
@@ -362,6 +374,24 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
         }
     }
     Ok(host)
+}
+
+/// Built-in device profiles that carry power data.
+fn devices_with_power() -> Vec<&'static str> {
+    with_power(DEVICE_MODELS, |m| {
+        DeviceProfile::builtin(m).is_some_and(|p| p.power.is_some())
+    })
+}
+
+/// Built-in host profiles that carry power data.
+fn hosts_with_power() -> Vec<&'static str> {
+    with_power(HOST_MODELS, |m| {
+        HostProfile::builtin(m).is_some_and(|p| p.power.is_some())
+    })
+}
+
+fn with_power(models: &[&'static str], has: impl Fn(&str) -> bool) -> Vec<&'static str> {
+    models.iter().copied().filter(|m| has(m)).collect()
 }
 
 /// The largest `host.cost_spread`: a log-normal factor with this

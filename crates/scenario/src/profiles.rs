@@ -74,6 +74,98 @@ pub struct DeviceProfile {
     pub reference_delta: Duration,
     /// The `thr` the papers chose for this device.
     pub reference_thr: u32,
+    /// Power figures for the energy model; absent in a profile without
+    /// published power data (then no energy is computed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<DevicePower>,
+}
+
+/// A device's power draw (docs/ENERGY.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevicePower {
+    /// Where the figures come from.
+    pub source: String,
+    /// Power while no data moves, watts.
+    pub idle_w: f64,
+    /// Extra power per GB/s of data moved, watts (so joules per GB): each
+    /// completed byte costs `w_per_gbps` nanojoules on top of `idle_w`.
+    pub w_per_gbps: f64,
+}
+
+/// The cpuidle governor that picks a core's idle state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Governor {
+    /// `menu` of Linux 5.15: the time to the next timer scaled by a
+    /// learned correction factor, or the typical recent idle interval, and
+    /// an exit-latency limit of `predicted / (1 + 10 * nr_iowait)`.
+    Menu,
+    /// `menu` after commit 38f83090f515 (2025, backported to 6.6.y and
+    /// 6.12.y): no iowait rule; the recent intervals first, the timer only
+    /// when they are long.
+    MenuNoIowait,
+    /// `teo`, the timer-events-oriented governor: the state the next timer
+    /// allows, made shallower when most recent wake-ups came earlier.
+    Teo,
+}
+
+impl Governor {
+    /// The name as scenario files spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Governor::Menu => "menu",
+            Governor::MenuNoIowait => "menu-no-iowait",
+            Governor::Teo => "teo",
+        }
+    }
+}
+
+/// One idle state of a core, as the cpuidle driver lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdleState {
+    /// The driver's name (`POLL`, `C1`, `C1E`, ...).
+    pub name: String,
+    /// Time from the wake-up event to the core running again.
+    pub exit_latency: Duration,
+    /// Shortest stay for which entering the state saves energy; at least
+    /// `exit_latency`.
+    pub target_residency: Duration,
+    /// The core's power in this state, watts.
+    pub power_w: f64,
+    /// A busy-wait in C0 (Linux's `POLL`, `CPUIDLE_FLAG_POLLING`): it
+    /// ends as soon as work arrives and after at most the next state's
+    /// target residency, when the governor runs again.
+    #[serde(default)]
+    pub polling: bool,
+}
+
+/// A host's power model (docs/ENERGY.md): system power = `base_w` +
+/// `uncore_w` while any core is in C0 + each core's state + the device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostPower {
+    /// Where the figures come from.
+    pub source: String,
+    /// The cpuidle governor.
+    pub governor: Governor,
+    /// The scheduler tick period (`CONFIG_HZ`): the farthest a governor
+    /// looks for the next timer when no thread has one armed.
+    pub tick: Duration,
+    /// Platform power whatever the cores do (memory, fans, supply loss),
+    /// watts.
+    pub base_w: f64,
+    /// Uncore power while at least one core is in C0, watts.
+    pub uncore_w: f64,
+    /// A core running a thread (user or kernel), watts.
+    pub core_busy_w: f64,
+    /// A core spinning in a completion poll loop, watts.
+    pub core_spin_w: f64,
+    /// A core running an interrupt handler, watts.
+    pub core_irq_w: f64,
+    /// The idle states, shallowest first.
+    pub idle_states: Vec<IdleState>,
 }
 
 /// Costs of kernel paths on one host core, and the scheduler's settings.
@@ -160,6 +252,11 @@ pub struct HostProfile {
     /// Without it, the thread an interrupt preempted is charged for the
     /// handler, in both (an interrupt on an idle core is idle time).
     pub irq_time_accounting: bool,
+    /// Idle states, governor and power figures for the energy model;
+    /// absent in a profile without them (then no energy is computed and
+    /// an idle core wakes at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<HostPower>,
 }
 
 const US: u64 = 1_000;
@@ -215,6 +312,7 @@ impl DeviceProfile {
                 irq_latency: Duration(500),
                 reference_delta: Duration(6 * US),
                 reference_thr: 32,
+                power: None,
             },
             "p3700" => DeviceProfile {
                 model: model.into(),
@@ -238,6 +336,7 @@ impl DeviceProfile {
                 irq_latency: Duration(500),
                 reference_delta: Duration(15 * US),
                 reference_thr: 32,
+                power: None,
             },
             "optane-900p" => DeviceProfile {
                 model: model.into(),
@@ -263,6 +362,14 @@ impl DeviceProfile {
                 irq_latency: Duration(500),
                 reference_delta: Duration(6 * US),
                 reference_thr: 32,
+                power: Some(DevicePower {
+                    source: "Intel Optane SSD 900P 280 GB product brief: idle 5 W, active \
+                             14 W; the 9 W above idle spread over the 2.5 GB/s sequential \
+                             read rate (estimate: power taken to grow with throughput)"
+                        .into(),
+                    idle_w: 5.0,
+                    w_per_gbps: 3.6,
+                }),
             },
             _ => return None,
         };
@@ -324,6 +431,8 @@ impl HostProfile {
                 // The artifact's kernel configuration
                 // (`linux-kernel/config-file`): CONFIG_IRQ_TIME_ACCOUNTING=y.
                 irq_time_accounting: true,
+                // No power figures of this testbed are published.
+                power: None,
             },
             "xeon-e3-1230v5" => HostProfile {
                 model: model.into(),
@@ -363,10 +472,49 @@ impl HostProfile {
                 cost_spread: 0.0,
                 // As the E5's: no configuration of this host is published.
                 irq_time_accounting: true,
+                power: Some(skylake_power()),
             },
             _ => return None,
         };
         Some(p)
+    }
+}
+
+/// The energy study's host: intel_idle's Skylake table (published) and
+/// power estimates (docs/ENERGY.md gives each figure's source).
+fn skylake_power() -> HostPower {
+    let state = |name: &str, exit_us: u64, residency_us: u64, power_w: f64| IdleState {
+        name: name.into(),
+        exit_latency: Duration(exit_us * US),
+        target_residency: Duration(residency_us * US),
+        power_w,
+        polling: false,
+    };
+    HostPower {
+        source: "idle states: Linux intel_idle's skl_cstates (exit latency / target \
+                 residency); governor: menu of Linux 5.15; tick: CONFIG_HZ=250; powers: \
+                 estimates, the middle of docs/ENERGY.md's ranges"
+            .into(),
+        governor: Governor::Menu,
+        tick: Duration(4_000 * US),
+        base_w: 30.0,
+        uncore_w: 8.0,
+        core_busy_w: 8.5,
+        core_spin_w: 6.5,
+        core_irq_w: 8.5,
+        idle_states: vec![
+            // poll_idle: cpu_relax() in C0, drawing what a poll loop does.
+            IdleState {
+                polling: true,
+                ..state("POLL", 0, 0, 6.5)
+            },
+            state("C1", 2, 2, 2.0),
+            state("C1E", 10, 20, 1.0),
+            state("C3", 70, 100, 0.5),
+            state("C6", 85, 200, 0.1),
+            state("C7s", 124, 800, 0.1),
+            state("C8", 200, 800, 0.1),
+        ],
     }
 }
 

@@ -39,6 +39,26 @@ fn every_key_is_documented() {
     leaves(&toml::Value::try_from(&device).unwrap(), "", &mut keys);
     let host = HostProfile::builtin("xeon-e5-2660v4").unwrap();
     leaves(&toml::Value::try_from(&host).unwrap(), "", &mut keys);
+    // The energy model's keys live in the profiles that have power data.
+    let energy_host = HostProfile::builtin("xeon-e3-1230v5").unwrap();
+    leaves(&toml::Value::try_from(&energy_host).unwrap(), "", &mut keys);
+    let energy_device = DeviceProfile::builtin("optane-900p").unwrap();
+    leaves(
+        &toml::Value::try_from(&energy_device).unwrap(),
+        "",
+        &mut keys,
+    );
+    keys.extend(
+        [
+            "name",
+            "exit_latency",
+            "target_residency",
+            "power_w",
+            "polling",
+        ]
+        .iter()
+        .map(|k| format!("power.idle_states[].{k}")),
+    );
     let emu = EmuConfig {
         path: Some("/dev/null".into()),
         device_core: Some(1),

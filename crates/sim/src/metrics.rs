@@ -178,6 +178,7 @@ impl World<'_> {
             })
             .collect();
         let busy: u64 = self.cores.iter().map(|c| c.irq_ns + c.thread_ns).sum();
+        let energy = self.energy_summary();
         StrategyResult {
             strategy: strategy.name.clone(),
             kind: strategy.kind().to_string(),
@@ -187,7 +188,8 @@ impl World<'_> {
             cpu_util: busy as f64 / (window as f64 * self.cores.len() as f64),
             context_switches: self.cores.iter().map(|c| c.ctx_switches).sum(),
             wakeups: self.threads.iter().map(|t| t.wakeups).sum(),
-            energy_j: None,
+            energy_j: energy.as_ref().map(|e| e.0),
+            energy: energy.map(|e| e.1),
             jobs,
         }
     }

@@ -252,6 +252,8 @@ pub(crate) struct World<'a> {
     pub woken: Vec<u32>,
     /// fio's latency-target search, per thread.
     pub searches: Vec<DepthSearch>,
+    /// The energy model, when the host and the device have power data.
+    pub power: Option<Box<crate::host::power::PowerModel>>,
 }
 
 impl<'a> World<'a> {
@@ -406,6 +408,7 @@ impl<'a> World<'a> {
         let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
         let shaping = vec![ThreadShape::default(); threads.len()];
         let threads_jobs: Vec<u32> = threads.iter().map(|t| t.job).collect();
+        let threads_cores: Vec<u32> = threads.iter().map(|t| t.core).collect();
         let searches = threads
             .iter()
             .map(|t| DepthSearch::new(t.prog.iodepth))
@@ -436,6 +439,7 @@ impl<'a> World<'a> {
             steady: sc.jobs.iter().map(SteadyProbe::new).collect(),
             woken: Vec::new(),
             searches,
+            power: crate::host::power::PowerModel::new(sc, &threads_cores),
         };
         world.stage_jobs();
         Ok(world)
@@ -487,6 +491,7 @@ impl<'a> World<'a> {
         self.settle_all();
         self.check_core_time();
         self.check_request_accounting();
+        self.power_finish();
         if let Some(msg) = self.check.violation() {
             return Err(SimError::internal(format!(
                 "{INVARIANT_VIOLATED} ({}, strategy '{}'): {msg}",
@@ -668,6 +673,7 @@ impl<'a> World<'a> {
     fn on_warmup_end(&mut self) {
         self.settle_all();
         self.check_core_time();
+        self.power_restart();
         let now = self.now();
         self.window_start = now;
         self.device.restart_account(now);

@@ -48,7 +48,7 @@ pub(super) const SHAPES: [Shape; 5] = [
 /// is not read as a series of its own.
 pub(super) const VARIANT_GREY: RGBColor = RGBColor(70, 70, 70);
 
-pub(super) const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 pub(super) const MARKER: RGBColor = RGBColor(90, 90, 90);
 pub(super) const LEGEND_WIDTH: u32 = 250;
 pub(super) const SIZE: (u32, u32) = (1100, 620);
@@ -173,12 +173,12 @@ pub fn write_line_chart(
     write_dispatch(dir, stem, formats, &|r| d.on(r), &|r| d.on(r))
 }
 
-pub(super) type PngDraw<'a> =
+pub(crate) type PngDraw<'a> =
     dyn Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), String> + 'a;
-pub(super) type SvgDraw<'a> =
+pub(crate) type SvgDraw<'a> =
     dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), String> + 'a;
 
-pub(super) fn write_dispatch(
+pub(crate) fn write_dispatch(
     dir: &Path,
     stem: &str,
     formats: &[Format],
@@ -294,6 +294,11 @@ pub(super) fn draw_bars<DB: DrawingBackend>(
         note_style,
     ))?;
     Ok(())
+}
+
+/// The palette's colour number `i` (repeating past its end).
+pub(crate) fn color(i: usize) -> RGBColor {
+    color_of(i).0
 }
 
 /// A colour and whether markers of it are filled: past the palette,

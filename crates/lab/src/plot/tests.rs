@@ -167,6 +167,7 @@ fn row(point: &[(&str, &str)], strategy: &str, job: &str, iops: f64) -> SweepRow
         job_cpu_util: 0.5,
         context_switches_per_io: 1.0,
         wakeups_per_io: 1.0,
+        energy: None,
     }
 }
 

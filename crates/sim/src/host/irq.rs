@@ -77,6 +77,7 @@ impl World<'_> {
                 token,
             },
         );
+        self.power_run(c, true);
     }
 
     /// Reaps the queue's CQ as `irq` allows, hands every entry to its

@@ -3,7 +3,9 @@
 //! kernel path is CPU time on a specific core, priced by the host profile
 //! ([`HostCosts`]).
 
+pub(crate) mod idle;
 pub(crate) mod irq;
+pub(crate) mod power;
 pub(crate) mod sched;
 pub(crate) mod spread;
 

@@ -86,7 +86,7 @@ impl World<'_> {
     pub(crate) fn dispatch(&mut self, c: usize) {
         loop {
             let now = self.now();
-            if self.cores[c].seg.is_some() {
+            if self.cores[c].seg.is_some() || self.power_holds(c) {
                 return;
             }
             if let Some(work) = self.cores[c].irq_pending.pop_front() {
@@ -100,6 +100,7 @@ impl World<'_> {
                 if core.idle_since.is_none() {
                     core.idle_since = Some(now);
                 }
+                self.power_idle(c);
                 return;
             }
             let Some(t) = self.cores[c].current else {
@@ -158,6 +159,7 @@ impl World<'_> {
                 },
             );
         }
+        self.power_run(c, false);
     }
 
     /// Picks the thread to run; false if none is runnable.
@@ -339,6 +341,11 @@ impl World<'_> {
     /// The core's segment ended on time.
     pub(crate) fn on_core_done(&mut self, c: usize, token: u64) {
         if self.cores[c].token != token {
+            return;
+        }
+        if self.cores[c].seg.is_none() {
+            // No segment to end: a timer of the energy model's idle states.
+            self.on_idle_timer(c);
             return;
         }
         self.charge(c);

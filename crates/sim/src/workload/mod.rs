@@ -242,6 +242,7 @@ impl World<'_> {
                 token,
             },
         );
+        self.power_note_timer(t, at);
         self.block(t, wait);
     }
 

@@ -1,0 +1,188 @@
+//! Checks of the energy model's profile data (`[host.power]`,
+//! `[device.power]`): every refusal names the key and the line that set it
+//! (or the section's, for a value that came from the built-in profile).
+
+use cint_policy::Nanos;
+
+use crate::error::{Origin, ScenarioError};
+use crate::load::MAX_RUN_TIME;
+use crate::profiles::{DevicePower, HostPower};
+use crate::tree::{self, Node, Value};
+use crate::units::format_duration;
+
+/// Where `path` (keys, or `[i]` for an array element) was written below
+/// `node`; the deepest node found on the way when the rest is not.
+fn origin_of(node: Option<&Node>, path: &[PathStep<'_>]) -> Origin {
+    let Some(mut node) = node else {
+        return Origin::Line(1);
+    };
+    for step in path {
+        let next = match (step, &node.value) {
+            (PathStep::Key(k), Value::Table(t)) => tree::get(t, k),
+            (PathStep::Index(i), Value::Array(items)) => items.get(*i),
+            _ => None,
+        };
+        match next {
+            Some(n) => node = n,
+            None => break,
+        }
+    }
+    node.origin.clone()
+}
+
+#[derive(Clone, Copy)]
+enum PathStep<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+struct Checker<'a> {
+    source: &'a str,
+    section: &'a str,
+    node: Option<&'a Node>,
+}
+
+impl Checker<'_> {
+    fn refuse(&self, path: &[PathStep<'_>], message: String) -> ScenarioError {
+        let mut key = self.section.to_string();
+        for step in path {
+            match step {
+                PathStep::Key(k) => {
+                    key.push('.');
+                    key.push_str(k);
+                }
+                PathStep::Index(i) => key.push_str(&format!("[{i}]")),
+            }
+        }
+        ScenarioError {
+            source: self.source.to_string(),
+            origin: origin_of(self.node, path),
+            key,
+            message,
+        }
+    }
+
+    /// A power figure: finite and not negative.
+    fn watts(&self, path: &[PathStep<'_>], w: f64) -> Result<(), ScenarioError> {
+        if w.is_finite() && w >= 0.0 {
+            Ok(())
+        } else {
+            Err(self.refuse(
+                path,
+                format!("must be a power of 0 watts or more (got {w})"),
+            ))
+        }
+    }
+
+    fn duration(&self, path: &[PathStep<'_>], ns: Nanos) -> Result<(), ScenarioError> {
+        if ns > MAX_RUN_TIME {
+            return Err(self.refuse(
+                path,
+                format!("must be at most 3600s (got {})", format_duration(ns)),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Refuses a host power model the simulator could not use: a negative or
+/// non-finite power, no idle state, an idle state whose target residency
+/// is below its exit latency (entering it could never pay), a zero tick.
+pub(crate) fn check_host(
+    source: &str,
+    host_node: Option<&Node>,
+    power: &HostPower,
+) -> Result<(), ScenarioError> {
+    use PathStep::{Index, Key};
+    let node = host_node;
+    let c = Checker {
+        source,
+        section: "host",
+        node,
+    };
+    let p = Key("power");
+    for (key, w) in [
+        ("base_w", power.base_w),
+        ("uncore_w", power.uncore_w),
+        ("core_busy_w", power.core_busy_w),
+        ("core_spin_w", power.core_spin_w),
+        ("core_irq_w", power.core_irq_w),
+    ] {
+        c.watts(&[p, Key(key)], w)?;
+    }
+    if power.tick.0 == 0 {
+        return Err(c.refuse(&[p, Key("tick")], "must be longer than zero".into()));
+    }
+    c.duration(&[p, Key("tick")], power.tick.0)?;
+    let states = Key("idle_states");
+    if power.idle_states.is_empty() {
+        return Err(c.refuse(
+            &[p, states],
+            "must list at least one idle state (Linux always has one)".into(),
+        ));
+    }
+    for (i, s) in power.idle_states.iter().enumerate() {
+        let at = |key| [p, states, Index(i), Key(key)];
+        if s.name.trim().is_empty() {
+            return Err(c.refuse(&at("name"), "must not be empty".into()));
+        }
+        if power.idle_states[..i].iter().any(|o| o.name == s.name) {
+            return Err(c.refuse(&at("name"), format!("\"{}\" is listed twice", s.name)));
+        }
+        c.watts(&at("power_w"), s.power_w)?;
+        c.duration(&at("exit_latency"), s.exit_latency.0)?;
+        c.duration(&at("target_residency"), s.target_residency.0)?;
+        if s.target_residency.0 < s.exit_latency.0 {
+            return Err(c.refuse(
+                &at("target_residency"),
+                format!(
+                    "must be at least the state's exit_latency {} (got {}): the state could \
+                     never pay for its exit",
+                    format_duration(s.exit_latency.0),
+                    format_duration(s.target_residency.0)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a negative or non-finite device power.
+pub(crate) fn check_device(
+    source: &str,
+    device_node: Option<&Node>,
+    power: &DevicePower,
+) -> Result<(), ScenarioError> {
+    use PathStep::Key;
+    let c = Checker {
+        source,
+        section: "device",
+        node: device_node,
+    };
+    c.watts(&[Key("power"), Key("idle_w")], power.idle_w)?;
+    c.watts(&[Key("power"), Key("w_per_gbps")], power.w_per_gbps)
+}
+
+/// A `power` table given for a profile without power data: the overlay
+/// has nothing to lay it over, so say why rather than "unknown key".
+pub(crate) fn refuse_power_without_base(
+    source: &str,
+    section: &str,
+    model: &str,
+    user: &[(String, Node)],
+    with_power: &[&str],
+) -> Result<(), ScenarioError> {
+    match user.iter().find(|(k, _)| k == "power") {
+        None => Ok(()),
+        Some((_, node)) => Err(ScenarioError {
+            source: source.to_string(),
+            origin: node.origin.clone(),
+            key: format!("{section}.power"),
+            message: format!(
+                "the {section} profile \"{model}\" has no power data to override (profiles \
+                 with it: {})",
+                with_power.join(", ")
+            ),
+        }),
+    }
+}

@@ -1,0 +1,95 @@
+//! The energy model's keys: bad input is one line naming the file, the
+//! line and the key.
+
+use cint_scenario::load_str;
+
+const BASE: &str = "name = \"e\"\n\
+[device]\nmodel = \"optane-900p\"\n\
+[host]\nmodel = \"xeon-e3-1230v5\"\n\
+[[strategy]]\nname = \"i\"\nkind = \"none\"\n\
+[[job]]\nname = \"j\"\nengine = \"pvsync2\"\n";
+
+fn refusal(extra_host: &str) -> String {
+    let text = BASE.replace(
+        "model = \"xeon-e3-1230v5\"\n",
+        &format!("model = \"xeon-e3-1230v5\"\n{extra_host}"),
+    );
+    load_str(&text, "f.toml", &[])
+        .expect_err("refused")
+        .to_string()
+}
+
+#[test]
+fn the_shipped_energy_profiles_load() {
+    let sc = load_str(BASE, "f.toml", &[]).unwrap();
+    let p = sc.host.power.expect("power data");
+    assert_eq!(p.idle_states[1].name, "C1");
+    assert!(sc.device.power.is_some());
+}
+
+#[test]
+fn a_residency_below_the_exit_latency_is_refused_at_its_line() {
+    let e = refusal(
+        "[host.power]\nidle_states = [\n{ name = \"POLL\", exit_latency = \"0ns\", \
+         target_residency = \"0ns\", power_w = 6.0, polling = true },\n\
+         { name = \"C1\", exit_latency = \"5us\", target_residency = \"2us\", power_w = 2.0 },\n]\n",
+    );
+    assert!(
+        e.starts_with("f.toml:9: host.power.idle_states[1].target_residency: must be at least"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_negative_power_is_refused() {
+    let e = refusal("[host.power]\nuncore_w = -1.0\n");
+    assert_eq!(
+        e,
+        "f.toml:7: host.power.uncore_w: must be a power of 0 watts or more (got -1)"
+    );
+    let text = BASE.replace(
+        "model = \"optane-900p\"\n",
+        "model = \"optane-900p\"\npower.idle_w = -5.0\n",
+    );
+    let e = load_str(&text, "f.toml", &[]).unwrap_err().to_string();
+    assert!(
+        e.starts_with("f.toml:4: device.power.idle_w: must be a power"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_unknown_governor_is_refused() {
+    let e = refusal("power.governor = \"ladder\"\n");
+    assert_eq!(
+        e,
+        "f.toml:6: host.power.governor: must be one of \"menu\", \"menu-no-iowait\" or \"teo\" \
+         (got \"ladder\")"
+    );
+}
+
+#[test]
+fn power_keys_on_a_profile_without_power_data_say_so() {
+    let text = BASE.replace("xeon-e3-1230v5", "xeon-e5-2660v4") + "";
+    let text = text.replace(
+        "model = \"xeon-e5-2660v4\"\n",
+        "model = \"xeon-e5-2660v4\"\npower.base_w = 1.0\n",
+    );
+    let e = load_str(&text, "f.toml", &[]).unwrap_err().to_string();
+    assert!(
+        e.starts_with(
+            "f.toml:6: host.power: the host profile \"xeon-e5-2660v4\" has no power data"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_polling_flag_on_an_engine_that_cannot_poll_is_refused() {
+    let text = BASE.replace(
+        "engine = \"pvsync2\"\n",
+        "engine = \"libaio\"\nhipri = true\n",
+    );
+    let e = load_str(&text, "f.toml", &[]).unwrap_err().to_string();
+    assert!(e.starts_with("f.toml:12: job.j.hipri: only pvsync2"), "{e}");
+}

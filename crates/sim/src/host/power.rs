@@ -1,0 +1,604 @@
+//! The energy model: a power state per core, fed by what the scheduler
+//! does (running a thread, spinning in a poll loop, in an interrupt
+//! handler, idle), with a cpuidle governor ([`super::idle`]) choosing the
+//! idle state and that state's exit latency delaying the wake-up that ends
+//! it. System power = base + uncore while any core is in C0 + each core's
+//! state + the device (docs/ENERGY.md).
+//!
+//! Energy is integrated exactly: powers are whole microwatts and times
+//! whole nanoseconds, so each piece is an integer number of femtojoules.
+//! It is kept twice, as time per state (multiplied out at the end) and as
+//! a running integral of the instantaneous power; the two must agree to
+//! the femtojoule, which the run checks, with the mean power between the
+//! idle floor and the all-busy ceiling.
+//!
+//! A host or device profile without power data leaves the model off: no
+//! exit latencies, nothing added to the result.
+
+use cint_policy::Nanos;
+use cint_report::{CoreEnergy, EnergyResult, StateResidency};
+use cint_scenario::{DevicePower, HostPower, Scenario};
+
+use crate::engine::Event;
+use crate::host::idle::{GovernorState, IdleContext, StateTable};
+use crate::world::{RunState, Wait, World};
+
+/// Core states before the idle states.
+const BUSY: usize = 0;
+const SPIN: usize = 1;
+const IRQ: usize = 2;
+/// Index of idle state 0.
+const IDLE0: usize = 3;
+const RUN_STATES: [&str; IDLE0] = ["busy", "spin", "irq"];
+
+/// Watts to whole microwatts.
+fn microwatts(w: f64) -> u64 {
+    (w * 1e6).round() as u64
+}
+
+/// A stay in an idle state.
+#[derive(Clone, Copy, Debug)]
+struct Stay {
+    /// The idle state (0 = the shallowest).
+    idx: usize,
+    entered: Nanos,
+    /// The exit latency is running: work is waiting for the core.
+    waking: bool,
+}
+
+#[derive(Clone, Debug)]
+struct CorePower {
+    state: usize,
+    since: Nanos,
+    /// Nanoseconds per state in the measured window.
+    ns: Vec<u64>,
+    /// Entries per state in the measured window.
+    entries: Vec<u64>,
+    /// Energy of idle-state exits in the measured window, fJ.
+    exit_fj: u128,
+    stay: Option<Stay>,
+    governor: GovernorState,
+}
+
+/// The power model of one run.
+#[derive(Debug)]
+pub(crate) struct PowerModel {
+    table: StateTable,
+    names: Vec<String>,
+    governor_name: &'static str,
+    tick: Nanos,
+    poll_limit: Nanos,
+    /// Per core state: power in uW, and whether the core is in C0.
+    state_uw: Vec<u64>,
+    c0: Vec<bool>,
+    /// Energy of one exit from each idle state: busy power over half its
+    /// exit latency, fJ.
+    exit_cost_fj: Vec<u128>,
+    base_uw: u64,
+    uncore_uw: u64,
+    device_idle_uw: u64,
+    /// The device's energy per byte moved, fJ.
+    device_fj_per_byte: u64,
+    /// The device's fastest direction, bytes/s (the ceiling's bound).
+    device_max_rate: u64,
+    cores: Vec<CorePower>,
+    /// Cores in C0 now.
+    active: usize,
+    uncore_since: Nanos,
+    uncore_ns: u64,
+    /// Cores' and uncore's power now, uW, and its integral, fJ.
+    power_uw: u64,
+    integral_fj: u128,
+    integrated_to: Nanos,
+    window_start: Nanos,
+    /// Per thread, its armed timer (instant, token).
+    thread_timer: Vec<(Nanos, u64)>,
+    /// Per core, the threads pinned to it.
+    core_threads: Vec<Vec<u32>>,
+}
+
+impl PowerModel {
+    /// The model for `sc`, or `None` when its host or device has no power
+    /// data; `thread_cores` maps each thread to its core.
+    pub(crate) fn new(sc: &Scenario, thread_cores: &[u32]) -> Option<Box<PowerModel>> {
+        let (Some(host), Some(device)) = (&sc.host.power, &sc.device.power) else {
+            return None;
+        };
+        let cores_n = sc.host.cores.max(1) as usize;
+        Some(Box::new(Self::build(
+            host,
+            device,
+            cores_n,
+            thread_cores,
+            sc.device.read.bandwidth.max(sc.device.write.bandwidth),
+        )))
+    }
+
+    fn build(
+        host: &HostPower,
+        device: &DevicePower,
+        cores_n: usize,
+        thread_cores: &[u32],
+        device_max_rate: u64,
+    ) -> PowerModel {
+        let table = StateTable::new(host);
+        let states = IDLE0 + host.idle_states.len();
+        let mut state_uw = vec![
+            microwatts(host.core_busy_w),
+            microwatts(host.core_spin_w),
+            microwatts(host.core_irq_w),
+        ];
+        state_uw.extend(host.idle_states.iter().map(|s| microwatts(s.power_w)));
+        let mut c0 = vec![true; IDLE0];
+        c0.extend(host.idle_states.iter().map(|s| s.polling));
+        let busy = u128::from(microwatts(host.core_busy_w));
+        let exit_cost_fj = table
+            .exit_ns
+            .iter()
+            .map(|&ns| busy * u128::from(ns) / 2)
+            .collect();
+        let mut core_threads = vec![Vec::new(); cores_n];
+        for (t, &c) in thread_cores.iter().enumerate() {
+            core_threads[c as usize].push(t as u32);
+        }
+        let cores = (0..cores_n)
+            .map(|_| CorePower {
+                state: BUSY,
+                since: 0,
+                ns: vec![0; states],
+                entries: vec![0; states],
+                exit_fj: 0,
+                stay: None,
+                governor: GovernorState::new(host.governor, host.idle_states.len()),
+            })
+            .collect();
+        let busy_uw = microwatts(host.core_busy_w);
+        let uncore_uw = microwatts(host.uncore_w);
+        PowerModel {
+            poll_limit: table.poll_limit(host.tick.0),
+            table,
+            names: host.idle_states.iter().map(|s| s.name.clone()).collect(),
+            governor_name: host.governor.name(),
+            tick: host.tick.0,
+            state_uw,
+            c0,
+            exit_cost_fj,
+            base_uw: microwatts(host.base_w),
+            uncore_uw,
+            device_idle_uw: microwatts(device.idle_w),
+            device_fj_per_byte: microwatts(device.w_per_gbps),
+            device_max_rate,
+            cores,
+            // Every core starts busy: threads are runnable at 0.
+            active: cores_n,
+            uncore_since: 0,
+            uncore_ns: 0,
+            power_uw: busy_uw * cores_n as u64 + uncore_uw,
+            integral_fj: 0,
+            integrated_to: 0,
+            window_start: 0,
+            thread_timer: vec![(0, u64::MAX); thread_cores.len()],
+            core_threads,
+        }
+    }
+
+    fn integrate(&mut self, now: Nanos) {
+        self.integral_fj += u128::from(self.power_uw) * u128::from(now - self.integrated_to);
+        self.integrated_to = now;
+    }
+
+    /// Core `c` enters `state` at `now`.
+    fn set(&mut self, c: usize, state: usize, now: Nanos) {
+        let old = self.cores[c].state;
+        if old == state {
+            return;
+        }
+        self.integrate(now);
+        let core = &mut self.cores[c];
+        core.ns[old] += now - core.since;
+        core.since = now;
+        core.state = state;
+        self.power_uw = self.power_uw - self.state_uw[old] + self.state_uw[state];
+        match (self.c0[old], self.c0[state]) {
+            (true, false) => {
+                self.active -= 1;
+                if self.active == 0 {
+                    self.uncore_ns += now - self.uncore_since;
+                    self.power_uw -= self.uncore_uw;
+                }
+            }
+            (false, true) => {
+                if self.active == 0 {
+                    self.uncore_since = now;
+                    self.power_uw += self.uncore_uw;
+                }
+                self.active += 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// Brings every accumulator up to `now`.
+    fn settle(&mut self, now: Nanos) {
+        self.integrate(now);
+        for core in &mut self.cores {
+            core.ns[core.state] += now - core.since;
+            core.since = now;
+        }
+        if self.active > 0 {
+            self.uncore_ns += now - self.uncore_since;
+            self.uncore_since = now;
+        }
+    }
+
+    /// The measured window starts at `now`: everything before is dropped.
+    fn restart(&mut self, now: Nanos) {
+        self.settle(now);
+        for core in &mut self.cores {
+            core.ns.iter_mut().for_each(|n| *n = 0);
+            core.entries.iter_mut().for_each(|n| *n = 0);
+            core.exit_fj = 0;
+        }
+        self.uncore_ns = 0;
+        self.integral_fj = 0;
+        self.window_start = now;
+    }
+
+    /// Energy of the cores' states, exits and the uncore since the window
+    /// started, from the time per state, fJ.
+    fn by_residency_fj(&self) -> u128 {
+        let cores: u128 = self.cores.iter().map(|c| self.core_fj(c)).sum();
+        cores + u128::from(self.uncore_uw) * u128::from(self.uncore_ns)
+    }
+
+    fn core_fj(&self, core: &CorePower) -> u128 {
+        core.ns
+            .iter()
+            .zip(&self.state_uw)
+            .map(|(&ns, &uw)| u128::from(ns) * u128::from(uw))
+            .sum::<u128>()
+            + core.exit_fj
+    }
+
+    /// The lowest and highest mean system power the model allows, W:
+    /// every core in its cheapest state with the device idle, and every
+    /// core in its dearest state (plus what exits can add: at most half
+    /// the busy power, spread over the exit latency) with the uncore on
+    /// and the device moving data at its fastest.
+    fn bounds_w(&self) -> (f64, f64) {
+        let n = self.cores.len() as f64;
+        let min = *self.state_uw.iter().min().unwrap_or(&0) as f64;
+        let max = *self.state_uw.iter().max().unwrap_or(&0) as f64;
+        let base = (self.base_uw + self.device_idle_uw) as f64;
+        let device_max = self.device_fj_per_byte as f64 * self.device_max_rate as f64 / 1e9;
+        let floor = base + n * min;
+        let ceiling = base
+            + self.uncore_uw as f64
+            + n * (max + self.state_uw[BUSY] as f64 / 2.0)
+            + device_max;
+        (floor / 1e6, ceiling / 1e6)
+    }
+
+    /// Checks the window's accounting; a message for the first failure.
+    fn check(&self, now: Nanos, bytes: u64) -> Result<(), String> {
+        let window = now - self.window_start;
+        for (c, core) in self.cores.iter().enumerate() {
+            let total: u64 = core.ns.iter().sum();
+            if total != window {
+                return Err(format!(
+                    "energy: core {c}'s states cover {total} ns of a {window} ns window"
+                ));
+            }
+        }
+        if self.uncore_ns > window {
+            return Err(format!(
+                "energy: uncore on for {} ns of a {window} ns window",
+                self.uncore_ns
+            ));
+        }
+        let exits: u128 = self.cores.iter().map(|c| c.exit_fj).sum();
+        let by_residency = self.by_residency_fj();
+        if by_residency != self.integral_fj + exits {
+            return Err(format!(
+                "energy: {by_residency} fJ by time per state but {} fJ by the integral of power",
+                self.integral_fj + exits
+            ));
+        }
+        if window > 0 {
+            let (floor, ceiling) = self.bounds_w();
+            let mean = self.total_fj(window, bytes) as f64 / 1e15 / (window as f64 / 1e9);
+            // One part in a million for the float division.
+            if mean < floor * (1.0 - 1e-6) || mean > ceiling * (1.0 + 1e-6) {
+                return Err(format!(
+                    "energy: mean power {mean} W outside the idle floor {floor} W and the \
+                     all-busy ceiling {ceiling} W"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn device_fj(&self, window: Nanos, bytes: u64) -> u128 {
+        u128::from(self.device_idle_uw) * u128::from(window)
+            + u128::from(self.device_fj_per_byte) * u128::from(bytes)
+    }
+
+    fn total_fj(&self, window: Nanos, bytes: u64) -> u128 {
+        self.by_residency_fj()
+            + u128::from(self.base_uw) * u128::from(window)
+            + self.device_fj(window, bytes)
+    }
+
+    fn summary(&self, window: Nanos, bytes: u64) -> (f64, EnergyResult) {
+        let j = |fj: u128| fj as f64 / 1e15;
+        let secs = window.max(1) as f64 / 1e9;
+        let total = j(self.total_fj(window, bytes));
+        let cores = self
+            .cores
+            .iter()
+            .enumerate()
+            .map(|(c, core)| {
+                let energy_j = j(self.core_fj(core));
+                let residency = (0..core.ns.len())
+                    .map(|s| StateResidency {
+                        state: match s.checked_sub(IDLE0) {
+                            None => RUN_STATES[s].to_string(),
+                            Some(i) => self.names[i].clone(),
+                        },
+                        share: core.ns[s] as f64 / window.max(1) as f64,
+                        entries: core.entries[s],
+                    })
+                    .collect();
+                CoreEnergy {
+                    core: c as u32,
+                    energy_j,
+                    power_w: energy_j / secs,
+                    residency,
+                }
+            })
+            .collect();
+        let result = EnergyResult {
+            source: "model".into(),
+            governor: self.governor_name.into(),
+            power_w: total / secs,
+            bytes_per_joule: if total > 0.0 {
+                bytes as f64 / total
+            } else {
+                0.0
+            },
+            base_j: j(u128::from(self.base_uw) * u128::from(window)),
+            uncore_j: j(u128::from(self.uncore_uw) * u128::from(self.uncore_ns)),
+            device_j: j(self.device_fj(window, bytes)),
+            cores,
+        };
+        (total, result)
+    }
+}
+
+/// Why an idle core's timer event fired.
+enum IdleTimer {
+    /// The exit latency is over: the core runs what woke it.
+    Awake,
+    /// A polling state ran out its limit: the governor runs again.
+    PollLimit,
+    Stale,
+}
+
+impl World<'_> {
+    /// Core `c` starts executing: a handler, a poll loop or other work.
+    #[inline]
+    pub(crate) fn power_run(&mut self, c: usize, irq: bool) {
+        let Some(p) = self.power.as_deref_mut() else {
+            return;
+        };
+        let state = if irq {
+            IRQ
+        } else {
+            match self.cores[c].current.map(|t| self.threads[t as usize].act) {
+                Some(crate::world::Activity::Spin { .. }) => SPIN,
+                _ => BUSY,
+            }
+        };
+        let now = self.events.now();
+        p.set(c, state, now);
+    }
+
+    /// Core `c` has nothing to run: unless it is already in an idle state,
+    /// its governor picks one.
+    pub(crate) fn power_idle(&mut self, c: usize) {
+        if self
+            .power
+            .as_deref()
+            .is_none_or(|p| p.cores[c].stay.is_some())
+        {
+            return;
+        }
+        self.enter_idle_state(c);
+    }
+
+    fn enter_idle_state(&mut self, c: usize) {
+        let now = self.now();
+        let ctx = self.idle_context(c, now);
+        let Some(p) = self.power.as_deref_mut() else {
+            return;
+        };
+        let idx = p.cores[c].governor.select(&p.table, ctx);
+        p.set(c, IDLE0 + idx, now);
+        let core = &mut p.cores[c];
+        core.entries[IDLE0 + idx] += 1;
+        core.stay = Some(Stay {
+            idx,
+            entered: now,
+            waking: false,
+        });
+        if p.table.polling[idx] {
+            let at = now + p.poll_limit;
+            self.arm_idle_timer(c, at);
+        }
+    }
+
+    /// What the governor sees: the next armed timer of a thread on this
+    /// core (the tick if none is nearer) and the threads blocked in
+    /// `io_schedule` (a synchronous direct read, a hybrid-poll sleep, a
+    /// tag wait; `io_getevents` and io_uring's wait do not count in 5.15).
+    fn idle_context(&self, c: usize, now: Nanos) -> IdleContext {
+        let Some(p) = self.power.as_deref() else {
+            return IdleContext {
+                sleep_length: 0,
+                nr_iowait: 0,
+            };
+        };
+        let mut sleep_length = p.tick;
+        let mut nr_iowait = 0;
+        for &t in &p.core_threads[c] {
+            let th = &self.threads[t as usize];
+            if th.run != RunState::Blocked {
+                continue;
+            }
+            if matches!(th.wait, Wait::Sync | Wait::HybridSleep { .. } | Wait::Tag) {
+                nr_iowait += 1;
+            }
+            let (at, token) = p.thread_timer[t as usize];
+            if token == th.timer_token && at > now {
+                sleep_length = sleep_length.min(at - now);
+            }
+        }
+        IdleContext {
+            sleep_length,
+            nr_iowait,
+        }
+    }
+
+    fn arm_idle_timer(&mut self, c: usize, at: Nanos) {
+        let core = &mut self.cores[c];
+        core.token += 1;
+        let token = core.token;
+        self.events.schedule(
+            at,
+            Event::CoreDone {
+                core: c as u32,
+                token,
+            },
+        );
+    }
+
+    /// Thread `t` armed a timer for `at` (its current `timer_token`).
+    #[inline]
+    pub(crate) fn power_note_timer(&mut self, t: usize, at: Nanos) {
+        if let Some(p) = self.power.as_deref_mut() {
+            p.thread_timer[t] = (at, self.threads[t].timer_token);
+        }
+    }
+
+    /// Called by `dispatch` before it runs anything: true while core `c`
+    /// may not run yet because it is leaving an idle state (its exit
+    /// latency). Work arriving at a core in an idle state starts that
+    /// exit; a polling state, or one without exit latency, ends at once.
+    #[inline]
+    pub(crate) fn power_holds(&mut self, c: usize) -> bool {
+        let Some(p) = self.power.as_deref() else {
+            return false;
+        };
+        let Some(stay) = p.cores[c].stay else {
+            return false;
+        };
+        if stay.waking {
+            return true;
+        }
+        let core = &self.cores[c];
+        if core.irq_pending.is_empty() && core.rq.is_empty() && core.current.is_none() {
+            return false;
+        }
+        let now = self.now();
+        let exit = p.table.exit_ns[stay.idx];
+        if p.table.polling[stay.idx] || exit == 0 {
+            self.end_stay(c, now, false);
+            return false;
+        }
+        let Some(p) = self.power.as_deref_mut() else {
+            return false;
+        };
+        let cost = p.exit_cost_fj[stay.idx];
+        let core = &mut p.cores[c];
+        core.exit_fj += cost;
+        core.stay = Some(Stay {
+            waking: true,
+            ..stay
+        });
+        self.arm_idle_timer(c, now + exit);
+        true
+    }
+
+    /// The stay in an idle state is over; the governor learns how long it
+    /// lasted.
+    fn end_stay(&mut self, c: usize, now: Nanos, poll_limit_hit: bool) {
+        let Some(p) = self.power.as_deref_mut() else {
+            return;
+        };
+        let Some(stay) = p.cores[c].stay.take() else {
+            return;
+        };
+        let table = &p.table;
+        p.cores[c]
+            .governor
+            .reflect(table, stay.idx, now - stay.entered, poll_limit_hit);
+    }
+
+    /// A `CoreDone` reached a core with no segment: an idle-state timer.
+    pub(crate) fn on_idle_timer(&mut self, c: usize) {
+        let now = self.now();
+        let what = match self.power.as_deref().and_then(|p| p.cores[c].stay) {
+            Some(Stay { waking: true, .. }) => IdleTimer::Awake,
+            Some(stay)
+                if self
+                    .power
+                    .as_deref()
+                    .is_some_and(|p| p.table.polling[stay.idx]) =>
+            {
+                IdleTimer::PollLimit
+            }
+            _ => IdleTimer::Stale,
+        };
+        match what {
+            IdleTimer::Awake => {
+                self.end_stay(c, now, false);
+                self.dispatch(c);
+            }
+            IdleTimer::PollLimit => {
+                self.end_stay(c, now, true);
+                self.enter_idle_state(c);
+            }
+            IdleTimer::Stale => {}
+        }
+    }
+
+    /// The measured window starts now.
+    pub(crate) fn power_restart(&mut self) {
+        let now = self.now();
+        if let Some(p) = self.power.as_deref_mut() {
+            p.restart(now);
+        }
+    }
+
+    /// Settles the model at the end of the run and checks its invariants.
+    pub(crate) fn power_finish(&mut self) {
+        let now = self.now();
+        let bytes = self.window_bytes();
+        if let Some(p) = self.power.as_deref_mut() {
+            p.settle(now);
+            if let Err(msg) = p.check(now, bytes) {
+                self.check.fail(msg);
+            }
+        }
+    }
+
+    fn window_bytes(&self) -> u64 {
+        self.jobs.iter().map(|j| j.bytes).sum()
+    }
+
+    /// `energy_j` and the energy figures of the result, if the model is on.
+    pub(crate) fn energy_summary(&self) -> Option<(f64, EnergyResult)> {
+        let p = self.power.as_deref()?;
+        Some(p.summary(self.now() - p.window_start, self.window_bytes()))
+    }
+}

@@ -1,0 +1,235 @@
+//! The energy layer (docs/ENERGY.md): the energy study's Table 1 from the
+//! shipped profiles (`xeon-e3-1230v5`, `optane-900p`) as
+//! `scenarios/energy-table1.toml` runs it, what each mechanism does, and
+//! that a run without power data is left as it was.
+//!
+//! `cargo test --release -p cint-sim --test energy -- --nocapture` prints
+//! the table of targets and what the model gives.
+
+use std::path::Path;
+
+use cint_report::{RunResult, StrategyResult};
+use cint_scenario::{load_file, Scenario};
+
+fn table1(sets: &[&str]) -> Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/energy-table1.toml");
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    load_file(&path, &sets).expect("scenarios/energy-table1.toml loads")
+}
+
+fn by_name<'a>(r: &'a RunResult, name: &str) -> &'a StrategyResult {
+    r.results
+        .iter()
+        .find(|s| s.strategy == name)
+        .unwrap_or_else(|| panic!("strategy {name} missing"))
+}
+
+const MODES: [&str; 3] = ["classic-poll", "hybrid-poll", "interrupt"];
+
+/// Table 1 of the study (4 KiB random reads, Optane 900P, Linux 5.15),
+/// one thread: (mode, mean latency us, IOPS).
+const TABLE1_ONE_THREAD: [(&str, f64, f64); 3] = [
+    ("classic-poll", 8.1, 120_470.0),
+    ("hybrid-poll", 8.5, 113_846.0),
+    ("interrupt", 10.1, 96_722.0),
+];
+
+#[test]
+fn table1_one_thread_within_ten_percent_and_in_the_studys_order() {
+    let r = cint_sim::run(&table1(&[])).expect("runs");
+    let mut misses = Vec::new();
+    println!("mode          lat_us  target  IOPS     target");
+    for (mode, lat, iops) in TABLE1_ONE_THREAD {
+        let s = by_name(&r, mode);
+        let got_lat = s.jobs[0].lat_ns.mean / 1000.0;
+        let got_iops = s.total_iops();
+        println!("{mode:<12}  {got_lat:6.2}  {lat:6.1}  {got_iops:7.0}  {iops:7.0}");
+        if (got_lat / lat - 1.0).abs() > 0.10 {
+            misses.push(format!("{mode} latency {got_lat:.2} us, target {lat} us"));
+        }
+        if (got_iops / iops - 1.0).abs() > 0.10 {
+            misses.push(format!("{mode} IOPS {got_iops:.0}, target {iops}"));
+        }
+    }
+    assert!(misses.is_empty(), "{misses:?}");
+    // The order of the modes exactly: latency rising, IOPS falling.
+    let lat: Vec<f64> = MODES
+        .iter()
+        .map(|m| by_name(&r, m).jobs[0].lat_ns.mean)
+        .collect();
+    assert!(lat[0] < lat[1] && lat[1] < lat[2], "{lat:?}");
+    let iops: Vec<f64> = MODES.iter().map(|m| by_name(&r, m).total_iops()).collect();
+    assert!(iops[0] > iops[1] && iops[1] > iops[2], "{iops:?}");
+}
+
+/// Table 1, eight threads: (mode, mean latency us, IOPS).
+const TABLE1_EIGHT_THREADS: [(&str, f64, f64); 3] = [
+    ("classic-poll", 13.6, 571_659.0),
+    ("hybrid-poll", 13.9, 546_968.0),
+    ("interrupt", 15.0, 511_895.0),
+];
+
+/// Eight-thread targets the model misses, with the mechanism it lacks
+/// (docs/results/energy.md, "Table 1, eight threads"). Printed, not
+/// failed; any other miss fails.
+const KNOWN_MISSES: &[(&str, &str)] = &[
+    (
+        "classic-poll latency",
+        "the study's eight unpinned threads had eight hardware threads (SMT); the scenario \
+         format pins a job's threads to its cpu, so the closest stand-in puts two spinning \
+         threads on each of four cores, which share it by CFS slices",
+    ),
+    ("classic-poll IOPS", "as classic-poll latency"),
+    ("hybrid-poll latency", "as classic-poll latency"),
+    (
+        "order",
+        "as classic-poll latency: two spinners per core reverse the study's order",
+    ),
+];
+
+/// The closest the format comes to the study's eight threads: four jobs
+/// (`reader0..3`) of two threads, one per core.
+fn eight_threads() -> Scenario {
+    let mut sc = table1(&["job.reader.numjobs=2"]);
+    let job = sc.jobs.pop().expect("the reader job");
+    for cpu in 0..4u32 {
+        let mut j = job.clone();
+        j.name = format!("reader{cpu}");
+        j.cpu = cpu;
+        sc.jobs.push(j);
+    }
+    sc
+}
+
+#[test]
+fn table1_eight_threads_misses_only_what_it_lists() {
+    let r = cint_sim::run(&eight_threads()).expect("runs");
+    let mut misses = Vec::new();
+    let mean_us = |s: &StrategyResult| {
+        let n: u64 = s.jobs.iter().map(|j| j.lat_ns.n).sum();
+        s.jobs
+            .iter()
+            .map(|j| j.lat_ns.mean * j.lat_ns.n as f64)
+            .sum::<f64>()
+            / n as f64
+            / 1000.0
+    };
+    for (mode, lat, iops) in TABLE1_EIGHT_THREADS {
+        let s = by_name(&r, mode);
+        let (got_lat, got_iops) = (mean_us(s), s.total_iops());
+        println!("8 threads {mode:<12}  {got_lat:6.2} us ({lat})  {got_iops:7.0} ({iops})");
+        if (got_lat / lat - 1.0).abs() > 0.10 {
+            misses.push(format!("{mode} latency"));
+        }
+        if (got_iops / iops - 1.0).abs() > 0.10 {
+            misses.push(format!("{mode} IOPS"));
+        }
+    }
+    let iops: Vec<f64> = MODES.iter().map(|m| by_name(&r, m).total_iops()).collect();
+    if !(iops[0] > iops[1] && iops[1] > iops[2]) {
+        misses.push("order".into());
+    }
+    for m in &misses {
+        match KNOWN_MISSES.iter().find(|(k, _)| k == m) {
+            Some((_, why)) => println!("known miss: {m}: {why}"),
+            None => panic!("new miss: {m} (known: {KNOWN_MISSES:?})"),
+        }
+    }
+}
+
+#[test]
+fn every_strategy_reports_energy_and_its_parts_add_up() {
+    let r = cint_sim::run(&table1(&[])).expect("runs");
+    for s in &r.results {
+        let total = s.energy_j.expect("energy_j filled");
+        let e = s.energy.as_ref().expect("energy figures");
+        let secs = r.duration_ns as f64 / 1e9;
+        assert!(
+            (e.power_w * secs - total).abs() < 1e-9 * total,
+            "{}",
+            s.strategy
+        );
+        let cores: f64 = e.cores.iter().map(|c| c.energy_j).sum();
+        let parts = e.base_j + e.uncore_j + e.device_j + cores;
+        assert!((parts - total).abs() < 1e-9 * total, "{parts} vs {total}");
+        assert_eq!(e.cores.len(), 4);
+        for c in &e.cores {
+            let shares: f64 = c.residency.iter().map(|x| x.share).sum();
+            assert!((shares - 1.0).abs() < 1e-9, "core {}: {shares}", c.core);
+        }
+        let bytes: f64 = s.jobs.iter().map(|j| j.bw_bytes as f64).sum::<f64>() * secs;
+        assert!((e.bytes_per_joule / (bytes / total) - 1.0).abs() < 1e-3);
+        assert_eq!(e.governor, "menu");
+    }
+}
+
+/// Linux 5.15's menu keeps a core whose thread waits for a fast read in
+/// POLL (the iowait rule), so interrupts pay no exit latency; without the
+/// rule the core sleeps in C1 and each interrupt waits its 2 us exit.
+#[test]
+fn the_iowait_rule_decides_the_interrupt_modes_idle_state_and_latency() {
+    let with = cint_sim::run(&table1(&[])).expect("runs");
+    let without = cint_sim::run(&table1(&["host.power.governor=menu-no-iowait"])).expect("runs");
+    let share = |r: &RunResult, state: &str| {
+        by_name(r, "interrupt").energy.as_ref().unwrap().cores[0]
+            .residency
+            .iter()
+            .find(|s| s.state == state)
+            .unwrap()
+            .share
+    };
+    assert!(share(&with, "POLL") > 0.5, "{}", share(&with, "POLL"));
+    assert!(share(&without, "C1") > 0.5, "{}", share(&without, "C1"));
+    let lat = |r: &RunResult| by_name(r, "interrupt").jobs[0].lat_ns.mean;
+    let added = (lat(&without) - lat(&with)) / 1000.0;
+    assert!((1.5..=2.5).contains(&added), "C1's exit added {added} us");
+    // Shallow polling in C0 costs power: the POLL core draws more.
+    let power = |r: &RunResult| by_name(r, "interrupt").energy.as_ref().unwrap().power_w;
+    assert!(power(&with) > power(&without) + 1.0);
+    // Classic polling never idles its core: the governor changes nothing.
+    let poll = |r: &RunResult| by_name(r, "classic-poll").jobs[0].lat_ns.mean;
+    assert_eq!(poll(&with), poll(&without));
+}
+
+/// Exit latencies are part of the model: the same run with every state's
+/// exit latency zero is faster under interrupts when the cores sleep.
+#[test]
+fn zero_exit_latencies_remove_the_wakeup_delay() {
+    let mut sc = table1(&["host.power.governor=menu-no-iowait"]);
+    let fast = {
+        let mut sc = sc.clone();
+        for s in &mut sc.host.power.as_mut().unwrap().idle_states {
+            s.exit_latency.0 = 0;
+        }
+        cint_sim::run(&sc).expect("runs")
+    };
+    sc.strategies.retain(|s| s.name == "interrupt");
+    let slow = cint_sim::run(&sc).expect("runs");
+    let lat = |r: &RunResult| by_name(r, "interrupt").jobs[0].lat_ns.mean;
+    assert!(lat(&slow) > lat(&fast) + 1_500.0);
+}
+
+/// No power data, no energy: the device without it leaves the result as
+/// it always was (no `energy` key, `energy_j` null) and the run unchanged.
+#[test]
+fn a_profile_without_power_data_leaves_the_run_unchanged() {
+    let mut sc = table1(&[]);
+    sc.device.power = None;
+    let off = cint_sim::run(&sc).expect("runs");
+    let json = cint_report::to_json(&off).unwrap();
+    assert!(!json.contains("\"energy\""), "{json}");
+    assert!(json.contains("\"energy_j\": null"));
+    assert!(!cint_report::to_table(&off).contains("energy ("));
+    // Same as a host without it.
+    let mut sc2 = table1(&[]);
+    sc2.host.power = None;
+    assert_eq!(cint_sim::run(&sc2).expect("runs"), off);
+}
+
+#[test]
+fn energy_runs_are_deterministic() {
+    let sc = table1(&["host.power.governor=teo", "job.reader.numjobs=3"]);
+    let a = cint_report::to_json(&cint_sim::run(&sc).unwrap()).unwrap();
+    let b = cint_report::to_json(&cint_sim::run(&sc).unwrap()).unwrap();
+    assert_eq!(a, b);
+}
