@@ -514,8 +514,15 @@ impl<'a> World<'a> {
     fn held_at_end(&self, strategy: &Strategy) -> Vec<String> {
         let now = self.now();
         let mut held: Vec<(u64, Nanos)> = vec![(0, Nanos::MAX); self.queues.len()];
+        // Polled completions wait for their own thread's poll loop, not for
+        // the queue's policy: they have a note of their own.
+        let mut polled = (0u64, Nanos::MAX);
         for r in self.reqs.iter().filter(|r| r.state == ReqState::Posted) {
-            let q = &mut held[r.queue as usize];
+            let q = if r.polled {
+                &mut polled
+            } else {
+                &mut held[r.queue as usize]
+            };
             q.0 += 1;
             q.1 = q.1.min(r.posted_at);
         }
@@ -527,6 +534,17 @@ impl<'a> World<'a> {
         notes.extend(self.unpolled_jobs(strategy));
         notes.extend(self.depth_search_notes(&strategy.name));
         notes.extend(self.group_notes(&strategy.name));
+        if polled.0 > 0 && now.saturating_sub(polled.1) >= notable {
+            notes.push(format!(
+                "strategy '{}': {} polled completion{} waited for their threads' poll loops at \
+                 the end of the run, the oldest for {}: a poll loop reaps only its own \
+                 requests, and only while its thread has the core",
+                strategy.name,
+                polled.0,
+                if polled.0 == 1 { "" } else { "s" },
+                format_duration_ms(now.saturating_sub(polled.1))
+            ));
+        }
         notes.extend(
             held.iter()
                 .enumerate()

@@ -17,7 +17,8 @@
 //! varied: direction mixes, batches and depths up to the queue's tags and
 //! beyond them (a small `queue_depth` makes submitters wait for tags),
 //! polling jobs (`hipri`) beside interrupt jobs under polling strategies
-//! with a named interrupt policy, and fio's latency-target search. Each of those draws comes
+//! with a named interrupt policy, and fio's latency-target search; and
+//! the energy layer (the energy study's host with a governor). Each of those draws comes
 //! from a generator of its own, so a seed's other draws are unchanged.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
@@ -222,16 +223,25 @@ fn scenario(seed: u64) -> String {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let cores = 1 + rng.below(2);
     let mut host_model = Rng(seed.wrapping_mul(0x94d0_49bb_1331_11eb) | 1);
+    let device = rng.pick(DEVICES);
     let mut out = format!(
         "name = \"random-{seed}\"\nseed = {seed}\nduration = \"20ms\"\nwarmup = \"2ms\"\n\
-         [device]\nmodel = \"{}\"\n",
-        rng.pick(DEVICES)
+         [device]\nmodel = \"{device}\"\n"
     );
     // Few tags: the jobs' depth exceeds them, and submitters wait.
     if host_model.chance(15) {
         let _ = writeln!(out, "queue_depth = {}", 1 + host_model.below(64));
     }
-    let _ = write!(out, "[host]\ncores = {cores}\n");
+    // The energy layer (issue #21): the energy study's host, whose
+    // profile has power data, and a governor; energy is on when the
+    // device has power data too (the 900P).
+    let mut energy = Rng(seed.wrapping_mul(0xbf58_476d_1ce4_e5b9) | 1);
+    let host = if energy.chance(30) {
+        "xeon-e3-1230v5"
+    } else {
+        "xeon-e5-2660v4"
+    };
+    let _ = write!(out, "[host]\nmodel = \"{host}\"\ncores = {cores}\n");
     // Its own generator, so that the rest of each seed's scenario is what
     // it was before the host's cost spread existed.
     let mut host_rng = Rng(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
@@ -246,6 +256,10 @@ fn scenario(seed: u64) -> String {
         out.push_str(&format!("user_issue_share = {share}\n"));
     }
 
+    if host == "xeon-e3-1230v5" && energy.chance(50) {
+        let governor = energy.pick(&["menu", "menu-no-iowait", "teo"]);
+        let _ = write!(out, "[host.power]\ngovernor = \"{governor}\"\n");
+    }
     let (mut strategies, mut jobs) = (String::new(), String::new());
     for i in 0..1 + rng.below(3) as usize {
         strategy(&mut rng, &mut host_model, i, &mut strategies);
@@ -273,6 +287,22 @@ fn check(seed: u64) {
         cint_report::to_json(&again).expect("json"),
     );
     assert_eq!(a, b, "seed {seed}: same seed, different bytes\n{text}");
+    // Energy is reported exactly when the host and the device both carry
+    // power data, and is never negative (the run itself checks it against
+    // the integral of power and the floor and ceiling of power).
+    let powered = sc.host.power.is_some() && sc.device.power.is_some();
+    for s in &first.results {
+        assert_eq!(
+            s.energy_j.is_some(),
+            powered,
+            "seed {seed}: strategy '{}' energy {:?}\n{text}",
+            s.strategy,
+            s.energy_j
+        );
+        if let Some(e) = s.energy_j {
+            assert!(e >= 0.0, "seed {seed}: {e} J\n{text}");
+        }
+    }
     let units = f64::from(sc.device.parallel_units);
     // The device serves at most `units` requests at a time, each for at
     // least its base time (less a little for the jitter's lower tail): an
