@@ -6,20 +6,13 @@
 # example and the walk-through use. `.ci/test` builds the package into
 # this environment and runs the tests with its Python.
 set -euo pipefail
+. "$(dirname "$0")/lib/venv.sh"
 dir="${CINT_TOOLS_DIR:-${HOME:-/root}/.cache/cint-tools}/python"
 # Pinned so that a CI run tests what was tested here.
 pins=(maturin==1.16.0 ray==2.60.0 pandas==3.1.1 pytest==9.2.0 simpy==4.1.2 matplotlib==3.11.2)
 stamp="$dir/.pins"
 if [ "$(cat "$stamp" 2>/dev/null)" != "${pins[*]}" ] || ! "$dir/bin/python" -c 'import ray, pandas' >/dev/null 2>&1; then
-    rm -rf "$dir"
-    mkdir -p "$(dirname "$dir")"
-    if ! python3 -m venv "$dir" >/dev/null 2>&1; then
-        # Debian ships venv support (ensurepip) in a package of its own.
-        rm -rf "$dir"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
-        /usr/bin/python3 -m venv "$dir"
-    fi
+    fresh_venv "$dir"
     "$dir/bin/pip" install -q --disable-pip-version-check "${pins[@]}"
     echo "${pins[*]}" > "$stamp"
 fi
