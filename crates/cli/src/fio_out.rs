@@ -153,7 +153,13 @@ fn job_options(job: &Job) -> FioJobOptions {
         }
     }
     put("numjobs", job.numjobs.to_string());
-    put("cpus_allowed", job.cpu.to_string());
+    if job.cpus.is_empty() {
+        put("cpus_allowed", job.cpu.to_string());
+    } else {
+        let list: Vec<String> = job.cpus.iter().map(u32::to_string).collect();
+        put("cpus_allowed", list.join(","));
+        put("cpus_allowed_policy", "split".into());
+    }
     if let Some(r) = job.runtime {
         put("runtime", duration(r));
     }

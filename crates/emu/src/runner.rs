@@ -119,6 +119,8 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
     for job in &scenario.jobs {
         let key = if job.schedule.group != 0 {
             Some("group")
+        } else if !job.cpus.is_empty() {
+            Some("cpus")
         } else if job.schedule.startdelay != 0 {
             Some("startdelay")
         } else if let cint_scenario::Work::Io(io) = &job.work {

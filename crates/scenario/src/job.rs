@@ -48,6 +48,7 @@ pub const IO_KEYS: &[&str] = &[
     "batch_complete_max",
     "gtod_reduce",
     "cpu",
+    "cpus",
     "numjobs",
     "hint",
     "nowait",
@@ -89,6 +90,7 @@ pub const CPU_KEYS: &[&str] = &[
     "name",
     "kind",
     "cpu",
+    "cpus",
     "numjobs",
     "runtime",
     "group",
@@ -308,6 +310,13 @@ fn parse_job(
             format!("must be below host.cores = {cores} (got {cpu}; cores are numbered from 0)"),
         ));
     }
+    let cpus = parse_cpus(sec, cores)?;
+    if !cpus.is_empty() && sec.has("cpu") {
+        return Err(sec.error(
+            "cpus",
+            "give cpu (every thread on one core) or cpus (threads spread over several), not both",
+        ));
+    }
     let numjobs = sec.int("numjobs", 1, MAX_NUMJOBS)?.unwrap_or(1) as u32;
     let runtime = match sec.duration("runtime")? {
         Some(0) => return Err(sec.error("runtime", "must be longer than zero")),
@@ -331,12 +340,57 @@ fn parse_job(
     sec.finish("a job", IO_KEYS)?;
     Ok(Job {
         name,
-        cpu: cpu as u32,
+        cpu: cpus.first().copied().unwrap_or(cpu as u32),
+        cpus,
         numjobs,
         runtime,
         work,
         schedule,
     })
+}
+
+/// `cpus`: distinct cores below `cores`, at least one.
+fn parse_cpus(sec: &mut Section<'_>, cores: u64) -> Result<Vec<u32>, ScenarioError> {
+    let Some(node) = sec.node("cpus") else {
+        return Ok(Vec::new());
+    };
+    let Value::Array(items) = &node.value else {
+        return Err(sec.error(
+            "cpus",
+            format!(
+                "must be a list of cores, e.g. [0, 1] (got {})",
+                node.value.type_name()
+            ),
+        ));
+    };
+    if items.is_empty() {
+        return Err(sec.error("cpus", "must name at least one core"));
+    }
+    let mut cpus = Vec::with_capacity(items.len());
+    for item in items {
+        let core = match item.value {
+            Value::Int(c) if c >= 0 && (c as u64) < cores => c as u32,
+            Value::Int(c) => {
+                return Err(sec.error(
+                    "cpus",
+                    format!(
+                        "core {c} is not below host.cores = {cores} (cores are numbered from 0)"
+                    ),
+                ))
+            }
+            ref other => {
+                return Err(sec.error(
+                    "cpus",
+                    format!("must hold core numbers (got {})", other.type_name()),
+                ))
+            }
+        };
+        if cpus.contains(&core) {
+            return Err(sec.error("cpus", format!("names core {core} twice")));
+        }
+        cpus.push(core);
+    }
+    Ok(cpus)
 }
 
 fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, ScenarioError> {

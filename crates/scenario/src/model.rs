@@ -87,8 +87,13 @@ pub enum HybridSleep {
 pub struct Job {
     /// `name`, unique in the scenario.
     pub name: String,
-    /// Application core (`< host.cores`).
+    /// Application core (`< host.cores`) of every thread, unless `cpus`
+    /// spreads them.
     pub cpu: u32,
+    /// `cpus`: the cores the job's threads are spread over, thread `n` on
+    /// `cpus[n % len]` (fio's `cpus_allowed` with
+    /// `cpus_allowed_policy=split`); empty: every thread on `cpu`.
+    pub cpus: Vec<u32>,
     /// Identical threads (>= 1).
     pub numjobs: u32,
     /// Stop this job's threads after this long, measured from the job's
@@ -99,6 +104,17 @@ pub struct Job {
     /// When the job starts: its group and delay (fio's `stonewall`,
     /// `wait_for` and `startdelay`).
     pub schedule: Schedule,
+}
+
+impl Job {
+    /// The core of the job's thread `n` (0-based among its `numjobs`).
+    pub fn thread_cpu(&self, n: u32) -> u32 {
+        if self.cpus.is_empty() {
+            self.cpu
+        } else {
+            self.cpus[n as usize % self.cpus.len()]
+        }
+    }
 }
 
 /// When a job starts. Groups run one after another in ascending order: a

@@ -4,7 +4,7 @@
 
 use cint_policy::config::{BarrierMode, VicParams};
 use cint_policy::{Hint, PolicyConfig};
-use toml_edit::{value, ArrayOfTables, DocumentMut, Item, Table};
+use toml_edit::{value, Array, ArrayOfTables, DocumentMut, Item, Table};
 
 use crate::model::{CompletionMode, Engine, ExitScope, HybridSleep, IoShape, Rw, Scenario, Work};
 use crate::units::{format_duration, format_size};
@@ -102,7 +102,11 @@ pub fn to_toml(s: &Scenario) -> String {
                 shape_keys(&mut t, &io.shape);
             }
         }
-        t["cpu"] = value(i64::from(job.cpu));
+        if job.cpus.is_empty() {
+            t["cpu"] = value(i64::from(job.cpu));
+        } else {
+            t["cpus"] = value(Array::from_iter(job.cpus.iter().map(|&c| i64::from(c))));
+        }
         t["numjobs"] = value(i64::from(job.numjobs));
         if let Some(r) = job.runtime {
             t["runtime"] = value(format_duration(r));

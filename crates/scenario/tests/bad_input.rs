@@ -140,6 +140,27 @@ fn cases() -> Vec<Case<'static>> {
             "host.cores = 2",
         ),
         case(
+            "a core of cpus beyond the host",
+            with("cpu    = 1", "cpus   = [0, 2]"),
+            LineOf("cpus   = [0, 2]"),
+            "job.sync.cpus",
+            "core 2 is not below host.cores = 2",
+        ),
+        case(
+            "a core named twice in cpus",
+            with("cpu    = 1", "cpus   = [1, 1]"),
+            LineOf("cpus   = [1, 1]"),
+            "job.sync.cpus",
+            "names core 1 twice",
+        ),
+        case(
+            "cpu and cpus together",
+            with("cpu    = 1", "cpu    = 1\ncpus   = [0, 1]"),
+            LineOf("cpus   = [0, 1]"),
+            "job.sync.cpus",
+            "not both",
+        ),
+        case(
             "strategy key of another kind",
             with("thr   = 32", "thr   = 32\nooo = true"),
             LineOf("ooo = true"),

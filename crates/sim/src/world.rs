@@ -265,7 +265,9 @@ impl<'a> World<'a> {
         let mut used = vec![false; queues_n];
         for job in &sc.jobs {
             if matches!(job.work, Work::Io(_)) {
-                used[job.cpu as usize % queues_n] = true;
+                for n in 0..job.numjobs {
+                    used[job.thread_cpu(n) as usize % queues_n] = true;
+                }
             }
         }
         refuse_unmodelled(strategy)?;
@@ -304,22 +306,29 @@ impl<'a> World<'a> {
         };
         for (j, job) in sc.jobs.iter().enumerate() {
             jobs.push(JobStats::new(&job.name));
-            let core = job.cpu as usize;
-            if core >= cores_n {
+            if let Some(&cpu) = job
+                .cpus
+                .iter()
+                .chain([&job.cpu])
+                .find(|&&c| c as usize >= cores_n)
+            {
                 return Err(SimError::input(format!(
                     "job '{}': cpu {} is beyond the host's {} cores",
-                    job.name, job.cpu, cores_n
+                    job.name, cpu, cores_n
                 )));
             }
-            let queue = core % queues_n;
             let prog = Program::from_job(job)?;
             let depth = match &job.work {
                 Work::Io(io) => io.iodepth.max(1),
                 Work::Cpu => 0,
             };
             let polls = job_polls(strategy.mode, job);
-            in_flight_per_queue[queue] += u64::from(depth) * u64::from(job.numjobs);
             for n in 0..job.numjobs {
+                // fio's cpus_allowed_policy=split: thread n on the n-th core
+                // of the list, round robin; else every thread on `cpu`.
+                let core = job.thread_cpu(n) as usize;
+                let queue = core % queues_n;
+                in_flight_per_queue[queue] += u64::from(depth);
                 let tid = threads.len() as u32;
                 let mut free_slots = Vec::with_capacity(depth as usize);
                 for _ in 0..depth {

@@ -553,3 +553,28 @@ fn preparing_each_request_before_its_own_call_keeps_the_async_stream_dense() {
         all_first.interrupts_per_s
     );
 }
+
+#[test]
+fn a_job_spread_over_cores_runs_one_thread_per_core_in_turn() {
+    // fio's cpus_allowed_policy=split: four threads over two cores, two on
+    // each, against the same four threads all on core 0.
+    let mut spread = psync("r");
+    spread.numjobs = 4;
+    let pinned = spread.clone();
+    spread.cpus = vec![0, 1];
+    let run_on = |job| {
+        let mut sc = short(scenario("optane-p4800x", vec![none()], vec![job]));
+        sc.host.cores = 2;
+        run(&sc).remove(0)
+    };
+    let (spread, pinned) = (run_on(spread), run_on(pinned));
+    // Both cores busy when spread, one idle when pinned.
+    assert!(
+        spread.cpu_util > 1.5 * pinned.cpu_util,
+        "{} {}",
+        spread.cpu_util,
+        pinned.cpu_util
+    );
+    // Two readers per core instead of four: more I/Os per second.
+    assert!(spread.total_iops() > 1.3 * pinned.total_iops());
+}

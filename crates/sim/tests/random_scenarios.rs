@@ -127,9 +127,15 @@ fn job(rng: &mut Rng, host_model: &mut Rng, i: usize, cores: u64, out: &mut Stri
     ]);
     let bs = rng.pick(&["512", "4k", "16k", "128k", "1m"]);
     let numjobs = 1 + rng.below(4);
+    // fio's cpus_allowed_policy=split: the job's threads over both cores.
+    let placement = if cores > 1 && host_model.chance(15) {
+        "cpus = [1, 0]".to_string()
+    } else {
+        format!("cpu = {cpu}")
+    };
     let _ = write!(
         out,
-        "[[job]]\nname = \"j{i}\"\ncpu = {cpu}\nengine = \"{engine}\"\nrw = \"{rw}\"\nbs = \"{bs}\"\nnumjobs = {numjobs}\n"
+        "[[job]]\nname = \"j{i}\"\n{placement}\nengine = \"{engine}\"\nrw = \"{rw}\"\nbs = \"{bs}\"\nnumjobs = {numjobs}\n"
     );
     if matches!(engine, "libaio" | "io_uring") {
         let mut iodepth = 1 + rng.below(64);

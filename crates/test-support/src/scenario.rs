@@ -98,6 +98,7 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, complete: u3
     Job {
         name: name.into(),
         cpu: 0,
+        cpus: Vec::new(),
         numjobs: 1,
         runtime: None,
         work: Work::Io(IoJob {
@@ -128,6 +129,7 @@ pub fn cpu_job(name: &str) -> Job {
     Job {
         name: name.into(),
         cpu: 0,
+        cpus: Vec::new(),
         numjobs: 1,
         runtime: None,
         work: Work::Cpu,

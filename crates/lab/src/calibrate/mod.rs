@@ -314,6 +314,7 @@ fn workload(
         jobs: vec![Job {
             name: "async".into(),
             cpu: 0,
+            cpus: Vec::new(),
             numjobs: 1,
             runtime: None,
             work: Work::Io(IoJob {

@@ -40,18 +40,35 @@ pub(super) fn build(
 
     // fio pins to machine CPU numbers; the model has application cores
     // 0..n, so the distinct CPUs named become cores in ascending order.
-    let named_cpus: BTreeSet<u32> = specs
-        .iter()
-        .filter_map(|s| s.cpus.as_ref().map(|c| c.value[0]))
-        .collect();
+    // A job's threads run on the first CPU of its list, or, with
+    // cpus_allowed_policy=split, one CPU each of the whole list.
+    let pinned = |s: &JobSpec| -> Vec<u32> {
+        match &s.cpus {
+            Some(c) if s.cpus_split.is_some_and(|p| p.value) => c.value.clone(),
+            Some(c) => vec![c.value[0]],
+            None => Vec::new(),
+        }
+    };
+    let named_cpus: BTreeSet<u32> = specs.iter().flat_map(pinned).collect();
     let core_of = |cpu: u32| named_cpus.iter().position(|&c| c == cpu).unwrap_or(0) as u32;
     host.cores = named_cpus.len().max(1) as u32;
 
     let timeline = Timeline::new(&specs, args.default_duration, diag)?;
     let mut jobs = Vec::with_capacity(specs.len());
     for (spec, &group) in specs.iter().zip(&timeline.groups) {
-        let core = spec.cpus.as_ref().map_or(0, |c| core_of(c.value[0]));
-        jobs.push(job(spec, &device, &timeline, group, core, diag)?);
+        let cores: Vec<u32> = pinned(spec).into_iter().map(core_of).collect();
+        let mut job = job(
+            spec,
+            &device,
+            &timeline,
+            group,
+            cores.first().copied().unwrap_or(0),
+            diag,
+        )?;
+        if cores.len() > 1 {
+            job.cpus = cores;
+        }
+        jobs.push(job);
     }
     let hipri_jobs = specs
         .iter()
@@ -123,15 +140,8 @@ fn job(
         }
         Some(m) => m.value.min(iodepth),
     };
-    if let Some(c) = spec.cpus.as_ref().filter(|c| c.value.len() > 1) {
-        if spec.cpus_split.is_some_and(|s| s.value) {
-            return Err(diag.job_err(
-                &spec.name,
-                c.line,
-                "cpus_allowed_policy=split over several CPUs is not supported \
-                 (write one job per CPU)",
-            ));
-        }
+    let split = spec.cpus_split.is_some_and(|s| s.value);
+    if let Some(c) = spec.cpus.as_ref().filter(|c| c.value.len() > 1 && !split) {
         diag.job_warn(
             &spec.name,
             c.line,
@@ -237,6 +247,7 @@ fn job(
     Ok(Job {
         name: spec.name.clone(),
         cpu: core,
+        cpus: Vec::new(),
         numjobs: spec.numjobs.map_or(1, |n| n.value),
         runtime: timeline.job_end(spec),
         work: Work::Io(IoJob {
@@ -456,8 +467,16 @@ numjobs=2
             .warnings
             .iter()
             .any(|w| w.starts_with("c.fio:6:") && w.contains("CPU 4")));
-        let split = "[a]\ncpus_allowed=0-3\ncpus_allowed_policy=split\nnumjobs=4\n";
-        assert!(import_str(split, "s.fio", &args()).is_err());
+        // cpus_allowed_policy=split: one CPU of the list per thread.
+        let split = "[a]\ncpus_allowed=4-7\ncpus_allowed_policy=split\nnumjobs=4\n";
+        let imp = import_str(split, "s.fio", &args()).expect("split runs");
+        assert_eq!(imp.scenario.jobs[0].cpus, [0, 1, 2, 3]);
+        assert_eq!(imp.scenario.host.cores, 4);
+        assert!(
+            imp.warnings.iter().all(|w| !w.contains("pins")),
+            "{:?}",
+            imp.warnings
+        );
     }
 
     #[test]
