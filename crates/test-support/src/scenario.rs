@@ -124,6 +124,17 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, complete: u3
     }
 }
 
+/// `job` with fio's `hipri`: its requests may be polled. Only pvsync2 and
+/// io_uring jobs can be (Linux polls per request), which the assertion
+/// keeps a test from building anything else.
+pub fn hipri(mut job: Job) -> Job {
+    if let Work::Io(io) = &mut job.work {
+        assert!(matches!(io.engine, Engine::Pvsync2 | Engine::IoUring));
+        io.hipri = true;
+    }
+    job
+}
+
 /// A CPU-bound job (`kind = "cpu"`) on application core 0.
 pub fn cpu_job(name: &str) -> Job {
     Job {

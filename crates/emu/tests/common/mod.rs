@@ -8,13 +8,13 @@ use std::sync::{Mutex, MutexGuard};
 use cint_policy::{Hint, Nanos, US};
 use cint_scenario::profiles::{JitterKind, OpTiming};
 use cint_scenario::units::Duration;
-use cint_scenario::{DeviceProfile, Engine, Job, Work};
+use cint_scenario::{DeviceProfile, Engine, Job};
 use cint_test_support::{scenario, skip};
 
 // Each test binary uses its own subset.
 #[allow(unused_imports)]
 pub use cint_test_support::scenario::{
-    adaptive, cinterrupts, cpu_job, hybrid, none, poll, scenario, strategy,
+    adaptive, cinterrupts, cpu_job, hipri, hybrid, none, poll, scenario, strategy,
 };
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -121,14 +121,6 @@ pub fn device(service: Nanos, units: u32) -> DeviceProfile {
     };
     p.write = p.read.clone();
     p
-}
-
-/// A job whose requests may be polled (fio's `hipri`).
-pub fn hipri(mut job: Job) -> Job {
-    if let Work::Io(io) = &mut job.work {
-        io.hipri = true;
-    }
-    job
 }
 
 /// `numjobs` copies of a 4 KiB random-read job, `batch` per submission

@@ -9,8 +9,8 @@ use cint_test_support::scenario as support;
 // Each test binary uses its own subset.
 #[allow(unused_imports)]
 pub use cint_test_support::scenario::{
-    adaptive, cinterrupts as cint, cinterrupts_with as cint_with, cpu_job, io_job, none, nvme,
-    strategy,
+    adaptive, cinterrupts as cint, cinterrupts_with as cint_with, cpu_job, hipri, io_job, none,
+    nvme, strategy,
 };
 
 /// A 50 ms scenario named `test` on the built-in `device`.
@@ -22,16 +22,6 @@ pub fn scenario(device: &str, strategies: Vec<Strategy>, jobs: Vec<Job>) -> Scen
         jobs,
         50 * MS,
     )
-}
-
-/// A job whose requests may be polled (fio's `hipri`): pvsync2 and
-/// io_uring jobs only, as Linux polls per request.
-pub fn hipri(mut job: Job) -> Job {
-    if let Work::Io(io) = &mut job.work {
-        assert!(matches!(io.engine, Engine::Pvsync2 | Engine::IoUring));
-        io.hipri = true;
-    }
-    job
 }
 
 /// One thread of blocking 4 KiB `preadv2(RWF_HIPRI)` reads: the job that
