@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use cint_scenario::trace::{trace_job, Options, Placement, TraceMode};
-use cint_scenario::{Engine, Scenario, Work, DEFAULT_DEVICE, DEFAULT_HOST};
+use cint_scenario::{Scenario, Work, DEFAULT_DEVICE, DEFAULT_HOST};
 use clap::{Args, ValueEnum};
 
 /// How the trace is replayed (`--trace-mode`).
@@ -90,7 +90,8 @@ impl TraceArgs {
 
     /// Loads the scenario (`scenario`, or the built-in defaults) with
     /// `sets`, and puts the trace's job in place of its jobs; the trace
-    /// job takes the engine of the first I/O job it replaces.
+    /// job takes the engine, hint and flags of the first I/O job it
+    /// replaces.
     pub fn load(&self, scenario: Option<&Path>, sets: &[String]) -> Result<Scenario, String> {
         let Some(path) = &self.trace else {
             return Err("cint: no --trace given".into());
@@ -106,15 +107,14 @@ impl TraceArgs {
                     .map_err(|e| e.to_string())?
             }
         };
-        let engine = sc
-            .jobs
-            .iter()
-            .find_map(|j| match &j.work {
-                Work::Io(io) => Some(io.engine),
-                Work::Cpu => None,
-            })
-            .unwrap_or(Engine::IoUring);
-        let job = trace_job("trace", path, engine, &opts, &sc.device, &sc.host)?;
+        let Some(base) = sc.jobs.iter().find(|j| matches!(j.work, Work::Io(_))) else {
+            return Err(format!(
+                "{}: --trace replaces the scenario's I/O jobs, and it has none",
+                sc.source
+            ));
+        };
+        let job = trace_job(base, path, &opts, &sc.device, &sc.host)
+            .map_err(|e| format!("cint: --trace {e}"))?;
         let duration_set = sets.iter().any(|s| s.starts_with("duration="));
         if scenario.is_none() && !duration_set {
             if let (TraceMode::Open { .. }, Work::Io(io)) = (opts.mode, &job.work) {

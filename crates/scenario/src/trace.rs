@@ -27,16 +27,6 @@ use crate::model::{Engine, IoJob, Job, Rw, Work};
 use crate::profiles::{DeviceProfile, HostProfile};
 use crate::section::Section;
 
-/// The keys of a trace job beyond the I/O job's.
-pub const TRACE_KEYS: &[&str] = &[
-    "trace",
-    "trace_format",
-    "trace_mode",
-    "trace_speed",
-    "trace_depth",
-    "trace_wrap",
-];
-
 /// I/O job keys a trace decides for itself: refused beside `trace`.
 const DECIDED_BY_TRACE: &[&str] = &[
     "rw",
@@ -176,7 +166,11 @@ pub(crate) fn apply(
     host: &HostProfile,
 ) -> Result<(), ScenarioError> {
     let Some(path) = sec.string("trace")? else {
-        for key in &TRACE_KEYS[1..] {
+        // The replay's own keys (`trace_format`, `trace_mode`, ...).
+        let own = crate::job::IO_KEYS
+            .iter()
+            .filter(|k| k.starts_with("trace_"));
+        for key in own {
             if sec.has(key) {
                 return Err(sec.error(key, "only applies to a job with trace = \"FILE\""));
             }
@@ -489,46 +483,38 @@ fn set_depth(io: &mut IoJob, depth: u32) {
     io.batch_complete_max = 1;
 }
 
-/// A job named `name` replaying the trace at `path` with engine
-/// `engine` on `device` and `host` (what `cint sim --trace FILE` runs,
-/// alone or in place of a scenario's jobs); the error names the file and
-/// the record.
+/// The job that replays the trace at `path` in place of `base`, the first
+/// I/O job of the scenario it replaces (what `cint sim --trace FILE`
+/// runs): named `trace`, with `base`'s engine, hint, `hipri`, `nowait`,
+/// `direct` and `gtod_reduce`, and nothing else of it; the error names
+/// the file and the record.
 pub fn trace_job(
-    name: &str,
+    base: &Job,
     path: &Path,
-    engine: Engine,
     opts: &Options,
     device: &DeviceProfile,
     host: &HostProfile,
 ) -> Result<Job, String> {
+    let Work::Io(io) = &base.work else {
+        return Err(format!(
+            "job '{}' is a cpu job: a trace replaces an I/O job",
+            base.name
+        ));
+    };
     let loaded = load(path, opts, device, host)?;
     let io = IoJob {
-        engine,
-        rw: Rw::RandRead,
-        bs: 4096,
-        iodepth: 1,
-        batch: 1,
-        batch_complete_min: 1,
-        batch_complete_max: 1,
-        hint: None,
-        nowait: false,
-        hipri: false,
-        direct: true,
-        gtod_reduce: false,
         rate_iops: None,
         think: 0,
         size: device.capacity.0,
-        rwmixread: 100,
         shape: Box::default(),
+        ..io.clone()
     };
     let mut job = Job {
-        name: name.into(),
-        cpu: 0,
-        cpus: Vec::new(),
-        numjobs: 1,
+        name: "trace".into(),
         runtime: None,
         work: Work::Io(io),
         schedule: Default::default(),
+        ..base.clone()
     };
     shape_job(&mut job, loaded);
     Ok(job)
