@@ -68,33 +68,27 @@ struct Fields<'a> {
 }
 
 impl Fields<'_> {
-    fn u16(&self, at: usize) -> u16 {
-        let b = [self.rec[at], self.rec[at + 1]];
+    /// The unsigned integer of `width` bytes at `at`.
+    fn uint(&self, at: usize, width: usize) -> u64 {
+        let bytes = &self.rec[at..at + width];
+        let fold = |v: u64, b: &u8| (v << 8) | u64::from(*b);
         if self.big {
-            u16::from_be_bytes(b)
+            bytes.iter().fold(0, fold)
         } else {
-            u16::from_le_bytes(b)
+            bytes.iter().rev().fold(0, fold)
         }
+    }
+
+    fn u16(&self, at: usize) -> u16 {
+        self.uint(at, 2) as u16
     }
 
     fn u32(&self, at: usize) -> u32 {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(&self.rec[at..at + 4]);
-        if self.big {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        }
+        self.uint(at, 4) as u32
     }
 
     fn u64(&self, at: usize) -> u64 {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&self.rec[at..at + 8]);
-        if self.big {
-            u64::from_be_bytes(b)
-        } else {
-            u64::from_le_bytes(b)
-        }
+        self.uint(at, 8)
     }
 }
 
