@@ -384,14 +384,6 @@ fn threads_of(
             TraceMode::Open { speed_ppm } => scale(since, speed_ppm),
             TraceMode::Closed => since,
         };
-        if at > crate::MAX_RUN_TIME {
-            return Err(format!(
-                "{}: released {} s after the trace's first request: a run lasts at most 3600 s \
-                 (raise trace_speed)",
-                r.place,
-                at / 1_000_000_000
-            ));
-        }
         threads[r.stream as usize].ios.push(TraceIo {
             at,
             offset,
