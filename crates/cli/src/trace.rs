@@ -50,19 +50,22 @@ impl TraceArgs {
     /// The replay options, or the one-line refusal of a bad flag.
     fn options(&self) -> Result<Options, String> {
         let format = match &self.format {
-            Some(f) => Some(f.parse().map_err(|e| format!("--trace-format: {e}"))?),
+            Some(f) => Some(
+                f.parse()
+                    .map_err(|e| format!("cint: --trace-format: {e}"))?,
+            ),
             None => None,
         };
         let mode = match (self.mode, self.speed) {
             (Some(ModeArg::Closed), Some(_)) => {
-                return Err("--trace-speed applies to --trace-mode open only".into())
+                return Err("cint: --trace-speed applies to --trace-mode open only".into())
             }
             (Some(ModeArg::Closed), None) => TraceMode::Closed,
             (_, speed) => {
                 let s = speed.unwrap_or(1.0);
                 if !(1e-6..=1e6).contains(&s) {
                     return Err(format!(
-                        "--trace-speed must be from 0.000001 to 1000000 (got {s})"
+                        "cint: --trace-speed must be from 0.000001 to 1000000 (got {s})"
                     ));
                 }
                 TraceMode::Open {
@@ -75,7 +78,7 @@ impl TraceArgs {
             .unwrap_or(cint_scenario::trace::DEFAULT_TRACE_DEPTH);
         if depth == 0 || u64::from(depth) > cint_scenario::MAX_QUEUE_DEPTH {
             return Err(format!(
-                "--trace-depth must be from 1 to {} (got {depth})",
+                "cint: --trace-depth must be from 1 to {} (got {depth})",
                 cint_scenario::MAX_QUEUE_DEPTH
             ));
         }

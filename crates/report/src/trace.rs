@@ -61,11 +61,15 @@ pub(crate) fn section(r: &RunResult) -> String {
                 out.push_str("\ntrace replays (model latency beside the trace's own):\n");
             }
             let us = |ns: f64| format!("{:.1}", ns / 1e3);
-            let model = format!(
-                "model mean {} p99 {} us",
-                us(j.lat_ns.mean),
-                j.lat_ns.at(99.0).map_or("-".into(), |v| us(v as f64))
-            );
+            let model = if j.lat_ns.n == 0 {
+                "no request measured".to_string()
+            } else {
+                format!(
+                    "model mean {} p99 {} us",
+                    us(j.lat_ns.mean),
+                    j.lat_ns.at(99.0).map_or("-".into(), |v| us(v as f64))
+                )
+            };
             let own = t
                 .trace_lat_ns
                 .as_ref()
