@@ -35,6 +35,14 @@ pub enum Source<'a> {
         /// Strategy kinds; empty: the import's default.
         kinds: &'a [String],
     },
+    /// A block trace replayed on a scenario file's device, host and
+    /// strategies, or on the defaults.
+    Trace {
+        /// The scenario file whose jobs the trace replaces, if any.
+        scenario: Option<&'a Path>,
+        /// The trace and how to replay it.
+        args: &'a crate::trace::TraceArgs,
+    },
 }
 
 impl<'a> Source<'a> {
@@ -95,6 +103,10 @@ impl<'a> Source<'a> {
                     .map(Loaded::from)
                     .map_err(|e| e.to_string())
             }
+            Source::Trace { scenario, args } => args.load(scenario, sets).map(|scenario| Loaded {
+                scenario,
+                warnings: Vec::new(),
+            }),
         }
     }
 
@@ -106,6 +118,11 @@ impl<'a> Source<'a> {
         // message `load` gives it.
         self.load(&[])?;
         match *self {
+            Source::Trace { .. } => Err(
+                "cint: --trace runs in this process only: to replay a trace elsewhere, name it \
+                 in a scenario job (trace = \"FILE\")"
+                    .into(),
+            ),
             Source::Toml(path) => Ok(SourceText::Toml {
                 name: path.display().to_string(),
                 text: read(path)?,

@@ -21,6 +21,7 @@ mod input;
 mod interrupt;
 mod output;
 mod ray;
+mod trace;
 mod vhost;
 mod workflow;
 
@@ -148,11 +149,13 @@ enum Command {
 #[derive(Args)]
 struct Input {
     /// The scenario file (TOML); or give --fio JOB.fio
-    #[arg(required_unless_present = "fio", conflicts_with = "fio")]
+    #[arg(required_unless_present_any = ["fio", "trace"], conflicts_with = "fio")]
     scenario: Option<PathBuf>,
     /// A fio job file to run instead of a scenario; its warnings go to stderr
-    #[arg(long, value_name = "JOB.fio")]
+    #[arg(long, value_name = "JOB.fio", conflicts_with = "trace")]
     fio: Option<PathBuf>,
+    #[command(flatten)]
+    trace: trace::TraceArgs,
     /// Device profile for --fio: optane-p4800x (default), p3700, optane-900p
     #[arg(long, value_name = "PROFILE", requires = "fio")]
     device: Option<String>,
@@ -169,6 +172,12 @@ struct Input {
 
 impl Input {
     fn source(&self) -> Result<Source<'_>, Failure> {
+        if self.trace.trace.is_some() {
+            return Ok(Source::Trace {
+                scenario: self.scenario.as_deref(),
+                args: &self.trace,
+            });
+        }
         Source::new(
             self.scenario.as_ref(),
             self.fio.as_ref(),

@@ -56,6 +56,7 @@ fn echo(s: &Scenario, substrate: &str) -> RunResult {
                         wakeups: 0,
                         lat_ns: h.stats(),
                         fio: None,
+                        trace: None,
                     })
                     .collect(),
             })

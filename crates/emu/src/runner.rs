@@ -119,6 +119,8 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
     for job in &scenario.jobs {
         let key = if job.schedule.group != 0 {
             Some("group")
+        } else if matches!(&job.work, cint_scenario::Work::Io(io) if io.shape.trace.is_some()) {
+            Some("trace")
         } else if !job.cpus.is_empty() {
             Some("cpus")
         } else if job.schedule.startdelay != 0 {
@@ -923,6 +925,7 @@ fn summarise_job(
             read: direction(&by_direction[0], dir_bytes[0]),
             write: direction(&by_direction[1], dir_bytes[1]),
         }),
+        trace: None,
     };
     (result, detail)
 }

@@ -61,6 +61,7 @@ pub fn fake_run(s: &Scenario) -> Result<RunResult, EngineError> {
                         wakeups: (ios as f64 / batch) as u64,
                         lat_ns: hist.stats(),
                         fio: None,
+                        trace: None,
                     }
                 })
                 .collect();

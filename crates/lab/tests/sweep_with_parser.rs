@@ -68,6 +68,7 @@ fn echo(s: &Scenario) -> Result<RunResult, EngineError> {
                         wakeups: 0,
                         lat_ns: h.stats(),
                         fio: None,
+                        trace: None,
                     }
                 })
                 .collect();

@@ -17,6 +17,7 @@ pub mod latency;
 pub mod table;
 #[cfg(test)]
 mod testdata;
+pub mod trace;
 
 pub use energy_table::ENERGY_LEGEND;
 pub use error::{EngineError, ErrorKind};
@@ -25,6 +26,7 @@ pub use fio_json::{to_fio_json, FioJobOptions, FioRunInfo, FIO_DEFAULT_PERCENTIL
 pub use json::{to_json, NonFiniteError};
 pub use latency::{LatencyHistogram, LatencyStats};
 pub use table::to_table;
+pub use trace::{IssueLag, TraceReplay};
 
 use serde::Serialize;
 
@@ -163,6 +165,9 @@ pub struct JobResult {
     /// [`fio_json`].
     #[serde(skip)]
     pub fio: Option<FioJobData>,
+    /// The job's trace replay, for a job that replays a block trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceReplay>,
 }
 
 /// One job's measurements in fio's terms (`cint-report`'s

@@ -61,6 +61,7 @@ pub fn to_table(r: &RunResult) -> String {
     }
     let energy = crate::energy_table::section(r);
     out.push_str(&energy);
+    out.push_str(&crate::trace::section(r));
     out.push_str(&format!("\ncolumns: {LEGEND}\n"));
     if !energy.is_empty() {
         out.push_str(&format!("energy: {}\n", crate::energy_table::ENERGY_LEGEND));

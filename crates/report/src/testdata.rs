@@ -46,6 +46,7 @@ fn job(name: &str, ios: u64, lat_us: &[u64], cs: u64) -> JobResult {
         wakeups: 0,
         lat_ns: h.stats(),
         fio: Some(fio_data(lat_us)),
+        trace: None,
     }
 }
 

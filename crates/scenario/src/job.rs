@@ -84,6 +84,12 @@ pub const IO_KEYS: &[&str] = &[
     "latency_target",
     "latency_window",
     "latency_percentile",
+    "trace",
+    "trace_format",
+    "trace_mode",
+    "trace_speed",
+    "trace_depth",
+    "trace_wrap",
 ];
 /// Keys of a `kind = "cpu"` job.
 pub const CPU_KEYS: &[&str] = &[
@@ -337,8 +343,7 @@ fn parse_job(
     } else {
         Work::Io(parse_io(sec, device)?)
     };
-    sec.finish("a job", IO_KEYS)?;
-    Ok(Job {
+    let mut job = Job {
         name,
         cpu: cpus.first().copied().unwrap_or(cpu as u32),
         cpus,
@@ -346,7 +351,10 @@ fn parse_job(
         runtime,
         work,
         schedule,
-    })
+    };
+    crate::trace::apply(sec, &mut job, device, host)?;
+    sec.finish("a job", IO_KEYS)?;
+    Ok(job)
 }
 
 /// `cpus`: distinct cores below `cores`, at least one.

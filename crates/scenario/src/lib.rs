@@ -22,6 +22,7 @@ mod section;
 mod set;
 pub mod shape;
 pub mod strategy;
+pub mod trace;
 mod tree;
 pub mod units;
 mod wording;

@@ -287,6 +287,9 @@ pub struct IoShape {
     /// `latency_target`: each thread searches for the deepest queue that
     /// meets a latency, as fio does.
     pub latency_target: Option<LatencyTarget>,
+    /// `trace`: the job replays a block trace instead of drawing its
+    /// requests (docs/TRACES.md).
+    pub trace: Option<crate::trace::TraceJob>,
 }
 
 /// fio's latency-target search (`latency_target`, `latency_window`,

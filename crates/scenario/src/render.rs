@@ -117,6 +117,11 @@ pub fn to_toml(s: &Scenario) -> String {
         if job.schedule.startdelay > 0 {
             t["startdelay"] = value(format_duration(job.schedule.startdelay));
         }
+        if let Work::Io(io) = &job.work {
+            if let Some(trace) = &io.shape.trace {
+                crate::trace::render_keys(&mut t, trace);
+            }
+        }
         jobs.push(t);
     }
     doc["job"] = Item::ArrayOfTables(jobs);

@@ -30,6 +30,11 @@ impl<'a> Section<'a> {
         }
     }
 
+    /// The scenario's file name (or `<string>`).
+    pub fn source(&self) -> &'a str {
+        self.source
+    }
+
     /// Renames the section (once the `name` of a `[[job]]` is known).
     pub fn set_path(&mut self, path: impl Into<String>) {
         self.path = path.into();

@@ -364,6 +364,7 @@ pub(crate) fn parse_shape(
         exitall,
         steady,
         latency_target,
+        trace: None,
     };
     let smallest = smallest_block(&shape, bs);
     if bs_given && smallest != bs {

@@ -174,6 +174,7 @@ impl World<'_> {
                         read: stats.read.summary(),
                         write: stats.write.summary(),
                     }),
+                    trace: self.trace_result(j),
                 }
             })
             .collect();

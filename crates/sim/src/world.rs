@@ -254,6 +254,8 @@ pub(crate) struct World<'a> {
     pub searches: Vec<DepthSearch>,
     /// The energy model, when the host and the device have power data.
     pub power: Option<Box<crate::host::power::PowerModel>>,
+    /// Block-trace replay: each trace job thread's place in its stream.
+    pub replay: crate::workload::Replay,
 }
 
 impl<'a> World<'a> {
@@ -416,6 +418,7 @@ impl<'a> World<'a> {
         let end = sc.warmup.saturating_add(sc.duration);
         let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
         let shaping = vec![ThreadShape::default(); threads.len()];
+        let reqs_n = reqs.len();
         let threads_jobs: Vec<u32> = threads.iter().map(|t| t.job).collect();
         let threads_cores: Vec<u32> = threads.iter().map(|t| t.core).collect();
         let searches = threads
@@ -449,6 +452,7 @@ impl<'a> World<'a> {
             woken: Vec::new(),
             searches,
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
+            replay: crate::workload::Replay::new(sc, &threads_jobs, reqs_n),
         };
         world.stage_jobs();
         Ok(world)
@@ -718,6 +722,7 @@ impl<'a> World<'a> {
         for j in &mut self.jobs {
             j.reset();
         }
+        self.trace_reset();
     }
 
     /// Brings every core's time accounting up to now.

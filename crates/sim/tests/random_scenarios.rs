@@ -18,8 +18,11 @@
 //! beyond them (a small `queue_depth` makes submitters wait for tags),
 //! polling jobs (`hipri`) beside interrupt jobs under polling strategies
 //! with a named interrupt policy, and fio's latency-target search; and
-//! the energy layer (the energy study's host with a governor). Each of those draws comes
-//! from a generator of its own, so a seed's other draws are unchanged.
+//! the energy layer (the energy study's host with a governor); and jobs
+//! replaying generated block traces (issue #23: each format, both replay
+//! modes, every engine), whose result must carry the replay's report.
+//! Each of those draws comes from a generator of its own, so a seed's
+//! other draws are unchanged.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
 //! longer soak; `CINT_RANDOM_SEED=N` picks another first seed.
@@ -278,8 +281,77 @@ fn scenario(seed: u64) -> String {
     out
 }
 
+/// Now and then a job replaying a generated trace, written into `dir`:
+/// its own generator, so the rest of the seed's scenario is unchanged.
+fn trace_job(seed: u64, text: &str, dir: &std::path::Path) -> String {
+    use cint_trace::encode::{self, Io};
+    let mut rng = Rng(seed.wrapping_mul(0x8cb9_2ba7_2f3d_8dd7) | 1);
+    if !rng.chance(25) {
+        return String::new();
+    }
+    let cores = text
+        .lines()
+        .find_map(|l| l.strip_prefix("cores = "))
+        .and_then(|c| c.parse::<u64>().ok())
+        .unwrap_or(1);
+    let streams = 1 + rng.below(3);
+    let n = 20 + rng.below(400);
+    let mut t = 0u64;
+    let ios: Vec<Io> = (0..n)
+        .map(|_| {
+            // Spread over about the run's 22 ms, in bursts.
+            t += if rng.chance(20) {
+                0
+            } else {
+                rng.below(2 * 22_000_000 / n)
+            };
+            let done = rng.chance(80).then(|| t + 5_000 + rng.below(200_000));
+            Io {
+                time: t,
+                offset: rng.below(1 << 28) * 512,
+                bytes: 512 * (1 + rng.below(128)) as u32,
+                write: rng.chance(30),
+                stream: 40 + rng.below(streams) as u32,
+                cpu: rng.below(cores) as u32,
+                done,
+            }
+        })
+        .collect();
+    let (name, bytes) = match rng.below(4) {
+        0 => ("t.iolog", encode::iolog_v3(&ios).into_bytes()),
+        1 => ("t.csv", encode::msr_csv(&ios).into_bytes()),
+        v => {
+            let big = rng.chance(50);
+            (
+                "t.blk",
+                encode::blktrace(&ios, 5 + v as u8, big, rng.below(40) as u16),
+            )
+        }
+    };
+    let path = dir.join(format!("{seed}-{name}"));
+    std::fs::write(&path, bytes).expect("write the trace");
+    let engine = rng.pick(&["psync", "pvsync2", "libaio", "io_uring"]);
+    let mut job = format!(
+        "[[job]]\nname = \"trace\"\ntrace = {:?}\nengine = \"{engine}\"\n",
+        path.display().to_string()
+    );
+    if rng.chance(50) {
+        let speed = rng.pick(&["0.5", "1", "2", "4"]);
+        let _ = writeln!(job, "trace_mode = \"open\"\ntrace_speed = {speed}");
+    } else {
+        job.push_str("trace_mode = \"closed\"\n");
+    }
+    let _ = writeln!(job, "trace_depth = {}", 1 + rng.below(16));
+    if rng.chance(30) {
+        let _ = writeln!(job, "cpu = {}", rng.below(cores));
+    }
+    job
+}
+
 fn check(seed: u64) {
-    let text = scenario(seed);
+    let traces = cint_test_support::temp_dir("random-traces");
+    let mut text = scenario(seed);
+    text.push_str(&trace_job(seed, &text, traces.path()));
     let sc = match cint_scenario::load_str(&text, "random.toml", &[]) {
         Ok(sc) => sc,
         // The generator's bounds are narrower than the validator's; a
@@ -327,12 +399,15 @@ fn check(seed: u64) {
         if let cint_scenario::Work::Io(io) = &j.work {
             // bssplit and bsrange draw sizes up to their largest.
             let shape = &io.shape;
+            // A trace's requests are as large as the trace says.
+            let traced = shape.trace.iter().flat_map(|t| t.threads.iter());
             let biggest = shape
                 .bssplit
                 .iter()
                 .chain(&shape.bssplit_write)
                 .map(|b| b.bytes)
                 .chain(shape.bsrange.map(|r| r.1))
+                .chain(traced.flat_map(|t| t.ios.iter().map(|x| x.bytes)))
                 .fold(io.bs, u64::max) as f64;
             largest = largest.max(biggest);
             let depth = if io.engine.is_sync() { 1 } else { io.iodepth };
@@ -359,8 +434,28 @@ fn check(seed: u64) {
             let cint_scenario::Work::Io(io) = &spec.work else {
                 continue;
             };
+            // A trace job reports its replay; one that replayed its whole
+            // trace before the measured window has nothing left to measure.
+            let replayed_all = match (&io.shape.trace, &job.trace) {
+                (None, None) => false,
+                (Some(tr), Some(rep)) => {
+                    assert_eq!(rep.requests, tr.requests(), "seed {seed}\n{text}");
+                    assert!(rep.issued <= rep.requests, "seed {seed}\n{text}");
+                    let own = rep.trace_lat_ns.as_ref().map_or(0, |l| l.n);
+                    assert!(own <= job.ios, "seed {seed}: {own} trace latencies\n{text}");
+                    if let Some(lag) = &rep.issue_lag_ns {
+                        assert!(lag.min as f64 <= lag.mean && lag.mean <= lag.max as f64);
+                    }
+                    rep.issued == rep.requests
+                }
+                (tr, rep) => panic!(
+                    "seed {seed}: trace {} but report {}\n{text}",
+                    tr.is_some(),
+                    rep.is_some()
+                ),
+            };
             assert!(
-                job.ios > 0 || explained,
+                job.ios > 0 || explained || replayed_all,
                 "seed {seed}: strategy '{}' job '{}' made no progress and no note says why\n{text}",
                 s.strategy,
                 job.name

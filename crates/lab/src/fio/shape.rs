@@ -62,6 +62,7 @@ pub(super) fn job_shape(
                 window: spec.latency_window,
                 percentile: spec.latency_percentile.map_or(100.0, |p| p.value),
             }),
+        trace: None,
     };
     if let Some(ss) = spec.steady {
         let (metric, slope, limit, percent) = ss.value;

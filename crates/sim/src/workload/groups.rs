@@ -64,6 +64,11 @@ impl Groups {
         self.jobs[j].start.is_some()
     }
 
+    /// When job `j` started (0 before it has).
+    pub(crate) fn start_of(&self, j: usize) -> Nanos {
+        self.jobs[j].start.unwrap_or(0)
+    }
+
     /// Whether every thread of job `j` has exited.
     pub(crate) fn ended(&self, j: usize) -> bool {
         self.jobs[j].end.is_some()

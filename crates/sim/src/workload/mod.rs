@@ -40,6 +40,7 @@ mod latency_target;
 mod pattern;
 mod program;
 mod steady;
+mod trace;
 
 pub(crate) use flow::Flows;
 pub(crate) use groups::Groups;
@@ -47,6 +48,7 @@ pub(crate) use latency_target::DepthSearch;
 pub(crate) use pattern::ThreadShape;
 pub(crate) use program::Program;
 pub(crate) use steady::SteadyProbe;
+pub(crate) use trace::Replay;
 
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::Direction;
@@ -131,7 +133,7 @@ impl World<'_> {
         let p = self.threads[t].prog;
         let c = self.costs;
         if p.engine.is_sync() {
-            if p.rate_interval.is_some() && now < self.threads[t].next_issue_at {
+            if self.paced(t) && now < self.threads[t].next_issue_at {
                 self.sleep_until_next_issue(t);
                 return;
             }
@@ -154,7 +156,7 @@ impl World<'_> {
         // waiting for slots only the completions it blocks could free.
         let free = self.threads[t].free_slots.len() as u32;
         let mut k = p.batch.min(free).min(self.depth_search_room(t));
-        if p.rate_interval.is_some() {
+        if self.paced(t) {
             k = k.min(self.tokens(t, now));
         }
         k = k.min(self.ios_left(t));
@@ -184,9 +186,25 @@ impl World<'_> {
         }
     }
 
+    /// Whether thread `t`'s issues wait for instants: a rate limit, or
+    /// an open-loop trace with requests left (whose next release becomes
+    /// the thread's next issue instant).
+    fn paced(&mut self, t: usize) -> bool {
+        let p = &self.threads[t].prog;
+        if p.trace {
+            self.trace_paced(t)
+        } else {
+            p.rate_interval.is_some()
+        }
+    }
+
     /// Rate limiting: requests that may be issued now (at most a batch of
-    /// backlog is kept, as a token bucket).
+    /// backlog is kept, as a token bucket); an open-loop trace: the
+    /// requests released by now.
     fn tokens(&mut self, t: usize, now: Nanos) -> u32 {
+        if self.threads[t].prog.trace {
+            return self.trace_tokens(t, now);
+        }
         let th = &mut self.threads[t];
         let (Some(iv), p) = (th.prog.rate_interval, th.prog) else {
             return u32::MAX;
@@ -259,11 +277,17 @@ impl World<'_> {
         let k = k.min(th.free_slots.len() as u32);
         th.prepared = th.prepared.saturating_sub(k);
         for i in 0..k {
-            let Some(r) = th.free_slots.pop() else {
+            let Some(r) = self.threads[t].free_slots.pop() else {
                 break;
             };
-            let write = pattern::is_write(p.rw, p.rwmixread, &mut th.rng);
-            let bytes = pattern::block_size(shape, p.bs, write, &mut th.rng);
+            let (write, bytes) = if p.trace {
+                self.trace_take(t, r)
+            } else {
+                let th = &mut self.threads[t];
+                let write = pattern::is_write(p.rw, p.rwmixread, &mut th.rng);
+                (write, pattern::block_size(shape, p.bs, write, &mut th.rng))
+            };
+            let th = &mut self.threads[t];
             self.shaping[t].bytes += bytes;
             if write {
                 for since in &mut self.shaping[t].writes_since_sync {
@@ -510,6 +534,7 @@ impl World<'_> {
     /// timeout is already set (once per call: a libaio waiter woken
     /// before its `min_nr` sleeps again on the same timer).
     fn wait_with_timer(&mut self, t: usize, timer_armed: bool) {
+        let paced = self.paced(t);
         let th = &self.threads[t];
         let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
         let mode = if th.polls {
@@ -529,8 +554,8 @@ impl World<'_> {
                 // that has a free slot to submit it in: with every request
                 // in flight, waking for the token would find nothing to
                 // submit and nothing to reap, and spin on the core.
-                let rate_deadline = match (wait, th.prog.rate_interval) {
-                    (Wait::Sync, _) | (_, None) => None,
+                let rate_deadline = match (wait, paced) {
+                    (Wait::Sync, _) | (_, false) => None,
                     _ if th.free_slots.is_empty() => None,
                     _ => Some(th.next_issue_at),
                 };
@@ -599,8 +624,12 @@ impl World<'_> {
             th.free_slots.push(r);
             th.in_flight -= 1;
             let sync = th.prog.engine.is_sync();
+            let traced = th.prog.trace;
             if self.measuring && self.job_measuring(job, now) {
                 self.jobs[job].record(&done, now, sync);
+                if traced {
+                    self.trace_done(t, r, &done);
+                }
             }
             self.depth_search_completion(t, now - done.issued);
             self.steady_sample(job, now, done.bytes);

@@ -47,6 +47,7 @@ static NO_SHAPE: IoShape = IoShape {
     exitall: None,
     steady: None,
     latency_target: None,
+    trace: None,
 };
 
 /// Whether the request is a write: `rwmixread` decides for the mixes.
@@ -191,6 +192,9 @@ impl<'a> World<'a> {
     /// it has issued its `io_size` (the last call may pass it by at most
     /// its own requests).
     pub(crate) fn ios_left(&self, t: usize) -> u32 {
+        if self.threads[t].prog.trace {
+            return self.trace_left(t).unwrap_or(0);
+        }
         let shape = self.shape(t);
         if shape.io_size.is_some_and(|b| self.shaping[t].bytes >= b) {
             return 0;

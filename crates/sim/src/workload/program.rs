@@ -29,6 +29,8 @@ pub(crate) struct Program {
     pub rwmixread: u8,
     /// The thread stops issuing at this instant (`runtime`).
     pub stop_at: Option<Nanos>,
+    /// The job replays a block trace (workload/trace.rs).
+    pub trace: bool,
 }
 
 impl Program {
@@ -53,6 +55,7 @@ impl Program {
                 think: 0,
                 rwmixread: 100,
                 stop_at: job.runtime,
+                trace: false,
             }),
             Work::Io(io) => {
                 if io.bs == 0 {
@@ -98,6 +101,7 @@ impl Program {
                     think: io.think,
                     rwmixread: io.rwmixread.min(100),
                     stop_at: job.runtime,
+                    trace: io.shape.trace.is_some(),
                 })
             }
         }

@@ -1,0 +1,155 @@
+//! `--trace FILE`: a block trace replayed as the workload (docs/TRACES.md),
+//! on a scenario file's device, host and strategies (the trace replaces
+//! its jobs) or on the built-in defaults.
+
+use std::path::{Path, PathBuf};
+
+use cint_scenario::trace::{trace_job, Options, Placement, TraceMode};
+use cint_scenario::{Scenario, Work, DEFAULT_DEVICE, DEFAULT_HOST};
+use clap::{Args, ValueEnum};
+
+/// How the trace is replayed (`--trace-mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// At the trace's timestamps, scaled by --trace-speed.
+    Open,
+    /// --trace-depth requests in flight per thread, in trace order.
+    Closed,
+}
+
+/// The trace flags of `sim`, `emu`, `check` and `sweep`.
+#[derive(Args, Clone, Debug, Default)]
+pub struct TraceArgs {
+    /// Replay this block trace (fio iolog v2/v3, blktrace v7/v8, MSR CSV) as the workload: alone, on the built-in device, host and strategies, or in place of the given scenario's jobs (docs/TRACES.md)
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// open: at the trace's timestamps (default); closed: --trace-depth in flight, in trace order
+    #[arg(
+        long = "trace-mode",
+        value_enum,
+        value_name = "MODE",
+        requires = "trace"
+    )]
+    pub mode: Option<ModeArg>,
+    /// Open loop: replay this many times faster than the trace (default 1)
+    #[arg(long = "trace-speed", value_name = "FACTOR", requires = "trace")]
+    pub speed: Option<f64>,
+    /// Requests in flight per thread at most (default 32)
+    #[arg(long = "trace-depth", value_name = "N", requires = "trace")]
+    pub depth: Option<u32>,
+    /// iolog, blktrace or msr (default: detected from the content)
+    #[arg(long = "trace-format", value_name = "FORMAT", requires = "trace")]
+    pub format: Option<String>,
+}
+
+/// Time measured after an open-loop replay's last release, for a replay
+/// on the defaults: the last requests' completions.
+const TAIL: u64 = 10_000_000;
+
+impl TraceArgs {
+    /// The replay options, or the one-line refusal of a bad flag.
+    fn options(&self) -> Result<Options, String> {
+        let format = match &self.format {
+            Some(f) => Some(
+                f.parse()
+                    .map_err(|e| format!("cint: --trace-format: {e}"))?,
+            ),
+            None => None,
+        };
+        let mode = match (self.mode, self.speed) {
+            (Some(ModeArg::Closed), Some(_)) => {
+                return Err("cint: --trace-speed applies to --trace-mode open only".into())
+            }
+            (Some(ModeArg::Closed), None) => TraceMode::Closed,
+            (_, speed) => {
+                let s = speed.unwrap_or(1.0);
+                if !(1e-6..=1e6).contains(&s) {
+                    return Err(format!(
+                        "cint: --trace-speed must be from 0.000001 to 1000000 (got {s})"
+                    ));
+                }
+                TraceMode::Open {
+                    speed_ppm: ((s * 1e6).round() as u64).max(1),
+                }
+            }
+        };
+        let depth = self
+            .depth
+            .unwrap_or(cint_scenario::trace::DEFAULT_TRACE_DEPTH);
+        if depth == 0 || u64::from(depth) > cint_scenario::MAX_QUEUE_DEPTH {
+            return Err(format!(
+                "cint: --trace-depth must be from 1 to {} (got {depth})",
+                cint_scenario::MAX_QUEUE_DEPTH
+            ));
+        }
+        Ok(Options {
+            format,
+            mode,
+            depth,
+            wrap: false,
+            placement: Placement::Trace,
+        })
+    }
+
+    /// Loads the scenario (`scenario`, or the built-in defaults) with
+    /// `sets`, and puts the trace's job in place of its jobs; the trace
+    /// job takes the engine, hint and flags of the first I/O job it
+    /// replaces.
+    pub fn load(&self, scenario: Option<&Path>, sets: &[String]) -> Result<Scenario, String> {
+        let Some(path) = &self.trace else {
+            return Err("cint: no --trace given".into());
+        };
+        let opts = self.options()?;
+        let mut sc = match scenario {
+            Some(file) => cint_scenario::load_file(file, sets).map_err(|e| e.to_string())?,
+            None => {
+                let name = path
+                    .file_stem()
+                    .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
+                cint_scenario::load_str(&default_text(&name), "--trace", sets)
+                    .map_err(|e| e.to_string())?
+            }
+        };
+        let Some(base) = sc.jobs.iter().find(|j| matches!(j.work, Work::Io(_))) else {
+            return Err(format!(
+                "{}: --trace replaces the scenario's I/O jobs, and it has none",
+                sc.source
+            ));
+        };
+        let job = trace_job(base, path, &opts, &sc.device, &sc.host)
+            .map_err(|e| format!("cint: --trace {e}"))?;
+        let duration_set = sets.iter().any(|s| s.starts_with("duration="));
+        if scenario.is_none() && !duration_set {
+            if let (TraceMode::Open { .. }, Work::Io(io)) = (opts.mode, &job.work) {
+                if let Some(tr) = &io.shape.trace {
+                    let last = tr
+                        .threads
+                        .iter()
+                        .filter_map(|t| t.ios.last())
+                        .map(|x| x.at)
+                        .max()
+                        .unwrap_or(0);
+                    sc.duration = (last + TAIL).min(cint_scenario::MAX_RUN_TIME);
+                }
+            }
+        }
+        sc.jobs = vec![job];
+        Ok(sc)
+    }
+}
+
+/// The scenario a trace replays on without a scenario file: the default
+/// device and host, no warm-up (the trace starts at once), the three
+/// strategies of a fio import, and a job whose engine `--set
+/// job.trace.engine=...` may change.
+fn default_text(name: &str) -> String {
+    let quoted = serde_json::Value::String(name.to_string()).to_string();
+    format!(
+        "name = {quoted}\nwarmup = \"0s\"\n[device]\nmodel = \"{DEFAULT_DEVICE}\"\n\
+         [host]\nmodel = \"{DEFAULT_HOST}\"\n\
+         [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+         [[strategy]]\nname = \"adaptive\"\nkind = \"adaptive\"\n\
+         [[strategy]]\nname = \"cinterrupts\"\nkind = \"cinterrupts\"\n\
+         [[job]]\nname = \"trace\"\nengine = \"io_uring\"\n"
+    )
+}

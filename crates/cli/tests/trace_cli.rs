@@ -1,0 +1,207 @@
+//! `--trace FILE` through the real binary: the shipped trace replayed on
+//! the defaults and in place of a scenario's jobs, a trace job in a
+//! scenario swept, every bad trace refused in one line naming the file and
+//! the record (exit 2), and fio itself accepting the shipped iolog.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Out {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn cint(args: &[&str]) -> Out {
+    let o = Command::new(env!("CARGO_BIN_EXE_cint"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("the binary runs");
+    Out {
+        status: o.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(o.stdout).expect("utf8 stdout"),
+        stderr: String::from_utf8(o.stderr).expect("utf8 stderr"),
+    }
+}
+
+fn assert_refused(o: &Out, needles: &[&str]) {
+    assert_eq!(o.status, 2, "stderr: {}", o.stderr);
+    assert_eq!(o.stdout, "", "nothing on stdout");
+    assert_eq!(o.stderr.lines().count(), 1, "one line: {:?}", o.stderr);
+    for needle in needles {
+        assert!(o.stderr.contains(needle), "{needle:?} in {:?}", o.stderr);
+    }
+}
+
+fn json(o: &Out) -> serde_json::Value {
+    assert_eq!(o.status, 0, "stderr: {}", o.stderr);
+    serde_json::from_str(&o.stdout).expect("one JSON document")
+}
+
+const SHIPPED: &str = "scenarios/traces/fio-2jobs.msr.csv";
+
+#[test]
+fn the_shipped_trace_replays_on_the_defaults() {
+    let doc = json(&cint(&["sim", "--trace", SHIPPED, "--json"]));
+    let results = doc["results"].as_array().unwrap();
+    let names: Vec<&str> = results
+        .iter()
+        .map(|s| s["strategy"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["none", "adaptive", "cinterrupts"]);
+    let job = &results[0]["jobs"][0];
+    assert_eq!(job["name"], "trace");
+    let t = &job["trace"];
+    assert_eq!(t["file"], "fio-2jobs.msr.csv");
+    assert_eq!(t["format"], "msr v1");
+    assert_eq!(
+        (t["requests"].as_u64(), t["issued"].as_u64()),
+        (Some(3000), Some(3000))
+    );
+    // fio's own latencies on the machine that ran it, beside the model's.
+    assert_eq!(t["trace_lat_ns"]["N"], job["lat_ns"]["N"]);
+    assert!(t["issue_lag_ns"]["max"].as_u64().unwrap() < 100_000);
+    // The table says the same in words.
+    let table = cint(&["sim", "--trace", SHIPPED, "--trace-mode", "closed"]);
+    assert_eq!(table.status, 0);
+    assert!(table
+        .stdout
+        .contains("fio-2jobs.msr.csv msr v1 closed, 3000 of 3000"));
+}
+
+#[test]
+fn a_trace_replaces_a_scenarios_jobs_and_a_scenario_job_sweeps() {
+    let doc = json(&cint(&[
+        "sim",
+        "scenarios/trace-replay.toml",
+        "--trace",
+        "scenarios/traces/fio-2jobs.iolog",
+        "--trace-speed",
+        "2",
+        "--json",
+    ]));
+    for s in doc["results"].as_array().unwrap() {
+        let jobs = s["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0]["trace"]["file"], "fio-2jobs.iolog");
+        assert_eq!(jobs[0]["trace"]["speed"], 2.0);
+    }
+    let sweep = cint(&[
+        "sweep",
+        "scenarios/trace-replay.toml",
+        "--vary",
+        "job.replay.trace_speed=1,4",
+        "--set",
+        "duration=30ms",
+    ]);
+    assert_eq!(sweep.status, 0, "{}", sweep.stderr);
+    // One line per point and strategy; four times the pace moves more
+    // requests through the same 30 ms.
+    let iops = |speed: &str| -> f64 {
+        sweep
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v["point"]["job.replay.trace_speed"] == speed && v["strategy"] == "none")
+            .unwrap()["iops"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(sweep.stdout.lines().count(), 6, "{}", sweep.stdout);
+    assert!(iops("4") > 1.4 * iops("1"), "{}", sweep.stdout);
+}
+
+#[test]
+fn bad_traces_are_refused_naming_the_file_and_the_record() {
+    let dir = cint_test_support::temp_dir("trace-cli");
+    let ios = [cint_trace::encode::Io {
+        time: 1,
+        offset: 0,
+        bytes: 4096,
+        write: false,
+        stream: 1,
+        cpu: 0,
+        done: None,
+    }];
+    let mut blk = cint_trace::encode::blktrace(&ios, 7, false, 0);
+    blk[48 + 2] ^= 0xff;
+    let bad = dir.path().join("bad.blk");
+    std::fs::write(&bad, &blk).unwrap();
+    let bad = bad.display().to_string();
+    assert_refused(
+        &cint(&["sim", "--trace", &bad]),
+        &["bad.blk: byte 48: bad magic"],
+    );
+    let cut = dir.path().join("cut.blk");
+    std::fs::write(&cut, &blk[..70]).unwrap();
+    assert_refused(
+        &cint(&["check", "--trace", &cut.display().to_string()]),
+        &["cut.blk: byte 48: the file ends 22 bytes into a 48-byte version 7 record"],
+    );
+    let back = dir.path().join("back.iolog");
+    std::fs::write(
+        &back,
+        "fio version 3 iolog\n0 f add\n9 f read 0 512\n3 f read 0 512\n",
+    )
+    .unwrap();
+    let back = back.display().to_string();
+    assert_refused(
+        &cint(&["sim", "--trace", &back]),
+        &["back.iolog: line 4: time goes backwards in f"],
+    );
+    // Closed loop keeps the file's order: no refusal.
+    let o = cint(&["sim", "--trace", &back, "--trace-mode", "closed"]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert_refused(
+        &cint(&[
+            "sim",
+            "--trace",
+            &back,
+            "--trace-mode",
+            "closed",
+            "--trace-speed",
+            "2",
+        ]),
+        &["--trace-speed applies to --trace-mode open only"],
+    );
+    assert_refused(
+        &cint(&["sim", "--trace", &back, "--trace-format", "pcap"]),
+        &["--trace-format: unknown trace format \"pcap\""],
+    );
+    assert_refused(
+        &cint(&["sim", "--trace", &back, "--fio", "x.fio"]),
+        &["cannot be used with"],
+    );
+}
+
+#[test]
+fn fio_replays_the_shipped_iolog() {
+    if Command::new("fio").arg("--version").output().is_err() {
+        cint_test_support::skip::missing("fio is not installed (.ci/deps/fio.sh)");
+        return;
+    }
+    let dir = cint_test_support::temp_dir("trace-fio");
+    // The files the iolog names, sparse, at the size of the traced run.
+    for name in ["reader.dat", "writer.dat"] {
+        let f = std::fs::File::create(dir.path().join(name)).unwrap();
+        f.set_len(256 << 20).unwrap();
+    }
+    let iolog = repo().join("scenarios/traces/fio-2jobs.iolog");
+    let o = Command::new("fio")
+        .args(["--name=replay", "--ioengine=psync", "--output-format=json"])
+        .arg(format!("--read_iolog={}", iolog.display()))
+        .current_dir(dir.path())
+        .output()
+        .expect("fio runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("fio's JSON");
+    let job = &doc["jobs"][0];
+    assert_eq!(job["error"], 0);
+    assert_eq!(job["read"]["total_ios"], 2000);
+    assert_eq!(job["write"]["total_ios"], 1000);
+}

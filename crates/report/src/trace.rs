@@ -1,0 +1,98 @@
+//! What a trace replay reports beside a job's own measurements
+//! (docs/TRACES.md): the trace, how it was replayed, the trace's own
+//! latencies of the requests measured, and, in open loop, how far each
+//! request's issue came after its release instant.
+
+use serde::Serialize;
+
+use crate::{LatencyStats, RunResult};
+
+/// A job's trace replay.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TraceReplay {
+    /// The trace's file name (without its directory, so results do not
+    /// depend on where the trace lies).
+    pub file: String,
+    /// Its format and version, e.g. `blktrace v7`.
+    pub format: String,
+    /// `open` or `closed`.
+    pub mode: String,
+    /// Open loop: the speed factor (1 is the trace's own pace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
+    /// Requests per thread in flight at most.
+    pub depth: u32,
+    /// Requests in the trace.
+    pub requests: u64,
+    /// Requests the run issued (warm-up included); fewer than `requests`
+    /// when the run ended first.
+    pub issued: u64,
+    /// The trace's own latencies (blktrace Q to C, the MSR response
+    /// time) of the requests measured here, where the trace has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_lat_ns: Option<LatencyStats>,
+    /// Open loop: each measured request's issue (its system call) less
+    /// its release instant (the trace time, scaled, after the job's
+    /// start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_lag_ns: Option<IssueLag>,
+}
+
+/// How late requests were issued after their release instants.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IssueLag {
+    /// Smallest.
+    pub min: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Largest.
+    pub max: u64,
+}
+
+/// The table's lines for the trace replays of `r`, or nothing.
+pub(crate) fn section(r: &RunResult) -> String {
+    let mut out = String::new();
+    for s in &r.results {
+        for j in &s.jobs {
+            let Some(t) = &j.trace else {
+                continue;
+            };
+            if out.is_empty() {
+                out.push_str("\ntrace replays (model latency beside the trace's own):\n");
+            }
+            let us = |ns: f64| format!("{:.1}", ns / 1e3);
+            let model = if j.lat_ns.n == 0 {
+                "no request measured".to_string()
+            } else {
+                format!(
+                    "model mean {} p99 {} us",
+                    us(j.lat_ns.mean),
+                    j.lat_ns.at(99.0).map_or("-".into(), |v| us(v as f64))
+                )
+            };
+            let own = t
+                .trace_lat_ns
+                .as_ref()
+                .map_or("trace has no latencies".into(), |l| {
+                    format!(
+                        "trace mean {} p99 {} us",
+                        us(l.mean),
+                        l.at(99.0).map_or("-".into(), |v| us(v as f64))
+                    )
+                });
+            let lag = t.issue_lag_ns.as_ref().map_or(String::new(), |l| {
+                format!(
+                    "; issue lag {}-{} us (mean {})",
+                    us(l.min as f64),
+                    us(l.max as f64),
+                    us(l.mean)
+                )
+            });
+            out.push_str(&format!(
+                "  {} {}: {} {} {}, {} of {} requests issued; {model}; {own}{lag}\n",
+                s.strategy, j.name, t.file, t.format, t.mode, t.issued, t.requests
+            ));
+        }
+    }
+    out
+}
