@@ -61,9 +61,17 @@ pub fn to_table(r: &RunResult) -> String {
     }
     let energy = crate::energy_table::section(r);
     out.push_str(&energy);
+    let virt = crate::virt_table::section(r);
+    out.push_str(&virt);
     out.push_str(&format!("\ncolumns: {LEGEND}\n"));
     if !energy.is_empty() {
         out.push_str(&format!("energy: {}\n", crate::energy_table::ENERGY_LEGEND));
+    }
+    if !virt.is_empty() {
+        out.push_str(&format!(
+            "virtual machines: {}\n",
+            crate::virt_table::VIRT_LEGEND
+        ));
     }
     out
 }

@@ -84,6 +84,7 @@ pub const IO_KEYS: &[&str] = &[
     "latency_target",
     "latency_window",
     "latency_percentile",
+    "guest",
 ];
 /// Keys of a `kind = "cpu"` job.
 pub const CPU_KEYS: &[&str] = &[
@@ -95,6 +96,7 @@ pub const CPU_KEYS: &[&str] = &[
     "runtime",
     "group",
     "startdelay",
+    "guest",
 ];
 
 /// The tables of a `[[strategy]]` or `[[job]]` array, with their origins;
@@ -181,6 +183,7 @@ pub(crate) fn parse_all(
     node: Option<&Node>,
     device: &DeviceProfile,
     host: &HostProfile,
+    guests: &[crate::virt::Guest],
 ) -> Result<Vec<Job>, ScenarioError> {
     let elements = elements(source, "job", node)?;
     let mut out = Vec::with_capacity(elements.len());
@@ -191,7 +194,7 @@ pub(crate) fn parse_all(
         let mut sec = Section::new(source, format!("job[{index}]"), table, origin);
         let name = element_name(&mut sec, &seen, "job")?;
         seen.push((name.clone(), sec.origin_of("name")));
-        let job = parse_job(&mut sec, name, device, host)?;
+        let job = parse_job(&mut sec, name, device, host, guests)?;
         load.add(&sec, &job)?;
         out.push(job);
         origins.push(sec);
@@ -298,12 +301,33 @@ fn parse_job(
     name: String,
     device: &DeviceProfile,
     host: &HostProfile,
+    guests: &[crate::virt::Guest],
 ) -> Result<Job, ScenarioError> {
     let kind = sec
         .choice("kind", &["io", "cpu"])?
         .unwrap_or_else(|| "io".into());
-    let cores = u64::from(host.cores);
+    let guest = crate::virt::job_guest(sec, guests)?;
     let cpu = sec.int("cpu", 0, u64::from(u32::MAX))?.unwrap_or(0);
+    // Inside a guest, cpu and cpus name the guest's vCPUs: a number past
+    // them would be a host core, and so the host's device queue of that
+    // core, which a guest's program cannot reach.
+    if let Some(g) = guest.map(|g| &guests[g as usize]) {
+        let vcpus = u64::from(g.vcpus());
+        if cpu >= vcpus {
+            return Err(sec.error(
+                "cpu",
+                format!(
+                    "must be below guest \"{}\"'s vcpus = {vcpus} (got {cpu}): inside a guest, \
+                     cpu is a vCPU, not a host core or its device queue",
+                    g.name
+                ),
+            ));
+        }
+    }
+    let cores = match guest {
+        Some(g) => u64::from(guests[g as usize].vcpus()),
+        None => u64::from(host.cores),
+    };
     if cpu >= cores {
         return Err(sec.error(
             "cpu",
@@ -346,6 +370,7 @@ fn parse_job(
         runtime,
         work,
         schedule,
+        guest,
     })
 }
 

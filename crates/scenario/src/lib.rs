@@ -24,6 +24,7 @@ pub mod shape;
 pub mod strategy;
 mod tree;
 pub mod units;
+pub mod virt;
 mod wording;
 
 pub use error::{Origin, ScenarioError};
@@ -32,6 +33,7 @@ pub use load::{
     DEFAULT_WARMUP, MAX_CORES, MAX_PARALLEL_UNITS, MAX_QUEUE_DEPTH, MAX_RUN_TIME,
 };
 pub use render::to_toml;
+pub use virt::{Guest, Hypervisor, HypervisorProfile, Virt};
 
 pub use emu_config::{Backend, EmuConfig};
 pub use model::{

@@ -254,6 +254,8 @@ pub(crate) struct World<'a> {
     pub searches: Vec<DepthSearch>,
     /// The energy model, when the host and the device have power data.
     pub power: Option<Box<crate::host::power::PowerModel>>,
+    /// The virtual-machine layer, when the scenario has guests.
+    pub virt: Option<Box<crate::virt::Virt>>,
 }
 
 impl<'a> World<'a> {
@@ -266,11 +268,11 @@ impl<'a> World<'a> {
         for job in &sc.jobs {
             if matches!(job.work, Work::Io(_)) {
                 for n in 0..job.numjobs {
-                    used[job.thread_cpu(n) as usize % queues_n] = true;
+                    used[sc.thread_core(job, n) as usize % queues_n] = true;
                 }
             }
         }
-        refuse_unmodelled(strategy)?;
+        refuse_unmodelled(sc, strategy)?;
         let mut queues = Vec::with_capacity(queues_n);
         for (q, &used) in used.iter().enumerate() {
             // Under a polling strategy, the requests it does not poll
@@ -306,11 +308,16 @@ impl<'a> World<'a> {
         };
         for (j, job) in sc.jobs.iter().enumerate() {
             jobs.push(JobStats::new(&job.name));
-            if let Some(&cpu) = job
+            if let Some(cpu) = job
                 .cpus
                 .iter()
                 .chain([&job.cpu])
-                .find(|&&c| c as usize >= cores_n)
+                .map(|&c| match job.guest {
+                    // A vCPU's physical core (the loader checked both).
+                    Some(_) => sc.thread_core(job, c),
+                    None => c,
+                })
+                .find(|&c| c as usize >= cores_n)
             {
                 return Err(SimError::input(format!(
                     "job '{}': cpu {} is beyond the host's {} cores",
@@ -326,7 +333,7 @@ impl<'a> World<'a> {
             for n in 0..job.numjobs {
                 // fio's cpus_allowed_policy=split: thread n on the n-th core
                 // of the list, round robin; else every thread on `cpu`.
-                let core = job.thread_cpu(n) as usize;
+                let core = sc.thread_core(job, n) as usize;
                 let queue = core % queues_n;
                 in_flight_per_queue[queue] += u64::from(depth);
                 let tid = threads.len() as u32;
@@ -417,6 +424,25 @@ impl<'a> World<'a> {
         let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
         let shaping = vec![ThreadShape::default(); threads.len()];
         let threads_jobs: Vec<u32> = threads.iter().map(|t| t.job).collect();
+        let placement: Vec<(u32, usize)> = threads
+            .iter()
+            .map(|t| (t.job, t.core as usize % queues_n))
+            .collect();
+        let virt =
+            crate::virt::Virt::new(sc, strategy, queues_n, &placement, reqs.len())?.map(Box::new);
+        if let Some(v) = &virt {
+            // A guest's device queue is the physical adapter's: it
+            // interrupts the hypervisor's core at every completion, and
+            // the guest's own policy decides its virtual interrupts.
+            for (q, queue) in queues.iter_mut().enumerate() {
+                if let Some(g) = v.guest_of_queue(q) {
+                    queue.core = v.guests[g].vmk_core;
+                    queue.policy = Some(cint_policy::AnyPolicy::None(
+                        cint_policy::none::NoCoalescing::new(),
+                    ));
+                }
+            }
+        }
         let threads_cores: Vec<u32> = threads.iter().map(|t| t.core).collect();
         let searches = threads
             .iter()
@@ -449,6 +475,7 @@ impl<'a> World<'a> {
             woken: Vec::new(),
             searches,
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
+            virt,
         };
         world.stage_jobs();
         Ok(world)
@@ -468,6 +495,7 @@ impl<'a> World<'a> {
         if self.sc.warmup > 0 {
             self.events.schedule(self.sc.warmup, Event::WarmupEnd);
         }
+        self.virt_start();
         for c in 0..self.cores.len() {
             self.dispatch(c);
         }
@@ -489,6 +517,7 @@ impl<'a> World<'a> {
                 Event::SliceCheck { core, token } => self.on_slice_check(core as usize, token),
                 Event::WarmupEnd => self.on_warmup_end(),
                 Event::Wake { thread } => self.wake(thread as usize, None),
+                Event::Virt { guest, what } => self.on_virt_event(guest as usize, what),
             }
             self.note_time_violation();
             if self.check.failed() {
@@ -718,6 +747,9 @@ impl<'a> World<'a> {
         for j in &mut self.jobs {
             j.reset();
         }
+        if let Some(v) = self.virt.as_mut() {
+            v.counters = Default::default();
+        }
     }
 
     /// Brings every core's time accounting up to now.
@@ -801,18 +833,21 @@ impl<'a> World<'a> {
 
 /// What the simulator cannot run whatever the jobs: `cint check` refuses
 /// it with the same line as `cint sim` (one rule for what runs).
-fn refuse_unmodelled(strategy: &Strategy) -> Result<(), SimError> {
+fn refuse_unmodelled(sc: &Scenario, strategy: &Strategy) -> Result<(), SimError> {
+    if sc.virt.hypervisor.is_some() {
+        return Ok(());
+    }
     // vic-sched decides from the guest's run state and slice end, which
-    // only a virtual-machine layer (docs/VIRT.md) can give; the host model
-    // has no guests yet. Run silently, it would be vic under another name.
+    // only the virtual-machine layer (docs/VIRT.md) gives; on bare metal,
+    // run silently, it would be vic under another name.
     let vic_sched = |mode| matches!(mode, CompletionMode::Interrupt(PolicyConfig::VicSched(_)));
     if vic_sched(strategy.mode) || matches!(strategy.interrupts, PolicyConfig::VicSched(_)) {
         return Err(SimError::input(format!(
-            "strategy '{}': kind \"vic-sched\" needs a guest's scheduling state (run state, \
-             slice end), which the simulator does not model until its virtual-machine layer \
-             exists; use \"vic\" here, or embed vic-sched through cint-policy (Rust or C \
-             ABI) where the guest's schedule is known",
-            strategy.name
+            "{}: strategy.{}.kind: \"vic-sched\" needs a guest's scheduling state (run \
+             state, slice end), which only a [hypervisor] with guests gives it; use \"vic\" \
+             on bare metal, or embed vic-sched through cint-policy (Rust or C ABI) where the \
+             guest's schedule is known",
+            sc.source, strategy.name
         )));
     }
     Ok(())

@@ -148,6 +148,12 @@ pub(crate) enum IrqWork {
     Device { queue: u32, irq: Irq },
     /// A high-resolution timer expiring for a sleeping thread.
     Timer { thread: u32, token: u64 },
+    /// Work of the virtual-machine layer for a guest: its monitor on its
+    /// interrupt vCPU's core, or the hypervisor's on its own (docs/VIRT.md).
+    Virt {
+        guest: u32,
+        work: crate::virt::VirtWork,
+    },
 }
 
 /// What a core is executing right now.

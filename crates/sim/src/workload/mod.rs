@@ -331,10 +331,15 @@ impl World<'_> {
     /// layer's.
     fn request_path(&self, t: usize) -> Nanos {
         let c = &self.costs;
+        // Inside a guest the request's path is the guest's driver and
+        // the hypervisor's (crate::virt).
+        let path = self
+            .guest_request_path(t)
+            .unwrap_or_else(|| c.per_request());
         match self.threads[t].prog.engine {
-            Engine::IoUring => c.uring_submit_sqe + c.per_request(),
-            Engine::Libaio => c.aio_submit_iocb + c.per_request(),
-            Engine::Psync | Engine::Pvsync2 => c.per_request(),
+            Engine::IoUring => c.uring_submit_sqe + path,
+            Engine::Libaio => c.aio_submit_iocb + path,
+            Engine::Psync | Engine::Pvsync2 => path,
         }
     }
 

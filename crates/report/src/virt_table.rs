@@ -1,0 +1,84 @@
+//! The table's virtual-machine section, printed only when the engines
+//! ran guests: per strategy the virtual interrupts and IPIs per second,
+//! the CPU cycles per guest I/O and the mean delivery ratio
+//! (docs/VIRT.md).
+
+use crate::{RunResult, VirtResult};
+
+/// What the virtual-machine columns mean.
+pub const VIRT_LEGEND: &str = "guest_IOPS: the guests' I/Os per second; vIRQ/s: virtual \
+interrupts injected into the guests per second; IPI/s: IPIs from hypervisor cores to guests' \
+cores per second; cycles/IO: every core's cycles spent for the guests' I/O per guest I/O, at \
+the hypervisor profile's clock; R: mean delivery ratio of the guests' interrupt policies (1: \
+nothing coalesced)";
+
+/// The section, or an empty string when no strategy ran guests.
+pub(crate) fn section(r: &RunResult) -> String {
+    let with: Vec<(&str, &VirtResult)> = r
+        .results
+        .iter()
+        .filter_map(|s| Some((s.strategy.as_str(), s.virt.as_ref()?)))
+        .collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut rows: Vec<Vec<String>> = vec![[
+        "strategy",
+        "guest_IOPS",
+        "vIRQ/s",
+        "IPI/s",
+        "cycles/IO",
+        "R",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()];
+    for (name, v) in with {
+        rows.push(vec![
+            name.to_string(),
+            format!("{:.0}", v.guest_iops),
+            format!("{:.0}", v.virtual_interrupts_per_s),
+            format!("{:.0}", v.ipis_per_s),
+            format!("{:.0}", v.cycles_per_io),
+            format!("{:.3}", v.delivery_ratio),
+        ]);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::from("\nvirtual machines:\n");
+    for row in &rows {
+        out.push_str(&crate::table::aligned(row, &widths));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::sample;
+
+    #[test]
+    fn no_guests_no_section() {
+        assert_eq!(section(&sample()), "");
+    }
+
+    #[test]
+    fn a_strategy_with_guests_gets_its_row() {
+        let mut r = sample();
+        r.results[0].virt = Some(VirtResult {
+            virtual_interrupts_per_s: 25_000.4,
+            ipis_per_s: 2_000.0,
+            cycles_per_io: 64_012.0,
+            delivery_ratio: 0.1667,
+            guest_iops: 53_100.0,
+        });
+        let text = section(&r);
+        let name = &r.results[0].strategy;
+        let row = text.lines().find(|l| l.starts_with(name.as_str())).unwrap();
+        for cell in ["53100", "25000", "2000", "64012", "0.167"] {
+            assert!(row.contains(cell), "{cell} in {row}");
+        }
+        assert!(!text.contains(&r.results[1].strategy), "{text}");
+    }
+}

@@ -1,0 +1,311 @@
+//! The ESX-like completion path (see the module above): the hypervisor
+//! core's handler, IPIs, the monitor's entries and its virtual
+//! interrupts.
+
+use cint_policy::{Irq, Nanos, Policy};
+
+use super::{VirtEvent, VirtWork};
+use crate::engine::Event;
+use crate::host::IrqWork;
+use crate::world::World;
+
+impl World<'_> {
+    /// Starts the monitors' periodic timers (at the run's start).
+    pub(crate) fn virt_start(&mut self) {
+        let Some(v) = self.virt.as_ref() else {
+            return;
+        };
+        let period = v.costs.monitor_timer;
+        for g in 0..v.guests.len() {
+            self.events.schedule(
+                period,
+                Event::Virt {
+                    guest: g as u32,
+                    what: VirtEvent::Tick,
+                },
+            );
+        }
+    }
+
+    /// A timed event of the layer.
+    pub(crate) fn on_virt_event(&mut self, g: usize, what: VirtEvent) {
+        let Some(v) = self.virt.as_ref() else {
+            return;
+        };
+        let core = v.guests[g].irq_core as usize;
+        let work = match what {
+            VirtEvent::Ipi => VirtWork::Ipi,
+            VirtEvent::Inject => VirtWork::Inject,
+            VirtEvent::Tick => {
+                let next = self.now() + v.costs.monitor_timer;
+                self.events.schedule(
+                    next,
+                    Event::Virt {
+                        guest: g as u32,
+                        what: VirtEvent::Tick,
+                    },
+                );
+                VirtWork::Tick
+            }
+        };
+        self.raise(
+            core,
+            IrqWork::Virt {
+                guest: g as u32,
+                work,
+            },
+        );
+    }
+
+    /// The physical interrupt of guest `g`'s device queue on a hypervisor
+    /// core: every completion goes to the monitor's queue; an IPI goes to
+    /// the guest's core if its policy wants one. Returns the CPU cost.
+    pub(crate) fn vmkernel_handler(&mut self, c: usize, queue: usize, g: usize, irq: Irq) -> Nanos {
+        let mut reaped = std::mem::take(&mut self.cores[c].reaped);
+        reaped.clear();
+        if let Some(cq) = self.queues[queue].cq.as_mut() {
+            cq.reap(irq, |tag, _hint| reaped.push(tag as u32));
+        }
+        let n = reaped.len() as u64;
+        let now = self.now();
+        let measuring = self.measuring;
+        let Some(v) = self.virt.as_mut() else {
+            self.cores[c].reaped = reaped;
+            return 0;
+        };
+        let costs = v.costs;
+        let guest = &mut v.guests[g];
+        guest.arrived.extend_from_slice(&reaped);
+        self.cores[c].reaped = reaped;
+        let mut cost = costs.vmk_irq + n * costs.vmk_complete;
+        // The monitor will look at its queue soon anyway when an IPI or an
+        // injection is already under way.
+        let wants_ipi = n > 0
+            && !guest.ipi_pending
+            && !guest.inject_pending
+            && guest.policy.vic().is_none_or(|vic| vic.ipi_needed(now));
+        if wants_ipi {
+            guest.ipi_pending = true;
+            cost += costs.ipi_send;
+            if measuring {
+                v.counters.ipis += 1;
+            }
+            self.events.schedule(
+                now + cost + costs.ipi_latency,
+                Event::Virt {
+                    guest: g as u32,
+                    what: VirtEvent::Ipi,
+                },
+            );
+        }
+        self.drain_overflow(queue);
+        cost
+    }
+
+    /// Interrupt-context work of the layer on core `c`: returns its CPU
+    /// cost. A monitor entry costs its exit plus, if a virtual interrupt
+    /// goes in, the injection and the guest's handler.
+    pub(crate) fn virt_work(&mut self, c: usize, g: usize, work: VirtWork) -> Nanos {
+        let Some(v) = self.virt.as_mut() else {
+            return 0;
+        };
+        let costs = v.costs;
+        let exit = match work {
+            VirtWork::Ipi => {
+                v.guests[g].ipi_pending = false;
+                costs.ipi_exit
+            }
+            VirtWork::Tick => costs.timer_exit,
+            VirtWork::Inject => {
+                v.guests[g].inject_pending = false;
+                0
+            }
+            VirtWork::Issue => {
+                let guest = &mut v.guests[g];
+                guest.issue_pending = false;
+                let n = guest.to_issue.len() as u64;
+                v.issuing[c].append(&mut guest.to_issue);
+                return n * costs.vmm_issue;
+            }
+        };
+        // An injection decided at a guest exit goes in whatever came
+        // since; the other entries judge what the hypervisor posted.
+        let fire = work == VirtWork::Inject || self.monitor_judge(g);
+        if fire {
+            exit + self.inject(c, g)
+        } else {
+            exit
+        }
+    }
+
+    /// A guest exit for a request guest `g` issued: the monitor runs, and
+    /// a virtual interrupt it decides goes in right after.
+    pub(crate) fn guest_exit(&mut self, g: usize) {
+        if !self.monitor_judge(g) {
+            return;
+        }
+        let now = self.now();
+        let Some(v) = self.virt.as_mut() else {
+            return;
+        };
+        let guest = &mut v.guests[g];
+        if guest.inject_pending {
+            return;
+        }
+        guest.inject_pending = true;
+        self.events.schedule(
+            now,
+            Event::Virt {
+                guest: g as u32,
+                what: VirtEvent::Inject,
+            },
+        );
+    }
+
+    /// The monitor's work at an entry: the delivery opportunity for what
+    /// was held before, then the decision on each completion the
+    /// hypervisor posted since, which become visible to the guest. True
+    /// if a virtual interrupt is to be injected.
+    fn monitor_judge(&mut self, g: usize) -> bool {
+        let now = self.now();
+        let measuring = self.measuring;
+        let Some(v) = self.virt.as_mut() else {
+            return false;
+        };
+        let guest = &mut v.guests[g];
+        let mut fire = false;
+        // Held completions wait in the guest's queue: the monitor's entry
+        // is their delivery opportunity. With nothing visible there is
+        // nothing to deliver (a later interrupt reaped what was held).
+        if !guest.visible.is_empty() && !guest.inject_pending {
+            fire |= guest.policy.on_opportunity(now).irq().is_some();
+        }
+        for i in 0..guest.arrived.len() {
+            let r = guest.arrived[i];
+            let hint = self.reqs[r as usize].hint;
+            fire |= guest
+                .policy
+                .on_complete(now, v.vseq[r as usize], hint)
+                .irq()
+                .is_some();
+            if measuring {
+                let (count_up, skip_up) = guest.policy.vic().map_or((1, 1), |vic| vic.ratio());
+                v.counters.ratio_sum += f64::from(count_up) / f64::from(skip_up.max(1));
+                v.counters.ratio_n += 1;
+            }
+            guest.visible.push(r);
+        }
+        guest.arrived.clear();
+        fire && !guest.visible.is_empty()
+    }
+
+    /// Injects a virtual interrupt into guest `g` on core `c`: the
+    /// guest's handler reaps every visible completion. Returns the cost.
+    fn inject(&mut self, c: usize, g: usize) -> Nanos {
+        let measuring = self.measuring;
+        let Some(v) = self.virt.as_mut() else {
+            return 0;
+        };
+        let costs = v.costs;
+        if measuring {
+            v.counters.virtual_interrupts += 1;
+        }
+        let mut reaped = std::mem::take(&mut v.guests[g].visible);
+        let n = reaped.len() as u64;
+        let wakes = self.hand_reaped(c, &reaped);
+        reaped.clear();
+        if let Some(v) = self.virt.as_mut() {
+            v.guests[g].visible = reaped;
+        }
+        costs.inject + costs.guest_irq + n * costs.guest_reap + wakes * self.costs.wakeup
+    }
+
+    /// A guest's driver issued request `r` (its register accesses trap
+    /// into the monitor): the guest's policy counts it in flight, the
+    /// exit is a monitor entry, and the request goes to the hypervisor's
+    /// core to be issued. False for a host request (it goes straight to
+    /// the device).
+    pub(crate) fn virt_divert(&mut self, r: u32) -> bool {
+        let now = self.now();
+        let Some(v) = self.virt.as_mut() else {
+            return false;
+        };
+        let req = &mut self.reqs[r as usize];
+        let Some(g) = v.guest_of_queue(req.queue as usize) else {
+            return false;
+        };
+        // With the hypervisor now: a tag holder, counted as at the device.
+        req.state = crate::world::ReqState::InDevice;
+        req.dispatched = now;
+        let guest = &mut v.guests[g];
+        v.vseq[r as usize] = guest.policy.on_submit(now, req.hint);
+        guest.to_issue.push(r);
+        let start = !guest.issue_pending;
+        guest.issue_pending = true;
+        let core = guest.vmk_core as usize;
+        self.guest_exit(g);
+        if start {
+            self.raise(
+                core,
+                IrqWork::Virt {
+                    guest: g as u32,
+                    work: VirtWork::Issue,
+                },
+            );
+        }
+        true
+    }
+
+    /// An interrupt-context segment ends on core `c`: the requests whose
+    /// hypervisor issue path it ran reach the device.
+    pub(crate) fn virt_finish(&mut self, c: usize) {
+        let Some(v) = self.virt.as_mut() else {
+            return;
+        };
+        if v.issuing[c].is_empty() {
+            return;
+        }
+        let mut batch = std::mem::take(&mut v.issuing[c]);
+        for &r in &batch {
+            self.enter_device(r);
+        }
+        batch.clear();
+        if let Some(v) = self.virt.as_mut() {
+            v.issuing[c] = batch;
+        }
+    }
+
+    /// The issue path of one request of thread `t` inside its guest, if
+    /// it is a guest's (it replaces the host's block-layer path).
+    #[inline]
+    pub(crate) fn guest_request_path(&self, t: usize) -> Option<Nanos> {
+        let v = self.virt.as_ref()?;
+        v.guest_of_thread(t).map(|_| v.costs.guest_issue)
+    }
+
+    /// The layer's figures for the measured window, if it exists.
+    pub(crate) fn virt_summary(&self, secs: f64) -> Option<cint_report::VirtResult> {
+        let v = self.virt.as_ref()?;
+        let mut ns: u64 = v
+            .io_cores
+            .iter()
+            .map(|&c| self.cores[c as usize].irq_ns)
+            .sum();
+        let mut ios = 0u64;
+        for (t, th) in self.threads.iter().enumerate() {
+            let io = matches!(
+                self.sc.jobs[th.job as usize].work,
+                cint_scenario::Work::Io(_)
+            );
+            if io && v.guest_of_thread(t).is_some() {
+                ns += th.cpu_ns;
+            }
+        }
+        for (j, job) in self.sc.jobs.iter().enumerate() {
+            if job.guest.is_some() {
+                ios += self.jobs[j].ios;
+            }
+        }
+        Some(v.result(secs, ns, ios))
+    }
+}
