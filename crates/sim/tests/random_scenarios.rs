@@ -18,8 +18,11 @@
 //! beyond them (a small `queue_depth` makes submitters wait for tags),
 //! polling jobs (`hipri`) beside interrupt jobs under polling strategies
 //! with a named interrupt policy, and fio's latency-target search; and
-//! the energy layer (the energy study's host with a governor). Each of those draws comes
-//! from a generator of its own, so a seed's other draws are unchanged.
+//! the energy layer (the energy study's host with a governor), and the
+//! virtual-machine layer (a hypervisor with guests running I/O and busy
+//! loops, and vic-sched beside the drawn strategies). Each of those draws
+//! comes from a generator of its own, so a seed's other draws are
+//! unchanged.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
 //! longer soak; `CINT_RANDOM_SEED=N` picks another first seed.
@@ -247,7 +250,22 @@ fn scenario(seed: u64) -> String {
     } else {
         "xeon-e5-2660v4"
     };
-    let _ = write!(out, "[host]\nmodel = \"{host}\"\ncores = {cores}\n");
+    let (mut strategies, mut jobs) = (String::new(), String::new());
+    for i in 0..1 + rng.below(3) as usize {
+        strategy(&mut rng, &mut host_model, i, &mut strategies);
+    }
+    // The virtual-machine layer (issue #22), on its own generator: guests
+    // take cores after the host's, behind a hypervisor core; polling
+    // strategies cannot serve guests, so a seed that drew one has none.
+    let mut virt = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    let polls = strategies.contains("poll\"");
+    let guests = if !polls && virt.chance(25) {
+        guests(&mut virt, cores, &mut strategies)
+    } else {
+        None
+    };
+    let host_cores = guests.as_ref().map_or(cores, |(n, _)| *n);
+    let _ = write!(out, "[host]\nmodel = \"{host}\"\ncores = {host_cores}\n");
     // Its own generator, so that the rest of each seed's scenario is what
     // it was before the host's cost spread existed.
     let mut host_rng = Rng(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
@@ -266,16 +284,67 @@ fn scenario(seed: u64) -> String {
         let governor = energy.pick(&["menu", "menu-no-iowait", "teo"]);
         let _ = write!(out, "[host.power]\ngovernor = \"{governor}\"\n");
     }
-    let (mut strategies, mut jobs) = (String::new(), String::new());
-    for i in 0..1 + rng.below(3) as usize {
-        strategy(&mut rng, &mut host_model, i, &mut strategies);
-    }
     for i in 0..1 + rng.below(4) as usize {
         job(&mut rng, &mut host_model, i, cores, &mut jobs);
+    }
+    if let Some((_, text)) = &guests {
+        out.push_str(text);
     }
     out.push_str(&strategies);
     out.push_str(&jobs);
     out
+}
+
+/// A hypervisor on core `cores` and one or two guests of one or two
+/// vCPUs on the cores after it, each running I/O jobs and perhaps a busy
+/// loop; perhaps a vic-sched strategy. Returns the host's cores in all
+/// and the sections (guests' jobs included).
+fn guests(rng: &mut Rng, cores: u64, strategies: &mut String) -> Option<(u64, String)> {
+    let mut out = format!("[hypervisor]\nmodel = \"esx-like\"\ncores = [{cores}]\n");
+    if rng.chance(30) {
+        let _ = writeln!(out, "monitor_timer = \"{}us\"", 50 + rng.below(2000));
+    }
+    let mut next = cores + 1;
+    let mut jobs = String::new();
+    for g in 0..1 + rng.below(2) {
+        let vcpus = 1 + rng.below(2);
+        let list: Vec<String> = (next..next + vcpus).map(|c| c.to_string()).collect();
+        next += vcpus;
+        let _ = write!(
+            out,
+            "[[guest]]\nname = \"g{g}\"\nvcpus = {vcpus}\ncores = [{}]\nirq_vcpu = {}\n",
+            list.join(", "),
+            rng.below(vcpus)
+        );
+        for j in 0..1 + rng.below(2) {
+            let cpu = rng.below(vcpus);
+            let _ = write!(
+                jobs,
+                "[[job]]\nname = \"g{g}j{j}\"\nguest = \"g{g}\"\ncpu = {cpu}\n"
+            );
+            if rng.chance(20) {
+                jobs.push_str("kind = \"cpu\"\n");
+                continue;
+            }
+            let engine = rng.pick(&["psync", "libaio", "io_uring"]);
+            let rw = rng.pick(&["read", "randread", "randwrite", "randrw"]);
+            let bs = rng.pick(&["4k", "8k", "64k"]);
+            let _ = write!(
+                jobs,
+                "engine = \"{engine}\"\nrw = \"{rw}\"\nbs = \"{bs}\"\niodepth = {}\n",
+                1 + rng.below(32)
+            );
+        }
+    }
+    if rng.chance(50) {
+        let _ = write!(
+            strategies,
+            "[[strategy]]\nname = \"sv\"\nkind = \"vic-sched\"\ncif_threshold = {}\n",
+            1 + rng.below(8)
+        );
+    }
+    out.push_str(&jobs);
+    Some((next, out))
 }
 
 fn check(seed: u64) {
@@ -424,6 +493,14 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
     for seed in start..start + 300 {
         check(seed);
     }
+    // The layers drawn on generators of their own do come up.
+    let with = |what: &str| {
+        (start..start + 300)
+            .filter(|&seed| scenario(seed).contains(what))
+            .count()
+    };
+    assert!(with("[[guest]]") >= 30, "{}", with("[[guest]]"));
+    assert!(with("vic-sched") >= 10, "{}", with("vic-sched"));
 }
 
 #[test]
