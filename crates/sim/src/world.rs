@@ -662,7 +662,7 @@ impl<'a> World<'a> {
                 None => format!(
                     "its threads issued no request that could complete: core {} was busy \
                      with other work",
-                    self.sc.jobs[j].cpu
+                    self.sc.thread_core(&self.sc.jobs[j], 0)
                 ),
                 Some(r) => {
                     let age = format_duration_ms(now.saturating_sub(r.issued));

@@ -441,3 +441,21 @@ fn bad_input_is_refused_in_one_line_naming_the_key() {
     let e = refusal(&GUEST.replace("kind = \"vic\"", "kind = \"poll\""));
     assert!(e.contains("polls the host's completion queues"), "{e}");
 }
+
+/// vIC with both of its mechanisms off (a delivery ratio of 1 at any
+/// depth, an IPI for every completion) is the baseline, figure for
+/// figure: the layer adds nothing of its own to a policy's decisions.
+#[test]
+fn vic_with_its_mechanisms_off_is_the_baseline() {
+    let r = run(
+        "vic-iometer-4k.toml",
+        &[
+            "job.iometer.iodepth=32",
+            "strategy.vic.cif_threshold=1048576",
+            "strategy.vic.ipi_threshold=0us",
+        ],
+    );
+    let (base, vic) = (by_name(&r, "baseline"), by_name(&r, "vic"));
+    assert_eq!(base.jobs[0].ios, vic.jobs[0].ios);
+    assert_eq!(base.virt, vic.virt);
+}

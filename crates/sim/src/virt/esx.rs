@@ -129,8 +129,14 @@ impl World<'_> {
             }
         };
         // An injection decided at a guest exit goes in whatever came
-        // since; the other entries judge what the hypervisor posted.
-        let fire = work == VirtWork::Inject || self.monitor_judge(g);
+        // since; the other entries judge what the hypervisor posted. The
+        // timer is "another reason" to run (ALGORITHMS.md section 6): a
+        // delivery opportunity; an IPI comes for the new completions.
+        let fire = match work {
+            VirtWork::Inject => true,
+            VirtWork::Tick => self.monitor_judge(g, true),
+            _ => self.monitor_judge(g, false),
+        };
         if fire {
             exit + self.inject(c, g)
         } else {
@@ -141,7 +147,7 @@ impl World<'_> {
     /// A guest exit for a request guest `g` issued: the monitor runs, and
     /// a virtual interrupt it decides goes in right after.
     pub(crate) fn guest_exit(&mut self, g: usize) {
-        if !self.monitor_judge(g) {
+        if !self.monitor_judge(g, true) {
             return;
         }
         let now = self.now();
@@ -163,10 +169,12 @@ impl World<'_> {
     }
 
     /// The monitor's work at an entry: the delivery opportunity for what
-    /// was held before, then the decision on each completion the
-    /// hypervisor posted since, which become visible to the guest. True
-    /// if a virtual interrupt is to be injected.
-    fn monitor_judge(&mut self, g: usize) -> bool {
+    /// was held before (`opportunity`: the monitor runs for another
+    /// reason than these completions: a guest exit, its timer), then the
+    /// decision on each completion the hypervisor posted since, which
+    /// become visible to the guest. True if a virtual interrupt is to be
+    /// injected.
+    fn monitor_judge(&mut self, g: usize, opportunity: bool) -> bool {
         let now = self.now();
         let measuring = self.measuring;
         let Some(v) = self.virt.as_mut() else {
@@ -177,7 +185,7 @@ impl World<'_> {
         // Held completions wait in the guest's queue: the monitor's entry
         // is their delivery opportunity. With nothing visible there is
         // nothing to deliver (a later interrupt reaped what was held).
-        if !guest.visible.is_empty() && !guest.inject_pending {
+        if opportunity && !guest.visible.is_empty() && !guest.inject_pending {
             fire |= guest.policy.on_opportunity(now).irq().is_some();
         }
         for i in 0..guest.arrived.len() {

@@ -16,10 +16,11 @@
 //!    always does. Otherwise the completion waits for the monitor's next
 //!    entry: a guest exit (each request the guest issues traps) or the
 //!    monitor's periodic timer;
-//! 3. at every entry the monitor gives the policy its delivery
-//!    opportunity for completions held before, then judges each new
-//!    completion through `Policy::on_complete`, and makes them visible in
-//!    the guest's queue ([`World::monitor_judge`]);
+//! 3. at every entry the monitor judges each new completion through
+//!    `Policy::on_complete` and makes it visible in the guest's queue; an
+//!    entry for another reason than those completions (a guest exit, the
+//!    timer) is first the delivery opportunity (`Policy::on_opportunity`)
+//!    for completions held before (`World::monitor_judge`);
 //! 4. when the policy fires, the monitor injects a virtual interrupt into
 //!    the guest's interrupt vCPU, whose handler reaps every visible
 //!    completion and wakes the threads waiting on them.
