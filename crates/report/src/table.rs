@@ -211,6 +211,20 @@ pub(crate) fn aligned(row: &[String], widths: &[usize]) -> String {
     out
 }
 
+/// A titled block of aligned rows (the first is the header), for the
+/// sections printed under the main table.
+pub(crate) fn aligned_block(title: &str, rows: &[Vec<String>]) -> String {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = format!("\n{title}:\n");
+    for row in rows {
+        out.push_str(&aligned(row, &widths));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,14 +43,7 @@ pub(crate) fn section(r: &RunResult) -> String {
             format!("{:.3}", v.delivery_ratio),
         ]);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::from("\nvirtual machines:\n");
-    for row in &rows {
-        out.push_str(&crate::table::aligned(row, &widths));
-    }
-    out
+    crate::table::aligned_block("virtual machines", &rows)
 }
 
 #[cfg(test)]

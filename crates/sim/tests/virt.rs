@@ -169,76 +169,77 @@ fn esx_like_against_the_vic_papers_table_2() {
         let (base, vic) = (virt(&r, "baseline"), virt(&r, "vic"));
         let iops = |s: &str| by_name(&r, s).jobs[0].iops;
         let name = |what: &str| format!("OIO {oio} {what}");
-        check.within(
-            &name("baseline IOPS"),
-            &name("baseline IOPS"),
-            iops("baseline"),
-            row.base_iops,
-            ABSOLUTE,
-        );
-        check.within(
-            &name("vic IOPS"),
-            &name("vic IOPS"),
-            iops("vic"),
-            row.iops,
-            ABSOLUTE,
-        );
-        check.within(
-            &name("baseline cycles/IO"),
-            &name("baseline cycles/IO"),
-            base.cycles_per_io,
-            row.base_cycles,
-            ABSOLUTE,
-        );
-        check.within(
-            &name("vic cycles/IO"),
-            &name("vic cycles/IO"),
-            vic.cycles_per_io,
-            row.cycles,
-            ABSOLUTE,
-        );
-        check.within(
-            &name("vic delivery ratio"),
-            &name("vic delivery ratio"),
-            vic.delivery_ratio,
-            row.r_hat,
-            ABSOLUTE,
-        );
-        check.within(
-            &name("vic/baseline IOPS"),
-            "vic/baseline IOPS",
-            iops("vic") / iops("baseline"),
-            row.iops / row.base_iops,
-            RATIO,
-        );
-        check.within(
-            &name("vic/baseline cycles/IO"),
-            "vic/baseline cycles/IO",
-            vic.cycles_per_io / base.cycles_per_io,
-            row.cycles / row.base_cycles,
-            RATIO,
-        );
-        check.within(
-            &name("vic/baseline interrupts"),
-            "vic/baseline interrupts",
-            vic.virtual_interrupts_per_s / base.virtual_interrupts_per_s,
-            row.ints / row.base_ints,
-            RATIO,
-        );
-        check.within(
-            &name("baseline guest interrupts/s"),
-            "guest interrupts/s",
-            base.virtual_interrupts_per_s,
-            row.base_ints,
-            ABSOLUTE,
-        );
-        check.within(
-            &name("vic guest interrupts/s"),
-            "guest interrupts/s",
-            vic.virtual_interrupts_per_s,
-            row.ints,
-            ABSOLUTE,
-        );
+        // (what, the known-miss entry it falls under, model, paper, band).
+        let own = |what: &str| (name(what), name(what));
+        let checks = [
+            (
+                own("baseline IOPS"),
+                iops("baseline"),
+                row.base_iops,
+                ABSOLUTE,
+            ),
+            (own("vic IOPS"), iops("vic"), row.iops, ABSOLUTE),
+            (
+                own("baseline cycles/IO"),
+                base.cycles_per_io,
+                row.base_cycles,
+                ABSOLUTE,
+            ),
+            (
+                own("vic cycles/IO"),
+                vic.cycles_per_io,
+                row.cycles,
+                ABSOLUTE,
+            ),
+            (
+                own("vic delivery ratio"),
+                vic.delivery_ratio,
+                row.r_hat,
+                ABSOLUTE,
+            ),
+            (
+                (name("vic/baseline IOPS"), "vic/baseline IOPS".into()),
+                iops("vic") / iops("baseline"),
+                row.iops / row.base_iops,
+                RATIO,
+            ),
+            (
+                (
+                    name("vic/baseline cycles/IO"),
+                    "vic/baseline cycles/IO".into(),
+                ),
+                vic.cycles_per_io / base.cycles_per_io,
+                row.cycles / row.base_cycles,
+                RATIO,
+            ),
+            (
+                (
+                    name("vic/baseline interrupts"),
+                    "vic/baseline interrupts".into(),
+                ),
+                vic.virtual_interrupts_per_s / base.virtual_interrupts_per_s,
+                row.ints / row.base_ints,
+                RATIO,
+            ),
+            (
+                (
+                    name("baseline guest interrupts/s"),
+                    "guest interrupts/s".into(),
+                ),
+                base.virtual_interrupts_per_s,
+                row.base_ints,
+                ABSOLUTE,
+            ),
+            (
+                (name("vic guest interrupts/s"), "guest interrupts/s".into()),
+                vic.virtual_interrupts_per_s,
+                row.ints,
+                ABSOLUTE,
+            ),
+        ];
+        for ((what, known), got, target, band) in checks {
+            check.within(&what, &known, got, target, band);
+        }
         // Mechanisms the table rests on, whatever the bands: the baseline
         // delivers every completion, and vIC never injects more.
         assert_eq!(base.delivery_ratio, 1.0, "OIO {oio}");
