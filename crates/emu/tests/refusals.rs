@@ -80,3 +80,31 @@ gtod_reduce = true
     );
     assert!(!msg.contains('\n'), "one line: {msg}");
 }
+
+#[test]
+fn guests_are_refused_the_emulator_runs_no_virtual_machines() {
+    let text = r#"
+name = "vm"
+duration = "10ms"
+[host]
+cores = 2
+[hypervisor]
+model = "esx-like"
+cores = [0]
+[[guest]]
+name = "g"
+cores = [1]
+[[strategy]]
+name = "vic"
+kind = "vic"
+[[job]]
+name = "aio"
+guest = "g"
+engine = "libaio"
+iodepth = 16
+"#;
+    let sc = cint_scenario::load_str(text, "v.toml", &[]).expect("valid scenario");
+    let e = cint_emu::run(&sc).expect_err("refused");
+    assert!(matches!(e, cint_emu::EmuError::Config(_)), "{e}");
+    assert!(e.to_string().contains("guest 'g'"), "{e}");
+}

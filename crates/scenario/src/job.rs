@@ -183,7 +183,7 @@ pub(crate) fn parse_all(
     node: Option<&Node>,
     device: &DeviceProfile,
     host: &HostProfile,
-    guests: &[crate::virt::Guest],
+    virt: &crate::virt::Virt,
 ) -> Result<Vec<Job>, ScenarioError> {
     let elements = elements(source, "job", node)?;
     let mut out = Vec::with_capacity(elements.len());
@@ -194,7 +194,7 @@ pub(crate) fn parse_all(
         let mut sec = Section::new(source, format!("job[{index}]"), table, origin);
         let name = element_name(&mut sec, &seen, "job")?;
         seen.push((name.clone(), sec.origin_of("name")));
-        let job = parse_job(&mut sec, name, device, host, guests)?;
+        let job = parse_job(&mut sec, name, device, host, virt)?;
         load.add(&sec, &job)?;
         out.push(job);
         origins.push(sec);
@@ -301,8 +301,9 @@ fn parse_job(
     name: String,
     device: &DeviceProfile,
     host: &HostProfile,
-    guests: &[crate::virt::Guest],
+    virt: &crate::virt::Virt,
 ) -> Result<Job, ScenarioError> {
+    let guests = &virt.guests;
     let kind = sec
         .choice("kind", &["io", "cpu"])?
         .unwrap_or_else(|| "io".into());
@@ -340,6 +341,9 @@ fn parse_job(
             "cpus",
             "give cpu (every thread on one core) or cpus (threads spread over several), not both",
         ));
+    }
+    if guest.is_none() {
+        crate::virt::refuse_owned_cores(sec, virt, cpu as u32, &cpus)?;
     }
     let numjobs = sec.int("numjobs", 1, MAX_NUMJOBS)?.unwrap_or(1) as u32;
     let runtime = match sec.duration("runtime")? {

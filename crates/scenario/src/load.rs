@@ -139,7 +139,7 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         host.cores,
     )?;
     let strategies = strategy::parse_all(source, top.node("strategy"), &device)?;
-    let jobs = job::parse_all(source, top.node("job"), &device, &host, &virt.guests)?;
+    let jobs = job::parse_all(source, top.node("job"), &device, &host, &virt)?;
     top.finish("the top level", TOP_KEYS)?;
 
     Ok(Scenario {

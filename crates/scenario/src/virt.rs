@@ -341,6 +341,42 @@ pub(crate) fn job_guest(
     }
 }
 
+/// Refuses a host job (one without `guest`) on a core that a guest's
+/// vCPU or the hypervisor owns.
+pub(crate) fn refuse_owned_cores(
+    sec: &Section<'_>,
+    virt: &Virt,
+    cpu: u32,
+    cpus: &[u32],
+) -> Result<(), ScenarioError> {
+    let (key, cores) = if cpus.is_empty() {
+        ("cpu", std::slice::from_ref(&cpu))
+    } else {
+        ("cpus", cpus)
+    };
+    for &c in cores {
+        let owner = if virt
+            .hypervisor
+            .as_ref()
+            .is_some_and(|h| h.cores.contains(&c))
+        {
+            Some("the hypervisor".to_string())
+        } else {
+            virt.guests
+                .iter()
+                .find(|g| g.cores.contains(&c))
+                .map(|g| format!("guest \"{}\" (give the job guest = \"{}\")", g.name, g.name))
+        };
+        if let Some(owner) = owner {
+            return Err(sec.error(
+                key,
+                format!("core {c} belongs to {owner}: a host job cannot run there"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Writes `[hypervisor]` and `[[guest]]` back into a rendered scenario.
 pub(crate) fn render(virt: &Virt, doc: &mut toml_edit::DocumentMut) {
     use toml_edit::{value, Array, ArrayOfTables, Item, Table as TomlTable};

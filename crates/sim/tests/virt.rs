@@ -417,6 +417,16 @@ fn bad_input_is_refused_in_one_line_naming_the_key() {
             "cores = [0]",
             "v.toml:11: guest.vm.cores: core 0 belongs to the hypervisor",
         ),
+        (
+            "iodepth = 4\n",
+            "iodepth = 4\n[[job]]\nname = \"host\"\ncpu = 1\n",
+            "v.toml:22: job.host.cpu: core 1 belongs to guest \"vm\"",
+        ),
+        (
+            "iodepth = 4\n",
+            "iodepth = 4\n[[job]]\nname = \"host\"\ncpus = [2, 0]\n",
+            "v.toml:22: job.host.cpus: core 0 belongs to the hypervisor",
+        ),
     ];
     for (from, to, expect) in cases {
         assert!(GUEST.contains(from), "{from}");
