@@ -114,6 +114,11 @@ pub struct VirtResult {
     pub delivery_ratio: f64,
     /// Guest I/Os completed per second.
     pub guest_iops: f64,
+    /// Xen-like hypervisors: from the front end's ring push to the
+    /// upcall that reaps the response, over the guests' requests; absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frontend_lat_ns: Option<LatencyStats>,
 }
 
 /// What the energy model found for one strategy (docs/ENERGY.md).

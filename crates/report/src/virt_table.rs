@@ -65,6 +65,7 @@ mod tests {
             cycles_per_io: 64_012.0,
             delivery_ratio: 0.1667,
             guest_iops: 53_100.0,
+            frontend_lat_ns: None,
         });
         let text = section(&r);
         let name = &r.results[0].strategy;

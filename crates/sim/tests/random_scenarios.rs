@@ -300,16 +300,40 @@ fn scenario(seed: u64) -> String {
 /// loop; perhaps a vic-sched strategy. Returns the host's cores in all
 /// and the sections (guests' jobs included).
 fn guests(rng: &mut Rng, cores: u64, strategies: &mut String) -> Option<(u64, String)> {
-    let mut out = format!("[hypervisor]\nmodel = \"esx-like\"\ncores = [{cores}]\n");
-    if rng.chance(30) {
+    // ESX-like (a vCPU owns its core) or Xen-like (one-vCPU guests share
+    // cores under the credit scheduler; dom0 on two cores).
+    let xen = rng.chance(50);
+    let mut out = if xen {
+        format!(
+            "[hypervisor]\nmodel = \"xen-like\"\ncores = [{cores}, {}]\n",
+            cores + 1
+        )
+    } else {
+        format!("[hypervisor]\nmodel = \"esx-like\"\ncores = [{cores}]\n")
+    };
+    if xen && rng.chance(30) {
+        let _ = writeln!(out, "slice = \"{}ms\"", 1 + rng.below(30));
+    }
+    if !xen && rng.chance(30) {
         let _ = writeln!(out, "monitor_timer = \"{}us\"", 50 + rng.below(2000));
     }
-    let mut next = cores + 1;
+    let mut next = cores + if xen { 2 } else { 1 };
+    // Xen: every guest on one of one or two shared cores.
+    let shared = 1 + rng.below(2);
+    let first_shared = next;
+    if xen {
+        next += shared;
+    }
     let mut jobs = String::new();
-    for g in 0..1 + rng.below(2) {
-        let vcpus = 1 + rng.below(2);
-        let list: Vec<String> = (next..next + vcpus).map(|c| c.to_string()).collect();
-        next += vcpus;
+    for g in 0..1 + rng.below(if xen { 3 } else { 2 }) {
+        let vcpus = if xen { 1 } else { 1 + rng.below(2) };
+        let list: Vec<String> = if xen {
+            vec![(first_shared + rng.below(shared)).to_string()]
+        } else {
+            let list = (next..next + vcpus).map(|c| c.to_string()).collect();
+            next += vcpus;
+            list
+        };
         let _ = write!(
             out,
             "[[guest]]\nname = \"g{g}\"\nvcpus = {vcpus}\ncores = [{}]\nirq_vcpu = {}\n",
@@ -501,6 +525,7 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
     };
     assert!(with("[[guest]]") >= 30, "{}", with("[[guest]]"));
     assert!(with("vic-sched") >= 10, "{}", with("vic-sched"));
+    assert!(with("xen-like") >= 10, "{}", with("xen-like"));
 }
 
 #[test]

@@ -55,7 +55,7 @@ impl World<'_> {
                     .as_ref()
                     .and_then(|v| v.guest_of_queue(queue as usize))
                 {
-                    Some(g) => self.vmkernel_handler(c, queue as usize, g, irq),
+                    Some(_) => self.vmkernel_handler(c, queue as usize, irq),
                     None => self.reap_queue(c, queue as usize, irq),
                 }
             }

@@ -15,6 +15,10 @@ impl World<'_> {
         let Some(v) = self.virt.as_ref() else {
             return;
         };
+        if v.is_xen {
+            self.xen_start();
+            return;
+        }
         let period = v.costs.monitor_timer;
         for g in 0..v.guests.len() {
             self.events.schedule(
@@ -32,10 +36,19 @@ impl World<'_> {
         let Some(v) = self.virt.as_ref() else {
             return;
         };
+        if matches!(
+            what,
+            VirtEvent::CreditTick | VirtEvent::SliceEnd(_) | VirtEvent::Resched
+        ) {
+            // `g` is the credit scheduler's index here.
+            self.xen_event(g, what);
+            return;
+        }
         let core = v.guests[g].irq_core as usize;
         let work = match what {
             VirtEvent::Ipi => VirtWork::Ipi,
             VirtEvent::Inject => VirtWork::Inject,
+            VirtEvent::CreditTick | VirtEvent::SliceEnd(_) | VirtEvent::Resched => return,
             VirtEvent::Tick => {
                 let next = self.now() + v.costs.monitor_timer;
                 self.events.schedule(
@@ -57,31 +70,63 @@ impl World<'_> {
         );
     }
 
-    /// The physical interrupt of guest `g`'s device queue on a hypervisor
-    /// core: every completion goes to the monitor's queue; an IPI goes to
-    /// the guest's core if its policy wants one. Returns the CPU cost.
-    pub(crate) fn vmkernel_handler(&mut self, c: usize, queue: usize, g: usize, irq: Irq) -> Nanos {
+    /// The physical interrupt of a guests' device queue on a hypervisor
+    /// core: every completion goes to its guest's monitor queue (Xen:
+    /// dom0's back end pushes it on the guest's ring); then, per guest
+    /// touched, an IPI if its policy wants one (ESX-like) or the event
+    /// channel's notification (Xen-like). Returns the CPU cost.
+    pub(crate) fn vmkernel_handler(&mut self, c: usize, queue: usize, irq: Irq) -> Nanos {
         let mut reaped = std::mem::take(&mut self.cores[c].reaped);
         reaped.clear();
         if let Some(cq) = self.queues[queue].cq.as_mut() {
             cq.reap(irq, |tag, _hint| reaped.push(tag as u32));
         }
         let n = reaped.len() as u64;
-        let now = self.now();
-        let measuring = self.measuring;
         let Some(v) = self.virt.as_mut() else {
             self.cores[c].reaped = reaped;
             return 0;
         };
+        let mut touched = std::mem::take(&mut v.touched);
+        touched.clear();
+        for &r in &reaped {
+            let g = v.thread_guest[self.reqs[r as usize].thread as usize];
+            v.guests[g as usize].arrived.push(r);
+            if !touched.contains(&g) {
+                touched.push(g);
+            }
+        }
+        self.cores[c].reaped = reaped;
+        let mut cost = v.costs.vmk_irq + n * v.costs.vmk_complete;
+        for &g in &touched {
+            cost = self.guest_completions(g as usize, cost);
+        }
+        if let Some(v) = self.virt.as_mut() {
+            v.touched = touched;
+        }
+        self.drain_overflow(queue);
+        cost
+    }
+
+    /// Guest `g` has new completions in its monitor's queue, posted by a
+    /// handler that has spent `cost` so far: the notification or IPI it
+    /// gets. Returns the handler's cost with it.
+    fn guest_completions(&mut self, g: usize, mut cost: Nanos) -> Nanos {
+        let now = self.now();
+        let measuring = self.measuring;
+        let Some(v) = self.virt.as_mut() else {
+            return cost;
+        };
+        if v.is_xen {
+            // dom0's back end pushes the responses and decides the
+            // notification at once: no monitor in between.
+            let fire = self.monitor_judge(g, false);
+            return cost + self.xen_notify(g, fire);
+        }
         let costs = v.costs;
         let guest = &mut v.guests[g];
-        guest.arrived.extend_from_slice(&reaped);
-        self.cores[c].reaped = reaped;
-        let mut cost = costs.vmk_irq + n * costs.vmk_complete;
         // The monitor will look at its queue soon anyway when an IPI or an
         // injection is already under way.
-        let wants_ipi = n > 0
-            && !guest.ipi_pending
+        let wants_ipi = !guest.ipi_pending
             && !guest.inject_pending
             && guest.policy.vic().is_none_or(|vic| vic.ipi_needed(now));
         if wants_ipi {
@@ -98,7 +143,6 @@ impl World<'_> {
                 },
             );
         }
-        self.drain_overflow(queue);
         cost
     }
 
@@ -220,7 +264,11 @@ impl World<'_> {
         }
         let mut reaped = std::mem::take(&mut v.guests[g].visible);
         let n = reaped.len() as u64;
+        let xen = v.is_xen;
         let wakes = self.hand_reaped(c, &reaped);
+        if xen {
+            self.xen_reaped(g, &reaped);
+        }
         reaped.clear();
         if let Some(v) = self.virt.as_mut() {
             v.guests[g].visible = reaped;
@@ -239,7 +287,7 @@ impl World<'_> {
             return false;
         };
         let req = &mut self.reqs[r as usize];
-        let Some(g) = v.guest_of_queue(req.queue as usize) else {
+        let Some(g) = v.guest_of_thread(req.thread as usize) else {
             return false;
         };
         // With the hypervisor now: a tag holder, counted as at the device.
@@ -247,6 +295,11 @@ impl World<'_> {
         req.dispatched = now;
         let guest = &mut v.guests[g];
         v.vseq[r as usize] = guest.policy.on_submit(now, req.hint);
+        if v.is_xen {
+            self.xen_push(g, r);
+            return true;
+        }
+        let guest = &mut v.guests[g];
         guest.to_issue.push(r);
         let start = !guest.issue_pending;
         guest.issue_pending = true;

@@ -30,9 +30,10 @@
 //! strategy it is: it is the strategy's policy, built per guest.
 
 mod esx;
+mod xen;
 
 use cint_policy::{AnyPolicy, GuestSchedule, Nanos, Policy};
-use cint_report::VirtResult;
+use cint_report::{LatencyHistogram, VirtResult};
 use cint_scenario::{CompletionMode, HypervisorProfile, Scenario, Strategy, Work};
 
 use crate::SimError;
@@ -55,7 +56,8 @@ pub(crate) enum VirtWork {
     Issue,
 }
 
-/// Timed events of the layer.
+/// Timed events of the layer: a guest's (ESX-like) or a physical core's
+/// credit scheduler's (Xen-like).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum VirtEvent {
     /// An IPI reaches the guest's core.
@@ -64,6 +66,14 @@ pub(crate) enum VirtEvent {
     Tick,
     /// A virtual interrupt decided at a guest exit is due.
     Inject,
+    /// The credit scheduler's accounting tick.
+    CreditTick,
+    /// The running vCPU's slice ends, unless superseded (the low bits of
+    /// the scheduler's switch count).
+    SliceEnd(u32),
+    /// The rate limit of the running vCPU has passed: a woken vCPU of
+    /// higher priority may now preempt it.
+    Resched,
 }
 
 /// The hypervisor's costs in nanoseconds.
@@ -83,6 +93,16 @@ pub(crate) struct HvCosts {
     pub guest_reap: Nanos,
     pub monitor_timer: Nanos,
     pub ipi_latency: Nanos,
+    pub evtchn_send: Nanos,
+}
+
+/// The Xen-like scheduler's and ring's settings.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct XenParams {
+    pub slice: Nanos,
+    pub rate_limit: Nanos,
+    pub tick: Nanos,
+    pub ring_slots: u32,
 }
 
 impl HvCosts {
@@ -100,6 +120,7 @@ impl HvCosts {
             guest_reap: p.ns(p.guest_reap_cycles),
             monitor_timer: p.monitor_timer.0,
             ipi_latency: p.ipi_latency.0,
+            evtchn_send: p.ns(p.evtchn_send_cycles),
         }
     }
 }
@@ -157,6 +178,21 @@ pub(crate) struct Virt {
     /// they reach the device when it ends.
     pub issuing: Vec<Vec<u32>>,
     pub counters: VirtCounters,
+    /// A Xen-like hypervisor (else ESX-like).
+    pub is_xen: bool,
+    pub xen_params: XenParams,
+    /// Xen: per guest, its vCPU and front end.
+    pub xen: Vec<xen::XenGuest>,
+    /// Xen: one credit scheduler per physical core of guests.
+    pub credits: Vec<xen::Credit>,
+    /// Per core: its credit scheduler, or [`HOST`].
+    pub pcpu_of_core: Vec<u32>,
+    /// Xen: per request, when the front end pushed it on the ring.
+    pub pushed: Vec<Nanos>,
+    /// Xen: ring push to the upcall that reaps the response.
+    pub frontend_lat: LatencyHistogram,
+    /// The guests a physical interrupt touched (reused buffer).
+    pub touched: Vec<u32>,
 }
 
 impl Virt {
@@ -181,25 +217,72 @@ impl Virt {
                 strategy.kind()
             )));
         };
+        let is_xen = hv.profile.kind == "xen";
+        let cores_n = sc.host.cores.max(1) as usize;
         let mut guests = Vec::with_capacity(sc.virt.guests.len());
+        let mut xen = Vec::new();
+        let mut credits: Vec<xen::Credit> = Vec::new();
+        let mut pcpu_of_core = vec![HOST; cores_n];
         for (g, guest) in sc.virt.guests.iter().enumerate() {
             let mut policy = cfg
                 .build(0)
                 .map_err(|e| SimError::input(format!("strategy '{}': {e}", strategy.name)))?;
-            // ESX-like monitors own their cores: the vCPU is never
-            // descheduled, and no time slice ends.
-            policy.on_schedule(
-                0,
-                GuestSchedule {
-                    running: true,
-                    slice_end: None,
-                },
-            );
+            if is_xen {
+                // Its vCPU shares its core under the credit scheduler,
+                // which tells the policy of every switch.
+                let core = guest.cores[0];
+                let k = match pcpu_of_core[core as usize] {
+                    HOST => {
+                        pcpu_of_core[core as usize] = credits.len() as u32;
+                        credits.push(xen::Credit {
+                            core,
+                            guests: Vec::new(),
+                            runq: Vec::new(),
+                            current: None,
+                            since: 0,
+                            slice_end: 0,
+                            token: 0,
+                            next: None,
+                            ticks: 0,
+                        });
+                        credits.len() - 1
+                    }
+                    k => k as usize,
+                };
+                credits[k].guests.push(g as u32);
+                credits[k].runq.push(g as u32);
+                xen.push(xen::XenGuest {
+                    pcpu: k,
+                    credit: 0,
+                    prio: xen::Prio::Under,
+                    state: xen::VState::Runnable,
+                    upcall_pending: false,
+                    armed: true,
+                    ring_used: 0,
+                    ring_wait: std::collections::VecDeque::new(),
+                });
+            } else {
+                // ESX-like monitors own their cores: the vCPU is never
+                // descheduled, and no time slice ends.
+                policy.on_schedule(
+                    0,
+                    GuestSchedule {
+                        running: true,
+                        slice_end: None,
+                    },
+                );
+            }
             let irq_core = guest.cores[guest.irq_vcpu as usize];
+            // Xen: the guests of one physical core share its device queue,
+            // so one dom0 core serves them all.
+            let vmk = match xen.last() {
+                Some(x) if is_xen => x.pcpu,
+                _ => g,
+            };
             guests.push(GuestState {
                 policy,
                 irq_core,
-                vmk_core: hv.cores[g % hv.cores.len()],
+                vmk_core: hv.cores[vmk % hv.cores.len()],
                 to_issue: Vec::new(),
                 issue_pending: false,
                 arrived: Vec::new(),
@@ -220,7 +303,13 @@ impl Virt {
             if *owner == HOST && g != HOST {
                 *owner = g;
             }
-            if *owner != g {
+            // Xen: guests of one physical core share its queue (dom0's
+            // back end sorts the responses); never with the host's jobs.
+            let shared = is_xen
+                && g != HOST
+                && *owner != HOST
+                && xen[*owner as usize].pcpu == xen[g as usize].pcpu;
+            if *owner != g && !shared {
                 return Err(SimError::input(format!(
                     "job '{}': device queue {queue} would serve {} and {}: a guest's vCPU \
                      needs a queue of its own (give the device a queue per core: \
@@ -243,9 +332,28 @@ impl Virt {
             thread_guest,
             io_cores,
             vseq: vec![0; requests],
-            issuing: vec![Vec::new(); sc.host.cores.max(1) as usize],
+            issuing: vec![Vec::new(); cores_n],
             counters: VirtCounters::default(),
+            is_xen,
+            xen_params: XenParams {
+                slice: hv.profile.slice.0,
+                rate_limit: hv.profile.rate_limit.0,
+                tick: hv.profile.tick.0,
+                ring_slots: hv.profile.ring_slots,
+            },
+            xen,
+            credits,
+            pcpu_of_core,
+            pushed: vec![0; if is_xen { requests } else { 0 }],
+            frontend_lat: LatencyHistogram::new(),
+            touched: Vec::with_capacity(sc.virt.guests.len()),
         }))
+    }
+
+    /// Whether core `c`'s threads run under a credit scheduler.
+    #[inline]
+    pub(crate) fn schedules(&self, c: usize) -> bool {
+        self.is_xen && self.pcpu_of_core.get(c).is_some_and(|&k| k != HOST)
     }
 
     /// The guest of device queue `q`, if a guest's.
@@ -284,6 +392,7 @@ impl Virt {
                 c.ratio_sum / c.ratio_n as f64
             },
             guest_iops: guest_ios as f64 / secs,
+            frontend_lat_ns: self.is_xen.then(|| self.frontend_lat.stats()),
         }
     }
 }
