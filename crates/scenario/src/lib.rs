@@ -15,6 +15,7 @@ pub mod job;
 mod load;
 pub mod model;
 mod overlay;
+pub mod page_cache;
 mod power;
 pub mod profiles;
 pub mod render;

@@ -390,6 +390,7 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
             });
         }
     }
+    crate::page_cache::check(source, node, &host.page_cache, host.cores)?;
     Ok(host)
 }
 
@@ -443,7 +444,7 @@ fn check_run_time(
 }
 
 /// Where a nested key (`read.bandwidth`) was written, or its section.
-fn nested_origin(node: Option<&Node>, path: &[&str]) -> Origin {
+pub(crate) fn nested_origin(node: Option<&Node>, path: &[&str]) -> Origin {
     let Some(mut node) = node else {
         return Origin::Line(1);
     };

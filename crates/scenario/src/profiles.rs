@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::page_cache::PageCacheProfile;
+
 use crate::units::{Duration, Size};
 
 /// Service-time parameters of one operation type.
@@ -257,6 +259,9 @@ pub struct HostProfile {
     /// an idle core wakes at once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<HostPower>,
+    /// Page cache, writeback and buffered-I/O costs (`[host.page_cache]`).
+    #[serde(default)]
+    pub page_cache: PageCacheProfile,
 }
 
 const US: u64 = 1_000;
@@ -466,6 +471,7 @@ impl HostProfile {
                 irq_time_accounting: true,
                 // No power figures of this testbed are published.
                 power: None,
+                page_cache: PageCacheProfile::default(),
             },
             "xeon-e3-1230v5" => HostProfile {
                 model: model.into(),
@@ -506,6 +512,8 @@ impl HostProfile {
                 // As the E5's: no configuration of this host is published.
                 irq_time_accounting: true,
                 power: Some(skylake_power()),
+                // The E5's costs scaled by the clock, as above.
+                page_cache: PageCacheProfile::scaled_costs(2.0 / 3.4),
             },
             _ => return None,
         };

@@ -94,6 +94,12 @@ pub(crate) enum Wait {
     Tag,
     /// The job's runtime is over.
     Exited,
+    /// In the page cache, for one of its own requests: a buffered read
+    /// for its read-ahead, the flusher for a free request slot.
+    PageCache,
+    /// In the page cache, for a timer or a kick: a writer's throttle
+    /// pause, the flusher between runs.
+    PageCacheTimer,
 }
 
 /// What a thread does with its core once it has it.
@@ -148,6 +154,10 @@ pub(crate) enum Cont {
     /// A timed pause armed its timer (fio's think time, flow control):
     /// sleep this long, then back to the top of the loop.
     Nap(Nanos),
+    /// A buffered call or the flusher goes on (crate::host::pagecache).
+    PageCache,
+    /// A throttled writer armed its pause timer: sleep until this instant.
+    PageCacheSleep(Nanos),
 }
 
 /// A simulated application thread.
@@ -215,6 +225,57 @@ pub(crate) struct Thread {
     pub estimator: SleepEstimator,
 }
 
+impl Thread {
+    /// A runnable thread of `job` (its `n`-th) on `core` that has not run
+    /// yet, with no request slots: its random streams are
+    /// `(job << 16) | n` and the host's `HOST_THREAD_STREAM_BASE` beside.
+    pub(crate) fn fresh(
+        seed: u64,
+        (job, n): (u32, u32),
+        core: u32,
+        prog: Program,
+        act: Activity,
+        estimator: SleepEstimator,
+    ) -> Thread {
+        let stream = (u64::from(job) << 16) | u64::from(n);
+        Thread {
+            job,
+            core,
+            prog,
+            rng: stream_rng(seed, stream),
+            cost_rng: stream_rng(seed, HOST_THREAD_STREAM_BASE | stream),
+            run: RunState::Runnable,
+            wait: Wait::Nothing,
+            act,
+            vruntime: 0,
+            exec_start: 0,
+            cpu_ns: 0,
+            usr_ns: 0,
+            user_left: 0,
+            ctx_switches: 0,
+            wakeups: 0,
+            free_slots: Vec::new(),
+            batch: Vec::new(),
+            batch_sent: 0,
+            plugged: 0,
+            polls: false,
+            resume_submit: false,
+            tag_retry: false,
+            ready: VecDeque::new(),
+            posted: VecDeque::new(),
+            in_flight: 0,
+            prepared: 0,
+            handing: 0,
+            min_nr: 1,
+            next_issue_at: 0,
+            timer_token: 0,
+            wake_listed: false,
+            woken_by_timer: false,
+            estimator,
+        }
+    }
+}
+
 /// The machine running one strategy.
 pub(crate) struct World<'a> {
     pub sc: &'a Scenario,
@@ -256,6 +317,8 @@ pub(crate) struct World<'a> {
     pub power: Option<Box<crate::host::power::PowerModel>>,
     /// The virtual-machine layer, when the scenario has guests.
     pub virt: Option<Box<crate::virt::Virt>>,
+    /// The page cache and its flusher, when a job does buffered I/O.
+    pub page_cache: Option<Box<crate::host::pagecache::Buffered>>,
 }
 
 impl<'a> World<'a> {
@@ -271,6 +334,9 @@ impl<'a> World<'a> {
                     used[sc.thread_core(job, n) as usize % queues_n] = true;
                 }
             }
+        }
+        if let Some(q) = crate::host::pagecache::flusher_queue(sc, queues_n) {
+            used[q] = true;
         }
         refuse_unmodelled(sc, strategy)?;
         let mut queues = Vec::with_capacity(queues_n);
@@ -365,46 +431,31 @@ impl<'a> World<'a> {
                     Work::Cpu => Activity::Busy,
                 };
                 threads.push(Thread {
-                    job: j as u32,
-                    core: core as u32,
-                    prog,
-                    rng: stream_rng(sc.seed, ((j as u64) << 16) | u64::from(n)),
-                    cost_rng: stream_rng(
-                        sc.seed,
-                        HOST_THREAD_STREAM_BASE | ((j as u64) << 16) | u64::from(n),
-                    ),
-                    run: RunState::Runnable,
-                    wait: Wait::Nothing,
-                    act,
-                    vruntime: 0,
-                    exec_start: 0,
-                    cpu_ns: 0,
-                    usr_ns: 0,
-                    user_left: 0,
-                    ctx_switches: 0,
-                    wakeups: 0,
                     free_slots,
                     batch: Vec::with_capacity(depth as usize),
-                    batch_sent: 0,
-                    plugged: 0,
                     polls,
-                    resume_submit: false,
-                    tag_retry: false,
                     ready: VecDeque::with_capacity(depth as usize),
                     posted: VecDeque::with_capacity(depth as usize),
-                    in_flight: 0,
-                    prepared: 0,
-                    handing: 0,
-                    min_nr: 1,
-                    next_issue_at: 0,
-                    timer_token: 0,
-                    wake_listed: false,
-                    woken_by_timer: false,
-                    estimator: estimator(strategy.mode),
+                    ..Thread::fresh(
+                        sc.seed,
+                        (j as u32, n),
+                        core as u32,
+                        prog,
+                        act,
+                        estimator(strategy.mode),
+                    )
                 });
                 cores[core].rq.push(tid);
             }
         }
+        let flusher = crate::host::pagecache::add_flusher(
+            sc,
+            &mut threads,
+            &mut reqs,
+            &mut cores,
+            queues_n,
+            estimator(strategy.mode),
+        )?;
         // Handler buffers sized to what a core's handlers can see, so that
         // a host of many cores does not reserve for every thread on every
         // core, and the steady state still never grows them: a core's
@@ -476,6 +527,8 @@ impl<'a> World<'a> {
             searches,
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
             virt,
+            page_cache: flusher
+                .map(|f| crate::host::pagecache::Buffered::new(sc, &threads_jobs, f)),
         };
         world.stage_jobs();
         Ok(world)
@@ -530,6 +583,7 @@ impl<'a> World<'a> {
         self.check_core_time();
         self.check_request_accounting();
         self.power_finish();
+        self.check_page_cache();
         if let Some(msg) = self.check.violation() {
             return Err(SimError::internal(format!(
                 "{INVARIANT_VIOLATED} ({}, strategy '{}'): {msg}",
@@ -537,7 +591,8 @@ impl<'a> World<'a> {
             )));
         }
         let events = self.events.processed();
-        let notes = self.held_at_end(strategy);
+        let mut notes = self.held_at_end(strategy);
+        notes.extend(self.page_cache_note(strategy));
         Ok((self.summarise(strategy), events, notes))
     }
 
@@ -859,7 +914,7 @@ fn refuse_unmodelled(sc: &Scenario, strategy: &Strategy) -> Result<(), SimError>
 pub(crate) fn job_polls(mode: CompletionMode, job: &cint_scenario::Job) -> bool {
     let polling = matches!(mode, CompletionMode::Poll | CompletionMode::HybridPoll(_));
     polling
-        && matches!(&job.work, Work::Io(io) if io.hipri
+        && matches!(&job.work, Work::Io(io) if io.hipri && io.direct
             && matches!(io.engine, cint_scenario::Engine::Pvsync2 | cint_scenario::Engine::IoUring))
 }
 

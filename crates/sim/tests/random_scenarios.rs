@@ -20,9 +20,10 @@
 //! with a named interrupt policy, and fio's latency-target search; and
 //! the energy layer (the energy study's host with a governor), and the
 //! virtual-machine layer (a hypervisor with guests running I/O and busy
-//! loops, and vic-sched beside the drawn strategies). Each of those draws
-//! comes from a generator of its own, so a seed's other draws are
-//! unchanged.
+//! loops, and vic-sched beside the drawn strategies), and the page cache
+//! (a small one, with buffered synchronous jobs, whose calls the device
+//! bounds do not cover). Each of those draws comes from a generator of
+//! its own, so a seed's other draws are unchanged.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
 //! longer soak; `CINT_RANDOM_SEED=N` picks another first seed.
@@ -284,8 +285,26 @@ fn scenario(seed: u64) -> String {
         let governor = energy.pick(&["menu", "menu-no-iowait", "teo"]);
         let _ = write!(out, "[host.power]\ngovernor = \"{governor}\"\n");
     }
+    // The page cache (issue #23): a small one, so that writeback and
+    // throttling happen within the run, and synchronous jobs through it.
+    let mut cache = Rng(seed.wrapping_mul(0x2127_599b_f432_5c37) | 1);
+    let buffered = cache.chance(25);
+    if buffered {
+        let _ = write!(
+            out,
+            "[host.page_cache]\nmemory = \"{}MiB\"\nflusher_cpu = {}\n",
+            1 + cache.below(64),
+            cache.below(cores)
+        );
+    }
     for i in 0..1 + rng.below(4) as usize {
-        job(&mut rng, &mut host_model, i, cores, &mut jobs);
+        let mut one = String::new();
+        job(&mut rng, &mut host_model, i, cores, &mut one);
+        let sync = one.contains("engine = \"psync\"") || one.contains("engine = \"pvsync2\"");
+        if buffered && sync && cache.chance(60) {
+            one.push_str("direct = false\n");
+        }
+        jobs.push_str(&one);
     }
     if let Some((_, text)) = &guests {
         out.push_str(text);
@@ -458,6 +477,11 @@ fn check(seed: u64) {
                 s.strategy,
                 job.name
             );
+            // A buffered job's calls are served by the page cache, not
+            // one device request each: the device's bounds are not its.
+            if !io.direct && io.engine.is_sync() {
+                continue;
+            }
             // Over the job's own window, which may be short (number_ios):
             // what the device served in it, plus what was already served,
             // or in flight, when it opened (at most every request the jobs

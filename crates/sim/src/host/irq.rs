@@ -154,6 +154,7 @@ impl World<'_> {
             && match th.wait {
                 Wait::Sync | Wait::AioEvents { .. } => true,
                 Wait::UringEvents { min_nr } => th.ready.len() as u64 >= u64::from(min_nr),
+                Wait::PageCache => true,
                 _ => false,
             };
         if wake && !th.wake_listed {
@@ -231,6 +232,10 @@ impl World<'_> {
                     then: Cont::SubmitNext,
                 }
             }
+            Wait::PageCache | Wait::PageCacheTimer => Activity::Burst {
+                left: rtu,
+                then: Cont::PageCache,
+            },
             Wait::Nothing | Wait::Exited => return,
         };
         if let Wait::Sync = th.wait {

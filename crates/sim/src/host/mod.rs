@@ -5,6 +5,7 @@
 
 pub(crate) mod idle;
 pub(crate) mod irq;
+pub(crate) mod pagecache;
 pub(crate) mod power;
 pub(crate) mod sched;
 pub(crate) mod spread;

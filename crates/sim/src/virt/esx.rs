@@ -293,13 +293,13 @@ impl World<'_> {
         // With the hypervisor now: a tag holder, counted as at the device.
         req.state = crate::world::ReqState::InDevice;
         req.dispatched = now;
-        let guest = &mut v.guests[g];
-        v.vseq[r as usize] = guest.policy.on_submit(now, req.hint);
         if v.is_xen {
+            // The back end's policy counts it once it is on the ring.
             self.xen_push(g, r);
             return true;
         }
         let guest = &mut v.guests[g];
+        v.vseq[r as usize] = guest.policy.on_submit(now, req.hint);
         guest.to_issue.push(r);
         let start = !guest.issue_pending;
         guest.issue_pending = true;
@@ -354,10 +354,12 @@ impl World<'_> {
             .sum();
         let mut ios = 0u64;
         for (t, th) in self.threads.iter().enumerate() {
-            let io = matches!(
-                self.sc.jobs[th.job as usize].work,
-                cint_scenario::Work::Io(_)
-            );
+            // I/O jobs and the guest kernel's threads (writeback).
+            let io = self
+                .sc
+                .jobs
+                .get(th.job as usize)
+                .is_none_or(|job| matches!(job.work, cint_scenario::Work::Io(_)));
             if io && v.guest_of_thread(t).is_some() {
                 ns += th.cpu_ns;
             }

@@ -488,6 +488,9 @@ impl World<'_> {
         };
         v.pushed[r as usize] = now;
         let guest = &mut v.guests[g];
+        // Commands in flight, for the back end's policy, are the ring's.
+        let hint = self.reqs[r as usize].hint;
+        v.vseq[r as usize] = guest.policy.on_submit(now, hint);
         guest.to_issue.push(r);
         if guest.issue_pending {
             return;

@@ -31,8 +31,9 @@
 //! request's preparation, not after sixteen.
 //!
 //! Hints follow docs/ALGORITHMS.md section 5 through `cint_policy::hints`
-//! unless the job overrides them. Jobs without `direct` are still modelled
-//! as direct I/O (there is no page cache yet).
+//! unless the job overrides them. Jobs without `direct` on a synchronous
+//! engine go through the page cache (crate::host::pagecache); on libaio
+//! and io_uring they are modelled as direct I/O.
 
 mod flow;
 mod groups;
@@ -44,7 +45,7 @@ mod steady;
 pub(crate) use flow::Flows;
 pub(crate) use groups::Groups;
 pub(crate) use latency_target::DepthSearch;
-pub(crate) use pattern::ThreadShape;
+pub(crate) use pattern::{block_size, is_write, rate_step, ThreadShape};
 pub(crate) use program::Program;
 pub(crate) use steady::SteadyProbe;
 
@@ -77,10 +78,12 @@ impl World<'_> {
             Cont::Spin(need) => self.threads[t].act = Activity::Spin { need },
             Cont::Busy => self.threads[t].act = Activity::Busy,
             Cont::Nap(d) => self.nap(t, d),
+            Cont::PageCache => self.page_cache_cont(t),
+            Cont::PageCacheSleep(at) => self.page_cache_sleep(t, at),
         }
     }
 
-    fn set_burst(&mut self, t: usize, left: Nanos, then: Cont) {
+    pub(crate) fn set_burst(&mut self, t: usize, left: Nanos, then: Cont) {
         let left = self.thread_cost(t, left);
         self.threads[t].act = Activity::Burst { left, then };
     }
@@ -88,7 +91,7 @@ impl World<'_> {
     /// [`World::set_burst`] for work that is all user mode (the
     /// generator's own, think time): the whole burst, as varied by the
     /// host's spread, counts as user time.
-    fn set_user_burst(&mut self, t: usize, left: Nanos, then: Cont) {
+    pub(crate) fn set_user_burst(&mut self, t: usize, left: Nanos, then: Cont) {
         let left = self.thread_cost(t, left);
         let th = &mut self.threads[t];
         th.act = Activity::Burst { left, then };
@@ -136,6 +139,10 @@ impl World<'_> {
                 return;
             }
             if self.prepare_in_user_space(t, 1) {
+                return;
+            }
+            if !p.direct {
+                self.buffered_call(t);
                 return;
             }
             if self.prepare(t, 1, now) == 0 {
@@ -231,7 +238,7 @@ impl World<'_> {
         }
     }
 
-    fn block_with_timer(&mut self, t: usize, wait: Wait, at: Nanos) {
+    pub(crate) fn block_with_timer(&mut self, t: usize, wait: Wait, at: Nanos) {
         let th = &mut self.threads[t];
         th.timer_token += 1;
         let token = th.timer_token;
@@ -345,7 +352,7 @@ impl World<'_> {
 
     /// Enters the submission call of the staged batch; `entry` is the
     /// call's own cost before its first request.
-    fn start_call(&mut self, t: usize, entry: Nanos) {
+    pub(crate) fn start_call(&mut self, t: usize, entry: Nanos) {
         self.threads[t].batch_sent = 0;
         self.next_plug(t, entry);
     }
@@ -463,6 +470,10 @@ impl World<'_> {
         th.batch = batch;
         th.batch_sent = 0;
         if th.prog.engine.is_sync() {
+            if !th.prog.direct {
+                self.page_cache_submitted(t);
+                return;
+            }
             th.min_nr = 1;
             self.wait_for_events(t);
         } else {
