@@ -10,7 +10,9 @@ pub const VIRT_LEGEND: &str = "guest_IOPS: the guests' I/Os per second; vIRQ/s: 
 interrupts injected into the guests per second; IPI/s: IPIs from hypervisor cores to guests' \
 cores per second; cycles/IO: every core's cycles spent for the guests' I/O per guest I/O, at \
 the hypervisor profile's clock; R: mean delivery ratio of the guests' interrupt policies (1: \
-nothing coalesced)";
+nothing coalesced); fe_mean_us, fe_p99_us (Xen-like hypervisors): the front end's request \
+latency, from its ring push to the upcall that reaps the response, mean and 99th percentile, \
+microseconds";
 
 /// The section, or an empty string when no strategy ran guests.
 pub(crate) fn section(r: &RunResult) -> String {
@@ -22,26 +24,37 @@ pub(crate) fn section(r: &RunResult) -> String {
     if with.is_empty() {
         return String::new();
     }
-    let mut rows: Vec<Vec<String>> = vec![[
+    let frontend = with.iter().any(|(_, v)| v.frontend_lat_ns.is_some());
+    let mut header = vec![
         "strategy",
         "guest_IOPS",
         "vIRQ/s",
         "IPI/s",
         "cycles/IO",
         "R",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()];
+    ];
+    if frontend {
+        header.extend(["fe_mean_us", "fe_p99_us"]);
+    }
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for (name, v) in with {
-        rows.push(vec![
+        let mut row = vec![
             name.to_string(),
             format!("{:.0}", v.guest_iops),
             format!("{:.0}", v.virtual_interrupts_per_s),
             format!("{:.0}", v.ipis_per_s),
             format!("{:.0}", v.cycles_per_io),
             format!("{:.3}", v.delivery_ratio),
-        ]);
+        ];
+        if frontend {
+            let lat = v.frontend_lat_ns.as_ref().filter(|l| l.n > 0);
+            row.push(lat.map_or("-".into(), |l| format!("{:.1}", l.mean / 1e3)));
+            row.push(
+                lat.and_then(|l| l.at(99.0))
+                    .map_or("-".into(), |ns| format!("{:.1}", ns as f64 / 1e3)),
+            );
+        }
+        rows.push(row);
     }
     crate::table::aligned_block("virtual machines", &rows)
 }
@@ -74,5 +87,30 @@ mod tests {
             assert!(row.contains(cell), "{cell} in {row}");
         }
         assert!(!text.contains(&r.results[1].strategy), "{text}");
+    }
+
+    #[test]
+    fn xen_runs_get_the_front_end_latency_columns() {
+        let mut r = sample();
+        let mut hist = crate::LatencyHistogram::new();
+        for ns in [1_000, 2_000, 3_000] {
+            hist.record(ns);
+        }
+        r.results[0].virt = Some(VirtResult {
+            virtual_interrupts_per_s: 1.0,
+            ipis_per_s: 0.0,
+            cycles_per_io: 1.0,
+            delivery_ratio: 1.0,
+            guest_iops: 1.0,
+            frontend_lat_ns: Some(hist.stats()),
+        });
+        let text = section(&r);
+        assert!(
+            text.contains("fe_mean_us") && text.contains("fe_p99_us"),
+            "{text}"
+        );
+        let name = &r.results[0].strategy;
+        let row = text.lines().find(|l| l.starts_with(name.as_str())).unwrap();
+        assert!(row.contains("2.0"), "{row}");
     }
 }
