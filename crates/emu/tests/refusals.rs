@@ -14,10 +14,16 @@ name = "aio"
 engine = "libaio"
 iodepth = 16
 "#;
+    refused_naming(text, "vic-sched");
+}
+
+/// `text` is a valid scenario the emulator refuses as a configuration
+/// error whose message names `what`.
+fn refused_naming(text: &str, what: &str) {
     let sc = cint_scenario::load_str(text, "v.toml", &[]).expect("valid scenario");
     let e = cint_emu::run(&sc).expect_err("refused");
     assert!(matches!(e, cint_emu::EmuError::Config(_)), "{e}");
-    assert!(e.to_string().contains("vic-sched"), "{e}");
+    assert!(e.to_string().contains(what), "{e}");
 }
 
 #[test]
@@ -103,8 +109,5 @@ guest = "g"
 engine = "libaio"
 iodepth = 16
 "#;
-    let sc = cint_scenario::load_str(text, "v.toml", &[]).expect("valid scenario");
-    let e = cint_emu::run(&sc).expect_err("refused");
-    assert!(matches!(e, cint_emu::EmuError::Config(_)), "{e}");
-    assert!(e.to_string().contains("guest 'g'"), "{e}");
+    refused_naming(text, "guest 'g'");
 }

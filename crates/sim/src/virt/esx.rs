@@ -10,22 +10,24 @@ use crate::host::IrqWork;
 use crate::world::World;
 
 impl World<'_> {
-    /// Starts the monitors' periodic timers (at the run's start).
+    /// Starts the layer's periodic timers at the run's start: each
+    /// guest's monitor timer (ESX-like) or each credit scheduler's tick
+    /// (Xen-like).
     pub(crate) fn virt_start(&mut self) {
         let Some(v) = self.virt.as_ref() else {
             return;
         };
-        if v.is_xen {
-            self.xen_start();
-            return;
-        }
-        let period = v.costs.monitor_timer;
-        for g in 0..v.guests.len() {
+        let (count, period, what) = if v.is_xen {
+            (v.credits.len(), v.xen_params.tick, VirtEvent::CreditTick)
+        } else {
+            (v.guests.len(), v.costs.monitor_timer, VirtEvent::Tick)
+        };
+        for i in 0..count {
             self.events.schedule(
                 period,
                 Event::Virt {
-                    guest: g as u32,
-                    what: VirtEvent::Tick,
+                    guest: i as u32,
+                    what,
                 },
             );
         }

@@ -97,23 +97,6 @@ pub(crate) struct Credit {
 }
 
 impl World<'_> {
-    /// Starts the credit schedulers' ticks.
-    pub(crate) fn xen_start(&mut self) {
-        let Some(v) = self.virt.as_ref() else {
-            return;
-        };
-        let tick = v.xen_params.tick;
-        for k in 0..v.credits.len() {
-            self.events.schedule(
-                tick,
-                Event::Virt {
-                    guest: k as u32,
-                    what: VirtEvent::CreditTick,
-                },
-            );
-        }
-    }
-
     /// The rq position of the thread core `c` runs next: the running
     /// vCPU's thread of least virtual runtime; a vCPU without one blocks
     /// and the next runnable vCPU is switched in.
