@@ -610,7 +610,18 @@ impl<'a> World<'a> {
         // Polled completions wait for their own thread's poll loop, not for
         // the queue's policy: they have a note of their own.
         let mut polled = (0u64, Nanos::MAX);
-        for r in self.reqs.iter().filter(|r| r.state == ReqState::Posted) {
+        // Guests' completions wait for their hypervisor's mechanisms,
+        // which have notes of their own (crate::virt).
+        let guests = |q: u32| {
+            self.virt
+                .as_ref()
+                .is_some_and(|v| v.guest_of_queue(q as usize).is_some())
+        };
+        for r in self
+            .reqs
+            .iter()
+            .filter(|r| r.state == ReqState::Posted && !guests(r.queue))
+        {
             let q = if r.polled {
                 &mut polled
             } else {
@@ -627,6 +638,7 @@ impl<'a> World<'a> {
         notes.extend(self.unpolled_jobs(strategy));
         notes.extend(self.depth_search_notes(&strategy.name));
         notes.extend(self.group_notes(&strategy.name));
+        notes.extend(self.virt_held_notes(&strategy.name, notable));
         if polled.0 > 0 && now.saturating_sub(polled.1) >= notable {
             notes.push(format!(
                 "strategy '{}': {} polled completion{} waited for their threads' poll loops at \

@@ -246,3 +246,28 @@ fn a_guests_page_cache_is_its_own() {
     let e = cint_sim::run(&sc).expect_err("refused").to_string();
     assert!(e.contains("host.page_cache.flusher_cpu"), "{e}");
 }
+
+/// Responses waiting at the end of a run for a vCPU behind three busy
+/// guests are explained by the scheduler, not reported as a policy that
+/// stopped the run.
+#[test]
+fn responses_waiting_for_the_vcpu_have_their_own_note() {
+    let path = format!(
+        "{}/../../scenarios/xen-dd-4.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let sc = cint_scenario::load_file(std::path::Path::new(&path), &[]).unwrap();
+    let r = cint_sim::run(&sc).unwrap();
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("guest 'ddvm'") && n.contains("credit scheduler")),
+        "{:?}",
+        r.notes
+    );
+    assert!(
+        !r.notes.iter().any(|n| n.contains("no future event")),
+        "{:?}",
+        r.notes
+    );
+}

@@ -346,6 +346,48 @@ impl World<'_> {
         v.guest_of_thread(t).map(|_| v.costs.guest_issue)
     }
 
+    /// Guests' completions still undelivered at the end of the run,
+    /// where the oldest waited at least `notable`: how many, since when,
+    /// and what they wait for.
+    pub(crate) fn virt_held_notes(&self, strategy: &str, notable: Nanos) -> Vec<String> {
+        let Some(v) = self.virt.as_ref() else {
+            return Vec::new();
+        };
+        let now = self.now();
+        let mut notes = Vec::new();
+        for (g, guest) in v.guests.iter().enumerate() {
+            let waiting = guest.arrived.iter().chain(&guest.visible);
+            let (n, oldest) = waiting.fold((0u64, Nanos::MAX), |(n, t), &r| {
+                (n + 1, t.min(self.reqs[r as usize].posted_at))
+            });
+            if n == 0 || now.saturating_sub(oldest) < notable {
+                continue;
+            }
+            let why = match v.xen.get(g) {
+                Some(x) if x.upcall_pending => format!(
+                    "their upcall waits for the guest's vCPU, {} under the credit scheduler",
+                    match x.state {
+                        super::xen::VState::Running => "running",
+                        super::xen::VState::Runnable => "waiting for the core",
+                        super::xen::VState::Blocked => "blocked",
+                    }
+                ),
+                Some(_) => "the back end's policy held their notification".to_string(),
+                None => "the guest's policy held them until a later delivery or the \
+                         monitor's next entry"
+                    .to_string(),
+            };
+            notes.push(format!(
+                "strategy '{strategy}': guest '{}' had {n} completion{} undelivered at the end \
+                 of the run, the oldest for {:.3} ms: {why}",
+                self.sc.virt.guests[g].name,
+                if n == 1 { "" } else { "s" },
+                now.saturating_sub(oldest) as f64 / 1e6
+            ));
+        }
+        notes
+    }
+
     /// The layer's figures for the measured window, if it exists.
     pub(crate) fn virt_summary(&self, secs: f64) -> Option<cint_report::VirtResult> {
         let v = self.virt.as_ref()?;
