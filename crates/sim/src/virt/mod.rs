@@ -230,37 +230,12 @@ impl Virt {
             if is_xen {
                 // Its vCPU shares its core under the credit scheduler,
                 // which tells the policy of every switch.
-                let core = guest.cores[0];
-                let k = match pcpu_of_core[core as usize] {
-                    HOST => {
-                        pcpu_of_core[core as usize] = credits.len() as u32;
-                        credits.push(xen::Credit {
-                            core,
-                            guests: Vec::new(),
-                            runq: Vec::new(),
-                            current: None,
-                            since: 0,
-                            slice_end: 0,
-                            token: 0,
-                            next: None,
-                            ticks: 0,
-                        });
-                        credits.len() - 1
-                    }
-                    k => k as usize,
-                };
-                credits[k].guests.push(g as u32);
-                credits[k].runq.push(g as u32);
-                xen.push(xen::XenGuest {
-                    pcpu: k,
-                    credit: 0,
-                    prio: xen::Prio::Under,
-                    state: xen::VState::Runnable,
-                    upcall_pending: false,
-                    armed: true,
-                    ring_used: 0,
-                    ring_wait: std::collections::VecDeque::new(),
-                });
+                xen.push(xen::enroll(
+                    &mut credits,
+                    &mut pcpu_of_core,
+                    guest.cores[0],
+                    g as u32,
+                ));
             } else {
                 // ESX-like monitors own their cores: the vCPU is never
                 // descheduled, and no time slice ends.
@@ -291,48 +266,7 @@ impl Virt {
                 inject_pending: false,
             });
         }
-        let mut queue_guest = vec![HOST; queues_n];
-        let mut thread_guest = Vec::with_capacity(threads.len());
-        for &(job, queue) in threads {
-            let g = match sc.jobs.get(job as usize) {
-                Some(spec) => spec.guest.unwrap_or(HOST),
-                // A kernel thread (the page cache's flusher) belongs to
-                // the guest whose buffered jobs share its core: the
-                // guest kernel's writeback.
-                None => kernel_guest(sc, queue, queues_n),
-            };
-            thread_guest.push(g);
-            let io = sc
-                .jobs
-                .get(job as usize)
-                .is_none_or(|spec| matches!(spec.work, Work::Io(_)));
-            if !io {
-                continue;
-            }
-            let owner = &mut queue_guest[queue];
-            if *owner == HOST && g != HOST {
-                *owner = g;
-            }
-            // Xen: guests of one physical core share its queue (dom0's
-            // back end sorts the responses); never with the host's jobs.
-            let shared = is_xen
-                && g != HOST
-                && *owner != HOST
-                && xen[*owner as usize].pcpu == xen[g as usize].pcpu;
-            if *owner != g && !shared {
-                return Err(SimError::input(format!(
-                    "{}: device queue {queue} would serve {} and {}: a guest's vCPU \
-                     needs a queue of its own (give the device a queue per core: \
-                     device.queues = 0)",
-                    sc.jobs.get(job as usize).map_or_else(
-                        || "host.page_cache.flusher_cpu".to_string(),
-                        |spec| format!("job '{}'", spec.name)
-                    ),
-                    describe(sc, *owner),
-                    describe(sc, g)
-                )));
-            }
-        }
+        let (queue_guest, thread_guest) = owners(sc, threads, queues_n, &xen)?;
         refuse_shared_page_cache(sc, &thread_guest, threads)?;
         let mut io_cores: Vec<u32> = hv.cores.clone();
         for guest in &sc.virt.guests {
@@ -409,6 +343,69 @@ impl Virt {
             frontend_lat_ns: self.is_xen.then(|| self.frontend_lat.stats()),
         }
     }
+}
+
+/// Who owns each device queue and each thread: a guest's index, or
+/// [`HOST`]. A queue serves one guest, or (Xen-like) the guests of one
+/// physical core, never the host's jobs beside a guest's.
+fn owners(
+    sc: &Scenario,
+    threads: &[(u32, usize)],
+    queues_n: usize,
+    xen: &[xen::XenGuest],
+) -> Result<(Vec<u32>, Vec<u32>), SimError> {
+    let is_xen = !xen.is_empty();
+    let mut queue_guest = vec![HOST; queues_n];
+    let mut host_used = vec![false; queues_n];
+    let mut thread_guest = Vec::with_capacity(threads.len());
+    for &(job, queue) in threads {
+        let g = match sc.jobs.get(job as usize) {
+            Some(spec) => spec.guest.unwrap_or(HOST),
+            // A kernel thread (the page cache's flusher) belongs to
+            // the guest whose buffered jobs share its core: the
+            // guest kernel's writeback.
+            None => kernel_guest(sc, queue, queues_n),
+        };
+        thread_guest.push(g);
+        let io = sc
+            .jobs
+            .get(job as usize)
+            .is_none_or(|spec| matches!(spec.work, Work::Io(_)));
+        if !io {
+            continue;
+        }
+        let owner = &mut queue_guest[queue];
+        if g == HOST {
+            host_used[queue] = true;
+        } else if *owner == HOST && !host_used[queue] {
+            *owner = g;
+        }
+        // Xen: guests of one physical core share its queue (dom0's
+        // back end sorts the responses); never with the host's jobs.
+        let shared = is_xen
+            && g != HOST
+            && *owner != HOST
+            && xen[*owner as usize].pcpu == xen[g as usize].pcpu;
+        let clash = if g == HOST {
+            *owner != HOST
+        } else {
+            *owner != g && !shared
+        };
+        if clash {
+            return Err(SimError::input(format!(
+                "{}: device queue {queue} would serve {} and {}: a guest's vCPU \
+                 needs a queue of its own (give the device a queue per core: \
+                 device.queues = 0)",
+                sc.jobs.get(job as usize).map_or_else(
+                    || "host.page_cache.flusher_cpu".to_string(),
+                    |spec| format!("job '{}'", spec.name)
+                ),
+                describe(sc, *owner),
+                describe(sc, g)
+            )));
+        }
+    }
+    Ok((queue_guest, thread_guest))
 }
 
 /// The page cache is one per host: buffered jobs of several guests, or of

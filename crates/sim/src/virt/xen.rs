@@ -96,6 +96,46 @@ pub(crate) struct Credit {
     pub ticks: u64,
 }
 
+/// Enrolls guest `g`'s vCPU, on physical `core`, in that core's credit
+/// scheduler (made on first use): runnable, UNDER, no credit yet.
+pub(crate) fn enroll(
+    credits: &mut Vec<Credit>,
+    pcpu_of_core: &mut [u32],
+    core: u32,
+    g: u32,
+) -> XenGuest {
+    let k = match pcpu_of_core[core as usize] {
+        super::HOST => {
+            pcpu_of_core[core as usize] = credits.len() as u32;
+            credits.push(Credit {
+                core,
+                guests: Vec::new(),
+                runq: Vec::new(),
+                current: None,
+                since: 0,
+                slice_end: 0,
+                token: 0,
+                next: None,
+                ticks: 0,
+            });
+            credits.len() - 1
+        }
+        k => k as usize,
+    };
+    credits[k].guests.push(g);
+    credits[k].runq.push(g);
+    XenGuest {
+        pcpu: k,
+        credit: 0,
+        prio: Prio::Under,
+        state: VState::Runnable,
+        upcall_pending: false,
+        armed: true,
+        ring_used: 0,
+        ring_wait: std::collections::VecDeque::new(),
+    }
+}
+
 impl World<'_> {
     /// The rq position of the thread core `c` runs next: the running
     /// vCPU's thread of least virtual runtime; a vCPU without one blocks
