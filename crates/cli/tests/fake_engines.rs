@@ -43,6 +43,7 @@ fn echo(s: &Scenario, substrate: &str) -> RunResult {
                 wakeups: 0,
                 energy_j: None,
                 energy: None,
+                virt: None,
                 jobs: s
                     .jobs
                     .iter()
@@ -322,6 +323,7 @@ fn an_engine_panic_is_one_line_and_status_1() {
                     wakeups: 0,
                     energy_j: None,
                     energy: None,
+                    virt: None,
                     jobs: vec![],
                 }],
             })

@@ -204,6 +204,15 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             s.name
         )));
     }
+    // Guests need a hypervisor model (docs/VIRT.md): only the simulator
+    // has one.
+    if let Some(g) = scenario.virt.guests.first() {
+        return Err(EmuError::Config(format!(
+            "guest '{}': the emulator runs no virtual machines (the hypervisor, its monitors \
+             and guests are modelled by cint sim only)",
+            g.name
+        )));
+    }
     if let Some((job, key)) = unhonoured_key(scenario) {
         return Err(EmuError::Config(format!(
             "job '{job}': key '{key}' is modelled by the simulator only; the emulator does \
@@ -840,6 +849,7 @@ fn summarise(
         wakeups,
         energy_j: None,
         energy: None,
+        virt: None,
         jobs,
     };
     let detail = StrategyDetail {

@@ -14,10 +14,16 @@ name = "aio"
 engine = "libaio"
 iodepth = 16
 "#;
+    refused_naming(text, "vic-sched");
+}
+
+/// `text` is a valid scenario the emulator refuses as a configuration
+/// error whose message names `what`.
+fn refused_naming(text: &str, what: &str) {
     let sc = cint_scenario::load_str(text, "v.toml", &[]).expect("valid scenario");
     let e = cint_emu::run(&sc).expect_err("refused");
     assert!(matches!(e, cint_emu::EmuError::Config(_)), "{e}");
-    assert!(e.to_string().contains("vic-sched"), "{e}");
+    assert!(e.to_string().contains(what), "{e}");
 }
 
 #[test]
@@ -79,4 +85,29 @@ gtod_reduce = true
         "{msg}"
     );
     assert!(!msg.contains('\n'), "one line: {msg}");
+}
+
+#[test]
+fn guests_are_refused_the_emulator_runs_no_virtual_machines() {
+    let text = r#"
+name = "vm"
+duration = "10ms"
+[host]
+cores = 2
+[hypervisor]
+model = "esx-like"
+cores = [0]
+[[guest]]
+name = "g"
+cores = [1]
+[[strategy]]
+name = "vic"
+kind = "vic"
+[[job]]
+name = "aio"
+guest = "g"
+engine = "libaio"
+iodepth = 16
+"#;
+    refused_naming(text, "guest 'g'");
 }

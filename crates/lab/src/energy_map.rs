@@ -312,6 +312,7 @@ mod tests {
                 power_w: 1.0,
                 bytes_per_joule: bpj,
             }),
+            virt: None,
         }
     }
 

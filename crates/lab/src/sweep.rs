@@ -236,6 +236,23 @@ pub struct SweepRow {
     /// write what they always wrote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<SweepEnergy>,
+    /// The strategy's virtual-machine figures, when the scenario has
+    /// guests (docs/VIRT.md); absent otherwise. In the JSON lines only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virt: Option<SweepVirt>,
+}
+
+/// A strategy's virtual-machine figures in a sweep row (all guests).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepVirt {
+    /// Virtual interrupts injected per second.
+    pub virtual_interrupts_per_s: f64,
+    /// IPIs to guests' cores per second.
+    pub ipis_per_s: f64,
+    /// Every core's cycles for the guests' I/O, per guest I/O.
+    pub cycles_per_io: f64,
+    /// The guests' policies' mean delivery ratio.
+    pub delivery_ratio: f64,
 }
 
 /// A strategy's energy figures in a sweep row (all jobs together).
@@ -317,6 +334,12 @@ impl Sweep {
                             }),
                             _ => None,
                         },
+                        virt: s.virt.as_ref().map(|v| SweepVirt {
+                            virtual_interrupts_per_s: v.virtual_interrupts_per_s,
+                            ipis_per_s: v.ipis_per_s,
+                            cycles_per_io: v.cycles_per_io,
+                            delivery_ratio: v.delivery_ratio,
+                        }),
                     });
                 }
             }
@@ -522,6 +545,7 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
             } else {
                 None
             },
+            virt: None,
         });
     }
     if rows.is_empty() {

@@ -76,6 +76,7 @@ pub fn fake_run(s: &Scenario) -> Result<RunResult, EngineError> {
                 wakeups: 0,
                 energy_j: None,
                 energy: None,
+                virt: None,
                 jobs,
             }
         })

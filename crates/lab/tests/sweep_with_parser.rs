@@ -83,6 +83,7 @@ fn echo(s: &Scenario) -> Result<RunResult, EngineError> {
                 wakeups: 0,
                 energy_j: None,
                 energy: None,
+                virt: None,
                 jobs,
             }
         })

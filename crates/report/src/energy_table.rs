@@ -58,14 +58,10 @@ pub(crate) fn section(r: &RunResult) -> String {
             rows.push(row);
         }
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = format!("\nenergy (model, cpuidle governor {}):\n", first.governor);
-    for row in &rows {
-        out.push_str(&crate::table::aligned(row, &widths));
-    }
-    out
+    crate::table::aligned_block(
+        &format!("energy (model, cpuidle governor {})", first.governor),
+        &rows,
+    )
 }
 
 #[cfg(test)]

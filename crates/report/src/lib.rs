@@ -18,6 +18,7 @@ pub mod table;
 #[cfg(test)]
 mod testdata;
 pub mod trace;
+mod virt_table;
 
 pub use energy_table::ENERGY_LEGEND;
 pub use error::{EngineError, ErrorKind};
@@ -89,8 +90,37 @@ pub struct StrategyResult {
     /// docs/SCENARIO.md's format (docs/ENERGY.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub energy: Option<EnergyResult>,
+    /// What the virtual-machine layer did, when the scenario has guests;
+    /// absent (not even `null`) otherwise, so that bare-metal runs print
+    /// what they always printed (docs/VIRT.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub virt: Option<VirtResult>,
     /// One entry per job, in scenario order.
     pub jobs: Vec<JobResult>,
+}
+
+/// The virtual-machine layer's figures for one strategy (docs/VIRT.md).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VirtResult {
+    /// Virtual interrupts injected into the guests per second.
+    pub virtual_interrupts_per_s: f64,
+    /// Inter-processor interrupts from hypervisor cores to guests' cores
+    /// per second.
+    pub ipis_per_s: f64,
+    /// Every core's CPU cycles spent for the guests' I/O (the I/O jobs'
+    /// threads, the monitors' and the guests' handlers, the hypervisor
+    /// cores), per guest I/O, at the hypervisor profile's clock.
+    pub cycles_per_io: f64,
+    /// The mean delivery ratio the guests' interrupt policies chose, over
+    /// their completions (1 where no completion was coalesced).
+    pub delivery_ratio: f64,
+    /// Guest I/Os completed per second.
+    pub guest_iops: f64,
+    /// Xen-like hypervisors: from the front end's ring push to the
+    /// upcall that reaps the response, over the guests' requests; absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frontend_lat_ns: Option<LatencyStats>,
 }
 
 /// What the energy model found for one strategy (docs/ENERGY.md).

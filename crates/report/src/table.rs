@@ -62,9 +62,17 @@ pub fn to_table(r: &RunResult) -> String {
     let energy = crate::energy_table::section(r);
     out.push_str(&energy);
     out.push_str(&crate::trace::section(r));
+    let virt = crate::virt_table::section(r);
+    out.push_str(&virt);
     out.push_str(&format!("\ncolumns: {LEGEND}\n"));
     if !energy.is_empty() {
         out.push_str(&format!("energy: {}\n", crate::energy_table::ENERGY_LEGEND));
+    }
+    if !virt.is_empty() {
+        out.push_str(&format!(
+            "virtual machines: {}\n",
+            crate::virt_table::VIRT_LEGEND
+        ));
     }
     out
 }
@@ -201,6 +209,20 @@ pub(crate) fn aligned(row: &[String], widths: &[usize]) -> String {
     }
     out.truncate(out.trim_end().len());
     out.push('\n');
+    out
+}
+
+/// A titled block of aligned rows (the first is the header), for the
+/// sections printed under the main table.
+pub(crate) fn aligned_block(title: &str, rows: &[Vec<String>]) -> String {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = format!("\n{title}:\n");
+    for row in rows {
+        out.push_str(&aligned(row, &widths));
+    }
     out
 }
 

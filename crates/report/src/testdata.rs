@@ -73,6 +73,7 @@ pub(crate) fn sample() -> RunResult {
                 wakeups: 0,
                 energy_j: None,
                 energy: None,
+                virt: None,
                 jobs: vec![
                     job("async", 80_000, &[10, 20, 30, 40], 1_000),
                     job("sync", 20_000, &[11, 12], 19_000),
@@ -89,6 +90,7 @@ pub(crate) fn sample() -> RunResult {
                 wakeups: 0,
                 energy_j: Some(12.5),
                 energy: None,
+                virt: None,
                 jobs: vec![
                     job("async", 100_000, &[8, 9], 500),
                     job("sync", 21_000, &[10], 20_500),

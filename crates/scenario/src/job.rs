@@ -90,6 +90,7 @@ pub const IO_KEYS: &[&str] = &[
     "trace_speed",
     "trace_depth",
     "trace_wrap",
+    "guest",
 ];
 /// Keys of a `kind = "cpu"` job.
 pub const CPU_KEYS: &[&str] = &[
@@ -101,6 +102,7 @@ pub const CPU_KEYS: &[&str] = &[
     "runtime",
     "group",
     "startdelay",
+    "guest",
 ];
 
 /// The tables of a `[[strategy]]` or `[[job]]` array, with their origins;
@@ -187,6 +189,7 @@ pub(crate) fn parse_all(
     node: Option<&Node>,
     device: &DeviceProfile,
     host: &HostProfile,
+    virt: &crate::virt::Virt,
 ) -> Result<Vec<Job>, ScenarioError> {
     let elements = elements(source, "job", node)?;
     let mut out = Vec::with_capacity(elements.len());
@@ -197,7 +200,7 @@ pub(crate) fn parse_all(
         let mut sec = Section::new(source, format!("job[{index}]"), table, origin);
         let name = element_name(&mut sec, &seen, "job")?;
         seen.push((name.clone(), sec.origin_of("name")));
-        let job = parse_job(&mut sec, name, device, host)?;
+        let job = parse_job(&mut sec, name, device, host, virt)?;
         load.add(&sec, &job)?;
         out.push(job);
         origins.push(sec);
@@ -304,12 +307,34 @@ fn parse_job(
     name: String,
     device: &DeviceProfile,
     host: &HostProfile,
+    virt: &crate::virt::Virt,
 ) -> Result<Job, ScenarioError> {
+    let guests = &virt.guests;
     let kind = sec
         .choice("kind", &["io", "cpu"])?
         .unwrap_or_else(|| "io".into());
-    let cores = u64::from(host.cores);
+    let guest = crate::virt::job_guest(sec, guests)?;
     let cpu = sec.int("cpu", 0, u64::from(u32::MAX))?.unwrap_or(0);
+    // Inside a guest, cpu and cpus name the guest's vCPUs: a number past
+    // them would be a host core, and so the host's device queue of that
+    // core, which a guest's program cannot reach.
+    if let Some(g) = guest.map(|g| &guests[g as usize]) {
+        let vcpus = u64::from(g.vcpus());
+        if cpu >= vcpus {
+            return Err(sec.error(
+                "cpu",
+                format!(
+                    "must be below guest \"{}\"'s vcpus = {vcpus} (got {cpu}): inside a guest, \
+                     cpu is a vCPU, not a host core or its device queue",
+                    g.name
+                ),
+            ));
+        }
+    }
+    let cores = match guest {
+        Some(g) => u64::from(guests[g as usize].vcpus()),
+        None => u64::from(host.cores),
+    };
     if cpu >= cores {
         return Err(sec.error(
             "cpu",
@@ -351,8 +376,19 @@ fn parse_job(
         runtime,
         work,
         schedule,
+        guest,
     };
+    if guest.is_some() && sec.has("trace") {
+        return Err(sec.error(
+            "trace",
+            "a job inside a guest cannot replay a trace: a trace's CPUs are host cores",
+        ));
+    }
     crate::trace::apply(sec, &mut job, device, host)?;
+    if guest.is_none() {
+        // After the trace, which may place the job's threads.
+        crate::virt::refuse_owned_cores(sec, virt, job.cpu, &job.cpus)?;
+    }
     sec.finish("a job", IO_KEYS)?;
     Ok(job)
 }

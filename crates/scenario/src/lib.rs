@@ -15,6 +15,7 @@ pub mod job;
 mod load;
 pub mod model;
 mod overlay;
+pub mod page_cache;
 mod power;
 pub mod profiles;
 pub mod render;
@@ -25,6 +26,7 @@ pub mod strategy;
 pub mod trace;
 mod tree;
 pub mod units;
+pub mod virt;
 mod wording;
 
 pub use error::{Origin, ScenarioError};
@@ -33,6 +35,7 @@ pub use load::{
     DEFAULT_WARMUP, MAX_CORES, MAX_PARALLEL_UNITS, MAX_QUEUE_DEPTH, MAX_RUN_TIME,
 };
 pub use render::to_toml;
+pub use virt::{Guest, Hypervisor, HypervisorProfile, Virt};
 
 pub use emu_config::{Backend, EmuConfig};
 pub use model::{

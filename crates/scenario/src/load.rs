@@ -14,7 +14,7 @@ use crate::profiles::{DeviceProfile, HostProfile, DEVICE_MODELS, HOST_MODELS, RE
 use crate::section::{quoted_list, Section};
 use crate::tree::{self, Node, Table, Value};
 use crate::units::format_duration;
-use crate::{job, power, set, strategy};
+use crate::{job, power, set, strategy, virt};
 
 /// `seed` when the file does not give one.
 pub const DEFAULT_SEED: u64 = 1;
@@ -38,7 +38,17 @@ pub const MAX_QUEUE_DEPTH: u64 = 65_536;
 pub const MAX_PARALLEL_UNITS: u64 = 65_536;
 
 const TOP_KEYS: &[&str] = &[
-    "name", "seed", "duration", "warmup", "device", "host", "strategy", "job", "emu",
+    "name",
+    "seed",
+    "duration",
+    "warmup",
+    "device",
+    "host",
+    "strategy",
+    "job",
+    "emu",
+    "hypervisor",
+    "guest",
 ];
 
 /// Reads and validates a scenario file, applying `--set` overrides
@@ -122,8 +132,14 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         Some(n) => defaults_with(source, "emu", table_of(source, "emu", n)?)?,
     };
 
+    let virt = virt::parse(
+        source,
+        top.node("hypervisor"),
+        top.node("guest"),
+        host.cores,
+    )?;
     let strategies = strategy::parse_all(source, top.node("strategy"), &device)?;
-    let jobs = job::parse_all(source, top.node("job"), &device, &host)?;
+    let jobs = job::parse_all(source, top.node("job"), &device, &host, &virt)?;
     top.finish("the top level", TOP_KEYS)?;
 
     Ok(Scenario {
@@ -137,6 +153,7 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         strategies,
         jobs,
         emu,
+        virt,
     })
 }
 
@@ -373,6 +390,7 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
             });
         }
     }
+    crate::page_cache::check(source, node, &host.page_cache, host.cores)?;
     Ok(host)
 }
 
@@ -426,7 +444,7 @@ fn check_run_time(
 }
 
 /// Where a nested key (`read.bandwidth`) was written, or its section.
-fn nested_origin(node: Option<&Node>, path: &[&str]) -> Origin {
+pub(crate) fn nested_origin(node: Option<&Node>, path: &[&str]) -> Origin {
     let Some(mut node) = node else {
         return Origin::Line(1);
     };

@@ -31,6 +31,20 @@ pub struct Scenario {
     pub jobs: Vec<Job>,
     /// Emulator settings.
     pub emu: EmuConfig,
+    /// The hypervisor and its guests; empty on bare metal.
+    pub virt: crate::virt::Virt,
+}
+
+impl Scenario {
+    /// The physical core of `job`'s thread `n`: its `cpu` (or its turn in
+    /// `cpus`), which for a job inside a guest is a vCPU of that guest.
+    pub fn thread_core(&self, job: &Job, n: u32) -> u32 {
+        let cpu = job.thread_cpu(n);
+        match job.guest.and_then(|g| self.virt.guests.get(g as usize)) {
+            Some(guest) => guest.cores.get(cpu as usize).copied().unwrap_or(cpu),
+            None => cpu,
+        }
+    }
 }
 
 /// One strategy to compare.
@@ -104,6 +118,9 @@ pub struct Job {
     /// When the job starts: its group and delay (fio's `stonewall`,
     /// `wait_for` and `startdelay`).
     pub schedule: Schedule,
+    /// `guest`: the guest it runs in (an index into `Scenario::virt`'s
+    /// guests); its `cpu` and `cpus` are then that guest's vCPUs.
+    pub guest: Option<u32>,
 }
 
 impl Job {

@@ -23,6 +23,7 @@ pub fn to_toml(s: &Scenario) -> String {
     doc["warmup"] = value(format_duration(s.warmup));
     doc["device"] = struct_table(&s.device);
     doc["host"] = struct_table(&s.host);
+    crate::virt::render(&s.virt, &mut doc);
 
     let mut strategies = ArrayOfTables::new();
     for st in &s.strategies {
@@ -51,6 +52,9 @@ pub fn to_toml(s: &Scenario) -> String {
     for job in &s.jobs {
         let mut t = Table::new();
         t["name"] = value(job.name.as_str());
+        if let Some(g) = job.guest.and_then(|g| s.virt.guests.get(g as usize)) {
+            t["guest"] = value(g.name.as_str());
+        }
         match &job.work {
             Work::Cpu => t["kind"] = value("cpu"),
             Work::Io(io) => {
@@ -201,7 +205,7 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
 }
 
 /// A serde struct as a `[table]` (nested structs become sub-tables).
-fn struct_table<T: serde::Serialize>(v: &T) -> Item {
+pub(crate) fn struct_table<T: serde::Serialize>(v: &T) -> Item {
     match toml_edit::ser::to_document(v) {
         Ok(d) => Item::Table(d.as_table().clone()),
         Err(_) => Item::Table(Table::new()),

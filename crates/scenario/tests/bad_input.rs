@@ -303,6 +303,33 @@ fn cases() -> Vec<Case<'static>> {
             "(got NaN)",
         ),
         case(
+            "flusher on a core the host lacks",
+            with("cores = 2", "cores = 2\n[host.page_cache]\nflusher_cpu = 2"),
+            LineOf("flusher_cpu = 2"),
+            "host.page_cache.flusher_cpu",
+            "core 2 is beyond the host's 2 cores",
+        ),
+        case(
+            "background ratio at the dirty ratio",
+            with(
+                "cores = 2",
+                "cores = 2\n[host.page_cache]\nbackground_ratio = 20",
+            ),
+            LineOf("background_ratio = 20"),
+            "host.page_cache.background_ratio",
+            "must be below dirty_ratio 20 (got 20)",
+        ),
+        case(
+            "writeback request not in pages",
+            with(
+                "cores = 2",
+                "cores = 2\n[host.page_cache]\nmax_writeback_request = \"6k\"",
+            ),
+            LineOf("max_writeback_request"),
+            "host.page_cache.max_writeback_request",
+            "a positive multiple of 4 KiB (got 6144 bytes)",
+        ),
+        case(
             "issue share above one",
             with("cores = 2", "cores = 2\nuser_issue_share = 1.5"),
             LineOf("user_issue_share = 1.5"),

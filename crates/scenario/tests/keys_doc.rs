@@ -70,6 +70,9 @@ fn every_key_is_documented() {
         keys.extend(params.iter().map(|p| p.to_string()));
     }
     keys.extend(job::IO_KEYS.iter().map(|k| k.to_string()));
+    let hypervisor = cint_scenario::HypervisorProfile::builtin("esx-like").unwrap();
+    leaves(&toml::Value::try_from(&hypervisor).unwrap(), "", &mut keys);
+    keys.extend(["cores", "vcpus", "irq_vcpu"].map(String::from));
     for top in [
         "name",
         "seed",
@@ -80,6 +83,8 @@ fn every_key_is_documented() {
         "[[strategy]]",
         "[[job]]",
         "[emu]",
+        "[hypervisor]",
+        "[[guest]]",
     ] {
         keys.push(top.to_string());
     }

@@ -259,6 +259,15 @@ impl HwQueue {
 impl World<'_> {
     /// The request reaches the device.
     pub(crate) fn submit_to_device(&mut self, r: u32) {
+        // A guest's request goes to its hypervisor first (crate::virt).
+        if self.virt.is_some() && self.virt_divert(r) {
+            return;
+        }
+        self.enter_device(r);
+    }
+
+    /// The request reaches the device itself.
+    pub(crate) fn enter_device(&mut self, r: u32) {
         let now = self.now();
         let req = &mut self.reqs[r as usize];
         let q = req.queue as usize;

@@ -39,6 +39,11 @@ pub(crate) enum Event {
     /// A thread asleep for a driver tag is woken by a poll loop that freed
     /// tags (a handler's wake-ups go through its wake list instead).
     Wake { thread: u32 },
+    /// A timed event of the virtual-machine layer for a guest.
+    Virt {
+        guest: u32,
+        what: crate::virt::VirtEvent,
+    },
 }
 
 /// A pending event under its key: the instant in the high 64 bits, the

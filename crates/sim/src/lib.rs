@@ -25,6 +25,7 @@ mod host;
 mod invariants;
 mod metrics;
 mod tags;
+mod virt;
 mod workload;
 mod world;
 

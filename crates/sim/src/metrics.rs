@@ -191,6 +191,7 @@ impl World<'_> {
             wakeups: self.threads.iter().map(|t| t.wakeups).sum(),
             energy_j: energy.as_ref().map(|e| e.0),
             energy: energy.map(|e| e.1),
+            virt: self.virt_summary(secs),
             jobs,
         }
     }

@@ -94,6 +94,12 @@ pub(crate) enum Wait {
     Tag,
     /// The job's runtime is over.
     Exited,
+    /// In the page cache, for one of its own requests: a buffered read
+    /// for its read-ahead, the flusher for a free request slot.
+    PageCache,
+    /// In the page cache, for a timer or a kick: a writer's throttle
+    /// pause, the flusher between runs.
+    PageCacheTimer,
 }
 
 /// What a thread does with its core once it has it.
@@ -148,6 +154,10 @@ pub(crate) enum Cont {
     /// A timed pause armed its timer (fio's think time, flow control):
     /// sleep this long, then back to the top of the loop.
     Nap(Nanos),
+    /// A buffered call or the flusher goes on (crate::host::pagecache).
+    PageCache,
+    /// A throttled writer armed its pause timer: sleep until this instant.
+    PageCacheSleep(Nanos),
 }
 
 /// A simulated application thread.
@@ -215,6 +225,57 @@ pub(crate) struct Thread {
     pub estimator: SleepEstimator,
 }
 
+impl Thread {
+    /// A runnable thread of `job` (its `n`-th) on `core` that has not run
+    /// yet, with no request slots: its random streams are
+    /// `(job << 16) | n` and the host's `HOST_THREAD_STREAM_BASE` beside.
+    pub(crate) fn fresh(
+        seed: u64,
+        (job, n): (u32, u32),
+        core: u32,
+        prog: Program,
+        act: Activity,
+        estimator: SleepEstimator,
+    ) -> Thread {
+        let stream = (u64::from(job) << 16) | u64::from(n);
+        Thread {
+            job,
+            core,
+            prog,
+            rng: stream_rng(seed, stream),
+            cost_rng: stream_rng(seed, HOST_THREAD_STREAM_BASE | stream),
+            run: RunState::Runnable,
+            wait: Wait::Nothing,
+            act,
+            vruntime: 0,
+            exec_start: 0,
+            cpu_ns: 0,
+            usr_ns: 0,
+            user_left: 0,
+            ctx_switches: 0,
+            wakeups: 0,
+            free_slots: Vec::new(),
+            batch: Vec::new(),
+            batch_sent: 0,
+            plugged: 0,
+            polls: false,
+            resume_submit: false,
+            tag_retry: false,
+            ready: VecDeque::new(),
+            posted: VecDeque::new(),
+            in_flight: 0,
+            prepared: 0,
+            handing: 0,
+            min_nr: 1,
+            next_issue_at: 0,
+            timer_token: 0,
+            wake_listed: false,
+            woken_by_timer: false,
+            estimator,
+        }
+    }
+}
+
 /// The machine running one strategy.
 pub(crate) struct World<'a> {
     pub sc: &'a Scenario,
@@ -256,6 +317,10 @@ pub(crate) struct World<'a> {
     pub power: Option<Box<crate::host::power::PowerModel>>,
     /// Block-trace replay: each trace job thread's place in its stream.
     pub replay: crate::workload::Replay,
+    /// The virtual-machine layer, when the scenario has guests.
+    pub virt: Option<Box<crate::virt::Virt>>,
+    /// The page cache and its flusher, when a job does buffered I/O.
+    pub page_cache: Option<Box<crate::host::pagecache::Buffered>>,
 }
 
 impl<'a> World<'a> {
@@ -268,11 +333,14 @@ impl<'a> World<'a> {
         for job in &sc.jobs {
             if matches!(job.work, Work::Io(_)) {
                 for n in 0..job.numjobs {
-                    used[job.thread_cpu(n) as usize % queues_n] = true;
+                    used[sc.thread_core(job, n) as usize % queues_n] = true;
                 }
             }
         }
-        refuse_unmodelled(strategy)?;
+        if let Some(q) = crate::host::pagecache::flusher_queue(sc, queues_n) {
+            used[q] = true;
+        }
+        refuse_unmodelled(sc, strategy)?;
         let mut queues = Vec::with_capacity(queues_n);
         for (q, &used) in used.iter().enumerate() {
             // Under a polling strategy, the requests it does not poll
@@ -308,11 +376,16 @@ impl<'a> World<'a> {
         };
         for (j, job) in sc.jobs.iter().enumerate() {
             jobs.push(JobStats::new(&job.name));
-            if let Some(&cpu) = job
+            if let Some(cpu) = job
                 .cpus
                 .iter()
                 .chain([&job.cpu])
-                .find(|&&c| c as usize >= cores_n)
+                .map(|&c| match job.guest {
+                    // A vCPU's physical core (the loader checked both).
+                    Some(_) => sc.thread_core(job, c),
+                    None => c,
+                })
+                .find(|&c| c as usize >= cores_n)
             {
                 return Err(SimError::input(format!(
                     "job '{}': cpu {} is beyond the host's {} cores",
@@ -328,7 +401,7 @@ impl<'a> World<'a> {
             for n in 0..job.numjobs {
                 // fio's cpus_allowed_policy=split: thread n on the n-th core
                 // of the list, round robin; else every thread on `cpu`.
-                let core = job.thread_cpu(n) as usize;
+                let core = sc.thread_core(job, n) as usize;
                 let queue = core % queues_n;
                 in_flight_per_queue[queue] += u64::from(depth);
                 let tid = threads.len() as u32;
@@ -360,46 +433,31 @@ impl<'a> World<'a> {
                     Work::Cpu => Activity::Busy,
                 };
                 threads.push(Thread {
-                    job: j as u32,
-                    core: core as u32,
-                    prog,
-                    rng: stream_rng(sc.seed, ((j as u64) << 16) | u64::from(n)),
-                    cost_rng: stream_rng(
-                        sc.seed,
-                        HOST_THREAD_STREAM_BASE | ((j as u64) << 16) | u64::from(n),
-                    ),
-                    run: RunState::Runnable,
-                    wait: Wait::Nothing,
-                    act,
-                    vruntime: 0,
-                    exec_start: 0,
-                    cpu_ns: 0,
-                    usr_ns: 0,
-                    user_left: 0,
-                    ctx_switches: 0,
-                    wakeups: 0,
                     free_slots,
                     batch: Vec::with_capacity(depth as usize),
-                    batch_sent: 0,
-                    plugged: 0,
                     polls,
-                    resume_submit: false,
-                    tag_retry: false,
                     ready: VecDeque::with_capacity(depth as usize),
                     posted: VecDeque::with_capacity(depth as usize),
-                    in_flight: 0,
-                    prepared: 0,
-                    handing: 0,
-                    min_nr: 1,
-                    next_issue_at: 0,
-                    timer_token: 0,
-                    wake_listed: false,
-                    woken_by_timer: false,
-                    estimator: estimator(strategy.mode),
+                    ..Thread::fresh(
+                        sc.seed,
+                        (j as u32, n),
+                        core as u32,
+                        prog,
+                        act,
+                        estimator(strategy.mode),
+                    )
                 });
                 cores[core].rq.push(tid);
             }
         }
+        let flusher = crate::host::pagecache::add_flusher(
+            sc,
+            &mut threads,
+            &mut reqs,
+            &mut cores,
+            queues_n,
+            estimator(strategy.mode),
+        )?;
         // Handler buffers sized to what a core's handlers can see, so that
         // a host of many cores does not reserve for every thread on every
         // core, and the steady state still never grows them: a core's
@@ -420,6 +478,25 @@ impl<'a> World<'a> {
         let shaping = vec![ThreadShape::default(); threads.len()];
         let reqs_n = reqs.len();
         let threads_jobs: Vec<u32> = threads.iter().map(|t| t.job).collect();
+        let placement: Vec<(u32, usize)> = threads
+            .iter()
+            .map(|t| (t.job, t.core as usize % queues_n))
+            .collect();
+        let virt =
+            crate::virt::Virt::new(sc, strategy, queues_n, &placement, reqs.len())?.map(Box::new);
+        if let Some(v) = &virt {
+            // A guest's device queue is the physical adapter's: it
+            // interrupts the hypervisor's core at every completion, and
+            // the guest's own policy decides its virtual interrupts.
+            for (q, queue) in queues.iter_mut().enumerate() {
+                if let Some(g) = v.guest_of_queue(q) {
+                    queue.core = v.guests[g].vmk_core;
+                    queue.policy = Some(cint_policy::AnyPolicy::None(
+                        cint_policy::none::NoCoalescing::new(),
+                    ));
+                }
+            }
+        }
         let threads_cores: Vec<u32> = threads.iter().map(|t| t.core).collect();
         let searches = threads
             .iter()
@@ -453,6 +530,9 @@ impl<'a> World<'a> {
             searches,
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
             replay: crate::workload::Replay::new(sc, &threads_jobs, reqs_n),
+            virt,
+            page_cache: flusher
+                .map(|f| crate::host::pagecache::Buffered::new(sc, &threads_jobs, f)),
         };
         world.stage_jobs();
         Ok(world)
@@ -472,6 +552,7 @@ impl<'a> World<'a> {
         if self.sc.warmup > 0 {
             self.events.schedule(self.sc.warmup, Event::WarmupEnd);
         }
+        self.virt_start();
         for c in 0..self.cores.len() {
             self.dispatch(c);
         }
@@ -493,6 +574,7 @@ impl<'a> World<'a> {
                 Event::SliceCheck { core, token } => self.on_slice_check(core as usize, token),
                 Event::WarmupEnd => self.on_warmup_end(),
                 Event::Wake { thread } => self.wake(thread as usize, None),
+                Event::Virt { guest, what } => self.on_virt_event(guest as usize, what),
             }
             self.note_time_violation();
             if self.check.failed() {
@@ -505,6 +587,7 @@ impl<'a> World<'a> {
         self.check_core_time();
         self.check_request_accounting();
         self.power_finish();
+        self.check_page_cache();
         if let Some(msg) = self.check.violation() {
             return Err(SimError::internal(format!(
                 "{INVARIANT_VIOLATED} ({}, strategy '{}'): {msg}",
@@ -512,7 +595,8 @@ impl<'a> World<'a> {
             )));
         }
         let events = self.events.processed();
-        let notes = self.held_at_end(strategy);
+        let mut notes = self.held_at_end(strategy);
+        notes.extend(self.page_cache_note(strategy));
         Ok((self.summarise(strategy), events, notes))
     }
 
@@ -530,7 +614,18 @@ impl<'a> World<'a> {
         // Polled completions wait for their own thread's poll loop, not for
         // the queue's policy: they have a note of their own.
         let mut polled = (0u64, Nanos::MAX);
-        for r in self.reqs.iter().filter(|r| r.state == ReqState::Posted) {
+        // Guests' completions wait for their hypervisor's mechanisms,
+        // which have notes of their own (crate::virt).
+        let guests = |q: u32| {
+            self.virt
+                .as_ref()
+                .is_some_and(|v| v.guest_of_queue(q as usize).is_some())
+        };
+        for r in self
+            .reqs
+            .iter()
+            .filter(|r| r.state == ReqState::Posted && !guests(r.queue))
+        {
             let q = if r.polled {
                 &mut polled
             } else {
@@ -547,6 +642,7 @@ impl<'a> World<'a> {
         notes.extend(self.unpolled_jobs(strategy));
         notes.extend(self.depth_search_notes(&strategy.name));
         notes.extend(self.group_notes(&strategy.name));
+        notes.extend(self.virt_held_notes(&strategy.name, notable));
         if polled.0 > 0 && now.saturating_sub(polled.1) >= notable {
             notes.push(format!(
                 "strategy '{}': {} polled completion{} waited for their threads' poll loops at \
@@ -637,7 +733,7 @@ impl<'a> World<'a> {
                 None => format!(
                     "its threads issued no request that could complete: core {} was busy \
                      with other work",
-                    self.sc.jobs[j].cpu
+                    self.sc.thread_core(&self.sc.jobs[j], 0)
                 ),
                 Some(r) => {
                     let age = format_duration_ms(now.saturating_sub(r.issued));
@@ -723,6 +819,9 @@ impl<'a> World<'a> {
             j.reset();
         }
         self.trace_reset();
+        if let Some(v) = self.virt.as_mut() {
+            v.counters = Default::default();
+        }
     }
 
     /// Brings every core's time accounting up to now.
@@ -806,18 +905,21 @@ impl<'a> World<'a> {
 
 /// What the simulator cannot run whatever the jobs: `cint check` refuses
 /// it with the same line as `cint sim` (one rule for what runs).
-fn refuse_unmodelled(strategy: &Strategy) -> Result<(), SimError> {
+fn refuse_unmodelled(sc: &Scenario, strategy: &Strategy) -> Result<(), SimError> {
+    if sc.virt.hypervisor.is_some() {
+        return Ok(());
+    }
     // vic-sched decides from the guest's run state and slice end, which
-    // only a virtual-machine layer (docs/VIRT.md) can give; the host model
-    // has no guests yet. Run silently, it would be vic under another name.
+    // only the virtual-machine layer (docs/VIRT.md) gives; on bare metal,
+    // run silently, it would be vic under another name.
     let vic_sched = |mode| matches!(mode, CompletionMode::Interrupt(PolicyConfig::VicSched(_)));
     if vic_sched(strategy.mode) || matches!(strategy.interrupts, PolicyConfig::VicSched(_)) {
         return Err(SimError::input(format!(
-            "strategy '{}': kind \"vic-sched\" needs a guest's scheduling state (run state, \
-             slice end), which the simulator does not model until its virtual-machine layer \
-             exists; use \"vic\" here, or embed vic-sched through cint-policy (Rust or C \
-             ABI) where the guest's schedule is known",
-            strategy.name
+            "{}: strategy.{}.kind: \"vic-sched\" needs a guest's scheduling state (run \
+             state, slice end), which only a [hypervisor] with guests gives it; use \"vic\" \
+             on bare metal, or embed vic-sched through cint-policy (Rust or C ABI) where the \
+             guest's schedule is known",
+            sc.source, strategy.name
         )));
     }
     Ok(())
@@ -829,7 +931,7 @@ fn refuse_unmodelled(strategy: &Strategy) -> Result<(), SimError> {
 pub(crate) fn job_polls(mode: CompletionMode, job: &cint_scenario::Job) -> bool {
     let polling = matches!(mode, CompletionMode::Poll | CompletionMode::HybridPoll(_));
     polling
-        && matches!(&job.work, Work::Io(io) if io.hipri
+        && matches!(&job.work, Work::Io(io) if io.hipri && io.direct
             && matches!(io.engine, cint_scenario::Engine::Pvsync2 | cint_scenario::Engine::IoUring))
 }
 

@@ -18,11 +18,14 @@
 //! beyond them (a small `queue_depth` makes submitters wait for tags),
 //! polling jobs (`hipri`) beside interrupt jobs under polling strategies
 //! with a named interrupt policy, and fio's latency-target search; and
-//! the energy layer (the energy study's host with a governor); and jobs
-//! replaying generated block traces (issue #23: each format, both replay
-//! modes, every engine), whose result must carry the replay's report.
-//! Each of those draws comes from a generator of its own, so a seed's
-//! other draws are unchanged.
+//! the energy layer (the energy study's host with a governor); the
+//! virtual-machine layer (a hypervisor with guests running I/O and busy
+//! loops, and vic-sched beside the drawn strategies); the page cache (a
+//! small one, with buffered synchronous jobs, whose calls the device
+//! bounds do not cover); and jobs replaying generated block traces (issue
+//! #23: each format, both replay modes, every engine), whose result must
+//! carry the replay's report. Each of those draws comes from a generator
+//! of its own, so a seed's other draws are unchanged.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
 //! longer soak; `CINT_RANDOM_SEED=N` picks another first seed.
@@ -250,7 +253,22 @@ fn scenario(seed: u64) -> String {
     } else {
         "xeon-e5-2660v4"
     };
-    let _ = write!(out, "[host]\nmodel = \"{host}\"\ncores = {cores}\n");
+    let (mut strategies, mut jobs) = (String::new(), String::new());
+    for i in 0..1 + rng.below(3) as usize {
+        strategy(&mut rng, &mut host_model, i, &mut strategies);
+    }
+    // The virtual-machine layer (issue #22), on its own generator: guests
+    // take cores after the host's, behind a hypervisor core; polling
+    // strategies cannot serve guests, so a seed that drew one has none.
+    let mut virt = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    let polls = strategies.contains("poll\"");
+    let guests = if !polls && virt.chance(25) {
+        guests(&mut virt, cores, &mut strategies)
+    } else {
+        None
+    };
+    let host_cores = guests.as_ref().map_or(cores, |(n, _)| *n);
+    let _ = write!(out, "[host]\nmodel = \"{host}\"\ncores = {host_cores}\n");
     // Its own generator, so that the rest of each seed's scenario is what
     // it was before the host's cost spread existed.
     let mut host_rng = Rng(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
@@ -269,12 +287,29 @@ fn scenario(seed: u64) -> String {
         let governor = energy.pick(&["menu", "menu-no-iowait", "teo"]);
         let _ = write!(out, "[host.power]\ngovernor = \"{governor}\"\n");
     }
-    let (mut strategies, mut jobs) = (String::new(), String::new());
-    for i in 0..1 + rng.below(3) as usize {
-        strategy(&mut rng, &mut host_model, i, &mut strategies);
+    // The page cache (issue #23): a small one, so that writeback and
+    // throttling happen within the run, and synchronous jobs through it.
+    let mut cache = Rng(seed.wrapping_mul(0x2127_599b_f432_5c37) | 1);
+    let buffered = cache.chance(25);
+    if buffered {
+        let _ = write!(
+            out,
+            "[host.page_cache]\nmemory = \"{}MiB\"\nflusher_cpu = {}\n",
+            1 + cache.below(64),
+            cache.below(cores)
+        );
     }
     for i in 0..1 + rng.below(4) as usize {
-        job(&mut rng, &mut host_model, i, cores, &mut jobs);
+        let mut one = String::new();
+        job(&mut rng, &mut host_model, i, cores, &mut one);
+        let sync = one.contains("engine = \"psync\"") || one.contains("engine = \"pvsync2\"");
+        if buffered && sync && cache.chance(60) {
+            one.push_str("direct = false\n");
+        }
+        jobs.push_str(&one);
+    }
+    if let Some((_, text)) = &guests {
+        out.push_str(text);
     }
     out.push_str(&strategies);
     out.push_str(&jobs);
@@ -289,11 +324,21 @@ fn trace_job(seed: u64, text: &str, dir: &std::path::Path) -> String {
     if !rng.chance(25) {
         return String::new();
     }
-    let cores = text
-        .lines()
-        .find_map(|l| l.strip_prefix("cores = "))
-        .and_then(|c| c.parse::<u64>().ok())
-        .unwrap_or(1);
+    // The application cores: with guests, those below the hypervisor's
+    // first core (guests and their hypervisor own the cores from there).
+    let first_owned = text.find("[hypervisor]").and_then(|at| {
+        text[at..]
+            .lines()
+            .find_map(|l| l.strip_prefix("cores = ["))
+            .and_then(|c| c.split([',', ']']).next())
+            .and_then(|c| c.trim().parse::<u64>().ok())
+    });
+    let cores = first_owned.unwrap_or_else(|| {
+        text.lines()
+            .find_map(|l| l.strip_prefix("cores = "))
+            .and_then(|c| c.parse::<u64>().ok())
+            .unwrap_or(1)
+    });
     let streams = 1 + rng.below(3);
     let n = 20 + rng.below(400);
     let mut t = 0u64;
@@ -346,6 +391,82 @@ fn trace_job(seed: u64, text: &str, dir: &std::path::Path) -> String {
         let _ = writeln!(job, "cpu = {}", rng.below(cores));
     }
     job
+}
+
+/// A hypervisor on core `cores` and one or two guests of one or two
+/// vCPUs on the cores after it, each running I/O jobs and perhaps a busy
+/// loop; perhaps a vic-sched strategy. Returns the host's cores in all
+/// and the sections (guests' jobs included).
+fn guests(rng: &mut Rng, cores: u64, strategies: &mut String) -> Option<(u64, String)> {
+    // ESX-like (a vCPU owns its core) or Xen-like (one-vCPU guests share
+    // cores under the credit scheduler; dom0 on two cores).
+    let xen = rng.chance(50);
+    let mut out = if xen {
+        format!(
+            "[hypervisor]\nmodel = \"xen-like\"\ncores = [{cores}, {}]\n",
+            cores + 1
+        )
+    } else {
+        format!("[hypervisor]\nmodel = \"esx-like\"\ncores = [{cores}]\n")
+    };
+    if xen && rng.chance(30) {
+        let _ = writeln!(out, "slice = \"{}ms\"", 1 + rng.below(30));
+    }
+    if !xen && rng.chance(30) {
+        let _ = writeln!(out, "monitor_timer = \"{}us\"", 50 + rng.below(2000));
+    }
+    let mut next = cores + if xen { 2 } else { 1 };
+    // Xen: every guest on one of one or two shared cores.
+    let shared = 1 + rng.below(2);
+    let first_shared = next;
+    if xen {
+        next += shared;
+    }
+    let mut jobs = String::new();
+    for g in 0..1 + rng.below(if xen { 3 } else { 2 }) {
+        let vcpus = if xen { 1 } else { 1 + rng.below(2) };
+        let list: Vec<String> = if xen {
+            vec![(first_shared + rng.below(shared)).to_string()]
+        } else {
+            let list = (next..next + vcpus).map(|c| c.to_string()).collect();
+            next += vcpus;
+            list
+        };
+        let _ = write!(
+            out,
+            "[[guest]]\nname = \"g{g}\"\nvcpus = {vcpus}\ncores = [{}]\nirq_vcpu = {}\n",
+            list.join(", "),
+            rng.below(vcpus)
+        );
+        for j in 0..1 + rng.below(2) {
+            let cpu = rng.below(vcpus);
+            let _ = write!(
+                jobs,
+                "[[job]]\nname = \"g{g}j{j}\"\nguest = \"g{g}\"\ncpu = {cpu}\n"
+            );
+            if rng.chance(20) {
+                jobs.push_str("kind = \"cpu\"\n");
+                continue;
+            }
+            let engine = rng.pick(&["psync", "libaio", "io_uring"]);
+            let rw = rng.pick(&["read", "randread", "randwrite", "randrw"]);
+            let bs = rng.pick(&["4k", "8k", "64k"]);
+            let _ = write!(
+                jobs,
+                "engine = \"{engine}\"\nrw = \"{rw}\"\nbs = \"{bs}\"\niodepth = {}\n",
+                1 + rng.below(32)
+            );
+        }
+    }
+    if rng.chance(50) {
+        let _ = write!(
+            strategies,
+            "[[strategy]]\nname = \"sv\"\nkind = \"vic-sched\"\ncif_threshold = {}\n",
+            1 + rng.below(8)
+        );
+    }
+    out.push_str(&jobs);
+    Some((next, out))
 }
 
 fn check(seed: u64) {
@@ -460,6 +581,11 @@ fn check(seed: u64) {
                 s.strategy,
                 job.name
             );
+            // A buffered job's calls are served by the page cache, not
+            // one device request each: the device's bounds are not its.
+            if !io.direct && io.engine.is_sync() {
+                continue;
+            }
             // Over the job's own window, which may be short (number_ios):
             // what the device served in it, plus what was already served,
             // or in flight, when it opened (at most every request the jobs
@@ -519,6 +645,15 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
     for seed in start..start + 300 {
         check(seed);
     }
+    // The layers drawn on generators of their own do come up.
+    let with = |what: &str| {
+        (start..start + 300)
+            .filter(|&seed| scenario(seed).contains(what))
+            .count()
+    };
+    assert!(with("[[guest]]") >= 30, "{}", with("[[guest]]"));
+    assert!(with("vic-sched") >= 10, "{}", with("vic-sched"));
+    assert!(with("xen-like") >= 10, "{}", with("xen-like"));
 }
 
 #[test]

@@ -31,6 +31,7 @@ pub fn scenario(
         strategies,
         jobs,
         emu: EmuConfig::default(),
+        virt: Default::default(),
     }
 }
 
@@ -121,6 +122,7 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, complete: u3
             shape: Default::default(),
         }),
         schedule: Default::default(),
+        guest: None,
     }
 }
 
@@ -145,5 +147,6 @@ pub fn cpu_job(name: &str) -> Job {
         runtime: None,
         work: Work::Cpu,
         schedule: Default::default(),
+        guest: None,
     }
 }

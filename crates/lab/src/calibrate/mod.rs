@@ -337,8 +337,10 @@ fn workload(
                 shape: Default::default(),
             }),
             schedule: Default::default(),
+            guest: None,
         }],
         emu: EmuConfig::default(),
+        virt: Default::default(),
     })
 }
 

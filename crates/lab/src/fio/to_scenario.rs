@@ -91,6 +91,7 @@ pub(super) fn build(
         strategies,
         jobs,
         emu: EmuConfig::default(),
+        virt: Default::default(),
     })
 }
 
@@ -273,6 +274,7 @@ fn job(
             group,
             startdelay: spec.startdelay.map_or(0, |d| d.value),
         },
+        guest: None,
     })
 }
 

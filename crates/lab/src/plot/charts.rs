@@ -383,6 +383,32 @@ pub(super) fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineC
             r.cpu_util * 100.0
         }),
     ];
+    let mut metrics = metrics.to_vec();
+    // Guests' runs (docs/VIRT.md): their virtual interrupts and the cycles
+    // every core spends per guest I/O.
+    if rows.iter().all(|r| r.virt.is_some()) {
+        let virt: [SweepMetric; 3] = [
+            (
+                "sweep_virtual_irqs",
+                "Virtual interrupt rate",
+                "virtual interrupts per second (thousands)",
+                |r| r.virt.map_or(0.0, |v| v.virtual_interrupts_per_s / 1e3),
+            ),
+            (
+                "sweep_ipis",
+                "IPI rate",
+                "IPIs per second (thousands)",
+                |r| r.virt.map_or(0.0, |v| v.ipis_per_s / 1e3),
+            ),
+            (
+                "sweep_cycles_per_io",
+                "CPU cycles per guest I/O",
+                "cycles per I/O (thousands)",
+                |r| r.virt.map_or(0.0, |v| v.cycles_per_io / 1e3),
+            ),
+        ];
+        metrics.extend(virt);
+    }
     let positive = xs.iter().all(|&x| x > 0.0);
     let (lo, hi) = xs
         .iter()

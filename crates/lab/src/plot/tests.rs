@@ -168,6 +168,7 @@ fn row(point: &[(&str, &str)], strategy: &str, job: &str, iops: f64) -> SweepRow
         context_switches_per_io: 1.0,
         wakeups_per_io: 1.0,
         energy: None,
+        virt: None,
     }
 }
 
@@ -335,4 +336,26 @@ fn render_samples() {
         &PlotArgs::new(&dir),
     )
     .expect("plots");
+}
+
+#[test]
+fn a_sweep_of_guests_adds_the_virtual_machine_charts() {
+    let mut rows = two_key_rows(&["j"]);
+    assert_eq!(sweep_charts(&rows).expect("charts").len(), 5);
+    for (i, r) in rows.iter_mut().enumerate() {
+        r.virt = Some(crate::sweep::SweepVirt {
+            virtual_interrupts_per_s: 1_000.0 * i as f64,
+            ipis_per_s: 10.0,
+            cycles_per_io: 64_000.0,
+            delivery_ratio: 0.5,
+        });
+    }
+    let charts = sweep_charts(&rows).expect("charts");
+    let stems: Vec<&str> = charts.iter().map(|(stem, _)| *stem).collect();
+    assert_eq!(
+        stems[5..],
+        ["sweep_virtual_irqs", "sweep_ipis", "sweep_cycles_per_io"]
+    );
+    let (_, cycles) = &charts[7];
+    assert!(cycles.series[0].points.iter().all(|p| p.1 == 64.0));
 }

@@ -39,7 +39,7 @@ impl World<'_> {
         self.raise(c, IrqWork::Timer { thread, token });
     }
 
-    fn raise(&mut self, c: usize, work: IrqWork) {
+    pub(crate) fn raise(&mut self, c: usize, work: IrqWork) {
         self.cores[c].irq_pending.push_back(work);
         self.interrupt_thread_segment(c);
         self.dispatch(c);
@@ -49,7 +49,17 @@ impl World<'_> {
     pub(crate) fn start_irq(&mut self, c: usize, work: IrqWork) {
         let now = self.now();
         let cost = match work {
-            IrqWork::Device { queue, irq } => self.reap_queue(c, queue as usize, irq),
+            IrqWork::Device { queue, irq } => {
+                match self
+                    .virt
+                    .as_ref()
+                    .and_then(|v| v.guest_of_queue(queue as usize))
+                {
+                    Some(_) => self.vmkernel_handler(c, queue as usize, irq),
+                    None => self.reap_queue(c, queue as usize, irq),
+                }
+            }
+            IrqWork::Virt { guest, work } => self.virt_work(c, guest as usize, work),
             IrqWork::Timer { thread, token } => {
                 let th = &mut self.threads[thread as usize];
                 let mut cost = self.costs.irq_fixed;
@@ -88,9 +98,20 @@ impl World<'_> {
         if let Some(cq) = self.queues[queue].cq.as_mut() {
             cq.reap(irq, |tag, _hint| reaped.push(tag as u32));
         }
+        let wakes = self.hand_reaped(c, &reaped);
+        let n = reaped.len() as u64;
+        self.cores[c].reaped = reaped;
+        // Slots freed by the reaping let held completions be posted.
+        self.drain_overflow(queue);
+        self.costs.irq_fixed + n * self.costs.irq_reap_entry + wakes * self.costs.wakeup
+    }
+
+    /// Hands the requests a handler on core `c` reaped to their threads
+    /// and frees their tags; returns how many threads it wakes.
+    pub(crate) fn hand_reaped(&mut self, c: usize, reaped: &[u32]) -> u64 {
         let mut wakes = 0u64;
         let mut woken = std::mem::take(&mut self.woken);
-        for &r in &reaped {
+        for &r in reaped {
             if self.deliver(r, c) {
                 wakes += 1;
             }
@@ -110,11 +131,7 @@ impl World<'_> {
             woken.clear();
         }
         self.woken = woken;
-        let n = reaped.len() as u64;
-        self.cores[c].reaped = reaped;
-        // Slots freed by the reaping let held completions be posted.
-        self.drain_overflow(queue);
-        self.costs.irq_fixed + n * self.costs.irq_reap_entry + wakes * self.costs.wakeup
+        wakes
     }
 
     /// Hands a reaped request to its thread; true if the thread is to be
@@ -137,6 +154,7 @@ impl World<'_> {
             && match th.wait {
                 Wait::Sync | Wait::AioEvents { .. } => true,
                 Wait::UringEvents { min_nr } => th.ready.len() as u64 >= u64::from(min_nr),
+                Wait::PageCache => true,
                 _ => false,
             };
         if wake && !th.wake_listed {
@@ -151,6 +169,9 @@ impl World<'_> {
 
     /// The handler returns: its wake-ups take effect.
     pub(crate) fn finish_irq(&mut self, c: usize) {
+        if self.virt.is_some() {
+            self.virt_finish(c);
+        }
         let mut list = std::mem::take(&mut self.cores[c].wake_list);
         for &t in &list {
             self.wake(t as usize, Some(c));
@@ -193,6 +214,12 @@ impl World<'_> {
                 left: 0,
                 then: Cont::GetEventsTimeout,
             },
+            // A busy loop (no request slots) sleeps only until its start
+            // (a later group, a start delay): it resumes spinning.
+            Wait::Sleep if th.prog.iodepth == 0 => Activity::Burst {
+                left: rtu,
+                then: Cont::Busy,
+            },
             Wait::Sleep => Activity::Burst {
                 left: rtu,
                 then: Cont::Issue,
@@ -205,6 +232,10 @@ impl World<'_> {
                     then: Cont::SubmitNext,
                 }
             }
+            Wait::PageCache | Wait::PageCacheTimer => Activity::Burst {
+                left: rtu,
+                then: Cont::PageCache,
+            },
             Wait::Nothing | Wait::Exited => return,
         };
         if let Wait::Sync = th.wait {

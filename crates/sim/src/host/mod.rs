@@ -5,6 +5,7 @@
 
 pub(crate) mod idle;
 pub(crate) mod irq;
+pub(crate) mod pagecache;
 pub(crate) mod power;
 pub(crate) mod sched;
 pub(crate) mod spread;
@@ -148,6 +149,12 @@ pub(crate) enum IrqWork {
     Device { queue: u32, irq: Irq },
     /// A high-resolution timer expiring for a sleeping thread.
     Timer { thread: u32, token: u64 },
+    /// Work of the virtual-machine layer for a guest: its monitor on its
+    /// interrupt vCPU's core, or the hypervisor's on its own (docs/VIRT.md).
+    Virt {
+        guest: u32,
+        work: crate::virt::VirtWork,
+    },
 }
 
 /// What a core is executing right now.

@@ -96,6 +96,10 @@ impl World<'_> {
             }
             if (self.cores[c].need_resched || self.cores[c].current.is_none()) && !self.pick_next(c)
             {
+                // A vCPU switched in with only its upcall to run.
+                if !self.cores[c].irq_pending.is_empty() {
+                    continue;
+                }
                 let core = &mut self.cores[c];
                 if core.idle_since.is_none() {
                     core.idle_since = Some(now);
@@ -172,12 +176,18 @@ impl World<'_> {
             self.threads[p as usize].run = RunState::Runnable;
             core.rq.push(p);
         }
-        let threads = &self.threads;
-        let Some(pos) =
+        // Under a hypervisor's time-slice scheduler (crate::virt), only
+        // the running vCPU's threads may run on the core.
+        let pos = if self.virt.as_ref().is_some_and(|v| v.schedules(c)) {
+            self.xen_pick(c)
+        } else {
+            let (core, threads) = (&self.cores[c], &self.threads);
             (0..core.rq.len()).min_by_key(|&i| (threads[core.rq[i] as usize].vruntime, core.rq[i]))
-        else {
+        };
+        let Some(pos) = pos else {
             return false;
         };
+        let core = &mut self.cores[c];
         let next = core.rq.swap_remove(pos);
         core.current = Some(next);
         let th = &mut self.threads[next as usize];
@@ -317,6 +327,12 @@ impl World<'_> {
         let core = &mut self.cores[c];
         core.rq.push(t as u32);
         let deferred = exiting_irq == Some(c);
+        // A vCPU woken under a hypervisor's time-slice scheduler may
+        // preempt the running one (crate::virt).
+        if self.virt.is_some() && self.xen_woken(t, c, deferred) {
+            return;
+        }
+        let core = &mut self.cores[c];
         match core.current {
             None => {
                 if core.seg.is_none() && !deferred {

@@ -30,8 +30,8 @@ impl Flows {
         let mut flows: Vec<(u32, u64, u64)> = Vec::new();
         let of_thread = jobs
             .iter()
-            .map(|&j| match &sc.jobs[j as usize].work {
-                Work::Io(io) if io.shape.flow > 0 => {
+            .map(|&j| match sc.jobs.get(j as usize).map(|job| &job.work) {
+                Some(Work::Io(io)) if io.shape.flow > 0 => {
                     let id = io.shape.flow_id;
                     Some(match flows.iter().position(|f| f.0 == id) {
                         Some(i) => i,

@@ -82,7 +82,11 @@ impl World<'_> {
         let first = self.groups.order.first().copied().unwrap_or(0);
         for t in 0..self.threads.len() {
             let j = self.threads[t].job as usize;
-            let sched = self.sc.jobs[j].schedule;
+            // Kernel threads (the flusher) belong to no job: they start
+            // with the run.
+            let Some(sched) = self.sc.jobs.get(j).map(|job| job.schedule) else {
+                continue;
+            };
             if sched.group == first && sched.startdelay == 0 {
                 self.groups.jobs[j].start = Some(0);
                 self.flow_join(t);

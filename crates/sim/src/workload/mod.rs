@@ -31,8 +31,9 @@
 //! request's preparation, not after sixteen.
 //!
 //! Hints follow docs/ALGORITHMS.md section 5 through `cint_policy::hints`
-//! unless the job overrides them. Jobs without `direct` are still modelled
-//! as direct I/O (there is no page cache yet).
+//! unless the job overrides them. Jobs without `direct` on a synchronous
+//! engine go through the page cache (crate::host::pagecache); on libaio
+//! and io_uring they are modelled as direct I/O.
 
 mod flow;
 mod groups;
@@ -45,7 +46,7 @@ mod trace;
 pub(crate) use flow::Flows;
 pub(crate) use groups::Groups;
 pub(crate) use latency_target::DepthSearch;
-pub(crate) use pattern::ThreadShape;
+pub(crate) use pattern::{block_size, is_write, rate_step, ThreadShape};
 pub(crate) use program::Program;
 pub(crate) use steady::SteadyProbe;
 pub(crate) use trace::Replay;
@@ -79,10 +80,12 @@ impl World<'_> {
             Cont::Spin(need) => self.threads[t].act = Activity::Spin { need },
             Cont::Busy => self.threads[t].act = Activity::Busy,
             Cont::Nap(d) => self.nap(t, d),
+            Cont::PageCache => self.page_cache_cont(t),
+            Cont::PageCacheSleep(at) => self.page_cache_sleep(t, at),
         }
     }
 
-    fn set_burst(&mut self, t: usize, left: Nanos, then: Cont) {
+    pub(crate) fn set_burst(&mut self, t: usize, left: Nanos, then: Cont) {
         let left = self.thread_cost(t, left);
         self.threads[t].act = Activity::Burst { left, then };
     }
@@ -90,7 +93,7 @@ impl World<'_> {
     /// [`World::set_burst`] for work that is all user mode (the
     /// generator's own, think time): the whole burst, as varied by the
     /// host's spread, counts as user time.
-    fn set_user_burst(&mut self, t: usize, left: Nanos, then: Cont) {
+    pub(crate) fn set_user_burst(&mut self, t: usize, left: Nanos, then: Cont) {
         let left = self.thread_cost(t, left);
         let th = &mut self.threads[t];
         th.act = Activity::Burst { left, then };
@@ -138,6 +141,10 @@ impl World<'_> {
                 return;
             }
             if self.prepare_in_user_space(t, 1) {
+                return;
+            }
+            if !p.direct {
+                self.buffered_call(t);
                 return;
             }
             if self.prepare(t, 1, now) == 0 {
@@ -249,7 +256,7 @@ impl World<'_> {
         }
     }
 
-    fn block_with_timer(&mut self, t: usize, wait: Wait, at: Nanos) {
+    pub(crate) fn block_with_timer(&mut self, t: usize, wait: Wait, at: Nanos) {
         let th = &mut self.threads[t];
         th.timer_token += 1;
         let token = th.timer_token;
@@ -355,16 +362,21 @@ impl World<'_> {
     /// layer's.
     fn request_path(&self, t: usize) -> Nanos {
         let c = &self.costs;
+        // Inside a guest the request's path is the guest's driver and
+        // the hypervisor's (crate::virt).
+        let path = self
+            .guest_request_path(t)
+            .unwrap_or_else(|| c.per_request());
         match self.threads[t].prog.engine {
-            Engine::IoUring => c.uring_submit_sqe + c.per_request(),
-            Engine::Libaio => c.aio_submit_iocb + c.per_request(),
-            Engine::Psync | Engine::Pvsync2 => c.per_request(),
+            Engine::IoUring => c.uring_submit_sqe + path,
+            Engine::Libaio => c.aio_submit_iocb + path,
+            Engine::Psync | Engine::Pvsync2 => path,
         }
     }
 
     /// Enters the submission call of the staged batch; `entry` is the
     /// call's own cost before its first request.
-    fn start_call(&mut self, t: usize, entry: Nanos) {
+    pub(crate) fn start_call(&mut self, t: usize, entry: Nanos) {
         self.threads[t].batch_sent = 0;
         self.next_plug(t, entry);
     }
@@ -482,6 +494,10 @@ impl World<'_> {
         th.batch = batch;
         th.batch_sent = 0;
         if th.prog.engine.is_sync() {
+            if !th.prog.direct {
+                self.page_cache_submitted(t);
+                return;
+            }
             th.min_nr = 1;
             self.wait_for_events(t);
         } else {

@@ -34,6 +34,30 @@ pub(crate) struct Program {
 }
 
 impl Program {
+    /// A kernel thread's program (the page cache's flusher): it submits
+    /// through the block layer like a synchronous call (the VFS and
+    /// block paths per request) and is no job's.
+    pub(crate) fn kernel() -> Program {
+        Program {
+            engine: Engine::Psync,
+            rw: Rw::Write,
+            bs: 0,
+            iodepth: 0,
+            batch: 0,
+            min_nr: 1,
+            max_events: 1,
+            hint: None,
+            nowait: false,
+            direct: false,
+            gtod_reduce: false,
+            rate_interval: None,
+            think: 0,
+            rwmixread: 0,
+            stop_at: None,
+            trace: false,
+        }
+    }
+
     /// The program of every thread of `job`. `runtime` counts from the
     /// start of the run, warm-up included.
     pub(crate) fn from_job(job: &Job) -> Result<Program, SimError> {

@@ -1,0 +1,1256 @@
+//! The page cache and its writeback, as Linux 5.0 runs them
+//! (mm/page-writeback.c, fs/fs-writeback.c, mm/readahead.c), for threads
+//! that do buffered I/O (a job without `direct`, on a synchronous engine).
+//!
+//! * A buffered `write()` copies into the cache: CPU on the writer's core
+//!   (`buffered_call` plus `page_copy` per page), no device request. The
+//!   pages become dirty; a file's `dirtied_when` is set when it goes from
+//!   clean to dirty (`__mark_inode_dirty`).
+//! * After the copy the writer runs `balance_dirty_pages`: past the
+//!   background threshold (`background_ratio` of `memory`) it kicks the
+//!   flusher; with dirty plus writeback pages past the dirty limit
+//!   (`dirty_ratio`) it sleeps `wb_max_pause` (the time to write an eighth
+//!   of the dirty pages at the estimated bandwidth plus a jiffy, at most
+//!   200 ms) and checks again, inside the call. Between the free-run
+//!   ceiling (halfway between the thresholds) and the limit Linux paces
+//!   writers by a position ratio; the model lets them run free up to the
+//!   limit and checks on every call, not every `nr_dirtied_pause` pages.
+//! * The flusher is a kernel thread (the bdi's writeback kworker) on
+//!   `flusher_cpu`. It sleeps until a writer kicks it or its periodic
+//!   timer fires (`dirty_writeback_interval`, armed when the first file
+//!   gets dirty and again after each run while dirty pages remain). A kick
+//!   writes back while dirty pages exceed the background threshold; a
+//!   periodic run writes every file dirty for longer than `expire`
+//!   (`wb_check_old_data_flush`). Files go oldest `dirtied_when` first,
+//!   each from where its last writeback stopped (`writeback_index`,
+//!   range-cyclic), in requests of contiguous dirty pages merged up to
+//!   `max_writeback_request`, unmarked (docs/ALGORITHMS.md section 5),
+//!   sixteen to a plug (`wb_writeback`'s plug, flushed as blk-mq flushes
+//!   it). It does not wait for them: `WB_SYNC_NONE` skips pages already
+//!   under writeback, and only the driver's tags bound what is in flight.
+//!   A completion ends the pages' writeback in the handler
+//!   (`end_page_writeback`); the model applies it when the cache is next
+//!   looked at, which no one can tell apart.
+//! * A buffered `read()` copies what is cached; a miss issues one
+//!   read-ahead request (unmarked) whose window follows
+//!   `ondemand_readahead`: `get_init_ra_size` for a new stream, the next
+//!   window (`get_next_ra_size`, up to `read_ahead`) when the miss follows
+//!   the previous window. Linux also starts the next window early
+//!   (`PG_readahead`, asynchronous read-ahead); the model reads each
+//!   window when it is needed, so a sequential reader waits once per
+//!   window.
+//! * Clean pages stay cached until `memory` is full, then the oldest go
+//!   first.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use cint_policy::{Hint, Nanos, SEC};
+use cint_scenario::{Job, Rw, Work};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::engine::{stream_rng, Event};
+use crate::world::{Activity, Cont, ReqState, Request, RunState, Wait, World};
+
+/// The job index of kernel threads (the flusher): they belong to no job.
+pub(crate) const KERNEL_JOB: u32 = u32::MAX;
+
+/// Random streams of buffered offsets, `PAGE_CACHE_STREAM_BASE | thread`:
+/// apart from the jobs' own, so the other draws stay as they were.
+const PAGE_CACHE_STREAM_BASE: u64 = 1 << 43;
+
+/// The page size of the reference hosts (x86-64).
+pub(crate) const PAGE: u64 = 4096;
+
+/// `MAX_PAUSE` (mm/page-writeback.c): HZ / 5 jiffies.
+const MAX_PAUSE: Nanos = 200_000_000;
+
+/// One jiffy of the reference kernel (`CONFIG_HZ=250`, docs/HOST-COSTS.md).
+const JIFFY: Nanos = 4_000_000;
+
+/// `INIT_BW` (mm/backing-dev.c): the writeback bandwidth estimate before
+/// any measurement, 100 MB/s, in pages per second.
+const INIT_BW: u64 = (100 << 20) / PAGE;
+
+/// `BANDWIDTH_INTERVAL` (mm/page-writeback.c): the estimate is updated
+/// at most this often ...
+const BANDWIDTH_INTERVAL: Nanos = 200_000_000;
+
+/// ... and averages over about this period (`wb_update_write_bandwidth`).
+const BANDWIDTH_PERIOD: Nanos = 3 * SEC;
+
+/// `MIN_WRITEBACK_PAGES` (fs/fs-writeback.c): background writeback
+/// writes at least this much before it looks at the threshold again.
+const MIN_WRITEBACK_PAGES: u64 = 4096;
+
+/// Requests the flusher puts in one plug: `BLK_MAX_REQUEST_COUNT`.
+const PLUG_REQUESTS: u32 = 16;
+
+/// The settings in pages and nanoseconds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Settings {
+    pub memory_pages: u64,
+    pub background_pages: u64,
+    pub limit_pages: u64,
+    pub writeback_interval: Nanos,
+    pub expire: Nanos,
+    pub max_request_pages: u64,
+    pub read_ahead_pages: u64,
+    pub buffered_call: Nanos,
+    pub page_copy: Nanos,
+    pub writeback_page: Nanos,
+}
+
+impl Settings {
+    pub(crate) fn from_profile(p: &cint_scenario::page_cache::PageCacheProfile) -> Settings {
+        let memory_pages = (p.memory.0 / PAGE).max(1);
+        Settings {
+            memory_pages,
+            background_pages: memory_pages * u64::from(p.background_ratio) / 100,
+            limit_pages: memory_pages * u64::from(p.dirty_ratio) / 100,
+            writeback_interval: p.writeback_interval.0,
+            expire: p.expire.0,
+            max_request_pages: (p.max_writeback_request.0 / PAGE).max(1),
+            read_ahead_pages: (p.read_ahead.0 / PAGE).max(1),
+            buffered_call: p.buffered_call.0,
+            page_copy: p.page_copy.0,
+            writeback_page: p.writeback_page.0,
+        }
+    }
+}
+
+/// One file's pages.
+#[derive(Debug, Default)]
+struct File {
+    dirty: BTreeSet<u64>,
+    writeback: BTreeSet<u64>,
+    cached: BTreeSet<u64>,
+    /// When the file went from clean to dirty (`inode->dirtied_when`).
+    dirtied_when: Option<Nanos>,
+    /// Where its next writeback starts (`mapping->writeback_index`).
+    cursor: u64,
+    /// The last read-ahead window: first page and length.
+    ra: Option<(u64, u64)>,
+}
+
+/// A contiguous run of one file's pages (a request's payload).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Extent {
+    pub file: u32,
+    pub first: u64,
+    pub pages: u64,
+}
+
+/// Why the flusher runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// A writer found the dirty pages past the background threshold.
+    Background,
+    /// The periodic wake-up: expired files.
+    Kupdate,
+}
+
+/// Totals of the mechanism, for its tests and the result's note.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Totals {
+    /// Clean-to-dirty page transitions (a page dirtied again while still
+    /// dirty is not a new one).
+    pub dirtied: u64,
+    /// Pages whose writeback completed.
+    pub written: u64,
+    /// Writeback requests submitted.
+    pub requests: u64,
+    /// The largest writeback request, pages.
+    pub largest_request: u64,
+    /// Writeback requests whose pages were not all contiguous or larger
+    /// than allowed (must stay 0).
+    pub malformed: u64,
+    /// Writers' throttle pauses.
+    pub pauses: u64,
+    /// Flusher runs that wrote back, started by a kick and by the
+    /// periodic timer.
+    pub background_runs: u64,
+    pub kupdate_runs: u64,
+    /// Read-ahead requests and their pages.
+    pub read_ahead: u64,
+    pub read_ahead_pages: u64,
+}
+
+/// The cache: every file's pages, the counts the thresholds use, and the
+/// flusher's bandwidth estimate.
+#[derive(Debug)]
+pub(crate) struct PageCache {
+    pub set: Settings,
+    files: BTreeMap<u32, File>,
+    /// Clean cached pages, oldest first, for eviction; entries of pages
+    /// dirtied or evicted since are skipped when met.
+    lru: VecDeque<(u32, u64)>,
+    cached: u64,
+    dirty: u64,
+    writeback: u64,
+    /// Writeback requests in flight by request slot.
+    in_flight: BTreeMap<u32, Extent>,
+    /// Pages left in the background pass's current chunk.
+    chunk_left: u64,
+    /// Estimated write bandwidth, pages per second.
+    bandwidth: u64,
+    bw_stamp: Nanos,
+    bw_written: u64,
+    pub totals: Totals,
+}
+
+impl PageCache {
+    pub(crate) fn new(set: Settings) -> PageCache {
+        PageCache {
+            set,
+            files: BTreeMap::new(),
+            lru: VecDeque::new(),
+            cached: 0,
+            dirty: 0,
+            writeback: 0,
+            in_flight: BTreeMap::new(),
+            chunk_left: 0,
+            bandwidth: INIT_BW,
+            bw_stamp: 0,
+            bw_written: 0,
+            totals: Totals::default(),
+        }
+    }
+
+    /// Dirty pages (`NR_FILE_DIRTY`).
+    pub(crate) fn dirty_pages(&self) -> u64 {
+        self.dirty
+    }
+
+    /// Pages under writeback (`NR_WRITEBACK`).
+    pub(crate) fn writeback_pages(&self) -> u64 {
+        self.writeback
+    }
+
+    /// Dirty pages past the background threshold.
+    pub(crate) fn over_background(&self) -> bool {
+        self.dirty > self.set.background_pages
+    }
+
+    /// Dirty and writeback pages past the dirty limit: writers pause.
+    pub(crate) fn over_limit(&self) -> bool {
+        self.dirty + self.writeback > self.set.limit_pages
+    }
+
+    /// `wb_max_pause`: a writer over the limit sleeps for the time the
+    /// estimated bandwidth needs for an eighth of the dirty pages (in
+    /// whole jiffies, plus one), at most `MAX_PAUSE`.
+    pub(crate) fn pause(&self) -> Nanos {
+        // t = wb_dirty / (1 + bw / roundup_pow_of_two(1 + HZ / 8)) jiffies;
+        // HZ = 250 gives a divisor of 32.
+        let jiffies = (self.dirty + self.writeback) / (1 + self.bandwidth / 32) + 1;
+        (jiffies * JIFFY).min(MAX_PAUSE)
+    }
+
+    /// Pages `first..first + pages` of `file` are written at `now`;
+    /// true if no page was dirty before (`__mark_inode_dirty` then arms
+    /// the flusher's periodic timer).
+    pub(crate) fn write(&mut self, file: u32, first: u64, pages: u64, now: Nanos) -> bool {
+        let none_dirty = self.dirty == 0;
+        let f = self.files.entry(file).or_default();
+        let was_clean = f.dirty.is_empty();
+        for p in first..first + pages {
+            if f.dirty.insert(p) {
+                self.dirty += 1;
+                self.totals.dirtied += 1;
+                if f.cached.remove(&p) {
+                    self.cached -= 1;
+                }
+            }
+        }
+        if was_clean {
+            f.dirtied_when = Some(now);
+        }
+        none_dirty && self.dirty > 0
+    }
+
+    /// Whether pages `first..first + pages` of `file` are all cached
+    /// (clean, dirty or under writeback).
+    pub(crate) fn cached(&self, file: u32, first: u64, pages: u64) -> bool {
+        self.files.get(&file).is_some_and(|f| {
+            (first..first + pages)
+                .all(|p| f.cached.contains(&p) || f.dirty.contains(&p) || f.writeback.contains(&p))
+        })
+    }
+
+    /// The read-ahead window for a miss of `pages` pages at `first`
+    /// (`ondemand_readahead` without the asynchronous part), within the
+    /// file's `size_pages`.
+    pub(crate) fn read_ahead(
+        &mut self,
+        file: u32,
+        first: u64,
+        pages: u64,
+        size_pages: u64,
+    ) -> Extent {
+        let max = self.set.read_ahead_pages;
+        let f = self.files.entry(file).or_default();
+        let len = match f.ra {
+            // The miss follows the last window: a sequential stream.
+            Some((start, len)) if start + len == first => next_ra_size(len, max),
+            _ => init_ra_size(pages, max),
+        };
+        let mut len = len
+            .max(pages)
+            .min(size_pages.saturating_sub(first).max(pages));
+        // Pages already cached are not read again: the window stops at the
+        // first one past what the call needs (`__do_page_cache_readahead`
+        // reads only the missing pages).
+        let held = |p: &u64| f.cached.contains(p) || f.dirty.contains(p) || f.writeback.contains(p);
+        if let Some(p) = (first + pages..first + len).find(|p| held(p)) {
+            len = p - first;
+        }
+        f.ra = Some((first, len));
+        self.totals.read_ahead += 1;
+        self.totals.read_ahead_pages += len;
+        Extent {
+            file,
+            first,
+            pages: len,
+        }
+    }
+
+    /// A read-ahead request completed: its pages are cached clean (those
+    /// dirtied meanwhile stay dirty).
+    pub(crate) fn read_done(&mut self, e: Extent) {
+        let f = self.files.entry(e.file).or_default();
+        let mut added = 0;
+        for p in e.first..e.first + e.pages {
+            if !f.dirty.contains(&p) && !f.writeback.contains(&p) && f.cached.insert(p) {
+                self.lru.push_back((e.file, p));
+                added += 1;
+            }
+        }
+        self.cached += added;
+        self.evict();
+    }
+
+    /// The next writeback request of a pass at `now`, if the pass has
+    /// work left: the oldest dirty file that qualifies, from its cursor.
+    /// A background pass looks at the threshold between chunks of
+    /// `MIN_WRITEBACK_PAGES` (`wb_writeback` checks `wb_over_bg_thresh`
+    /// before each `writeback_sb_inodes`, which writes a chunk).
+    pub(crate) fn next_writeback(&mut self, pass: Pass, now: Nanos) -> Option<Extent> {
+        let expired_before = now.checked_sub(self.set.expire);
+        let mut max = self.set.max_request_pages;
+        if pass == Pass::Background {
+            if self.chunk_left == 0 {
+                if !self.over_background() {
+                    return None;
+                }
+                self.chunk_left = MIN_WRITEBACK_PAGES;
+            }
+            max = max.min(self.chunk_left);
+        }
+        // Files with pages to write, oldest dirtied first (`b_io`).
+        let file = self
+            .files
+            .iter()
+            .filter(|(_, f)| f.dirty.iter().any(|p| !f.writeback.contains(p)))
+            .filter(|(_, f)| match pass {
+                Pass::Background => true,
+                Pass::Kupdate => match (f.dirtied_when, expired_before) {
+                    (Some(at), Some(limit)) => at <= limit,
+                    _ => false,
+                },
+            })
+            .min_by_key(|(&id, f)| (f.dirtied_when, id));
+        let Some((&file, _)) = file else {
+            self.chunk_left = 0;
+            return None;
+        };
+        let f = self.files.get_mut(&file)?;
+        // The first dirty page at or after the cursor not under
+        // writeback, wrapping once (range_cyclic).
+        let first = f
+            .dirty
+            .range(f.cursor..)
+            .chain(f.dirty.range(..f.cursor))
+            .copied()
+            .find(|p| !f.writeback.contains(p))?;
+        let mut pages = 0;
+        while pages < max
+            && f.dirty.contains(&(first + pages))
+            && !f.writeback.contains(&(first + pages))
+        {
+            pages += 1;
+        }
+        for p in first..first + pages {
+            f.dirty.remove(&p);
+            f.writeback.insert(p);
+        }
+        f.cursor = first + pages;
+        if f.dirty.is_empty() {
+            f.dirtied_when = None;
+        }
+        self.dirty -= pages;
+        self.writeback += pages;
+        if pass == Pass::Background {
+            self.chunk_left -= pages;
+        }
+        self.totals.requests += 1;
+        self.totals.largest_request = self.totals.largest_request.max(pages);
+        Some(Extent { file, first, pages })
+    }
+
+    /// A writeback request of `slot` carries `e`.
+    fn track(&mut self, slot: u32, e: Extent) {
+        if e.pages == 0 || e.pages > self.set.max_request_pages {
+            self.totals.malformed += 1;
+        }
+        self.in_flight.insert(slot, e);
+    }
+
+    /// The writeback of `slot`'s request completed at `now`: its pages are
+    /// clean (or dirty again, if written meanwhile).
+    fn written(&mut self, slot: u32, now: Nanos) -> Option<Extent> {
+        let e = self.in_flight.remove(&slot)?;
+        let f = self.files.entry(e.file).or_default();
+        let mut cleaned = 0;
+        for p in e.first..e.first + e.pages {
+            if !f.writeback.remove(&p) {
+                self.totals.malformed += 1;
+                continue;
+            }
+            self.writeback -= 1;
+            self.totals.written += 1;
+            if !f.dirty.contains(&p) && f.cached.insert(p) {
+                self.lru.push_back((e.file, p));
+                cleaned += 1;
+            }
+        }
+        self.cached += cleaned;
+        self.bw_written += e.pages;
+        self.update_bandwidth(now);
+        self.evict();
+        Some(e)
+    }
+
+    /// `wb_update_write_bandwidth`: at most every `BANDWIDTH_INTERVAL`,
+    /// the pages written since the last update move the estimate, weighted
+    /// by the time they took against `BANDWIDTH_PERIOD`.
+    fn update_bandwidth(&mut self, now: Nanos) {
+        let elapsed = now.saturating_sub(self.bw_stamp);
+        if elapsed < BANDWIDTH_INTERVAL {
+            return;
+        }
+        let measured = u128::from(self.bw_written) * u128::from(SEC) / u128::from(elapsed);
+        let w = u128::from(elapsed.min(BANDWIDTH_PERIOD));
+        let period = u128::from(BANDWIDTH_PERIOD);
+        let bw = (u128::from(self.bandwidth) * (period - w) + measured * w) / period;
+        self.bandwidth = u64::try_from(bw).unwrap_or(u64::MAX).max(1);
+        self.bw_stamp = now;
+        self.bw_written = 0;
+    }
+
+    /// Drops the oldest clean pages while the cache holds more than its
+    /// memory.
+    fn evict(&mut self) {
+        while self.cached + self.dirty + self.writeback > self.set.memory_pages {
+            let Some((file, p)) = self.lru.pop_front() else {
+                return;
+            };
+            if let Some(f) = self.files.get_mut(&file) {
+                if f.cached.remove(&p) {
+                    self.cached -= 1;
+                }
+            }
+        }
+    }
+
+    /// Every page the cache accounts for is in exactly one state, and the
+    /// counts match the sets: none lost, none written twice.
+    pub(crate) fn consistent(&self) -> Result<(), String> {
+        let (mut dirty, mut writeback, mut cached) = (0u64, 0u64, 0u64);
+        for (id, f) in &self.files {
+            if let Some(p) = f
+                .cached
+                .iter()
+                .find(|p| f.dirty.contains(p) || f.writeback.contains(p))
+            {
+                return Err(format!("file {id}: page {p} cached clean and dirty"));
+            }
+            dirty += f.dirty.len() as u64;
+            writeback += f.writeback.len() as u64;
+            cached += f.cached.len() as u64;
+        }
+        let in_flight: u64 = self.in_flight.values().map(|e| e.pages).sum();
+        if (dirty, writeback, cached) != (self.dirty, self.writeback, self.cached)
+            || in_flight != writeback
+        {
+            return Err(format!(
+                "page counts {}/{}/{} (dirty/writeback/cached) against {dirty}/{writeback}/{cached} \
+                 in the files and {in_flight} in writeback requests",
+                self.dirty, self.writeback, self.cached
+            ));
+        }
+        // Each page dirtied is dirty still, or under writeback, or was
+        // written (a page dirtied again under writeback is in both sets,
+        // and was dirtied twice).
+        let t = &self.totals;
+        if t.dirtied != t.written + dirty + writeback {
+            return Err(format!(
+                "{} pages dirtied, {} written, {dirty} dirty, {writeback} under writeback",
+                t.dirtied, t.written
+            ));
+        }
+        if t.malformed > 0 {
+            return Err(format!("{} malformed writeback requests", t.malformed));
+        }
+        Ok(())
+    }
+}
+
+/// `get_init_ra_size` (mm/readahead.c), in pages.
+fn init_ra_size(pages: u64, max: u64) -> u64 {
+    let size = pages.max(1).next_power_of_two();
+    if size <= max / 32 {
+        size * 4
+    } else if size <= max / 4 {
+        size * 2
+    } else {
+        max
+    }
+}
+
+/// `get_next_ra_size` (mm/readahead.c), in pages.
+fn next_ra_size(cur: u64, max: u64) -> u64 {
+    if cur < max / 16 {
+        (4 * cur).min(max)
+    } else {
+        (2 * cur).min(max)
+    }
+}
+
+/// A buffered thread's call in progress.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Call {
+    /// When the call was entered (its latency starts here).
+    start: Nanos,
+    bytes: u64,
+    write: bool,
+    first: u64,
+    pages: u64,
+    /// The call has copied its data (a write) and runs
+    /// `balance_dirty_pages`, or a read waits for read-ahead.
+    copied: bool,
+}
+
+/// The page-cache side of every thread: buffered jobs' calls and files,
+/// and which thread is the flusher.
+#[derive(Debug)]
+pub(crate) struct Buffered {
+    pub cache: PageCache,
+    /// The flusher thread.
+    pub flusher: usize,
+    /// Why the flusher runs, while it does.
+    pass: Option<Pass>,
+    /// The flusher sleeps with its periodic timer armed.
+    timer_armed: bool,
+    /// The flusher's current run has submitted writeback.
+    pass_wrote: bool,
+    /// Per thread: its call in progress, its next sequential offset, its
+    /// file's size in pages, its stream of random offsets.
+    calls: Vec<Call>,
+    next_page: Vec<u64>,
+    size_pages: Vec<u64>,
+    rngs: Vec<Option<ChaCha8Rng>>,
+}
+
+/// Whether `job` does buffered I/O through the page cache: without
+/// `direct`, on a synchronous engine (Linux runs buffered libaio and
+/// io_uring reads and writes inside the submission call; the model keeps
+/// those engines' jobs direct).
+pub(crate) fn job_buffered(job: &Job) -> bool {
+    matches!(&job.work, Work::Io(io) if !io.direct && io.engine.is_sync())
+}
+
+impl Buffered {
+    /// The page cache of a run whose threads run `jobs` (a thread's job
+    /// index, [`KERNEL_JOB`] for the flusher), or none if no job is
+    /// buffered.
+    pub(crate) fn new(
+        sc: &cint_scenario::Scenario,
+        thread_jobs: &[u32],
+        flusher: usize,
+    ) -> Box<Buffered> {
+        let n = thread_jobs.len();
+        let mut size_pages = vec![1; n];
+        let mut rngs = Vec::with_capacity(n);
+        for (t, &j) in thread_jobs.iter().enumerate() {
+            let job = sc.jobs.get(j as usize);
+            if let Some(Work::Io(io)) = job.map(|j| &j.work) {
+                size_pages[t] = (io.size / PAGE).max(1);
+            }
+            let buffered = job.is_some_and(job_buffered);
+            rngs.push(buffered.then(|| stream_rng(sc.seed, PAGE_CACHE_STREAM_BASE | t as u64)));
+        }
+        Box::new(Buffered {
+            cache: PageCache::new(Settings::from_profile(&sc.host.page_cache)),
+            flusher,
+            pass: None,
+            timer_armed: false,
+            pass_wrote: false,
+            calls: vec![Call::default(); n],
+            next_page: vec![0; n],
+            size_pages,
+            rngs,
+        })
+    }
+
+    /// The first page of thread `t`'s next request of `bytes`: the next
+    /// in sequence, or a random aligned offset for a random pattern.
+    fn place(&mut self, t: usize, rw: Rw, bytes: u64) -> (u64, u64) {
+        let size = self.size_pages[t];
+        let pages = bytes.div_ceil(PAGE).clamp(1, size);
+        let random = matches!(rw, Rw::RandRead | Rw::RandWrite | Rw::RandRw);
+        let first = match (&mut self.rngs[t], random) {
+            (Some(rng), true) => rng.gen_range(0..=size - pages) / pages * pages,
+            _ => {
+                let p = self.next_page[t];
+                if p + pages > size {
+                    0
+                } else {
+                    p
+                }
+            }
+        };
+        self.next_page[t] = first + pages;
+        (first, pages)
+    }
+}
+
+impl World<'_> {
+    /// A buffered job's thread enters a `read()` or `write()` (its
+    /// generator's issue-side work is done).
+    pub(crate) fn buffered_call(&mut self, t: usize) {
+        self.count_issue(t);
+        let now = self.now();
+        let shape = self.shape(t);
+        let th = &mut self.threads[t];
+        let p = th.prog;
+        th.prepared = th.prepared.saturating_sub(1);
+        let write = crate::workload::is_write(p.rw, p.rwmixread, &mut th.rng);
+        let bytes = crate::workload::block_size(shape, p.bs, write, &mut th.rng);
+        if let Some(iv) = p.rate_interval {
+            let step = crate::workload::rate_step(shape, iv, bytes, &mut th.rng);
+            th.next_issue_at = th.next_issue_at.saturating_add(step);
+        }
+        self.shaping[t].bytes += bytes;
+        if write {
+            for since in &mut self.shaping[t].writes_since_sync {
+                *since += 1;
+            }
+        }
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            self.check.fail(format!(
+                "thread {t} is buffered but the run has no page cache"
+            ));
+            return;
+        };
+        let (first, pages) = b.place(t, p.rw, bytes);
+        b.calls[t] = Call {
+            start: now,
+            bytes,
+            write,
+            first,
+            pages,
+            copied: false,
+        };
+        let c = self.costs;
+        let s = b.cache.set;
+        let entry = c.syscall + s.buffered_call;
+        if write || b.cache.cached(t as u32, first, pages) {
+            // A read hit copies here; a write's pages are dirtied after.
+            b.calls[t].copied = !write;
+            self.set_burst(t, entry + pages * s.page_copy, Cont::PageCache);
+            return;
+        }
+        // A miss: one read-ahead request from the thread's slot.
+        let size = b.size_pages[t];
+        let e = b.cache.read_ahead(t as u32, first, pages, size);
+        let Some(r) = self.threads[t].free_slots.pop() else {
+            self.check
+                .fail(format!("buffered thread {t} has no free request slot"));
+            return;
+        };
+        let req = &mut self.reqs[r as usize];
+        req.write = false;
+        req.bytes = e.pages * PAGE;
+        req.hint = Hint::Unmarked;
+        req.issued = now;
+        req.state = ReqState::Submitting;
+        let th = &mut self.threads[t];
+        th.batch.push(r);
+        th.in_flight += 1;
+        self.start_call(t, entry);
+    }
+
+    /// A submission call of a buffered thread or the flusher has reached
+    /// the device: a reader waits for its read-ahead, the flusher goes on.
+    pub(crate) fn page_cache_submitted(&mut self, t: usize) {
+        let Some(b) = self.page_cache.as_deref() else {
+            return;
+        };
+        if t == b.flusher {
+            self.flusher_step(t);
+        } else {
+            self.block(t, Wait::PageCache);
+        }
+    }
+
+    /// Where a buffered thread or the flusher resumes after a burst or a
+    /// wake-up.
+    pub(crate) fn page_cache_cont(&mut self, t: usize) {
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            return;
+        };
+        if t == b.flusher {
+            b.timer_armed = false;
+            if b.pass.is_none() {
+                // Woken: by its timer (a periodic run) or by a writer.
+                let by_timer = std::mem::take(&mut self.threads[t].woken_by_timer);
+                let b = self.page_cache.as_deref_mut().expect("checked above");
+                b.pass = Some(if by_timer {
+                    Pass::Kupdate
+                } else {
+                    Pass::Background
+                });
+            }
+            self.flusher_step(t);
+            return;
+        }
+        let call = b.calls[t];
+        if call.write {
+            self.buffered_write_step(t, call);
+        } else {
+            self.buffered_read_step(t, call);
+        }
+    }
+
+    /// A write copied its pages (or woke from a throttle pause): dirty
+    /// them once, then `balance_dirty_pages`.
+    fn buffered_write_step(&mut self, t: usize, call: Call) {
+        let now = self.now();
+        self.settle_writeback();
+        let b = self.page_cache.as_deref_mut().expect("a buffered thread");
+        let mut kick = false;
+        if !call.copied {
+            b.calls[t].copied = true;
+            if b.cache.write(t as u32, call.first, call.pages, now) {
+                let at = now + b.cache.set.writeback_interval;
+                self.arm_flusher_timer(at);
+            }
+        }
+        let b = self.page_cache.as_deref_mut().expect("a buffered thread");
+        if b.cache.over_background() && b.pass.is_none() {
+            kick = self.kick_flusher();
+        }
+        let b = self.page_cache.as_deref_mut().expect("a buffered thread");
+        if b.cache.over_limit() {
+            b.cache.totals.pauses += 1;
+            let at = now + b.cache.pause();
+            let extra = if kick { self.costs.wakeup } else { 0 };
+            self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
+            return;
+        }
+        let extra = if kick { self.costs.wakeup } else { 0 };
+        self.finish_buffered(t, call, extra);
+    }
+
+    /// A read found its pages, or its read-ahead completed.
+    fn buffered_read_step(&mut self, t: usize, call: Call) {
+        if call.copied {
+            self.finish_buffered(t, call, 0);
+            return;
+        }
+        // Woken by the read-ahead's completion: its pages join the cache,
+        // the slot is free, and the data is copied.
+        if let Some(r) = self.threads[t].ready.pop_front() {
+            self.release_slot(t, r);
+            let b = self.page_cache.as_deref_mut().expect("a buffered thread");
+            let size = b.size_pages[t];
+            let pages = (self.reqs[r as usize].bytes / PAGE).min(size);
+            b.cache.read_done(Extent {
+                file: t as u32,
+                first: call.first,
+                pages,
+            });
+        }
+        let b = self.page_cache.as_deref_mut().expect("a buffered thread");
+        b.calls[t].copied = true;
+        let cost = call.pages * b.cache.set.page_copy;
+        self.set_burst(t, cost, Cont::PageCache);
+    }
+
+    /// A delivered request of thread `t` is done with: its slot is free.
+    fn release_slot(&mut self, t: usize, r: u32) {
+        let req = &mut self.reqs[r as usize];
+        if req.state != ReqState::Delivered {
+            let state = req.state;
+            self.check
+                .fail(format!("request {r} released in state {state:?}"));
+        }
+        req.state = ReqState::Free;
+        self.check.handed += 1;
+        let th = &mut self.threads[t];
+        th.free_slots.push(r);
+        th.in_flight -= 1;
+    }
+
+    /// The buffered call returns: its latency is the whole call, as a
+    /// synchronous call's in fio, then the generator's reaping work.
+    fn finish_buffered(&mut self, t: usize, call: Call, extra: Nanos) {
+        let now = self.now();
+        let job = self.threads[t].job as usize;
+        if self.measuring && self.job_measuring(job, now) {
+            let done = Request {
+                thread: t as u32,
+                queue: 0,
+                bytes: call.bytes,
+                write: call.write,
+                hint: Hint::Unmarked,
+                seq: 0,
+                issued: call.start,
+                submitted: now,
+                dispatched: now,
+                posted_at: now,
+                state: ReqState::Free,
+                polled: false,
+            };
+            self.jobs[job].record(&done, now, true);
+        }
+        self.steady_sample(job, now, call.bytes);
+        self.count_completions(t, 1);
+        let p = self.threads[t].prog;
+        let per_io = p.think + self.costs.user(p.gtod_reduce).reap;
+        self.set_user_burst(t, extra + self.costs.return_to_user + per_io, Cont::Issue);
+    }
+
+    /// A throttled writer's pause timer is armed: it sleeps.
+    pub(crate) fn page_cache_sleep(&mut self, t: usize, at: Nanos) {
+        if at <= self.now() {
+            self.page_cache_cont(t);
+        } else {
+            self.block_with_timer(t, Wait::PageCacheTimer, at);
+        }
+    }
+
+    /// Applies the writeback completions delivered so far (the flusher's
+    /// ready requests): their pages end writeback, their slots are free.
+    fn settle_writeback(&mut self) {
+        let Some(f) = self.page_cache.as_deref().map(|b| b.flusher) else {
+            return;
+        };
+        let now = self.now();
+        while let Some(r) = self.threads[f].ready.pop_front() {
+            self.release_slot(f, r);
+            let b = self.page_cache.as_deref_mut().expect("checked above");
+            if b.cache.written(r, now).is_none() {
+                self.check
+                    .fail(format!("writeback request {r} completed without pages"));
+            }
+        }
+    }
+
+    /// Wakes the flusher if it sleeps between runs (`wb_wakeup`); true
+    /// if it did (the caller pays the wake-up). The wake-up takes effect
+    /// as the caller's call goes on, as a freed tag's does.
+    fn kick_flusher(&mut self) -> bool {
+        let Some(f) = self.page_cache.as_deref().map(|b| b.flusher) else {
+            return false;
+        };
+        let th = &mut self.threads[f];
+        if th.run != RunState::Blocked || th.wait != Wait::PageCacheTimer || th.wake_listed {
+            return false;
+        }
+        th.wake_listed = true;
+        th.woken_by_timer = false;
+        let now = self.now();
+        self.events.schedule(now, Event::Wake { thread: f as u32 });
+        true
+    }
+
+    /// Arms the flusher's periodic timer at `at` (`wb_wakeup_delayed`)
+    /// while it sleeps without one.
+    fn arm_flusher_timer(&mut self, at: Nanos) {
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            return;
+        };
+        let f = b.flusher;
+        let th = &self.threads[f];
+        let idle = th.run == RunState::Blocked && th.wait == Wait::PageCacheTimer;
+        if !idle || b.timer_armed || th.wake_listed {
+            return;
+        }
+        b.timer_armed = true;
+        let th = &mut self.threads[f];
+        th.timer_token += 1;
+        let token = th.timer_token;
+        self.events.schedule(
+            at,
+            Event::ThreadTimer {
+                thread: f as u32,
+                token,
+            },
+        );
+        self.power_note_timer(f, at);
+    }
+
+    /// The flusher's loop: settle completions, then submit the pass's
+    /// next plug of requests, or sleep.
+    fn flusher_step(&mut self, t: usize) {
+        self.settle_writeback();
+        let now = self.now();
+        let b = self.page_cache.as_deref_mut().expect("the flusher");
+        let Some(pass) = b.pass else {
+            self.flusher_sleep(t);
+            return;
+        };
+        let mut staged = 0u32;
+        let mut cpu = 0;
+        while staged < PLUG_REQUESTS {
+            let Some(&r) = self.threads[t].free_slots.last() else {
+                break;
+            };
+            let b = self.page_cache.as_deref_mut().expect("the flusher");
+            let Some(e) = b.cache.next_writeback(pass, now) else {
+                break;
+            };
+            b.cache.track(r, e);
+            cpu += e.pages * b.cache.set.writeback_page;
+            self.threads[t].free_slots.pop();
+            let req = &mut self.reqs[r as usize];
+            if req.state != ReqState::Free {
+                let state = req.state;
+                self.check
+                    .fail(format!("writeback slot {r} reused in state {state:?}"));
+            }
+            req.write = true;
+            req.bytes = e.pages * PAGE;
+            req.hint = Hint::Unmarked;
+            req.issued = now;
+            req.state = ReqState::Submitting;
+            let th = &mut self.threads[t];
+            th.batch.push(r);
+            th.in_flight += 1;
+            staged += 1;
+        }
+        if staged > 0 {
+            self.page_cache
+                .as_deref_mut()
+                .expect("the flusher")
+                .pass_wrote = true;
+            self.start_call(t, cpu);
+            return;
+        }
+        if self.threads[t].free_slots.is_empty() {
+            // Every slot in flight: the driver's tags are the real bound,
+            // so this is reached only with more slots than tags in use.
+            self.block(t, Wait::PageCache);
+            return;
+        }
+        self.flusher_sleep(t);
+    }
+
+    /// The pass is over: sleep, with the periodic timer while dirty pages
+    /// remain.
+    fn flusher_sleep(&mut self, t: usize) {
+        let now = self.now();
+        let b = self.page_cache.as_deref_mut().expect("the flusher");
+        if std::mem::take(&mut b.pass_wrote) {
+            match b.pass {
+                Some(Pass::Background) => b.cache.totals.background_runs += 1,
+                Some(Pass::Kupdate) => b.cache.totals.kupdate_runs += 1,
+                None => {}
+            }
+        }
+        b.pass = None;
+        b.cache.chunk_left = 0;
+        if b.cache.dirty_pages() > 0 {
+            b.timer_armed = true;
+            let at = now + b.cache.set.writeback_interval;
+            self.block_with_timer(t, Wait::PageCacheTimer, at);
+        } else {
+            self.block(t, Wait::PageCacheTimer);
+        }
+    }
+}
+
+/// The device queue the flusher submits to, when a job of `sc` is
+/// buffered (its core's, as every thread's).
+pub(crate) fn flusher_queue(sc: &cint_scenario::Scenario, queues_n: usize) -> Option<usize> {
+    sc.jobs
+        .iter()
+        .any(job_buffered)
+        .then(|| sc.host.page_cache.flusher_cpu as usize % queues_n.max(1))
+}
+
+/// Adds the flusher thread when a job of `sc` is buffered: a kernel
+/// thread on `flusher_cpu` with as many request slots as the device has
+/// tags per queue (the tags, not the slots, bound its writeback). Returns
+/// its index.
+pub(crate) fn add_flusher(
+    sc: &cint_scenario::Scenario,
+    threads: &mut Vec<crate::world::Thread>,
+    reqs: &mut Vec<Request>,
+    cores: &mut [crate::host::Core],
+    queues_n: usize,
+    estimator: cint_policy::hybrid_poll::SleepEstimator,
+) -> Result<Option<usize>, crate::SimError> {
+    if !sc.jobs.iter().any(job_buffered) {
+        return Ok(None);
+    }
+    let core = sc.host.page_cache.flusher_cpu as usize;
+    if core >= cores.len() {
+        return Err(crate::SimError::input(format!(
+            "host.page_cache.flusher_cpu: core {core} is beyond the host's {} cores",
+            cores.len()
+        )));
+    }
+    let prog = crate::workload::Program::kernel();
+    let tid = threads.len();
+    let mut th = crate::world::Thread::fresh(
+        sc.seed,
+        (sc.jobs.len() as u32, 0),
+        core as u32,
+        prog,
+        flusher_start(),
+        estimator,
+    );
+    th.job = KERNEL_JOB;
+    let depth = sc.device.queue_depth.max(1);
+    for _ in 0..depth {
+        th.free_slots.push(reqs.len() as u32);
+        reqs.push(Request {
+            thread: tid as u32,
+            queue: (core % queues_n) as u32,
+            bytes: 0,
+            write: true,
+            hint: Hint::Unmarked,
+            seq: 0,
+            issued: 0,
+            submitted: 0,
+            dispatched: 0,
+            posted_at: 0,
+            state: ReqState::Free,
+            polled: false,
+        });
+    }
+    th.free_slots.reverse();
+    threads.push(th);
+    cores[core].rq.push(tid as u32);
+    Ok(Some(tid))
+}
+
+impl World<'_> {
+    /// End of run: the cache's books balance (no page lost or written
+    /// twice, no request malformed).
+    pub(crate) fn check_page_cache(&mut self) {
+        if let Some(b) = self.page_cache.as_deref() {
+            if let Err(msg) = b.cache.consistent() {
+                self.check.fail(format!("page cache: {msg}"));
+            }
+        }
+    }
+
+    /// What the page cache did in the run, for the result's notes.
+    pub(crate) fn page_cache_note(&self, strategy: &cint_scenario::Strategy) -> Option<String> {
+        let b = self.page_cache.as_deref()?;
+        let t = &b.cache.totals;
+        Some(format!(
+            "strategy '{}': page cache over the whole run: {} pages dirtied, {} written back in \
+             {} requests (largest {} KiB) by {} background and {} periodic flusher runs that wrote, {} \
+             throttle pauses, {} read-ahead requests of {} pages; at the end {} dirty and {} \
+             under writeback",
+            strategy.name,
+            t.dirtied,
+            t.written,
+            t.requests,
+            t.largest_request * PAGE / 1024,
+            t.background_runs,
+            t.kupdate_runs,
+            t.pauses,
+            t.read_ahead,
+            t.read_ahead_pages,
+            b.cache.dirty_pages(),
+            b.cache.writeback_pages(),
+        ))
+    }
+}
+
+/// The flusher's program state right after it is built: it runs once,
+/// finds nothing to do and sleeps.
+pub(crate) fn flusher_start() -> Activity {
+    Activity::Burst {
+        left: 0,
+        then: Cont::PageCache,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> Settings {
+        Settings {
+            memory_pages: 1000,
+            background_pages: 100,
+            limit_pages: 200,
+            writeback_interval: 5 * SEC,
+            expire: 30 * SEC,
+            max_request_pages: 32,
+            read_ahead_pages: 32,
+            buffered_call: 1_000,
+            page_copy: 700,
+            writeback_page: 250,
+        }
+    }
+
+    #[test]
+    fn background_writeback_starts_past_the_threshold_and_stops_under_it() {
+        let mut pc = PageCache::new(settings());
+        pc.write(0, 0, 100, 0);
+        assert!(
+            !pc.over_background(),
+            "100 pages is the threshold, not past it"
+        );
+        assert_eq!(pc.next_writeback(Pass::Background, 0), None);
+        pc.write(0, 100, 40, 0);
+        assert!(pc.over_background());
+        let mut written = 0;
+        while let Some(e) = pc.next_writeback(Pass::Background, 0) {
+            written += e.pages;
+        }
+        // A chunk of MIN_WRITEBACK_PAGES is more than everything dirty.
+        assert_eq!((written, pc.dirty_pages()), (140, 0));
+        pc.write(5, 0, 101, 0);
+        pc.chunk_left = 0;
+        assert_eq!(
+            pc.next_writeback(Pass::Background, 0).map(|e| e.pages),
+            Some(32)
+        );
+    }
+
+    #[test]
+    fn requests_merge_contiguous_pages_up_to_the_maximum() {
+        let mut pc = PageCache::new(settings());
+        pc.write(1, 0, 70, 0);
+        pc.write(1, 80, 3, 0);
+        let sizes: Vec<_> = std::iter::from_fn(|| pc.next_writeback(Pass::Kupdate, 31 * SEC))
+            .map(|e| (e.first, e.pages))
+            .collect();
+        assert_eq!(sizes, [(0, 32), (32, 32), (64, 6), (80, 3)]);
+        assert_eq!(pc.totals.largest_request, 32);
+    }
+
+    #[test]
+    fn only_expired_files_are_written_by_a_periodic_run() {
+        let mut pc = PageCache::new(settings());
+        pc.write(1, 0, 4, 0);
+        pc.write(2, 0, 4, 10 * SEC);
+        assert_eq!(pc.next_writeback(Pass::Kupdate, 29 * SEC), None);
+        let e = pc
+            .next_writeback(Pass::Kupdate, 35 * SEC)
+            .expect("file 1 expired");
+        assert_eq!(e.file, 1);
+        assert_eq!(pc.next_writeback(Pass::Kupdate, 35 * SEC), None);
+        assert_eq!(
+            pc.next_writeback(Pass::Kupdate, 40 * SEC).map(|e| e.file),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn writers_are_throttled_past_the_limit_until_writeback_completes() {
+        let mut pc = PageCache::new(settings());
+        pc.write(0, 0, 201, 0);
+        assert!(pc.over_limit());
+        let pause = pc.pause();
+        assert!((JIFFY..=MAX_PAUSE).contains(&pause), "{pause}");
+        // Submitting writeback does not lift the limit: writeback pages
+        // count; completing it does.
+        let mut slot = 0;
+        while let Some(e) = pc.next_writeback(Pass::Kupdate, 31 * SEC) {
+            pc.track(slot, e);
+            slot += 1;
+        }
+        assert!(pc.over_limit());
+        for s in 0..slot {
+            pc.written(s, 31 * SEC);
+        }
+        assert!(!pc.over_limit());
+        assert_eq!(pc.totals.written, 201);
+        pc.consistent().expect("consistent");
+    }
+
+    #[test]
+    fn no_page_is_lost_or_written_twice() {
+        let mut pc = PageCache::new(settings());
+        let mut rng = stream_rng(7, 1);
+        let mut slot = 0u32;
+        let mut in_flight = Vec::new();
+        for step in 0..2_000u64 {
+            let now = step * 100_000_000;
+            match rng.gen_range(0..3) {
+                0 => {
+                    let first = rng.gen_range(0..300);
+                    pc.write(rng.gen_range(0..3), first, rng.gen_range(1..20), now);
+                }
+                1 => {
+                    if let Some(e) = pc.next_writeback(Pass::Kupdate, now) {
+                        pc.track(slot, e);
+                        in_flight.push(slot);
+                        slot += 1;
+                    }
+                }
+                _ => {
+                    if !in_flight.is_empty() {
+                        let i = rng.gen_range(0..in_flight.len());
+                        pc.written(in_flight.swap_remove(i), now);
+                    }
+                }
+            }
+            pc.consistent()
+                .unwrap_or_else(|e| panic!("step {step}: {e}"));
+        }
+        for s in in_flight {
+            pc.written(s, 1 << 50);
+        }
+        while let Some(e) = pc.next_writeback(Pass::Kupdate, 1 << 50) {
+            pc.track(slot, e);
+            pc.written(slot, 1 << 50);
+            slot += 1;
+        }
+        assert_eq!(pc.dirty_pages() + pc.writeback_pages(), 0);
+        assert_eq!(pc.totals.dirtied, pc.totals.written);
+    }
+
+    #[test]
+    fn read_ahead_grows_on_a_sequential_stream() {
+        let mut pc = PageCache::new(settings());
+        let first = pc.read_ahead(0, 0, 1, 1000);
+        // One page, max 32: 1 <= 32/32, so four pages.
+        assert_eq!(first.pages, 4);
+        pc.read_done(first);
+        assert!(pc.cached(0, 0, 4) && !pc.cached(0, 4, 1));
+        // 4 is not below 32 / 16: the window doubles.
+        let next = pc.read_ahead(0, 4, 1, 1000);
+        assert_eq!((next.first, next.pages), (4, 8));
+        assert_eq!(pc.read_ahead(0, 12, 1, 1000).pages, 16);
+        let fourth = pc.read_ahead(0, 28, 1, 1000);
+        assert_eq!(fourth.pages, 32);
+        assert_eq!(
+            pc.read_ahead(0, 60, 1, 1000).pages,
+            32,
+            "capped at read_ahead"
+        );
+        let random = pc.read_ahead(0, 500, 1, 1000);
+        assert_eq!(random.pages, 4, "a jump starts a new stream");
+    }
+}

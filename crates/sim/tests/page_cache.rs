@@ -1,0 +1,134 @@
+//! The page cache and its writeback (crate::host::pagecache) in whole
+//! runs: when writeback starts, what it writes, how writers are held
+//! back, and read-ahead. The run's own invariants check at its end that no
+//! page was lost or written twice.
+
+use cint_report::RunResult;
+
+/// What the result's page-cache note says, in its order: pages dirtied,
+/// written, requests, largest request KiB, background runs, periodic
+/// runs, throttle pauses, read-ahead requests, read-ahead pages, dirty
+/// and writeback pages at the end.
+fn totals(r: &RunResult) -> Vec<u64> {
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.contains("page cache over the whole run"))
+        .expect("a buffered run has a page-cache note");
+    let (_, rest) = note.split_once("run:").expect("the note's form");
+    rest.split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().expect("a number"))
+        .collect()
+}
+
+fn run(job: &str, host: &str, device: &str, duration: &str) -> RunResult {
+    let text = format!(
+        "name = \"pc\"\nduration = \"{duration}\"\n[device]\nmodel = \"{device}\"\n\
+         [host]\ncores = 2\n{host}\n[[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+         [[job]]\nname = \"w\"\nengine = \"psync\"\ncpu = 1\ndirect = false\n{job}\n"
+    );
+    let sc = cint_scenario::load_str(&text, "pc.toml", &[]).expect("valid scenario");
+    cint_sim::run(&sc).expect("runs")
+}
+
+#[test]
+fn dirty_pages_under_the_background_threshold_wait_for_expiry() {
+    // 500 writes of 4 KiB a second into 1 GiB: 10% is 26 214 pages, more
+    // than the run dirties, so only the 30 s expiry writes back.
+    let job = "rw = \"write\"\nbs = \"4k\"\nrate_iops = 500";
+    let host = "[host.page_cache]\nmemory = \"1GiB\"";
+    let early = totals(&run(job, host, "optane-p4800x", "29s"));
+    assert_eq!(early[1], 0, "nothing written before 30 s: {early:?}");
+    assert_eq!(early[4] + early[5], 0, "no flusher run wrote: {early:?}");
+    let late = totals(&run(job, host, "optane-p4800x", "36s"));
+    assert!(
+        late[1] >= 14_500,
+        "the expired pages were written: {late:?}"
+    );
+    assert_eq!(
+        (late[4], late[5]),
+        (0, 1),
+        "one periodic run wrote them: {late:?}"
+    );
+}
+
+#[test]
+fn background_writeback_merges_contiguous_pages_up_to_the_maximum() {
+    let job = "rw = \"write\"\nbs = \"4k\"";
+    let t = totals(&run(
+        job,
+        "[host.page_cache]\nmemory = \"64MiB\"",
+        "optane-p4800x",
+        "200ms",
+    ));
+    assert!(t[4] > 0 && t[1] > 0, "background writeback ran: {t:?}");
+    assert_eq!(t[3], 128, "requests of 128 KiB: {t:?}");
+    assert_eq!(t[0], t[1] + t[9] + t[10], "every page accounted: {t:?}");
+    let small = totals(&run(
+        job,
+        "[host.page_cache]\nmemory = \"64MiB\"\nmax_writeback_request = \"64k\"",
+        "optane-p4800x",
+        "200ms",
+    ));
+    assert_eq!(small[3], 64, "{small:?}");
+    assert!(small[2] > t[2], "more, smaller requests: {small:?} {t:?}");
+}
+
+#[test]
+fn writers_past_the_dirty_limit_are_held_to_the_device_speed() {
+    // 4 KiB buffered writes go at about 1.6 GB/s; the P3700 writes
+    // 1.08 GB/s. Past the limit the writer pauses.
+    let job = "rw = \"write\"\nbs = \"4k\"";
+    let host = "[host.page_cache]\nmemory = \"64MiB\"";
+    let r = run(job, host, "p3700", "1s");
+    let t = totals(&r);
+    assert!(t[6] > 0, "throttle pauses: {t:?}");
+    let bw = r.results[0].jobs[0].bw_bytes;
+    assert!(bw < 1_200_000_000, "held near the device's 1.08 GB/s: {bw}");
+    let max = r.results[0].jobs[0].lat_ns.max;
+    assert!(
+        max > 4_000_000,
+        "a paused call lasts a jiffy or more: {max}"
+    );
+    let fast = run(job, host, "optane-p4800x", "1s");
+    let fast_bw = fast.results[0].jobs[0].bw_bytes;
+    assert!(fast_bw > bw, "{fast_bw} against {bw}");
+}
+
+#[test]
+fn sequential_buffered_reads_come_through_growing_read_ahead() {
+    let r = run("rw = \"read\"\nbs = \"4k\"", "", "optane-p4800x", "50ms");
+    let t = totals(&r);
+    let ios = r.results[0].jobs[0].ios;
+    assert!(
+        t[8] >= ios,
+        "every page read came through read-ahead: {t:?} {ios}"
+    );
+    assert!(t[7] * 16 < t[8], "windows reach 128 KiB (32 pages): {t:?}");
+    assert_eq!(t[1], 0);
+}
+
+#[test]
+fn a_file_read_again_is_served_from_the_cache() {
+    // 1 MiB read at random in 4 KiB: after its 256 pages are in, every
+    // read is a hit, with no device request and no wait.
+    let r = run(
+        "rw = \"randread\"\nbs = \"4k\"\nsize = \"1m\"",
+        "",
+        "optane-p4800x",
+        "50ms",
+    );
+    let t = totals(&r);
+    let job = &r.results[0].jobs[0];
+    assert!(
+        t[8] <= 256 + 32,
+        "each page read from the device about once: {t:?}"
+    );
+    assert!(
+        job.ios > 50 * t[7],
+        "hits outnumber misses: {} ios, {t:?}",
+        job.ios
+    );
+    assert!(job.lat_ns.percentile.values().next().copied().unwrap_or(0) < 3_000);
+}

@@ -1,0 +1,472 @@
+//! The virtual-machine layer (docs/VIRT.md): the ESX-like path against
+//! the vIC paper's Table 2 (the one fit of the `esx-like` hypervisor
+//! profile and the `cached-array` device), its mechanisms one at a time,
+//! determinism, and the refusals of bad input.
+//!
+//! `cargo test --release -p cint-sim --test virt -- --nocapture` prints
+//! the table of targets and what the model gives.
+
+use cint_report::{RunResult, StrategyResult, VirtResult};
+use cint_scenario::Scenario;
+
+fn scenario_path(name: &str) -> String {
+    format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn load(name: &str, sets: &[&str]) -> Scenario {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    cint_scenario::load_file(std::path::Path::new(&scenario_path(name)), &sets)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn run(name: &str, sets: &[&str]) -> RunResult {
+    cint_sim::run(&load(name, sets)).unwrap_or_else(|e| panic!("{name} {sets:?}: {e}"))
+}
+
+fn by_name<'a>(r: &'a RunResult, name: &str) -> &'a StrategyResult {
+    r.results
+        .iter()
+        .find(|s| s.strategy == name)
+        .unwrap_or_else(|| panic!("strategy {name} missing"))
+}
+
+fn virt<'a>(r: &'a RunResult, name: &str) -> &'a VirtResult {
+    by_name(r, name)
+        .virt
+        .as_ref()
+        .unwrap_or_else(|| panic!("strategy {name} has no virt figures"))
+}
+
+/// One row of the vIC paper's Table 2 (4 KiB reads, one worker, cached
+/// LUN, ESX at 2.4 GHz): outstanding I/Os, the delivery ratio vIC chose,
+/// then vIC's IOPS, cycles per I/O and guest interrupts/s, then the
+/// baseline's.
+struct Row {
+    oio: u32,
+    r_hat: f64,
+    iops: f64,
+    cycles: f64,
+    ints: f64,
+    base_iops: f64,
+    base_cycles: f64,
+    base_ints: f64,
+}
+
+const TABLE_2: [Row; 4] = [
+    Row {
+        oio: 8,
+        r_hat: 4.0 / 5.0,
+        iops: 31_200.0,
+        cycles: 82_600.0,
+        ints: 49_000.0,
+        base_iops: 30_500.0,
+        base_cycles: 84_200.0,
+        base_ints: 47_000.0,
+    },
+    Row {
+        oio: 16,
+        r_hat: 2.0 / 3.0,
+        iops: 38_900.0,
+        cycles: 74_800.0,
+        ints: 58_000.0,
+        base_iops: 38_400.0,
+        base_cycles: 77_000.0,
+        base_ints: 60_000.0,
+    },
+    Row {
+        oio: 32,
+        r_hat: 1.0 / 3.0,
+        iops: 48_300.0,
+        cycles: 68_000.0,
+        ints: 69_000.0,
+        base_iops: 46_400.0,
+        base_cycles: 70_500.0,
+        base_ints: 74_000.0,
+    },
+    Row {
+        oio: 64,
+        r_hat: 1.0 / 6.0,
+        iops: 53_100.0,
+        cycles: 64_000.0,
+        ints: 34_000.0,
+        base_iops: 52_900.0,
+        base_cycles: 78_400.0,
+        base_ints: 113_000.0,
+    },
+];
+
+/// Targets the fitted model does not meet, each with the reason no
+/// defensible mechanism closes it (docs/results/virtualization.md has the
+/// evidence). Printed, not failed; any other miss fails.
+const KNOWN_MISSES: &[(&str, &str)] = &[
+    (
+        "OIO 16 baseline IOPS",
+        "the paper's latency grows by about 18.5 us per outstanding I/O from 8 I/Os on (262, \
+         417, 690, 1210 us), a queue at the array already at 30 K IOPS; the array of \
+         parallel units with a fixed and an exponential part saturates more sharply, so 16 \
+         I/Os already reach the guest core's limit",
+    ),
+    ("OIO 16 vic IOPS", "as the baseline at 16 outstanding I/Os"),
+    (
+        "OIO 8 vic cycles/IO",
+        "the paper's vIC at 8 outstanding I/Os injects as many interrupts as the baseline (49 \
+         K/s against 47 K/s, more than one per I/O); the model's vIC at R = 4/5 with the 100 \
+         us IPI threshold lets completions wait for the next guest exit, so it injects half \
+         as many and saves their cycles",
+    ),
+    (
+        "guest interrupts/s",
+        "the paper counts more guest interrupts than I/Os (baseline 1.5 to 2.1 per I/O), \
+         which one virtual interrupt per delivery cannot produce; the guest's other \
+         interrupt sources are not modelled",
+    ),
+    (
+        "vic/baseline interrupts",
+        "the paper's vIC injects about as many interrupts as the baseline up to 32 \
+         outstanding I/Os; in the model the IPI threshold and the guest's exits already \
+         coalesce there (see OIO 8 vic cycles/IO)",
+    ),
+];
+
+struct Check {
+    failures: Vec<String>,
+}
+
+impl Check {
+    fn within(&mut self, what: &str, known: &str, got: f64, target: f64, band: (f64, f64)) {
+        let ratio = got / target;
+        let ok = ratio >= band.0 && ratio <= band.1;
+        let listed = KNOWN_MISSES.iter().find(|(name, _)| *name == known);
+        let verdict = match (ok, listed) {
+            (true, _) => "ok",
+            (false, Some(_)) => "MISS (known)",
+            (false, None) => "DRIFT",
+        };
+        println!("{what:<40} paper {target:>9.3}  model {got:>9.3}  x{ratio:>5.2}  {verdict}");
+        if !ok && listed.is_none() {
+            self.failures.push(format!(
+                "{what}: model {got:.3} against the paper's {target:.3} (x{ratio:.2}, band \
+                 x{:.2}..x{:.2})",
+                band.0, band.1
+            ));
+        }
+    }
+}
+
+/// Absolute values within 20%, ratios within x1.25 (the issue's bands).
+const ABSOLUTE: (f64, f64) = (0.8, 1.2);
+const RATIO: (f64, f64) = (0.8, 1.25);
+
+#[test]
+fn esx_like_against_the_vic_papers_table_2() {
+    let mut check = Check {
+        failures: Vec::new(),
+    };
+    for row in &TABLE_2 {
+        let oio = row.oio;
+        let depth = format!("job.iometer.iodepth={oio}");
+        let r = run("vic-iometer-4k.toml", &[&depth]);
+        let (base, vic) = (virt(&r, "baseline"), virt(&r, "vic"));
+        let iops = |s: &str| by_name(&r, s).jobs[0].iops;
+        let name = |what: &str| format!("OIO {oio} {what}");
+        // (what, the known-miss entry it falls under, model, paper, band).
+        let own = |what: &str| (name(what), name(what));
+        let checks = [
+            (
+                own("baseline IOPS"),
+                iops("baseline"),
+                row.base_iops,
+                ABSOLUTE,
+            ),
+            (own("vic IOPS"), iops("vic"), row.iops, ABSOLUTE),
+            (
+                own("baseline cycles/IO"),
+                base.cycles_per_io,
+                row.base_cycles,
+                ABSOLUTE,
+            ),
+            (
+                own("vic cycles/IO"),
+                vic.cycles_per_io,
+                row.cycles,
+                ABSOLUTE,
+            ),
+            (
+                own("vic delivery ratio"),
+                vic.delivery_ratio,
+                row.r_hat,
+                ABSOLUTE,
+            ),
+            (
+                (name("vic/baseline IOPS"), "vic/baseline IOPS".into()),
+                iops("vic") / iops("baseline"),
+                row.iops / row.base_iops,
+                RATIO,
+            ),
+            (
+                (
+                    name("vic/baseline cycles/IO"),
+                    "vic/baseline cycles/IO".into(),
+                ),
+                vic.cycles_per_io / base.cycles_per_io,
+                row.cycles / row.base_cycles,
+                RATIO,
+            ),
+            (
+                (
+                    name("vic/baseline interrupts"),
+                    "vic/baseline interrupts".into(),
+                ),
+                vic.virtual_interrupts_per_s / base.virtual_interrupts_per_s,
+                row.ints / row.base_ints,
+                RATIO,
+            ),
+            (
+                (
+                    name("baseline guest interrupts/s"),
+                    "guest interrupts/s".into(),
+                ),
+                base.virtual_interrupts_per_s,
+                row.base_ints,
+                ABSOLUTE,
+            ),
+            (
+                (name("vic guest interrupts/s"), "guest interrupts/s".into()),
+                vic.virtual_interrupts_per_s,
+                row.ints,
+                ABSOLUTE,
+            ),
+        ];
+        for ((what, known), got, target, band) in checks {
+            check.within(&what, &known, got, target, band);
+        }
+        // Mechanisms the table rests on, whatever the bands: the baseline
+        // delivers every completion, and vIC never injects more.
+        assert_eq!(base.delivery_ratio, 1.0, "OIO {oio}");
+        assert!(
+            vic.virtual_interrupts_per_s < base.virtual_interrupts_per_s,
+            "OIO {oio}: vIC injects fewer virtual interrupts"
+        );
+    }
+    assert!(
+        check.failures.is_empty(),
+        "calibration drifted:\n{}",
+        check.failures.join("\n")
+    );
+}
+
+/// The IPI threshold is the only thing between a posted completion and
+/// an IPI: at 0 every physical interrupt that finds the monitor idle
+/// sends one; at 500 us the completions wait for the guest's exits.
+#[test]
+fn the_ipi_threshold_trades_ipis_for_waiting() {
+    let at = |threshold: &str| {
+        let set = format!("strategy.vic.ipi_threshold={threshold}");
+        let r = run("vic-iometer-4k.toml", &["job.iometer.iodepth=8", &set]);
+        (
+            virt(&r, "vic").ipis_per_s,
+            by_name(&r, "vic").jobs[0].lat_ns.mean,
+        )
+    };
+    let (ipis_0, lat_0) = at("0us");
+    let (ipis_500, lat_500) = at("500us");
+    assert!(ipis_0 > 5.0 * ipis_500.max(1.0), "{ipis_0} vs {ipis_500}");
+    assert!(
+        lat_500 > lat_0,
+        "waiting for exits costs latency: {lat_0} vs {lat_500}"
+    );
+}
+
+/// Without IPIs the monitor's periodic timer is what delivers a held
+/// completion when the guest makes no exit: a longer timer, a slower
+/// closed loop at depth 1 once the IPI threshold keeps IPIs away.
+#[test]
+fn the_monitor_timer_bounds_how_long_a_completion_waits() {
+    let at = |timer: &str| {
+        let set = format!("hypervisor.monitor_timer={timer}");
+        let r = run(
+            "vic-iometer-4k.toml",
+            &[
+                "job.iometer.iodepth=1",
+                "strategy.vic.ipi_threshold=1s",
+                "strategy.vic.cif_threshold=1",
+                &set,
+            ],
+        );
+        by_name(&r, "vic").jobs[0].lat_ns.mean
+    };
+    let short = at("100us");
+    let long = at("2ms");
+    assert!(long > 2.0 * short, "{short} vs {long}");
+}
+
+#[test]
+fn guests_run_deterministically_and_bare_metal_has_no_virt_figures() {
+    let sc = load("vic-iometer-4k.toml", &["job.iometer.iodepth=16"]);
+    let a = cint_report::to_json(&cint_sim::run(&sc).unwrap()).unwrap();
+    let b = cint_report::to_json(&cint_sim::run(&sc).unwrap()).unwrap();
+    assert_eq!(a, b);
+    assert!(a.contains("\"cycles_per_io\""));
+    let bare = cint_sim::run(&load("sync-qd1.toml", &[])).unwrap();
+    assert!(bare.results.iter().all(|s| s.virt.is_none()));
+    assert!(!cint_report::to_json(&bare).unwrap().contains("virt"));
+}
+
+/// A guest's I/O costs its own core the guest's part only; the
+/// hypervisor's core carries the issue and the physical interrupts.
+#[test]
+fn every_core_pays_its_own_part() {
+    let r = run("vic-iometer-4k.toml", &["job.iometer.iodepth=8"]);
+    let base = by_name(&r, "baseline");
+    let v = virt(&r, "baseline");
+    // Cycles per I/O at least the profile's per-I/O path (issue 32 K,
+    // completion 8 K, guest reap 5 K) and at most that plus a full
+    // interrupt path per I/O and the host's system calls.
+    assert!(
+        v.cycles_per_io > 45_000.0 && v.cycles_per_io < 95_000.0,
+        "{}",
+        v.cycles_per_io
+    );
+    assert!(
+        base.interrupts_per_s > 0.9 * v.guest_iops,
+        "the adapter interrupts per completion"
+    );
+}
+
+fn refusal(text: &str) -> String {
+    match cint_scenario::load_str(text, "v.toml", &[]) {
+        Err(e) => e.to_string(),
+        Ok(sc) => match cint_sim::run(&sc) {
+            Err(e) => {
+                assert!(!e.is_internal(), "{e}");
+                e.to_string()
+            }
+            Ok(_) => panic!("accepted:\n{text}"),
+        },
+    }
+}
+
+const GUEST: &str = r#"name = "v"
+duration = "5ms"
+[host]
+cores = 4
+[hypervisor]
+model = "esx-like"
+cores = [0]
+[[guest]]
+name = "vm"
+vcpus = 1
+cores = [1]
+[[strategy]]
+name = "vic"
+kind = "vic"
+[[job]]
+name = "io"
+guest = "vm"
+engine = "libaio"
+iodepth = 4
+"#;
+
+#[test]
+fn the_guest_scenario_runs() {
+    let sc = cint_scenario::load_str(GUEST, "v.toml", &[]).unwrap();
+    let r = cint_sim::run(&sc).unwrap();
+    assert!(r.results[0].jobs[0].ios > 0);
+}
+
+#[test]
+fn bad_input_is_refused_in_one_line_naming_the_key() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "cores = [1]",
+            "cores = [7]",
+            "v.toml:11: guest.vm.cores: core 7 does not exist",
+        ),
+        (
+            "vcpus = 1",
+            "vcpus = 0",
+            "v.toml:10: guest.vm.vcpus: must be at least 1",
+        ),
+        (
+            "kind = \"vic\"",
+            "kind = \"vic\"\nipi_threshold = -5",
+            "v.toml:15: strategy.vic.ipi_threshold: must not be negative",
+        ),
+        (
+            "kind = \"vic\"",
+            "kind = \"vic\"\nipi_threshold = \"-5us\"",
+            "v.toml:15: strategy.vic.ipi_threshold:",
+        ),
+        (
+            "cores = [0]",
+            "cores = [0]\nmonitor_timer = -1",
+            "v.toml:8: hypervisor.monitor_timer: must not be negative",
+        ),
+        (
+            "guest = \"vm\"",
+            "guest = \"vm\"\ncpu = 2",
+            "v.toml:18: job.io.cpu: must be below guest \"vm\"'s vcpus = 1",
+        ),
+        (
+            "guest = \"vm\"",
+            "guest = \"vm2\"",
+            "v.toml:17: job.io.guest: no [[guest]] named \"vm2\"",
+        ),
+        (
+            "cores = [1]",
+            "cores = [0]",
+            "v.toml:11: guest.vm.cores: core 0 belongs to the hypervisor",
+        ),
+        (
+            "iodepth = 4\n",
+            "iodepth = 4\n[[job]]\nname = \"host\"\ncpu = 1\n",
+            "v.toml:22: job.host.cpu: core 1 belongs to guest \"vm\"",
+        ),
+        (
+            "iodepth = 4\n",
+            "iodepth = 4\n[[job]]\nname = \"host\"\ncpus = [2, 0]\n",
+            "v.toml:22: job.host.cpus: core 0 belongs to the hypervisor",
+        ),
+    ];
+    for (from, to, expect) in cases {
+        assert!(GUEST.contains(from), "{from}");
+        let text = GUEST.replacen(from, to, 1);
+        let e = refusal(&text);
+        assert!(e.starts_with(expect), "{to}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    // vic-sched needs a hypervisor; without one the simulator refuses it.
+    let bare = "name = \"v\"\nduration = \"5ms\"\n[[strategy]]\nname = \"s\"\nkind = \
+                \"vic-sched\"\n[[job]]\nname = \"io\"\nengine = \"libaio\"\niodepth = 4\n";
+    let e = refusal(bare);
+    assert!(
+        e.starts_with("v.toml: strategy.s.kind: \"vic-sched\""),
+        "{e}"
+    );
+    // A guest without a hypervisor, and a polling strategy with guests.
+    let e = refusal(&GUEST.replace("[hypervisor]\nmodel = \"esx-like\"\ncores = [0]\n", ""));
+    assert!(
+        e.contains("guest.vm.name: a guest needs a [hypervisor]"),
+        "{e}"
+    );
+    let e = refusal(&GUEST.replace("kind = \"vic\"", "kind = \"poll\""));
+    assert!(e.contains("polls the host's completion queues"), "{e}");
+}
+
+/// vIC with both of its mechanisms off (a delivery ratio of 1 at any
+/// depth, an IPI for every completion) is the baseline, figure for
+/// figure: the layer adds nothing of its own to a policy's decisions.
+#[test]
+fn vic_with_its_mechanisms_off_is_the_baseline() {
+    let r = run(
+        "vic-iometer-4k.toml",
+        &[
+            "job.iometer.iodepth=32",
+            "strategy.vic.cif_threshold=1048576",
+            "strategy.vic.ipi_threshold=0us",
+        ],
+    );
+    let (base, vic) = (by_name(&r, "baseline"), by_name(&r, "vic"));
+    assert_eq!(base.jobs[0].ios, vic.jobs[0].ios);
+    assert_eq!(base.virt, vic.virt);
+}

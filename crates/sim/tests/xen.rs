@@ -1,0 +1,273 @@
+//! The Xen-like hypervisor (docs/VIRT.md): the credit scheduler's
+//! mechanisms one at a time (fair shares, BOOST and the rate limit), the
+//! block ring's own coalescing, the front-end latency, and the
+//! scheduler-aware policy hearing the schedule.
+
+use cint_report::{RunResult, StrategyResult, VirtResult};
+
+/// Two guests on core 1 (dom0 on 2 and 3): `io` runs `IO_JOB`, `busy` a
+/// busy loop; `STRATEGIES` replaced by the test's.
+const BASE: &str = r#"name = "xen"
+duration = "600ms"
+warmup = "100ms"
+[device]
+model = "p3700"
+[host]
+cores = 4
+[hypervisor]
+model = "xen-like"
+cores = [2, 3]
+[[guest]]
+name = "io"
+cores = [1]
+[[guest]]
+name = "busy"
+cores = [1]
+STRATEGIES
+[[job]]
+name = "app"
+guest = "io"
+IO_JOB
+[[job]]
+name = "burn"
+guest = "busy"
+kind = "cpu"
+"#;
+
+const NONE: &str = "[[strategy]]\nname = \"none\"\nkind = \"none\"\n";
+
+/// A CPU-heavy writer: 64 KiB writes, 16 in flight, 100 us of the
+/// application's CPU per write, so its vCPU stays runnable.
+const WRITER: &str = "engine = \"libaio\"\nrw = \"write\"\nbs = \"64k\"\niodepth = 16\n\
+                      think = \"100us\"";
+
+/// A reader that blocks on every read.
+const READER: &str = "engine = \"psync\"\nrw = \"randread\"\nbs = \"4k\"";
+
+fn run(strategies: &str, job: &str, sets: &[&str]) -> RunResult {
+    let text = BASE
+        .replace("STRATEGIES", strategies)
+        .replace("IO_JOB", job);
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let sc =
+        cint_scenario::load_str(&text, "xen.toml", &sets).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    cint_sim::run(&sc).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn by_name<'a>(r: &'a RunResult, name: &str) -> &'a StrategyResult {
+    r.results.iter().find(|s| s.strategy == name).unwrap()
+}
+
+fn virt<'a>(r: &'a RunResult, name: &str) -> &'a VirtResult {
+    by_name(r, name).virt.as_ref().unwrap()
+}
+
+/// Two always-runnable vCPUs on one core get equal credits, so equal
+/// shares of it.
+#[test]
+fn the_credit_scheduler_shares_a_core_fairly() {
+    let r = run(NONE, "kind = \"cpu\"", &[]);
+    let s = by_name(&r, "none");
+    let (a, b) = (s.jobs[0].cpu_util, s.jobs[1].cpu_util);
+    assert!((a - b).abs() < 0.04 && a + b > 0.95, "{a} {b}");
+    // One slice of 30 ms after the other: about 33 switches a second
+    // between the two (each a context switch on the core).
+    let switches = s.context_switches as f64 / 0.6;
+    assert!(switches > 20.0 && switches < 80.0, "{switches}");
+}
+
+/// A guest that blocks on every read is BOOSTed when its event wakes it
+/// and preempts the busy guest once that has run the rate limit: its
+/// reads wait about a rate limit, not a 30 ms slice.
+#[test]
+fn boost_preempts_after_the_rate_limit() {
+    let short = run(NONE, READER, &[]);
+    let long = run(NONE, READER, &["hypervisor.rate_limit=30ms"]);
+    let lat = |r: &RunResult| by_name(r, "none").jobs[0].lat_ns.mean;
+    assert!(lat(&short) < 1.5e6, "{}", lat(&short));
+    assert!(
+        lat(&long) > 4.0 * lat(&short),
+        "{} {}",
+        lat(&long),
+        lat(&short)
+    );
+    // The busy guest keeps most of the core either way.
+    assert!(by_name(&short, "none").jobs[1].cpu_util > 0.8);
+}
+
+/// Responses pushed while the guest does not run need no notification
+/// (the front end re-arms its response event only after consuming): the
+/// ring coalesces by itself, fewer upcalls than I/Os.
+#[test]
+fn the_ring_coalesces_while_the_guest_waits_for_the_core() {
+    let per_io = |r: &RunResult| {
+        let v = virt(r, "none");
+        v.virtual_interrupts_per_s / v.guest_iops
+    };
+    let shared = run(NONE, WRITER, &[]);
+    let alone = run(NONE, WRITER, &["job.burn.startdelay=10s"]);
+    assert!(
+        per_io(&shared) < per_io(&alone) && per_io(&shared) < 1.0,
+        "upcalls per I/O: {} sharing the core, {} alone",
+        per_io(&shared),
+        per_io(&alone)
+    );
+    let v = virt(&shared, "none");
+    let lat = v
+        .frontend_lat_ns
+        .as_ref()
+        .expect("front-end latency on Xen");
+    assert!(lat.n > 0 && lat.mean > 0.0);
+    // Waiting for the core shows in the front end's latency.
+    let alone_lat = virt(&alone, "none").frontend_lat_ns.as_ref().unwrap().mean;
+    assert!(lat.mean > alone_lat, "{} {}", lat.mean, alone_lat);
+    assert_eq!(v.ipis_per_s, 0.0, "Xen sends events, not IPIs");
+}
+
+/// vic-sched hears the schedule: against plain vIC it delivers at slice
+/// ends, so its results differ, and the run is deterministic.
+#[test]
+fn vic_sched_hears_the_schedule_and_runs_deterministically() {
+    let strategies = "[[strategy]]\nname = \"vic\"\nkind = \"vic\"\niops_threshold = 100\n\
+                      [[strategy]]\nname = \"vs\"\nkind = \"vic-sched\"\niops_threshold = 100\n";
+    let a = run(strategies, WRITER, &[]);
+    let b = run(strategies, WRITER, &[]);
+    let json = |r: &RunResult| cint_report::to_json(r).unwrap();
+    assert_eq!(json(&a), json(&b));
+    let (vic, vs) = (virt(&a, "vic"), virt(&a, "vs"));
+    assert!(
+        vic.delivery_ratio < 1.0,
+        "vIC coalesces: {}",
+        vic.delivery_ratio
+    );
+    assert_ne!(
+        vic.frontend_lat_ns, vs.frontend_lat_ns,
+        "the slice-end bypass changes some deliveries"
+    );
+}
+
+#[test]
+fn xen_bad_input_is_refused_naming_the_key() {
+    let text = BASE.replace("STRATEGIES", NONE).replace("IO_JOB", READER);
+    for (from, to, expect) in [
+        (
+            "name = \"io\"\ncores = [1]",
+            "name = \"io\"\nvcpus = 2\ncores = [1, 0]",
+            "xen.toml:13: guest.io.vcpus: a guest of a \"xen\" hypervisor has one vCPU",
+        ),
+        (
+            "cores = [2, 3]",
+            "cores = [2, 3]\nslice = \"0ms\"",
+            "xen.toml:11: hypervisor.slice: must be longer than zero",
+        ),
+        (
+            "cores = [2, 3]",
+            "cores = [2, 3]\nslice = -1",
+            "xen.toml:11: hypervisor.slice: must not be negative",
+        ),
+        (
+            "name = \"busy\"\ncores = [1]",
+            "name = \"busy\"\ncores = [2]",
+            "xen.toml:16: guest.busy.cores: core 2 belongs to the hypervisor",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let e = cint_scenario::load_str(&text.replacen(from, to, 1), "xen.toml", &[])
+            .expect_err("refused")
+            .to_string();
+        assert!(e.starts_with(expect), "{e}");
+    }
+}
+
+/// The Xen report's two-guest experiment (`scenarios/xen-dd-2.toml`):
+/// vIC raises dd's throughput by 2.5% and the front end's latency by
+/// 6.7% over no coalescing; the scheduler-aware variant keeps vIC's
+/// throughput and brings the latency back to no coalescing's. Ratios
+/// within x1.25 of the report's (the issue's band).
+#[test]
+fn xen_dd_2_against_the_xen_reports_ratios() {
+    let path = format!(
+        "{}/../../scenarios/xen-dd-2.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let sc = cint_scenario::load_file(std::path::Path::new(&path), &[]).unwrap();
+    let r = cint_sim::run(&sc).unwrap();
+    let bw = |s: &str| by_name(&r, s).jobs[0].bw_bytes as f64;
+    let lat = |s: &str| virt(&r, s).frontend_lat_ns.as_ref().unwrap().mean;
+    let checks = [
+        ("vic/none dd throughput", bw("vic") / bw("none"), 1.025),
+        (
+            "vic/none front-end latency",
+            lat("vic") / lat("none"),
+            1.067,
+        ),
+        (
+            "vic-sched/vic dd throughput",
+            bw("vic-sched") / bw("vic"),
+            1.0,
+        ),
+        (
+            "vic-sched/none front-end latency",
+            lat("vic-sched") / lat("none"),
+            1.0,
+        ),
+    ];
+    for (what, got, target) in checks {
+        let ratio = got / target;
+        println!("{what:<36} report {target:.3}  model {got:.3}  x{ratio:.2}");
+        assert!(
+            (0.8..=1.25).contains(&ratio),
+            "{what}: {got} against {target}"
+        );
+    }
+    assert_eq!(by_name(&r, "none").jobs[0].name, "dd");
+    assert!(bw("none") > 0.0);
+}
+
+/// One page cache per host: buffered jobs in two guests are refused, and
+/// so is a guest's writeback on another core than its own.
+#[test]
+fn a_guests_page_cache_is_its_own() {
+    let path = format!(
+        "{}/../../scenarios/xen-dd-2.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let two = text.replace(
+        "name = \"busy1\"\nguest = \"busy1\"\nkind = \"cpu\"",
+        "name = \"busy1\"\nguest = \"busy1\"\nengine = \"psync\"\nrw = \"write\"\ndirect = false",
+    );
+    assert_ne!(two, text);
+    let sc = cint_scenario::load_str(&two, "x.toml", &[]).unwrap();
+    let e = cint_sim::run(&sc).expect_err("refused").to_string();
+    assert!(e.contains("share the one page cache"), "{e}");
+    let away = text.replace("flusher_cpu = 1", "flusher_cpu = 0");
+    let sc = cint_scenario::load_str(&away, "x.toml", &[]).unwrap();
+    let e = cint_sim::run(&sc).expect_err("refused").to_string();
+    assert!(e.contains("host.page_cache.flusher_cpu"), "{e}");
+}
+
+/// Responses waiting at the end of a run for a vCPU behind three busy
+/// guests are explained by the scheduler, not reported as a policy that
+/// stopped the run.
+#[test]
+fn responses_waiting_for_the_vcpu_have_their_own_note() {
+    let path = format!(
+        "{}/../../scenarios/xen-dd-4.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let sc = cint_scenario::load_file(std::path::Path::new(&path), &[]).unwrap();
+    let r = cint_sim::run(&sc).unwrap();
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("guest 'ddvm'") && n.contains("credit scheduler")),
+        "{:?}",
+        r.notes
+    );
+    assert!(
+        !r.notes.iter().any(|n| n.contains("no future event")),
+        "{:?}",
+        r.notes
+    );
+}
