@@ -121,6 +121,29 @@ pub struct VirtResult {
     /// otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frontend_lat_ns: Option<LatencyStats>,
+    /// KVM-like hypervisors: the back end's calls and their delivery;
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kvm: Option<KvmResult>,
+}
+
+/// What became of the vhost-user back end's calls (KVM-like, docs/VIRT.md),
+/// per second of the measured window.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KvmResult {
+    /// Calls the back end's interrupt policy wanted.
+    pub wanted_per_s: f64,
+    /// Wanted calls the driver's `used_event` suppressed (EVENT_IDX).
+    pub event_idx_suppressed_per_s: f64,
+    /// Posted interrupts a running vCPU took without an exit.
+    pub running_per_s: f64,
+    /// Posted interrupts that found the vCPU halted but still inside its
+    /// halt-polling window: no wake-up.
+    pub halt_polled_per_s: f64,
+    /// Posted interrupts that woke a blocked vCPU.
+    pub wakeups_per_s: f64,
+    /// Posted interrupts held while the vCPU was preempted, until it ran.
+    pub preempted_per_s: f64,
 }
 
 /// What the energy model found for one strategy (docs/ENERGY.md).

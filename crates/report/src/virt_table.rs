@@ -79,6 +79,7 @@ mod tests {
             delivery_ratio: 0.1667,
             guest_iops: 53_100.0,
             frontend_lat_ns: None,
+            kvm: None,
         });
         let text = section(&r);
         let name = &r.results[0].strategy;
@@ -103,6 +104,7 @@ mod tests {
             delivery_ratio: 1.0,
             guest_iops: 1.0,
             frontend_lat_ns: Some(hist.stats()),
+            kvm: None,
         });
         let text = section(&r);
         assert!(

@@ -387,7 +387,8 @@ fn parse_job(
     crate::trace::apply(sec, &mut job, device, host)?;
     if guest.is_none() {
         // After the trace, which may place the job's threads.
-        crate::virt::refuse_owned_cores(sec, virt, job.cpu, &job.cpus)?;
+        let cpu_job = matches!(job.work, Work::Cpu);
+        crate::virt::refuse_owned_cores(sec, virt, job.cpu, &job.cpus, cpu_job)?;
     }
     sec.finish("a job", IO_KEYS)?;
     Ok(job)

@@ -470,3 +470,126 @@ fn vic_with_its_mechanisms_off_is_the_baseline() {
     assert_eq!(base.jobs[0].ios, vic.jobs[0].ios);
     assert_eq!(base.virt, vic.virt);
 }
+
+/// A one-vCPU guest on a KVM-like hypervisor; `{JOBS}` is replaced by
+/// the jobs.
+const KVM_GUEST: &str = r#"name = "k"
+duration = "100ms"
+warmup = "10ms"
+[host]
+cores = 3
+[hypervisor]
+model = "kvm-like"
+cores = [2]
+[[guest]]
+name = "vm"
+cores = [1]
+[[strategy]]
+name = "none"
+kind = "none"
+{JOBS}"#;
+
+const KVM_SYNC_READER: &str = "[[job]]\nname = \"io\"\nguest = \"vm\"\nengine = \"psync\"\n\
+                               rw = \"randread\"\nbs = \"4k\"\n";
+
+fn kvm_run(jobs: &str, sets: &[&str]) -> RunResult {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let text = KVM_GUEST.replace("{JOBS}", jobs);
+    let sc = cint_scenario::load_str(&text, "k.toml", &sets).unwrap();
+    cint_sim::run(&sc).unwrap()
+}
+
+/// Every call the back end's policy wanted went out or was suppressed by
+/// the driver's `used_event`, and every call that went out was delivered
+/// by one of the vCPU's states (up to the calls in flight at the window's
+/// edges). A slower guest handler leaves more completions behind an
+/// unhandled interrupt, so EVENT_IDX suppresses more.
+#[test]
+fn kvm_event_idx_suppression_is_counted() {
+    let share = |r: &RunResult| {
+        let k = virt(r, "none").kvm.clone().expect("kvm figures");
+        let delivered = k.running_per_s + k.halt_polled_per_s + k.wakeups_per_s + k.preempted_per_s;
+        let sent = k.wanted_per_s - k.event_idx_suppressed_per_s;
+        assert!((sent - delivered).abs() <= 40.0, "{k:?}");
+        assert!(
+            (virt(r, "none").virtual_interrupts_per_s - delivered).abs() <= 40.0,
+            "{k:?}"
+        );
+        k.event_idx_suppressed_per_s / k.wanted_per_s
+    };
+    let sets = ["duration=100ms", "warmup=10ms"];
+    let fast = share(&run("kvm-vhost.toml", &sets));
+    let slow = share(&run(
+        "kvm-vhost.toml",
+        &[
+            "duration=100ms",
+            "warmup=10ms",
+            "hypervisor.guest_irq_cycles=96000",
+        ],
+    ));
+    assert!(fast > 0.0, "{fast}");
+    assert!(slow > 3.0 * fast, "fast {fast}, slow {slow}");
+}
+
+/// A synchronous reader halts its vCPU on every request. Inside the
+/// halt-polling window the call needs no wake-up; with polling off every
+/// call wakes the vCPU, and each request pays the wake-up on its path.
+#[test]
+fn kvm_halted_vcpu_pays_its_wake_up_outside_the_polling_window() {
+    let polled = kvm_run(KVM_SYNC_READER, &[]);
+    let woken = kvm_run(KVM_SYNC_READER, &["hypervisor.halt_poll_max=0"]);
+    let kp = virt(&polled, "none").kvm.clone().unwrap();
+    let kw = virt(&woken, "none").kvm.clone().unwrap();
+    assert!(kp.halt_polled_per_s > 0.95 * kp.wanted_per_s, "{kp:?}");
+    assert_eq!(kw.halt_polled_per_s, 0.0, "{kw:?}");
+    assert!(kw.wakeups_per_s > 0.95 * kw.wanted_per_s, "{kw:?}");
+    let mean = |r: &RunResult| by_name(r, "none").jobs[0].lat_ns.mean;
+    // kvm-like's vcpu_wake_cycles: 24 000 at 2.4 GHz.
+    let extra = mean(&woken) - mean(&polled);
+    assert!((extra - 10_000.0).abs() < 1_500.0, "extra {extra} ns");
+}
+
+/// A host thread sharing the vCPU's core preempts it while the guest has
+/// work: calls that find it so are held until it runs, then delivered.
+#[test]
+fn kvm_preempted_vcpu_gets_its_notification_when_it_runs() {
+    let guest_busy = "[[job]]\nname = \"spin\"\nguest = \"vm\"\nkind = \"cpu\"\n";
+    let host_busy = "[[job]]\nname = \"host\"\nkind = \"cpu\"\ncpu = 1\n";
+    let alone = kvm_run(&format!("{KVM_SYNC_READER}{guest_busy}"), &[]);
+    let shared = kvm_run(&format!("{KVM_SYNC_READER}{guest_busy}{host_busy}"), &[]);
+    let ka = virt(&alone, "none").kvm.clone().unwrap();
+    let ks = virt(&shared, "none").kvm.clone().unwrap();
+    assert_eq!(ka.preempted_per_s, 0.0, "{ka:?}");
+    assert!(ks.preempted_per_s > 0.0, "{ks:?}");
+    // Held, not lost: the reader still completes, later on average.
+    let io = |r: &RunResult| by_name(r, "none").jobs[0].clone();
+    assert!(io(&shared).ios > 0);
+    assert!(io(&shared).lat_ns.mean > io(&alone).lat_ns.mean);
+}
+
+#[test]
+fn kvm_bad_input_is_refused_in_one_line_naming_the_key() {
+    let text = KVM_GUEST.replace("{JOBS}", KVM_SYNC_READER);
+    for (from, to, expect) in [
+        (
+            "cores = [2]",
+            "cores = [2]\nhalt_poll_max = -1",
+            "k.toml:9: hypervisor.halt_poll_max: must not be negative",
+        ),
+        (
+            "cores = [2]",
+            "cores = [2]\nkind = \"kvm2\"",
+            "k.toml:9: hypervisor.kind: must be \"esx\", \"xen\" or \"kvm\"",
+        ),
+        (
+            "cores = [2]",
+            "cores = [2]\nhalt_poll_shrink = \"x\"",
+            "k.toml:9: hypervisor.halt_poll_shrink:",
+        ),
+    ] {
+        let e = refusal(&text.replacen(from, to, 1).replace("k.toml", "v.toml"));
+        let expect = expect.replace("k.toml", "v.toml");
+        assert!(e.starts_with(&expect), "{to}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+}

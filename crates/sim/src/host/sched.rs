@@ -107,6 +107,10 @@ impl World<'_> {
                 self.power_idle(c);
                 return;
             }
+            // A vCPU switched in with a posted interrupt waiting.
+            if self.virt.is_some() && !self.cores[c].irq_pending.is_empty() {
+                continue;
+            }
             let Some(t) = self.cores[c].current else {
                 return;
             };
@@ -223,6 +227,10 @@ impl World<'_> {
         self.cores[c].last_ran = Some(next);
         self.update_min_vruntime(c);
         self.arm_slice(c);
+        if self.virt.is_some() {
+            // A preempted KVM vCPU's posted interrupt goes in first.
+            self.kvm_switched_in(c, next);
+        }
         true
     }
 

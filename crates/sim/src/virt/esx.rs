@@ -19,6 +19,9 @@ impl World<'_> {
         };
         let (count, period, what) = if v.is_xen {
             (v.credits.len(), v.xen_params.tick, VirtEvent::CreditTick)
+        } else if v.is_kvm {
+            // The back end arms its timer when its policy needs one.
+            (0, 0, VirtEvent::Deadline)
         } else {
             (v.guests.len(), v.costs.monitor_timer, VirtEvent::Tick)
         };
@@ -46,11 +49,20 @@ impl World<'_> {
             self.xen_event(g, what);
             return;
         }
+        match what {
+            VirtEvent::Call => return self.kvm_deliver(g),
+            VirtEvent::Deadline => return self.kvm_timer(g),
+            _ => {}
+        }
         let core = v.guests[g].irq_core as usize;
         let work = match what {
             VirtEvent::Ipi => VirtWork::Ipi,
             VirtEvent::Inject => VirtWork::Inject,
-            VirtEvent::CreditTick | VirtEvent::SliceEnd(_) | VirtEvent::Resched => return,
+            VirtEvent::CreditTick
+            | VirtEvent::SliceEnd(_)
+            | VirtEvent::Resched
+            | VirtEvent::Call
+            | VirtEvent::Deadline => return,
             VirtEvent::Tick => {
                 let next = self.now() + v.costs.monitor_timer;
                 self.events.schedule(
@@ -124,6 +136,9 @@ impl World<'_> {
             let fire = self.monitor_judge(g, false);
             return cost + self.xen_notify(g, fire);
         }
+        if v.is_kvm {
+            return self.kvm_completions(g, cost);
+        }
         let costs = v.costs;
         let guest = &mut v.guests[g];
         // The monitor will look at its queue soon anyway when an IPI or an
@@ -156,6 +171,9 @@ impl World<'_> {
             return 0;
         };
         let costs = v.costs;
+        if work == VirtWork::Wake {
+            return costs.vcpu_wake + self.inject(c, g);
+        }
         let exit = match work {
             VirtWork::Ipi => {
                 v.guests[g].ipi_pending = false;
@@ -173,6 +191,7 @@ impl World<'_> {
                 v.issuing[c].append(&mut guest.to_issue);
                 return n * costs.vmm_issue;
             }
+            VirtWork::Wake => 0,
         };
         // An injection decided at a guest exit goes in whatever came
         // since; the other entries judge what the hypervisor posted. The
@@ -220,7 +239,7 @@ impl World<'_> {
     /// decision on each completion the hypervisor posted since, which
     /// become visible to the guest. True if a virtual interrupt is to be
     /// injected.
-    fn monitor_judge(&mut self, g: usize, opportunity: bool) -> bool {
+    pub(crate) fn monitor_judge(&mut self, g: usize, opportunity: bool) -> bool {
         let now = self.now();
         let measuring = self.measuring;
         let Some(v) = self.virt.as_mut() else {
@@ -271,6 +290,10 @@ impl World<'_> {
         if xen {
             self.xen_reaped(g, &reaped);
         }
+        if let Some(k) = self.virt.as_mut().and_then(|v| v.kvm.get_mut(g)) {
+            // The driver re-enables callbacks at what it has reaped.
+            k.used_event = k.used_idx;
+        }
         reaped.clear();
         if let Some(v) = self.virt.as_mut() {
             v.guests[g].visible = reaped;
@@ -306,7 +329,13 @@ impl World<'_> {
         let start = !guest.issue_pending;
         guest.issue_pending = true;
         let core = guest.vmk_core as usize;
-        self.guest_exit(g);
+        if v.is_kvm {
+            // The doorbell's exit goes to the back end's ioeventfd, not
+            // to a monitor that could deliver anything.
+            self.kvm_rearm(g);
+        } else {
+            self.guest_exit(g);
+        }
         if start {
             self.raise(
                 core,
@@ -373,9 +402,15 @@ impl World<'_> {
                     }
                 ),
                 Some(_) => "the back end's policy held their notification".to_string(),
-                None => "the guest's policy held them until a later delivery or the \
-                         monitor's next entry"
-                    .to_string(),
+                None => match v.kvm.get(g) {
+                    Some(k) if k.posted_pending => {
+                        "their posted interrupt waits for the preempted vCPU to run".to_string()
+                    }
+                    Some(_) => "the back end's policy held their call".to_string(),
+                    None => "the guest's policy held them until a later delivery or the \
+                             monitor's next entry"
+                        .to_string(),
+                },
             };
             notes.push(format!(
                 "strategy '{strategy}': guest '{}' had {n} completion{} undelivered at the end \

@@ -30,6 +30,7 @@
 //! strategy it is: it is the strategy's policy, built per guest.
 
 mod esx;
+mod kvm;
 mod xen;
 
 use cint_policy::{AnyPolicy, GuestSchedule, Nanos, Policy};
@@ -54,6 +55,8 @@ pub(crate) enum VirtWork {
     Inject,
     /// The hypervisor issues the guest's requests to the adapter.
     Issue,
+    /// KVM: a blocked vCPU is woken, then takes the interrupt.
+    Wake,
 }
 
 /// Timed events of the layer: a guest's (ESX-like) or a physical core's
@@ -74,6 +77,11 @@ pub(crate) enum VirtEvent {
     /// The rate limit of the running vCPU has passed: a woken vCPU of
     /// higher priority may now preempt it.
     Resched,
+    /// KVM: the back end's call reaches the guest's interrupt vCPU.
+    Call,
+    /// KVM: the back end's timer (the policy's deadline or vIC's
+    /// opportunity tick).
+    Deadline,
 }
 
 /// The hypervisor's costs in nanoseconds.
@@ -94,6 +102,7 @@ pub(crate) struct HvCosts {
     pub monitor_timer: Nanos,
     pub ipi_latency: Nanos,
     pub evtchn_send: Nanos,
+    pub vcpu_wake: Nanos,
 }
 
 /// The Xen-like scheduler's and ring's settings.
@@ -121,6 +130,7 @@ impl HvCosts {
             monitor_timer: p.monitor_timer.0,
             ipi_latency: p.ipi_latency.0,
             evtchn_send: p.ns(p.evtchn_send_cycles),
+            vcpu_wake: p.ns(p.vcpu_wake_cycles),
         }
     }
 }
@@ -158,6 +168,14 @@ pub(crate) struct VirtCounters {
     /// and how many.
     pub ratio_sum: f64,
     pub ratio_n: u64,
+    /// KVM: calls the back end's policy wanted, those EVENT_IDX
+    /// suppressed, and the posted interrupts by the vCPU's state.
+    pub kvm_wanted: u64,
+    pub kvm_suppressed: u64,
+    pub kvm_running: u64,
+    pub kvm_polled: u64,
+    pub kvm_wakeups: u64,
+    pub kvm_preempted: u64,
 }
 
 /// The layer: hypervisor costs, guests, and who belongs to which guest.
@@ -187,6 +205,12 @@ pub(crate) struct Virt {
     pub credits: Vec<xen::Credit>,
     /// Per core: its credit scheduler, or [`HOST`].
     pub pcpu_of_core: Vec<u32>,
+    /// A KVM-like hypervisor.
+    pub is_kvm: bool,
+    /// KVM: the longest halt-polling window and its shrink factor.
+    pub kvm_params: (Nanos, u32),
+    /// KVM: per guest, its virtqueue indices and polling window.
+    pub kvm: Vec<kvm::KvmGuest>,
     /// Xen: per request, when the front end pushed it on the ring.
     pub pushed: Vec<Nanos>,
     /// Xen: ring push to the upcall that reaps the response.
@@ -218,6 +242,7 @@ impl Virt {
             )));
         };
         let is_xen = hv.profile.kind == "xen";
+        let is_kvm = hv.profile.kind == "kvm";
         let cores_n = sc.host.cores.max(1) as usize;
         let mut guests = Vec::with_capacity(sc.virt.guests.len());
         let mut xen = Vec::new();
@@ -238,7 +263,8 @@ impl Virt {
                 ));
             } else {
                 // ESX-like monitors own their cores: the vCPU is never
-                // descheduled, and no time slice ends.
+                // descheduled, and no time slice ends. (A KVM vCPU a host
+                // job preempts is not reported to the policy either.)
                 policy.on_schedule(
                     0,
                     GuestSchedule {
@@ -288,6 +314,13 @@ impl Virt {
                 rate_limit: hv.profile.rate_limit.0,
                 tick: hv.profile.tick.0,
                 ring_slots: hv.profile.ring_slots,
+            },
+            is_kvm,
+            kvm_params: (hv.profile.halt_poll_max.0, hv.profile.halt_poll_shrink),
+            kvm: if is_kvm {
+                vec![kvm::KvmGuest::default(); sc.virt.guests.len()]
+            } else {
+                Vec::new()
             },
             xen,
             credits,
@@ -341,6 +374,14 @@ impl Virt {
             },
             guest_iops: guest_ios as f64 / secs,
             frontend_lat_ns: self.is_xen.then(|| self.frontend_lat.stats()),
+            kvm: self.is_kvm.then(|| cint_report::KvmResult {
+                wanted_per_s: c.kvm_wanted as f64 / secs,
+                event_idx_suppressed_per_s: c.kvm_suppressed as f64 / secs,
+                running_per_s: c.kvm_running as f64 / secs,
+                halt_polled_per_s: c.kvm_polled as f64 / secs,
+                wakeups_per_s: c.kvm_wakeups as f64 / secs,
+                preempted_per_s: c.kvm_preempted as f64 / secs,
+            }),
         }
     }
 }
