@@ -79,9 +79,12 @@ impl Replay {
         let cursors = threads
             .iter()
             .map(|&j| {
+                // A kernel thread (the page cache's flusher) is no job's
+                // and replays nothing.
+                let job = sc.jobs.get(j as usize)?;
                 let n = seen[j as usize];
                 seen[j as usize] += 1;
-                trace_of(&sc.jobs[j as usize]).map(|tr| Cursor {
+                trace_of(job).map(|tr| Cursor {
                     threads: Arc::clone(&tr.threads),
                     stream: n,
                     next: 0,
