@@ -399,7 +399,8 @@ fn trace_job(seed: u64, text: &str, dir: &std::path::Path) -> String {
 /// and the sections (guests' jobs included).
 fn guests(rng: &mut Rng, cores: u64, strategies: &mut String) -> Option<(u64, String)> {
     // ESX-like (a vCPU owns its core) or Xen-like (one-vCPU guests share
-    // cores under the credit scheduler; dom0 on two cores).
+    // cores under the credit scheduler; dom0 on two cores); KVM-like at
+    // the end.
     let xen = rng.chance(50);
     let mut out = if xen {
         format!(
@@ -464,6 +465,25 @@ fn guests(rng: &mut Rng, cores: u64, strategies: &mut String) -> Option<(u64, St
             "[[strategy]]\nname = \"sv\"\nkind = \"vic-sched\"\ncif_threshold = {}\n",
             1 + rng.below(8)
         );
+    }
+    // KVM-like (its draws after all the others, so that a seed that does
+    // not draw it keeps its scenario): an ESX-like layout (each vCPU on a
+    // core of its own, the back end on the hypervisor's core) under KVM,
+    // maybe with another polling window and a host thread sharing the
+    // first guest's core (it preempts that vCPU).
+    if !xen && rng.chance(40) {
+        let mut hv = "model = \"kvm-like\"\n".to_string();
+        if rng.chance(40) {
+            let _ = writeln!(hv, "halt_poll_max = \"{}us\"", rng.below(400));
+        }
+        out = out.replacen("model = \"esx-like\"\n", &hv, 1);
+        if rng.chance(30) {
+            let _ = write!(
+                jobs,
+                "[[job]]\nname = \"hostspin\"\nkind = \"cpu\"\ncpu = {}\n",
+                cores + 1
+            );
+        }
     }
     out.push_str(&jobs);
     Some((next, out))
