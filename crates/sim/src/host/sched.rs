@@ -107,8 +107,9 @@ impl World<'_> {
                 self.power_idle(c);
                 return;
             }
-            // A vCPU switched in with a posted interrupt waiting.
-            if self.virt.is_some() && !self.cores[c].irq_pending.is_empty() {
+            // A KVM vCPU switched in with a posted interrupt waiting.
+            if self.virt.as_ref().is_some_and(|v| v.is_kvm) && !self.cores[c].irq_pending.is_empty()
+            {
                 continue;
             }
             let Some(t) = self.cores[c].current else {
