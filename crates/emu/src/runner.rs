@@ -202,6 +202,13 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             s.name
         )));
     }
+    if let Some(app) = scenario.apps.programs.first() {
+        return Err(EmuError::Config(format!(
+            "app '{}': application programs ([[app]]) are modelled by the simulator only; \
+             the emulator does not run them (use cint sim)",
+            app.name
+        )));
+    }
     if let Some((job, key)) = unhonoured_key(scenario) {
         return Err(EmuError::Config(format!(
             "job '{job}': key '{key}' is modelled by the simulator only; the emulator does \

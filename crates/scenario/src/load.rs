@@ -38,7 +38,7 @@ pub const MAX_QUEUE_DEPTH: u64 = 65_536;
 pub const MAX_PARALLEL_UNITS: u64 = 65_536;
 
 const TOP_KEYS: &[&str] = &[
-    "name", "seed", "duration", "warmup", "device", "host", "strategy", "job", "emu",
+    "name", "seed", "duration", "warmup", "device", "host", "strategy", "job", "emu", "app",
 ];
 
 /// Reads and validates a scenario file, applying `--set` overrides
@@ -123,7 +123,13 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
     };
 
     let strategies = strategy::parse_all(source, top.node("strategy"), &device)?;
-    let jobs = job::parse_all(source, top.node("job"), &device, &host)?;
+    let app_node = top.node("app");
+    let apps = crate::app::parse(source, app_node, top.node("strategy"), &device, &host)?;
+    // Applications may run alone: then no fio-like job is required.
+    let jobs = match top.node("job") {
+        None if !apps.programs.is_empty() => Vec::new(),
+        node => job::parse_all(source, node, &device, &host)?,
+    };
     top.finish("the top level", TOP_KEYS)?;
 
     Ok(Scenario {
@@ -137,6 +143,7 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         strategies,
         jobs,
         emu,
+        apps,
     })
 }
 

@@ -70,6 +70,18 @@ fn every_key_is_documented() {
         keys.extend(params.iter().map(|p| p.to_string()));
     }
     keys.extend(job::IO_KEYS.iter().map(|k| k.to_string()));
+    keys.extend(
+        cint_scenario::app::ROCKSDB_KEYS
+            .iter()
+            .map(|k| k.to_string()),
+    );
+    keys.extend(
+        cint_scenario::app::ROCKSDB_BENCHMARKS
+            .iter()
+            .map(|k| k.to_string()),
+    );
+    keys.push("app_hints".to_string());
+    keys.push("[[app]]".to_string());
     for top in [
         "name",
         "seed",

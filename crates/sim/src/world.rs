@@ -100,6 +100,9 @@ pub(crate) enum Wait {
     /// In the page cache, for a timer or a kick: a writer's throttle
     /// pause, the flusher between runs.
     PageCacheTimer,
+    /// An application thread (crate::apps) waits: for its own request's
+    /// completion, or to be woken by another of its program's threads.
+    AppIo,
 }
 
 /// What a thread does with its core once it has it.
@@ -158,6 +161,8 @@ pub(crate) enum Cont {
     PageCache,
     /// A throttled writer armed its pause timer: sleep until this instant.
     PageCacheSleep(Nanos),
+    /// An application thread goes on (crate::apps).
+    App,
 }
 
 /// A simulated application thread.
@@ -317,6 +322,8 @@ pub(crate) struct World<'a> {
     pub power: Option<Box<crate::host::power::PowerModel>>,
     /// The page cache and its flusher, when a job does buffered I/O.
     pub page_cache: Option<Box<crate::host::pagecache::Buffered>>,
+    /// Application programs (`[[app]]`).
+    pub apps: Option<Box<crate::apps::Apps>>,
 }
 
 impl<'a> World<'a> {
@@ -334,6 +341,9 @@ impl<'a> World<'a> {
             }
         }
         if let Some(q) = crate::host::pagecache::flusher_queue(sc, queues_n) {
+            used[q] = true;
+        }
+        for q in crate::apps::queues_used(sc, queues_n) {
             used[q] = true;
         }
         refuse_unmodelled(strategy)?;
@@ -441,6 +451,15 @@ impl<'a> World<'a> {
                 cores[core].rq.push(tid);
             }
         }
+        let apps = crate::apps::Apps::build(
+            sc,
+            strategy,
+            &mut threads,
+            &mut reqs,
+            &mut cores,
+            queues_n,
+            estimator(strategy.mode),
+        );
         let flusher = crate::host::pagecache::add_flusher(
             sc,
             &mut threads,
@@ -502,6 +521,7 @@ impl<'a> World<'a> {
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
             page_cache: flusher
                 .map(|f| crate::host::pagecache::Buffered::new(sc, &threads_jobs, f)),
+            apps,
         };
         world.stage_jobs();
         Ok(world)
@@ -564,6 +584,7 @@ impl<'a> World<'a> {
         let events = self.events.processed();
         let mut notes = self.held_at_end(strategy);
         notes.extend(self.page_cache_note(strategy));
+        notes.extend(self.app_notes(strategy));
         Ok((self.summarise(strategy), events, notes))
     }
 
@@ -773,6 +794,7 @@ impl<'a> World<'a> {
         for j in &mut self.jobs {
             j.reset();
         }
+        self.app_reset();
     }
 
     /// Brings every core's time accounting up to now.

@@ -20,7 +20,9 @@
 //! with a named interrupt policy, and fio's latency-target search; and
 //! the energy layer (the energy study's host with a governor), and the
 //! page cache (a small one, with buffered synchronous jobs, whose calls
-//! the device bounds do not cover). Each of those draws comes
+//! the device bounds do not cover), and application programs (a
+//! RocksDB-like store, whose every operation type must make progress or
+//! be explained). Each of those draws comes
 //! from a generator of its own, so a seed's other draws are unchanged.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
@@ -295,6 +297,21 @@ fn scenario(seed: u64) -> String {
     }
     out.push_str(&strategies);
     out.push_str(&jobs);
+    // Application programs (issue #23), from a generator of their own.
+    let mut apps = Rng(seed.wrapping_mul(0x9fb2_1c65_1e98_df25) | 1);
+    if apps.chance(25) {
+        let benchmark = apps.pick(&["fillbatch", "readrandom", "readwhilewriting"]);
+        let _ = write!(
+            out,
+            "[[app]]\nname = \"db\"\nkind = \"rocksdb\"\nbenchmark = \"{benchmark}\"\n\
+             threads = {}\ncpus = [{}]\nwriter_cpu = {}\nflush_cpu = {}\nmemtable = \"{}MiB\"\n",
+            1 + apps.below(8),
+            apps.below(cores),
+            apps.below(cores),
+            apps.below(cores),
+            1 + apps.below(64)
+        );
+    }
     out
 }
 
@@ -369,7 +386,23 @@ fn check(seed: u64) {
         (window + (largest + in_flight) / slowest).min(since_start + largest / slowest);
     for s in &first.results {
         let (mut device_iops, mut pipe_time) = (0.0, 0.0);
-        for (j, job) in s.jobs.iter().enumerate() {
+        // The applications' operations follow the fio jobs: each makes
+        // progress, or a note says where its requests are.
+        for op in s.jobs.iter().skip(sc.jobs.len()) {
+            let explained = first.notes.iter().any(|n| {
+                n.starts_with(&format!(
+                    "strategy '{}': application operation '{}'",
+                    s.strategy, op.name
+                ))
+            });
+            assert!(
+                op.ios > 0 || explained,
+                "seed {seed}: strategy '{}' application operation '{}' made no progress\n{text}",
+                s.strategy,
+                op.name
+            );
+        }
+        for (j, job) in s.jobs.iter().enumerate().take(sc.jobs.len()) {
             let explained = first.notes.iter().any(|n| {
                 n.starts_with(&format!("strategy '{}': job '{}'", s.strategy, job.name))
                     || (n.starts_with(&format!("strategy '{}': group", s.strategy))

@@ -31,6 +31,7 @@ pub fn scenario(
         strategies,
         jobs,
         emu: EmuConfig::default(),
+        apps: Default::default(),
     }
 }
 

@@ -339,6 +339,7 @@ fn workload(
             schedule: Default::default(),
         }],
         emu: EmuConfig::default(),
+        apps: Default::default(),
     })
 }
 

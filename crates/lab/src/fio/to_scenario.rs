@@ -91,6 +91,7 @@ pub(super) fn build(
         strategies,
         jobs,
         emu: EmuConfig::default(),
+        apps: Default::default(),
     })
 }
 

@@ -80,6 +80,7 @@ impl World<'_> {
             Cont::Nap(d) => self.nap(t, d),
             Cont::PageCache => self.page_cache_cont(t),
             Cont::PageCacheSleep(at) => self.page_cache_sleep(t, at),
+            Cont::App => self.app_cont(t),
         }
     }
 
