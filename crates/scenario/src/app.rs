@@ -30,13 +30,15 @@ pub const ROCKSDB_KEYS: &[&str] = &[
     "get_cpu",
     "put_cpu",
     "batch_key_cpu",
+    "dump_cpu",
     "get_hint",
     "flush_hint",
     "wal_hint",
+    "dump_hint",
 ];
 
 /// The benchmarks of `db_bench` the RocksDB model runs.
-pub const ROCKSDB_BENCHMARKS: &[&str] = &["fillbatch", "readrandom", "readwhilewriting"];
+pub const ROCKSDB_BENCHMARKS: &[&str] = &["fillbatch", "readrandom", "readwhilewriting", "dump"];
 
 /// A hint an application asks for on one I/O class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +74,9 @@ pub enum Benchmark {
     Readrandom,
     /// Reader threads and one unthrottled writer.
     Readwhilewriting,
+    /// The dump tool (`rocksdb_dump`): one thread iterating over the
+    /// whole database, writing every pair to an output file.
+    Dump,
 }
 
 /// A RocksDB-like store running a `db_bench` benchmark.
@@ -111,6 +116,8 @@ pub struct RocksDb {
     pub put_cpu: Nanos,
     /// CPU per key of a write batch outside the log write.
     pub batch_key_cpu: Nanos,
+    /// CPU per pair of the dump tool outside its reads and writes.
+    pub dump_cpu: Nanos,
     /// Hint of a get's read.
     pub get_hint: ClassHint,
     /// Hint of flush (and compaction) writes.
@@ -118,6 +125,8 @@ pub struct RocksDb {
     /// Hint of the log's writes (buffered: the hint reaches nothing the
     /// device sees, kept for the class's completeness).
     pub wal_hint: ClassHint,
+    /// Hint of the dump tool's read-ahead requests.
+    pub dump_hint: ClassHint,
 }
 
 /// One application program.
@@ -203,14 +212,15 @@ fn parse_rocksdb(
         match sec.choice("benchmark", ROCKSDB_BENCHMARKS)?.as_deref() {
             Some("fillbatch") => Benchmark::Fillbatch,
             Some("readwhilewriting") => Benchmark::Readwhilewriting,
+        Some("dump") => Benchmark::Dump,
             Some(_) => Benchmark::Readrandom,
             None => return Err(sec.error(
                 "benchmark",
-                "missing required key (one of \"fillbatch\", \"readrandom\", \"readwhilewriting\")",
+                "missing required key (one of \"fillbatch\", \"readrandom\", \"readwhilewriting\", \"dump\")",
             )),
         };
     let default_threads = match benchmark {
-        Benchmark::Fillbatch => 1,
+        Benchmark::Fillbatch | Benchmark::Dump => 1,
         Benchmark::Readrandom => 4,
         Benchmark::Readwhilewriting => 3,
     };
@@ -269,6 +279,7 @@ fn parse_rocksdb(
     let get_cpu = dur(sec, "get_cpu", 7_500)?;
     let put_cpu = dur(sec, "put_cpu", 4_000)?;
     let batch_key_cpu = dur(sec, "batch_key_cpu", 2_500)?;
+    let dump_cpu = dur(sec, "dump_cpu", 5_500)?;
     let hint = |sec: &mut Section<'_>, key: &'static str| -> Result<ClassHint, ScenarioError> {
         Ok(
             match sec
@@ -284,10 +295,9 @@ fn parse_rocksdb(
     };
     Ok(RocksDb {
         benchmark,
-        threads: if benchmark == Benchmark::Fillbatch {
-            1
-        } else {
-            threads
+        threads: match benchmark {
+            Benchmark::Fillbatch | Benchmark::Dump => 1,
+            _ => threads,
         },
         cpus,
         writer_cpu,
@@ -303,9 +313,11 @@ fn parse_rocksdb(
         get_cpu,
         put_cpu,
         batch_key_cpu,
+        dump_cpu,
         get_hint: hint(sec, "get_hint")?,
         flush_hint: hint(sec, "flush_hint")?,
         wal_hint: hint(sec, "wal_hint")?,
+        dump_hint: hint(sec, "dump_hint")?,
     })
 }
 

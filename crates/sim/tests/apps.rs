@@ -120,3 +120,28 @@ fn fillbatch_matches_table3_ratios_on_the_reference_host() {
     }
     assert!(!TABLE3_KNOWN_MISSES.is_empty());
 }
+
+#[test]
+fn the_dump_beside_readers_reads_ahead_unmarked_and_writes_back() {
+    let r = run("coloc-rocksdb-dump.toml", &[]);
+    let s = strategy(&r, "cint");
+    let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["get", "dump"]);
+    assert!(s.jobs.iter().all(|j| j.ios > 1_000), "{names:?}");
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.starts_with("strategy 'cint': page cache"))
+        .expect("the page cache's note");
+    assert!(!note.contains(" 0 read-ahead requests"), "{note}");
+    // The dump's pairs take a few CPU-bound microseconds each, apart from
+    // the ones that wait for a read-ahead window.
+    let dump = &s.jobs[1];
+    let p50 = dump
+        .lat_ns
+        .percentile
+        .get("50.000000")
+        .copied()
+        .unwrap_or(0);
+    assert!(p50 > 5_500 && p50 < 30_000, "{p50}");
+}

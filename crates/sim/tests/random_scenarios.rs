@@ -300,7 +300,7 @@ fn scenario(seed: u64) -> String {
     // Application programs (issue #23), from a generator of their own.
     let mut apps = Rng(seed.wrapping_mul(0x9fb2_1c65_1e98_df25) | 1);
     if apps.chance(25) {
-        let benchmark = apps.pick(&["fillbatch", "readrandom", "readwhilewriting"]);
+        let benchmark = apps.pick(&["fillbatch", "readrandom", "readwhilewriting", "dump"]);
         let _ = write!(
             out,
             "[[app]]\nname = \"db\"\nkind = \"rocksdb\"\nbenchmark = \"{benchmark}\"\n\

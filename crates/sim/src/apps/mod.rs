@@ -66,7 +66,7 @@ pub(crate) struct Apps {
 /// Whether the scenario's applications write through the page cache.
 pub(crate) fn need_page_cache(sc: &Scenario) -> bool {
     sc.apps.programs.iter().any(|a| match &a.kind {
-        AppKind::RocksDb(db) => rocksdb::writes(db),
+        AppKind::RocksDb(db) => rocksdb::buffered(db),
     })
 }
 

@@ -20,6 +20,13 @@
 //! * **flush** (one thread): the memtable written as a table file with
 //!   `O_DIRECT` `pwrite`s growing from 64 KiB to 1 MiB, each waited for,
 //!   then `fdatasync`, whose journal commit is one 4 KiB write.
+//! * **dump** (`rocksdb_dump`, one thread): per pair, `dump_cpu`, then
+//!   the pair's bytes from the database file through the page cache: a
+//!   miss issues one read-ahead request of the tool's window, which
+//!   doubles from 8 KiB to 256 KiB (`ReadaheadRandomAccessFile`),
+//!   unmarked like all read-ahead; then four buffered `write()`s of the
+//!   pair to the output file (its two lengths, the key, the value), which
+//!   the flusher writes back. Each pair is one dump operation.
 //! * Compaction is not modelled: a sequential fill yields trivial moves
 //!   (files moved between levels without I/O), and readwhilewriting runs
 //!   with automatic compaction off.
@@ -50,6 +57,11 @@ const WAL_KEY_OVERHEAD: u64 = 11;
 const JOURNAL_COMMIT: u64 = 4096;
 /// Both memtables full: writes stall (`max_write_buffer_number` 2).
 const MEMTABLES: u32 = 2;
+/// The dump tool's first and largest read-ahead windows.
+const DUMP_FIRST_READ_AHEAD: u64 = 8 << 10;
+const DUMP_MAX_READ_AHEAD: u64 = 256 << 10;
+/// A pair's length fields in the dump's output (two 32-bit sizes).
+const DUMP_LENGTH: u64 = 4;
 
 /// What an application thread does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +69,7 @@ pub(crate) enum Role {
     Reader,
     Writer,
     Flusher,
+    Dumper,
 }
 
 impl Role {
@@ -65,13 +78,14 @@ impl Role {
         match self {
             Role::Reader => Some("get"),
             Role::Writer => Some("put"),
+            Role::Dumper => Some("dump"),
             Role::Flusher => None,
         }
     }
 
     /// Whether it submits direct requests (and needs a slot).
     pub(crate) fn does_direct_io(self) -> bool {
-        matches!(self, Role::Reader | Role::Flusher)
+        matches!(self, Role::Reader | Role::Flusher | Role::Dumper)
     }
 }
 
@@ -115,6 +129,23 @@ pub(crate) enum Step {
     },
     /// The table file's `fdatasync` completed.
     SyncDone,
+    /// A pair's CPU is done: read its bytes.
+    DumpRead,
+    /// The read-ahead of `pages` pages from `first` completed.
+    DumpReadDone {
+        first: u64,
+        pages: u64,
+    },
+    /// Write the pair's `k`-th piece of output.
+    DumpWrite {
+        k: u8,
+    },
+    /// The `k`-th piece was copied into pages `first..first + pages`.
+    DumpWritten {
+        k: u8,
+        first: u64,
+        pages: u64,
+    },
 }
 
 /// One store's shared state.
@@ -130,11 +161,23 @@ pub(crate) struct Db {
     immutable: u32,
     writer: Option<usize>,
     flusher: Option<usize>,
+    /// The dump: its database file and its next byte, its output file
+    /// and its next byte, its read-ahead window.
+    data_file: u32,
+    data_offset: u64,
+    out_file: u32,
+    out_offset: u64,
+    read_ahead: u64,
 }
 
 /// Whether the benchmark writes (a log through the page cache, flushes).
 pub(crate) fn writes(spec: &RocksDb) -> bool {
     spec.benchmark != Benchmark::Readrandom
+}
+
+/// Whether the benchmark goes through the page cache.
+pub(crate) fn buffered(spec: &RocksDb) -> bool {
+    writes(spec)
 }
 
 impl Db {
@@ -149,6 +192,11 @@ impl Db {
             immutable: 0,
             writer: None,
             flusher: None,
+            data_file: u32::MAX - 1_000 - index,
+            data_offset: 0,
+            out_file: u32::MAX - 2_000 - index,
+            out_offset: 0,
+            read_ahead: DUMP_FIRST_READ_AHEAD,
         }
     }
 
@@ -156,6 +204,10 @@ impl Db {
     pub(crate) fn threads(&self) -> Vec<(Role, u32)> {
         let s = &self.spec;
         let mut out = Vec::new();
+        if s.benchmark == Benchmark::Dump {
+            out.push((Role::Dumper, s.cpus[0]));
+            return out;
+        }
         if s.benchmark != Benchmark::Fillbatch {
             for n in 0..s.threads as usize {
                 out.push((Role::Reader, s.cpus[n % s.cpus.len()]));
@@ -202,7 +254,7 @@ impl World<'_> {
         match role {
             Role::Writer => db.writer = Some(t),
             Role::Flusher => db.flusher = Some(t),
-            Role::Reader => {}
+            Role::Reader | Role::Dumper => {}
         }
         let spec = db.spec.clone();
         let c = self.costs;
@@ -230,6 +282,44 @@ impl World<'_> {
                 self.record_op(i, start, spec.value_size);
                 apps_of(self).threads[i].step = Step::Start;
                 self.rocksdb_step(t, i, a);
+            }
+            Step::Start if role == Role::Dumper => {
+                apps.threads[i].op_start = now;
+                apps.threads[i].step = Step::DumpRead;
+                self.set_user_burst(t, spec.dump_cpu, Cont::App);
+            }
+            Step::DumpRead => self.dump_read(t, i, a),
+            Step::DumpReadDone { first, pages } => {
+                self.app_reap(t);
+                let file = apps_of(self).dbs[a].data_file;
+                if let Some(b) = self.page_cache.as_deref_mut() {
+                    b.cache
+                        .read_done(crate::host::pagecache::Extent { file, first, pages });
+                }
+                apps_of(self).threads[i].step = Step::DumpRead;
+                self.rocksdb_step(t, i, a);
+            }
+            Step::DumpWrite { k } => self.dump_write(t, i, a, k),
+            Step::DumpWritten { k, first, pages } => {
+                let file = apps.dbs[a].out_file;
+                let extra = self.dirty_pages(file, first, pages) + self.balance_dirty_pages();
+                let next = if k < 3 {
+                    Step::DumpWrite { k: k + 1 }
+                } else {
+                    Step::Start
+                };
+                if let Some(at) = self.throttle_until() {
+                    // Back from the pause it goes on with the piece.
+                    apps_of(self).threads[i].step = Step::DumpWritten { k, first, pages: 0 };
+                    self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
+                    return;
+                }
+                if next == Step::Start {
+                    let start = apps_of(self).threads[i].op_start;
+                    self.record_op(i, start, spec.key_size + spec.value_size);
+                }
+                apps_of(self).threads[i].step = next;
+                self.set_burst(t, extra, Cont::App);
             }
             Step::Start if role == Role::Writer => {
                 let db = &apps.dbs[a];
@@ -324,6 +414,70 @@ impl World<'_> {
                 self.rocksdb_step(t, i, a);
             }
         }
+    }
+
+    /// The dump reads its next pair: from the cache, or through a
+    /// read-ahead request of its window.
+    fn dump_read(&mut self, t: usize, i: usize, a: usize) {
+        let apps = apps_of(self);
+        let db = &mut apps.dbs[a];
+        let spec = &db.spec;
+        let pair = spec.key_size + spec.value_size + 2 * DUMP_LENGTH;
+        if db.data_offset + pair > spec.db_size {
+            // The iterator reached the end: the tool starts over.
+            db.data_offset = 0;
+        }
+        let first = db.data_offset / PAGE;
+        let pages = (db.data_offset + pair).div_ceil(PAGE) - first;
+        let file = db.data_file;
+        let cached = self
+            .page_cache
+            .as_deref()
+            .is_some_and(|b| b.cache.cached(file, first, pages));
+        let apps = apps_of(self);
+        let db = &mut apps.dbs[a];
+        if cached {
+            db.data_offset += pair;
+            apps.threads[i].step = Step::DumpWrite { k: 0 };
+            self.rocksdb_step(t, i, a);
+            return;
+        }
+        let window = db.read_ahead.max(pages * PAGE);
+        db.read_ahead = (2 * db.read_ahead).min(DUMP_MAX_READ_AHEAD);
+        let hint = db.spec.dump_hint.hint().unwrap_or(Hint::Unmarked);
+        let hint = if db.app_cint { Hint::Unmarked } else { hint };
+        apps.threads[i].step = Step::DumpReadDone {
+            first,
+            pages: window / PAGE,
+        };
+        let mut call = 0;
+        if let Some(b) = self.page_cache.as_deref_mut() {
+            call = b.cache.set.buffered_call;
+            b.cache.totals.read_ahead += 1;
+            b.cache.totals.read_ahead_pages += window / PAGE;
+        }
+        self.app_request(t, false, window, hint);
+        self.start_call(t, self.costs.syscall + call);
+    }
+
+    /// The dump's `k`-th `write()` of the pair: a length, the key, a
+    /// length, the value.
+    fn dump_write(&mut self, t: usize, i: usize, a: usize, k: u8) {
+        let apps = apps_of(self);
+        let db = &mut apps.dbs[a];
+        let bytes = match k {
+            1 => db.spec.key_size,
+            3 => db.spec.value_size,
+            _ => DUMP_LENGTH,
+        };
+        let first = db.out_offset / PAGE;
+        let pages = (db.out_offset + bytes).div_ceil(PAGE) - first;
+        db.out_offset += bytes;
+        apps.threads[i].step = Step::DumpWritten { k, first, pages };
+        let (call, copy) = self.page_cache.as_deref().map_or((0, 0), |b| {
+            (b.cache.set.buffered_call, b.cache.set.page_copy)
+        });
+        self.set_burst(t, self.costs.syscall + call + pages * copy, Cont::App);
     }
 
     /// Copies the next log chunk into the page cache.
