@@ -37,7 +37,28 @@ pub const ROCKSDB_KEYS: &[&str] = &[
     "dump_hint",
 ];
 
-/// The benchmarks of `db_bench` the RocksDB model runs.
+/// Keys of a `[[app]]` of kind `kvell`.
+pub const KVELL_KEYS: &[&str] = &[
+    "name",
+    "kind",
+    "workload",
+    "distribution",
+    "scan_length",
+    "scan_lengths",
+    "scan_share",
+    "cpus",
+    "ring",
+    "items",
+    "item_size",
+    "cache_pages",
+    "worker_cpu",
+    "idle_sleep",
+];
+
+/// YCSB's core workloads.
+pub const YCSB_WORKLOADS: &[&str] = &["A", "B", "C", "D", "E", "F"];
+
+/// The `db_bench` benchmarks the RocksDB model runs.
 pub const ROCKSDB_BENCHMARKS: &[&str] = &["fillbatch", "readrandom", "readwhilewriting", "dump"];
 
 /// A hint an application asks for on one I/O class.
@@ -143,6 +164,40 @@ pub struct App {
 pub enum AppKind {
     /// A RocksDB-like LSM store under `db_bench`.
     RocksDb(RocksDb),
+    /// A KVell-like store under YCSB.
+    Kvell(Kvell),
+}
+
+/// A KVell-like store (the cinterrupts artifact's KVell) under a YCSB
+/// workload: one worker per core in `cpus`, each fed by injector threads
+/// that run on cores outside the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kvell {
+    /// YCSB workload letter, `A` to `F`.
+    pub workload: char,
+    /// Keys drawn with YCSB's zipfian (constant 0.99) or uniformly.
+    pub zipfian: bool,
+    /// Scan length (the fixed length, or the largest of uniform ones).
+    pub scan_length: u32,
+    /// Scan lengths uniform in `1..=scan_length` (YCSB's E) or fixed.
+    pub scan_uniform: bool,
+    /// Percent of workload E's operations that are scans (YCSB: 95; the
+    /// cinterrupts runs: 100); the rest are inserts.
+    pub scan_share: u8,
+    /// One worker per core.
+    pub cpus: Vec<u32>,
+    /// Requests an injector keeps queued per worker (its ring).
+    pub ring: u32,
+    /// Items in the store.
+    pub items: u64,
+    /// Item bytes (four 1 KiB items per 4 KiB page).
+    pub item_size: u64,
+    /// KVell's own page cache, in 4 KiB pages.
+    pub cache_pages: u64,
+    /// Worker CPU per request.
+    pub worker_cpu: Nanos,
+    /// What an idle worker's `usleep(1)` sleeps (the timer slack).
+    pub idle_sleep: Nanos,
 }
 
 /// The scenario's applications and, per strategy, whether the
@@ -191,14 +246,22 @@ pub(crate) fn parse(
         let mut sec = Section::new(source, format!("app[{index}]"), table, origin);
         let name = crate::job::element_name(&mut sec, &seen, "app")?;
         seen.push((name.clone(), sec.origin_of("name")));
-        sec.choice("kind", &["rocksdb"])?
-            .ok_or_else(|| sec.error("kind", "missing required key (one of \"rocksdb\")"))?;
-        let db = parse_rocksdb(&mut sec, device, host)?;
-        sec.finish("an app of kind \"rocksdb\"", ROCKSDB_KEYS)?;
-        apps.programs.push(App {
-            name,
-            kind: AppKind::RocksDb(db),
-        });
+        let kind = sec.choice("kind", &["rocksdb", "kvell"])?.ok_or_else(|| {
+            sec.error(
+                "kind",
+                "missing required key (one of \"rocksdb\", \"kvell\")",
+            )
+        })?;
+        let kind = if kind == "kvell" {
+            let kv = parse_kvell(&mut sec, device, host)?;
+            sec.finish("an app of kind \"kvell\"", KVELL_KEYS)?;
+            AppKind::Kvell(kv)
+        } else {
+            let db = parse_rocksdb(&mut sec, device, host)?;
+            sec.finish("an app of kind \"rocksdb\"", ROCKSDB_KEYS)?;
+            AppKind::RocksDb(db)
+        };
+        apps.programs.push(App { name, kind });
     }
     Ok(apps)
 }
@@ -318,6 +381,80 @@ fn parse_rocksdb(
         flush_hint: hint(sec, "flush_hint")?,
         wal_hint: hint(sec, "wal_hint")?,
         dump_hint: hint(sec, "dump_hint")?,
+    })
+}
+
+fn parse_kvell(
+    sec: &mut Section<'_>,
+    device: &DeviceProfile,
+    host: &HostProfile,
+) -> Result<Kvell, ScenarioError> {
+    let workload = match sec.string("workload")? {
+        None => 'C',
+        Some(w) => {
+            let upper = w.to_ascii_uppercase();
+            if !YCSB_WORKLOADS.contains(&upper.as_str()) {
+                return Err(sec.error(
+                    "workload",
+                    format!("unknown YCSB workload \"{w}\" (one of A, B, C, D, E, F)"),
+                ));
+            }
+            upper.chars().next().unwrap_or('C')
+        }
+    };
+    let zipfian = sec
+        .choice("distribution", &["uniform", "zipfian"])?
+        .is_some_and(|d| d == "zipfian");
+    let scan_length = match sec.int("scan_length", 0, 1_000_000)? {
+        Some(0) => {
+            return Err(sec.error(
+                "scan_length",
+                "must be at least 1 (a scan of 0 items reads nothing)",
+            ))
+        }
+        Some(n) => n as u32,
+        None => 16,
+    };
+    let scan_uniform = sec
+        .choice("scan_lengths", &["fixed", "uniform"])?
+        .is_some_and(|d| d == "uniform");
+    let scan_share = sec.int("scan_share", 0, 100)?.unwrap_or(95) as u8;
+    let cpus = cpu_list(sec, u64::from(host.cores))?;
+    let ring = sec.int("ring", 1, 65_536)?.unwrap_or(192) as u32;
+    let items = sec.int("items", 1, u64::MAX >> 16)?.unwrap_or(100_000_000);
+    let item_size = sec.size("item_size")?.unwrap_or(1024);
+    if item_size == 0 || item_size > 4096 {
+        return Err(sec.error(
+            "item_size",
+            format!("must be from 1 byte to a 4 KiB page (got {item_size})"),
+        ));
+    }
+    let per_page = 4096 / item_size;
+    if items.div_ceil(per_page).saturating_mul(4096) > device.capacity.0 {
+        return Err(sec.error(
+            "items",
+            format!(
+                "{items} items of {item_size} bytes are larger than the device ({} bytes)",
+                device.capacity.0
+            ),
+        ));
+    }
+    let cache_pages = sec.int("cache_pages", 0, u64::MAX >> 16)?.unwrap_or(13_172);
+    let worker_cpu = sec.duration("worker_cpu")?.unwrap_or(5_000);
+    let idle_sleep = sec.duration("idle_sleep")?.unwrap_or(50_000);
+    Ok(Kvell {
+        workload,
+        zipfian,
+        scan_length,
+        scan_uniform,
+        scan_share,
+        cpus,
+        ring,
+        items,
+        item_size,
+        cache_pages,
+        worker_cpu,
+        idle_sleep,
     })
 }
 

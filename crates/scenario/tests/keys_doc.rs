@@ -80,6 +80,7 @@ fn every_key_is_documented() {
             .iter()
             .map(|k| k.to_string()),
     );
+    keys.extend(cint_scenario::app::KVELL_KEYS.iter().map(|k| k.to_string()));
     keys.push("app_hints".to_string());
     keys.push("[[app]]".to_string());
     for top in [

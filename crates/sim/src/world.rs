@@ -163,6 +163,8 @@ pub(crate) enum Cont {
     PageCacheSleep(Nanos),
     /// An application thread goes on (crate::apps).
     App,
+    /// An application thread armed a sleep timer: sleep until then.
+    AppSleep(Nanos),
 }
 
 /// A simulated application thread.

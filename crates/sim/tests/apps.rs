@@ -145,3 +145,93 @@ fn the_dump_beside_readers_reads_ahead_unmarked_and_writes_back() {
         .unwrap_or(0);
     assert!(p50 > 5_500 && p50 < 30_000, "{p50}");
 }
+
+#[test]
+fn kvell_workers_batch_what_the_ring_holds_and_wake_per_interrupt() {
+    let r = run("kvell-ycsb.toml", &[]);
+    let none = strategy(&r, "default");
+    let read = &none.jobs[0];
+    assert_eq!(read.name, "read");
+    assert!(read.ios > 10_000, "{}", read.ios);
+    // Without coalescing about one interrupt per read; cinterrupts fires
+    // on each submission's Barrier instead, so far fewer.
+    let cint = strategy(&r, "cint");
+    assert!(none.interrupts as f64 > 0.9 * read.ios as f64);
+    assert!(
+        cint.interrupts * 5 < none.interrupts,
+        "{} {}",
+        cint.interrupts,
+        none.interrupts
+    );
+    // An update is a read then a write: workload A has both types.
+    let a = run("kvell-ycsb.toml", &["app.kv.workload=A"]);
+    let names: Vec<&str> = strategy(&a, "cint")
+        .jobs
+        .iter()
+        .map(|j| j.name.as_str())
+        .collect();
+    assert_eq!(names, ["read", "update"]);
+    // Zipfian keys hit KVell's page cache: more reads per second.
+    let z = run("kvell-ycsb.toml", &["app.kv.distribution=zipfian"]);
+    assert!(strategy(&z, "default").jobs[0].iops > 1.2 * read.iops);
+}
+
+#[test]
+fn longer_scans_take_longer_from_first_request_to_last_completion() {
+    let short = run("kvell-ycsb-e.toml", &[]);
+    let long = run("kvell-ycsb-e.toml", &["app.kv.scan_length=256"]);
+    let (s, l) = (
+        &strategy(&short, "cint").jobs[0],
+        &strategy(&long, "cint").jobs[0],
+    );
+    assert_eq!((s.name.as_str(), l.name.as_str()), ("scan", "scan"));
+    assert!(
+        l.lat_ns.mean > 1.2 * s.lat_ns.mean,
+        "{} {}",
+        l.lat_ns.mean,
+        s.lat_ns.mean
+    );
+    assert!(s.iops > 4.0 * l.iops);
+}
+
+/// Table 7 of the cinterrupts paper: four RocksDB readrandom threads
+/// beside KVell under YCSB-C on two cores: RocksDB's get latency (us) and
+/// KVell's throughput (K ops/s).
+const TABLE7: &[(&str, f64, f64)] = &[
+    ("cint", 116.0, 171.0),
+    ("default", 115.0, 153.0),
+    ("adaptive", 129.0, 171.0),
+];
+
+/// What the model does not reproduce of Table 7, and why.
+pub const TABLE7_KNOWN_MISSES: &[&str] = &[
+    "absolute figures: the model's gets take about 40 us and KVell serves about 85 K reads/s \
+     beside them, against the paper's 116 us and 171 K: the paper's KVell runs its injectors \
+     on cores of their own, which the model leaves out (they keep the rings full at no cost), \
+     and the two stores' CPU per operation are estimates (docs/APPS.md), not fitted to this \
+     table; the ratios between strategies are kept",
+    "the order of adaptive against default for KVell: the model has adaptive's KVell below \
+     default's (its 6 us delay holds every unmarked completion of a batch until the batch's \
+     Barrier or the delay), the paper above",
+];
+
+#[test]
+fn rocksdb_beside_kvell_keeps_table7_ratios() {
+    let r = run("coloc-rocksdb-kvell.toml", &[]);
+    let get = |name: &str| strategy(&r, name).jobs[0].lat_ns.mean;
+    let kv = |name: &str| strategy(&r, name).jobs[1].iops;
+    assert_eq!(strategy(&r, "cint").jobs[1].name, "read");
+    let (_, get0, kv0) = TABLE7[0];
+    for &(name, g, k) in TABLE7 {
+        for (what, x) in [
+            ("get latency", (get(name) / get("cint")) / (g / get0)),
+            ("KVell throughput", (kv(name) / kv("cint")) / (k / kv0)),
+        ] {
+            assert!(
+                (1.0 / 1.25..=1.25).contains(&x),
+                "{name} {what}: our ratio to cint is {x:.3} times the paper's"
+            );
+        }
+    }
+    assert_eq!(TABLE7_KNOWN_MISSES.len(), 2);
+}

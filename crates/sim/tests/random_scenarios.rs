@@ -299,6 +299,19 @@ fn scenario(seed: u64) -> String {
     out.push_str(&jobs);
     // Application programs (issue #23), from a generator of their own.
     let mut apps = Rng(seed.wrapping_mul(0x9fb2_1c65_1e98_df25) | 1);
+    if apps.chance(15) {
+        let _ = write!(
+            out,
+            "[[app]]\nname = \"kv\"\nkind = \"kvell\"\nworkload = \"{}\"\n\
+             distribution = \"{}\"\nscan_length = {}\nscan_share = {}\nring = {}\ncpus = [{}]\n",
+            apps.pick(&["A", "B", "C", "D", "E", "F"]),
+            apps.pick(&["uniform", "zipfian"]),
+            1 + apps.below(64),
+            apps.below(101),
+            1 + apps.below(256),
+            apps.below(cores)
+        );
+    }
     if apps.chance(25) {
         let benchmark = apps.pick(&["fillbatch", "readrandom", "readwhilewriting", "dump"]);
         let _ = write!(

@@ -9,6 +9,7 @@
 //! [`Wait::AppIo`] (woken by the completion's handler) and resume in
 //! [`Cont::App`].
 
+mod kvell;
 mod rocksdb;
 
 use cint_policy::Nanos;
@@ -38,10 +39,18 @@ struct OpStats {
     bytes: u64,
 }
 
+/// Which model a thread runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Model {
+    RocksDb,
+    Kvell,
+}
+
 /// An application thread.
 #[derive(Debug)]
 pub(crate) struct AppThread {
-    /// Which program.
+    model: Model,
+    /// Which store of its model.
     app: usize,
     role: Role,
     /// The operation type it counts in (an index of `ops`), if any.
@@ -61,12 +70,16 @@ pub(crate) struct Apps {
     threads: Vec<AppThread>,
     ops: Vec<OpStats>,
     dbs: Vec<rocksdb::Db>,
+    kvells: Vec<kvell::Store>,
+    /// The measured window is open.
+    measuring: bool,
 }
 
 /// Whether the scenario's applications write through the page cache.
 pub(crate) fn need_page_cache(sc: &Scenario) -> bool {
     sc.apps.programs.iter().any(|a| match &a.kind {
         AppKind::RocksDb(db) => rocksdb::buffered(db),
+        AppKind::Kvell(_) => false,
     })
 }
 
@@ -95,9 +108,54 @@ impl Apps {
             threads: Vec::new(),
             ops: Vec::new(),
             dbs: Vec::new(),
+            kvells: Vec::new(),
+            measuring: sc.warmup == 0,
         };
         for (a, app) in sc.apps.programs.iter().enumerate() {
-            let AppKind::RocksDb(spec) = &app.kind;
+            let spec = match &app.kind {
+                AppKind::RocksDb(spec) => spec,
+                AppKind::Kvell(spec) => {
+                    let stats = kvell::OpKind::of(spec)
+                        .into_iter()
+                        .map(|k| (k, apps.op_index(k.name())))
+                        .collect();
+                    let store = kvell::Store::new(spec.clone(), apps.threads.len(), stats);
+                    let slots = kvell::Store::slots(spec, sc.device.queue_depth);
+                    for core in kvell::Store::cores(spec) {
+                        let t = threads.len();
+                        let mut th = Thread::fresh(
+                            sc.seed,
+                            ((sc.jobs.len() + 1 + a) as u32, t as u32),
+                            core,
+                            crate::workload::Program::kernel(),
+                            Activity::Burst {
+                                left: 0,
+                                then: Cont::App,
+                            },
+                            estimator,
+                        );
+                        th.job = APP_JOB;
+                        for _ in 0..slots {
+                            th.free_slots.push(reqs.len() as u32);
+                            reqs.push(free_request(t, core as usize % queues_n));
+                        }
+                        th.free_slots.reverse();
+                        threads.push(th);
+                        cores[core as usize].rq.push(t as u32);
+                        apps.threads.push(AppThread {
+                            model: Model::Kvell,
+                            app: apps.kvells.len(),
+                            role: Role::Reader,
+                            op: None,
+                            step: rocksdb::Step::Start,
+                            op_start: 0,
+                            rng: stream_rng(sc.seed, APP_STREAM_BASE | t as u64),
+                        });
+                    }
+                    apps.kvells.push(store);
+                    continue;
+                }
+            };
             let db = rocksdb::Db::new(spec.clone(), app_cint, a as u32);
             for (role, core) in db.threads() {
                 let op = role.op_name().map(|name| apps.op_index(name));
@@ -115,27 +173,14 @@ impl Apps {
                 );
                 th.job = APP_JOB;
                 if role.does_direct_io() {
-                    let r = reqs.len() as u32;
-                    reqs.push(Request {
-                        thread: t as u32,
-                        queue: (core as usize % queues_n) as u32,
-                        bytes: 0,
-                        write: false,
-                        hint: cint_policy::Hint::Unmarked,
-                        seq: 0,
-                        issued: 0,
-                        submitted: 0,
-                        dispatched: 0,
-                        posted_at: 0,
-                        state: ReqState::Free,
-                        polled: false,
-                    });
-                    th.free_slots.push(r);
+                    th.free_slots.push(reqs.len() as u32);
+                    reqs.push(free_request(t, core as usize % queues_n));
                 }
                 threads.push(th);
                 cores[core as usize].rq.push(t as u32);
                 apps.threads.push(AppThread {
-                    app: a,
+                    model: Model::RocksDb,
+                    app: apps.dbs.len(),
                     role,
                     op,
                     step: rocksdb::Step::Start,
@@ -146,6 +191,19 @@ impl Apps {
             apps.dbs.push(db);
         }
         Some(Box::new(apps))
+    }
+
+    /// Records one operation of type `stat` that took `latency`, while
+    /// the window is open.
+    fn record_stat(&mut self, stat: usize, latency: Nanos, bytes: u64) {
+        if !self.measuring {
+            return;
+        }
+        if let Some(s) = self.ops.get_mut(stat) {
+            s.hist.record(latency);
+            s.ops += 1;
+            s.bytes += bytes;
+        }
     }
 
     fn op_index(&mut self, name: &'static str) -> usize {
@@ -162,12 +220,36 @@ impl Apps {
     }
 }
 
+/// A free request slot of thread `t` on `queue`.
+fn free_request(t: usize, queue: usize) -> Request {
+    Request {
+        thread: t as u32,
+        queue: queue as u32,
+        bytes: 0,
+        write: false,
+        hint: cint_policy::Hint::Unmarked,
+        seq: 0,
+        issued: 0,
+        submitted: 0,
+        dispatched: 0,
+        posted_at: 0,
+        state: ReqState::Free,
+        polled: false,
+    }
+}
+
 /// The cores of `sc`'s application threads whose queues carry their
 /// requests (direct I/O).
 pub(crate) fn queues_used(sc: &Scenario, queues_n: usize) -> Vec<usize> {
     let mut out = Vec::new();
     for app in &sc.apps.programs {
-        let AppKind::RocksDb(spec) = &app.kind;
+        let spec = match &app.kind {
+            AppKind::RocksDb(spec) => spec,
+            AppKind::Kvell(spec) => {
+                out.extend(spec.cpus.iter().map(|&c| c as usize % queues_n.max(1)));
+                continue;
+            }
+        };
         let db = rocksdb::Db::new(spec.clone(), false, 0);
         for (role, core) in db.threads() {
             if role.does_direct_io() {
@@ -186,31 +268,36 @@ impl World<'_> {
         };
         let i = t - apps.first;
         let a = apps.threads[i].app;
-        self.rocksdb_step(t, i, a);
+        match apps.threads[i].model {
+            Model::RocksDb => self.rocksdb_step(t, i, a),
+            Model::Kvell => self.kvell_step(t, i, a),
+        }
     }
 
     /// An application thread's direct request reached the device: it
     /// sleeps until the completion wakes it.
     pub(crate) fn app_submitted(&mut self, t: usize) {
-        self.block(t, Wait::AppIo);
+        let kvell = self
+            .apps
+            .as_deref()
+            .is_some_and(|a| a.threads[t - a.first].model == Model::Kvell);
+        if kvell {
+            // io_submit returned: the worker goes on to io_getevents.
+            self.app_cont(t);
+        } else {
+            self.block(t, Wait::AppIo);
+        }
     }
 
     /// Records one operation of thread `i` (an app thread index) that
     /// began at `start`, now done, of `bytes`.
     fn record_op(&mut self, i: usize, start: Nanos, bytes: u64) {
         let now = self.now();
-        let measuring = self.measuring;
         let Some(apps) = self.apps.as_deref_mut() else {
             return;
         };
-        let Some(op) = apps.threads[i].op else {
-            return;
-        };
-        if measuring {
-            let s = &mut apps.ops[op];
-            s.hist.record(now - start);
-            s.ops += 1;
-            s.bytes += bytes;
+        if let Some(op) = apps.threads[i].op {
+            apps.record_stat(op, now - start, bytes);
         }
     }
 
@@ -342,6 +429,7 @@ impl World<'_> {
     /// The measured window restarts: the operations' counts too.
     pub(crate) fn app_reset(&mut self) {
         if let Some(apps) = self.apps.as_deref_mut() {
+            apps.measuring = true;
             for s in &mut apps.ops {
                 s.hist = LatencyHistogram::new();
                 s.ops = 0;

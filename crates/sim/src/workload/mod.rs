@@ -81,6 +81,7 @@ impl World<'_> {
             Cont::PageCache => self.page_cache_cont(t),
             Cont::PageCacheSleep(at) => self.page_cache_sleep(t, at),
             Cont::App => self.app_cont(t),
+            Cont::AppSleep(at) => self.app_sleep(t, at),
         }
     }
 
