@@ -235,3 +235,16 @@ fn rocksdb_beside_kvell_keeps_table7_ratios() {
     }
     assert_eq!(TABLE7_KNOWN_MISSES.len(), 2);
 }
+
+/// The speed bound: a simulated second of RocksDB readrandom
+/// takes under a wall second. A timing, so not part of the suite: run
+/// `cargo test --release -p cint-sim --test apps -- --ignored`.
+#[test]
+#[ignore = "a wall-clock measurement; run on a quiet machine"]
+fn a_readrandom_simulated_second_takes_under_a_wall_second() {
+    let r0 = std::time::Instant::now();
+    let r = run("rocksdb-readrandom.toml", &["duration=1s", "warmup=0s"]);
+    let per_strategy = r0.elapsed().as_secs_f64() / r.results.len() as f64;
+    eprintln!("{per_strategy:.3} wall seconds per simulated second and strategy");
+    assert!(per_strategy < 1.0, "{per_strategy}");
+}
