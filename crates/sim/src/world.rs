@@ -64,6 +64,26 @@ pub(crate) struct Request {
     pub polled: bool,
 }
 
+impl Request {
+    /// A free slot of thread `thread` on device queue `queue`.
+    pub(crate) fn free(thread: u32, queue: u32, polled: bool) -> Request {
+        Request {
+            thread,
+            queue,
+            bytes: 0,
+            write: false,
+            hint: Hint::Unmarked,
+            seq: 0,
+            issued: 0,
+            submitted: 0,
+            dispatched: 0,
+            posted_at: 0,
+            state: ReqState::Free,
+            polled,
+        }
+    }
+}
+
 /// CFS state of a thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RunState {
@@ -411,20 +431,7 @@ impl<'a> World<'a> {
                 let mut free_slots = Vec::with_capacity(depth as usize);
                 for _ in 0..depth {
                     free_slots.push(reqs.len() as u32);
-                    reqs.push(Request {
-                        thread: tid,
-                        queue: queue as u32,
-                        bytes: 0,
-                        write: false,
-                        hint: Hint::Unmarked,
-                        seq: 0,
-                        issued: 0,
-                        submitted: 0,
-                        dispatched: 0,
-                        posted_at: 0,
-                        state: ReqState::Free,
-                        polled: polls,
-                    });
+                    reqs.push(Request::free(tid, queue as u32, polls));
                 }
                 // Slots are taken from the end; keep ids ascending in use.
                 free_slots.reverse();

@@ -123,18 +123,7 @@ impl Apps {
                     let slots = kvell::Store::slots(spec, sc.device.queue_depth);
                     for core in kvell::Store::cores(spec) {
                         let t = threads.len();
-                        let mut th = Thread::fresh(
-                            sc.seed,
-                            ((sc.jobs.len() + 1 + a) as u32, t as u32),
-                            core,
-                            crate::workload::Program::kernel(),
-                            Activity::Burst {
-                                left: 0,
-                                then: Cont::App,
-                            },
-                            estimator,
-                        );
-                        th.job = APP_JOB;
+                        let mut th = app_thread(sc, a, t, core, estimator);
                         for _ in 0..slots {
                             th.free_slots.push(reqs.len() as u32);
                             reqs.push(free_request(t, core as usize % queues_n));
@@ -160,18 +149,7 @@ impl Apps {
             for (role, core) in db.threads() {
                 let op = role.op_name().map(|name| apps.op_index(name));
                 let t = threads.len();
-                let mut th = Thread::fresh(
-                    sc.seed,
-                    ((sc.jobs.len() + 1 + a) as u32, t as u32),
-                    core,
-                    crate::workload::Program::kernel(),
-                    Activity::Burst {
-                        left: 0,
-                        then: Cont::App,
-                    },
-                    estimator,
-                );
-                th.job = APP_JOB;
+                let mut th = app_thread(sc, a, t, core, estimator);
                 if role.does_direct_io() {
                     th.free_slots.push(reqs.len() as u32);
                     reqs.push(free_request(t, core as usize % queues_n));
@@ -222,20 +200,31 @@ impl Apps {
 
 /// A free request slot of thread `t` on `queue`.
 fn free_request(t: usize, queue: usize) -> Request {
-    Request {
-        thread: t as u32,
-        queue: queue as u32,
-        bytes: 0,
-        write: false,
-        hint: cint_policy::Hint::Unmarked,
-        seq: 0,
-        issued: 0,
-        submitted: 0,
-        dispatched: 0,
-        posted_at: 0,
-        state: ReqState::Free,
-        polled: false,
-    }
+    Request::free(t as u32, queue as u32, false)
+}
+
+/// A new application thread of program `a` on `core` (its `t`-th thread
+/// in the world), before its first step.
+fn app_thread(
+    sc: &Scenario,
+    a: usize,
+    t: usize,
+    core: u32,
+    estimator: cint_policy::hybrid_poll::SleepEstimator,
+) -> Thread {
+    let mut th = Thread::fresh(
+        sc.seed,
+        ((sc.jobs.len() + 1 + a) as u32, t as u32),
+        core,
+        crate::workload::Program::kernel(),
+        Activity::Burst {
+            left: 0,
+            then: Cont::App,
+        },
+        estimator,
+    );
+    th.job = APP_JOB;
+    th
 }
 
 /// The cores of `sc`'s application threads whose queues carry their
@@ -303,26 +292,7 @@ impl World<'_> {
 
     /// Takes thread `t`'s request slot for a direct request.
     fn app_request(&mut self, t: usize, write: bool, bytes: u64, hint: cint_policy::Hint) {
-        let now = self.now();
-        let Some(r) = self.threads[t].free_slots.pop() else {
-            self.check
-                .fail(format!("application thread {t} has no free request slot"));
-            return;
-        };
-        let req = &mut self.reqs[r as usize];
-        if req.state != ReqState::Free {
-            let state = req.state;
-            self.check
-                .fail(format!("application slot {r} reused in state {state:?}"));
-        }
-        req.write = write;
-        req.bytes = bytes;
-        req.hint = hint;
-        req.issued = now;
-        req.state = ReqState::Submitting;
-        let th = &mut self.threads[t];
-        th.batch.push(r);
-        th.in_flight += 1;
+        self.stage_request(t, write, bytes, hint);
     }
 
     /// Takes thread `t`'s completed request back: its slot is free.
@@ -332,17 +302,7 @@ impl World<'_> {
                 .fail(format!("application thread {t} woke with no completion"));
             return;
         };
-        let req = &mut self.reqs[r as usize];
-        if req.state != ReqState::Delivered {
-            let state = req.state;
-            self.check
-                .fail(format!("request {r} reaped in state {state:?}"));
-        }
-        req.state = ReqState::Free;
-        self.check.handed += 1;
-        let th = &mut self.threads[t];
-        th.free_slots.push(r);
-        th.in_flight -= 1;
+        self.release_slot(t, r);
     }
 
     /// The applications' operation types as jobs of the result, measured

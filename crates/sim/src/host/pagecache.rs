@@ -674,21 +674,45 @@ impl World<'_> {
         // A miss: one read-ahead request from the thread's slot.
         let size = b.size_pages[t];
         let e = b.cache.read_ahead(t as u32, first, pages, size);
+        if self
+            .stage_request(t, false, e.pages * PAGE, Hint::Unmarked)
+            .is_some()
+        {
+            self.start_call(t, entry);
+        }
+    }
+
+    /// Takes a free slot of thread `t` for a request of `bytes` and
+    /// stages it for the thread's next submission call; its slot, or none
+    /// (an invariant failure) if the thread has no free slot.
+    pub(crate) fn stage_request(
+        &mut self,
+        t: usize,
+        write: bool,
+        bytes: u64,
+        hint: Hint,
+    ) -> Option<u32> {
+        let now = self.now();
         let Some(r) = self.threads[t].free_slots.pop() else {
             self.check
-                .fail(format!("buffered thread {t} has no free request slot"));
-            return;
+                .fail(format!("thread {t} has no free request slot"));
+            return None;
         };
         let req = &mut self.reqs[r as usize];
-        req.write = false;
-        req.bytes = e.pages * PAGE;
-        req.hint = Hint::Unmarked;
+        if req.state != ReqState::Free {
+            let state = req.state;
+            self.check
+                .fail(format!("slot {r} reused while in state {state:?}"));
+        }
+        req.write = write;
+        req.bytes = bytes;
+        req.hint = hint;
         req.issued = now;
         req.state = ReqState::Submitting;
         let th = &mut self.threads[t];
         th.batch.push(r);
         th.in_flight += 1;
-        self.start_call(t, entry);
+        Some(r)
     }
 
     /// A submission call of a buffered thread or the flusher has reached
@@ -830,7 +854,7 @@ impl World<'_> {
     }
 
     /// A delivered request of thread `t` is done with: its slot is free.
-    fn release_slot(&mut self, t: usize, r: u32) {
+    pub(crate) fn release_slot(&mut self, t: usize, r: u32) {
         let req = &mut self.reqs[r as usize];
         if req.state != ReqState::Delivered {
             let state = req.state;
@@ -965,21 +989,7 @@ impl World<'_> {
             };
             b.cache.track(r, e);
             cpu += e.pages * b.cache.set.writeback_page;
-            self.threads[t].free_slots.pop();
-            let req = &mut self.reqs[r as usize];
-            if req.state != ReqState::Free {
-                let state = req.state;
-                self.check
-                    .fail(format!("writeback slot {r} reused in state {state:?}"));
-            }
-            req.write = true;
-            req.bytes = e.pages * PAGE;
-            req.hint = Hint::Unmarked;
-            req.issued = now;
-            req.state = ReqState::Submitting;
-            let th = &mut self.threads[t];
-            th.batch.push(r);
-            th.in_flight += 1;
+            self.stage_request(t, true, e.pages * PAGE, Hint::Unmarked);
             staged += 1;
         }
         if staged > 0 {
@@ -1071,20 +1081,7 @@ pub(crate) fn add_flusher(
     let depth = sc.device.queue_depth.max(1);
     for _ in 0..depth {
         th.free_slots.push(reqs.len() as u32);
-        reqs.push(Request {
-            thread: tid as u32,
-            queue: (core % queues_n) as u32,
-            bytes: 0,
-            write: true,
-            hint: Hint::Unmarked,
-            seq: 0,
-            issued: 0,
-            submitted: 0,
-            dispatched: 0,
-            posted_at: 0,
-            state: ReqState::Free,
-            polled: false,
-        });
+        reqs.push(Request::free(tid as u32, (core % queues_n) as u32, false));
     }
     th.free_slots.reverse();
     threads.push(th);
