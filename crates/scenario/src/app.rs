@@ -486,3 +486,91 @@ fn cpu_list(sec: &mut Section<'_>, cores: u64) -> Result<Vec<u32>, ScenarioError
     }
     Ok(out)
 }
+
+/// The apps as `[[app]]` tables of the resolved scenario (`cint check`),
+/// every default spelled out.
+pub(crate) fn render(doc: &mut toml_edit::DocumentMut, apps: &Apps) {
+    use crate::units::{format_duration, format_size};
+    use toml_edit::{value, Array, ArrayOfTables, Item, Table};
+    if apps.programs.is_empty() {
+        return;
+    }
+    let cores = |cpus: &[u32]| {
+        let mut a = Array::new();
+        for &c in cpus {
+            a.push(i64::from(c));
+        }
+        value(a)
+    };
+    let hint = |h: ClassHint| match h {
+        ClassHint::Default => "default",
+        ClassHint::Urgent => "urgent",
+        ClassHint::Barrier => "barrier",
+        ClassHint::Unmarked => "none",
+    };
+    let mut out = ArrayOfTables::new();
+    for app in &apps.programs {
+        let mut t = Table::new();
+        t["name"] = value(app.name.as_str());
+        match &app.kind {
+            AppKind::RocksDb(d) => {
+                t["kind"] = value("rocksdb");
+                t["benchmark"] = value(match d.benchmark {
+                    Benchmark::Fillbatch => "fillbatch",
+                    Benchmark::Readrandom => "readrandom",
+                    Benchmark::Readwhilewriting => "readwhilewriting",
+                    Benchmark::Dump => "dump",
+                });
+                t["threads"] = value(i64::from(d.threads));
+                t["cpus"] = cores(&d.cpus);
+                t["writer_cpu"] = value(i64::from(d.writer_cpu));
+                t["flush_cpu"] = value(i64::from(d.flush_cpu));
+                for (key, v) in [
+                    ("key_size", d.key_size),
+                    ("value_size", d.value_size),
+                    ("block_size", d.block_size),
+                    ("alignment", d.alignment),
+                    ("db_size", d.db_size),
+                    ("memtable", d.memtable),
+                    ("wal_chunk", d.wal_chunk),
+                ] {
+                    t[key] = value(format_size(v));
+                }
+                t["batch_keys"] = value(i64::from(d.batch_keys));
+                for (key, v) in [
+                    ("get_cpu", d.get_cpu),
+                    ("put_cpu", d.put_cpu),
+                    ("batch_key_cpu", d.batch_key_cpu),
+                    ("dump_cpu", d.dump_cpu),
+                ] {
+                    t[key] = value(format_duration(v));
+                }
+                for (key, h) in [
+                    ("get_hint", d.get_hint),
+                    ("flush_hint", d.flush_hint),
+                    ("wal_hint", d.wal_hint),
+                    ("dump_hint", d.dump_hint),
+                ] {
+                    t[key] = value(hint(h));
+                }
+            }
+            AppKind::Kvell(k) => {
+                t["kind"] = value("kvell");
+                t["workload"] = value(k.workload.to_string());
+                t["distribution"] = value(if k.zipfian { "zipfian" } else { "uniform" });
+                t["scan_length"] = value(i64::from(k.scan_length));
+                t["scan_lengths"] = value(if k.scan_uniform { "uniform" } else { "fixed" });
+                t["scan_share"] = value(i64::from(k.scan_share));
+                t["cpus"] = cores(&k.cpus);
+                t["ring"] = value(i64::from(k.ring));
+                t["items"] = value(i64::try_from(k.items).unwrap_or(i64::MAX));
+                t["item_size"] = value(format_size(k.item_size));
+                t["cache_pages"] = value(i64::try_from(k.cache_pages).unwrap_or(i64::MAX));
+                t["worker_cpu"] = value(format_duration(k.worker_cpu));
+                t["idle_sleep"] = value(format_duration(k.idle_sleep));
+            }
+        }
+        out.push(t);
+    }
+    doc["app"] = Item::ArrayOfTables(out);
+}
