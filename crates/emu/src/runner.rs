@@ -125,7 +125,11 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
             Some("startdelay")
         } else if let cint_scenario::Work::Io(io) = &job.work {
             let s = &io.shape;
-            if io.gtod_reduce {
+            if !io.direct && io.engine.is_sync() {
+                // The simulator runs such a job through its page cache;
+                // the emulator's threads would issue it as direct I/O.
+                Some("direct")
+            } else if io.gtod_reduce {
                 Some("gtod_reduce")
             } else if !s.bssplit.is_empty() {
                 Some("bssplit")
