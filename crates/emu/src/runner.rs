@@ -127,7 +127,11 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
             Some("startdelay")
         } else if let cint_scenario::Work::Io(io) = &job.work {
             let s = &io.shape;
-            if io.gtod_reduce {
+            if !io.direct && io.engine.is_sync() {
+                // The simulator runs such a job through its page cache;
+                // the emulator's threads would issue it as direct I/O.
+                Some("direct")
+            } else if io.gtod_reduce {
                 Some("gtod_reduce")
             } else if !s.bssplit.is_empty() {
                 Some("bssplit")
@@ -211,6 +215,13 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             "guest '{}': the emulator runs no virtual machines (the hypervisor, its monitors \
              and guests are modelled by cint sim only)",
             g.name
+        )));
+    }
+    if let Some(app) = scenario.apps.programs.first() {
+        return Err(EmuError::Config(format!(
+            "app '{}': application programs ([[app]]) are modelled by the simulator only; \
+             the emulator does not run them (use cint sim)",
+            app.name
         )));
     }
     if let Some((job, key)) = unhonoured_key(scenario) {

@@ -29,6 +29,8 @@ pub struct Scenario {
     pub strategies: Vec<Strategy>,
     /// At least one; names unique; every `cpu < host.cores`.
     pub jobs: Vec<Job>,
+    /// Application programs (`[[app]]`) and each strategy's app hint set.
+    pub apps: crate::app::Apps,
     /// Emulator settings.
     pub emu: EmuConfig,
     /// The hypervisor and its guests; empty on bare metal.

@@ -108,7 +108,7 @@ fn parse_mode(
         .map_or(&[], |(_, keys)| keys);
     // A key of another kind gets a message saying so: the usual mistake
     // is switching `kind` and leaving the old parameters behind.
-    if let Some(stray) = sec.first_unread_except(&["name", "kind"], own) {
+    if let Some(stray) = sec.first_unread_except(&["name", "kind", "app_hints"], own) {
         let owner: Vec<&str> = KINDS
             .iter()
             .filter(|(_, keys)| keys.contains(&stray))

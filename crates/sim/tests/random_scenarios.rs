@@ -22,10 +22,12 @@
 //! virtual-machine layer (a hypervisor with guests running I/O and busy
 //! loops, and vic-sched beside the drawn strategies); the page cache (a
 //! small one, with buffered synchronous jobs, whose calls the device
-//! bounds do not cover); and jobs replaying generated block traces (issue
-//! #23: each format, both replay modes, every engine), whose result must
-//! carry the replay's report. Each of those draws comes from a generator
-//! of its own, so a seed's other draws are unchanged.
+//! bounds do not cover); application programs (a RocksDB-like or
+//! KVell-like store, whose every operation type must make progress or be
+//! explained); and jobs replaying generated block traces (issue #23: each
+//! format, both replay modes, every engine), whose result must carry the
+//! replay's report. Each of those draws comes from a generator of its
+//! own, so a seed's other draws are unchanged.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
 //! longer soak; `CINT_RANDOM_SEED=N` picks another first seed.
@@ -313,6 +315,34 @@ fn scenario(seed: u64) -> String {
     }
     out.push_str(&strategies);
     out.push_str(&jobs);
+    // Application programs (issue #23), from a generator of their own.
+    let mut apps = Rng(seed.wrapping_mul(0x9fb2_1c65_1e98_df25) | 1);
+    if apps.chance(15) {
+        let _ = write!(
+            out,
+            "[[app]]\nname = \"kv\"\nkind = \"kvell\"\nworkload = \"{}\"\n\
+             distribution = \"{}\"\nscan_length = {}\nscan_share = {}\nring = {}\ncpus = [{}]\n",
+            apps.pick(&["A", "B", "C", "D", "E", "F"]),
+            apps.pick(&["uniform", "zipfian"]),
+            1 + apps.below(64),
+            apps.below(101),
+            1 + apps.below(256),
+            apps.below(cores)
+        );
+    }
+    if apps.chance(25) {
+        let benchmark = apps.pick(&["fillbatch", "readrandom", "readwhilewriting", "dump"]);
+        let _ = write!(
+            out,
+            "[[app]]\nname = \"db\"\nkind = \"rocksdb\"\nbenchmark = \"{benchmark}\"\n\
+             threads = {}\ncpus = [{}]\nwriter_cpu = {}\nflush_cpu = {}\nmemtable = \"{}MiB\"\n",
+            1 + apps.below(8),
+            apps.below(cores),
+            apps.below(cores),
+            apps.below(cores),
+            1 + apps.below(64)
+        );
+    }
     out
 }
 
@@ -545,7 +575,23 @@ fn check(seed: u64) {
         (window + (largest + in_flight) / slowest).min(since_start + largest / slowest);
     for s in &first.results {
         let (mut device_iops, mut pipe_time) = (0.0, 0.0);
-        for (j, job) in s.jobs.iter().enumerate() {
+        // The applications' operations follow the fio jobs: each makes
+        // progress, or a note says where its requests are.
+        for op in s.jobs.iter().skip(sc.jobs.len()) {
+            let explained = first.notes.iter().any(|n| {
+                n.starts_with(&format!(
+                    "strategy '{}': application operation '{}'",
+                    s.strategy, op.name
+                ))
+            });
+            assert!(
+                op.ios > 0 || explained,
+                "seed {seed}: strategy '{}' application operation '{}' made no progress\n{text}",
+                s.strategy,
+                op.name
+            );
+        }
+        for (j, job) in s.jobs.iter().enumerate().take(sc.jobs.len()) {
             let explained = first.notes.iter().any(|n| {
                 n.starts_with(&format!("strategy '{}': job '{}'", s.strategy, job.name))
                     || (n.starts_with(&format!("strategy '{}': group", s.strategy))

@@ -82,6 +82,8 @@ impl World<'_> {
             Cont::Nap(d) => self.nap(t, d),
             Cont::PageCache => self.page_cache_cont(t),
             Cont::PageCacheSleep(at) => self.page_cache_sleep(t, at),
+            Cont::App => self.app_cont(t),
+            Cont::AppSleep(at) => self.app_sleep(t, at),
         }
     }
 
