@@ -202,6 +202,20 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             s.name
         )));
     }
+    // The emulator's queues are polled or interrupt-driven as a whole,
+    // and a thread waits one way for all of them: a choice per request
+    // would need both kinds of queue under one thread.
+    if let Some(s) = scenario
+        .strategies
+        .iter()
+        .find(|s| s.mode == cint_scenario::CompletionMode::ModeSelect)
+    {
+        return Err(EmuError::Config(format!(
+            "strategy '{}': kind \"mode-select\" chooses polling or an interrupt per \
+             request, and the emulator polls or interrupts whole queues; run it with cint sim",
+            s.name
+        )));
+    }
     if let Some((job, key)) = unhonoured_key(scenario) {
         return Err(EmuError::Config(format!(
             "job '{job}': key '{key}' is modelled by the simulator only; the emulator does \
@@ -513,7 +527,11 @@ fn device_config(
 ) -> Result<(DeviceConfig, Target), EmuError> {
     let mode = match strategy.mode {
         CompletionMode::Interrupt(p) => QueueMode::Interrupt(p),
-        CompletionMode::Poll | CompletionMode::HybridPoll(_) => QueueMode::Poll,
+        // mode-select is refused before any device is built
+        // (`run_detailed`); were it not, its queues would poll.
+        CompletionMode::Poll | CompletionMode::HybridPoll(_) | CompletionMode::ModeSelect => {
+            QueueMode::Poll
+        }
     };
     let backend = match scenario.emu.backend {
         BackendKind::Synthetic => BackendConfig::Synthetic {

@@ -127,7 +127,8 @@ impl IoThread {
     fn new(plan: ThreadPlan, io: IoJob, client: Client) -> Self {
         let (wait_mode, estimator) = match plan.mode {
             CompletionMode::Interrupt(_) => (WaitMode::Block, None),
-            CompletionMode::Poll => (WaitMode::Spin, None),
+            // mode-select never reaches a thread: the runner refuses it.
+            CompletionMode::Poll | CompletionMode::ModeSelect => (WaitMode::Spin, None),
             CompletionMode::HybridPoll(sleep) => (
                 WaitMode::Spin,
                 Some(match sleep {

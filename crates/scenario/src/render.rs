@@ -31,7 +31,7 @@ pub fn to_toml(s: &Scenario) -> String {
         t["kind"] = value(st.kind());
         match &st.mode {
             CompletionMode::Interrupt(cfg) => policy_keys(&mut t, cfg),
-            CompletionMode::Poll => {
+            CompletionMode::Poll | CompletionMode::ModeSelect => {
                 t["interrupts"] = value(st.interrupts.kind());
             }
             CompletionMode::HybridPoll(sleep) => {

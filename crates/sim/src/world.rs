@@ -213,6 +213,8 @@ pub(crate) struct Thread {
     pub woken_by_timer: bool,
     /// Hybrid polling: this thread's io_uring estimator or a fixed sleep.
     pub estimator: SleepEstimator,
+    /// `mode-select`: how the thread waits for its current request.
+    pub choice: cint_policy::mode_select::CompletionChoice,
 }
 
 /// The machine running one strategy.
@@ -254,6 +256,8 @@ pub(crate) struct World<'a> {
     pub searches: Vec<DepthSearch>,
     /// The energy model, when the host and the device have power data.
     pub power: Option<Box<crate::host::power::PowerModel>>,
+    /// The `mode-select` strategy's selector (docs/ALGORITHMS.md section 10).
+    pub selector: Option<cint_policy::mode_select::ModeSelect>,
 }
 
 impl<'a> World<'a> {
@@ -394,6 +398,7 @@ impl<'a> World<'a> {
                     wake_listed: false,
                     woken_by_timer: false,
                     estimator: estimator(strategy.mode),
+                    choice: cint_policy::mode_select::CompletionChoice::Poll,
                 });
                 cores[core].rq.push(tid);
             }
@@ -422,6 +427,8 @@ impl<'a> World<'a> {
             .iter()
             .map(|t| DepthSearch::new(t.prog.iodepth))
             .collect();
+        let costs = HostCosts::from_profile(&sc.host)?;
+        let selector = crate::workload::select::build(sc, strategy, &costs)?;
         let mut world = World {
             sc,
             mode: strategy.mode,
@@ -429,7 +436,7 @@ impl<'a> World<'a> {
             end,
             measuring: sc.warmup == 0,
             window_start: 0,
-            costs: HostCosts::from_profile(&sc.host)?,
+            costs,
             spread: CostSpread::new(sc.host.cost_spread),
             irq_time_accounting: sc.host.irq_time_accounting,
             device,
@@ -449,6 +456,7 @@ impl<'a> World<'a> {
             woken: Vec::new(),
             searches,
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
+            selector,
         };
         world.stage_jobs();
         Ok(world)
@@ -822,7 +830,10 @@ fn refuse_unmodelled(strategy: &Strategy) -> Result<(), SimError> {
 /// request, only those marked `RWF_HIPRI` (pvsync2) or submitted to an
 /// io_uring set up with `IORING_SETUP_IOPOLL` (fio's `hipri` on either).
 pub(crate) fn job_polls(mode: CompletionMode, job: &cint_scenario::Job) -> bool {
-    let polling = matches!(mode, CompletionMode::Poll | CompletionMode::HybridPoll(_));
+    let polling = matches!(
+        mode,
+        CompletionMode::Poll | CompletionMode::HybridPoll(_) | CompletionMode::ModeSelect
+    );
     polling
         && matches!(&job.work, Work::Io(io) if io.hipri
             && matches!(io.engine, cint_scenario::Engine::Pvsync2 | cint_scenario::Engine::IoUring))
