@@ -58,6 +58,9 @@ pub struct StrategyDetail {
     pub window_ns: Nanos,
     /// One per job, in scenario order.
     pub jobs: Vec<JobDetail>,
+    /// Why the energy figures are the model's only (no readable RAPL),
+    /// when the scenario has power data.
+    pub energy_note: Option<String>,
 }
 
 /// Per-job details, all threads of the job together.
@@ -238,7 +241,7 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         results.push(result);
         details.push(detail);
     }
-    let notes = details
+    let mut notes: Vec<String> = details
         .iter()
         .filter(|d| d.realtime_handlers < d.handlers)
         .map(|d| {
@@ -252,6 +255,10 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             )
         })
         .collect();
+    // One meter for the machine: said once, not per strategy.
+    if let Some(note) = details.iter().find_map(|d| d.energy_note.clone()) {
+        notes.push(note);
+    }
     Ok(RunDetail {
         result: RunResult {
             cint_version: CINT_VERSION.to_string(),
@@ -502,7 +509,7 @@ fn run_strategy(
     let (mut tracked, handles) =
         start_job_threads(scenario, layout, strategy, &emulator, &control, &target)?;
     tracked.extend(handler_threads(&emulator));
-    let window = measure(scenario, &emulator, &control, &tracked);
+    let window = measure(scenario, layout, &emulator, &control, &tracked);
     let outcomes = join_job_threads(scenario, handles);
     let final_stats = emulator.shutdown()?;
     let outcomes = outcomes?;
@@ -734,6 +741,8 @@ fn handler_threads(emulator: &Emulator) -> Vec<Tracked> {
 struct Window {
     usage_before: sys::CpuUsage,
     usage_after: sys::CpuUsage,
+    energy_before: crate::energy::EnergySnapshot,
+    energy_after: crate::energy::EnergySnapshot,
     stats_before: DeviceStats,
     stats_after: DeviceStats,
     samples_before: Vec<ThreadSample>,
@@ -746,11 +755,14 @@ struct Window {
 /// tells the job threads to stop.
 fn measure(
     scenario: &Scenario,
+    layout: &CpuLayout,
     emulator: &Emulator,
     control: &Control,
     tracked: &[Tracked],
 ) -> Window {
+    let app_cpus: Vec<u32> = layout.app.iter().map(|&(_, real)| real).collect();
     sys::sleep_ns(scenario.warmup);
+    let energy_before = crate::energy::snapshot(&app_cpus);
     let usage_before = sys::cpu_usage();
     let stats_before = emulator.stats();
     let samples_before: Vec<ThreadSample> = tracked.iter().map(|t| t.probe.sample()).collect();
@@ -763,10 +775,13 @@ fn measure(
     let samples_after: Vec<ThreadSample> = tracked.iter().map(|t| t.probe.sample()).collect();
     let stats_after = emulator.stats();
     let usage_after = sys::cpu_usage();
+    let energy_after = crate::energy::snapshot(&app_cpus);
     control.phase.store(PHASE_STOP, Ordering::SeqCst);
     Window {
         usage_before,
         usage_after,
+        energy_before,
+        energy_after,
         stats_before,
         stats_after,
         samples_before,
@@ -845,6 +860,11 @@ fn summarise(
             .sum::<f64>()
             / layout.app.len() as f64
     };
+    let energy = energy_figures(scenario, layout, outcomes, window);
+    let (energy_j, energy, energy_note) = match energy {
+        Some((j, e, note)) => (Some(j), Some(e), note),
+        None => (None, None, None),
+    };
     let result = StrategyResult {
         strategy: strategy.name.clone(),
         kind: strategy.kind().to_string(),
@@ -854,8 +874,8 @@ fn summarise(
         cpu_util,
         context_switches: total_switches,
         wakeups,
-        energy_j: None,
-        energy: None,
+        energy_j,
+        energy,
         jobs,
     };
     let detail = StrategyDetail {
@@ -868,8 +888,47 @@ fn summarise(
         handlers: final_stats.irqs.len(),
         window_ns,
         jobs: job_details,
+        energy_note,
     };
     (result, detail)
+}
+
+/// The power model applied to each application core's measured busy and
+/// idle time and its threads' spinning (`crate::energy`).
+fn energy_figures(
+    scenario: &Scenario,
+    layout: &CpuLayout,
+    outcomes: &[Vec<ThreadOutcome>],
+    window: &Window,
+) -> Option<(f64, cint_report::EnergyResult, Option<String>)> {
+    let cores: Vec<crate::energy::CoreTime> = layout
+        .app
+        .iter()
+        .map(|&(app, real)| {
+            let busy = sys::busy_fraction(&window.usage_before, &window.usage_after, real);
+            let spin_ns = scenario
+                .jobs
+                .iter()
+                .zip(outcomes)
+                .filter(|(job, _)| job.cpu == app)
+                .flat_map(|(_, threads)| threads.iter().map(|o| o.spin_ns))
+                .sum();
+            crate::energy::CoreTime {
+                core: app,
+                busy_ns: (busy * window.ns as f64) as u64,
+                spin_ns,
+            }
+        })
+        .collect();
+    let bytes = outcomes.iter().flatten().map(|o| o.bytes).sum();
+    crate::energy::model(
+        scenario,
+        &cores,
+        &window.energy_before,
+        &window.energy_after,
+        window.ns,
+        bytes,
+    )
 }
 
 /// One job's result and detail: its threads' outcomes merged, and their

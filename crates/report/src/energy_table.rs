@@ -65,6 +65,13 @@ pub(crate) fn section(r: &RunResult) -> String {
     for row in &rows {
         out.push_str(&crate::table::aligned(row, &widths));
     }
+    for (name, _, e) in &with {
+        if let Some(m) = e.measured_package_j {
+            out.push_str(&format!(
+                "{name}: package energy measured by RAPL {m:.3} J\n"
+            ));
+        }
+    }
     out
 }
 
@@ -92,6 +99,7 @@ mod tests {
             base_j: 6.0,
             uncore_j: 1.0,
             device_j: 1.0,
+            measured_package_j: None,
             cores: vec![CoreEnergy {
                 core: 0,
                 energy_j: 2.0,
