@@ -220,6 +220,7 @@ static void mode_select(void) {
     p.idle_states[2].power_mw = 100; /* C6 */
     p.sleep_path = 1560;
     p.timer_arm = 200;
+    p.timer_slack = 2 * US;
 
     memset(&s, 0, sizeof s);
     CHECK_EQ("not initialised", cint_mode_select_record(&s, 4096, false, 8 * US), CINT_ENOTINIT);

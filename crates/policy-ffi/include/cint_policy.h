@@ -394,6 +394,10 @@ typedef struct {
    * CPU time of arming a high-resolution timer.
    */
   uint64_t timer_arm;
+  /**
+   * How late such a timer fires (the task's timer slack), ns.
+   */
+  uint64_t timer_slack;
 } cint_mode_select_params;
 
 #ifdef __cplusplus

@@ -1027,6 +1027,8 @@ pub struct cint_mode_select_params {
     pub sleep_path: u64,
     /// CPU time of arming a high-resolution timer.
     pub timer_arm: u64,
+    /// How late such a timer fires (the task's timer slack), ns.
+    pub timer_slack: u64,
 }
 
 /// `mode` of [`cint_mode_select_choose`]: spin until the completion.
@@ -1096,6 +1098,7 @@ pub unsafe extern "C" fn cint_mode_select_init(
                 iowait_factor: p.iowait_factor,
                 sleep_path: p.sleep_path,
                 timer_arm: p.timer_arm,
+                timer_slack: p.timer_slack,
             })
             .map_err(error_code)?;
             let slot = SelectSlot {

@@ -78,6 +78,8 @@ pub struct ModeSelectParams {
     pub sleep_path: Nanos,
     /// CPU time of arming the high-resolution timer of a hybrid sleep.
     pub timer_arm: Nanos,
+    /// How late such a timer fires (the task's timer slack).
+    pub timer_slack: Nanos,
 }
 
 impl ModeSelectParams {
@@ -102,6 +104,7 @@ impl ModeSelectParams {
         )?;
         check_range("sleep_path", self.sleep_path, 0, MAX_DURATION)?;
         check_range("timer_arm", self.timer_arm, 0, MAX_DURATION)?;
+        check_range("timer_slack", self.timer_slack, 0, MAX_DURATION)?;
         for s in &self.idle_states[..self.idle_count] {
             check_range("exit_latency", s.exit_latency, 0, MAX_DURATION)?;
             check_range(
@@ -179,7 +182,7 @@ struct ClassTimes {
 /// let params = ModeSelectParams {
 ///     static_mw: 40_000, spin_mw: 6_500, busy_mw: 8_500,
 ///     idle_states: idle, idle_count: 3, iowait_factor: 0,
-///     sleep_path: 3 * US, timer_arm: 300,
+///     sleep_path: 3 * US, timer_arm: 300, timer_slack: 2 * US,
 /// };
 /// let mut select = ModeSelect::new(params)?;
 /// let alone = Situation { in_flight: 1, core_contended: false, can_interrupt: true };
@@ -273,7 +276,8 @@ impl ModeSelect {
                 }
             }
         };
-        consider(self.estimate_sleep(times, situation));
+        consider(self.estimate_sleep(times, times.min / 2, situation));
+        consider(self.estimate_sleep(times, times.mean / 2, situation));
         consider(
             situation
                 .can_interrupt
@@ -282,20 +286,21 @@ impl ModeSelect {
         best.choice
     }
 
-    /// The three estimates for a request of the class, in the order poll,
-    /// sleep, interrupt (a mode that cannot apply is left out); `None`
-    /// before the class has a sample.
+    /// The estimates for a request of the class, in the order poll, sleep
+    /// half the minimum, sleep half the mean, interrupt (a mode that
+    /// cannot apply is left out); `None` before the class has a sample.
     pub fn estimates(
         &self,
         bytes: u64,
         dir: Direction,
         situation: Situation,
-    ) -> Option<[Option<Estimate>; 3]> {
+    ) -> Option<[Option<Estimate>; 4]> {
         let times = self.classes[class(bytes, dir)];
         (times.mean > 0).then(|| {
             [
                 Some(self.estimate_poll(times, situation)),
-                self.estimate_sleep(times, situation),
+                self.estimate_sleep(times, times.min / 2, situation),
+                self.estimate_sleep(times, times.mean / 2, situation),
                 situation
                     .can_interrupt
                     .then(|| self.estimate_interrupt(times, situation)),
@@ -340,16 +345,23 @@ impl ModeSelect {
         }
     }
 
-    /// Hybrid polling with io_uring's sleep: half the class's minimum, so
-    /// that the timer rarely fires after the completion.
-    fn estimate_sleep(&self, times: ClassTimes, situation: Situation) -> Option<Estimate> {
+    /// Hybrid polling with a sleep of `sleep`: io_uring's half of the
+    /// class's minimum, so that the timer rarely fires after the
+    /// completion, or the block layer's half of its mean, which sleeps
+    /// longer (into a deeper state) when the device queues.
+    fn estimate_sleep(
+        &self,
+        times: ClassTimes,
+        sleep: Nanos,
+        situation: Situation,
+    ) -> Option<Estimate> {
         let p = &self.params;
-        let sleep = times.min / 2;
         if sleep == 0 {
             return None;
         }
         let state = self.governor_pick(sleep);
         let awake = sleep
+            .saturating_add(p.timer_slack)
             .saturating_add(p.timer_arm)
             .saturating_add(state.exit_latency)
             .saturating_add(p.sleep_path);
@@ -358,7 +370,11 @@ impl ModeSelect {
             p.busy_mw,
             p.timer_arm + p.sleep_path + state.exit_latency / 2,
         )
-        .saturating_add(mul(state.power_mw, sleep))
+        // The stay lasts the sleep, the timer's lateness and the exit.
+        .saturating_add(mul(
+            state.power_mw,
+            sleep + p.timer_slack + state.exit_latency,
+        ))
         .saturating_add(mul(p.spin_mw, spin));
         let latency = times.mean.max(awake);
         Some(Estimate {
@@ -375,7 +391,7 @@ impl ModeSelect {
         let latency = device
             .saturating_add(state.exit_latency)
             .saturating_add(p.sleep_path);
-        let core = mul(state.power_mw, device)
+        let core = mul(state.power_mw, device + state.exit_latency)
             .saturating_add(mul(p.busy_mw, p.sleep_path + state.exit_latency / 2));
         Estimate {
             choice: CompletionChoice::Interrupt,
@@ -395,28 +411,30 @@ mod tests {
     use super::*;
     use crate::US;
 
-    /// The Skylake table of the energy study's host (docs/ENERGY.md).
-    fn skylake(iowait_factor: u32) -> ModeSelectParams {
-        let st = |exit: Nanos, res: Nanos, power_mw| IdleStateCost {
-            exit_latency: exit,
-            target_residency: res,
-            power_mw,
-        };
+    /// Three of Skylake's states (POLL, C1E, C6; docs/ENERGY.md).
+    fn three_states(iowait_factor: u32) -> ModeSelectParams {
         let mut idle = [IdleStateCost::default(); MAX_IDLE_STATES];
-        idle[0] = st(0, 0, 6_500);
-        idle[1] = st(2 * US, 2 * US, 2_000);
-        idle[2] = st(10 * US, 20 * US, 1_000);
-        idle[3] = st(70 * US, 100 * US, 500);
-        idle[4] = st(85 * US, 200 * US, 100);
+        for (slot, (exit, res, power_mw)) in idle.iter_mut().zip([
+            (0, 0, 6_500),
+            (10 * US, 20 * US, 1_000),
+            (85 * US, 200 * US, 100),
+        ]) {
+            *slot = IdleStateCost {
+                exit_latency: exit,
+                target_residency: res,
+                power_mw,
+            };
+        }
         ModeSelectParams {
             static_mw: 41_000,
             spin_mw: 6_500,
             busy_mw: 8_500,
             idle_states: idle,
-            idle_count: 5,
+            idle_count: 3,
             iowait_factor,
             sleep_path: 3 * US,
             timer_arm: 300,
+            timer_slack: 2 * US,
         }
     }
 
@@ -428,19 +446,20 @@ mod tests {
 
     #[test]
     fn the_governor_pick_follows_residency_and_the_iowait_limit() {
-        let s = ModeSelect::new(skylake(0)).unwrap();
+        let s = ModeSelect::new(three_states(0)).unwrap();
         assert_eq!(s.governor_pick(US).power_mw, 6_500);
         assert_eq!(s.governor_pick(25 * US).power_mw, 1_000);
         assert_eq!(s.governor_pick(1_000 * US).power_mw, 100);
-        let iowait = ModeSelect::new(skylake(10)).unwrap();
-        // 25 us / 11 = 2.27 us: C1's exit fits, C1E's does not.
-        assert_eq!(iowait.governor_pick(25 * US).power_mw, 2_000);
-        assert_eq!(iowait.governor_pick(15 * US).power_mw, 6_500);
+        let iowait = ModeSelect::new(three_states(10)).unwrap();
+        // 25 us / 11 = 2.3 us: C1E's 10 us exit does not fit; 300 us / 11
+        // = 27 us: C1E's does, C6's 85 us does not.
+        assert_eq!(iowait.governor_pick(25 * US).power_mw, 6_500);
+        assert_eq!(iowait.governor_pick(300 * US).power_mw, 1_000);
     }
 
     #[test]
     fn contention_gives_the_core_away() {
-        let mut s = ModeSelect::new(skylake(0)).unwrap();
+        let mut s = ModeSelect::new(three_states(0)).unwrap();
         s.record(4096, Direction::Read, 8 * US);
         let busy = Situation {
             core_contended: true,
@@ -462,7 +481,7 @@ mod tests {
 
     #[test]
     fn the_mean_moves_by_an_eighth_and_the_minimum_only_down() {
-        let mut s = ModeSelect::new(skylake(0)).unwrap();
+        let mut s = ModeSelect::new(three_states(0)).unwrap();
         s.record(4096, Direction::Write, 80 * US);
         s.record(4096, Direction::Write, 160 * US);
         assert_eq!(s.mean(4096, Direction::Write), Some(90 * US));
@@ -472,7 +491,7 @@ mod tests {
 
     #[test]
     fn bad_tables_are_refused() {
-        let mut p = skylake(10);
+        let mut p = three_states(10);
         p.idle_states[2].target_residency = 5 * US;
         assert!(matches!(
             ModeSelect::new(p),
@@ -481,7 +500,7 @@ mod tests {
                 ..
             })
         ));
-        let mut p = skylake(10);
+        let mut p = three_states(10);
         p.idle_count = 0;
         assert!(ModeSelect::new(p).is_err());
         p.idle_count = MAX_IDLE_STATES + 1;

@@ -34,6 +34,7 @@ fn skylake(iowait_factor: u32, spin_mw: u32) -> ModeSelectParams {
         iowait_factor,
         sleep_path: 3 * US,
         timer_arm: 300,
+        timer_slack: 2 * US,
     }
 }
 
@@ -77,7 +78,7 @@ fn under_the_iowait_rule_a_short_wait_keeps_the_core_in_poll() {
         let e = s
             .estimates(4096, Direction::Read, situation(in_flight))
             .expect("a sample");
-        let (poll, interrupt) = (e[0].unwrap(), e[2].unwrap());
+        let (poll, interrupt) = (e[0].unwrap(), e[3].unwrap());
         assert_eq!(interrupt.latency, 8 * US + 3 * US, "no exit latency");
         assert!(
             interrupt.energy_pj > poll.energy_pj,

@@ -73,6 +73,7 @@ pub(crate) fn build(
             + costs.context_switch_idle
             + costs.return_to_user,
         timer_arm: costs.timer_setup,
+        timer_slack: costs.timer_slack,
     };
     ModeSelect::new(params)
         .map(Some)
