@@ -71,6 +71,7 @@ impl Strategy {
             CompletionMode::Interrupt(p) => p.kind(),
             CompletionMode::Poll => "poll",
             CompletionMode::HybridPoll(_) => "hybrid-poll",
+            CompletionMode::ModeSelect => "mode-select",
         }
     }
 }
@@ -84,6 +85,10 @@ pub enum CompletionMode {
     Poll,
     /// Hybrid polling: sleep, then spin.
     HybridPoll(HybridSleep),
+    /// Per request, classic polling, hybrid polling or an interrupt,
+    /// whichever the host's energy estimate favours
+    /// (`cint_policy::mode_select`, docs/ALGORITHMS.md section 10).
+    ModeSelect,
 }
 
 /// The sleep of hybrid polling (docs/ALGORITHMS.md section 8).

@@ -35,7 +35,7 @@ pub fn to_toml(s: &Scenario) -> String {
         }
         match &st.mode {
             CompletionMode::Interrupt(cfg) => policy_keys(&mut t, cfg),
-            CompletionMode::Poll => {
+            CompletionMode::Poll | CompletionMode::ModeSelect => {
                 t["interrupts"] = value(st.interrupts.kind());
             }
             CompletionMode::HybridPoll(sleep) => {

@@ -55,6 +55,7 @@ pub const KINDS: &[(&str, &[&str])] = &[
     ),
     ("poll", &["interrupts"]),
     ("hybrid-poll", &["sleep", "interrupts"]),
+    ("mode-select", &["interrupts"]),
 ];
 
 /// The kinds a polling strategy's `interrupts` key may name for the
@@ -182,6 +183,7 @@ fn parse_mode(
             }))
         }
         "poll" => CompletionMode::Poll,
+        "mode-select" => CompletionMode::ModeSelect,
         _ => CompletionMode::HybridPoll(hybrid_sleep(sec)?),
     };
     if let CompletionMode::Interrupt(config) = &mode {

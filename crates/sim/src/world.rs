@@ -250,6 +250,8 @@ pub(crate) struct Thread {
     pub woken_by_timer: bool,
     /// Hybrid polling: this thread's io_uring estimator or a fixed sleep.
     pub estimator: SleepEstimator,
+    /// `mode-select`: how the thread waits for its current request.
+    pub choice: cint_policy::mode_select::CompletionChoice,
 }
 
 impl Thread {
@@ -299,6 +301,7 @@ impl Thread {
             wake_listed: false,
             woken_by_timer: false,
             estimator,
+            choice: cint_policy::mode_select::CompletionChoice::Poll,
         }
     }
 }
@@ -350,6 +353,8 @@ pub(crate) struct World<'a> {
     pub page_cache: Option<Box<crate::host::pagecache::Buffered>>,
     /// Application programs (`[[app]]`).
     pub apps: Option<Box<crate::apps::Apps>>,
+    /// The `mode-select` strategy's selector (docs/ALGORITHMS.md section 10).
+    pub selector: Option<cint_policy::mode_select::ModeSelect>,
 }
 
 impl<'a> World<'a> {
@@ -530,6 +535,8 @@ impl<'a> World<'a> {
             .iter()
             .map(|t| DepthSearch::new(t.prog.iodepth))
             .collect();
+        let costs = HostCosts::from_profile(&sc.host)?;
+        let selector = crate::workload::select::build(sc, strategy, &costs)?;
         let mut world = World {
             sc,
             mode: strategy.mode,
@@ -537,7 +544,7 @@ impl<'a> World<'a> {
             end,
             measuring: sc.warmup == 0,
             window_start: 0,
-            costs: HostCosts::from_profile(&sc.host)?,
+            costs,
             spread: CostSpread::new(sc.host.cost_spread),
             irq_time_accounting: sc.host.irq_time_accounting,
             device,
@@ -562,6 +569,7 @@ impl<'a> World<'a> {
             page_cache: flusher
                 .map(|f| crate::host::pagecache::Buffered::new(sc, &threads_jobs, f)),
             apps,
+            selector,
         };
         world.stage_jobs();
         Ok(world)
@@ -960,7 +968,10 @@ fn refuse_unmodelled(sc: &Scenario, strategy: &Strategy) -> Result<(), SimError>
 /// request, only those marked `RWF_HIPRI` (pvsync2) or submitted to an
 /// io_uring set up with `IORING_SETUP_IOPOLL` (fio's `hipri` on either).
 pub(crate) fn job_polls(mode: CompletionMode, job: &cint_scenario::Job) -> bool {
-    let polling = matches!(mode, CompletionMode::Poll | CompletionMode::HybridPoll(_));
+    let polling = matches!(
+        mode,
+        CompletionMode::Poll | CompletionMode::HybridPoll(_) | CompletionMode::ModeSelect
+    );
     polling
         && matches!(&job.work, Work::Io(io) if io.hipri && io.direct
             && matches!(io.engine, cint_scenario::Engine::Pvsync2 | cint_scenario::Engine::IoUring))

@@ -18,7 +18,8 @@
 //! beyond them (a small `queue_depth` makes submitters wait for tags),
 //! polling jobs (`hipri`) beside interrupt jobs under polling strategies
 //! with a named interrupt policy, and fio's latency-target search; and
-//! the energy layer (the energy study's host with a governor); the
+//! the energy layer (the energy study's host with a governor, and the
+//! per-request mode selector beside it); the
 //! virtual-machine layer (a hypervisor with guests running I/O and busy
 //! loops, and vic-sched beside the drawn strategies); the page cache (a
 //! small one, with buffered synchronous jobs, whose calls the device
@@ -299,6 +300,17 @@ fn scenario(seed: u64) -> String {
             "[host.page_cache]\nmemory = \"{}MiB\"\nflusher_cpu = {}\n",
             1 + cache.below(64),
             cache.below(cores)
+        );
+    }
+    // The per-request mode selector (issue #21, docs/ALGORITHMS.md
+    // section 10) needs power data: on the energy host with the 900P, now
+    // and then, from a generator of its own.
+    let mut select = Rng(seed.wrapping_mul(0x2127_599b_f432_5c37) | 1);
+    if host == "xeon-e3-1230v5" && device == "optane-900p" && select.chance(60) {
+        let fallback = select.pick(&["none", "nvme", "adaptive", "cinterrupts", "vic"]);
+        let _ = write!(
+            strategies,
+            "[[strategy]]\nname = \"select\"\nkind = \"mode-select\"\ninterrupts = \"{fallback}\"\n"
         );
     }
     for i in 0..1 + rng.below(4) as usize {

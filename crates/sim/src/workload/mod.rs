@@ -40,6 +40,7 @@ mod groups;
 mod latency_target;
 mod pattern;
 mod program;
+pub(crate) mod select;
 mod steady;
 mod trace;
 
@@ -356,6 +357,7 @@ impl World<'_> {
                 ));
             }
         }
+        self.select_staged(t, k);
         k
     }
 
@@ -450,8 +452,8 @@ impl World<'_> {
     /// thread `t`'s requests.
     fn tag_pool_of(&self, t: usize) -> (usize, usize) {
         let th = &self.threads[t];
-        let q = self.reqs[th.batch[0] as usize].queue as usize;
-        (q, usize::from(th.polls))
+        let req = &self.reqs[th.batch[0] as usize];
+        (req.queue as usize, usize::from(req.polled))
     }
 
     /// No tag is free: sleep until freed tags wake the thread. A thread
@@ -553,13 +555,9 @@ impl World<'_> {
     /// before its `min_nr` sleeps again on the same timer).
     fn wait_with_timer(&mut self, t: usize, timer_armed: bool) {
         let paced = self.paced(t);
+        let mode = self.wait_mode(t);
         let th = &self.threads[t];
         let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
-        let mode = if th.polls {
-            self.mode
-        } else {
-            CompletionMode::Interrupt(cint_policy::PolicyConfig::None)
-        };
         match mode {
             CompletionMode::Interrupt(_) => {
                 let min_nr = th.min_nr;
@@ -587,7 +585,7 @@ impl World<'_> {
                 }
             }
             CompletionMode::Poll => self.threads[t].act = Activity::Spin { need },
-            CompletionMode::HybridPoll(_) => {
+            CompletionMode::HybridPoll(_) | CompletionMode::ModeSelect => {
                 self.set_burst(t, self.costs.timer_setup, Cont::HybridArm)
             }
         }
