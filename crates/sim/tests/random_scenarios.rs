@@ -304,9 +304,11 @@ fn scenario(seed: u64) -> String {
     }
     // The per-request mode selector (issue #21, docs/ALGORITHMS.md
     // section 10) needs power data: on the energy host with the 900P, now
-    // and then, from a generator of its own.
-    let mut select = Rng(seed.wrapping_mul(0x2127_599b_f432_5c37) | 1);
-    if host == "xeon-e3-1230v5" && device == "optane-900p" && select.chance(60) {
+    // and then, from a generator of its own; not with guests, whose
+    // completions come through the hypervisor and cannot be polled.
+    let mut select = Rng(seed.wrapping_mul(0xff51_afd7_ed55_8ccd) | 1);
+    if host == "xeon-e3-1230v5" && device == "optane-900p" && guests.is_none() && select.chance(60)
+    {
         let fallback = select.pick(&["none", "nvme", "adaptive", "cinterrupts", "vic"]);
         let _ = write!(
             strategies,
@@ -329,7 +331,10 @@ fn scenario(seed: u64) -> String {
     out.push_str(&jobs);
     // Application programs (issue #23), from a generator of their own.
     let mut apps = Rng(seed.wrapping_mul(0x9fb2_1c65_1e98_df25) | 1);
-    if apps.chance(15) {
+    // Not beside guests: the loader refuses apps there (they would share
+    // the host's page cache with a guest's kernel).
+    let apps_here = guests.is_none();
+    if apps_here && apps.chance(15) {
         let _ = write!(
             out,
             "[[app]]\nname = \"kv\"\nkind = \"kvell\"\nworkload = \"{}\"\n\
@@ -342,7 +347,7 @@ fn scenario(seed: u64) -> String {
             apps.below(cores)
         );
     }
-    if apps.chance(25) {
+    if apps_here && apps.chance(25) {
         let benchmark = apps.pick(&["fillbatch", "readrandom", "readwhilewriting", "dump"]);
         let _ = write!(
             out,
