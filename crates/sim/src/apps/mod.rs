@@ -384,6 +384,29 @@ impl World<'_> {
                 strategy.name, s.name
             ));
         }
+        // Operation types served by shared threads (KVell's workers run
+        // every type) have no CPU of their own: their jobs' cpu_util and
+        // context_switches read 0, and the strategy's totals carry it.
+        let shared: Vec<&str> = apps
+            .ops
+            .iter()
+            .enumerate()
+            .filter(|&(o, s)| s.ops > 0 && !apps.threads.iter().any(|th| th.op == Some(o)))
+            .map(|(_, s)| s.name.as_ref())
+            .collect();
+        if !shared.is_empty() {
+            notes.push(format!(
+                "strategy '{}': application operations {} run on threads shared by every \
+                 operation type: their jobs' cpu_util and context_switches are 0, and the \
+                 strategy's totals hold that CPU",
+                strategy.name,
+                shared
+                    .iter()
+                    .map(|n| format!("'{n}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         notes
     }
 
