@@ -392,7 +392,7 @@ impl World<'_> {
             .iter()
             .enumerate()
             .filter(|&(o, s)| s.ops > 0 && !apps.threads.iter().any(|th| th.op == Some(o)))
-            .map(|(_, s)| s.name.as_ref())
+            .map(|(_, s)| s.name)
             .collect();
         if !shared.is_empty() {
             notes.push(format!(

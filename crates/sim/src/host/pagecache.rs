@@ -698,20 +698,7 @@ impl World<'_> {
                 .fail(format!("thread {t} has no free request slot"));
             return None;
         };
-        let req = &mut self.reqs[r as usize];
-        if req.state != ReqState::Free {
-            let state = req.state;
-            self.check
-                .fail(format!("slot {r} reused while in state {state:?}"));
-        }
-        req.write = write;
-        req.bytes = bytes;
-        req.hint = hint;
-        req.issued = now;
-        req.state = ReqState::Submitting;
-        let th = &mut self.threads[t];
-        th.batch.push(r);
-        th.in_flight += 1;
+        self.fill_slot(t, r, (write, bytes, hint), now);
         Some(r)
     }
 

@@ -54,7 +54,7 @@ pub(crate) use trace::Replay;
 
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::Direction;
-use cint_policy::Nanos;
+use cint_policy::{Hint, Nanos};
 use cint_scenario::{CompletionMode, Engine, HybridSleep, Rw};
 
 use crate::engine::Event;
@@ -297,7 +297,6 @@ impl World<'_> {
                 let write = pattern::is_write(p.rw, p.rwmixread, &mut th.rng);
                 (write, pattern::block_size(shape, p.bs, write, &mut th.rng))
             };
-            let th = &mut self.threads[t];
             self.shaping[t].bytes += bytes;
             if write {
                 for since in &mut self.shaping[t].writes_since_sync {
@@ -335,19 +334,8 @@ impl World<'_> {
                 };
                 hints::request_hint(call, &ctx)
             });
-            let req = &mut self.reqs[r as usize];
-            if req.state != ReqState::Free {
-                let state = req.state;
-                self.check
-                    .fail(format!("slot {r} reused while in state {state:?}"));
-            }
-            req.write = write;
-            req.bytes = bytes;
-            req.hint = hint;
-            req.issued = now;
-            req.state = ReqState::Submitting;
-            th.batch.push(r);
-            th.in_flight += 1;
+            self.fill_slot(t, r, (write, bytes, hint), now);
+            let th = &mut self.threads[t];
             if let Some(iv) = p.rate_interval {
                 th.next_issue_at = th.next_issue_at.saturating_add(pattern::rate_step(
                     shape,
@@ -359,6 +347,32 @@ impl World<'_> {
         }
         self.select_staged(t, k);
         k
+    }
+
+    /// Fills thread `t`'s free slot `r` with a request (direction, size,
+    /// hint) issued at `now` and stages it for the thread's next
+    /// submission call.
+    pub(crate) fn fill_slot(
+        &mut self,
+        t: usize,
+        r: u32,
+        (write, bytes, hint): (bool, u64, Hint),
+        now: Nanos,
+    ) {
+        let req = &mut self.reqs[r as usize];
+        if req.state != ReqState::Free {
+            let state = req.state;
+            self.check
+                .fail(format!("slot {r} reused while in state {state:?}"));
+        }
+        req.write = write;
+        req.bytes = bytes;
+        req.hint = hint;
+        req.issued = now;
+        req.state = ReqState::Submitting;
+        let th = &mut self.threads[t];
+        th.batch.push(r);
+        th.in_flight += 1;
     }
 
     /// The kernel path of one request inside a submission call of this
