@@ -43,8 +43,17 @@ fn fio_json_with(result: &RunResult, index: usize, info: &FioRunInfo) -> Result<
 }
 
 /// Refuses, before anything runs, strategies whose file names would
-/// collide (`a b` and `a_b` both write `a_b.json`).
+/// collide (`a b` and `a_b` both write `a_b.json`), and applications.
 pub(crate) fn check_names(scenario: &Scenario) -> Result<(), Failure> {
+    // An application's operations are no fio job: fio's format has no
+    // place for them, so the run is refused rather than half written.
+    if let Some(app) = scenario.apps.programs.first() {
+        return Err(usage(format!(
+            "cint: --fio-json: app '{}' is an application program, whose operations fio's \
+             json+ cannot describe; use --json",
+            app.name
+        )));
+    }
     let mut seen: Vec<(String, &str)> = Vec::with_capacity(scenario.strategies.len());
     for s in &scenario.strategies {
         let stem = file_stem(&s.name);

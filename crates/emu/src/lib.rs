@@ -25,6 +25,7 @@ pub mod buf;
 pub mod client;
 mod device;
 pub mod emulator;
+mod energy;
 pub mod error;
 mod idle;
 mod irq;

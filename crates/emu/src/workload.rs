@@ -62,6 +62,9 @@ pub(crate) struct ThreadOutcome {
     /// The measured window's I/Os by direction (reads, writes), latency
     /// in fio's buckets, for fio's JSON output.
     pub by_direction: [DirectionOutcome; 2],
+    /// Time spent spinning in completion poll loops during the measured
+    /// window, ns (the energy model's `spin`).
+    pub spin_ns: u64,
 }
 
 /// One direction's I/Os in the measured window.
@@ -127,7 +130,8 @@ impl IoThread {
     fn new(plan: ThreadPlan, io: IoJob, client: Client) -> Self {
         let (wait_mode, estimator) = match plan.mode {
             CompletionMode::Interrupt(_) => (WaitMode::Block, None),
-            CompletionMode::Poll => (WaitMode::Spin, None),
+            // mode-select never reaches a thread: the runner refuses it.
+            CompletionMode::Poll | CompletionMode::ModeSelect => (WaitMode::Spin, None),
             CompletionMode::HybridPoll(sleep) => (
                 WaitMode::Spin,
                 Some(match sleep {
@@ -201,7 +205,11 @@ impl IoThread {
             } else {
                 (min_events, max_events)
             };
-            self.wait(want, most);
+            let measuring = control.phase.load(Ordering::Relaxed) == PHASE_MEASURE;
+            let spun = self.wait(want, most);
+            if measuring {
+                self.out.spin_ns += spun;
+            }
             self.account(control);
         }
         self.out.strays = self.client.strays();
@@ -319,9 +327,10 @@ impl IoThread {
     }
 
     /// One reap call: waits for at least `want` completions and takes at
-    /// most `most` (the rest stay delivered for the next call).
-    fn wait(&mut self, want: usize, most: usize) {
-        if let Some(estimator) = &mut self.estimator {
+    /// most `most` (the rest stay delivered for the next call). Returns
+    /// how long it spun.
+    fn wait(&mut self, want: usize, most: usize) -> Nanos {
+        let (spin_from, min, max, mode) = if let Some(estimator) = &mut self.estimator {
             // Hybrid polling: sleep for the estimate, then spin.
             let dir = Direction::Read;
             let sleep = estimator.sleep_for(sys::now(), self.io.bs, dir);
@@ -330,13 +339,17 @@ impl IoThread {
                 self.sleeps += 1;
             }
             let have = self.done.len();
-            if have < want {
-                self.client
-                    .wait_between(want - have, most - have, WaitMode::Spin, &mut self.done);
+            if have >= want {
+                return 0;
             }
+            (sys::now(), want - have, most - have, WaitMode::Spin)
         } else {
-            self.client
-                .wait_between(want, most, self.wait_mode, &mut self.done);
+            (sys::now(), want, most, self.wait_mode)
+        };
+        self.client.wait_between(min, max, mode, &mut self.done);
+        match mode {
+            WaitMode::Spin => sys::now().saturating_sub(spin_from),
+            _ => 0,
         }
     }
 

@@ -1061,6 +1061,7 @@ mod tests {
                 uncore_j: 0.5,
                 device_j: 0.25,
                 cores: Vec::new(),
+                measured_package_j: None,
             });
         }
         let mut csv = Vec::new();

@@ -210,6 +210,44 @@
 #define CINT_POLICY_WORDS 256
 
 /**
+ * 64-bit words of opaque storage in a [`cint_mode_select`] (1 KiB).
+ */
+#define CINT_MODE_SELECT_WORDS 128
+
+/**
+ * Most idle states a [`cint_mode_select_params`] lists.
+ */
+#define CINT_MAX_IDLE_STATES 8
+
+/**
+ * `mode` of [`cint_mode_select_choose`]: spin until the completion.
+ */
+#define CINT_MODE_POLL 0
+
+/**
+ * `mode` of [`cint_mode_select_choose`]: sleep `*sleep_out` ns, then
+ * spin.
+ */
+#define CINT_MODE_SLEEP 1
+
+/**
+ * `mode` of [`cint_mode_select_choose`]: sleep until the interrupt.
+ */
+#define CINT_MODE_INTERRUPT 2
+
+/**
+ * `flags` bit of [`cint_mode_select_choose`]: another thread is runnable
+ * on the submitting core.
+ */
+#define CINT_SELECT_CONTENDED 1
+
+/**
+ * `flags` bit of [`cint_mode_select_choose`]: the request cannot
+ * complete by interrupt (a polled-only queue).
+ */
+#define CINT_SELECT_NO_INTERRUPT 2
+
+/**
  * Caller-owned storage for one policy. Treat as opaque; initialise with a
  * `cint_policy_init_*` function before any other call.
  */
@@ -284,6 +322,83 @@ typedef struct {
    */
   uint32_t batch_len;
 } cint_io_context;
+
+/**
+ * Caller-owned storage for one completion-mode selector
+ * (docs/ALGORITHMS.md section 10). Treat as opaque; initialise with
+ * [`cint_mode_select_init`].
+ */
+typedef struct {
+  /**
+   * Opaque state.
+   */
+  uint64_t opaque[CINT_MODE_SELECT_WORDS];
+} cint_mode_select;
+
+/**
+ * One cpuidle state of the selector's machine.
+ */
+typedef struct {
+  /**
+   * Time from the wake-up event to the core running again, ns.
+   */
+  uint64_t exit_latency;
+  /**
+   * Shortest stay for which the governor enters the state, ns (at
+   * least `exit_latency`).
+   */
+  uint64_t target_residency;
+  /**
+   * The core's power in the state, milliwatts.
+   */
+  uint32_t power_mw;
+} cint_idle_state;
+
+/**
+ * The machine a completion-mode selector decides for: powers in
+ * milliwatts, times in ns (see `ModeSelectParams` in the Rust crate).
+ */
+typedef struct {
+  /**
+   * Power no single core's state decides (platform, uncore, device at
+   * rest).
+   */
+  uint32_t static_mw;
+  /**
+   * A core spinning in a poll loop.
+   */
+  uint32_t spin_mw;
+  /**
+   * A core running kernel code.
+   */
+  uint32_t busy_mw;
+  /**
+   * The governor's exit-latency limit for a task waiting on I/O is
+   * `predicted / (1 + iowait_factor)`: 10 for Linux 5.15's menu, 0
+   * without the iowait rule.
+   */
+  uint32_t iowait_factor;
+  /**
+   * How many of `idle_states` count (1 ..= `CINT_MAX_IDLE_STATES`).
+   */
+  uint32_t idle_count;
+  /**
+   * The idle states, shallowest first.
+   */
+  cint_idle_state idle_states[CINT_MAX_IDLE_STATES];
+  /**
+   * CPU time of one sleep and wake-up on the core.
+   */
+  uint64_t sleep_path;
+  /**
+   * CPU time of arming a high-resolution timer.
+   */
+  uint64_t timer_arm;
+  /**
+   * How late such a timer fires (the task's timer slack), ns.
+   */
+  uint64_t timer_slack;
+} cint_mode_select_params;
 
 #ifdef __cplusplus
 extern "C" {
@@ -524,6 +639,49 @@ int cint_hint_merge(uint32_t a, uint32_t b, uint32_t *out);
  * must be null or valid for writing a `uint32_t`.
  */
 int cint_hint_request(uint32_t call, const cint_io_context *ctx, uint32_t *out);
+
+/**
+ * Initialises `s` as a completion-mode selector for the machine `params`
+ * describes, with nothing measured yet. `CINT_EINVAL` for a table the
+ * Rust API refuses (no idle state, a residency below its exit latency,
+ * a power above 10 kW).
+ *
+ * # Safety
+ * `s` must be null or point to writable storage for a
+ * `cint_mode_select` that no other thread uses during the call (it need
+ * not be initialised); `params` must be null or point to a readable
+ * `cint_mode_select_params`.
+ */
+int cint_mode_select_init(cint_mode_select *s, const cint_mode_select_params *params);
+
+/**
+ * A request of `bytes` (a write if `write`) took `run_time` ns from
+ * reaching the device to its completion being posted.
+ *
+ * # Safety
+ * `s` must be null or point to a `cint_mode_select` that no other thread
+ * uses during the call.
+ */
+int cint_mode_select_record(cint_mode_select *s, uint64_t bytes, bool write, uint64_t run_time);
+
+/**
+ * How a request of `bytes` (a write if `write`) should complete, with
+ * `in_flight` requests in flight on the host (this one included) and
+ * `flags` (`CINT_SELECT_*`): `CINT_MODE_*` to `*mode_out`, and for
+ * `CINT_MODE_SLEEP` the sleep in ns to `*sleep_out` (0 otherwise).
+ *
+ * # Safety
+ * `s` must be null or point to a `cint_mode_select` that no other thread
+ * uses during the call; `mode_out` and `sleep_out` must each be null or
+ * valid for writing an `int` and a `uint64_t`.
+ */
+int cint_mode_select_choose(cint_mode_select *s,
+                            uint64_t bytes,
+                            bool write,
+                            uint32_t in_flight,
+                            uint32_t flags,
+                            int *mode_out,
+                            uint64_t *sleep_out);
 
 /**
  * A static, NUL-terminated description of a return code.

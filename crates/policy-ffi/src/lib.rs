@@ -30,6 +30,10 @@ use ::cint_policy::config::{
     VicSchedParams,
 };
 use ::cint_policy::hints::{merge_hints, request_hint, BatchPosition, IoCall, IoContext, RwFlags};
+use ::cint_policy::hybrid_poll::Direction;
+use ::cint_policy::mode_select::{
+    CompletionChoice, IdleStateCost, ModeSelect, ModeSelectParams, Situation, MAX_IDLE_STATES,
+};
 use ::cint_policy::{
     AnyPolicy, Decision, GuestSchedule, Hint, Irq, Nanos, Policy, PolicyConfig, PolicyError,
 };
@@ -307,31 +311,48 @@ unsafe fn with_slot(
     p: *mut cint_policy,
     body: impl FnOnce(&mut Slot) -> Result<c_int, c_int>,
 ) -> c_int {
+    // SAFETY: the caller's promise is the one `with_tagged` requires: a
+    // `cint_policy` covers a `Slot`, whose first field is its magic word.
+    unsafe { with_tagged(p.cast::<Slot>(), MAGIC, body) }
+}
+
+/// Runs `body` on the `T` behind `p` if its first word is `magic`;
+/// poisons it on panic.
+///
+/// # Safety
+/// `p` is null or points to caller storage, initialised or not, that is
+/// large enough and aligned for a `T`, that no other thread uses during
+/// the call; `T` is `#[repr(C)]` with a `u64` magic word first, written
+/// only after the rest of a valid `T`.
+unsafe fn with_tagged<T>(
+    p: *mut T,
+    magic: u64,
+    body: impl FnOnce(&mut T) -> Result<c_int, c_int>,
+) -> c_int {
     if p.is_null() {
         return CINT_ENULL;
     }
-    let slot = p.cast::<Slot>();
-    // SAFETY: `p` is non-null and, by the C contract, points to a
-    // `cint_policy` the caller owns; its size and alignment cover a `Slot`
-    // (checked at compile time). Reading the first word is valid whatever
-    // the caller stored there.
-    let magic = unsafe { core::ptr::addr_of!((*slot).magic).read() };
-    if magic != MAGIC {
+    let word = p.cast::<u64>();
+    // SAFETY: `p` is non-null and, by the C contract, points to storage
+    // the caller owns, large and aligned enough for a `T` (checked at
+    // compile time for each storage type). Reading the first word is
+    // valid whatever the caller stored there.
+    if unsafe { word.read() } != magic {
         return CINT_ENOTINIT;
     }
     let result = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: the magic word is only ever written by `init` after it
-        // wrote a valid `Slot`, so the storage holds one; the caller
+        // SAFETY: the magic word is only ever written by an initialiser
+        // after it wrote a valid `T`, so the storage holds one; the caller
         // guarantees exclusive access for the duration of the call.
-        let slot = unsafe { &mut *slot };
-        body(slot)
+        let value = unsafe { &mut *p };
+        body(value)
     }));
     match result {
         Ok(Ok(code)) | Ok(Err(code)) => code,
         Err(_) => {
-            // SAFETY: as above: `slot` points to caller storage large
-            // enough for a `Slot`; only the magic word is written.
-            unsafe { core::ptr::addr_of_mut!((*slot).magic).write(POISONED) };
+            // SAFETY: as above: `word` points to caller storage large
+            // enough for a `T`; only the magic word is written.
+            unsafe { word.write(POISONED) };
             CINT_EINTERNAL
         }
     }
@@ -948,6 +969,216 @@ pub unsafe extern "C" fn cint_hint_request(
                 },
             };
             store(out, request_hint(call, &ctx).to_wire())?;
+            Ok(CINT_OK)
+        })
+    }
+}
+
+/// 64-bit words of opaque storage in a [`cint_mode_select`] (1 KiB).
+pub const CINT_MODE_SELECT_WORDS: usize = 128;
+
+/// Caller-owned storage for one completion-mode selector
+/// (docs/ALGORITHMS.md section 10). Treat as opaque; initialise with
+/// [`cint_mode_select_init`].
+#[repr(C)]
+pub struct cint_mode_select {
+    /// Opaque state.
+    pub opaque: [u64; CINT_MODE_SELECT_WORDS],
+}
+
+/// Most idle states a [`cint_mode_select_params`] lists.
+pub const CINT_MAX_IDLE_STATES: usize = 8;
+const _: () = assert!(CINT_MAX_IDLE_STATES == MAX_IDLE_STATES);
+
+/// One cpuidle state of the selector's machine.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct cint_idle_state {
+    /// Time from the wake-up event to the core running again, ns.
+    pub exit_latency: u64,
+    /// Shortest stay for which the governor enters the state, ns (at
+    /// least `exit_latency`).
+    pub target_residency: u64,
+    /// The core's power in the state, milliwatts.
+    pub power_mw: u32,
+}
+
+/// The machine a completion-mode selector decides for: powers in
+/// milliwatts, times in ns (see `ModeSelectParams` in the Rust crate).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct cint_mode_select_params {
+    /// Power no single core's state decides (platform, uncore, device at
+    /// rest).
+    pub static_mw: u32,
+    /// A core spinning in a poll loop.
+    pub spin_mw: u32,
+    /// A core running kernel code.
+    pub busy_mw: u32,
+    /// The governor's exit-latency limit for a task waiting on I/O is
+    /// `predicted / (1 + iowait_factor)`: 10 for Linux 5.15's menu, 0
+    /// without the iowait rule.
+    pub iowait_factor: u32,
+    /// How many of `idle_states` count (1 ..= `CINT_MAX_IDLE_STATES`).
+    pub idle_count: u32,
+    /// The idle states, shallowest first.
+    pub idle_states: [cint_idle_state; CINT_MAX_IDLE_STATES],
+    /// CPU time of one sleep and wake-up on the core.
+    pub sleep_path: u64,
+    /// CPU time of arming a high-resolution timer.
+    pub timer_arm: u64,
+    /// How late such a timer fires (the task's timer slack), ns.
+    pub timer_slack: u64,
+}
+
+/// `mode` of [`cint_mode_select_choose`]: spin until the completion.
+pub const CINT_MODE_POLL: c_int = 0;
+/// `mode` of [`cint_mode_select_choose`]: sleep `*sleep_out` ns, then
+/// spin.
+pub const CINT_MODE_SLEEP: c_int = 1;
+/// `mode` of [`cint_mode_select_choose`]: sleep until the interrupt.
+pub const CINT_MODE_INTERRUPT: c_int = 2;
+
+/// `flags` bit of [`cint_mode_select_choose`]: another thread is runnable
+/// on the submitting core.
+pub const CINT_SELECT_CONTENDED: u32 = 1;
+/// `flags` bit of [`cint_mode_select_choose`]: the request cannot
+/// complete by interrupt (a polled-only queue).
+pub const CINT_SELECT_NO_INTERRUPT: u32 = 2;
+
+const SELECT_MAGIC: u64 = 0x4349_4e54_5345_4c31; // "CINTSEL1"
+
+/// What lives inside a `cint_mode_select`.
+#[repr(C)]
+struct SelectSlot {
+    magic: u64,
+    select: ModeSelect,
+}
+
+const _: () = assert!(size_of::<SelectSlot>() <= size_of::<cint_mode_select>());
+const _: () = assert!(align_of::<SelectSlot>() <= align_of::<cint_mode_select>());
+
+/// Initialises `s` as a completion-mode selector for the machine `params`
+/// describes, with nothing measured yet. `CINT_EINVAL` for a table the
+/// Rust API refuses (no idle state, a residency below its exit latency,
+/// a power above 10 kW).
+///
+/// # Safety
+/// `s` must be null or point to writable storage for a
+/// `cint_mode_select` that no other thread uses during the call (it need
+/// not be initialised); `params` must be null or point to a readable
+/// `cint_mode_select_params`.
+#[no_mangle]
+pub unsafe extern "C" fn cint_mode_select_init(
+    s: *mut cint_mode_select,
+    params: *const cint_mode_select_params,
+) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what the pointer helpers (`load`) and the write below require.
+    unsafe {
+        guarded(|| {
+            if s.is_null() {
+                return Err(CINT_ENULL);
+            }
+            let p = load(params)?;
+            let mut idle_states = [IdleStateCost::default(); MAX_IDLE_STATES];
+            for (to, from) in idle_states.iter_mut().zip(&p.idle_states) {
+                *to = IdleStateCost {
+                    exit_latency: from.exit_latency,
+                    target_residency: from.target_residency,
+                    power_mw: from.power_mw,
+                };
+            }
+            let select = ModeSelect::new(ModeSelectParams {
+                static_mw: p.static_mw,
+                spin_mw: p.spin_mw,
+                busy_mw: p.busy_mw,
+                idle_states,
+                idle_count: p.idle_count as usize,
+                iowait_factor: p.iowait_factor,
+                sleep_path: p.sleep_path,
+                timer_arm: p.timer_arm,
+                timer_slack: p.timer_slack,
+            })
+            .map_err(error_code)?;
+            let slot = SelectSlot {
+                magic: SELECT_MAGIC,
+                select,
+            };
+            // SAFETY: `s` is non-null and points to caller-owned storage
+            // of at least `size_of::<SelectSlot>()` bytes aligned for it
+            // (compile-time checks above); `write` does not read the old
+            // contents, which may be uninitialised.
+            s.cast::<SelectSlot>().write(slot);
+            Ok(CINT_OK)
+        })
+    }
+}
+
+/// A request of `bytes` (a write if `write`) took `run_time` ns from
+/// reaching the device to its completion being posted.
+///
+/// # Safety
+/// `s` must be null or point to a `cint_mode_select` that no other thread
+/// uses during the call.
+#[no_mangle]
+pub unsafe extern "C" fn cint_mode_select_record(
+    s: *mut cint_mode_select,
+    bytes: u64,
+    write: bool,
+    run_time: u64,
+) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what `with_tagged` requires of a `cint_mode_select`.
+    unsafe {
+        with_tagged(s.cast::<SelectSlot>(), SELECT_MAGIC, |slot| {
+            slot.select.record(bytes, Direction::of(write), run_time);
+            Ok(CINT_OK)
+        })
+    }
+}
+
+/// How a request of `bytes` (a write if `write`) should complete, with
+/// `in_flight` requests in flight on the host (this one included) and
+/// `flags` (`CINT_SELECT_*`): `CINT_MODE_*` to `*mode_out`, and for
+/// `CINT_MODE_SLEEP` the sleep in ns to `*sleep_out` (0 otherwise).
+///
+/// # Safety
+/// `s` must be null or point to a `cint_mode_select` that no other thread
+/// uses during the call; `mode_out` and `sleep_out` must each be null or
+/// valid for writing an `int` and a `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn cint_mode_select_choose(
+    s: *mut cint_mode_select,
+    bytes: u64,
+    write: bool,
+    in_flight: u32,
+    flags: u32,
+    mode_out: *mut c_int,
+    sleep_out: *mut u64,
+) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what `with_tagged` and `store` require.
+    unsafe {
+        with_tagged(s.cast::<SelectSlot>(), SELECT_MAGIC, |slot| {
+            if mode_out.is_null() || sleep_out.is_null() {
+                return Err(CINT_ENULL);
+            }
+            if flags & !(CINT_SELECT_CONTENDED | CINT_SELECT_NO_INTERRUPT) != 0 {
+                return Err(CINT_EINVAL);
+            }
+            let situation = Situation {
+                in_flight,
+                core_contended: flags & CINT_SELECT_CONTENDED != 0,
+                can_interrupt: flags & CINT_SELECT_NO_INTERRUPT == 0,
+            };
+            let (mode, sleep) = match slot.select.choose(bytes, Direction::of(write), situation) {
+                CompletionChoice::Poll => (CINT_MODE_POLL, 0),
+                CompletionChoice::Sleep(ns) => (CINT_MODE_SLEEP, ns),
+                CompletionChoice::Interrupt => (CINT_MODE_INTERRUPT, 0),
+            };
+            store(mode_out, mode)?;
+            store(sleep_out, sleep)?;
             Ok(CINT_OK)
         })
     }

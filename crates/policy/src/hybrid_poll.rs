@@ -30,6 +30,17 @@ pub enum Direction {
     Write,
 }
 
+impl Direction {
+    /// The direction of a request that writes if `write`.
+    pub const fn of(write: bool) -> Self {
+        if write {
+            Direction::Write
+        } else {
+            Direction::Read
+        }
+    }
+}
+
 /// Length of the block layer's statistics window.
 pub const STATS_WINDOW: Nanos = 100 * MS;
 

@@ -59,6 +59,7 @@ pub mod cinterrupts;
 pub mod config;
 pub mod hints;
 pub mod hybrid_poll;
+pub mod mode_select;
 pub mod none;
 pub mod nvme;
 pub mod reap;

@@ -1,8 +1,9 @@
 //! The decision path allocates nothing: a counting global allocator sees
 //! zero allocations while every policy, built through `PolicyConfig` and
 //! driven through `AnyPolicy`, handles many submissions, completions,
-//! timers, opportunities and guest schedule changes, and while every
-//! hybrid-polling sleep estimator records run times and answers sleeps.
+//! timers, opportunities and guest schedule changes, while every
+//! hybrid-polling sleep estimator records run times and answers sleeps,
+//! and while the completion-mode selector records and chooses.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -244,6 +245,65 @@ fn no_sleep_estimator_allocates() {
         assert_eq!(allocations, 0, "{estimator:?} allocated");
         assert!(slept > 0, "{estimator:?} never asked to sleep");
     }
+}
+
+#[test]
+fn the_mode_selector_allocates_nothing() {
+    use cint_policy::mode_select::{
+        CompletionChoice, IdleStateCost, ModeSelect, ModeSelectParams, Situation,
+    };
+    let mut idle = [IdleStateCost::default(); 8];
+    idle[0].power_mw = 6_500;
+    idle[1] = IdleStateCost {
+        exit_latency: 2 * US,
+        target_residency: 2 * US,
+        power_mw: 2_000,
+    };
+    idle[2] = IdleStateCost {
+        exit_latency: 85 * US,
+        target_residency: 200 * US,
+        power_mw: 100,
+    };
+    let params = ModeSelectParams {
+        static_mw: 43_000,
+        spin_mw: 6_500,
+        busy_mw: 8_500,
+        idle_states: idle,
+        idle_count: 3,
+        iowait_factor: 10,
+        sleep_path: 1_560,
+        timer_arm: 200,
+        timer_slack: 2 * US,
+    };
+    let mut select = ModeSelect::new(params).expect("valid");
+    let mut kinds = [0u64; 3];
+    let allocations = allocations_during(|| {
+        for i in 0..100_000u64 {
+            let bytes = 512u64 << (i % 9);
+            let dir = if i % 3 == 0 {
+                Direction::Write
+            } else {
+                Direction::Read
+            };
+            let situation = Situation {
+                in_flight: 1 + (i % 7) as u32,
+                core_contended: i % 11 == 0,
+                can_interrupt: i % 13 != 0,
+            };
+            let k = match select.choose(bytes, dir, situation) {
+                CompletionChoice::Poll => 0,
+                CompletionChoice::Sleep(_) => 1,
+                CompletionChoice::Interrupt => 2,
+            };
+            kinds[k] += 1;
+            select.record(bytes, dir, (bytes >> 9) * 4 * US + (i % 17) * US);
+        }
+    });
+    assert_eq!(allocations, 0, "the selector allocated");
+    assert!(
+        kinds.iter().all(|&n| n > 0),
+        "some mode never chosen: {kinds:?}"
+    );
 }
 
 #[test]

@@ -58,10 +58,18 @@ pub(crate) fn section(r: &RunResult) -> String {
             rows.push(row);
         }
     }
-    crate::table::aligned_block(
+    let mut out = crate::table::aligned_block(
         &format!("energy (model, cpuidle governor {})", first.governor),
         &rows,
-    )
+    );
+    for (name, _, e) in &with {
+        if let Some(m) = e.measured_package_j {
+            out.push_str(&format!(
+                "{name}: package energy measured by RAPL {m:.3} J\n"
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -88,6 +96,7 @@ mod tests {
             base_j: 6.0,
             uncore_j: 1.0,
             device_j: 1.0,
+            measured_package_j: None,
             cores: vec![CoreEnergy {
                 core: 0,
                 energy_j: 2.0,

@@ -54,6 +54,9 @@ fn check_finite(r: &RunResult) -> Result<(), NonFiniteError> {
             check(at("base_j"), e.base_j)?;
             check(at("uncore_j"), e.uncore_j)?;
             check(at("device_j"), e.device_j)?;
+            if let Some(m) = e.measured_package_j {
+                check(at("measured_package_j"), m)?;
+            }
             for (k, core) in e.cores.iter().enumerate() {
                 let at = |f: &str| format!("results[{i}].energy.cores[{k}].{f}");
                 check(at("energy_j"), core.energy_j)?;

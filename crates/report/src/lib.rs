@@ -165,6 +165,10 @@ pub struct EnergyResult {
     pub device_j: f64,
     /// One entry per application core.
     pub cores: Vec<CoreEnergy>,
+    /// The package energy a meter measured over the same window (RAPL,
+    /// `cint emu` where the machine exposes it), joules; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_package_j: Option<f64>,
 }
 
 /// One core's energy and where its time went.

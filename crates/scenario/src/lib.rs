@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+pub mod app;
 pub mod emu_config;
 mod error;
 pub mod job;

@@ -49,6 +49,7 @@ const TOP_KEYS: &[&str] = &[
     "emu",
     "hypervisor",
     "guest",
+    "app",
 ];
 
 /// Reads and validates a scenario file, applying `--set` overrides
@@ -139,7 +140,23 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         host.cores,
     )?;
     let strategies = strategy::parse_all(source, top.node("strategy"), &device)?;
-    let jobs = job::parse_all(source, top.node("job"), &device, &host, &virt)?;
+    let app_node = top.node("app");
+    let apps = crate::app::parse(source, app_node, top.node("strategy"), &device, &host)?;
+    // The application models run on the host's cores and its one page
+    // cache; beside guests they could land on a vCPU's core or share the
+    // cache with a guest's kernel, neither of which is modelled.
+    if !apps.programs.is_empty() && !virt.guests.is_empty() {
+        return Err(top.error(
+            "app",
+            "application programs beside guests are not modelled (the apps run on host cores \
+             and the host's page cache); run them in a scenario without [[guest]]",
+        ));
+    }
+    // Applications may run alone: then no fio-like job is required.
+    let jobs = match top.node("job") {
+        None if !apps.programs.is_empty() => Vec::new(),
+        node => job::parse_all(source, node, &device, &host, &virt)?,
+    };
     top.finish("the top level", TOP_KEYS)?;
 
     Ok(Scenario {
@@ -154,6 +171,7 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         jobs,
         emu,
         virt,
+        apps,
     })
 }
 

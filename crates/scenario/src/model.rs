@@ -29,6 +29,8 @@ pub struct Scenario {
     pub strategies: Vec<Strategy>,
     /// At least one; names unique; every `cpu < host.cores`.
     pub jobs: Vec<Job>,
+    /// Application programs (`[[app]]`) and each strategy's app hint set.
+    pub apps: crate::app::Apps,
     /// Emulator settings.
     pub emu: EmuConfig,
     /// The hypervisor and its guests; empty on bare metal.
@@ -69,6 +71,7 @@ impl Strategy {
             CompletionMode::Interrupt(p) => p.kind(),
             CompletionMode::Poll => "poll",
             CompletionMode::HybridPoll(_) => "hybrid-poll",
+            CompletionMode::ModeSelect => "mode-select",
         }
     }
 }
@@ -82,6 +85,10 @@ pub enum CompletionMode {
     Poll,
     /// Hybrid polling: sleep, then spin.
     HybridPoll(HybridSleep),
+    /// Per request, classic polling, hybrid polling or an interrupt,
+    /// whichever the host's energy estimate favours
+    /// (`cint_policy::mode_select`, docs/ALGORITHMS.md section 10).
+    ModeSelect,
 }
 
 /// The sleep of hybrid polling (docs/ALGORITHMS.md section 8).

@@ -26,13 +26,16 @@ pub fn to_toml(s: &Scenario) -> String {
     crate::virt::render(&s.virt, &mut doc);
 
     let mut strategies = ArrayOfTables::new();
-    for st in &s.strategies {
+    for (i, st) in s.strategies.iter().enumerate() {
         let mut t = Table::new();
         t["name"] = value(st.name.as_str());
         t["kind"] = value(st.kind());
+        if s.apps.app_cint.get(i) == Some(&true) {
+            t["app_hints"] = value("app-cint");
+        }
         match &st.mode {
             CompletionMode::Interrupt(cfg) => policy_keys(&mut t, cfg),
-            CompletionMode::Poll => {
+            CompletionMode::Poll | CompletionMode::ModeSelect => {
                 t["interrupts"] = value(st.interrupts.kind());
             }
             CompletionMode::HybridPoll(sleep) => {
@@ -128,7 +131,10 @@ pub fn to_toml(s: &Scenario) -> String {
         }
         jobs.push(t);
     }
-    doc["job"] = Item::ArrayOfTables(jobs);
+    if !s.jobs.is_empty() {
+        doc["job"] = Item::ArrayOfTables(jobs);
+    }
+    crate::app::render(&mut doc, &s.apps);
 
     let emu = struct_table(&s.emu);
     if emu.as_table().is_some_and(|t| !t.is_empty()) {

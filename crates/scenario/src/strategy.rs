@@ -55,6 +55,7 @@ pub const KINDS: &[(&str, &[&str])] = &[
     ),
     ("poll", &["interrupts"]),
     ("hybrid-poll", &["sleep", "interrupts"]),
+    ("mode-select", &["interrupts"]),
 ];
 
 /// The kinds a polling strategy's `interrupts` key may name for the
@@ -108,7 +109,7 @@ fn parse_mode(
         .map_or(&[], |(_, keys)| keys);
     // A key of another kind gets a message saying so: the usual mistake
     // is switching `kind` and leaving the old parameters behind.
-    if let Some(stray) = sec.first_unread_except(&["name", "kind"], own) {
+    if let Some(stray) = sec.first_unread_except(&["name", "kind", "app_hints"], own) {
         let owner: Vec<&str> = KINDS
             .iter()
             .filter(|(_, keys)| keys.contains(&stray))
@@ -182,6 +183,7 @@ fn parse_mode(
             }))
         }
         "poll" => CompletionMode::Poll,
+        "mode-select" => CompletionMode::ModeSelect,
         _ => CompletionMode::HybridPoll(hybrid_sleep(sec)?),
     };
     if let CompletionMode::Interrupt(config) = &mode {

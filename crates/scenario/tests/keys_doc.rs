@@ -73,6 +73,19 @@ fn every_key_is_documented() {
     let hypervisor = cint_scenario::HypervisorProfile::builtin("esx-like").unwrap();
     leaves(&toml::Value::try_from(&hypervisor).unwrap(), "", &mut keys);
     keys.extend(["cores", "vcpus", "irq_vcpu"].map(String::from));
+    keys.extend(
+        cint_scenario::app::ROCKSDB_KEYS
+            .iter()
+            .map(|k| k.to_string()),
+    );
+    keys.extend(
+        cint_scenario::app::ROCKSDB_BENCHMARKS
+            .iter()
+            .map(|k| k.to_string()),
+    );
+    keys.extend(cint_scenario::app::KVELL_KEYS.iter().map(|k| k.to_string()));
+    keys.push("app_hints".to_string());
+    keys.push("[[app]]".to_string());
     for top in [
         "name",
         "seed",

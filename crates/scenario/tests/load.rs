@@ -322,6 +322,27 @@ fn the_resolved_text_loads_back_to_the_same_scenario() {
 }
 
 #[test]
+fn application_scenarios_render_and_load_back_the_same() {
+    for file in [
+        "rocksdb-fillbatch",
+        "coloc-rocksdb-dump",
+        "coloc-rocksdb-kvell",
+        "kvell-ycsb-e",
+    ] {
+        let path = format!("{}/../../scenarios/{file}.toml", env!("CARGO_MANIFEST_DIR"));
+        let original = load_file(std::path::Path::new(&path), &[]).expect("loads");
+        assert!(!original.apps.programs.is_empty());
+        let rendered = to_toml(&original);
+        let mut again = match load_str(&rendered, "rendered", &[]) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}\n{rendered}"),
+        };
+        again.source = original.source.clone();
+        assert_eq!(again, original, "{rendered}");
+    }
+}
+
+#[test]
 fn files_load_and_missing_files_are_one_line_errors() {
     let dir = std::env::temp_dir().join(format!("cint-scenario-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

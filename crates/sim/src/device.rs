@@ -348,6 +348,7 @@ impl World<'_> {
         let q = req.queue as usize;
         let polled = req.polled;
         self.note_posting(q);
+        self.select_record(r);
         if polled {
             self.post_for_poller(r);
             return;

@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+mod apps;
 mod device;
 pub mod engine;
 mod gaps;

@@ -177,7 +177,9 @@ impl World<'_> {
                     trace: self.trace_result(j),
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let mut jobs = jobs;
+        jobs.extend(self.app_results(window));
         let busy: u64 = self.cores.iter().map(|c| c.irq_ns + c.thread_ns).sum();
         let energy = self.energy_summary();
         StrategyResult {

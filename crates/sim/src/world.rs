@@ -64,6 +64,26 @@ pub(crate) struct Request {
     pub polled: bool,
 }
 
+impl Request {
+    /// A free slot of thread `thread` on device queue `queue`.
+    pub(crate) fn free(thread: u32, queue: u32, polled: bool) -> Request {
+        Request {
+            thread,
+            queue,
+            bytes: 0,
+            write: false,
+            hint: Hint::Unmarked,
+            seq: 0,
+            issued: 0,
+            submitted: 0,
+            dispatched: 0,
+            posted_at: 0,
+            state: ReqState::Free,
+            polled,
+        }
+    }
+}
+
 /// CFS state of a thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RunState {
@@ -100,6 +120,9 @@ pub(crate) enum Wait {
     /// In the page cache, for a timer or a kick: a writer's throttle
     /// pause, the flusher between runs.
     PageCacheTimer,
+    /// An application thread (crate::apps) waits: for its own request's
+    /// completion, or to be woken by another of its program's threads.
+    AppIo,
 }
 
 /// What a thread does with its core once it has it.
@@ -158,6 +181,10 @@ pub(crate) enum Cont {
     PageCache,
     /// A throttled writer armed its pause timer: sleep until this instant.
     PageCacheSleep(Nanos),
+    /// An application thread goes on (crate::apps).
+    App,
+    /// An application thread armed a sleep timer: sleep until then.
+    AppSleep(Nanos),
 }
 
 /// A simulated application thread.
@@ -223,6 +250,8 @@ pub(crate) struct Thread {
     pub woken_by_timer: bool,
     /// Hybrid polling: this thread's io_uring estimator or a fixed sleep.
     pub estimator: SleepEstimator,
+    /// `mode-select`: how the thread waits for its current request.
+    pub choice: cint_policy::mode_select::CompletionChoice,
 }
 
 impl Thread {
@@ -272,6 +301,7 @@ impl Thread {
             wake_listed: false,
             woken_by_timer: false,
             estimator,
+            choice: cint_policy::mode_select::CompletionChoice::Poll,
         }
     }
 }
@@ -321,6 +351,10 @@ pub(crate) struct World<'a> {
     pub virt: Option<Box<crate::virt::Virt>>,
     /// The page cache and its flusher, when a job does buffered I/O.
     pub page_cache: Option<Box<crate::host::pagecache::Buffered>>,
+    /// Application programs (`[[app]]`).
+    pub apps: Option<Box<crate::apps::Apps>>,
+    /// The `mode-select` strategy's selector (docs/ALGORITHMS.md section 10).
+    pub selector: Option<cint_policy::mode_select::ModeSelect>,
 }
 
 impl<'a> World<'a> {
@@ -338,6 +372,9 @@ impl<'a> World<'a> {
             }
         }
         if let Some(q) = crate::host::pagecache::flusher_queue(sc, queues_n) {
+            used[q] = true;
+        }
+        for q in crate::apps::queues_used(sc, queues_n) {
             used[q] = true;
         }
         refuse_unmodelled(sc, strategy)?;
@@ -408,20 +445,7 @@ impl<'a> World<'a> {
                 let mut free_slots = Vec::with_capacity(depth as usize);
                 for _ in 0..depth {
                     free_slots.push(reqs.len() as u32);
-                    reqs.push(Request {
-                        thread: tid,
-                        queue: queue as u32,
-                        bytes: 0,
-                        write: false,
-                        hint: Hint::Unmarked,
-                        seq: 0,
-                        issued: 0,
-                        submitted: 0,
-                        dispatched: 0,
-                        posted_at: 0,
-                        state: ReqState::Free,
-                        polled: polls,
-                    });
+                    reqs.push(Request::free(tid, queue as u32, polls));
                 }
                 // Slots are taken from the end; keep ids ascending in use.
                 free_slots.reverse();
@@ -450,6 +474,15 @@ impl<'a> World<'a> {
                 cores[core].rq.push(tid);
             }
         }
+        let apps = crate::apps::Apps::build(
+            sc,
+            strategy,
+            &mut threads,
+            &mut reqs,
+            &mut cores,
+            queues_n,
+            estimator(strategy.mode),
+        );
         let flusher = crate::host::pagecache::add_flusher(
             sc,
             &mut threads,
@@ -502,6 +535,8 @@ impl<'a> World<'a> {
             .iter()
             .map(|t| DepthSearch::new(t.prog.iodepth))
             .collect();
+        let costs = HostCosts::from_profile(&sc.host)?;
+        let selector = crate::workload::select::build(sc, strategy, &costs)?;
         let mut world = World {
             sc,
             mode: strategy.mode,
@@ -509,7 +544,7 @@ impl<'a> World<'a> {
             end,
             measuring: sc.warmup == 0,
             window_start: 0,
-            costs: HostCosts::from_profile(&sc.host)?,
+            costs,
             spread: CostSpread::new(sc.host.cost_spread),
             irq_time_accounting: sc.host.irq_time_accounting,
             device,
@@ -533,6 +568,8 @@ impl<'a> World<'a> {
             virt,
             page_cache: flusher
                 .map(|f| crate::host::pagecache::Buffered::new(sc, &threads_jobs, f)),
+            apps,
+            selector,
         };
         world.stage_jobs();
         Ok(world)
@@ -597,6 +634,7 @@ impl<'a> World<'a> {
         let events = self.events.processed();
         let mut notes = self.held_at_end(strategy);
         notes.extend(self.page_cache_note(strategy));
+        notes.extend(self.app_notes(strategy));
         Ok((self.summarise(strategy), events, notes))
     }
 
@@ -822,6 +860,7 @@ impl<'a> World<'a> {
         if let Some(v) = self.virt.as_mut() {
             v.counters = Default::default();
         }
+        self.app_reset();
     }
 
     /// Brings every core's time accounting up to now.
@@ -929,7 +968,10 @@ fn refuse_unmodelled(sc: &Scenario, strategy: &Strategy) -> Result<(), SimError>
 /// request, only those marked `RWF_HIPRI` (pvsync2) or submitted to an
 /// io_uring set up with `IORING_SETUP_IOPOLL` (fio's `hipri` on either).
 pub(crate) fn job_polls(mode: CompletionMode, job: &cint_scenario::Job) -> bool {
-    let polling = matches!(mode, CompletionMode::Poll | CompletionMode::HybridPoll(_));
+    let polling = matches!(
+        mode,
+        CompletionMode::Poll | CompletionMode::HybridPoll(_) | CompletionMode::ModeSelect
+    );
     polling
         && matches!(&job.work, Work::Io(io) if io.hipri && io.direct
             && matches!(io.engine, cint_scenario::Engine::Pvsync2 | cint_scenario::Engine::IoUring))

@@ -18,14 +18,17 @@
 //! beyond them (a small `queue_depth` makes submitters wait for tags),
 //! polling jobs (`hipri`) beside interrupt jobs under polling strategies
 //! with a named interrupt policy, and fio's latency-target search; and
-//! the energy layer (the energy study's host with a governor); the
+//! the energy layer (the energy study's host with a governor, and the
+//! per-request mode selector beside it); the
 //! virtual-machine layer (a hypervisor with guests running I/O and busy
 //! loops, and vic-sched beside the drawn strategies); the page cache (a
 //! small one, with buffered synchronous jobs, whose calls the device
-//! bounds do not cover); and jobs replaying generated block traces (issue
-//! #23: each format, both replay modes, every engine), whose result must
-//! carry the replay's report. Each of those draws comes from a generator
-//! of its own, so a seed's other draws are unchanged.
+//! bounds do not cover); application programs (a RocksDB-like or
+//! KVell-like store, whose every operation type must make progress or be
+//! explained); and jobs replaying generated block traces (issue #23: each
+//! format, both replay modes, every engine), whose result must carry the
+//! replay's report. Each of those draws comes from a generator of its
+//! own, so a seed's other draws are unchanged.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
 //! longer soak; `CINT_RANDOM_SEED=N` picks another first seed.
@@ -299,6 +302,19 @@ fn scenario(seed: u64) -> String {
             cache.below(cores)
         );
     }
+    // The per-request mode selector (issue #21, docs/ALGORITHMS.md
+    // section 10) needs power data: on the energy host with the 900P, now
+    // and then, from a generator of its own; not with guests, whose
+    // completions come through the hypervisor and cannot be polled.
+    let mut select = Rng(seed.wrapping_mul(0xff51_afd7_ed55_8ccd) | 1);
+    if host == "xeon-e3-1230v5" && device == "optane-900p" && guests.is_none() && select.chance(60)
+    {
+        let fallback = select.pick(&["none", "nvme", "adaptive", "cinterrupts", "vic"]);
+        let _ = write!(
+            strategies,
+            "[[strategy]]\nname = \"select\"\nkind = \"mode-select\"\ninterrupts = \"{fallback}\"\n"
+        );
+    }
     for i in 0..1 + rng.below(4) as usize {
         let mut one = String::new();
         job(&mut rng, &mut host_model, i, cores, &mut one);
@@ -313,6 +329,37 @@ fn scenario(seed: u64) -> String {
     }
     out.push_str(&strategies);
     out.push_str(&jobs);
+    // Application programs (issue #23), from a generator of their own.
+    let mut apps = Rng(seed.wrapping_mul(0x9fb2_1c65_1e98_df25) | 1);
+    // Not beside guests: the loader refuses apps there (they would share
+    // the host's page cache with a guest's kernel).
+    let apps_here = guests.is_none();
+    if apps_here && apps.chance(15) {
+        let _ = write!(
+            out,
+            "[[app]]\nname = \"kv\"\nkind = \"kvell\"\nworkload = \"{}\"\n\
+             distribution = \"{}\"\nscan_length = {}\nscan_share = {}\nring = {}\ncpus = [{}]\n",
+            apps.pick(&["A", "B", "C", "D", "E", "F"]),
+            apps.pick(&["uniform", "zipfian"]),
+            1 + apps.below(64),
+            apps.below(101),
+            1 + apps.below(256),
+            apps.below(cores)
+        );
+    }
+    if apps_here && apps.chance(25) {
+        let benchmark = apps.pick(&["fillbatch", "readrandom", "readwhilewriting", "dump"]);
+        let _ = write!(
+            out,
+            "[[app]]\nname = \"db\"\nkind = \"rocksdb\"\nbenchmark = \"{benchmark}\"\n\
+             threads = {}\ncpus = [{}]\nwriter_cpu = {}\nflush_cpu = {}\nmemtable = \"{}MiB\"\n",
+            1 + apps.below(8),
+            apps.below(cores),
+            apps.below(cores),
+            apps.below(cores),
+            1 + apps.below(64)
+        );
+    }
     out
 }
 
@@ -565,7 +612,23 @@ fn check(seed: u64) {
         (window + (largest + in_flight) / slowest).min(since_start + largest / slowest);
     for s in &first.results {
         let (mut device_iops, mut pipe_time) = (0.0, 0.0);
-        for (j, job) in s.jobs.iter().enumerate() {
+        // The applications' operations follow the fio jobs: each makes
+        // progress, or a note says where its requests are.
+        for op in s.jobs.iter().skip(sc.jobs.len()) {
+            let explained = first.notes.iter().any(|n| {
+                n.starts_with(&format!(
+                    "strategy '{}': application operation '{}'",
+                    s.strategy, op.name
+                ))
+            });
+            assert!(
+                op.ios > 0 || explained,
+                "seed {seed}: strategy '{}' application operation '{}' made no progress\n{text}",
+                s.strategy,
+                op.name
+            );
+        }
+        for (j, job) in s.jobs.iter().enumerate().take(sc.jobs.len()) {
             let explained = first.notes.iter().any(|n| {
                 n.starts_with(&format!("strategy '{}': job '{}'", s.strategy, job.name))
                     || (n.starts_with(&format!("strategy '{}': group", s.strategy))

@@ -32,6 +32,7 @@ pub fn scenario(
         jobs,
         emu: EmuConfig::default(),
         virt: Default::default(),
+        apps: Default::default(),
     }
 }
 

@@ -341,6 +341,7 @@ fn workload(
         }],
         emu: EmuConfig::default(),
         virt: Default::default(),
+        apps: Default::default(),
     })
 }
 

@@ -92,6 +92,7 @@ pub(super) fn build(
         jobs,
         emu: EmuConfig::default(),
         virt: Default::default(),
+        apps: Default::default(),
     })
 }
 

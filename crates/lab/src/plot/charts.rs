@@ -357,7 +357,7 @@ pub(super) fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineC
         }
         name
     };
-    let metrics: [SweepMetric; 5] = [
+    let mut metrics: Vec<SweepMetric> = vec![
         ("sweep_iops", "Throughput", "IOPS (thousands)", |r| {
             r.iops / 1e3
         }),
@@ -383,7 +383,6 @@ pub(super) fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineC
             r.cpu_util * 100.0
         }),
     ];
-    let mut metrics = metrics.to_vec();
     // Guests' runs (docs/VIRT.md): their virtual interrupts and the cycles
     // every core spends per guest I/O.
     if rows.iter().all(|r| r.virt.is_some()) {
@@ -408,6 +407,18 @@ pub(super) fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineC
             ),
         ];
         metrics.extend(virt);
+    }
+    // With an energy model (every row has its figures), its two charts.
+    if rows.iter().all(|r| r.energy.is_some()) {
+        metrics.push(("sweep_power", "Mean system power", "power (W)", |r| {
+            r.energy.map_or(0.0, |e| e.power_w)
+        }));
+        metrics.push((
+            "sweep_bytes_per_joule",
+            "Energy efficiency",
+            "megabytes per joule",
+            |r| r.energy.map_or(0.0, |e| e.bytes_per_joule / 1e6),
+        ));
     }
     let positive = xs.iter().all(|&x| x > 0.0);
     let (lo, hi) = xs

@@ -359,3 +359,26 @@ fn a_sweep_of_guests_adds_the_virtual_machine_charts() {
     let (_, cycles) = &charts[7];
     assert!(cycles.series[0].points.iter().all(|p| p.1 == 64.0));
 }
+
+#[test]
+fn a_sweep_with_energy_figures_also_charts_power_and_bytes_per_joule() {
+    let mut rows = two_key_rows(&["j"]);
+    for (i, r) in rows.iter_mut().enumerate() {
+        r.energy = Some(crate::sweep::SweepEnergy {
+            energy_j: 1.0,
+            power_w: 40.0 + i as f64,
+            bytes_per_joule: 2e6,
+        });
+    }
+    let charts = sweep_charts(&rows).expect("charts");
+    let stems: Vec<&str> = charts.iter().map(|(stem, _)| *stem).collect();
+    assert_eq!(&stems[5..], ["sweep_power", "sweep_bytes_per_joule"]);
+    let (_, bpj) = &charts[6];
+    assert!(bpj
+        .series
+        .iter()
+        .all(|s| s.points.iter().all(|p| (p.1 - 2.0).abs() < 1e-12)));
+    // One row without figures: the energy charts are left out.
+    rows[0].energy = None;
+    assert_eq!(sweep_charts(&rows).expect("charts").len(), 5);
+}

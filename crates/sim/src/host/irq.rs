@@ -154,7 +154,7 @@ impl World<'_> {
             && match th.wait {
                 Wait::Sync | Wait::AioEvents { .. } => true,
                 Wait::UringEvents { min_nr } => th.ready.len() as u64 >= u64::from(min_nr),
-                Wait::PageCache => true,
+                Wait::PageCache | Wait::AppIo => true,
                 _ => false,
             };
         if wake && !th.wake_listed {
@@ -235,6 +235,10 @@ impl World<'_> {
             Wait::PageCache | Wait::PageCacheTimer => Activity::Burst {
                 left: rtu,
                 then: Cont::PageCache,
+            },
+            Wait::AppIo => Activity::Burst {
+                left: rtu,
+                then: Cont::App,
             },
             Wait::Nothing | Wait::Exited => return,
         };

@@ -674,26 +674,41 @@ impl World<'_> {
         // A miss: one read-ahead request from the thread's slot.
         let size = b.size_pages[t];
         let e = b.cache.read_ahead(t as u32, first, pages, size);
+        if self
+            .stage_request(t, false, e.pages * PAGE, Hint::Unmarked)
+            .is_some()
+        {
+            self.start_call(t, entry);
+        }
+    }
+
+    /// Takes a free slot of thread `t` for a request of `bytes` and
+    /// stages it for the thread's next submission call; its slot, or none
+    /// (an invariant failure) if the thread has no free slot.
+    pub(crate) fn stage_request(
+        &mut self,
+        t: usize,
+        write: bool,
+        bytes: u64,
+        hint: Hint,
+    ) -> Option<u32> {
+        let now = self.now();
         let Some(r) = self.threads[t].free_slots.pop() else {
             self.check
-                .fail(format!("buffered thread {t} has no free request slot"));
-            return;
+                .fail(format!("thread {t} has no free request slot"));
+            return None;
         };
-        let req = &mut self.reqs[r as usize];
-        req.write = false;
-        req.bytes = e.pages * PAGE;
-        req.hint = Hint::Unmarked;
-        req.issued = now;
-        req.state = ReqState::Submitting;
-        let th = &mut self.threads[t];
-        th.batch.push(r);
-        th.in_flight += 1;
-        self.start_call(t, entry);
+        self.fill_slot(t, r, (write, bytes, hint), now);
+        Some(r)
     }
 
     /// A submission call of a buffered thread or the flusher has reached
     /// the device: a reader waits for its read-ahead, the flusher goes on.
     pub(crate) fn page_cache_submitted(&mut self, t: usize) {
+        if self.threads[t].job == crate::apps::APP_JOB {
+            self.app_submitted(t);
+            return;
+        }
         let Some(b) = self.page_cache.as_deref() else {
             return;
         };
@@ -707,6 +722,11 @@ impl World<'_> {
     /// Where a buffered thread or the flusher resumes after a burst or a
     /// wake-up.
     pub(crate) fn page_cache_cont(&mut self, t: usize) {
+        if self.threads[t].job == crate::apps::APP_JOB {
+            // An application's log writer back from a throttle pause.
+            self.app_cont(t);
+            return;
+        }
         let Some(b) = self.page_cache.as_deref_mut() else {
             return;
         };
@@ -736,31 +756,63 @@ impl World<'_> {
     /// A write copied its pages (or woke from a throttle pause): dirty
     /// them once, then `balance_dirty_pages`.
     fn buffered_write_step(&mut self, t: usize, call: Call) {
-        let now = self.now();
-        self.settle_writeback();
-        let b = self.page_cache.as_deref_mut().expect("a buffered thread");
-        let mut kick = false;
+        let mut extra = 0;
         if !call.copied {
-            b.calls[t].copied = true;
-            if b.cache.write(t as u32, call.first, call.pages, now) {
-                let at = now + b.cache.set.writeback_interval;
-                self.arm_flusher_timer(at);
-            }
+            self.page_cache
+                .as_deref_mut()
+                .expect("a buffered thread")
+                .calls[t]
+                .copied = true;
+            extra = self.dirty_pages(t as u32, call.first, call.pages);
         }
-        let b = self.page_cache.as_deref_mut().expect("a buffered thread");
-        if b.cache.over_background() && b.pass.is_none() {
-            kick = self.kick_flusher();
-        }
-        let b = self.page_cache.as_deref_mut().expect("a buffered thread");
-        if b.cache.over_limit() {
-            b.cache.totals.pauses += 1;
-            let at = now + b.cache.pause();
-            let extra = if kick { self.costs.wakeup } else { 0 };
+        extra += self.balance_dirty_pages();
+        if let Some(at) = self.throttle_until() {
             self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
             return;
         }
-        let extra = if kick { self.costs.wakeup } else { 0 };
         self.finish_buffered(t, call, extra);
+    }
+
+    /// A buffered write has copied pages `first..first + pages` of
+    /// `file`: they are dirty. Returns the CPU the writer spends on top
+    /// (none: arming the flusher's timer is a few stores).
+    pub(crate) fn dirty_pages(&mut self, file: u32, first: u64, pages: u64) -> Nanos {
+        let now = self.now();
+        self.settle_writeback();
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            return 0;
+        };
+        if b.cache.write(file, first, pages, now) {
+            let at = now + b.cache.set.writeback_interval;
+            self.arm_flusher_timer(at);
+        }
+        0
+    }
+
+    /// `balance_dirty_pages` after a write: past the background
+    /// threshold the flusher is kicked. Returns the writer's CPU for it.
+    pub(crate) fn balance_dirty_pages(&mut self) -> Nanos {
+        self.settle_writeback();
+        let Some(b) = self.page_cache.as_deref() else {
+            return 0;
+        };
+        if b.cache.over_background() && b.pass.is_none() && self.kick_flusher() {
+            self.costs.wakeup
+        } else {
+            0
+        }
+    }
+
+    /// Past the dirty limit: the instant a writer's pause ends (and the
+    /// pause is counted).
+    pub(crate) fn throttle_until(&mut self) -> Option<Nanos> {
+        let now = self.now();
+        let b = self.page_cache.as_deref_mut()?;
+        if !b.cache.over_limit() {
+            return None;
+        }
+        b.cache.totals.pauses += 1;
+        Some(now + b.cache.pause())
     }
 
     /// A read found its pages, or its read-ahead completed.
@@ -789,7 +841,7 @@ impl World<'_> {
     }
 
     /// A delivered request of thread `t` is done with: its slot is free.
-    fn release_slot(&mut self, t: usize, r: u32) {
+    pub(crate) fn release_slot(&mut self, t: usize, r: u32) {
         let req = &mut self.reqs[r as usize];
         if req.state != ReqState::Delivered {
             let state = req.state;
@@ -924,21 +976,7 @@ impl World<'_> {
             };
             b.cache.track(r, e);
             cpu += e.pages * b.cache.set.writeback_page;
-            self.threads[t].free_slots.pop();
-            let req = &mut self.reqs[r as usize];
-            if req.state != ReqState::Free {
-                let state = req.state;
-                self.check
-                    .fail(format!("writeback slot {r} reused in state {state:?}"));
-            }
-            req.write = true;
-            req.bytes = e.pages * PAGE;
-            req.hint = Hint::Unmarked;
-            req.issued = now;
-            req.state = ReqState::Submitting;
-            let th = &mut self.threads[t];
-            th.batch.push(r);
-            th.in_flight += 1;
+            self.stage_request(t, true, e.pages * PAGE, Hint::Unmarked);
             staged += 1;
         }
         if staged > 0 {
@@ -982,13 +1020,16 @@ impl World<'_> {
     }
 }
 
+/// Whether `sc` needs a page cache: a buffered job, or an application
+/// that writes through it.
+fn needed(sc: &cint_scenario::Scenario) -> bool {
+    sc.jobs.iter().any(job_buffered) || crate::apps::need_page_cache(sc)
+}
+
 /// The device queue the flusher submits to, when a job of `sc` is
 /// buffered (its core's, as every thread's).
 pub(crate) fn flusher_queue(sc: &cint_scenario::Scenario, queues_n: usize) -> Option<usize> {
-    sc.jobs
-        .iter()
-        .any(job_buffered)
-        .then(|| sc.host.page_cache.flusher_cpu as usize % queues_n.max(1))
+    needed(sc).then(|| sc.host.page_cache.flusher_cpu as usize % queues_n.max(1))
 }
 
 /// Adds the flusher thread when a job of `sc` is buffered: a kernel
@@ -1003,7 +1044,7 @@ pub(crate) fn add_flusher(
     queues_n: usize,
     estimator: cint_policy::hybrid_poll::SleepEstimator,
 ) -> Result<Option<usize>, crate::SimError> {
-    if !sc.jobs.iter().any(job_buffered) {
+    if !needed(sc) {
         return Ok(None);
     }
     let core = sc.host.page_cache.flusher_cpu as usize;
@@ -1027,20 +1068,7 @@ pub(crate) fn add_flusher(
     let depth = sc.device.queue_depth.max(1);
     for _ in 0..depth {
         th.free_slots.push(reqs.len() as u32);
-        reqs.push(Request {
-            thread: tid as u32,
-            queue: (core % queues_n) as u32,
-            bytes: 0,
-            write: true,
-            hint: Hint::Unmarked,
-            seq: 0,
-            issued: 0,
-            submitted: 0,
-            dispatched: 0,
-            posted_at: 0,
-            state: ReqState::Free,
-            polled: false,
-        });
+        reqs.push(Request::free(tid as u32, (core % queues_n) as u32, false));
     }
     th.free_slots.reverse();
     threads.push(th);

@@ -370,6 +370,7 @@ impl PowerModel {
             uncore_j: j(u128::from(self.uncore_uw) * u128::from(self.uncore_ns)),
             device_j: j(self.device_fj(window, bytes)),
             cores,
+            measured_package_j: None,
         };
         (total, result)
     }

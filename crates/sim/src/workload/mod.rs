@@ -40,6 +40,7 @@ mod groups;
 mod latency_target;
 mod pattern;
 mod program;
+pub(crate) mod select;
 mod steady;
 mod trace;
 
@@ -53,7 +54,7 @@ pub(crate) use trace::Replay;
 
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::Direction;
-use cint_policy::Nanos;
+use cint_policy::{Hint, Nanos};
 use cint_scenario::{CompletionMode, Engine, HybridSleep, Rw};
 
 use crate::engine::Event;
@@ -82,6 +83,8 @@ impl World<'_> {
             Cont::Nap(d) => self.nap(t, d),
             Cont::PageCache => self.page_cache_cont(t),
             Cont::PageCacheSleep(at) => self.page_cache_sleep(t, at),
+            Cont::App => self.app_cont(t),
+            Cont::AppSleep(at) => self.app_sleep(t, at),
         }
     }
 
@@ -294,7 +297,6 @@ impl World<'_> {
                 let write = pattern::is_write(p.rw, p.rwmixread, &mut th.rng);
                 (write, pattern::block_size(shape, p.bs, write, &mut th.rng))
             };
-            let th = &mut self.threads[t];
             self.shaping[t].bytes += bytes;
             if write {
                 for since in &mut self.shaping[t].writes_since_sync {
@@ -332,19 +334,8 @@ impl World<'_> {
                 };
                 hints::request_hint(call, &ctx)
             });
-            let req = &mut self.reqs[r as usize];
-            if req.state != ReqState::Free {
-                let state = req.state;
-                self.check
-                    .fail(format!("slot {r} reused while in state {state:?}"));
-            }
-            req.write = write;
-            req.bytes = bytes;
-            req.hint = hint;
-            req.issued = now;
-            req.state = ReqState::Submitting;
-            th.batch.push(r);
-            th.in_flight += 1;
+            self.fill_slot(t, r, (write, bytes, hint), now);
+            let th = &mut self.threads[t];
             if let Some(iv) = p.rate_interval {
                 th.next_issue_at = th.next_issue_at.saturating_add(pattern::rate_step(
                     shape,
@@ -354,7 +345,34 @@ impl World<'_> {
                 ));
             }
         }
+        self.select_staged(t, k);
         k
+    }
+
+    /// Fills thread `t`'s free slot `r` with a request (direction, size,
+    /// hint) issued at `now` and stages it for the thread's next
+    /// submission call.
+    pub(crate) fn fill_slot(
+        &mut self,
+        t: usize,
+        r: u32,
+        (write, bytes, hint): (bool, u64, Hint),
+        now: Nanos,
+    ) {
+        let req = &mut self.reqs[r as usize];
+        if req.state != ReqState::Free {
+            let state = req.state;
+            self.check
+                .fail(format!("slot {r} reused while in state {state:?}"));
+        }
+        req.write = write;
+        req.bytes = bytes;
+        req.hint = hint;
+        req.issued = now;
+        req.state = ReqState::Submitting;
+        let th = &mut self.threads[t];
+        th.batch.push(r);
+        th.in_flight += 1;
     }
 
     /// The kernel path of one request inside a submission call of this
@@ -448,8 +466,8 @@ impl World<'_> {
     /// thread `t`'s requests.
     fn tag_pool_of(&self, t: usize) -> (usize, usize) {
         let th = &self.threads[t];
-        let q = self.reqs[th.batch[0] as usize].queue as usize;
-        (q, usize::from(th.polls))
+        let req = &self.reqs[th.batch[0] as usize];
+        (req.queue as usize, usize::from(req.polled))
     }
 
     /// No tag is free: sleep until freed tags wake the thread. A thread
@@ -551,13 +569,9 @@ impl World<'_> {
     /// before its `min_nr` sleeps again on the same timer).
     fn wait_with_timer(&mut self, t: usize, timer_armed: bool) {
         let paced = self.paced(t);
+        let mode = self.wait_mode(t);
         let th = &self.threads[t];
         let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
-        let mode = if th.polls {
-            self.mode
-        } else {
-            CompletionMode::Interrupt(cint_policy::PolicyConfig::None)
-        };
         match mode {
             CompletionMode::Interrupt(_) => {
                 let min_nr = th.min_nr;
@@ -585,7 +599,7 @@ impl World<'_> {
                 }
             }
             CompletionMode::Poll => self.threads[t].act = Activity::Spin { need },
-            CompletionMode::HybridPoll(_) => {
+            CompletionMode::HybridPoll(_) | CompletionMode::ModeSelect => {
                 self.set_burst(t, self.costs.timer_setup, Cont::HybridArm)
             }
         }

@@ -79,12 +79,14 @@ impl Replay {
         let cursors = threads
             .iter()
             .map(|&j| {
-                // A kernel thread (the page cache's flusher) is no job's
-                // and replays nothing.
-                let job = sc.jobs.get(j as usize)?;
-                let n = seen[j as usize];
-                seen[j as usize] += 1;
-                trace_of(job).map(|tr| Cursor {
+                // A kernel thread (the page cache's flusher) is no job's.
+                let j = j as usize;
+                if j >= sc.jobs.len() {
+                    return None;
+                }
+                let n = seen[j];
+                seen[j] += 1;
+                trace_of(&sc.jobs[j]).map(|tr| Cursor {
                     threads: Arc::clone(&tr.threads),
                     stream: n,
                     next: 0,

@@ -1,0 +1,509 @@
+//! Which completion mode to use for one request: spin (classic polling),
+//! sleep then spin (hybrid polling), or sleep until the interrupt
+//! (docs/ALGORITHMS.md section 10).
+//!
+//! The energy study (Harris and Altiparmak, HotStorage'22) found no fixed
+//! mode best for bytes per joule: classic polling wins small, fast
+//! requests, interrupts large ones, and it closes by asking for a
+//! completion path that switches between them. DPAS (FAST'26) switches
+//! between classic polling, an adaptive sleep and interrupts as it runs.
+//! [`ModeSelect`] makes that choice per request from an energy estimate:
+//!
+//! * what it measures at run time: each class's (direction x size bucket,
+//!   the classes of [`crate::hybrid_poll`]) completion time, as a moving
+//!   mean and a minimum; how many requests are in flight host-wide (they
+//!   share the platform's power); whether another thread is runnable on
+//!   the core (a spin would take the core from it);
+//! * what the kernel knows of its machine: the cpuidle table (exit
+//!   latency, target residency and power of each state), the governor's
+//!   exit-latency rule for a task waiting on I/O, the CPU time of one
+//!   sleep and wake-up, and the core's and the platform's powers
+//!   ([`ModeSelectParams`]).
+//!
+//! It never sees the workload, the other strategies or any result. The
+//! estimate of each mode is the energy the host spends on the request's
+//! behalf: the core's (spinning, sleeping in the idle state the governor
+//! would pick, running the switch and wake-up paths, leaving the idle
+//! state) plus the platform's power over the request's latency shared by
+//! the requests in flight. The cheapest wins; ties go to the faster mode.
+//! Integer-only (milliwatts times nanoseconds: picojoules), no allocation.
+
+use crate::config::{check_range, PolicyError, MAX_DURATION};
+use crate::hybrid_poll::{class_of, Direction, CLASSES};
+use crate::Nanos;
+
+/// Most idle states a [`ModeSelectParams`] lists (Skylake has 7).
+pub const MAX_IDLE_STATES: usize = 8;
+
+/// Largest power accepted for any term, milliwatts (10 kW).
+pub const MAX_POWER_MW: u32 = 10_000_000;
+
+/// Largest `iowait_factor` accepted.
+pub const MAX_IOWAIT_FACTOR: u32 = 1_000;
+
+/// One cpuidle state, as the driver lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct IdleStateCost {
+    /// Time from the wake-up event to the core running again.
+    pub exit_latency: Nanos,
+    /// Shortest stay for which the governor enters the state.
+    pub target_residency: Nanos,
+    /// The core's power in the state, milliwatts.
+    pub power_mw: u32,
+}
+
+/// The machine the selector runs on: powers, the cpuidle table and the
+/// CPU cost of a sleep. Everything here is a property of the host and its
+/// kernel, none of the workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModeSelectParams {
+    /// Power drawn while requests wait that no single core's state
+    /// decides (platform base, uncore, the device at rest), milliwatts.
+    pub static_mw: u32,
+    /// A core spinning in a completion poll loop, milliwatts.
+    pub spin_mw: u32,
+    /// A core running kernel code (switches, handlers), milliwatts.
+    pub busy_mw: u32,
+    /// The idle states, shallowest first; the first `idle_count` count.
+    pub idle_states: [IdleStateCost; MAX_IDLE_STATES],
+    /// How many of `idle_states` the core has (1 ..= 8).
+    pub idle_count: usize,
+    /// The governor's exit-latency limit for a core whose task waits for
+    /// I/O is `predicted / (1 + iowait_factor)`: 10 under Linux 5.15's
+    /// `menu`, 0 for a governor without the iowait rule.
+    pub iowait_factor: u32,
+    /// CPU time of one sleep and wake-up on the core: the switch to idle,
+    /// the interrupt's entry and handler, the wake-up, the switch back and
+    /// the return to user space.
+    pub sleep_path: Nanos,
+    /// CPU time of arming the high-resolution timer of a hybrid sleep.
+    pub timer_arm: Nanos,
+    /// How late such a timer fires (the task's timer slack).
+    pub timer_slack: Nanos,
+}
+
+impl ModeSelectParams {
+    /// Validates the parameters: at least one idle state, each with its
+    /// residency at or above its exit latency; powers and times in range.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        let mw = |name, v: u32| check_range(name, u64::from(v), 0, u64::from(MAX_POWER_MW));
+        mw("static_mw", self.static_mw)?;
+        mw("spin_mw", self.spin_mw)?;
+        mw("busy_mw", self.busy_mw)?;
+        check_range(
+            "idle_count",
+            self.idle_count as u64,
+            1,
+            MAX_IDLE_STATES as u64,
+        )?;
+        check_range(
+            "iowait_factor",
+            u64::from(self.iowait_factor),
+            0,
+            u64::from(MAX_IOWAIT_FACTOR),
+        )?;
+        check_range("sleep_path", self.sleep_path, 0, MAX_DURATION)?;
+        check_range("timer_arm", self.timer_arm, 0, MAX_DURATION)?;
+        check_range("timer_slack", self.timer_slack, 0, MAX_DURATION)?;
+        for s in &self.idle_states[..self.idle_count] {
+            check_range("exit_latency", s.exit_latency, 0, MAX_DURATION)?;
+            check_range(
+                "target_residency",
+                s.target_residency,
+                s.exit_latency,
+                MAX_DURATION,
+            )?;
+            mw("power_mw", s.power_mw)?;
+        }
+        Ok(())
+    }
+}
+
+/// How one request completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompletionChoice {
+    /// Spin in the poll loop from submission on (classic polling).
+    Poll,
+    /// Sleep this long on a high-resolution timer, then spin (hybrid
+    /// polling).
+    Sleep(Nanos),
+    /// Sleep until the device's interrupt wakes the thread.
+    Interrupt,
+}
+
+/// What the substrate sees when the request is issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Situation {
+    /// Requests in flight on the host, this one included.
+    pub in_flight: u32,
+    /// Another thread is runnable on the submitting core.
+    pub core_contended: bool,
+    /// The request can complete by interrupt (false on a queue that only
+    /// polls, such as io_uring's `IORING_SETUP_IOPOLL` ring).
+    pub can_interrupt: bool,
+}
+
+/// The estimate of one mode for one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Estimate {
+    /// The mode.
+    pub choice: CompletionChoice,
+    /// Issue to the thread running with its completion, as the host adds
+    /// it to the device's time.
+    pub latency: Nanos,
+    /// Energy spent on the request's behalf, picojoules.
+    pub energy_pj: u64,
+}
+
+/// Completion times of one class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+struct ClassTimes {
+    /// Moving mean (weight 1/8 per sample); 0 before the first sample.
+    mean: Nanos,
+    /// Smallest seen; 0 before the first sample.
+    min: Nanos,
+}
+
+/// The per-request completion-mode selector.
+///
+/// # Example
+///
+/// ```
+/// use cint_policy::hybrid_poll::Direction;
+/// use cint_policy::mode_select::{
+///     CompletionChoice, IdleStateCost, ModeSelect, ModeSelectParams, Situation,
+/// };
+/// use cint_policy::US;
+///
+/// let mut idle = [IdleStateCost::default(); 8];
+/// idle[0] = IdleStateCost { exit_latency: 0, target_residency: 0, power_mw: 6_000 };
+/// idle[1] = IdleStateCost { exit_latency: 2 * US, target_residency: 2 * US, power_mw: 2_000 };
+/// idle[2] = IdleStateCost { exit_latency: 85 * US, target_residency: 200 * US, power_mw: 100 };
+/// let params = ModeSelectParams {
+///     static_mw: 40_000, spin_mw: 6_500, busy_mw: 8_500,
+///     idle_states: idle, idle_count: 3, iowait_factor: 0,
+///     sleep_path: 3 * US, timer_arm: 300, timer_slack: 2 * US,
+/// };
+/// let mut select = ModeSelect::new(params)?;
+/// let alone = Situation { in_flight: 1, core_contended: false, can_interrupt: true };
+/// // Nothing measured: spin, and learn the class's completion time.
+/// assert_eq!(select.choose(4096, Direction::Read, alone), CompletionChoice::Poll);
+/// select.record(4096, Direction::Read, 7 * US);
+/// // A 7 us read: a sleep cannot pay for its wake-up.
+/// assert_eq!(select.choose(4096, Direction::Read, alone), CompletionChoice::Poll);
+/// // A 2 ms read: sleep deeply until the interrupt.
+/// select.record(1 << 20, Direction::Read, 2_000 * US);
+/// assert_eq!(select.choose(1 << 20, Direction::Read, alone), CompletionChoice::Interrupt);
+/// # Ok::<(), cint_policy::PolicyError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModeSelect {
+    params: ModeSelectParams,
+    classes: [ClassTimes; CLASSES],
+}
+
+/// The class of a request; requests under one sector share the smallest
+/// bucket (they exist only in tests, but must not go unclassed).
+fn class(bytes: u64, dir: Direction) -> usize {
+    class_of(bytes.max(512), dir).unwrap_or(0)
+}
+
+impl ModeSelect {
+    /// A selector with nothing measured yet.
+    pub fn new(params: ModeSelectParams) -> Result<Self, PolicyError> {
+        params.validate()?;
+        Ok(ModeSelect {
+            params,
+            classes: [ClassTimes::default(); CLASSES],
+        })
+    }
+
+    /// The machine description it decides from.
+    pub const fn params(&self) -> &ModeSelectParams {
+        &self.params
+    }
+
+    /// A request of `bytes` in direction `dir` took `run_time` from
+    /// reaching the device to its completion being posted. Whatever mode
+    /// it completed by, this time is the device's.
+    pub fn record(&mut self, bytes: u64, dir: Direction, run_time: Nanos) {
+        let c = &mut self.classes[class(bytes, dir)];
+        let sample = run_time.max(1);
+        if c.mean == 0 {
+            c.mean = sample;
+            c.min = sample;
+            return;
+        }
+        // mean += (sample - mean) / 8, in unsigned arithmetic.
+        c.mean = if sample >= c.mean {
+            c.mean + (sample - c.mean) / 8
+        } else {
+            c.mean - (c.mean - sample) / 8
+        }
+        .max(1);
+        c.min = c.min.min(sample);
+    }
+
+    /// The class's mean completion time, if it has one.
+    pub fn mean(&self, bytes: u64, dir: Direction) -> Option<Nanos> {
+        Some(self.classes[class(bytes, dir)].mean).filter(|&m| m > 0)
+    }
+
+    /// The mode for a request of `bytes` in direction `dir` issued in
+    /// `situation`.
+    pub fn choose(&self, bytes: u64, dir: Direction, situation: Situation) -> CompletionChoice {
+        let times = self.classes[class(bytes, dir)];
+        if situation.core_contended {
+            // Spinning would hold the core another runnable thread needs
+            // (the poll loop yields only at its next reschedule check);
+            // sleeping gives it away.
+            return match (situation.can_interrupt, times.min / 2) {
+                (true, _) => CompletionChoice::Interrupt,
+                (false, 0) => CompletionChoice::Poll,
+                (false, sleep) => CompletionChoice::Sleep(sleep),
+            };
+        }
+        if times.mean == 0 {
+            // Classic polling measures the device's time without adding
+            // a wake-up to it.
+            return CompletionChoice::Poll;
+        }
+        let mut best = self.estimate_poll(times, situation);
+        let mut consider = |e: Option<Estimate>| {
+            if let Some(e) = e {
+                if e.energy_pj < best.energy_pj {
+                    best = e;
+                }
+            }
+        };
+        consider(self.estimate_sleep(times, times.min / 2, situation));
+        consider(self.estimate_sleep(times, times.mean / 2, situation));
+        consider(
+            situation
+                .can_interrupt
+                .then(|| self.estimate_interrupt(times, situation)),
+        );
+        best.choice
+    }
+
+    /// The estimates for a request of the class, in the order poll, sleep
+    /// half the minimum, sleep half the mean, interrupt (a mode that
+    /// cannot apply is left out); `None` before the class has a sample.
+    pub fn estimates(
+        &self,
+        bytes: u64,
+        dir: Direction,
+        situation: Situation,
+    ) -> Option<[Option<Estimate>; 4]> {
+        let times = self.classes[class(bytes, dir)];
+        (times.mean > 0).then(|| {
+            [
+                Some(self.estimate_poll(times, situation)),
+                self.estimate_sleep(times, times.min / 2, situation),
+                self.estimate_sleep(times, times.mean / 2, situation),
+                situation
+                    .can_interrupt
+                    .then(|| self.estimate_interrupt(times, situation)),
+            ]
+        })
+    }
+
+    /// The idle state the governor picks for a sleep expected to last
+    /// `idle` while the task waits for I/O: the deepest whose target
+    /// residency fits and whose exit latency fits `idle / (1 +
+    /// iowait_factor)`, else the shallowest.
+    fn governor_pick(&self, idle: Nanos) -> IdleStateCost {
+        let p = &self.params;
+        let limit = idle / (1 + u64::from(p.iowait_factor));
+        let states = &p.idle_states[..p.idle_count];
+        *states
+            .iter()
+            .rev()
+            .find(|s| s.target_residency <= idle && s.exit_latency <= limit)
+            .unwrap_or(&states[0])
+    }
+
+    /// Energy of the platform over the time the request holds it, shared
+    /// by the requests in flight, plus the core's `core_pj`. The host's
+    /// wake-up adds `latency - device` to the request's time, but while
+    /// the device queues requests (its mean time above its minimum) that
+    /// much of the addition only shortens the queue: the device stays
+    /// busy and the platform moves as many bytes per second.
+    fn total(&self, times: ClassTimes, latency: Nanos, core_pj: u64, situation: Situation) -> u64 {
+        let shared = u64::from(situation.in_flight.max(1));
+        let queued = times.mean.saturating_sub(times.min);
+        let added = latency.saturating_sub(times.mean).saturating_sub(queued);
+        mul(self.params.static_mw, times.mean + added) / shared + core_pj
+    }
+
+    fn estimate_poll(&self, times: ClassTimes, situation: Situation) -> Estimate {
+        let core = mul(self.params.spin_mw, times.mean);
+        Estimate {
+            choice: CompletionChoice::Poll,
+            latency: times.mean,
+            energy_pj: self.total(times, times.mean, core, situation),
+        }
+    }
+
+    /// Hybrid polling with a sleep of `sleep`: io_uring's half of the
+    /// class's minimum, so that the timer rarely fires after the
+    /// completion, or the block layer's half of its mean, which sleeps
+    /// longer (into a deeper state) when the device queues.
+    fn estimate_sleep(
+        &self,
+        times: ClassTimes,
+        sleep: Nanos,
+        situation: Situation,
+    ) -> Option<Estimate> {
+        let p = &self.params;
+        if sleep == 0 {
+            return None;
+        }
+        let state = self.governor_pick(sleep);
+        let awake = sleep
+            .saturating_add(p.timer_slack)
+            .saturating_add(p.timer_arm)
+            .saturating_add(state.exit_latency)
+            .saturating_add(p.sleep_path);
+        let spin = times.mean.saturating_sub(awake);
+        let core = mul(
+            p.busy_mw,
+            p.timer_arm + p.sleep_path + state.exit_latency / 2,
+        )
+        // The stay lasts the sleep, the timer's lateness and the exit.
+        .saturating_add(mul(
+            state.power_mw,
+            sleep + p.timer_slack + state.exit_latency,
+        ))
+        .saturating_add(mul(p.spin_mw, spin));
+        let latency = times.mean.max(awake);
+        Some(Estimate {
+            choice: CompletionChoice::Sleep(sleep),
+            latency,
+            energy_pj: self.total(times, latency, core, situation),
+        })
+    }
+
+    fn estimate_interrupt(&self, times: ClassTimes, situation: Situation) -> Estimate {
+        let p = &self.params;
+        let device = times.mean;
+        let state = self.governor_pick(device);
+        let latency = device
+            .saturating_add(state.exit_latency)
+            .saturating_add(p.sleep_path);
+        let core = mul(state.power_mw, device + state.exit_latency)
+            .saturating_add(mul(p.busy_mw, p.sleep_path + state.exit_latency / 2));
+        Estimate {
+            choice: CompletionChoice::Interrupt,
+            latency,
+            energy_pj: self.total(times, latency, core, situation),
+        }
+    }
+}
+
+/// Milliwatts times nanoseconds: picojoules, saturating.
+fn mul(mw: u32, ns: Nanos) -> u64 {
+    u64::from(mw).saturating_mul(ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::US;
+
+    /// Three of Skylake's states (POLL, C1E, C6; docs/ENERGY.md).
+    fn three_states(iowait_factor: u32) -> ModeSelectParams {
+        let mut idle = [IdleStateCost::default(); MAX_IDLE_STATES];
+        for (slot, (exit, res, power_mw)) in idle.iter_mut().zip([
+            (0, 0, 6_500),
+            (10 * US, 20 * US, 1_000),
+            (85 * US, 200 * US, 100),
+        ]) {
+            *slot = IdleStateCost {
+                exit_latency: exit,
+                target_residency: res,
+                power_mw,
+            };
+        }
+        ModeSelectParams {
+            static_mw: 41_000,
+            spin_mw: 6_500,
+            busy_mw: 8_500,
+            idle_states: idle,
+            idle_count: 3,
+            iowait_factor,
+            sleep_path: 3 * US,
+            timer_arm: 300,
+            timer_slack: 2 * US,
+        }
+    }
+
+    const ALONE: Situation = Situation {
+        in_flight: 1,
+        core_contended: false,
+        can_interrupt: true,
+    };
+
+    #[test]
+    fn the_governor_pick_follows_residency_and_the_iowait_limit() {
+        let s = ModeSelect::new(three_states(0)).unwrap();
+        assert_eq!(s.governor_pick(US).power_mw, 6_500);
+        assert_eq!(s.governor_pick(25 * US).power_mw, 1_000);
+        assert_eq!(s.governor_pick(1_000 * US).power_mw, 100);
+        let iowait = ModeSelect::new(three_states(10)).unwrap();
+        // 25 us / 11 = 2.3 us: C1E's 10 us exit does not fit; 300 us / 11
+        // = 27 us: C1E's does, C6's 85 us does not.
+        assert_eq!(iowait.governor_pick(25 * US).power_mw, 6_500);
+        assert_eq!(iowait.governor_pick(300 * US).power_mw, 1_000);
+    }
+
+    #[test]
+    fn contention_gives_the_core_away() {
+        let mut s = ModeSelect::new(three_states(0)).unwrap();
+        s.record(4096, Direction::Read, 8 * US);
+        let busy = Situation {
+            core_contended: true,
+            ..ALONE
+        };
+        assert_eq!(
+            s.choose(4096, Direction::Read, busy),
+            CompletionChoice::Interrupt
+        );
+        let iopoll = Situation {
+            can_interrupt: false,
+            ..busy
+        };
+        assert_eq!(
+            s.choose(4096, Direction::Read, iopoll),
+            CompletionChoice::Sleep(4 * US)
+        );
+    }
+
+    #[test]
+    fn the_mean_moves_by_an_eighth_and_the_minimum_only_down() {
+        let mut s = ModeSelect::new(three_states(0)).unwrap();
+        s.record(4096, Direction::Write, 80 * US);
+        s.record(4096, Direction::Write, 160 * US);
+        assert_eq!(s.mean(4096, Direction::Write), Some(90 * US));
+        assert_eq!(s.classes[class(4096, Direction::Write)].min, 80 * US);
+        assert_eq!(s.mean(4096, Direction::Read), None);
+    }
+
+    #[test]
+    fn bad_tables_are_refused() {
+        let mut p = three_states(10);
+        p.idle_states[2].target_residency = 5 * US;
+        assert!(matches!(
+            ModeSelect::new(p),
+            Err(PolicyError::OutOfRange {
+                param: "target_residency",
+                ..
+            })
+        ));
+        let mut p = three_states(10);
+        p.idle_count = 0;
+        assert!(ModeSelect::new(p).is_err());
+        p.idle_count = MAX_IDLE_STATES + 1;
+        assert!(ModeSelect::new(p).is_err());
+    }
+}

@@ -1,0 +1,586 @@
+//! A RocksDB-like LSM store under `db_bench` (RocksDB 6.4.6 with the
+//! reference runs' options, docs/APPS.md):
+//!
+//! * **get** (readers): the CPU of the memtable probe, index search and
+//!   block decoding (`get_cpu`, user time), then one `O_DIRECT`
+//!   `preadv2` of the data block, blocking: its bytes are the aligned
+//!   span of a `block_size` block at a uniformly drawn offset within the
+//!   alignment (a block crosses into the next device block unless it
+//!   starts early enough). A sequentially loaded database has
+//!   non-overlapping levels and a block cache of near-zero hit rate: one
+//!   read per get.
+//! * **put** (the writer): `put_cpu` (fillbatch: `batch_key_cpu` per key
+//!   of a `batch_keys` batch), then the write-ahead log's buffered
+//!   `write()`s of the batch's bytes in chunks of at most `wal_chunk`
+//!   through the page cache (no `fsync`), then the memtable insert. A
+//!   full memtable is handed to the flush thread; with both memtables
+//!   full (`max_write_buffer_number` 2) the writer stalls until a flush
+//!   ends. A batch's keys each count as one put of the batch's time over
+//!   its keys (`db_bench`'s micros per op).
+//! * **flush** (one thread): the memtable written as a table file with
+//!   `O_DIRECT` `pwrite`s growing from 64 KiB to 1 MiB, each waited for,
+//!   then `fdatasync`, whose journal commit is one 4 KiB write.
+//! * **dump** (`rocksdb_dump`, one thread): per pair, `dump_cpu`, then
+//!   the pair's bytes from the database file through the page cache: a
+//!   miss issues one read-ahead request of the tool's window, which
+//!   doubles from 8 KiB to 256 KiB (`ReadaheadRandomAccessFile`),
+//!   unmarked like all read-ahead; then four buffered `write()`s of the
+//!   pair to the output file (its two lengths, the key, the value), which
+//!   the flusher writes back. Each pair is one dump operation.
+//! * Compaction is not modelled: a sequential fill yields trivial moves
+//!   (files moved between levels without I/O), and readwhilewriting runs
+//!   with automatic compaction off.
+//!
+//! Hints: a class with no override gets the kernel's rule for its call
+//! (docs/ALGORITHMS.md section 5: a blocking `O_DIRECT` read or write and
+//! `fdatasync` are Urgent); the `app-cint` hint set makes the flush's
+//! writes and its sync unmarked.
+
+use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
+use cint_policy::{Hint, Nanos};
+use cint_scenario::app::{Benchmark, RocksDb};
+use rand::Rng;
+
+use crate::host::pagecache::PAGE;
+use crate::world::{Cont, RunState, Wait, World};
+
+/// Largest flush write (RocksDB's direct writes grow to the 1 MiB
+/// writable-file buffer).
+const FLUSH_MAX_WRITE: u64 = 1 << 20;
+/// First flush write.
+const FLUSH_FIRST_WRITE: u64 = 64 << 10;
+/// A write-ahead log record's header (RocksDB's `kHeaderSize`, 7 bytes)
+/// and a write batch entry's overhead (type, two varint lengths): about
+/// 11 bytes per key beside the key and value.
+const WAL_KEY_OVERHEAD: u64 = 11;
+/// The journal commit of an `fdatasync`: one 4 KiB block.
+const JOURNAL_COMMIT: u64 = 4096;
+/// Both memtables full: writes stall (`max_write_buffer_number` 2).
+const MEMTABLES: u32 = 2;
+/// The dump tool's first and largest read-ahead windows.
+const DUMP_FIRST_READ_AHEAD: u64 = 8 << 10;
+const DUMP_MAX_READ_AHEAD: u64 = 256 << 10;
+/// A pair's length fields in the dump's output (two 32-bit sizes).
+const DUMP_LENGTH: u64 = 4;
+
+/// What an application thread does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    Reader,
+    Writer,
+    Flusher,
+    Dumper,
+}
+
+impl Role {
+    /// The operation type the thread's work counts in.
+    pub(crate) fn op_name(self) -> Option<&'static str> {
+        match self {
+            Role::Reader => Some("get"),
+            Role::Writer => Some("put"),
+            Role::Dumper => Some("dump"),
+            Role::Flusher => None,
+        }
+    }
+
+    /// Whether it submits direct requests (and needs a slot).
+    pub(crate) fn does_direct_io(self) -> bool {
+        matches!(self, Role::Reader | Role::Flusher | Role::Dumper)
+    }
+}
+
+/// Where a thread's loop is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    Start,
+    /// A get's CPU is done: read the block.
+    Read,
+    /// The block read completed.
+    ReadDone,
+    /// Write the next log chunk of `left` bytes.
+    Wal {
+        left: u64,
+    },
+    /// A log chunk was copied into pages `first..first + pages`.
+    WalCopied {
+        left: u64,
+        first: u64,
+        pages: u64,
+    },
+    /// A throttled log write woke from its pause.
+    WalPaused {
+        left: u64,
+    },
+    /// The batch is in the log: insert it into the memtable.
+    Insert,
+    /// Waiting for a flush to free a memtable.
+    Stalled,
+    /// The flush thread waits for a full memtable.
+    FlushIdle,
+    /// Write the next `size` bytes of `left` of the table file.
+    FlushWrite {
+        left: u64,
+        size: u64,
+    },
+    /// A table-file write completed.
+    FlushWritten {
+        left: u64,
+        size: u64,
+    },
+    /// The table file's `fdatasync` completed.
+    SyncDone,
+    /// A pair's CPU is done: read its bytes.
+    DumpRead,
+    /// The read-ahead of `pages` pages from `first` completed.
+    DumpReadDone {
+        first: u64,
+        pages: u64,
+    },
+    /// Write the pair's `k`-th piece of output.
+    DumpWrite {
+        k: u8,
+    },
+    /// The `k`-th piece was copied into pages `first..first + pages`.
+    DumpWritten {
+        k: u8,
+        first: u64,
+        pages: u64,
+    },
+}
+
+/// One store's shared state.
+#[derive(Debug)]
+pub(crate) struct Db {
+    spec: RocksDb,
+    app_cint: bool,
+    /// The write-ahead log's file in the page cache.
+    wal_file: u32,
+    wal_offset: u64,
+    memtable_fill: u64,
+    /// Full memtables waiting for (or in) a flush.
+    immutable: u32,
+    writer: Option<usize>,
+    flusher: Option<usize>,
+    /// The dump: its database file and its next byte, its output file
+    /// and its next byte, its read-ahead window.
+    data_file: u32,
+    data_offset: u64,
+    out_file: u32,
+    out_offset: u64,
+    read_ahead: u64,
+}
+
+/// Whether the benchmark writes (a log through the page cache, flushes).
+pub(crate) fn writes(spec: &RocksDb) -> bool {
+    spec.benchmark != Benchmark::Readrandom
+}
+
+/// Whether the benchmark goes through the page cache.
+pub(crate) fn buffered(spec: &RocksDb) -> bool {
+    writes(spec)
+}
+
+impl Db {
+    pub(crate) fn new(spec: RocksDb, app_cint: bool, index: u32) -> Db {
+        Db {
+            spec,
+            app_cint,
+            // Apart from the fio jobs' files (numbered by thread).
+            wal_file: u32::MAX - index,
+            wal_offset: 0,
+            memtable_fill: 0,
+            immutable: 0,
+            writer: None,
+            flusher: None,
+            data_file: u32::MAX - 1_000 - index,
+            data_offset: 0,
+            out_file: u32::MAX - 2_000 - index,
+            out_offset: 0,
+            read_ahead: DUMP_FIRST_READ_AHEAD,
+        }
+    }
+
+    /// The threads, each with its core.
+    pub(crate) fn threads(&self) -> Vec<(Role, u32)> {
+        let s = &self.spec;
+        let mut out = Vec::new();
+        if s.benchmark == Benchmark::Dump {
+            out.push((Role::Dumper, s.cpus[0]));
+            return out;
+        }
+        if s.benchmark != Benchmark::Fillbatch {
+            for n in 0..s.threads as usize {
+                out.push((Role::Reader, s.cpus[n % s.cpus.len()]));
+            }
+        }
+        if writes(s) {
+            out.push((Role::Writer, s.writer_cpu));
+            out.push((Role::Flusher, s.flush_cpu));
+        }
+        out
+    }
+
+    /// Keys per put operation.
+    fn keys_per_op(&self) -> u64 {
+        match self.spec.benchmark {
+            Benchmark::Fillbatch => u64::from(self.spec.batch_keys),
+            _ => 1,
+        }
+    }
+}
+
+/// The kernel's hint for a blocking `O_DIRECT` call.
+fn direct_call_hint(call: IoCall) -> Hint {
+    hints::request_hint(
+        call,
+        &IoContext {
+            blocking_fd: true,
+            o_direct: true,
+            rw_flags: RwFlags::EMPTY,
+            ms_sync: false,
+            batch: BatchPosition { index: 0, len: 1 },
+        },
+    )
+}
+
+impl World<'_> {
+    /// Runs application thread `t` (app thread `i` of store `a`) on.
+    pub(crate) fn rocksdb_step(&mut self, t: usize, i: usize, a: usize) {
+        let now = self.now();
+        let apps = self.apps.as_deref_mut().expect("an application thread");
+        let th = &apps.threads[i];
+        let (role, step) = (th.role, th.step);
+        let db = &mut apps.dbs[a];
+        match role {
+            Role::Writer => db.writer = Some(t),
+            Role::Flusher => db.flusher = Some(t),
+            Role::Reader | Role::Dumper => {}
+        }
+        let spec = db.spec.clone();
+        let c = self.costs;
+        match step {
+            Step::Start if role == Role::Reader => {
+                apps.threads[i].op_start = now;
+                apps.threads[i].step = Step::Read;
+                self.set_user_burst(t, spec.get_cpu, Cont::App);
+            }
+            Step::Read => {
+                let th = &mut apps.threads[i];
+                let offset = th.rng.gen_range(0..spec.alignment);
+                let span = (offset + spec.block_size).div_ceil(spec.alignment) * spec.alignment;
+                let hint = spec
+                    .get_hint
+                    .hint()
+                    .unwrap_or_else(|| direct_call_hint(IoCall::Preadv2));
+                th.step = Step::ReadDone;
+                self.app_request(t, false, span, hint);
+                self.start_call(t, c.syscall);
+            }
+            Step::ReadDone => {
+                self.app_reap(t);
+                let start = apps_of(self).threads[i].op_start;
+                self.record_op(i, start, spec.value_size);
+                apps_of(self).threads[i].step = Step::Start;
+                self.rocksdb_step(t, i, a);
+            }
+            Step::Start if role == Role::Dumper => {
+                apps.threads[i].op_start = now;
+                apps.threads[i].step = Step::DumpRead;
+                self.set_user_burst(t, spec.dump_cpu, Cont::App);
+            }
+            Step::DumpRead => self.dump_read(t, i, a),
+            Step::DumpReadDone { first, pages } => {
+                self.app_reap(t);
+                let file = apps_of(self).dbs[a].data_file;
+                if let Some(b) = self.page_cache.as_deref_mut() {
+                    b.cache
+                        .read_done(crate::host::pagecache::Extent { file, first, pages });
+                }
+                apps_of(self).threads[i].step = Step::DumpRead;
+                self.rocksdb_step(t, i, a);
+            }
+            Step::DumpWrite { k } => self.dump_write(t, i, a, k),
+            Step::DumpWritten { k, first, pages } => {
+                let file = apps.dbs[a].out_file;
+                let extra = self.dirty_pages(file, first, pages) + self.balance_dirty_pages();
+                let next = if k < 3 {
+                    Step::DumpWrite { k: k + 1 }
+                } else {
+                    Step::Start
+                };
+                if let Some(at) = self.throttle_until() {
+                    // Back from the pause it goes on with the piece.
+                    apps_of(self).threads[i].step = Step::DumpWritten { k, first, pages: 0 };
+                    self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
+                    return;
+                }
+                if next == Step::Start {
+                    let start = apps_of(self).threads[i].op_start;
+                    self.record_op(i, start, spec.key_size + spec.value_size);
+                }
+                apps_of(self).threads[i].step = next;
+                self.set_burst(t, extra, Cont::App);
+            }
+            Step::Start if role == Role::Writer => {
+                let db = &apps.dbs[a];
+                let keys = db.keys_per_op();
+                let cpu = match spec.benchmark {
+                    Benchmark::Fillbatch => keys * spec.batch_key_cpu,
+                    _ => spec.put_cpu,
+                };
+                let bytes = keys * (spec.key_size + spec.value_size + WAL_KEY_OVERHEAD);
+                apps.threads[i].op_start = now;
+                apps.threads[i].step = Step::Wal { left: bytes };
+                self.set_user_burst(t, cpu, Cont::App);
+            }
+            Step::Wal { left } => self.wal_write(t, i, a, left),
+            Step::WalCopied { left, first, pages } => {
+                let file = apps.dbs[a].wal_file;
+                let extra = self.dirty_pages(file, first, pages) + self.balance_dirty_pages();
+                self.wal_written(t, i, left, extra);
+            }
+            Step::WalPaused { left } => {
+                let extra = self.balance_dirty_pages();
+                self.wal_written(t, i, left, extra);
+            }
+            Step::Insert => self.memtable_insert(t, i, a),
+            Step::Stalled => {
+                let db = &apps.dbs[a];
+                if db.immutable >= MEMTABLES {
+                    self.block(t, Wait::AppIo);
+                } else {
+                    self.put_done(t, i, a);
+                }
+            }
+            Step::Start | Step::FlushIdle => {
+                let db = &apps.dbs[a];
+                if db.immutable == 0 {
+                    apps.threads[i].step = Step::FlushIdle;
+                    self.block(t, Wait::AppIo);
+                    return;
+                }
+                apps.threads[i].step = Step::FlushWrite {
+                    left: spec.memtable,
+                    size: FLUSH_FIRST_WRITE,
+                };
+                self.rocksdb_step(t, i, a);
+            }
+            Step::FlushWrite { left, size } => {
+                let db = &apps.dbs[a];
+                let w = size.min(left).div_ceil(spec.alignment) * spec.alignment;
+                let hint = if db.app_cint {
+                    Hint::Unmarked
+                } else {
+                    spec.flush_hint
+                        .hint()
+                        .unwrap_or_else(|| direct_call_hint(IoCall::Pwrite))
+                };
+                apps.threads[i].step = Step::FlushWritten {
+                    left: left.saturating_sub(w),
+                    size: (2 * size).min(FLUSH_MAX_WRITE),
+                };
+                self.app_request(t, true, w, hint);
+                self.start_call(t, c.syscall);
+            }
+            Step::FlushWritten { left, size } => {
+                self.app_reap(t);
+                if left > 0 {
+                    apps_of(self).threads[i].step = Step::FlushWrite { left, size };
+                    self.rocksdb_step(t, i, a);
+                    return;
+                }
+                // fdatasync: the journal commit (Urgent by the kernel's
+                // rule; the flush class under app-cint).
+                let apps = apps_of(self);
+                let hint = if apps.dbs[a].app_cint {
+                    Hint::Unmarked
+                } else {
+                    spec.flush_hint.hint().unwrap_or(Hint::Urgent)
+                };
+                apps.threads[i].step = Step::SyncDone;
+                self.app_request(t, true, JOURNAL_COMMIT, hint);
+                self.start_call(t, c.syscall);
+            }
+            Step::SyncDone => {
+                self.app_reap(t);
+                let apps = apps_of(self);
+                let db = &mut apps.dbs[a];
+                db.immutable = db.immutable.saturating_sub(1);
+                let writer = db.writer;
+                apps.threads[i].step = Step::FlushIdle;
+                if let Some(w) = writer {
+                    self.wake_app_thread(w, Step::Stalled);
+                }
+                self.rocksdb_step(t, i, a);
+            }
+        }
+    }
+
+    /// The dump reads its next pair: from the cache, or through a
+    /// read-ahead request of its window.
+    fn dump_read(&mut self, t: usize, i: usize, a: usize) {
+        let apps = apps_of(self);
+        let db = &mut apps.dbs[a];
+        let spec = &db.spec;
+        let pair = spec.key_size + spec.value_size + 2 * DUMP_LENGTH;
+        if db.data_offset + pair > spec.db_size {
+            // The iterator reached the end: the tool starts over.
+            db.data_offset = 0;
+        }
+        let first = db.data_offset / PAGE;
+        let pages = (db.data_offset + pair).div_ceil(PAGE) - first;
+        let file = db.data_file;
+        let cached = self
+            .page_cache
+            .as_deref()
+            .is_some_and(|b| b.cache.cached(file, first, pages));
+        let apps = apps_of(self);
+        let db = &mut apps.dbs[a];
+        if cached {
+            db.data_offset += pair;
+            apps.threads[i].step = Step::DumpWrite { k: 0 };
+            self.rocksdb_step(t, i, a);
+            return;
+        }
+        let window = db.read_ahead.max(pages * PAGE);
+        db.read_ahead = (2 * db.read_ahead).min(DUMP_MAX_READ_AHEAD);
+        let hint = db.spec.dump_hint.hint().unwrap_or(Hint::Unmarked);
+        let hint = if db.app_cint { Hint::Unmarked } else { hint };
+        apps.threads[i].step = Step::DumpReadDone {
+            first,
+            pages: window / PAGE,
+        };
+        let mut call = 0;
+        if let Some(b) = self.page_cache.as_deref_mut() {
+            call = b.cache.set.buffered_call;
+            b.cache.totals.read_ahead += 1;
+            b.cache.totals.read_ahead_pages += window / PAGE;
+        }
+        self.app_request(t, false, window, hint);
+        self.start_call(t, self.costs.syscall + call);
+    }
+
+    /// The dump's `k`-th `write()` of the pair: a length, the key, a
+    /// length, the value.
+    fn dump_write(&mut self, t: usize, i: usize, a: usize, k: u8) {
+        let apps = apps_of(self);
+        let db = &mut apps.dbs[a];
+        let bytes = match k {
+            1 => db.spec.key_size,
+            3 => db.spec.value_size,
+            _ => DUMP_LENGTH,
+        };
+        let first = db.out_offset / PAGE;
+        let pages = (db.out_offset + bytes).div_ceil(PAGE) - first;
+        db.out_offset += bytes;
+        apps.threads[i].step = Step::DumpWritten { k, first, pages };
+        let (call, copy) = self.page_cache.as_deref().map_or((0, 0), |b| {
+            (b.cache.set.buffered_call, b.cache.set.page_copy)
+        });
+        self.set_burst(t, self.costs.syscall + call + pages * copy, Cont::App);
+    }
+
+    /// Copies the next log chunk into the page cache.
+    fn wal_write(&mut self, t: usize, i: usize, a: usize, left: u64) {
+        let apps = apps_of(self);
+        let spec = &apps.dbs[a].spec;
+        let chunk = left.min(spec.wal_chunk).max(1);
+        let db = &mut apps.dbs[a];
+        let first = db.wal_offset / PAGE;
+        let last = (db.wal_offset + chunk - 1) / PAGE;
+        db.wal_offset += chunk;
+        let pages = last - first + 1;
+        apps.threads[i].step = Step::WalCopied {
+            left: left - chunk,
+            first,
+            pages,
+        };
+        let (call, copy) = self.page_cache.as_deref().map_or((0, 0), |b| {
+            (b.cache.set.buffered_call, b.cache.set.page_copy)
+        });
+        let cost = self.costs.syscall + call + pages * copy;
+        self.set_burst(t, cost, Cont::App);
+    }
+
+    /// A log chunk is dirty: pause past the dirty limit, or go on.
+    fn wal_written(&mut self, t: usize, i: usize, left: u64, extra: Nanos) {
+        let next = if left > 0 {
+            Step::Wal { left }
+        } else {
+            Step::Insert
+        };
+        if let Some(at) = self.throttle_until() {
+            apps_of(self).threads[i].step = Step::WalPaused { left };
+            self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
+            return;
+        }
+        apps_of(self).threads[i].step = next;
+        self.set_burst(t, extra, Cont::App);
+    }
+
+    /// The batch goes into the memtable; a full one goes to the flush
+    /// thread.
+    fn memtable_insert(&mut self, t: usize, i: usize, a: usize) {
+        let apps = apps_of(self);
+        let db = &mut apps.dbs[a];
+        let keys = db.keys_per_op();
+        db.memtable_fill += keys * (db.spec.key_size + db.spec.value_size);
+        let mut kick = None;
+        if db.memtable_fill >= db.spec.memtable {
+            db.memtable_fill = 0;
+            db.immutable += 1;
+            kick = db.flusher;
+        }
+        let stalled = db.immutable >= MEMTABLES;
+        if let Some(f) = kick {
+            self.wake_app_thread(f, Step::FlushIdle);
+        }
+        if stalled {
+            apps_of(self).threads[i].step = Step::Stalled;
+            self.block(t, Wait::AppIo);
+            return;
+        }
+        self.put_done(t, i, a);
+    }
+
+    /// The put operation (a batch's keys) is done: recorded, and the next
+    /// begins.
+    fn put_done(&mut self, t: usize, i: usize, a: usize) {
+        let now = self.now();
+        let apps = apps_of(self);
+        let keys = apps.dbs[a].keys_per_op();
+        let value = apps.dbs[a].spec.value_size;
+        let start = apps.threads[i].op_start;
+        // Each key counts as one put of the batch's time over its keys.
+        let per_key = (now - start) / keys;
+        for _ in 0..keys {
+            self.record_op(i, now - per_key, value);
+        }
+        apps_of(self).threads[i].step = Step::Start;
+        self.rocksdb_step(t, i, a);
+    }
+
+    /// Wakes application thread `w` if it sleeps in `step` without a
+    /// request (a stalled writer, an idle flush thread); the wake-up
+    /// takes effect as the waker goes on.
+    fn wake_app_thread(&mut self, w: usize, step: Step) {
+        let first = apps_of(self).first;
+        if apps_of(self).threads[w - first].step != step {
+            return;
+        }
+        let th = &mut self.threads[w];
+        if th.run != RunState::Blocked || th.wait != Wait::AppIo || th.wake_listed {
+            return;
+        }
+        th.wake_listed = true;
+        th.woken_by_timer = false;
+        let now = self.now();
+        self.events
+            .schedule(now, crate::engine::Event::Wake { thread: w as u32 });
+    }
+}
+
+/// The applications of a world that has them.
+fn apps_of<'w>(w: &'w mut World<'_>) -> &'w mut super::Apps {
+    w.apps.as_deref_mut().expect("an application thread")
+}

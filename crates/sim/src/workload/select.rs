@@ -1,0 +1,168 @@
+//! The `mode-select` strategy on the simulator: per request, classic
+//! polling, hybrid polling or an interrupt, as `cint_policy::mode_select`
+//! decides (docs/ALGORITHMS.md section 10).
+//!
+//! The selector is built from what the host's kernel knows of its
+//! machine: the power profile (cpuidle table, core and platform powers)
+//! and the CPU cost of a sleep and wake-up. At run time it is told each
+//! request's device time, the requests in flight and whether another
+//! thread is runnable on the submitting core. A synchronous request
+//! (`preadv2` with `RWF_HIPRI`) goes to a poll queue or an interrupt
+//! queue as chosen; an io_uring ring set up with `IORING_SETUP_IOPOLL`
+//! only polls, so its threads choose at each wait between spinning and a
+//! sleep before the spin.
+
+use cint_policy::hybrid_poll::{Direction, SleepEstimator};
+use cint_policy::mode_select::{
+    CompletionChoice, IdleStateCost, ModeSelect, ModeSelectParams, Situation, MAX_IDLE_STATES,
+};
+use cint_scenario::{CompletionMode, HybridSleep, Rw, Scenario, Strategy};
+
+use crate::host::HostCosts;
+use crate::world::World;
+use crate::SimError;
+
+/// Watts to whole milliwatts.
+fn milliwatts(w: f64) -> u32 {
+    (w * 1e3).round().clamp(0.0, f64::from(u32::MAX)) as u32
+}
+
+/// The selector of `strategy`, if it is a `mode-select` one: refused
+/// (exit 2) when the host or the device has no power data to decide from.
+pub(crate) fn build(
+    sc: &Scenario,
+    strategy: &Strategy,
+    costs: &HostCosts,
+) -> Result<Option<ModeSelect>, SimError> {
+    if strategy.mode != CompletionMode::ModeSelect {
+        return Ok(None);
+    }
+    let (Some(host), Some(device)) = (&sc.host.power, &sc.device.power) else {
+        return Err(SimError::input(format!(
+            "strategy '{}': kind \"mode-select\" decides from the host's and the device's \
+             power data, which host '{}' or device '{}' lacks (use a profile with a power \
+             section, e.g. host \"xeon-e3-1230v5\" and device \"optane-900p\")",
+            strategy.name, sc.host.model, sc.device.model
+        )));
+    };
+    let mut idle_states = [IdleStateCost::default(); MAX_IDLE_STATES];
+    for (slot, s) in idle_states.iter_mut().zip(&host.idle_states) {
+        *slot = IdleStateCost {
+            exit_latency: s.exit_latency.0,
+            target_residency: s.target_residency.0,
+            power_mw: milliwatts(s.power_w),
+        };
+    }
+    let params = ModeSelectParams {
+        static_mw: milliwatts(host.base_w + host.uncore_w + device.idle_w),
+        spin_mw: milliwatts(host.core_spin_w),
+        busy_mw: milliwatts(host.core_busy_w),
+        idle_states,
+        idle_count: host.idle_states.len().min(MAX_IDLE_STATES),
+        // The governor the kernel runs: only 5.15's menu has the rule.
+        iowait_factor: match host.governor {
+            cint_scenario::Governor::Menu => 10,
+            _ => 0,
+        },
+        // Interrupt (or timer) entry and handler, the reap, the wake-up,
+        // the switch back from idle and the return to user space: what
+        // the host model charges for one sleep.
+        sleep_path: costs.irq_fixed
+            + costs.irq_reap_entry
+            + costs.wakeup
+            + costs.context_switch_idle
+            + costs.return_to_user,
+        timer_arm: costs.timer_setup,
+        timer_slack: costs.timer_slack,
+    };
+    ModeSelect::new(params)
+        .map(Some)
+        .map_err(|e| SimError::input(format!("strategy '{}': {e}", strategy.name)))
+}
+
+impl World<'_> {
+    /// What the selector sees for thread `t` now.
+    fn situation(&self, t: usize, can_interrupt: bool) -> Situation {
+        let core = self.threads[t].core as usize;
+        let in_flight = self.check.issued.saturating_sub(self.check.delivered) + 1;
+        Situation {
+            in_flight: in_flight.min(u64::from(u32::MAX)) as u32,
+            core_contended: !self.cores[core].rq.is_empty(),
+            can_interrupt,
+        }
+    }
+
+    /// The last `k` requests thread `t` staged: a synchronous thread's
+    /// request goes to a poll queue or an interrupt queue as the selector
+    /// chooses; an `IORING_SETUP_IOPOLL` ring's always to a poll queue.
+    pub(crate) fn select_staged(&mut self, t: usize, k: u32) {
+        let Some(selector) = self.selector else {
+            return;
+        };
+        let th = &self.threads[t];
+        if !th.polls {
+            return;
+        }
+        if !th.prog.engine.is_sync() {
+            for &r in &th.batch[th.batch.len() - k as usize..] {
+                self.reqs[r as usize].polled = true;
+            }
+            return;
+        }
+        let situation = self.situation(t, true);
+        for i in self.threads[t].batch.len() - k as usize..self.threads[t].batch.len() {
+            let r = self.threads[t].batch[i] as usize;
+            let req = &self.reqs[r];
+            let choice = selector.choose(req.bytes, Direction::of(req.write), situation);
+            self.reqs[r].polled = choice != CompletionChoice::Interrupt;
+            self.set_choice(t, choice);
+        }
+    }
+
+    fn set_choice(&mut self, t: usize, choice: CompletionChoice) {
+        let th = &mut self.threads[t];
+        th.choice = choice;
+        if let CompletionChoice::Sleep(ns) = choice {
+            th.estimator = SleepEstimator::Fixed(ns);
+        }
+    }
+
+    /// How thread `t` waits for its completions now: the strategy's mode,
+    /// or under `mode-select` the choice for its request (synchronous
+    /// engines) or for this wait (an IOPOLL ring, which cannot take an
+    /// interrupt).
+    pub(crate) fn wait_mode(&mut self, t: usize) -> CompletionMode {
+        let th = &self.threads[t];
+        if !th.polls {
+            return CompletionMode::Interrupt(cint_policy::PolicyConfig::None);
+        }
+        let Some(selector) = self.selector else {
+            return self.mode;
+        };
+        if !th.prog.engine.is_sync() {
+            let dir = match th.prog.rw {
+                Rw::Write | Rw::RandWrite => Direction::Write,
+                _ => Direction::Read,
+            };
+            let choice = selector.choose(th.prog.bs, dir, self.situation(t, false));
+            self.set_choice(t, choice);
+        }
+        match self.threads[t].choice {
+            CompletionChoice::Poll => CompletionMode::Poll,
+            CompletionChoice::Sleep(ns) => CompletionMode::HybridPoll(HybridSleep::Fixed(ns)),
+            CompletionChoice::Interrupt => {
+                CompletionMode::Interrupt(cint_policy::PolicyConfig::None)
+            }
+        }
+    }
+
+    /// The device posted request `r`'s completion: its class learns the
+    /// device's time, whichever way it completes.
+    pub(crate) fn select_record(&mut self, r: u32) {
+        if let Some(selector) = self.selector.as_mut() {
+            let req = &self.reqs[r as usize];
+            let run_time = req.posted_at.saturating_sub(req.dispatched);
+            selector.record(req.bytes, Direction::of(req.write), run_time);
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Application programs (`[[app]]`): the RocksDB-like store's operations
+//! as jobs of the result, its hint classes, and the paper's Table 3
+//! (fillbatch) as a calibration target on the reference host.
+
+use cint_report::{RunResult, StrategyResult};
+
+fn run(path: &str, sets: &[&str]) -> RunResult {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/");
+    let sc = cint_scenario::load_file(std::path::Path::new(&format!("{file}{path}")), &sets)
+        .expect("the shipped scenario loads");
+    cint_sim::run(&sc).expect("runs")
+}
+
+fn strategy<'a>(r: &'a RunResult, name: &str) -> &'a StrategyResult {
+    r.results
+        .iter()
+        .find(|s| s.strategy == name)
+        .unwrap_or_else(|| panic!("strategy {name}"))
+}
+
+#[test]
+fn readrandom_reports_gets_one_read_and_one_interrupt_each() {
+    let r = run("rocksdb-readrandom.toml", &[]);
+    let s = strategy(&r, "default");
+    assert_eq!(s.jobs.len(), 1);
+    let get = &s.jobs[0];
+    assert_eq!(get.name, "get");
+    assert!(get.ios > 10_000, "{}", get.ios);
+    // Without coalescing, every get's one read interrupts once.
+    let per_get = s.interrupts as f64 / get.ios as f64;
+    assert!((0.99..1.01).contains(&per_get), "{per_get}");
+    // Twice the threads on the same two cores: each get waits longer.
+    let more = run("rocksdb-readrandom.toml", &["app.db.threads=8"]);
+    let get8 = &strategy(&more, "default").jobs[0];
+    assert!(
+        get8.lat_ns.mean > 1.5 * get.lat_ns.mean,
+        "{} {}",
+        get8.lat_ns.mean,
+        get.lat_ns.mean
+    );
+}
+
+#[test]
+fn readwhilewriting_reports_gets_and_puts() {
+    let r = run("rocksdb-readwhilewriting.toml", &[]);
+    let names: Vec<&str> = strategy(&r, "cint")
+        .jobs
+        .iter()
+        .map(|j| j.name.as_str())
+        .collect();
+    assert_eq!(names, ["get", "put"]);
+    for j in &strategy(&r, "cint").jobs {
+        assert!(j.ios > 1_000, "{} {}", j.name, j.ios);
+    }
+}
+
+#[test]
+fn app_cint_takes_the_flush_off_the_urgent_path() {
+    // A 1 MiB memtable flushes often: its writes and sync are Urgent by
+    // the kernel's rule, so cinterrupts fires urgent interrupts for them;
+    // under app-cint they are unmarked and wait for coalescing instead.
+    let r = run("rocksdb-fillbatch.toml", &["app.db.memtable=1m"]);
+    let urgent = strategy(&r, "cint").urgent_interrupts;
+    let app = strategy(&r, "app-cint").urgent_interrupts;
+    assert!(urgent > 100, "{urgent}");
+    assert!(app * 10 < urgent, "app-cint {app} against cint {urgent}");
+}
+
+/// Table 3 of the cinterrupts paper: RocksDB fillbatch, throughput (K
+/// ops/s), mean and p99 latency (us), per strategy.
+const TABLE3: &[(&str, f64, f64, f64)] = &[
+    ("cint", 388.0, 1.3, 15.0),
+    ("default", 391.0, 1.3, 14.4),
+    ("adaptive", 391.0, 1.3, 14.2),
+    ("app-cint", 405.0, 1.3, 12.7),
+];
+
+/// What the model does not reproduce of Table 3, and why.
+pub const TABLE3_KNOWN_MISSES: &[&str] = &[
+    "mean and p99 latency in absolute terms: the model counts each key of a batch as the \
+     batch's time over its keys (db_bench's micros per op, 2.7 us), flat across keys, where \
+     the paper's 1.3 us mean is under one key's share of its own throughput (2.6 us) and its \
+     15 us p99 reflects stalls the model's per-key split spreads out; the ratios between \
+     strategies are kept",
+];
+
+#[test]
+fn fillbatch_matches_table3_ratios_on_the_reference_host() {
+    let r = run("rocksdb-fillbatch.toml", &[]);
+    let base = &strategy(&r, "cint").jobs[0];
+    let (_, paper_thr, _, paper_p99) = TABLE3[0];
+    let thr = base.iops / 1e3;
+    assert!(
+        (thr / paper_thr - 1.0).abs() < 0.25,
+        "cint throughput {thr:.0} K ops/s against the paper's {paper_thr}"
+    );
+    for &(name, thr_p, mean_p, p99_p) in TABLE3 {
+        let j = &strategy(&r, name).jobs[0];
+        assert_eq!(j.name, "put");
+        let ratio = |ours: f64, ours_base: f64, paper: f64, paper_base: f64| {
+            (ours / ours_base) / (paper / paper_base)
+        };
+        let p99 = |j: &cint_report::JobResult| {
+            j.lat_ns.percentile.get("99.000000").copied().unwrap_or(0) as f64
+        };
+        for (what, x) in [
+            ("throughput", ratio(j.iops, base.iops, thr_p, paper_thr)),
+            (
+                "mean",
+                ratio(j.lat_ns.mean, base.lat_ns.mean, mean_p, TABLE3[0].2),
+            ),
+            ("p99", ratio(p99(j), p99(base), p99_p, paper_p99)),
+        ] {
+            assert!(
+                (1.0 / 1.25..=1.25).contains(&x),
+                "{name} {what}: our ratio to cint is {x:.3} times the paper's"
+            );
+        }
+    }
+    assert!(!TABLE3_KNOWN_MISSES.is_empty());
+}
+
+#[test]
+fn the_dump_beside_readers_reads_ahead_unmarked_and_writes_back() {
+    let r = run("coloc-rocksdb-dump.toml", &[]);
+    let s = strategy(&r, "cint");
+    let names: Vec<&str> = s.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["get", "dump"]);
+    assert!(s.jobs.iter().all(|j| j.ios > 1_000), "{names:?}");
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.starts_with("strategy 'cint': page cache"))
+        .expect("the page cache's note");
+    assert!(!note.contains(" 0 read-ahead requests"), "{note}");
+    // The dump's pairs take a few CPU-bound microseconds each, apart from
+    // the ones that wait for a read-ahead window.
+    let dump = &s.jobs[1];
+    let p50 = dump
+        .lat_ns
+        .percentile
+        .get("50.000000")
+        .copied()
+        .unwrap_or(0);
+    assert!(p50 > 5_500 && p50 < 30_000, "{p50}");
+}
+
+#[test]
+fn kvell_workers_batch_what_the_ring_holds_and_wake_per_interrupt() {
+    let r = run("kvell-ycsb.toml", &[]);
+    let none = strategy(&r, "default");
+    let read = &none.jobs[0];
+    assert_eq!(read.name, "read");
+    assert!(read.ios > 10_000, "{}", read.ios);
+    // Without coalescing about one interrupt per read; cinterrupts fires
+    // on each submission's Barrier instead, so far fewer.
+    let cint = strategy(&r, "cint");
+    assert!(none.interrupts as f64 > 0.9 * read.ios as f64);
+    assert!(
+        cint.interrupts * 5 < none.interrupts,
+        "{} {}",
+        cint.interrupts,
+        none.interrupts
+    );
+    // An update is a read then a write: workload A has both types.
+    let a = run("kvell-ycsb.toml", &["app.kv.workload=A"]);
+    let names: Vec<&str> = strategy(&a, "cint")
+        .jobs
+        .iter()
+        .map(|j| j.name.as_str())
+        .collect();
+    assert_eq!(names, ["read", "update"]);
+    // Zipfian keys hit KVell's page cache: more reads per second.
+    let z = run("kvell-ycsb.toml", &["app.kv.distribution=zipfian"]);
+    assert!(strategy(&z, "default").jobs[0].iops > 1.2 * read.iops);
+}
+
+#[test]
+fn longer_scans_take_longer_from_first_request_to_last_completion() {
+    let short = run("kvell-ycsb-e.toml", &[]);
+    let long = run("kvell-ycsb-e.toml", &["app.kv.scan_length=256"]);
+    let (s, l) = (
+        &strategy(&short, "cint").jobs[0],
+        &strategy(&long, "cint").jobs[0],
+    );
+    assert_eq!((s.name.as_str(), l.name.as_str()), ("scan", "scan"));
+    assert!(
+        l.lat_ns.mean > 1.2 * s.lat_ns.mean,
+        "{} {}",
+        l.lat_ns.mean,
+        s.lat_ns.mean
+    );
+    assert!(s.iops > 4.0 * l.iops);
+}
+
+/// Table 7 of the cinterrupts paper: four RocksDB readrandom threads
+/// beside KVell under YCSB-C on two cores: RocksDB's get latency (us) and
+/// KVell's throughput (K ops/s).
+const TABLE7: &[(&str, f64, f64)] = &[
+    ("cint", 116.0, 171.0),
+    ("default", 115.0, 153.0),
+    ("adaptive", 129.0, 171.0),
+];
+
+/// What the model does not reproduce of Table 7, and why.
+pub const TABLE7_KNOWN_MISSES: &[&str] = &[
+    "absolute figures: the model's gets take about 40 us and KVell serves about 85 K reads/s \
+     beside them, against the paper's 116 us and 171 K: the paper's KVell runs its injectors \
+     on cores of their own, which the model leaves out (they keep the rings full at no cost), \
+     and the two stores' CPU per operation are estimates (docs/APPS.md), not fitted to this \
+     table; the ratios between strategies are kept",
+    "the order of adaptive against default for KVell: the model has adaptive's KVell below \
+     default's (its 6 us delay holds every unmarked completion of a batch until the batch's \
+     Barrier or the delay), the paper above",
+];
+
+#[test]
+fn rocksdb_beside_kvell_keeps_table7_ratios() {
+    let r = run("coloc-rocksdb-kvell.toml", &[]);
+    let get = |name: &str| strategy(&r, name).jobs[0].lat_ns.mean;
+    let kv = |name: &str| strategy(&r, name).jobs[1].iops;
+    assert_eq!(strategy(&r, "cint").jobs[1].name, "read");
+    let (_, get0, kv0) = TABLE7[0];
+    for &(name, g, k) in TABLE7 {
+        for (what, x) in [
+            ("get latency", (get(name) / get("cint")) / (g / get0)),
+            ("KVell throughput", (kv(name) / kv("cint")) / (k / kv0)),
+        ] {
+            assert!(
+                (1.0 / 1.25..=1.25).contains(&x),
+                "{name} {what}: our ratio to cint is {x:.3} times the paper's"
+            );
+        }
+    }
+    assert_eq!(TABLE7_KNOWN_MISSES.len(), 2);
+}
+
+/// The issue's speed bound: a simulated second of RocksDB readrandom
+/// takes under a wall second. A timing, so not part of the suite: run
+/// `cargo test --release -p cint-sim --test apps -- --ignored`.
+#[test]
+#[ignore = "a wall-clock measurement; run on a quiet machine"]
+fn a_readrandom_simulated_second_takes_under_a_wall_second() {
+    let r0 = std::time::Instant::now();
+    let r = run("rocksdb-readrandom.toml", &["duration=1s", "warmup=0s"]);
+    let per_strategy = r0.elapsed().as_secs_f64() / r.results.len() as f64;
+    eprintln!("{per_strategy:.3} wall seconds per simulated second and strategy");
+    assert!(per_strategy < 1.0, "{per_strategy}");
+}

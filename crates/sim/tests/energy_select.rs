@@ -1,0 +1,111 @@
+//! The `mode-select` strategy (docs/ALGORITHMS.md section 10) on the
+//! energy study's machine, `scenarios/energy-map.toml`: on small and large
+//! requests, one thread and four spread over the cores, under Linux
+//! 5.15's `menu` and today's, it moves as many bytes per joule as the best
+//! fixed mode of the tile (within 1%, one seed: the t-tested map over ten
+//! seeds is docs/results/energy.md), except where listed with the reason.
+//!
+//! `cargo test --release -p cint-sim --test energy_select -- --nocapture`
+//! prints every tile.
+
+use std::path::Path;
+
+use cint_report::RunResult;
+use cint_scenario::{load_file, Scenario};
+
+fn map(sets: &[String]) -> Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/energy-map.toml");
+    load_file(&path, sets).expect("scenarios/energy-map.toml loads")
+}
+
+fn bytes_per_joule(r: &RunResult, name: &str) -> f64 {
+    r.results
+        .iter()
+        .find(|s| s.strategy == name)
+        .and_then(|s| s.energy.as_ref())
+        .unwrap_or_else(|| panic!("strategy {name} has no energy"))
+        .bytes_per_joule
+}
+
+const FIXED: [&str; 4] = ["interrupt", "classic-poll", "hybrid-poll", "hybrid-iopoll"];
+
+/// Tiles where the selector falls more than 1% short, and why.
+const KNOWN_MISSES: &[(&str, &str)] = &[(
+    "menu 128k x1",
+    "the selector predicts the idle state from the governor's iowait limit (60 us / 11: C1 \
+     fits), but 5.15's menu keeps the core in POLL, whose 20 us limit it learns as a long \
+     idle period; the interrupt's sleep saves nothing and adds the wake-up",
+)];
+
+#[test]
+fn mode_select_ties_or_beats_the_best_fixed_mode() {
+    let mut misses = Vec::new();
+    for governor in ["menu", "menu-no-iowait"] {
+        for bs in ["4k", "128k"] {
+            for threads in [1, 4] {
+                let sets = vec![
+                    format!("host.power.governor={governor}"),
+                    format!("job.reader.bs={bs}"),
+                    format!("job.reader.numjobs={threads}"),
+                ];
+                let r = cint_sim::run(&map(&sets)).expect("runs");
+                let (best, best_name) = FIXED
+                    .iter()
+                    .map(|&m| (bytes_per_joule(&r, m), m))
+                    .fold((0.0, ""), |a, b| if b.0 > a.0 { b } else { a });
+                let sel = bytes_per_joule(&r, "mode-select");
+                let tile = format!("{governor} {bs} x{threads}");
+                println!(
+                    "{tile:<22} best {best_name:<13} {:7.2} MB/J  mode-select {:7.2} MB/J  {:+.1}%",
+                    best / 1e6,
+                    sel / 1e6,
+                    (sel / best - 1.0) * 100.0
+                );
+                let known = KNOWN_MISSES.iter().any(|(t, _)| *t == tile);
+                if sel < 0.99 * best && !known {
+                    misses.push(format!("{tile}: {sel:.0} < best {best_name} {best:.0}"));
+                }
+                if known && sel >= 0.99 * best {
+                    misses.push(format!("{tile} is listed as a miss but ties now"));
+                }
+            }
+        }
+    }
+    assert!(misses.is_empty(), "{misses:#?}");
+}
+
+/// The choice follows the mechanisms: a fast request alone on its core
+/// is polled (no interrupt at all); large requests that saturate the
+/// device from four cores sleep until their interrupts.
+#[test]
+fn small_requests_are_polled_and_saturating_large_ones_interrupt() {
+    let irqs_per_io = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let r = cint_sim::run(&map(&sets)).expect("runs");
+        let s = r
+            .results
+            .iter()
+            .find(|s| s.strategy == "mode-select")
+            .expect("mode-select runs");
+        s.interrupts as f64 / s.jobs[0].ios as f64
+    };
+    assert_eq!(irqs_per_io(&[]), 0.0);
+    let large = irqs_per_io(&["job.reader.bs=128k", "job.reader.numjobs=4"]);
+    assert!(large > 0.95, "{large} interrupts per I/O");
+}
+
+#[test]
+fn mode_select_without_power_data_is_refused_naming_the_strategy() {
+    let sets = vec![
+        "host.model=xeon-e5-2660v4".to_string(),
+        "host.cores=4".to_string(),
+    ];
+    let err = cint_sim::run(&map(&sets)).expect_err("no power data");
+    assert!(!err.is_internal(), "{err}");
+    assert!(
+        err.message.contains("strategy 'mode-select'")
+            && err.message.contains("power data")
+            && !err.message.contains('\n'),
+        "{err}"
+    );
+}
