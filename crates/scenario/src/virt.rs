@@ -256,15 +256,12 @@ fn kvm_like() -> HypervisorProfile {
         // (`cint vhost`'s 1 ms).
         monitor_timer: Duration(1_000_000),
         ipi_latency: Duration(1_000),
-        evtchn_send_cycles: 0,
-        slice: Duration(30_000_000),
-        rate_limit: Duration(1_000_000),
-        tick: Duration(10_000_000),
-        ring_slots: 32,
         // Switching the vCPU thread in and the VM entry (about 10 us).
         vcpu_wake_cycles: 24_000,
         halt_poll_max: Duration(200_000),
         halt_poll_shrink: 2,
+        // The Xen-only mechanisms are unused here, as under ESX.
+        ..esx_like()
     }
 }
 
