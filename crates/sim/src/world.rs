@@ -954,11 +954,11 @@ fn refuse_unmodelled(sc: &Scenario, strategy: &Strategy) -> Result<(), SimError>
     let vic_sched = |mode| matches!(mode, CompletionMode::Interrupt(PolicyConfig::VicSched(_)));
     if vic_sched(strategy.mode) || matches!(strategy.interrupts, PolicyConfig::VicSched(_)) {
         return Err(SimError::input(format!(
-            "{}: strategy.{}.kind: \"vic-sched\" needs a guest's scheduling state (run \
+            "strategy.{}.kind: \"vic-sched\" needs a guest's scheduling state (run \
              state, slice end), which only a [hypervisor] with guests gives it; use \"vic\" \
              on bare metal, or embed vic-sched through cint-policy (Rust or C ABI) where the \
              guest's schedule is known",
-            sc.source, strategy.name
+            strategy.name
         )));
     }
     Ok(())
