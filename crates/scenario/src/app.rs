@@ -35,6 +35,11 @@ pub const ROCKSDB_KEYS: &[&str] = &[
     "flush_hint",
     "wal_hint",
     "dump_hint",
+    "compaction_cpu",
+    "l0_compaction_trigger",
+    "auto_compaction",
+    "fill",
+    "compaction_hint",
 ];
 
 /// Keys of a `[[app]]` of kind `kvell`.
@@ -141,13 +146,26 @@ pub struct RocksDb {
     pub dump_cpu: Nanos,
     /// Hint of a get's read.
     pub get_hint: ClassHint,
-    /// Hint of flush (and compaction) writes.
+    /// Hint of flush writes and their sync.
     pub flush_hint: ClassHint,
     /// Hint of the log's writes (buffered: the hint reaches nothing the
     /// device sees, kept for the class's completeness).
     pub wal_hint: ClassHint,
     /// Hint of the dump tool's read-ahead requests.
     pub dump_hint: ClassHint,
+    /// Core of the compaction thread.
+    pub compaction_cpu: u32,
+    /// L0 files that start a compaction of L0 into L1
+    /// (`level0_file_num_compaction_trigger`).
+    pub l0_compaction_trigger: u32,
+    /// Automatic compaction on (`db_bench --disable_auto_compactions`
+    /// turns it off).
+    pub auto_compaction: bool,
+    /// The writer's keys are drawn at random (their table files overlap)
+    /// rather than in sequence (they do not).
+    pub random_fill: bool,
+    /// Hint of compaction reads, writes and syncs.
+    pub compaction_hint: ClassHint,
 }
 
 /// One application program.
@@ -301,6 +319,15 @@ fn parse_rocksdb(
     };
     let writer_cpu = core(sec, "writer_cpu")?;
     let flush_cpu = core(sec, "flush_cpu")?;
+    let compaction_cpu = match sec.node("compaction_cpu") {
+        Some(_) => core(sec, "compaction_cpu")?,
+        None => flush_cpu,
+    };
+    let l0_compaction_trigger = sec.int("l0_compaction_trigger", 1, 1_000_000)?.unwrap_or(4) as u32;
+    let auto_compaction = sec.bool("auto_compaction")?.unwrap_or(true);
+    let random_fill = sec
+        .choice("fill", &["sequential", "random"])?
+        .is_some_and(|f| f == "random");
     let cpus = cpu_list(sec, cores)?;
     let size =
         |sec: &mut Section<'_>, key: &'static str, default: u64| -> Result<u64, ScenarioError> {
@@ -381,6 +408,11 @@ fn parse_rocksdb(
         flush_hint: hint(sec, "flush_hint")?,
         wal_hint: hint(sec, "wal_hint")?,
         dump_hint: hint(sec, "dump_hint")?,
+        compaction_cpu,
+        l0_compaction_trigger,
+        auto_compaction,
+        random_fill,
+        compaction_hint: hint(sec, "compaction_hint")?,
     })
 }
 
@@ -525,6 +557,14 @@ pub(crate) fn render(doc: &mut toml_edit::DocumentMut, apps: &Apps) {
                 t["cpus"] = cores(&d.cpus);
                 t["writer_cpu"] = value(i64::from(d.writer_cpu));
                 t["flush_cpu"] = value(i64::from(d.flush_cpu));
+                t["compaction_cpu"] = value(i64::from(d.compaction_cpu));
+                t["l0_compaction_trigger"] = value(i64::from(d.l0_compaction_trigger));
+                t["auto_compaction"] = value(d.auto_compaction);
+                t["fill"] = value(if d.random_fill {
+                    "random"
+                } else {
+                    "sequential"
+                });
                 for (key, v) in [
                     ("key_size", d.key_size),
                     ("value_size", d.value_size),
@@ -550,6 +590,7 @@ pub(crate) fn render(doc: &mut toml_edit::DocumentMut, apps: &Apps) {
                     ("flush_hint", d.flush_hint),
                     ("wal_hint", d.wal_hint),
                     ("dump_hint", d.dump_hint),
+                    ("compaction_hint", d.compaction_hint),
                 ] {
                     t[key] = value(hint(h));
                 }

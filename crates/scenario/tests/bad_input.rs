@@ -352,6 +352,27 @@ fn cases() -> Vec<Case<'static>> {
             "is larger than the device",
         ),
         case(
+            "a compaction thread on a core the host lacks",
+            format!("{BASE}\n[[app]]\nname = \"db\"\nkind = \"rocksdb\"\nbenchmark = \"fillbatch\"\ncompaction_cpu = 2\n"),
+            LineOf("compaction_cpu = 2"),
+            "app.db.compaction_cpu",
+            "core 2 does not exist",
+        ),
+        case(
+            "an L0 compaction trigger of no files",
+            format!("{BASE}\n[[app]]\nname = \"db\"\nkind = \"rocksdb\"\nbenchmark = \"fillbatch\"\nl0_compaction_trigger = 0\n"),
+            LineOf("l0_compaction_trigger"),
+            "app.db.l0_compaction_trigger",
+            "must be at least 1 (got 0)",
+        ),
+        case(
+            "an unknown key order",
+            format!("{BASE}\n[[app]]\nname = \"db\"\nkind = \"rocksdb\"\nbenchmark = \"fillbatch\"\nfill = \"zigzag\"\n"),
+            LineOf("zigzag"),
+            "app.db.fill",
+            "must be one of \"sequential\" or \"random\"",
+        ),
+        case(
             "an unknown benchmark",
             format!("{BASE}\n[[app]]\nname = \"db\"\nkind = \"rocksdb\"\nbenchmark = \"fillrandom\"\n"),
             LineOf("fillrandom"),

@@ -325,6 +325,7 @@ fn the_resolved_text_loads_back_to_the_same_scenario() {
 fn application_scenarios_render_and_load_back_the_same() {
     for file in [
         "rocksdb-fillbatch",
+        "rocksdb-readwhilewriting",
         "coloc-rocksdb-dump",
         "coloc-rocksdb-kvell",
         "kvell-ycsb-e",

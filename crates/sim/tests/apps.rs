@@ -248,3 +248,105 @@ fn a_readrandom_simulated_second_takes_under_a_wall_second() {
     eprintln!("{per_strategy:.3} wall seconds per simulated second and strategy");
     assert!(per_strategy < 1.0, "{per_strategy}");
 }
+
+/// A job's mean bytes per operation.
+fn bytes_per_op(j: &cint_report::JobResult) -> f64 {
+    j.bw_bytes as f64 / j.iops
+}
+
+fn job<'a>(s: &'a StrategyResult, name: &str) -> Option<&'a cint_report::JobResult> {
+    s.jobs.iter().find(|j| j.name == name)
+}
+
+/// A short fillbatch with 1 MiB memtables (a table file every few
+/// batches) and the given keys.
+fn small_fill(sets: &[&str]) -> RunResult {
+    let mut all = vec!["duration=300ms", "warmup=0s", "app.db.memtable=1m"];
+    all.extend_from_slice(sets);
+    run("rocksdb-fillbatch.toml", &all)
+}
+
+#[test]
+fn random_keys_compact_l0_into_l1_and_sequential_keys_move_trivially() {
+    let random = small_fill(&["app.db.fill=random"]);
+    let s = strategy(&random, "default");
+    let c = job(s, "compaction").expect("a compaction job with random keys");
+    assert!(c.ios > 5, "{}", c.ios);
+    // Each compaction merges the 4 L0 files of the trigger (1 MiB each)
+    // at least, with L1.
+    assert!(bytes_per_op(c) >= 4.0 * 1048576.0, "{}", bytes_per_op(c));
+    // Its reads and writes interrupt: more than the sequential fill's
+    // flushes alone, with fewer puts.
+    let seq = small_fill(&[]);
+    let q = strategy(&seq, "default");
+    let names: Vec<&str> = q.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["put"], "trivial moves: no compaction thread");
+    assert!(
+        s.interrupts > q.interrupts,
+        "{} {}",
+        s.interrupts,
+        q.interrupts
+    );
+    assert!(job(s, "put").unwrap().ios <= q.jobs[0].ios);
+}
+
+#[test]
+fn the_l0_trigger_sets_how_many_files_a_compaction_takes() {
+    let two = small_fill(&["app.db.fill=random", "app.db.l0_compaction_trigger=2"]);
+    let eight = small_fill(&["app.db.fill=random", "app.db.l0_compaction_trigger=8"]);
+    let c2 = job(strategy(&two, "default"), "compaction").unwrap();
+    let c8 = job(strategy(&eight, "default"), "compaction").unwrap();
+    assert!(bytes_per_op(c2) >= 2.0 * 1048576.0, "{}", bytes_per_op(c2));
+    assert!(bytes_per_op(c8) >= 8.0 * 1048576.0, "{}", bytes_per_op(c8));
+    assert!(c2.ios > c8.ios, "{} {}", c2.ios, c8.ios);
+}
+
+#[test]
+fn compaction_io_takes_its_class_hint() {
+    // By the kernel's rule its O_DIRECT reads and writes are Urgent;
+    // `compaction_hint = "none"` and app-cint leave them unmarked.
+    let urgent = small_fill(&["app.db.fill=random"]);
+    let none = small_fill(&["app.db.fill=random", "app.db.compaction_hint=none"]);
+    let (u, n) = (
+        strategy(&urgent, "cint").urgent_interrupts,
+        strategy(&none, "cint").urgent_interrupts,
+    );
+    assert!(n * 2 < u, "unmarked {n} against urgent {u}");
+    let app = strategy(&urgent, "app-cint").urgent_interrupts;
+    assert!(app * 10 < u, "app-cint {app} against cint {u}");
+}
+
+#[test]
+fn without_compaction_l0_files_pile_up_and_gets_probe_them() {
+    let sets = |fill: &'static str, auto: &'static str| {
+        vec![
+            "duration=200ms",
+            "warmup=0s",
+            "app.db.memtable=1m",
+            fill,
+            auto,
+        ]
+    };
+    let off = run(
+        "rocksdb-readwhilewriting.toml",
+        &sets("app.db.fill=random", "app.db.auto_compaction=false"),
+    );
+    let seq = run(
+        "rocksdb-readwhilewriting.toml",
+        &sets("app.db.fill=sequential", "app.db.auto_compaction=false"),
+    );
+    let (o, q) = (strategy(&off, "default"), strategy(&seq, "default"));
+    assert!(job(o, "compaction").is_none(), "off means no compaction");
+    // Sequential files do not overlap: one read per get, each read one
+    // interrupt without coalescing (the flushes add a few). Random ones
+    // all do: a get reads a block of each L0 file newest first, and more
+    // files pile up as the run goes on.
+    let per_get = |s: &StrategyResult| s.interrupts as f64 / job(s, "get").unwrap().ios as f64;
+    assert!(per_get(q) < 1.1, "{}", per_get(q));
+    assert!(per_get(o) > 3.0, "{}", per_get(o));
+    let on = run(
+        "rocksdb-readwhilewriting.toml",
+        &sets("app.db.fill=random", "app.db.auto_compaction=true"),
+    );
+    assert!(job(strategy(&on, "default"), "compaction").is_some());
+}

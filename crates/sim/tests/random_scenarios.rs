@@ -359,6 +359,17 @@ fn scenario(seed: u64) -> String {
             apps.below(cores),
             1 + apps.below(64)
         );
+        // Compaction: drawn after the store's keys, so those stay put.
+        let _ = write!(
+            out,
+            "fill = \"{}\"\nauto_compaction = {}\nl0_compaction_trigger = {}\n\
+             compaction_cpu = {}\ncompaction_hint = \"{}\"\n",
+            apps.pick(&["sequential", "random"]),
+            apps.chance(75),
+            1 + apps.below(8),
+            apps.below(cores),
+            apps.pick(&["default", "urgent", "barrier", "none"])
+        );
     }
     out
 }
@@ -737,6 +748,12 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
     assert!(with("[[guest]]") >= 30, "{}", with("[[guest]]"));
     assert!(with("vic-sched") >= 10, "{}", with("vic-sched"));
     assert!(with("xen-like") >= 10, "{}", with("xen-like"));
+    let compacting = (start..start + 300)
+        .map(scenario)
+        .filter(|s| s.contains("fill = \"random\"\nauto_compaction = true"))
+        .filter(|s| s.contains("\"fillbatch\"") || s.contains("\"readwhilewriting\""))
+        .count();
+    assert!(compacting >= 5, "{compacting}");
 }
 
 #[test]

@@ -27,9 +27,18 @@
 //!   unmarked like all read-ahead; then four buffered `write()`s of the
 //!   pair to the output file (its two lengths, the key, the value), which
 //!   the flusher writes back. Each pair is one dump operation.
-//! * Compaction is not modelled: a sequential fill yields trivial moves
-//!   (files moved between levels without I/O), and readwhilewriting runs
-//!   with automatic compaction off.
+//! * **compaction** (one thread, [`compaction`]): `l0_compaction_trigger`
+//!   L0 files start a compaction of L0 into L1. A writer's files overlap
+//!   when its keys are random (`fill = "random"`): the compaction reads
+//!   its input (the L0 files and the L1 they overlap) with 2 MiB
+//!   read-ahead and writes the output in 1 MiB chunks, `O_DIRECT`, then
+//!   `fdatasync`. A sequential fill's files do not overlap: they are
+//!   trivial moves (metadata only, no I/O, no thread). With automatic
+//!   compaction off L0 files accumulate.
+//! * A get first probes the L0 files that can hold its key, newest first
+//!   (no Bloom filters): one block read per file until one holds the key,
+//!   then, if none did, the read of the level below. Sequential fills'
+//!   files hold disjoint key ranges, so a get reads once.
 //!
 //! Hints: a class with no override gets the kernel's rule for its call
 //! (docs/ALGORITHMS.md section 5: a blocking `O_DIRECT` read or write and
@@ -43,6 +52,8 @@ use rand::Rng;
 
 use crate::host::pagecache::PAGE;
 use crate::world::{Cont, RunState, Wait, World};
+
+mod compaction;
 
 /// Largest flush write (RocksDB's direct writes grow to the 1 MiB
 /// writable-file buffer).
@@ -70,6 +81,7 @@ pub(crate) enum Role {
     Writer,
     Flusher,
     Dumper,
+    Compactor,
 }
 
 impl Role {
@@ -79,13 +91,17 @@ impl Role {
             Role::Reader => Some("get"),
             Role::Writer => Some("put"),
             Role::Dumper => Some("dump"),
+            Role::Compactor => Some("compaction"),
             Role::Flusher => None,
         }
     }
 
     /// Whether it submits direct requests (and needs a slot).
     pub(crate) fn does_direct_io(self) -> bool {
-        matches!(self, Role::Reader | Role::Flusher | Role::Dumper)
+        matches!(
+            self,
+            Role::Reader | Role::Flusher | Role::Dumper | Role::Compactor
+        )
     }
 }
 
@@ -95,8 +111,14 @@ pub(crate) enum Step {
     Start,
     /// A get's CPU is done: read the block.
     Read,
-    /// The block read completed.
-    ReadDone,
+    /// Read the next of a get's blocks, `left` more after it.
+    Probe {
+        left: u32,
+    },
+    /// A block read completed, `left` more to read.
+    ReadDone {
+        left: u32,
+    },
     /// Write the next log chunk of `left` bytes.
     Wal {
         left: u64,
@@ -146,6 +168,21 @@ pub(crate) enum Step {
         first: u64,
         pages: u64,
     },
+    /// The compaction thread waits for L0 to reach its trigger.
+    CompactIdle,
+    /// A compaction has `read_left` input bytes to read and `write_left`
+    /// read but not written.
+    CompactIo {
+        read_left: u64,
+        write_left: u64,
+    },
+    /// A compaction read or write completed.
+    CompactIoDone {
+        read_left: u64,
+        write_left: u64,
+    },
+    /// The compaction's `fdatasync` completed.
+    CompactSynced,
 }
 
 /// One store's shared state.
@@ -168,6 +205,14 @@ pub(crate) struct Db {
     out_file: u32,
     out_offset: u64,
     read_ahead: u64,
+    /// Table files in L0, and the L1 bytes a compaction merges them with.
+    l0_files: u32,
+    l1_bytes: u64,
+    /// L0 files the running compaction takes, its start and output bytes.
+    compacting: u32,
+    compaction_start: Nanos,
+    compaction_bytes: u64,
+    compactor: Option<usize>,
 }
 
 /// Whether the benchmark writes (a log through the page cache, flushes).
@@ -183,7 +228,6 @@ pub(crate) fn buffered(spec: &RocksDb) -> bool {
 impl Db {
     pub(crate) fn new(spec: RocksDb, app_cint: bool, index: u32) -> Db {
         Db {
-            spec,
             app_cint,
             // Apart from the fio jobs' files (numbered by thread).
             wal_file: u32::MAX - index,
@@ -197,6 +241,13 @@ impl Db {
             out_file: u32::MAX - 2_000 - index,
             out_offset: 0,
             read_ahead: DUMP_FIRST_READ_AHEAD,
+            l0_files: 0,
+            l1_bytes: compaction::initial_l1(&spec),
+            compacting: 0,
+            compaction_start: 0,
+            compaction_bytes: 0,
+            compactor: None,
+            spec,
         }
     }
 
@@ -216,6 +267,9 @@ impl Db {
         if writes(s) {
             out.push((Role::Writer, s.writer_cpu));
             out.push((Role::Flusher, s.flush_cpu));
+            if compaction::has_thread(s) {
+                out.push((Role::Compactor, s.compaction_cpu));
+            }
         }
         out
     }
@@ -254,6 +308,7 @@ impl World<'_> {
         match role {
             Role::Writer => db.writer = Some(t),
             Role::Flusher => db.flusher = Some(t),
+            Role::Compactor => db.compactor = Some(t),
             Role::Reader | Role::Dumper => {}
         }
         let spec = db.spec.clone();
@@ -265,19 +320,17 @@ impl World<'_> {
                 self.set_user_burst(t, spec.get_cpu, Cont::App);
             }
             Step::Read => {
-                let th = &mut apps.threads[i];
-                let offset = th.rng.gen_range(0..spec.alignment);
-                let span = (offset + spec.block_size).div_ceil(spec.alignment) * spec.alignment;
-                let hint = spec
-                    .get_hint
-                    .hint()
-                    .unwrap_or_else(|| direct_call_hint(IoCall::Preadv2));
-                th.step = Step::ReadDone;
-                self.app_request(t, false, span, hint);
-                self.start_call(t, c.syscall);
+                let probes = compaction::l0_probes(&apps.dbs[a], &mut apps.threads[i].rng);
+                self.get_read(t, i, probes);
             }
-            Step::ReadDone => {
+            Step::Probe { left } => self.get_read(t, i, left),
+            Step::ReadDone { left } => {
                 self.app_reap(t);
+                if left > 0 {
+                    apps_of(self).threads[i].step = Step::Probe { left: left - 1 };
+                    self.rocksdb_step(t, i, a);
+                    return;
+                }
                 let start = apps_of(self).threads[i].op_start;
                 self.record_op(i, start, spec.value_size);
                 apps_of(self).threads[i].step = Step::Start;
@@ -352,6 +405,7 @@ impl World<'_> {
                     self.put_done(t, i, a);
                 }
             }
+            Step::Start if role == Role::Compactor => self.compaction_io(t, i, a),
             Step::Start | Step::FlushIdle => {
                 let db = &apps.dbs[a];
                 if db.immutable == 0 {
@@ -407,13 +461,56 @@ impl World<'_> {
                 let db = &mut apps.dbs[a];
                 db.immutable = db.immutable.saturating_sub(1);
                 let writer = db.writer;
+                let compactor = db.flushed();
                 apps.threads[i].step = Step::FlushIdle;
                 if let Some(w) = writer {
                     self.wake_app_thread(w, Step::Stalled);
                 }
+                if let Some(w) = compactor {
+                    self.wake_app_thread(w, Step::CompactIdle);
+                }
+                self.rocksdb_step(t, i, a);
+            }
+            Step::CompactIdle | Step::CompactIo { .. } => self.compaction_io(t, i, a),
+            Step::CompactIoDone {
+                read_left,
+                write_left,
+            } => {
+                self.app_reap(t);
+                apps_of(self).threads[i].step = Step::CompactIo {
+                    read_left,
+                    write_left,
+                };
+                self.rocksdb_step(t, i, a);
+            }
+            Step::CompactSynced => {
+                self.app_reap(t);
+                let apps = apps_of(self);
+                let (start, bytes) = apps.dbs[a].compacted();
+                self.record_op(i, start, bytes);
+                apps_of(self).threads[i].step = Step::CompactIdle;
                 self.rocksdb_step(t, i, a);
             }
         }
+    }
+
+    /// Reads one data block of a get at a drawn offset within the
+    /// alignment, `left` more blocks after it.
+    fn get_read(&mut self, t: usize, i: usize, left: u32) {
+        let apps = apps_of(self);
+        let a = apps.threads[i].app;
+        let spec = &apps.dbs[a].spec;
+        let (alignment, block) = (spec.alignment, spec.block_size);
+        let hint = spec
+            .get_hint
+            .hint()
+            .unwrap_or_else(|| direct_call_hint(IoCall::Preadv2));
+        let th = &mut apps.threads[i];
+        let offset = th.rng.gen_range(0..alignment);
+        let span = (offset + block).div_ceil(alignment) * alignment;
+        th.step = Step::ReadDone { left };
+        self.app_request(t, false, span, hint);
+        self.start_call(t, self.costs.syscall);
     }
 
     /// The dump reads its next pair: from the cache, or through a
