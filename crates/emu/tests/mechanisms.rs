@@ -217,11 +217,14 @@ fn psync_under_none_on_an_idle_core_wakes_one_thread_per_interrupt() {
         sd.irqs_total
     );
     // The strategy's wake-ups are the job's plus the handler's: about one
-    // thread per interrupt (give or take the window's edges).
+    // thread per interrupt, give or take the window's edges. The threads'
+    // counters and the device's are read one after the other, so a
+    // measuring thread preempted between the two reads (a loaded 2-core
+    // machine) lets a few more through: 1% of the interrupts, besides 2.
     let handler = r.wakeups - r.jobs[0].wakeups;
     assert!(handler < r.jobs[0].wakeups, "{handler} handler wake-ups");
     assert!(
-        r.wakeups <= r.interrupts + 2,
+        r.wakeups <= r.interrupts + 2 + r.interrupts / 100,
         "{} wake-ups, {} IRQs",
         r.wakeups,
         r.interrupts
