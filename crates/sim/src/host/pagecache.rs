@@ -941,17 +941,7 @@ impl World<'_> {
             return;
         }
         b.timer_armed = true;
-        let th = &mut self.threads[f];
-        th.timer_token += 1;
-        let token = th.timer_token;
-        self.events.schedule(
-            at,
-            Event::ThreadTimer {
-                thread: f as u32,
-                token,
-            },
-        );
-        self.power_note_timer(f, at);
+        self.arm_thread_timer(f, at);
     }
 
     /// The flusher's loop: settle completions, then submit the pass's

@@ -260,6 +260,13 @@ impl World<'_> {
     }
 
     pub(crate) fn block_with_timer(&mut self, t: usize, wait: Wait, at: Nanos) {
+        self.arm_thread_timer(t, at);
+        self.block(t, wait);
+    }
+
+    /// Arms thread `t`'s one timer for `at`, cancelling any earlier one
+    /// (a new token), and tells the idle governor of it.
+    pub(crate) fn arm_thread_timer(&mut self, t: usize, at: Nanos) {
         let th = &mut self.threads[t];
         th.timer_token += 1;
         let token = th.timer_token;
@@ -271,7 +278,6 @@ impl World<'_> {
             },
         );
         self.power_note_timer(t, at);
-        self.block(t, wait);
     }
 
     /// Takes up to `k` free slots, fills in the requests (op, size, hint)
