@@ -2,32 +2,21 @@
 //! input (exit status 2, exactly one line on stderr, nothing on stdout).
 //! Engines are not run here; see fake_engines.rs for those paths.
 
-use std::process::Command;
+mod common;
+
+use std::path::Path;
 use std::time::Duration;
 
 use cint_test_support::process::{WaitError, Watched};
 use cint_test_support::{temp_dir, DirFiles, TempDir};
+use common::{cint_in, Out};
 
 const SCENARIO: &str = "name = \"bin\"\n\
     [[strategy]]\nname = \"cint\"\nkind = \"cinterrupts\"\ndelta = \"6us\"\n\
     [[job]]\nname = \"async\"\nengine = \"io_uring\"\niodepth = 16\nbatch = 4\n";
 
-struct Out {
-    status: i32,
-    stdout: String,
-    stderr: String,
-}
-
 fn cint(args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_cint"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    Out {
-        status: o.status.code().expect("exited, not killed"),
-        stdout: String::from_utf8(o.stdout).unwrap(),
-        stderr: String::from_utf8(o.stderr).unwrap(),
-    }
+    cint_in(Path::new("."), args)
 }
 
 /// The scenario `text` in a directory of its own, removed when dropped.

@@ -3,30 +3,19 @@
 //! scenario swept, every bad trace refused in one line naming the file and
 //! the record (exit 2), and fio itself accepting the shipped iolog.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-struct Out {
-    status: i32,
-    stdout: String,
-    stderr: String,
-}
+use common::{cint_in, Out};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn cint(args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_cint"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("the binary runs");
-    Out {
-        status: o.status.code().expect("exited, not killed"),
-        stdout: String::from_utf8(o.stdout).expect("utf8 stdout"),
-        stderr: String::from_utf8(o.stderr).expect("utf8 stderr"),
-    }
+    cint_in(&repo(), args)
 }
 
 fn assert_refused(o: &Out, needles: &[&str]) {

@@ -2,34 +2,16 @@
 //! fio job files, sweeps, plots and calibration, and every way of refusing
 //! their input (exit status 2, one line on stderr).
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
 use cint_test_support::{temp_dir, DirFiles};
-
-struct Out {
-    status: i32,
-    stdout: String,
-    stderr: String,
-}
+use common::{cint_in, Out};
 
 fn cint(args: &[&str]) -> Out {
     cint_in(Path::new("."), args)
-}
-
-/// Runs the binary in `dir`, for what it writes under the working
-/// directory.
-fn cint_in(dir: &Path, args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_cint"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the binary runs");
-    Out {
-        status: o.status.code().expect("exited, not killed"),
-        stdout: String::from_utf8(o.stdout).expect("utf8 stdout"),
-        stderr: String::from_utf8(o.stderr).expect("utf8 stderr"),
-    }
 }
 
 fn assert_refused(o: &Out, needle: &str) {
