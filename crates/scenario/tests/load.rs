@@ -307,13 +307,7 @@ fn the_resolved_text_loads_back_to_the_same_scenario() {
         ][..],
     ] {
         let original = load(&text, sets);
-        let rendered = to_toml(&original);
-        let mut again = match load_str(&rendered, "rendered", &[]) {
-            Ok(s) => s,
-            Err(e) => panic!("{e}\n{rendered}"),
-        };
-        again.source = original.source.clone();
-        assert_eq!(again, original, "{rendered}");
+        let rendered = assert_renders_and_loads_back(&original);
         assert!(
             rendered.contains("parallel_units"),
             "profile fields are spelled out"
@@ -333,14 +327,21 @@ fn application_scenarios_render_and_load_back_the_same() {
         let path = format!("{}/../../scenarios/{file}.toml", env!("CARGO_MANIFEST_DIR"));
         let original = load_file(std::path::Path::new(&path), &[]).expect("loads");
         assert!(!original.apps.programs.is_empty());
-        let rendered = to_toml(&original);
-        let mut again = match load_str(&rendered, "rendered", &[]) {
-            Ok(s) => s,
-            Err(e) => panic!("{e}\n{rendered}"),
-        };
-        again.source = original.source.clone();
-        assert_eq!(again, original, "{rendered}");
+        assert_renders_and_loads_back(&original);
     }
+}
+
+/// `cint check`'s rendering of `original` loads back to the same
+/// scenario (its source name aside); returns the rendered text.
+fn assert_renders_and_loads_back(original: &Scenario) -> String {
+    let rendered = to_toml(original);
+    let mut again = match load_str(&rendered, "rendered", &[]) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}\n{rendered}"),
+    };
+    again.source = original.source.clone();
+    assert_eq!(&again, original, "{rendered}");
+    rendered
 }
 
 #[test]
