@@ -309,7 +309,7 @@ fn dispatch(
             // One rule for what runs: what the simulator would refuse is
             // refused here, with the line `cint sim` gives.
             cint_sim::check(&scenario)
-                .map_err(|e| failure_of(e.kind, format!("{}: simulator: {e}", scenario.source)))?;
+                .map_err(|e| failure_of(e.kind, engine_message(&scenario, "simulator", &e)))?;
             let text = format!(
                 "# {}: valid; resolved with every default and profile field\n{}",
                 scenario.source,
@@ -416,7 +416,7 @@ pub fn run_engine(
     engine: EngineFn,
 ) -> Result<RunResult, Failure> {
     guarded(engine_name, || engine(scenario))?.map_err(|e| {
-        let message = format!("{}: {engine_name}: {}", scenario.source, e.message);
+        let message = engine_message(scenario, engine_name, &e);
         match e.kind {
             ErrorKind::Internal => {
                 internal(format!("{message} (an internal error: please report)"))
@@ -424,6 +424,16 @@ pub fn run_engine(
             ErrorKind::Input => usage(message),
         }
     })
+}
+
+/// An engine's error in one line: a refusal of a scenario key where the
+/// key was written (`file:line: key: ...`, as the loader says it), any
+/// other `file: engine: ...`.
+fn engine_message(scenario: &Scenario, engine_name: &str, e: &EngineError) -> String {
+    match (&e.key, e.kind) {
+        (Some(key), ErrorKind::Input) => scenario.refusal(key, &e.message).to_string(),
+        _ => format!("{}: {engine_name}: {e}", scenario.source),
+    }
 }
 
 /// The JSON result document of `--json`; a document that cannot be

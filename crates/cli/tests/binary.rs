@@ -263,6 +263,23 @@ fn check_refuses_what_sim_refuses_with_the_same_line() {
     assert_refused(&check, "vic-sched");
     assert_refused(&sim, "vic-sched");
     assert_eq!(check.stderr, sim.stderr);
+    // Named where it was written, like the loader's own refusals.
+    assert!(
+        check
+            .stderr
+            .starts_with(&format!("{file}:5: strategy.s.kind: ")),
+        "{}",
+        check.stderr
+    );
+    let set = cint(&["sim", &file, "--set", "strategy.s.kind=mode-select"]);
+    assert_refused(&set, "power data");
+    assert!(
+        set.stderr.starts_with(&format!(
+            "{file}: --set strategy.s.kind=mode-select: strategy.s.kind: "
+        )),
+        "{}",
+        set.stderr
+    );
     // And what sim runs, check accepts: more depth than tags included.
     let deep = "name = \"d\"\nduration = \"1ms\"\n[device]\nqueue_depth = 8\n\
                 [[strategy]]\nname = \"n\"\nkind = \"none\"\n\

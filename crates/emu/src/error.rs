@@ -107,6 +107,7 @@ impl From<EmuError> for EngineError {
     fn from(e: EmuError) -> EngineError {
         EngineError {
             kind: e.kind(),
+            key: None,
             message: e.to_string(),
         }
     }

@@ -145,7 +145,7 @@ impl fmt::Display for SweepError {
                 write!(
                     f,
                     "sweep point {point}: run failed: {}",
-                    one_line(&error.message)
+                    one_line(&error.to_string())
                 )
             }
             SweepError::Io(m) => write!(f, "writing the sweep: {}", one_line(m)),

@@ -27,7 +27,11 @@ pub enum ErrorKind {
 pub struct EngineError {
     /// Refused input or engine bug.
     pub kind: ErrorKind,
-    /// What went wrong, for the user; printed as is.
+    /// The scenario's dotted key at fault (`strategy.vs.kind`), when one
+    /// is: the command line names its line, as the loader does
+    /// (`Scenario::refusal` in cint-scenario).
+    pub key: Option<String>,
+    /// What went wrong, for the user, without the key.
     pub message: String,
 }
 
@@ -36,6 +40,17 @@ impl EngineError {
     pub fn input(message: impl Into<String>) -> Self {
         EngineError {
             kind: ErrorKind::Input,
+            key: None,
+            message: message.into(),
+        }
+    }
+
+    /// The input is refused because of the value of `key`, a dotted key
+    /// of the scenario (the command line exits 2 and names its line).
+    pub fn input_at(key: impl Into<String>, message: impl Into<String>) -> Self {
+        EngineError {
+            kind: ErrorKind::Input,
+            key: Some(key.into()),
             message: message.into(),
         }
     }
@@ -44,6 +59,7 @@ impl EngineError {
     pub fn internal(message: impl Into<String>) -> Self {
         EngineError {
             kind: ErrorKind::Internal,
+            key: None,
             message: message.into(),
         }
     }
@@ -56,6 +72,9 @@ impl EngineError {
 
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(key) = &self.key {
+            write!(f, "{key}: ")?;
+        }
         f.write_str(&self.message)
     }
 }
@@ -74,5 +93,8 @@ mod tests {
         assert!(!refusal.is_internal());
         assert_eq!(refusal.kind, ErrorKind::Input);
         assert_eq!(bug.to_string(), "job 'a': bs must be positive");
+        let keyed = EngineError::input_at("strategy.a.kind", "not here");
+        assert_eq!(keyed.to_string(), "strategy.a.kind: not here");
+        assert_eq!(keyed.key.as_deref(), Some("strategy.a.kind"));
     }
 }

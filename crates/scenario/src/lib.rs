@@ -15,6 +15,7 @@ mod error;
 pub mod job;
 mod load;
 pub mod model;
+mod origins;
 mod overlay;
 pub mod page_cache;
 mod power;
@@ -35,6 +36,7 @@ pub use load::{
     load_file, load_str, DEFAULT_DEVICE, DEFAULT_DURATION, DEFAULT_HOST, DEFAULT_SEED,
     DEFAULT_WARMUP, MAX_CORES, MAX_PARALLEL_UNITS, MAX_QUEUE_DEPTH, MAX_RUN_TIME,
 };
+pub use origins::KeyOrigins;
 pub use render::to_toml;
 pub use virt::{Guest, Hypervisor, HypervisorProfile, Virt};
 

@@ -96,7 +96,9 @@ pub fn load_str(text: &str, source_name: &str, sets: &[String]) -> Result<Scenar
     for arg in sets {
         set::apply(&mut root, arg, source_name)?;
     }
-    resolve(&root, source_name)
+    let mut scenario = resolve(&root, source_name)?;
+    scenario.origins = crate::KeyOrigins::of_document(&root);
+    Ok(scenario)
 }
 
 fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
@@ -172,6 +174,7 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         emu,
         virt,
         apps,
+        origins: crate::KeyOrigins::default(),
     })
 }
 

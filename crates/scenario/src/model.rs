@@ -35,9 +35,18 @@ pub struct Scenario {
     pub emu: EmuConfig,
     /// The hypervisor and its guests; empty on bare metal.
     pub virt: crate::virt::Virt,
+    /// Where each key was written, for engines' refusals; empty for a
+    /// scenario built in code.
+    pub origins: crate::KeyOrigins,
 }
 
 impl Scenario {
+    /// An engine's refusal of `key` (dotted, as in the loader's errors),
+    /// located like the loader's: `file:line: key: message`.
+    pub fn refusal(&self, key: &str, message: impl Into<String>) -> crate::ScenarioError {
+        self.origins.refusal(&self.source, key, message)
+    }
+
     /// The physical core of `job`'s thread `n`: its `cpu` (or its turn in
     /// `cpus`), which for a job inside a guest is a vCPU of that guest.
     pub fn thread_core(&self, job: &Job, n: u32) -> u32 {

@@ -83,10 +83,10 @@ pub(crate) struct Device {
 impl Device {
     pub(crate) fn new(p: &DeviceProfile) -> Result<Self, SimError> {
         if p.parallel_units == 0 {
-            return Err(SimError::input(format!(
-                "device '{}': parallel_units must be at least 1",
-                p.model
-            )));
+            return Err(SimError::input_at(
+                "device.parallel_units",
+                format!("must be at least 1 (device '{}')", p.model),
+            ));
         }
         if p.read.bandwidth == 0 || p.write.bandwidth == 0 {
             return Err(SimError::input(format!(

@@ -386,9 +386,9 @@ impl<'a> World<'a> {
                 CompletionMode::Interrupt(cfg) => cfg,
                 _ => strategy.interrupts,
             };
-            let policy = cfg
-                .build(0)
-                .map_err(|e| SimError::input(format!("strategy '{}': {e}", strategy.name)))?;
+            let policy = cfg.build(0).map_err(|e| {
+                SimError::input_at(format!("strategy.{}", strategy.name), e.to_string())
+            })?;
             let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
             queues.push(HwQueue::new(
                 Some(policy),
@@ -424,10 +424,10 @@ impl<'a> World<'a> {
                 })
                 .find(|&c| c as usize >= cores_n)
             {
-                return Err(SimError::input(format!(
-                    "job '{}': cpu {} is beyond the host's {} cores",
-                    job.name, cpu, cores_n
-                )));
+                return Err(SimError::input_at(
+                    format!("job.{}.cpu", job.name),
+                    format!("cpu {cpu} is beyond the host's {cores_n} cores"),
+                ));
             }
             let prog = Program::from_job(job)?;
             let depth = match &job.work {
@@ -953,13 +953,12 @@ fn refuse_unmodelled(sc: &Scenario, strategy: &Strategy) -> Result<(), SimError>
     // run silently, it would be vic under another name.
     let vic_sched = |mode| matches!(mode, CompletionMode::Interrupt(PolicyConfig::VicSched(_)));
     if vic_sched(strategy.mode) || matches!(strategy.interrupts, PolicyConfig::VicSched(_)) {
-        return Err(SimError::input(format!(
-            "strategy.{}.kind: \"vic-sched\" needs a guest's scheduling state (run \
-             state, slice end), which only a [hypervisor] with guests gives it; use \"vic\" \
-             on bare metal, or embed vic-sched through cint-policy (Rust or C ABI) where the \
-             guest's schedule is known",
-            strategy.name
-        )));
+        return Err(SimError::input_at(
+            format!("strategy.{}.kind", strategy.name),
+            "\"vic-sched\" needs a guest's scheduling state (run state, slice end), which \
+             only a [hypervisor] with guests gives it; use \"vic\" on bare metal, or embed \
+             vic-sched through cint-policy (Rust or C ABI) where the guest's schedule is known",
+        ));
     }
     Ok(())
 }

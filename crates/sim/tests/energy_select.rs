@@ -102,10 +102,13 @@ fn mode_select_without_power_data_is_refused_naming_the_strategy() {
     ];
     let err = cint_sim::run(&map(&sets)).expect_err("no power data");
     assert!(!err.is_internal(), "{err}");
+    assert_eq!(
+        err.key.as_deref(),
+        Some("strategy.mode-select.kind"),
+        "{err}"
+    );
     assert!(
-        err.message.contains("strategy 'mode-select'")
-            && err.message.contains("power data")
-            && !err.message.contains('\n'),
+        err.message.contains("power data") && !err.message.contains('\n'),
         "{err}"
     );
 }

@@ -459,7 +459,7 @@ fn zero_scheduler_times_are_refused_not_rounded_up() {
             _ => sc.host.poll_iteration = zero,
         }
         let err = cint_sim::run(&sc).expect_err("zero is refused");
-        assert!(err.message.contains(key), "{err}");
+        assert_eq!(err.key, Some(format!("host.{key}")), "{err}");
     }
 }
 

@@ -122,10 +122,10 @@ impl fmt::Display for CalibrateError {
                 write!(
                     f,
                     "calibrate: measuring inter-arrival times ({workload}): {}",
-                    line(&error.message)
+                    line(&error.to_string())
                 )
             }
-            CalibrateError::Run(e) => write!(f, "calibrate: thr sweep: {}", line(&e.message)),
+            CalibrateError::Run(e) => write!(f, "calibrate: thr sweep: {}", line(&e.to_string())),
             CalibrateError::Plot(e) => write!(f, "calibrate: writing the plots: {e}"),
         }
     }
@@ -342,6 +342,7 @@ fn workload(
         emu: EmuConfig::default(),
         virt: Default::default(),
         apps: Default::default(),
+        origins: Default::default(),
     })
 }
 

@@ -93,6 +93,7 @@ pub(super) fn build(
         emu: EmuConfig::default(),
         virt: Default::default(),
         apps: Default::default(),
+        origins: Default::default(),
     })
 }
 

@@ -101,17 +101,20 @@ impl HostCosts {
             ("sched_min_granularity", h.sched_min_granularity),
         ] {
             if d.0 == 0 {
-                return Err(SimError::input(format!(
-                    "host '{}': {key} must be longer than zero",
-                    h.model
-                )));
+                return Err(SimError::input_at(
+                    format!("host.{key}"),
+                    format!("must be longer than zero (host '{}')", h.model),
+                ));
             }
         }
         if !(0.0..=1.0).contains(&h.user_issue_share) {
-            return Err(SimError::input(format!(
-                "host '{}': user_issue_share must be from 0 to 1 (got {})",
-                h.model, h.user_issue_share
-            )));
+            return Err(SimError::input_at(
+                "host.user_issue_share",
+                format!(
+                    "must be from 0 to 1 (got {}, host '{}')",
+                    h.user_issue_share, h.model
+                ),
+            ));
         }
         Ok(HostCosts {
             syscall: h.syscall.0,

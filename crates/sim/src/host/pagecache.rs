@@ -1039,10 +1039,10 @@ pub(crate) fn add_flusher(
     }
     let core = sc.host.page_cache.flusher_cpu as usize;
     if core >= cores.len() {
-        return Err(crate::SimError::input(format!(
-            "host.page_cache.flusher_cpu: core {core} is beyond the host's {} cores",
-            cores.len()
-        )));
+        return Err(crate::SimError::input_at(
+            "host.page_cache.flusher_cpu",
+            format!("core {core} is beyond the host's {} cores", cores.len()),
+        ));
     }
     let prog = crate::workload::Program::kernel();
     let tid = threads.len();

@@ -233,13 +233,15 @@ impl Virt {
             return Ok(None);
         };
         let CompletionMode::Interrupt(cfg) = strategy.mode else {
-            return Err(SimError::input(format!(
-                "strategy '{}': kind \"{}\" polls the host's completion queues, which guests \
-                 cannot reach: guests' completions come through the hypervisor's interrupts \
-                 (use an interrupt strategy)",
-                strategy.name,
-                strategy.kind()
-            )));
+            return Err(SimError::input_at(
+                format!("strategy.{}.kind", strategy.name),
+                format!(
+                    "\"{}\" polls the host's completion queues, which guests cannot reach: \
+                     guests' completions come through the hypervisor's interrupts (use an \
+                     interrupt strategy)",
+                    strategy.kind()
+                ),
+            ));
         };
         let is_xen = hv.profile.kind == "xen";
         let is_kvm = hv.profile.kind == "kvm";
@@ -249,9 +251,9 @@ impl Virt {
         let mut credits: Vec<xen::Credit> = Vec::new();
         let mut pcpu_of_core = vec![HOST; cores_n];
         for (g, guest) in sc.virt.guests.iter().enumerate() {
-            let mut policy = cfg
-                .build(0)
-                .map_err(|e| SimError::input(format!("strategy '{}': {e}", strategy.name)))?;
+            let mut policy = cfg.build(0).map_err(|e| {
+                SimError::input_at(format!("strategy.{}", strategy.name), e.to_string())
+            })?;
             if is_xen {
                 // Its vCPU shares its core under the credit scheduler,
                 // which tells the policy of every switch.

@@ -38,12 +38,15 @@ pub(crate) fn build(
         return Ok(None);
     }
     let (Some(host), Some(device)) = (&sc.host.power, &sc.device.power) else {
-        return Err(SimError::input(format!(
-            "strategy '{}': kind \"mode-select\" decides from the host's and the device's \
-             power data, which host '{}' or device '{}' lacks (use a profile with a power \
-             section, e.g. host \"xeon-e3-1230v5\" and device \"optane-900p\")",
-            strategy.name, sc.host.model, sc.device.model
-        )));
+        return Err(SimError::input_at(
+            format!("strategy.{}.kind", strategy.name),
+            format!(
+                "\"mode-select\" decides from the host's and the device's power data, which \
+                 host '{}' or device '{}' lacks (use a profile with a power section, e.g. host \
+                 \"xeon-e3-1230v5\" and device \"optane-900p\")",
+                sc.host.model, sc.device.model
+            ),
+        ));
     };
     let mut idle_states = [IdleStateCost::default(); MAX_IDLE_STATES];
     for (slot, s) in idle_states.iter_mut().zip(&host.idle_states) {
@@ -77,7 +80,7 @@ pub(crate) fn build(
     };
     ModeSelect::new(params)
         .map(Some)
-        .map_err(|e| SimError::input(format!("strategy '{}': {e}", strategy.name)))
+        .map_err(|e| SimError::input_at(format!("strategy.{}", strategy.name), e.to_string()))
 }
 
 impl World<'_> {
