@@ -3,15 +3,16 @@
 //! file, with the `--set` argument as its origin.
 //!
 //! Paths: `duration`, `device.parallel_units`, `device.read.base`;
-//! `strategy.NAME.KEY`, `job.NAME.KEY` and `app.NAME.KEY` pick the
-//! `[[strategy]]`, `[[job]]` or `[[app]]` whose `name` is NAME. Missing tables and keys are created
+//! `strategy.NAME.KEY`, `job.NAME.KEY`, `app.NAME.KEY` and
+//! `guest.NAME.KEY` pick the `[[strategy]]`, `[[job]]`, `[[app]]` or
+//! `[[guest]]` whose `name` is NAME. Missing tables and keys are created
 //! (validation then refuses keys that do not exist).
 
 use crate::error::{Origin, ScenarioError};
 use crate::tree::{parse_set_value, Node, Table, Value};
 
 /// The sections made of `[[...]]` elements addressed by name.
-const NAMED_ARRAYS: &[&str] = &["strategy", "job", "app"];
+const NAMED_ARRAYS: &[&str] = &["strategy", "job", "app", "guest"];
 
 /// Applies one `--set` argument to the document.
 pub(crate) fn apply(root: &mut Table, arg: &str, source: &str) -> Result<(), ScenarioError> {

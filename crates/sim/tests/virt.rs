@@ -334,12 +334,22 @@ fn every_core_pays_its_own_part() {
 }
 
 fn refusal(text: &str) -> String {
-    match cint_scenario::load_str(text, "v.toml", &[]) {
+    refusal_with(text, &[])
+}
+
+/// The one line `cint sim` prints for `text` with `sets`: the loader's,
+/// or the engine's located at the key it names.
+fn refusal_with(text: &str, sets: &[&str]) -> String {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    match cint_scenario::load_str(text, "v.toml", &sets) {
         Err(e) => e.to_string(),
         Ok(sc) => match cint_sim::run(&sc) {
             Err(e) => {
                 assert!(!e.is_internal(), "{e}");
-                e.to_string()
+                match &e.key {
+                    Some(key) => sc.refusal(key, &e.message).to_string(),
+                    None => e.to_string(),
+                }
             }
             Ok(_) => panic!("accepted:\n{text}"),
         },
@@ -438,10 +448,17 @@ fn bad_input_is_refused_in_one_line_naming_the_key() {
     // vic-sched needs a hypervisor; without one the simulator refuses it.
     let bare = "name = \"v\"\nduration = \"5ms\"\n[[strategy]]\nname = \"s\"\nkind = \
                 \"vic-sched\"\n[[job]]\nname = \"io\"\nengine = \"libaio\"\niodepth = 4\n";
-    // The engine's refusal names the key; the command line puts the file
-    // before it, as for every engine error.
+    // The engine's refusal names the key, located where it was written.
     let e = refusal(bare);
-    assert!(e.starts_with("strategy.s.kind: \"vic-sched\""), "{e}");
+    assert!(
+        e.starts_with("v.toml:5: strategy.s.kind: \"vic-sched\""),
+        "{e}"
+    );
+    let e = refusal_with(GUEST, &["guest.vm.cores=[7]"]);
+    assert!(
+        e.starts_with("v.toml: --set guest.vm.cores=[7]: guest.vm.cores: core 7 does not exist"),
+        "{e}"
+    );
     // A guest without a hypervisor, and a polling strategy with guests.
     let e = refusal(&GUEST.replace("[hypervisor]\nmodel = \"esx-like\"\ncores = [0]\n", ""));
     assert!(
@@ -449,7 +466,10 @@ fn bad_input_is_refused_in_one_line_naming_the_key() {
         "{e}"
     );
     let e = refusal(&GUEST.replace("kind = \"vic\"", "kind = \"poll\""));
-    assert!(e.contains("polls the host's completion queues"), "{e}");
+    assert!(
+        e.starts_with("v.toml:14: strategy.vic.kind: \"poll\" polls the host's completion queues"),
+        "{e}"
+    );
 }
 
 /// vIC with both of its mechanisms off (a delivery ratio of 1 at any
