@@ -173,16 +173,22 @@ impl Menu {
                 return u64::from(u32::MAX);
             }
             let avg = sum / n;
-            let variance = self
+            let squares = self
                 .intervals
                 .iter()
                 .filter(|&&v| v <= thresh)
                 .map(|&v| {
-                    let d = i128::from(v) - i128::from(avg);
-                    (d * d) as u128
+                    let d = u64::from(v.abs_diff(avg as u32));
+                    u128::from(d * d)
                 })
-                .sum::<u128>()
-                / u128::from(n);
+                .sum::<u128>();
+            // Linux shifts when every interval counts; a 128-bit division
+            // is a library call, and this runs at every idle entry.
+            let variance = if n == INTERVALS as u64 {
+                squares >> INTERVALS.trailing_zeros()
+            } else {
+                squares / u128::from(n)
+            };
             let avg2 = u128::from(avg) * u128::from(avg);
             if (avg2 > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400 {
                 return avg;
@@ -195,10 +201,21 @@ impl Menu {
     }
 
     fn corrected(&self, next_timer_ns: Nanos) -> u64 {
-        let scale = u128::from(RESOLUTION * DECAY * NSEC_PER_USEC);
-        let us = (u128::from(next_timer_ns) * u128::from(self.correction[self.bucket]) + scale / 2)
-            / scale;
-        us.min(u128::from(u64::MAX)) as u64
+        let scale = RESOLUTION * DECAY * NSEC_PER_USEC;
+        let factor = self.correction[self.bucket];
+        // In 64 bits while the product fits (sleep lengths below about
+        // 13 days), as Linux computes it; in 128 beyond.
+        match next_timer_ns
+            .checked_mul(factor)
+            .and_then(|x| x.checked_add(scale / 2))
+        {
+            Some(x) => x / scale,
+            None => {
+                let scale = u128::from(scale);
+                let us = (u128::from(next_timer_ns) * u128::from(factor) + scale / 2) / scale;
+                us.min(u128::from(u64::MAX)) as u64
+            }
+        }
     }
 
     fn select(&mut self, t: &StateTable, ctx: IdleContext) -> usize {
