@@ -26,8 +26,8 @@ fn vm_hwm_kib() -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
-/// Events per wall second of one run of `sc`.
-fn events_per_s(sc: &cint_scenario::Scenario) -> f64 {
+/// Events and simulated I/Os per wall second of one run of `sc`.
+fn rates(sc: &cint_scenario::Scenario) -> (f64, f64) {
     let start = Instant::now();
     let (_, stats) = match cint_sim::run_with_stats(sc) {
         Ok(r) => r,
@@ -36,7 +36,8 @@ fn events_per_s(sc: &cint_scenario::Scenario) -> f64 {
             std::process::exit(1);
         }
     };
-    stats.events as f64 / start.elapsed().as_secs_f64()
+    let wall = start.elapsed().as_secs_f64();
+    (stats.events as f64 / wall, stats.ios as f64 / wall)
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -47,7 +48,10 @@ fn median(v: &mut [f64]) -> f64 {
 /// The energy model's cost in simulator speed: each mode of
 /// `energy-table1` (four threads, so that cores go idle and wake often)
 /// with its power data and without, runs interleaved so that a noisy
-/// machine slows both alike, the median ratio of events per wall second.
+/// machine slows both alike, the median ratios of events and of simulated
+/// I/Os per wall second. The two differ because the model adds events of
+/// its own (a polling idle state's limit, an exit latency's end): the
+/// I/O rate is the speed a user sees.
 fn energy_cost(dir: &Path) {
     let sets = [
         "duration=300ms".to_string(),
@@ -62,38 +66,46 @@ fn energy_cost(dir: &Path) {
             std::process::exit(2);
         }
     };
-    println!("energy-table1, four threads, events per wall second with energy on / off:");
-    let mut worst = f64::INFINITY;
+    println!("energy-table1, four threads, per wall second with energy on / off:");
+    let (mut worst_events, mut worst_ios) = (f64::INFINITY, f64::INFINITY);
     for strategy in &sc.strategies {
         let mut on = sc.clone();
         on.strategies = vec![strategy.clone()];
         let mut off = on.clone();
         off.host.power = None;
         off.device.power = None;
-        let (mut ratios, mut rate_on, mut rate_off) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut events, mut ios, mut rate_on, mut rate_off) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..7 {
-            let (a, b) = (events_per_s(&on), events_per_s(&off));
-            ratios.push(a / b);
-            rate_on.push(a);
-            rate_off.push(b);
+            let (a, b) = (rates(&on), rates(&off));
+            events.push(a.0 / b.0);
+            ios.push(a.1 / b.1);
+            rate_on.push(a.0);
+            rate_off.push(b.0);
         }
-        let ratio = median(&mut ratios);
-        worst = worst.min(ratio);
+        let (events, ios) = (median(&mut events), median(&mut ios));
+        worst_events = worst_events.min(events);
+        worst_ios = worst_ios.min(ios);
         println!(
-            "  {:<12} on {:>6.1} M events/s  off {:>6.1} M events/s  on/off {:.3}",
+            "  {:<12} on {:>6.1} M events/s  off {:>6.1} M events/s  on/off: events {:.3}, simulated I/Os {:.3}",
             strategy.name,
             median(&mut rate_on) / 1e6,
             median(&mut rate_off) / 1e6,
-            ratio
+            events,
+            ios
         );
     }
-    println!(
-        "  worst on/off: {worst:.3} ({})",
-        if worst >= 0.9 {
+    let verdict = |r: f64| {
+        if r >= 0.9 {
             "meets a drop of at most 10%"
         } else {
             "MISSES a drop of at most 10%"
         }
+    };
+    println!(
+        "  worst on/off: events per second {worst_events:.3} ({}), simulated I/Os per second {worst_ios:.3} ({})",
+        verdict(worst_events),
+        verdict(worst_ios)
     );
 }
 

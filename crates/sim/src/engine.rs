@@ -55,6 +55,10 @@ struct Scheduled<E> {
     event: E,
 }
 
+/// A scheduled event, for [`EventQueue::cancel_near`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pending(u128);
+
 impl<E> Scheduled<E> {
     fn at(&self) -> Nanos {
         (self.key >> 64) as Nanos
@@ -158,9 +162,17 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
     /// [`EventQueue::violation`].
     #[inline(always)]
     pub fn schedule(&mut self, at: Nanos, event: E) {
+        self.schedule_pending(at, event);
+    }
+
+    /// [`EventQueue::schedule`], keeping the event's handle for
+    /// [`EventQueue::cancel_near`] (`None` when `at` is in the past and
+    /// the event was refused).
+    #[inline(always)]
+    pub(crate) fn schedule_pending(&mut self, at: Nanos, event: E) -> Option<Pending> {
         if at < self.now {
             self.refuse_past(at, event);
-            return;
+            return None;
         }
         let key = (u128::from(at) << 64) | u128::from(self.next_seq);
         self.next_seq += 1;
@@ -170,6 +182,7 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
         } else {
             self.heap_push(entry);
         }
+        Some(Pending(key))
     }
 
     /// Inserts into the ascending array: the entries that come out after
@@ -204,6 +217,23 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
             hole = parent;
         }
         heap[hole] = Scheduled { key, event };
+    }
+
+    /// Drops `pending` if it still waits in the sorted array: a
+    /// superseded event there takes a slot, and every earlier insertion
+    /// scans and moves it until its instant comes. Elsewhere (the heap, or
+    /// already handed out) it stays, and the caller's token must make it
+    /// stale. Which events take effect, and in what order, is the same
+    /// either way; only the count of events handed out changes.
+    pub(crate) fn cancel_near(&mut self, pending: Pending) -> bool {
+        let live = &self.near[self.head..];
+        match live.binary_search_by(|e| e.key.cmp(&pending.0)) {
+            Ok(i) => {
+                self.near.remove(self.head + i);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// [`EventQueue::schedule`] for an event whose instant is no earlier

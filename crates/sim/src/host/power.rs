@@ -19,7 +19,7 @@ use cint_policy::Nanos;
 use cint_report::{CoreEnergy, EnergyResult, StateResidency};
 use cint_scenario::{DevicePower, HostPower, Scenario};
 
-use crate::engine::Event;
+use crate::engine::{Event, Pending};
 use crate::host::idle::{GovernorState, IdleContext, StateTable};
 use crate::world::{RunState, Wait, World};
 
@@ -57,6 +57,10 @@ struct CorePower {
     /// Energy of idle-state exits in the measured window, fJ.
     exit_fj: u128,
     stay: Option<Stay>,
+    /// The polling state's limit timer of the current stay, dropped when
+    /// the stay ends early (work arrived) so that it does not linger
+    /// among the near events.
+    poll_timer: Option<Pending>,
     governor: GovernorState,
 }
 
@@ -149,6 +153,7 @@ impl PowerModel {
                 entries: vec![0; states],
                 exit_fj: 0,
                 stay: None,
+                poll_timer: None,
                 governor: GovernorState::new(host.governor, host.idle_states.len()),
             })
             .collect();
@@ -434,7 +439,10 @@ impl World<'_> {
         });
         if p.table.polling[idx] {
             let at = now + p.poll_limit;
-            self.arm_idle_timer(c, at);
+            let pending = self.arm_idle_timer(c, at);
+            if let Some(p) = self.power.as_deref_mut() {
+                p.cores[c].poll_timer = pending;
+            }
         }
     }
 
@@ -470,17 +478,17 @@ impl World<'_> {
         }
     }
 
-    fn arm_idle_timer(&mut self, c: usize, at: Nanos) {
+    fn arm_idle_timer(&mut self, c: usize, at: Nanos) -> Option<Pending> {
         let core = &mut self.cores[c];
         core.token += 1;
         let token = core.token;
-        self.events.schedule(
+        self.events.schedule_pending(
             at,
             Event::CoreDone {
                 core: c as u32,
                 token,
             },
-        );
+        )
     }
 
     /// Thread `t` armed a timer for `at` (its current `timer_token`).
@@ -537,6 +545,14 @@ impl World<'_> {
             return;
         };
         let Some(stay) = p.cores[c].stay.take() else {
+            return;
+        };
+        if let Some(pending) = p.cores[c].poll_timer.take() {
+            if !poll_limit_hit {
+                self.events.cancel_near(pending);
+            }
+        }
+        let Some(p) = self.power.as_deref_mut() else {
             return;
         };
         let table = &p.table;
