@@ -293,7 +293,6 @@ impl Virt {
             });
         }
         let (queue_guest, thread_guest) = owners(sc, threads, queues_n, &xen)?;
-        refuse_shared_page_cache(sc, &thread_guest, threads)?;
         let mut io_cores: Vec<u32> = hv.cores.clone();
         for guest in &sc.virt.guests {
             io_cores.extend(guest.cores.iter().copied());
@@ -399,13 +398,17 @@ fn owners(
     let mut queue_guest = vec![HOST; queues_n];
     let mut host_used = vec![false; queues_n];
     let mut thread_guest = Vec::with_capacity(threads.len());
+    // The flushers, in the order they were added: each is its page
+    // cache's kernel's, the host's or a guest's.
+    let mut flushers = crate::host::pagecache::plan(sc).into_iter();
     for &(job, queue) in threads {
         let g = match sc.jobs.get(job as usize) {
             Some(spec) => spec.guest.unwrap_or(HOST),
-            // A kernel thread (the page cache's flusher) belongs to
-            // the guest whose buffered jobs share its core: the
-            // guest kernel's writeback.
-            None => kernel_guest(sc, queue, queues_n),
+            None if job == crate::host::pagecache::KERNEL_JOB => match flushers.next() {
+                Some((crate::host::pagecache::Owner::Guest(g), _)) => g,
+                _ => HOST,
+            },
+            None => HOST,
         };
         thread_guest.push(g);
         let io = sc
@@ -447,62 +450,6 @@ fn owners(
         }
     }
     Ok((queue_guest, thread_guest))
-}
-
-/// The page cache is one per host: buffered jobs of several guests, or of
-/// a guest and the host, would share it and its one flusher, and a
-/// guest's writeback must run on its own vCPU (`flusher_cpu` its core).
-fn refuse_shared_page_cache(
-    sc: &Scenario,
-    thread_guest: &[u32],
-    threads: &[(u32, usize)],
-) -> Result<(), SimError> {
-    let mut owners: Vec<u32> = sc
-        .jobs
-        .iter()
-        .filter(|job| crate::host::pagecache::job_buffered(job))
-        .map(|job| job.guest.unwrap_or(HOST))
-        .collect();
-    owners.sort_unstable();
-    owners.dedup();
-    let Some(&owner) = owners.first() else {
-        return Ok(());
-    };
-    if owners.len() > 1 {
-        return Err(SimError::input(format!(
-            "{}: buffered jobs (direct = false) in {} share the one page cache of the \
-             host and its flusher; keep them in one guest (or on the host)",
-            sc.source,
-            owners
-                .iter()
-                .map(|&g| describe(sc, g))
-                .collect::<Vec<_>>()
-                .join(" and ")
-        )));
-    }
-    let flusher = threads
-        .iter()
-        .position(|&(job, _)| job as usize >= sc.jobs.len());
-    if owner != HOST && flusher.is_some_and(|f| thread_guest[f] != owner) {
-        return Err(SimError::input(format!(
-            "{}: host.page_cache.flusher_cpu: the buffered jobs run in {}, whose kernel \
-             writes them back: give it that guest's core",
-            sc.source,
-            describe(sc, owner)
-        )));
-    }
-    Ok(())
-}
-
-/// The guest a kernel thread on device queue `queue`'s core belongs to:
-/// that of the buffered jobs on the cores of that queue, or [`HOST`].
-fn kernel_guest(sc: &Scenario, queue: usize, queues_n: usize) -> u32 {
-    sc.jobs
-        .iter()
-        .filter(|job| crate::host::pagecache::job_buffered(job))
-        .find(|job| (0..job.numjobs).any(|n| sc.thread_core(job, n) as usize % queues_n == queue))
-        .and_then(|job| job.guest)
-        .unwrap_or(HOST)
 }
 
 /// A queue's owner for messages.
