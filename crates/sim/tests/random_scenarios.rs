@@ -492,6 +492,10 @@ fn guests(
     if xen && rng.chance(30) {
         let _ = writeln!(out, "slice = \"{}ms\"", 1 + rng.below(30));
     }
+    // Xen's back end's failsafe counted per guest instead of shared.
+    if xen && buffered.chance(30) {
+        let _ = writeln!(out, "failsafe_per_guest = true");
+    }
     if !xen && rng.chance(30) {
         let _ = writeln!(out, "monitor_timer = \"{}us\"", 50 + rng.below(2000));
     }

@@ -349,3 +349,70 @@ fn xen_dd_busy_2_gives_each_guest_its_own_writeback() {
         virqs("none")
     );
 }
+
+/// Xen's reference back end counts the failsafe's suppressed responses
+/// over all guests (`quirk_failsafe`), the model too unless the profile
+/// says `failsafe_per_guest`. With one guest the two counts are the same
+/// count, so the runs are identical (and the failsafe does act: without
+/// it they differ); with two guests whose responses interleave they are
+/// not. (cifThreshold 1 holds long runs of responses, and with the reset
+/// quirk only the failsafe ends them.)
+#[test]
+fn the_failsafe_is_shared_across_guests_as_in_xen() {
+    let two = r#"name = "two"
+duration = "150ms"
+warmup = "50ms"
+[device]
+model = "p3700"
+[host]
+cores = 4
+[hypervisor]
+model = "xen-like"
+cores = [2, 3]
+[[guest]]
+name = "a"
+cores = [1]
+[[guest]]
+name = "b"
+cores = [1]
+[[strategy]]
+name = "vic"
+kind = "vic"
+cif_threshold = 1
+epoch = "50ms"
+iops_threshold = 100
+quirk_reset_on_skip = true
+[[job]]
+name = "ja"
+guest = "a"
+engine = "libaio"
+rw = "randread"
+bs = "4k"
+iodepth = 32
+[[job]]
+name = "jb"
+guest = "b"
+engine = "libaio"
+rw = "randread"
+bs = "4k"
+iodepth = 32
+"#;
+    let one = two.replace(
+        "name = \"jb\"\nguest = \"b\"",
+        "name = \"jb\"\nguest = \"a\"",
+    );
+    assert_ne!(one, two);
+    let run = |text: &str, sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let sc = cint_scenario::load_str(text, "x.toml", &sets).unwrap();
+        serde_json::to_string(&cint_sim::run(&sc).unwrap().results).unwrap()
+    };
+    let shared = ["strategy.vic.quirk_failsafe=4"];
+    let per_guest = [
+        "strategy.vic.quirk_failsafe=4",
+        "hypervisor.failsafe_per_guest=true",
+    ];
+    assert_ne!(run(two, &shared), run(two, &per_guest));
+    assert_eq!(run(&one, &shared), run(&one, &per_guest));
+    assert_ne!(run(&one, &shared), run(&one, &[]));
+}

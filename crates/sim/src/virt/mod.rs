@@ -33,7 +33,7 @@ mod esx;
 mod kvm;
 mod xen;
 
-use cint_policy::{AnyPolicy, GuestSchedule, Nanos, Policy};
+use cint_policy::{AnyPolicy, GuestSchedule, Nanos, Policy, PolicyConfig};
 use cint_report::{LatencyHistogram, VirtResult};
 use cint_scenario::{CompletionMode, HypervisorProfile, Scenario, Strategy, Work};
 
@@ -217,6 +217,13 @@ pub(crate) struct Virt {
     pub frontend_lat: LatencyHistogram,
     /// The guests a physical interrupt touched (reused buffer).
     pub touched: Vec<u32>,
+    /// Xen: the back end's failsafe over all guests, when the strategy
+    /// has one (`quirk_failsafe`) and the profile shares it: after this
+    /// many suppressed responses in a row, of any guests, the next
+    /// response is notified.
+    pub shared_failsafe: Option<u32>,
+    /// Responses suppressed in a row, over all guests.
+    pub failsafe_held: u32,
 }
 
 impl Virt {
@@ -243,6 +250,14 @@ impl Virt {
         };
         let is_xen = hv.profile.kind == "xen";
         let is_kvm = hv.profile.kind == "kvm";
+        // Xen's back end counts the failsafe's suppressed responses over
+        // all guests: the guests' policies then run without a failsafe of
+        // their own, and the back end keeps the one count.
+        let (cfg, shared_failsafe) = if is_xen && !hv.profile.failsafe_per_guest {
+            without_failsafe(cfg)
+        } else {
+            (cfg, None)
+        };
         let cores_n = sc.host.cores.max(1) as usize;
         let mut guests = Vec::with_capacity(sc.virt.guests.len());
         let mut xen = Vec::new();
@@ -327,6 +342,8 @@ impl Virt {
             pushed: vec![0; if is_xen { requests } else { 0 }],
             frontend_lat: LatencyHistogram::new(),
             touched: Vec::with_capacity(sc.virt.guests.len()),
+            shared_failsafe,
+            failsafe_held: 0,
         }))
     }
 
@@ -382,6 +399,21 @@ impl Virt {
                 preempted_per_s: c.kvm_preempted as f64 / secs,
             }),
         }
+    }
+}
+
+/// `cfg` without its failsafe quirk, and that quirk's limit.
+fn without_failsafe(cfg: PolicyConfig) -> (PolicyConfig, Option<u32>) {
+    match cfg {
+        PolicyConfig::Vic(mut p) => {
+            let limit = p.quirk_failsafe.take();
+            (PolicyConfig::Vic(p), limit)
+        }
+        PolicyConfig::VicSched(mut p) => {
+            let limit = p.vic.quirk_failsafe.take();
+            (PolicyConfig::VicSched(p), limit)
+        }
+        other => (other, None),
     }
 }
 
