@@ -592,3 +592,71 @@ fn kvm_bad_input_is_refused_in_one_line_naming_the_key() {
         assert_eq!(e.lines().count(), 1, "{e}");
     }
 }
+
+/// Under the KVM-like hypervisor the back end tells its policy the
+/// interrupt vCPU's run state and, while a host thread waits for the
+/// vCPU's core, the end of its slice: scheduler-aware vIC then delivers
+/// held completions just before the vCPU is preempted, so it differs from
+/// vIC (more interrupts), and without a host thread beside the vCPU there
+/// is no slice end and the two are the same run.
+#[test]
+fn kvm_vic_sched_hears_the_vcpus_slice_end() {
+    let text = r#"name = "k"
+duration = "300ms"
+warmup = "50ms"
+[host]
+cores = 3
+[hypervisor]
+model = "kvm-like"
+cores = [2]
+[[guest]]
+name = "vm"
+cores = [1]
+[[strategy]]
+name = "vic"
+kind = "vic"
+epoch = "20ms"
+cif_threshold = 1
+iops_threshold = 100
+[[strategy]]
+name = "vic-sched"
+kind = "vic-sched"
+epoch = "20ms"
+cif_threshold = 1
+iops_threshold = 100
+clock_margin = "0us"
+[[job]]
+name = "io"
+guest = "vm"
+engine = "libaio"
+rw = "randread"
+bs = "4k"
+iodepth = 32
+[[job]]
+name = "spin"
+guest = "vm"
+kind = "cpu"
+[[job]]
+name = "host"
+kind = "cpu"
+cpu = 1
+"#;
+    let run = |text: &str| {
+        let sc = cint_scenario::load_str(text, "k.toml", &[]).unwrap();
+        cint_sim::run(&sc).unwrap()
+    };
+    let shared = run(text);
+    let irqs = |r: &RunResult, s: &str| virt(r, s).virtual_interrupts_per_s;
+    assert!(virt(&shared, "vic").delivery_ratio < 0.9);
+    assert!(
+        irqs(&shared, "vic-sched") > irqs(&shared, "vic"),
+        "{} {}",
+        irqs(&shared, "vic-sched"),
+        irqs(&shared, "vic")
+    );
+    let alone = run(&text.replace("[[job]]\nname = \"host\"\nkind = \"cpu\"\ncpu = 1\n", ""));
+    assert_eq!(
+        serde_json::to_string(&by_name(&alone, "vic").virt).unwrap(),
+        serde_json::to_string(&by_name(&alone, "vic-sched").virt).unwrap()
+    );
+}

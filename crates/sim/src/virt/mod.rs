@@ -278,8 +278,8 @@ impl Virt {
                 ));
             } else {
                 // ESX-like monitors own their cores: the vCPU is never
-                // descheduled, and no time slice ends. (A KVM vCPU a host
-                // job preempts is not reported to the policy either.)
+                // descheduled, and no time slice ends. (KVM's back end
+                // tells the policy its vCPU's state as it consults it.)
                 policy.on_schedule(
                     0,
                     GuestSchedule {
