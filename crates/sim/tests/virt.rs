@@ -601,51 +601,16 @@ fn kvm_bad_input_is_refused_in_one_line_naming_the_key() {
 /// is no slice end and the two are the same run.
 #[test]
 fn kvm_vic_sched_hears_the_vcpus_slice_end() {
-    let text = r#"name = "k"
-duration = "300ms"
-warmup = "50ms"
-[host]
-cores = 3
-[hypervisor]
-model = "kvm-like"
-cores = [2]
-[[guest]]
-name = "vm"
-cores = [1]
-[[strategy]]
-name = "vic"
-kind = "vic"
-epoch = "20ms"
-cif_threshold = 1
-iops_threshold = 100
-[[strategy]]
-name = "vic-sched"
-kind = "vic-sched"
-epoch = "20ms"
-cif_threshold = 1
-iops_threshold = 100
-clock_margin = "0us"
-[[job]]
-name = "io"
-guest = "vm"
-engine = "libaio"
-rw = "randread"
-bs = "4k"
-iodepth = 32
-[[job]]
-name = "spin"
-guest = "vm"
-kind = "cpu"
-[[job]]
-name = "host"
-kind = "cpu"
-cpu = 1
-"#;
-    let run = |text: &str| {
-        let sc = cint_scenario::load_str(text, "k.toml", &[]).unwrap();
-        cint_sim::run(&sc).unwrap()
-    };
-    let shared = run(text);
+    let vic = "cif_threshold = 1\nepoch = \"20ms\"\niops_threshold = 100\n";
+    let guest = format!(
+        "[[strategy]]\nname = \"vic\"\nkind = \"vic\"\n{vic}\
+         [[strategy]]\nname = \"vic-sched\"\nkind = \"vic-sched\"\n{vic}clock_margin = \"0us\"\n\
+         [[job]]\nname = \"io\"\nguest = \"vm\"\nengine = \"libaio\"\nrw = \"randread\"\n\
+         bs = \"4k\"\niodepth = 32\n[[job]]\nname = \"spin\"\nguest = \"vm\"\nkind = \"cpu\"\n"
+    );
+    let host = "[[job]]\nname = \"host\"\nkind = \"cpu\"\ncpu = 1\n";
+    let sets = ["duration=300ms", "warmup=50ms"];
+    let shared = kvm_run(&format!("{guest}{host}"), &sets);
     let irqs = |r: &RunResult, s: &str| virt(r, s).virtual_interrupts_per_s;
     assert!(virt(&shared, "vic").delivery_ratio < 0.9);
     assert!(
@@ -654,7 +619,7 @@ cpu = 1
         irqs(&shared, "vic-sched"),
         irqs(&shared, "vic")
     );
-    let alone = run(&text.replace("[[job]]\nname = \"host\"\nkind = \"cpu\"\ncpu = 1\n", ""));
+    let alone = kvm_run(&guest, &sets);
     assert_eq!(
         serde_json::to_string(&by_name(&alone, "vic").virt).unwrap(),
         serde_json::to_string(&by_name(&alone, "vic-sched").virt).unwrap()

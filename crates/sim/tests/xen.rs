@@ -359,52 +359,26 @@ fn xen_dd_busy_2_gives_each_guest_its_own_writeback() {
 /// quirk only the failsafe ends them.)
 #[test]
 fn the_failsafe_is_shared_across_guests_as_in_xen() {
-    let two = r#"name = "two"
-duration = "150ms"
-warmup = "50ms"
-[device]
-model = "p3700"
-[host]
-cores = 4
-[hypervisor]
-model = "xen-like"
-cores = [2, 3]
-[[guest]]
-name = "a"
-cores = [1]
-[[guest]]
-name = "b"
-cores = [1]
-[[strategy]]
-name = "vic"
-kind = "vic"
-cif_threshold = 1
-epoch = "50ms"
-iops_threshold = 100
-quirk_reset_on_skip = true
-[[job]]
-name = "ja"
-guest = "a"
-engine = "libaio"
-rw = "randread"
-bs = "4k"
-iodepth = 32
-[[job]]
-name = "jb"
-guest = "b"
-engine = "libaio"
-rw = "randread"
-bs = "4k"
-iodepth = 32
-"#;
-    let one = two.replace(
-        "name = \"jb\"\nguest = \"b\"",
-        "name = \"jb\"\nguest = \"a\"",
+    let vic = "[[strategy]]\nname = \"vic\"\nkind = \"vic\"\ncif_threshold = 1\n\
+               epoch = \"50ms\"\niops_threshold = 100\nquirk_reset_on_skip = true\n";
+    let reader = "engine = \"libaio\"\nrw = \"randread\"\nbs = \"4k\"\niodepth = 32";
+    // Both guests read (`busy` too), or only `io` does.
+    let two = BASE.replace(
+        "name = \"burn\"\nguest = \"busy\"\nkind = \"cpu\"",
+        &format!("name = \"burn\"\nguest = \"busy\"\n{reader}"),
     );
-    assert_ne!(one, two);
+    let one = BASE
+        .replace(
+            "name = \"burn\"\nguest = \"busy\"",
+            "name = \"burn\"\nguest = \"io\"",
+        )
+        .replace("kind = \"cpu\"", reader);
+    assert!(two != BASE && one != BASE);
     let run = |text: &str, sets: &[&str]| {
-        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        let sc = cint_scenario::load_str(text, "x.toml", &sets).unwrap();
+        let text = text.replace("STRATEGIES", vic).replace("IO_JOB", reader);
+        let mut sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        sets.extend(["duration=150ms".to_string(), "warmup=50ms".to_string()]);
+        let sc = cint_scenario::load_str(&text, "x.toml", &sets).unwrap();
         serde_json::to_string(&cint_sim::run(&sc).unwrap().results).unwrap()
     };
     let shared = ["strategy.vic.quirk_failsafe=4"];
@@ -412,7 +386,7 @@ iodepth = 32
         "strategy.vic.quirk_failsafe=4",
         "hypervisor.failsafe_per_guest=true",
     ];
-    assert_ne!(run(two, &shared), run(two, &per_guest));
+    assert_ne!(run(&two, &shared), run(&two, &per_guest));
     assert_eq!(run(&one, &shared), run(&one, &per_guest));
     assert_ne!(run(&one, &shared), run(&one, &[]));
 }
