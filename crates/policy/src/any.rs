@@ -85,6 +85,16 @@ impl AnyPolicy {
             _ => None,
         }
     }
+
+    /// The vIC state inside this policy, to change (the back end's
+    /// failsafe shared across guests).
+    pub fn vic_mut(&mut self) -> Option<&mut Vic> {
+        match self {
+            AnyPolicy::Vic(v) => Some(v),
+            AnyPolicy::VicSched(v) => Some(v.vic_mut()),
+            _ => None,
+        }
+    }
 }
 
 impl Policy for AnyPolicy {

@@ -251,6 +251,15 @@ impl Vic {
         }
     }
 
+    /// The reference back end's failsafe, decided outside the policy
+    /// (Xen's back end counts the suppressed responses of all guests
+    /// together): delivers everything held and restarts the counter, as
+    /// the policy's own `quirk_failsafe` branch does.
+    pub fn failsafe_deliver(&mut self, now: Nanos) -> Decision {
+        self.counter = 1;
+        self.deliver(now)
+    }
+
     /// Delivers everything held (and the completion being judged, if any).
     pub(crate) fn deliver(&mut self, now: Nanos) -> Decision {
         self.held = 0;

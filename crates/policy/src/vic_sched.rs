@@ -68,6 +68,12 @@ impl VicSched {
         &self.vic
     }
 
+    /// The underlying vIC, to drive from outside (the back end's shared
+    /// failsafe).
+    pub fn vic_mut(&mut self) -> &mut Vic {
+        &mut self.vic
+    }
+
     /// The guest schedule last reported.
     pub const fn schedule(&self) -> GuestSchedule {
         self.schedule

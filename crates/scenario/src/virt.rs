@@ -110,6 +110,11 @@ pub struct HypervisorProfile {
     /// (`halt_poll_ns_shrink`); 0 resets it to nothing.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub halt_poll_shrink: u32,
+    /// Xen: the back end's failsafe (a strategy's `quirk_failsafe`) counts
+    /// each guest's suppressed responses on its own, instead of all
+    /// guests' together as Xen's reference back end does.
+    #[serde(default)]
+    pub failsafe_per_guest: bool,
 }
 
 // The KVM-only keys stay out of other hypervisors' rendered profiles,
@@ -177,6 +182,7 @@ fn esx_like() -> HypervisorProfile {
         vcpu_wake_cycles: 0,
         halt_poll_max: Duration(0),
         halt_poll_shrink: 0,
+        failsafe_per_guest: false,
     }
 }
 
@@ -218,6 +224,7 @@ fn xen_like() -> HypervisorProfile {
         vcpu_wake_cycles: 0,
         halt_poll_max: Duration(0),
         halt_poll_shrink: 0,
+        failsafe_per_guest: false,
     }
 }
 

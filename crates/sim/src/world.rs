@@ -349,7 +349,8 @@ pub(crate) struct World<'a> {
     pub replay: crate::workload::Replay,
     /// The virtual-machine layer, when the scenario has guests.
     pub virt: Option<Box<crate::virt::Virt>>,
-    /// The page cache and its flusher, when a job does buffered I/O.
+    /// The page caches (the host's, each guest's) and their flushers,
+    /// when a job does buffered I/O.
     pub page_cache: Option<Box<crate::host::pagecache::Buffered>>,
     /// Application programs (`[[app]]`).
     pub apps: Option<Box<crate::apps::Apps>>,
@@ -371,7 +372,7 @@ impl<'a> World<'a> {
                 }
             }
         }
-        if let Some(q) = crate::host::pagecache::flusher_queue(sc, queues_n) {
+        for q in crate::host::pagecache::flusher_queues(sc, queues_n) {
             used[q] = true;
         }
         for q in crate::apps::queues_used(sc, queues_n) {
@@ -483,7 +484,7 @@ impl<'a> World<'a> {
             queues_n,
             estimator(strategy.mode),
         );
-        let flusher = crate::host::pagecache::add_flusher(
+        let flushers = crate::host::pagecache::add_flushers(
             sc,
             &mut threads,
             &mut reqs,
@@ -566,8 +567,7 @@ impl<'a> World<'a> {
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
             replay: crate::workload::Replay::new(sc, &threads_jobs, reqs_n),
             virt,
-            page_cache: flusher
-                .map(|f| crate::host::pagecache::Buffered::new(sc, &threads_jobs, f)),
+            page_cache: crate::host::pagecache::Buffered::new(sc, &threads_jobs, &flushers),
             apps,
             selector,
         };
@@ -633,7 +633,7 @@ impl<'a> World<'a> {
         }
         let events = self.events.processed();
         let mut notes = self.held_at_end(strategy);
-        notes.extend(self.page_cache_note(strategy));
+        notes.extend(self.page_cache_notes(strategy));
         notes.extend(self.app_notes(strategy));
         Ok((self.summarise(strategy), events, notes))
     }

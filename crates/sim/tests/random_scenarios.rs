@@ -21,7 +21,8 @@
 //! the energy layer (the energy study's host with a governor, and the
 //! per-request mode selector beside it); the
 //! virtual-machine layer (a hypervisor with guests running I/O and busy
-//! loops, and vic-sched beside the drawn strategies); the page cache (a
+//! loops, and vic-sched beside the drawn strategies; guests with buffered
+//! writers, each through its own page cache); the page cache (a
 //! small one, with buffered synchronous jobs, whose calls the device
 //! bounds do not cover); application programs (a RocksDB-like or
 //! KVell-like store, whose every operation type must make progress or be
@@ -264,9 +265,12 @@ fn scenario(seed: u64) -> String {
     // take cores after the host's, behind a hypervisor core; polling
     // strategies cannot serve guests, so a seed that drew one has none.
     let mut virt = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    // Guests' buffered writers (each guest's own page cache), from a
+    // generator of their own, so the guests drawn before stay as they were.
+    let mut guest_cache = Rng(seed.wrapping_mul(0xc2b2_ae3d_27d4_eb4f) | 1);
     let polls = strategies.contains("poll\"");
     let guests = if !polls && virt.chance(25) {
-        guests(&mut virt, cores, &mut strategies)
+        guests(&mut virt, &mut guest_cache, cores, &mut strategies)
     } else {
         None
     };
@@ -300,6 +304,17 @@ fn scenario(seed: u64) -> String {
             "[host.page_cache]\nmemory = \"{}MiB\"\nflusher_cpu = {}\n",
             1 + cache.below(64),
             cache.below(cores)
+        );
+    }
+    // A small cache for the guests' writers too, when the host's has none.
+    let guests_buffered = guests
+        .as_ref()
+        .is_some_and(|(_, text)| text.contains("direct = false"));
+    if guests_buffered && !buffered {
+        let _ = write!(
+            out,
+            "[host.page_cache]\nmemory = \"{}MiB\"\n",
+            1 + guest_cache.below(64)
         );
     }
     // The per-request mode selector (issue #21, docs/ALGORITHMS.md
@@ -453,9 +468,15 @@ fn trace_job(seed: u64, text: &str, dir: &std::path::Path) -> String {
 
 /// A hypervisor on core `cores` and one or two guests of one or two
 /// vCPUs on the cores after it, each running I/O jobs and perhaps a busy
-/// loop; perhaps a vic-sched strategy. Returns the host's cores in all
+/// loop, and perhaps (from `buffered`) a buffered writer; perhaps a
+/// vic-sched strategy. Returns the host's cores in all
 /// and the sections (guests' jobs included).
-fn guests(rng: &mut Rng, cores: u64, strategies: &mut String) -> Option<(u64, String)> {
+fn guests(
+    rng: &mut Rng,
+    buffered: &mut Rng,
+    cores: u64,
+    strategies: &mut String,
+) -> Option<(u64, String)> {
     // ESX-like (a vCPU owns its core) or Xen-like (one-vCPU guests share
     // cores under the credit scheduler; dom0 on two cores); KVM-like at
     // the end.
@@ -470,6 +491,10 @@ fn guests(rng: &mut Rng, cores: u64, strategies: &mut String) -> Option<(u64, St
     };
     if xen && rng.chance(30) {
         let _ = writeln!(out, "slice = \"{}ms\"", 1 + rng.below(30));
+    }
+    // Xen's back end's failsafe counted per guest instead of shared.
+    if xen && buffered.chance(30) {
+        let _ = writeln!(out, "failsafe_per_guest = true");
     }
     if !xen && rng.chance(30) {
         let _ = writeln!(out, "monitor_timer = \"{}us\"", 50 + rng.below(2000));
@@ -514,6 +539,15 @@ fn guests(rng: &mut Rng, cores: u64, strategies: &mut String) -> Option<(u64, St
                 jobs,
                 "engine = \"{engine}\"\nrw = \"{rw}\"\nbs = \"{bs}\"\niodepth = {}\n",
                 1 + rng.below(32)
+            );
+        }
+        // Now and then a `dd` writing through the guest's page cache.
+        if buffered.chance(70) {
+            let _ = write!(
+                jobs,
+                "[[job]]\nname = \"g{g}dd\"\nguest = \"g{g}\"\nengine = \"psync\"\n\
+                 rw = \"write\"\nbs = \"{}\"\ndirect = false\n",
+                buffered.pick(&["4k", "64k", "1m"])
             );
         }
     }
@@ -748,6 +782,14 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
     assert!(with("[[guest]]") >= 30, "{}", with("[[guest]]"));
     assert!(with("vic-sched") >= 10, "{}", with("vic-sched"));
     assert!(with("xen-like") >= 10, "{}", with("xen-like"));
+    // Two guests, each with a page cache of its own, do come up.
+    let two_caches = (start..start + 300)
+        .filter(|&seed| {
+            let text = scenario(seed);
+            text.matches("dd\"\nguest = ").count() >= 2
+        })
+        .count();
+    assert!(two_caches >= 5, "{two_caches}");
     let compacting = (start..start + 300)
         .map(scenario)
         .filter(|s| s.contains("fill = \"random\"\nauto_compaction = true"))

@@ -31,6 +31,7 @@ fn every_shipped_scenario_runs_with_invariants_on() {
         "ooo",
         "ooo-capped",
         "urgent-storm",
+        "xen-dd-busy-2",
     ] {
         assert!(
             files

@@ -345,9 +345,8 @@ impl World<'_> {
             Step::DumpReadDone { first, pages } => {
                 self.app_reap(t);
                 let file = apps_of(self).dbs[a].data_file;
-                if let Some(b) = self.page_cache.as_deref_mut() {
-                    b.cache
-                        .read_done(crate::host::pagecache::Extent { file, first, pages });
+                if let Some(cache) = self.cache_of_mut(t) {
+                    cache.read_done(crate::host::pagecache::Extent { file, first, pages });
                 }
                 apps_of(self).threads[i].step = Step::DumpRead;
                 self.rocksdb_step(t, i, a);
@@ -355,13 +354,13 @@ impl World<'_> {
             Step::DumpWrite { k } => self.dump_write(t, i, a, k),
             Step::DumpWritten { k, first, pages } => {
                 let file = apps.dbs[a].out_file;
-                let extra = self.dirty_pages(file, first, pages) + self.balance_dirty_pages();
+                let extra = self.dirty_pages(t, file, first, pages) + self.balance_dirty_pages(t);
                 let next = if k < 3 {
                     Step::DumpWrite { k: k + 1 }
                 } else {
                     Step::Start
                 };
-                if let Some(at) = self.throttle_until() {
+                if let Some(at) = self.throttle_until(t) {
                     // Back from the pause it goes on with the piece.
                     apps_of(self).threads[i].step = Step::DumpWritten { k, first, pages: 0 };
                     self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
@@ -389,11 +388,11 @@ impl World<'_> {
             Step::Wal { left } => self.wal_write(t, i, a, left),
             Step::WalCopied { left, first, pages } => {
                 let file = apps.dbs[a].wal_file;
-                let extra = self.dirty_pages(file, first, pages) + self.balance_dirty_pages();
+                let extra = self.dirty_pages(t, file, first, pages) + self.balance_dirty_pages(t);
                 self.wal_written(t, i, left, extra);
             }
             Step::WalPaused { left } => {
-                let extra = self.balance_dirty_pages();
+                let extra = self.balance_dirty_pages(t);
                 self.wal_written(t, i, left, extra);
             }
             Step::Insert => self.memtable_insert(t, i, a),
@@ -528,9 +527,8 @@ impl World<'_> {
         let pages = (db.data_offset + pair).div_ceil(PAGE) - first;
         let file = db.data_file;
         let cached = self
-            .page_cache
-            .as_deref()
-            .is_some_and(|b| b.cache.cached(file, first, pages));
+            .cache_of(t)
+            .is_some_and(|cache| cache.cached(file, first, pages));
         let apps = apps_of(self);
         let db = &mut apps.dbs[a];
         if cached {
@@ -548,10 +546,10 @@ impl World<'_> {
             pages: window / PAGE,
         };
         let mut call = 0;
-        if let Some(b) = self.page_cache.as_deref_mut() {
-            call = b.cache.set.buffered_call;
-            b.cache.totals.read_ahead += 1;
-            b.cache.totals.read_ahead_pages += window / PAGE;
+        if let Some(cache) = self.cache_of_mut(t) {
+            call = cache.set.buffered_call;
+            cache.totals.read_ahead += 1;
+            cache.totals.read_ahead_pages += window / PAGE;
         }
         self.app_request(t, false, window, hint);
         self.start_call(t, self.costs.syscall + call);
@@ -571,9 +569,9 @@ impl World<'_> {
         let pages = (db.out_offset + bytes).div_ceil(PAGE) - first;
         db.out_offset += bytes;
         apps.threads[i].step = Step::DumpWritten { k, first, pages };
-        let (call, copy) = self.page_cache.as_deref().map_or((0, 0), |b| {
-            (b.cache.set.buffered_call, b.cache.set.page_copy)
-        });
+        let (call, copy) = self
+            .cache_of(t)
+            .map_or((0, 0), |c| (c.set.buffered_call, c.set.page_copy));
         self.set_burst(t, self.costs.syscall + call + pages * copy, Cont::App);
     }
 
@@ -592,9 +590,9 @@ impl World<'_> {
             first,
             pages,
         };
-        let (call, copy) = self.page_cache.as_deref().map_or((0, 0), |b| {
-            (b.cache.set.buffered_call, b.cache.set.page_copy)
-        });
+        let (call, copy) = self
+            .cache_of(t)
+            .map_or((0, 0), |c| (c.set.buffered_call, c.set.page_copy));
         let cost = self.costs.syscall + call + pages * copy;
         self.set_burst(t, cost, Cont::App);
     }
@@ -606,7 +604,7 @@ impl World<'_> {
         } else {
             Step::Insert
         };
-        if let Some(at) = self.throttle_until() {
+        if let Some(at) = self.throttle_until(t) {
             apps_of(self).threads[i].step = Step::WalPaused { left };
             self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
             return;

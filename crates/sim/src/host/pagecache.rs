@@ -541,10 +541,21 @@ pub(crate) struct Call {
     copied: bool,
 }
 
-/// The page-cache side of every thread: buffered jobs' calls and files,
-/// and which thread is the flusher.
+/// Whose kernel a page cache belongs to: the host's or a guest's. Each
+/// owner's cache has its own dirty counts against its own thresholds and
+/// its own flusher, on one of the owner's cores: a guest's `write()`
+/// never sees the host's dirty pages or another guest's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Host,
+    /// A guest, by its index in the scenario.
+    Guest(u32),
+}
+
+/// One kernel's page cache and its flusher thread.
 #[derive(Debug)]
-pub(crate) struct Buffered {
+pub(crate) struct Instance {
+    pub owner: Owner,
     pub cache: PageCache,
     /// The flusher thread.
     pub flusher: usize,
@@ -554,6 +565,15 @@ pub(crate) struct Buffered {
     timer_armed: bool,
     /// The flusher's current run has submitted writeback.
     pass_wrote: bool,
+}
+
+/// The page-cache side of every thread: the page caches (the host's and
+/// each guest's that does buffered I/O), buffered jobs' calls and files.
+#[derive(Debug)]
+pub(crate) struct Buffered {
+    pub instances: Vec<Instance>,
+    /// Per thread: the index of its kernel's page cache, if it has one.
+    of_thread: Vec<Option<u32>>,
     /// Per thread: its call in progress, its next sequential offset, its
     /// file's size in pages, its stream of random offsets.
     calls: Vec<Call>,
@@ -571,17 +591,27 @@ pub(crate) fn job_buffered(job: &Job) -> bool {
 }
 
 impl Buffered {
-    /// The page cache of a run whose threads run `jobs` (a thread's job
-    /// index, [`KERNEL_JOB`] for the flusher), or none if no job is
-    /// buffered.
+    /// The page caches of a run whose threads run `thread_jobs` (a
+    /// thread's job index, [`KERNEL_JOB`] for a flusher), with the
+    /// flushers [`add_flushers`] added, or none if it added none.
     pub(crate) fn new(
         sc: &cint_scenario::Scenario,
         thread_jobs: &[u32],
-        flusher: usize,
-    ) -> Box<Buffered> {
+        flushers: &[(Owner, usize)],
+    ) -> Option<Box<Buffered>> {
+        if flushers.is_empty() {
+            return None;
+        }
         let n = thread_jobs.len();
         let mut size_pages = vec![1; n];
         let mut rngs = Vec::with_capacity(n);
+        let mut of_thread = vec![None; n];
+        let instance = |owner: Owner| {
+            flushers
+                .iter()
+                .position(|&(o, _)| o == owner)
+                .map(|i| i as u32)
+        };
         for (t, &j) in thread_jobs.iter().enumerate() {
             let job = sc.jobs.get(j as usize);
             if let Some(Work::Io(io)) = job.map(|j| &j.work) {
@@ -589,18 +619,54 @@ impl Buffered {
             }
             let buffered = job.is_some_and(job_buffered);
             rngs.push(buffered.then(|| stream_rng(sc.seed, PAGE_CACHE_STREAM_BASE | t as u64)));
+            of_thread[t] = match job {
+                Some(job) => instance(job.guest.map_or(Owner::Host, Owner::Guest)),
+                // Applications run on the host; a flusher is its cache's.
+                None if j == crate::apps::APP_JOB => instance(Owner::Host),
+                None => flushers.iter().position(|&(_, f)| f == t).map(|i| i as u32),
+            };
         }
-        Box::new(Buffered {
-            cache: PageCache::new(Settings::from_profile(&sc.host.page_cache)),
-            flusher,
-            pass: None,
-            timer_armed: false,
-            pass_wrote: false,
+        let settings = Settings::from_profile(&sc.host.page_cache);
+        let instances = flushers
+            .iter()
+            .map(|&(owner, flusher)| Instance {
+                owner,
+                cache: PageCache::new(settings),
+                flusher,
+                pass: None,
+                timer_armed: false,
+                pass_wrote: false,
+            })
+            .collect();
+        Some(Box::new(Buffered {
+            instances,
+            of_thread,
             calls: vec![Call::default(); n],
             next_page: vec![0; n],
             size_pages,
             rngs,
-        })
+        }))
+    }
+
+    /// The index of thread `t`'s page cache.
+    pub(crate) fn instance_of(&self, t: usize) -> Option<usize> {
+        self.of_thread.get(t).copied().flatten().map(|i| i as usize)
+    }
+
+    /// Thread `t`'s page cache (an application thread's is the host's).
+    pub(crate) fn cache_of(&self, t: usize) -> Option<&PageCache> {
+        Some(&self.instances[self.instance_of(t)?].cache)
+    }
+
+    /// Thread `t`'s page cache, to change.
+    pub(crate) fn cache_of_mut(&mut self, t: usize) -> Option<&mut PageCache> {
+        let i = self.instance_of(t)?;
+        Some(&mut self.instances[i].cache)
+    }
+
+    /// The page cache whose flusher thread `t` is.
+    fn flusher_of(&self, t: usize) -> Option<usize> {
+        self.instances.iter().position(|i| i.flusher == t)
     }
 
     /// The first page of thread `t`'s next request of `bytes`: the next
@@ -647,9 +713,13 @@ impl World<'_> {
                 *since += 1;
             }
         }
-        let Some(b) = self.page_cache.as_deref_mut() else {
+        let Some((b, i)) = self
+            .page_cache
+            .as_deref_mut()
+            .and_then(|b| b.instance_of(t).map(|i| (b, i)))
+        else {
             self.check.fail(format!(
-                "thread {t} is buffered but the run has no page cache"
+                "thread {t} is buffered but its kernel has no page cache"
             ));
             return;
         };
@@ -663,9 +733,10 @@ impl World<'_> {
             copied: false,
         };
         let c = self.costs;
-        let s = b.cache.set;
+        let cache = &mut b.instances[i].cache;
+        let s = cache.set;
         let entry = c.syscall + s.buffered_call;
-        if write || b.cache.cached(t as u32, first, pages) {
+        if write || cache.cached(t as u32, first, pages) {
             // A read hit copies here; a write's pages are dirtied after.
             b.calls[t].copied = !write;
             self.set_burst(t, entry + pages * s.page_copy, Cont::PageCache);
@@ -673,7 +744,9 @@ impl World<'_> {
         }
         // A miss: one read-ahead request from the thread's slot.
         let size = b.size_pages[t];
-        let e = b.cache.read_ahead(t as u32, first, pages, size);
+        let e = b.instances[i]
+            .cache
+            .read_ahead(t as u32, first, pages, size);
         if self
             .stage_request(t, false, e.pages * PAGE, Hint::Unmarked)
             .is_some()
@@ -712,7 +785,7 @@ impl World<'_> {
         let Some(b) = self.page_cache.as_deref() else {
             return;
         };
-        if t == b.flusher {
+        if b.flusher_of(t).is_some() {
             self.flusher_step(t);
         } else {
             self.block(t, Wait::PageCache);
@@ -730,13 +803,13 @@ impl World<'_> {
         let Some(b) = self.page_cache.as_deref_mut() else {
             return;
         };
-        if t == b.flusher {
-            b.timer_armed = false;
-            if b.pass.is_none() {
+        if let Some(i) = b.flusher_of(t) {
+            let pc = &mut b.instances[i];
+            pc.timer_armed = false;
+            if pc.pass.is_none() {
                 // Woken: by its timer (a periodic run) or by a writer.
                 let by_timer = std::mem::take(&mut self.threads[t].woken_by_timer);
-                let b = self.page_cache.as_deref_mut().expect("checked above");
-                b.pass = Some(if by_timer {
+                self.instance(i).pass = Some(if by_timer {
                     Pass::Kupdate
                 } else {
                     Pass::Background
@@ -763,56 +836,84 @@ impl World<'_> {
                 .expect("a buffered thread")
                 .calls[t]
                 .copied = true;
-            extra = self.dirty_pages(t as u32, call.first, call.pages);
+            extra = self.dirty_pages(t, t as u32, call.first, call.pages);
         }
-        extra += self.balance_dirty_pages();
-        if let Some(at) = self.throttle_until() {
+        extra += self.balance_dirty_pages(t);
+        if let Some(at) = self.throttle_until(t) {
             self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
             return;
         }
         self.finish_buffered(t, call, extra);
     }
 
-    /// A buffered write has copied pages `first..first + pages` of
-    /// `file`: they are dirty. Returns the CPU the writer spends on top
-    /// (none: arming the flusher's timer is a few stores).
-    pub(crate) fn dirty_pages(&mut self, file: u32, first: u64, pages: u64) -> Nanos {
+    /// A buffered write of thread `t` has copied pages
+    /// `first..first + pages` of `file` into its kernel's cache: they are
+    /// dirty. Returns the CPU the writer spends on top (none: arming the
+    /// flusher's timer is a few stores).
+    pub(crate) fn dirty_pages(&mut self, t: usize, file: u32, first: u64, pages: u64) -> Nanos {
         let now = self.now();
-        self.settle_writeback();
-        let Some(b) = self.page_cache.as_deref_mut() else {
+        let Some(i) = self.cache_index(t) else {
             return 0;
         };
-        if b.cache.write(file, first, pages, now) {
-            let at = now + b.cache.set.writeback_interval;
-            self.arm_flusher_timer(at);
+        self.settle_writeback(i);
+        let cache = &mut self.instance(i).cache;
+        if cache.write(file, first, pages, now) {
+            let at = now + cache.set.writeback_interval;
+            self.arm_flusher_timer(i, at);
         }
         0
     }
 
-    /// `balance_dirty_pages` after a write: past the background
-    /// threshold the flusher is kicked. Returns the writer's CPU for it.
-    pub(crate) fn balance_dirty_pages(&mut self) -> Nanos {
-        self.settle_writeback();
-        let Some(b) = self.page_cache.as_deref() else {
+    /// `balance_dirty_pages` after thread `t`'s write: past its cache's
+    /// background threshold the cache's flusher is kicked. Returns the
+    /// writer's CPU for it.
+    pub(crate) fn balance_dirty_pages(&mut self, t: usize) -> Nanos {
+        let Some(i) = self.cache_index(t) else {
             return 0;
         };
-        if b.cache.over_background() && b.pass.is_none() && self.kick_flusher() {
+        self.settle_writeback(i);
+        let pc = self.instance(i);
+        if pc.cache.over_background() && pc.pass.is_none() && self.kick_flusher(i) {
             self.costs.wakeup
         } else {
             0
         }
     }
 
-    /// Past the dirty limit: the instant a writer's pause ends (and the
-    /// pause is counted).
-    pub(crate) fn throttle_until(&mut self) -> Option<Nanos> {
+    /// Past the dirty limit of thread `t`'s cache: the instant the
+    /// writer's pause ends (and the pause is counted).
+    pub(crate) fn throttle_until(&mut self, t: usize) -> Option<Nanos> {
         let now = self.now();
-        let b = self.page_cache.as_deref_mut()?;
-        if !b.cache.over_limit() {
+        let cache = self.cache_of_mut(t)?;
+        if !cache.over_limit() {
             return None;
         }
-        b.cache.totals.pauses += 1;
-        Some(now + b.cache.pause())
+        cache.totals.pauses += 1;
+        Some(now + cache.pause())
+    }
+
+    /// Thread `t`'s page cache, if its kernel has one.
+    pub(crate) fn cache_of(&self, t: usize) -> Option<&PageCache> {
+        self.page_cache.as_deref()?.cache_of(t)
+    }
+
+    /// Thread `t`'s page cache, to change.
+    pub(crate) fn cache_of_mut(&mut self, t: usize) -> Option<&mut PageCache> {
+        self.page_cache.as_deref_mut()?.cache_of_mut(t)
+    }
+
+    /// The index of thread `t`'s page cache, if its kernel has one.
+    fn cache_index(&self, t: usize) -> Option<usize> {
+        self.page_cache.as_deref()?.instance_of(t)
+    }
+
+    /// Page cache `i` (one the run has).
+    fn instance(&mut self, i: usize) -> &mut Instance {
+        &mut self
+            .page_cache
+            .as_deref_mut()
+            .expect("a page cache index of the run")
+            .instances[i]
     }
 
     /// A read found its pages, or its read-ahead completed.
@@ -828,7 +929,8 @@ impl World<'_> {
             let b = self.page_cache.as_deref_mut().expect("a buffered thread");
             let size = b.size_pages[t];
             let pages = (self.reqs[r as usize].bytes / PAGE).min(size);
-            b.cache.read_done(Extent {
+            let cache = b.cache_of_mut(t).expect("a buffered thread's cache");
+            cache.read_done(Extent {
                 file: t as u32,
                 first: call.first,
                 pages,
@@ -836,7 +938,7 @@ impl World<'_> {
         }
         let b = self.page_cache.as_deref_mut().expect("a buffered thread");
         b.calls[t].copied = true;
-        let cost = call.pages * b.cache.set.page_copy;
+        let cost = call.pages * b.cache_of(t).map_or(0, |c| c.set.page_copy);
         self.set_burst(t, cost, Cont::PageCache);
     }
 
@@ -893,30 +995,27 @@ impl World<'_> {
         }
     }
 
-    /// Applies the writeback completions delivered so far (the flusher's
-    /// ready requests): their pages end writeback, their slots are free.
-    fn settle_writeback(&mut self) {
-        let Some(f) = self.page_cache.as_deref().map(|b| b.flusher) else {
-            return;
-        };
+    /// Applies the writeback completions delivered so far to page cache
+    /// `i` (its flusher's ready requests): their pages end writeback,
+    /// their slots are free.
+    fn settle_writeback(&mut self, i: usize) {
+        let f = self.instance(i).flusher;
         let now = self.now();
         while let Some(r) = self.threads[f].ready.pop_front() {
             self.release_slot(f, r);
-            let b = self.page_cache.as_deref_mut().expect("checked above");
-            if b.cache.written(r, now).is_none() {
+            if self.instance(i).cache.written(r, now).is_none() {
                 self.check
                     .fail(format!("writeback request {r} completed without pages"));
             }
         }
     }
 
-    /// Wakes the flusher if it sleeps between runs (`wb_wakeup`); true
-    /// if it did (the caller pays the wake-up). The wake-up takes effect
-    /// as the caller's call goes on, as a freed tag's does.
-    fn kick_flusher(&mut self) -> bool {
-        let Some(f) = self.page_cache.as_deref().map(|b| b.flusher) else {
-            return false;
-        };
+    /// Wakes page cache `i`'s flusher if it sleeps between runs
+    /// (`wb_wakeup`); true if it did (the caller pays the wake-up). The
+    /// wake-up takes effect as the caller's call goes on, as a freed
+    /// tag's does.
+    fn kick_flusher(&mut self, i: usize) -> bool {
+        let f = self.instance(i).flusher;
         let th = &mut self.threads[f];
         if th.run != RunState::Blocked || th.wait != Wait::PageCacheTimer || th.wake_listed {
             return false;
@@ -928,30 +1027,32 @@ impl World<'_> {
         true
     }
 
-    /// Arms the flusher's periodic timer at `at` (`wb_wakeup_delayed`)
-    /// while it sleeps without one.
-    fn arm_flusher_timer(&mut self, at: Nanos) {
-        let Some(b) = self.page_cache.as_deref_mut() else {
-            return;
-        };
-        let f = b.flusher;
+    /// Arms page cache `i`'s flusher's periodic timer at `at`
+    /// (`wb_wakeup_delayed`) while it sleeps without one.
+    fn arm_flusher_timer(&mut self, i: usize, at: Nanos) {
+        let pc = self.instance(i);
+        let f = pc.flusher;
+        let armed = pc.timer_armed;
         let th = &self.threads[f];
         let idle = th.run == RunState::Blocked && th.wait == Wait::PageCacheTimer;
-        if !idle || b.timer_armed || th.wake_listed {
+        if !idle || armed || th.wake_listed {
             return;
         }
-        b.timer_armed = true;
+        self.instance(i).timer_armed = true;
         self.arm_thread_timer(f, at);
     }
 
     /// The flusher's loop: settle completions, then submit the pass's
     /// next plug of requests, or sleep.
     fn flusher_step(&mut self, t: usize) {
-        self.settle_writeback();
+        let Some(i) = self.page_cache.as_deref().and_then(|b| b.flusher_of(t)) else {
+            self.check.fail(format!("thread {t} runs as a flusher"));
+            return;
+        };
+        self.settle_writeback(i);
         let now = self.now();
-        let b = self.page_cache.as_deref_mut().expect("the flusher");
-        let Some(pass) = b.pass else {
-            self.flusher_sleep(t);
+        let Some(pass) = self.instance(i).pass else {
+            self.flusher_sleep(t, i);
             return;
         };
         let mut staged = 0u32;
@@ -960,20 +1061,17 @@ impl World<'_> {
             let Some(&r) = self.threads[t].free_slots.last() else {
                 break;
             };
-            let b = self.page_cache.as_deref_mut().expect("the flusher");
-            let Some(e) = b.cache.next_writeback(pass, now) else {
+            let cache = &mut self.instance(i).cache;
+            let Some(e) = cache.next_writeback(pass, now) else {
                 break;
             };
-            b.cache.track(r, e);
-            cpu += e.pages * b.cache.set.writeback_page;
+            cache.track(r, e);
+            cpu += e.pages * cache.set.writeback_page;
             self.stage_request(t, true, e.pages * PAGE, Hint::Unmarked);
             staged += 1;
         }
         if staged > 0 {
-            self.page_cache
-                .as_deref_mut()
-                .expect("the flusher")
-                .pass_wrote = true;
+            self.instance(i).pass_wrote = true;
             self.start_call(t, cpu);
             return;
         }
@@ -983,26 +1081,26 @@ impl World<'_> {
             self.block(t, Wait::PageCache);
             return;
         }
-        self.flusher_sleep(t);
+        self.flusher_sleep(t, i);
     }
 
-    /// The pass is over: sleep, with the periodic timer while dirty pages
-    /// remain.
-    fn flusher_sleep(&mut self, t: usize) {
+    /// Page cache `i`'s pass is over: its flusher `t` sleeps, with the
+    /// periodic timer while dirty pages remain.
+    fn flusher_sleep(&mut self, t: usize, i: usize) {
         let now = self.now();
-        let b = self.page_cache.as_deref_mut().expect("the flusher");
-        if std::mem::take(&mut b.pass_wrote) {
-            match b.pass {
-                Some(Pass::Background) => b.cache.totals.background_runs += 1,
-                Some(Pass::Kupdate) => b.cache.totals.kupdate_runs += 1,
+        let pc = self.instance(i);
+        if std::mem::take(&mut pc.pass_wrote) {
+            match pc.pass {
+                Some(Pass::Background) => pc.cache.totals.background_runs += 1,
+                Some(Pass::Kupdate) => pc.cache.totals.kupdate_runs += 1,
                 None => {}
             }
         }
-        b.pass = None;
-        b.cache.chunk_left = 0;
-        if b.cache.dirty_pages() > 0 {
-            b.timer_armed = true;
-            let at = now + b.cache.set.writeback_interval;
+        pc.pass = None;
+        pc.cache.chunk_left = 0;
+        if pc.cache.dirty_pages() > 0 {
+            pc.timer_armed = true;
+            let at = now + pc.cache.set.writeback_interval;
             self.block_with_timer(t, Wait::PageCacheTimer, at);
         } else {
             self.block(t, Wait::PageCacheTimer);
@@ -1010,95 +1108,148 @@ impl World<'_> {
     }
 }
 
-/// Whether `sc` needs a page cache: a buffered job, or an application
-/// that writes through it.
-fn needed(sc: &cint_scenario::Scenario) -> bool {
-    sc.jobs.iter().any(job_buffered) || crate::apps::need_page_cache(sc)
+/// The page caches `sc` needs, in the order their flushers are added:
+/// the host's (a buffered job on the host, or an application that writes
+/// through it), with its flusher on `flusher_cpu`, then each guest's that
+/// runs a buffered job, with its flusher on the vCPU of the guest's first
+/// buffered thread (the guest kernel's writeback runs on its own vCPUs;
+/// the guest kernels use the host's page cache settings).
+pub(crate) fn plan(sc: &cint_scenario::Scenario) -> Vec<(Owner, u32)> {
+    let mut out = Vec::new();
+    let buffered = |owner: Option<u32>| {
+        sc.jobs
+            .iter()
+            .find(|job| job.guest == owner && job_buffered(job))
+    };
+    if buffered(None).is_some() || crate::apps::need_page_cache(sc) {
+        out.push((Owner::Host, sc.host.page_cache.flusher_cpu));
+    }
+    for g in 0..sc.virt.guests.len() as u32 {
+        if let Some(job) = buffered(Some(g)) {
+            out.push((Owner::Guest(g), sc.thread_core(job, 0)));
+        }
+    }
+    out
 }
 
-/// The device queue the flusher submits to, when a job of `sc` is
-/// buffered (its core's, as every thread's).
-pub(crate) fn flusher_queue(sc: &cint_scenario::Scenario, queues_n: usize) -> Option<usize> {
-    needed(sc).then(|| sc.host.page_cache.flusher_cpu as usize % queues_n.max(1))
+/// The device queues the flushers submit to (their cores', as every
+/// thread's).
+pub(crate) fn flusher_queues(
+    sc: &cint_scenario::Scenario,
+    queues_n: usize,
+) -> impl Iterator<Item = usize> {
+    plan(sc)
+        .into_iter()
+        .map(move |(_, core)| core as usize % queues_n.max(1))
 }
 
-/// Adds the flusher thread when a job of `sc` is buffered: a kernel
-/// thread on `flusher_cpu` with as many request slots as the device has
-/// tags per queue (the tags, not the slots, bound its writeback). Returns
-/// its index.
-pub(crate) fn add_flusher(
+/// Adds a flusher thread for each page cache of [`plan`]: a kernel thread
+/// with as many request slots as the device has tags per queue (the tags,
+/// not the slots, bound its writeback). Returns each cache's owner and
+/// flusher thread, in the plan's order.
+pub(crate) fn add_flushers(
     sc: &cint_scenario::Scenario,
     threads: &mut Vec<crate::world::Thread>,
     reqs: &mut Vec<Request>,
     cores: &mut [crate::host::Core],
     queues_n: usize,
     estimator: cint_policy::hybrid_poll::SleepEstimator,
-) -> Result<Option<usize>, crate::SimError> {
-    if !needed(sc) {
-        return Ok(None);
+) -> Result<Vec<(Owner, usize)>, crate::SimError> {
+    let mut out = Vec::new();
+    for (k, (owner, core)) in plan(sc).into_iter().enumerate() {
+        let core = core as usize;
+        if core >= cores.len() {
+            return Err(crate::SimError::input_at(
+                "host.page_cache.flusher_cpu",
+                format!("core {core} is beyond the host's {} cores", cores.len()),
+            ));
+        }
+        let prog = crate::workload::Program::kernel();
+        let tid = threads.len();
+        let mut th = crate::world::Thread::fresh(
+            sc.seed,
+            (sc.jobs.len() as u32, k as u32),
+            core as u32,
+            prog,
+            flusher_start(),
+            estimator,
+        );
+        th.job = KERNEL_JOB;
+        let depth = sc.device.queue_depth.max(1);
+        for _ in 0..depth {
+            th.free_slots.push(reqs.len() as u32);
+            reqs.push(Request::free(tid as u32, (core % queues_n) as u32, false));
+        }
+        th.free_slots.reverse();
+        threads.push(th);
+        cores[core].rq.push(tid as u32);
+        out.push((owner, tid));
     }
-    let core = sc.host.page_cache.flusher_cpu as usize;
-    if core >= cores.len() {
-        return Err(crate::SimError::input_at(
-            "host.page_cache.flusher_cpu",
-            format!("core {core} is beyond the host's {} cores", cores.len()),
-        ));
-    }
-    let prog = crate::workload::Program::kernel();
-    let tid = threads.len();
-    let mut th = crate::world::Thread::fresh(
-        sc.seed,
-        (sc.jobs.len() as u32, 0),
-        core as u32,
-        prog,
-        flusher_start(),
-        estimator,
-    );
-    th.job = KERNEL_JOB;
-    let depth = sc.device.queue_depth.max(1);
-    for _ in 0..depth {
-        th.free_slots.push(reqs.len() as u32);
-        reqs.push(Request::free(tid as u32, (core % queues_n) as u32, false));
-    }
-    th.free_slots.reverse();
-    threads.push(th);
-    cores[core].rq.push(tid as u32);
-    Ok(Some(tid))
+    Ok(out)
 }
 
 impl World<'_> {
-    /// End of run: the cache's books balance (no page lost or written
+    /// End of run: each cache's books balance (no page lost or written
     /// twice, no request malformed).
     pub(crate) fn check_page_cache(&mut self) {
-        if let Some(b) = self.page_cache.as_deref() {
-            if let Err(msg) = b.cache.consistent() {
-                self.check.fail(format!("page cache: {msg}"));
+        let Some(b) = self.page_cache.as_deref() else {
+            return;
+        };
+        for pc in &b.instances {
+            if let Err(msg) = pc.cache.consistent() {
+                let owner = self.owner_name(pc.owner);
+                self.check.fail(format!("page cache of {owner}: {msg}"));
             }
         }
     }
 
-    /// What the page cache did in the run, for the result's notes.
-    pub(crate) fn page_cache_note(&self, strategy: &cint_scenario::Strategy) -> Option<String> {
-        let b = self.page_cache.as_deref()?;
-        let t = &b.cache.totals;
-        Some(format!(
-            "strategy '{}': page cache over the whole run: {} pages dirtied, {} written back in \
-             {} requests (largest {} KiB) by {} background and {} periodic flusher runs that wrote, {} \
-             throttle pauses, {} read-ahead requests of {} pages; at the end {} dirty and {} \
-             under writeback",
-            strategy.name,
-            t.dirtied,
-            t.written,
-            t.requests,
-            t.largest_request * PAGE / 1024,
-            t.background_runs,
-            t.kupdate_runs,
-            t.pauses,
-            t.read_ahead,
-            t.read_ahead_pages,
-            b.cache.dirty_pages(),
-            b.cache.writeback_pages(),
-        ))
+    /// The kernel a page cache belongs to, for messages.
+    fn owner_name(&self, owner: Owner) -> String {
+        match owner {
+            Owner::Host => "the host".to_string(),
+            Owner::Guest(g) => match self.sc.virt.guests.get(g as usize) {
+                Some(guest) => format!("guest \"{}\"", guest.name),
+                None => format!("guest {g}"),
+            },
+        }
+    }
+
+    /// What the page caches did in the run, for the result's notes: one
+    /// per cache, naming its kernel where there are several.
+    pub(crate) fn page_cache_notes(&self, strategy: &cint_scenario::Strategy) -> Vec<String> {
+        let Some(b) = self.page_cache.as_deref() else {
+            return Vec::new();
+        };
+        let several = b.instances.len() > 1;
+        b.instances
+            .iter()
+            .map(|pc| {
+                let t = &pc.cache.totals;
+                let of = if several {
+                    format!(" of {}", self.owner_name(pc.owner))
+                } else {
+                    String::new()
+                };
+                format!(
+                    "strategy '{}': page cache{of} over the whole run: {} pages dirtied, {} \
+                     written back in {} requests (largest {} KiB) by {} background and {} \
+                     periodic flusher runs that wrote, {} throttle pauses, {} read-ahead \
+                     requests of {} pages; at the end {} dirty and {} under writeback",
+                    strategy.name,
+                    t.dirtied,
+                    t.written,
+                    t.requests,
+                    t.largest_request * PAGE / 1024,
+                    t.background_runs,
+                    t.kupdate_runs,
+                    t.pauses,
+                    t.read_ahead,
+                    t.read_ahead_pages,
+                    pc.cache.dirty_pages(),
+                    pc.cache.writeback_pages(),
+                )
+            })
+            .collect()
     }
 }
 

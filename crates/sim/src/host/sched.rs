@@ -252,30 +252,35 @@ impl World<'_> {
         core.min_vruntime = core.min_vruntime.max(candidate);
     }
 
-    /// Schedules the end of the current thread's slice if it has
+    /// When core `c`'s current thread's slice ends, if it has
     /// competitors.
-    fn arm_slice(&mut self, c: usize) {
-        let now = self.now();
-        let core = &mut self.cores[c];
-        let Some(t) = core.current else {
-            return;
-        };
+    pub(crate) fn slice_end(&self, c: usize) -> Option<Nanos> {
+        let core = &self.cores[c];
+        let t = core.current?;
         if core.rq.is_empty() {
-            return;
+            return None;
         }
         let nr = core.rq.len() as u64 + 1;
         let period = self
             .costs
             .sched_latency
             .max(nr * self.costs.sched_min_granularity);
-        let slice = period / nr;
-        core.slice_token += 1;
         // The slice is measured from when the thread was picked. A
         // competitor that arrives after the thread has already run longer
         // than the (now shorter) slice makes the slice end at once, as
         // CFS's check_preempt_tick does on the next check; never in the
         // past.
-        let at = (self.threads[t as usize].exec_start + slice).max(now);
+        Some((self.threads[t as usize].exec_start + period / nr).max(self.now()))
+    }
+
+    /// Schedules the end of the current thread's slice if it has
+    /// competitors.
+    fn arm_slice(&mut self, c: usize) {
+        let Some(at) = self.slice_end(c) else {
+            return;
+        };
+        let core = &mut self.cores[c];
+        core.slice_token += 1;
         let token = core.slice_token;
         self.events.schedule(
             at,

@@ -256,11 +256,27 @@ impl World<'_> {
         for i in 0..guest.arrived.len() {
             let r = guest.arrived[i];
             let hint = self.reqs[r as usize].hint;
-            fire |= guest
+            let mut notify = guest
                 .policy
                 .on_complete(now, v.vseq[r as usize], hint)
                 .irq()
                 .is_some();
+            if let Some(limit) = v.shared_failsafe {
+                // Xen's back end: one count of suppressed responses over
+                // all guests; past it, this response is notified.
+                if notify {
+                    v.failsafe_held = 0;
+                } else if v.failsafe_held >= limit {
+                    v.failsafe_held = 0;
+                    notify = guest
+                        .policy
+                        .vic_mut()
+                        .is_some_and(|vic| vic.failsafe_deliver(now).irq().is_some());
+                } else {
+                    v.failsafe_held += 1;
+                }
+            }
+            fire |= notify;
             if measuring {
                 let (count_up, skip_up) = guest.policy.vic().map_or((1, 1), |vic| vic.ratio());
                 v.counters.ratio_sum += f64::from(count_up) / f64::from(skip_up.max(1));

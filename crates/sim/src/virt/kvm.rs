@@ -28,8 +28,17 @@
 //! shrinks as KVM's (virt/kvm/kvm_main.c, `kvm_vcpu_halt`): from nothing
 //! to 10 us, doubled after each short halt up to `halt_poll_max`, divided
 //! by `halt_poll_shrink` (or reset) after a halt longer than the maximum.
+//!
+//! **The vCPU's schedule for the policy.** Before the back end consults
+//! the policy (its completions, its timer), it tells it the interrupt
+//! vCPU's run state through `Policy::on_schedule`, as the Xen model's
+//! scheduler does on every switch: running, or not (halted, or preempted
+//! by a host thread); and while it runs with a host thread waiting for
+//! its core, when its thread's slice of the host scheduler ends (the
+//! vCPU is preempted then). With no host thread beside it a running vCPU
+//! has no slice end, and scheduler-aware vIC acts as vIC.
 
-use cint_policy::{Nanos, Policy};
+use cint_policy::{GuestSchedule, Nanos, Policy};
 
 use super::{VirtEvent, VirtWork};
 use crate::engine::Event;
@@ -105,6 +114,7 @@ impl World<'_> {
             let k = &mut v.kvm[g];
             k.used_idx = k.used_idx.wrapping_add(n);
         }
+        self.kvm_tell_schedule(g);
         let fire = self.monitor_judge(g, false);
         let cost = cost + self.kvm_call(g, fire, cost);
         self.kvm_rearm(g);
@@ -193,6 +203,10 @@ impl World<'_> {
             return;
         }
         v.kvm[g].timer_at = None;
+        self.kvm_tell_schedule(g);
+        let Some(v) = self.virt.as_mut() else {
+            return;
+        };
         let guest = &mut v.guests[g];
         let decision = match guest.policy.next_deadline() {
             Some(at) if at <= now => guest.policy.on_timer(now),
@@ -282,6 +296,30 @@ impl World<'_> {
                 core.idle_since
                     .map_or(0, |since| self.now().saturating_sub(since)),
             ),
+        }
+    }
+
+    /// Tells guest `g`'s policy its interrupt vCPU's run state now, and
+    /// its slice end while it runs with a host thread waiting.
+    fn kvm_tell_schedule(&mut self, g: usize) {
+        let now = self.now();
+        let running = matches!(self.kvm_vcpu_state(g), VcpuState::Running);
+        let Some(v) = self.virt.as_ref() else {
+            return;
+        };
+        let c = v.guests[g].irq_core as usize;
+        let core = &self.cores[c];
+        let ours = |t: u32| v.thread_guest[t as usize] as usize == g;
+        let host_waits = core.rq.iter().any(|&t| !ours(t));
+        let slice_end = if running && host_waits && core.current.is_some_and(ours) {
+            self.slice_end(c)
+        } else {
+            None
+        };
+        if let Some(v) = self.virt.as_mut() {
+            v.guests[g]
+                .policy
+                .on_schedule(now, GuestSchedule { running, slice_end });
         }
     }
 

@@ -33,7 +33,7 @@ mod esx;
 mod kvm;
 mod xen;
 
-use cint_policy::{AnyPolicy, GuestSchedule, Nanos, Policy};
+use cint_policy::{AnyPolicy, GuestSchedule, Nanos, Policy, PolicyConfig};
 use cint_report::{LatencyHistogram, VirtResult};
 use cint_scenario::{CompletionMode, HypervisorProfile, Scenario, Strategy, Work};
 
@@ -217,6 +217,13 @@ pub(crate) struct Virt {
     pub frontend_lat: LatencyHistogram,
     /// The guests a physical interrupt touched (reused buffer).
     pub touched: Vec<u32>,
+    /// Xen: the back end's failsafe over all guests, when the strategy
+    /// has one (`quirk_failsafe`) and the profile shares it: after this
+    /// many suppressed responses in a row, of any guests, the next
+    /// response is notified.
+    pub shared_failsafe: Option<u32>,
+    /// Responses suppressed in a row, over all guests.
+    pub failsafe_held: u32,
 }
 
 impl Virt {
@@ -245,6 +252,14 @@ impl Virt {
         };
         let is_xen = hv.profile.kind == "xen";
         let is_kvm = hv.profile.kind == "kvm";
+        // Xen's back end counts the failsafe's suppressed responses over
+        // all guests: the guests' policies then run without a failsafe of
+        // their own, and the back end keeps the one count.
+        let (cfg, shared_failsafe) = if is_xen && !hv.profile.failsafe_per_guest {
+            without_failsafe(cfg)
+        } else {
+            (cfg, None)
+        };
         let cores_n = sc.host.cores.max(1) as usize;
         let mut guests = Vec::with_capacity(sc.virt.guests.len());
         let mut xen = Vec::new();
@@ -265,8 +280,8 @@ impl Virt {
                 ));
             } else {
                 // ESX-like monitors own their cores: the vCPU is never
-                // descheduled, and no time slice ends. (A KVM vCPU a host
-                // job preempts is not reported to the policy either.)
+                // descheduled, and no time slice ends. (KVM's back end
+                // tells the policy its vCPU's state as it consults it.)
                 policy.on_schedule(
                     0,
                     GuestSchedule {
@@ -295,7 +310,6 @@ impl Virt {
             });
         }
         let (queue_guest, thread_guest) = owners(sc, threads, queues_n, &xen)?;
-        refuse_shared_page_cache(sc, &thread_guest, threads)?;
         let mut io_cores: Vec<u32> = hv.cores.clone();
         for guest in &sc.virt.guests {
             io_cores.extend(guest.cores.iter().copied());
@@ -330,6 +344,8 @@ impl Virt {
             pushed: vec![0; if is_xen { requests } else { 0 }],
             frontend_lat: LatencyHistogram::new(),
             touched: Vec::with_capacity(sc.virt.guests.len()),
+            shared_failsafe,
+            failsafe_held: 0,
         }))
     }
 
@@ -388,6 +404,21 @@ impl Virt {
     }
 }
 
+/// `cfg` without its failsafe quirk, and that quirk's limit.
+fn without_failsafe(cfg: PolicyConfig) -> (PolicyConfig, Option<u32>) {
+    match cfg {
+        PolicyConfig::Vic(mut p) => {
+            let limit = p.quirk_failsafe.take();
+            (PolicyConfig::Vic(p), limit)
+        }
+        PolicyConfig::VicSched(mut p) => {
+            let limit = p.vic.quirk_failsafe.take();
+            (PolicyConfig::VicSched(p), limit)
+        }
+        other => (other, None),
+    }
+}
+
 /// Who owns each device queue and each thread: a guest's index, or
 /// [`HOST`]. A queue serves one guest, or (Xen-like) the guests of one
 /// physical core, never the host's jobs beside a guest's.
@@ -401,13 +432,17 @@ fn owners(
     let mut queue_guest = vec![HOST; queues_n];
     let mut host_used = vec![false; queues_n];
     let mut thread_guest = Vec::with_capacity(threads.len());
+    // The flushers, in the order they were added: each is its page
+    // cache's kernel's, the host's or a guest's.
+    let mut flushers = crate::host::pagecache::plan(sc).into_iter();
     for &(job, queue) in threads {
         let g = match sc.jobs.get(job as usize) {
             Some(spec) => spec.guest.unwrap_or(HOST),
-            // A kernel thread (the page cache's flusher) belongs to
-            // the guest whose buffered jobs share its core: the
-            // guest kernel's writeback.
-            None => kernel_guest(sc, queue, queues_n),
+            None if job == crate::host::pagecache::KERNEL_JOB => match flushers.next() {
+                Some((crate::host::pagecache::Owner::Guest(g), _)) => g,
+                _ => HOST,
+            },
+            None => HOST,
         };
         thread_guest.push(g);
         let io = sc
@@ -449,62 +484,6 @@ fn owners(
         }
     }
     Ok((queue_guest, thread_guest))
-}
-
-/// The page cache is one per host: buffered jobs of several guests, or of
-/// a guest and the host, would share it and its one flusher, and a
-/// guest's writeback must run on its own vCPU (`flusher_cpu` its core).
-fn refuse_shared_page_cache(
-    sc: &Scenario,
-    thread_guest: &[u32],
-    threads: &[(u32, usize)],
-) -> Result<(), SimError> {
-    let mut owners: Vec<u32> = sc
-        .jobs
-        .iter()
-        .filter(|job| crate::host::pagecache::job_buffered(job))
-        .map(|job| job.guest.unwrap_or(HOST))
-        .collect();
-    owners.sort_unstable();
-    owners.dedup();
-    let Some(&owner) = owners.first() else {
-        return Ok(());
-    };
-    if owners.len() > 1 {
-        return Err(SimError::input(format!(
-            "{}: buffered jobs (direct = false) in {} share the one page cache of the \
-             host and its flusher; keep them in one guest (or on the host)",
-            sc.source,
-            owners
-                .iter()
-                .map(|&g| describe(sc, g))
-                .collect::<Vec<_>>()
-                .join(" and ")
-        )));
-    }
-    let flusher = threads
-        .iter()
-        .position(|&(job, _)| job as usize >= sc.jobs.len());
-    if owner != HOST && flusher.is_some_and(|f| thread_guest[f] != owner) {
-        return Err(SimError::input(format!(
-            "{}: host.page_cache.flusher_cpu: the buffered jobs run in {}, whose kernel \
-             writes them back: give it that guest's core",
-            sc.source,
-            describe(sc, owner)
-        )));
-    }
-    Ok(())
-}
-
-/// The guest a kernel thread on device queue `queue`'s core belongs to:
-/// that of the buffered jobs on the cores of that queue, or [`HOST`].
-fn kernel_guest(sc: &Scenario, queue: usize, queues_n: usize) -> u32 {
-    sc.jobs
-        .iter()
-        .filter(|job| crate::host::pagecache::job_buffered(job))
-        .find(|job| (0..job.numjobs).any(|n| sc.thread_core(job, n) as usize % queues_n == queue))
-        .and_then(|job| job.guest)
-        .unwrap_or(HOST)
 }
 
 /// A queue's owner for messages.
