@@ -3,7 +3,8 @@
 //! decides (docs/ALGORITHMS.md section 10), under one application thread.
 //!
 //! The selector is built from what the host's kernel knows of its
-//! machine, the same profile data the simulator gives it (the power
+//! machine, the same profile data the simulator gives it
+//! ([`cint_scenario::mode_select::mode_select_params`]: the power
 //! profile's cpuidle table and powers, the host profile's CPU cost of a
 //! sleep and wake-up). At run time each thread tells its selector what the
 //! emulator measured: each completion's device time (submission to the
@@ -23,20 +24,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cint_policy::hybrid_poll::Direction;
-use cint_policy::mode_select::{
-    CompletionChoice, IdleStateCost, ModeSelect, ModeSelectParams, Situation, MAX_IDLE_STATES,
-};
+use cint_policy::mode_select::{CompletionChoice, ModeSelect, Situation};
 use cint_policy::Nanos;
-use cint_scenario::{CompletionMode, Engine, Governor, IoJob, Scenario, Strategy};
+use cint_scenario::{CompletionMode, Engine, IoJob, Scenario, Strategy};
 
 use crate::client::Client;
 use crate::error::EmuError;
 use crate::shared::Op;
-
-/// Watts to whole milliwatts.
-fn milliwatts(w: f64) -> u32 {
-    (w * 1e3).round().clamp(0.0, f64::from(u32::MAX)) as u32
-}
 
 /// The selector of `strategy`, if it is a `mode-select` one: refused when
 /// the host or the device has no power data to decide from.
@@ -48,42 +42,13 @@ pub(crate) fn build(
         return Ok(None);
     }
     let (host, device) = (&scenario.host, &scenario.device);
-    let (Some(power), Some(device_power)) = (&host.power, &device.power) else {
+    let Some(params) = cint_scenario::mode_select::mode_select_params(host, device) else {
         return Err(EmuError::Config(format!(
             "strategy '{}': kind \"mode-select\" decides from the host's and the device's \
              power data, which host '{}' or device '{}' lacks (use a profile with a power \
              section, e.g. host \"xeon-e3-1230v5\" and device \"optane-900p\")",
             strategy.name, host.model, device.model
         )));
-    };
-    let mut idle_states = [IdleStateCost::default(); MAX_IDLE_STATES];
-    for (slot, s) in idle_states.iter_mut().zip(&power.idle_states) {
-        *slot = IdleStateCost {
-            exit_latency: s.exit_latency.0,
-            target_residency: s.target_residency.0,
-            power_mw: milliwatts(s.power_w),
-        };
-    }
-    let params = ModeSelectParams {
-        static_mw: milliwatts(power.base_w + power.uncore_w + device_power.idle_w),
-        spin_mw: milliwatts(power.core_spin_w),
-        busy_mw: milliwatts(power.core_busy_w),
-        idle_states,
-        idle_count: power.idle_states.len().min(MAX_IDLE_STATES),
-        // Only 5.15's menu governor has the iowait rule.
-        iowait_factor: match power.governor {
-            Governor::Menu => 10,
-            _ => 0,
-        },
-        // The interrupt's entry and handler, the reap, the wake-up, the
-        // switch back from idle and the return to user space.
-        sleep_path: host.irq_fixed.0
-            + host.irq_reap_entry.0
-            + host.wakeup.0
-            + host.context_switch_idle.0
-            + host.return_to_user.0,
-        timer_arm: host.timer_setup.0,
-        timer_slack: host.timer_slack.0,
     };
     ModeSelect::new(params)
         .map(Some)
