@@ -9,8 +9,8 @@ mod common;
 use std::collections::HashMap;
 
 use cint_emu::{
-    BackendConfig, Client, Completion, DeliveredBy, DeviceConfig, Emulator, IdleDelivery, IoError,
-    Op, QueueConfig, QueueMode, Request, WaitMode,
+    BackendConfig, Client, Completion, DeliveredBy, Emulator, IdleDelivery, IoError, Op, QueueMode,
+    Request, WaitMode,
 };
 use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::{Hint, PolicyConfig, MS, US};
@@ -20,21 +20,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 fn start(mode: QueueMode, service: u64, units: u32, idle: IdleDelivery) -> Emulator {
-    let cpus = cint_emu::sys::allowed_cpus().expect("affinity");
-    Emulator::start(DeviceConfig {
-        device_cpu: *cpus.last().expect("a cpu"),
-        queues: vec![QueueConfig {
-            app_cpu: cpus[0],
-            mode,
-        }],
-        backend: BackendConfig::Synthetic {
-            profile: device(service, units),
-            seed: 5,
-        },
-        realtime: cint_emu::Realtime::Prefer,
-        idle_delivery: idle,
-    })
-    .expect("emulator starts")
+    let backend = BackendConfig::Synthetic {
+        profile: device(service, units),
+        seed: 5,
+    };
+    start_one_queue(mode, backend, idle)
 }
 
 fn request(user_data: u64, hint: Hint) -> Request {

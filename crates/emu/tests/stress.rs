@@ -15,8 +15,8 @@ mod common;
 use std::sync::Arc;
 
 use cint_emu::{
-    BackendConfig, Client, Completion, DeviceConfig, DeviceStats, EmuError, Emulator, IdleDelivery,
-    IoError, Op, QueueConfig, QueueMode, Request, WaitMode,
+    BackendConfig, Client, Completion, DeviceStats, EmuError, Emulator, IdleDelivery, IoError, Op,
+    QueueMode, Request, WaitMode,
 };
 use cint_policy::config::{
     AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, StormGuardMode, VicParams,
@@ -86,18 +86,11 @@ fn start(mode: QueueMode, service: u64, units: u32) -> Emulator {
 }
 
 fn start_with(mode: QueueMode, service: u64, units: u32, idle: IdleDelivery) -> Emulator {
-    let (app, dev) = layout();
-    Emulator::start(DeviceConfig {
-        device_cpu: dev,
-        queues: vec![QueueConfig { app_cpu: app, mode }],
-        backend: BackendConfig::Synthetic {
-            profile: device(service, units),
-            seed: 3,
-        },
-        realtime: cint_emu::Realtime::Prefer,
-        idle_delivery: idle,
-    })
-    .expect("emulator starts")
+    let backend = BackendConfig::Synthetic {
+        profile: device(service, units),
+        seed: 3,
+    };
+    start_one_queue(mode, backend, idle)
 }
 
 /// Submits `count` requests with random hints through `client`, keeping up
