@@ -253,6 +253,18 @@ impl Client {
         self.submit_at(request, addr, true)
     }
 
+    /// [`Client::submit_polled`] on a buffer the caller owns (the C ABI).
+    ///
+    /// # Safety
+    /// As [`Client::submit_raw`].
+    pub unsafe fn submit_polled_raw(
+        &mut self,
+        request: Request,
+        addr: usize,
+    ) -> Result<(), EmuError> {
+        self.submit_at(request, addr, true)
+    }
+
     /// Submits a request on a buffer the caller owns (the C ABI).
     ///
     /// # Safety
