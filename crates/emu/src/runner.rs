@@ -558,10 +558,10 @@ fn device_config(
 ) -> Result<(DeviceConfig, Target), EmuError> {
     let mode = match strategy.mode {
         CompletionMode::Interrupt(p) => QueueMode::Interrupt(p),
-        // An interrupt per completion for the requests not submitted as
-        // polled; the polled ones bypass the policy (a queue with poll
-        // queues beside it, as Linux sets one up).
-        CompletionMode::ModeSelect => QueueMode::Interrupt(cint_policy::PolicyConfig::None),
+        // The strategy's `interrupts` policy (`none` by default) for the
+        // requests not submitted as polled; the polled ones bypass it (a
+        // queue with poll queues beside it, as Linux sets one up).
+        CompletionMode::ModeSelect => QueueMode::Interrupt(strategy.interrupts),
         CompletionMode::Poll | CompletionMode::HybridPoll(_) => QueueMode::Poll,
     };
     let backend = match scenario.emu.backend {

@@ -399,8 +399,8 @@ bs = "16k"
 /// `cint emu` runs `mode-select`: a synchronous polled job's requests each
 /// go the way its selector chose, an IOPOLL ring's all poll (its waits
 /// choose between a spin and a sleep first), a job Linux would not poll
-/// completes by interrupts; nothing is lost or duplicated, and the
-/// interrupts are those of the interrupt-driven requests.
+/// completes by interrupts; nothing is lost or duplicated, and under
+/// `none` the interrupts are those of the interrupt-driven requests.
 #[test]
 fn cint_emu_runs_mode_select_per_request() {
     let _g = serial();
@@ -408,7 +408,17 @@ fn cint_emu_runs_mode_select_per_request() {
         return;
     }
     let sc = cint_scenario::load_str(SCENARIO, "select.toml", &[]).expect("valid scenario");
-    let detail = cint_emu::run_detailed(&sc).expect("mode-select runs on the emulator");
+    check_mode_select_run(&sc, true);
+    // The interrupt queue under the strategy's `interrupts` policy.
+    let set = ["strategy.sel.interrupts=cinterrupts".to_string()];
+    let sc = cint_scenario::load_str(SCENARIO, "select.toml", &set).expect("valid scenario");
+    check_mode_select_run(&sc, false);
+}
+
+/// The invariants of a run of [`SCENARIO`]; `per_completion`: its
+/// interrupt queue interrupts once per completion (`none`).
+fn check_mode_select_run(sc: &cint_scenario::Scenario, per_completion: bool) {
+    let detail = cint_emu::run_detailed(sc).expect("mode-select runs on the emulator");
     let strategy = &detail.strategies[0];
     let result = &detail.result.results[0];
     assert_eq!(result.kind, "mode-select");
@@ -451,7 +461,11 @@ fn cint_emu_runs_mode_select_per_request() {
         .iter()
         .map(|j| j.by_full_irq + j.by_urgent_irq)
         .sum();
-    assert_eq!(strategy.irqs_total, interrupt_driven);
+    if per_completion {
+        assert_eq!(strategy.irqs_total, interrupt_driven);
+    } else {
+        assert!(strategy.irqs_total > 0, "the policy interrupted");
+    }
     assert_eq!(
         strategy.completions_total,
         strategy.jobs.iter().map(|j| j.completed).sum::<u64>()
