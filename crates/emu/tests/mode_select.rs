@@ -9,15 +9,12 @@ mod common;
 use std::collections::HashMap;
 
 use cint_emu::{
-    BackendConfig, Client, Completion, DeliveredBy, Emulator, IdleDelivery, IoError, Op, QueueMode,
-    Request, WaitMode,
+    BackendConfig, Client, DeliveredBy, Emulator, IdleDelivery, IoError, QueueMode, WaitMode,
 };
 use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::{Hint, PolicyConfig, MS, US};
 use common::*;
 use proptest::prelude::*;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
 fn start(mode: QueueMode, service: u64, units: u32, idle: IdleDelivery) -> Emulator {
     let backend = BackendConfig::Synthetic {
@@ -25,117 +22,6 @@ fn start(mode: QueueMode, service: u64, units: u32, idle: IdleDelivery) -> Emula
         seed: 5,
     };
     start_one_queue(mode, backend, idle)
-}
-
-fn request(user_data: u64, hint: Hint) -> Request {
-    Request {
-        op: Op::Read,
-        offset: (user_data % 1024) * 4096,
-        len: 4096,
-        hint,
-        buf: None,
-        user_data,
-    }
-}
-
-/// How one wait of the mixed workload waits.
-#[derive(Clone, Copy, Debug)]
-enum Wait {
-    Spin,
-    Block,
-    /// Sleep this long unless something is in, then spin.
-    SleepThenSpin(u64),
-}
-
-/// One wait for at least one completion, the `mode-select` thread's way.
-fn wait_once(client: &mut Client, wait: Wait, done: &mut Vec<Completion>) {
-    match wait {
-        Wait::Spin => {
-            client.wait(1, WaitMode::Spin, done);
-        }
-        Wait::Block => {
-            client.wait(1, WaitMode::Block, done);
-        }
-        Wait::SleepThenSpin(ns) => {
-            if client.reap(done) == 0 {
-                cint_emu::sys::sleep_ns(ns);
-            }
-            client.wait(1, WaitMode::Spin, done);
-        }
-    }
-}
-
-/// What one thread of the mixed workload saw.
-#[derive(Default)]
-struct Seen {
-    /// Times each request came back.
-    count: Vec<u8>,
-    /// Requests submitted as polled.
-    polled: u64,
-    /// Requests submitted to wait for an interrupt.
-    interrupt_driven: u64,
-}
-
-/// Submits `count` requests through `client`, each polled or not at
-/// random, keeping up to its depth in flight and waiting each time in a
-/// mode drawn at random: whatever the mix in flight, each request comes
-/// back once, by polling if it was submitted as polled and by an
-/// interrupt otherwise, with the device's time of posting it.
-fn mixed(mut client: Client, count: u64, seed: u64, app_cpu: u32) -> Seen {
-    let _ = cint_emu::sys::pin_to(app_cpu);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut seen = Seen {
-        count: vec![0; count as usize],
-        ..Seen::default()
-    };
-    let mut asked_polled = vec![false; count as usize];
-    let mut done = Vec::with_capacity(client.depth());
-    let (mut next, mut returned) = (0, 0);
-    while returned < count {
-        while next < count && client.in_flight() < client.depth() {
-            let hint = if rng.gen_bool(0.3) {
-                Hint::Urgent
-            } else {
-                Hint::Unmarked
-            };
-            let polled = rng.gen_bool(0.5);
-            asked_polled[next as usize] = polled;
-            if polled {
-                client.submit_polled(request(next, hint)).expect("submit");
-                seen.polled += 1;
-            } else {
-                client.submit(request(next, hint)).expect("submit");
-                seen.interrupt_driven += 1;
-            }
-            next += 1;
-        }
-        let wait = match rng.gen_range(0..3) {
-            0 => Wait::Spin,
-            1 => Wait::Block,
-            _ => Wait::SleepThenSpin(rng.gen_range(1..20) * US),
-        };
-        wait_once(&mut client, wait, &mut done);
-        for c in done.drain(..) {
-            assert_eq!(c.result, Ok(4096));
-            let polled = asked_polled[c.user_data as usize];
-            assert_eq!(
-                c.by == DeliveredBy::Poll,
-                polled,
-                "request {} submitted {} came back {:?}",
-                c.user_data,
-                if polled { "polled" } else { "for an interrupt" },
-                c.by
-            );
-            // The device core's clock (another CPU's reading of the same
-            // clock: a VM's cores may disagree by some nanoseconds, so no
-            // order against the submitter's readings is asserted).
-            assert!(c.posted > 0, "{c:?}: the device's post time");
-            seen.count[c.user_data as usize] += 1;
-            returned += 1;
-        }
-    }
-    assert_eq!((client.strays(), client.in_flight()), (0, 0));
-    seen
 }
 
 /// Polled and interrupt-driven requests in flight together, on three
