@@ -5,6 +5,7 @@
 //! request (docs/EMULATOR.md, "mode-select").
 
 mod common;
+mod mixed;
 
 use std::collections::HashMap;
 
@@ -14,6 +15,7 @@ use cint_emu::{
 use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::{Hint, PolicyConfig, MS, US};
 use common::*;
+use mixed::*;
 use proptest::prelude::*;
 
 fn start(mode: QueueMode, service: u64, units: u32, idle: IdleDelivery) -> Emulator {

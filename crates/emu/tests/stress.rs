@@ -12,6 +12,7 @@
 //! requests and CI time is better spent elsewhere.
 
 mod common;
+mod mixed;
 
 use std::sync::Arc;
 
@@ -25,6 +26,7 @@ use cint_policy::config::{
 };
 use cint_policy::{Hint, PolicyConfig, MS, US};
 use common::*;
+use mixed::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
