@@ -2,7 +2,8 @@
 //! requests waiting for an interrupt, in flight together on one client
 //! and one queue, each come back exactly once, the way it was asked for;
 //! and `cint_emu::run` runs the strategy with its selector choosing per
-//! request (docs/EMULATOR.md, "mode-select").
+//! request (docs/EMULATOR-DESIGN.md, "Polled and interrupt-driven requests
+//! on one queue").
 
 mod common;
 mod mixed;
