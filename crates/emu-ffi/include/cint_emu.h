@@ -284,6 +284,27 @@ int32_t cint_emu_submit(cint_emu_client *client,
                         uint64_t user_data);
 
 /**
+ * Submits one request whose completion the caller polls for, as Linux's
+ * `RWF_HIPRI` requests: on an interrupt-driven device its completion
+ * raises no interrupt and the policy never sees it (a per-request
+ * completion mode, such as `cint_mode_select_choose` picks). Find it
+ * with `cint_emu_wait(client, 0, ...)` in a loop (a spin; sleep first for
+ * hybrid polling), or block for it with `min` >= 1, which the device's
+ * post wakes. Requests of both kinds may be in flight together. Arguments
+ * and results as `cint_emu_submit`; on a polling device it is that.
+ *
+ * # Safety
+ * As `cint_emu_submit`.
+ */
+int32_t cint_emu_submit_polled(cint_emu_client *client,
+                               uint32_t op,
+                               uint64_t offset,
+                               uint32_t len,
+                               uint32_t hint,
+                               void *buf,
+                               uint64_t user_data);
+
+/**
  * Waits for at least `min` completions (at most those in flight) and
  * copies up to `cap` into `out`; `*got` receives the count. Completions
  * beyond `cap` are kept for the next call. Blocks on the interrupt, or

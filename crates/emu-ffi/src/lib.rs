@@ -319,6 +319,50 @@ pub unsafe extern "C" fn cint_emu_submit(
     buf: *mut c_void,
     user_data: u64,
 ) -> i32 {
+    // SAFETY: the caller's promises are this function's.
+    unsafe { submit(client, op, offset, len, hint, buf, user_data, false) }
+}
+
+/// Submits one request whose completion the caller polls for, as Linux's
+/// `RWF_HIPRI` requests: on an interrupt-driven device its completion
+/// raises no interrupt and the policy never sees it (a per-request
+/// completion mode, such as `cint_mode_select_choose` picks). Find it
+/// with `cint_emu_wait(client, 0, ...)` in a loop (a spin; sleep first for
+/// hybrid polling), or block for it with `min` >= 1, which the device's
+/// post wakes. Requests of both kinds may be in flight together. Arguments
+/// and results as `cint_emu_submit`; on a polling device it is that.
+///
+/// # Safety
+/// As `cint_emu_submit`.
+#[no_mangle]
+pub unsafe extern "C" fn cint_emu_submit_polled(
+    client: *mut cint_emu_client,
+    op: u32,
+    offset: u64,
+    len: u32,
+    hint: u32,
+    buf: *mut c_void,
+    user_data: u64,
+) -> i32 {
+    // SAFETY: the caller's promises are this function's.
+    unsafe { submit(client, op, offset, len, hint, buf, user_data, true) }
+}
+
+/// `cint_emu_submit` and `cint_emu_submit_polled`.
+///
+/// # Safety
+/// As `cint_emu_submit`.
+#[allow(clippy::too_many_arguments)] // the C functions' arguments, and the mode
+unsafe fn submit(
+    client: *mut cint_emu_client,
+    op: u32,
+    offset: u64,
+    len: u32,
+    hint: u32,
+    buf: *mut c_void,
+    user_data: u64,
+    polled: bool,
+) -> i32 {
     guarded(|| {
         if client.is_null() {
             return CINT_EMU_ENULL;
@@ -345,8 +389,14 @@ pub unsafe extern "C" fn cint_emu_submit(
             buf: None,
             user_data,
         };
-        // SAFETY: the caller promises `buf` lives until completion.
-        match unsafe { c.client.submit_raw(request, buf as usize) } {
+        let submitted = if polled {
+            // SAFETY: the caller promises `buf` lives until completion.
+            unsafe { c.client.submit_polled_raw(request, buf as usize) }
+        } else {
+            // SAFETY: as above.
+            unsafe { c.client.submit_raw(request, buf as usize) }
+        };
+        match submitted {
             Ok(()) => CINT_EMU_OK,
             Err(e) => code(&e),
         }
@@ -562,6 +612,81 @@ mod tests {
             let rc = unsafe { cint_emu_start_with(&config, flags, &mut out) };
             assert_eq!(rc, CINT_EMU_EINVAL, "flags {flags:#x}");
             assert_eq!(out, before, "*out written on failure");
+        }
+    }
+
+    /// Polled and interrupt-driven requests in flight together through
+    /// the C ABI: each comes back once, the polled ones by polling, and
+    /// only the others raise interrupts.
+    #[test]
+    fn polled_and_interrupt_driven_requests_mix_on_one_client() {
+        let cpus = ::cint_emu::sys::allowed_cpus().expect("affinity");
+        if !cint_test_support::skip::cpus(cpus.len(), 2) {
+            return;
+        }
+        let config = cint_emu_config {
+            device_cpu: *cpus.last().expect("a cpu"),
+            app_cpu: cpus[0],
+            policy: CINT_EMU_POLICY_NONE,
+            delta_ns: 0,
+            thr: 0,
+            service_ns: 5_000,
+            parallel_units: 4,
+            path: std::ptr::null(),
+        };
+        let mut emu: *mut cint_emu = std::ptr::null_mut();
+        let mut client: *mut cint_emu_client = std::ptr::null_mut();
+        let mut out = [cint_emu_completion::default(); 8];
+        let mut seen = [0u32; 200];
+        // SAFETY: every pointer is valid; the synthetic device needs no
+        // buffers; the client is freed before the device shuts down.
+        unsafe {
+            let flags = CINT_EMU_FLAG_REALTIME_PREFER;
+            assert_eq!(cint_emu_start_with(&config, flags, &mut emu), CINT_EMU_OK);
+            assert_eq!(cint_emu_client_new(emu, 8, &mut client), CINT_EMU_OK);
+            let mut next = 0u64;
+            let mut back = 0;
+            while back < seen.len() {
+                while next < seen.len() as u64 {
+                    let submit = if next % 3 == 0 {
+                        cint_emu_submit_polled
+                    } else {
+                        cint_emu_submit
+                    };
+                    let rc = submit(
+                        client,
+                        CINT_EMU_OP_READ,
+                        0,
+                        4096,
+                        0,
+                        std::ptr::null_mut(),
+                        next,
+                    );
+                    if rc == CINT_EMU_EBUSY {
+                        break;
+                    }
+                    assert_eq!(rc, CINT_EMU_OK);
+                    next += 1;
+                }
+                let mut got = 0;
+                let min = u32::from(next % 2 == 0);
+                let rc = cint_emu_wait(client, min, out.as_mut_ptr(), 8, &mut got);
+                assert_eq!(rc, CINT_EMU_OK);
+                for c in &out[..got as usize] {
+                    assert_eq!(c.result, 4096);
+                    assert_eq!(c.delivered_by == 2, c.user_data % 3 == 0, "{c:?}");
+                    seen[c.user_data as usize] += 1;
+                    back += 1;
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1));
+            assert_eq!(cint_emu_client_free(client), CINT_EMU_OK);
+            let mut irqs = 0;
+            let urgent = std::ptr::null_mut();
+            assert_eq!(cint_emu_stats(emu, &mut irqs, urgent), CINT_EMU_OK);
+            let interrupt_driven = (0..200u64).filter(|k| k % 3 != 0).count() as u64;
+            assert_eq!(irqs, interrupt_driven);
+            assert_eq!(cint_emu_shutdown(emu), CINT_EMU_OK);
         }
     }
 

@@ -51,6 +51,10 @@ pub struct Completion {
     pub submitted: Nanos,
     /// Clock when the submitter took it from its delivery ring.
     pub in_hand: Nanos,
+    /// Clock when the device posted it: `posted - submitted` is the
+    /// device's time as the submitter's host sees it, whichever way the
+    /// completion then travelled.
+    pub posted: Nanos,
     /// How it got here.
     pub by: DeliveredBy,
     /// The request's buffer, if it had one.
@@ -84,6 +88,9 @@ struct Slot {
     len: u32,
     hint: Hint,
     buf: Option<IoBuf>,
+    /// Submitted as polled on an interrupt-driven queue: its completion
+    /// comes through the poll ring.
+    polled: bool,
 }
 
 /// A thread's connection to the emulated device. Not `Sync`: one thread
@@ -94,6 +101,13 @@ pub struct Client {
     /// This client's ends of its rings: it alone submits and reaps.
     sq: Producer<SubmitEntry>,
     dq: Consumer<Delivery>,
+    /// The poll ring: completions of requests submitted as polled on an
+    /// interrupt-driven queue, posted by the device core itself.
+    poll_dq: Consumer<Delivery>,
+    /// The queue interrupts (else it only polls).
+    interrupt_queue: bool,
+    /// Requests in flight whose completion comes through `poll_dq`.
+    polled_in_flight: usize,
     /// Times a blocking wait slept and was woken.
     wakeups: u64,
     slots: Vec<Slot>,
@@ -143,11 +157,13 @@ impl Client {
         };
         let (sq, sq_rx) = ring::channel(depth);
         let (dq_tx, dq) = ring::channel(depth);
+        let (poll_tx, poll_dq) = ring::channel(depth);
         let channel = Arc::new(Channel {
             index: index as u32,
             queue: queue as u32,
             sq_rx: Handoff::new(sq_rx),
             dq_tx: Handoff::new(dq_tx),
+            poll_tx: Handoff::new(poll_tx),
             waiter: Default::default(),
             sealed_at: std::sync::atomic::AtomicU64::new(u64::MAX),
         });
@@ -163,6 +179,9 @@ impl Client {
             channel,
             sq,
             dq,
+            poll_dq,
+            interrupt_queue: matches!(q.mode, crate::shared::QueueMode::Interrupt(_)),
+            polled_in_flight: 0,
             wakeups: 0,
             slots: (0..depth).map(|_| Slot::default()).collect(),
             free: (0..depth as u32).rev().collect(),
@@ -186,6 +205,22 @@ impl Client {
         self.channel.queue as usize
     }
 
+    /// Whether the queue can complete a request by interrupt (else it
+    /// only polls, whatever the request asks).
+    pub fn can_interrupt(&self) -> bool {
+        self.interrupt_queue
+    }
+
+    /// Whether another thread than this client's runs on its core now,
+    /// as far as the emulator knows (other clients out of their waits, a
+    /// CPU-bound occupant): a spin would take the core from it.
+    pub fn core_contended(&self) -> bool {
+        self.shared.queues[self.channel.queue as usize]
+            .idle
+            .running_now()
+            > 1
+    }
+
     /// Deliveries that matched no request in flight: a duplicate or a
     /// stray completion. The emulator's exactly-once guarantee keeps it 0.
     pub fn strays(&self) -> u64 {
@@ -202,17 +237,32 @@ impl Client {
     /// requests are in flight and [`EmuError::ShutDown`] once the device
     /// stops (the request was then not executed; its buffer is dropped).
     pub fn submit(&mut self, request: Request) -> Result<(), EmuError> {
-        let addr = request.buf.as_ref().map_or(0, IoBuf::addr);
-        if let Some(buf) = &request.buf {
-            if buf.len() < request.len as usize {
-                return Err(EmuError::Config(format!(
-                    "buffer of {} bytes is shorter than the request ({} bytes)",
-                    buf.len(),
-                    request.len
-                )));
-            }
-        }
-        self.submit_at(request, addr)
+        let addr = buffer_addr(&request)?;
+        self.submit_at(request, addr, false)
+    }
+
+    /// Submits one request whose completion the caller will poll for
+    /// (Linux's `REQ_POLLED`): on an interrupt-driven queue the device
+    /// posts its completion without telling the queue's policy and
+    /// without an interrupt, and only a reap finds it (a spin, or a
+    /// blocking wait, which the device's post wakes). Requests submitted
+    /// by [`Client::submit`] may be in flight beside it. On a queue that
+    /// only polls it is [`Client::submit`]. Fails as that does.
+    pub fn submit_polled(&mut self, request: Request) -> Result<(), EmuError> {
+        let addr = buffer_addr(&request)?;
+        self.submit_at(request, addr, true)
+    }
+
+    /// [`Client::submit_polled`] on a buffer the caller owns (the C ABI).
+    ///
+    /// # Safety
+    /// As [`Client::submit_raw`].
+    pub unsafe fn submit_polled_raw(
+        &mut self,
+        request: Request,
+        addr: usize,
+    ) -> Result<(), EmuError> {
+        self.submit_at(request, addr, true)
     }
 
     /// Submits a request on a buffer the caller owns (the C ABI).
@@ -222,10 +272,11 @@ impl Client {
     /// and writes (reads) that stay valid and untouched until this request's
     /// completion has been returned by a reaping call.
     pub unsafe fn submit_raw(&mut self, request: Request, addr: usize) -> Result<(), EmuError> {
-        self.submit_at(request, addr)
+        self.submit_at(request, addr, false)
     }
 
-    fn submit_at(&mut self, request: Request, addr: usize) -> Result<(), EmuError> {
+    fn submit_at(&mut self, request: Request, addr: usize, polled: bool) -> Result<(), EmuError> {
+        let polled = polled && self.interrupt_queue;
         let Some(index) = self.free.pop() else {
             return Err(EmuError::Busy);
         };
@@ -239,6 +290,7 @@ impl Client {
         slot.len = request.len;
         slot.hint = request.hint;
         slot.buf = request.buf;
+        slot.polled = polled;
         let entry = SubmitEntry {
             slot: index,
             generation: slot.generation,
@@ -247,6 +299,7 @@ impl Client {
             offset: request.offset,
             len: request.len,
             buf: addr,
+            polled,
         };
         let position = self.sq.pushed();
         if self.sq.push(entry).is_err() {
@@ -256,6 +309,7 @@ impl Client {
             return Err(EmuError::Busy);
         }
         self.in_flight += 1;
+        self.polled_in_flight += usize::from(polled);
         // Pairs with the device's fence before its final drain.
         fence(Ordering::SeqCst);
         if self.shared.stopping.load(Ordering::SeqCst) {
@@ -263,6 +317,7 @@ impl Client {
             if position >= sealed {
                 // The device never saw it: it is ours again.
                 self.in_flight -= 1;
+                self.polled_in_flight -= usize::from(polled);
                 self.release(index);
                 return Err(EmuError::ShutDown);
             }
@@ -299,7 +354,12 @@ impl Client {
         let mut taken = 0;
         let mut in_hand = 0;
         while taken < max {
-            let Some(delivery) = self.dq.pop() else {
+            let next = match self.dq.pop() {
+                Some(d) => Some(d),
+                None if self.polled_in_flight > 0 => self.poll_dq.pop(),
+                None => None,
+            };
+            let Some(delivery) = next else {
                 break;
             };
             if in_hand == 0 {
@@ -349,11 +409,13 @@ impl Client {
             len,
             hint: slot.hint,
             submitted: slot.submitted,
+            posted: d.posted_at,
             in_hand,
             by: d.by,
             buf: slot.buf.take(),
         });
         slot.busy = false;
+        self.polled_in_flight -= usize::from(slot.polled);
         self.free.push(d.slot);
         self.in_flight -= 1;
         true
@@ -382,12 +444,13 @@ impl Client {
             match mode {
                 WaitMode::Spin => std::hint::spin_loop(),
                 WaitMode::Block => {
-                    let dq = &self.dq;
+                    let (dq, poll_dq) = (&self.dq, &self.poll_dq);
+                    let polled = self.polled_in_flight > 0;
                     let queue = self.channel.queue as usize;
                     let outcome = self.channel.waiter.wait(
                         &self.shared.queues[queue].idle,
                         self.channel.index,
-                        || !dq.is_empty(),
+                        || !dq.is_empty() || (polled && !poll_dq.is_empty()),
                     );
                     if outcome.slept {
                         self.wakeups += 1;
@@ -421,6 +484,21 @@ impl Client {
         out.pop()
             .ok_or_else(|| EmuError::Internal("submitted request vanished".into()))
     }
+}
+
+/// The address of `request`'s buffer (0: none), refused if shorter than
+/// the request.
+fn buffer_addr(request: &Request) -> Result<usize, EmuError> {
+    if let Some(buf) = &request.buf {
+        if buf.len() < request.len as usize {
+            return Err(EmuError::Config(format!(
+                "buffer of {} bytes is shorter than the request ({} bytes)",
+                buf.len(),
+                request.len
+            )));
+        }
+    }
+    Ok(request.buf.as_ref().map_or(0, IoBuf::addr))
 }
 
 impl Drop for Client {
@@ -476,6 +554,7 @@ mod tests {
                     generation: entry.generation,
                     result,
                     by: DeliveredBy::Poll,
+                    posted_at: 0,
                 })
                 .expect("room");
         }
@@ -525,6 +604,7 @@ mod tests {
                     generation: entry.generation,
                     result: 512,
                     by: DeliveredBy::Poll,
+                    posted_at: 0,
                 })
                 .expect("room");
         }

@@ -23,7 +23,9 @@ use crate::sys;
 struct DeviceChannel {
     channel: Arc<Channel>,
     sq: Consumer<SubmitEntry>,
-    /// Poll mode only: the device delivers straight to the client.
+    /// Where the device delivers straight to the client: its delivery
+    /// ring on a polled queue, its poll ring on an interrupt-driven one
+    /// (for the requests submitted as polled).
     dq: Option<Producer<Delivery>>,
 }
 
@@ -118,9 +120,11 @@ impl DeviceCore {
             while let Some(entry) = self.channels[i].sq.pop() {
                 let channel = &self.channels[i].channel;
                 let queue = channel.queue;
+                // A polled request never reaches the policy: it has no
+                // interrupt to decide.
                 let seq = match &mut self.policies[queue as usize] {
-                    Some(policy) => policy.on_submit(now, entry.hint),
-                    None => 0,
+                    Some(policy) if !entry.polled => policy.on_submit(now, entry.hint),
+                    _ => 0,
                 };
                 let request = Accepted {
                     channel: channel.index,
@@ -171,7 +175,11 @@ impl DeviceCore {
                     .map(|q| q.mode),
                 Some(QueueMode::Poll)
             );
-            let dq = if poll { channel.dq_tx.take() } else { None };
+            let dq = if poll {
+                channel.dq_tx.take()
+            } else {
+                channel.poll_tx.take()
+            };
             self.channels.push(DeviceChannel {
                 channel: Arc::clone(channel),
                 sq,
@@ -201,25 +209,9 @@ impl DeviceCore {
             self.shared.cancelled.fetch_add(1, Ordering::Relaxed);
         }
         match queue.mode {
-            QueueMode::Poll => {
-                let Some(dc) = self.channels.get_mut(request.channel as usize) else {
-                    return;
-                };
-                let Some(dq) = &mut dc.dq else {
-                    return;
-                };
-                push_spinning(
-                    dq,
-                    Delivery {
-                        slot: request.entry.slot,
-                        generation: request.entry.generation,
-                        result,
-                        by: DeliveredBy::Poll,
-                    },
-                );
-                // A hybrid poller or a library client may block instead
-                // of spinning; waking costs nothing when nobody sleeps.
-                dc.channel.waiter.notify();
+            QueueMode::Poll => self.post_direct(request, result, now),
+            QueueMode::Interrupt(_) if request.entry.polled => {
+                self.post_direct(request, result, now)
             }
             QueueMode::Interrupt(_) => {
                 let Some(cq) = &mut self.cqs[queue_index] else {
@@ -233,6 +225,30 @@ impl DeviceCore {
                 }
             }
         }
+    }
+
+    /// Posts a polled completion straight to its client, who finds it by
+    /// polling (no interrupt).
+    fn post_direct(&mut self, request: Accepted, result: i64, now: Nanos) {
+        let Some(dc) = self.channels.get_mut(request.channel as usize) else {
+            return;
+        };
+        let Some(dq) = &mut dc.dq else {
+            return;
+        };
+        push_spinning(
+            dq,
+            Delivery {
+                slot: request.entry.slot,
+                generation: request.entry.generation,
+                result,
+                by: DeliveredBy::Poll,
+                posted_at: now,
+            },
+        );
+        // A hybrid poller or a library client may block instead of
+        // spinning; waking costs nothing when nobody sleeps.
+        dc.channel.waiter.notify();
     }
 
     /// Posts held completions, oldest first, as far as the completion
@@ -271,6 +287,7 @@ impl DeviceCore {
                 generation: request.entry.generation,
                 hint: request.entry.hint,
                 result,
+                posted_at: now,
             },
         );
         cq.posted += 1;

@@ -148,9 +148,10 @@ impl CoreIdle {
         }
     }
 
-    /// Threads counted as running (for tests and diagnostics).
-    #[cfg(test)]
-    fn running_now(&self) -> u64 {
+    /// Threads counted as running: the clients out of their waits and
+    /// the occupants (what `mode-select` asks to learn whether another
+    /// thread wants the core).
+    pub fn running_now(&self) -> u64 {
         running(self.word.load(Ordering::SeqCst))
     }
 }

@@ -226,6 +226,7 @@ impl Outbox {
             generation: entry.generation,
             result: entry.result,
             by,
+            posted_at: entry.posted_at,
         };
         // The delivery ring holds every request the client may have in
         // flight.

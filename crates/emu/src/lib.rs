@@ -31,6 +31,7 @@ mod idle;
 mod irq;
 pub mod ring;
 pub mod runner;
+pub mod select;
 mod shared;
 pub mod sys;
 mod workload;
@@ -43,4 +44,5 @@ pub use emulator::{
 };
 pub use error::{EmuError, IoError};
 pub use runner::{run, run_detailed, JobDetail, RunDetail, StrategyDetail};
+pub use select::ModeCounts;
 pub use shared::{DeliveredBy, Op, QueueMode, MAX_CLIENTS, MAX_QUEUE_DEPTH};

@@ -20,6 +20,7 @@ use cint_scenario::{Backend as BackendKind, CompletionMode, Job, Scenario, Strat
 use crate::backend::{BackendConfig, FileSource};
 use crate::emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig};
 use crate::error::EmuError;
+use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
 use crate::sys;
 use crate::workload::{
@@ -84,6 +85,9 @@ pub struct JobDetail {
     pub by_urgent_irq: u64,
     /// Completions found by polling.
     pub by_poll: u64,
+    /// Under `mode-select`: the modes its threads chose over the whole
+    /// run (per request for a synchronous job, per wait for io_uring).
+    pub modes: crate::select::ModeCounts,
     /// Voluntary context switches in the measured window.
     pub voluntary_switches: u64,
     /// Involuntary context switches in the measured window.
@@ -227,19 +231,10 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             app.name
         )));
     }
-    // The emulator's queues are polled or interrupt-driven as a whole,
-    // and a thread waits one way for all of them: a choice per request
-    // would need both kinds of queue under one thread.
-    if let Some(s) = scenario
-        .strategies
-        .iter()
-        .find(|s| s.mode == cint_scenario::CompletionMode::ModeSelect)
-    {
-        return Err(EmuError::Config(format!(
-            "strategy '{}': kind \"mode-select\" chooses polling or an interrupt per \
-             request, and the emulator polls or interrupts whole queues; run it with cint sim",
-            s.name
-        )));
+    // Refused before any strategy runs: a mode-select strategy without
+    // the power data its selector decides from.
+    for strategy in &scenario.strategies {
+        crate::select::build(scenario, strategy)?;
     }
     if let Some((job, key)) = unhonoured_key(scenario) {
         return Err(EmuError::Config(format!(
@@ -524,12 +519,19 @@ fn run_strategy(
     strategy_index: u64,
 ) -> Result<(StrategyResult, StrategyDetail), EmuError> {
     let (config, target) = device_config(scenario, layout, strategy, strategy_index)?;
+    let selector = crate::select::build(scenario, strategy)?;
     let emulator = Emulator::start(config)?;
     let control = Arc::new(Control {
         phase: AtomicU8::new(PHASE_WARMUP),
     });
-    let (mut tracked, handles) =
-        start_job_threads(scenario, layout, strategy, &emulator, &control, &target)?;
+    let threads = JobThreads {
+        strategy,
+        control: &control,
+        target: &target,
+        selector,
+        host_in_flight: Arc::default(),
+    };
+    let (mut tracked, handles) = start_job_threads(scenario, layout, &emulator, &threads)?;
     tracked.extend(handler_threads(&emulator));
     let window = measure(scenario, layout, &emulator, &control, &tracked);
     let outcomes = join_job_threads(scenario, handles);
@@ -556,11 +558,11 @@ fn device_config(
 ) -> Result<(DeviceConfig, Target), EmuError> {
     let mode = match strategy.mode {
         CompletionMode::Interrupt(p) => QueueMode::Interrupt(p),
-        // mode-select is refused before any device is built
-        // (`run_detailed`); were it not, its queues would poll.
-        CompletionMode::Poll | CompletionMode::HybridPoll(_) | CompletionMode::ModeSelect => {
-            QueueMode::Poll
-        }
+        // The strategy's `interrupts` policy (`none` by default) for the
+        // requests not submitted as polled; the polled ones bypass it (a
+        // queue with poll queues beside it, as Linux sets one up).
+        CompletionMode::ModeSelect => QueueMode::Interrupt(strategy.interrupts),
+        CompletionMode::Poll | CompletionMode::HybridPoll(_) => QueueMode::Poll,
     };
     let backend = match scenario.emu.backend {
         BackendKind::Synthetic => BackendConfig::Synthetic {
@@ -613,6 +615,18 @@ fn device_config(
 /// A job thread and the job it belongs to.
 type JobThread = (usize, JoinHandle<Result<ThreadOutcome, EmuError>>);
 
+/// What every job thread of one strategy's run shares.
+struct JobThreads<'a> {
+    strategy: &'a Strategy,
+    control: &'a Arc<Control>,
+    target: &'a Target,
+    /// Under `mode-select`: the selector each I/O thread starts from.
+    selector: Option<cint_policy::mode_select::ModeSelect>,
+    /// Requests in flight on the host, all threads (what the selector
+    /// is told).
+    host_in_flight: Arc<std::sync::atomic::AtomicU64>,
+}
+
 /// Spawns every job's threads, each pinned to its core, and lets them go
 /// together once all are ready; if one cannot start (a client refused, a
 /// pinning or spawn failure), none runs, all are joined, and the error
@@ -620,11 +634,15 @@ type JobThread = (usize, JoinHandle<Result<ThreadOutcome, EmuError>>);
 fn start_job_threads(
     scenario: &Scenario,
     layout: &CpuLayout,
-    strategy: &Strategy,
     emulator: &Emulator,
-    control: &Arc<Control>,
-    target: &Target,
+    threads: &JobThreads<'_>,
 ) -> Result<(Vec<Tracked>, Vec<JobThread>), EmuError> {
+    let JobThreads {
+        strategy,
+        control,
+        target,
+        ..
+    } = *threads;
     let start = sys::now();
     let thread_count: usize = scenario.jobs.iter().map(|j| j.numjobs as usize).sum();
     let gate = Arc::new(StartGate::default());
@@ -686,6 +704,9 @@ fn start_job_threads(
                     .map_or(0, |io| io.size.min(target.span).max(io.bs)),
                 needs_buffers: target.needs_buffers,
                 seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
+                select: threads.selector.zip(io.as_ref()).map(|(selector, io)| {
+                    ThreadSelect::new(selector, io, Arc::clone(&threads.host_in_flight))
+                }),
             };
             let control = Arc::clone(control);
             let gate = Arc::clone(&gate);
@@ -989,6 +1010,7 @@ fn summarise_job(
         detail.by_full_irq += o.by_full;
         detail.by_urgent_irq += o.by_urgent;
         detail.by_poll += o.by_poll;
+        detail.modes.merge(&o.modes);
         detail.wakeups += o.wakeups;
         if detail.first_error.is_none() {
             detail.first_error.clone_from(&o.first_error);

@@ -52,6 +52,11 @@ pub(crate) struct SubmitEntry {
     pub len: u32,
     /// Data buffer address (0: none; only the io_uring backend needs one).
     pub buf: usize,
+    /// The submitter will poll for this request's completion: on an
+    /// interrupt-driven queue the device posts it straight to the
+    /// client's poll ring, outside the policy and the completion queue
+    /// (Linux's `REQ_POLLED` request, which goes to a poll queue).
+    pub polled: bool,
 }
 
 /// A request the device core accepted.
@@ -74,6 +79,8 @@ pub(crate) struct CqEntry {
     /// Bytes transferred, `-errno`, [`RESULT_CANCELLED`] or
     /// [`RESULT_ABANDONED`].
     pub result: i64,
+    /// Clock when the device posted it.
+    pub posted_at: u64,
 }
 
 /// How a completion reached its application thread.
@@ -103,6 +110,8 @@ pub(crate) struct Delivery {
     pub generation: u32,
     pub result: i64,
     pub by: DeliveredBy,
+    /// Clock when the device posted the completion.
+    pub posted_at: u64,
 }
 
 /// Wakes a thread blocked until something was delivered to it, without a
@@ -195,6 +204,11 @@ pub(crate) struct Channel {
     /// The delivery ring's producer, for whoever delivers on this queue:
     /// the device core in poll mode, the queue's handler otherwise.
     pub dq_tx: Handoff<Producer<Delivery>>,
+    /// The poll ring's producer, for the device core of an
+    /// interrupt-driven queue: where it posts the requests submitted as
+    /// polled ([`SubmitEntry::polled`]). The handler owns `dq_tx` there,
+    /// and a ring has one producer.
+    pub poll_tx: Handoff<Producer<Delivery>>,
     pub waiter: Waiter,
     /// `u64::MAX` while the device accepts submissions; at shutdown, how
     /// many submissions the device consumed from the submission ring

@@ -1,12 +1,14 @@
 //! The scenario's jobs as application threads: synchronous engines block
 //! on one request at a time, asynchronous ones keep `iodepth` requests in
-//! flight in batches, pollers spin, hybrid pollers sleep then spin, and
-//! `kind = "cpu"` jobs burn CPU.
+//! flight in batches, pollers spin, hybrid pollers sleep then spin,
+//! `mode-select` threads wait each way as their selector chooses
+//! ([`crate::select`]), and `kind = "cpu"` jobs burn CPU.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use cint_policy::hints::{request_hint, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::{Direction, SleepEstimator};
+use cint_policy::mode_select::CompletionChoice;
 use cint_policy::{Hint, Nanos};
 use cint_report::{FioHistogram, LatencyHistogram};
 use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, Rw};
@@ -15,6 +17,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::buf::IoBuf;
 use crate::client::{Client, Completion, Request, WaitMode};
+use crate::select::{ModeCounts, ThreadSelect};
 use crate::shared::{DeliveredBy, Op};
 use crate::sys;
 
@@ -38,6 +41,8 @@ pub(crate) struct ThreadPlan {
     pub span: u64,
     pub needs_buffers: bool,
     pub seed: u64,
+    /// Under `mode-select`: the thread's selector.
+    pub select: Option<ThreadSelect>,
 }
 
 /// What one job thread measured (requests completed in the measured
@@ -65,6 +70,8 @@ pub(crate) struct ThreadOutcome {
     /// Time spent spinning in completion poll loops during the measured
     /// window, ns (the energy model's `spin`).
     pub spin_ns: u64,
+    /// Under `mode-select`: the modes chosen over the whole run.
+    pub modes: ModeCounts,
 }
 
 /// One direction's I/Os in the measured window.
@@ -114,6 +121,7 @@ struct IoThread {
     next_offset: u64,
     buffers: Vec<IoBuf>,
     estimator: Option<SleepEstimator>,
+    select: Option<ThreadSelect>,
     wait_mode: WaitMode,
     out: ThreadOutcome,
     done: Vec<Completion>,
@@ -127,11 +135,11 @@ struct IoThread {
 }
 
 impl IoThread {
-    fn new(plan: ThreadPlan, io: IoJob, client: Client) -> Self {
+    fn new(mut plan: ThreadPlan, io: IoJob, client: Client) -> Self {
         let (wait_mode, estimator) = match plan.mode {
-            CompletionMode::Interrupt(_) => (WaitMode::Block, None),
-            // mode-select never reaches a thread: the runner refuses it.
-            CompletionMode::Poll | CompletionMode::ModeSelect => (WaitMode::Spin, None),
+            // mode-select's waits follow its choices (`IoThread::wait`).
+            CompletionMode::Interrupt(_) | CompletionMode::ModeSelect => (WaitMode::Block, None),
+            CompletionMode::Poll => (WaitMode::Spin, None),
             CompletionMode::HybridPoll(sleep) => (
                 WaitMode::Spin,
                 Some(match sleep {
@@ -149,6 +157,7 @@ impl IoThread {
         };
         IoThread {
             rng: ChaCha8Rng::seed_from_u64(plan.seed),
+            select: plan.select.take(),
             plan,
             io,
             client,
@@ -213,6 +222,9 @@ impl IoThread {
             self.account(control);
         }
         self.out.strays = self.client.strays();
+        if let Some(select) = &self.select {
+            self.out.modes = select.counts;
+        }
         self.out
     }
 
@@ -231,8 +243,23 @@ impl IoThread {
                 buf,
                 user_data: self.user_data,
             };
-            match self.client.submit(request) {
-                Ok(()) => self.out.submitted += 1,
+            let submitted = match &mut self.select {
+                Some(select) => {
+                    if select.choose_for_request(&self.client, self.io.bs, op) {
+                        self.client.submit_polled(request)
+                    } else {
+                        self.client.submit(request)
+                    }
+                }
+                None => self.client.submit(request),
+            };
+            match submitted {
+                Ok(()) => {
+                    self.out.submitted += 1;
+                    if let Some(select) = &self.select {
+                        select.submitted();
+                    }
+                }
                 Err(e) => {
                     self.out.errors += 1;
                     if self.out.first_error.is_none() {
@@ -330,27 +357,57 @@ impl IoThread {
     /// most `most` (the rest stay delivered for the next call). Returns
     /// how long it spun.
     fn wait(&mut self, want: usize, most: usize) -> Nanos {
-        let (spin_from, min, max, mode) = if let Some(estimator) = &mut self.estimator {
-            // Hybrid polling: sleep for the estimate, then spin.
-            let dir = Direction::Read;
-            let sleep = estimator.sleep_for(sys::now(), self.io.bs, dir);
-            if sleep > 0 && self.client.reap_at_most(most, &mut self.done) < want {
-                sys::sleep_ns(sleep);
-                self.sleeps += 1;
-            }
-            let have = self.done.len();
-            if have >= want {
-                return 0;
-            }
-            (sys::now(), want - have, most - have, WaitMode::Spin)
-        } else {
-            (sys::now(), want, most, self.wait_mode)
-        };
-        self.client.wait_between(min, max, mode, &mut self.done);
-        match mode {
-            WaitMode::Spin => sys::now().saturating_sub(spin_from),
-            _ => 0,
+        if let Some(select) = &mut self.select {
+            let op = match self.io.rw {
+                Rw::Write | Rw::RandWrite => Op::Write,
+                _ => Op::Read,
+            };
+            return match select.choose_for_wait(&self.client, self.io.bs, op) {
+                CompletionChoice::Poll => self.spin_for(want, most),
+                CompletionChoice::Sleep(ns) => self.sleep_then_spin(ns, want, most),
+                CompletionChoice::Interrupt => {
+                    self.client
+                        .wait_between(want, most, WaitMode::Block, &mut self.done);
+                    0
+                }
+            };
         }
+        if let Some(estimator) = &mut self.estimator {
+            // Hybrid polling: sleep for the estimate, then spin.
+            let sleep = estimator.sleep_for(sys::now(), self.io.bs, Direction::Read);
+            return self.sleep_then_spin(sleep, want, most);
+        }
+        match self.wait_mode {
+            WaitMode::Spin => self.spin_for(want, most),
+            WaitMode::Block => {
+                self.client
+                    .wait_between(want, most, WaitMode::Block, &mut self.done);
+                0
+            }
+        }
+    }
+
+    /// Sleeps `sleep` unless `want` completions are already in, then
+    /// spins for the rest (hybrid polling). Returns how long it spun.
+    fn sleep_then_spin(&mut self, sleep: Nanos, want: usize, most: usize) -> Nanos {
+        if sleep > 0 && self.client.reap_at_most(most, &mut self.done) < want {
+            sys::sleep_ns(sleep);
+            self.sleeps += 1;
+        }
+        let have = self.done.len();
+        if have >= want {
+            return 0;
+        }
+        self.spin_for(want - have, most - have)
+    }
+
+    /// Spins until `want` completions are in, taking at most `most`.
+    /// Returns how long it spun.
+    fn spin_for(&mut self, want: usize, most: usize) -> Nanos {
+        let from = sys::now();
+        self.client
+            .wait_between(want, most, WaitMode::Spin, &mut self.done);
+        sys::now().saturating_sub(from)
     }
 
     fn account(&mut self, control: &Control) {
@@ -369,6 +426,9 @@ impl IoThread {
                 DeliveredBy::FullIrq => self.out.by_full += 1,
                 DeliveredBy::UrgentIrq => self.out.by_urgent += 1,
                 DeliveredBy::Poll => self.out.by_poll += 1,
+            }
+            if let Some(select) = &mut self.select {
+                select.completed(u64::from(c.len), c.op, c.posted.saturating_sub(c.submitted));
             }
             if let Some(estimator) = &mut self.estimator {
                 let dir = match c.op {

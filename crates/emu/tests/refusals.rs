@@ -27,33 +27,6 @@ fn refused_naming(text: &str, what: &str) {
 }
 
 #[test]
-fn mode_select_is_refused_the_queues_poll_or_interrupt_as_a_whole() {
-    let text = r#"
-name = "select"
-duration = "10ms"
-[device]
-model = "optane-900p"
-[host]
-model = "xeon-e3-1230v5"
-[[strategy]]
-name = "sel"
-kind = "mode-select"
-[[job]]
-name = "reader"
-engine = "pvsync2"
-hipri = true
-"#;
-    let sc = cint_scenario::load_str(text, "s.toml", &[]).expect("valid scenario");
-    let e = cint_emu::run(&sc).expect_err("refused");
-    assert!(matches!(e, cint_emu::EmuError::Config(_)), "{e}");
-    let line = e.to_string();
-    assert!(
-        line.contains("strategy 'sel'") && line.contains("mode-select") && !line.contains('\n'),
-        "{line}"
-    );
-}
-
-#[test]
 fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
     for (key, line) in [
         (

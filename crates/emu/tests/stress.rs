@@ -1,6 +1,7 @@
-//! Many requests, many threads, every strategy: each request comes back
-//! exactly once. And a shutdown with requests in flight completes or
-//! cancels every one of them and leaves no thread behind.
+//! Many requests, many threads, every strategy (and `mode-select`'s mix
+//! of polled and interrupt-driven requests on one queue): each request
+//! comes back exactly once. And a shutdown with requests in flight
+//! completes or cancels every one of them and leaves no thread behind.
 //!
 //! The request count per strategy is `CINT_EMU_STRESS_REQUESTS` (default
 //! 120 000: with ten strategies, over a million requests in about 1.5 s
@@ -11,12 +12,13 @@
 //! requests and CI time is better spent elsewhere.
 
 mod common;
+mod mixed;
 
 use std::sync::Arc;
 
 use cint_emu::{
-    BackendConfig, Client, Completion, DeviceConfig, DeviceStats, EmuError, Emulator, IdleDelivery,
-    IoError, Op, QueueConfig, QueueMode, Request, WaitMode,
+    BackendConfig, Client, Completion, DeviceStats, EmuError, Emulator, IdleDelivery, IoError, Op,
+    QueueMode, Request, WaitMode,
 };
 use cint_policy::config::{
     AdaptiveParams, BarrierMode, CinterruptsParams, NvmeParams, StormGuardMode, VicParams,
@@ -24,6 +26,7 @@ use cint_policy::config::{
 };
 use cint_policy::{Hint, PolicyConfig, MS, US};
 use common::*;
+use mixed::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -86,18 +89,11 @@ fn start(mode: QueueMode, service: u64, units: u32) -> Emulator {
 }
 
 fn start_with(mode: QueueMode, service: u64, units: u32, idle: IdleDelivery) -> Emulator {
-    let (app, dev) = layout();
-    Emulator::start(DeviceConfig {
-        device_cpu: dev,
-        queues: vec![QueueConfig { app_cpu: app, mode }],
-        backend: BackendConfig::Synthetic {
-            profile: device(service, units),
-            seed: 3,
-        },
-        realtime: cint_emu::Realtime::Prefer,
-        idle_delivery: idle,
-    })
-    .expect("emulator starts")
+    let backend = BackendConfig::Synthetic {
+        profile: device(service, units),
+        seed: 3,
+    };
+    start_one_queue(mode, backend, idle)
 }
 
 /// Submits `count` requests with random hints through `client`, keeping up
@@ -159,6 +155,9 @@ fn stress(per_strategy: u64) {
             waiter_irqs += by_waiter;
         }
     }
+    for idle in [IdleDelivery::Waiter, IdleDelivery::Handler] {
+        stress_mode_select(idle, per_strategy / 2);
+    }
     // Four threads at depths 8 to 32 all blocked at once, with the device
     // idle: common enough that a strategy run never meets it only when the
     // path is broken.
@@ -166,6 +165,36 @@ fn stress(per_strategy: u64) {
         waiter_irqs > 0,
         "no interrupt was handled by a waiting thread"
     );
+}
+
+/// `mode-select`'s queue: four threads, each submitting every request
+/// polled or not at random and waiting each time by a spin, a block or a
+/// sleep then a spin, so that requests change mode while others are in
+/// flight; each comes back once, by the path it asked for, and only the
+/// interrupt-driven ones interrupt (one each, under `none`).
+fn stress_mode_select(idle: IdleDelivery, requests: u64) {
+    let threads = 4u64;
+    let (app, _) = layout();
+    let emulator = start_with(QueueMode::Interrupt(PolicyConfig::None), 0, 64, idle);
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let client = emulator.client(0, 8 + 8 * t as usize).expect("client");
+            std::thread::spawn(move || mixed(client, requests / threads, t, app))
+        })
+        .collect();
+    let mut interrupt_driven = 0;
+    for h in handles {
+        let seen = h.join().expect("thread");
+        assert!(
+            seen.count.iter().all(|&n| n == 1),
+            "mode-select {idle:?}: a request came back {} times",
+            seen.count.iter().find(|&&n| n != 1).unwrap_or(&1)
+        );
+        interrupt_driven += seen.interrupt_driven;
+    }
+    let stats = emulator.shutdown().expect("clean shutdown");
+    assert_eq!(stats.total_completions(), requests / threads * threads);
+    assert_eq!(stats.total_irqs(), interrupt_driven, "mode-select {idle:?}");
 }
 
 /// What every [`DeviceStats`] must show, even one taken while interrupts

@@ -79,18 +79,7 @@ fn direct_supported(file: &TestFile) -> bool {
 }
 
 fn start(file: FileSource, mode: QueueMode) -> Emulator {
-    let cpus = cint_emu::sys::allowed_cpus().expect("affinity");
-    Emulator::start(DeviceConfig {
-        device_cpu: *cpus.last().expect("a cpu"),
-        queues: vec![QueueConfig {
-            app_cpu: cpus[0],
-            mode,
-        }],
-        backend: BackendConfig::IoUring { file },
-        realtime: cint_emu::Realtime::Prefer,
-        idle_delivery: Default::default(),
-    })
-    .expect("emulator starts")
+    start_one_queue(mode, BackendConfig::IoUring { file }, Default::default())
 }
 
 fn cint_mode() -> QueueMode {

@@ -14,6 +14,7 @@ pub mod emu_config;
 mod error;
 pub mod job;
 mod load;
+pub mod mode_select;
 pub mod model;
 mod origins;
 mod overlay;

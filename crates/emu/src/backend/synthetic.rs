@@ -193,6 +193,7 @@ mod tests {
                 offset: 0,
                 len: 4096,
                 buf: 0,
+                polled: false,
             },
         }
     }

@@ -110,6 +110,27 @@ pub fn can_emulate() -> bool {
     skip::cpus(n, 2)
 }
 
+/// An emulator with one queue in `mode` on the first allowed CPU, its
+/// device core on the last one.
+pub fn start_one_queue(
+    mode: cint_emu::QueueMode,
+    backend: cint_emu::BackendConfig,
+    idle_delivery: cint_emu::IdleDelivery,
+) -> cint_emu::Emulator {
+    let cpus = cint_emu::sys::allowed_cpus().expect("affinity");
+    cint_emu::Emulator::start(cint_emu::DeviceConfig {
+        device_cpu: *cpus.last().expect("a cpu"),
+        queues: vec![cint_emu::QueueConfig {
+            app_cpu: cpus[0],
+            mode,
+        }],
+        backend,
+        realtime: cint_emu::Realtime::Prefer,
+        idle_delivery,
+    })
+    .expect("emulator starts")
+}
+
 /// A fast synthetic device without jitter: `service` per request.
 pub fn device(service: Nanos, units: u32) -> DeviceProfile {
     let mut p = DeviceProfile::builtin("optane-p4800x").expect("built-in profile");

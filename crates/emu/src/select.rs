@@ -1,0 +1,192 @@
+//! The `mode-select` strategy on the emulator: per request, classic
+//! polling, hybrid polling or an interrupt, as `cint_policy::mode_select`
+//! decides (docs/ALGORITHMS.md section 10), under one application thread.
+//!
+//! The selector is built from what the host's kernel knows of its
+//! machine, the same profile data the simulator gives it
+//! ([`cint_scenario::mode_select::mode_select_params`]: the power
+//! profile's cpuidle table and powers, the host profile's CPU cost of a
+//! sleep and wake-up). At run time each thread tells its selector what the
+//! emulator measured: each completion's device time (submission to the
+//! device core's post, on one clock), the requests in flight host-wide,
+//! and whether another thread runs on its core. Each thread has a
+//! selector of its own, so that choosing takes no lock on the submission
+//! path; each learns from its own completions.
+//!
+//! A synchronous request (`pvsync2` with `hipri`) is submitted as polled
+//! ([`crate::Client::submit_polled`]) or interrupt-driven as chosen, and
+//! its thread waits accordingly; an io_uring job with `hipri` is an
+//! `IORING_SETUP_IOPOLL` ring, whose requests are all polled, so its
+//! thread chooses at each wait between a spin and a sleep before the
+//! spin; a job Linux would not poll completes by interrupts.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use cint_policy::hybrid_poll::Direction;
+use cint_policy::mode_select::{CompletionChoice, ModeSelect, Situation};
+use cint_policy::Nanos;
+use cint_scenario::{CompletionMode, Engine, IoJob, Scenario, Strategy};
+
+use crate::client::Client;
+use crate::error::EmuError;
+use crate::shared::Op;
+
+/// The selector of `strategy`, if it is a `mode-select` one: refused when
+/// the host or the device has no power data to decide from.
+pub(crate) fn build(
+    scenario: &Scenario,
+    strategy: &Strategy,
+) -> Result<Option<ModeSelect>, EmuError> {
+    if strategy.mode != CompletionMode::ModeSelect {
+        return Ok(None);
+    }
+    let (host, device) = (&scenario.host, &scenario.device);
+    let Some(params) = cint_scenario::mode_select::mode_select_params(host, device) else {
+        return Err(EmuError::Config(format!(
+            "strategy '{}': kind \"mode-select\" decides from the host's and the device's \
+             power data, which host '{}' or device '{}' lacks (use a profile with a power \
+             section, e.g. host \"xeon-e3-1230v5\" and device \"optane-900p\")",
+            strategy.name, host.model, device.model
+        )));
+    };
+    ModeSelect::new(params)
+        .map(Some)
+        .map_err(|e| EmuError::Config(format!("strategy '{}': {e}", strategy.name)))
+}
+
+/// How many times a thread chose each mode: per request for a
+/// synchronous job, per wait for an io_uring one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModeCounts {
+    /// Spin from submission on (classic polling).
+    pub poll: u64,
+    /// A timed sleep, then a spin (hybrid polling).
+    pub sleep: u64,
+    /// Sleep until the interrupt.
+    pub interrupt: u64,
+}
+
+impl ModeCounts {
+    fn count(&mut self, choice: CompletionChoice) {
+        match choice {
+            CompletionChoice::Poll => self.poll += 1,
+            CompletionChoice::Sleep(_) => self.sleep += 1,
+            CompletionChoice::Interrupt => self.interrupt += 1,
+        }
+    }
+
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: &ModeCounts) {
+        self.poll += other.poll;
+        self.sleep += other.sleep;
+        self.interrupt += other.interrupt;
+    }
+
+    /// All choices.
+    pub fn total(&self) -> u64 {
+        self.poll + self.sleep + self.interrupt
+    }
+}
+
+/// Which requests of a job Linux would poll.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Polling {
+    /// `pvsync2` with `hipri`: each request is polled or not, as chosen.
+    PerRequest,
+    /// io_uring with `hipri` (`IORING_SETUP_IOPOLL`): every request is
+    /// polled; each wait spins or sleeps first, as chosen.
+    PerWait,
+    /// Neither: every request completes by interrupt.
+    Never,
+}
+
+/// One job thread's selector and what it feeds it.
+pub(crate) struct ThreadSelect {
+    selector: ModeSelect,
+    /// Requests in flight on the emulated host, all threads of the run.
+    host_in_flight: Arc<AtomicU64>,
+    polling: Polling,
+    /// The wait's mode: the last request's choice, or the last wait's.
+    choice: CompletionChoice,
+    /// What was chosen, over the whole run.
+    pub counts: ModeCounts,
+}
+
+impl ThreadSelect {
+    /// A thread of `io`'s job under `selector`, counting its requests in
+    /// `host_in_flight`.
+    pub fn new(selector: ModeSelect, io: &IoJob, host_in_flight: Arc<AtomicU64>) -> Self {
+        let polling = match io.engine {
+            Engine::Pvsync2 if io.hipri => Polling::PerRequest,
+            Engine::IoUring if io.hipri => Polling::PerWait,
+            _ => Polling::Never,
+        };
+        ThreadSelect {
+            selector,
+            host_in_flight,
+            polling,
+            choice: CompletionChoice::Interrupt,
+            counts: ModeCounts::default(),
+        }
+    }
+
+    fn situation(&self, client: &Client, can_interrupt: bool) -> Situation {
+        let in_flight = self.host_in_flight.load(Ordering::Relaxed) + 1;
+        Situation {
+            in_flight: in_flight.min(u64::from(u32::MAX)) as u32,
+            core_contended: client.core_contended(),
+            can_interrupt: can_interrupt && client.can_interrupt(),
+        }
+    }
+
+    /// Whether the next request, of `bytes` in direction `op`, is to be
+    /// submitted as polled.
+    pub fn choose_for_request(&mut self, client: &Client, bytes: u64, op: Op) -> bool {
+        match self.polling {
+            Polling::Never => false,
+            Polling::PerWait => true,
+            Polling::PerRequest => {
+                let situation = self.situation(client, true);
+                self.choice = self.selector.choose(bytes, direction(op), situation);
+                self.counts.count(self.choice);
+                self.choice != CompletionChoice::Interrupt
+            }
+        }
+    }
+
+    /// A request was submitted (it counts as in flight on the host).
+    pub fn submitted(&self) {
+        self.host_in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How to wait now for completions of `bytes`-byte requests in
+    /// direction `op`.
+    pub fn choose_for_wait(&mut self, client: &Client, bytes: u64, op: Op) -> CompletionChoice {
+        match self.polling {
+            Polling::Never => CompletionChoice::Interrupt,
+            Polling::PerRequest => self.choice,
+            Polling::PerWait => {
+                // An IOPOLL ring cannot take an interrupt.
+                let situation = self.situation(client, false);
+                self.choice = self.selector.choose(bytes, direction(op), situation);
+                self.counts.count(self.choice);
+                self.choice
+            }
+        }
+    }
+
+    /// A completion came back: its class learns the device's time,
+    /// whichever way it travelled.
+    pub fn completed(&mut self, bytes: u64, op: Op, device_time: Nanos) {
+        self.host_in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.selector.record(bytes, direction(op), device_time);
+    }
+}
+
+fn direction(op: Op) -> Direction {
+    match op {
+        Op::Read => Direction::Read,
+        Op::Write => Direction::Write,
+    }
+}
