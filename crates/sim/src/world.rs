@@ -537,7 +537,7 @@ impl<'a> World<'a> {
             .map(|t| DepthSearch::new(t.prog.iodepth))
             .collect();
         let costs = HostCosts::from_profile(&sc.host)?;
-        let selector = crate::workload::select::build(sc, strategy, &costs)?;
+        let selector = crate::workload::select::build(sc, strategy)?;
         let mut world = World {
             sc,
             mode: strategy.mode,

@@ -13,31 +13,19 @@
 //! sleep before the spin.
 
 use cint_policy::hybrid_poll::{Direction, SleepEstimator};
-use cint_policy::mode_select::{
-    CompletionChoice, IdleStateCost, ModeSelect, ModeSelectParams, Situation, MAX_IDLE_STATES,
-};
+use cint_policy::mode_select::{CompletionChoice, ModeSelect, Situation};
 use cint_scenario::{CompletionMode, HybridSleep, Rw, Scenario, Strategy};
 
-use crate::host::HostCosts;
 use crate::world::World;
 use crate::SimError;
 
-/// Watts to whole milliwatts.
-fn milliwatts(w: f64) -> u32 {
-    (w * 1e3).round().clamp(0.0, f64::from(u32::MAX)) as u32
-}
-
 /// The selector of `strategy`, if it is a `mode-select` one: refused
 /// (exit 2) when the host or the device has no power data to decide from.
-pub(crate) fn build(
-    sc: &Scenario,
-    strategy: &Strategy,
-    costs: &HostCosts,
-) -> Result<Option<ModeSelect>, SimError> {
+pub(crate) fn build(sc: &Scenario, strategy: &Strategy) -> Result<Option<ModeSelect>, SimError> {
     if strategy.mode != CompletionMode::ModeSelect {
         return Ok(None);
     }
-    let (Some(host), Some(device)) = (&sc.host.power, &sc.device.power) else {
+    let Some(params) = cint_scenario::mode_select::mode_select_params(&sc.host, &sc.device) else {
         return Err(SimError::input_at(
             format!("strategy.{}.kind", strategy.name),
             format!(
@@ -47,36 +35,6 @@ pub(crate) fn build(
                 sc.host.model, sc.device.model
             ),
         ));
-    };
-    let mut idle_states = [IdleStateCost::default(); MAX_IDLE_STATES];
-    for (slot, s) in idle_states.iter_mut().zip(&host.idle_states) {
-        *slot = IdleStateCost {
-            exit_latency: s.exit_latency.0,
-            target_residency: s.target_residency.0,
-            power_mw: milliwatts(s.power_w),
-        };
-    }
-    let params = ModeSelectParams {
-        static_mw: milliwatts(host.base_w + host.uncore_w + device.idle_w),
-        spin_mw: milliwatts(host.core_spin_w),
-        busy_mw: milliwatts(host.core_busy_w),
-        idle_states,
-        idle_count: host.idle_states.len().min(MAX_IDLE_STATES),
-        // The governor the kernel runs: only 5.15's menu has the rule.
-        iowait_factor: match host.governor {
-            cint_scenario::Governor::Menu => 10,
-            _ => 0,
-        },
-        // Interrupt (or timer) entry and handler, the reap, the wake-up,
-        // the switch back from idle and the return to user space: what
-        // the host model charges for one sleep.
-        sleep_path: costs.irq_fixed
-            + costs.irq_reap_entry
-            + costs.wakeup
-            + costs.context_switch_idle
-            + costs.return_to_user,
-        timer_arm: costs.timer_setup,
-        timer_slack: costs.timer_slack,
     };
     ModeSelect::new(params)
         .map(Some)
