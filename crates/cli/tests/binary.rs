@@ -271,6 +271,14 @@ fn check_refuses_what_sim_refuses_with_the_same_line() {
         "{}",
         check.stderr
     );
+    let emu = cint(&["emu", &file]);
+    assert_refused(&emu, "vic-sched");
+    assert!(
+        emu.stderr
+            .starts_with(&format!("{file}:5: strategy.s.kind: ")),
+        "{}",
+        emu.stderr
+    );
     let set = cint(&["sim", &file, "--set", "strategy.s.kind=mode-select"]);
     assert_refused(&set, "power data");
     assert!(

@@ -145,7 +145,7 @@ fn code(e: &EmuError) -> i32 {
     match e {
         EmuError::NotEnoughCores { .. } => CINT_EMU_ECORES,
         EmuError::Pinning(_) => CINT_EMU_EPIN,
-        EmuError::Config(_) => CINT_EMU_EINVAL,
+        EmuError::Config(_) | EmuError::Unsupported { .. } => CINT_EMU_EINVAL,
         EmuError::Backend(_) => CINT_EMU_EBACKEND,
         EmuError::ShutDown => CINT_EMU_ESHUTDOWN,
         EmuError::Busy => CINT_EMU_EBUSY,

@@ -22,6 +22,15 @@ pub enum EmuError {
     Pinning(String),
     /// The configuration or scenario asks for something the emulator cannot do.
     Config(String),
+    /// A key of the scenario asks for what the emulator does not run (a
+    /// strategy kind, a guest, an app, a job's key): the command line
+    /// names the line where it was written.
+    Unsupported {
+        /// The dotted scenario key, e.g. `strategy.sched.kind`.
+        key: String,
+        /// Why, without the key.
+        message: String,
+    },
     /// The backend could not be set up (file, io_uring).
     Backend(String),
     /// A thread could not be created.
@@ -60,6 +69,7 @@ impl fmt::Display for EmuError {
             ),
             EmuError::Pinning(m) => write!(f, "emulator cannot pin a thread: {m}"),
             EmuError::Config(m) => write!(f, "emulator configuration: {m}"),
+            EmuError::Unsupported { key, message } => write!(f, "{key}: {message}"),
             EmuError::Backend(m) => write!(f, "emulator backend: {m}"),
             EmuError::Thread(m) => write!(f, "emulator cannot start a thread: {m}"),
             EmuError::ShutDown => f.write_str("emulated device is shut down"),
@@ -83,6 +93,14 @@ impl fmt::Display for EmuError {
 
 impl std::error::Error for EmuError {}
 
+/// [`EmuError::Unsupported`] of `key`.
+pub(crate) fn unsupported(key: impl Into<String>, message: impl Into<String>) -> EmuError {
+    EmuError::Unsupported {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
 impl EmuError {
     /// Refused input (the scenario, the machine, a library call out of
     /// turn), or an emulator bug.
@@ -92,6 +110,7 @@ impl EmuError {
             EmuError::NotEnoughCores { .. }
             | EmuError::Pinning(_)
             | EmuError::Config(_)
+            | EmuError::Unsupported { .. }
             | EmuError::Backend(_)
             | EmuError::Thread(_)
             | EmuError::ShutDown
@@ -105,10 +124,13 @@ impl EmuError {
 /// The engines' one error type, for callers that run either engine.
 impl From<EmuError> for EngineError {
     fn from(e: EmuError) -> EngineError {
-        EngineError {
-            kind: e.kind(),
-            key: None,
-            message: e.to_string(),
+        match e {
+            EmuError::Unsupported { key, message } => EngineError::input_at(key, message),
+            e => EngineError {
+                kind: e.kind(),
+                key: None,
+                message: e.to_string(),
+            },
         }
     }
 }

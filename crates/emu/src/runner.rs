@@ -19,7 +19,7 @@ use cint_scenario::{Backend as BackendKind, CompletionMode, Job, Scenario, Strat
 
 use crate::backend::{BackendConfig, FileSource};
 use crate::emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig};
-use crate::error::EmuError;
+use crate::error::{unsupported, EmuError};
 use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
 use crate::sys;
@@ -201,6 +201,15 @@ fn unpolled_job(scenario: &Scenario) -> Option<(String, String)> {
 /// Like [`run`], with the details tests check. Failed requests do not
 /// make it fail: they are counted in [`JobDetail::errors`].
 pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
+    // Guests need a hypervisor model (docs/VIRT.md): only the simulator
+    // has one.
+    if let Some(g) = scenario.virt.guests.first() {
+        return Err(unsupported(
+            format!("guest.{}", g.name),
+            "the emulator runs no virtual machines (the hypervisor, its monitors and guests \
+             are modelled by cint sim only)",
+        ));
+    }
     // Nothing on the emulator's cores is a guest with a time slice, so
     // vic-sched would run as plain vic: refused, as the simulator does.
     if let Some(s) = scenario.strategies.iter().find(|s| {
@@ -209,27 +218,18 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             cint_scenario::CompletionMode::Interrupt(cint_policy::PolicyConfig::VicSched(_))
         )
     }) {
-        return Err(EmuError::Config(format!(
-            "strategy '{}': kind \"vic-sched\" needs a guest's scheduling state (run state, \
-             slice end), and no guest runs on the emulator's cores; use \"vic\"",
-            s.name
-        )));
-    }
-    // Guests need a hypervisor model (docs/VIRT.md): only the simulator
-    // has one.
-    if let Some(g) = scenario.virt.guests.first() {
-        return Err(EmuError::Config(format!(
-            "guest '{}': the emulator runs no virtual machines (the hypervisor, its monitors \
-             and guests are modelled by cint sim only)",
-            g.name
-        )));
+        return Err(unsupported(
+            format!("strategy.{}.kind", s.name),
+            "\"vic-sched\" needs a guest's scheduling state (run state, slice end), and no \
+             guest runs on the emulator's cores; use \"vic\"",
+        ));
     }
     if let Some(app) = scenario.apps.programs.first() {
-        return Err(EmuError::Config(format!(
-            "app '{}': application programs ([[app]]) are modelled by the simulator only; \
-             the emulator does not run them (use cint sim)",
-            app.name
-        )));
+        return Err(unsupported(
+            format!("app.{}", app.name),
+            "application programs ([[app]]) are modelled by the simulator only; the emulator \
+             does not run them (use cint sim)",
+        ));
     }
     // Refused before any strategy runs: a mode-select strategy without
     // the power data its selector decides from.
@@ -237,18 +237,21 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         crate::select::build(scenario, strategy)?;
     }
     if let Some((job, key)) = unhonoured_key(scenario) {
-        return Err(EmuError::Config(format!(
-            "job '{job}': key '{key}' is modelled by the simulator only; the emulator does \
-             not run it yet (use cint sim, or remove the key)"
-        )));
+        return Err(unsupported(
+            format!("job.{job}.{key}"),
+            "modelled by the simulator only; the emulator does not run it yet (use cint sim, \
+             or remove the key)",
+        ));
     }
     if let Some((strategy, job)) = unpolled_job(scenario) {
-        return Err(EmuError::Config(format!(
-            "strategy '{strategy}': job '{job}' is not polled (only pvsync2 and io_uring jobs \
-             with hipri = true are): Linux polls per request, the emulator polls whole queues; \
-             give the job hipri = true, or run it with cint sim, which completes it by \
-             interrupts"
-        )));
+        return Err(unsupported(
+            format!("strategy.{strategy}.kind"),
+            format!(
+                "job '{job}' is not polled (only pvsync2 and io_uring jobs with hipri = true \
+                 are): Linux polls per request, the emulator polls whole queues; give the job \
+                 hipri = true, or run it with cint sim, which completes it by interrupts"
+            ),
+        ));
     }
     let layout = CpuLayout::for_scenario(scenario)?;
     let mut results = Vec::with_capacity(scenario.strategies.len());
