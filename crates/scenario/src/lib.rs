@@ -23,6 +23,7 @@ pub mod render;
 mod section;
 mod set;
 pub mod shape;
+pub mod smt;
 pub mod strategy;
 pub mod trace;
 mod tree;
@@ -44,3 +45,4 @@ pub use model::{
     Rw, Scenario, Schedule, SteadyMetric, SteadyState, Strategy, Work,
 };
 pub use profiles::{DevicePower, DeviceProfile, Governor, HostPower, HostProfile, IdleState};
+pub use smt::Smt;
