@@ -570,7 +570,7 @@ impl<'a> World<'a> {
                 sc.host.smt.as_ref(),
                 cores_n,
                 sc.host.poll_iteration.0,
-            ),
+            )?,
             replay: crate::workload::Replay::new(sc, &threads_jobs, reqs_n),
             virt,
             page_cache: flusher

@@ -17,6 +17,7 @@ use cint_scenario::Smt;
 
 use crate::engine::Event;
 use crate::world::{Activity, World};
+use crate::SimError;
 
 /// A stretch of one: the work runs at full speed.
 pub(crate) const UNSTRETCHED: u32 = 1000;
@@ -46,23 +47,36 @@ pub(crate) struct SmtModel {
 impl SmtModel {
     /// The model for `cpus` logical CPUs, or `None` with one thread per
     /// core (nothing is shared). `poll_iteration` is the poll loop's
-    /// issuing part, beside which each `PAUSE` leaves the core.
-    pub(crate) fn new(smt: Option<&Smt>, cpus: usize, poll_iteration: Nanos) -> Option<Self> {
-        let smt = smt?;
+    /// issuing part, beside which each `PAUSE` leaves the core. The
+    /// scenario loader refuses CPUs that make no whole cores; a profile
+    /// built in code with them is refused here rather than run.
+    pub(crate) fn new(
+        smt: Option<&Smt>,
+        cpus: usize,
+        poll_iteration: Nanos,
+    ) -> Result<Option<Self>, SimError> {
+        let Some(smt) = smt else {
+            return Ok(None);
+        };
         let tpc = smt.threads_per_core.max(1) as usize;
         if tpc < 2 {
-            return None;
+            return Ok(None);
+        }
+        if cpus % tpc != 0 {
+            return Err(SimError::input(format!(
+                "host.smt.threads_per_core = {tpc} does not divide host.cores = {cpus}"
+            )));
         }
         let busy = (2000.0 / (1.0 + smt.gain)).round() as u32;
         let issuing = poll_iteration as f64 / (poll_iteration + smt.pause.0).max(1) as f64;
         let spin = UNSTRETCHED + (f64::from(busy - UNSTRETCHED) * issuing).round() as u32;
-        Some(SmtModel {
+        Ok(Some(SmtModel {
             physical: cpus / tpc,
             threads_per_core: tpc,
             busy,
             spin,
             act: vec![Activity3::Idle; cpus],
-        })
+        }))
     }
 
     /// The other hardware threads of CPU `c`'s core.
