@@ -490,7 +490,7 @@ impl World<'_> {
         });
         if p.table.polling[idx] {
             let at = now + p.poll_limit;
-            self.arm_idle_timer(c, at);
+            self.arm_core_done(c, at);
         }
         self.smt_note(c);
     }
@@ -527,7 +527,9 @@ impl World<'_> {
         }
     }
 
-    fn arm_idle_timer(&mut self, c: usize, at: Nanos) {
+    /// A new token for core `c` and its `CoreDone` at `at`, superseding
+    /// any earlier one (an idle-state timer, or a segment's new end).
+    pub(crate) fn arm_core_done(&mut self, c: usize, at: Nanos) {
         let core = &mut self.cores[c];
         core.token += 1;
         let token = core.token;
@@ -599,7 +601,7 @@ impl World<'_> {
             waking: true,
             ..stay
         });
-        self.arm_idle_timer(c, now + exit);
+        self.arm_core_done(c, now + exit);
         true
     }
 

@@ -15,7 +15,6 @@
 use cint_policy::Nanos;
 use cint_scenario::Smt;
 
-use crate::engine::Event;
 use crate::world::{Activity, World};
 use crate::SimError;
 
@@ -173,15 +172,7 @@ impl World<'_> {
             let left = work(end.saturating_sub(now), old);
             let end = now + wall(left, stretch);
             seg.end = Some(end);
-            core.token += 1;
-            let token = core.token;
-            self.events.schedule(
-                end,
-                Event::CoreDone {
-                    core: s as u32,
-                    token,
-                },
-            );
+            self.arm_core_done(s, end);
         }
     }
 }
