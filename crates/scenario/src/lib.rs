@@ -25,6 +25,7 @@ pub mod render;
 mod section;
 mod set;
 pub mod shape;
+pub mod smt;
 pub mod strategy;
 pub mod trace;
 mod tree;
@@ -47,3 +48,4 @@ pub use model::{
     Rw, Scenario, Schedule, SteadyMetric, SteadyState, Strategy, Work,
 };
 pub use profiles::{DevicePower, DeviceProfile, Governor, HostPower, HostProfile, IdleState};
+pub use smt::Smt;

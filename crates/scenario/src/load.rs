@@ -335,6 +335,9 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
     if base.power.is_none() {
         power::refuse_power_without_base(source, "host", &model, user, &hosts_with_power())?;
     }
+    if base.smt.is_none() {
+        crate::smt::refuse_without_base(source, &model, user)?;
+    }
     let host: HostProfile = overlay(source, "host", &base, user, &["model"])?;
     if let Some(p) = &host.power {
         power::check_host(source, node, p)?;
@@ -412,6 +415,9 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
         }
     }
     crate::page_cache::check(source, node, &host.page_cache, host.cores)?;
+    if let Some(smt) = &host.smt {
+        crate::smt::check(source, node, smt, host.cores)?;
+    }
     Ok(host)
 }
 

@@ -178,7 +178,8 @@ pub struct HostProfile {
     pub model: String,
     /// Where the figures come from.
     pub source: String,
-    /// Application cores.
+    /// Application cores: the logical CPUs the kernel schedules on (with
+    /// `smt`, hardware threads, `smt.threads_per_core` per physical core).
     pub cores: u32,
     /// System call entry and exit, once per call whatever the call.
     pub syscall: Duration,
@@ -262,6 +263,11 @@ pub struct HostProfile {
     /// Page cache, writeback and buffered-I/O costs (`[host.page_cache]`).
     #[serde(default)]
     pub page_cache: PageCacheProfile,
+    /// Hardware threads per physical core and what they cost each other
+    /// (`[host.smt]`); absent in a profile without them (one thread per
+    /// core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt: Option<crate::smt::Smt>,
 }
 
 const US: u64 = 1_000;
@@ -472,14 +478,16 @@ impl HostProfile {
                 // No power figures of this testbed are published.
                 power: None,
                 page_cache: PageCacheProfile::default(),
+                smt: None,
             },
             "xeon-e3-1230v5" => HostProfile {
                 model: model.into(),
-                source: "energy-study testbed: Dell R230, Xeon E3-1230 v5 3.4 GHz (4 cores), \
-                         C-states on, Linux 5.15; costs scaled from the E5's by clock \
-                         (docs/HOST-COSTS.md)"
+                source: "energy-study testbed: Dell R230, Xeon E3-1230 v5 3.4 GHz (4 cores, \
+                         8 hardware threads), C-states on, Linux 5.15; costs scaled from the \
+                         E5's by clock (docs/HOST-COSTS.md)"
                     .into(),
-                cores: 4,
+                // Eight logical CPUs: four cores of two hardware threads.
+                cores: 8,
                 // The E5's figures (docs/HOST-COSTS.md) scaled by the
                 // clock, 2.0 / 3.4 GHz; not calibrated against a target.
                 syscall: ns(60),
@@ -514,6 +522,13 @@ impl HostProfile {
                 power: Some(skylake_power()),
                 // The E5's costs scaled by the clock, as above.
                 page_cache: PageCacheProfile::scaled_costs(2.0 / 3.4),
+                // Intel ARK: 4 cores, 8 threads; docs/HOST-COSTS.md, "SMT".
+                smt: Some(crate::smt::Smt {
+                    threads_per_core: 2,
+                    gain: 0.3,
+                    // Skylake's PAUSE, about 140 cycles, at 3.4 GHz.
+                    pause: ns(41),
+                }),
             },
             _ => return None,
         };

@@ -93,3 +93,39 @@ fn a_polling_flag_on_an_engine_that_cannot_poll_is_refused() {
     let e = load_str(&text, "f.toml", &[]).unwrap_err().to_string();
     assert!(e.starts_with("f.toml:12: job.j.hipri: only pvsync2"), "{e}");
 }
+
+#[test]
+fn the_energy_host_has_four_cores_of_two_hardware_threads() {
+    let sc = load_str(BASE, "f.toml", &[]).unwrap();
+    let smt = sc.host.smt.expect("SMT data");
+    assert_eq!((sc.host.cores, smt.threads_per_core), (8, 2));
+    assert_eq!(smt.physical_cores(sc.host.cores), 4);
+}
+
+#[test]
+fn bad_smt_input_is_refused_at_its_line() {
+    assert_eq!(
+        refusal("[host.smt]\nthreads_per_core = 0\n"),
+        "f.toml:7: host.smt.threads_per_core: must be at least 1 (got 0)"
+    );
+    assert_eq!(
+        refusal("cores = 6\n[host.smt]\nthreads_per_core = 4\n"),
+        "f.toml:8: host.smt.threads_per_core: must divide host.cores, the logical CPUs (6 is \
+         not a whole number of 4-thread cores)"
+    );
+    assert_eq!(
+        refusal("[host.smt]\ngain = 1.5\n"),
+        "f.toml:7: host.smt.gain: must be a fraction from 0 to 1 (got 1.5)"
+    );
+    // A profile without SMT data has nothing to override.
+    let text = BASE.replace("xeon-e3-1230v5", "xeon-e5-2660v4").replace(
+        "[[strategy]]",
+        "[host.smt]\nthreads_per_core = 2\n[[strategy]]",
+    );
+    let e = load_str(&text, "f.toml", &[]).expect_err("refused");
+    assert!(
+        e.to_string()
+            .starts_with("f.toml:6: host.smt: the host profile \"xeon-e5-2660v4\" has no SMT"),
+        "{e}"
+    );
+}

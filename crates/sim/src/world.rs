@@ -345,6 +345,8 @@ pub(crate) struct World<'a> {
     pub searches: Vec<DepthSearch>,
     /// The energy model, when the host and the device have power data.
     pub power: Option<Box<crate::host::power::PowerModel>>,
+    /// Hardware threads sharing physical cores, when the host has SMT.
+    pub smt: Option<crate::host::smt::SmtModel>,
     /// Block-trace replay: each trace job thread's place in its stream.
     pub replay: crate::workload::Replay,
     /// The virtual-machine layer, when the scenario has guests.
@@ -565,6 +567,11 @@ impl<'a> World<'a> {
             woken: Vec::new(),
             searches,
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
+            smt: crate::host::smt::SmtModel::new(
+                sc.host.smt.as_ref(),
+                cores_n,
+                sc.host.poll_iteration.0,
+            )?,
             replay: crate::workload::Replay::new(sc, &threads_jobs, reqs_n),
             virt,
             page_cache: crate::host::pagecache::Buffered::new(sc, &threads_jobs, &flushers),

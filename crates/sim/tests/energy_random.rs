@@ -2,7 +2,8 @@
 //! the simulator's own checks (the energy accounting among them: time per
 //! state covering the window, energy by state equal to the integral of
 //! power, mean power between the idle floor and the all-busy ceiling),
-//! report non-negative energy, and repeat itself exactly.
+//! report non-negative energy, and repeat itself exactly; with one or two
+//! hardware threads per core (SMT).
 
 use cint_report::RunResult;
 use cint_scenario::{load_str, Scenario};
@@ -23,15 +24,20 @@ const ENGINES: [(&str, bool); 4] = [
     ("libaio", false),
 ];
 
-fn random_scenario(rng: &mut ChaCha8Rng) -> Scenario {
+/// `smt` is a stream of its own (the hardware threads per core and which
+/// sibling each job takes), so that the draws above it stay as they were.
+fn random_scenario(rng: &mut ChaCha8Rng, smt: &mut ChaCha8Rng) -> Scenario {
     let cores = rng.gen_range(1..=4u32);
+    let threads_per_core = smt.gen_range(1..=2u32);
     let mut text = format!(
         "name = \"energy-random\"\nseed = {}\nduration = \"{}ms\"\nwarmup = \"{}ms\"\n\
          [device]\nmodel = \"optane-900p\"\n\
-         [host]\nmodel = \"xeon-e3-1230v5\"\ncores = {cores}\n[host.power]\ngovernor = \"{}\"\n",
+         [host]\nmodel = \"xeon-e3-1230v5\"\ncores = {}\n[host.power]\ngovernor = \"{}\"\n\
+         [host.smt]\nthreads_per_core = {threads_per_core}\n",
         rng.gen_range(0..1000u32),
         rng.gen_range(2..=6u32),
         rng.gen_range(0..=2u32),
+        cores * threads_per_core,
         GOVERNORS[rng.gen_range(0..GOVERNORS.len())],
     );
     for s in 0..rng.gen_range(1..=2usize) {
@@ -50,7 +56,7 @@ fn random_scenario(rng: &mut ChaCha8Rng) -> Scenario {
             "[[job]]\nname = \"j{j}\"\nengine = \"{engine}\"\nhipri = {polls}\nrw = \"randread\"\n\
              bs = \"{bs}k\"\niodepth = {depth}\nnumjobs = {}\ncpu = {}\n",
             rng.gen_range(1..=4u32),
-            rng.gen_range(0..cores),
+            rng.gen_range(0..cores) + cores * smt.gen_range(0..threads_per_core),
         ));
         if rng.gen_bool(0.3) {
             text.push_str(&format!(
@@ -77,11 +83,21 @@ fn check(r: &RunResult, sc: &Scenario) {
 #[test]
 fn random_energy_scenarios_keep_every_invariant_and_repeat() {
     let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let mut smt = ChaCha8Rng::seed_from_u64(2121);
+    let mut with_smt = 0;
     for _ in 0..24 {
-        let sc = random_scenario(&mut rng);
+        let sc = random_scenario(&mut rng, &mut smt);
+        with_smt += usize::from(
+            sc.host
+                .smt
+                .as_ref()
+                .is_some_and(|s| s.threads_per_core == 2),
+        );
         let a = cint_sim::run(&sc).unwrap_or_else(|e| panic!("{e}"));
         check(&a, &sc);
         let b = cint_sim::run(&sc).expect("runs again");
         assert_eq!(a, b, "not deterministic");
     }
+    // The draws reach hosts with two hardware threads per core.
+    assert!(with_smt >= 4, "{with_smt} of 24 with SMT");
 }

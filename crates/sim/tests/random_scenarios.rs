@@ -294,6 +294,15 @@ fn scenario(seed: u64) -> String {
         let governor = energy.pick(&["menu", "menu-no-iowait", "teo"]);
         let _ = write!(out, "[host.power]\ngovernor = \"{governor}\"\n");
     }
+    // SMT (issue #21), on its own generator: the energy host's two hardware
+    // threads per core where the drawn CPUs make whole cores and no guest
+    // runs, one thread per core otherwise (its profile has two).
+    if host == "xeon-e3-1230v5" {
+        let mut smt = Rng(seed.wrapping_mul(0x8cb9_2ba7_2f3d_8dd7) | 1);
+        let two = host_cores % 2 == 0 && guests.is_none() && smt.chance(70);
+        let tpc = if two { 2 } else { 1 };
+        let _ = write!(out, "[host.smt]\nthreads_per_core = {tpc}\n");
+    }
     // The page cache (issue #23): a small one, so that writeback and
     // throttling happen within the run, and synchronous jobs through it.
     let mut cache = Rng(seed.wrapping_mul(0x2127_599b_f432_5c37) | 1);

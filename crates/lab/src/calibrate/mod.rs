@@ -301,6 +301,8 @@ fn workload(
         ))
     })?;
     host.cores = 1;
+    // One core, one hardware thread: no SMT sibling.
+    host.smt = None;
     let size = device.capacity.0;
     Ok(Scenario {
         name: name.into(),

@@ -52,6 +52,9 @@ pub(super) fn build(
     let named_cpus: BTreeSet<u32> = specs.iter().flat_map(pinned).collect();
     let core_of = |cpu: u32| named_cpus.iter().position(|&c| c == cpu).unwrap_or(0) as u32;
     host.cores = named_cpus.len().max(1) as u32;
+    // The named CPUs are renumbered from 0, which loses which of them were
+    // hardware threads of one core: the imported host has no SMT.
+    host.smt = None;
 
     let timeline = Timeline::new(&specs, args.default_duration, diag)?;
     let mut jobs = Vec::with_capacity(specs.len());

@@ -73,21 +73,26 @@ impl World<'_> {
             }
         };
         let cost = self.handler_cost(c, cost);
+        let stretch = self.smt_stretch(c);
+        let end = now + crate::host::smt::wall(cost, stretch);
         let core = &mut self.cores[c];
         core.token += 1;
         core.seg = Some(Segment {
             start: now,
             irq: true,
+            end: Some(end),
+            stretch,
         });
         let token = core.token;
         self.events.schedule(
-            now + cost,
+            end,
             Event::CoreDone {
                 core: c as u32,
                 token,
             },
         );
         self.power_run(c, true);
+        self.smt_note(c);
     }
 
     /// Reaps the queue's CQ as `irq` allows, hands every entry to its

@@ -8,6 +8,7 @@ pub(crate) mod irq;
 pub(crate) mod pagecache;
 pub(crate) mod power;
 pub(crate) mod sched;
+pub(crate) mod smt;
 pub(crate) mod spread;
 
 use std::collections::VecDeque;
@@ -167,6 +168,11 @@ pub(crate) struct Segment {
     pub start: Nanos,
     /// True for an interrupt handler, false for the current thread.
     pub irq: bool,
+    /// When the work ends (`None`: a poll loop or other open-ended work).
+    pub end: Option<Nanos>,
+    /// How much slower than alone the work runs, in thousandths (SMT
+    /// siblings executing too, [`smt`]).
+    pub stretch: u32,
 }
 
 /// One application core.

@@ -46,6 +46,8 @@ struct Stay {
     waking: bool,
 }
 
+/// A physical core's power state: with SMT, that of its more active
+/// hardware thread.
 #[derive(Clone, Debug)]
 struct CorePower {
     state: usize,
@@ -56,6 +58,13 @@ struct CorePower {
     entries: Vec<u64>,
     /// Energy of idle-state exits in the measured window, fJ.
     exit_fj: u128,
+}
+
+/// A logical CPU's own state, its stay in an idle state and its governor
+/// (cpuidle runs per logical CPU).
+#[derive(Clone, Debug)]
+struct CpuIdle {
+    state: usize,
     stay: Option<Stay>,
     /// The polling state's limit timer of the current stay, dropped when
     /// the stay ends early (work arrived) so that it does not linger
@@ -85,8 +94,11 @@ pub(crate) struct PowerModel {
     device_fj_per_byte: u64,
     /// The device's fastest direction, bytes/s (the ceiling's bound).
     device_max_rate: u64,
+    /// Per physical core; logical CPU `c` is on core `c % cores.len()`.
     cores: Vec<CorePower>,
-    /// Cores in C0 now.
+    /// Per logical CPU.
+    cpus: Vec<CpuIdle>,
+    /// Physical cores in C0 now.
     active: usize,
     uncore_since: Nanos,
     uncore_ns: u64,
@@ -108,11 +120,16 @@ impl PowerModel {
         let (Some(host), Some(device)) = (&sc.host.power, &sc.device.power) else {
             return None;
         };
-        let cores_n = sc.host.cores.max(1) as usize;
+        let cpus_n = sc.host.cores.max(1) as usize;
+        let physical = sc
+            .host
+            .smt
+            .as_ref()
+            .map_or(cpus_n, |s| s.physical_cores(cpus_n as u32).max(1) as usize);
         Some(Box::new(Self::build(
             host,
             device,
-            cores_n,
+            (cpus_n, physical),
             thread_cores,
             sc.device.read.bandwidth.max(sc.device.write.bandwidth),
         )))
@@ -121,7 +138,7 @@ impl PowerModel {
     fn build(
         host: &HostPower,
         device: &DevicePower,
-        cores_n: usize,
+        (cpus_n, cores_n): (usize, usize),
         thread_cores: &[u32],
         device_max_rate: u64,
     ) -> PowerModel {
@@ -141,7 +158,7 @@ impl PowerModel {
             .iter()
             .map(|&ns| busy * u128::from(ns) / 2)
             .collect();
-        let mut core_threads = vec![Vec::new(); cores_n];
+        let mut core_threads = vec![Vec::new(); cpus_n];
         for (t, &c) in thread_cores.iter().enumerate() {
             core_threads[c as usize].push(t as u32);
         }
@@ -152,6 +169,11 @@ impl PowerModel {
                 ns: vec![0; states],
                 entries: vec![0; states],
                 exit_fj: 0,
+            })
+            .collect();
+        let cpus = (0..cpus_n)
+            .map(|_| CpuIdle {
+                state: BUSY,
                 stay: None,
                 poll_timer: None,
                 governor: GovernorState::new(host.governor, host.idle_states.len()),
@@ -174,6 +196,7 @@ impl PowerModel {
             device_fj_per_byte: microwatts(device.w_per_gbps),
             device_max_rate,
             cores,
+            cpus,
             // Every core starts busy: threads are runnable at 0.
             active: cores_n,
             uncore_since: 0,
@@ -192,8 +215,36 @@ impl PowerModel {
         self.integrated_to = now;
     }
 
-    /// Core `c` enters `state` at `now`.
+    /// Logical CPU `c` enters `state` at `now`; its physical core takes
+    /// the state of its more active hardware thread.
     fn set(&mut self, c: usize, state: usize, now: Nanos) {
+        self.cpus[c].state = state;
+        let k = c % self.cores.len();
+        let combined = self.combined(k);
+        self.set_core(k, combined, now);
+    }
+
+    /// The state of physical core `k`: its most active hardware thread's,
+    /// a running state before any idle state (the dearer first), and the
+    /// shallower of two idle states.
+    fn combined(&self, k: usize) -> usize {
+        let idle_n = self.state_uw.len() - IDLE0;
+        let rank = |s: usize| match s.checked_sub(IDLE0) {
+            None => (1u64 << 40) + self.state_uw[s],
+            Some(i) => (idle_n - i) as u64,
+        };
+        let mut best = self.cpus[k].state;
+        for c in (k..self.cpus.len()).step_by(self.cores.len()).skip(1) {
+            let s = self.cpus[c].state;
+            if rank(s) > rank(best) {
+                best = s;
+            }
+        }
+        best
+    }
+
+    /// Physical core `c` enters `state` at `now`.
+    fn set_core(&mut self, c: usize, state: usize, now: Nanos) {
         let old = self.cores[c].state;
         if old == state {
             return;
@@ -415,7 +466,7 @@ impl World<'_> {
         if self
             .power
             .as_deref()
-            .is_none_or(|p| p.cores[c].stay.is_some())
+            .is_none_or(|p| p.cpus[c].stay.is_some())
         {
             return;
         }
@@ -428,22 +479,28 @@ impl World<'_> {
         let Some(p) = self.power.as_deref_mut() else {
             return;
         };
-        let idx = p.cores[c].governor.select(&p.table, ctx);
+        let idx = p.cpus[c].governor.select(&p.table, ctx);
         p.set(c, IDLE0 + idx, now);
-        let core = &mut p.cores[c];
-        core.entries[IDLE0 + idx] += 1;
-        core.stay = Some(Stay {
+        // The core enters the state only if its siblings are no more
+        // active than this thread.
+        let k = c % p.cores.len();
+        let core = &mut p.cores[k];
+        if core.state == IDLE0 + idx {
+            core.entries[IDLE0 + idx] += 1;
+        }
+        p.cpus[c].stay = Some(Stay {
             idx,
             entered: now,
             waking: false,
         });
         if p.table.polling[idx] {
             let at = now + p.poll_limit;
-            let pending = self.arm_idle_timer(c, at);
+            let pending = self.arm_core_done(c, at);
             if let Some(p) = self.power.as_deref_mut() {
-                p.cores[c].poll_timer = pending;
+                p.cpus[c].poll_timer = pending;
             }
         }
+        self.smt_note(c);
     }
 
     /// What the governor sees: the next armed timer of a thread on this
@@ -478,7 +535,9 @@ impl World<'_> {
         }
     }
 
-    fn arm_idle_timer(&mut self, c: usize, at: Nanos) -> Option<Pending> {
+    /// A new token for core `c` and its `CoreDone` at `at`, superseding
+    /// any earlier one (an idle-state timer, or a segment's new end).
+    pub(crate) fn arm_core_done(&mut self, c: usize, at: Nanos) -> Option<Pending> {
         let core = &mut self.cores[c];
         core.token += 1;
         let token = core.token;
@@ -489,6 +548,16 @@ impl World<'_> {
                 token,
             },
         )
+    }
+
+    /// True while core `c` sits in a polling idle state (cpuidle's POLL
+    /// spins in `cpu_relax`, which an SMT sibling feels as a poll loop).
+    pub(crate) fn power_polling(&self, c: usize) -> bool {
+        self.power.as_deref().is_some_and(|p| {
+            p.cpus[c]
+                .stay
+                .is_some_and(|s| !s.waking && p.table.polling[s.idx])
+        })
     }
 
     /// Thread `t` armed a timer for `at` (its current `timer_token`).
@@ -508,7 +577,7 @@ impl World<'_> {
         let Some(p) = self.power.as_deref() else {
             return false;
         };
-        let Some(stay) = p.cores[c].stay else {
+        let Some(stay) = p.cpus[c].stay else {
             return false;
         };
         if stay.waking {
@@ -519,22 +588,28 @@ impl World<'_> {
             return false;
         }
         let now = self.now();
-        let exit = p.table.exit_ns[stay.idx];
-        if p.table.polling[stay.idx] || exit == 0 {
+        // The exit is from the state the physical core is really in: with
+        // an SMT sibling running, the core is in C0 and the thread resumes
+        // at once; with one in a shallower state, that state's exit.
+        let k = c % p.cores.len();
+        let Some(idx) = p.cores[k].state.checked_sub(IDLE0) else {
+            self.end_stay(c, now, false);
+            return false;
+        };
+        let exit = p.table.exit_ns[idx];
+        if p.table.polling[idx] || exit == 0 {
             self.end_stay(c, now, false);
             return false;
         }
         let Some(p) = self.power.as_deref_mut() else {
             return false;
         };
-        let cost = p.exit_cost_fj[stay.idx];
-        let core = &mut p.cores[c];
-        core.exit_fj += cost;
-        core.stay = Some(Stay {
+        p.cores[k].exit_fj += p.exit_cost_fj[idx];
+        p.cpus[c].stay = Some(Stay {
             waking: true,
             ..stay
         });
-        self.arm_idle_timer(c, now + exit);
+        self.arm_core_done(c, now + exit);
         true
     }
 
@@ -544,10 +619,10 @@ impl World<'_> {
         let Some(p) = self.power.as_deref_mut() else {
             return;
         };
-        let Some(stay) = p.cores[c].stay.take() else {
+        let Some(stay) = p.cpus[c].stay.take() else {
             return;
         };
-        if let Some(pending) = p.cores[c].poll_timer.take() {
+        if let Some(pending) = p.cpus[c].poll_timer.take() {
             if !poll_limit_hit {
                 self.events.cancel_near(pending);
             }
@@ -556,7 +631,7 @@ impl World<'_> {
             return;
         };
         let table = &p.table;
-        p.cores[c]
+        p.cpus[c]
             .governor
             .reflect(table, stay.idx, now - stay.entered, poll_limit_hit);
     }
@@ -564,7 +639,7 @@ impl World<'_> {
     /// A `CoreDone` reached a core with no segment: an idle-state timer.
     pub(crate) fn on_idle_timer(&mut self, c: usize) {
         let now = self.now();
-        let what = match self.power.as_deref().and_then(|p| p.cores[c].stay) {
+        let what = match self.power.as_deref().and_then(|p| p.cpus[c].stay) {
             Some(Stay { waking: true, .. }) => IdleTimer::Awake,
             Some(stay)
                 if self

@@ -60,13 +60,21 @@ impl World<'_> {
             return;
         }
         core.thread_ns += elapsed;
+        // Beside a busy SMT sibling the burst's work shrinks slower than
+        // the clock runs: what is left is the time to its end, unstretched.
+        let smt_left = match (seg.end, seg.stretch) {
+            (Some(end), stretch) if stretch != crate::host::smt::UNSTRETCHED => {
+                Some(crate::host::smt::work(end.saturating_sub(now), stretch))
+            }
+            _ => None,
+        };
         if let Some(t) = core.current {
             let th = &mut self.threads[t as usize];
             th.cpu_ns += elapsed;
             th.usr_ns += th.user_share(elapsed);
             th.vruntime += elapsed;
             if let Activity::Burst { left, .. } = &mut th.act {
-                *left = left.saturating_sub(elapsed);
+                *left = smt_left.unwrap_or_else(|| left.saturating_sub(elapsed));
             }
         }
     }
@@ -105,6 +113,7 @@ impl World<'_> {
                     core.idle_since = Some(now);
                 }
                 self.power_idle(c);
+                self.smt_note(c);
                 return;
             }
             // A KVM vCPU switched in with a posted interrupt waiting.
@@ -123,7 +132,7 @@ impl World<'_> {
                     continue;
                 }
                 Activity::Burst { left, .. } => {
-                    self.start_thread_segment(c, Some(now + left));
+                    self.start_thread_segment(c, Some(left));
                     return;
                 }
                 Activity::Spin { need } => {
@@ -149,14 +158,20 @@ impl World<'_> {
         }
     }
 
-    fn start_thread_segment(&mut self, c: usize, end: Option<Nanos>) {
+    /// Runs the current thread on core `c`: `work` nanoseconds of its
+    /// burst (stretched by busy SMT siblings), or open-ended with `None`.
+    fn start_thread_segment(&mut self, c: usize, work: Option<Nanos>) {
         let now = self.now();
+        let stretch = self.smt_stretch(c);
+        let end = work.map(|w| now + crate::host::smt::wall(w, stretch));
         let core = &mut self.cores[c];
         core.leave_idle(now);
         core.token += 1;
         core.seg = Some(Segment {
             start: now,
             irq: false,
+            end,
+            stretch,
         });
         if let Some(end) = end {
             let token = core.token;
@@ -169,6 +184,7 @@ impl World<'_> {
             );
         }
         self.power_run(c, false);
+        self.smt_note(c);
     }
 
     /// Picks the thread to run; false if none is runnable.
