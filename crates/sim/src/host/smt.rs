@@ -143,12 +143,18 @@ impl World<'_> {
         if m.act[c] == now_act {
             return;
         }
-        let siblings: Vec<usize> = m.siblings(c).collect();
+        // The siblings by index, without holding the model across the
+        // re-lay (this runs at every change of what a CPU does).
+        let (physical, threads) = (m.physical, m.threads_per_core);
         if let Some(m) = self.smt.as_mut() {
             m.act[c] = now_act;
         }
-        for s in siblings {
-            self.smt_restretch(s);
+        let core = c % physical;
+        for k in 0..threads {
+            let s = core + k * physical;
+            if s != c {
+                self.smt_restretch(s);
+            }
         }
     }
 
