@@ -170,6 +170,40 @@ pub(crate) fn model(
     Some((energy_j, result, note))
 }
 
+/// A note when two application CPUs are hardware threads of one core of
+/// an SMT host profile with power data: the model counts each as a core,
+/// where the simulator takes the core's more active thread, because the
+/// emulator measures each CPU's time per state, not when.
+pub(crate) fn smt_siblings_note(scenario: &Scenario) -> Option<String> {
+    scenario.host.power.as_ref()?;
+    let smt = scenario
+        .host
+        .smt
+        .as_ref()
+        .filter(|s| s.threads_per_core > 1)?;
+    let physical = (scenario.host.cores / smt.threads_per_core).max(1);
+    let mut cpus: Vec<u32> = scenario
+        .jobs
+        .iter()
+        .flat_map(|job| (0..job.numjobs).map(move |n| scenario.thread_core(job, n)))
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let (a, b) = cpus.iter().enumerate().find_map(|(i, &a)| {
+        cpus[i + 1..]
+            .iter()
+            .find(|&&b| b % physical == a % physical)
+            .map(|&b| (a, b))
+    })?;
+    Some(format!(
+        "energy: CPUs {a} and {b} are hardware threads of one core of host '{}'; the model \
+         counts each as a core (it measures each CPU's time per state, not when, so it cannot \
+         take the core's more active thread): the cores' energy is over-stated by up to one \
+         core's",
+        scenario.host.model
+    ))
+}
+
 fn is_polling(host: &HostPower, state: &str) -> bool {
     host.idle_states
         .iter()
@@ -276,6 +310,24 @@ mod tests {
             idle: vec![None],
             rapl: Err("no such file".into()),
         }
+    }
+
+    #[test]
+    fn sibling_application_cpus_of_an_smt_profile_get_a_note_and_others_none() {
+        let spread = |cpus: &str| {
+            let mut sc = scenario();
+            let job = &mut sc.jobs[0];
+            job.numjobs = 2;
+            job.cpus = cpus.split(',').map(|c| c.parse().expect("a cpu")).collect();
+            sc
+        };
+        // xeon-e3-1230v5: CPUs n and n + 4 are one core's threads.
+        let note = smt_siblings_note(&spread("0,4")).expect("siblings");
+        assert!(note.contains("CPUs 0 and 4"), "{note}");
+        assert_eq!(smt_siblings_note(&spread("0,1")), None);
+        let mut bare = spread("0,4");
+        bare.host.smt = None;
+        assert_eq!(smt_siblings_note(&bare), None);
     }
 
     #[test]

@@ -279,6 +279,9 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
     if let Some(note) = details.iter().find_map(|d| d.energy_note.clone()) {
         notes.push(note);
     }
+    if let Some(note) = crate::energy::smt_siblings_note(scenario) {
+        notes.push(note);
+    }
     Ok(RunDetail {
         result: RunResult {
             cint_version: CINT_VERSION.to_string(),
