@@ -84,6 +84,10 @@ pub(crate) struct PowerModel {
     /// Per core state: power in uW, and whether the core is in C0.
     state_uw: Vec<u64>,
     c0: Vec<bool>,
+    /// Per state, how active it is for a physical core's choice between
+    /// its threads: running states above idle ones (the dearer first),
+    /// shallower idle states above deeper ones.
+    activity: Vec<u64>,
     /// Energy of one exit from each idle state: busy power over half its
     /// exit latency, fJ.
     exit_cost_fj: Vec<u128>,
@@ -179,9 +183,17 @@ impl PowerModel {
                 governor: GovernorState::new(host.governor, host.idle_states.len()),
             })
             .collect();
+        let idle_n = host.idle_states.len();
+        let activity = (0..state_uw.len())
+            .map(|s| match s.checked_sub(IDLE0) {
+                None => (1u64 << 40) + state_uw[s],
+                Some(i) => (idle_n - i) as u64,
+            })
+            .collect();
         let busy_uw = microwatts(host.core_busy_w);
         let uncore_uw = microwatts(host.uncore_w);
         PowerModel {
+            activity,
             poll_limit: table.poll_limit(host.tick.0),
             table,
             names: host.idle_states.iter().map(|s| s.name.clone()).collect(),
@@ -218,6 +230,9 @@ impl PowerModel {
     /// Logical CPU `c` enters `state` at `now`; its physical core takes
     /// the state of its more active hardware thread.
     fn set(&mut self, c: usize, state: usize, now: Nanos) {
+        if self.cpus[c].state == state {
+            return;
+        }
         self.cpus[c].state = state;
         let k = c % self.cores.len();
         let combined = self.combined(k);
@@ -228,17 +243,14 @@ impl PowerModel {
     /// a running state before any idle state (the dearer first), and the
     /// shallower of two idle states.
     fn combined(&self, k: usize) -> usize {
-        let idle_n = self.state_uw.len() - IDLE0;
-        let rank = |s: usize| match s.checked_sub(IDLE0) {
-            None => (1u64 << 40) + self.state_uw[s],
-            Some(i) => (idle_n - i) as u64,
-        };
         let mut best = self.cpus[k].state;
-        for c in (k..self.cpus.len()).step_by(self.cores.len()).skip(1) {
+        let mut c = k + self.cores.len();
+        while c < self.cpus.len() {
             let s = self.cpus[c].state;
-            if rank(s) > rank(best) {
+            if self.activity[s] > self.activity[best] {
                 best = s;
             }
+            c += self.cores.len();
         }
         best
     }

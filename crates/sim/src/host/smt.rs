@@ -160,10 +160,10 @@ impl World<'_> {
 
     /// Re-lays the work left of CPU `s`'s segment at its current stretch.
     fn smt_restretch(&mut self, s: usize) {
-        let stretch = self.smt_stretch(s);
         let Some(seg) = self.cores[s].seg else {
             return;
         };
+        let stretch = self.smt_stretch(s);
         if seg.stretch == stretch {
             return;
         }
