@@ -58,8 +58,13 @@ fn blkparse(bytes: &[u8]) -> Option<Vec<Row>> {
             return None;
         }
     };
-    child.stdin.take()?.write_all(bytes).expect("feed blkparse");
+    // Fed from a thread: blkparse prints while it reads, and a trace of a
+    // few hundred KB fills both pipes if this thread feeds and then reads.
+    let mut stdin = child.stdin.take()?;
+    let input = bytes.to_vec();
+    let feeder = std::thread::spawn(move || stdin.write_all(&input));
     let out = child.wait_with_output().expect("blkparse runs");
+    feeder.join().expect("the feeder").expect("feed blkparse");
     assert!(
         out.status.success(),
         "blkparse failed: {}",
