@@ -126,24 +126,36 @@ fn q_events_and_latencies_match_blkparse() {
                 .expect("the stream's pid");
             assert_eq!(s.cpu, Some(first.5));
         }
-        let completions: Vec<_> = rows.iter().filter(|r| r.0 == "C").collect();
-        let with_latency = trace
-            .requests
-            .iter()
-            .filter(|r| r.latency.is_some())
-            .count();
-        assert_eq!(with_latency, completions.len());
-        for r in trace.requests.iter().filter(|r| r.latency.is_some()) {
-            let at = r.time + r.latency.unwrap() - genesis;
-            assert!(
-                completions
-                    .iter()
-                    .any(|c| c.1 == at && c.2 == r.offset / 512 && c.3 == r.bytes / 512),
-                "no C event of blkparse at {at} ns for the request at {}",
-                r.place
-            );
-        }
+        assert_latencies_end_on_c_events(&trace, &rows, genesis);
     }
+}
+
+/// As many requests with a latency as blkparse prints C events, each
+/// latency ending (from `genesis`, blkparse's time zero) on one of them,
+/// of the same sector and size. Returns how many requests had a latency.
+fn assert_latencies_end_on_c_events(
+    trace: &cint_trace::Trace,
+    rows: &[Row],
+    genesis: u64,
+) -> usize {
+    let completions: Vec<_> = rows.iter().filter(|r| r.0 == "C").collect();
+    let with_latency: Vec<_> = trace
+        .requests
+        .iter()
+        .filter(|r| r.latency.is_some())
+        .collect();
+    assert_eq!(with_latency.len(), completions.len());
+    for r in &with_latency {
+        let at = r.time + r.latency.unwrap() - genesis;
+        assert!(
+            completions
+                .iter()
+                .any(|c| c.1 == at && c.2 == r.offset / 512 && c.3 == r.bytes / 512),
+            "no C event of blkparse at {at} ns for the request at {}",
+            r.place
+        );
+    }
+    with_latency.len()
 }
 
 /// The shipped blktrace, captured by blktrace 2.0.0 in a QEMU guest
@@ -177,26 +189,9 @@ fn the_shipped_guest_capture_matches_blkparse() {
             r.place
         );
     }
-    let completions: Vec<_> = rows.iter().filter(|r| r.0 == "C").collect();
-    let with_latency: Vec<_> = trace
-        .requests
-        .iter()
-        .filter(|r| r.latency.is_some())
-        .collect();
-    assert_eq!(with_latency.len(), completions.len());
     assert_eq!(
-        with_latency.len(),
+        assert_latencies_end_on_c_events(&trace, &rows, genesis),
         trace.requests.len(),
         "every request completed"
     );
-    for r in with_latency {
-        let at = r.time + r.latency.unwrap() - genesis;
-        assert!(
-            completions
-                .iter()
-                .any(|c| c.1 == at && c.2 == r.offset / 512 && c.3 == r.bytes / 512),
-            "no C event of blkparse at {at} ns for the request at {}",
-            r.place
-        );
-    }
 }
