@@ -194,3 +194,33 @@ fn fio_replays_the_shipped_iolog() {
     assert_eq!(job["read"]["total_ios"], 2000);
     assert_eq!(job["write"]["total_ios"], 1000);
 }
+
+/// The blktrace captured in a QEMU guest (scenarios/traces/README.md)
+/// replays, and the result carries the guest's own Q-to-C latencies
+/// beside the model's.
+#[test]
+fn the_guest_blktrace_replays_with_its_own_latencies() {
+    let doc = json(&cint(&[
+        "sim",
+        "--trace",
+        "scenarios/traces/fio-guest.blktrace.0",
+        "--json",
+    ]));
+    for s in doc["results"].as_array().unwrap() {
+        let job = &s["jobs"][0];
+        let t = &job["trace"];
+        assert_eq!(t["format"], "blktrace v7");
+        assert_eq!(
+            (t["requests"].as_u64(), t["issued"].as_u64()),
+            (Some(1300), Some(1300))
+        );
+        // Every request of the capture has its C event.
+        assert_eq!(t["trace_lat_ns"]["N"], 1300);
+        assert_eq!(t["trace_lat_ns"]["N"], job["lat_ns"]["N"]);
+        // An emulated guest's file-backed disk is far slower than the
+        // modelled Optane.
+        let own = t["trace_lat_ns"]["mean"].as_f64().unwrap();
+        let model = job["lat_ns"]["mean"].as_f64().unwrap();
+        assert!(own > 2.0 * model, "trace {own} ns, model {model} ns");
+    }
+}
