@@ -225,14 +225,10 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
     /// already handed out) it stays, and the caller's token must make it
     /// stale. Which events take effect, and in what order, is the same
     /// either way; only the count of events handed out changes.
-    pub(crate) fn cancel_near(&mut self, pending: Pending) -> bool {
+    pub(crate) fn cancel_near(&mut self, pending: Pending) {
         let live = &self.near[self.head..];
-        match live.binary_search_by(|e| e.key.cmp(&pending.0)) {
-            Ok(i) => {
-                self.near.remove(self.head + i);
-                true
-            }
-            Err(_) => false,
+        if let Ok(i) = live.binary_search_by(|e| e.key.cmp(&pending.0)) {
+            self.near.remove(self.head + i);
         }
     }
 

@@ -243,16 +243,17 @@ impl PowerModel {
     /// a running state before any idle state (the dearer first), and the
     /// shallower of two idle states.
     fn combined(&self, k: usize) -> usize {
-        let mut best = self.cpus[k].state;
-        let mut c = k + self.cores.len();
-        while c < self.cpus.len() {
-            let s = self.cpus[c].state;
-            if self.activity[s] > self.activity[best] {
-                best = s;
-            }
-            c += self.cores.len();
-        }
-        best
+        let physical = self.cores.len();
+        crate::host::smt::threads_of(k, physical, self.cpus.len() / physical)
+            .map(|c| self.cpus[c].state)
+            .reduce(|best, s| {
+                if self.activity[s] > self.activity[best] {
+                    s
+                } else {
+                    best
+                }
+            })
+            .unwrap_or(self.cpus[k].state)
     }
 
     /// Physical core `c` enters `state` at `now`.
@@ -634,18 +635,14 @@ impl World<'_> {
         let Some(stay) = p.cpus[c].stay.take() else {
             return;
         };
-        if let Some(pending) = p.cpus[c].poll_timer.take() {
-            if !poll_limit_hit {
-                self.events.cancel_near(pending);
-            }
-        }
-        let Some(p) = self.power.as_deref_mut() else {
-            return;
-        };
+        let poll_timer = p.cpus[c].poll_timer.take();
         let table = &p.table;
         p.cpus[c]
             .governor
             .reflect(table, stay.idx, now - stay.entered, poll_limit_hit);
+        if let (Some(pending), false) = (poll_timer, poll_limit_hit) {
+            self.events.cancel_near(pending);
+        }
     }
 
     /// A `CoreDone` reached a core with no segment: an idle-state timer.

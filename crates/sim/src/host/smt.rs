@@ -79,11 +79,8 @@ impl SmtModel {
     }
 
     /// The other hardware threads of CPU `c`'s core.
-    pub(crate) fn siblings(&self, c: usize) -> impl Iterator<Item = usize> + '_ {
-        let core = c % self.physical;
-        (0..self.threads_per_core)
-            .map(move |k| core + k * self.physical)
-            .filter(move |&s| s != c)
+    pub(crate) fn siblings(&self, c: usize) -> impl Iterator<Item = usize> {
+        siblings(c, self.physical, self.threads_per_core)
     }
 
     /// The stretch of work on CPU `c` now, from its most active sibling.
@@ -94,6 +91,21 @@ impl SmtModel {
             _ => UNSTRETCHED,
         }
     }
+}
+
+/// The logical CPUs of physical core `core`, as Linux numbers them: `core`,
+/// then `core + physical`, and so on, `threads` in all.
+pub(crate) fn threads_of(
+    core: usize,
+    physical: usize,
+    threads: usize,
+) -> impl Iterator<Item = usize> {
+    (0..threads).map(move |k| core + k * physical)
+}
+
+/// The other hardware threads of CPU `c`'s core.
+fn siblings(c: usize, physical: usize, threads: usize) -> impl Iterator<Item = usize> {
+    threads_of(c % physical, physical, threads).filter(move |&s| s != c)
 }
 
 /// Wall time of `work` at `stretch`, rounded up so that no work is lost.
@@ -149,12 +161,8 @@ impl World<'_> {
         if let Some(m) = self.smt.as_mut() {
             m.act[c] = now_act;
         }
-        let core = c % physical;
-        for k in 0..threads {
-            let s = core + k * physical;
-            if s != c {
-                self.smt_restretch(s);
-            }
+        for s in siblings(c, physical, threads) {
+            self.smt_restretch(s);
         }
     }
 
