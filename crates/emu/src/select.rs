@@ -45,12 +45,7 @@ pub(crate) fn build(
     let Some(params) = cint_scenario::mode_select::mode_select_params(host, device) else {
         return Err(crate::error::unsupported(
             format!("strategy.{}.kind", strategy.name),
-            format!(
-                "\"mode-select\" decides from the host's and the device's power data, which \
-                 host '{}' or device '{}' lacks (use a profile with a power section, e.g. host \
-                 \"xeon-e3-1230v5\" and device \"optane-900p\")",
-                host.model, device.model
-            ),
+            cint_scenario::mode_select::without_power_data(host, device),
         ));
     };
     ModeSelect::new(params)

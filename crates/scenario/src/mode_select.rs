@@ -50,6 +50,17 @@ pub fn mode_select_params(host: &HostProfile, device: &DeviceProfile) -> Option<
     })
 }
 
+/// Why `mode-select` cannot run on `host` with `device` when
+/// [`mode_select_params`] gives `None`: one wording for every engine.
+pub fn without_power_data(host: &HostProfile, device: &DeviceProfile) -> String {
+    format!(
+        "\"mode-select\" decides from the host's and the device's power data, which host '{}' \
+         or device '{}' lacks (use a profile with a power section, e.g. host \
+         \"xeon-e3-1230v5\" and device \"optane-900p\")",
+        host.model, device.model
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

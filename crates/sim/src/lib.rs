@@ -31,7 +31,7 @@ mod workload;
 mod world;
 
 use cint_report::{RunResult, CINT_VERSION};
-use cint_scenario::Scenario;
+use cint_scenario::{Scenario, Strategy};
 
 pub use gaps::completion_gaps;
 
@@ -40,6 +40,12 @@ pub use gaps::completion_gaps;
 /// running ([`SimError::internal`]: a simulator bug, reported instead of a
 /// wrong result). The engines' one error type, under the simulator's name.
 pub type SimError = cint_report::EngineError;
+
+/// `strategy` cannot be built from its parameters (`why`): refused at its
+/// table, `strategy.NAME`.
+pub(crate) fn strategy_refused(strategy: &Strategy, why: impl std::fmt::Display) -> SimError {
+    SimError::input_at(format!("strategy.{}", strategy.name), why.to_string())
+}
 
 /// How every run-time invariant violation's message starts.
 pub(crate) const INVARIANT_VIOLATED: &str = "invariant violated";

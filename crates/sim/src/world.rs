@@ -389,9 +389,9 @@ impl<'a> World<'a> {
                 CompletionMode::Interrupt(cfg) => cfg,
                 _ => strategy.interrupts,
             };
-            let policy = cfg.build(0).map_err(|e| {
-                SimError::input_at(format!("strategy.{}", strategy.name), e.to_string())
-            })?;
+            let policy = cfg
+                .build(0)
+                .map_err(|e| crate::strategy_refused(strategy, e))?;
             let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
             queues.push(HwQueue::new(
                 Some(policy),

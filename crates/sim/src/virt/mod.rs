@@ -266,9 +266,9 @@ impl Virt {
         let mut credits: Vec<xen::Credit> = Vec::new();
         let mut pcpu_of_core = vec![HOST; cores_n];
         for (g, guest) in sc.virt.guests.iter().enumerate() {
-            let mut policy = cfg.build(0).map_err(|e| {
-                SimError::input_at(format!("strategy.{}", strategy.name), e.to_string())
-            })?;
+            let mut policy = cfg
+                .build(0)
+                .map_err(|e| crate::strategy_refused(strategy, e))?;
             if is_xen {
                 // Its vCPU shares its core under the credit scheduler,
                 // which tells the policy of every switch.

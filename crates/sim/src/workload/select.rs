@@ -28,17 +28,12 @@ pub(crate) fn build(sc: &Scenario, strategy: &Strategy) -> Result<Option<ModeSel
     let Some(params) = cint_scenario::mode_select::mode_select_params(&sc.host, &sc.device) else {
         return Err(SimError::input_at(
             format!("strategy.{}.kind", strategy.name),
-            format!(
-                "\"mode-select\" decides from the host's and the device's power data, which \
-                 host '{}' or device '{}' lacks (use a profile with a power section, e.g. host \
-                 \"xeon-e3-1230v5\" and device \"optane-900p\")",
-                sc.host.model, sc.device.model
-            ),
+            cint_scenario::mode_select::without_power_data(&sc.host, &sc.device),
         ));
     };
     ModeSelect::new(params)
         .map(Some)
-        .map_err(|e| SimError::input_at(format!("strategy.{}", strategy.name), e.to_string()))
+        .map_err(|e| crate::strategy_refused(strategy, e))
 }
 
 impl World<'_> {
