@@ -9,7 +9,7 @@ use cint_policy::{Nanos, SEC};
 use crate::emu_config::EmuConfig;
 use crate::error::{Origin, ScenarioError};
 use crate::model::Scenario;
-use crate::overlay::{defaults_with, overlay};
+use crate::overlay::{defaults_with, overlay, refuse_without_base};
 use crate::profiles::{DeviceProfile, HostProfile, DEVICE_MODELS, HOST_MODELS, RENAMED_HOST_KEYS};
 use crate::section::{quoted_list, Section};
 use crate::tree::{self, Node, Table, Value};
@@ -248,7 +248,13 @@ fn resolve_device(source: &str, node: Option<&Node>) -> Result<DeviceProfile, Sc
         _ => &[],
     });
     if base.power.is_none() {
-        power::refuse_power_without_base(source, "device", &model, user, &devices_with_power())?;
+        refuse_without_base(
+            source,
+            ("device", &model),
+            user,
+            ("power", "power data"),
+            &devices_with_power(),
+        )?;
     }
     let device: DeviceProfile = overlay(source, "device", &base, user, &["model"])?;
     if let Some(p) = &device.power {
@@ -333,10 +339,22 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
         }
     }
     if base.power.is_none() {
-        power::refuse_power_without_base(source, "host", &model, user, &hosts_with_power())?;
+        refuse_without_base(
+            source,
+            ("host", &model),
+            user,
+            ("power", "power data"),
+            &hosts_with_power(),
+        )?;
     }
     if base.smt.is_none() {
-        crate::smt::refuse_without_base(source, &model, user)?;
+        refuse_without_base(
+            source,
+            ("host", &model),
+            user,
+            ("smt", "SMT data"),
+            &hosts_with_smt(),
+        )?;
     }
     let host: HostProfile = overlay(source, "host", &base, user, &["model"])?;
     if let Some(p) = &host.power {
@@ -423,19 +441,27 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
 
 /// Built-in device profiles that carry power data.
 fn devices_with_power() -> Vec<&'static str> {
-    with_power(DEVICE_MODELS, |m| {
+    models_with(DEVICE_MODELS, |m| {
         DeviceProfile::builtin(m).is_some_and(|p| p.power.is_some())
     })
 }
 
 /// Built-in host profiles that carry power data.
 fn hosts_with_power() -> Vec<&'static str> {
-    with_power(HOST_MODELS, |m| {
+    models_with(HOST_MODELS, |m| {
         HostProfile::builtin(m).is_some_and(|p| p.power.is_some())
     })
 }
 
-fn with_power(models: &[&'static str], has: impl Fn(&str) -> bool) -> Vec<&'static str> {
+/// Built-in host profiles with SMT data.
+fn hosts_with_smt() -> Vec<&'static str> {
+    models_with(HOST_MODELS, |m| {
+        HostProfile::builtin(m).is_some_and(|p| p.smt.is_some())
+    })
+}
+
+/// The built-in `models` for which `has` holds.
+fn models_with(models: &[&'static str], has: impl Fn(&str) -> bool) -> Vec<&'static str> {
     models.iter().copied().filter(|m| has(m)).collect()
 }
 

@@ -149,3 +149,29 @@ pub(crate) fn defaults_with<P: DeserializeOwned>(
             message: e.message().to_string(),
         })
 }
+
+/// A `[section.key]` table given for a profile without that data
+/// (`what`, e.g. "power data"): the overlay has nothing to lay it over,
+/// so say why, and which built-in profiles (`with`) have it, rather than
+/// "unknown key".
+pub(crate) fn refuse_without_base(
+    source: &str,
+    (section, model): (&str, &str),
+    user: &[(String, Node)],
+    (key, what): (&str, &str),
+    with: &[&str],
+) -> Result<(), ScenarioError> {
+    match user.iter().find(|(k, _)| k == key) {
+        None => Ok(()),
+        Some((_, node)) => Err(ScenarioError {
+            source: source.to_string(),
+            origin: node.origin.clone(),
+            key: format!("{section}.{key}"),
+            message: format!(
+                "the {section} profile \"{model}\" has no {what} to override (profiles with \
+                 it: {})",
+                with.join(", ")
+            ),
+        }),
+    }
+}

@@ -162,27 +162,3 @@ pub(crate) fn check_device(
     c.watts(&[Key("power"), Key("idle_w")], power.idle_w)?;
     c.watts(&[Key("power"), Key("w_per_gbps")], power.w_per_gbps)
 }
-
-/// A `power` table given for a profile without power data: the overlay
-/// has nothing to lay it over, so say why rather than "unknown key".
-pub(crate) fn refuse_power_without_base(
-    source: &str,
-    section: &str,
-    model: &str,
-    user: &[(String, Node)],
-    with_power: &[&str],
-) -> Result<(), ScenarioError> {
-    match user.iter().find(|(k, _)| k == "power") {
-        None => Ok(()),
-        Some((_, node)) => Err(ScenarioError {
-            source: source.to_string(),
-            origin: node.origin.clone(),
-            key: format!("{section}.power"),
-            message: format!(
-                "the {section} profile \"{model}\" has no power data to override (profiles \
-                 with it: {})",
-                with_power.join(", ")
-            ),
-        }),
-    }
-}

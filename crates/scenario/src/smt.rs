@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ScenarioError;
 use crate::load::nested_origin;
-use crate::profiles::HostProfile;
 use crate::tree::Node;
 use crate::units::Duration;
 
@@ -32,35 +31,6 @@ impl Smt {
     /// The logical CPUs' physical cores: `cpus / threads_per_core`.
     pub fn physical_cores(&self, cpus: u32) -> u32 {
         cpus / self.threads_per_core.max(1)
-    }
-}
-
-/// Refuses `[host.smt]` keys on a profile without SMT data, as
-/// `[host.power]` is refused on a profile without power data.
-pub(crate) fn refuse_without_base(
-    source: &str,
-    model: &str,
-    user: &[(String, Node)],
-) -> Result<(), ScenarioError> {
-    match user.iter().find(|(k, _)| k == "smt") {
-        None => Ok(()),
-        Some((_, node)) => {
-            let with: Vec<&str> = crate::profiles::HOST_MODELS
-                .iter()
-                .copied()
-                .filter(|m| HostProfile::builtin(m).is_some_and(|p| p.smt.is_some()))
-                .collect();
-            Err(ScenarioError {
-                source: source.to_string(),
-                origin: node.origin.clone(),
-                key: "host.smt".into(),
-                message: format!(
-                    "the host profile \"{model}\" has no SMT data to override (profiles with it: \
-                     {})",
-                    with.join(", ")
-                ),
-            })
-        }
     }
 }
 
