@@ -161,25 +161,32 @@ impl Menu {
         let mut thresh = u32::MAX;
         loop {
             let (mut min, mut max, mut sum, mut n) = (u32::MAX, 0u32, 0u64, 0u64);
+            // Selects rather than branches: whether an interval counts
+            // depends on the data, and a mispredicted branch costs more
+            // than the arithmetic (this runs at every idle entry).
             for &v in &self.intervals {
-                if v <= thresh {
-                    sum += u64::from(v);
-                    n += 1;
-                    max = max.max(v);
-                    min = min.min(v);
-                }
+                let keep = v <= thresh;
+                sum += if keep { u64::from(v) } else { 0 };
+                n += u64::from(keep);
+                max = max.max(if keep { v } else { 0 });
+                min = min.min(if keep { v } else { u32::MAX });
             }
             if u64::from(min) >= predicted_us {
                 return u64::from(u32::MAX);
             }
-            let avg = sum / n;
+            // A shift when all eight count, as Linux has it: a division
+            // is the dearest instruction on this path.
+            let avg = if n == INTERVALS as u64 {
+                sum >> INTERVALS.trailing_zeros()
+            } else {
+                sum / n
+            };
             let squares = self
                 .intervals
                 .iter()
-                .filter(|&&v| v <= thresh)
                 .map(|&v| {
                     let d = u64::from(v.abs_diff(avg as u32));
-                    u128::from(d * d)
+                    u128::from(if v <= thresh { d * d } else { 0 })
                 })
                 .sum::<u128>();
             // Linux shifts when every interval counts; a 128-bit division
@@ -251,7 +258,10 @@ impl Menu {
         // The tick keeps running for a short prediction, so the
         // performance multiplier applies (the tick is never stopped here:
         // the model has no tickless long idle to bound).
-        let latency_req = predicted_ns / (1 + 10 * u64::from(iowaiters));
+        let latency_req = match iowaiters {
+            0 => predicted_ns,
+            n => predicted_ns / (1 + 10 * u64::from(n)),
+        };
         let mut idx: Option<usize> = None;
         for i in 0..t.len() {
             let cur = *idx.get_or_insert(i);
@@ -285,8 +295,8 @@ impl Menu {
         let mut factor = self.correction[self.bucket];
         factor -= factor / DECAY;
         if self.next_timer_ns > 0 && measured_ns < MAX_INTERESTING {
-            factor += ((u128::from(RESOLUTION) * u128::from(measured_ns))
-                / u128::from(self.next_timer_ns)) as u64;
+            // Below MAX_INTERESTING the product fits 64 bits.
+            factor += RESOLUTION * measured_ns / self.next_timer_ns;
         } else {
             factor += RESOLUTION;
         }

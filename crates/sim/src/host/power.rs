@@ -102,6 +102,11 @@ pub(crate) struct PowerModel {
     cores: Vec<CorePower>,
     /// Per logical CPU.
     cpus: Vec<CpuIdle>,
+    /// Per logical CPU, its physical core: a table, because this is read
+    /// at every change of a CPU's state and a remainder is a division.
+    core_of: Vec<usize>,
+    /// Hardware threads per physical core.
+    threads_per_core: usize,
     /// Physical cores in C0 now.
     active: usize,
     uncore_since: Nanos,
@@ -207,6 +212,8 @@ impl PowerModel {
             device_idle_uw: microwatts(device.idle_w),
             device_fj_per_byte: microwatts(device.w_per_gbps),
             device_max_rate,
+            core_of: (0..cpus_n).map(|c| c % cores_n).collect(),
+            threads_per_core: cpus_n / cores_n,
             cores,
             cpus,
             // Every core starts busy: threads are runnable at 0.
@@ -229,13 +236,22 @@ impl PowerModel {
 
     /// Logical CPU `c` enters `state` at `now`; its physical core takes
     /// the state of its more active hardware thread.
+    #[inline]
     fn set(&mut self, c: usize, state: usize, now: Nanos) {
-        if self.cpus[c].state == state {
-            return;
+        // Most calls find the state unchanged (a thread's next burst).
+        if self.cpus[c].state != state {
+            self.change(c, state, now);
         }
+    }
+
+    fn change(&mut self, c: usize, state: usize, now: Nanos) {
         self.cpus[c].state = state;
-        let k = c % self.cores.len();
-        let combined = self.combined(k);
+        let k = self.core_of[c];
+        let combined = if self.threads_per_core == 1 {
+            state
+        } else {
+            self.combined(k)
+        };
         self.set_core(k, combined, now);
     }
 
@@ -243,17 +259,19 @@ impl PowerModel {
     /// a running state before any idle state (the dearer first), and the
     /// shallower of two idle states.
     fn combined(&self, k: usize) -> usize {
+        // A plain loop: this runs at every change of a thread's state, and
+        // an iterator adapter here was not inlined.
         let physical = self.cores.len();
-        crate::host::smt::threads_of(k, physical, self.cpus.len() / physical)
-            .map(|c| self.cpus[c].state)
-            .reduce(|best, s| {
-                if self.activity[s] > self.activity[best] {
-                    s
-                } else {
-                    best
-                }
-            })
-            .unwrap_or(self.cpus[k].state)
+        let mut best = self.cpus[k].state;
+        let mut c = k + physical;
+        while c < self.cpus.len() {
+            let s = self.cpus[c].state;
+            if self.activity[s] > self.activity[best] {
+                best = s;
+            }
+            c += physical;
+        }
+        best
     }
 
     /// Physical core `c` enters `state` at `now`.
@@ -496,7 +514,7 @@ impl World<'_> {
         p.set(c, IDLE0 + idx, now);
         // The core enters the state only if its siblings are no more
         // active than this thread.
-        let k = c % p.cores.len();
+        let k = p.core_of[c];
         let core = &mut p.cores[k];
         if core.state == IDLE0 + idx {
             core.entries[IDLE0 + idx] += 1;
@@ -604,7 +622,7 @@ impl World<'_> {
         // The exit is from the state the physical core is really in: with
         // an SMT sibling running, the core is in C0 and the thread resumes
         // at once; with one in a shallower state, that state's exit.
-        let k = c % p.cores.len();
+        let k = p.core_of[c];
         let Some(idx) = p.cores[k].state.checked_sub(IDLE0) else {
             self.end_stay(c, now, false);
             return false;

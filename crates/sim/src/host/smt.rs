@@ -34,6 +34,9 @@ pub(crate) enum Activity3 {
 pub(crate) struct SmtModel {
     /// Physical cores: CPU `c` is on core `c % physical`.
     physical: usize,
+    /// Per CPU, its physical core (`c % physical`, as a table: this is
+    /// read at every segment a CPU starts, and a remainder divides).
+    core_of: Vec<usize>,
     threads_per_core: usize,
     /// Stretch of work beside a busy sibling and a spinning one, in
     /// thousandths.
@@ -71,6 +74,7 @@ impl SmtModel {
         let spin = UNSTRETCHED + (f64::from(busy - UNSTRETCHED) * issuing).round() as u32;
         Ok(Some(SmtModel {
             physical: cpus / tpc,
+            core_of: (0..cpus).map(|c| c % (cpus / tpc)).collect(),
             threads_per_core: tpc,
             busy,
             spin,
@@ -80,7 +84,7 @@ impl SmtModel {
 
     /// The other hardware threads of CPU `c`'s core.
     pub(crate) fn siblings(&self, c: usize) -> impl Iterator<Item = usize> {
-        siblings(c, self.physical, self.threads_per_core)
+        siblings(c, self.core_of[c], self.physical, self.threads_per_core)
     }
 
     /// The stretch of work on CPU `c` now, from its most active sibling.
@@ -104,8 +108,8 @@ pub(crate) fn threads_of(
 }
 
 /// The other hardware threads of CPU `c`'s core.
-fn siblings(c: usize, physical: usize, threads: usize) -> impl Iterator<Item = usize> {
-    threads_of(c % physical, physical, threads).filter(move |&s| s != c)
+fn siblings(c: usize, core: usize, physical: usize, threads: usize) -> impl Iterator<Item = usize> {
+    threads_of(core, physical, threads).filter(move |&s| s != c)
 }
 
 /// Wall time of `work` at `stretch`, rounded up so that no work is lost.
@@ -157,11 +161,11 @@ impl World<'_> {
         }
         // The siblings by index, without holding the model across the
         // re-lay (this runs at every change of what a CPU does).
-        let (physical, threads) = (m.physical, m.threads_per_core);
+        let (core, physical, threads) = (m.core_of[c], m.physical, m.threads_per_core);
         if let Some(m) = self.smt.as_mut() {
             m.act[c] = now_act;
         }
-        for s in siblings(c, physical, threads) {
+        for s in siblings(c, core, physical, threads) {
             self.smt_restretch(s);
         }
     }
