@@ -107,7 +107,8 @@ pub(crate) struct SweepCmd {
     /// Also write the energy winner map (winners.csv, .png, .svg) into this directory: the
     /// mode with the most bytes per joule per request size (a varied job.NAME.bs) and
     /// thread count (a varied job.NAME.numjobs), a tie where the other varied keys (seeds)
-    /// do not separate the top two (t-test, p > 0.05)
+    /// do not separate the top two (t-test, p > 0.05); and strategies.csv, every strategy
+    /// of every tile against the best of the others
     #[arg(long, value_name = "DIR")]
     pub(crate) energy_map: Option<PathBuf>,
 }
@@ -233,9 +234,11 @@ pub(crate) fn sweep(
         report_written(err, &written);
     }
     if let (Some(dir), Some((size, threads))) = (&cmd.energy_map, &map_keys) {
-        let tiles = cint_lab::energy_map::winner_map(&result.rows(), size, threads)
-            .map_err(|e| usage(format!("cint: --energy-map: {e}")))?;
-        let written = cint_lab::energy_map::write_map(dir, &tiles)
+        let rows = result.rows();
+        let refused = |e| usage(format!("cint: --energy-map: {e}"));
+        let tiles = cint_lab::energy_map::winner_map(&rows, size, threads).map_err(refused)?;
+        let standings = cint_lab::energy_map::standings(&rows, size, threads).map_err(refused)?;
+        let written = cint_lab::energy_map::write_map(dir, &tiles, &standings)
             .map_err(|e| internal(format!("cint: drawing into {}: {e}", dir.display())))?;
         report_written(err, &written);
     }

@@ -575,6 +575,25 @@ fn sweep_draws_the_energy_winner_map() {
         "{csv}"
     );
     assert_eq!(pngs(Path::new(&map)), ["winners.png"]);
+    // Each of the three modes against the best of the other two, per tile.
+    let csv = std::fs::read_to_string(Path::new(&map).join("strategies.csv")).expect("csv");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "size,threads,strategy,bytes_per_joule,best_other,margin,p,tie"
+    );
+    assert_eq!(lines.len(), 1 + 2 * 3, "{csv}");
+    let winner_4k = csv_field(
+        &std::fs::read_to_string(Path::new(&map).join("winners.csv")).expect("csv"),
+        1,
+        2,
+    );
+    let ahead: Vec<&str> = lines[1..4]
+        .iter()
+        .filter(|l| !l.split(',').nth(5).unwrap_or("-").starts_with('-'))
+        .map(|l| l.split(',').nth(2).unwrap_or(""))
+        .collect();
+    assert_eq!(ahead, [winner_4k.as_str()], "{csv}");
     let o = cint(&[
         "sweep",
         scenario,
@@ -602,4 +621,13 @@ fn sweep_draws_the_energy_winner_map() {
         &map,
     ]);
     assert_refused(&o, "has no energy figures");
+}
+
+/// Field `col` of line `line` of a CSV text.
+fn csv_field(csv: &str, line: usize, col: usize) -> String {
+    csv.lines()
+        .nth(line)
+        .and_then(|l| l.split(',').nth(col))
+        .unwrap_or_default()
+        .to_string()
 }

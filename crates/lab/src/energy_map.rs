@@ -71,17 +71,22 @@ pub fn t_test(a: &[f64], b: &[f64]) -> Option<f64> {
     Some((2.0 * (1.0 - dist.cdf(t))).clamp(0.0, 1.0))
 }
 
-/// The tiles of `rows`, sizes and threads in the order they first appear.
-pub fn winner_map(
+/// A tile's samples: strategy -> bytes per joule, one per other point.
+type TileSamples = BTreeMap<String, BTreeMap<String, f64>>;
+
+/// The tiles of a sweep: (size, threads) and their samples.
+type SamplesByTile = Vec<((String, String), TileSamples)>;
+
+/// The samples of `rows` per (size, threads) tile, tiles in the order
+/// they first appear.
+fn samples_by_tile(
     rows: &[SweepRow],
     size_key: &str,
     threads_key: &str,
-) -> Result<Vec<Tile>, String> {
-    // (size, threads) -> strategy -> sample per other point (jobs of one
-    // strategy share its energy: one sample per point).
-    type Samples = BTreeMap<String, BTreeMap<String, f64>>;
+) -> Result<SamplesByTile, String> {
+    // Jobs of one strategy share its energy: one sample per point.
     let mut order: Vec<(String, String)> = Vec::new();
-    let mut tiles: BTreeMap<(String, String), Samples> = BTreeMap::new();
+    let mut tiles: BTreeMap<(String, String), TileSamples> = BTreeMap::new();
     for row in rows {
         let value = |key: &str| {
             row.point
@@ -116,41 +121,151 @@ pub fn winner_map(
             .or_default()
             .insert(rest.join(" "), energy.bytes_per_joule);
     }
+    Ok(order
+        .into_iter()
+        .map(|key| {
+            let samples = tiles.remove(&key).unwrap_or_default();
+            (key, samples)
+        })
+        .collect())
+}
+
+/// A tile's strategies with their samples and mean, the highest mean
+/// first and equal means in name order (deterministic).
+fn ranked(samples: &TileSamples) -> Vec<(&String, Vec<f64>, f64)> {
+    let mut ranked: Vec<(&String, Vec<f64>, f64)> = samples
+        .iter()
+        .map(|(s, samples)| {
+            let v: Vec<f64> = samples.values().copied().collect();
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            (s, v, mean)
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(b.0)));
+    ranked
+}
+
+/// `a / b - 1`, or 0 when `b` is not positive.
+fn margin(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b - 1.0
+    } else {
+        0.0
+    }
+}
+
+/// The tiles of `rows`, sizes and threads in the order they first appear.
+pub fn winner_map(
+    rows: &[SweepRow],
+    size_key: &str,
+    threads_key: &str,
+) -> Result<Vec<Tile>, String> {
     let mut out = Vec::new();
-    for key in order {
-        let strategies = &tiles[&key];
-        let mut ranked: Vec<(&String, Vec<f64>, f64)> = strategies
-            .iter()
-            .map(|(s, samples)| {
-                let v: Vec<f64> = samples.values().copied().collect();
-                let mean = v.iter().sum::<f64>() / v.len() as f64;
-                (s, v, mean)
-            })
-            .collect();
+    for (key, samples) in samples_by_tile(rows, size_key, threads_key)? {
+        let ranked = ranked(&samples);
         if ranked.len() < 2 {
             return Err(format!(
                 "tile {}/{}: a map needs at least two strategies",
                 key.0, key.1
             ));
         }
-        // Highest mean first; equal means in name order (deterministic).
-        ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(b.0)));
         let (first, second) = (&ranked[0], &ranked[1]);
         out.push(Tile {
-            size: key.0.clone(),
-            threads: key.1.clone(),
+            size: key.0,
+            threads: key.1,
             winner: first.0.clone(),
             runner_up: second.0.clone(),
-            margin: if second.2 > 0.0 {
-                first.2 / second.2 - 1.0
-            } else {
-                0.0
-            },
+            margin: margin(first.2, second.2),
             p: t_test(&first.1, &second.1),
             samples: first.1.len().min(second.1.len()),
         });
     }
     Ok(out)
+}
+
+/// One strategy of one tile against the best of the tile's other
+/// strategies: how a strategy (a mode selector, say) stands against the
+/// best of the rest, which the map's winner and runner-up do not tell
+/// when it is neither.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Standing {
+    /// The size key's value.
+    pub size: String,
+    /// The threads key's value.
+    pub threads: String,
+    /// The strategy.
+    pub strategy: String,
+    /// Its mean bytes per joule.
+    pub bytes_per_joule: f64,
+    /// The tile's other strategy with the highest mean.
+    pub best_other: String,
+    /// `strategy / best_other - 1` of the means: above 0 it is ahead.
+    pub margin: f64,
+    /// Two-sided p-value of the t-test between the two.
+    pub p: Option<f64>,
+}
+
+impl Standing {
+    /// The seeds do not separate it from the best of the others.
+    pub fn tie(&self) -> bool {
+        self.p.is_some_and(|p| p > TIE_P)
+    }
+}
+
+/// Every strategy of every tile against the best of the others, tiles in
+/// the order they first appear and strategies in name order.
+pub fn standings(
+    rows: &[SweepRow],
+    size_key: &str,
+    threads_key: &str,
+) -> Result<Vec<Standing>, String> {
+    let mut out = Vec::new();
+    for (key, samples) in samples_by_tile(rows, size_key, threads_key)? {
+        let ranked = ranked(&samples);
+        if ranked.len() < 2 {
+            return Err(format!(
+                "tile {}/{}: a map needs at least two strategies",
+                key.0, key.1
+            ));
+        }
+        for (strategy, mine) in &samples {
+            let Some(best) = ranked.iter().find(|r| r.0 != strategy) else {
+                continue;
+            };
+            let v: Vec<f64> = mine.values().copied().collect();
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            out.push(Standing {
+                size: key.0.clone(),
+                threads: key.1.clone(),
+                strategy: strategy.clone(),
+                bytes_per_joule: mean,
+                best_other: best.0.clone(),
+                margin: margin(mean, best.2),
+                p: t_test(&v, &best.1),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The standings as CSV:
+/// `size,threads,strategy,bytes_per_joule,best_other,margin,p,tie`.
+pub fn standings_csv(standings: &[Standing]) -> String {
+    let mut out = String::from("size,threads,strategy,bytes_per_joule,best_other,margin,p,tie\n");
+    for s in standings {
+        out.push_str(&format!(
+            "{},{},{},{:.1},{},{:.6},{},{}\n",
+            s.size,
+            s.threads,
+            s.strategy,
+            s.bytes_per_joule,
+            s.best_other,
+            s.margin,
+            s.p.map_or_else(String::new, |p| format!("{p:.6}")),
+            s.tie()
+        ));
+    }
+    out
 }
 
 /// The map as CSV: `size,threads,winner,runner_up,margin,p,tie`.
@@ -171,13 +286,23 @@ pub fn map_csv(tiles: &[Tile]) -> String {
     out
 }
 
-/// Writes `winners.csv`, `winners.png` and `winners.svg` into `dir`.
-pub fn write_map(dir: &Path, tiles: &[Tile]) -> Result<Vec<PathBuf>, PlotError> {
+/// Writes `winners.csv`, `winners.png` and `winners.svg` into `dir`, and
+/// `strategies.csv` (every strategy against the best of the others).
+pub fn write_map(
+    dir: &Path,
+    tiles: &[Tile],
+    standings: &[Standing],
+) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir).map_err(|e| PlotError(format!("{}: {e}", dir.display())))?;
-    let csv = dir.join("winners.csv");
-    std::fs::write(&csv, map_csv(tiles))
-        .map_err(|e| PlotError(format!("{}: {e}", csv.display())))?;
-    let mut written = vec![csv];
+    let mut written = Vec::new();
+    for (name, text) in [
+        ("winners.csv", map_csv(tiles)),
+        ("strategies.csv", standings_csv(standings)),
+    ] {
+        let csv = dir.join(name);
+        std::fs::write(&csv, text).map_err(|e| PlotError(format!("{}: {e}", csv.display())))?;
+        written.push(csv);
+    }
     written.extend(plot::write_dispatch(
         dir,
         "winners",
@@ -356,6 +481,36 @@ mod tests {
     }
 
     #[test]
+    fn each_strategy_stands_against_the_best_of_the_others() {
+        let mut rows = Vec::new();
+        for (seed, noise) in [("1", 0.0), ("2", 1.0), ("3", -1.0)] {
+            rows.push(row("4k", "1", seed, "poll", 100.0 + noise));
+            rows.push(row("4k", "1", seed, "irq", 80.0 + noise));
+            rows.push(row("4k", "1", seed, "select", 100.2 - noise));
+        }
+        let s = standings(&rows, "bs", "numjobs").unwrap();
+        let names: Vec<(&str, &str)> = s
+            .iter()
+            .map(|s| (s.strategy.as_str(), s.best_other.as_str()))
+            .collect();
+        // Name order; each against the best of the rest.
+        assert_eq!(
+            names,
+            [("irq", "select"), ("poll", "select"), ("select", "poll")]
+        );
+        let irq = &s[0];
+        assert!((irq.margin - (80.0 / 100.2 - 1.0)).abs() < 1e-9);
+        assert!(!irq.tie());
+        // 0.2% ahead within the noise: a tie, not a win.
+        assert!(s[2].margin > 0.0 && s[2].tie(), "{:?}", s[2]);
+        let csv = standings_csv(&s);
+        assert!(csv.starts_with(
+            "size,threads,strategy,bytes_per_joule,best_other,margin,p,tie\n4k,1,irq,80.0,select,"
+        ));
+        assert_eq!(csv.lines().count(), 4);
+    }
+
+    #[test]
     fn rows_without_energy_or_the_keys_are_refused() {
         let mut r = row("4k", "1", "1", "poll", 1.0);
         assert!(winner_map(std::slice::from_ref(&r), "size", "numjobs")
@@ -384,8 +539,9 @@ mod tests {
             })
             .collect();
         let tiles = winner_map(&rows, "bs", "numjobs").unwrap();
-        let written = write_map(&dir, &tiles).unwrap();
-        assert_eq!(written.len(), 3);
+        let standings = standings(&rows, "bs", "numjobs").unwrap();
+        let written = write_map(&dir, &tiles, &standings).unwrap();
+        assert_eq!(written.len(), 4);
         for p in &written {
             assert!(std::fs::metadata(p).unwrap().len() > 0, "{}", p.display());
         }
