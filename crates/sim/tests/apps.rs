@@ -216,9 +216,9 @@ pub const TABLE7_KNOWN_MISSES: &[&str] = &[
      and switch, is shorter than a read plus the hold) and the core falls to the KVell \
      worker; the next reader's completion then preempts it, the readers trailing it by more \
      than the wake-up granularity after each of its full slices. The worker pays a context \
-     switch for each return: about 5 K per worker in 200 ms, a sixth of its CPU. Under cint and default \
-     the readers' completions come before the other reader's CPU ends and they alternate \
-     without the worker. With gets of 12 us of user CPU or more (docs/APPS.md estimates 6-9) \
+     switch for each return: about 5 K per worker in 200 ms, a sixth of its CPU. Under cint \
+     and default the readers' completions come before the other reader's CPU ends and they \
+     alternate without the worker. With gets of 12 us of user CPU or more (docs/APPS.md estimates 6-9) \
      the order is the paper's",
 ];
 

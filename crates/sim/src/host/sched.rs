@@ -11,7 +11,14 @@
 //! than `min_vruntime - sched_latency / 2` and preempts the running one if
 //! it is ahead by more than the wake-up granularity; a running thread with
 //! competitors is preempted when its slice (`sched_latency / nr_running`,
-//! at least the minimum granularity) is used up. Every switch to a thread
+//! at least the minimum granularity) is used up. As in Linux 5.0's
+//! `pick_next_entity`, the woken thread that preempted (the next buddy)
+//! and, on a run queue of `sched_nr_latency` threads, the one it preempted
+//! (the last buddy) are picked before the leftmost thread if they trail it
+//! by no more than the wake-up granularity. The settings are those of the
+//! kernel that schedules the thread ([`World::cfs_of`]): the host's, as its
+//! profile states them after the kernel's boot-time scaling, or a guest
+//! kernel's, scaled by the guest's vCPUs. Every switch to a thread
 //! that did not own the core costs CPU time: `context_switch_idle` back to
 //! the thread that last ran on the core (its address space still loaded),
 //! `context_switch` to any other.
