@@ -541,7 +541,8 @@ impl HostProfile {
     }
 }
 
-/// CFS's settings as a Linux kernel (2.6.32 up to 6.5, CFS) runs them.
+/// CFS's settings as a Linux kernel runs them (5.0 and 5.15, the testbeds'
+/// kernels, alike).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CfsSettings {
     /// `sysctl_sched_latency`.
