@@ -240,8 +240,9 @@ pub struct HostProfile {
     pub timer_setup: Duration,
     /// How late a high-resolution timer fires.
     pub timer_slack: Duration,
-    /// CFS target latency, as the kernel runs it (`sysctl
-    /// kernel.sched_latency_ns`: scaled at boot, see [`linux_cfs`]).
+    /// CFS target latency, as the kernel runs it (scaled at boot, see
+    /// [`linux_cfs`]; `/proc/sys/kernel/sched_latency_ns`, since Linux
+    /// 5.13 `/sys/kernel/debug/sched/latency_ns`).
     pub sched_latency: Duration,
     /// CFS minimum granularity, as the kernel runs it.
     pub sched_min_granularity: Duration,
