@@ -52,6 +52,7 @@ impl World<'_> {
     /// profile's, as the scenario sets them), or, in a guest, the guest
     /// kernel's: Linux's defaults scaled at its boot by its own vCPU
     /// count (`cint_scenario::profiles::linux_cfs`), not the host's CPUs.
+    #[inline]
     pub(crate) fn cfs_of(&self, t: usize) -> Cfs {
         if let Some(g) = self.virt.as_ref().and_then(|v| v.guest_of_thread(t)) {
             if let Some(guest) = self.sc.virt.guests.get(g) {
@@ -297,6 +298,9 @@ impl World<'_> {
     /// buddy wins over the last.
     fn buddy_or(&self, c: usize, left: usize) -> usize {
         let core = &self.cores[c];
+        if core.next_buddy.is_none() && core.last_buddy.is_none() {
+            return left;
+        }
         let left_v = self.threads[core.rq[left] as usize].vruntime;
         let mut pick = left;
         for b in [core.last_buddy, core.next_buddy].into_iter().flatten() {
