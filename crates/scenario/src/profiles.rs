@@ -240,11 +240,13 @@ pub struct HostProfile {
     pub timer_setup: Duration,
     /// How late a high-resolution timer fires.
     pub timer_slack: Duration,
-    /// CFS target latency.
+    /// CFS target latency, as the kernel runs it (scaled at boot, see
+    /// [`linux_cfs`]; `/proc/sys/kernel/sched_latency_ns`, since Linux
+    /// 5.13 `/sys/kernel/debug/sched/latency_ns`).
     pub sched_latency: Duration,
-    /// CFS minimum granularity.
+    /// CFS minimum granularity, as the kernel runs it.
     pub sched_min_granularity: Duration,
-    /// CFS wake-up granularity.
+    /// CFS wake-up granularity, as the kernel runs it.
     pub sched_wakeup_granularity: Duration,
     /// Host-side variation: every CPU cost above is a mean, and each time
     /// one is charged it is multiplied by a log-normal factor with mean 1
@@ -463,9 +465,12 @@ impl HostProfile {
                 poll_iteration: ns(100),
                 timer_setup: ns(300),
                 timer_slack: ns(2_000),
-                sched_latency: ns(6_000_000),
-                sched_min_granularity: ns(750_000),
-                sched_wakeup_granularity: ns(1_000_000),
+                // The kernel's boot-time scaling on the testbed's 28
+                // online CPUs (two 14-core sockets, SMT off), whatever
+                // cores an experiment pins to.
+                sched_latency: linux_cfs(28).latency,
+                sched_min_granularity: linux_cfs(28).min_granularity,
+                sched_wakeup_granularity: linux_cfs(28).wakeup_granularity,
                 // Exact costs. The unbatched completion gaps that derive
                 // the paper's delta = 6 us (p99 under 6 us) and adaptive's
                 // one interrupt per batch of 16 bound the testbed's
@@ -512,9 +517,10 @@ impl HostProfile {
                 poll_iteration: ns(30),
                 timer_setup: ns(200),
                 timer_slack: ns(2_000),
-                sched_latency: ns(6_000_000),
-                sched_min_granularity: ns(750_000),
-                sched_wakeup_granularity: ns(1_000_000),
+                // Linux 5.15 scales them as 5.0 does, on 8 online CPUs.
+                sched_latency: linux_cfs(8).latency,
+                sched_min_granularity: linux_cfs(8).min_granularity,
+                sched_wakeup_granularity: linux_cfs(8).wakeup_granularity,
                 // As the E5's: no measurement of this host's variation.
                 cost_spread: 0.0,
                 // As the E5's: no configuration of this host is published.
@@ -533,6 +539,36 @@ impl HostProfile {
             _ => return None,
         };
         Some(p)
+    }
+}
+
+/// CFS's settings as a Linux kernel runs them (5.0 and 5.15, the testbeds'
+/// kernels, alike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CfsSettings {
+    /// `sysctl_sched_latency`.
+    pub latency: Duration,
+    /// `sysctl_sched_min_granularity`.
+    pub min_granularity: Duration,
+    /// `sysctl_sched_wakeup_granularity`.
+    pub wakeup_granularity: Duration,
+}
+
+/// The CFS settings of a kernel booted with `online_cpus` CPUs online.
+///
+/// `kernel/sched/fair.c` compiles in the normalized values 6 ms, 0.75 ms
+/// and 1 ms, but `sched_init_granularity()` calls `update_sysctl()`,
+/// which multiplies each by `get_update_sysctl_factor()`: under the
+/// default `SCHED_TUNABLESCALING_LOG` that is `1 + ilog2(min(cpus, 8))`,
+/// so 4 on any machine with 8 CPUs or more. The count is the kernel's
+/// online CPUs, not the cores an experiment pins its threads to, which
+/// is why a host profile states it rather than deriving it from `cores`.
+pub fn linux_cfs(online_cpus: u32) -> CfsSettings {
+    let factor = 1 + u64::from(online_cpus.clamp(1, 8).ilog2());
+    CfsSettings {
+        latency: Duration(6_000_000 * factor),
+        min_granularity: Duration(750_000 * factor),
+        wakeup_granularity: Duration(1_000_000 * factor),
     }
 }
 
@@ -610,5 +646,37 @@ mod tests {
             );
         }
         assert!(DeviceProfile::builtin("floppy").is_none());
+    }
+
+    #[test]
+    fn cfs_settings_scale_with_the_log_of_online_cpus_up_to_eight() {
+        let ms = |s: CfsSettings| {
+            (
+                s.latency.0 / 1_000,
+                s.min_granularity.0 / 1_000,
+                s.wakeup_granularity.0 / 1_000,
+            )
+        };
+        assert_eq!(ms(linux_cfs(1)), (6_000, 750, 1_000));
+        assert_eq!(ms(linux_cfs(2)), (12_000, 1_500, 2_000));
+        assert_eq!(ms(linux_cfs(7)), (18_000, 2_250, 3_000));
+        assert_eq!(ms(linux_cfs(8)), (24_000, 3_000, 4_000));
+        assert_eq!(linux_cfs(28), linux_cfs(8));
+        for m in HOST_MODELS {
+            let h = HostProfile::builtin(m).expect("a built-in host");
+            assert_eq!(
+                (
+                    h.sched_latency,
+                    h.sched_min_granularity,
+                    h.sched_wakeup_granularity
+                ),
+                (
+                    Duration(24_000_000),
+                    Duration(3_000_000),
+                    Duration(4_000_000)
+                ),
+                "{m}"
+            );
+        }
     }
 }

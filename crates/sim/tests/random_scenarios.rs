@@ -28,7 +28,8 @@
 //! KVell-like store, whose every operation type must make progress or be
 //! explained); and jobs replaying generated block traces (issue #23: each
 //! format, both replay modes, every engine), whose result must carry the
-//! replay's report. Each of those draws comes from a generator of its
+//! replay's report; and CFS's settings (a kernel on one or two CPUs,
+//! and a run queue short enough for the last buddy). Each of those draws comes from a generator of its
 //! own, so a seed's other draws are unchanged.
 //!
 //! `cargo test -p cint-sim --test random_scenarios -- --ignored` runs a
@@ -288,6 +289,22 @@ fn scenario(seed: u64) -> String {
     if host_rng.chance(50) {
         let share = host_rng.pick(&["0", "0.3", "1"]);
         out.push_str(&format!("user_issue_share = {share}\n"));
+    }
+    // CFS's settings as a kernel on one or two CPUs runs them, or a
+    // target latency of two minimum granularities, whose sched_nr_latency
+    // of 2 puts the last buddy to work with two threads: a generator of
+    // their own, so the rest of each seed's scenario stays as it was.
+    let mut cfs = Rng(seed.wrapping_mul(0x7fb5_d329_728e_a185) | 1);
+    if cfs.chance(30) {
+        let settings = cfs.pick(&[
+            "sched_latency = \"6ms\"\nsched_min_granularity = \"750us\"\n\
+             sched_wakeup_granularity = \"1ms\"\n",
+            "sched_latency = \"12ms\"\nsched_min_granularity = \"1500us\"\n\
+             sched_wakeup_granularity = \"2ms\"\n",
+            "sched_latency = \"1ms\"\nsched_min_granularity = \"500us\"\n\
+             sched_wakeup_granularity = \"0ms\"\n",
+        ]);
+        out.push_str(settings);
     }
 
     if host == "xeon-e3-1230v5" && energy.chance(50) {

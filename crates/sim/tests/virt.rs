@@ -645,3 +645,30 @@ fn kvm_vic_sched_hears_the_vcpus_slice_end() {
         serde_json::to_string(&by_name(&alone, "vic-sched").virt).unwrap()
     );
 }
+
+/// Two busy loops on vCPU 0 of a guest share it in the guest kernel's
+/// CFS slices, which Linux scales at boot by the guest's own vCPU count
+/// (docs/HOST-COSTS.md, "Scheduler settings"): half of a 6 ms target
+/// latency with one vCPU, of 12 ms with two, never the host's 24 ms.
+#[test]
+fn a_guests_threads_share_a_vcpu_in_its_own_kernels_slices() {
+    let switches = |vcpus: u32| {
+        let cores = if vcpus == 1 { "[1]" } else { "[1, 2]" };
+        let text = format!(
+            "name = \"g\"\nduration = \"60ms\"\nwarmup = \"0ms\"\n[host]\ncores = 4\n\
+             [hypervisor]\nmodel = \"esx-like\"\ncores = [0]\n\
+             [[guest]]\nname = \"vm\"\nvcpus = {vcpus}\ncores = {cores}\n\
+             [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+             [[job]]\nname = \"burn\"\nguest = \"vm\"\nkind = \"cpu\"\ncpu = 0\nnumjobs = 2\n"
+        );
+        let sc = cint_scenario::load_str(&text, "g.toml", &[]).unwrap();
+        let r = cint_sim::run(&sc).unwrap();
+        let share = r.results[0].jobs[0].cpu_util;
+        assert!((share - 1.0).abs() < 0.05, "{vcpus} vCPUs: {share}");
+        r.results[0].context_switches
+    };
+    // 60 ms in 3 ms slices, then in 6 ms slices.
+    let (one, two) = (switches(1), switches(2));
+    assert!((18..=22).contains(&one), "{one}");
+    assert!((9..=11).contains(&two), "{two}");
+}

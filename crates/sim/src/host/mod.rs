@@ -195,6 +195,12 @@ pub(crate) struct Core {
     pub min_vruntime: u64,
     /// A woken thread should preempt the current one at the next chance.
     pub need_resched: bool,
+    /// CFS's next buddy (Linux 5.0 `cfs_rq->next`): the woken thread
+    /// that preempted the current one, picked next if not unfair.
+    pub next_buddy: Option<u32>,
+    /// CFS's last buddy (`cfs_rq->last`, `LAST_BUDDY`): the thread such a
+    /// wake-up preempted on a run queue of `sched_nr_latency` threads.
+    pub last_buddy: Option<u32>,
     pub slice_token: u64,
     /// Since when the core has been idle.
     pub idle_since: Option<Nanos>,
@@ -225,6 +231,8 @@ impl Core {
             rq: Vec::with_capacity(8),
             min_vruntime: 0,
             need_resched: false,
+            next_buddy: None,
+            last_buddy: None,
             slice_token: 0,
             idle_since: None,
             reaped: Vec::new(),
@@ -234,6 +242,16 @@ impl Core {
             thread_ns: 0,
             idle_ns: 0,
             ctx_switches: 0,
+        }
+    }
+
+    /// CFS's `clear_buddies`: thread `t` is no longer a buddy.
+    pub(crate) fn clear_buddy(&mut self, t: u32) {
+        if self.next_buddy == Some(t) {
+            self.next_buddy = None;
+        }
+        if self.last_buddy == Some(t) {
+            self.last_buddy = None;
         }
     }
 

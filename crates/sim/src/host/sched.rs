@@ -11,7 +11,14 @@
 //! than `min_vruntime - sched_latency / 2` and preempts the running one if
 //! it is ahead by more than the wake-up granularity; a running thread with
 //! competitors is preempted when its slice (`sched_latency / nr_running`,
-//! at least the minimum granularity) is used up. Every switch to a thread
+//! at least the minimum granularity) is used up. As in Linux 5.0's
+//! `pick_next_entity`, the woken thread that preempted (the next buddy)
+//! and, on a run queue of `sched_nr_latency` threads, the one it preempted
+//! (the last buddy) are picked before the leftmost thread if they trail it
+//! by no more than the wake-up granularity. The settings are those of the
+//! kernel that schedules the thread ([`World::cfs_of`]): the host's, as its
+//! profile states them after the kernel's boot-time scaling, or a guest
+//! kernel's, scaled by the guest's vCPUs. Every switch to a thread
 //! that did not own the core costs CPU time: `context_switch_idle` back to
 //! the thread that last ran on the core (its address space still loaded),
 //! `context_switch` to any other.
@@ -32,7 +39,38 @@ use crate::engine::Event;
 use crate::host::Segment;
 use crate::world::{Activity, Cont, RunState, Wait, World};
 
+/// The CFS settings of the kernel that schedules a thread, in ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cfs {
+    pub latency: Nanos,
+    pub min_granularity: Nanos,
+    pub wakeup_granularity: Nanos,
+}
+
 impl World<'_> {
+    /// The CFS settings thread `t` runs under: the host kernel's (the
+    /// profile's, as the scenario sets them), or, in a guest, the guest
+    /// kernel's: Linux's defaults scaled at its boot by its own vCPU
+    /// count (`cint_scenario::profiles::linux_cfs`), not the host's CPUs.
+    #[inline]
+    pub(crate) fn cfs_of(&self, t: usize) -> Cfs {
+        if let Some(g) = self.virt.as_ref().and_then(|v| v.guest_of_thread(t)) {
+            if let Some(guest) = self.sc.virt.guests.get(g) {
+                let k = cint_scenario::profiles::linux_cfs(guest.vcpus());
+                return Cfs {
+                    latency: k.latency.0,
+                    min_granularity: k.min_granularity.0,
+                    wakeup_granularity: k.wakeup_granularity.0,
+                };
+            }
+        }
+        Cfs {
+            latency: self.costs.sched_latency,
+            min_granularity: self.costs.sched_min_granularity,
+            wakeup_granularity: self.costs.sched_wakeup_granularity,
+        }
+    }
+
     /// Charges the executing segment's time up to now to its owner.
     pub(crate) fn charge(&mut self, c: usize) {
         let now = self.now();
@@ -203,13 +241,16 @@ impl World<'_> {
             self.xen_pick(c)
         } else {
             let (core, threads) = (&self.cores[c], &self.threads);
-            (0..core.rq.len()).min_by_key(|&i| (threads[core.rq[i] as usize].vruntime, core.rq[i]))
+            (0..core.rq.len())
+                .min_by_key(|&i| (threads[core.rq[i] as usize].vruntime, core.rq[i]))
+                .map(|left| self.buddy_or(c, left))
         };
         let Some(pos) = pos else {
             return false;
         };
         let core = &mut self.cores[c];
         let next = core.rq.swap_remove(pos);
+        core.clear_buddy(next);
         core.current = Some(next);
         let th = &mut self.threads[next as usize];
         th.run = RunState::Running;
@@ -251,6 +292,29 @@ impl World<'_> {
         true
     }
 
+    /// CFS's `pick_next_entity`: the leftmost thread (run-queue position
+    /// `left`), unless a buddy trails it by no more than the wake-up
+    /// granularity (`wakeup_preempt_entity(buddy, left) < 1`); the next
+    /// buddy wins over the last.
+    fn buddy_or(&self, c: usize, left: usize) -> usize {
+        let core = &self.cores[c];
+        if core.next_buddy.is_none() && core.last_buddy.is_none() {
+            return left;
+        }
+        let left_v = self.threads[core.rq[left] as usize].vruntime;
+        let mut pick = left;
+        for b in [core.last_buddy, core.next_buddy].into_iter().flatten() {
+            let Some(i) = core.rq.iter().position(|&x| x == b) else {
+                continue;
+            };
+            let gran = self.cfs_of(b as usize).wakeup_granularity;
+            if self.threads[b as usize].vruntime <= left_v + gran {
+                pick = i;
+            }
+        }
+        pick
+    }
+
     fn update_min_vruntime(&mut self, c: usize) {
         let core = &self.cores[c];
         let curr = core.current.map(|t| self.threads[t as usize].vruntime);
@@ -270,6 +334,9 @@ impl World<'_> {
 
     /// When core `c`'s current thread's slice ends, if it has
     /// competitors.
+    // Every pick and every wake-up that does not preempt arms a slice:
+    // kept inline, as it was before the per-kernel settings.
+    #[inline(always)]
     pub(crate) fn slice_end(&self, c: usize) -> Option<Nanos> {
         let core = &self.cores[c];
         let t = core.current?;
@@ -277,10 +344,8 @@ impl World<'_> {
             return None;
         }
         let nr = core.rq.len() as u64 + 1;
-        let period = self
-            .costs
-            .sched_latency
-            .max(nr * self.costs.sched_min_granularity);
+        let cfs = self.cfs_of(t as usize);
+        let period = cfs.latency.max(nr * cfs.min_granularity);
         // The slice is measured from when the thread was picked. A
         // competitor that arrives after the thread has already run longer
         // than the (now shorter) slice makes the slice end at once, as
@@ -315,6 +380,10 @@ impl World<'_> {
             return;
         }
         let before = self.cores[c].current;
+        // check_preempt_tick: a used-up slice clears the thread's buddies.
+        if let Some(t) = before {
+            self.cores[c].clear_buddy(t);
+        }
         self.cores[c].need_resched = true;
         self.interrupt_thread_segment(c);
         self.dispatch(c);
@@ -335,6 +404,7 @@ impl World<'_> {
         let core = &mut self.cores[c];
         debug_assert_eq!(core.current, Some(t as u32));
         core.current = None;
+        core.clear_buddy(t as u32);
         self.update_min_vruntime(c);
     }
 
@@ -346,9 +416,8 @@ impl World<'_> {
         let c = self.threads[t].core as usize;
         self.charge(c);
         self.update_min_vruntime(c);
-        let floor = self.cores[c]
-            .min_vruntime
-            .saturating_sub(self.costs.sched_latency / 2);
+        let cfs = self.cfs_of(t);
+        let floor = self.cores[c].min_vruntime.saturating_sub(cfs.latency / 2);
         let th = &mut self.threads[t];
         th.vruntime = th.vruntime.max(floor);
         th.run = RunState::Runnable;
@@ -371,7 +440,20 @@ impl World<'_> {
             }
             Some(cur) => {
                 let cur_v = self.threads[cur as usize].vruntime;
-                if cur_v > woken_v + self.costs.sched_wakeup_granularity {
+                // check_preempt_wakeup returns early once a preemption is
+                // pending: the first wake-up to preempt is the buddy.
+                if self.cores[c].need_resched {
+                    return;
+                }
+                if cur_v > woken_v + cfs.wakeup_granularity {
+                    let core = &mut self.cores[c];
+                    core.next_buddy = Some(t as u32);
+                    // LAST_BUDDY only with `sched_nr_latency` threads
+                    // runnable (latency over minimum granularity, 8).
+                    let nr_latency = cfs.latency.div_ceil(cfs.min_granularity.max(1));
+                    if core.rq.len() as u64 + 1 >= nr_latency {
+                        core.last_buddy = Some(cur);
+                    }
                     self.cores[c].need_resched = true;
                     if !deferred && matches!(self.cores[c].seg, Some(Segment { irq: false, .. })) {
                         self.interrupt_thread_segment(c);
