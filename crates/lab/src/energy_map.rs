@@ -78,7 +78,7 @@ type TileSamples = BTreeMap<String, BTreeMap<String, f64>>;
 type SamplesByTile = Vec<((String, String), TileSamples)>;
 
 /// The samples of `rows` per (size, threads) tile, tiles in the order
-/// they first appear.
+/// they first appear; a tile with fewer than two strategies is refused.
 fn samples_by_tile(
     rows: &[SweepRow],
     size_key: &str,
@@ -121,13 +121,19 @@ fn samples_by_tile(
             .or_default()
             .insert(rest.join(" "), energy.bytes_per_joule);
     }
-    Ok(order
+    order
         .into_iter()
         .map(|key| {
             let samples = tiles.remove(&key).unwrap_or_default();
-            (key, samples)
+            if samples.len() < 2 {
+                return Err(format!(
+                    "tile {}/{}: a map needs at least two strategies",
+                    key.0, key.1
+                ));
+            }
+            Ok((key, samples))
         })
-        .collect())
+        .collect()
 }
 
 /// A tile's strategies with their samples and mean, the highest mean
@@ -163,12 +169,6 @@ pub fn winner_map(
     let mut out = Vec::new();
     for (key, samples) in samples_by_tile(rows, size_key, threads_key)? {
         let ranked = ranked(&samples);
-        if ranked.len() < 2 {
-            return Err(format!(
-                "tile {}/{}: a map needs at least two strategies",
-                key.0, key.1
-            ));
-        }
         let (first, second) = (&ranked[0], &ranked[1]);
         out.push(Tile {
             size: key.0,
@@ -222,12 +222,6 @@ pub fn standings(
     let mut out = Vec::new();
     for (key, samples) in samples_by_tile(rows, size_key, threads_key)? {
         let ranked = ranked(&samples);
-        if ranked.len() < 2 {
-            return Err(format!(
-                "tile {}/{}: a map needs at least two strategies",
-                key.0, key.1
-            ));
-        }
         for (strategy, mine) in &samples {
             let Some(best) = ranked.iter().find(|r| r.0 != strategy) else {
                 continue;

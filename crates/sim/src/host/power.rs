@@ -524,17 +524,8 @@ impl World<'_> {
             // waits in the CPU's slot of the event queue, where dropping
             // it is a clear (`end_stay`).
             let at = now + p.poll_limit;
-            let core = &mut self.cores[c];
-            core.token += 1;
-            let token = core.token;
-            self.events.arm_slot(
-                c,
-                at,
-                Event::CoreDone {
-                    core: c as u32,
-                    token,
-                },
-            );
+            let done = self.next_core_done(c);
+            self.events.arm_slot(c, at, done);
         }
         self.smt_note(c);
     }
@@ -574,16 +565,19 @@ impl World<'_> {
     /// A new token for core `c` and its `CoreDone` at `at`, superseding
     /// any earlier one (an idle-state timer, or a segment's new end).
     pub(crate) fn arm_core_done(&mut self, c: usize, at: Nanos) {
+        let done = self.next_core_done(c);
+        self.events.schedule(at, done);
+    }
+
+    /// Core `c`'s `CoreDone` under a new token, which makes every earlier
+    /// one stale.
+    fn next_core_done(&mut self, c: usize) -> Event {
         let core = &mut self.cores[c];
         core.token += 1;
-        let token = core.token;
-        self.events.schedule(
-            at,
-            Event::CoreDone {
-                core: c as u32,
-                token,
-            },
-        );
+        Event::CoreDone {
+            core: c as u32,
+            token: core.token,
+        }
     }
 
     /// True while core `c` sits in a polling idle state (cpuidle's POLL
