@@ -425,6 +425,16 @@ mod tests {
             .collect()
     }
 
+    /// The first core's residency in state `name`.
+    fn state(e: &EnergyResult, name: &str) -> StateResidency {
+        e.cores[0]
+            .residency
+            .iter()
+            .find(|r| r.state == name)
+            .expect("every state is listed")
+            .clone()
+    }
+
     fn no_meter() -> EnergySnapshot {
         EnergySnapshot {
             idle: vec![None],
@@ -520,14 +530,7 @@ mod tests {
         };
         let (_, e, _) = model(&sc, &cpus, &[pc], (&meter, &meter), window, 0).expect("power");
         assert_eq!(e.cores.len(), 1);
-        let share = |n: &str| {
-            e.cores[0]
-                .residency
-                .iter()
-                .find(|r| r.state == n)
-                .unwrap()
-                .share
-        };
+        let share = |n: &str| state(&e, n).share;
         assert!((share("busy") - 0.6).abs() < 1e-12, "{e:?}");
         assert!((share("spin") - 0.1).abs() < 1e-12, "{e:?}");
         assert!((share("C1") - 0.3).abs() < 1e-12, "{e:?}");
@@ -603,14 +606,7 @@ mod tests {
             }),
         };
         let (_, e, _) = model(&sc, &cpus, &[pc], (&zero, &after), window, 0).expect("power");
-        let r = |n: &str| {
-            e.cores[0]
-                .residency
-                .iter()
-                .find(|r| r.state == n)
-                .unwrap()
-                .clone()
-        };
+        let r = |n: &str| state(&e, n);
         assert!((r("busy").share - 0.3).abs() < 1e-12, "{e:?}");
         assert!((r("C6").share - 0.5).abs() < 1e-12, "{e:?}");
         assert_eq!(r("C6").entries, 5);
@@ -662,11 +658,7 @@ mod tests {
             0,
         )
         .expect("power data");
-        let c1 = e.cores[0]
-            .residency
-            .iter()
-            .find(|r| r.state == "C1")
-            .unwrap();
+        let c1 = state(&e, "C1");
         assert!((c1.share - 0.75).abs() < 1e-12, "{c1:?}");
         assert!((e.uncore_j - 8.0 * 0.25e-3).abs() < 1e-12, "{e:?}");
     }
@@ -712,23 +704,11 @@ mod tests {
         .expect("power data");
         assert_eq!(note, None);
         assert!((e.measured_package_j.unwrap() - 50e-6).abs() < 1e-12);
-        let share = |n: &str| {
-            e.cores[0]
-                .residency
-                .iter()
-                .find(|r| r.state == n)
-                .unwrap()
-                .share
-        };
+        let share = |n: &str| state(&e, n).share;
         assert!((share("C6") - 0.6).abs() < 1e-12);
         // The 200 us of idle no counter covers: the halt state.
         assert!((share("C1") - 0.2).abs() < 1e-12);
-        let entries = e.cores[0]
-            .residency
-            .iter()
-            .find(|r| r.state == "C6")
-            .unwrap()
-            .entries;
+        let entries = state(&e, "C6").entries;
         assert_eq!(entries, 10);
     }
 }
