@@ -5,7 +5,8 @@
 //! threads' busy periods, which per-CPU totals cannot give.
 //!
 //! Each job thread on a CPU whose physical core has another application
-//! CPU reports its own state changes (running, spinning in a completion
+//! CPU, and its queue's interrupt handler thread, reports its own state
+//! changes (running, spinning in a completion
 //! poll loop, blocked or asleep) to an [`ActivityClock`] of its CPU and
 //! one of its physical core. A clock is one packed word (how many of its
 //! threads run, how many spin, and the time of the last change), updated
@@ -167,8 +168,16 @@ thread_local! {
     static TRACKER: RefCell<Option<Tracker>> = const { RefCell::new(None) };
 }
 
+/// A thread's two clocks: its CPU's and its physical core's.
+pub(crate) type ClockPair = (Arc<ActivityClock>, Arc<ActivityClock>);
+
+/// Whether the calling thread reports to clocks.
+pub(crate) fn attached() -> bool {
+    TRACKER.with(|t| t.borrow().is_some())
+}
+
 /// The calling thread starts reporting to `cpu` and `core`, running.
-pub(crate) fn attach(cpu: Arc<ActivityClock>, core: Arc<ActivityClock>) {
+pub(crate) fn attach((cpu, core): ClockPair) {
     for clock in [&cpu, &core] {
         clock.change(ThreadState::Idle, ThreadState::Busy, crate::sys::now);
     }
@@ -247,7 +256,8 @@ pub(crate) fn core_groups(scenario: &Scenario, app: &[(u32, u32)]) -> Vec<CoreGr
         }
     }
     for g in &mut groups {
-        let threads: usize = g.cpus.iter().map(|&(cpu, _)| threads_on(cpu)).sum();
+        // Each CPU's job threads and its queue's interrupt handler.
+        let threads: usize = g.cpus.iter().map(|&(cpu, _)| threads_on(cpu) + 1).sum();
         g.tracked = g.cpus.len() > 1 && short && threads <= MAX_THREADS;
     }
     groups
@@ -292,7 +302,7 @@ impl CoreClocks {
 
     /// The clocks a thread on queue `queue` reports to (its CPU's, its
     /// core's), if its core is tracked.
-    pub fn for_queue(&self, queue: usize) -> Option<(Arc<ActivityClock>, Arc<ActivityClock>)> {
+    pub fn for_queue(&self, queue: usize) -> Option<ClockPair> {
         self.groups
             .iter()
             .zip(&self.clocks)
@@ -416,7 +426,7 @@ mod tests {
             .map(|(n, cpu)| {
                 let (cpu, core) = (Arc::clone(cpu), Arc::clone(&core));
                 std::thread::spawn(move || {
-                    attach(cpu, core);
+                    attach((cpu, core));
                     let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
                     for _ in 0..2_000 {
                         let state = [ThreadState::Busy, ThreadState::Spin, ThreadState::Idle]

@@ -216,9 +216,9 @@ pub(crate) fn siblings_note(
         .map(|g| {
             let cpus: Vec<String> = g.cpus.iter().map(|(cpu, _)| cpu.to_string()).collect();
             let how = if g.tracked {
-                "its state is the more active thread's, from when their job threads ran, \
-                 spun and blocked; interrupt handlers' and the kernel's work on them is \
-                 taken as not overlapping (its busy time is an upper bound), and its idle \
+                "its state is the more active thread's, from when the emulator's threads on \
+                 them ran, spun and blocked; the kernel's own work on them is taken as not \
+                 overlapping (its busy time is an upper bound), and its idle \
                  depth is bounded by the CPUs' residencies"
             } else {
                 "too many threads or too long a run to time them together, so each counts \
@@ -289,12 +289,12 @@ fn idle_split(
 ///
 /// One CPU: its own figures. Two or more (SMT siblings): the core is
 /// active while any of them is, so its active time is the CPUs' summed
-/// busy time less the time their job threads were active together (the
-/// threads' clocks measure it). A thread that is runnable keeps its
-/// pinned CPU out of idle, so the threads' overlap is part of the CPUs'
-/// overlap: the result is an upper bound, exact when the threads are all
-/// that ran there; interrupt handlers' and the kernel's own work on the
-/// CPUs is taken as not overlapping. It is kept between the busiest CPU's
+/// busy time less the time their job and handler threads were active
+/// together (the threads' clocks measure it). A thread that is runnable
+/// keeps its pinned CPU out of idle, so the threads' overlap is part of
+/// the CPUs' overlap: the result is an upper bound, exact when the
+/// threads are all that ran there; the kernel's own work on the CPUs is
+/// taken as not overlapping. It is kept between the busiest CPU's
 /// and the window. Spin: the time some thread spun and none ran. Idle:
 /// the core is in a state at least as deep as `s` only while every CPU
 /// is, so that time is at most the least any CPU spent in such states

@@ -540,6 +540,11 @@ fn run_strategy(
         phase: AtomicU8::new(PHASE_WARMUP),
     });
     let clocks = CoreClocks::new(crate::activity::core_groups(scenario, &layout.app));
+    for queue in 0..layout.app.len() {
+        if let Some(pair) = clocks.for_queue(queue) {
+            emulator.report_activity(queue, pair);
+        }
+    }
     let threads = JobThreads {
         strategy,
         control: &control,
@@ -744,8 +749,8 @@ fn start_job_threads(
                         return Ok(ThreadOutcome::default());
                     }
                     pinned.map_err(EmuError::Pinning)?;
-                    if let Some((cpu, core)) = activity {
-                        crate::activity::attach(cpu, core);
+                    if let Some(clocks) = activity {
+                        crate::activity::attach(clocks);
                     }
                     let outcome = run_thread(plan, client, &control);
                     crate::activity::detach();
