@@ -100,8 +100,8 @@ pub(crate) struct PhysicalCore {
     pub overlap: Option<Overlap>,
 }
 
-/// What the job threads of one physical core's CPUs measured of
-/// themselves over the window.
+/// What the job and handler threads of one physical core's CPUs
+/// measured of themselves over the window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Overlap {
     /// Each CPU's threads' active (busy or spinning) time, summed over
