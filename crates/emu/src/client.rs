@@ -447,11 +447,15 @@ impl Client {
                     let (dq, poll_dq) = (&self.dq, &self.poll_dq);
                     let polled = self.polled_in_flight > 0;
                     let queue = self.channel.queue as usize;
+                    // Blocked (or about to be): the thread's core may
+                    // idle for it (`crate::activity`).
+                    crate::activity::enter(crate::activity::ThreadState::Idle);
                     let outcome = self.channel.waiter.wait(
                         &self.shared.queues[queue].idle,
                         self.channel.index,
                         || !dq.is_empty() || (polled && !poll_dq.is_empty()),
                     );
+                    crate::activity::enter(crate::activity::ThreadState::Busy);
                     if outcome.slept {
                         self.wakeups += 1;
                     }

@@ -325,6 +325,14 @@ impl Emulator {
             .collect()
     }
 
+    /// Has queue `queue`'s interrupt handler report when it runs and
+    /// blocks to `clocks` from its next wake-up on.
+    pub(crate) fn report_activity(&self, queue: usize, clocks: crate::activity::ClockPair) {
+        if let Some(q) = self.shared.queues.get(queue) {
+            let _ = q.activity.set(clocks);
+        }
+    }
+
     /// Thread id and CPU-time clock of each interrupt handler (poll
     /// queues have none), known once `start` has returned.
     pub(crate) fn handler_threads(&self) -> Vec<(i32, Option<libc::clockid_t>)> {

@@ -74,25 +74,53 @@ pub(crate) fn snapshot(cpus: &[u32]) -> EnergySnapshot {
     }
 }
 
-/// What one application core did in the window, ns.
+/// What one application CPU did in the window, ns, as the CPU-level
+/// counters and the spin timers measured it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct CoreTime {
-    /// The application core (the scenario's `cpu`).
-    pub core: u32,
+pub(crate) struct CpuTime {
+    /// The application CPU (the scenario's `cpu`).
+    pub cpu: u32,
     /// Not idle (threads, handlers, spinning).
     pub busy_ns: u64,
     /// Of `busy_ns`, spent spinning in completion poll loops.
     pub spin_ns: u64,
 }
 
+/// One physical core of the result: the application CPUs on it and, where
+/// there are two or more (SMT siblings), what their threads' own clocks
+/// measured of their overlap (`crate::activity`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PhysicalCore {
+    /// Its number in the result (the physical core on an SMT host, as
+    /// the simulator numbers it; else the CPU).
+    pub core: u32,
+    /// Indices into the CPU list.
+    pub cpus: Vec<usize>,
+    /// With two or more CPUs: their threads' merged states.
+    pub overlap: Option<Overlap>,
+}
+
+/// What the job and handler threads of one physical core's CPUs
+/// measured of themselves over the window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Overlap {
+    /// Each CPU's threads' active (busy or spinning) time, summed over
+    /// the CPUs.
+    pub cpus_active_ns: u64,
+    /// The core's merged states: busy while a thread of any of its CPUs
+    /// ran, spin while none ran and one spun.
+    pub core: crate::activity::StateTimes,
+}
+
 /// The energy figures of one strategy's window, and a note when RAPL
 /// could not be read; `None` when the host or the device has no power
-/// data (as on the simulator).
+/// data (as on the simulator). `before` and `after` list the CPUs'
+/// counters in the order of `cpus`.
 pub(crate) fn model(
     scenario: &Scenario,
-    cores: &[CoreTime],
-    before: &EnergySnapshot,
-    after: &EnergySnapshot,
+    cpus: &[CpuTime],
+    cores: &[PhysicalCore],
+    (before, after): (&EnergySnapshot, &EnergySnapshot),
     window_ns: u64,
     bytes: u64,
 ) -> Option<(f64, EnergyResult, Option<String>)> {
@@ -100,16 +128,20 @@ pub(crate) fn model(
         return None;
     };
     let window_s = window_ns.max(1) as f64 / 1e9;
-    let per_core: Vec<CoreEnergy> = cores
+    let idle: Vec<Vec<(u64, u64)>> = cpus
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let idle = (
+            let counters = (
                 before.idle.get(i).cloned().flatten(),
                 after.idle.get(i).cloned().flatten(),
             );
-            core_energy(host, t.core, *t, idle, window_ns)
+            idle_split(host, counters, window_ns - t.busy_ns.min(window_ns))
         })
+        .collect();
+    let per_core: Vec<CoreEnergy> = cores
+        .iter()
+        .map(|pc| physical_core_energy(host, pc, cpus, &idle, window_ns))
         .collect();
     // The uncore is on while any core is in C0. Which of the cores' C0
     // periods overlapped is not measured: taken as not overlapping (an
@@ -170,38 +202,37 @@ pub(crate) fn model(
     Some((energy_j, result, note))
 }
 
-/// A note when two application CPUs are hardware threads of one core of
-/// an SMT host profile with power data: the model counts each as a core,
-/// where the simulator takes the core's more active thread, because the
-/// emulator measures each CPU's time per state, not when.
-pub(crate) fn smt_siblings_note(scenario: &Scenario) -> Option<String> {
+/// A note for each physical core of an SMT host (with power data) on
+/// which two or more application CPUs ran: what its state was taken
+/// from, and what of it is still not measured.
+pub(crate) fn siblings_note(
+    scenario: &Scenario,
+    groups: &[crate::activity::CoreGroup],
+) -> Option<String> {
     scenario.host.power.as_ref()?;
-    let smt = scenario
-        .host
-        .smt
-        .as_ref()
-        .filter(|s| s.threads_per_core > 1)?;
-    let physical = (scenario.host.cores / smt.threads_per_core).max(1);
-    let mut cpus: Vec<u32> = scenario
-        .jobs
+    let notes: Vec<String> = groups
         .iter()
-        .flat_map(|job| (0..job.numjobs).map(move |n| scenario.thread_core(job, n)))
+        .filter(|g| g.cpus.len() > 1)
+        .map(|g| {
+            let cpus: Vec<String> = g.cpus.iter().map(|(cpu, _)| cpu.to_string()).collect();
+            let how = if g.tracked {
+                "its state is the more active thread's, from when the emulator's threads on \
+                 them ran, spun and blocked; the kernel's own work on them is taken as not \
+                 overlapping (its busy time is an upper bound), and its idle \
+                 depth is bounded by the CPUs' residencies"
+            } else {
+                "too many threads or too long a run to time them together, so each counts \
+                 as a core (its energy is over-stated by up to one core's)"
+            };
+            format!(
+                "energy: CPUs {} are hardware threads of core {} of host '{}': {how}",
+                cpus.join(" and "),
+                g.core,
+                scenario.host.model
+            )
+        })
         .collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    let (a, b) = cpus.iter().enumerate().find_map(|(i, &a)| {
-        cpus[i + 1..]
-            .iter()
-            .find(|&&b| b % physical == a % physical)
-            .map(|&b| (a, b))
-    })?;
-    Some(format!(
-        "energy: CPUs {a} and {b} are hardware threads of one core of host '{}'; the model \
-         counts each as a core (it measures each CPU's time per state, not when, so it cannot \
-         take the core's more active thread): the cores' energy is over-stated by up to one \
-         core's",
-        scenario.host.model
-    ))
+    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 fn is_polling(host: &HostPower, state: &str) -> bool {
@@ -215,21 +246,15 @@ fn device_energy(device: &DevicePower, window_s: f64, bytes: u64) -> f64 {
     device.idle_w * window_s + device.w_per_gbps * bytes as f64 * 1e-9
 }
 
-/// One core: busy at `core_busy_w`, spinning at `core_spin_w`, idle per
-/// state at the state's power (cpuidle's residencies matched to the
-/// profile's states by name; the rest of the idle time, and all of it
-/// without cpuidle, in the first non-polling state), and each measured
-/// entry of a state costing busy power over half its exit latency.
-fn core_energy(
+/// One CPU's idle time per idle state, ns, and its entries: cpuidle's
+/// residencies matched to the profile's states by name; the rest of the
+/// idle time, and all of it without cpuidle, in the first non-polling
+/// state.
+fn idle_split(
     host: &HostPower,
-    core: u32,
-    t: CoreTime,
     idle: (Option<Vec<IdleCounter>>, Option<Vec<IdleCounter>>),
-    window_ns: u64,
-) -> CoreEnergy {
-    let busy = t.busy_ns.min(window_ns);
-    let spin = t.spin_ns.min(busy);
-    let idle_ns = window_ns - busy;
+    idle_ns: u64,
+) -> Vec<(u64, u64)> {
     let mut per_state: Vec<(u64, u64)> = vec![(0, 0); host.idle_states.len()];
     if let (Some(b), Some(a)) = idle {
         for c in &a {
@@ -257,6 +282,88 @@ fn core_energy(
     } else if let Some(first) = per_state.first_mut() {
         first.0 += idle_ns - covered;
     }
+    per_state
+}
+
+/// One physical core's busy, spin and per-state idle time from its CPUs'.
+///
+/// One CPU: its own figures. Two or more (SMT siblings): the core is
+/// active while any of them is, so its active time is the CPUs' summed
+/// busy time less the time their job and handler threads were active
+/// together (the threads' clocks measure it). A thread that is runnable
+/// keeps its pinned CPU out of idle, so the threads' overlap is part of
+/// the CPUs' overlap: the result is an upper bound, exact when the
+/// threads are all that ran there; the kernel's own work on the CPUs is
+/// taken as not overlapping. It is kept between the busiest CPU's
+/// and the window. Spin: the time some thread spun and none ran. Idle:
+/// the core is in a state at least as deep as `s` only while every CPU
+/// is, so that time is at most the least any CPU spent in such states
+/// (taken as equal: exact when the CPUs' idle periods nest, else the
+/// depth is over-stated), and each state's entries are the fewest any
+/// CPU made.
+fn physical_core_energy(
+    host: &HostPower,
+    pc: &PhysicalCore,
+    cpus: &[CpuTime],
+    idle: &[Vec<(u64, u64)>],
+    window_ns: u64,
+) -> CoreEnergy {
+    let busy: Vec<u64> = pc
+        .cpus
+        .iter()
+        .map(|&i| cpus[i].busy_ns.min(window_ns))
+        .collect();
+    let most = busy.iter().copied().max().unwrap_or(0);
+    let (active, spin) = match &pc.overlap {
+        None => {
+            let spin = pc.cpus.iter().map(|&i| cpus[i].spin_ns).sum::<u64>();
+            (most, spin.min(most))
+        }
+        Some(o) => {
+            let together = o.cpus_active_ns.saturating_sub(o.core.active_ns());
+            let active = busy
+                .iter()
+                .sum::<u64>()
+                .saturating_sub(together)
+                .clamp(most, window_ns);
+            (active, o.core.spin_ns.min(active))
+        }
+    };
+    let idle_ns = window_ns - active;
+    let states = host.idle_states.len();
+    // deeper[s]: the core's time in state s or deeper.
+    let mut deeper = vec![0u64; states + 1];
+    let mut per_state = vec![(0u64, 0u64); states];
+    for s in (0..states).rev() {
+        let least_deep = pc
+            .cpus
+            .iter()
+            .map(|&i| idle[i][s..].iter().map(|p| p.0).sum::<u64>())
+            .min()
+            .unwrap_or(0);
+        deeper[s] = least_deep.min(idle_ns).max(deeper[s + 1]);
+        per_state[s] = (
+            deeper[s] - deeper[s + 1],
+            pc.cpus.iter().map(|&i| idle[i][s].1).min().unwrap_or(0),
+        );
+    }
+    // What no state covers (only with no idle state at all).
+    if let Some(first) = per_state.first_mut() {
+        first.0 += idle_ns - deeper[0];
+    }
+    core_energy(host, pc.core, (active, spin), &per_state, window_ns)
+}
+
+/// One core: busy at `core_busy_w`, spinning at `core_spin_w`, idle per
+/// state at the state's power, and each measured entry of a state
+/// costing busy power over half its exit latency.
+fn core_energy(
+    host: &HostPower,
+    core: u32,
+    (busy, spin): (u64, u64),
+    per_state: &[(u64, u64)],
+    window_ns: u64,
+) -> CoreEnergy {
     let share = |ns: u64| ns as f64 / window_ns.max(1) as f64;
     let mut joules =
         host.core_busy_w * (busy - spin) as f64 * 1e-9 + host.core_spin_w * spin as f64 * 1e-9;
@@ -277,7 +384,7 @@ fn core_energy(
             entries: 0,
         },
     ];
-    for (s, &(ns, entries)) in host.idle_states.iter().zip(&per_state) {
+    for (s, &(ns, entries)) in host.idle_states.iter().zip(per_state) {
         joules += s.power_w * ns as f64 * 1e-9
             + entries as f64 * host.core_busy_w * s.exit_latency.0 as f64 * 0.5e-9;
         residency.push(StateResidency {
@@ -305,6 +412,29 @@ mod tests {
         cint_scenario::load_str(text, "e.toml", &[]).expect("valid")
     }
 
+    /// Each application CPU as a core of its own (a host without SMT, or
+    /// CPUs that share no physical core).
+    fn one_core_per_cpu(cpus: &[CpuTime]) -> Vec<PhysicalCore> {
+        cpus.iter()
+            .enumerate()
+            .map(|(i, t)| PhysicalCore {
+                core: t.cpu,
+                cpus: vec![i],
+                overlap: None,
+            })
+            .collect()
+    }
+
+    /// The first core's residency in state `name`.
+    fn state(e: &EnergyResult, name: &str) -> StateResidency {
+        e.cores[0]
+            .residency
+            .iter()
+            .find(|r| r.state == name)
+            .expect("every state is listed")
+            .clone()
+    }
+
     fn no_meter() -> EnergySnapshot {
         EnergySnapshot {
             idle: vec![None],
@@ -312,34 +442,196 @@ mod tests {
         }
     }
 
+    fn two_jobs(cpus: [u32; 2]) -> Scenario {
+        let mut sc = scenario();
+        let mut other = sc.jobs[0].clone();
+        other.name = "r2".into();
+        other.cpu = cpus[1];
+        sc.jobs[0].cpu = cpus[0];
+        sc.jobs.push(other);
+        sc
+    }
+
+    fn groups(sc: &Scenario) -> Vec<crate::activity::CoreGroup> {
+        let mut app: Vec<(u32, u32)> = sc.jobs.iter().map(|j| (j.cpu, j.cpu)).collect();
+        app.sort_unstable();
+        app.dedup();
+        crate::activity::core_groups(sc, &app)
+    }
+
     #[test]
-    fn sibling_application_cpus_of_an_smt_profile_get_a_note_and_others_none() {
-        let spread = |cpus: &str| {
-            let mut sc = scenario();
-            let job = &mut sc.jobs[0];
-            job.numjobs = 2;
-            job.cpus = cpus.split(',').map(|c| c.parse().expect("a cpu")).collect();
-            sc
-        };
+    fn sibling_application_cpus_of_an_smt_profile_make_one_core_with_a_note() {
         // xeon-e3-1230v5: CPUs n and n + 4 are one core's threads.
-        let note = smt_siblings_note(&spread("0,4")).expect("siblings");
-        assert!(note.contains("CPUs 0 and 4"), "{note}");
-        assert_eq!(smt_siblings_note(&spread("0,1")), None);
-        let mut bare = spread("0,4");
+        let sc = two_jobs([0, 4]);
+        let g = groups(&sc);
+        assert_eq!(g.len(), 1, "{g:?}");
+        assert_eq!((g[0].core, g[0].tracked), (0, true));
+        let note = siblings_note(&sc, &g).expect("siblings");
+        assert!(
+            note.contains("CPUs 0 and 4") && note.contains("upper bound"),
+            "{note}"
+        );
+        let apart = two_jobs([0, 1]);
+        assert_eq!(groups(&apart).len(), 2);
+        assert_eq!(siblings_note(&apart, &groups(&apart)), None);
+        // CPU 5 alone is physical core 1, as the simulator numbers it.
+        let five = two_jobs([5, 5]);
+        assert_eq!(groups(&five)[0].core, 1);
+        let mut bare = two_jobs([0, 4]);
         bare.host.smt = None;
-        assert_eq!(smt_siblings_note(&bare), None);
+        assert_eq!(groups(&bare).len(), 2);
+        assert_eq!(siblings_note(&bare, &groups(&bare)), None);
+        // More threads than a clock counts: each CPU a core, said so.
+        let mut crowded = two_jobs([0, 4]);
+        crowded.jobs[0].numjobs = crate::activity::MAX_THREADS as u32;
+        let g = groups(&crowded);
+        assert!(!g[0].tracked);
+        let note = siblings_note(&crowded, &g).expect("siblings");
+        assert!(note.contains("each counts as a core"), "{note}");
+    }
+
+    /// Two siblings, each busy 40% of the window: their threads ran
+    /// together for 10%, so the core was active 70%; spin from the
+    /// merged clock; idle C1 (no cpuidle) the rest. The result lies
+    /// between one CPU's energy and the two CPUs counted apart.
+    #[test]
+    fn siblings_combine_by_their_threads_measured_overlap() {
+        let sc = two_jobs([0, 4]);
+        let host = sc.host.power.as_ref().unwrap();
+        let window = 1_000_000;
+        let cpus = [
+            CpuTime {
+                cpu: 0,
+                busy_ns: 400_000,
+                spin_ns: 100_000,
+            },
+            CpuTime {
+                cpu: 4,
+                busy_ns: 400_000,
+                spin_ns: 0,
+            },
+        ];
+        let merged = crate::activity::StateTimes {
+            busy_ns: 600_000,
+            spin_ns: 100_000,
+            idle_ns: 300_000,
+        };
+        let pc = PhysicalCore {
+            core: 0,
+            cpus: vec![0, 1],
+            overlap: Some(Overlap {
+                cpus_active_ns: 800_000,
+                core: merged,
+            }),
+        };
+        let meter = EnergySnapshot {
+            idle: vec![None, None],
+            rapl: Err("none".into()),
+        };
+        let (_, e, _) = model(&sc, &cpus, &[pc], (&meter, &meter), window, 0).expect("power");
+        assert_eq!(e.cores.len(), 1);
+        let share = |n: &str| state(&e, n).share;
+        assert!((share("busy") - 0.6).abs() < 1e-12, "{e:?}");
+        assert!((share("spin") - 0.1).abs() < 1e-12, "{e:?}");
+        assert!((share("C1") - 0.3).abs() < 1e-12, "{e:?}");
+        let want = host.core_busy_w * 6e-4 + host.core_spin_w * 1e-4 + c1_w(&sc) * 3e-4;
+        assert!((e.cores[0].energy_j - want).abs() < 1e-12, "{e:?}");
+        let (_, apart, _) = model(
+            &sc,
+            &cpus,
+            &one_core_per_cpu(&cpus),
+            (&meter, &meter),
+            window,
+            0,
+        )
+        .expect("power");
+        let apart_j: f64 = apart.cores.iter().map(|c| c.energy_j).sum();
+        assert!(e.cores[0].energy_j < apart_j, "{e:?} {apart:?}");
+        assert!(e.cores[0].energy_j > apart.cores[0].energy_j);
+    }
+
+    fn c1_w(sc: &Scenario) -> f64 {
+        let host = sc.host.power.as_ref().unwrap();
+        host.idle_states
+            .iter()
+            .find(|s| s.name == "C1")
+            .unwrap()
+            .power_w
+    }
+
+    /// A thread overlap measured larger than the CPU counters allow (the
+    /// two are read at different instants) cannot put the core below its
+    /// busier CPU; the core's C6 time is no more than either CPU's.
+    #[test]
+    fn the_core_stays_within_its_cpus_and_idles_no_deeper_than_both() {
+        let sc = two_jobs([0, 4]);
+        let window = 1_000_000;
+        let cpus = [
+            CpuTime {
+                cpu: 0,
+                busy_ns: 300_000,
+                spin_ns: 0,
+            },
+            CpuTime {
+                cpu: 4,
+                busy_ns: 100_000,
+                spin_ns: 0,
+            },
+        ];
+        let counters = |c6_ns| {
+            Some(vec![IdleCounter {
+                name: "C6".into(),
+                time_ns: c6_ns,
+                usage: c6_ns / 100_000,
+            }])
+        };
+        let zero = EnergySnapshot {
+            idle: vec![counters(0), counters(0)],
+            rapl: Err("none".into()),
+        };
+        let after = EnergySnapshot {
+            idle: vec![counters(500_000), counters(800_000)],
+            rapl: Err("none".into()),
+        };
+        let pc = PhysicalCore {
+            core: 0,
+            cpus: vec![0, 1],
+            overlap: Some(Overlap {
+                cpus_active_ns: 900_000,
+                core: crate::activity::StateTimes {
+                    busy_ns: 100_000,
+                    spin_ns: 0,
+                    idle_ns: 900_000,
+                },
+            }),
+        };
+        let (_, e, _) = model(&sc, &cpus, &[pc], (&zero, &after), window, 0).expect("power");
+        let r = |n: &str| state(&e, n);
+        assert!((r("busy").share - 0.3).abs() < 1e-12, "{e:?}");
+        assert!((r("C6").share - 0.5).abs() < 1e-12, "{e:?}");
+        assert_eq!(r("C6").entries, 5);
+        assert!((r("C1").share - 0.2).abs() < 1e-12, "{e:?}");
+        let shares: f64 = e.cores[0].residency.iter().map(|r| r.share).sum();
+        assert!((shares - 1.0).abs() < 1e-12);
     }
 
     #[test]
     fn a_core_spinning_all_window_draws_spin_power_and_the_uncore_stays_on() {
         let sc = scenario();
-        let t = CoreTime {
-            core: 0,
+        let t = CpuTime {
+            cpu: 0,
             busy_ns: 1_000_000,
             spin_ns: 900_000,
         };
-        let (j, e, note) =
-            model(&sc, &[t], &no_meter(), &no_meter(), 1_000_000, 4096).expect("power data");
+        let (j, e, note) = model(
+            &sc,
+            &[t],
+            &one_core_per_cpu(&[t]),
+            (&no_meter(), &no_meter()),
+            1_000_000,
+            4096,
+        )
+        .expect("power data");
         let host = sc.host.power.as_ref().unwrap();
         let core = host.core_busy_w * 1e-4 + host.core_spin_w * 9e-4;
         assert!((e.cores[0].energy_j - core).abs() < 1e-12, "{e:?}");
@@ -352,18 +644,21 @@ mod tests {
     #[test]
     fn idle_time_without_cpuidle_is_charged_to_the_halt_state() {
         let sc = scenario();
-        let t = CoreTime {
-            core: 0,
+        let t = CpuTime {
+            cpu: 0,
             busy_ns: 250_000,
             spin_ns: 0,
         };
-        let (_, e, _) =
-            model(&sc, &[t], &no_meter(), &no_meter(), 1_000_000, 0).expect("power data");
-        let c1 = e.cores[0]
-            .residency
-            .iter()
-            .find(|r| r.state == "C1")
-            .unwrap();
+        let (_, e, _) = model(
+            &sc,
+            &[t],
+            &one_core_per_cpu(&[t]),
+            (&no_meter(), &no_meter()),
+            1_000_000,
+            0,
+        )
+        .expect("power data");
+        let c1 = state(&e, "C1");
         assert!((c1.share - 0.75).abs() < 1e-12, "{c1:?}");
         assert!((e.uncore_j - 8.0 * 0.25e-3).abs() < 1e-12, "{e:?}");
     }
@@ -393,31 +688,27 @@ mod tests {
             idle: vec![counters(600_000, 10)],
             rapl: Ok((40, u64::from(u32::MAX))),
         };
-        let t = CoreTime {
-            core: 0,
+        let t = CpuTime {
+            cpu: 0,
             busy_ns: 200_000,
             spin_ns: 0,
         };
-        let (_, e, note) = model(&sc, &[t], &before, &after, 1_000_000, 0).expect("power data");
+        let (_, e, note) = model(
+            &sc,
+            &[t],
+            &one_core_per_cpu(&[t]),
+            (&before, &after),
+            1_000_000,
+            0,
+        )
+        .expect("power data");
         assert_eq!(note, None);
         assert!((e.measured_package_j.unwrap() - 50e-6).abs() < 1e-12);
-        let share = |n: &str| {
-            e.cores[0]
-                .residency
-                .iter()
-                .find(|r| r.state == n)
-                .unwrap()
-                .share
-        };
+        let share = |n: &str| state(&e, n).share;
         assert!((share("C6") - 0.6).abs() < 1e-12);
         // The 200 us of idle no counter covers: the halt state.
         assert!((share("C1") - 0.2).abs() < 1e-12);
-        let entries = e.cores[0]
-            .residency
-            .iter()
-            .find(|r| r.state == "C6")
-            .unwrap()
-            .entries;
+        let entries = state(&e, "C6").entries;
         assert_eq!(entries, 10);
     }
 }

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use cint_policy::reap::CompletionQueue;
 use cint_policy::{Hint, Irq};
 
+use crate::activity::ThreadState;
 use crate::ring::{Consumer, Producer};
 use crate::shared::{
     Channel, CqEntry, DeliveredBy, Delivery, Shared, IRQ_FINISH, IRQ_FULL, MAX_CLIENTS,
@@ -93,19 +94,26 @@ fn lock_state(shared: &Shared, index: usize) -> Option<MutexGuard<'_, HandlerSta
 
 /// Runs the handler thread of queue `index` until the device finishes.
 pub(crate) fn run_handler(shared: Arc<Shared>, index: usize) {
+    serve(&shared, index);
+    crate::activity::detach();
+}
+
+/// The handler's loop: a pass per wake-up, a last one when the device
+/// finished.
+fn serve(shared: &Shared, index: usize) {
     let queue = &shared.queues[index];
     loop {
-        let bits = wait_for_irq(&shared, index);
+        let bits = wait_for_irq(shared, index);
         let finished = queue.finished.load(Ordering::SeqCst);
-        let Some(mut state) = lock_state(&shared, index) else {
+        let Some(mut state) = lock_state(shared, index) else {
             return;
         };
-        pass(&shared, index, bits, finished, &mut state);
+        pass(shared, index, bits, finished, &mut state);
         if finished {
             // Entries posted after the flag was read are impossible: the
             // device sets it after its last post.
-            drain_ring(&shared, &mut state);
-            deliver(&shared, index, Irq::Full, &mut state);
+            drain_ring(shared, &mut state);
+            deliver(shared, index, Irq::Full, &mut state);
             return;
         }
     }
@@ -152,8 +160,15 @@ fn wait_for_irq(shared: &Shared, index: usize) -> u32 {
         }
         queue.handler_sleeping.store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
+        crate::activity::enter(ThreadState::Idle);
         if queue.pending.load(Ordering::SeqCst) == 0 && sys::futex_wait(&queue.pending, 0) {
             queue.handler_wakeups.fetch_add(1, Ordering::Relaxed);
+        }
+        // Running again; the runner hands the clocks over after the
+        // handler started, so it joins them at a wake-up.
+        match queue.activity.get() {
+            Some(clocks) if !crate::activity::attached() => crate::activity::attach(clocks.clone()),
+            _ => crate::activity::enter(ThreadState::Busy),
         }
         queue.handler_sleeping.store(0, Ordering::SeqCst);
     }

@@ -20,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+mod activity;
 pub mod backend;
 pub mod buf;
 pub mod client;

@@ -17,8 +17,10 @@ use cint_report::{
 };
 use cint_scenario::{Backend as BackendKind, CompletionMode, Job, Scenario, Strategy, Work};
 
+use crate::activity::{CoreClocks, CoreGroup, CoreReading};
 use crate::backend::{BackendConfig, FileSource};
 use crate::emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig};
+use crate::energy::{CpuTime, Overlap, PhysicalCore};
 use crate::error::{unsupported, EmuError};
 use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
@@ -62,6 +64,10 @@ pub struct StrategyDetail {
     /// Why the energy figures are the model's only (no readable RAPL),
     /// when the scenario has power data.
     pub energy_note: Option<String>,
+    /// Each application CPU (the scenario's number) and the share of the
+    /// window its real CPU was not idle (what the energy model starts
+    /// from).
+    pub cpu_busy: Vec<(u32, f64)>,
 }
 
 /// Per-job details, all threads of the job together.
@@ -279,7 +285,10 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
     if let Some(note) = details.iter().find_map(|d| d.energy_note.clone()) {
         notes.push(note);
     }
-    if let Some(note) = crate::energy::smt_siblings_note(scenario) {
+    if let Some(note) = crate::energy::siblings_note(
+        scenario,
+        &crate::activity::core_groups(scenario, &layout.app),
+    ) {
         notes.push(note);
     }
     Ok(RunDetail {
@@ -530,22 +539,29 @@ fn run_strategy(
     let control = Arc::new(Control {
         phase: AtomicU8::new(PHASE_WARMUP),
     });
+    let clocks = CoreClocks::new(crate::activity::core_groups(scenario, &layout.app));
+    for queue in 0..layout.app.len() {
+        if let Some(pair) = clocks.for_queue(queue) {
+            emulator.report_activity(queue, pair);
+        }
+    }
     let threads = JobThreads {
         strategy,
         control: &control,
         target: &target,
         selector,
         host_in_flight: Arc::default(),
+        clocks: &clocks,
     };
     let (mut tracked, handles) = start_job_threads(scenario, layout, &emulator, &threads)?;
     tracked.extend(handler_threads(&emulator));
-    let window = measure(scenario, layout, &emulator, &control, &tracked);
+    let window = measure(scenario, layout, &emulator, &control, (&tracked, &clocks));
     let outcomes = join_job_threads(scenario, handles);
     let final_stats = emulator.shutdown()?;
     let outcomes = outcomes?;
     Ok(summarise(
         scenario,
-        layout,
+        (layout, clocks.groups()),
         strategy,
         &tracked,
         &outcomes,
@@ -631,6 +647,9 @@ struct JobThreads<'a> {
     /// Requests in flight on the host, all threads (what the selector
     /// is told).
     host_in_flight: Arc<std::sync::atomic::AtomicU64>,
+    /// Where SMT siblings both run threads: the clocks they report their
+    /// states to.
+    clocks: &'a CoreClocks,
 }
 
 /// Spawns every job's threads, each pinned to its core, and lets them go
@@ -696,6 +715,7 @@ fn start_job_threads(
                     }
                 },
             };
+            let activity = threads.clocks.for_queue(queue);
             let probe = Arc::new(ThreadProbe::default());
             tracked.push(Tracked {
                 job: Some(job_index),
@@ -729,7 +749,11 @@ fn start_job_threads(
                         return Ok(ThreadOutcome::default());
                     }
                     pinned.map_err(EmuError::Pinning)?;
+                    if let Some(clocks) = activity {
+                        crate::activity::attach(clocks);
+                    }
                     let outcome = run_thread(plan, client, &control);
+                    crate::activity::detach();
                     drop(occupant);
                     probe.finish();
                     Ok(outcome)
@@ -792,6 +816,9 @@ struct Window {
     usage_after: sys::CpuUsage,
     energy_before: crate::energy::EnergySnapshot,
     energy_after: crate::energy::EnergySnapshot,
+    /// The SMT siblings' clocks, per physical core.
+    activity_before: Vec<CoreReading>,
+    activity_after: Vec<CoreReading>,
     stats_before: DeviceStats,
     stats_after: DeviceStats,
     samples_before: Vec<ThreadSample>,
@@ -807,7 +834,7 @@ fn measure(
     layout: &CpuLayout,
     emulator: &Emulator,
     control: &Control,
-    tracked: &[Tracked],
+    (tracked, clocks): (&[Tracked], &CoreClocks),
 ) -> Window {
     let app_cpus: Vec<u32> = layout.app.iter().map(|&(_, real)| real).collect();
     sys::sleep_ns(scenario.warmup);
@@ -815,9 +842,11 @@ fn measure(
     let usage_before = sys::cpu_usage();
     let stats_before = emulator.stats();
     let samples_before: Vec<ThreadSample> = tracked.iter().map(|t| t.probe.sample()).collect();
+    let activity_before = clocks.read();
     let window_start = sys::now();
     control.phase.store(PHASE_MEASURE, Ordering::SeqCst);
     sys::sleep_ns(scenario.duration);
+    let activity_after = clocks.read();
     let ns = sys::now().saturating_sub(window_start).max(1);
     // Sample before stopping: a stopped thread's clock and /proc entry
     // disappear.
@@ -831,6 +860,8 @@ fn measure(
         usage_after,
         energy_before,
         energy_after,
+        activity_before,
+        activity_after,
         stats_before,
         stats_after,
         samples_before,
@@ -864,7 +895,7 @@ fn join_job_threads(
 /// measured.
 fn summarise(
     scenario: &Scenario,
-    layout: &CpuLayout,
+    (layout, groups): (&CpuLayout, &[CoreGroup]),
     strategy: &Strategy,
     tracked: &[Tracked],
     outcomes: &[Vec<ThreadOutcome>],
@@ -899,17 +930,22 @@ fn summarise(
         - stats_before.handler_wakeups.iter().sum::<u64>();
     let wakeups = job_details.iter().map(|j| j.wakeups).sum::<u64>() + handler_wakeups;
     let urgent = stats_after.total_urgent_irqs() - stats_before.total_urgent_irqs();
-    let cpu_util = if layout.app.is_empty() {
+    let cpu_busy: Vec<(u32, f64)> = layout
+        .app
+        .iter()
+        .map(|&(app, real)| {
+            (
+                app,
+                sys::busy_fraction(&window.usage_before, &window.usage_after, real),
+            )
+        })
+        .collect();
+    let cpu_util = if cpu_busy.is_empty() {
         0.0
     } else {
-        layout
-            .app
-            .iter()
-            .map(|&(_, real)| sys::busy_fraction(&window.usage_before, &window.usage_after, real))
-            .sum::<f64>()
-            / layout.app.len() as f64
+        cpu_busy.iter().map(|c| c.1).sum::<f64>() / cpu_busy.len() as f64
     };
-    let energy = energy_figures(scenario, layout, outcomes, window);
+    let energy = energy_figures(scenario, (layout, groups), outcomes, window);
     let (energy_j, energy, energy_note) = match energy {
         Some((j, e, note)) => (Some(j), Some(e), note),
         None => (None, None, None),
@@ -939,19 +975,21 @@ fn summarise(
         window_ns,
         jobs: job_details,
         energy_note,
+        cpu_busy,
     };
     (result, detail)
 }
 
-/// The power model applied to each application core's measured busy and
-/// idle time and its threads' spinning (`crate::energy`).
+/// The power model applied to each application CPU's measured busy and
+/// idle time and its threads' spinning, combined per physical core where
+/// SMT siblings both ran threads (`crate::energy`, `crate::activity`).
 fn energy_figures(
     scenario: &Scenario,
-    layout: &CpuLayout,
+    (layout, groups): (&CpuLayout, &[CoreGroup]),
     outcomes: &[Vec<ThreadOutcome>],
     window: &Window,
 ) -> Option<(f64, cint_report::EnergyResult, Option<String>)> {
-    let cores: Vec<crate::energy::CoreTime> = layout
+    let cpus: Vec<CpuTime> = layout
         .app
         .iter()
         .map(|&(app, real)| {
@@ -963,19 +1001,51 @@ fn energy_figures(
                 .filter(|(job, _)| job.cpu == app)
                 .flat_map(|(_, threads)| threads.iter().map(|o| o.spin_ns))
                 .sum();
-            crate::energy::CoreTime {
-                core: app,
+            CpuTime {
+                cpu: app,
                 busy_ns: (busy * window.ns as f64) as u64,
                 spin_ns,
             }
         })
         .collect();
+    let mut cores = Vec::with_capacity(groups.len());
+    for (k, group) in groups.iter().enumerate() {
+        let before = window.activity_before.get(k).cloned().flatten();
+        let after = window.activity_after.get(k).cloned().flatten();
+        match before.zip(after) {
+            Some(((core0, cpus0), (core1, cpus1))) => cores.push(PhysicalCore {
+                core: group.core,
+                cpus: group.cpus.iter().map(|&(_, queue)| queue).collect(),
+                overlap: Some(Overlap {
+                    cpus_active_ns: cpus1
+                        .iter()
+                        .zip(&cpus0)
+                        .map(|(a, b)| a.since(b).active_ns())
+                        .sum(),
+                    core: core1.since(&core0),
+                }),
+            }),
+            // Untracked siblings each count as a core (the note says so).
+            None if group.cpus.len() > 1 => {
+                cores.extend(group.cpus.iter().map(|&(cpu, queue)| PhysicalCore {
+                    core: cpu,
+                    cpus: vec![queue],
+                    overlap: None,
+                }));
+            }
+            None => cores.push(PhysicalCore {
+                core: group.core,
+                cpus: group.cpus.iter().map(|&(_, queue)| queue).collect(),
+                overlap: None,
+            }),
+        }
+    }
     let bytes = outcomes.iter().flatten().map(|o| o.bytes).sum();
     crate::energy::model(
         scenario,
+        &cpus,
         &cores,
-        &window.energy_before,
-        &window.energy_after,
+        (&window.energy_before, &window.energy_after),
         window.ns,
         bytes,
     )
@@ -1091,5 +1161,70 @@ mod tests {
         assert!(burnt >= 100_000_000, "{burnt} ns of user + system time");
         assert!(u1 - u0 > s1 - s0, "a loop in user mode");
         assert_eq!(proc_user_system(0), None);
+    }
+
+    /// Two job threads on scenario CPUs 0 and 4 of `xeon-e3-1230v5`, one
+    /// core's two hardware threads, run through the whole measurement
+    /// path, on the first two real CPUs (`CpuLayout::for_scenario` would
+    /// want six CPUs for scenario CPU 4; the merge does not care which
+    /// real CPUs they are).
+    #[test]
+    fn sibling_cpus_report_one_core_between_their_busier_cpu_and_their_sum() {
+        let Ok(allowed) = sys::allowed_cpus() else {
+            return;
+        };
+        // Two application CPUs and the device's: more than CI's two.
+        if allowed.len() < 3 {
+            cint_test_support::skip::not_here("needs 3 CPUs: two siblings and the device's");
+            return;
+        }
+        let text = "name = \"smt\"\nduration = \"30ms\"\nwarmup = \"5ms\"\n\
+                    [device]\nmodel = \"optane-900p\"\n[host]\nmodel = \"xeon-e3-1230v5\"\n\
+                    [[strategy]]\nname = \"interrupt\"\nkind = \"none\"\n\
+                    [[strategy]]\nname = \"poll\"\nkind = \"poll\"\n\
+                    [[job]]\nname = \"a\"\nengine = \"pvsync2\"\nhipri = true\ncpu = 0\n\
+                    [[job]]\nname = \"b\"\nengine = \"pvsync2\"\nhipri = true\ncpu = 4\n";
+        let sc = cint_scenario::load_str(text, "smt.toml", &[]).expect("valid");
+        let layout = CpuLayout {
+            device: allowed[allowed.len() - 1],
+            app: vec![(0, allowed[0]), (4, allowed[1])],
+        };
+        let host = sc.host.power.as_ref().expect("power data");
+        for (index, strategy) in sc.strategies.iter().enumerate() {
+            let (result, detail) =
+                run_strategy(&sc, &layout, strategy, index as u64).expect("runs");
+            let e = result.energy.as_ref().expect("energy");
+            assert_eq!(e.cores.len(), 1, "{e:?}");
+            assert_eq!(e.cores[0].core, 0);
+            let share = |n: &str| {
+                e.cores[0]
+                    .residency
+                    .iter()
+                    .filter(|r| r.state == n)
+                    .map(|r| r.share)
+                    .sum::<f64>()
+            };
+            let active = share("busy") + share("spin");
+            let most = detail.cpu_busy.iter().map(|c| c.1).fold(0.0, f64::max);
+            let sum: f64 = detail.cpu_busy.iter().map(|c| c.1).sum();
+            assert!(
+                active >= most - 1e-6 && active <= sum.min(1.0) + 1e-6,
+                "{}: core {active}, cpus {:?}",
+                strategy.name,
+                detail.cpu_busy
+            );
+            let shares: f64 = e.cores[0].residency.iter().map(|r| r.share).sum();
+            assert!((shares - 1.0).abs() < 1e-6, "{shares}");
+            let window_s = detail.window_ns as f64 / 1e9;
+            let floor = host.base_w * window_s;
+            let ceiling = (host.base_w + host.uncore_w + host.core_busy_w) * window_s + e.device_j;
+            let joules = result.energy_j.expect("energy_j");
+            assert!(joules > floor && joules <= ceiling + 1e-9, "{joules} J");
+            if strategy.name == "poll" {
+                assert!(share("spin") > 0.1, "poll spins {}", share("spin"));
+            } else {
+                assert_eq!(share("spin"), 0.0);
+            }
+        }
     }
 }

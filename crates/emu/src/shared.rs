@@ -282,6 +282,10 @@ pub(crate) struct Queue {
     pub handler_tid: AtomicI32,
     /// The handler thread's CPU-time clock, for per-thread accounting.
     pub handler_clock: OnceLock<libc::clockid_t>,
+    /// Where the application core is an SMT sibling of another: the
+    /// activity clocks (its CPU's, its core's) the handler reports its
+    /// running and blocking to (`crate::activity`).
+    pub activity: OnceLock<crate::activity::ClockPair>,
 }
 
 impl Queue {
@@ -304,6 +308,7 @@ impl Queue {
             completions: AtomicU64::new(0),
             handler_tid: AtomicI32::new(0),
             handler_clock: OnceLock::new(),
+            activity: OnceLock::new(),
         }
     }
 

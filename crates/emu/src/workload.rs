@@ -15,6 +15,7 @@ use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, Rw};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::activity::ThreadState;
 use crate::buf::IoBuf;
 use crate::client::{Client, Completion, Request, WaitMode};
 use crate::select::{ModeCounts, ThreadSelect};
@@ -285,7 +286,9 @@ impl IoThread {
         self.issued += 1;
         let now = sys::now();
         if due > now + 200_000 {
+            crate::activity::enter(ThreadState::Idle);
             sys::sleep_ns(due - now - 100_000);
+            crate::activity::enter(ThreadState::Busy);
             self.sleeps += 1;
         }
         sys::spin_until(due);
@@ -391,7 +394,9 @@ impl IoThread {
     /// spins for the rest (hybrid polling). Returns how long it spun.
     fn sleep_then_spin(&mut self, sleep: Nanos, want: usize, most: usize) -> Nanos {
         if sleep > 0 && self.client.reap_at_most(most, &mut self.done) < want {
+            crate::activity::enter(ThreadState::Idle);
             sys::sleep_ns(sleep);
+            crate::activity::enter(ThreadState::Busy);
             self.sleeps += 1;
         }
         let have = self.done.len();
@@ -405,8 +410,10 @@ impl IoThread {
     /// Returns how long it spun.
     fn spin_for(&mut self, want: usize, most: usize) -> Nanos {
         let from = sys::now();
+        crate::activity::enter(ThreadState::Spin);
         self.client
             .wait_between(want, most, WaitMode::Spin, &mut self.done);
+        crate::activity::enter(ThreadState::Busy);
         sys::now().saturating_sub(from)
     }
 

@@ -94,3 +94,60 @@ fn energy_comes_from_the_model_and_the_meter_only_where_one_is_readable() {
     let said = r.notes.iter().any(|n| n.contains("could not be measured"));
     assert_eq!(said, !rapl_readable(), "{:?}", r.notes);
 }
+
+/// `cint emu` on CPUs 0 and 4 of `xeon-e3-1230v5`, one core's two
+/// hardware threads: one core in the result, its active time between the
+/// busier CPU's and the two CPUs' together, and a note saying what of it
+/// is a bound. The emulator lays scenario CPU 4 on the fifth CPU it may
+/// use besides the device's, so this needs six.
+#[test]
+fn sibling_cpus_make_one_core_of_the_result() {
+    let _g = serial();
+    let cpus = cint_emu::sys::allowed_cpus().map_or(0, |c| c.len());
+    if cpus < 6 {
+        cint_test_support::skip::not_here(&format!(
+            "needs 6 CPUs for scenario CPUs 0 and 4 and the device's, has {cpus}"
+        ));
+        return;
+    }
+    let text = SCENARIO.replace(
+        "rw = \"randread\"\n",
+        "rw = \"randread\"\ncpu = 0\n[[job]]\nname = \"sibling\"\nengine = \"pvsync2\"\n\
+         hipri = true\nrw = \"randread\"\ncpu = 4\n",
+    );
+    let sc = cint_scenario::load_str(&text, "e.toml", &[]).expect("valid scenario");
+    let detail = cint_emu::runner::run_detailed(&sc).expect("runs");
+    let host = sc.host.power.as_ref().expect("power data");
+    for (s, d) in detail.result.results.iter().zip(&detail.strategies) {
+        let e = s.energy.as_ref().expect("energy");
+        assert_eq!(e.cores.len(), 1, "{}: {e:?}", s.strategy);
+        let active: f64 = e.cores[0]
+            .residency
+            .iter()
+            .filter(|r| r.state == "busy" || r.state == "spin")
+            .map(|r| r.share)
+            .sum();
+        let most = d.cpu_busy.iter().map(|c| c.1).fold(0.0, f64::max);
+        let sum: f64 = d.cpu_busy.iter().map(|c| c.1).sum();
+        assert!(
+            active >= most - 1e-6 && active <= sum.min(1.0) + 1e-6,
+            "{}: core {active}, cpus {:?}",
+            s.strategy,
+            d.cpu_busy
+        );
+        let window_s = d.window_ns as f64 / 1e9;
+        let joules = s.energy_j.expect("energy_j");
+        let ceiling = (host.base_w + host.uncore_w + host.core_busy_w) * window_s + e.device_j;
+        assert!(joules > host.base_w * window_s && joules <= ceiling + 1e-9);
+    }
+    let note = detail
+        .result
+        .notes
+        .iter()
+        .find(|n| n.contains("CPUs 0 and 4"));
+    assert!(
+        note.is_some_and(|n| n.contains("upper bound")),
+        "{:?}",
+        detail.result.notes
+    );
+}
