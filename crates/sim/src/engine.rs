@@ -55,6 +55,10 @@ struct Scheduled<E> {
     event: E,
 }
 
+/// A scheduled event, for [`EventQueue::cancel_near`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pending(u128);
+
 impl<E> Scheduled<E> {
     fn at(&self) -> Nanos {
         (self.key >> 64) as Nanos
@@ -106,11 +110,6 @@ const NEAR_COMPACT: usize = 64;
 /// is the smaller key of the two fronts, so the order is the same as if
 /// everything shared one structure.
 ///
-/// Timers that are nearly always dropped before they come (a CPU's
-/// polling idle-state limit) may wait in a slot of their own beside these
-/// ([`EventQueue::arm_slot`]): keyed the same way, so the order is again
-/// that of one structure, but arming and dropping one moves nothing.
-///
 /// Generic over the event so that benchmarks can replay a run's sequence
 /// of schedules and pops through it alone; the simulator's is
 /// `EventQueue<Event>`.
@@ -124,18 +123,6 @@ pub struct EventQueue<E> {
     far: Vec<Scheduled<E>>,
     /// Events scheduled in order, their keys increasing.
     lane: VecDeque<Scheduled<E>>,
-    /// One timer per owner beside the structures, for timers armed and
-    /// dropped far more often than they are reached (a CPU's polling idle
-    /// state's limit, armed at an idle entry and dropped when work
-    /// arrives): arming is a store and dropping a clear, where the
-    /// sorted array would move entries for both. `u128::MAX`: none.
-    slot_keys: Vec<u128>,
-    slot_events: Vec<Option<E>>,
-    /// The smallest of `slot_keys`, valid unless `slots_stale`.
-    slot_min: u128,
-    slots_stale: bool,
-    /// Slots armed: without any, popping does not look at them.
-    slots_armed: usize,
     next_seq: u64,
     now: Nanos,
     processed: u64,
@@ -153,11 +140,6 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
             head: 0,
             far: Vec::with_capacity(capacity),
             lane: VecDeque::with_capacity(capacity),
-            slot_keys: Vec::new(),
-            slot_events: Vec::new(),
-            slot_min: u128::MAX,
-            slots_stale: false,
-            slots_armed: 0,
             next_seq: 0,
             now: 0,
             processed: 0,
@@ -180,9 +162,17 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
     /// [`EventQueue::violation`].
     #[inline(always)]
     pub fn schedule(&mut self, at: Nanos, event: E) {
+        self.schedule_pending(at, event);
+    }
+
+    /// [`EventQueue::schedule`], keeping the event's handle for
+    /// [`EventQueue::cancel_near`] (`None` when `at` is in the past and
+    /// the event was refused).
+    #[inline(always)]
+    pub(crate) fn schedule_pending(&mut self, at: Nanos, event: E) -> Option<Pending> {
         if at < self.now {
             self.refuse_past(at, event);
-            return;
+            return None;
         }
         let key = (u128::from(at) << 64) | u128::from(self.next_seq);
         self.next_seq += 1;
@@ -192,6 +182,7 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
         } else {
             self.heap_push(entry);
         }
+        Some(Pending(key))
     }
 
     /// Inserts into the ascending array: the entries that come out after
@@ -228,69 +219,17 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
         heap[hole] = Scheduled { key, event };
     }
 
-    /// Schedules `event` at `at` in slot `slot`, replacing the slot's
-    /// event if it has one. It is keyed like any event (its instant, then
-    /// its insertion number), so it comes out exactly where
-    /// [`EventQueue::schedule`] would have put it. False, and nothing
-    /// armed, when `at` is in the past (recorded as a violation).
-    pub(crate) fn arm_slot(&mut self, slot: usize, at: Nanos, event: E) -> bool {
-        if at < self.now {
-            self.refuse_past(at, event);
-            return false;
+    /// Drops `pending` if it still waits in the sorted array: a
+    /// superseded event there takes a slot, and every earlier insertion
+    /// scans and moves it until its instant comes. Elsewhere (the heap, or
+    /// already handed out) it stays, and the caller's token must make it
+    /// stale. Which events take effect, and in what order, is the same
+    /// either way; only the count of events handed out changes.
+    pub(crate) fn cancel_near(&mut self, pending: Pending) {
+        let live = &self.near[self.head..];
+        if let Ok(i) = live.binary_search_by(|e| e.key.cmp(&pending.0)) {
+            self.near.remove(self.head + i);
         }
-        if slot >= self.slot_keys.len() {
-            self.slot_keys.resize(slot + 1, u128::MAX);
-            self.slot_events.resize(slot + 1, None);
-        }
-        let key = (u128::from(at) << 64) | u128::from(self.next_seq);
-        self.next_seq += 1;
-        match self.slot_keys[slot] {
-            u128::MAX => self.slots_armed += 1,
-            old if old == self.slot_min => self.slots_stale = true,
-            _ => {}
-        }
-        self.slot_keys[slot] = key;
-        self.slot_events[slot] = Some(event);
-        if !self.slots_stale && key < self.slot_min {
-            self.slot_min = key;
-        }
-        true
-    }
-
-    /// Drops slot `slot`'s event, if it has one.
-    pub(crate) fn clear_slot(&mut self, slot: usize) {
-        let Some(key) = self.slot_keys.get_mut(slot) else {
-            return;
-        };
-        if *key == u128::MAX {
-            return;
-        }
-        if *key == self.slot_min {
-            self.slots_stale = true;
-        }
-        *key = u128::MAX;
-        self.slots_armed -= 1;
-        self.slot_events[slot] = None;
-    }
-
-    /// The smallest slot key (`u128::MAX` when no slot is armed).
-    #[inline(always)]
-    fn slot_front(&mut self) -> u128 {
-        if self.slots_stale {
-            self.slot_min = self.slot_keys.iter().copied().min().unwrap_or(u128::MAX);
-            self.slots_stale = false;
-        }
-        self.slot_min
-    }
-
-    /// Removes the slot event keyed `key` (there is one).
-    fn pop_slot(&mut self, key: u128) -> Option<Scheduled<E>> {
-        let slot = self.slot_keys.iter().position(|&k| k == key)?;
-        self.slot_keys[slot] = u128::MAX;
-        self.slots_stale = true;
-        self.slots_armed -= 1;
-        let event = self.slot_events[slot].take()?;
-        Some(Scheduled { key, event })
     }
 
     /// [`EventQueue::schedule`] for an event whose instant is no earlier
@@ -378,21 +317,11 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
         let near = self.near.get(self.head).map_or(u128::MAX, |e| e.key);
         let far = self.far.first().map_or(u128::MAX, |e| e.key);
         let lane = self.lane.front().map_or(u128::MAX, |e| e.key);
-        let mut key = near.min(far).min(lane);
-        let mut from_slot = false;
-        if self.slots_armed > 0 {
-            let slot = self.slot_front();
-            if slot < key {
-                key = slot;
-                from_slot = true;
-            }
-        }
+        let key = near.min(far).min(lane);
         if key == u128::MAX || (key >> 64) as Nanos >= end {
             return None;
         }
-        let next = if from_slot {
-            self.pop_slot(key)?
-        } else if key == near {
+        let next = if key == near {
             self.pop_near()
         } else if key == lane {
             self.lane.pop_front()?
@@ -563,68 +492,6 @@ mod tests {
             near_most == NEAR_MAX && far_most > 4 * NEAR_MAX && lane_most > 4,
             "{near_most} {far_most} {lane_most}"
         );
-    }
-
-    #[test]
-    fn slot_timers_come_out_in_key_order_and_cleared_ones_never() {
-        // Schedules, slot arms (replacing), slot clears and pops at
-        // random, checked against a list sorted by (time, insertion
-        // number) from which a cleared or replaced slot event is removed.
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut q = EventQueue::with_capacity(4);
-        // (time, insertion number, id, slot it waits in)
-        let mut model: Vec<(Nanos, u64, u32, Option<usize>)> = Vec::new();
-        let (mut seq, mut id, mut from_slots) = (0u64, 0u32, 0);
-        for _ in 0..20_000 {
-            let r = next();
-            let at = q.now() + (r >> 8) % 24;
-            let slot = ((r >> 32) % 4) as usize;
-            match r % 8 {
-                0..=2 => {
-                    let got = q.pop_before(Nanos::MAX);
-                    let want = (!model.is_empty()).then(|| model.remove(0));
-                    if let Some((_, _, _, Some(_))) = want {
-                        from_slots += 1;
-                    }
-                    assert_eq!(got, want.map(|(t, _, i, _)| (t, i)));
-                }
-                3 | 4 => {
-                    q.schedule(at, id);
-                    model.push((at, seq, id, None));
-                    seq += 1;
-                    id += 1;
-                }
-                5 | 6 => {
-                    assert!(q.arm_slot(slot, at, id));
-                    model.retain(|e| e.3 != Some(slot));
-                    model.push((at, seq, id, Some(slot)));
-                    seq += 1;
-                    id += 1;
-                }
-                _ => {
-                    q.clear_slot(slot);
-                    model.retain(|e| e.3 != Some(slot));
-                }
-            }
-            model.sort_by_key(|e| (e.0, e.1));
-        }
-        while let Some(e) = q.pop_before(Nanos::MAX) {
-            let want = model.remove(0);
-            assert_eq!(e, (want.0, want.2));
-        }
-        assert!(model.is_empty());
-        assert_eq!(q.violation(), None);
-        assert!(from_slots > 1_000, "{from_slots}");
-        // A slot armed in the past is refused like any event.
-        q.advance_to(q.now() + 10);
-        assert!(!q.arm_slot(0, q.now() - 1, 0));
-        assert!(q.violation().is_some());
     }
 
     #[test]

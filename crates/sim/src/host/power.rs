@@ -19,7 +19,7 @@ use cint_policy::Nanos;
 use cint_report::{CoreEnergy, EnergyResult, StateResidency};
 use cint_scenario::{DevicePower, HostPower, Scenario};
 
-use crate::engine::Event;
+use crate::engine::{Event, Pending};
 use crate::host::idle::{GovernorState, IdleContext, StateTable};
 use crate::world::{RunState, Wait, World};
 
@@ -66,6 +66,10 @@ struct CorePower {
 struct CpuIdle {
     state: usize,
     stay: Option<Stay>,
+    /// The polling state's limit timer of the current stay, dropped when
+    /// the stay ends early (work arrived) so that it does not linger
+    /// among the near events.
+    poll_timer: Option<Pending>,
     governor: GovernorState,
 }
 
@@ -180,6 +184,7 @@ impl PowerModel {
             .map(|_| CpuIdle {
                 state: BUSY,
                 stay: None,
+                poll_timer: None,
                 governor: GovernorState::new(host.governor, host.idle_states.len()),
             })
             .collect();
@@ -520,12 +525,11 @@ impl World<'_> {
             waking: false,
         });
         if p.table.polling[idx] {
-            // The limit is nearly always superseded by work arriving: it
-            // waits in the CPU's slot of the event queue, where dropping
-            // it is a clear (`end_stay`).
             let at = now + p.poll_limit;
-            let done = self.next_core_done(c);
-            self.events.arm_slot(c, at, done);
+            let pending = self.arm_core_done(c, at);
+            if let Some(p) = self.power.as_deref_mut() {
+                p.cpus[c].poll_timer = pending;
+            }
         }
         self.smt_note(c);
     }
@@ -564,20 +568,17 @@ impl World<'_> {
 
     /// A new token for core `c` and its `CoreDone` at `at`, superseding
     /// any earlier one (an idle-state timer, or a segment's new end).
-    pub(crate) fn arm_core_done(&mut self, c: usize, at: Nanos) {
-        let done = self.next_core_done(c);
-        self.events.schedule(at, done);
-    }
-
-    /// Core `c`'s `CoreDone` under a new token, which makes every earlier
-    /// one stale.
-    fn next_core_done(&mut self, c: usize) -> Event {
+    pub(crate) fn arm_core_done(&mut self, c: usize, at: Nanos) -> Option<Pending> {
         let core = &mut self.cores[c];
         core.token += 1;
-        Event::CoreDone {
-            core: c as u32,
-            token: core.token,
-        }
+        let token = core.token;
+        self.events.schedule_pending(
+            at,
+            Event::CoreDone {
+                core: c as u32,
+                token,
+            },
+        )
     }
 
     /// True while core `c` sits in a polling idle state (cpuidle's POLL
@@ -652,13 +653,13 @@ impl World<'_> {
         let Some(stay) = p.cpus[c].stay.take() else {
             return;
         };
-        let polling = p.table.polling[stay.idx];
+        let poll_timer = p.cpus[c].poll_timer.take();
         let table = &p.table;
         p.cpus[c]
             .governor
             .reflect(table, stay.idx, now - stay.entered, poll_limit_hit);
-        if polling && !poll_limit_hit {
-            self.events.clear_slot(c);
+        if let (Some(pending), false) = (poll_timer, poll_limit_hit) {
+            self.events.cancel_near(pending);
         }
     }
 
