@@ -205,25 +205,19 @@ const TABLE7: &[(&str, f64, f64)] = &[
 
 /// What the model does not reproduce of Table 7, and why.
 pub const TABLE7_KNOWN_MISSES: &[&str] = &[
-    "absolute figures: the model's gets take about 40 us and KVell serves about 85 K reads/s \
+    "absolute figures: the model's gets take about 54 us and KVell serves about 90 K reads/s \
      beside them, against the paper's 116 us and 171 K: the paper's KVell runs its injectors \
      on cores of their own, which the model leaves out (they keep the rings full at no cost), \
-     and the two stores' CPU per operation are estimates (docs/APPS.md), not fitted to this \
-     table; the ratios between strategies are kept",
-    "the order of adaptive against default for KVell: the model has adaptive's KVell below \
-     default's, the paper above. Adaptive holds each reader's completion its 6 us, so when one \
-     reader blocks the other is not yet runnable (a get's CPU, 11.5 us with its kernel paths \
-     and switch, is shorter than a read plus the hold) and the core falls to the KVell \
-     worker; the next reader's completion then preempts it, the readers trailing it by more \
-     than the wake-up granularity after each of its full slices. The worker pays a context \
-     switch for each return: about 5 K per worker in 200 ms, a sixth of its CPU. Under cint \
-     and default the readers' completions come before the other reader's CPU ends and they \
-     alternate without the worker. With gets of 12 us of user CPU or more (docs/APPS.md estimates 6-9) \
-     the order is the paper's",
+     and only the gets' CPU was fitted (to this table's ratios, docs/APPS.md); the ratios \
+     between strategies are kept",
+    "adaptive's get latency level with cint's, where the paper has it 11% above: on the \
+     model's two shared cores a read's completion waits for the other reader's CPU burst \
+     (12 us of user time and its kernel paths) longer than adaptive's 6 us hold, so the hold \
+     is hidden in that wait",
 ];
 
 #[test]
-fn rocksdb_beside_kvell_keeps_table7_ratios() {
+fn rocksdb_beside_kvell_keeps_table7_ratios_and_order() {
     let r = run("coloc-rocksdb-kvell.toml", &[]);
     let get = |name: &str| strategy(&r, name).jobs[0].lat_ns.mean;
     let kv = |name: &str| strategy(&r, name).jobs[1].iops;
@@ -240,9 +234,27 @@ fn rocksdb_beside_kvell_keeps_table7_ratios() {
             );
         }
     }
-    // The order's known miss, at its mechanism: the KVell workers'
-    // switch-ins (the run's context switches less the gets', one each)
-    // and their wake-ups from a sleep.
+    // The paper's KVell order: default below both, adaptive level with
+    // cint (171 K each).
+    let (cint, default, adaptive) = (kv("cint"), kv("default"), kv("adaptive"));
+    assert!(
+        default < cint && default < adaptive,
+        "{cint} {default} {adaptive}"
+    );
+    assert!((adaptive / cint - 1.0).abs() < 0.02, "{cint} {adaptive}");
+    assert_eq!(TABLE7_KNOWN_MISSES.len(), 2);
+}
+
+/// The mechanism the fit of `get_cpu` rests on (docs/results/applications.md,
+/// Table 7): with gets shorter than a read plus adaptive's hold (the
+/// estimate docs/APPS.md started from, 7.5 us), adaptive's held read
+/// completions hand the core to the KVell worker between the readers'
+/// gets, and each next completion preempts it, so the workers are
+/// switched in ten times as often as under cint, and not from a sleep;
+/// KVell then falls below default, the order the fit corrects.
+#[test]
+fn short_gets_under_adaptive_hand_the_core_to_kvell_and_preempt_it() {
+    let r = run("coloc-rocksdb-kvell.toml", &["app.db.get_cpu=7500ns"]);
     let worker = |name: &str| {
         let s = strategy(&r, name);
         (
@@ -251,14 +263,23 @@ fn rocksdb_beside_kvell_keeps_table7_ratios() {
         )
     };
     let ((cint_in, _), (adaptive_in, adaptive_woken)) = (worker("cint"), worker("adaptive"));
-    // Preempted at the readers' wake-ups under adaptive, not under cint...
     assert!(adaptive_in > 10 * cint_in, "{adaptive_in} {cint_in}");
-    // ...and not switched in from io_getevents's sleep.
     assert!(
         20 * adaptive_woken < adaptive_in,
         "{adaptive_woken} {adaptive_in}"
     );
-    assert_eq!(TABLE7_KNOWN_MISSES.len(), 2);
+    let kv = |name: &str| strategy(&r, name).jobs[1].iops;
+    assert!(
+        kv("adaptive") < kv("default"),
+        "{} {}",
+        kv("adaptive"),
+        kv("default")
+    );
+    // At the fitted value the workers are seldom switched in.
+    let fitted = run("coloc-rocksdb-kvell.toml", &[]);
+    let s = strategy(&fitted, "adaptive");
+    let fitted_in = s.context_switches - s.jobs[0].context_switches;
+    assert!(fitted_in * 10 < adaptive_in, "{fitted_in} {adaptive_in}");
 }
 
 /// The issue's speed bound: a simulated second of RocksDB readrandom
