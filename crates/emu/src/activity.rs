@@ -228,12 +228,6 @@ pub(crate) struct CoreGroup {
 /// CPU; in queue order), by the host's SMT numbering: CPUs `n` and
 /// `n + physical` are siblings. Without SMT every CPU is its own core.
 pub(crate) fn core_groups(scenario: &Scenario, app: &[(u32, u32)]) -> Vec<CoreGroup> {
-    let physical = scenario
-        .host
-        .smt
-        .as_ref()
-        .filter(|s| s.threads_per_core > 1)
-        .map(|s| s.physical_cores(scenario.host.cores).max(1));
     let threads_on = |cpu: u32| -> usize {
         scenario
             .jobs
@@ -245,7 +239,7 @@ pub(crate) fn core_groups(scenario: &Scenario, app: &[(u32, u32)]) -> Vec<CoreGr
     let short = scenario.warmup.saturating_add(scenario.duration) < MAX_SPAN_NS / 2;
     let mut groups: Vec<CoreGroup> = Vec::new();
     for (queue, &(cpu, _)) in app.iter().enumerate() {
-        let core = physical.map_or(cpu, |p| cpu % p);
+        let core = scenario.host.physical_core_of(cpu);
         match groups.iter_mut().find(|g| g.core == core) {
             Some(g) => g.cpus.push((cpu, queue)),
             None => groups.push(CoreGroup {

@@ -424,6 +424,22 @@ const ARRAY_BASE: u64 = 150 * US;
 const ARRAY_SPREAD: u64 = 40 * US;
 
 impl HostProfile {
+    /// Its physical cores: `cores` over the SMT threads per core (at
+    /// least one), or `cores` without SMT.
+    pub fn physical_cores(&self) -> u32 {
+        self.smt
+            .as_ref()
+            .map_or(self.cores, |s| s.physical_cores(self.cores))
+            .max(1)
+    }
+
+    /// The physical core of logical CPU `cpu`, as Linux numbers an SMT
+    /// host's CPUs: CPUs `n`, `n + physical_cores()` and so on are the
+    /// hardware threads of core `n` (without SMT, `cpu` itself).
+    pub fn physical_core_of(&self, cpu: u32) -> u32 {
+        cpu % self.physical_cores()
+    }
+
     /// The built-in profile of this name.
     pub fn builtin(model: &str) -> Option<HostProfile> {
         let ns = Duration;
@@ -646,6 +662,17 @@ mod tests {
             );
         }
         assert!(DeviceProfile::builtin("floppy").is_none());
+    }
+
+    #[test]
+    fn physical_cores_follow_linux_numbering_of_hardware_threads() {
+        let e3 = HostProfile::builtin("xeon-e3-1230v5").expect("built in");
+        assert_eq!((e3.cores, e3.physical_cores()), (8, 4));
+        let cores: Vec<u32> = (0..8).map(|c| e3.physical_core_of(c)).collect();
+        assert_eq!(cores, [0, 1, 2, 3, 0, 1, 2, 3]);
+        let mut e5 = HostProfile::builtin("xeon-e5-2660v4").expect("built in");
+        e5.cores = 2;
+        assert_eq!((e5.physical_cores(), e5.physical_core_of(1)), (2, 1));
     }
 
     #[test]

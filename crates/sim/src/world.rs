@@ -567,11 +567,7 @@ impl<'a> World<'a> {
             woken: Vec::new(),
             searches,
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
-            smt: crate::host::smt::SmtModel::new(
-                sc.host.smt.as_ref(),
-                cores_n,
-                sc.host.poll_iteration.0,
-            )?,
+            smt: crate::host::smt::SmtModel::new(&sc.host)?,
             replay: crate::workload::Replay::new(sc, &threads_jobs, reqs_n),
             virt,
             page_cache: crate::host::pagecache::Buffered::new(sc, &threads_jobs, &flushers),

@@ -98,12 +98,13 @@ pub(crate) struct PowerModel {
     device_fj_per_byte: u64,
     /// The device's fastest direction, bytes/s (the ceiling's bound).
     device_max_rate: u64,
-    /// Per physical core; logical CPU `c` is on core `c % cores.len()`.
+    /// Per physical core; logical CPU `c` is on core `core_of[c]`.
     cores: Vec<CorePower>,
     /// Per logical CPU.
     cpus: Vec<CpuIdle>,
-    /// Per logical CPU, its physical core: a table, because this is read
-    /// at every change of a CPU's state and a remainder is a division.
+    /// Per logical CPU, its physical core (the host's numbering,
+    /// `HostProfile::physical_core_of`): a table, because this is read at
+    /// every change of a CPU's state and a remainder is a division.
     core_of: Vec<usize>,
     /// Hardware threads per physical core.
     threads_per_core: usize,
@@ -129,16 +130,14 @@ impl PowerModel {
         let (Some(host), Some(device)) = (&sc.host.power, &sc.device.power) else {
             return None;
         };
-        let cpus_n = sc.host.cores.max(1) as usize;
-        let physical = sc
-            .host
-            .smt
-            .as_ref()
-            .map_or(cpus_n, |s| s.physical_cores(cpus_n as u32).max(1) as usize);
+        let cpus_n = sc.host.cores.max(1);
+        let core_of: Vec<usize> = (0..cpus_n)
+            .map(|c| sc.host.physical_core_of(c) as usize)
+            .collect();
         Some(Box::new(Self::build(
             host,
             device,
-            (cpus_n, physical),
+            (core_of, sc.host.physical_cores() as usize),
             thread_cores,
             sc.device.read.bandwidth.max(sc.device.write.bandwidth),
         )))
@@ -147,10 +146,11 @@ impl PowerModel {
     fn build(
         host: &HostPower,
         device: &DevicePower,
-        (cpus_n, cores_n): (usize, usize),
+        (core_of, cores_n): (Vec<usize>, usize),
         thread_cores: &[u32],
         device_max_rate: u64,
     ) -> PowerModel {
+        let cpus_n = core_of.len();
         let table = StateTable::new(host);
         let states = IDLE0 + host.idle_states.len();
         let mut state_uw = vec![
@@ -212,8 +212,8 @@ impl PowerModel {
             device_idle_uw: microwatts(device.idle_w),
             device_fj_per_byte: microwatts(device.w_per_gbps),
             device_max_rate,
-            core_of: (0..cpus_n).map(|c| c % cores_n).collect(),
             threads_per_core: cpus_n / cores_n,
+            core_of,
             cores,
             cpus,
             // Every core starts busy: threads are runnable at 0.
@@ -247,11 +247,7 @@ impl PowerModel {
     fn change(&mut self, c: usize, state: usize, now: Nanos) {
         self.cpus[c].state = state;
         let k = self.core_of[c];
-        let combined = if self.threads_per_core == 1 {
-            state
-        } else {
-            self.combined(k)
-        };
+        let combined = self.combined(k);
         self.set_core(k, combined, now);
     }
 
@@ -259,17 +255,12 @@ impl PowerModel {
     /// a running state before any idle state (the dearer first), and the
     /// shallower of two idle states.
     fn combined(&self, k: usize) -> usize {
-        // A plain loop: this runs at every change of a thread's state, and
-        // an iterator adapter here was not inlined.
-        let physical = self.cores.len();
         let mut best = self.cpus[k].state;
-        let mut c = k + physical;
-        while c < self.cpus.len() {
+        for c in crate::host::smt::threads_of(k, self.cores.len(), self.threads_per_core) {
             let s = self.cpus[c].state;
             if self.activity[s] > self.activity[best] {
                 best = s;
             }
-            c += physical;
         }
         best
     }

@@ -13,7 +13,7 @@
 //! arithmetic and runs are deterministic.
 
 use cint_policy::Nanos;
-use cint_scenario::Smt;
+use cint_scenario::HostProfile;
 
 use crate::world::{Activity, World};
 use crate::SimError;
@@ -47,19 +47,17 @@ pub(crate) struct SmtModel {
 }
 
 impl SmtModel {
-    /// The model for `cpus` logical CPUs, or `None` with one thread per
-    /// core (nothing is shared). `poll_iteration` is the poll loop's
-    /// issuing part, beside which each `PAUSE` leaves the core. The
-    /// scenario loader refuses CPUs that make no whole cores; a profile
-    /// built in code with them is refused here rather than run.
-    pub(crate) fn new(
-        smt: Option<&Smt>,
-        cpus: usize,
-        poll_iteration: Nanos,
-    ) -> Result<Option<Self>, SimError> {
-        let Some(smt) = smt else {
+    /// The model for `host`'s logical CPUs, or `None` with one thread per
+    /// core (nothing is shared). The poll loop's issuing part is
+    /// `host.poll_iteration`, beside which each `PAUSE` leaves the core.
+    /// The scenario loader refuses CPUs that make no whole cores; a
+    /// profile built in code with them is refused here rather than run.
+    pub(crate) fn new(host: &HostProfile) -> Result<Option<Self>, SimError> {
+        let Some(smt) = host.smt.as_ref() else {
             return Ok(None);
         };
+        let cpus = host.cores.max(1) as usize;
+        let poll_iteration = host.poll_iteration.0;
         let tpc = smt.threads_per_core.max(1) as usize;
         if tpc < 2 {
             return Ok(None);
@@ -74,7 +72,9 @@ impl SmtModel {
         let spin = UNSTRETCHED + (f64::from(busy - UNSTRETCHED) * issuing).round() as u32;
         Ok(Some(SmtModel {
             physical: cpus / tpc,
-            core_of: (0..cpus).map(|c| c % (cpus / tpc)).collect(),
+            core_of: (0..cpus as u32)
+                .map(|c| host.physical_core_of(c) as usize)
+                .collect(),
             threads_per_core: tpc,
             busy,
             spin,
@@ -99,6 +99,7 @@ impl SmtModel {
 
 /// The logical CPUs of physical core `core`, as Linux numbers them: `core`,
 /// then `core + physical`, and so on, `threads` in all.
+#[inline]
 pub(crate) fn threads_of(
     core: usize,
     physical: usize,
