@@ -34,40 +34,29 @@
 //! CPU time and its virtual runtime (on an idle core it is idle time).
 
 use cint_policy::Nanos;
+use cint_scenario::profiles::{linux_cfs, CfsSettings};
+use cint_scenario::units::Duration;
 
 use crate::engine::Event;
 use crate::host::Segment;
 use crate::world::{Activity, Cont, RunState, Wait, World};
 
-/// The CFS settings of the kernel that schedules a thread, in ns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Cfs {
-    pub latency: Nanos,
-    pub min_granularity: Nanos,
-    pub wakeup_granularity: Nanos,
-}
-
 impl World<'_> {
     /// The CFS settings thread `t` runs under: the host kernel's (the
     /// profile's, as the scenario sets them), or, in a guest, the guest
     /// kernel's: Linux's defaults scaled at its boot by its own vCPU
-    /// count (`cint_scenario::profiles::linux_cfs`), not the host's CPUs.
+    /// count ([`linux_cfs`]), not the host's CPUs.
     #[inline]
-    pub(crate) fn cfs_of(&self, t: usize) -> Cfs {
+    pub(crate) fn cfs_of(&self, t: usize) -> CfsSettings {
         if let Some(g) = self.virt.as_ref().and_then(|v| v.guest_of_thread(t)) {
             if let Some(guest) = self.sc.virt.guests.get(g) {
-                let k = cint_scenario::profiles::linux_cfs(guest.vcpus());
-                return Cfs {
-                    latency: k.latency.0,
-                    min_granularity: k.min_granularity.0,
-                    wakeup_granularity: k.wakeup_granularity.0,
-                };
+                return linux_cfs(guest.vcpus());
             }
         }
-        Cfs {
-            latency: self.costs.sched_latency,
-            min_granularity: self.costs.sched_min_granularity,
-            wakeup_granularity: self.costs.sched_wakeup_granularity,
+        CfsSettings {
+            latency: Duration(self.costs.sched_latency),
+            min_granularity: Duration(self.costs.sched_min_granularity),
+            wakeup_granularity: Duration(self.costs.sched_wakeup_granularity),
         }
     }
 
@@ -307,7 +296,7 @@ impl World<'_> {
             let Some(i) = core.rq.iter().position(|&x| x == b) else {
                 continue;
             };
-            let gran = self.cfs_of(b as usize).wakeup_granularity;
+            let gran = self.cfs_of(b as usize).wakeup_granularity.0;
             if self.threads[b as usize].vruntime <= left_v + gran {
                 pick = i;
             }
@@ -345,7 +334,7 @@ impl World<'_> {
         }
         let nr = core.rq.len() as u64 + 1;
         let cfs = self.cfs_of(t as usize);
-        let period = cfs.latency.max(nr * cfs.min_granularity);
+        let period = cfs.latency.0.max(nr * cfs.min_granularity.0);
         // The slice is measured from when the thread was picked. A
         // competitor that arrives after the thread has already run longer
         // than the (now shorter) slice makes the slice end at once, as
@@ -417,7 +406,7 @@ impl World<'_> {
         self.charge(c);
         self.update_min_vruntime(c);
         let cfs = self.cfs_of(t);
-        let floor = self.cores[c].min_vruntime.saturating_sub(cfs.latency / 2);
+        let floor = self.cores[c].min_vruntime.saturating_sub(cfs.latency.0 / 2);
         let th = &mut self.threads[t];
         th.vruntime = th.vruntime.max(floor);
         th.run = RunState::Runnable;
@@ -445,12 +434,12 @@ impl World<'_> {
                 if self.cores[c].need_resched {
                     return;
                 }
-                if cur_v > woken_v + cfs.wakeup_granularity {
+                if cur_v > woken_v + cfs.wakeup_granularity.0 {
                     let core = &mut self.cores[c];
                     core.next_buddy = Some(t as u32);
                     // LAST_BUDDY only with `sched_nr_latency` threads
                     // runnable (latency over minimum granularity, 8).
-                    let nr_latency = cfs.latency.div_ceil(cfs.min_granularity.max(1));
+                    let nr_latency = cfs.latency.0.div_ceil(cfs.min_granularity.0.max(1));
                     if core.rq.len() as u64 + 1 >= nr_latency {
                         core.last_buddy = Some(cur);
                     }
