@@ -222,20 +222,20 @@ pub fn standings(
     let mut out = Vec::new();
     for (key, samples) in samples_by_tile(rows, size_key, threads_key)? {
         let ranked = ranked(&samples);
-        for (strategy, mine) in &samples {
-            let Some(best) = ranked.iter().find(|r| r.0 != strategy) else {
+        let mut by_name: Vec<_> = ranked.iter().collect();
+        by_name.sort_by_key(|r| r.0);
+        for (strategy, mine, mean) in by_name {
+            let Some(best) = ranked.iter().find(|r| r.0 != *strategy) else {
                 continue;
             };
-            let v: Vec<f64> = mine.values().copied().collect();
-            let mean = v.iter().sum::<f64>() / v.len() as f64;
             out.push(Standing {
                 size: key.0.clone(),
                 threads: key.1.clone(),
-                strategy: strategy.clone(),
-                bytes_per_joule: mean,
+                strategy: (*strategy).clone(),
+                bytes_per_joule: *mean,
                 best_other: best.0.clone(),
-                margin: margin(mean, best.2),
-                p: t_test(&v, &best.1),
+                margin: margin(*mean, best.2),
+                p: t_test(mine, &best.1),
             });
         }
     }
