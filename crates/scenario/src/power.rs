@@ -6,7 +6,7 @@ use cint_policy::Nanos;
 
 use crate::error::{Origin, ScenarioError};
 use crate::load::MAX_RUN_TIME;
-use crate::profiles::{DevicePower, HostPower};
+use crate::profiles::{DevicePower, HostPower, CPUIDLE_STATE_MAX};
 use crate::tree::{self, Node, Value};
 use crate::units::format_duration;
 
@@ -119,6 +119,16 @@ pub(crate) fn check_host(
         return Err(c.refuse(
             &[p, states],
             "must list at least one idle state (Linux always has one)".into(),
+        ));
+    }
+    if power.idle_states.len() > CPUIDLE_STATE_MAX {
+        return Err(c.refuse(
+            &[p, states, Index(CPUIDLE_STATE_MAX)],
+            format!(
+                "lists {} idle states; Linux allows at most {CPUIDLE_STATE_MAX} \
+                 (CPUIDLE_STATE_MAX)",
+                power.idle_states.len()
+            ),
         ));
     }
     for (i, s) in power.idle_states.iter().enumerate() {

@@ -166,9 +166,13 @@ pub struct HostPower {
     pub core_spin_w: f64,
     /// A core running an interrupt handler, watts.
     pub core_irq_w: f64,
-    /// The idle states, shallowest first.
+    /// The idle states, shallowest first; at most [`CPUIDLE_STATE_MAX`].
     pub idle_states: Vec<IdleState>,
 }
+
+/// The most idle states a CPU can have: Linux's `CPUIDLE_STATE_MAX`
+/// (include/linux/cpuidle.h), which sizes every driver's state table.
+pub const CPUIDLE_STATE_MAX: usize = 10;
 
 /// Costs of kernel paths on one host core, and the scheduler's settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -41,6 +41,24 @@ fn a_residency_below_the_exit_latency_is_refused_at_its_line() {
 }
 
 #[test]
+fn more_idle_states_than_linux_allows_are_refused_at_the_first_extra() {
+    let states: String = (0..11)
+        .map(|i| {
+            format!(
+                "{{ name = \"C{i}\", exit_latency = \"{i}us\", target_residency = \"{i}us\", \
+                 power_w = 1.0 }},\n"
+            )
+        })
+        .collect();
+    let e = refusal(&format!("[host.power]\nidle_states = [\n{states}]\n"));
+    assert_eq!(
+        e,
+        "f.toml:18: host.power.idle_states[10]: lists 11 idle states; Linux allows at most 10 \
+         (CPUIDLE_STATE_MAX)"
+    );
+}
+
+#[test]
 fn a_negative_power_is_refused() {
     let e = refusal("[host.power]\nuncore_w = -1.0\n");
     assert_eq!(
