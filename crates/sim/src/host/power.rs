@@ -30,6 +30,31 @@ const IRQ: usize = 2;
 /// Index of idle state 0.
 const IDLE0: usize = 3;
 const RUN_STATES: [&str; IDLE0] = ["busy", "spin", "irq"];
+/// Slots for the run states and up to `CPUIDLE_STATE_MAX` idle states
+/// (the scenario refuses more), a power of two: a state indexes the
+/// per-state tables through [`slot`], which needs no bounds check on the
+/// path that runs at every change of a core's state.
+const STATE_SLOTS: usize = 16;
+const _: () = assert!(IDLE0 + cint_scenario::profiles::CPUIDLE_STATE_MAX <= STATE_SLOTS);
+
+/// A state's slot in the per-state tables.
+#[inline]
+fn slot(state: usize) -> usize {
+    state % STATE_SLOTS
+}
+
+/// What a change of state needs to know of a core state.
+#[derive(Clone, Copy, Debug, Default)]
+struct StateCost {
+    /// Power, uW.
+    uw: u64,
+    /// How active the state is, for a physical core's choice between its
+    /// threads: running states above idle ones (the dearer first),
+    /// shallower idle states above deeper ones.
+    activity: u64,
+    /// The core is in C0 (the uncore stays on).
+    c0: bool,
+}
 
 /// Watts to whole microwatts.
 fn microwatts(w: f64) -> u64 {
@@ -53,9 +78,9 @@ struct CorePower {
     state: usize,
     since: Nanos,
     /// Nanoseconds per state in the measured window.
-    ns: Vec<u64>,
+    ns: [u64; STATE_SLOTS],
     /// Entries per state in the measured window.
-    entries: Vec<u64>,
+    entries: [u64; STATE_SLOTS],
     /// Energy of idle-state exits in the measured window, fJ.
     exit_fj: u128,
 }
@@ -81,13 +106,10 @@ pub(crate) struct PowerModel {
     governor_name: &'static str,
     tick: Nanos,
     poll_limit: Nanos,
-    /// Per core state: power in uW, and whether the core is in C0.
-    state_uw: Vec<u64>,
-    c0: Vec<bool>,
-    /// Per state, how active it is for a physical core's choice between
-    /// its threads: running states above idle ones (the dearer first),
-    /// shallower idle states above deeper ones.
-    activity: Vec<u64>,
+    /// Per core state (its slot), what a change of state needs.
+    states: [StateCost; STATE_SLOTS],
+    /// Run states and idle states.
+    state_count: usize,
     /// Energy of one exit from each idle state: busy power over half its
     /// exit latency, fJ.
     exit_cost_fj: Vec<u128>,
@@ -159,8 +181,6 @@ impl PowerModel {
             microwatts(host.core_irq_w),
         ];
         state_uw.extend(host.idle_states.iter().map(|s| microwatts(s.power_w)));
-        let mut c0 = vec![true; IDLE0];
-        c0.extend(host.idle_states.iter().map(|s| s.polling));
         let busy = u128::from(microwatts(host.core_busy_w));
         let exit_cost_fj = table
             .exit_ns
@@ -175,8 +195,8 @@ impl PowerModel {
             .map(|_| CorePower {
                 state: BUSY,
                 since: 0,
-                ns: vec![0; states],
-                entries: vec![0; states],
+                ns: [0; STATE_SLOTS],
+                entries: [0; STATE_SLOTS],
                 exit_fj: 0,
             })
             .collect();
@@ -189,23 +209,31 @@ impl PowerModel {
             })
             .collect();
         let idle_n = host.idle_states.len();
-        let activity = (0..state_uw.len())
-            .map(|s| match s.checked_sub(IDLE0) {
-                None => (1u64 << 40) + state_uw[s],
-                Some(i) => (idle_n - i) as u64,
-            })
-            .collect();
+        let mut costs = [StateCost::default(); STATE_SLOTS];
+        for (s, cost) in costs.iter_mut().enumerate().take(states) {
+            *cost = match s.checked_sub(IDLE0) {
+                None => StateCost {
+                    uw: state_uw[s],
+                    activity: (1u64 << 40) + state_uw[s],
+                    c0: true,
+                },
+                Some(i) => StateCost {
+                    uw: state_uw[s],
+                    activity: (idle_n - i) as u64,
+                    c0: host.idle_states[i].polling,
+                },
+            };
+        }
         let busy_uw = microwatts(host.core_busy_w);
         let uncore_uw = microwatts(host.uncore_w);
         PowerModel {
-            activity,
+            states: costs,
+            state_count: states,
             poll_limit: table.poll_limit(host.tick.0),
             table,
             names: host.idle_states.iter().map(|s| s.name.clone()).collect(),
             governor_name: host.governor.name(),
             tick: host.tick.0,
-            state_uw,
-            c0,
             exit_cost_fj,
             base_uw: microwatts(host.base_w),
             uncore_uw,
@@ -256,9 +284,12 @@ impl PowerModel {
     /// shallower of two idle states.
     fn combined(&self, k: usize) -> usize {
         let mut best = self.cpus[k].state;
+        if self.threads_per_core == 1 {
+            return best;
+        }
         for c in crate::host::smt::threads_of(k, self.cores.len(), self.threads_per_core) {
             let s = self.cpus[c].state;
-            if self.activity[s] > self.activity[best] {
+            if self.states[slot(s)].activity > self.states[slot(best)].activity {
                 best = s;
             }
         }
@@ -273,11 +304,12 @@ impl PowerModel {
         }
         self.integrate(now);
         let core = &mut self.cores[c];
-        core.ns[old] += now - core.since;
+        core.ns[slot(old)] += now - core.since;
         core.since = now;
         core.state = state;
-        self.power_uw = self.power_uw - self.state_uw[old] + self.state_uw[state];
-        match (self.c0[old], self.c0[state]) {
+        let (from, to) = (self.states[slot(old)], self.states[slot(state)]);
+        self.power_uw = self.power_uw - from.uw + to.uw;
+        match (from.c0, to.c0) {
             (true, false) => {
                 self.active -= 1;
                 if self.active == 0 {
@@ -300,7 +332,7 @@ impl PowerModel {
     fn settle(&mut self, now: Nanos) {
         self.integrate(now);
         for core in &mut self.cores {
-            core.ns[core.state] += now - core.since;
+            core.ns[slot(core.state)] += now - core.since;
             core.since = now;
         }
         if self.active > 0 {
@@ -332,8 +364,8 @@ impl PowerModel {
     fn core_fj(&self, core: &CorePower) -> u128 {
         core.ns
             .iter()
-            .zip(&self.state_uw)
-            .map(|(&ns, &uw)| u128::from(ns) * u128::from(uw))
+            .zip(&self.states[..self.state_count])
+            .map(|(&ns, s)| u128::from(ns) * u128::from(s.uw))
             .sum::<u128>()
             + core.exit_fj
     }
@@ -345,14 +377,15 @@ impl PowerModel {
     /// and the device moving data at its fastest.
     fn bounds_w(&self) -> (f64, f64) {
         let n = self.cores.len() as f64;
-        let min = *self.state_uw.iter().min().unwrap_or(&0) as f64;
-        let max = *self.state_uw.iter().max().unwrap_or(&0) as f64;
+        let uw = || self.states[..self.state_count].iter().map(|s| s.uw);
+        let min = uw().min().unwrap_or(0) as f64;
+        let max = uw().max().unwrap_or(0) as f64;
         let base = (self.base_uw + self.device_idle_uw) as f64;
         let device_max = self.device_fj_per_byte as f64 * self.device_max_rate as f64 / 1e9;
         let floor = base + n * min;
         let ceiling = base
             + self.uncore_uw as f64
-            + n * (max + self.state_uw[BUSY] as f64 / 2.0)
+            + n * (max + self.states[BUSY].uw as f64 / 2.0)
             + device_max;
         (floor / 1e6, ceiling / 1e6)
     }
@@ -417,7 +450,7 @@ impl PowerModel {
             .enumerate()
             .map(|(c, core)| {
                 let energy_j = j(self.core_fj(core));
-                let residency = (0..core.ns.len())
+                let residency = (0..self.state_count)
                     .map(|s| StateResidency {
                         state: match s.checked_sub(IDLE0) {
                             None => RUN_STATES[s].to_string(),
@@ -508,7 +541,7 @@ impl World<'_> {
         let k = p.core_of[c];
         let core = &mut p.cores[k];
         if core.state == IDLE0 + idx {
-            core.entries[IDLE0 + idx] += 1;
+            core.entries[slot(IDLE0 + idx)] += 1;
         }
         p.cpus[c].stay = Some(Stay {
             idx,
