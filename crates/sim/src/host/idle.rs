@@ -181,21 +181,7 @@ impl Menu {
             } else {
                 sum / n
             };
-            let squares = self
-                .intervals
-                .iter()
-                .map(|&v| {
-                    let d = u64::from(v.abs_diff(avg as u32));
-                    u128::from(if v <= thresh { d * d } else { 0 })
-                })
-                .sum::<u128>();
-            // Linux shifts when every interval counts; a 128-bit division
-            // is a library call, and this runs at every idle entry.
-            let variance = if n == INTERVALS as u64 {
-                squares >> INTERVALS.trailing_zeros()
-            } else {
-                squares / u128::from(n)
-            };
+            let variance = self.variance(avg, thresh, max, n);
             let avg2 = u128::from(avg) * u128::from(avg);
             if (avg2 > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400 {
                 return avg;
@@ -204,6 +190,42 @@ impl Menu {
                 return u64::from(u32::MAX);
             }
             thresh = max - 1;
+        }
+    }
+
+    /// The variance of the `n` intervals at most `thresh` (the largest
+    /// `max`) around `avg`: exact, in 64 bits while eight squared
+    /// deviations fit (intervals below 2^29 us, about nine minutes), in
+    /// 128 beyond. Linux shifts when every interval counts; a division
+    /// is the dearest instruction here, and 128-bit division a library
+    /// call.
+    fn variance(&self, avg: u64, thresh: u32, max: u32, n: u64) -> u128 {
+        let deviation = |v: u32| {
+            u64::from(if v <= thresh {
+                v.abs_diff(avg as u32)
+            } else {
+                0
+            })
+        };
+        let all = n == INTERVALS as u64;
+        if max < 1 << 29 {
+            let squares: u64 = self.intervals.iter().map(|&v| deviation(v).pow(2)).sum();
+            u128::from(if all {
+                squares >> INTERVALS.trailing_zeros()
+            } else {
+                squares / n
+            })
+        } else {
+            let squares: u128 = self
+                .intervals
+                .iter()
+                .map(|&v| u128::from(deviation(v)).pow(2))
+                .sum();
+            if all {
+                squares >> INTERVALS.trailing_zeros()
+            } else {
+                squares / u128::from(n)
+            }
         }
     }
 
@@ -225,6 +247,15 @@ impl Menu {
         }
     }
 
+    /// The exit latency a prediction allows: 5.15's performance
+    /// multiplier divides it by one plus ten per task waiting on I/O.
+    fn latency_req(predicted_ns: Nanos, iowaiters: u32) -> Nanos {
+        match iowaiters {
+            0 => predicted_ns,
+            n => predicted_ns / (1 + 10 * u64::from(n)),
+        }
+    }
+
     fn select(&mut self, t: &StateTable, ctx: IdleContext) -> usize {
         let iowaiters = if self.iowait { ctx.nr_iowait } else { 0 };
         let predicted_ns = if self.iowait {
@@ -235,6 +266,9 @@ impl Menu {
                 return 0;
             }
             let predicted_us = self.corrected(ctx.sleep_length);
+            if Self::only_the_shallowest_fits(t, predicted_us, iowaiters) {
+                return 0;
+            }
             predicted_us.min(self.typical_interval(predicted_us)) * NSEC_PER_USEC
         } else {
             // After commit 38f83090f515: the intervals first; the timer
@@ -258,10 +292,25 @@ impl Menu {
         // The tick keeps running for a short prediction, so the
         // performance multiplier applies (the tick is never stopped here:
         // the model has no tickless long idle to bound).
-        let latency_req = match iowaiters {
-            0 => predicted_ns,
-            n => predicted_ns / (1 + 10 * u64::from(n)),
-        };
+        self.deepest_fitting(t, predicted_ns, Self::latency_req(predicted_ns, iowaiters))
+    }
+
+    /// True when the timer's prediction alone (`predicted_us`, before
+    /// the intervals) leaves less exit latency than state 1 needs. The
+    /// intervals can only lower a prediction, and a lower prediction only
+    /// picks a shallower state, so the choice is then state 0 and the
+    /// intervals need not be computed: the common case of a short I/O
+    /// wait, at every idle entry. (`latency_req(p) < e` is
+    /// `p < e * (1 + 10n)`: no division.)
+    fn only_the_shallowest_fits(t: &StateTable, predicted_us: u64, iowaiters: u32) -> bool {
+        let most_ns = predicted_us.saturating_mul(NSEC_PER_USEC);
+        let divisor = 1 + 10 * u64::from(iowaiters);
+        u128::from(most_ns) < u128::from(t.exit_ns[1]) * u128::from(divisor)
+    }
+
+    /// The deepest state whose target residency fits `predicted_ns` and
+    /// whose exit latency fits `latency_req`, as menu's loop walks them.
+    fn deepest_fitting(&self, t: &StateTable, predicted_ns: Nanos, latency_req: Nanos) -> usize {
         let mut idx: Option<usize> = None;
         for i in 0..t.len() {
             let cur = *idx.get_or_insert(i);
@@ -452,6 +501,76 @@ mod tests {
             // The new menu predicts from intervals alone (none yet, so
             // zero) and so picks POLL as well.
             assert_eq!(g.select(&t, ctx(1_000, 0)), 0, "{kind:?}");
+        }
+    }
+
+    /// Random menu histories: intervals from microseconds to hours,
+    /// correction factors from tiny to large, timers and I/O waiters.
+    fn random_menus(n: usize) -> impl Iterator<Item = (Menu, IdleContext)> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        (0..n).map(move |_| {
+            let mut m = Menu::new(true);
+            let scale: u32 = [20, 1_000, 100_000, u32::MAX][rng.gen_range(0..4)];
+            for v in &mut m.intervals {
+                *v = rng.gen_range(0..=scale);
+            }
+            for f in &mut m.correction {
+                *f = rng.gen_range(1..=RESOLUTION * DECAY * 2);
+            }
+            m.bucket = rng.gen_range(0..BUCKETS);
+            let sleep = [1_000, 30_000, TICK, 3_600_000_000_000][rng.gen_range(0..4)];
+            (m, ctx(rng.gen_range(1..=sleep), rng.gen_range(0..4)))
+        })
+    }
+
+    #[test]
+    fn the_timer_shortcut_picks_what_the_intervals_would_have() {
+        let t = skylake();
+        let (mut taken, mut not_taken) = (0, 0);
+        for (mut m, c) in random_menus(20_000) {
+            let picked = m.select(&t, c);
+            // The same choice with the intervals always computed.
+            let iowaiters = c.nr_iowait;
+            let full = if c.sleep_length < t.residency_ns[1] {
+                0
+            } else {
+                let timer_us = m.corrected(c.sleep_length);
+                if Menu::only_the_shallowest_fits(&t, timer_us, iowaiters) {
+                    taken += 1;
+                } else {
+                    not_taken += 1;
+                }
+                let predicted = timer_us.min(m.typical_interval(timer_us)) * NSEC_PER_USEC;
+                m.deepest_fitting(&t, predicted, Menu::latency_req(predicted, iowaiters))
+            };
+            assert_eq!(picked, full, "{m:?} {c:?}");
+        }
+        assert!(taken > 1_000 && not_taken > 1_000, "{taken} {not_taken}");
+    }
+
+    #[test]
+    fn the_variance_is_exact_in_64_and_128_bits() {
+        // Deviations of half the range: eight squares overflow 64 bits.
+        let mut extreme = Menu::new(true);
+        extreme.intervals = [0, 0, 0, 0, u32::MAX, u32::MAX, u32::MAX, u32::MAX];
+        let extreme = (extreme, ctx(TICK, 0));
+        for (m, _) in random_menus(20_000).chain([extreme]) {
+            let thresh = m.intervals[0].max(m.intervals[4]);
+            let kept: Vec<u64> = m
+                .intervals
+                .iter()
+                .filter(|&&v| v <= thresh)
+                .map(|&v| u64::from(v))
+                .collect();
+            let n = kept.len() as u64;
+            let avg = kept.iter().sum::<u64>() / n;
+            let max = *kept.iter().max().unwrap() as u32;
+            let squares: u128 = kept
+                .iter()
+                .map(|&v| u128::from(v.abs_diff(avg)).pow(2))
+                .sum();
+            assert_eq!(m.variance(avg, thresh, max, n), squares / u128::from(n));
         }
     }
 
