@@ -226,6 +226,15 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
     /// stale. Which events take effect, and in what order, is the same
     /// either way; only the count of events handed out changes.
     pub(crate) fn cancel_near(&mut self, pending: Pending) {
+        // Mostly the last: the latest of the near events.
+        if self.near.len() > self.head && self.near[self.near.len() - 1].key == pending.0 {
+            self.near.pop();
+            if self.near.len() == self.head {
+                self.near.clear();
+                self.head = 0;
+            }
+            return;
+        }
         let live = &self.near[self.head..];
         if let Ok(i) = live.binary_search_by(|e| e.key.cmp(&pending.0)) {
             self.near.remove(self.head + i);
@@ -449,8 +458,31 @@ mod tests {
         let mut q = EventQueue::with_capacity(4);
         let mut model: Vec<(Nanos, u32)> = Vec::new();
         let mut id = 0u32;
+        // Handles of events scheduled with `schedule_pending`, some later
+        // dropped with `cancel_near`: from the sorted array's end, from
+        // its middle, or (elsewhere, or already out) not at all.
+        let mut pendings: Vec<Pending> = Vec::new();
+        let (mut cancelled_last, mut cancelled_inside, mut not_near) = (0, 0, 0);
         for i in 0..20_000 {
             let r = next();
+            if r % 11 == 0 && !pendings.is_empty() {
+                let p = pendings.swap_remove((r >> 32) as usize % pendings.len());
+                let live = &q.near[q.head..];
+                let at = live.iter().position(|e| e.key == p.0);
+                match at {
+                    Some(k) if k + 1 == live.len() => cancelled_last += 1,
+                    Some(_) => cancelled_inside += 1,
+                    None => not_near += 1,
+                }
+                q.cancel_near(p);
+                assert!(q.near[q.head..].iter().all(|e| e.key != p.0));
+                if at.is_some() {
+                    let entry = ((p.0 >> 64) as Nanos, p.0 as u32);
+                    let k = model.iter().position(|&e| e == entry).expect("modelled");
+                    model.remove(k);
+                }
+                continue;
+            }
             // Phases that grow and shrink the queue, so that the sorted
             // array fills and empties.
             let pop = if (i / 64) % 2 == 0 {
@@ -470,10 +502,10 @@ mod tests {
                 if (r >> 20) % 8 == 0 {
                     at += NEAR_HORIZON - 8;
                 }
-                if (r >> 16) % 3 == 0 {
-                    q.schedule_in_order(at, id);
-                } else {
-                    q.schedule(at, id);
+                match (r >> 16) % 6 {
+                    0 | 1 => q.schedule_in_order(at, id),
+                    2 => pendings.extend(q.schedule_pending(at, id)),
+                    _ => q.schedule(at, id),
                 }
                 near_most = near_most.max(q.near.len() - q.head);
                 far_most = far_most.max(q.far.len());
@@ -491,6 +523,10 @@ mod tests {
         assert!(
             near_most == NEAR_MAX && far_most > 4 * NEAR_MAX && lane_most > 4,
             "{near_most} {far_most} {lane_most}"
+        );
+        assert!(
+            cancelled_last > 20 && cancelled_inside > 20 && not_near > 20,
+            "{cancelled_last} {cancelled_inside} {not_near}"
         );
     }
 
