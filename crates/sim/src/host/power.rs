@@ -284,14 +284,22 @@ impl PowerModel {
     /// shallower of two idle states.
     fn combined(&self, k: usize) -> usize {
         let mut best = self.cpus[k].state;
-        if self.threads_per_core == 1 {
-            return best;
+        let more_active = |a: usize, b: usize| {
+            if self.states[slot(b)].activity > self.states[slot(a)].activity {
+                b
+            } else {
+                a
+            }
+        };
+        // One and two threads per core spelled out: this runs at every
+        // change of a CPU's state.
+        match self.threads_per_core {
+            1 => return best,
+            2 => return more_active(best, self.cpus[k + self.cores.len()].state),
+            _ => {}
         }
         for c in crate::host::smt::threads_of(k, self.cores.len(), self.threads_per_core) {
-            let s = self.cpus[c].state;
-            if self.states[slot(s)].activity > self.states[slot(best)].activity {
-                best = s;
-            }
+            best = more_active(best, self.cpus[c].state);
         }
         best
     }
@@ -516,7 +524,7 @@ impl World<'_> {
     }
 
     /// Core `c` has nothing to run: unless it is already in an idle state,
-    /// its governor picks one.
+    /// its governor picks one. The caller tells the SMT model.
     pub(crate) fn power_idle(&mut self, c: usize) {
         if self
             .power
@@ -555,7 +563,6 @@ impl World<'_> {
                 p.cpus[c].poll_timer = pending;
             }
         }
-        self.smt_note(c);
     }
 
     /// What the governor sees: the next armed timer of a thread on this
@@ -710,6 +717,7 @@ impl World<'_> {
             IdleTimer::PollLimit => {
                 self.end_stay(c, now, true);
                 self.enter_idle_state(c);
+                self.smt_note(c);
             }
             IdleTimer::Stale => {}
         }
