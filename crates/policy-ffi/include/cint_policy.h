@@ -215,9 +215,10 @@
 #define CINT_MODE_SELECT_WORDS 128
 
 /**
- * Most idle states a [`cint_mode_select_params`] lists.
+ * Most idle states a [`cint_mode_select_params`] lists: Linux's
+ * `CPUIDLE_STATE_MAX`.
  */
-#define CINT_MAX_IDLE_STATES 8
+#define CINT_MAX_IDLE_STATES 10
 
 /**
  * `mode` of [`cint_mode_select_choose`]: spin until the completion.

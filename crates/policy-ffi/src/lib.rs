@@ -986,8 +986,9 @@ pub struct cint_mode_select {
     pub opaque: [u64; CINT_MODE_SELECT_WORDS],
 }
 
-/// Most idle states a [`cint_mode_select_params`] lists.
-pub const CINT_MAX_IDLE_STATES: usize = 8;
+/// Most idle states a [`cint_mode_select_params`] lists: Linux's
+/// `CPUIDLE_STATE_MAX`.
+pub const CINT_MAX_IDLE_STATES: usize = 10;
 const _: () = assert!(CINT_MAX_IDLE_STATES == MAX_IDLE_STATES);
 
 /// One cpuidle state of the selector's machine.

@@ -32,8 +32,10 @@ use crate::config::{check_range, PolicyError, MAX_DURATION};
 use crate::hybrid_poll::{class_of, Direction, CLASSES};
 use crate::Nanos;
 
-/// Most idle states a [`ModeSelectParams`] lists (Skylake has 7).
-pub const MAX_IDLE_STATES: usize = 8;
+/// Most idle states a [`ModeSelectParams`] lists: Linux's
+/// `CPUIDLE_STATE_MAX` (include/linux/cpuidle.h), so that any cpuidle
+/// table fits whole (Skylake's has 7).
+pub const MAX_IDLE_STATES: usize = 10;
 
 /// Largest power accepted for any term, milliwatts (10 kW).
 pub const MAX_POWER_MW: u32 = 10_000_000;
@@ -66,7 +68,7 @@ pub struct ModeSelectParams {
     pub busy_mw: u32,
     /// The idle states, shallowest first; the first `idle_count` count.
     pub idle_states: [IdleStateCost; MAX_IDLE_STATES],
-    /// How many of `idle_states` the core has (1 ..= 8).
+    /// How many of `idle_states` the core has (1 ..= [`MAX_IDLE_STATES`]).
     pub idle_count: usize,
     /// The governor's exit-latency limit for a core whose task waits for
     /// I/O is `predicted / (1 + iowait_factor)`: 10 under Linux 5.15's
@@ -171,11 +173,11 @@ struct ClassTimes {
 /// ```
 /// use cint_policy::hybrid_poll::Direction;
 /// use cint_policy::mode_select::{
-///     CompletionChoice, IdleStateCost, ModeSelect, ModeSelectParams, Situation,
+///     CompletionChoice, IdleStateCost, ModeSelect, ModeSelectParams, Situation, MAX_IDLE_STATES,
 /// };
 /// use cint_policy::US;
 ///
-/// let mut idle = [IdleStateCost::default(); 8];
+/// let mut idle = [IdleStateCost::default(); MAX_IDLE_STATES];
 /// idle[0] = IdleStateCost { exit_latency: 0, target_residency: 0, power_mw: 6_000 };
 /// idle[1] = IdleStateCost { exit_latency: 2 * US, target_residency: 2 * US, power_mw: 2_000 };
 /// idle[2] = IdleStateCost { exit_latency: 85 * US, target_residency: 200 * US, power_mw: 100 };

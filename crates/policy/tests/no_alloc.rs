@@ -252,7 +252,7 @@ fn the_mode_selector_allocates_nothing() {
     use cint_policy::mode_select::{
         CompletionChoice, IdleStateCost, ModeSelect, ModeSelectParams, Situation,
     };
-    let mut idle = [IdleStateCost::default(); 8];
+    let mut idle = [IdleStateCost::default(); cint_policy::mode_select::MAX_IDLE_STATES];
     idle[0].power_mw = 6_500;
     idle[1] = IdleStateCost {
         exit_latency: 2 * US,

@@ -5,7 +5,10 @@
 
 use cint_policy::mode_select::{IdleStateCost, ModeSelectParams, MAX_IDLE_STATES};
 
-use crate::profiles::{DeviceProfile, Governor, HostProfile};
+use crate::profiles::{DeviceProfile, Governor, HostProfile, CPUIDLE_STATE_MAX};
+
+// Every idle-state table a scenario accepts fits the selector's whole.
+const _: () = assert!(MAX_IDLE_STATES == CPUIDLE_STATE_MAX);
 
 /// Watts to whole milliwatts.
 fn milliwatts(w: f64) -> u32 {
@@ -32,7 +35,7 @@ pub fn mode_select_params(host: &HostProfile, device: &DeviceProfile) -> Option<
         spin_mw: milliwatts(power.core_spin_w),
         busy_mw: milliwatts(power.core_busy_w),
         idle_states,
-        idle_count: power.idle_states.len().min(MAX_IDLE_STATES),
+        idle_count: power.idle_states.len(),
         // Only 5.15's menu governor has the iowait rule.
         iowait_factor: match power.governor {
             Governor::Menu => 10,
