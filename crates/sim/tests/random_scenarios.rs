@@ -307,9 +307,19 @@ fn scenario(seed: u64) -> String {
         out.push_str(settings);
     }
 
+    let mut power_keys = String::new();
     if host == "xeon-e3-1230v5" && energy.chance(50) {
         let governor = energy.pick(&["menu", "menu-no-iowait", "teo"]);
-        let _ = write!(out, "[host.power]\ngovernor = \"{governor}\"\n");
+        let _ = writeln!(power_keys, "governor = \"{governor}\"");
+    }
+    // A cpuidle table of its own (1 to Linux's 10 states), on a generator
+    // of its own so that the rest of each seed stays as it was.
+    let mut idle = Rng(seed.wrapping_mul(0x94d0_49bb_1331_11eb) | 1);
+    if host == "xeon-e3-1230v5" && idle.chance(30) {
+        power_keys.push_str(&idle_states(&mut idle));
+    }
+    if !power_keys.is_empty() {
+        let _ = write!(out, "[host.power]\n{power_keys}");
     }
     // SMT (issue #21), on its own generator: the energy host's two hardware
     // threads per core where the drawn CPUs make whole cores and no guest
@@ -490,6 +500,32 @@ fn trace_job(seed: u64, text: &str, dir: &std::path::Path) -> String {
         let _ = writeln!(job, "cpu = {}", rng.below(cores));
     }
     job
+}
+
+/// A random cpuidle table: 1 to 10 states (Linux's CPUIDLE_STATE_MAX),
+/// shallowest first, the first sometimes a polling one, each deeper state
+/// slower to leave, needing a longer stay and drawing less power.
+fn idle_states(rng: &mut Rng) -> String {
+    let n = 1 + rng.below(10);
+    let (mut exit_ns, mut power_mw) = (0u64, 5_000 + rng.below(3_000));
+    let mut out = String::from("idle_states = [\n");
+    for i in 0..n {
+        let polling = i == 0 && rng.chance(70);
+        if !polling {
+            exit_ns += 1 + rng.below(if i < 3 { 5_000 } else { 200_000 });
+        }
+        let residency_ns = exit_ns * (1 + rng.below(4));
+        power_mw = power_mw * (20 + rng.below(70)) / 100;
+        let _ = writeln!(
+            out,
+            "  {{ name = \"S{i}\", exit_latency = \"{exit_ns}ns\", \
+             target_residency = \"{residency_ns}ns\", power_w = {}.{:03}, polling = {polling} }},",
+            power_mw / 1000,
+            power_mw % 1000
+        );
+    }
+    out.push_str("]\n");
+    out
 }
 
 /// A hypervisor on core `cores` and one or two guests of one or two
