@@ -282,6 +282,50 @@ fn short_gets_under_adaptive_hand_the_core_to_kvell_and_preempt_it() {
     assert!(fitted_in * 10 < adaptive_in, "{fitted_in} {adaptive_in}");
 }
 
+/// CFS task groups (docs/HOST-COSTS.md, "Task groups"): with RocksDB and
+/// KVell each in a group of its own, as two sessions' autogroups or two
+/// cgroups would put them, each group gets half of each core whatever its
+/// threads, where CFS with no groups gives the one KVell worker a third of
+/// its core beside two readers. KVell then serves more and the gets wait
+/// longer; and with eight readers KVell keeps its throughput, where with
+/// no groups it loses a third or more (docs/results/applications.md,
+/// Table 7, "Task groups").
+#[test]
+fn task_groups_give_kvell_half_the_cores_whatever_the_readers() {
+    const SC: &str = "coloc-rocksdb-kvell.toml";
+    const KV: &str = "app.kv.sched_group=kvell";
+    const DB: &str = "app.db.sched_group=rocksdb";
+    let kv = |r: &RunResult| strategy(r, "cint").jobs[1].iops;
+    let get = |r: &RunResult| strategy(r, "cint").jobs[0].lat_ns.mean;
+    let (flat4, grouped4) = (run(SC, &[]), run(SC, &[KV, DB]));
+    assert!(
+        kv(&grouped4) > 1.3 * kv(&flat4),
+        "{} {}",
+        kv(&grouped4),
+        kv(&flat4)
+    );
+    assert!(
+        get(&grouped4) > 1.2 * get(&flat4),
+        "{} {}",
+        get(&grouped4),
+        get(&flat4)
+    );
+    let eight = "app.db.threads=8";
+    let (flat8, grouped8) = (run(SC, &[eight]), run(SC, &[KV, DB, eight]));
+    assert!(
+        kv(&flat8) < 0.7 * kv(&flat4),
+        "{} {}",
+        kv(&flat8),
+        kv(&flat4)
+    );
+    assert!(
+        (kv(&grouped8) / kv(&grouped4) - 1.0).abs() < 0.05,
+        "{} {}",
+        kv(&grouped8),
+        kv(&grouped4)
+    );
+}
+
 /// The speed bound: a simulated second of RocksDB readrandom
 /// takes under a wall second. A timing, so not part of the suite: run
 /// `cargo test --release -p cint-sim --test apps -- --ignored`.
