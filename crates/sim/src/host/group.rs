@@ -706,20 +706,28 @@ mod tests {
         assert!(s.abs_diff(8_000_000) <= 2, "{s}");
     }
 
+    /// Groups of these shares on two cores with `(core, group, threads)`
+    /// runnable throughout, their loads brought up to date every
+    /// millisecond for `ms` milliseconds.
+    fn settled(shares: &[u64], runnable: &[(usize, usize, i32)], ms: u64) -> TaskGroups {
+        let mut tg = TaskGroups::with_shares(shares, 2);
+        for &(c, g, n) in runnable {
+            tg.requeue(c, g, 0, n);
+        }
+        for now in (1..=ms).map(|m| m * 1_000_000) {
+            for &(c, g, _) in runnable {
+                tg.requeue(c, g, now, 0);
+            }
+        }
+        tg
+    }
+
     /// Two groups on one core, each always runnable there and nowhere
     /// else: each entity weighs its group's whole shares, whatever its
     /// threads (the test of the scheduler drives the threads).
     #[test]
     fn a_group_alone_on_its_core_weighs_its_shares() {
-        let mut tg = TaskGroups::with_shares(&[1024, 2048], 2);
-        let mut now = 0;
-        tg.requeue(0, 0, now, 1);
-        tg.requeue(0, 1, now, 3);
-        for _ in 0..200 {
-            now += 1_000_000;
-            tg.requeue(0, 0, now, 0);
-            tg.requeue(0, 1, now, 0);
-        }
+        let tg = settled(&[1024, 2048], &[(0, 0, 1), (0, 1, 3)], 200);
         assert_eq!(tg.rqs[0][0].weight, scaled(1024));
         assert_eq!(tg.rqs[0][1].weight, scaled(2048));
     }
@@ -728,15 +736,7 @@ mod tests {
     /// shares on each (`tg->load_avg` sums both cores' averages).
     #[test]
     fn a_group_spread_over_two_cores_splits_its_shares() {
-        let mut tg = TaskGroups::with_shares(&[1024], 2);
-        let mut now = 0;
-        tg.requeue(0, 0, now, 1);
-        tg.requeue(1, 0, now, 1);
-        for _ in 0..400 {
-            now += 1_000_000;
-            tg.requeue(0, 0, now, 0);
-            tg.requeue(1, 0, now, 0);
-        }
+        let tg = settled(&[1024], &[(0, 0, 1), (1, 0, 1)], 400);
         let w = tg.rqs[0][0].weight >> FIXEDPOINT_SHIFT;
         assert!((505..=530).contains(&w), "{w}");
     }
