@@ -198,6 +198,10 @@ pub(crate) struct TaskGroups {
     /// Per core: the root entity that ran last with no idle between
     /// (`cfs_rq->curr` of the root), whose slice goes on if picked again.
     pub root_curr: Vec<Option<Entity>>,
+    /// Per core: interrupt time so far, which PELT's clock (the run
+    /// queue's task clock, `rq_clock_task()`) does not count under
+    /// `CONFIG_IRQ_TIME_ACCOUNTING`.
+    pub irq_time: Vec<Nanos>,
 }
 
 impl TaskGroups {
@@ -232,11 +236,19 @@ impl TaskGroups {
             next: vec![None; cores],
             last: vec![None; cores],
             root_curr: vec![None; cores],
+            irq_time: vec![0; cores],
         }
     }
 
+    /// Core `c`'s task clock at `now`: the time not spent in interrupt
+    /// handlers (all of it on a kernel without interrupt time
+    /// accounting, which never adds to `irq_time`).
+    pub(crate) fn task_clock(&self, c: usize, now: Nanos) -> Nanos {
+        now - self.irq_time[c]
+    }
+
     /// Group `g`'s run queue on core `c` changes its number of runnable
-    /// threads by `delta` at `now`: PELT sums the weight it had up to
+    /// threads by `delta` at task-clock time `now`: PELT sums the weight it had up to
     /// now, the group's load takes the change
     /// (`update_tg_load_avg()`), and the group entity is reweighted
     /// (`update_cfs_group()`). Returns the entity's new weight.
@@ -331,6 +343,14 @@ impl World<'_> {
         out
     }
 
+    /// Counts `elapsed` of interrupt time on core `c` out of PELT's clock.
+    #[inline]
+    pub(crate) fn irq_time_groups(&mut self, c: usize, elapsed: u64) {
+        if let Some(tg) = self.task_groups.as_deref_mut() {
+            tg.irq_time[c] += elapsed;
+        }
+    }
+
     /// Charges the `elapsed` nanoseconds up to now that a thread of group
     /// `g` ran on core `c` to the group's entity. Each scheduler tick in
     /// that time (`entity_tick()`: `update_load_avg()` and
@@ -348,7 +368,7 @@ impl World<'_> {
         while tick <= now {
             let rq = &mut tg.rqs[c][g];
             rq.vruntime += calc_delta_fair(tick - from, rq.weight);
-            tg.requeue(c, g, tick, 0);
+            tg.requeue(c, g, tg.task_clock(c, tick), 0);
             from = tick;
             tick += TICK;
         }
@@ -548,7 +568,7 @@ impl World<'_> {
             return;
         };
         if let Some(tg) = self.task_groups.as_deref_mut() {
-            tg.requeue(c, g as usize, now, -1);
+            tg.requeue(c, g as usize, tg.task_clock(c, now), -1);
             if tg.rqs[c][g as usize].nr == 0 {
                 if tg.next[c] == Some(g) {
                     tg.next[c] = None;
@@ -579,7 +599,7 @@ impl World<'_> {
             rq.vruntime = rq.vruntime.max(root_floor);
         }
         let floor = rq.min_vruntime.saturating_sub(half_latency);
-        tg.requeue(c, g as usize, now, 1);
+        tg.requeue(c, g as usize, tg.task_clock(c, now), 1);
         floor
     }
 
@@ -720,6 +740,21 @@ mod tests {
             }
         }
         tg
+    }
+
+    /// PELT's clock leaves out interrupt time: a run queue whose core
+    /// spent half of 64 periods in handlers has decayed over 32 of them.
+    #[test]
+    fn pelt_runs_on_the_task_clock() {
+        let mut tg = TaskGroups::with_shares(&[1024], 1);
+        let period = 1024 * 1024;
+        tg.requeue(0, 0, 0, 1);
+        tg.requeue(0, 0, tg.task_clock(0, 1000 * period), -1);
+        let busy = tg.rqs[0][0].pelt.load_avg;
+        tg.irq_time[0] += 32 * period;
+        tg.requeue(0, 0, tg.task_clock(0, 1064 * period), 0);
+        let after = tg.rqs[0][0].pelt.load_avg;
+        assert!(after.abs_diff(busy / 2) <= 2, "{after} {busy}");
     }
 
     /// Two groups on one core, each always runnable there and nowhere

@@ -78,15 +78,15 @@ impl World<'_> {
             // neither in its CPU time nor in its virtual runtime. Without
             // it the runqueue's task clock runs on through the handler, so
             // the thread that owns the core is charged for it in both.
-            if !self.irq_time_accounting {
-                if let Some(t) = core.current {
-                    core.irq_charged_ns += elapsed;
-                    let th = &mut self.threads[t as usize];
-                    th.cpu_ns += elapsed;
-                    th.vruntime += elapsed;
-                    if let Some(g) = th.sched_group {
-                        self.charge_group(c, g, elapsed);
-                    }
+            if self.irq_time_accounting {
+                self.irq_time_groups(c, elapsed);
+            } else if let Some(t) = core.current {
+                core.irq_charged_ns += elapsed;
+                let th = &mut self.threads[t as usize];
+                th.cpu_ns += elapsed;
+                th.vruntime += elapsed;
+                if let Some(g) = th.sched_group {
+                    self.charge_group(c, g, elapsed);
                 }
             }
             return;
