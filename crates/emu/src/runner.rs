@@ -129,8 +129,11 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, EmuError> {
 /// time stamp a latency needs, so the key would change nothing here while
 /// the result claimed it.
 fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
-    for job in &scenario.jobs {
-        let key = if job.schedule.group != 0 {
+    for (j, job) in scenario.jobs.iter().enumerate() {
+        // CFS task groups: the emulator's threads are not put in cgroups.
+        let key = if scenario.sched_groups.of_job(j).is_some() {
+            Some("sched_group")
+        } else if job.schedule.group != 0 {
             Some("group")
         } else if matches!(&job.work, cint_scenario::Work::Io(io) if io.shape.trace.is_some()) {
             Some("trace")

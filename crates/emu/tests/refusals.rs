@@ -45,6 +45,7 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
         ("flow", "flow = 2"),
         ("exitall", "exitall = \"group\""),
         ("ss", "ss = \"iops:10%\"\nss_dur = \"1s\""),
+        ("sched_group", "sched_group = \"g\""),
     ] {
         let text = format!(
             "name = \"s\"\nduration = \"10ms\"\n[[strategy]]\nname = \"n\"\nkind = \"none\"\n\

@@ -14,6 +14,7 @@ use crate::tree::{Node, Value};
 pub const ROCKSDB_KEYS: &[&str] = &[
     "name",
     "kind",
+    "sched_group",
     "benchmark",
     "threads",
     "cpus",
@@ -46,6 +47,7 @@ pub const ROCKSDB_KEYS: &[&str] = &[
 pub const KVELL_KEYS: &[&str] = &[
     "name",
     "kind",
+    "sched_group",
     "workload",
     "distribution",
     "scan_length",
@@ -264,6 +266,8 @@ pub(crate) fn parse(
         let mut sec = Section::new(source, format!("app[{index}]"), table, origin);
         let name = crate::job::element_name(&mut sec, &seen, "app")?;
         seen.push((name.clone(), sec.origin_of("name")));
+        // Read by the task groups' parser (crate::sched_group).
+        sec.node("sched_group");
         let kind = sec.choice("kind", &["rocksdb", "kvell"])?.ok_or_else(|| {
             sec.error(
                 "kind",

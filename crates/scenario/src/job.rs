@@ -39,6 +39,7 @@ const HINTS: &[&str] = &["urgent", "barrier", "none"];
 pub const IO_KEYS: &[&str] = &[
     "name",
     "kind",
+    "sched_group",
     "engine",
     "rw",
     "bs",
@@ -96,6 +97,7 @@ pub const IO_KEYS: &[&str] = &[
 pub const CPU_KEYS: &[&str] = &[
     "name",
     "kind",
+    "sched_group",
     "cpu",
     "cpus",
     "numjobs",
@@ -390,6 +392,8 @@ fn parse_job(
         let cpu_job = matches!(job.work, Work::Cpu);
         crate::virt::refuse_owned_cores(sec, virt, job.cpu, &job.cpus, cpu_job)?;
     }
+    // Read by the task groups' parser (crate::sched_group).
+    sec.node("sched_group");
     sec.finish("a job", IO_KEYS)?;
     Ok(job)
 }

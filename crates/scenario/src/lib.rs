@@ -22,6 +22,7 @@ pub mod page_cache;
 mod power;
 pub mod profiles;
 pub mod render;
+pub mod sched_group;
 mod section;
 mod set;
 pub mod shape;

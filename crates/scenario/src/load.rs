@@ -46,6 +46,7 @@ const TOP_KEYS: &[&str] = &[
     "host",
     "strategy",
     "job",
+    "sched_group",
     "emu",
     "hypervisor",
     "guest",
@@ -159,6 +160,8 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         None if !apps.programs.is_empty() => Vec::new(),
         node => job::parse_all(source, node, &device, &host, &virt)?,
     };
+    let sched_groups =
+        crate::sched_group::parse(source, top.node("sched_group"), app_node, top.node("job"))?;
     top.finish("the top level", TOP_KEYS)?;
 
     Ok(Scenario {
@@ -174,6 +177,7 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         emu,
         virt,
         apps,
+        sched_groups,
         origins: crate::KeyOrigins::default(),
     })
 }

@@ -35,6 +35,9 @@ pub struct Scenario {
     pub emu: EmuConfig,
     /// The hypervisor and its guests; empty on bare metal.
     pub virt: crate::virt::Virt,
+    /// CFS task groups and their members; empty: every thread in the
+    /// root group.
+    pub sched_groups: crate::sched_group::SchedGroups,
     /// Where each key was written, for engines' refusals; empty for a
     /// scenario built in code.
     pub origins: crate::KeyOrigins,

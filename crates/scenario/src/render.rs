@@ -135,6 +135,7 @@ pub fn to_toml(s: &Scenario) -> String {
         doc["job"] = Item::ArrayOfTables(jobs);
     }
     crate::app::render(&mut doc, &s.apps);
+    crate::sched_group::render(&mut doc, &s.sched_groups);
 
     let emu = struct_table(&s.emu);
     if emu.as_table().is_some_and(|t| !t.is_empty()) {

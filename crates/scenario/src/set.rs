@@ -12,7 +12,7 @@ use crate::error::{Origin, ScenarioError};
 use crate::tree::{parse_set_value, Node, Table, Value};
 
 /// The sections made of `[[...]]` elements addressed by name.
-const NAMED_ARRAYS: &[&str] = &["strategy", "job", "app", "guest"];
+const NAMED_ARRAYS: &[&str] = &["strategy", "job", "app", "guest", "sched_group"];
 
 /// Applies one `--set` argument to the document.
 pub(crate) fn apply(root: &mut Table, arg: &str, source: &str) -> Result<(), ScenarioError> {

@@ -929,6 +929,33 @@ fn cases() -> Vec<Case<'static>> {
             "name.first",
             "not a table",
         ),
+        case(
+            "task group shares below Linux's MIN_SHARES",
+            format!("{BASE}[[sched_group]]\nname = \"kv\"\nshares = 1\n"),
+            LineOf("shares = 1"),
+            "sched_group.kv.shares",
+            "must be",
+        ),
+        case(
+            "an unknown key in a task group",
+            format!("{BASE}[[sched_group]]\nname = \"kv\"\nweight = 10\n"),
+            LineOf("weight = 10"),
+            "sched_group.kv.weight",
+            "unknown key",
+        ),
+        case(
+            "an empty task group name on a job",
+            with("cpu    = 1\n", "cpu    = 1\nsched_group = \"\"\n"),
+            LineOf("sched_group = \"\""),
+            "job.sync.sched_group",
+            "must be a group name",
+        ),
+        set_case(
+            "--set a task group that is not a string",
+            &["job.sync.sched_group=3"],
+            "job.sync.sched_group",
+            "string",
+        ),
         set_case(
             "--set a key of another kind",
             &["strategy.adaptive.barrier=strict"],
@@ -998,6 +1025,26 @@ fn seeds_take_the_full_u64_range() {
     assert_eq!(load_str(&big, FILE, &[]).unwrap().seed, i64::MAX as u64);
     let again = load_str(&cint_scenario::to_toml(&from_set), FILE, &[]).expect("reloads");
     assert_eq!(again, from_set);
+}
+
+/// Task groups: named on jobs (a group first named there has Linux's
+/// default 1024 shares), declared with their shares, and written back by
+/// the resolved scenario in a form that loads again.
+#[test]
+fn task_groups_load_and_write_back() {
+    let text = format!(
+        "{}[[sched_group]]\nname = \"b\"\nshares = 4096\n",
+        with("cpu    = 1\n", "cpu    = 1\nsched_group = \"a\"\n")
+    );
+    let sc = load_str(&text, FILE, &["job.async.sched_group=b".to_string()]).expect("valid");
+    let g = &sc.sched_groups;
+    assert_eq!(g.groups.len(), 2);
+    assert_eq!((g.groups[0].name.as_str(), g.groups[0].shares), ("b", 4096));
+    assert_eq!((g.groups[1].name.as_str(), g.groups[1].shares), ("a", 1024));
+    assert_eq!((g.of_job(0), g.of_job(1)), (Some(0), Some(1)));
+    let again = load_str(&cint_scenario::to_toml(&sc), FILE, &[]).expect("reloads");
+    assert_eq!(again.sched_groups, sc.sched_groups);
+    assert!(load_str(BASE, FILE, &[]).unwrap().sched_groups.is_empty());
 }
 
 /// A file that is not UTF-8 is refused at the line of its first bad byte.

@@ -200,6 +200,8 @@ pub(crate) struct Thread {
     pub wait: Wait,
     pub act: Activity,
     pub vruntime: u64,
+    /// Its CFS task group (`sched_group`), if not the root group.
+    pub sched_group: Option<u16>,
     /// When it last got the CPU (slice accounting).
     pub exec_start: Nanos,
     pub cpu_ns: u64,
@@ -277,6 +279,7 @@ impl Thread {
             wait: Wait::Nothing,
             act,
             vruntime: 0,
+            sched_group: None,
             exec_start: 0,
             cpu_ns: 0,
             usr_ns: 0,
@@ -356,6 +359,8 @@ pub(crate) struct World<'a> {
     pub page_cache: Option<Box<crate::host::pagecache::Buffered>>,
     /// Application programs (`[[app]]`).
     pub apps: Option<Box<crate::apps::Apps>>,
+    /// CFS task groups, when a thread is in one (`crate::host::group`).
+    pub task_groups: Option<Box<crate::host::group::TaskGroups>>,
     /// The `mode-select` strategy's selector (docs/ALGORITHMS.md section 10).
     pub selector: Option<cint_policy::mode_select::ModeSelect>,
 }
@@ -460,6 +465,7 @@ impl<'a> World<'a> {
                     Work::Cpu => Activity::Busy,
                 };
                 threads.push(Thread {
+                    sched_group: sc.sched_groups.of_job(j).map(|g| g as u16),
                     free_slots,
                     batch: Vec::with_capacity(depth as usize),
                     polls,
@@ -572,9 +578,11 @@ impl<'a> World<'a> {
             virt,
             page_cache: crate::host::pagecache::Buffered::new(sc, &threads_jobs, &flushers),
             apps,
+            task_groups: crate::host::group::TaskGroups::new(sc, cores_n),
             selector,
         };
         world.stage_jobs();
+        world.enqueue_grouped();
         Ok(world)
     }
 
@@ -949,6 +957,15 @@ impl<'a> World<'a> {
 /// it with the same line as `cint sim` (one rule for what runs).
 fn refuse_unmodelled(sc: &Scenario, strategy: &Strategy) -> Result<(), SimError> {
     if sc.virt.hypervisor.is_some() {
+        // The host's threads beside guests are vCPUs and monitors, whose
+        // scheduling the virtual-machine layer owns (docs/VIRT.md).
+        if let Some(j) = (0..sc.jobs.len()).find(|&j| sc.sched_groups.of_job(j).is_some()) {
+            return Err(SimError::input_at(
+                format!("job.{}.sched_group", sc.jobs[j].name),
+                "task groups beside a [hypervisor] are not modelled: the host's CFS there \
+                 schedules vCPUs, whose groups the virtual-machine layer does not have",
+            ));
+        }
         return Ok(());
     }
     // vic-sched decides from the guest's run state and slice end, which

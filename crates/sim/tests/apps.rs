@@ -213,15 +213,22 @@ pub const TABLE7_KNOWN_MISSES: &[&str] = &[
     "adaptive's get latency level with cint's, where the paper has it 11% above: on the \
      model's two shared cores a read's completion waits for the other reader's CPU burst \
      (12 us of user time and its kernel paths) longer than adaptive's 6 us hold, so the hold \
-     is hidden in that wait",
+     is hidden in that wait; with the stores in two CFS task groups the wait is mostly for the \
+     KVell worker's turn, which hides it too (adaptive within 3% of cint)",
 ];
 
 #[test]
 fn rocksdb_beside_kvell_keeps_table7_ratios_and_order() {
-    let r = run("coloc-rocksdb-kvell.toml", &[]);
-    let get = |name: &str| strategy(&r, name).jobs[0].lat_ns.mean;
-    let kv = |name: &str| strategy(&r, name).jobs[1].iops;
-    assert_eq!(strategy(&r, "cint").jobs[1].name, "read");
+    table7_kept(&run("coloc-rocksdb-kvell.toml", &[]));
+    assert_eq!(TABLE7_KNOWN_MISSES.len(), 2);
+}
+
+/// Table 7's ratios to cint within x1.25 of the paper's, and KVell's
+/// order as the paper has it.
+fn table7_kept(r: &RunResult) {
+    let get = |name: &str| strategy(r, name).jobs[0].lat_ns.mean;
+    let kv = |name: &str| strategy(r, name).jobs[1].iops;
+    assert_eq!(strategy(r, "cint").jobs[1].name, "read");
     let (_, get0, kv0) = TABLE7[0];
     for &(name, g, k) in TABLE7 {
         for (what, x) in [
@@ -242,7 +249,6 @@ fn rocksdb_beside_kvell_keeps_table7_ratios_and_order() {
         "{cint} {default} {adaptive}"
     );
     assert!((adaptive / cint - 1.0).abs() < 0.02, "{cint} {adaptive}");
-    assert_eq!(TABLE7_KNOWN_MISSES.len(), 2);
 }
 
 /// The mechanism the fit of `get_cpu` rests on (docs/results/applications.md,
@@ -280,6 +286,52 @@ fn short_gets_under_adaptive_hand_the_core_to_kvell_and_preempt_it() {
     let s = strategy(&fitted, "adaptive");
     let fitted_in = s.context_switches - s.jobs[0].context_switches;
     assert!(fitted_in * 10 < adaptive_in, "{fitted_in} {adaptive_in}");
+}
+
+/// CFS task groups (docs/HOST-COSTS.md, "Task groups"): with RocksDB and
+/// KVell each in a group of its own, as two sessions' autogroups or two
+/// cgroups would put them, each group gets half of each core whatever its
+/// threads, where CFS with no groups gives the one KVell worker a third of
+/// its core beside two readers. KVell then serves more and the gets wait
+/// longer; and with eight readers KVell keeps its throughput, where with
+/// no groups it loses a third or more (docs/results/applications.md,
+/// Table 7, "Task groups").
+#[test]
+fn task_groups_give_kvell_half_the_cores_whatever_the_readers() {
+    const SC: &str = "coloc-rocksdb-kvell.toml";
+    const KV: &str = "app.kv.sched_group=kvell";
+    const DB: &str = "app.db.sched_group=rocksdb";
+    let kv = |r: &RunResult| strategy(r, "cint").jobs[1].iops;
+    let get = |r: &RunResult| strategy(r, "cint").jobs[0].lat_ns.mean;
+    let (flat4, grouped4) = (run(SC, &[]), run(SC, &[KV, DB]));
+    // What Table 7 keeps holds in two groups too.
+    table7_kept(&grouped4);
+    assert!(
+        kv(&grouped4) > 1.3 * kv(&flat4),
+        "{} {}",
+        kv(&grouped4),
+        kv(&flat4)
+    );
+    assert!(
+        get(&grouped4) > 1.2 * get(&flat4),
+        "{} {}",
+        get(&grouped4),
+        get(&flat4)
+    );
+    let eight = "app.db.threads=8";
+    let (flat8, grouped8) = (run(SC, &[eight]), run(SC, &[KV, DB, eight]));
+    assert!(
+        kv(&flat8) < 0.7 * kv(&flat4),
+        "{} {}",
+        kv(&flat8),
+        kv(&flat4)
+    );
+    assert!(
+        (kv(&grouped8) / kv(&grouped4) - 1.0).abs() < 0.05,
+        "{} {}",
+        kv(&grouped8),
+        kv(&grouped4)
+    );
 }
 
 /// The issue's speed bound: a simulated second of RocksDB readrandom

@@ -590,3 +590,112 @@ fn a_job_spread_over_cores_runs_one_thread_per_core_in_turn() {
     // Two readers per core instead of four: more I/Os per second.
     assert!(spread.total_iops() > 1.3 * pinned.total_iops());
 }
+
+/// A scenario of busy loops on `cores` cores: `jobs` are `(name, numjobs,
+/// cpus, group)`, and `extra` is appended (`[[sched_group]]` tables).
+fn loops(cores: u32, jobs: &[(&str, u32, &str, Option<&str>)], extra: &str) -> Scenario {
+    let mut text = format!(
+        "name = \"groups\"\nduration = \"400ms\"\nwarmup = \"100ms\"\n\
+         [device]\nmodel = \"optane-p4800x\"\n[host]\nmodel = \"xeon-e5-2660v4\"\ncores = {cores}\n\
+         [[strategy]]\nname = \"none\"\nkind = \"none\"\n"
+    );
+    for (name, n, cpus, group) in jobs {
+        text.push_str(&format!(
+            "[[job]]\nname = \"{name}\"\nkind = \"cpu\"\nnumjobs = {n}\ncpus = {cpus}\n"
+        ));
+        if let Some(g) = group {
+            text.push_str(&format!("sched_group = \"{g}\"\n"));
+        }
+    }
+    text.push_str(extra);
+    cint_scenario::load_str(&text, "groups.toml", &[]).expect("valid")
+}
+
+/// Each job's share of the CPU time its jobs had.
+fn shares(r: &[StrategyResult]) -> Vec<f64> {
+    let total: f64 = r[0].jobs.iter().map(|j| j.cpu_util).sum();
+    r[0].jobs.iter().map(|j| j.cpu_util / total).collect()
+}
+
+/// CFS task groups: two groups of one and three busy threads on one
+/// core get half of it each (each group's entity weighs its 1024
+/// shares), where the four threads of one group, or of none, get a
+/// quarter each.
+#[test]
+fn two_task_groups_share_a_core_evenly_whatever_their_threads() {
+    let grouped = shares(&run(&loops(
+        1,
+        &[("one", 1, "[0]", Some("a")), ("three", 3, "[0]", Some("b"))],
+        "",
+    )));
+    assert!((grouped[0] - 0.5).abs() < 0.01, "{grouped:?}");
+    for together in [Some("a"), None] {
+        let flat = shares(&run(&loops(
+            1,
+            &[("one", 1, "[0]", together), ("three", 3, "[0]", together)],
+            "",
+        )));
+        assert!((flat[0] - 0.25).abs() < 0.01, "{flat:?}");
+    }
+}
+
+/// `cpu.shares` of 2048 against 1024: two thirds of the core.
+#[test]
+fn task_group_shares_weigh_the_groups() {
+    let r = shares(&run(&loops(
+        1,
+        &[("one", 1, "[0]", Some("a")), ("three", 3, "[0]", Some("b"))],
+        "[[sched_group]]\nname = \"a\"\nshares = 2048\n",
+    )));
+    assert!((r[0] - 2.0 / 3.0).abs() < 0.01, "{r:?}");
+}
+
+/// `calc_group_shares()`: a group busy on two cores weighs half its
+/// shares on each (its load is spread), so on the core it shares with a
+/// group busy only there it gets a third: 1024 * 1024 / (1024 + its other
+/// core's PELT average, 1002 to 1024) = 512 to 517 against 1024.
+#[test]
+fn a_task_group_spread_over_two_cores_weighs_half_its_shares_on_each() {
+    let mut sc = loops(
+        2,
+        &[
+            ("spread", 2, "[0, 1]", Some("a")),
+            ("here", 2, "[0]", Some("b")),
+        ],
+        "",
+    );
+    // The weights start at the whole shares and PELT's averages take
+    // some ten half-lives (32 ms each) to settle.
+    sc.warmup = 400 * MS;
+    let r = run(&sc);
+    // The spread job's thread on core 1 runs alone: a whole core.
+    let on_core0 = r[0].jobs[0].cpu_util - 1.0;
+    let here = r[0].jobs[1].cpu_util;
+    let third = on_core0 / (on_core0 + here);
+    assert!((0.33..0.345).contains(&third), "{on_core0} {here}");
+}
+
+/// A group whose threads block on reads is not on the core while they
+/// wait: beside it a busy group's thread gets about half of the thread
+/// time, where the same thread among the readers in one group (or none)
+/// gets its quarter's worth or less as each reader wakes and preempts it.
+#[test]
+fn a_task_group_of_sleepers_does_not_crowd_out_a_busy_group() {
+    let text = |group: &str| {
+        format!(
+            "name = \"sleepy\"\nduration = \"300ms\"\nwarmup = \"50ms\"\n\
+             [device]\nmodel = \"optane-p4800x\"\n[host]\nmodel = \"xeon-e5-2660v4\"\ncores = 1\n\
+             [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+             [[job]]\nname = \"busy\"\nkind = \"cpu\"\nsched_group = \"a\"\n\
+             [[job]]\nname = \"readers\"\nengine = \"psync\"\nrw = \"randread\"\nbs = \"4k\"\n\
+             direct = true\nnumjobs = 3\nsched_group = \"{group}\"\n"
+        )
+    };
+    let busy = |group: &str| {
+        let sc = cint_scenario::load_str(&text(group), "sleepy.toml", &[]).expect("valid");
+        shares(&run(&sc))[0]
+    };
+    let (apart, together) = (busy("b"), busy("a"));
+    assert!(apart > 0.45, "{apart}");
+    assert!(together < 0.3, "{together}");
+}

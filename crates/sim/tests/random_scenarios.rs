@@ -422,6 +422,36 @@ fn scenario(seed: u64) -> String {
             apps.pick(&["default", "urgent", "barrier", "none"])
         );
     }
+    // CFS task groups, from a generator of their own: not beside guests,
+    // whose host threads the virtual-machine layer schedules.
+    let mut groups = Rng(seed.wrapping_mul(0xd6e8_feb8_6659_fd93) | 1);
+    if guests.is_none() && groups.chance(30) {
+        out = sched_groups(&mut groups, &out);
+    }
+    out
+}
+
+/// `text` with some of its jobs and apps put in task groups, and some of
+/// the groups given shares of their own.
+fn sched_groups(rng: &mut Rng, text: &str) -> String {
+    let names = ["g0", "g1", "g2"];
+    let mut out = String::with_capacity(text.len() + 256);
+    for (i, part) in text.split_inclusive('\n').enumerate() {
+        out.push_str(part);
+        let header = part == "[[job]]\n" || part == "[[app]]\n";
+        if header && (i == 0 || rng.chance(70)) {
+            let _ = writeln!(out, "sched_group = \"{}\"", rng.pick(&names));
+        }
+    }
+    for name in names {
+        if rng.chance(40) {
+            let _ = write!(
+                out,
+                "[[sched_group]]\nname = \"{name}\"\nshares = {}\n",
+                2 + rng.below((1 << 18) - 1)
+            );
+        }
+    }
     out
 }
 
@@ -844,6 +874,8 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
     assert!(with("[[guest]]") >= 30, "{}", with("[[guest]]"));
     assert!(with("vic-sched") >= 10, "{}", with("vic-sched"));
     assert!(with("xen-like") >= 10, "{}", with("xen-like"));
+    assert!(with("sched_group = ") >= 30, "{}", with("sched_group = "));
+    assert!(with("[[sched_group]]") >= 10, "{}", with("[[sched_group]]"));
     // Two guests, each with a page cache of its own, do come up.
     let two_caches = (start..start + 300)
         .filter(|&seed| {

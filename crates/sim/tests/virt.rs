@@ -437,6 +437,18 @@ fn bad_input_is_refused_in_one_line_naming_the_key() {
             "iodepth = 4\n[[job]]\nname = \"host\"\ncpus = [2, 0]\n",
             "v.toml:22: job.host.cpus: core 0 belongs to the hypervisor",
         ),
+        // CFS task groups are the host's: not inside a guest, and not
+        // beside a hypervisor, whose layer schedules the host's vCPUs.
+        (
+            "iodepth = 4\n",
+            "iodepth = 4\nsched_group = \"g\"\n",
+            "v.toml:20: job.io.sched_group: a job inside a guest runs under its guest kernel's",
+        ),
+        (
+            "iodepth = 4\n",
+            "iodepth = 4\n[[job]]\nname = \"host\"\ncpu = 2\nsched_group = \"g\"\n",
+            "v.toml:23: job.host.sched_group: task groups beside a [hypervisor] are not modelled",
+        ),
     ];
     for (from, to, expect) in cases {
         assert!(GUEST.contains(from), "{from}");

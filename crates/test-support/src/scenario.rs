@@ -33,6 +33,7 @@ pub fn scenario(
         emu: EmuConfig::default(),
         virt: Default::default(),
         apps: Default::default(),
+        sched_groups: Default::default(),
         origins: Default::default(),
     }
 }

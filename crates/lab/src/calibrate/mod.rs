@@ -344,6 +344,7 @@ fn workload(
         emu: EmuConfig::default(),
         virt: Default::default(),
         apps: Default::default(),
+        sched_groups: Default::default(),
         origins: Default::default(),
     })
 }

@@ -96,6 +96,7 @@ pub(super) fn build(
         emu: EmuConfig::default(),
         virt: Default::default(),
         apps: Default::default(),
+        sched_groups: Default::default(),
         origins: Default::default(),
     })
 }

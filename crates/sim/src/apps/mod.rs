@@ -224,6 +224,7 @@ fn app_thread(
         estimator,
     );
     th.job = APP_JOB;
+    th.sched_group = sc.sched_groups.of_app(a).map(|g| g as u16);
     th
 }
 

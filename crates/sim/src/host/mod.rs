@@ -3,6 +3,7 @@
 //! kernel path is CPU time on a specific core, priced by the host profile
 //! ([`HostCosts`]).
 
+pub(crate) mod group;
 pub(crate) mod idle;
 pub(crate) mod irq;
 pub(crate) mod pagecache;

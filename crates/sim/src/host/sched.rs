@@ -18,7 +18,9 @@
 //! by no more than the wake-up granularity. The settings are those of the
 //! kernel that schedules the thread ([`World::cfs_of`]): the host's, as its
 //! profile states them after the kernel's boot-time scaling, or a guest
-//! kernel's, scaled by the guest's vCPUs. Every switch to a thread
+//! kernel's, scaled by the guest's vCPUs. Threads in CFS task groups
+//! (`sched_group`) are scheduled through their groups' entities
+//! ([`crate::host::group`]). Every switch to a thread
 //! that did not own the core costs CPU time: `context_switch_idle` back to
 //! the thread that last ran on the core (its address space still loaded),
 //! `context_switch` to any other.
@@ -76,12 +78,15 @@ impl World<'_> {
             // neither in its CPU time nor in its virtual runtime. Without
             // it the runqueue's task clock runs on through the handler, so
             // the thread that owns the core is charged for it in both.
-            if !self.irq_time_accounting {
-                if let Some(t) = core.current {
-                    core.irq_charged_ns += elapsed;
-                    let th = &mut self.threads[t as usize];
-                    th.cpu_ns += elapsed;
-                    th.vruntime += elapsed;
+            if self.irq_time_accounting {
+                self.irq_time_groups(c, elapsed);
+            } else if let Some(t) = core.current {
+                core.irq_charged_ns += elapsed;
+                let th = &mut self.threads[t as usize];
+                th.cpu_ns += elapsed;
+                th.vruntime += elapsed;
+                if let Some(g) = th.sched_group {
+                    self.charge_group(c, g, elapsed);
                 }
             }
             return;
@@ -102,6 +107,9 @@ impl World<'_> {
             th.vruntime += elapsed;
             if let Activity::Burst { left, .. } = &mut th.act {
                 *left = smt_left.unwrap_or_else(|| left.saturating_sub(elapsed));
+            }
+            if let Some(g) = th.sched_group {
+                self.charge_group(c, g, elapsed);
             }
         }
     }
@@ -228,6 +236,8 @@ impl World<'_> {
         // the running vCPU's threads may run on the core.
         let pos = if self.virt.as_ref().is_some_and(|v| v.schedules(c)) {
             self.xen_pick(c)
+        } else if self.task_groups.is_some() {
+            self.group_pick(c)
         } else {
             let (core, threads) = (&self.cores[c], &self.threads);
             (0..core.rq.len())
@@ -235,6 +245,7 @@ impl World<'_> {
                 .map(|left| self.buddy_or(c, left))
         };
         let Some(pos) = pos else {
+            self.group_picked(c, None);
             return false;
         };
         let core = &mut self.cores[c];
@@ -272,6 +283,7 @@ impl World<'_> {
             };
         }
         self.cores[c].last_ran = Some(next);
+        self.group_picked(c, Some(next));
         self.update_min_vruntime(c);
         self.arm_slice(c);
         if self.virt.is_some() {
@@ -305,6 +317,10 @@ impl World<'_> {
     }
 
     fn update_min_vruntime(&mut self, c: usize) {
+        if self.task_groups.is_some() {
+            self.group_update_min_vruntime(c);
+            return;
+        }
         let core = &self.cores[c];
         let curr = core.current.map(|t| self.threads[t as usize].vruntime);
         let left = core
@@ -327,6 +343,9 @@ impl World<'_> {
     // kept inline, as it was before the per-kernel settings.
     #[inline(always)]
     pub(crate) fn slice_end(&self, c: usize) -> Option<Nanos> {
+        if self.task_groups.is_some() {
+            return self.group_slice_end(c);
+        }
         let core = &self.cores[c];
         let t = core.current?;
         if core.rq.is_empty() {
@@ -372,6 +391,7 @@ impl World<'_> {
         // check_preempt_tick: a used-up slice clears the thread's buddies.
         if let Some(t) = before {
             self.cores[c].clear_buddy(t);
+            self.group_slice_over(c, t, false);
         }
         self.cores[c].need_resched = true;
         self.interrupt_thread_segment(c);
@@ -380,6 +400,7 @@ impl World<'_> {
             // Still the same thread (it has the smallest vruntime): a new
             // slice starts now.
             self.threads[t as usize].exec_start = self.now();
+            self.group_slice_over(c, t, true);
         }
         self.arm_slice(c);
     }
@@ -394,6 +415,7 @@ impl World<'_> {
         debug_assert_eq!(core.current, Some(t as u32));
         core.current = None;
         core.clear_buddy(t as u32);
+        self.group_dequeue(c, t);
         self.update_min_vruntime(c);
     }
 
@@ -406,7 +428,7 @@ impl World<'_> {
         self.charge(c);
         self.update_min_vruntime(c);
         let cfs = self.cfs_of(t);
-        let floor = self.cores[c].min_vruntime.saturating_sub(cfs.latency.0 / 2);
+        let floor = self.group_enqueue(c, t, cfs.latency.0 / 2);
         let th = &mut self.threads[t];
         th.vruntime = th.vruntime.max(floor);
         th.run = RunState::Runnable;
@@ -434,7 +456,9 @@ impl World<'_> {
                 if self.cores[c].need_resched {
                     return;
                 }
-                if cur_v > woken_v + cfs.wakeup_granularity.0 {
+                let preempts = if self.task_groups.is_some() {
+                    self.group_wakeup_preempts(c, cur, t as u32)
+                } else if cur_v > woken_v + cfs.wakeup_granularity.0 {
                     let core = &mut self.cores[c];
                     core.next_buddy = Some(t as u32);
                     // LAST_BUDDY only with `sched_nr_latency` threads
@@ -443,6 +467,11 @@ impl World<'_> {
                     if core.rq.len() as u64 + 1 >= nr_latency {
                         core.last_buddy = Some(cur);
                     }
+                    true
+                } else {
+                    false
+                };
+                if preempts {
                     self.cores[c].need_resched = true;
                     if !deferred && matches!(self.cores[c].seg, Some(Segment { irq: false, .. })) {
                         self.interrupt_thread_segment(c);
