@@ -357,6 +357,8 @@ impl World<'_> {
     /// `update_cfs_group()` of the running hierarchy) brings the group's
     /// load up to date and reweights its entity, so the time after the
     /// tick counts at the new weight.
+    // Out of line: the scheduler's paths without groups stay small.
+    #[inline(never)]
     pub(crate) fn charge_group(&mut self, c: usize, g: u16, elapsed: u64) {
         let now = self.now();
         let Some(tg) = self.task_groups.as_deref_mut() else {
@@ -379,6 +381,8 @@ impl World<'_> {
     /// `update_min_vruntime()` of the root run queue and of each group's
     /// on core `c`: the smallest of the running entity's and the queued
     /// ones' virtual runtimes, never going back.
+    // Out of line: the scheduler's paths without groups stay small.
+    #[inline(never)]
     pub(crate) fn group_update_min_vruntime(&mut self, c: usize) {
         let cur = self.cores[c].current;
         let curr_v = cur.map(|t| self.entity_state(c, self.root_entity(t)).0);
@@ -416,6 +420,8 @@ impl World<'_> {
     /// leftmost entity unless a root buddy trails it by no more than the
     /// wake-up granularity; in a group, its leftmost thread unless a
     /// thread buddy does. The run-queue position of the thread.
+    // Out of line: the scheduler's paths without groups stay small.
+    #[inline(never)]
     pub(crate) fn group_pick(&mut self, c: usize) -> Option<usize> {
         // The previous thread is back on the run queue (its group too).
         let core = &self.cores[c];
@@ -483,7 +489,11 @@ impl World<'_> {
     /// down from the level below the one it shares with the thread that
     /// ran before): its group's entity starts a slice unless it already
     /// held the core.
+    #[inline]
     pub(crate) fn group_picked(&mut self, c: usize, next: Option<u32>) {
+        if self.task_groups.is_none() {
+            return;
+        }
         let now = self.now();
         let e = next.map(|t| self.root_entity(t));
         let Some(tg) = self.task_groups.as_deref_mut() else {
@@ -504,6 +514,8 @@ impl World<'_> {
     /// `sched_slice()` through both levels, counted from when it got the
     /// core; or its group entity's on the root run queue, from when the
     /// group got the core.
+    // Out of line: the scheduler's paths without groups stay small.
+    #[inline(never)]
     pub(crate) fn group_slice_end(&self, c: usize) -> Option<Nanos> {
         let t = self.cores[c].current?;
         let tg = self.task_groups.as_deref()?;
@@ -542,6 +554,7 @@ impl World<'_> {
     /// root buddy (`clear_buddies()` before the pick); `again`, after the
     /// pick, when `t` was picked again: its group's slice counts from now
     /// too.
+    #[inline]
     pub(crate) fn group_slice_over(&mut self, c: usize, t: u32, again: bool) {
         let now = self.now();
         let Some(g) = self.threads[t as usize].sched_group else {
@@ -562,6 +575,7 @@ impl World<'_> {
 
     /// Thread `t` of core `c` blocks: its group's run queue loses it,
     /// and an emptied group's entity leaves the root run queue.
+    #[inline]
     pub(crate) fn group_dequeue(&mut self, c: usize, t: usize) {
         let now = self.now();
         let Some(g) = self.threads[t].sched_group else {
@@ -585,6 +599,7 @@ impl World<'_> {
     /// queue's `min_vruntime`). A thread of a group joins the group's run
     /// queue, and the group's entity, if the group had no thread
     /// runnable, is placed on the root's the same way.
+    #[inline]
     pub(crate) fn group_enqueue(&mut self, c: usize, t: usize, half_latency: u64) -> u64 {
         let now = self.now();
         let root_floor = self.cores[c].min_vruntime.saturating_sub(half_latency);
@@ -609,6 +624,8 @@ impl World<'_> {
     /// side's weight. On preemption the woken side is the next buddy up
     /// the hierarchy, and the running thread the last buddy when it was
     /// compared itself on a run queue of `sched_nr_latency` threads.
+    // Out of line: the scheduler's paths without groups stay small.
+    #[inline(never)]
     pub(crate) fn group_wakeup_preempts(&mut self, c: usize, cur: u32, t: u32) -> bool {
         let cfs = self.cfs_of(t as usize);
         let (gc, gt) = (

@@ -316,6 +316,7 @@ impl World<'_> {
         pick
     }
 
+    #[inline]
     fn update_min_vruntime(&mut self, c: usize) {
         if self.task_groups.is_some() {
             self.group_update_min_vruntime(c);
