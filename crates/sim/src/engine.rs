@@ -139,7 +139,10 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
             near: Vec::with_capacity(NEAR_COMPACT + NEAR_MAX),
             head: 0,
             far: Vec::with_capacity(capacity),
-            lane: VecDeque::with_capacity(capacity),
+            // Grown to the most it holds at once, not reserved: a ring
+            // cycles through its whole buffer whatever it holds, and a
+            // small one stays in the first-level cache.
+            lane: VecDeque::new(),
             next_seq: 0,
             now: 0,
             processed: 0,
