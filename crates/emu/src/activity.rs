@@ -108,10 +108,12 @@ impl ActivityClock {
         }
     }
 
-    /// One thread goes from `from` to `to`, at the time `clock` reads
-    /// once the change is certain to be the latest (read inside the
-    /// compare-and-swap loop, so that no change is dated before the one
-    /// it follows). `from == to` only brings the totals up to date.
+    /// One thread goes from `from` to `to`, at the time `clock` reads, or
+    /// at the clock's last change if another thread's came later (read
+    /// inside the compare-and-swap loop, so that no change is dated
+    /// before the one it follows). A thread passes the same instant to
+    /// its CPU's clock and its core's. `from == to` only brings the
+    /// totals up to date.
     pub fn change(&self, from: ThreadState, to: ThreadState, clock: impl Fn() -> Nanos) {
         let mut word = self.word.load(Ordering::Acquire);
         loop {
@@ -178,8 +180,9 @@ pub(crate) fn attached() -> bool {
 
 /// The calling thread starts reporting to `cpu` and `core`, running.
 pub(crate) fn attach((cpu, core): ClockPair) {
+    let now = crate::sys::now();
     for clock in [&cpu, &core] {
-        clock.change(ThreadState::Idle, ThreadState::Busy, crate::sys::now);
+        clock.change(ThreadState::Idle, ThreadState::Busy, || now);
     }
     TRACKER.with(|t| {
         *t.borrow_mut() = Some(Tracker {
@@ -196,8 +199,12 @@ pub(crate) fn enter(state: ThreadState) {
     TRACKER.with(|t| {
         if let Some(tracker) = t.borrow_mut().as_mut() {
             if tracker.state != state {
+                // One instant for both clocks: read twice, the core would
+                // date the change later than the CPU does, and its union
+                // could exceed the sum of its CPUs' times.
+                let now = crate::sys::now();
                 for clock in &tracker.clocks {
-                    clock.change(tracker.state, state, crate::sys::now);
+                    clock.change(tracker.state, state, || now);
                 }
                 tracker.state = state;
             }
