@@ -341,6 +341,20 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
                 message: format!("renamed to {now}"),
             });
         }
+        // The tick is the kernel's, not the energy model's: the scheduler
+        // runs on it too.
+        if let (true, Value::Table(power)) = (key == "power", &node.value) {
+            if let Some((_, tick)) = power.iter().find(|(k, _)| k == "tick") {
+                return Err(ScenarioError {
+                    source: source.to_string(),
+                    origin: tick.origin.clone(),
+                    key: "host.power.tick".into(),
+                    message: "moved to host.tick (the kernel's CONFIG_HZ period, which the \
+                              scheduler uses too)"
+                        .into(),
+                });
+            }
+        }
     }
     if base.power.is_none() {
         refuse_without_base(
@@ -411,6 +425,7 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
             host.sched_wakeup_granularity,
             false,
         ),
+        ("tick", host.tick, true),
     ];
     for (key, d, positive) in durations {
         check_run_time(source, "host", node, &[key], d.0, positive)?;

@@ -87,7 +87,7 @@ impl Checker<'_> {
 
 /// Refuses a host power model the simulator could not use: a negative or
 /// non-finite power, no idle state, an idle state whose target residency
-/// is below its exit latency (entering it could never pay), a zero tick.
+/// is below its exit latency (entering it could never pay).
 pub(crate) fn check_host(
     source: &str,
     host_node: Option<&Node>,
@@ -110,10 +110,6 @@ pub(crate) fn check_host(
     ] {
         c.watts(&[p, Key(key)], w)?;
     }
-    if power.tick.0 == 0 {
-        return Err(c.refuse(&[p, Key("tick")], "must be longer than zero".into()));
-    }
-    c.duration(&[p, Key("tick")], power.tick.0)?;
     let states = Key("idle_states");
     if power.idle_states.is_empty() {
         return Err(c.refuse(

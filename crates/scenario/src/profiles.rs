@@ -152,9 +152,6 @@ pub struct HostPower {
     pub source: String,
     /// The cpuidle governor.
     pub governor: Governor,
-    /// The scheduler tick period (`CONFIG_HZ`): the farthest a governor
-    /// looks for the next timer when no thread has one armed.
-    pub tick: Duration,
     /// Platform power whatever the cores do (memory, fans, supply loss),
     /// watts.
     pub base_w: f64,
@@ -252,6 +249,10 @@ pub struct HostProfile {
     pub sched_min_granularity: Duration,
     /// CFS wake-up granularity, as the kernel runs it.
     pub sched_wakeup_granularity: Duration,
+    /// The scheduler tick period (`1 / CONFIG_HZ`): when CFS updates the
+    /// running task group's load and weight, and the farthest a cpuidle
+    /// governor looks for the next timer when no thread has one armed.
+    pub tick: Duration,
     /// Host-side variation: every CPU cost above is a mean, and each time
     /// one is charged it is multiplied by a log-normal factor with mean 1
     /// and this coefficient of variation (0 = every cost exact).
@@ -491,6 +492,9 @@ impl HostProfile {
                 sched_latency: linux_cfs(28).latency,
                 sched_min_granularity: linux_cfs(28).min_granularity,
                 sched_wakeup_granularity: linux_cfs(28).wakeup_granularity,
+                // CONFIG_HZ=250 in the artifact's kernel configuration
+                // (docs/HOST-COSTS.md, "Task groups").
+                tick: Duration(4_000 * US),
                 // Exact costs. The unbatched completion gaps that derive
                 // the paper's delta = 6 us (p99 under 6 us) and adaptive's
                 // one interrupt per batch of 16 bound the testbed's
@@ -541,6 +545,9 @@ impl HostProfile {
                 sched_latency: linux_cfs(8).latency,
                 sched_min_granularity: linux_cfs(8).min_granularity,
                 sched_wakeup_granularity: linux_cfs(8).wakeup_granularity,
+                // CONFIG_HZ=250: Ubuntu's generic 5.15 kernel, which the
+                // energy study ran.
+                tick: Duration(4_000 * US),
                 // As the E5's: no measurement of this host's variation.
                 cost_spread: 0.0,
                 // As the E5's: no configuration of this host is published.
@@ -604,11 +611,10 @@ fn skylake_power() -> HostPower {
     };
     HostPower {
         source: "idle states: Linux intel_idle's skl_cstates (exit latency / target \
-                 residency); governor: menu of Linux 5.15; tick: CONFIG_HZ=250; powers: \
+                 residency); governor: menu of Linux 5.15; powers: \
                  estimates, the middle of docs/ENERGY.md's ranges"
             .into(),
         governor: Governor::Menu,
-        tick: Duration(4_000 * US),
         base_w: 30.0,
         uncore_w: 8.0,
         core_busy_w: 8.5,

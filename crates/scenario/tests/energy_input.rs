@@ -77,6 +77,24 @@ fn a_negative_power_is_refused() {
 }
 
 #[test]
+fn the_tick_is_the_hosts_and_not_the_energy_models() {
+    let e = refusal("[host.power]\ntick = \"1ms\"\n");
+    assert_eq!(
+        e,
+        "f.toml:7: host.power.tick: moved to host.tick (the kernel's CONFIG_HZ period, which \
+         the scheduler uses too)"
+    );
+    let e = refusal("tick = \"0ns\"\n");
+    assert!(e.starts_with("f.toml:6: host.tick: "), "{e}");
+    let text = BASE.replace(
+        "model = \"xeon-e3-1230v5\"\n",
+        "model = \"xeon-e3-1230v5\"\ntick = \"1ms\"\n",
+    );
+    let sc = load_str(&text, "f.toml", &[]).unwrap();
+    assert_eq!(sc.host.tick.0, 1_000_000);
+}
+
+#[test]
 fn an_unknown_governor_is_refused() {
     let e = refusal("power.governor = \"ladder\"\n");
     assert_eq!(

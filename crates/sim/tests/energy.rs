@@ -180,6 +180,32 @@ fn the_iowait_rule_decides_the_interrupt_modes_idle_state_and_latency() {
     assert_eq!(poll(&with), poll(&without));
 }
 
+/// A core with no thread has no timer armed: the governor looks as far
+/// as the next tick (`host.tick`). At the kernel's 4 ms it picks C8 (800
+/// us target residency); at 100 us nothing past C1E (20 us) and C3 (100
+/// us) fits.
+#[test]
+fn the_hosts_tick_bounds_an_idle_cores_look_ahead() {
+    let deepest = |sets: &[&str]| {
+        let r = cint_sim::run(&table1(sets)).expect("runs");
+        let e = by_name(&r, "interrupt").energy.as_ref().unwrap();
+        let share = |state: &str| {
+            e.cores[1]
+                .residency
+                .iter()
+                .find(|s| s.state == state)
+                .unwrap()
+                .share
+        };
+        (share("C8"), share("C3"))
+    };
+    let (c8, _) = deepest(&[]);
+    assert!(c8 > 0.99, "{c8}");
+    let (c8, c3) = deepest(&["host.tick=100us"]);
+    assert_eq!(c8, 0.0);
+    assert!(c3 > 0.99, "{c3}");
+}
+
 /// Exit latencies are part of the model: the same run with every state's
 /// exit latency zero is faster under interrupts when the cores sleep.
 #[test]

@@ -675,6 +675,30 @@ fn a_task_group_spread_over_two_cores_weighs_half_its_shares_on_each() {
     assert!((0.33..0.345).contains(&third), "{on_core0} {here}");
 }
 
+/// Busy loops never block, so their groups are reweighted only at the
+/// scheduler tick (`host.tick`, `entity_tick()`): with a tick longer than
+/// the run, the spread group keeps the whole shares it started with on
+/// each core and gets half of the core it shares, where the kernel's
+/// 4 ms tick brings it down to a third (the test above).
+#[test]
+fn busy_task_groups_are_reweighted_at_the_hosts_tick() {
+    let mut sc = loops(
+        2,
+        &[
+            ("spread", 2, "[0, 1]", Some("a")),
+            ("here", 2, "[0]", Some("b")),
+        ],
+        "",
+    );
+    sc.warmup = 400 * MS;
+    sc.host.tick = cint_scenario::units::Duration(3_600_000 * MS);
+    let r = run(&sc);
+    let on_core0 = r[0].jobs[0].cpu_util - 1.0;
+    let here = r[0].jobs[1].cpu_util;
+    let half = on_core0 / (on_core0 + here);
+    assert!((0.49..0.51).contains(&half), "{on_core0} {here}");
+}
+
 /// A group whose threads block on reads is not on the core while they
 /// wait: beside it a busy group's thread gets about half of the thread
 /// time, where the same thread among the readers in one group (or none)

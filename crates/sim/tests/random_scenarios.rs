@@ -307,6 +307,14 @@ fn scenario(seed: u64) -> String {
         out.push_str(settings);
     }
 
+    // The kernel's tick (CONFIG_HZ 1000, 100 or a short one), on a
+    // generator of its own: the groups' reweighting and the governors'
+    // look-ahead run on it.
+    let mut tick = Rng(seed.wrapping_mul(0x6c8e_9cf5_7093_2bd5) | 1);
+    if tick.chance(20) {
+        let period = tick.pick(&["1ms", "10ms", "250us"]);
+        let _ = writeln!(out, "tick = \"{period}\"");
+    }
     let mut power_keys = String::new();
     if host == "xeon-e3-1230v5" && energy.chance(50) {
         let governor = energy.pick(&["menu", "menu-no-iowait", "teo"]);

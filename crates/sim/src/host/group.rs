@@ -38,10 +38,6 @@ const LOAD_AVG_MAX: u64 = 47742;
 const FIXEDPOINT_SHIFT: u32 = 10;
 /// `NICE_0_LOAD` unscaled: a thread's weight (every thread runs at nice 0).
 pub(crate) const NICE_0: u64 = 1024;
-/// The scheduler tick (`CONFIG_HZ=250`, the cinterrupts artifact's kernel
-/// configuration, and Ubuntu's and Fedora's): ticks fall on its multiples
-/// on every core (`skew_tick=0`, the default).
-const TICK: Nanos = 4_000_000;
 /// `WMULT_CONST`.
 const WMULT_CONST: u64 = u32::MAX as u64;
 
@@ -202,6 +198,9 @@ pub(crate) struct TaskGroups {
     /// queue's task clock, `rq_clock_task()`) does not count under
     /// `CONFIG_IRQ_TIME_ACCOUNTING`.
     pub irq_time: Vec<Nanos>,
+    /// The scheduler tick (`host.tick`): ticks fall on its multiples on
+    /// every core (`skew_tick=0`, the default).
+    pub tick: Nanos,
 }
 
 impl TaskGroups {
@@ -211,12 +210,16 @@ impl TaskGroups {
             return None;
         }
         let shares: Vec<u64> = sc.sched_groups.groups.iter().map(|g| g.shares).collect();
-        Some(Box::new(TaskGroups::with_shares(&shares, cores)))
+        Some(Box::new(TaskGroups::with_shares(
+            &shares,
+            cores,
+            sc.host.tick.0,
+        )))
     }
 
     /// Groups of these shares (unscaled) on `cores` cores, no thread
     /// runnable yet.
-    fn with_shares(shares: &[u64], cores: usize) -> TaskGroups {
+    fn with_shares(shares: &[u64], cores: usize, tick: Nanos) -> TaskGroups {
         let shares: Vec<u64> = shares.iter().map(|&s| scaled(s)).collect();
         let rqs = (0..cores)
             .map(|_| {
@@ -237,6 +240,7 @@ impl TaskGroups {
             last: vec![None; cores],
             root_curr: vec![None; cores],
             irq_time: vec![0; cores],
+            tick,
         }
     }
 
@@ -366,13 +370,14 @@ impl World<'_> {
         };
         let g = g as usize;
         let mut from = now.saturating_sub(elapsed);
-        let mut tick = (from / TICK + 1) * TICK;
+        let period = tg.tick;
+        let mut tick = (from / period + 1) * period;
         while tick <= now {
             let rq = &mut tg.rqs[c][g];
             rq.vruntime += calc_delta_fair(tick - from, rq.weight);
             tg.requeue(c, g, tg.task_clock(c, tick), 0);
             from = tick;
-            tick += TICK;
+            tick += period;
         }
         let rq = &mut tg.rqs[c][g];
         rq.vruntime += calc_delta_fair(now - from, rq.weight);
@@ -747,7 +752,7 @@ mod tests {
     /// runnable throughout, their loads brought up to date every
     /// millisecond for `ms` milliseconds.
     fn settled(shares: &[u64], runnable: &[(usize, usize, i32)], ms: u64) -> TaskGroups {
-        let mut tg = TaskGroups::with_shares(shares, 2);
+        let mut tg = TaskGroups::with_shares(shares, 2, 4_000_000);
         for &(c, g, n) in runnable {
             tg.requeue(c, g, 0, n);
         }
@@ -763,7 +768,7 @@ mod tests {
     /// spent half of 64 periods in handlers has decayed over 32 of them.
     #[test]
     fn pelt_runs_on_the_task_clock() {
-        let mut tg = TaskGroups::with_shares(&[1024], 1);
+        let mut tg = TaskGroups::with_shares(&[1024], 1, 4_000_000);
         let period = 1024 * 1024;
         tg.requeue(0, 0, 0, 1);
         tg.requeue(0, 0, tg.task_clock(0, 1000 * period), -1);

@@ -157,7 +157,7 @@ impl PowerModel {
             .map(|c| sc.host.physical_core_of(c) as usize)
             .collect();
         Some(Box::new(Self::build(
-            host,
+            (host, sc.host.tick.0),
             device,
             (core_of, sc.host.physical_cores() as usize),
             thread_cores,
@@ -166,7 +166,7 @@ impl PowerModel {
     }
 
     fn build(
-        host: &HostPower,
+        (host, tick): (&HostPower, Nanos),
         device: &DevicePower,
         (core_of, cores_n): (Vec<usize>, usize),
         thread_cores: &[u32],
@@ -229,11 +229,11 @@ impl PowerModel {
         PowerModel {
             states: costs,
             state_count: states,
-            poll_limit: table.poll_limit(host.tick.0),
+            poll_limit: table.poll_limit(tick),
             table,
             names: host.idle_states.iter().map(|s| s.name.clone()).collect(),
             governor_name: host.governor.name(),
-            tick: host.tick.0,
+            tick,
             exit_cost_fj,
             base_uw: microwatts(host.base_w),
             uncore_uw,
