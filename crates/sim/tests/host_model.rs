@@ -650,12 +650,11 @@ fn task_group_shares_weigh_the_groups() {
     assert!((r[0] - 2.0 / 3.0).abs() < 0.01, "{r:?}");
 }
 
-/// `calc_group_shares()`: a group busy on two cores weighs half its
-/// shares on each (its load is spread), so on the core it shares with a
-/// group busy only there it gets a third: 1024 * 1024 / (1024 + its other
-/// core's PELT average, 1002 to 1024) = 512 to 517 against 1024.
-#[test]
-fn a_task_group_spread_over_two_cores_weighs_half_its_shares_on_each() {
+/// A group busy on two cores beside a group busy on core 0 only, run
+/// under the scheduler tick `tick` after a warm-up long enough for PELT's
+/// averages to settle (some ten half-lives of 32 ms): the spread group's
+/// share of core 0's thread time.
+fn spread_groups_share_of_core0(tick: cint_scenario::units::Duration) -> f64 {
     let mut sc = loops(
         2,
         &[
@@ -664,15 +663,24 @@ fn a_task_group_spread_over_two_cores_weighs_half_its_shares_on_each() {
         ],
         "",
     );
-    // The weights start at the whole shares and PELT's averages take
-    // some ten half-lives (32 ms each) to settle.
     sc.warmup = 400 * MS;
+    sc.host.tick = tick;
     let r = run(&sc);
     // The spread job's thread on core 1 runs alone: a whole core.
     let on_core0 = r[0].jobs[0].cpu_util - 1.0;
     let here = r[0].jobs[1].cpu_util;
-    let third = on_core0 / (on_core0 + here);
-    assert!((0.33..0.345).contains(&third), "{on_core0} {here}");
+    on_core0 / (on_core0 + here)
+}
+
+/// `calc_group_shares()`: a group busy on two cores weighs half its
+/// shares on each (its load is spread), so on the core it shares with a
+/// group busy only there it gets a third: 1024 * 1024 / (1024 + its other
+/// core's PELT average, 1002 to 1024) = 512 to 517 against 1024.
+#[test]
+fn a_task_group_spread_over_two_cores_weighs_half_its_shares_on_each() {
+    let kernels = cint_scenario::units::Duration(4 * MS);
+    let third = spread_groups_share_of_core0(kernels);
+    assert!((0.33..0.345).contains(&third), "{third}");
 }
 
 /// Busy loops never block, so their groups are reweighted only at the
@@ -682,21 +690,8 @@ fn a_task_group_spread_over_two_cores_weighs_half_its_shares_on_each() {
 /// 4 ms tick brings it down to a third (the test above).
 #[test]
 fn busy_task_groups_are_reweighted_at_the_hosts_tick() {
-    let mut sc = loops(
-        2,
-        &[
-            ("spread", 2, "[0, 1]", Some("a")),
-            ("here", 2, "[0]", Some("b")),
-        ],
-        "",
-    );
-    sc.warmup = 400 * MS;
-    sc.host.tick = cint_scenario::units::Duration(3_600_000 * MS);
-    let r = run(&sc);
-    let on_core0 = r[0].jobs[0].cpu_util - 1.0;
-    let here = r[0].jobs[1].cpu_util;
-    let half = on_core0 / (on_core0 + here);
-    assert!((0.49..0.51).contains(&half), "{on_core0} {here}");
+    let half = spread_groups_share_of_core0(cint_scenario::units::Duration(3_600_000 * MS));
+    assert!((0.49..0.51).contains(&half), "{half}");
 }
 
 /// A group whose threads block on reads is not on the core while they
