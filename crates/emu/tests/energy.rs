@@ -121,19 +121,10 @@ fn sibling_cpus_make_one_core_of_the_result() {
     for (s, d) in detail.result.results.iter().zip(&detail.strategies) {
         let e = s.energy.as_ref().expect("energy");
         assert_eq!(e.cores.len(), 1, "{}: {e:?}", s.strategy);
-        let active: f64 = e.cores[0]
-            .residency
-            .iter()
-            .filter(|r| r.state == "busy" || r.state == "spin")
-            .map(|r| r.share)
-            .sum();
-        let most = d.cpu_busy.iter().map(|c| c.1).fold(0.0, f64::max);
-        let sum: f64 = d.cpu_busy.iter().map(|c| c.1).sum();
-        assert!(
-            active >= most - 1e-6 && active <= sum.min(1.0) + 1e-6,
-            "{}: core {active}, cpus {:?}",
-            s.strategy,
-            d.cpu_busy
+        cint_test_support::energy::assert_core_between_its_threads(
+            &s.strategy,
+            &e.cores[0],
+            &d.cpu_busy,
         );
         let window_s = d.window_ns as f64 / 1e9;
         let joules = s.energy_j.expect("energy_j");

@@ -1,6 +1,6 @@
 //! # cint-test-support: what the test suites share
 //!
-//! Four things every crate's tests needed and each wrote for itself:
+//! What every crate's tests needed and each wrote for itself:
 //! - [`process::Watched`]: a child process polled against a deadline, and
 //!   killed and reaped when dropped, so neither a hang nor a failed
 //!   assertion leaves a process behind;
@@ -9,12 +9,15 @@
 //! - [`skip`]: the one rule for a test whose prerequisite is missing: say
 //!   so where it is seen, and fail instead when `CI` is set;
 //! - [`scenario`]: scenario builders for the engines' tests, so they do not
-//!   depend on the scenario files' parser.
+//!   depend on the scenario files' parser;
+//! - [`energy`]: what a physical core's energy result must say of its
+//!   hardware threads.
 //!
 //! Not published: only the workspace's tests and test harnesses use it.
 
 #![warn(missing_docs)]
 
+pub mod energy;
 pub mod process;
 pub mod scenario;
 pub mod skip;
