@@ -194,11 +194,11 @@ impl Menu {
     }
 
     /// The variance of the `n` intervals at most `thresh` (the largest
-    /// `max`) around `avg`: exact, in 64 bits while eight squared
-    /// deviations fit (intervals below 2^29 us, about nine minutes), in
-    /// 128 beyond. Linux shifts when every interval counts; a division
-    /// is the dearest instruction here, and 128-bit division a library
-    /// call.
+    /// `max`) around `avg`: exact, the squares summed in 64 bits while
+    /// eight of them fit (intervals below 2^29 us, about nine minutes), in
+    /// 128 beyond. Linux shifts when every interval counts; a 128-bit
+    /// division is a library call, left to the rarer passes that drop an
+    /// outlier.
     fn variance(&self, avg: u64, thresh: u32, max: u32, n: u64) -> u128 {
         let deviation = |v: u32| {
             u64::from(if v <= thresh {
@@ -207,25 +207,23 @@ impl Menu {
                 0
             })
         };
-        let all = n == INTERVALS as u64;
-        if max < 1 << 29 {
-            let squares: u64 = self.intervals.iter().map(|&v| deviation(v).pow(2)).sum();
-            u128::from(if all {
-                squares >> INTERVALS.trailing_zeros()
-            } else {
-                squares / n
-            })
+        let squares: u128 = if max < 1 << 29 {
+            u128::from(
+                self.intervals
+                    .iter()
+                    .map(|&v| deviation(v).pow(2))
+                    .sum::<u64>(),
+            )
         } else {
-            let squares: u128 = self
-                .intervals
+            self.intervals
                 .iter()
                 .map(|&v| u128::from(deviation(v)).pow(2))
-                .sum();
-            if all {
-                squares >> INTERVALS.trailing_zeros()
-            } else {
-                squares / u128::from(n)
-            }
+                .sum()
+        };
+        if n == INTERVALS as u64 {
+            squares >> INTERVALS.trailing_zeros()
+        } else {
+            squares / u128::from(n)
         }
     }
 
@@ -247,12 +245,17 @@ impl Menu {
         }
     }
 
-    /// The exit latency a prediction allows: 5.15's performance
-    /// multiplier divides it by one plus ten per task waiting on I/O.
+    /// 5.15's performance multiplier: one plus ten per task waiting on
+    /// I/O, which the exit latency a prediction allows is divided by.
+    fn iowait_divisor(iowaiters: u32) -> u64 {
+        1 + 10 * u64::from(iowaiters)
+    }
+
+    /// The exit latency a prediction allows.
     fn latency_req(predicted_ns: Nanos, iowaiters: u32) -> Nanos {
         match iowaiters {
             0 => predicted_ns,
-            n => predicted_ns / (1 + 10 * u64::from(n)),
+            n => predicted_ns / Self::iowait_divisor(n),
         }
     }
 
@@ -304,8 +307,7 @@ impl Menu {
     /// `p < e * (1 + 10n)`: no division.)
     fn only_the_shallowest_fits(t: &StateTable, predicted_us: u64, iowaiters: u32) -> bool {
         let most_ns = predicted_us.saturating_mul(NSEC_PER_USEC);
-        let divisor = 1 + 10 * u64::from(iowaiters);
-        u128::from(most_ns) < u128::from(t.exit_ns[1]) * u128::from(divisor)
+        u128::from(most_ns) < u128::from(t.exit_ns[1]) * u128::from(Self::iowait_divisor(iowaiters))
     }
 
     /// The deepest state whose target residency fits `predicted_ns` and
