@@ -232,10 +232,7 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
         // Mostly the last: the latest of the near events.
         if self.near.len() > self.head && self.near[self.near.len() - 1].key == pending.0 {
             self.near.pop();
-            if self.near.len() == self.head {
-                self.near.clear();
-                self.head = 0;
-            }
+            self.reset_near_if_drained();
             return;
         }
         let live = &self.near[self.head..];
@@ -275,11 +272,18 @@ impl<E: Copy + std::fmt::Debug> EventQueue<E> {
     fn pop_near(&mut self) -> Scheduled<E> {
         let first = self.near[self.head];
         self.head += 1;
+        self.reset_near_if_drained();
+        first
+    }
+
+    /// Empties the sorted array once nothing live is left in it, so that
+    /// the next insertion starts at its front.
+    #[inline(always)]
+    fn reset_near_if_drained(&mut self) {
         if self.head == self.near.len() {
             self.near.clear();
             self.head = 0;
         }
-        first
     }
 
     /// Removes the heap's root (there is one).
