@@ -5,10 +5,7 @@
 
 use cint_policy::mode_select::{IdleStateCost, ModeSelectParams, MAX_IDLE_STATES};
 
-use crate::profiles::{DeviceProfile, Governor, HostProfile, CPUIDLE_STATE_MAX};
-
-// Every idle-state table a scenario accepts fits the selector's whole.
-const _: () = assert!(MAX_IDLE_STATES == CPUIDLE_STATE_MAX);
+use crate::profiles::{DeviceProfile, Governor, HostProfile};
 
 /// Watts to whole milliwatts.
 fn milliwatts(w: f64) -> u32 {

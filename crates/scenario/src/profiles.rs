@@ -168,8 +168,10 @@ pub struct HostPower {
 }
 
 /// The most idle states a CPU can have: Linux's `CPUIDLE_STATE_MAX`
-/// (include/linux/cpuidle.h), which sizes every driver's state table.
-pub const CPUIDLE_STATE_MAX: usize = 10;
+/// (include/linux/cpuidle.h), which sizes every driver's state table. The
+/// `mode-select` selector's table is sized by it, so that every table a
+/// scenario accepts fits whole.
+pub const CPUIDLE_STATE_MAX: usize = cint_policy::mode_select::MAX_IDLE_STATES;
 
 /// Costs of kernel paths on one host core, and the scheduler's settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -636,20 +638,26 @@ fn skylake_power() -> HostPower {
     }
 }
 
-/// Host keys that older scenario files may still use, and what replaced
-/// them: each kernel path now has one cost whatever call reaches it.
+/// Host keys (dotted paths under `[host]`) that older scenario files may
+/// still use, and what replaced them: each kernel path now has one cost
+/// whatever call reaches it, and the tick is the kernel's, not the energy
+/// model's, as the scheduler runs on it too.
 pub const RENAMED_HOST_KEYS: &[(&str, &str)] = &[
     (
         "sync_submit",
-        "direct_io + block_submit (per request, the same for every engine)",
+        "renamed to direct_io + block_submit (per request, the same for every engine)",
     ),
     (
         "aio_submit_request",
-        "aio_submit_iocb (io_submit's own part per iocb) + direct_io + block_submit",
+        "renamed to aio_submit_iocb (io_submit's own part per iocb) + direct_io + block_submit",
     ),
     (
         "uring_submit_request",
-        "uring_submit_sqe (io_uring's own part per SQE) + direct_io + block_submit",
+        "renamed to uring_submit_sqe (io_uring's own part per SQE) + direct_io + block_submit",
+    ),
+    (
+        "power.tick",
+        "moved to host.tick (the kernel's CONFIG_HZ period, which the scheduler uses too)",
     ),
 ];
 
