@@ -332,26 +332,23 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
         Value::Table(t) => t.as_slice(),
         _ => &[],
     });
+    // In the order the file writes the host's keys.
     for (key, node) in user {
-        if let Some((_, now)) = RENAMED_HOST_KEYS.iter().find(|(old, _)| old == key) {
-            return Err(ScenarioError {
-                source: source.to_string(),
-                origin: node.origin.clone(),
-                key: format!("host.{key}"),
-                message: format!("renamed to {now}"),
+        for (old, message) in RENAMED_HOST_KEYS {
+            let mut path = old.split('.');
+            if path.next() != Some(key.as_str()) {
+                continue;
+            }
+            let found = path.try_fold(node, |n, k| match &n.value {
+                Value::Table(t) => tree::get(t, k),
+                _ => None,
             });
-        }
-        // The tick is the kernel's, not the energy model's: the scheduler
-        // runs on it too.
-        if let (true, Value::Table(power)) = (key == "power", &node.value) {
-            if let Some((_, tick)) = power.iter().find(|(k, _)| k == "tick") {
+            if let Some(found) = found {
                 return Err(ScenarioError {
                     source: source.to_string(),
-                    origin: tick.origin.clone(),
-                    key: "host.power.tick".into(),
-                    message: "moved to host.tick (the kernel's CONFIG_HZ period, which the \
-                              scheduler uses too)"
-                        .into(),
+                    origin: found.origin.clone(),
+                    key: format!("host.{old}"),
+                    message: (*message).into(),
                 });
             }
         }
