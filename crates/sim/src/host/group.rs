@@ -244,6 +244,17 @@ impl TaskGroups {
         }
     }
 
+    /// CFS's `clear_buddies` on core `c`'s root run queue: group `g`'s
+    /// entity is no longer a buddy there.
+    fn clear_buddy(&mut self, c: usize, g: u16) {
+        if self.next[c] == Some(g) {
+            self.next[c] = None;
+        }
+        if self.last[c] == Some(g) {
+            self.last[c] = None;
+        }
+    }
+
     /// Core `c`'s task clock at `now`: the time not spent in interrupt
     /// handlers (all of it on a kernel without interrupt time
     /// accounting, which never adds to `irq_time`).
@@ -462,12 +473,7 @@ impl World<'_> {
             Entity::Group(g) => g,
         };
         if let Some(tg) = self.task_groups.as_deref_mut() {
-            if tg.next[c] == Some(g) {
-                tg.next[c] = None;
-            }
-            if tg.last[c] == Some(g) {
-                tg.last[c] = None;
-            }
+            tg.clear_buddy(c, g);
         }
         let core = &self.cores[c];
         let in_group = |t: u32| self.threads[t as usize].sched_group == Some(g);
@@ -566,12 +572,7 @@ impl World<'_> {
             return;
         };
         if let Some(tg) = self.task_groups.as_deref_mut() {
-            if tg.next[c] == Some(g) {
-                tg.next[c] = None;
-            }
-            if tg.last[c] == Some(g) {
-                tg.last[c] = None;
-            }
+            tg.clear_buddy(c, g);
             if again {
                 tg.rqs[c][g as usize].exec_start = now;
             }
@@ -589,12 +590,7 @@ impl World<'_> {
         if let Some(tg) = self.task_groups.as_deref_mut() {
             tg.requeue(c, g as usize, tg.task_clock(c, now), -1);
             if tg.rqs[c][g as usize].nr == 0 {
-                if tg.next[c] == Some(g) {
-                    tg.next[c] = None;
-                }
-                if tg.last[c] == Some(g) {
-                    tg.last[c] = None;
-                }
+                tg.clear_buddy(c, g);
             }
         }
     }
