@@ -166,6 +166,18 @@ fn bad_traces_are_refused_naming_the_file_and_the_record() {
         &cint(&["sim", "--trace", &back, "--fio", "x.fio"]),
         &["cannot be used with"],
     );
+    // A job through the page cache would draw its own requests instead.
+    let buffered = dir.path().join("buffered.toml");
+    std::fs::write(
+        &buffered,
+        "name = \"b\"\n[[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+         [[job]]\nname = \"r\"\nengine = \"psync\"\ndirect = false\nsize = \"64m\"\n",
+    )
+    .unwrap();
+    assert_refused(
+        &cint(&["sim", &buffered.display().to_string(), "--trace", &back]),
+        &["back.iolog: job 'r' has direct = false: a trace replays block requests"],
+    );
 }
 
 #[test]

@@ -180,6 +180,9 @@ pub(crate) fn apply(
     let Work::Io(io) = &mut job.work else {
         return Err(sec.error("trace", "a cpu job cannot replay a trace"));
     };
+    if !io.direct {
+        return Err(sec.error("direct", BUFFERED_TRACE));
+    }
     if let Some(key) = DECIDED_BY_TRACE.iter().find(|k| sec.has(k)) {
         return Err(sec.error(
             key,
@@ -230,6 +233,12 @@ pub(crate) fn apply(
     shape_job(job, trace);
     Ok(())
 }
+
+/// Why a job with `direct = false` cannot replay a trace: its requests
+/// are the device's, so they have passed the page cache already, and the
+/// page cache would draw its own offsets and sizes instead of the trace's.
+const BUFFERED_TRACE: &str = "a trace replays block requests, which have already passed the \
+     page cache: a job with a trace must be direct (remove direct = false)";
 
 /// What a trace job is given beyond the file.
 #[derive(Clone, Debug, PartialEq)]
@@ -493,6 +502,13 @@ pub fn trace_job(
             base.name
         ));
     };
+    if !io.direct {
+        return Err(format!(
+            "{}: job '{}' has direct = false: {BUFFERED_TRACE}",
+            path.display(),
+            base.name
+        ));
+    }
     let loaded = load(path, opts, device, host)?;
     let io = IoJob {
         rate_iops: None,

@@ -157,6 +157,12 @@ fn refusals_name_the_scenario_key_the_trace_and_the_record() {
             "trace_format",
             "unknown trace format",
         ),
+        // The page cache would replace the trace's offsets and sizes.
+        (
+            "direct = false\n",
+            "direct",
+            "a trace replays block requests, which have already passed the page cache",
+        ),
     ] {
         let e = load(&format!("trace = {ok:?}\n{extra}")).unwrap_err();
         assert!(e.contains(&format!("job.r.{key}: {says}")), "{e}");
