@@ -143,7 +143,7 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
             Some("startdelay")
         } else if let cint_scenario::Work::Io(io) = &job.work {
             let s = &io.shape;
-            if !io.direct && io.engine.is_sync() {
+            if io.through_page_cache() {
                 // The simulator runs such a job through its page cache;
                 // the emulator's threads would issue it as direct I/O.
                 Some("direct")

@@ -46,6 +46,8 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
         ("exitall", "exitall = \"group\""),
         ("ss", "ss = \"iops:10%\"\nss_dur = \"1s\""),
         ("sched_group", "sched_group = \"g\""),
+        // Buffered iocbs run through the simulator's page cache.
+        ("direct", "direct = false"),
     ] {
         let text = format!(
             "name = \"s\"\nduration = \"10ms\"\n[[strategy]]\nname = \"n\"\nkind = \"none\"\n\

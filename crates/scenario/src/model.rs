@@ -263,6 +263,20 @@ pub struct IoJob {
     pub shape: Box<IoShape>,
 }
 
+impl IoJob {
+    /// Whether the job's requests go through the page cache: without
+    /// `direct`, on an engine whose calls Linux 5.0 serves from the cache
+    /// inside the call (`pread`/`pwrite`, `preadv2`/`pwritev2`, and
+    /// `io_submit`, whose iocbs on a file without `O_DIRECT` run the
+    /// file's buffered read and write paths before the call returns,
+    /// fs/aio.c `aio_read`/`aio_write`). io_uring came with Linux 5.1 and
+    /// punts buffered requests to its own workers; the model keeps such
+    /// jobs direct, and the result says so.
+    pub fn through_page_cache(&self) -> bool {
+        !self.direct && self.engine != Engine::IoUring
+    }
+}
+
 /// fio's request-shaping options on an I/O job. The default shapes
 /// nothing: every request is `bs` bytes, issued as fast as the loop goes.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -80,25 +80,21 @@ fn require_strategies(scenario: &Scenario) -> Result<(), SimError> {
     Ok(())
 }
 
-/// Jobs whose `direct = false` the model does not honour: the page cache
-/// serves the synchronous engines' calls only, so a buffered libaio or
-/// io_uring job runs as direct I/O, and the result must say so rather
-/// than pass its figures off as buffered ones.
+/// Jobs whose `direct = false` the model does not honour: io_uring's
+/// buffered requests run as direct I/O
+/// ([`cint_scenario::model::IoJob::through_page_cache`]), and the result
+/// must say so rather than pass its figures off as buffered ones.
 fn buffered_async_notes(scenario: &Scenario) -> Vec<String> {
     scenario
         .jobs
         .iter()
         .filter_map(|job| match &job.work {
-            cint_scenario::Work::Io(io) if !io.direct && !io.engine.is_sync() => Some(format!(
-                "job '{}': direct = false is modelled as direct I/O on {}: the page cache \
-                 serves psync and pvsync2 calls only (Linux would complete such a request \
-                 inside the submission call, through the cache)",
-                job.name,
-                if io.engine == cint_scenario::Engine::Libaio {
-                    "libaio"
-                } else {
-                    "io_uring"
-                }
+            cint_scenario::Work::Io(io) if !io.direct && !io.through_page_cache() => Some(format!(
+                "job '{}': direct = false is modelled as direct I/O on io_uring: the page \
+                     cache serves psync, pvsync2 and libaio calls only (Linux 5.1 on completes \
+                     a cached io_uring read inside the submission and hands the others to \
+                     io_uring's workers)",
+                job.name
             )),
             _ => None,
         })

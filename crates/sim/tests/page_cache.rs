@@ -132,3 +132,132 @@ fn a_file_read_again_is_served_from_the_cache() {
     );
     assert!(job.lat_ns.percentile.values().next().copied().unwrap_or(0) < 3_000);
 }
+
+/// One job on core 1 of a two-core host with a 64 MiB cache, the
+/// strategy `none`, on the P4800X.
+fn run_one(job: &str, duration: &str) -> RunResult {
+    let text = format!(
+        "name = \"aio\"\nduration = \"{duration}\"\n[device]\nmodel = \"optane-p4800x\"\n\
+         [host]\ncores = 2\n[host.page_cache]\nmemory = \"64MiB\"\n\
+         [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+         [[job]]\nname = \"r\"\ncpu = 1\n{job}\n"
+    );
+    let sc = cint_scenario::load_str(&text, "aio.toml", &[]).expect("valid scenario");
+    cint_sim::run(&sc).expect("runs")
+}
+
+#[test]
+fn buffered_libaio_runs_its_iocbs_one_by_one_inside_io_submit() {
+    // Random 4 KiB reads of a 1 GiB file through a 64 MiB cache: almost
+    // every iocb misses. Linux 5.0 reads each inside `io_submit`, one
+    // after another, so 32 iocbs in flight wait for the device one at a
+    // time, as one synchronous reader does.
+    let shape = "rw = \"randread\"\nbs = \"4k\"\nsize = \"1g\"\n";
+    let aio = run_one(
+        &format!("engine = \"libaio\"\niodepth = 32\nbatch = 8\ndirect = false\n{shape}"),
+        "50ms",
+    );
+    let sync = run_one(
+        &format!("engine = \"psync\"\ndirect = false\n{shape}"),
+        "50ms",
+    );
+    let direct = run_one(
+        &format!("engine = \"libaio\"\niodepth = 32\nbatch = 8\n{shape}"),
+        "50ms",
+    );
+    let (a, s, d) = (
+        &aio.results[0].jobs[0],
+        &sync.results[0].jobs[0],
+        &direct.results[0].jobs[0],
+    );
+    assert!(a.ios > 0 && s.ios > 0);
+    assert!(
+        a.iops < 1.25 * s.iops && a.iops > 0.75 * s.iops,
+        "buffered iocbs go at a synchronous reader's pace: {} against {}",
+        a.iops,
+        s.iops
+    );
+    assert!(
+        a.iops * 2.0 < d.iops,
+        "direct iocbs overlap at the device: {} against {}",
+        d.iops,
+        a.iops
+    );
+    // fio takes the iocbs' issue time when io_submit returns: the wait
+    // is in the submission latency, and the events are there to reap (a
+    // call of eight iocbs, then a reap of the eight).
+    let whole = run_one(
+        &format!(
+            "engine = \"libaio\"\niodepth = 8\nbatch = 8\nbatch_complete_min = 8\n\
+             direct = false\n{shape}"
+        ),
+        "50ms",
+    );
+    let read = &whole.results[0].jobs[0]
+        .fio
+        .as_ref()
+        .expect("fio's figures")
+        .read;
+    assert!(
+        read.slat.mean > 5.0 * read.clat.mean,
+        "slat {} clat {}",
+        read.slat.mean,
+        read.clat.mean
+    );
+    let t = totals(&aio);
+    assert!(
+        t[7] > 0 && t[1] == 0,
+        "misses read ahead, nothing written: {t:?}"
+    );
+}
+
+#[test]
+fn buffered_libaio_hits_and_writes_never_wait_for_the_device() {
+    // A 1 MiB file read at random: once it is cached every iocb is a
+    // copy, and the run's interrupts are the first reads' only.
+    let hits = run_one(
+        "engine = \"libaio\"\niodepth = 16\nbatch = 4\ndirect = false\n\
+         rw = \"randread\"\nbs = \"4k\"\nsize = \"1m\"\n",
+        "50ms",
+    );
+    let t = totals(&hits);
+    let job = &hits.results[0].jobs[0];
+    assert!(t[8] <= 256 + 32, "each page read once: {t:?}");
+    assert!(job.ios > 50 * t[7], "hits: {} ios, {t:?}", job.ios);
+    // Writes dirty pages inside the call; the flusher writes them later.
+    let writes = run_one(
+        "engine = \"libaio\"\niodepth = 8\nbatch = 8\ndirect = false\n\
+         rw = \"write\"\nbs = \"4k\"\nsize = \"1g\"\n",
+        "20ms",
+    );
+    let t = totals(&writes);
+    let job = &writes.results[0].jobs[0];
+    assert!(
+        job.ios > 0 && t[0] >= job.ios,
+        "every write dirtied its page: {t:?}"
+    );
+    assert_eq!(t[7], 0, "no read-ahead: {t:?}");
+}
+
+#[test]
+fn buffered_io_uring_runs_as_direct_io_and_the_result_says_so() {
+    let r = run_one(
+        "engine = \"io_uring\"\niodepth = 8\ndirect = false\nrw = \"randread\"\nbs = \"4k\"\n",
+        "10ms",
+    );
+    assert!(r.results[0].jobs[0].ios > 0);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("job 'r': direct = false is modelled as direct I/O on io_uring")),
+        "{:?}",
+        r.notes
+    );
+    assert!(
+        !r.notes
+            .iter()
+            .any(|n| n.contains("page cache over the whole run")),
+        "no page cache: {:?}",
+        r.notes
+    );
+}

@@ -1,6 +1,7 @@
 //! The page cache and its writeback, as Linux 5.0 runs them
 //! (mm/page-writeback.c, fs/fs-writeback.c, mm/readahead.c), for threads
-//! that do buffered I/O (a job without `direct`, on a synchronous engine).
+//! that do buffered I/O (a job without `direct` on `psync`, `pvsync2` or
+//! `libaio`).
 //!
 //! * A buffered `write()` copies into the cache: CPU on the writer's core
 //!   (`buffered_call` plus `page_copy` per page), no device request. The
@@ -539,6 +540,20 @@ pub(crate) struct Call {
     /// The call has copied its data (a write) and runs
     /// `balance_dirty_pages`, or a read waits for read-ahead.
     copied: bool,
+    /// The slot of the read-ahead request the call waits for: the thread's
+    /// ready list may also hold a libaio thread's unreaped events.
+    read_ahead: Option<u32>,
+}
+
+/// A buffered `io_submit` in progress: its iocbs run one after another.
+#[derive(Clone, Debug, Default)]
+struct AioSubmit {
+    /// Iocbs not yet run.
+    left: u32,
+    /// When the call was entered (each iocb's latency starts here).
+    issued: Nanos,
+    /// Slots of the iocbs completed in the call, their events posted.
+    done: Vec<u32>,
 }
 
 /// Whose kernel a page cache belongs to: the host's or a guest's. Each
@@ -577,17 +592,17 @@ pub(crate) struct Buffered {
     /// Per thread: its call in progress, its next sequential offset, its
     /// file's size in pages, its stream of random offsets.
     calls: Vec<Call>,
+    /// Per thread: its buffered `io_submit` in progress (libaio).
+    aio: Vec<AioSubmit>,
     next_page: Vec<u64>,
     size_pages: Vec<u64>,
     rngs: Vec<Option<ChaCha8Rng>>,
 }
 
-/// Whether `job` does buffered I/O through the page cache: without
-/// `direct`, on a synchronous engine (Linux runs buffered libaio and
-/// io_uring reads and writes inside the submission call; the model keeps
-/// those engines' jobs direct).
+/// Whether `job` does buffered I/O through the page cache
+/// ([`cint_scenario::model::IoJob::through_page_cache`]).
 pub(crate) fn job_buffered(job: &Job) -> bool {
-    matches!(&job.work, Work::Io(io) if !io.direct && io.engine.is_sync())
+    matches!(&job.work, Work::Io(io) if io.through_page_cache())
 }
 
 impl Buffered {
@@ -642,6 +657,7 @@ impl Buffered {
             instances,
             of_thread,
             calls: vec![Call::default(); n],
+            aio: vec![AioSubmit::default(); n],
             next_page: vec![0; n],
             size_pages,
             rngs,
@@ -695,6 +711,37 @@ impl World<'_> {
     /// A buffered job's thread enters a `read()` or `write()` (its
     /// generator's issue-side work is done).
     pub(crate) fn buffered_call(&mut self, t: usize) {
+        self.buffered_op(t, self.costs.syscall);
+    }
+
+    /// A buffered libaio thread enters `io_submit` with `k` iocbs (its
+    /// generator's issue-side work is done). Linux 5.0 (fs/aio.c
+    /// `io_submit_one`, `aio_read`/`aio_write`) runs each iocb of a file
+    /// without `O_DIRECT` through the file's buffered read or write path
+    /// inside the call, one after another, and completes it there
+    /// (`aio_complete`): the call returns with every event posted, and the
+    /// thread's next reap finds them without waiting. So a deep queue of
+    /// buffered iocbs keeps at most one read-ahead of the thread at the
+    /// device, as a synchronous reader does.
+    pub(crate) fn buffered_submit(&mut self, t: usize, k: u32) {
+        let now = self.now();
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            self.check.fail(format!(
+                "thread {t} is buffered but its kernel has no page cache"
+            ));
+            return;
+        };
+        let aio = &mut b.aio[t];
+        aio.left = k;
+        aio.issued = now;
+        aio.done.clear();
+        let c = self.costs;
+        self.buffered_op(t, c.syscall + c.aio_submit_call + c.aio_submit_iocb);
+    }
+
+    /// One buffered read or write of thread `t`, a call's or an iocb's,
+    /// after `entry` of the call's own CPU.
+    fn buffered_op(&mut self, t: usize, entry: Nanos) {
         self.count_issue(t);
         let now = self.now();
         let shape = self.shape(t);
@@ -731,11 +778,12 @@ impl World<'_> {
             first,
             pages,
             copied: false,
+            read_ahead: None,
         };
         let c = self.costs;
         let cache = &mut b.instances[i].cache;
         let s = cache.set;
-        let entry = c.syscall + s.buffered_call;
+        let entry = entry + s.buffered_call;
         if write || cache.cached(t as u32, first, pages) {
             // A read hit copies here; a write's pages are dirtied after.
             b.calls[t].copied = !write;
@@ -747,10 +795,16 @@ impl World<'_> {
         let e = b.instances[i]
             .cache
             .read_ahead(t as u32, first, pages, size);
-        if self
-            .stage_request(t, false, e.pages * PAGE, Hint::Unmarked)
-            .is_some()
-        {
+        if let Some(r) = self.stage_request(t, false, e.pages * PAGE, Hint::Unmarked) {
+            if let Some(b) = self.page_cache.as_deref_mut() {
+                b.calls[t].read_ahead = Some(r);
+            }
+            // The submission path counts libaio's per-iocb part for each
+            // request it walks: here the iocb's, already in `entry`.
+            let entry = match p.engine {
+                cint_scenario::Engine::Libaio => entry.saturating_sub(c.aio_submit_iocb),
+                _ => entry,
+            };
             self.start_call(t, entry);
         }
     }
@@ -924,7 +978,12 @@ impl World<'_> {
         }
         // Woken by the read-ahead's completion: its pages join the cache,
         // the slot is free, and the data is copied.
-        if let Some(r) = self.threads[t].ready.pop_front() {
+        let ready = &mut self.threads[t].ready;
+        let read_ahead = call
+            .read_ahead
+            .and_then(|ra| ready.iter().position(|&r| r == ra))
+            .and_then(|at| ready.remove(at));
+        if let Some(r) = read_ahead {
             self.release_slot(t, r);
             let b = self.page_cache.as_deref_mut().expect("a buffered thread");
             let size = b.size_pages[t];
@@ -960,6 +1019,10 @@ impl World<'_> {
     /// The buffered call returns: its latency is the whole call, as a
     /// synchronous call's in fio, then the generator's reaping work.
     fn finish_buffered(&mut self, t: usize, call: Call, extra: Nanos) {
+        if self.threads[t].prog.engine == cint_scenario::Engine::Libaio {
+            self.iocb_done(t, call, extra);
+            return;
+        }
         let now = self.now();
         let job = self.threads[t].job as usize;
         if self.measuring && self.job_measuring(job, now) {
@@ -984,6 +1047,63 @@ impl World<'_> {
         let p = self.threads[t].prog;
         let per_io = p.think + self.costs.user(p.gtod_reduce).reap;
         self.set_user_burst(t, extra + self.costs.return_to_user + per_io, Cont::Issue);
+    }
+
+    /// A buffered iocb of thread `t` is done inside `io_submit`: its
+    /// event is posted (a request slot, delivered, until the thread reaps
+    /// it), then the call runs its next iocb or returns. fio takes the
+    /// iocbs' issue time when `io_submit` returns (engines/libaio.c
+    /// `fio_libaio_queued`): their submission latency is the whole call,
+    /// their completion latency the wait for the reap after it.
+    fn iocb_done(&mut self, t: usize, call: Call, extra: Nanos) {
+        let now = self.now();
+        let Some(r) = self.threads[t].free_slots.pop() else {
+            self.check
+                .fail(format!("thread {t} completed an iocb without a free slot"));
+            return;
+        };
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            return;
+        };
+        let aio = &mut b.aio[t];
+        let req = &mut self.reqs[r as usize];
+        if req.state != ReqState::Free {
+            let state = req.state;
+            self.check
+                .fail(format!("slot {r} reused while in state {state:?}"));
+        }
+        *req = Request {
+            bytes: call.bytes,
+            write: call.write,
+            hint: Hint::Unmarked,
+            issued: aio.issued,
+            submitted: now,
+            dispatched: call.start,
+            posted_at: now,
+            state: ReqState::Delivered,
+            polled: false,
+            ..*req
+        };
+        self.threads[t].in_flight += 1;
+        // Issued and delivered by the kernel itself, with no interrupt.
+        self.check.issued += 1;
+        self.check.delivered += 1;
+        aio.done.push(r);
+        aio.left = aio.left.saturating_sub(1);
+        if aio.left > 0 {
+            self.buffered_op(t, extra + self.costs.aio_submit_iocb);
+            return;
+        }
+        let mut done = std::mem::take(&mut aio.done);
+        for &r in &done {
+            self.reqs[r as usize].submitted = now;
+            self.threads[t].ready.push_back(r);
+        }
+        done.clear();
+        if let Some(b) = self.page_cache.as_deref_mut() {
+            b.aio[t].done = done;
+        }
+        self.set_burst(t, extra + self.costs.return_to_user, Cont::Issue);
     }
 
     /// A throttled writer's pause timer is armed: it sleeps.

@@ -32,8 +32,8 @@
 //!
 //! Hints follow docs/ALGORITHMS.md section 5 through `cint_policy::hints`
 //! unless the job overrides them. Jobs without `direct` on a synchronous
-//! engine go through the page cache (crate::host::pagecache); on libaio
-//! and io_uring they are modelled as direct I/O.
+//! engine or libaio go through the page cache (crate::host::pagecache); on
+//! io_uring they are modelled as direct I/O.
 
 mod flow;
 mod groups;
@@ -146,7 +146,7 @@ impl World<'_> {
             if self.prepare_in_user_space(t, 1) {
                 return;
             }
-            if !p.direct {
+            if p.buffered {
                 self.buffered_call(t);
                 return;
             }
@@ -172,6 +172,10 @@ impl World<'_> {
         k = k.min(self.ios_left(t));
         if k > 0 {
             if self.prepare_in_user_space(t, k) {
+                return;
+            }
+            if p.buffered {
+                self.buffered_submit(t, k);
                 return;
             }
             self.prepare(t, k, now);
@@ -517,11 +521,11 @@ impl World<'_> {
         let th = &mut self.threads[t];
         th.batch = batch;
         th.batch_sent = 0;
+        if th.prog.buffered {
+            self.page_cache_submitted(t);
+            return;
+        }
         if th.prog.engine.is_sync() {
-            if !th.prog.direct {
-                self.page_cache_submitted(t);
-                return;
-            }
             th.min_nr = 1;
             self.wait_for_events(t);
         } else {

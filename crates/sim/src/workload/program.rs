@@ -21,6 +21,9 @@ pub(crate) struct Program {
     pub hint: Option<Hint>,
     pub nowait: bool,
     pub direct: bool,
+    /// The thread's calls go through the page cache: a buffered job
+    /// (`IoJob::through_page_cache`), the flusher, an application.
+    pub buffered: bool,
     /// fio's `gtod_reduce`: less generator CPU per I/O.
     pub gtod_reduce: bool,
     /// Time between two requests under `rate_iops`.
@@ -49,6 +52,7 @@ impl Program {
             hint: None,
             nowait: false,
             direct: false,
+            buffered: true,
             gtod_reduce: false,
             rate_interval: None,
             think: 0,
@@ -74,6 +78,7 @@ impl Program {
                 hint: None,
                 nowait: false,
                 direct: true,
+                buffered: false,
                 gtod_reduce: false,
                 rate_interval: None,
                 think: 0,
@@ -120,6 +125,7 @@ impl Program {
                     hint: io.hint,
                     nowait: io.nowait,
                     direct: io.direct,
+                    buffered: io.through_page_cache(),
                     gtod_reduce: io.gtod_reduce,
                     rate_interval,
                     think: io.think,
