@@ -55,6 +55,7 @@ pub const IO_KEYS: &[&str] = &[
     "nowait",
     "hipri",
     "direct",
+    "fadvise_hint",
     "rate_iops",
     "think",
     "size",
@@ -528,6 +529,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         ));
     }
     let direct = sec.bool("direct")?.unwrap_or(true);
+    let fadvise_hint = sec.bool("fadvise_hint")?.unwrap_or(true);
     let gtod_reduce = sec.bool("gtod_reduce")?.unwrap_or(false);
     let rate_iops = sec.int("rate_iops", 1, i64::MAX as u64)?;
     let think: Nanos = sec.duration("think")?.unwrap_or(0);
@@ -596,6 +598,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         nowait,
         hipri,
         direct,
+        fadvise_hint,
         gtod_reduce,
         rate_iops,
         think,

@@ -247,6 +247,12 @@ pub struct IoJob {
     pub hipri: bool,
     /// `O_DIRECT` (default true: the microbenchmarks bypass the page cache).
     pub direct: bool,
+    /// fio's `fadvise_hint` (default true): fio advises the kernel of the
+    /// job's pattern on its file, `POSIX_FADV_RANDOM` for a random `rw`
+    /// (a cache miss reads only its own pages) and `POSIX_FADV_SEQUENTIAL`
+    /// otherwise (twice the read-ahead window). Only reads through the
+    /// page cache feel it.
+    pub fadvise_hint: bool,
     /// fio's `gtod_reduce`: the generator takes fewer time stamps per I/O,
     /// which lowers its user-space CPU per I/O.
     pub gtod_reduce: bool,

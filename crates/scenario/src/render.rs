@@ -95,6 +95,9 @@ pub fn to_toml(s: &Scenario) -> String {
                     t["hipri"] = value(true);
                 }
                 t["direct"] = value(io.direct);
+                if !io.fadvise_hint {
+                    t["fadvise_hint"] = value(false);
+                }
                 if io.gtod_reduce {
                     t["gtod_reduce"] = value(true);
                 }

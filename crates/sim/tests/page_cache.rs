@@ -261,3 +261,39 @@ fn buffered_io_uring_runs_as_direct_io_and_the_result_says_so() {
         r.notes
     );
 }
+
+#[test]
+fn fio_advice_decides_the_read_ahead_of_random_and_sequential_readers() {
+    // fio advises POSIX_FADV_RANDOM for a random job: a miss reads its
+    // own page, never a window around it.
+    let random = totals(&run(
+        "rw = \"randread\"\nbs = \"4k\"\nsize = \"1g\"",
+        "",
+        "optane-p4800x",
+        "20ms",
+    ));
+    assert!(
+        random[7] > 100 && random[8] == random[7],
+        "one page per miss: {random:?}"
+    );
+    // POSIX_FADV_SEQUENTIAL doubles the window's limit (128 to 256 KiB).
+    let advised = totals(&run(
+        "rw = \"read\"\nbs = \"4k\"",
+        "",
+        "optane-p4800x",
+        "50ms",
+    ));
+    let plain = totals(&run(
+        "rw = \"read\"\nbs = \"4k\"\nfadvise_hint = false",
+        "",
+        "optane-p4800x",
+        "50ms",
+    ));
+    let mean = |t: &[u64]| t[8] as f64 / t[7] as f64;
+    assert!(
+        mean(&advised) > 48.0 && mean(&plain) <= 32.0,
+        "pages per read-ahead: {} advised, {} not",
+        mean(&advised),
+        mean(&plain)
+    );
+}

@@ -377,6 +377,9 @@ fn scenario(seed: u64) -> String {
     // Buffered libaio jobs (their iocbs run inside io_submit), from a
     // generator of their own so that the other draws stay as they were.
     let mut aio_cache = Rng(seed.wrapping_mul(0xc2b2_ae3d_27d4_eb4f) | 1);
+    // And without fio's fadvise hint now and then (Linux's own read-ahead
+    // rules judge each miss), from one more.
+    let mut advice = Rng(seed.wrapping_mul(0x1656_67b1_9e37_79f9) | 1);
     for i in 0..1 + rng.below(4) as usize {
         let mut one = String::new();
         job(&mut rng, &mut host_model, i, cores, &mut one);
@@ -384,6 +387,9 @@ fn scenario(seed: u64) -> String {
         let libaio = one.contains("engine = \"libaio\"") && !one.contains("trace = ");
         if buffered && ((sync && cache.chance(60)) || (libaio && aio_cache.chance(50))) {
             one.push_str("direct = false\n");
+            if advice.chance(40) {
+                one.push_str("fadvise_hint = false\n");
+            }
         }
         jobs.push_str(&one);
     }

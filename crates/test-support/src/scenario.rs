@@ -117,6 +117,7 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, complete: u3
             nowait: false,
             hipri: false,
             direct: true,
+            fadvise_hint: true,
             gtod_reduce: false,
             rate_iops: None,
             think: 0,

@@ -331,6 +331,7 @@ fn workload(
                 nowait: false,
                 hipri: false,
                 direct: true,
+                fadvise_hint: true,
                 gtod_reduce: false,
                 rate_iops: None,
                 think: 0,

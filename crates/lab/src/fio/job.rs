@@ -48,6 +48,8 @@ pub(super) struct JobSpec {
     pub(super) cpus: Option<At<Vec<u32>>>,
     pub(super) cpus_split: Option<At<bool>>,
     pub(super) direct: Option<At<bool>>,
+    /// `fadvise_hint` (fio's default: true).
+    pub(super) fadvise_hint: Option<At<bool>>,
     pub(super) runtime: Option<At<Nanos>>,
     pub(super) ramp: Option<At<Nanos>>,
     pub(super) size: Option<At<SizeSpec>>,
@@ -115,6 +117,7 @@ impl JobSpec {
             cpus: None,
             cpus_split: None,
             direct: None,
+            fadvise_hint: None,
             runtime: None,
             ramp: None,
             size: None,

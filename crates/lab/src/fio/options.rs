@@ -615,6 +615,7 @@ fn apply_engine(
             spec.cpus_split = Some(At::new(o.line, split));
         }
         "direct" => spec.direct = Some(At::new(o.line, o.boolean(diag)?)),
+        "fadvise_hint" => spec.fadvise_hint = Some(At::new(o.line, o.boolean(diag)?)),
         "buffered" => spec.direct = Some(At::new(o.line, !o.boolean(diag)?)),
         "hipri" => spec.hipri = Some(At::new(o.line, o.boolean(diag)?)),
         "nowait" => spec.nowait = Some(At::new(o.line, o.boolean(diag)?)),

@@ -269,6 +269,7 @@ fn job(
             nowait,
             hipri: spec.hipri.is_some_and(|h| h.value),
             direct: spec.direct.is_some_and(|d| d.value),
+            fadvise_hint: spec.fadvise_hint.is_none_or(|f| f.value),
             gtod_reduce: spec.gtod_reduce.is_some_and(|g| g.value),
             rate_iops,
             think: 0,
@@ -490,7 +491,8 @@ numjobs=2
     #[test]
     fn times_sizes_rates_and_mixes() {
         let text = "[global]\nruntime=2m\nramp_time=500ms\n[a]\nrw=randrw\nrwmixwrite=30\n\
-                    size=10%\ntime_based\nrate_iops=5000,5000\n[b]\nruntime=30\nbuffered=1\nsize=1g\n";
+                    size=10%\ntime_based\nrate_iops=5000,5000\n[b]\nruntime=30\nbuffered=1\nsize=1g\n\
+                    fadvise_hint=0\n";
         let imp = import_str(text, "t.fio", &args()).expect("valid");
         let s = &imp.scenario;
         assert_eq!(s.duration, 120_000_000_000);
@@ -507,6 +509,10 @@ numjobs=2
         assert_eq!(s.jobs[0].runtime, None);
         let b = io(&s.jobs[1]);
         assert_eq!((b.size, b.direct), (1 << 30, false));
+        assert!(
+            a.fadvise_hint && !b.fadvise_hint,
+            "fio's default, and b's 0"
+        );
         assert_eq!(s.jobs[1].runtime, Some(30_500_000_000));
         // Not time based: the job ends once its size is done.
         assert_eq!(b.shape.io_size, Some(1 << 30));

@@ -132,6 +132,38 @@ struct File {
     cursor: u64,
     /// The last read-ahead window: first page and length.
     ra: Option<(u64, u64)>,
+    /// The last page a read touched, hit or miss (`ra->prev_pos`).
+    prev_page: Option<u64>,
+}
+
+/// What the reading program told the kernel of its pattern on the file
+/// (`posix_fadvise`, mm/fadvise.c of Linux 5.0), as fio does by default
+/// (`fadvise_hint`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Advice {
+    /// Nothing: `ondemand_readahead` judges each miss.
+    #[default]
+    Normal,
+    /// `POSIX_FADV_RANDOM` sets `FMODE_RANDOM`: a miss reads its own
+    /// pages and nothing more (`force_page_cache_readahead`).
+    Random,
+    /// `POSIX_FADV_SEQUENTIAL`: the file's read-ahead limit is twice the
+    /// device's (`ra_pages * 2`).
+    Sequential,
+}
+
+impl Advice {
+    /// fio's advice for `io` (fio's `fadvise_hint`: random for a random
+    /// `rw`, sequential otherwise).
+    pub(crate) fn of(io: &cint_scenario::IoJob) -> Advice {
+        if !io.fadvise_hint {
+            Advice::Normal
+        } else if matches!(io.rw, Rw::RandRead | Rw::RandWrite | Rw::RandRw) {
+            Advice::Random
+        } else {
+            Advice::Sequential
+        }
+    }
 }
 
 /// A contiguous run of one file's pages (a request's payload).
@@ -279,22 +311,31 @@ impl PageCache {
         })
     }
 
+    /// A read of `pages` pages at `first` of `file`, hit or miss, is done:
+    /// the next miss is judged against it (`ra->prev_pos`).
+    pub(crate) fn note_read(&mut self, file: u32, first: u64, pages: u64) {
+        self.files.entry(file).or_default().prev_page = Some(first + pages.max(1) - 1);
+    }
+
     /// The read-ahead window for a miss of `pages` pages at `first`
-    /// (`ondemand_readahead` without the asynchronous part), within the
-    /// file's `size_pages`.
+    /// (Linux 5.0's `page_cache_sync_readahead` and `ondemand_readahead`
+    /// without the asynchronous part), within the file's `size_pages`.
     pub(crate) fn read_ahead(
         &mut self,
         file: u32,
         first: u64,
         pages: u64,
         size_pages: u64,
+        advice: Advice,
     ) -> Extent {
-        let max = self.set.read_ahead_pages;
+        let max = match advice {
+            Advice::Sequential => 2 * self.set.read_ahead_pages,
+            _ => self.set.read_ahead_pages,
+        };
         let f = self.files.entry(file).or_default();
-        let len = match f.ra {
-            // The miss follows the last window: a sequential stream.
-            Some((start, len)) if start + len == first => next_ra_size(len, max),
-            _ => init_ra_size(pages, max),
+        let (len, stream) = match advice {
+            Advice::Random => (pages, false),
+            Advice::Normal | Advice::Sequential => ondemand_window(f, first, pages, max),
         };
         let mut len = len
             .max(pages)
@@ -306,7 +347,9 @@ impl PageCache {
         if let Some(p) = (first + pages..first + len).find(|p| held(p)) {
             len = p - first;
         }
-        f.ra = Some((first, len));
+        if stream {
+            f.ra = Some((first, len));
+        }
         self.totals.read_ahead += 1;
         self.totals.read_ahead_pages += len;
         Extent {
@@ -519,6 +562,46 @@ fn init_ra_size(pages: u64, max: u64) -> u64 {
     }
 }
 
+/// `ondemand_readahead` (mm/readahead.c, Linux 5.0) for a miss of `pages`
+/// at `first` with read-ahead limit `max`: the window's length, and
+/// whether it starts or continues a stream (the file's read-ahead state
+/// moves to it). A stream starts at the file's start, with a read larger
+/// than the limit, with a miss at or next to the previous read's last
+/// page, or where the pages before the miss are cached, more of them than
+/// the read asks for (`try_context_readahead`: twice as many when they
+/// reach back to the file's start); it goes on where the miss follows its
+/// last window. Any other miss is a small random read, read as it is.
+fn ondemand_window(f: &File, first: u64, pages: u64, max: u64) -> (u64, bool) {
+    let initial = (init_ra_size(pages, max), true);
+    if first == 0 {
+        return initial;
+    }
+    if let Some((start, len)) = f.ra {
+        if start + len == first {
+            return (next_ra_size(len, max), true);
+        }
+    }
+    if pages > max {
+        return initial;
+    }
+    if f.prev_page.is_some_and(|p| first >= p && first - p <= 1) {
+        return initial;
+    }
+    let held = |p: u64| f.cached.contains(&p) || f.dirty.contains(&p) || f.writeback.contains(&p);
+    let history = (1..=max.min(first))
+        .take_while(|&k| held(first - k))
+        .count() as u64;
+    if history > pages {
+        let history = if history >= first {
+            2 * history
+        } else {
+            history
+        };
+        return ((history + pages).min(max), true);
+    }
+    (pages, false)
+}
+
 /// `get_next_ra_size` (mm/readahead.c), in pages.
 fn next_ra_size(cur: u64, max: u64) -> u64 {
     if cur < max / 16 {
@@ -592,6 +675,8 @@ pub(crate) struct Buffered {
     /// Per thread: its call in progress, its next sequential offset, its
     /// file's size in pages, its stream of random offsets.
     calls: Vec<Call>,
+    /// Per thread: what its program advised the kernel of its file.
+    advice: Vec<Advice>,
     /// Per thread: its buffered `io_submit` in progress (libaio).
     aio: Vec<AioSubmit>,
     next_page: Vec<u64>,
@@ -619,6 +704,7 @@ impl Buffered {
         }
         let n = thread_jobs.len();
         let mut size_pages = vec![1; n];
+        let mut advice = vec![Advice::Normal; n];
         let mut rngs = Vec::with_capacity(n);
         let mut of_thread = vec![None; n];
         let instance = |owner: Owner| {
@@ -631,6 +717,7 @@ impl Buffered {
             let job = sc.jobs.get(j as usize);
             if let Some(Work::Io(io)) = job.map(|j| &j.work) {
                 size_pages[t] = (io.size / PAGE).max(1);
+                advice[t] = Advice::of(io);
             }
             let buffered = job.is_some_and(job_buffered);
             rngs.push(buffered.then(|| stream_rng(sc.seed, PAGE_CACHE_STREAM_BASE | t as u64)));
@@ -657,6 +744,7 @@ impl Buffered {
             instances,
             of_thread,
             calls: vec![Call::default(); n],
+            advice,
             aio: vec![AioSubmit::default(); n],
             next_page: vec![0; n],
             size_pages,
@@ -786,15 +874,18 @@ impl World<'_> {
         let entry = entry + s.buffered_call;
         if write || cache.cached(t as u32, first, pages) {
             // A read hit copies here; a write's pages are dirtied after.
+            if !write {
+                cache.note_read(t as u32, first, pages);
+            }
             b.calls[t].copied = !write;
             self.set_burst(t, entry + pages * s.page_copy, Cont::PageCache);
             return;
         }
         // A miss: one read-ahead request from the thread's slot.
-        let size = b.size_pages[t];
-        let e = b.instances[i]
-            .cache
-            .read_ahead(t as u32, first, pages, size);
+        let (size, advice) = (b.size_pages[t], b.advice[t]);
+        let cache = &mut b.instances[i].cache;
+        let e = cache.read_ahead(t as u32, first, pages, size, advice);
+        cache.note_read(t as u32, first, pages);
         if let Some(r) = self.stage_request(t, false, e.pages * PAGE, Hint::Unmarked) {
             if let Some(b) = self.page_cache.as_deref_mut() {
                 b.calls[t].read_ahead = Some(r);
@@ -1523,23 +1614,68 @@ mod tests {
     #[test]
     fn read_ahead_grows_on_a_sequential_stream() {
         let mut pc = PageCache::new(settings());
-        let first = pc.read_ahead(0, 0, 1, 1000);
+        let normal = Advice::Normal;
+        let first = pc.read_ahead(0, 0, 1, 1000, normal);
         // One page, max 32: 1 <= 32/32, so four pages.
         assert_eq!(first.pages, 4);
         pc.read_done(first);
         assert!(pc.cached(0, 0, 4) && !pc.cached(0, 4, 1));
         // 4 is not below 32 / 16: the window doubles.
-        let next = pc.read_ahead(0, 4, 1, 1000);
+        let next = pc.read_ahead(0, 4, 1, 1000, normal);
         assert_eq!((next.first, next.pages), (4, 8));
-        assert_eq!(pc.read_ahead(0, 12, 1, 1000).pages, 16);
-        let fourth = pc.read_ahead(0, 28, 1, 1000);
+        assert_eq!(pc.read_ahead(0, 12, 1, 1000, normal).pages, 16);
+        let fourth = pc.read_ahead(0, 28, 1, 1000, normal);
         assert_eq!(fourth.pages, 32);
         assert_eq!(
-            pc.read_ahead(0, 60, 1, 1000).pages,
+            pc.read_ahead(0, 60, 1, 1000, normal).pages,
             32,
             "capped at read_ahead"
         );
-        let random = pc.read_ahead(0, 500, 1, 1000);
-        assert_eq!(random.pages, 4, "a jump starts a new stream");
+        // POSIX_FADV_SEQUENTIAL doubles the limit.
+        let mut seq = PageCache::new(settings());
+        let windows: Vec<u64> = [0, 4, 12, 28, 60, 124]
+            .into_iter()
+            .map(|at| seq.read_ahead(1, at, 1, 1000, Advice::Sequential).pages)
+            .collect();
+        assert_eq!(windows, [4, 8, 16, 32, 64, 64]);
+    }
+
+    #[test]
+    fn a_small_random_miss_reads_only_its_pages_unless_it_looks_sequential() {
+        let mut pc = PageCache::new(settings());
+        let normal = Advice::Normal;
+        // A lone miss far into the file: read as is, no stream started.
+        let lone = pc.read_ahead(0, 500, 1, 1000, normal);
+        assert_eq!((lone.first, lone.pages), (500, 1));
+        pc.read_done(lone);
+        pc.note_read(0, 500, 1);
+        // The next page after the previous read: a stream starts there.
+        assert_eq!(pc.read_ahead(0, 501, 1, 1000, normal).pages, 4);
+        // Two cached pages before a one-page miss are more history than
+        // the read: context read-ahead, history plus the read.
+        let mut ctx = PageCache::new(settings());
+        for p in [198, 199] {
+            ctx.read_done(Extent {
+                file: 0,
+                first: p,
+                pages: 1,
+            });
+        }
+        ctx.note_read(0, 700, 1);
+        assert_eq!(ctx.read_ahead(0, 200, 1, 1000, normal).pages, 3);
+        // One cached page is not more than the read: as is.
+        ctx.note_read(0, 700, 1);
+        ctx.read_done(Extent {
+            file: 0,
+            first: 299,
+            pages: 1,
+        });
+        assert_eq!(ctx.read_ahead(0, 300, 1, 1000, normal).pages, 1);
+        // POSIX_FADV_RANDOM: only the pages asked for, even at the start
+        // of the file or next to the previous read.
+        let mut random = PageCache::new(settings());
+        assert_eq!(random.read_ahead(0, 0, 1, 1000, Advice::Random).pages, 1);
+        random.note_read(0, 0, 1);
+        assert_eq!(random.read_ahead(0, 1, 2, 1000, Advice::Random).pages, 2);
     }
 }
