@@ -215,6 +215,11 @@ pub(crate) struct Thread {
     pub wakeups: u64,
     /// Request slots not in use.
     pub free_slots: Vec<u32>,
+    /// Request slots of a buffered thread's `fsync`, which writes back
+    /// its file's dirty pages as many requests as they make, whatever the
+    /// job's depth (crate::host::pagecache); they take `free_slots`' place
+    /// while the call runs.
+    pub fsync_slots: Vec<u32>,
     /// Requests of the submission call in progress.
     pub batch: Vec<u32>,
     /// How many of `batch` reached the device so far.
@@ -287,6 +292,7 @@ impl Thread {
             ctx_switches: 0,
             wakeups: 0,
             free_slots: Vec::new(),
+            fsync_slots: Vec::new(),
             batch: Vec::new(),
             batch_sent: 0,
             plugged: 0,

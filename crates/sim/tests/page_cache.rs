@@ -297,3 +297,72 @@ fn fio_advice_decides_the_read_ahead_of_random_and_sequential_readers() {
         mean(&plain)
     );
 }
+
+#[test]
+fn fsync_writes_the_files_dirty_pages_back_and_waits_for_them() {
+    let job = |extra: &str| {
+        run(
+            &format!("rw = \"randwrite\"\nbs = \"4k\"\nsize = \"1g\"\n{extra}"),
+            "[host.page_cache]\nmemory = \"1GiB\"",
+            "optane-p4800x",
+            "50ms",
+        )
+    };
+    let free = job("");
+    let every = job("fdatasync = 1");
+    let t = totals(&every);
+    let ios = every.results[0].jobs[0].ios;
+    // Each write's page goes back by the call that follows it, not by the
+    // flusher (a tenth of 1 GiB is never dirty).
+    assert_eq!(t[4] + t[5], 0, "no flusher run: {t:?}");
+    assert!(
+        t[1] + t[10] >= t[0] && t[9] == 0,
+        "every dirtied page written or in flight at the end: {t:?}"
+    );
+    assert!(t[0] >= ios, "{t:?} {ios}");
+    // The writer sleeps once per call, for the device's write.
+    let w = &every.results[0].jobs[0];
+    assert!(
+        w.context_switches >= w.ios,
+        "{} context switches for {} writes",
+        w.context_switches,
+        w.ios
+    );
+    let unsynced = free.results[0].jobs[0].iops;
+    assert!(
+        w.iops * 3.0 < unsynced,
+        "{} writes/s with fdatasync, {unsynced} without",
+        w.iops
+    );
+    // fsync also waits for the journal commit of the file's times.
+    let with_journal = job("fsync = 1").results[0].jobs[0].iops;
+    assert!(
+        with_journal < 0.8 * w.iops,
+        "fsync {with_journal} against fdatasync {}",
+        w.iops
+    );
+}
+
+#[test]
+fn an_fsync_of_many_pages_merges_them_and_a_libaio_job_syncs_too() {
+    // Sequential 4 KiB writes, fsync every 64: one 128 KiB request and a
+    // half per call, merged as the flusher merges.
+    let seq = run(
+        "rw = \"write\"\nbs = \"4k\"\nfsync = 64",
+        "[host.page_cache]\nmemory = \"1GiB\"",
+        "optane-p4800x",
+        "50ms",
+    );
+    let t = totals(&seq);
+    assert_eq!(t[3], 128, "requests up to 128 KiB: {t:?}");
+    assert!(t[2] * 16 < t[1], "merged: {t:?}");
+    let text = "name = \"a\"\nduration = \"20ms\"\n[host]\ncores = 2\n[host.page_cache]\n\
+                memory = \"1GiB\"\n[[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+                [[job]]\nname = \"w\"\nengine = \"libaio\"\niodepth = 8\ncpu = 1\n\
+                direct = false\nrw = \"randwrite\"\nbs = \"4k\"\nfsync = 8\n";
+    let sc = cint_scenario::load_str(text, "a.toml", &[]).expect("valid scenario");
+    let r = cint_sim::run(&sc).expect("runs");
+    let t = totals(&r);
+    assert!(r.results[0].jobs[0].ios > 0 && t[1] > 0, "{t:?}");
+    assert_eq!(t[4] + t[5], 0, "written by the calls: {t:?}");
+}

@@ -64,8 +64,7 @@ const FLUSH_FIRST_WRITE: u64 = 64 << 10;
 /// and a write batch entry's overhead (type, two varint lengths): about
 /// 11 bytes per key beside the key and value.
 const WAL_KEY_OVERHEAD: u64 = 11;
-/// The journal commit of an `fdatasync`: one 4 KiB block.
-const JOURNAL_COMMIT: u64 = 4096;
+use crate::host::pagecache::JOURNAL_COMMIT;
 /// Both memtables full: writes stall (`max_write_buffer_number` 2).
 const MEMTABLES: u32 = 2;
 /// The dump tool's first and largest read-ahead windows.

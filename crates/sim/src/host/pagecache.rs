@@ -53,6 +53,11 @@ use rand_chacha::ChaCha8Rng;
 use crate::engine::{stream_rng, Event};
 use crate::world::{Activity, Cont, ReqState, Request, RunState, Wait, World};
 
+/// ext4's journal commit for an `fsync` or `fdatasync` that changed the
+/// file's metadata: one 4 KiB block (jbd2's commit; the built-in devices
+/// have no volatile write cache, so no flush follows it).
+pub(crate) const JOURNAL_COMMIT: u64 = 4096;
+
 /// The job index of kernel threads (the flusher): they belong to no job.
 pub(crate) const KERNEL_JOB: u32 = u32::MAX;
 
@@ -408,7 +413,7 @@ impl PageCache {
             self.chunk_left = 0;
             return None;
         };
-        let f = self.files.get_mut(&file)?;
+        let f = self.files.get(&file)?;
         // The first dirty page at or after the cursor not under
         // writeback, wrapping once (range_cyclic).
         let first = f
@@ -417,6 +422,29 @@ impl PageCache {
             .chain(f.dirty.range(..f.cursor))
             .copied()
             .find(|p| !f.writeback.contains(p))?;
+        let e = self.start_writeback(file, first, max);
+        if let Some(f) = self.files.get_mut(&file) {
+            f.cursor = first + e.pages;
+        }
+        if pass == Pass::Background {
+            self.chunk_left -= e.pages;
+        }
+        Some(e)
+    }
+
+    /// The next request of an `fsync` of `file`: its first dirty page not
+    /// under writeback and the dirty pages after it (`write_cache_pages`
+    /// over the whole file, not range-cyclic: the flusher's cursor stays).
+    pub(crate) fn next_sync_extent(&mut self, file: u32) -> Option<Extent> {
+        let f = self.files.get(&file)?;
+        let first = f.dirty.iter().copied().find(|p| !f.writeback.contains(p))?;
+        Some(self.start_writeback(file, first, self.set.max_request_pages))
+    }
+
+    /// Moves the dirty pages of `file` from `first` on, at most `max` and
+    /// none already under writeback, to writeback: one request's payload.
+    fn start_writeback(&mut self, file: u32, first: u64, max: u64) -> Extent {
+        let f = self.files.entry(file).or_default();
         let mut pages = 0;
         while pages < max
             && f.dirty.contains(&(first + pages))
@@ -428,18 +456,14 @@ impl PageCache {
             f.dirty.remove(&p);
             f.writeback.insert(p);
         }
-        f.cursor = first + pages;
         if f.dirty.is_empty() {
             f.dirtied_when = None;
         }
         self.dirty -= pages;
         self.writeback += pages;
-        if pass == Pass::Background {
-            self.chunk_left -= pages;
-        }
         self.totals.requests += 1;
         self.totals.largest_request = self.totals.largest_request.max(pages);
-        Some(Extent { file, first, pages })
+        Extent { file, first, pages }
     }
 
     /// A writeback request of `slot` carries `e`.
@@ -628,6 +652,18 @@ pub(crate) struct Call {
     read_ahead: Option<u32>,
 }
 
+/// A buffered thread's `fsync` or `fdatasync` in progress.
+#[derive(Clone, Debug, Default)]
+struct Fsync {
+    active: bool,
+    /// The journal commit is still to be written (`fsync` only).
+    journal: bool,
+    /// Its requests in flight (writeback and the journal commit).
+    mine: Vec<u32>,
+    /// The journal commit's slot while it is in flight.
+    journal_slot: Option<u32>,
+}
+
 /// A buffered `io_submit` in progress: its iocbs run one after another.
 #[derive(Clone, Debug, Default)]
 struct AioSubmit {
@@ -679,6 +715,8 @@ pub(crate) struct Buffered {
     advice: Vec<Advice>,
     /// Per thread: its buffered `io_submit` in progress (libaio).
     aio: Vec<AioSubmit>,
+    /// Per thread: its `fsync` in progress.
+    fsyncs: Vec<Fsync>,
     next_page: Vec<u64>,
     size_pages: Vec<u64>,
     rngs: Vec<Option<ChaCha8Rng>>,
@@ -746,6 +784,7 @@ impl Buffered {
             calls: vec![Call::default(); n],
             advice,
             aio: vec![AioSubmit::default(); n],
+            fsyncs: vec![Fsync::default(); n],
             next_page: vec![0; n],
             size_pages,
             rngs,
@@ -930,7 +969,9 @@ impl World<'_> {
         let Some(b) = self.page_cache.as_deref() else {
             return;
         };
-        if b.flusher_of(t).is_some() {
+        if b.fsyncs[t].active {
+            self.fsync_step(t, 0);
+        } else if b.flusher_of(t).is_some() {
             self.flusher_step(t);
         } else {
             self.block(t, Wait::PageCache);
@@ -963,11 +1004,127 @@ impl World<'_> {
             self.flusher_step(t);
             return;
         }
+        if b.fsyncs[t].active {
+            self.fsync_step(t, 0);
+            return;
+        }
         let call = b.calls[t];
         if call.write {
             self.buffered_write_step(t, call);
         } else {
             self.buffered_read_step(t, call);
+        }
+    }
+
+    /// Thread `t` of a buffered job calls `fsync` (`datasync`:
+    /// `fdatasync`), as ext4 runs it in Linux 5.0 (`ext4_sync_file`): the
+    /// file's dirty pages are written back in the caller's context
+    /// (`file_write_and_wait_range`, `WB_SYNC_ALL`), merged as the
+    /// flusher merges them, sixteen requests to a plug, each with the
+    /// hint the kernel gives the call (docs/ALGORITHMS.md section 5), and
+    /// the call waits for them; `fsync` then waits for the journal commit
+    /// of the file's changed times, which `fdatasync` of pages written in
+    /// place skips. Pages the flusher already has under writeback are not
+    /// waited for (`WB_SYNC_ALL` would wait for them too).
+    pub(crate) fn buffered_fsync(&mut self, t: usize, datasync: bool) {
+        let th = &mut self.threads[t];
+        std::mem::swap(&mut th.free_slots, &mut th.fsync_slots);
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            self.check
+                .fail(format!("thread {t} calls fsync without a page cache"));
+            return;
+        };
+        let f = &mut b.fsyncs[t];
+        f.active = true;
+        f.journal = !datasync;
+        self.fsync_step(t, self.costs.syscall);
+    }
+
+    /// The `fsync` of thread `t` goes on after `entry` of its own CPU:
+    /// its completed requests end their pages' writeback, the next plug
+    /// of requests goes out, or it waits, or it returns.
+    fn fsync_step(&mut self, t: usize, entry: Nanos) {
+        let now = self.now();
+        let Some(i) = self.cache_index(t) else {
+            return;
+        };
+        self.settle_writeback(i);
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            return;
+        };
+        let mut f = std::mem::take(&mut b.fsyncs[t]);
+        while let Some(at) = self.threads[t]
+            .ready
+            .iter()
+            .position(|r| f.mine.contains(r))
+        {
+            let Some(r) = self.threads[t].ready.remove(at) else {
+                break;
+            };
+            f.mine.retain(|&m| m != r);
+            self.release_slot(t, r);
+            if f.journal_slot == Some(r) {
+                f.journal_slot = None;
+            } else if self.instance(i).cache.written(r, now).is_none() {
+                self.check
+                    .fail(format!("fsync request {r} completed without pages"));
+            }
+        }
+        let hint = cint_policy::hints::request_hint(
+            if f.journal {
+                cint_policy::hints::IoCall::Fsync
+            } else {
+                cint_policy::hints::IoCall::Fdatasync
+            },
+            &cint_policy::hints::IoContext {
+                blocking_fd: true,
+                o_direct: false,
+                rw_flags: cint_policy::hints::RwFlags::EMPTY,
+                ms_sync: false,
+                batch: cint_policy::hints::BatchPosition { index: 0, len: 1 },
+            },
+        );
+        let mut staged = 0u32;
+        let mut cpu = 0;
+        while staged < PLUG_REQUESTS {
+            let Some(&r) = self.threads[t].free_slots.last() else {
+                break;
+            };
+            let cache = &mut self.instance(i).cache;
+            let Some(e) = cache.next_sync_extent(t as u32) else {
+                break;
+            };
+            cache.track(r, e);
+            cpu += e.pages * cache.set.writeback_page;
+            self.stage_request(t, true, e.pages * PAGE, hint);
+            f.mine.push(r);
+            staged += 1;
+        }
+        let free = !self.threads[t].free_slots.is_empty();
+        if staged == 0 && f.mine.is_empty() && f.journal && free {
+            // The data is on the device: the journal commit follows.
+            f.journal = false;
+            if let Some(r) = self.stage_request(t, true, JOURNAL_COMMIT, hint) {
+                f.mine.push(r);
+                f.journal_slot = Some(r);
+                staged = 1;
+            }
+        }
+        let waiting = !f.mine.is_empty();
+        let done = staged == 0 && !waiting;
+        if !done {
+            if let Some(b) = self.page_cache.as_deref_mut() {
+                b.fsyncs[t] = f;
+            }
+        }
+        if staged > 0 {
+            self.start_call(t, entry + cpu);
+        } else if waiting {
+            self.block(t, Wait::PageCache);
+        } else {
+            let th = &mut self.threads[t];
+            std::mem::swap(&mut th.free_slots, &mut th.fsync_slots);
+            self.set_burst(t, entry + self.costs.return_to_user, Cont::Issue);
         }
     }
 
@@ -1366,6 +1523,7 @@ pub(crate) fn add_flushers(
     queues_n: usize,
     estimator: cint_policy::hybrid_poll::SleepEstimator,
 ) -> Result<Vec<(Owner, usize)>, crate::SimError> {
+    add_fsync_slots(sc, threads, reqs, queues_n);
     let mut out = Vec::new();
     for (k, (owner, core)) in plan(sc).into_iter().enumerate() {
         let core = core as usize;
@@ -1397,6 +1555,33 @@ pub(crate) fn add_flushers(
         out.push((owner, tid));
     }
     Ok(out)
+}
+
+/// Gives each thread of a buffered job that calls `fsync` or `fdatasync`
+/// request slots for the call's writeback, as many as the device has tags
+/// per queue (the tags bound what is in flight).
+fn add_fsync_slots(
+    sc: &cint_scenario::Scenario,
+    threads: &mut [crate::world::Thread],
+    reqs: &mut Vec<Request>,
+    queues_n: usize,
+) {
+    for (tid, th) in threads.iter_mut().enumerate() {
+        let Some(job) = sc.jobs.get(th.job as usize) else {
+            continue;
+        };
+        let syncs =
+            matches!(&job.work, Work::Io(io) if io.shape.fsync > 0 || io.shape.fdatasync > 0);
+        if !job_buffered(job) || !syncs {
+            continue;
+        }
+        let queue = th.core as usize % queues_n.max(1);
+        for _ in 0..sc.device.queue_depth.max(1) {
+            th.fsync_slots.push(reqs.len() as u32);
+            reqs.push(Request::free(tid as u32, queue as u32, false));
+        }
+        th.fsync_slots.reverse();
+    }
 }
 
 impl World<'_> {

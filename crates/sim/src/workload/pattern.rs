@@ -240,15 +240,22 @@ impl<'a> World<'a> {
 
     /// fio's `fsync=N` / `fdatasync=N`: after every N writes issued, a
     /// synchronous call before the next request (fio's libaio engine
-    /// makes it synchronous too). The built-in devices have no volatile
-    /// write cache (power-loss protected), so the kernel sends them no
-    /// flush and the call costs its entry and exit. True when it began.
+    /// makes it synchronous too). A buffered job's call writes back its
+    /// file's dirty pages and waits for them (crate::host::pagecache). A
+    /// direct job's has nothing to write: the built-in devices have no
+    /// volatile write cache (power-loss protected), so the kernel sends
+    /// them no flush and the call costs its entry and exit. True when it
+    /// began.
     pub(crate) fn sync_due(&mut self, t: usize) -> bool {
         let shape = self.shape(t);
         for (i, every) in [shape.fsync, shape.fdatasync].into_iter().enumerate() {
             let since = &mut self.shaping[t].writes_since_sync[i];
             if every > 0 && *since >= u64::from(every) {
                 *since = 0;
+                if self.threads[t].prog.buffered {
+                    self.buffered_fsync(t, i == 1);
+                    return true;
+                }
                 let c = self.costs;
                 self.set_burst(t, c.syscall + c.return_to_user, Cont::Issue);
                 return true;
