@@ -530,6 +530,9 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     }
     let direct = sec.bool("direct")?.unwrap_or(true);
     let fadvise_hint = sec.bool("fadvise_hint")?.unwrap_or(true);
+    if nowait && !direct {
+        return Err(sec.error("nowait", crate::model::BUFFERED_NOWAIT));
+    }
     let gtod_reduce = sec.bool("gtod_reduce")?.unwrap_or(false);
     let rate_iops = sec.int("rate_iops", 1, i64::MAX as u64)?;
     let think: Nanos = sec.duration("think")?.unwrap_or(0);

@@ -269,6 +269,11 @@ pub struct IoJob {
     pub shape: Box<IoShape>,
 }
 
+/// Why `nowait` and a buffered job do not go together.
+pub const BUFFERED_NOWAIT: &str = "RWF_NOWAIT on a buffered call is not modelled: Linux 5.0 \
+     fails a buffered write with EOPNOTSUPP and a read of pages it does not hold with EAGAIN, \
+     which fio counts as errors; set direct = true";
+
 impl IoJob {
     /// Whether the job's requests go through the page cache: without
     /// `direct`, on an engine whose calls Linux 5.0 serves from the cache

@@ -629,6 +629,16 @@ fn cases() -> Vec<Case<'static>> {
             "pvsync2",
         ),
         case(
+            "nowait on a buffered call",
+            with(
+                "engine = \"psync\"",
+                "engine = \"pvsync2\"\nnowait = true\ndirect = false",
+            ),
+            LineOf("nowait"),
+            "job.sync.nowait",
+            "RWF_NOWAIT on a buffered call is not modelled",
+        ),
+        case(
             "io key on a cpu job",
             with("engine = \"psync\"", "kind = \"cpu\""),
             LineOf("rw     = \"randread\""),

@@ -752,10 +752,19 @@ impl<'a> World<'a> {
             .iter()
             .filter(|job| matches!(job.work, Work::Io(_)) && !job_polls(strategy.mode, job))
             .map(|job| {
+                let why = match &job.work {
+                    Work::Io(io) if io.hipri && !io.direct => {
+                        "hipri applies to direct I/O only: Linux ignores RWF_HIPRI on a buffered \
+                         call, and io_uring refuses IORING_SETUP_IOPOLL without O_DIRECT"
+                    }
+                    _ => {
+                        "only pvsync2 and io_uring jobs with hipri = true can: RWF_HIPRI, \
+                         IORING_SETUP_IOPOLL"
+                    }
+                };
                 format!(
-                    "strategy '{}': job '{}' does not poll (only pvsync2 and io_uring jobs with \
-                     hipri = true can: RWF_HIPRI, IORING_SETUP_IOPOLL); its requests completed \
-                     by interrupts under kind \"{}\"",
+                    "strategy '{}': job '{}' does not poll ({why}); its requests completed by \
+                     interrupts under kind \"{}\"",
                     strategy.name,
                     job.name,
                     strategy.interrupts.kind()

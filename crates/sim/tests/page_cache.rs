@@ -366,3 +366,20 @@ fn an_fsync_of_many_pages_merges_them_and_a_libaio_job_syncs_too() {
     assert!(r.results[0].jobs[0].ios > 0 && t[1] > 0, "{t:?}");
     assert_eq!(t[4] + t[5], 0, "written by the calls: {t:?}");
 }
+
+#[test]
+fn a_buffered_hipri_job_is_not_polled_and_the_note_says_why() {
+    let text = "name = \"h\"\nduration = \"10ms\"\n[host]\ncores = 2\n\
+                [[strategy]]\nname = \"poll\"\nkind = \"poll\"\n\
+                [[job]]\nname = \"r\"\nengine = \"pvsync2\"\nhipri = true\ncpu = 1\n\
+                direct = false\nrw = \"randread\"\nbs = \"4k\"\nsize = \"1m\"\n";
+    let sc = cint_scenario::load_str(text, "h.toml", &[]).expect("valid scenario");
+    let r = cint_sim::run(&sc).expect("runs");
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("job 'r' does not poll (hipri applies to direct I/O only")),
+        "{:?}",
+        r.notes
+    );
+}

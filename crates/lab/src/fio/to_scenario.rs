@@ -175,6 +175,13 @@ fn job(
             "nowait is modelled for ioengine=pvsync2 only (RWF_NOWAIT)",
         ));
     }
+    if nowait && !spec.direct.is_some_and(|d| d.value) {
+        return Err(diag.job_err(
+            &spec.name,
+            spec.line_of(&spec.nowait),
+            cint_scenario::model::BUFFERED_NOWAIT,
+        ));
+    }
     let capacity = device.capacity.0;
     let size = match spec.size.map(|s| s.value) {
         None => spec.filesize.map_or(capacity, |f| f.value),
@@ -553,11 +560,16 @@ numjobs=2
         assert_eq!(s.jobs[0].name, "reader");
         let j = io(&s.jobs[0]);
         assert_eq!((j.iodepth, j.batch), (8, 8));
-        let nowait = "[x]\nioengine=pvsync2\nnowait\n";
+        let nowait = "[x]\nioengine=pvsync2\ndirect=1\nnowait\n";
         let s = import_str(nowait, "n.fio", &args())
             .expect("valid")
             .scenario;
         assert!(io(&s.jobs[0]).nowait);
+        // fio's default is buffered, where RWF_NOWAIT fails calls.
+        let e = import_str("[x]\nioengine=pvsync2\nnowait\n", "n.fio", &args())
+            .expect_err("buffered nowait");
+        assert_eq!(e.line, Some(3));
+        assert!(e.to_string().contains("EOPNOTSUPP"), "{e}");
         let e = import_str("[x]\nioengine=io_uring\nnowait\n", "n.fio", &args())
             .expect_err("uring nowait");
         assert_eq!(e.line, Some(3));
