@@ -266,8 +266,9 @@ fn cpu_jobs_and_job_extras() {
     let text = with(
         "cpu    = 1",
         "cpu    = 1\n\n[[job]]\nname = \"burn\"\nkind = \"cpu\"\ncpu = 1\nnumjobs = 2\nruntime = \"50ms\"\n\n\
-         [[job]]\nname = \"mix\"\nengine = \"pvsync2\"\nrw = \"randrw\"\nrwmixread = 70\nnowait = true\n\
-         hint = \"none\"\nrate_iops = 1000\nthink = \"2us\"\nsize = \"1GiB\"\ndirect = false\nbs = 8192",
+         [[job]]\nname = \"mix\"\nengine = \"pvsync2\"\nrw = \"randrw\"\nrwmixread = 70\n\
+         hint = \"none\"\nrate_iops = 1000\nthink = \"2us\"\nsize = \"1GiB\"\ndirect = false\nbs = 8192\n\
+         fadvise_hint = false",
     );
     let s = load(&text, &[]);
     let burn = &s.jobs[2];
@@ -276,7 +277,8 @@ fn cpu_jobs_and_job_extras() {
         (Work::Cpu, 2, Some(50_000_000))
     );
     let mix = io(&s, "mix");
-    assert_eq!((mix.rw, mix.rwmixread, mix.nowait), (Rw::RandRw, 70, true));
+    assert_eq!((mix.rw, mix.rwmixread), (Rw::RandRw, 70));
+    assert!(!mix.fadvise_hint && io(&s, "sync").fadvise_hint);
     assert_eq!(
         (mix.hint, mix.rate_iops, mix.think),
         (Some(Hint::Unmarked), Some(1000), 2_000)
