@@ -385,7 +385,10 @@ fn scenario(seed: u64) -> String {
         job(&mut rng, &mut host_model, i, cores, &mut one);
         let sync = one.contains("engine = \"psync\"") || one.contains("engine = \"pvsync2\"");
         let libaio = one.contains("engine = \"libaio\"") && !one.contains("trace = ");
-        if buffered && ((sync && cache.chance(60)) || (libaio && aio_cache.chance(50))) {
+        // RWF_NOWAIT fails buffered calls: such a job stays direct (the
+        // draw is made all the same, so the other draws stay as they were).
+        let nowait = one.contains("nowait = true");
+        if buffered && ((sync && cache.chance(60) && !nowait) || (libaio && aio_cache.chance(50))) {
             one.push_str("direct = false\n");
             if advice.chance(40) {
                 one.push_str("fadvise_hint = false\n");
