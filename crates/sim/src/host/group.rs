@@ -548,23 +548,22 @@ impl World<'_> {
             root_left = min_of(root_left, Some(v));
         }
         let th = &self.threads[t as usize];
-        let th_ran = th.cpu_ns - th.prev_sum_exec;
+        // The thread's run since the last charge counts (update_curr()).
+        let run = self.uncharged(c);
+        let th_ran = th.cpu_ns + run - th.prev_sum_exec;
+        let th_v = th.vruntime + run;
         let root = root_left.map(|left| {
-            let (ran, lag_grows) = match cur {
-                Entity::Thread(_) => (th_ran, true),
+            let (ran, v, lag_grows) = match cur {
+                Entity::Thread(_) => (th_ran, th_v, true),
                 Entity::Group(g) => {
                     let rq = &tg.rqs[c][g as usize];
-                    (rq.sum_exec - rq.prev_sum_exec, rq.weight == scaled(NICE_0))
+                    let ran = rq.sum_exec + run - rq.prev_sum_exec;
+                    let v = cur_v + calc_delta_fair(run, rq.weight);
+                    (ran, v, rq.weight == scaled(NICE_0))
                 }
             };
             let ideal = calc_delta(sched_period(&cfs, root_n), cur_w, root_load);
-            check_preempt_tick(
-                ideal,
-                ran,
-                cur_v.wrapping_sub(left) as i64,
-                min_gran,
-                lag_grows,
-            )
+            check_preempt_tick(ideal, ran, v.wrapping_sub(left) as i64, min_gran, lag_grows)
         });
         let own = match cur {
             Entity::Thread(_) => None,
@@ -581,7 +580,7 @@ impl World<'_> {
                         let slice =
                             calc_delta(sched_period(&cfs, nr), scaled(NICE_0), scaled(nr * NICE_0));
                         let ideal = calc_delta(slice, rq.weight, root_load);
-                        let lag = th.vruntime.wrapping_sub(left) as i64;
+                        let lag = th_v.wrapping_sub(left) as i64;
                         check_preempt_tick(ideal, th_ran, lag, min_gran, true)
                     })
             }

@@ -353,24 +353,44 @@ impl World<'_> {
         }
         let core = &self.cores[c];
         let t = core.current? as usize;
-        let left = core
-            .rq
-            .iter()
-            .map(|&x| self.threads[x as usize].vruntime)
-            .min()?;
-        let nr = core.rq.len() as u64 + 1;
+        // Under a hypervisor's time-slice scheduler the core's queue holds
+        // every guest's threads; the running one's kernel sees its own.
+        let guest = self.virt.as_ref().filter(|v| v.schedules(c));
+        let (mut nr, mut left) = (1u64, None);
+        for &x in &core.rq {
+            if guest.is_none_or(|v| v.thread_guest[x as usize] == v.thread_guest[t]) {
+                nr += 1;
+                let v = self.threads[x as usize].vruntime;
+                left = Some(left.map_or(v, |l: u64| l.min(v)));
+            }
+        }
+        let left = left?;
         let cfs = self.cfs_of(t);
         // sched_slice(): the period times the thread's share of the
         // run queue's weight, in __calc_delta()'s fixed point.
         let ideal = calc_delta(sched_period(&cfs, nr), scaled(NICE_0), scaled(nr * NICE_0));
         let th = &self.threads[t];
+        let run = self.uncharged(c);
         Some(check_preempt_tick(
             ideal,
-            th.cpu_ns - th.prev_sum_exec,
-            th.vruntime.wrapping_sub(left) as i64,
+            th.cpu_ns + run - th.prev_sum_exec,
+            (th.vruntime + run).wrapping_sub(left) as i64,
             cfs.min_granularity.0,
             true,
         ))
+    }
+
+    /// The run time core `c`'s current thread has had since it was last
+    /// charged (what `update_curr()` would add now): a tick charges it
+    /// first, but a guest's policy asks for the slice end at any time.
+    pub(crate) fn uncharged(&self, c: usize) -> u64 {
+        let core = &self.cores[c];
+        match core.seg {
+            Some(seg) if core.current.is_some() && (!seg.irq || !self.irq_time_accounting) => {
+                self.now() - seg.start
+            }
+            _ => 0,
+        }
     }
 
     /// The scheduler tick at which core `c`'s current thread's slice
