@@ -251,8 +251,9 @@ pub struct HostProfile {
     pub sched_min_granularity: Duration,
     /// CFS wake-up granularity, as the kernel runs it.
     pub sched_wakeup_granularity: Duration,
-    /// The scheduler tick period (`1 / CONFIG_HZ`): when CFS updates the
-    /// running task group's load and weight, and the farthest a cpuidle
+    /// The scheduler tick period (`1 / CONFIG_HZ`): when CFS checks the
+    /// running thread's slice and updates the running task group's load
+    /// and weight, and the farthest a cpuidle
     /// governor looks for the next timer when no thread has one armed.
     pub tick: Duration,
     /// Host-side variation: every CPU cost above is a mean, and each time

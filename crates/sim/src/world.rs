@@ -202,8 +202,9 @@ pub(crate) struct Thread {
     pub vruntime: u64,
     /// Its CFS task group (`sched_group`), if not the root group.
     pub sched_group: Option<u16>,
-    /// When it last got the CPU (slice accounting).
-    pub exec_start: Nanos,
+    /// `cpu_ns` when it last got the CPU (`prev_sum_exec_runtime`): its
+    /// slice counts the run time since.
+    pub prev_sum_exec: u64,
     pub cpu_ns: u64,
     /// The part of `cpu_ns` spent in user mode (see `metrics.rs`).
     pub usr_ns: u64,
@@ -285,7 +286,7 @@ impl Thread {
             act,
             vruntime: 0,
             sched_group: None,
-            exec_start: 0,
+            prev_sum_exec: 0,
             cpu_ns: 0,
             usr_ns: 0,
             user_left: 0,

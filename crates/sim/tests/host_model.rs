@@ -115,6 +115,54 @@ fn two_busy_loops_share_a_core_in_cfs_slices() {
     assert_eq!(r.interrupts, 0);
 }
 
+/// Linux 5.0 checks a slice only at the scheduler tick
+/// (`entity_tick()` calls `check_preempt_tick()`; `HRTICK` is off): under
+/// a 5 ms tick, two busy loops' 12 ms slices end at the first tick past
+/// them, every 15 ms, so 240 ms hold 16 turns instead of 20.
+#[test]
+fn a_slice_ends_at_the_first_tick_past_it() {
+    let mut sc = scenario(
+        "optane-p4800x",
+        vec![none()],
+        vec![cpu_job("a"), cpu_job("b")],
+    );
+    sc.host.tick = cint_scenario::units::Duration(5 * MS);
+    sc.duration = 240 * MS;
+    sc.warmup = 0;
+    let r = &run(&sc)[0];
+    assert!(
+        (15..=17).contains(&r.context_switches),
+        "{}",
+        r.context_switches
+    );
+    let (a, b) = (r.jobs[0].cpu_util, r.jobs[1].cpu_util);
+    assert!((a - 0.5).abs() < 0.05 && (b - 0.5).abs() < 0.05, "{a} {b}");
+}
+
+/// A busy loop that joins two others 50 ms in is woken as a sleeper,
+/// half a target latency (12 ms) behind the others' `min_vruntime`, and
+/// preempts. Its slice, a third of the latency (8 ms), ends at the tick
+/// of 60 ms, but it is still the leftmost thread and is picked again
+/// without a new slice (`pick_next_task_fair()` under
+/// `CONFIG_FAIR_GROUP_SCHED` sets no entity when the task does not
+/// change): the next tick, at 64 ms, ends its turn, 14 ms after it
+/// started, where a fresh slice would have kept it to 68 ms.
+#[test]
+fn a_thread_picked_again_after_its_slice_keeps_counting_it() {
+    let text = "name = \"late\"\nduration = \"70ms\"\n\
+                [device]\nmodel = \"optane-p4800x\"\n\
+                [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 1\n\
+                [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+                [[job]]\nname = \"early\"\nkind = \"cpu\"\nnumjobs = 2\ncpu = 0\n\
+                [[job]]\nname = \"late\"\nkind = \"cpu\"\ncpu = 0\nstartdelay = \"50ms\"\n";
+    let sc = cint_scenario::load_str(text, "late.toml", &[]).expect("valid");
+    let r = &run(&sc)[0];
+    // 14 ms of the 70 ms run (16 ms with an exact slice, 18 ms with a
+    // fresh one at the re-pick).
+    let late = r.jobs[1].cpu_util * 70.0;
+    assert!((late - 14.0).abs() < 0.3, "{late}");
+}
+
 #[test]
 fn classic_polling_never_sleeps_and_fires_no_interrupt() {
     let sc = short(scenario(
@@ -277,7 +325,10 @@ fn every_engine_and_mode_completes_every_request_exactly_once() {
             modes.clone(),
             vec![a, cpu_job("cpu")],
         ));
-        sc.duration = 5 * MS;
+        // Long enough for each thread to get the core: where all three
+        // are busy, a turn ends at the first scheduler tick past a third
+        // of the target latency.
+        sc.duration = sc.host.sched_latency.0 + 2 * sc.host.tick.0;
         // The run itself checks exactly-once delivery, time accounting and
         // monotonic time; an error here names the violated invariant.
         let r = cint_sim::run(&sc).unwrap_or_else(|e| panic!("{engine:?}: {e}"));
@@ -683,15 +734,15 @@ fn a_task_group_spread_over_two_cores_weighs_half_its_shares_on_each() {
     assert!((0.33..0.345).contains(&third), "{third}");
 }
 
-/// Busy loops never block, so their groups are reweighted only at the
-/// scheduler tick (`host.tick`, `entity_tick()`): with a tick longer than
-/// the run, the spread group keeps the whole shares it started with on
-/// each core and gets half of the core it shares, where the kernel's
-/// 4 ms tick brings it down to a third (the test above).
+/// Busy loops never block, so their groups are reweighted, and their
+/// slices checked, only at the scheduler tick (`host.tick`,
+/// `entity_tick()`): with a tick longer than the run, the thread first
+/// picked on the shared core keeps it throughout, where the kernel's 4 ms
+/// tick shares it a third to two thirds (the test above).
 #[test]
-fn busy_task_groups_are_reweighted_at_the_hosts_tick() {
-    let half = spread_groups_share_of_core0(cint_scenario::units::Duration(3_600_000 * MS));
-    assert!((0.49..0.51).contains(&half), "{half}");
+fn busy_task_groups_take_turns_only_at_the_hosts_tick() {
+    let share = spread_groups_share_of_core0(cint_scenario::units::Duration(3_600_000 * MS));
+    assert!(!(0.01..0.99).contains(&share), "{share}");
 }
 
 /// A group whose threads block on reads is not on the core while they

@@ -629,7 +629,7 @@ fn kvm_bad_input_is_refused_in_one_line_naming_the_key() {
 /// interrupt vCPU's run state and, while a host thread waits for the
 /// vCPU's core, the end of its slice: scheduler-aware vIC then delivers
 /// held completions just before the vCPU is preempted, so it differs from
-/// vIC (more interrupts), and without a host thread beside the vCPU there
+/// vIC, and without a host thread beside the vCPU there
 /// is no slice end and the two are the same run.
 #[test]
 fn kvm_vic_sched_hears_the_vcpus_slice_end() {
@@ -645,8 +645,12 @@ fn kvm_vic_sched_hears_the_vcpus_slice_end() {
     let shared = kvm_run(&format!("{guest}{host}"), &sets);
     let irqs = |r: &RunResult, s: &str| virt(r, s).virtual_interrupts_per_s;
     assert!(virt(&shared, "vic").delivery_ratio < 0.9);
-    assert!(
-        irqs(&shared, "vic-sched") > irqs(&shared, "vic"),
+    // The early deliveries change the run; by how much, and which way the
+    // interrupt count moves, depends on where the slices end (0.1% more
+    // under exact slice ends, 0.3% fewer under slices that end at a tick).
+    assert_ne!(
+        serde_json::to_string(&by_name(&shared, "vic").virt).unwrap(),
+        serde_json::to_string(&by_name(&shared, "vic-sched").virt).unwrap(),
         "{} {}",
         irqs(&shared, "vic-sched"),
         irqs(&shared, "vic")
@@ -679,8 +683,10 @@ fn a_guests_threads_share_a_vcpu_in_its_own_kernels_slices() {
         assert!((share - 1.0).abs() < 0.05, "{vcpus} vCPUs: {share}");
         r.results[0].context_switches
     };
-    // 60 ms in 3 ms slices, then in 6 ms slices.
+    // 60 ms in 3 ms slices, then in 6 ms slices, each turn ending at the
+    // first 4 ms tick past its slice: 4 ms turns, then 8 ms (the host's
+    // 12 ms slices would give 12 ms turns, 5 switches).
     let (one, two) = (switches(1), switches(2));
-    assert!((18..=22).contains(&one), "{one}");
-    assert!((9..=11).contains(&two), "{two}");
+    assert!((14..=16).contains(&one), "{one}");
+    assert!((7..=8).contains(&two), "{two}");
 }

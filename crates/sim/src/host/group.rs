@@ -18,6 +18,7 @@
 use cint_policy::Nanos;
 use cint_scenario::Scenario;
 
+use crate::host::sched::{check_preempt_tick, nr_latency, sched_period, TickCheck};
 use crate::world::World;
 
 /// `runnable_avg_yN_inv[n]`: `y^n` in 32-bit fixed point, `y^32 = 1/2`
@@ -161,9 +162,11 @@ pub(crate) struct GroupRq {
     pub vruntime: u64,
     /// The group entity's weight, scaled (`se->load.weight`).
     pub weight: u64,
-    /// When the group entity last got the core
-    /// (`prev_sum_exec_runtime`): its slice counts from there.
-    pub exec_start: Nanos,
+    /// The group entity's run time (`sum_exec_runtime`): its threads'.
+    pub sum_exec: u64,
+    /// `sum_exec` when the group entity last got the core
+    /// (`prev_sum_exec_runtime`): its slice counts the run time since.
+    pub prev_sum_exec: u64,
     /// PELT's average of the run queue's weight.
     pub pelt: Pelt,
     /// `tg_load_avg_contrib`: what it last added to the group's load.
@@ -392,6 +395,7 @@ impl World<'_> {
         }
         let rq = &mut tg.rqs[c][g];
         rq.vruntime += calc_delta_fair(now - from, rq.weight);
+        rq.sum_exec += elapsed;
     }
 
     /// `update_min_vruntime()` of the root run queue and of each group's
@@ -505,14 +509,14 @@ impl World<'_> {
         if self.task_groups.is_none() {
             return;
         }
-        let now = self.now();
         let e = next.map(|t| self.root_entity(t));
         let Some(tg) = self.task_groups.as_deref_mut() else {
             return;
         };
         if let Some(Entity::Group(g)) = e {
             if tg.root_curr[c] != e {
-                tg.rqs[c][g as usize].exec_start = now;
+                let rq = &mut tg.rqs[c][g as usize];
+                rq.prev_sum_exec = rq.sum_exec;
             }
         }
         // An idle core puts every level's entity back: the next pick
@@ -520,62 +524,89 @@ impl World<'_> {
         tg.root_curr[c] = e;
     }
 
-    /// When the current thread's slice ends on core `c` under groups
-    /// (`check_preempt_tick()` at each level with competitors): its own,
-    /// `sched_slice()` through both levels, counted from when it got the
-    /// core; or its group entity's on the root run queue, from when the
-    /// group got the core.
+    /// `check_preempt_tick()` on core `c` under groups, at each level
+    /// with competitors (`task_tick_fair()` calls `entity_tick()` from
+    /// the thread's up to the root): the thread on its group's run queue,
+    /// its slice `sched_slice()` through both levels and its run time
+    /// counted from when it got the core; and its root entity on the
+    /// root's, its run time counted from when that entity got the core.
+    /// Either level preempts.
     // Out of line: the scheduler's paths without groups stay small.
     #[inline(never)]
-    pub(crate) fn group_slice_end(&self, c: usize) -> Option<Nanos> {
+    pub(crate) fn group_tick_check(&self, c: usize) -> Option<TickCheck> {
         let t = self.cores[c].current?;
         let tg = self.task_groups.as_deref()?;
         let cfs = self.cfs_of(t as usize);
-        let period = |n: u64| cfs.latency.0.max(n * cfs.min_granularity.0);
+        let min_gran = cfs.min_granularity.0;
         let cur = self.root_entity(t);
-        let mut root_n = 1u64;
-        let mut root_load = self.entity_state(c, cur).1;
+        let (cur_v, cur_w) = self.entity_state(c, cur);
+        let (mut root_n, mut root_load, mut root_left) = (1u64, cur_w, None);
         for e in self.root_queued(c) {
+            let (v, w) = self.entity_state(c, e);
             root_n += 1;
-            root_load += self.entity_state(c, e).1;
+            root_load += w;
+            root_left = min_of(root_left, Some(v));
         }
         let th = &self.threads[t as usize];
-        let end = match cur {
-            Entity::Thread(_) if root_n > 1 => {
-                let slice = calc_delta(period(root_n), scaled(NICE_0), root_load);
-                Some(th.exec_start + slice)
-            }
+        // The thread's run since the last charge counts (update_curr()).
+        let run = self.uncharged(c);
+        let th_ran = th.cpu_ns + run - th.prev_sum_exec;
+        let th_v = th.vruntime + run;
+        let root = root_left.map(|left| {
+            let (ran, v, lag_grows) = match cur {
+                Entity::Thread(_) => (th_ran, th_v, true),
+                Entity::Group(g) => {
+                    let rq = &tg.rqs[c][g as usize];
+                    let ran = rq.sum_exec + run - rq.prev_sum_exec;
+                    let v = cur_v + calc_delta_fair(run, rq.weight);
+                    (ran, v, rq.weight == scaled(NICE_0))
+                }
+            };
+            let ideal = calc_delta(sched_period(&cfs, root_n), cur_w, root_load);
+            check_preempt_tick(ideal, ran, v.wrapping_sub(left) as i64, min_gran, lag_grows)
+        });
+        let own = match cur {
             Entity::Thread(_) => None,
             Entity::Group(g) => {
                 let rq = &tg.rqs[c][g as usize];
                 let nr = u64::from(rq.nr);
-                let own = (nr > 1).then(|| {
-                    let slice = calc_delta(period(nr), scaled(NICE_0), scaled(nr * NICE_0));
-                    th.exec_start + calc_delta(slice, rq.weight, root_load)
-                });
-                let group = (root_n > 1)
-                    .then(|| rq.exec_start + calc_delta(period(root_n), rq.weight, root_load));
-                min_of(own, group)
+                self.cores[c]
+                    .rq
+                    .iter()
+                    .filter(|&&x| self.threads[x as usize].sched_group == Some(g))
+                    .map(|&x| self.threads[x as usize].vruntime)
+                    .min()
+                    .map(|left| {
+                        let slice =
+                            calc_delta(sched_period(&cfs, nr), scaled(NICE_0), scaled(nr * NICE_0));
+                        let ideal = calc_delta(slice, rq.weight, root_load);
+                        let lag = th_v.wrapping_sub(left) as i64;
+                        check_preempt_tick(ideal, th_ran, lag, min_gran, true)
+                    })
             }
         };
-        end.map(|e| e.max(self.now()))
+        match (own, root) {
+            (Some(TickCheck::SliceUsed), _) | (_, Some(TickCheck::SliceUsed)) => {
+                Some(TickCheck::SliceUsed)
+            }
+            (Some(TickCheck::Ahead), _) | (_, Some(TickCheck::Ahead)) => Some(TickCheck::Ahead),
+            (Some(TickCheck::RunsOn(a)), Some(TickCheck::RunsOn(b))) => {
+                Some(TickCheck::RunsOn(a.min(b)))
+            }
+            (a, None) => a,
+            (None, b) => b,
+        }
     }
 
     /// A used-up slice on core `c` clears thread `t`'s group entity as a
-    /// root buddy (`clear_buddies()` before the pick); `again`, after the
-    /// pick, when `t` was picked again: its group's slice counts from now
-    /// too.
+    /// root buddy (`clear_buddies()` before the pick).
     #[inline]
-    pub(crate) fn group_slice_over(&mut self, c: usize, t: u32, again: bool) {
-        let now = self.now();
+    pub(crate) fn group_slice_over(&mut self, c: usize, t: u32) {
         let Some(g) = self.threads[t as usize].sched_group else {
             return;
         };
         if let Some(tg) = self.task_groups.as_deref_mut() {
             tg.clear_buddy(c, g);
-            if again {
-                tg.rqs[c][g as usize].exec_start = now;
-            }
         }
     }
 
@@ -648,7 +679,7 @@ impl World<'_> {
             (Some(g), Some(tg)) => u64::from(tg.rqs[c][g as usize].nr),
             _ => self.root_queued(c).len() as u64 + 1,
         };
-        let nr_latency = cfs.latency.0.div_ceil(cfs.min_granularity.0.max(1));
+        let nr_latency = nr_latency(&cfs);
         let core = &mut self.cores[c];
         if let Entity::Thread(w) = ew {
             core.next_buddy = Some(w);

@@ -10,8 +10,11 @@
 //! the smallest virtual runtime runs; a woken thread is placed no earlier
 //! than `min_vruntime - sched_latency / 2` and preempts the running one if
 //! it is ahead by more than the wake-up granularity; a running thread with
-//! competitors is preempted when its slice (`sched_latency / nr_running`,
-//! at least the minimum granularity) is used up. As in Linux 5.0's
+//! competitors is preempted at the first scheduler tick (`host.tick`)
+//! at which it has run longer than its slice (`sched_latency /
+//! nr_running`, at least the minimum granularity), or, after the minimum
+//! granularity, is ahead of the leftmost thread by more than its slice
+//! (Linux 5.0's `check_preempt_tick()`). As in Linux 5.0's
 //! `pick_next_entity`, the woken thread that preempted (the next buddy)
 //! and, on a run queue of `sched_nr_latency` threads, the one it preempted
 //! (the last buddy) are picked before the leftmost thread if they trail it
@@ -40,6 +43,7 @@ use cint_scenario::profiles::{linux_cfs, CfsSettings};
 use cint_scenario::units::Duration;
 
 use crate::engine::Event;
+use crate::host::group::{calc_delta, scaled, NICE_0};
 use crate::host::Segment;
 use crate::world::{Activity, Cont, RunState, Wait, World};
 
@@ -224,7 +228,6 @@ impl World<'_> {
 
     /// Picks the thread to run; false if none is runnable.
     fn pick_next(&mut self, c: usize) -> bool {
-        let now = self.now();
         let core = &mut self.cores[c];
         core.need_resched = false;
         let prev = core.current.take();
@@ -255,7 +258,11 @@ impl World<'_> {
         let th = &mut self.threads[next as usize];
         th.run = RunState::Running;
         if prev != Some(next) {
-            th.exec_start = now;
+            // set_next_entity(); a thread picked again after its slice
+            // keeps counting it (pick_next_task_fair() under
+            // CONFIG_FAIR_GROUP_SCHED, the reference kernel's, sets
+            // nothing when the task does not change).
+            th.prev_sum_exec = th.cpu_ns;
             core.ctx_switches += 1;
             th.ctx_switches += 1;
             // Back to the thread whose address space the core still has
@@ -338,29 +345,72 @@ impl World<'_> {
         core.min_vruntime = core.min_vruntime.max(candidate);
     }
 
-    /// When core `c`'s current thread's slice ends, if it has
-    /// competitors.
+    /// `check_preempt_tick()` on core `c` now: what a scheduler tick
+    /// makes of the current thread, if it has competitors.
+    fn tick_check(&self, c: usize) -> Option<TickCheck> {
+        if self.task_groups.is_some() {
+            return self.group_tick_check(c);
+        }
+        let core = &self.cores[c];
+        let t = core.current? as usize;
+        // Under a hypervisor's time-slice scheduler the core's queue holds
+        // every guest's threads; the running one's kernel sees its own.
+        let guest = self.virt.as_ref().filter(|v| v.schedules(c));
+        let (mut nr, mut left) = (1u64, None);
+        for &x in &core.rq {
+            if guest.is_none_or(|v| v.thread_guest[x as usize] == v.thread_guest[t]) {
+                nr += 1;
+                let v = self.threads[x as usize].vruntime;
+                left = Some(left.map_or(v, |l: u64| l.min(v)));
+            }
+        }
+        let left = left?;
+        let cfs = self.cfs_of(t);
+        // sched_slice(): the period times the thread's share of the
+        // run queue's weight, in __calc_delta()'s fixed point.
+        let ideal = calc_delta(sched_period(&cfs, nr), scaled(NICE_0), scaled(nr * NICE_0));
+        let th = &self.threads[t];
+        let run = self.uncharged(c);
+        Some(check_preempt_tick(
+            ideal,
+            th.cpu_ns + run - th.prev_sum_exec,
+            (th.vruntime + run).wrapping_sub(left) as i64,
+            cfs.min_granularity.0,
+            true,
+        ))
+    }
+
+    /// The run time core `c`'s current thread has had since it was last
+    /// charged (what `update_curr()` would add now): a tick charges it
+    /// first, but a guest's policy asks for the slice end at any time.
+    pub(crate) fn uncharged(&self, c: usize) -> u64 {
+        let core = &self.cores[c];
+        match core.seg {
+            Some(seg) if core.current.is_some() && (!seg.irq || !self.irq_time_accounting) => {
+                self.now() - seg.start
+            }
+            _ => 0,
+        }
+    }
+
+    /// The scheduler tick at which core `c`'s current thread's slice
+    /// ends at the earliest, if it has competitors: ticks fall on the
+    /// multiples of `host.tick` on every core (`skew_tick=0`), and
+    /// Linux 5.0 checks the slice only there (`entity_tick()`;
+    /// `HRTICK`, which would end it on time, is off by default).
     // Every pick and every wake-up that does not preempt arms a slice:
     // kept inline, as it was before the per-kernel settings.
     #[inline(always)]
     pub(crate) fn slice_end(&self, c: usize) -> Option<Nanos> {
-        if self.task_groups.is_some() {
-            return self.group_slice_end(c);
-        }
-        let core = &self.cores[c];
-        let t = core.current?;
-        if core.rq.is_empty() {
-            return None;
-        }
-        let nr = core.rq.len() as u64 + 1;
-        let cfs = self.cfs_of(t as usize);
-        let period = cfs.latency.0.max(nr * cfs.min_granularity.0);
-        // The slice is measured from when the thread was picked. A
-        // competitor that arrives after the thread has already run longer
-        // than the (now shorter) slice makes the slice end at once, as
-        // CFS's check_preempt_tick does on the next check; never in the
-        // past.
-        Some((self.threads[t as usize].exec_start + period / nr).max(self.now()))
+        let run = match self.tick_check(c)? {
+            TickCheck::RunsOn(run) => run,
+            TickCheck::SliceUsed | TickCheck::Ahead => 0,
+        };
+        // The run time counts on the task clock, which never runs faster
+        // than the wall clock: no earlier tick can find the slice over.
+        let now = self.now();
+        let tick = self.sc.host.tick.0.max(1);
+        Some(((now + run).div_ceil(tick) * tick).max((now / tick + 1) * tick))
     }
 
     /// Schedules the end of the current thread's slice if it has
@@ -381,6 +431,8 @@ impl World<'_> {
         );
     }
 
+    /// A scheduler tick on core `c` that may end the current thread's
+    /// turn (`entity_tick()`, `check_preempt_tick()`).
     pub(crate) fn on_slice_check(&mut self, c: usize, token: u64) {
         if self.cores[c].slice_token != token
             || self.cores[c].current.is_none()
@@ -388,21 +440,28 @@ impl World<'_> {
         {
             return;
         }
-        let before = self.cores[c].current;
-        // check_preempt_tick: a used-up slice clears the thread's buddies.
-        if let Some(t) = before {
-            self.cores[c].clear_buddy(t);
-            self.group_slice_over(c, t, false);
+        // update_curr(): the run time up to the tick.
+        self.charge(c);
+        let Some(t) = self.cores[c].current else {
+            return;
+        };
+        match self.tick_check(c) {
+            None => return,
+            Some(TickCheck::RunsOn(_)) => {
+                self.arm_slice(c);
+                return;
+            }
+            // A used-up slice clears the thread's buddies, so that they
+            // do not elect it again.
+            Some(TickCheck::SliceUsed) => {
+                self.cores[c].clear_buddy(t);
+                self.group_slice_over(c, t);
+            }
+            Some(TickCheck::Ahead) => {}
         }
         self.cores[c].need_resched = true;
         self.interrupt_thread_segment(c);
         self.dispatch(c);
-        if let Some(t) = self.cores[c].current.filter(|&t| Some(t) == before) {
-            // Still the same thread (it has the smallest vruntime): a new
-            // slice starts now.
-            self.threads[t as usize].exec_start = self.now();
-            self.group_slice_over(c, t, true);
-        }
         self.arm_slice(c);
     }
 
@@ -464,8 +523,7 @@ impl World<'_> {
                     core.next_buddy = Some(t as u32);
                     // LAST_BUDDY only with `sched_nr_latency` threads
                     // runnable (latency over minimum granularity, 8).
-                    let nr_latency = cfs.latency.0.div_ceil(cfs.min_granularity.0.max(1));
-                    if core.rq.len() as u64 + 1 >= nr_latency {
+                    if core.rq.len() as u64 + 1 >= nr_latency(&cfs) {
                         core.last_buddy = Some(cur);
                     }
                     true
@@ -508,5 +566,153 @@ impl World<'_> {
             }
         }
         self.dispatch(c);
+    }
+}
+
+/// `sched_nr_latency`: the run-queue length from which the period
+/// stretches and the last buddy is kept. The kernel's is 8, and
+/// `sched_proc_update_handler()` recomputes it as latency over minimum
+/// granularity, rounded up, when either setting is written.
+pub(crate) fn nr_latency(cfs: &CfsSettings) -> u64 {
+    cfs.latency.0.div_ceil(cfs.min_granularity.0.max(1))
+}
+
+/// `__sched_period()` (Linux 5.0's `kernel/sched/fair.c`): the latency,
+/// or, with more than `sched_nr_latency` entities runnable, the minimum
+/// granularity each.
+pub(crate) fn sched_period(cfs: &CfsSettings, nr_running: u64) -> u64 {
+    if nr_running > nr_latency(cfs) {
+        nr_running * cfs.min_granularity.0
+    } else {
+        cfs.latency.0
+    }
+}
+
+/// What Linux 5.0's `check_preempt_tick()` (`kernel/sched/fair.c`) makes
+/// of one run queue's running entity at a scheduler tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TickCheck {
+    /// It ran longer than its slice: preempted, and no longer a buddy.
+    SliceUsed,
+    /// It ran at least the minimum granularity and is ahead of the
+    /// leftmost queued entity by more than its slice: preempted.
+    Ahead,
+    /// Not preempted, nor by any tick before it has run this much longer
+    /// (nanoseconds of its run time).
+    RunsOn(u64),
+}
+
+/// `check_preempt_tick()` for an entity that has run `ran` since it got
+/// the core (`sum_exec_runtime - prev_sum_exec_runtime`), whose slice is
+/// `ideal` (`sched_slice()`) and whose virtual runtime is `lag` ahead of
+/// the leftmost queued entity's. `lag_grows` is true when its virtual
+/// runtime grows as its run time (weight `NICE_0_LOAD`); otherwise the
+/// bound on when it may be ahead is only the minimum granularity.
+pub(crate) fn check_preempt_tick(
+    ideal: u64,
+    ran: u64,
+    lag: i64,
+    min_granularity: u64,
+    lag_grows: bool,
+) -> TickCheck {
+    if ran > ideal {
+        return TickCheck::SliceUsed;
+    }
+    // "a task that missed wakeup preemption by a narrow margin doesn't
+    // have to wait for a full slice", but only after the minimum
+    // granularity.
+    if ran >= min_granularity && lag > 0 && lag as u64 > ideal {
+        return TickCheck::Ahead;
+    }
+    let to_slice = ideal + 1 - ran;
+    let to_min = min_granularity.saturating_sub(ran);
+    let to_ahead = if lag_grows {
+        let behind = (ideal as i64).saturating_add(1).saturating_sub(lag);
+        to_min.max(behind.max(0) as u64)
+    } else {
+        to_min
+    };
+    TickCheck::RunsOn(to_slice.min(to_ahead))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn cfs(latency: u64, min_granularity: u64) -> CfsSettings {
+        CfsSettings {
+            latency: Duration(latency),
+            min_granularity: Duration(min_granularity),
+            wakeup_granularity: Duration(MS),
+        }
+    }
+
+    /// `__sched_period()` stretches the period only past
+    /// `sched_nr_latency`: with 10 ms over 3 ms (4, rounded up) four
+    /// entities share 10 ms, not 4 x 3 ms.
+    #[test]
+    fn the_period_stretches_past_sched_nr_latency() {
+        let host = cfs(24 * MS, 3 * MS);
+        assert_eq!(nr_latency(&host), 8);
+        assert_eq!(sched_period(&host, 8), 24 * MS);
+        assert_eq!(sched_period(&host, 9), 27 * MS);
+        let odd = cfs(10 * MS, 3 * MS);
+        assert_eq!(nr_latency(&odd), 4);
+        assert_eq!(sched_period(&odd, 4), 10 * MS);
+        assert_eq!(sched_period(&odd, 5), 15 * MS);
+    }
+
+    /// `sched_slice()` divides by the run queue's weight through its
+    /// 32-bit inverse: half of 24 ms is 6 ns short of 12 ms.
+    #[test]
+    fn a_slice_is_the_kernels_fixed_point_share() {
+        let half = calc_delta(24 * MS, scaled(NICE_0), scaled(2 * NICE_0));
+        assert_eq!(half, 11_999_994);
+    }
+
+    /// `check_preempt_tick()`'s two tests, in the kernel's order.
+    #[test]
+    fn a_tick_preempts_past_the_slice_or_a_slice_ahead_of_the_leftmost() {
+        let (ideal, gran) = (6 * MS, 3 * MS);
+        // Past the slice, whatever the lag.
+        assert_eq!(
+            check_preempt_tick(ideal, ideal + 1, -5 * MS as i64, gran, true),
+            TickCheck::SliceUsed
+        );
+        // Far ahead of the leftmost, but not yet the minimum granularity
+        // run: not before it is.
+        assert_eq!(
+            check_preempt_tick(ideal, MS, 20 * MS as i64, gran, true),
+            TickCheck::RunsOn(2 * MS)
+        );
+        // Past the minimum granularity and more than a slice ahead.
+        assert_eq!(
+            check_preempt_tick(ideal, gran, ideal as i64 + 1, gran, true),
+            TickCheck::Ahead
+        );
+        // Exactly a slice ahead is not more.
+        assert_eq!(
+            check_preempt_tick(ideal, gran, ideal as i64, gran, true),
+            TickCheck::RunsOn(1)
+        );
+        // 4 ms ahead after 3 ms: 2 ms more puts it more than 6 ms ahead,
+        // before its slice ends (3 ms more).
+        assert_eq!(
+            check_preempt_tick(ideal, gran, 4 * MS as i64, gran, true),
+            TickCheck::RunsOn(2 * MS + 1)
+        );
+        // Behind the leftmost: only the slice.
+        assert_eq!(
+            check_preempt_tick(ideal, gran, -(MS as i64), gran, true),
+            TickCheck::RunsOn(3 * MS + 1)
+        );
+        // A group entity's virtual runtime grows at its weight's rate:
+        // every tick past the minimum granularity may find it ahead.
+        assert_eq!(
+            check_preempt_tick(ideal, gran, 4 * MS as i64, gran, false),
+            TickCheck::RunsOn(0)
+        );
     }
 }
