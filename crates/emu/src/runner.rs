@@ -1123,6 +1123,8 @@ fn summarise_job(
             sys_ns,
             read: direction(&by_direction[0], dir_bytes[0]),
             write: direction(&by_direction[1], dir_bytes[1]),
+            // The emulator refuses fsync and fdatasync: no calls.
+            sync: Default::default(),
         }),
         trace: None,
     };

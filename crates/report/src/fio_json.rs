@@ -198,7 +198,7 @@ fn job_object(
     );
     o.insert(
         "sync".into(),
-        json!({ "total_ios": 0, "lat_ns": latency(&FioLatency::default(), percentiles) }),
+        json!({ "total_ios": d.sync.ios, "lat_ns": latency(&d.sync.lat, percentiles) }),
     );
     // fio sums the run time of a job's threads under group_reporting and
     // divides their summed CPU times by it: the percentages are per
@@ -459,6 +459,30 @@ mod tests {
         assert_eq!(job["ctx"], 1_000);
         assert_eq!(job["usr_cpu"], json!(10.0));
         assert_eq!(job["sys_cpu"], json!(40.0));
+    }
+
+    #[test]
+    fn fsync_calls_fill_the_sync_section() {
+        let mut r = sample();
+        assert_eq!(
+            doc(&to_fio_json(&r, 0, &info(2)).unwrap())["jobs"][0]["sync"]["total_ios"],
+            0,
+            "no calls, no samples"
+        );
+        let mut h = crate::FioHistogram::new();
+        for ns in [20_000, 30_000] {
+            h.record(ns);
+        }
+        let fio = r.results[0].jobs[0].fio.as_mut().unwrap();
+        fio.sync = crate::FioSync {
+            ios: 2,
+            lat: h.summary(),
+        };
+        let d = doc(&to_fio_json(&r, 0, &info(2)).unwrap());
+        let sync = &d["jobs"][0]["sync"];
+        assert_eq!(sync["total_ios"], 2);
+        assert_eq!(sync["lat_ns"]["N"], 2);
+        assert_eq!(sync["lat_ns"]["mean"], json!(25_000.0));
     }
 
     #[test]

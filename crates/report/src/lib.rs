@@ -246,6 +246,18 @@ pub struct FioJobData {
     pub read: FioDirection,
     /// Writes.
     pub write: FioDirection,
+    /// `fsync` and `fdatasync` calls (fio's `sync` section).
+    pub sync: FioSync,
+}
+
+/// A job's `fsync` and `fdatasync` calls in fio's terms: how many, and
+/// their latencies from the call's entry to its return.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FioSync {
+    /// Calls completed.
+    pub ios: u64,
+    /// Their latencies.
+    pub lat: FioLatency,
 }
 
 /// One direction of one job.

@@ -28,6 +28,7 @@ fn fio_data(lat_us: &[u64]) -> FioJobData {
         sys_ns: 80_000_000,
         read,
         write,
+        sync: Default::default(),
     }
 }
 

@@ -20,7 +20,7 @@
 
 use cint_policy::Nanos;
 use cint_report::{
-    FioDirection, FioHistogram, FioJobData, JobResult, LatencyHistogram, StrategyResult,
+    FioDirection, FioHistogram, FioJobData, FioSync, JobResult, LatencyHistogram, StrategyResult,
 };
 use cint_scenario::Strategy;
 
@@ -44,6 +44,9 @@ pub(crate) struct JobStats {
     pub bytes: u64,
     pub read: DirectionStats,
     pub write: DirectionStats,
+    /// `fsync` and `fdatasync` calls.
+    sync_ios: u64,
+    sync_lat: FioHistogram,
 }
 
 /// One direction's measurements in fio's terms.
@@ -77,7 +80,15 @@ impl JobStats {
             bytes: 0,
             read: DirectionStats::default(),
             write: DirectionStats::default(),
+            sync_ios: 0,
+            sync_lat: FioHistogram::new(),
         }
+    }
+
+    /// An `fsync` or `fdatasync` call took `lat` from entry to return.
+    pub(crate) fn record_sync(&mut self, lat: Nanos) {
+        self.sync_ios += 1;
+        self.sync_lat.record(lat);
     }
 
     /// Request `r` handed to the application at `now`; `sync`: it went
@@ -173,6 +184,10 @@ impl World<'_> {
                         sys_ns: cpu - usr,
                         read: stats.read.summary(),
                         write: stats.write.summary(),
+                        sync: FioSync {
+                            ios: stats.sync_ios,
+                            lat: stats.sync_lat.summary(),
+                        },
                     }),
                     trace: self.trace_result(j),
                 }

@@ -179,6 +179,9 @@ pub(crate) enum Cont {
     Nap(Nanos),
     /// A buffered call or the flusher goes on (crate::host::pagecache).
     PageCache,
+    /// An `fsync` or `fdatasync` returns: its latency is taken, then the
+    /// top of the I/O loop.
+    SyncReturn,
     /// A throttled writer armed its pause timer: sleep until this instant.
     PageCacheSleep(Nanos),
     /// An application thread goes on (crate::apps).

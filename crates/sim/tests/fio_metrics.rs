@@ -125,3 +125,38 @@ fn user_time_is_the_applications_work_and_system_time_the_rest() {
         assert!((cpu - job.cpu_util).abs() < 1e-12, "{}", job.name);
     }
 }
+
+/// fio's `sync` figures: one sample per `fsync` or `fdatasync` call, from
+/// its entry to its return; a direct job's call costs its entry and exit,
+/// a buffered job's waits for the file's writeback.
+#[test]
+fn fsync_calls_are_counted_and_timed_as_fios_sync_figures() {
+    let run = |direct: bool| {
+        let text = format!(
+            "name = \"s\"\nduration = \"20ms\"\nwarmup = \"2ms\"\n[host]\ncores = 2\n\
+             [host.page_cache]\nmemory = \"1GiB\"\n\
+             [[strategy]]\nname = \"none\"\nkind = \"none\"\n[[job]]\nname = \"w\"\ncpu = 1\n\
+             engine = \"psync\"\nrw = \"randwrite\"\nsize = \"1g\"\ndirect = {direct}\nfdatasync = 4\n"
+        );
+        let job = sim(&text).remove(0);
+        fio(&job).clone()
+    };
+    for d in [run(true), run(false)] {
+        let calls = d.sync.ios;
+        assert!(
+            calls > 0 && calls.abs_diff(d.write.ios / 4) <= 1,
+            "{calls} calls for {} writes",
+            d.write.ios
+        );
+        assert_eq!(d.sync.lat.n, calls);
+    }
+    let (direct, buffered) = (run(true).sync.lat.mean, run(false).sync.lat.mean);
+    assert!(
+        direct > 0.0 && direct < 2_000.0,
+        "entry and exit: {direct} ns"
+    );
+    assert!(
+        buffered > 10.0 * direct,
+        "the buffered call waits for its writes: {buffered} ns against {direct}"
+    );
+}

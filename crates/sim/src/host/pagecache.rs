@@ -1124,7 +1124,7 @@ impl World<'_> {
         } else {
             let th = &mut self.threads[t];
             std::mem::swap(&mut th.free_slots, &mut th.fsync_slots);
-            self.set_burst(t, entry + self.costs.return_to_user, Cont::Issue);
+            self.set_burst(t, entry + self.costs.return_to_user, Cont::SyncReturn);
         }
     }
 

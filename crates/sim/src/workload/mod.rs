@@ -82,6 +82,7 @@ impl World<'_> {
             Cont::Busy => self.threads[t].act = Activity::Busy,
             Cont::Nap(d) => self.nap(t, d),
             Cont::PageCache => self.page_cache_cont(t),
+            Cont::SyncReturn => self.sync_returned(t),
             Cont::PageCacheSleep(at) => self.page_cache_sleep(t, at),
             Cont::App => self.app_cont(t),
             Cont::AppSleep(at) => self.app_sleep(t, at),

@@ -23,6 +23,8 @@ pub(crate) struct ThreadShape {
     pub(crate) bytes: u64,
     /// Writes issued since the last `fsync` / `fdatasync`.
     pub(crate) writes_since_sync: [u64; 2],
+    /// When the `fsync` or `fdatasync` in progress was entered.
+    sync_entered: Nanos,
 }
 
 /// The shape of a cpu job: nothing shaped.
@@ -252,16 +254,28 @@ impl<'a> World<'a> {
             let since = &mut self.shaping[t].writes_since_sync[i];
             if every > 0 && *since >= u64::from(every) {
                 *since = 0;
+                self.shaping[t].sync_entered = self.now();
                 if self.threads[t].prog.buffered {
                     self.buffered_fsync(t, i == 1);
                     return true;
                 }
                 let c = self.costs;
-                self.set_burst(t, c.syscall + c.return_to_user, Cont::Issue);
+                self.set_burst(t, c.syscall + c.return_to_user, Cont::SyncReturn);
                 return true;
             }
         }
         false
+    }
+
+    /// An `fsync` or `fdatasync` of thread `t` returns: fio takes its
+    /// latency (its `sync` figures), then the loop goes on.
+    pub(crate) fn sync_returned(&mut self, t: usize) {
+        let now = self.now();
+        let job = self.threads[t].job as usize;
+        if self.measuring && self.job_measuring(job, now) {
+            self.jobs[job].record_sync(now - self.shaping[t].sync_entered);
+        }
+        self.issue(t);
     }
 
     /// A pause's timer is armed: sleep `d`, then back to the loop's top.
