@@ -1084,22 +1084,13 @@ impl World<'_> {
                 batch: cint_policy::hints::BatchPosition { index: 0, len: 1 },
             },
         );
-        let mut staged = 0u32;
-        let mut cpu = 0;
-        while staged < PLUG_REQUESTS {
-            let Some(&r) = self.threads[t].free_slots.last() else {
-                break;
-            };
-            let cache = &mut self.instance(i).cache;
-            let Some(e) = cache.next_sync_extent(t as u32) else {
-                break;
-            };
-            cache.track(r, e);
-            cpu += e.pages * cache.set.writeback_page;
-            self.stage_request(t, true, e.pages * PAGE, hint);
-            f.mine.push(r);
-            staged += 1;
-        }
+        let file = t as u32;
+        let (mut staged, cpu) = self.stage_writeback(
+            (t, i),
+            hint,
+            |cache| cache.next_sync_extent(file),
+            Some(&mut f.mine),
+        );
         let free = !self.threads[t].free_slots.is_empty();
         if staged == 0 && f.mine.is_empty() && f.journal && free {
             // The data is on the device: the journal commit follows.
@@ -1423,21 +1414,12 @@ impl World<'_> {
             self.flusher_sleep(t, i);
             return;
         };
-        let mut staged = 0u32;
-        let mut cpu = 0;
-        while staged < PLUG_REQUESTS {
-            let Some(&r) = self.threads[t].free_slots.last() else {
-                break;
-            };
-            let cache = &mut self.instance(i).cache;
-            let Some(e) = cache.next_writeback(pass, now) else {
-                break;
-            };
-            cache.track(r, e);
-            cpu += e.pages * cache.set.writeback_page;
-            self.stage_request(t, true, e.pages * PAGE, Hint::Unmarked);
-            staged += 1;
-        }
+        let (staged, cpu) = self.stage_writeback(
+            (t, i),
+            Hint::Unmarked,
+            |cache| cache.next_writeback(pass, now),
+            None,
+        );
         if staged > 0 {
             self.instance(i).pass_wrote = true;
             self.start_call(t, cpu);
@@ -1450,6 +1432,38 @@ impl World<'_> {
             return;
         }
         self.flusher_sleep(t, i);
+    }
+
+    /// Stages the next plug of page cache `i`'s writeback from thread
+    /// `t`'s free slots: at most sixteen requests, each with `hint`, of the
+    /// extents `next` takes. Returns how many, and the CPU of building
+    /// them (`writeback_page` per page); `mine` gets their slots.
+    fn stage_writeback(
+        &mut self,
+        (t, i): (usize, usize),
+        hint: Hint,
+        mut next: impl FnMut(&mut PageCache) -> Option<Extent>,
+        mut mine: Option<&mut Vec<u32>>,
+    ) -> (u32, Nanos) {
+        let mut staged = 0u32;
+        let mut cpu = 0;
+        while staged < PLUG_REQUESTS {
+            let Some(&r) = self.threads[t].free_slots.last() else {
+                break;
+            };
+            let cache = &mut self.instance(i).cache;
+            let Some(e) = next(cache) else {
+                break;
+            };
+            cache.track(r, e);
+            cpu += e.pages * cache.set.writeback_page;
+            self.stage_request(t, true, e.pages * PAGE, hint);
+            if let Some(mine) = mine.as_deref_mut() {
+                mine.push(r);
+            }
+            staged += 1;
+        }
+        (staged, cpu)
     }
 
     /// Page cache `i`'s pass is over: its flusher `t` sleeps, with the
