@@ -22,11 +22,19 @@ fn totals(r: &RunResult) -> Vec<u64> {
         .collect()
 }
 
+/// One buffered psync job `w` on core 1 of a two-core host.
 fn run(job: &str, host: &str, device: &str, duration: &str) -> RunResult {
+    let job = format!("engine = \"psync\"\ndirect = false\n{job}");
+    run_job(("w", &job), host, device, duration)
+}
+
+/// Job `name` (its keys `job`) on core 1 of a two-core host, the strategy
+/// `none`.
+fn run_job((name, job): (&str, &str), host: &str, device: &str, duration: &str) -> RunResult {
     let text = format!(
         "name = \"pc\"\nduration = \"{duration}\"\n[device]\nmodel = \"{device}\"\n\
          [host]\ncores = 2\n{host}\n[[strategy]]\nname = \"none\"\nkind = \"none\"\n\
-         [[job]]\nname = \"w\"\nengine = \"psync\"\ncpu = 1\ndirect = false\n{job}\n"
+         [[job]]\nname = \"{name}\"\ncpu = 1\n{job}\n"
     );
     let sc = cint_scenario::load_str(&text, "pc.toml", &[]).expect("valid scenario");
     cint_sim::run(&sc).expect("runs")
@@ -136,14 +144,12 @@ fn a_file_read_again_is_served_from_the_cache() {
 /// One job on core 1 of a two-core host with a 64 MiB cache, the
 /// strategy `none`, on the P4800X.
 fn run_one(job: &str, duration: &str) -> RunResult {
-    let text = format!(
-        "name = \"aio\"\nduration = \"{duration}\"\n[device]\nmodel = \"optane-p4800x\"\n\
-         [host]\ncores = 2\n[host.page_cache]\nmemory = \"64MiB\"\n\
-         [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
-         [[job]]\nname = \"r\"\ncpu = 1\n{job}\n"
-    );
-    let sc = cint_scenario::load_str(&text, "aio.toml", &[]).expect("valid scenario");
-    cint_sim::run(&sc).expect("runs")
+    run_job(
+        ("r", job),
+        "[host.page_cache]\nmemory = \"64MiB\"",
+        "optane-p4800x",
+        duration,
+    )
 }
 
 #[test]
