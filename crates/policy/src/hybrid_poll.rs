@@ -10,8 +10,8 @@
 //!   Linux, sizes below one sector have no class (no sleep), and sizes above
 //!   64 KiB share the 64 KiB bucket (Linux clamps the bucket index rather
 //!   than dropping the request). A class with no sample in a window keeps
-//!   its previous mean, and a window opens only when the estimator is used,
-//!   so an idle queue costs nothing.
+//!   its previous mean, and a window opens only at a request's end (as
+//!   Linux arms its statistics timer there), so an idle queue costs nothing.
 //! * [`UringHybrid`], io_uring's `IORING_SETUP_HYBRID_IOPOLL` (6.13): half
 //!   of the minimum run time observed so far.
 //! * a fixed sleep given by the user.
@@ -104,26 +104,38 @@ impl BlockAdaptive {
         }
     }
 
-    /// Publishes the window if it has ended, then makes sure one is open.
-    fn roll(&mut self, now: Nanos) {
-        if let Some(end) = self.window_end {
-            if now < end {
-                return;
-            }
-            for (mean, acc) in self.means.iter_mut().zip(self.window.iter_mut()) {
-                if acc.samples > 0 {
-                    *mean = acc.sum / u64::from(acc.samples);
-                }
-                *acc = Accumulator::default();
-            }
+    /// Publishes the window if it has ended by `now` (Linux publishes it
+    /// from the window's timer; nothing reads the means in between, so
+    /// publishing at the next use is the same).
+    fn publish_if_ended(&mut self, now: Nanos) {
+        let Some(end) = self.window_end else {
+            return;
+        };
+        if now < end {
+            return;
         }
-        self.window_end = Some(now.saturating_add(STATS_WINDOW));
+        for (mean, acc) in self.means.iter_mut().zip(self.window.iter_mut()) {
+            if acc.samples > 0 {
+                *mean = acc.sum / u64::from(acc.samples);
+            }
+            *acc = Accumulator::default();
+        }
+        self.window_end = None;
     }
 
     /// A request of `bytes` in direction `dir` took `run_time` from issue
     /// to completion; it counts towards the window open at `now`.
+    ///
+    /// Only a request's end opens a window: Linux 5.0 arms the statistics
+    /// timer in `__blk_mq_end_request` (`blk_mq_poll_stats_start`, block/
+    /// blk-mq.c), before it adds that request's sample, and the poller's
+    /// `blk_mq_poll_nsecs` only reads the published means. A window
+    /// opened at a sleep instead would start up to a request earlier.
     pub fn record(&mut self, now: Nanos, bytes: u64, dir: Direction, run_time: Nanos) {
-        self.roll(now);
+        self.publish_if_ended(now);
+        if self.window_end.is_none() {
+            self.window_end = Some(now.saturating_add(STATS_WINDOW));
+        }
         if let Some(class) = class_of(bytes, dir) {
             let acc = &mut self.window[class];
             acc.samples = acc.samples.saturating_add(1);
@@ -135,7 +147,7 @@ impl BlockAdaptive {
     /// direction `dir` issued at `now`: half the published mean of its
     /// class, rounded up as Linux does, or 0 without one.
     pub fn sleep_for(&mut self, now: Nanos, bytes: u64, dir: Direction) -> Nanos {
-        self.roll(now);
+        self.publish_if_ended(now);
         match class_of(bytes, dir) {
             Some(class) => self.means[class].div_ceil(2),
             None => 0,

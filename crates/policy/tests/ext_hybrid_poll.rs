@@ -41,17 +41,40 @@ fn block_adaptive_spins_until_a_window_has_been_published() {
     // Inside the window the samples are not published yet.
     assert_eq!(est.sleep_for(STATS_WINDOW - 1, 4 * KIB, Direction::Read), 0);
     assert_eq!(est.mean(4 * KIB, Direction::Read), None);
-    // The window opened at 0 (first use) ends at 100 ms.
-    assert_eq!(
-        est.sleep_for(STATS_WINDOW, 4 * KIB, Direction::Read),
-        6 * US
-    );
+    // The window opened at the first request's end (10 us), not at the
+    // first sleep (0): it ends 100 ms later.
+    let end = 10 * US + STATS_WINDOW;
+    assert_eq!(est.sleep_for(end - 1, 4 * KIB, Direction::Read), 0);
+    assert_eq!(est.sleep_for(end, 4 * KIB, Direction::Read), 6 * US);
     assert_eq!(est.mean(4 * KIB, Direction::Read), Some(12 * US));
     // Other classes have no mean: spin.
-    assert_eq!(est.sleep_for(STATS_WINDOW, 4 * KIB, Direction::Write), 0);
-    assert_eq!(est.sleep_for(STATS_WINDOW, 8 * KIB, Direction::Read), 0);
+    assert_eq!(est.sleep_for(end, 4 * KIB, Direction::Write), 0);
+    assert_eq!(est.sleep_for(end, 8 * KIB, Direction::Read), 0);
     // Below a sector: no class, no sleep.
-    assert_eq!(est.sleep_for(STATS_WINDOW, 100, Direction::Read), 0);
+    assert_eq!(est.sleep_for(end, 100, Direction::Read), 0);
+}
+
+#[test]
+fn block_adaptive_a_sleep_never_opens_a_window() {
+    // Linux 5.0 arms the statistics window in __blk_mq_end_request only
+    // (blk_mq_poll_stats_start); the poller just reads the means. A sleep
+    // after a window ended must not start the next one: the request that
+    // ends after it does.
+    let mut est = BlockAdaptive::new();
+    est.record(0, 4 * KIB, Direction::Read, 10 * US);
+    let t1 = STATS_WINDOW + 50 * US;
+    assert_eq!(est.sleep_for(t1, 4 * KIB, Direction::Read), 5 * US);
+    // The next window opens at this request's end, t1 + 30 us.
+    let opened = t1 + 30 * US;
+    est.record(opened, 4 * KIB, Direction::Read, 30 * US);
+    assert_eq!(
+        est.sleep_for(opened + STATS_WINDOW - 1, 4 * KIB, Direction::Read),
+        5 * US
+    );
+    assert_eq!(
+        est.sleep_for(opened + STATS_WINDOW, 4 * KIB, Direction::Read),
+        15 * US
+    );
 }
 
 #[test]
@@ -68,9 +91,10 @@ fn block_adaptive_keeps_old_means_for_classes_idle_in_a_window() {
     est.record(0, 16 * KIB, Direction::Write, 40 * US);
     let t1 = STATS_WINDOW;
     assert_eq!(est.sleep_for(t1, 4 * KIB, Direction::Read), 10 * US);
-    // Second window [t1, t1 + 100 ms): only reads.
+    // Second window [t1 + 1 ms, t1 + 101 ms), opened by its first
+    // request's end: only reads.
     est.record(t1 + MS, 4 * KIB, Direction::Read, 30 * US);
-    let t2 = t1 + STATS_WINDOW;
+    let t2 = t1 + MS + STATS_WINDOW;
     assert_eq!(est.sleep_for(t2, 4 * KIB, Direction::Read), 15 * US);
     assert_eq!(est.sleep_for(t2, 16 * KIB, Direction::Write), 20 * US);
 }
