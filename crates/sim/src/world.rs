@@ -232,6 +232,10 @@ pub(crate) struct Thread {
     pub polls: bool,
     /// A poll loop that spins for a tag resumes the submission call.
     pub resume_submit: bool,
+    /// Hybrid polling: when the poll loop last began looking at the CQ
+    /// after not looking (the hybrid sleep's end, or its skip). An entry
+    /// posted before it is first seen then.
+    pub polling_since: Nanos,
     /// Woken from a tag wait: if the tag went to someone else, it sleeps
     /// again at the head of the waiters.
     pub tag_retry: bool,
@@ -299,6 +303,7 @@ impl Thread {
             plugged: 0,
             polls: false,
             resume_submit: false,
+            polling_since: 0,
             tag_retry: false,
             ready: VecDeque::new(),
             posted: VecDeque::new(),

@@ -769,3 +769,40 @@ fn a_task_group_of_sleepers_does_not_crowd_out_a_busy_group() {
     assert!(apart > 0.45, "{apart}");
     assert!(together < 0.3, "{together}");
 }
+
+#[test]
+fn hybrid_polling_statistics_count_the_oversleep_of_requests_done_during_the_sleep() {
+    // Linux 5.0 takes a request's statistics sample when the poll loop
+    // ends it (blk_stat_add from __blk_mq_end_request), so a request that
+    // completes while its poller still sleeps counts until the wake-up.
+    // With a timer slack far above the device time every request ends
+    // during the sleep: each window's mean becomes the last sleep plus
+    // the slack and the wake-up, so the sleep grows towards twice that,
+    // where counting the device time alone would keep it at half the
+    // device time.
+    let mut sc = scenario(
+        "optane-p4800x",
+        vec![
+            strategy("poll", CompletionMode::Poll),
+            strategy("hybrid", CompletionMode::HybridPoll(HybridSleep::Adaptive)),
+        ],
+        vec![preadv2_hipri("r")],
+    );
+    sc.host.timer_slack = cint_scenario::units::Duration(20 * US);
+    sc.warmup = 400 * MS;
+    sc.duration = 100 * MS;
+    let r = run(&sc);
+    let (poll, hybrid) = (&r[0], &r[1]);
+    // Classic polling's latency is the device time (7.8 us) plus a poll
+    // iteration: far below the slack.
+    let device = poll.jobs[0].lat_ns.mean;
+    let slack = sc.host.timer_slack.0 as f64;
+    assert!(device < slack / 2.0, "{device}");
+    // Counting device time only, the latency would be half of it plus
+    // the slack and the wake-up (27.1 us). With the oversleep counted the
+    // sleep converges towards the slack plus the wake-up, one window
+    // halving the gap, and the latency towards twice that (43.6 us).
+    let lat = hybrid.jobs[0].lat_ns.mean;
+    assert!(lat > device + 1.5 * slack, "{lat} {device}");
+    assert!(lat < device + 2.0 * slack, "{lat} {device}");
+}

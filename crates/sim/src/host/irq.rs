@@ -229,7 +229,10 @@ impl World<'_> {
                 left: rtu,
                 then: Cont::Issue,
             },
-            Wait::HybridSleep { need } => Activity::Spin { need },
+            Wait::HybridSleep { need } => {
+                th.polling_since = self.events.now();
+                Activity::Spin { need }
+            }
             Wait::Tag => {
                 th.tag_retry = true;
                 Activity::Burst {

@@ -720,7 +720,6 @@ impl World<'_> {
             }
             req.state = ReqState::Delivered;
             self.check.delivered += 1;
-            let run_time = req.posted_at - req.dispatched;
             let dir = if req.write {
                 Direction::Write
             } else {
@@ -728,9 +727,19 @@ impl World<'_> {
             };
             match self.mode {
                 CompletionMode::HybridPoll(HybridSleep::Adaptive) => {
-                    self.block_estimator.record(now, bs, dir, run_time)
+                    // Linux 5.0 stamps the sample when the poll loop ends
+                    // the request (blk_stat_add from __blk_mq_end_request,
+                    // block/blk-mq.c), not when the device posted it: an
+                    // entry posted during the hybrid sleep counts the
+                    // oversleep too. Within one poll iteration of that.
+                    let seen = req.posted_at.max(self.threads[t].polling_since);
+                    self.block_estimator
+                        .record(now, bs, dir, seen - req.dispatched)
                 }
-                _ => self.threads[t].estimator.record(now, bs, dir, run_time),
+                _ => {
+                    let run_time = req.posted_at - req.dispatched;
+                    self.threads[t].estimator.record(now, bs, dir, run_time)
+                }
             }
             self.threads[t].ready.push_back(r);
             self.free_tag(r, &mut woken);
@@ -771,6 +780,7 @@ impl World<'_> {
             _ => self.threads[t].estimator.sleep_for(now, bs, dir),
         };
         if sleep == 0 || self.threads[t].posted.len() as u64 >= u64::from(need) {
+            self.threads[t].polling_since = now;
             self.threads[t].act = Activity::Spin { need };
             return;
         }
