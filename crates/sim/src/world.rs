@@ -236,6 +236,9 @@ pub(crate) struct Thread {
     /// after not looking (the hybrid sleep's end, or its skip). An entry
     /// posted before it is first seen then.
     pub polling_since: Nanos,
+    /// Size and direction (true: a write) of the request it issued last:
+    /// the request a synchronous poller sleeps for.
+    pub last_issued: (u64, bool),
     /// Woken from a tag wait: if the tag went to someone else, it sleeps
     /// again at the head of the waiters.
     pub tag_retry: bool,
@@ -304,6 +307,7 @@ impl Thread {
             polls: false,
             resume_submit: false,
             polling_since: 0,
+            last_issued: (0, false),
             tag_retry: false,
             ready: VecDeque::new(),
             posted: VecDeque::new(),

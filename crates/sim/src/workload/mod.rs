@@ -55,7 +55,7 @@ pub(crate) use trace::Replay;
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::Direction;
 use cint_policy::{Hint, Nanos};
-use cint_scenario::{CompletionMode, Engine, HybridSleep, Rw};
+use cint_scenario::{CompletionMode, Engine, HybridSleep};
 
 use crate::engine::Event;
 use crate::host::Segment;
@@ -383,6 +383,7 @@ impl World<'_> {
         let th = &mut self.threads[t];
         th.batch.push(r);
         th.in_flight += 1;
+        th.last_issued = (bytes, write);
     }
 
     /// The kernel path of one request inside a submission call of this
@@ -708,7 +709,6 @@ impl World<'_> {
     /// The poll loop reaped its posted entries.
     fn poll_reaped(&mut self, t: usize) {
         let now = self.now();
-        let bs = self.threads[t].prog.bs;
         let mut woken = std::mem::take(&mut self.woken);
         while let Some(r) = self.threads[t].posted.pop_front() {
             let req = &mut self.reqs[r as usize];
@@ -720,11 +720,9 @@ impl World<'_> {
             }
             req.state = ReqState::Delivered;
             self.check.delivered += 1;
-            let dir = if req.write {
-                Direction::Write
-            } else {
-                Direction::Read
-            };
+            // The request's own class: blk_mq_poll_stats_bkt reads its
+            // size and direction, not the job's.
+            let (bs, dir) = (req.bytes, Direction::of(req.write));
             match self.mode {
                 CompletionMode::HybridPoll(HybridSleep::Adaptive) => {
                     // Linux 5.0 stamps the sample when the poll loop ends
@@ -768,11 +766,14 @@ impl World<'_> {
         let now = self.now();
         let th = &self.threads[t];
         let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
-        let dir = match th.prog.rw {
-            Rw::Write | Rw::RandWrite => Direction::Write,
-            _ => Direction::Read,
-        };
-        let bs = th.prog.bs;
+        // Linux 5.0 sleeps for the polled request's own class
+        // (blk_mq_poll_nsecs on the request, block/blk-mq.c): in a mixed
+        // or multi-size job a write sleeps a write's half mean. The
+        // request is the last one issued, the one a synchronous call
+        // waits for; an asynchronous reap call's sleep (one per call
+        // here) takes it too.
+        let (bs, write) = th.last_issued;
+        let dir = Direction::of(write);
         let sleep = match self.mode {
             CompletionMode::HybridPoll(HybridSleep::Adaptive) => {
                 self.block_estimator.sleep_for(now, bs, dir)
