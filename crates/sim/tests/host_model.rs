@@ -839,3 +839,37 @@ fn hybrid_polling_sleeps_for_the_polled_requests_own_class() {
     let busy = r[1].cpu_util;
     assert!(busy > 0.45 && busy < 0.6, "{busy}");
 }
+
+#[test]
+fn interrupt_completions_feed_the_block_layers_hybrid_poll_statistics() {
+    // Linux 5.0 samples every request its queue ends once the statistics
+    // are on (RQF_STATS, __blk_mq_end_request), interrupt-driven ones too.
+    // A reader that polls, starting 120 ms after a reader that does not
+    // on the same device, finds a published mean for its class and sleeps
+    // from its first request; counting polled requests only, it would
+    // spin classically until its own first window ends, 100 ms after its
+    // first completion, past this run's end.
+    let mut polled = preadv2_hipri("polled");
+    polled.schedule.startdelay = 120 * MS;
+    let mut plain = psync("plain");
+    plain.cpu = 1;
+    let mut sc = scenario(
+        "optane-p4800x",
+        vec![strategy(
+            "hybrid",
+            CompletionMode::HybridPoll(HybridSleep::Adaptive),
+        )],
+        vec![polled, plain],
+    );
+    sc.host.cores = sc.host.cores.max(2);
+    // A job's warm-up runs from its own start: the reader that polls is
+    // measured from 125 ms to the end, 175 ms.
+    sc.warmup = 5 * MS;
+    sc.duration = 170 * MS;
+    let r = run(&sc);
+    let job = &r[0].jobs[0];
+    assert!(job.ios > 1_000, "{}", job.ios);
+    // One sleep, so one switch back in, per I/O: it never spun through.
+    let per_io = job.context_switches as f64 / job.ios as f64;
+    assert!(per_io > 0.9, "{per_io}");
+}
