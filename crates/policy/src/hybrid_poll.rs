@@ -4,7 +4,8 @@
 //! Three estimators, all integer-only and allocation-free:
 //!
 //! * [`BlockAdaptive`], the Linux block layer's adaptive hybrid polling
-//!   (4.10 to 6.3): statistics per class (read/write x size bucket) are
+//!   (4.10 to 6.3): turned on by the first sleep asked for, statistics
+//!   per class (read/write x size bucket) are
 //!   gathered in a 100 ms window and published as the active means when the
 //!   window ends; the sleep is half the class's mean completion time. Like
 //!   Linux, sizes below one sector have no class (no sleep), and sizes above
@@ -86,6 +87,8 @@ pub struct BlockAdaptive {
     /// only if some sample was, so 0 doubles as "no sleep" anyway).
     means: [Nanos; CLASSES],
     window_end: Option<Nanos>,
+    /// When the first sleep was asked for, which turns the statistics on.
+    enabled_at: Option<Nanos>,
 }
 
 impl Default for BlockAdaptive {
@@ -101,6 +104,7 @@ impl BlockAdaptive {
             window: [Accumulator { samples: 0, sum: 0 }; CLASSES],
             means: [0; CLASSES],
             window_end: None,
+            enabled_at: None,
         }
     }
 
@@ -124,7 +128,12 @@ impl BlockAdaptive {
     }
 
     /// A request of `bytes` in direction `dir` took `run_time` from issue
-    /// to completion; it counts towards the window open at `now`.
+    /// to its end at `now`; it counts towards the window open at `now`.
+    ///
+    /// Only a request issued once the statistics are on counts: Linux 5.0
+    /// turns them on at the first hybrid sleep asked for
+    /// (`blk_poll_stats_enable`) and marks a request for them
+    /// (`RQF_STATS`) when it starts (`blk_mq_start_request`).
     ///
     /// Only a request's end opens a window: Linux 5.0 arms the statistics
     /// timer in `__blk_mq_end_request` (`blk_mq_poll_stats_start`, block/
@@ -132,6 +141,10 @@ impl BlockAdaptive {
     /// `blk_mq_poll_nsecs` only reads the published means. A window
     /// opened at a sleep instead would start up to a request earlier.
     pub fn record(&mut self, now: Nanos, bytes: u64, dir: Direction, run_time: Nanos) {
+        match self.enabled_at {
+            Some(on) if now.saturating_sub(run_time) >= on => {}
+            _ => return,
+        }
         self.publish_if_ended(now);
         if self.window_end.is_none() {
             self.window_end = Some(now.saturating_add(STATS_WINDOW));
@@ -145,8 +158,13 @@ impl BlockAdaptive {
 
     /// How long to sleep before polling for a request of `bytes` in
     /// direction `dir` issued at `now`: half the published mean of its
-    /// class, rounded up as Linux does, or 0 without one.
+    /// class, rounded up as Linux does, or 0 without one. The first call
+    /// turns the statistics on and answers 0, as `blk_mq_poll_nsecs` does.
     pub fn sleep_for(&mut self, now: Nanos, bytes: u64, dir: Direction) -> Nanos {
+        if self.enabled_at.is_none() {
+            self.enabled_at = Some(now);
+            return 0;
+        }
         self.publish_if_ended(now);
         match class_of(bytes, dir) {
             Some(class) => self.means[class].div_ceil(2),

@@ -844,30 +844,39 @@ fn hybrid_polling_sleeps_for_the_polled_requests_own_class() {
 fn interrupt_completions_feed_the_block_layers_hybrid_poll_statistics() {
     // Linux 5.0 samples every request its queue ends once the statistics
     // are on (RQF_STATS, __blk_mq_end_request), interrupt-driven ones too.
-    // A reader that polls, starting 120 ms after a reader that does not
-    // on the same device, finds a published mean for its class and sleeps
-    // from its first request; counting polled requests only, it would
-    // spin classically until its own first window ends, 100 ms after its
-    // first completion, past this run's end.
-    let mut polled = preadv2_hipri("polled");
-    polled.schedule.startdelay = 120 * MS;
+    // A 4 KiB poller turns them on in its first 10 ms; a reader that does
+    // not poll keeps the 8 KiB class's mean published; an 8 KiB poller
+    // starting at 150 ms then sleeps from its first request. Counting
+    // polled requests only, it would spin until its own first window
+    // ends, 100 ms after its first completion, past this run's end.
+    let mut first = preadv2_hipri("first");
+    first.runtime = Some(10 * MS);
+    let mut late = preadv2_hipri("late");
+    late.cpu = 1;
+    late.schedule.startdelay = 150 * MS;
     let mut plain = psync("plain");
-    plain.cpu = 1;
+    plain.cpu = 2;
+    for job in [&mut late, &mut plain] {
+        if let Work::Io(io) = &mut job.work {
+            io.bs = 8192;
+        }
+    }
     let mut sc = scenario(
         "optane-p4800x",
         vec![strategy(
             "hybrid",
             CompletionMode::HybridPoll(HybridSleep::Adaptive),
         )],
-        vec![polled, plain],
+        vec![first, late, plain],
     );
-    sc.host.cores = sc.host.cores.max(2);
-    // A job's warm-up runs from its own start: the reader that polls is
-    // measured from 125 ms to the end, 175 ms.
+    sc.host.cores = sc.host.cores.max(3);
+    // A job's warm-up runs from its own start: the late poller is
+    // measured from 155 ms to the end, 205 ms.
     sc.warmup = 5 * MS;
-    sc.duration = 170 * MS;
+    sc.duration = 200 * MS;
     let r = run(&sc);
-    let job = &r[0].jobs[0];
+    let job = &r[0].jobs[1];
+    eprintln!("{} {}", job.ios, job.context_switches);
     assert!(job.ios > 1_000, "{}", job.ios);
     // One sleep, so one switch back in, per I/O: it never spun through.
     let per_io = job.context_switches as f64 / job.ios as f64;

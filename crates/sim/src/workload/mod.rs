@@ -732,7 +732,7 @@ impl World<'_> {
                     // oversleep too. Within one poll iteration of that.
                     let seen = req.posted_at.max(self.threads[t].polling_since);
                     self.block_estimator
-                        .record(now, bs, dir, seen - req.dispatched)
+                        .record(seen, bs, dir, seen - req.dispatched)
                 }
                 _ => {
                     let run_time = req.posted_at - req.dispatched;
