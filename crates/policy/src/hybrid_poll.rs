@@ -4,14 +4,15 @@
 //! Three estimators, all integer-only and allocation-free:
 //!
 //! * [`BlockAdaptive`], the Linux block layer's adaptive hybrid polling
-//!   (4.10 to 6.3): statistics per class (read/write x size bucket) are
+//!   (4.10 to 6.3): turned on by the first sleep asked for, statistics
+//!   per class (read/write x size bucket) are
 //!   gathered in a 100 ms window and published as the active means when the
 //!   window ends; the sleep is half the class's mean completion time. Like
 //!   Linux, sizes below one sector have no class (no sleep), and sizes above
 //!   64 KiB share the 64 KiB bucket (Linux clamps the bucket index rather
 //!   than dropping the request). A class with no sample in a window keeps
-//!   its previous mean, and a window opens only when the estimator is used,
-//!   so an idle queue costs nothing.
+//!   its previous mean, and a window opens only at a request's end (as
+//!   Linux arms its statistics timer there), so an idle queue costs nothing.
 //! * [`UringHybrid`], io_uring's `IORING_SETUP_HYBRID_IOPOLL` (6.13): half
 //!   of the minimum run time observed so far.
 //! * a fixed sleep given by the user.
@@ -86,6 +87,8 @@ pub struct BlockAdaptive {
     /// only if some sample was, so 0 doubles as "no sleep" anyway).
     means: [Nanos; CLASSES],
     window_end: Option<Nanos>,
+    /// When the first sleep was asked for, which turns the statistics on.
+    enabled_at: Option<Nanos>,
 }
 
 impl Default for BlockAdaptive {
@@ -101,29 +104,51 @@ impl BlockAdaptive {
             window: [Accumulator { samples: 0, sum: 0 }; CLASSES],
             means: [0; CLASSES],
             window_end: None,
+            enabled_at: None,
         }
     }
 
-    /// Publishes the window if it has ended, then makes sure one is open.
-    fn roll(&mut self, now: Nanos) {
-        if let Some(end) = self.window_end {
-            if now < end {
-                return;
-            }
-            for (mean, acc) in self.means.iter_mut().zip(self.window.iter_mut()) {
-                if acc.samples > 0 {
-                    *mean = acc.sum / u64::from(acc.samples);
-                }
-                *acc = Accumulator::default();
-            }
+    /// Publishes the window if it has ended by `now` (Linux publishes it
+    /// from the window's timer; nothing reads the means in between, so
+    /// publishing at the next use is the same).
+    fn publish_if_ended(&mut self, now: Nanos) {
+        let Some(end) = self.window_end else {
+            return;
+        };
+        if now < end {
+            return;
         }
-        self.window_end = Some(now.saturating_add(STATS_WINDOW));
+        for (mean, acc) in self.means.iter_mut().zip(self.window.iter_mut()) {
+            if acc.samples > 0 {
+                *mean = acc.sum / u64::from(acc.samples);
+            }
+            *acc = Accumulator::default();
+        }
+        self.window_end = None;
     }
 
     /// A request of `bytes` in direction `dir` took `run_time` from issue
-    /// to completion; it counts towards the window open at `now`.
+    /// to its end at `now`; it counts towards the window open at `now`.
+    ///
+    /// Only a request issued once the statistics are on counts: Linux 5.0
+    /// turns them on at the first hybrid sleep asked for
+    /// (`blk_poll_stats_enable`) and marks a request for them
+    /// (`RQF_STATS`) when it starts (`blk_mq_start_request`).
+    ///
+    /// Only a request's end opens a window: Linux 5.0 arms the statistics
+    /// timer in `__blk_mq_end_request` (`blk_mq_poll_stats_start`, block/
+    /// blk-mq.c), before it adds that request's sample, and the poller's
+    /// `blk_mq_poll_nsecs` only reads the published means. A window
+    /// opened at a sleep instead would start up to a request earlier.
     pub fn record(&mut self, now: Nanos, bytes: u64, dir: Direction, run_time: Nanos) {
-        self.roll(now);
+        match self.enabled_at {
+            Some(on) if now.saturating_sub(run_time) >= on => {}
+            _ => return,
+        }
+        self.publish_if_ended(now);
+        if self.window_end.is_none() {
+            self.window_end = Some(now.saturating_add(STATS_WINDOW));
+        }
         if let Some(class) = class_of(bytes, dir) {
             let acc = &mut self.window[class];
             acc.samples = acc.samples.saturating_add(1);
@@ -133,9 +158,14 @@ impl BlockAdaptive {
 
     /// How long to sleep before polling for a request of `bytes` in
     /// direction `dir` issued at `now`: half the published mean of its
-    /// class, rounded up as Linux does, or 0 without one.
+    /// class, rounded up as Linux does, or 0 without one. The first call
+    /// turns the statistics on and answers 0, as `blk_mq_poll_nsecs` does.
     pub fn sleep_for(&mut self, now: Nanos, bytes: u64, dir: Direction) -> Nanos {
-        self.roll(now);
+        if self.enabled_at.is_none() {
+            self.enabled_at = Some(now);
+            return 0;
+        }
+        self.publish_if_ended(now);
         match class_of(bytes, dir) {
             Some(class) => self.means[class].div_ceil(2),
             None => 0,

@@ -235,6 +235,13 @@ pub(crate) struct Thread {
     pub polls: bool,
     /// A poll loop that spins for a tag resumes the submission call.
     pub resume_submit: bool,
+    /// Hybrid polling: when the poll loop last began looking at the CQ
+    /// after not looking (the hybrid sleep's end, or its skip). An entry
+    /// posted before it is first seen then.
+    pub polling_since: Nanos,
+    /// Size and direction (true: a write) of the request it issued last:
+    /// the request a synchronous poller sleeps for.
+    pub last_issued: (u64, bool),
     /// Woken from a tag wait: if the tag went to someone else, it sleeps
     /// again at the head of the waiters.
     pub tag_retry: bool,
@@ -302,6 +309,8 @@ impl Thread {
             plugged: 0,
             polls: false,
             resume_submit: false,
+            polling_since: 0,
+            last_issued: (0, false),
             tag_retry: false,
             ready: VecDeque::new(),
             posted: VecDeque::new(),

@@ -769,3 +769,116 @@ fn a_task_group_of_sleepers_does_not_crowd_out_a_busy_group() {
     assert!(apart > 0.45, "{apart}");
     assert!(together < 0.3, "{together}");
 }
+
+#[test]
+fn hybrid_polling_statistics_count_the_oversleep_of_requests_done_during_the_sleep() {
+    // Linux 5.0 takes a request's statistics sample when the poll loop
+    // ends it (blk_stat_add from __blk_mq_end_request), so a request that
+    // completes while its poller still sleeps counts until the wake-up.
+    // With a timer slack far above the device time every request ends
+    // during the sleep: each window's mean becomes the last sleep plus
+    // the slack and the wake-up, so the sleep grows towards twice that,
+    // where counting the device time alone would keep it at half the
+    // device time.
+    let mut sc = scenario(
+        "optane-p4800x",
+        vec![
+            strategy("poll", CompletionMode::Poll),
+            strategy("hybrid", CompletionMode::HybridPoll(HybridSleep::Adaptive)),
+        ],
+        vec![preadv2_hipri("r")],
+    );
+    sc.host.timer_slack = cint_scenario::units::Duration(20 * US);
+    sc.warmup = 400 * MS;
+    sc.duration = 100 * MS;
+    let r = run(&sc);
+    let (poll, hybrid) = (&r[0], &r[1]);
+    // Classic polling's latency is the device time (7.8 us) plus a poll
+    // iteration: far below the slack.
+    let device = poll.jobs[0].lat_ns.mean;
+    let slack = sc.host.timer_slack.0 as f64;
+    assert!(device < slack / 2.0, "{device}");
+    // Counting device time only, the latency would be half of it plus
+    // the slack and the wake-up (27.1 us). With the oversleep counted the
+    // sleep converges towards the slack plus the wake-up, one window
+    // halving the gap, and the latency towards twice that (43.6 us).
+    let lat = hybrid.jobs[0].lat_ns.mean;
+    assert!(lat > device + 1.5 * slack, "{lat} {device}");
+    assert!(lat < device + 2.0 * slack, "{lat} {device}");
+}
+
+#[test]
+fn hybrid_polling_sleeps_for_the_polled_requests_own_class() {
+    // Linux 5.0's blk_mq_poll_nsecs reads the class (direction, size) of
+    // the request being polled. On a device whose writes complete far
+    // sooner than its reads, a mixed job's writes must sleep half the
+    // write mean, not the read mean.
+    let mut job = preadv2_hipri("rw");
+    if let Work::Io(io) = &mut job.work {
+        io.rw = cint_scenario::Rw::RandRw;
+        io.rwmixread = 50;
+    }
+    let mut sc = scenario(
+        "p3700",
+        vec![
+            strategy("poll", CompletionMode::Poll),
+            strategy("hybrid", CompletionMode::HybridPoll(HybridSleep::Adaptive)),
+        ],
+        vec![job],
+    );
+    sc.warmup = 210 * MS;
+    sc.duration = 50 * MS;
+    let r = run(&sc);
+    let fio = r[0].jobs[0].fio.as_ref().expect("fio data");
+    let (read, write) = (fio.read.lat.mean, fio.write.lat.mean);
+    // p3700: reads about 79 us, writes about 455 us, alternating at
+    // random. Each sleeps half its own mean and spins the other half: the
+    // core is busy about half the time. Sleeping half the read mean
+    // before a write too would spin away 416 of its 455 us (85% busy).
+    assert!(write > 5.0 * read, "{read} {write}");
+    let busy = r[1].cpu_util;
+    assert!(busy > 0.45 && busy < 0.6, "{busy}");
+}
+
+#[test]
+fn interrupt_completions_feed_the_block_layers_hybrid_poll_statistics() {
+    // Linux 5.0 samples every request its queue ends once the statistics
+    // are on (RQF_STATS, __blk_mq_end_request), interrupt-driven ones too.
+    // A 4 KiB poller turns them on in its first 10 ms; a reader that does
+    // not poll keeps the 8 KiB class's mean published; an 8 KiB poller
+    // starting at 150 ms then sleeps from its first request. Counting
+    // polled requests only, it would spin until its own first window
+    // ends, 100 ms after its first completion, past this run's end.
+    let mut first = preadv2_hipri("first");
+    first.runtime = Some(10 * MS);
+    let mut late = preadv2_hipri("late");
+    late.cpu = 1;
+    late.schedule.startdelay = 150 * MS;
+    let mut plain = psync("plain");
+    plain.cpu = 2;
+    for job in [&mut late, &mut plain] {
+        if let Work::Io(io) = &mut job.work {
+            io.bs = 8192;
+        }
+    }
+    let mut sc = scenario(
+        "optane-p4800x",
+        vec![strategy(
+            "hybrid",
+            CompletionMode::HybridPoll(HybridSleep::Adaptive),
+        )],
+        vec![first, late, plain],
+    );
+    sc.host.cores = sc.host.cores.max(3);
+    // A job's warm-up runs from its own start: the late poller is
+    // measured from 155 ms to the end, 205 ms.
+    sc.warmup = 5 * MS;
+    sc.duration = 200 * MS;
+    let r = run(&sc);
+    let job = &r[0].jobs[1];
+    eprintln!("{} {}", job.ios, job.context_switches);
+    assert!(job.ios > 1_000, "{}", job.ios);
+    // One sleep, so one switch back in, per I/O: it never spun through.
+    let per_io = job.context_switches as f64 / job.ios as f64;
+    assert!(per_io > 0.9, "{per_io}");
+}

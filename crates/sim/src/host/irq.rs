@@ -4,7 +4,9 @@
 //! reaping cost plus one wake-up per thread it wakes; the wake-ups take
 //! effect when the handler returns.
 
+use cint_policy::hybrid_poll::Direction;
 use cint_policy::{Irq, Nanos};
+use cint_scenario::{CompletionMode, HybridSleep};
 
 use crate::engine::Event;
 use crate::host::{IrqWork, Segment};
@@ -103,12 +105,32 @@ impl World<'_> {
         if let Some(cq) = self.queues[queue].cq.as_mut() {
             cq.reap(irq, |tag, _hint| reaped.push(tag as u32));
         }
+        self.sample_interrupt_completions(&reaped);
         let wakes = self.hand_reaped(c, &reaped);
         let n = reaped.len() as u64;
         self.cores[c].reaped = reaped;
         // Slots freed by the reaping let held completions be posted.
         self.drain_overflow(queue);
         self.costs.irq_fixed + n * self.costs.irq_reap_entry + wakes * self.costs.wakeup
+    }
+
+    /// The block layer's hybrid-poll statistics take every request the
+    /// device's queue ends, not only polled ones: Linux 5.0 marks each
+    /// request of a queue whose statistics are on (`RQF_STATS`,
+    /// `blk_mq_start_request`) and samples it in `__blk_mq_end_request`,
+    /// which the interrupt handler runs (block/blk-mq.c). So interrupt
+    /// completions beside a polling job move its sleep.
+    fn sample_interrupt_completions(&mut self, reaped: &[u32]) {
+        if self.mode != CompletionMode::HybridPoll(HybridSleep::Adaptive) {
+            return;
+        }
+        let now = self.now();
+        for &r in reaped {
+            let req = &self.reqs[r as usize];
+            let dir = Direction::of(req.write);
+            self.block_estimator
+                .record(now, req.bytes, dir, now - req.dispatched);
+        }
     }
 
     /// Hands the requests a handler on core `c` reaped to their threads
@@ -229,7 +251,10 @@ impl World<'_> {
                 left: rtu,
                 then: Cont::Issue,
             },
-            Wait::HybridSleep { need } => Activity::Spin { need },
+            Wait::HybridSleep { need } => {
+                th.polling_since = self.events.now();
+                Activity::Spin { need }
+            }
             Wait::Tag => {
                 th.tag_retry = true;
                 Activity::Burst {

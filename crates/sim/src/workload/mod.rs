@@ -55,7 +55,7 @@ pub(crate) use trace::Replay;
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::Direction;
 use cint_policy::{Hint, Nanos};
-use cint_scenario::{CompletionMode, Engine, HybridSleep, Rw};
+use cint_scenario::{CompletionMode, Engine, HybridSleep};
 
 use crate::engine::Event;
 use crate::host::Segment;
@@ -384,6 +384,7 @@ impl World<'_> {
         let th = &mut self.threads[t];
         th.batch.push(r);
         th.in_flight += 1;
+        th.last_issued = (bytes, write);
     }
 
     /// The kernel path of one request inside a submission call of this
@@ -709,7 +710,6 @@ impl World<'_> {
     /// The poll loop reaped its posted entries.
     fn poll_reaped(&mut self, t: usize) {
         let now = self.now();
-        let bs = self.threads[t].prog.bs;
         let mut woken = std::mem::take(&mut self.woken);
         while let Some(r) = self.threads[t].posted.pop_front() {
             let req = &mut self.reqs[r as usize];
@@ -721,17 +721,24 @@ impl World<'_> {
             }
             req.state = ReqState::Delivered;
             self.check.delivered += 1;
-            let run_time = req.posted_at - req.dispatched;
-            let dir = if req.write {
-                Direction::Write
-            } else {
-                Direction::Read
-            };
+            // The request's own class: blk_mq_poll_stats_bkt reads its
+            // size and direction, not the job's.
+            let (bs, dir) = (req.bytes, Direction::of(req.write));
             match self.mode {
                 CompletionMode::HybridPoll(HybridSleep::Adaptive) => {
-                    self.block_estimator.record(now, bs, dir, run_time)
+                    // Linux 5.0 stamps the sample when the poll loop ends
+                    // the request (blk_stat_add from __blk_mq_end_request,
+                    // block/blk-mq.c), not when the device posted it: an
+                    // entry posted during the hybrid sleep counts the
+                    // oversleep too. Within one poll iteration of that.
+                    let seen = req.posted_at.max(self.threads[t].polling_since);
+                    self.block_estimator
+                        .record(seen, bs, dir, seen - req.dispatched)
                 }
-                _ => self.threads[t].estimator.record(now, bs, dir, run_time),
+                _ => {
+                    let run_time = req.posted_at - req.dispatched;
+                    self.threads[t].estimator.record(now, bs, dir, run_time)
+                }
             }
             self.threads[t].ready.push_back(r);
             self.free_tag(r, &mut woken);
@@ -760,11 +767,14 @@ impl World<'_> {
         let now = self.now();
         let th = &self.threads[t];
         let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
-        let dir = match th.prog.rw {
-            Rw::Write | Rw::RandWrite => Direction::Write,
-            _ => Direction::Read,
-        };
-        let bs = th.prog.bs;
+        // Linux 5.0 sleeps for the polled request's own class
+        // (blk_mq_poll_nsecs on the request, block/blk-mq.c): in a mixed
+        // or multi-size job a write sleeps a write's half mean. The
+        // request is the last one issued, the one a synchronous call
+        // waits for; an asynchronous reap call's sleep (one per call
+        // here) takes it too.
+        let (bs, write) = th.last_issued;
+        let dir = Direction::of(write);
         let sleep = match self.mode {
             CompletionMode::HybridPoll(HybridSleep::Adaptive) => {
                 self.block_estimator.sleep_for(now, bs, dir)
@@ -772,6 +782,7 @@ impl World<'_> {
             _ => self.threads[t].estimator.sleep_for(now, bs, dir),
         };
         if sleep == 0 || self.threads[t].posted.len() as u64 >= u64::from(need) {
+            self.threads[t].polling_since = now;
             self.threads[t].act = Activity::Spin { need };
             return;
         }
