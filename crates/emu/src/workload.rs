@@ -123,6 +123,10 @@ struct IoThread {
     buffers: Vec<IoBuf>,
     estimator: Option<SleepEstimator>,
     select: Option<ThreadSelect>,
+    /// The direction of the request submitted last: a wait's sleep is
+    /// that request's class's (Linux 5.0's `blk_mq_poll_nsecs` reads the
+    /// request it polls for), whatever the job's `rw`.
+    last_op: Op,
     wait_mode: WaitMode,
     out: ThreadOutcome,
     done: Vec<Completion>,
@@ -165,6 +169,7 @@ impl IoThread {
             next_offset: 0,
             buffers,
             estimator,
+            last_op: Op::Read,
             wait_mode,
             out: ThreadOutcome::default(),
             done: Vec::with_capacity(depth),
@@ -233,6 +238,7 @@ impl IoThread {
         for index in 0..n {
             self.pace();
             let (op, offset) = self.next_request();
+            self.last_op = op;
             let hint = self.hint(op, index as u32, n as u32);
             let buf = self.buffers.pop();
             self.user_data += 1;
@@ -360,11 +366,8 @@ impl IoThread {
     /// most `most` (the rest stay delivered for the next call). Returns
     /// how long it spun.
     fn wait(&mut self, want: usize, most: usize) -> Nanos {
+        let op = self.last_op;
         if let Some(select) = &mut self.select {
-            let op = match self.io.rw {
-                Rw::Write | Rw::RandWrite => Op::Write,
-                _ => Op::Read,
-            };
             return match select.choose_for_wait(&self.client, self.io.bs, op) {
                 CompletionChoice::Poll => self.spin_for(want, most),
                 CompletionChoice::Sleep(ns) => self.sleep_then_spin(ns, want, most),
@@ -377,7 +380,11 @@ impl IoThread {
         }
         if let Some(estimator) = &mut self.estimator {
             // Hybrid polling: sleep for the estimate, then spin.
-            let sleep = estimator.sleep_for(sys::now(), self.io.bs, Direction::Read);
+            let dir = match op {
+                Op::Read => Direction::Read,
+                Op::Write => Direction::Write,
+            };
+            let sleep = estimator.sleep_for(sys::now(), self.io.bs, dir);
             return self.sleep_then_spin(sleep, want, most);
         }
         match self.wait_mode {

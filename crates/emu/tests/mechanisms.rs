@@ -467,3 +467,33 @@ fn too_many_application_cores_is_a_clear_error() {
     );
     assert!(!msg.contains('\n'));
 }
+
+/// A write job's hybrid sleep is its writes' class, as the block layer's
+/// is the polled request's (Linux 5.0 `blk_mq_poll_nsecs`): with the read
+/// class, which no request of the job ever feeds, it would never sleep.
+#[test]
+fn a_write_job_sleeps_on_its_writes_means_under_hybrid_polling() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let mut job = hipri(io_job("w", Engine::Pvsync2, 1, 1, 1));
+    if let Work::Io(io) = &mut job.work {
+        io.rw = cint_scenario::Rw::Write;
+    }
+    // Past the statistics' first 100 ms window.
+    let s = scenario(
+        "hybrid-write",
+        device(10_000, 4),
+        vec![hybrid(cint_scenario::HybridSleep::Adaptive)],
+        vec![job],
+        250 * MS,
+    );
+    let d = cint_emu::run_detailed(&s).expect("emulator runs");
+    let j = &d.strategies[0].jobs[0];
+    assert!(j.completed > 0, "{j:?}");
+    assert!(
+        j.wakeups > 0,
+        "the writer slept on its writes' means: {j:?}"
+    );
+}
