@@ -11,8 +11,8 @@
 //!   background threshold (`background_ratio` of `memory`) it kicks the
 //!   flusher; with dirty plus writeback pages past the dirty limit
 //!   (`dirty_ratio`) it sleeps `wb_max_pause` (the time to write an eighth
-//!   of the dirty pages at the estimated bandwidth plus a jiffy, at most
-//!   200 ms) and checks again, inside the call. Between the free-run
+//!   of the dirty pages at the smoothed estimated bandwidth plus a jiffy,
+//!   at most 200 ms) and checks again, inside the call. Between the free-run
 //!   ceiling (halfway between the thresholds) and the limit Linux paces
 //!   writers by a position ratio; the model lets them run free up to the
 //!   limit and checks on every call, not every `nr_dirtied_pause` pages.
@@ -82,8 +82,15 @@ const INIT_BW: u64 = (100 << 20) / PAGE;
 /// at most this often ...
 const BANDWIDTH_INTERVAL: Nanos = 200_000_000;
 
-/// ... and averages over about this period (`wb_update_write_bandwidth`).
-const BANDWIDTH_PERIOD: Nanos = 3 * SEC;
+/// ... and averages over this period (`wb_update_write_bandwidth`:
+/// `roundup_pow_of_two(3 * HZ)`, 1024 jiffies at `HZ = 250`).
+const BANDWIDTH_PERIOD: Nanos = 1024 * JIFFY;
+
+/// `__wb_update_bandwidth` skips an update after this long without one
+/// (HZ) if writeback started anew since (`time_before(bw_time_stamp,
+/// start_time)`): the device sat idle, and the pages written over the gap
+/// say nothing of its speed.
+const BANDWIDTH_QUIET: Nanos = SEC;
 
 /// `MIN_WRITEBACK_PAGES` (fs/fs-writeback.c): background writeback
 /// writes at least this much before it looks at the threshold again.
@@ -230,10 +237,17 @@ pub(crate) struct PageCache {
     in_flight: BTreeMap<u32, Extent>,
     /// Pages left in the background pass's current chunk.
     chunk_left: u64,
-    /// Estimated write bandwidth, pages per second.
+    /// Estimated write bandwidth, pages per second
+    /// (`wb->write_bandwidth`) ...
     bandwidth: u64,
+    /// ... and its smoothed value (`wb->avg_write_bandwidth`), which the
+    /// pause and the background chunk use.
+    avg_bandwidth: u64,
     bw_stamp: Nanos,
     bw_written: u64,
+    /// When pages last went under writeback with none before (the start
+    /// of the writeback whose completions update the estimate).
+    wb_started: Nanos,
     pub totals: Totals,
 }
 
@@ -249,8 +263,10 @@ impl PageCache {
             in_flight: BTreeMap::new(),
             chunk_left: 0,
             bandwidth: INIT_BW,
+            avg_bandwidth: INIT_BW,
             bw_stamp: 0,
             bw_written: 0,
+            wb_started: 0,
             totals: Totals::default(),
         }
     }
@@ -281,7 +297,7 @@ impl PageCache {
     pub(crate) fn pause(&self) -> Nanos {
         // t = wb_dirty / (1 + bw / roundup_pow_of_two(1 + HZ / 8)) jiffies;
         // HZ = 250 gives a divisor of 32.
-        let jiffies = (self.dirty + self.writeback) / (1 + self.bandwidth / 32) + 1;
+        let jiffies = (self.dirty + self.writeback) / (1 + self.avg_bandwidth / 32) + 1;
         (jiffies * JIFFY).min(MAX_PAUSE)
     }
 
@@ -422,7 +438,7 @@ impl PageCache {
             .chain(f.dirty.range(..f.cursor))
             .copied()
             .find(|p| !f.writeback.contains(p))?;
-        let e = self.start_writeback(file, first, max);
+        let e = self.start_writeback(file, first, max, now);
         if let Some(f) = self.files.get_mut(&file) {
             f.cursor = first + e.pages;
         }
@@ -435,15 +451,16 @@ impl PageCache {
     /// The next request of an `fsync` of `file`: its first dirty page not
     /// under writeback and the dirty pages after it (`write_cache_pages`
     /// over the whole file, not range-cyclic: the flusher's cursor stays).
-    pub(crate) fn next_sync_extent(&mut self, file: u32) -> Option<Extent> {
+    pub(crate) fn next_sync_extent(&mut self, file: u32, now: Nanos) -> Option<Extent> {
         let f = self.files.get(&file)?;
         let first = f.dirty.iter().copied().find(|p| !f.writeback.contains(p))?;
-        Some(self.start_writeback(file, first, self.set.max_request_pages))
+        Some(self.start_writeback(file, first, self.set.max_request_pages, now))
     }
 
     /// Moves the dirty pages of `file` from `first` on, at most `max` and
-    /// none already under writeback, to writeback: one request's payload.
-    fn start_writeback(&mut self, file: u32, first: u64, max: u64) -> Extent {
+    /// none already under writeback, to writeback at `now`: one request's
+    /// payload.
+    fn start_writeback(&mut self, file: u32, first: u64, max: u64, now: Nanos) -> Extent {
         let f = self.files.entry(file).or_default();
         let mut pages = 0;
         while pages < max
@@ -458,6 +475,9 @@ impl PageCache {
         }
         if f.dirty.is_empty() {
             f.dirtied_when = None;
+        }
+        if self.writeback == 0 && pages > 0 {
+            self.wb_started = now;
         }
         self.dirty -= pages;
         self.writeback += pages;
@@ -499,19 +519,40 @@ impl PageCache {
         Some(e)
     }
 
-    /// `wb_update_write_bandwidth`: at most every `BANDWIDTH_INTERVAL`,
-    /// the pages written since the last update move the estimate, weighted
-    /// by the time they took against `BANDWIDTH_PERIOD`.
+    /// `__wb_update_bandwidth` and `wb_update_write_bandwidth`: at most
+    /// every `BANDWIDTH_INTERVAL`, the pages written since the last update
+    /// move the estimate, weighted by the time they took against
+    /// `BANDWIDTH_PERIOD` (or replace it, if they took longer); the
+    /// smoothed estimate follows it by an eighth of the gap, and only
+    /// while the estimate keeps moving its way, so that one burst or
+    /// stall does not swing the pause. After a quiet second (more than a
+    /// second since the last update, and writeback started again since)
+    /// the update is skipped: Linux only starts the clock again.
     fn update_bandwidth(&mut self, now: Nanos) {
         let elapsed = now.saturating_sub(self.bw_stamp);
         if elapsed < BANDWIDTH_INTERVAL {
             return;
         }
-        let measured = u128::from(self.bw_written) * u128::from(SEC) / u128::from(elapsed);
-        let w = u128::from(elapsed.min(BANDWIDTH_PERIOD));
-        let period = u128::from(BANDWIDTH_PERIOD);
-        let bw = (u128::from(self.bandwidth) * (period - w) + measured * w) / period;
-        self.bandwidth = u64::try_from(bw).unwrap_or(u64::MAX).max(1);
+        if elapsed <= BANDWIDTH_QUIET || self.bw_stamp >= self.wb_started {
+            let measured = u128::from(self.bw_written) * u128::from(SEC) / u128::from(elapsed);
+            let old = self.bandwidth;
+            let (bw, mut avg) = if elapsed > BANDWIDTH_PERIOD {
+                (measured, measured)
+            } else {
+                let period = u128::from(BANDWIDTH_PERIOD);
+                let w = u128::from(elapsed);
+                let bw = (u128::from(old) * (period - w) + measured * w) / period;
+                (bw, u128::from(self.avg_bandwidth))
+            };
+            let old = u128::from(old);
+            if avg > old && old >= bw {
+                avg -= (avg - old) >> 3;
+            } else if avg < old && old <= bw {
+                avg += (old - avg) >> 3;
+            }
+            self.bandwidth = u64::try_from(bw).unwrap_or(u64::MAX).max(1);
+            self.avg_bandwidth = u64::try_from(avg).unwrap_or(u64::MAX).max(1);
+        }
         self.bw_stamp = now;
         self.bw_written = 0;
     }
@@ -1088,7 +1129,7 @@ impl World<'_> {
         let (mut staged, cpu) = self.stage_writeback(
             (t, i),
             hint,
-            |cache| cache.next_sync_extent(file),
+            |cache| cache.next_sync_extent(file, now),
             Some(&mut f.mine),
         );
         let free = !self.threads[t].free_slots.is_empty();
@@ -1766,6 +1807,58 @@ mod tests {
         assert!(!pc.over_limit());
         assert_eq!(pc.totals.written, 201);
         pc.consistent().expect("consistent");
+    }
+
+    /// Writes `pages` dirty pages of file 9 back: submitted at `start`,
+    /// completed at `end` (slots from `slot`).
+    fn write_back(pc: &mut PageCache, pages: u64, (start, end): (Nanos, Nanos), slot: &mut u32) {
+        let base = pc.totals.dirtied;
+        pc.write(9, base, pages, start);
+        let mut mine = Vec::new();
+        while let Some(e) = pc.next_sync_extent(9, start) {
+            pc.track(*slot, e);
+            mine.push(*slot);
+            *slot += 1;
+        }
+        for s in mine {
+            pc.written(s, end);
+        }
+    }
+
+    #[test]
+    fn the_bandwidth_estimate_follows_wb_update_write_bandwidth() {
+        // One request each: the estimate moves on a completion.
+        let set = Settings {
+            memory_pages: 1 << 30,
+            max_request_pages: 1 << 20,
+            ..settings()
+        };
+        let mut pc = PageCache::new(set);
+        let mut slot = 0;
+        // 20 000 pages in 200 ms: 100 000 pages/s measured, weighted by
+        // 200 ms of the 4.096 s period.
+        write_back(&mut pc, 20_000, (0, 200_000_000), &mut slot);
+        let expected = (INIT_BW * (1024 - 50) + 100_000 * 50) / 1024;
+        assert_eq!(pc.bandwidth, expected);
+        // The smoothed estimate moves only once the estimate has left it
+        // and goes on moving away: not yet, so the pause stays as it was.
+        assert_eq!(pc.avg_bandwidth, INIT_BW);
+        write_back(&mut pc, 20_000, (200_000_000, 400_000_000), &mut slot);
+        assert!(pc.bandwidth > expected);
+        assert_eq!(pc.avg_bandwidth, INIT_BW + (expected - INIT_BW) / 8);
+        // Ten idle seconds, then writeback again: the update over the gap
+        // is skipped (the device was idle, not slow) ...
+        let before = (pc.bandwidth, pc.avg_bandwidth);
+        write_back(&mut pc, 100, (10 * SEC, 10 * SEC + 100_000_000), &mut slot);
+        assert_eq!((pc.bandwidth, pc.avg_bandwidth), before);
+        // ... and the next one measures from the skipped one.
+        write_back(
+            &mut pc,
+            20_000,
+            (10 * SEC + 100_000_000, 10 * SEC + 300_000_000),
+            &mut slot,
+        );
+        assert!(pc.bandwidth > before.0);
     }
 
     #[test]
