@@ -93,7 +93,8 @@ const BANDWIDTH_PERIOD: Nanos = 1024 * JIFFY;
 const BANDWIDTH_QUIET: Nanos = SEC;
 
 /// `MIN_WRITEBACK_PAGES` (fs/fs-writeback.c): background writeback
-/// writes at least this much before it looks at the threshold again.
+/// writes at least this much before it looks at the threshold again, and
+/// its chunks are multiples of it.
 const MIN_WRITEBACK_PAGES: u64 = 4096;
 
 /// Requests the flusher puts in one plug: `BLK_MAX_REQUEST_COUNT`.
@@ -395,11 +396,23 @@ impl PageCache {
         self.evict();
     }
 
+    /// `writeback_chunk_size` (fs/fs-writeback.c) of a `WB_SYNC_NONE`
+    /// pass: what an inode gets before the flusher looks elsewhere, half a
+    /// second at the smoothed bandwidth but at most an eighth of the dirty
+    /// limit (`DIRTY_SCOPE`), plus `MIN_WRITEBACK_PAGES`, rounded down to
+    /// a multiple of it. A fast device's chunk is large: Linux does not
+    /// want to look at the threshold more often than it must.
+    fn chunk_size(&self) -> u64 {
+        let pages = (self.avg_bandwidth / 2).min(self.set.limit_pages / 8);
+        (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES
+    }
+
     /// The next writeback request of a pass at `now`, if the pass has
     /// work left: the oldest dirty file that qualifies, from its cursor.
-    /// A background pass looks at the threshold between chunks of
-    /// `MIN_WRITEBACK_PAGES` (`wb_writeback` checks `wb_over_bg_thresh`
-    /// before each `writeback_sb_inodes`, which writes a chunk).
+    /// A background pass looks at the threshold between chunks
+    /// ([`PageCache::chunk_size`]: `wb_writeback` checks
+    /// `wb_over_bg_thresh` before each `writeback_sb_inodes`, which gives
+    /// each inode a chunk).
     pub(crate) fn next_writeback(&mut self, pass: Pass, now: Nanos) -> Option<Extent> {
         let expired_before = now.checked_sub(self.set.expire);
         let mut max = self.set.max_request_pages;
@@ -408,7 +421,7 @@ impl PageCache {
                 if !self.over_background() {
                     return None;
                 }
-                self.chunk_left = MIN_WRITEBACK_PAGES;
+                self.chunk_left = self.chunk_size();
             }
             max = max.min(self.chunk_left);
         }
@@ -1807,6 +1820,36 @@ mod tests {
         assert!(!pc.over_limit());
         assert_eq!(pc.totals.written, 201);
         pc.consistent().expect("consistent");
+    }
+
+    #[test]
+    fn a_background_chunk_is_half_a_second_at_the_estimated_bandwidth() {
+        let set = Settings {
+            memory_pages: 1 << 30,
+            background_pages: 10_000,
+            limit_pages: 1_000_000,
+            ..settings()
+        };
+        let mut pc = PageCache::new(set);
+        pc.write(0, 0, 20_000, 0);
+        let mut written = 0;
+        while let Some(e) = pc.next_writeback(Pass::Background, 0) {
+            written += e.pages;
+        }
+        // INIT_BW / 2 = 12 800 pages (under an eighth of the limit), plus
+        // 4096, rounded down: 16 384, though the threshold was crossed
+        // after 10 000.
+        assert_eq!(written, 16_384);
+        // A small limit bounds the chunk: an eighth of 80 000 pages.
+        let mut pc = PageCache::new(Settings {
+            limit_pages: 80_000,
+            ..set
+        });
+        pc.write(0, 0, 20_000, 0);
+        let written: u64 = std::iter::from_fn(|| pc.next_writeback(Pass::Background, 0))
+            .map(|e| e.pages)
+            .sum();
+        assert_eq!(written, 12_288);
     }
 
     /// Writes `pages` dirty pages of file 9 back: submitted at `start`,
