@@ -19,10 +19,12 @@
 //! * The flusher is a kernel thread (the bdi's writeback kworker) on
 //!   `flusher_cpu`. It sleeps until a writer kicks it or its periodic
 //!   timer fires (`dirty_writeback_interval`, armed when the first file
-//!   gets dirty and again after each run while dirty pages remain). A kick
-//!   writes back while dirty pages exceed the background threshold; a
-//!   periodic run writes every file dirty for longer than `expire`
-//!   (`wb_check_old_data_flush`). Files go oldest `dirtied_when` first,
+//!   gets dirty and again after each run while dirty pages remain). Either
+//!   wake-up runs as `wb_do_writeback`: the periodic pass
+//!   (`wb_check_old_data_flush`: every file dirty for longer than
+//!   `expire`) if `writeback_interval` has passed since the last, then
+//!   background writeback while dirty pages exceed the background
+//!   threshold (`wb_check_background_flush`). Files go oldest `dirtied_when` first,
 //!   each from where its last writeback stopped (`writeback_index`,
 //!   range-cyclic), in requests of contiguous dirty pages merged up to
 //!   `max_writeback_request`, unmarked (docs/ALGORITHMS.md section 5),
@@ -751,8 +753,42 @@ pub(crate) struct Instance {
     pass: Option<Pass>,
     /// The flusher sleeps with its periodic timer armed.
     timer_armed: bool,
-    /// The flusher's current run has submitted writeback.
+    /// The flusher's current pass has submitted writeback.
     pass_wrote: bool,
+    /// When the flusher last looked for expired files
+    /// (`wb->last_old_flush`).
+    last_old_flush: Nanos,
+}
+
+impl Instance {
+    /// The pass a wake-up of the flusher at `now` starts with, as
+    /// `wb_do_writeback` checks them: the periodic one
+    /// (`wb_check_old_data_flush`) once `writeback_interval` has passed
+    /// since the last, whether the timer or a writer woke it; otherwise
+    /// background writeback (`wb_check_background_flush`) if the dirty
+    /// pages are past the threshold; otherwise none.
+    fn first_pass(&mut self, now: Nanos) -> Option<Pass> {
+        if now >= self.last_old_flush + self.cache.set.writeback_interval {
+            self.last_old_flush = now;
+            Some(Pass::Kupdate)
+        } else if self.cache.over_background() {
+            Some(Pass::Background)
+        } else {
+            None
+        }
+    }
+
+    /// The current pass is over: counted if it wrote.
+    fn end_pass(&mut self) {
+        if std::mem::take(&mut self.pass_wrote) {
+            match self.pass {
+                Some(Pass::Background) => self.cache.totals.background_runs += 1,
+                Some(Pass::Kupdate) => self.cache.totals.kupdate_runs += 1,
+                None => {}
+            }
+        }
+        self.cache.chunk_left = 0;
+    }
 }
 
 /// The page-cache side of every thread: the page caches (the host's and
@@ -830,6 +866,7 @@ impl Buffered {
                 pass: None,
                 timer_armed: false,
                 pass_wrote: false,
+                last_old_flush: 0,
             })
             .collect();
         Some(Box::new(Buffered {
@@ -1047,13 +1084,12 @@ impl World<'_> {
             let pc = &mut b.instances[i];
             pc.timer_armed = false;
             if pc.pass.is_none() {
-                // Woken: by its timer (a periodic run) or by a writer.
-                let by_timer = std::mem::take(&mut self.threads[t].woken_by_timer);
-                self.instance(i).pass = Some(if by_timer {
-                    Pass::Kupdate
-                } else {
-                    Pass::Background
-                });
+                // Woken, by its timer or by a writer: `wb_do_writeback`
+                // does the same either way.
+                self.threads[t].woken_by_timer = false;
+                let now = self.now();
+                let pc = self.instance(i);
+                pc.pass = pc.first_pass(now);
             }
             self.flusher_step(t);
             return;
@@ -1485,6 +1521,15 @@ impl World<'_> {
             self.block(t, Wait::PageCache);
             return;
         }
+        let pc = self.instance(i);
+        if pass == Pass::Kupdate && pc.cache.over_background() {
+            // `wb_do_writeback` runs the background check after the
+            // periodic one, whichever woke it.
+            pc.end_pass();
+            pc.pass = Some(Pass::Background);
+            self.flusher_step(t);
+            return;
+        }
         self.flusher_sleep(t, i);
     }
 
@@ -1525,15 +1570,8 @@ impl World<'_> {
     fn flusher_sleep(&mut self, t: usize, i: usize) {
         let now = self.now();
         let pc = self.instance(i);
-        if std::mem::take(&mut pc.pass_wrote) {
-            match pc.pass {
-                Some(Pass::Background) => pc.cache.totals.background_runs += 1,
-                Some(Pass::Kupdate) => pc.cache.totals.kupdate_runs += 1,
-                None => {}
-            }
-        }
+        pc.end_pass();
         pc.pass = None;
-        pc.cache.chunk_left = 0;
         if pc.cache.dirty_pages() > 0 {
             pc.timer_armed = true;
             let at = now + pc.cache.set.writeback_interval;
@@ -1850,6 +1888,31 @@ mod tests {
             .map(|e| e.pages)
             .sum();
         assert_eq!(written, 12_288);
+    }
+
+    #[test]
+    fn a_wake_up_runs_the_periodic_pass_when_due_and_then_the_background_one() {
+        let mut pc = Instance {
+            owner: Owner::Host,
+            cache: PageCache::new(settings()),
+            flusher: 0,
+            pass: None,
+            timer_armed: false,
+            pass_wrote: false,
+            last_old_flush: 0,
+        };
+        // Nothing due and nothing past the threshold: back to sleep.
+        assert_eq!(pc.first_pass(SEC), None);
+        // Past the threshold 2 s in, whoever wakes the flusher (its timer
+        // too) writes in the background: the periodic pass is not due.
+        pc.cache.write(0, 0, 150, SEC);
+        assert_eq!(pc.first_pass(2 * SEC), Some(Pass::Background));
+        // 5 s after the last periodic look, a writer's kick runs the
+        // periodic pass first (and the flusher's step the background one
+        // after it); the next is due 5 s later.
+        assert_eq!(pc.first_pass(6 * SEC), Some(Pass::Kupdate));
+        assert_eq!(pc.first_pass(7 * SEC), Some(Pass::Background));
+        assert_eq!(pc.first_pass(11 * SEC), Some(Pass::Kupdate));
     }
 
     /// Writes `pages` dirty pages of file 9 back: submitted at `start`,
