@@ -389,3 +389,31 @@ fn a_buffered_hipri_job_is_not_polled_and_the_note_says_why() {
         r.notes
     );
 }
+
+/// fsync waits for the pages the flusher already has under writeback and
+/// writes again those dirtied meanwhile, as `WB_SYNC_ALL` does: with a
+/// small cache the flusher writes the writer's file back between the
+/// calls, and the run checks at each return that none of the file's pages
+/// is dirty or under writeback (an invariant failure would fail the run).
+#[test]
+fn fsync_waits_for_the_flushers_writeback_of_its_file() {
+    for (engine, extra) in [("psync", ""), ("libaio", "iodepth = 4\n")] {
+        let job = format!(
+            "engine = \"{engine}\"\n{extra}direct = false\nrw = \"randwrite\"\nbs = \"4k\"\n\
+             size = \"64m\"\nfsync = 1024\n"
+        );
+        let r = run_job(
+            ("w", &job),
+            "[host.page_cache]\nmemory = \"16MiB\"",
+            "optane-p4800x",
+            "50ms",
+        );
+        let t = totals(&r);
+        assert!(
+            t[4] > 0,
+            "{engine}: the flusher ran background passes: {t:?}"
+        );
+        let fio = r.results[0].jobs[0].fio.as_ref().expect("fio's figures");
+        assert!(fio.sync.ios > 10, "{engine}: {} calls", fio.sync.ios);
+    }
+}

@@ -142,6 +142,9 @@ impl World<'_> {
             if self.deliver(r, c) {
                 wakes += 1;
             }
+            if self.page_cache.is_some() {
+                wakes += self.wake_fsync_waiters(r, c);
+            }
             // The request's tag is freed as its completion is handled
             // (blk_mq_end_request in the handler): submitters asleep for
             // a tag are woken by this handler.

@@ -472,6 +472,18 @@ impl PageCache {
         Some(self.start_writeback(file, first, self.set.max_request_pages, now))
     }
 
+    /// Whether pages of `file` are under writeback.
+    pub(crate) fn in_writeback(&self, file: u32) -> bool {
+        self.files
+            .get(&file)
+            .is_some_and(|f| !f.writeback.is_empty())
+    }
+
+    /// Whether pages of `file` are dirty.
+    pub(crate) fn dirty_in(&self, file: u32) -> bool {
+        self.files.get(&file).is_some_and(|f| !f.dirty.is_empty())
+    }
+
     /// Moves the dirty pages of `file` from `first` on, at most `max` and
     /// none already under writeback, to writeback at `now`: one request's
     /// payload.
@@ -758,6 +770,9 @@ pub(crate) struct Instance {
     /// When the flusher last looked for expired files
     /// (`wb->last_old_flush`).
     last_old_flush: Nanos,
+    /// Threads in `fsync` waiting for pages of their file that the
+    /// flusher has under writeback: its completions wake them.
+    fsync_waiters: Vec<u32>,
 }
 
 impl Instance {
@@ -867,6 +882,7 @@ impl Buffered {
                 timer_armed: false,
                 pass_wrote: false,
                 last_old_flush: 0,
+                fsync_waiters: Vec::new(),
             })
             .collect();
         Some(Box::new(Buffered {
@@ -1112,10 +1128,11 @@ impl World<'_> {
     /// (`file_write_and_wait_range`, `WB_SYNC_ALL`), merged as the
     /// flusher merges them, sixteen requests to a plug, each with the
     /// hint the kernel gives the call (docs/ALGORITHMS.md section 5), and
-    /// the call waits for them; `fsync` then waits for the journal commit
-    /// of the file's changed times, which `fdatasync` of pages written in
-    /// place skips. Pages the flusher already has under writeback are not
-    /// waited for (`WB_SYNC_ALL` would wait for them too).
+    /// the call waits for them, and for the pages the flusher already had
+    /// under writeback (`WB_SYNC_ALL` waits on them, and writes again those
+    /// dirtied meanwhile); `fsync` then waits for the journal commit of
+    /// the file's changed times, which `fdatasync` of pages written in
+    /// place skips.
     pub(crate) fn buffered_fsync(&mut self, t: usize, datasync: bool) {
         let th = &mut self.threads[t];
         std::mem::swap(&mut th.free_slots, &mut th.fsync_slots);
@@ -1181,6 +1198,19 @@ impl World<'_> {
             |cache| cache.next_sync_extent(file, now),
             Some(&mut f.mine),
         );
+        if staged == 0 && f.mine.is_empty() && self.instance(i).cache.in_writeback(file) {
+            // The flusher's requests for the file are still out: wait for
+            // them, then write what they left dirty.
+            let waiters = &mut self.instance(i).fsync_waiters;
+            if !waiters.contains(&(t as u32)) {
+                waiters.push(t as u32);
+            }
+            if let Some(b) = self.page_cache.as_deref_mut() {
+                b.fsyncs[t] = f;
+            }
+            self.block(t, Wait::PageCache);
+            return;
+        }
         let free = !self.threads[t].free_slots.is_empty();
         if staged == 0 && f.mine.is_empty() && f.journal && free {
             // The data is on the device: the journal commit follows.
@@ -1203,6 +1233,14 @@ impl World<'_> {
         } else if waiting {
             self.block(t, Wait::PageCache);
         } else {
+            // What the call guarantees: none of the file's pages is dirty
+            // or on its way to the device any more.
+            let cache = &self.instance(i).cache;
+            if cache.in_writeback(file) || cache.dirty_in(file) {
+                self.check.fail(format!(
+                    "fsync of thread {t} returned with its file not written"
+                ));
+            }
             let th = &mut self.threads[t];
             std::mem::swap(&mut th.free_slots, &mut th.fsync_slots);
             self.set_burst(t, entry + self.costs.return_to_user, Cont::SyncReturn);
@@ -1531,6 +1569,30 @@ impl World<'_> {
             return;
         }
         self.flusher_sleep(t, i);
+    }
+
+    /// Request `r` of a flusher completed in a handler on core `c`: the
+    /// threads whose `fsync` waits for its cache's writeback are woken to
+    /// look again. Returns how many the handler wakes.
+    pub(crate) fn wake_fsync_waiters(&mut self, r: u32, c: usize) -> u64 {
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            return 0;
+        };
+        let flusher = self.reqs[r as usize].thread as usize;
+        let Some(i) = b.flusher_of(flusher) else {
+            return 0;
+        };
+        let mut woken = 0;
+        for w in std::mem::take(&mut b.instances[i].fsync_waiters) {
+            let th = &mut self.threads[w as usize];
+            if th.run == RunState::Blocked && th.wait == Wait::PageCache && !th.wake_listed {
+                th.wake_listed = true;
+                th.woken_by_timer = false;
+                self.cores[c].wake_list.push(w);
+                woken += 1;
+            }
+        }
+        woken
     }
 
     /// Stages the next plug of page cache `i`'s writeback from thread
@@ -1900,6 +1962,7 @@ mod tests {
             timer_armed: false,
             pass_wrote: false,
             last_old_flush: 0,
+            fsync_waiters: Vec::new(),
         };
         // Nothing due and nothing past the threshold: back to sleep.
         assert_eq!(pc.first_pass(SEC), None);
