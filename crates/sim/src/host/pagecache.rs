@@ -1014,7 +1014,6 @@ impl World<'_> {
             copied: false,
             read_ahead: None,
         };
-        let c = self.costs;
         let cache = &mut b.instances[i].cache;
         let s = cache.set;
         let entry = entry + s.buffered_call;
@@ -1036,12 +1035,6 @@ impl World<'_> {
             if let Some(b) = self.page_cache.as_deref_mut() {
                 b.calls[t].read_ahead = Some(r);
             }
-            // The submission path counts libaio's per-iocb part for each
-            // request it walks: here the iocb's, already in `entry`.
-            let entry = match p.engine {
-                cint_scenario::Engine::Libaio => entry.saturating_sub(c.aio_submit_iocb),
-                _ => entry,
-            };
             self.start_call(t, entry);
         }
     }

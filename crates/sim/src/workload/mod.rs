@@ -389,7 +389,9 @@ impl World<'_> {
 
     /// The kernel path of one request inside a submission call of this
     /// thread's engine: the call's own per-request part, then the block
-    /// layer's.
+    /// layer's. A buffered thread's requests are the page cache's
+    /// (read-ahead, fsync's writeback), which no engine call walks: the
+    /// block layer's part only.
     fn request_path(&self, t: usize) -> Nanos {
         let c = &self.costs;
         // Inside a guest the request's path is the guest's driver and
@@ -397,7 +399,9 @@ impl World<'_> {
         let path = self
             .guest_request_path(t)
             .unwrap_or_else(|| c.per_request());
-        match self.threads[t].prog.engine {
+        let prog = &self.threads[t].prog;
+        match prog.engine {
+            _ if prog.buffered => path,
             Engine::IoUring => c.uring_submit_sqe + path,
             Engine::Libaio => c.aio_submit_iocb + path,
             Engine::Psync | Engine::Pvsync2 => path,
