@@ -1204,8 +1204,8 @@ impl World<'_> {
             self.block(t, Wait::PageCache);
             return;
         }
-        let free = !self.threads[t].free_slots.is_empty();
-        if staged == 0 && f.mine.is_empty() && f.journal && free {
+        // With nothing in flight every fsync slot is free.
+        if staged == 0 && f.mine.is_empty() && f.journal {
             // The data is on the device: the journal commit follows.
             f.journal = false;
             if let Some(r) = self.stage_request(t, true, JOURNAL_COMMIT, hint) {
@@ -1568,10 +1568,13 @@ impl World<'_> {
     /// threads whose `fsync` waits for its cache's writeback are woken to
     /// look again. Returns how many the handler wakes.
     pub(crate) fn wake_fsync_waiters(&mut self, r: u32, c: usize) -> u64 {
+        let flusher = self.reqs[r as usize].thread as usize;
+        if self.threads[flusher].job != KERNEL_JOB {
+            return 0;
+        }
         let Some(b) = self.page_cache.as_deref_mut() else {
             return 0;
         };
-        let flusher = self.reqs[r as usize].thread as usize;
         let Some(i) = b.flusher_of(flusher) else {
             return 0;
         };
