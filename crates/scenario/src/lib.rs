@@ -48,5 +48,7 @@ pub use model::{
     BsShare, CompletionMode, Engine, ExitScope, HybridSleep, IoJob, IoShape, Job, LatencyTarget,
     Rw, Scenario, Schedule, SteadyMetric, SteadyState, Strategy, Work,
 };
-pub use profiles::{DevicePower, DeviceProfile, Governor, HostPower, HostProfile, IdleState};
+pub use profiles::{
+    DevicePower, DeviceProfile, Governor, HostPower, HostProfile, IdleState, UnitBinding,
+};
 pub use smt::Smt;

@@ -44,6 +44,23 @@ pub enum JitterKind {
     Exponential,
 }
 
+/// How a request reaches one of the device's parallel units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnitBinding {
+    /// One FIFO in front of all units: the first free unit takes the next
+    /// waiting request, so requests wait only when every unit is busy.
+    #[default]
+    Pooled,
+    /// Each request is bound on arrival to one unit, drawn uniformly from
+    /// the device's own seeded stream, and waits in that unit's FIFO while
+    /// it is busy, even when others are free: where a random address lands
+    /// on media striped over the units (an SSD's channels and dies). Two
+    /// requests can collide at one unit, so the rate grows smoothly with
+    /// the requests in flight instead of stopping at a knee.
+    Striped,
+}
+
 /// An NVMe device.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,6 +73,9 @@ pub struct DeviceProfile {
     pub capacity: Size,
     /// Requests the device services concurrently; more wait inside it.
     pub parallel_units: u32,
+    /// How a request finds its unit (pooled unless the profile says).
+    #[serde(default)]
+    pub unit_binding: UnitBinding,
     /// Entries per submission/completion queue.
     pub queue_depth: u32,
     /// Queue pairs; 0 means one per application core (as blk-mq does).
@@ -310,6 +330,7 @@ impl DeviceProfile {
                     .into(),
                 capacity: Size(375 << 30),
                 parallel_units: 3,
+                unit_binding: UnitBinding::Pooled,
                 queue_depth: 1024,
                 queues: 0,
                 // Device-wide pipes at the vendor's sequential rates (2.4 /
@@ -345,6 +366,7 @@ impl DeviceProfile {
                 // 34 units / 75 us = 453K IOPS of 4 KiB random reads
                 // (vendor: about 450K); the 2.8 GB/s pipe allows 683K.
                 parallel_units: 34,
+                unit_binding: UnitBinding::Pooled,
                 queue_depth: 1024,
                 queues: 0,
                 read: OpTiming { base: Duration(75_000), bandwidth: 2_800_000_000 },
@@ -363,18 +385,31 @@ impl DeviceProfile {
                 model: model.into(),
                 source: "Intel Optane SSD 900P 280 GB: vendor sheet (550K/500K IOPS 4 KiB \
                          random read/write, 2.5/2.0 GB/s sequential read/write, ~10 us read \
-                         latency); same media as the P4800X, its own controller"
+                         latency); same media and seven-channel controller as the P4800X \
+                         (AnandTech's review); 5 striped units fitted to the energy study's \
+                         Table 1 (8 threads) by crates/sim/tests/energy.rs"
                     .into(),
                 capacity: Size(280 << 30),
-                parallel_units: 3,
+                // A request is bound to the unit its address lands on (the
+                // controller stripes the media over seven channels of three
+                // dies each on the 280 GB drive), so requests in flight can
+                // collide: the rate climbs smoothly with the depth, as the
+                // energy study's 900P did (120K reads/s at one, 571K at
+                // eight, above the sheet's "up to 550K"). How many units
+                // act independently is the fit: 5 matches Table 1's
+                // eight-thread row (docs/results/energy.md); 7, one per
+                // channel, gives 5 to 12% more than the study measured.
+                parallel_units: 5,
+                unit_binding: UnitBinding::Striped,
                 queue_depth: 1024,
                 queues: 0,
-                // The P4800X's media behind a consumer controller: its
-                // command rate, not the 2.5 GB/s read pipe (610K 4 KiB/s),
-                // bounds small reads, so the media time that 3 units need
-                // for 550K reads/s is 5.45 us (7.1 us in the device at QD1,
-                // within the sheet's "about 10 us"); writes 3 / 5.95 us =
-                // 504K, the 2.0 GB/s pipe 488K (vendor: 550K / 500K).
+                // The P4800X's media behind the same controller: 5.45 us
+                // of media and 1.64 us on the 2.5 GB/s pipe, 7.1 us in the
+                // device at QD1 (the sheet's "about 10 us" with the host's
+                // paths; Table 1's one-thread row). Deep queues of small
+                // reads end at the pipe, 610K 4 KiB/s; writes at the
+                // 2.0 GB/s pipe, 488K (the units: 5 / 5.95 us = 840K;
+                // vendor: 500K).
                 read: OpTiming { base: Duration(5_450), bandwidth: 2_500_000_000 },
                 write: OpTiming { base: Duration(5_950), bandwidth: 2_000_000_000 },
                 // The P4800X's media, so its spread (above).
@@ -401,6 +436,7 @@ impl DeviceProfile {
                     .into(),
                 capacity: Size(64 << 30),
                 parallel_units: ARRAY_UNITS,
+                unit_binding: UnitBinding::Pooled,
                 queue_depth: 1024,
                 queues: 0,
                 read: OpTiming { base: Duration(ARRAY_BASE), bandwidth: 400_000_000 },

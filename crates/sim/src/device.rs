@@ -6,7 +6,10 @@
 //! A request reaches the device when its submission path ends (the
 //! doorbell): the queue's policy sees `on_submit`. Its time in the device
 //! has two parts. The media access, `base(op) + jitter`, holds one of
-//! `parallel_units` units, taken in arrival order. The data transfer,
+//! `parallel_units` units: pooled, the first free unit in arrival order;
+//! striped, the unit the request is bound to on arrival, drawn from the
+//! device's own stream (where its address lands), in arrival order among
+//! the requests bound to it. The data transfer,
 //! `size / bandwidth(op)`, goes through the controller's one transfer
 //! pipe, one transfer at a time in arrival order (FIFO), whatever its
 //! direction: the controller's DMA engine and command processing serve
@@ -29,11 +32,11 @@ use std::collections::VecDeque;
 use cint_policy::reap::CompletionQueue;
 use cint_policy::{AnyPolicy, Decision, Nanos, Policy};
 use cint_scenario::profiles::JitterKind;
-use cint_scenario::DeviceProfile;
+use cint_scenario::{DeviceProfile, UnitBinding};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::engine::Event;
+use crate::engine::{stream_rng, Event, DEVICE_UNITS_STREAM};
 use crate::tags::TagPool;
 use crate::world::{ReqState, World};
 use crate::SimError;
@@ -55,6 +58,20 @@ struct OpCost {
     bandwidth: u64,
 }
 
+/// Striped units (`UnitBinding::Striped`): each request waits for the
+/// one unit it is bound to.
+#[derive(Debug)]
+struct StripedUnits {
+    busy: Vec<bool>,
+    /// Per unit, the requests bound to it that wait, in arrival order.
+    waiting: Vec<VecDeque<u32>>,
+    /// Per request slot, its unit while it holds or waits for one.
+    unit_of: Vec<u32>,
+    /// Binds requests to units: a stream of its own, so that a profile's
+    /// binding leaves every other draw (media times, offsets) as it was.
+    rng: ChaCha8Rng,
+}
+
 /// The device-wide part: parallel units and their FIFO, and the
 /// controller's transfer pipe.
 #[derive(Debug)]
@@ -62,6 +79,9 @@ pub(crate) struct Device {
     free_units: u32,
     units: u32,
     pub(crate) fifo: VecDeque<u32>,
+    /// `Some` when requests are bound to units; then `free_units` and
+    /// `fifo` are unused.
+    striped: Option<Box<StripedUnits>>,
     /// When the controller's pipe finishes the transfers queued on it
     /// (both directions: one FIFO).
     pipe_free_at: Nanos,
@@ -81,7 +101,8 @@ pub(crate) struct Device {
 }
 
 impl Device {
-    pub(crate) fn new(p: &DeviceProfile) -> Result<Self, SimError> {
+    /// The device of profile `p` in a run seeded with `seed`.
+    pub(crate) fn new(p: &DeviceProfile, seed: u64) -> Result<Self, SimError> {
         if p.parallel_units == 0 {
             return Err(SimError::input_at(
                 "device.parallel_units",
@@ -98,6 +119,15 @@ impl Device {
             free_units: p.parallel_units,
             units: p.parallel_units,
             fifo: VecDeque::with_capacity(p.queue_depth as usize),
+            striped: match p.unit_binding {
+                UnitBinding::Pooled => None,
+                UnitBinding::Striped => Some(Box::new(StripedUnits {
+                    busy: vec![false; p.parallel_units as usize],
+                    waiting: vec![VecDeque::new(); p.parallel_units as usize],
+                    unit_of: Vec::new(),
+                    rng: stream_rng(seed, DEVICE_UNITS_STREAM),
+                })),
+            },
             pipe_free_at: 0,
             pipe_busy: 0,
             busy_since: 0,
@@ -170,6 +200,15 @@ impl Device {
                 "{} parallel units free of {}",
                 self.free_units, self.units
             ));
+        }
+        if let Some(st) = &self.striped {
+            if let Some(u) = (0..st.busy.len()).find(|&u| !st.busy[u] && !st.waiting[u].is_empty())
+            {
+                return Some(format!(
+                    "striped unit {u} is free with {} requests waiting for it",
+                    st.waiting[u].len()
+                ));
+            }
         }
         None
     }
@@ -295,7 +334,20 @@ impl World<'_> {
 
     /// The request takes a free parallel unit or waits for one.
     fn enter_units(&mut self, r: u32) {
-        if self.device.free_units > 0 {
+        if let Some(st) = self.device.striped.as_mut() {
+            let u = st.rng.gen_range(0..st.busy.len());
+            // Request slots are added as threads and guests are built.
+            if st.unit_of.len() <= r as usize {
+                st.unit_of.resize(r as usize + 1, 0);
+            }
+            st.unit_of[r as usize] = u as u32;
+            if st.busy[u] {
+                st.waiting[u].push_back(r);
+            } else {
+                st.busy[u] = true;
+                self.start_media(r);
+            }
+        } else if self.device.free_units > 0 {
             self.device.free_units -= 1;
             self.start_media(r);
         } else {
@@ -314,9 +366,23 @@ impl World<'_> {
     /// A media access ends: the unit goes to the next waiting request; a
     /// read's data now crosses the pipe, a write is complete.
     pub(crate) fn on_unit_done(&mut self, r: u32) {
-        match self.device.fifo.pop_front() {
-            Some(next) => self.start_media(next),
-            None => self.device.free_units += 1,
+        let next = match self.device.striped.as_mut() {
+            None => {
+                let next = self.device.fifo.pop_front();
+                if next.is_none() {
+                    self.device.free_units += 1;
+                }
+                next
+            }
+            Some(st) => {
+                let u = st.unit_of[r as usize] as usize;
+                let next = st.waiting[u].pop_front();
+                st.busy[u] = next.is_some();
+                next
+            }
+        };
+        if let Some(next) = next {
+            self.start_media(next);
         }
         let req = self.reqs[r as usize];
         if req.write {

@@ -391,6 +391,8 @@ pub const DEVICE_STREAM_BASE: u64 = 1 << 40;
 pub(crate) const HOST_CORE_STREAM_BASE: u64 = 1 << 41;
 /// ... and one per thread, `HOST_THREAD_STREAM_BASE | (job << 16) | thread`.
 pub(crate) const HOST_THREAD_STREAM_BASE: u64 = 1 << 42;
+/// The device's binding of requests to striped units.
+pub(crate) const DEVICE_UNITS_STREAM: u64 = 1 << 45;
 
 /// The random stream `stream` of a run seeded with `seed`.
 pub fn stream_rng(seed: u64, stream: u64) -> ChaCha8Rng {

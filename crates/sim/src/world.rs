@@ -425,7 +425,7 @@ impl<'a> World<'a> {
                 sc.device.queue_depth,
             ));
         }
-        let device = Device::new(&sc.device)?;
+        let device = Device::new(&sc.device, sc.seed)?;
         let mut cores: Vec<Core> = (0..cores_n)
             .map(|c| Core::new(stream_rng(sc.seed, HOST_CORE_STREAM_BASE + c as u64)))
             .collect();

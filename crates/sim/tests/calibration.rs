@@ -38,6 +38,16 @@ fn mean_us(r: &RunResult, name: &str) -> f64 {
 /// failed; any other miss fails. The bands stay the targets' own.
 const KNOWN_MISSES: &[(&str, &str)] = &[
     (
+        "optane-900p saturated 4 KiB RandRead (K IOPS)",
+        "610K, 10.9% above the sheet's 'up to 550K': with its units striped (fitted to the \
+         energy study's Table 1, where eight requests in flight gave 571K, already above the \
+         sheet) deep queues end at the 2.5 GB/s read pipe of the sheet's sequential rate. The \
+         same controller and media in the P4800X measured 585K at QD16 against the same 550K \
+         sheet (AnandTech's review), so the sheet understates the controller; no measurement \
+         of the 900P at depth sizes a command-rate limit between 571K and 610K, so the model \
+         has none (docs/results/energy.md, 'Table 1, eight threads')",
+    ),
+    (
         "optane-p4800x saturated 4 KiB 70/30 mix (K IOPS)",
         "the shared pipe gives the harmonic mix of the two directions' own limits, \
          1 / (0.7 / 586K + 0.3 / 488K) = 553K; the excess is the pure-read figure's (586K \

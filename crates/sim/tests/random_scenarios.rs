@@ -249,6 +249,18 @@ fn scenario(seed: u64) -> String {
     if host_model.chance(15) {
         let _ = writeln!(out, "queue_depth = {}", 1 + host_model.below(64));
     }
+    // How requests find a unit (the 900P's profile is striped, the others
+    // pooled), from a generator of its own: the rest of each seed's
+    // scenario stays as it was.
+    let mut units = Rng(seed.wrapping_mul(0x6a09_e667_f3bc_c909) | 1);
+    if units.chance(25) {
+        let binding = units.pick(&["pooled", "striped"]);
+        let _ = writeln!(
+            out,
+            "unit_binding = \"{binding}\"\nparallel_units = {}",
+            1 + units.below(8)
+        );
+    }
     // The energy layer (issue #21): the energy study's host, whose
     // profile has power data, and a governor; energy is on when the
     // device has power data too (the 900P).

@@ -1,5 +1,6 @@
-//! The synthetic device: `parallel_units` servers, a FIFO in front of them,
-//! service time `base + size / bandwidth` with seeded jitter. Time is the
+//! The synthetic device: `parallel_units` servers, a FIFO in front of them
+//! (or, for a profile with striped units, a FIFO per unit, each request
+//! bound to a unit drawn from a stream of its own), service time `base + size / bandwidth` with seeded jitter. Time is the
 //! device core's clock; a request "runs" until the clock passes its finish
 //! instant, so no sleep is involved and microsecond devices are emulable.
 
@@ -8,7 +9,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use cint_policy::Nanos;
 use cint_scenario::profiles::{JitterKind, OpTiming};
-use cint_scenario::DeviceProfile;
+use cint_scenario::{DeviceProfile, UnitBinding};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -94,7 +95,13 @@ pub(crate) struct Synthetic {
     running: Vec<Option<Accepted>>,
     free: Vec<u32>,
     waiting: VecDeque<Accepted>,
+    /// Striped units: per unit, the requests bound to it that wait (the
+    /// unit is its index in `running`), and the stream that binds them.
+    striped: Option<Box<(Vec<VecDeque<Accepted>>, ChaCha8Rng)>>,
 }
+
+/// Seeds the striped units' stream apart from the service times'.
+const UNIT_STREAM: u64 = 0x756e_6974_7300_0000;
 
 impl Synthetic {
     pub fn new(profile: &DeviceProfile, seed: u64, capacity: usize) -> Result<Self, EmuError> {
@@ -104,7 +111,18 @@ impl Synthetic {
             ));
         }
         let units = profile.parallel_units as usize;
-        let slots = units.min(capacity.max(1));
+        let striped = (profile.unit_binding == UnitBinding::Striped).then(|| {
+            Box::new((
+                vec![VecDeque::new(); units],
+                ChaCha8Rng::seed_from_u64(seed ^ UNIT_STREAM),
+            ))
+        });
+        // A striped unit keeps its slot: slot `u` is unit `u`.
+        let slots = if striped.is_some() {
+            units
+        } else {
+            units.min(capacity.max(1))
+        };
         Ok(Synthetic {
             units,
             service: ServiceTime::new(profile, seed),
@@ -112,11 +130,19 @@ impl Synthetic {
             running: vec![None; slots],
             free: (0..slots as u32).rev().collect(),
             waiting: VecDeque::with_capacity(capacity),
+            striped,
         })
     }
 
     pub fn submit(&mut self, request: Accepted, now: Nanos) {
-        if self.finishing.len() < self.units && !self.free.is_empty() {
+        if let Some((waiting, rng)) = self.striped.as_deref_mut() {
+            let unit = rng.gen_range(0..self.units);
+            if self.running[unit].is_some() {
+                waiting[unit].push_back(request);
+            } else {
+                self.start_on(unit as u32, request, now);
+            }
+        } else if self.finishing.len() < self.units && !self.free.is_empty() {
             self.start(request, now);
         } else {
             self.waiting.push_back(request);
@@ -128,6 +154,10 @@ impl Synthetic {
             self.waiting.push_front(request);
             return;
         };
+        self.start_on(index, request, start);
+    }
+
+    fn start_on(&mut self, index: u32, request: Accepted, start: Nanos) {
         let finish = start + self.service.sample(request.entry.op, request.entry.len);
         self.running[index as usize] = Some(request);
         self.finishing.push(Reverse((finish, index)));
@@ -142,9 +172,15 @@ impl Synthetic {
             if let Some(request) = self.running[index as usize].take() {
                 done.push((request, i64::from(request.entry.len)));
             }
-            self.free.push(index);
             // The freed unit starts the next request when the previous one
             // finished, not when the device core noticed.
+            if let Some((waiting, _)) = self.striped.as_deref_mut() {
+                if let Some(next) = waiting[index as usize].pop_front() {
+                    self.start_on(index, next, finish);
+                }
+                continue;
+            }
+            self.free.push(index);
             if let Some(next) = self.waiting.pop_front() {
                 self.start(next, finish);
             }
@@ -159,6 +195,11 @@ impl Synthetic {
             self.free.push(index);
         }
         done.extend(self.waiting.drain(..).map(|r| (r, RESULT_CANCELLED)));
+        if let Some((waiting, _)) = self.striped.as_deref_mut() {
+            for unit in waiting {
+                done.extend(unit.drain(..).map(|r| (r, RESULT_CANCELLED)));
+            }
+        }
     }
 }
 
@@ -215,6 +256,38 @@ mod tests {
         let slots: Vec<u32> = done.iter().map(|(r, _)| r.entry.slot).collect();
         assert_eq!(slots.len(), 5);
         assert!(done.iter().all(|&(_, res)| res == 4096));
+    }
+
+    #[test]
+    fn striped_units_make_requests_wait_for_their_own_unit() {
+        let mut striped = profile(4, JitterKind::None);
+        striped.unit_binding = UnitBinding::Striped;
+        let run = |p: &DeviceProfile| {
+            let mut dev = Synthetic::new(p, 7, 1000).unwrap();
+            for slot in 0..1000 {
+                dev.submit(request(slot), 0);
+            }
+            let mut done = Vec::new();
+            // 250 services of 11 us: enough for pooled units only.
+            dev.poll(250 * 11_000, &mut done);
+            let by_then = done.len();
+            dev.poll(u64::MAX / 2, &mut done);
+            let mut slots: Vec<u32> = done.iter().map(|(r, _)| r.entry.slot).collect();
+            slots.sort_unstable();
+            assert_eq!(slots, (0..1000).collect::<Vec<u32>>(), "each once");
+            by_then
+        };
+        assert_eq!(run(&profile(4, JitterKind::None)), 1000);
+        // Bound at random, the four units' shares are unequal: the
+        // busiest is still serving when pooled units are done.
+        assert!(run(&striped) < 1000);
+        let mut dev = Synthetic::new(&striped, 7, 8).unwrap();
+        for slot in 0..8 {
+            dev.submit(request(slot), 0);
+        }
+        let mut done = Vec::new();
+        dev.cancel_all(&mut done);
+        assert_eq!(done.len(), 8, "cancel returns the waiting requests too");
     }
 
     #[test]
