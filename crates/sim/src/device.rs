@@ -79,8 +79,8 @@ pub(crate) struct Device {
     free_units: u32,
     units: u32,
     pub(crate) fifo: VecDeque<u32>,
-    /// `Some` when requests are bound to units; then `free_units` and
-    /// `fifo` are unused.
+    /// `Some` when requests are bound to units; then `free_units` stays
+    /// 0 and `fifo` empty.
     striped: Option<Box<StripedUnits>>,
     /// When the controller's pipe finishes the transfers queued on it
     /// (both directions: one FIFO).
@@ -115,19 +115,19 @@ impl Device {
                 p.model
             )));
         }
+        let striped = p.unit_binding == UnitBinding::Striped;
         Ok(Device {
-            free_units: p.parallel_units,
+            free_units: if striped { 0 } else { p.parallel_units },
             units: p.parallel_units,
             fifo: VecDeque::with_capacity(p.queue_depth as usize),
-            striped: match p.unit_binding {
-                UnitBinding::Pooled => None,
-                UnitBinding::Striped => Some(Box::new(StripedUnits {
+            striped: striped.then(|| {
+                Box::new(StripedUnits {
                     busy: vec![false; p.parallel_units as usize],
                     waiting: vec![VecDeque::new(); p.parallel_units as usize],
                     unit_of: Vec::new(),
                     rng: stream_rng(seed, DEVICE_UNITS_STREAM),
-                })),
-            },
+                })
+            }),
             pipe_free_at: 0,
             pipe_busy: 0,
             busy_since: 0,
@@ -173,6 +173,40 @@ impl Device {
         self.pipe_free_at = end;
         self.pipe_busy = self.pipe_busy.saturating_add(ns);
         end
+    }
+
+    /// Binds request `r` to a striped unit: true when that unit is free
+    /// and its media access starts now, false when it waits for the unit.
+    /// Out of line: pooled devices, the common case, never come here.
+    #[inline(never)]
+    fn bind_striped(&mut self, r: u32) -> bool {
+        let Some(st) = self.striped.as_deref_mut() else {
+            return false;
+        };
+        let u = st.rng.gen_range(0..st.busy.len());
+        // Request slots are added as threads and guests are built.
+        if st.unit_of.len() <= r as usize {
+            st.unit_of.resize(r as usize + 1, 0);
+        }
+        st.unit_of[r as usize] = u as u32;
+        if st.busy[u] {
+            st.waiting[u].push_back(r);
+            false
+        } else {
+            st.busy[u] = true;
+            true
+        }
+    }
+
+    /// Request `r`'s striped unit is done with it: the next request bound
+    /// to that unit, if one waits (the unit stays busy with it).
+    #[inline(never)]
+    fn next_striped(&mut self, r: u32) -> Option<u32> {
+        let st = self.striped.as_deref_mut()?;
+        let u = st.unit_of[r as usize] as usize;
+        let next = st.waiting[u].pop_front();
+        st.busy[u] = next.is_some();
+        next
     }
 
     /// Restarts the capability account at `now` (the measured window's
@@ -334,24 +368,15 @@ impl World<'_> {
 
     /// The request takes a free parallel unit or waits for one.
     fn enter_units(&mut self, r: u32) {
-        if let Some(st) = self.device.striped.as_mut() {
-            let u = st.rng.gen_range(0..st.busy.len());
-            // Request slots are added as threads and guests are built.
-            if st.unit_of.len() <= r as usize {
-                st.unit_of.resize(r as usize + 1, 0);
-            }
-            st.unit_of[r as usize] = u as u32;
-            if st.busy[u] {
-                st.waiting[u].push_back(r);
-            } else {
-                st.busy[u] = true;
-                self.start_media(r);
-            }
-        } else if self.device.free_units > 0 {
+        // A striped device keeps `free_units` at 0 and its FIFO empty, so
+        // the pooled paths test for stripes only where they would wait.
+        if self.device.free_units > 0 {
             self.device.free_units -= 1;
             self.start_media(r);
-        } else {
+        } else if self.device.striped.is_none() {
             self.device.fifo.push_back(r);
+        } else if self.device.bind_striped(r) {
+            self.start_media(r);
         }
     }
 
@@ -366,23 +391,14 @@ impl World<'_> {
     /// A media access ends: the unit goes to the next waiting request; a
     /// read's data now crosses the pipe, a write is complete.
     pub(crate) fn on_unit_done(&mut self, r: u32) {
-        let next = match self.device.striped.as_mut() {
+        match self.device.fifo.pop_front() {
+            Some(next) => self.start_media(next),
+            None if self.device.striped.is_none() => self.device.free_units += 1,
             None => {
-                let next = self.device.fifo.pop_front();
-                if next.is_none() {
-                    self.device.free_units += 1;
+                if let Some(next) = self.device.next_striped(r) {
+                    self.start_media(next);
                 }
-                next
             }
-            Some(st) => {
-                let u = st.unit_of[r as usize] as usize;
-                let next = st.waiting[u].pop_front();
-                st.busy[u] = next.is_some();
-                next
-            }
-        };
-        if let Some(next) = next {
-            self.start_media(next);
         }
         let req = self.reqs[r as usize];
         if req.write {
