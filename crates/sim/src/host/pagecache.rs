@@ -31,8 +31,11 @@
 //!   (`wb_check_old_data_flush`: every file dirty for longer than
 //!   `expire`) if `writeback_interval` has passed since the last, then
 //!   background writeback while dirty pages exceed the background
-//!   threshold (`wb_check_background_flush`). Files go oldest `dirtied_when` first,
-//!   each from where its last writeback stopped (`writeback_index`,
+//!   threshold (`wb_check_background_flush`). Files take turns
+//!   (`writeback_sb_inodes`): each queued file gets one chunk
+//!   (`writeback_chunk_size`), then waits for its next turn if it has pages
+//!   left (`b_more_io`); the queue is filled oldest `dirtied_when` first;
+//!   each file is written from where its last writeback stopped (`writeback_index`,
 //!   range-cyclic), in requests of contiguous dirty pages merged up to
 //!   `max_writeback_request`, unmarked (docs/ALGORITHMS.md section 5),
 //!   sixteen to a plug (`wb_writeback`'s plug, flushed as blk-mq flushes
@@ -180,6 +183,9 @@ struct File {
     ra: Option<(u64, u64)>,
     /// The last page a read touched, hit or miss (`ra->prev_pos`).
     prev_page: Option<u64>,
+    /// In the flusher's queues (`b_io` or `b_more_io`), not among the
+    /// dirty files waiting (`b_dirty`).
+    queued: bool,
 }
 
 /// What the reading program told the kernel of its pattern on the file
@@ -269,8 +275,17 @@ pub(crate) struct PageCache {
     writeback: u64,
     /// Writeback requests in flight by request slot.
     in_flight: BTreeMap<u32, Extent>,
-    /// Pages left in the background pass's current chunk.
+    /// Files queued for writeback (`b_io`), next first, and those whose
+    /// chunk ran out with pages left (`b_more_io`), in the order they did.
+    b_io: VecDeque<u32>,
+    b_more_io: VecDeque<u32>,
+    /// The file being written back, and the pages left in its chunk.
+    current: Option<u32>,
     chunk_left: u64,
+    /// When the current `writeback_sb_inodes` call began, and whether it
+    /// has written.
+    sb_call: Option<Nanos>,
+    sb_call_wrote: bool,
     /// Estimated write bandwidth, pages per second
     /// (`wb->write_bandwidth`) ...
     bandwidth: u64,
@@ -306,7 +321,12 @@ impl PageCache {
             dirty: 0,
             writeback: 0,
             in_flight: BTreeMap::new(),
+            b_io: VecDeque::new(),
+            b_more_io: VecDeque::new(),
+            current: None,
             chunk_left: 0,
+            sb_call: None,
+            sb_call_wrote: false,
             bandwidth: INIT_BW,
             avg_bandwidth: INIT_BW,
             dirty_ratelimit: INIT_BW,
@@ -743,57 +763,146 @@ impl PageCache {
     }
 
     /// The next writeback request of a pass at `now`, if the pass has
-    /// work left: the oldest dirty file that qualifies, from its cursor.
-    /// A background pass looks at the threshold between chunks
-    /// ([`PageCache::chunk_size`]: `wb_writeback` checks
-    /// `wb_over_bg_thresh` before each `writeback_sb_inodes`, which gives
-    /// each inode a chunk).
+    /// work left, as `wb_writeback` and `writeback_sb_inodes` order it:
+    /// each file queued for writeback (`b_io`) gets one chunk
+    /// ([`PageCache::chunk_size`]) from its cursor, then goes to the back
+    /// of the queue (`b_more_io`) if its chunk ran out with pages left,
+    /// so several dirty files share the device chunk by chunk. Before
+    /// each `writeback_sb_inodes` call a background pass looks at the
+    /// threshold; a call ends when the queue is empty, or after the file
+    /// that passed 100 ms since the call began. An empty queue is filled
+    /// again (`queue_io`): the requeued files first, then the dirty files
+    /// that qualify, oldest `dirtied_when` first.
     pub(crate) fn next_writeback(&mut self, pass: Pass, now: Nanos) -> Option<Extent> {
-        let expired_before = now.checked_sub(self.set.expire);
-        let mut max = self.set.max_request_pages;
-        if pass == Pass::Background {
-            if self.chunk_left == 0 {
-                if !self.over_background() {
+        loop {
+            if let Some(file) = self.current {
+                if let Some(e) = self.chunk_extent(file, now) {
+                    self.sb_call_wrote = true;
+                    return Some(e);
+                }
+                self.requeue(file, now);
+                let call_too_long = self.sb_call.is_some_and(|start| {
+                    self.set.jiffies(now) > self.set.jiffies(start) + self.set.hz() / 10
+                });
+                if self.sb_call_wrote && call_too_long {
+                    self.sb_call = None;
+                }
+                continue;
+            }
+            if self.sb_call.is_none() {
+                if pass == Pass::Background && !self.over_background() {
                     return None;
                 }
-                self.chunk_left = self.chunk_size();
+                if self.b_io.is_empty() {
+                    self.queue_io(pass, now);
+                }
+                if self.b_io.is_empty() {
+                    return None;
+                }
+                self.sb_call = Some(now);
+                self.sb_call_wrote = false;
             }
-            max = max.min(self.chunk_left);
+            let Some(file) = self.b_io.pop_front() else {
+                // The call went through the queue: `wb_writeback` goes on
+                // if it wrote or files wait their next turn.
+                self.sb_call = None;
+                if !self.sb_call_wrote && self.b_more_io.is_empty() {
+                    return None;
+                }
+                continue;
+            };
+            self.current = Some(file);
+            self.chunk_left = self.chunk_size();
         }
-        // Files with pages to write, oldest dirtied first (`b_io`).
-        let file = self
-            .files
-            .iter()
-            .filter(|(_, f)| f.dirty.iter().any(|p| !f.writeback.contains(p)))
-            .filter(|(_, f)| match pass {
-                Pass::Background => true,
-                Pass::Kupdate => match (f.dirtied_when, expired_before) {
-                    (Some(at), Some(limit)) => at <= limit,
-                    _ => false,
-                },
-            })
-            .min_by_key(|(&id, f)| (f.dirtied_when, id));
-        let Some((&file, _)) = file else {
-            self.chunk_left = 0;
+    }
+
+    /// The next request of `file`'s chunk: its first dirty page at or
+    /// after its cursor not under writeback, wrapping once (range_cyclic;
+    /// `WB_SYNC_NONE` skips pages under writeback), and the dirty pages
+    /// after it, within the chunk.
+    fn chunk_extent(&mut self, file: u32, now: Nanos) -> Option<Extent> {
+        if self.chunk_left == 0 {
             return None;
-        };
+        }
         let f = self.files.get(&file)?;
-        // The first dirty page at or after the cursor not under
-        // writeback, wrapping once (range_cyclic).
         let first = f
             .dirty
             .range(f.cursor..)
             .chain(f.dirty.range(..f.cursor))
             .copied()
             .find(|p| !f.writeback.contains(p))?;
+        let max = self.set.max_request_pages.min(self.chunk_left);
         let e = self.start_writeback(file, first, max, now);
         if let Some(f) = self.files.get_mut(&file) {
             f.cursor = first + e.pages;
         }
-        if pass == Pass::Background {
-            self.chunk_left -= e.pages;
-        }
+        self.chunk_left -= e.pages;
         Some(e)
+    }
+
+    /// `requeue_inode` after `file`'s turn at `now`: a clean file leaves
+    /// the queues; one whose chunk ran out with dirty pages left waits for
+    /// its next turn (`requeue_io`); one that could not use its chunk (its
+    /// dirty pages are under writeback) goes back among the dirty files
+    /// (`redirty_tail`, as the newest if a file was dirtied after it).
+    fn requeue(&mut self, file: u32, now: Nanos) {
+        self.current = None;
+        let newest = self
+            .files
+            .values()
+            .filter(|f| !f.queued)
+            .filter_map(|f| f.dirtied_when)
+            .max();
+        let Some(f) = self.files.get_mut(&file) else {
+            return;
+        };
+        if f.dirty.is_empty() {
+            f.queued = false;
+        } else if self.chunk_left == 0 {
+            self.b_more_io.push_back(file);
+        } else {
+            f.queued = false;
+            if newest.is_some_and(|n| f.dirtied_when.is_some_and(|w| w < n)) {
+                f.dirtied_when = Some(now);
+            }
+        }
+    }
+
+    /// `queue_io`: the files that waited for their next turn, then the
+    /// dirty files not queued that the pass takes (a background pass
+    /// all, the periodic one those dirty for longer than `expire`),
+    /// oldest `dirtied_when` first.
+    fn queue_io(&mut self, pass: Pass, now: Nanos) {
+        self.b_io.extend(self.b_more_io.drain(..));
+        let older_than = match pass {
+            Pass::Background => Some(now),
+            Pass::Kupdate => now.checked_sub(self.set.expire),
+        };
+        let Some(older_than) = older_than else {
+            return;
+        };
+        let mut expired: Vec<(Nanos, u32)> = self
+            .files
+            .iter()
+            .filter(|(_, f)| !f.queued)
+            .filter_map(|(&id, f)| f.dirtied_when.map(|at| (at, id)))
+            .filter(|&(at, _)| at <= older_than)
+            .collect();
+        expired.sort_unstable();
+        for (_, id) in expired {
+            if let Some(f) = self.files.get_mut(&id) {
+                f.queued = true;
+            }
+            self.b_io.push_back(id);
+        }
+    }
+
+    /// The flusher's work is over: the next starts a new
+    /// `writeback_sb_inodes` call. The queues stay, as Linux's lists do,
+    /// and so does a file's unfinished chunk (a pass ends between files
+    /// in Linux; here only when the flusher had no slot left for it).
+    fn end_work(&mut self) {
+        self.sb_call = None;
     }
 
     /// The next request of an `fsync` of `file`: its first dirty page not
@@ -1234,7 +1343,7 @@ impl Instance {
                 None => {}
             }
         }
-        self.cache.chunk_left = 0;
+        self.cache.end_work();
     }
 }
 
@@ -2724,5 +2833,49 @@ mod tests {
         pc.write(0, 185_000, 2 * INIT_BW / 5, 0);
         pc.update_ratelimit_at(102, 185_000, pos_ratio);
         assert_eq!(pc.dirty_ratelimit, INIT_BW - 22);
+    }
+
+    /// The files of a pass's requests at `now`, as runs of (file, pages).
+    fn writeback_runs(pc: &mut PageCache, pass: Pass, now: Nanos) -> Vec<(u32, u64)> {
+        let mut runs: Vec<(u32, u64)> = Vec::new();
+        while let Some(e) = pc.next_writeback(pass, now) {
+            match runs.last_mut() {
+                Some((file, pages)) if *file == e.file => *pages += e.pages,
+                _ => runs.push((e.file, e.pages)),
+            }
+        }
+        runs
+    }
+
+    #[test]
+    fn several_dirty_files_take_turns_a_chunk_each() {
+        // A chunk of 4096 pages (an eighth of the limit is less than
+        // MIN_WRITEBACK_PAGES); the older file goes first each round.
+        let mut pc = PageCache::new(Settings {
+            memory_pages: 1 << 20,
+            ..settings()
+        });
+        pc.write(1, 0, 10_000, 0);
+        pc.write(2, 0, 10_000, 1);
+        assert_eq!(
+            writeback_runs(&mut pc, Pass::Background, 2),
+            [
+                (1, 4096),
+                (2, 4096),
+                (1, 4096),
+                (2, 4096),
+                (1, 1808),
+                (2, 1808)
+            ]
+        );
+        // The periodic pass shares the device the same way among the
+        // expired files, and leaves the others.
+        pc.write(3, 0, 5_000, 0);
+        pc.write(4, 0, 5_000, 20 * SEC);
+        pc.write(5, 0, 5_000, 10 * SEC);
+        assert_eq!(
+            writeback_runs(&mut pc, Pass::Kupdate, 45 * SEC),
+            [(3, 4096), (5, 4096), (3, 904), (5, 904)]
+        );
     }
 }
