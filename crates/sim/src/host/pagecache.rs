@@ -52,8 +52,12 @@
 //!   (`PG_readahead`, asynchronous read-ahead); the model reads each
 //!   window when it is needed, so a sequential reader waits once per
 //!   window.
-//! * Clean pages stay cached until `memory` is full, then the oldest go
-//!   first.
+//! * Clean pages stay cached until `memory` is full, on Linux's two file
+//!   lists: a page read in or cleaned joins the inactive list; a read
+//!   marks it referenced (`mark_page_accessed`), a second read moves it to
+//!   the active list. Reclaim takes the oldest inactive page, moving the
+//!   oldest active pages back first while the inactive list is low
+//!   (`inactive_list_is_low`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -169,12 +173,28 @@ impl Settings {
     }
 }
 
+/// A clean cached page's place on the file LRU lists.
+#[derive(Clone, Copy, Debug)]
+struct Lru {
+    /// Its entry on its list (older entries of the page are stale;
+    /// wrapping, and unique among the entries on the lists, which
+    /// [`PageCache::compact_lists`] keeps fewer than `2^32`). Four bytes,
+    /// with the flags eight: the cached pages' map is the read path's
+    /// hottest data.
+    seq: u32,
+    /// `PG_referenced`: read once since it joined its list.
+    referenced: bool,
+    /// `PG_active`: on the active list.
+    active: bool,
+}
+
 /// One file's pages.
 #[derive(Debug, Default)]
 struct File {
     dirty: BTreeSet<u64>,
     writeback: BTreeSet<u64>,
-    cached: BTreeSet<u64>,
+    /// Clean cached pages.
+    cached: BTreeMap<u64, Lru>,
     /// When the file went from clean to dirty (`inode->dirtied_when`).
     dirtied_when: Option<Nanos>,
     /// Where its next writeback starts (`mapping->writeback_index`).
@@ -267,10 +287,15 @@ pub(crate) struct Totals {
 pub(crate) struct PageCache {
     pub set: Settings,
     files: BTreeMap<u32, File>,
-    /// Clean cached pages, oldest first, for eviction; entries of pages
-    /// dirtied or evicted since are skipped when met.
-    lru: VecDeque<(u32, u64)>,
+    /// The clean cached pages on the inactive and active file lists,
+    /// oldest first, as (file, page, seq); entries whose page has since
+    /// moved, been dirtied or been evicted are skipped when met.
+    inactive: VecDeque<(u32, u64, u32)>,
+    active: VecDeque<(u32, u64, u32)>,
+    next_seq: u32,
+    /// Clean cached pages, and those of them on the active list.
     cached: u64,
+    active_pages: u64,
     dirty: u64,
     writeback: u64,
     /// Writeback requests in flight by request slot.
@@ -316,7 +341,10 @@ impl PageCache {
         PageCache {
             set,
             files: BTreeMap::new(),
-            lru: VecDeque::new(),
+            inactive: VecDeque::new(),
+            active: VecDeque::new(),
+            next_seq: 0,
+            active_pages: 0,
             cached: 0,
             dirty: 0,
             writeback: 0,
@@ -668,8 +696,9 @@ impl PageCache {
             if f.dirty.insert(p) {
                 self.dirty += 1;
                 self.totals.dirtied += 1;
-                if f.cached.remove(&p) {
+                if let Some(lru) = f.cached.remove(&p) {
                     self.cached -= 1;
+                    self.active_pages -= u64::from(lru.active);
                 }
             }
         }
@@ -683,8 +712,9 @@ impl PageCache {
     /// (clean, dirty or under writeback).
     pub(crate) fn cached(&self, file: u32, first: u64, pages: u64) -> bool {
         self.files.get(&file).is_some_and(|f| {
-            (first..first + pages)
-                .all(|p| f.cached.contains(&p) || f.dirty.contains(&p) || f.writeback.contains(&p))
+            (first..first + pages).all(|p| {
+                f.cached.contains_key(&p) || f.dirty.contains(&p) || f.writeback.contains(&p)
+            })
         })
     }
 
@@ -720,7 +750,8 @@ impl PageCache {
         // Pages already cached are not read again: the window stops at the
         // first one past what the call needs (`__do_page_cache_readahead`
         // reads only the missing pages).
-        let held = |p: &u64| f.cached.contains(p) || f.dirty.contains(p) || f.writeback.contains(p);
+        let held =
+            |p: &u64| f.cached.contains_key(p) || f.dirty.contains(p) || f.writeback.contains(p);
         if let Some(p) = (first + pages..first + len).find(|p| held(p)) {
             len = p - first;
         }
@@ -740,15 +771,97 @@ impl PageCache {
     /// dirtied meanwhile stay dirty).
     pub(crate) fn read_done(&mut self, e: Extent) {
         let f = self.files.entry(e.file).or_default();
-        let mut added = 0;
         for p in e.first..e.first + e.pages {
-            if !f.dirty.contains(&p) && !f.writeback.contains(&p) && f.cached.insert(p) {
-                self.lru.push_back((e.file, p));
-                added += 1;
+            if !f.dirty.contains(&p) && !f.writeback.contains(&p) {
+                self.cached += add_clean(f, (e.file, p), &mut self.next_seq, &mut self.inactive);
             }
         }
-        self.cached += added;
+        self.compact_lists();
         self.evict();
+    }
+
+    /// Drops the stale entries of the lists once they are more than half
+    /// of them: a page dirtied, moved or evicted leaves its old entry
+    /// behind, and a cache that never fills never pops them. Amortised,
+    /// a constant per entry pushed (called after each batch of pages
+    /// added: a batch is at most a request's pages, far under the slack).
+    fn compact_lists(&mut self) {
+        let live = self.cached;
+        if ((self.inactive.len() + self.active.len()) as u64) < 2 * live + 1024 {
+            return;
+        }
+        for active in [false, true] {
+            let list = if active {
+                &mut self.active
+            } else {
+                &mut self.inactive
+            };
+            let files = &self.files;
+            list.retain(|&(file, p, seq)| {
+                files
+                    .get(&file)
+                    .and_then(|f| f.cached.get(&p))
+                    .is_some_and(|l| l.seq == seq && l.active == active)
+            });
+        }
+    }
+
+    /// Whether a read at `first` of `file` starts on the page the last
+    /// read ended on (`generic_file_buffered_read` then does not mark that
+    /// page accessed again: `prev_index == index`, and the model's reads
+    /// are whole pages, so the offsets match too).
+    pub(crate) fn rereads_last_page(&self, file: u32, first: u64) -> bool {
+        self.files
+            .get(&file)
+            .is_some_and(|f| f.prev_page == Some(first))
+    }
+
+    /// `mark_page_accessed` for each clean cached page a read of `pages`
+    /// at `first` of `file` copies, but the first if `skip_first`
+    /// ([`PageCache::rereads_last_page`]).
+    pub(crate) fn mark_accessed(&mut self, file: u32, first: u64, pages: u64, skip_first: bool) {
+        let Some(f) = self.files.get_mut(&file) else {
+            return;
+        };
+        let from = first + u64::from(skip_first);
+        for (&p, lru) in f.cached.range_mut(from..first + pages) {
+            if access(lru, &mut self.next_seq) {
+                self.active.push_back((file, p, lru.seq));
+                self.active_pages += 1;
+            }
+        }
+    }
+
+    /// A read of `pages` pages at `first` of `file`: if they are all
+    /// cached, it copies them (marking them accessed, [`access`]) and is
+    /// done (true, and the next miss is judged against it); otherwise
+    /// nothing changes. One look-up per page, as [`PageCache::cached`].
+    pub(crate) fn read_hit(&mut self, file: u32, first: u64, pages: u64) -> bool {
+        let Some(f) = self.files.get_mut(&file) else {
+            return false;
+        };
+        let skip_first = f.prev_page == Some(first);
+        if pages == 1 {
+            // The common read, in one look-up of the page.
+            if let Some(lru) = f.cached.get_mut(&first) {
+                if !skip_first && access(lru, &mut self.next_seq) {
+                    self.active.push_back((file, first, lru.seq));
+                    self.active_pages += 1;
+                }
+            } else if !f.dirty.contains(&first) && !f.writeback.contains(&first) {
+                return false;
+            }
+            f.prev_page = Some(first);
+            return true;
+        }
+        let held = (first..first + pages)
+            .all(|p| f.cached.contains_key(&p) || f.dirty.contains(&p) || f.writeback.contains(&p));
+        if !held {
+            return false;
+        }
+        f.prev_page = Some(first + pages.max(1) - 1);
+        self.mark_accessed(file, first, pages, skip_first);
+        true
     }
 
     /// `writeback_chunk_size` (fs/fs-writeback.c) of a `WB_SYNC_NONE`
@@ -968,7 +1081,6 @@ impl PageCache {
     fn written(&mut self, slot: u32, now: Nanos) -> Option<Extent> {
         let e = self.in_flight.remove(&slot)?;
         let f = self.files.entry(e.file).or_default();
-        let mut cleaned = 0;
         for p in e.first..e.first + e.pages {
             if !f.writeback.remove(&p) {
                 self.totals.malformed += 1;
@@ -976,12 +1088,11 @@ impl PageCache {
             }
             self.writeback -= 1;
             self.totals.written += 1;
-            if !f.dirty.contains(&p) && f.cached.insert(p) {
-                self.lru.push_back((e.file, p));
-                cleaned += 1;
+            if !f.dirty.contains(&p) {
+                self.cached += add_clean(f, (e.file, p), &mut self.next_seq, &mut self.inactive);
             }
         }
-        self.cached += cleaned;
+        self.compact_lists();
         self.bw_written += e.pages;
         self.update_bandwidth(now);
         self.evict();
@@ -1029,29 +1140,74 @@ impl PageCache {
         self.bw_written = 0;
     }
 
-    /// Drops the oldest clean pages while the cache holds more than its
-    /// memory.
+    /// Reclaims clean pages while the cache holds more than its memory,
+    /// as `shrink_node` does for the file lists: the oldest page of the
+    /// inactive list goes (its `PG_referenced` does not save an unmapped
+    /// page, `page_check_references`); when the inactive list is low
+    /// against the active one (`inactive_list_is_low`: `inactive *
+    /// int_sqrt(10 * GiB) < active`, 1 under a GiB) the oldest active page
+    /// is first moved to the young end of the inactive list
+    /// (`shrink_active_list`: an unmapped page has no referenced PTE).
     fn evict(&mut self) {
         while self.cached + self.dirty + self.writeback > self.set.memory_pages {
-            let Some((file, p)) = self.lru.pop_front() else {
-                return;
-            };
-            if let Some(f) = self.files.get_mut(&file) {
-                if f.cached.remove(&p) {
-                    self.cached -= 1;
-                }
+            if self.inactive_is_low() {
+                self.deactivate_oldest();
             }
+            let Some((file, p, seq)) = self.inactive.pop_front() else {
+                if self.active_pages == 0 {
+                    return;
+                }
+                self.deactivate_oldest();
+                continue;
+            };
+            let Some(f) = self.files.get_mut(&file) else {
+                continue;
+            };
+            if f.cached.get(&p).is_some_and(|l| l.seq == seq && !l.active) {
+                f.cached.remove(&p);
+                self.cached -= 1;
+            }
+        }
+    }
+
+    /// `inactive_list_is_low` for the file lists (without the refault
+    /// case: the model keeps no shadow entries of evicted pages).
+    fn inactive_is_low(&self) -> bool {
+        let inactive = self.cached - self.active_pages;
+        let gb = self.cached >> (30 - PAGE.ilog2());
+        let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
+        inactive * ratio < self.active_pages
+    }
+
+    /// Moves the oldest page of the active list to the young end of the
+    /// inactive list, keeping its `PG_referenced`.
+    fn deactivate_oldest(&mut self) {
+        while let Some((file, p, seq)) = self.active.pop_front() {
+            let Some(lru) = self
+                .files
+                .get_mut(&file)
+                .and_then(|f| f.cached.get_mut(&p))
+                .filter(|l| l.seq == seq && l.active)
+            else {
+                continue;
+            };
+            lru.active = false;
+            lru.seq = self.next_seq;
+            self.next_seq = self.next_seq.wrapping_add(1);
+            self.inactive.push_back((file, p, lru.seq));
+            self.active_pages -= 1;
+            return;
         }
     }
 
     /// Every page the cache accounts for is in exactly one state, and the
     /// counts match the sets: none lost, none written twice.
     pub(crate) fn consistent(&self) -> Result<(), String> {
-        let (mut dirty, mut writeback, mut cached) = (0u64, 0u64, 0u64);
+        let (mut dirty, mut writeback, mut cached, mut active) = (0u64, 0u64, 0u64, 0u64);
         for (id, f) in &self.files {
             if let Some(p) = f
                 .cached
-                .iter()
+                .keys()
                 .find(|p| f.dirty.contains(p) || f.writeback.contains(p))
             {
                 return Err(format!("file {id}: page {p} cached clean and dirty"));
@@ -1059,6 +1215,13 @@ impl PageCache {
             dirty += f.dirty.len() as u64;
             writeback += f.writeback.len() as u64;
             cached += f.cached.len() as u64;
+            active += f.cached.values().filter(|l| l.active).count() as u64;
+        }
+        if active != self.active_pages {
+            return Err(format!(
+                "{} pages counted active against {active} in the files",
+                self.active_pages
+            ));
         }
         let in_flight: u64 = self.in_flight.values().map(|e| e.pages).sum();
         if (dirty, writeback, cached) != (self.dirty, self.writeback, self.cached)
@@ -1084,6 +1247,47 @@ impl PageCache {
             return Err(format!("{} malformed writeback requests", t.malformed));
         }
         Ok(())
+    }
+}
+
+/// Page `p` of `file` (`f`) is cached clean unless it was: at the young
+/// end of the inactive list (`add_to_page_cache_lru`; a written page
+/// cleaned by its writeback joins it there too, the model does not keep
+/// a dirty page's list). 1 if it was added.
+fn add_clean(
+    f: &mut File,
+    (file, p): (u32, u64),
+    next_seq: &mut u32,
+    inactive: &mut VecDeque<(u32, u64, u32)>,
+) -> u64 {
+    let std::collections::btree_map::Entry::Vacant(slot) = f.cached.entry(p) else {
+        return 0;
+    };
+    let seq = *next_seq;
+    *next_seq = next_seq.wrapping_add(1);
+    slot.insert(Lru {
+        seq,
+        referenced: false,
+        active: false,
+    });
+    inactive.push_back((file, p, seq));
+    1
+}
+
+/// `mark_page_accessed` (mm/swap.c) of a clean cached page: a page read
+/// once is marked referenced; one read again while referenced moves to
+/// the active list (true: it takes the sequence number its new entry
+/// gets), where reclaim does not look until the inactive list is low.
+fn access(lru: &mut Lru, next_seq: &mut u32) -> bool {
+    if !lru.active && lru.referenced {
+        lru.active = true;
+        lru.referenced = false;
+        lru.seq = *next_seq;
+        *next_seq = next_seq.wrapping_add(1);
+        true
+    } else {
+        lru.referenced = true;
+        false
     }
 }
 
@@ -1220,7 +1424,8 @@ fn ondemand_window(f: &File, first: u64, pages: u64, max: u64) -> (u64, bool) {
     if f.prev_page.is_some_and(|p| first >= p && first - p <= 1) {
         return initial;
     }
-    let held = |p: u64| f.cached.contains(&p) || f.dirty.contains(&p) || f.writeback.contains(&p);
+    let held =
+        |p: u64| f.cached.contains_key(&p) || f.dirty.contains(&p) || f.writeback.contains(&p);
     let history = (1..=max.min(first))
         .take_while(|&k| held(first - k))
         .count() as u64;
@@ -1259,6 +1464,9 @@ pub(crate) struct Call {
     /// The slot of the read-ahead request the call waits for: the thread's
     /// ready list may also hold a libaio thread's unreaped events.
     read_ahead: Option<u32>,
+    /// A read that starts on the page the file's last read ended on
+    /// ([`PageCache::rereads_last_page`]).
+    skip_first: bool,
 }
 
 /// A buffered thread's `fsync` or `fdatasync` in progress.
@@ -1557,15 +1765,13 @@ impl World<'_> {
             pages,
             copied: false,
             read_ahead: None,
+            skip_first: false,
         };
         let cache = &mut b.instances[i].cache;
         let s = cache.set;
         let entry = entry + s.buffered_call;
-        if write || cache.cached(t as u32, first, pages) {
+        if write || cache.read_hit(t as u32, first, pages) {
             // A read hit copies here; a write's pages are dirtied after.
-            if !write {
-                cache.note_read(t as u32, first, pages);
-            }
             b.calls[t].copied = !write;
             self.set_burst(t, entry + pages * s.page_copy, Cont::PageCache);
             return;
@@ -1574,6 +1780,7 @@ impl World<'_> {
         let (size, advice) = (b.size_pages[t], b.advice[t]);
         let cache = &mut b.instances[i].cache;
         let e = cache.read_ahead(t as u32, first, pages, size, advice);
+        b.calls[t].skip_first = cache.rereads_last_page(t as u32, first);
         cache.note_read(t as u32, first, pages);
         if let Some(r) = self.stage_request(t, false, e.pages * PAGE, Hint::Unmarked) {
             if let Some(b) = self.page_cache.as_deref_mut() {
@@ -1913,6 +2120,7 @@ impl World<'_> {
                 first: call.first,
                 pages,
             });
+            cache.mark_accessed(t as u32, call.first, call.pages, call.skip_first);
         }
         let b = self.page_cache.as_deref_mut().expect("a buffered thread");
         b.calls[t].copied = true;
@@ -2877,5 +3085,64 @@ mod tests {
             writeback_runs(&mut pc, Pass::Kupdate, 45 * SEC),
             [(3, 4096), (5, 4096), (3, 904), (5, 904)]
         );
+    }
+
+    /// Reads `pages` pages of `file` at `first` into the cache as a
+    /// buffered read does: missing pages come in, then each is accessed.
+    fn read(pc: &mut PageCache, file: u32, first: u64, pages: u64) {
+        if !pc.read_hit(file, first, pages) {
+            let skip = pc.rereads_last_page(file, first);
+            pc.note_read(file, first, pages);
+            pc.read_done(Extent { file, first, pages });
+            pc.mark_accessed(file, first, pages, skip);
+        }
+    }
+
+    #[test]
+    fn a_page_read_twice_is_active_and_outlives_a_pass_over_cold_data() {
+        // 1000 pages of memory; a hot set of 100 pages read twice, then
+        // 3000 cold pages read once each.
+        let mut pc = PageCache::new(settings());
+        for _ in 0..2 {
+            for p in 0..100 {
+                read(&mut pc, 1, p, 1);
+            }
+        }
+        assert_eq!(pc.active_pages, 100);
+        for p in 0..3000 {
+            read(&mut pc, 2, p, 1);
+        }
+        assert!(pc.cached(1, 0, 100), "the hot set stays");
+        assert!(!pc.cached(2, 0, 1000) && pc.cached(2, 2100, 900));
+        pc.consistent().expect("consistent");
+        // A page read twice in a row at the same place is accessed once
+        // (the second read starts where the first ended).
+        read(&mut pc, 3, 0, 1);
+        read(&mut pc, 3, 0, 1);
+        assert_eq!(pc.active_pages, 100);
+        read(&mut pc, 3, 1, 1);
+        read(&mut pc, 3, 0, 1);
+        assert_eq!(pc.active_pages, 101);
+    }
+
+    #[test]
+    fn the_active_list_gives_back_its_oldest_pages_when_the_inactive_is_low() {
+        // A hot set of 600 pages in 1000: under a GiB the inactive list
+        // is low once smaller than the active one, so reclaim moves the
+        // oldest active pages back, and a cold pass evicts them.
+        let mut pc = PageCache::new(settings());
+        for _ in 0..2 {
+            for p in 0..600 {
+                read(&mut pc, 1, p, 1);
+            }
+        }
+        assert_eq!(pc.active_pages, 600);
+        for p in 0..5000 {
+            read(&mut pc, 2, p, 1);
+        }
+        assert!(pc.active_pages <= 500, "{}", pc.active_pages);
+        assert!(!pc.cached(1, 0, 1), "the oldest active page was evicted");
+        assert!(pc.cached(1, 599, 1), "the youngest is still active");
+        pc.consistent().expect("consistent");
     }
 }
