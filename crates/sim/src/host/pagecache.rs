@@ -173,20 +173,48 @@ impl Settings {
     }
 }
 
-/// A clean cached page's place on the file LRU lists.
+/// A clean cached page's place on the file LRU lists, in four bytes (the
+/// cached pages' map is the read path's hottest data): `PG_active` (on
+/// the active list), `PG_referenced` (read once since it joined its
+/// list) and its entry's number on its list (older entries of the page
+/// are stale). The numbers wrap at `2^30`; [`PageCache::compact_lists`]
+/// keeps fewer entries than that, so a page's number is unique among them.
 #[derive(Clone, Copy, Debug)]
-struct Lru {
-    /// Its entry on its list (older entries of the page are stale;
-    /// wrapping, and unique among the entries on the lists, which
-    /// [`PageCache::compact_lists`] keeps fewer than `2^32`). Four bytes,
-    /// with the flags eight: the cached pages' map is the read path's
-    /// hottest data.
-    seq: u32,
-    /// `PG_referenced`: read once since it joined its list.
-    referenced: bool,
-    /// `PG_active`: on the active list.
-    active: bool,
+struct Lru(u32);
+
+impl Lru {
+    const ACTIVE: u32 = 1 << 31;
+    const REFERENCED: u32 = 1 << 30;
+    const SEQ: u32 = Lru::REFERENCED - 1;
+
+    fn seq(self) -> u32 {
+        self.0 & Lru::SEQ
+    }
+
+    fn active(self) -> bool {
+        self.0 & Lru::ACTIVE != 0
+    }
+
+    fn referenced(self) -> bool {
+        self.0 & Lru::REFERENCED != 0
+    }
+
+    /// A page joins a list (unreferenced) as entry `seq`.
+    fn joined(active: bool, seq: u32) -> Lru {
+        Lru(if active { Lru::ACTIVE } else { 0 } | (seq & Lru::SEQ))
+    }
 }
+
+/// The next list entry's number after `seq`.
+fn next_seq(seq: &mut u32) -> u32 {
+    let at = *seq;
+    *seq = (at + 1) & Lru::SEQ;
+    at
+}
+
+/// Entries on the lists past which stale ones are dropped whatever the
+/// cache holds: the numbers stay unique (`Lru`).
+const MAX_LIST_ENTRIES: u64 = 1 << 29;
 
 /// One file's pages.
 #[derive(Debug, Default)]
@@ -698,7 +726,7 @@ impl PageCache {
                 self.totals.dirtied += 1;
                 if let Some(lru) = f.cached.remove(&p) {
                     self.cached -= 1;
-                    self.active_pages -= u64::from(lru.active);
+                    self.active_pages -= u64::from(lru.active());
                 }
             }
         }
@@ -787,7 +815,8 @@ impl PageCache {
     /// added: a batch is at most a request's pages, far under the slack).
     fn compact_lists(&mut self) {
         let live = self.cached;
-        if ((self.inactive.len() + self.active.len()) as u64) < 2 * live + 1024 {
+        let entries = (self.inactive.len() + self.active.len()) as u64;
+        if entries < (2 * live + 1024).min(MAX_LIST_ENTRIES) {
             return;
         }
         for active in [false, true] {
@@ -801,7 +830,7 @@ impl PageCache {
                 files
                     .get(&file)
                     .and_then(|f| f.cached.get(&p))
-                    .is_some_and(|l| l.seq == seq && l.active == active)
+                    .is_some_and(|l| l.seq() == seq && l.active() == active)
             });
         }
     }
@@ -826,7 +855,7 @@ impl PageCache {
         let from = first + u64::from(skip_first);
         for (&p, lru) in f.cached.range_mut(from..first + pages) {
             if access(lru, &mut self.next_seq) {
-                self.active.push_back((file, p, lru.seq));
+                self.active.push_back((file, p, lru.seq()));
                 self.active_pages += 1;
             }
         }
@@ -845,7 +874,7 @@ impl PageCache {
             // The common read, in one look-up of the page.
             if let Some(lru) = f.cached.get_mut(&first) {
                 if !skip_first && access(lru, &mut self.next_seq) {
-                    self.active.push_back((file, first, lru.seq));
+                    self.active.push_back((file, first, lru.seq()));
                     self.active_pages += 1;
                 }
             } else if !f.dirty.contains(&first) && !f.writeback.contains(&first) {
@@ -1163,9 +1192,11 @@ impl PageCache {
             let Some(f) = self.files.get_mut(&file) else {
                 continue;
             };
-            if f.cached.get(&p).is_some_and(|l| l.seq == seq && !l.active) {
-                f.cached.remove(&p);
-                self.cached -= 1;
+            if let std::collections::btree_map::Entry::Occupied(page) = f.cached.entry(p) {
+                if page.get().seq() == seq && !page.get().active() {
+                    page.remove();
+                    self.cached -= 1;
+                }
             }
         }
     }
@@ -1187,14 +1218,14 @@ impl PageCache {
                 .files
                 .get_mut(&file)
                 .and_then(|f| f.cached.get_mut(&p))
-                .filter(|l| l.seq == seq && l.active)
+                .filter(|l| l.seq() == seq && l.active())
             else {
                 continue;
             };
-            lru.active = false;
-            lru.seq = self.next_seq;
-            self.next_seq = self.next_seq.wrapping_add(1);
-            self.inactive.push_back((file, p, lru.seq));
+            // Deactivated, it keeps its referenced mark.
+            let seq = next_seq(&mut self.next_seq);
+            *lru = Lru(Lru::joined(false, seq).0 | (lru.0 & Lru::REFERENCED));
+            self.inactive.push_back((file, p, seq));
             self.active_pages -= 1;
             return;
         }
@@ -1215,7 +1246,7 @@ impl PageCache {
             dirty += f.dirty.len() as u64;
             writeback += f.writeback.len() as u64;
             cached += f.cached.len() as u64;
-            active += f.cached.values().filter(|l| l.active).count() as u64;
+            active += f.cached.values().filter(|l| l.active()).count() as u64;
         }
         if active != self.active_pages {
             return Err(format!(
@@ -1257,19 +1288,14 @@ impl PageCache {
 fn add_clean(
     f: &mut File,
     (file, p): (u32, u64),
-    next_seq: &mut u32,
+    next: &mut u32,
     inactive: &mut VecDeque<(u32, u64, u32)>,
 ) -> u64 {
     let std::collections::btree_map::Entry::Vacant(slot) = f.cached.entry(p) else {
         return 0;
     };
-    let seq = *next_seq;
-    *next_seq = next_seq.wrapping_add(1);
-    slot.insert(Lru {
-        seq,
-        referenced: false,
-        active: false,
-    });
+    let seq = next_seq(next);
+    slot.insert(Lru::joined(false, seq));
     inactive.push_back((file, p, seq));
     1
 }
@@ -1278,15 +1304,12 @@ fn add_clean(
 /// once is marked referenced; one read again while referenced moves to
 /// the active list (true: it takes the sequence number its new entry
 /// gets), where reclaim does not look until the inactive list is low.
-fn access(lru: &mut Lru, next_seq: &mut u32) -> bool {
-    if !lru.active && lru.referenced {
-        lru.active = true;
-        lru.referenced = false;
-        lru.seq = *next_seq;
-        *next_seq = next_seq.wrapping_add(1);
+fn access(lru: &mut Lru, next: &mut u32) -> bool {
+    if !lru.active() && lru.referenced() {
+        *lru = Lru::joined(true, next_seq(next));
         true
     } else {
-        lru.referenced = true;
+        lru.0 |= Lru::REFERENCED;
         false
     }
 }
