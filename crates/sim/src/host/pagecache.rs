@@ -3121,20 +3121,26 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_page_read_twice_is_active_and_outlives_a_pass_over_cold_data() {
-        // 1000 pages of memory; a hot set of 100 pages read twice, then
-        // 3000 cold pages read once each.
+    /// A cache of 1000 pages after a hot set of file 1 (pages
+    /// `0..hot`) was read twice, page by page, then `cold` pages of file
+    /// 2 once each.
+    fn hot_then_cold(hot: u64, cold: u64) -> PageCache {
         let mut pc = PageCache::new(settings());
         for _ in 0..2 {
-            for p in 0..100 {
+            for p in 0..hot {
                 read(&mut pc, 1, p, 1);
             }
         }
-        assert_eq!(pc.active_pages, 100);
-        for p in 0..3000 {
+        assert_eq!(pc.active_pages, hot);
+        for p in 0..cold {
             read(&mut pc, 2, p, 1);
         }
+        pc
+    }
+
+    #[test]
+    fn a_page_read_twice_is_active_and_outlives_a_pass_over_cold_data() {
+        let mut pc = hot_then_cold(100, 3000);
         assert!(pc.cached(1, 0, 100), "the hot set stays");
         assert!(!pc.cached(2, 0, 1000) && pc.cached(2, 2100, 900));
         pc.consistent().expect("consistent");
@@ -3153,16 +3159,7 @@ mod tests {
         // A hot set of 600 pages in 1000: under a GiB the inactive list
         // is low once smaller than the active one, so reclaim moves the
         // oldest active pages back, and a cold pass evicts them.
-        let mut pc = PageCache::new(settings());
-        for _ in 0..2 {
-            for p in 0..600 {
-                read(&mut pc, 1, p, 1);
-            }
-        }
-        assert_eq!(pc.active_pages, 600);
-        for p in 0..5000 {
-            read(&mut pc, 2, p, 1);
-        }
+        let pc = hot_then_cold(600, 5000);
         assert!(pc.active_pages <= 500, "{}", pc.active_pages);
         assert!(!pc.cached(1, 0, 1), "the oldest active page was evicted");
         assert!(pc.cached(1, 599, 1), "the youngest is still active");
