@@ -474,7 +474,9 @@ impl PageCache {
     /// this `wb`'s), so `wb_dirty` is `dirty` and `wb_thresh` the whole
     /// limit once the device has completed any writeback (its share of
     /// completions, `__wb_calc_thresh`, is then all of them; nothing before
-    /// the first), and the device line is the single-`wb` one: 1.0 at the
+    /// the first; Linux's count of them decays, so after a minute or so
+    /// without any the share is nothing again, which the model does not
+    /// follow), and the device line is the single-`wb` one: 1.0 at the
     /// setpoint, falling over `8 * avg_write_bandwidth`.
     fn position_ratio(&self, dirty: u64) -> u64 {
         let set = &self.set;
