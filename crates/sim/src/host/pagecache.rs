@@ -7,15 +7,22 @@
 //!   (`buffered_call` plus `page_copy` per page), no device request. The
 //!   pages become dirty; a file's `dirtied_when` is set when it goes from
 //!   clean to dirty (`__mark_inode_dirty`).
-//! * After the copy the writer runs `balance_dirty_pages`: past the
-//!   background threshold (`background_ratio` of `memory`) it kicks the
-//!   flusher; with dirty plus writeback pages past the dirty limit
-//!   (`dirty_ratio`) it sleeps `wb_max_pause` (the time to write an eighth
-//!   of the dirty pages at the smoothed estimated bandwidth plus a jiffy,
-//!   at most 200 ms) and checks again, inside the call. Between the free-run
-//!   ceiling (halfway between the thresholds) and the limit Linux paces
-//!   writers by a position ratio; the model lets them run free up to the
-//!   limit and checks on every call, not every `nr_dirtied_pause` pages.
+//! * After the copy the writer runs `balance_dirty_pages_ratelimited`:
+//!   once it has dirtied `nr_dirtied_pause` pages since it last looked
+//!   (32 at first, about the square root of the headroom under the
+//!   free-run ceiling, 8 while the limit is exceeded) it runs
+//!   `balance_dirty_pages`. Under the free-run ceiling (halfway between
+//!   `background_ratio` and `dirty_ratio` of `memory`) it goes on; past
+//!   it the flusher is kicked and the writer sleeps `HZ * pages_dirtied
+//!   / task_ratelimit` jiffies less the time since its last pause, where
+//!   `task_ratelimit` is the cache's `dirty_ratelimit` (moved every
+//!   200 ms toward the rate that balances the dirtying against the
+//!   estimated bandwidth) scaled by the position ratio (2 at the ceiling,
+//!   1 at the setpoint, 0 at the limit); a pause under `wb_min_pause` is
+//!   carried over, one over `wb_max_pause` cut. Past the limit the rate
+//!   is zero: the writer sleeps `wb_max_pause` and looks again. The
+//!   jiffy is the host's tick. Past the background threshold the flusher
+//!   is kicked too.
 //! * The flusher is a kernel thread (the bdi's writeback kworker) on
 //!   `flusher_cpu`. It sleeps until a writer kicks it or its periodic
 //!   timer fires (`dirty_writeback_interval`, armed when the first file
@@ -24,8 +31,11 @@
 //!   (`wb_check_old_data_flush`: every file dirty for longer than
 //!   `expire`) if `writeback_interval` has passed since the last, then
 //!   background writeback while dirty pages exceed the background
-//!   threshold (`wb_check_background_flush`). Files go oldest `dirtied_when` first,
-//!   each from where its last writeback stopped (`writeback_index`,
+//!   threshold (`wb_check_background_flush`). Files take turns
+//!   (`writeback_sb_inodes`): each queued file gets one chunk
+//!   (`writeback_chunk_size`), then waits for its next turn if it has pages
+//!   left (`b_more_io`); the queue is filled oldest `dirtied_when` first;
+//!   each file is written from where its last writeback stopped (`writeback_index`,
 //!   range-cyclic), in requests of contiguous dirty pages merged up to
 //!   `max_writeback_request`, unmarked (docs/ALGORITHMS.md section 5),
 //!   sixteen to a plug (`wb_writeback`'s plug, flushed as blk-mq flushes
@@ -42,8 +52,12 @@
 //!   (`PG_readahead`, asynchronous read-ahead); the model reads each
 //!   window when it is needed, so a sequential reader waits once per
 //!   window.
-//! * Clean pages stay cached until `memory` is full, then the oldest go
-//!   first.
+//! * Clean pages stay cached until `memory` is full, on Linux's two file
+//!   lists: a page read in or cleaned joins the inactive list; a read
+//!   marks it referenced (`mark_page_accessed`), a second read moves it to
+//!   the active list. Reclaim takes the oldest inactive page, moving the
+//!   oldest active pages back first while the inactive list is low
+//!   (`inactive_list_is_low`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -70,29 +84,22 @@ const PAGE_CACHE_STREAM_BASE: u64 = 1 << 43;
 /// The page size of the reference hosts (x86-64).
 pub(crate) const PAGE: u64 = 4096;
 
-/// `MAX_PAUSE` (mm/page-writeback.c): HZ / 5 jiffies.
-const MAX_PAUSE: Nanos = 200_000_000;
-
-/// One jiffy of the reference kernel (`CONFIG_HZ=250`, docs/HOST-COSTS.md).
-const JIFFY: Nanos = 4_000_000;
-
 /// `INIT_BW` (mm/backing-dev.c): the writeback bandwidth estimate before
-/// any measurement, 100 MB/s, in pages per second.
+/// any measurement, 100 MB/s, in pages per second. `wb_init` starts the
+/// writers' `dirty_ratelimit` there too.
 const INIT_BW: u64 = (100 << 20) / PAGE;
 
-/// `BANDWIDTH_INTERVAL` (mm/page-writeback.c): the estimate is updated
-/// at most this often ...
-const BANDWIDTH_INTERVAL: Nanos = 200_000_000;
+/// `RATELIMIT_CALC_SHIFT` (mm/page-writeback.c): the position ratio's
+/// fixed point, 1.0 is `1 << 10`.
+const RATELIMIT_SHIFT: u32 = 10;
 
-/// ... and averages over this period (`wb_update_write_bandwidth`:
-/// `roundup_pow_of_two(3 * HZ)`, 1024 jiffies at `HZ = 250`).
-const BANDWIDTH_PERIOD: Nanos = 1024 * JIFFY;
+/// `DIRTY_POLL_THRESH` (mm/page-writeback.c): `128 >> (PAGE_SHIFT - 10)`
+/// pages, also a new task's `nr_dirtied_pause` (kernel/fork.c).
+const DIRTY_POLL_THRESH: u64 = 32;
 
-/// `__wb_update_bandwidth` skips an update after this long without one
-/// (HZ) if writeback started anew since (`time_before(bw_time_stamp,
-/// start_time)`): the device sat idle, and the pages written over the gap
-/// say nothing of its speed.
-const BANDWIDTH_QUIET: Nanos = SEC;
+/// `balance_dirty_pages_ratelimited` looks at the limits after this many
+/// pages of a writer while the limit is exceeded (`32 >> (PAGE_SHIFT - 10)`).
+const EXCEEDED_POLL: u64 = 8;
 
 /// `MIN_WRITEBACK_PAGES` (fs/fs-writeback.c): background writeback
 /// writes at least this much before it looks at the threshold again, and
@@ -115,12 +122,43 @@ pub(crate) struct Settings {
     pub buffered_call: Nanos,
     pub page_copy: Nanos,
     pub writeback_page: Nanos,
+    /// One jiffy: the host's tick (`1 / CONFIG_HZ`), the unit of every
+    /// writeback clock and throttle pause.
+    pub jiffy: Nanos,
+    /// `wb_stat_error()`: the per-CPU counters' slack, `8 * (1 +
+    /// ilog2(nr_cpu_ids)) * nr_cpu_ids` pages; an over-limit writer whose
+    /// device holds no more than this stops looping.
+    pub stat_error: u64,
 }
 
 impl Settings {
-    pub(crate) fn from_profile(p: &cint_scenario::page_cache::PageCacheProfile) -> Settings {
+    /// `HZ`: jiffies per second.
+    fn hz(&self) -> u64 {
+        (SEC / self.jiffy).max(1)
+    }
+
+    /// `jiffies` at `now`.
+    fn jiffies(&self, now: Nanos) -> u64 {
+        now / self.jiffy
+    }
+
+    /// `MAX_PAUSE` and `BANDWIDTH_INTERVAL`: `max(HZ / 5, 1)` jiffies.
+    fn max_pause(&self) -> u64 {
+        (self.hz() / 5).max(1)
+    }
+
+    /// The settings of a kernel with `p`, a tick of `tick` and `cpus`
+    /// CPUs.
+    pub(crate) fn from_profile(
+        p: &cint_scenario::page_cache::PageCacheProfile,
+        tick: Nanos,
+        cpus: u32,
+    ) -> Settings {
         let memory_pages = (p.memory.0 / PAGE).max(1);
+        let cpus = u64::from(cpus.max(1));
         Settings {
+            jiffy: tick.max(1),
+            stat_error: 8 * (1 + u64::from(cpus.ilog2())) * cpus,
             memory_pages,
             background_pages: memory_pages * u64::from(p.background_ratio) / 100,
             limit_pages: memory_pages * u64::from(p.dirty_ratio) / 100,
@@ -135,12 +173,56 @@ impl Settings {
     }
 }
 
+/// A clean cached page's place on the file LRU lists, in four bytes (the
+/// cached pages' map is the read path's hottest data): `PG_active` (on
+/// the active list), `PG_referenced` (read once since it joined its
+/// list) and its entry's number on its list (older entries of the page
+/// are stale). The numbers wrap at `2^30`; [`PageCache::compact_lists`]
+/// keeps fewer entries than that, so a page's number is unique among them.
+#[derive(Clone, Copy, Debug)]
+struct Lru(u32);
+
+impl Lru {
+    const ACTIVE: u32 = 1 << 31;
+    const REFERENCED: u32 = 1 << 30;
+    const SEQ: u32 = Lru::REFERENCED - 1;
+
+    fn seq(self) -> u32 {
+        self.0 & Lru::SEQ
+    }
+
+    fn active(self) -> bool {
+        self.0 & Lru::ACTIVE != 0
+    }
+
+    fn referenced(self) -> bool {
+        self.0 & Lru::REFERENCED != 0
+    }
+
+    /// A page joins a list (unreferenced) as entry `seq`.
+    fn joined(active: bool, seq: u32) -> Lru {
+        Lru(if active { Lru::ACTIVE } else { 0 } | (seq & Lru::SEQ))
+    }
+}
+
+/// The next list entry's number after `seq`.
+fn next_seq(seq: &mut u32) -> u32 {
+    let at = *seq;
+    *seq = (at + 1) & Lru::SEQ;
+    at
+}
+
+/// Entries on the lists past which stale ones are dropped whatever the
+/// cache holds: the numbers stay unique (`Lru`).
+const MAX_LIST_ENTRIES: u64 = 1 << 29;
+
 /// One file's pages.
 #[derive(Debug, Default)]
 struct File {
     dirty: BTreeSet<u64>,
     writeback: BTreeSet<u64>,
-    cached: BTreeSet<u64>,
+    /// Clean cached pages.
+    cached: BTreeMap<u64, Lru>,
     /// When the file went from clean to dirty (`inode->dirtied_when`).
     dirtied_when: Option<Nanos>,
     /// Where its next writeback starts (`mapping->writeback_index`).
@@ -149,6 +231,9 @@ struct File {
     ra: Option<(u64, u64)>,
     /// The last page a read touched, hit or miss (`ra->prev_pos`).
     prev_page: Option<u64>,
+    /// In the flusher's queues (`b_io` or `b_more_io`), not among the
+    /// dirty files waiting (`b_dirty`).
+    queued: bool,
 }
 
 /// What the reading program told the kernel of its pattern on the file
@@ -230,27 +315,52 @@ pub(crate) struct Totals {
 pub(crate) struct PageCache {
     pub set: Settings,
     files: BTreeMap<u32, File>,
-    /// Clean cached pages, oldest first, for eviction; entries of pages
-    /// dirtied or evicted since are skipped when met.
-    lru: VecDeque<(u32, u64)>,
+    /// The clean cached pages on the inactive and active file lists,
+    /// oldest first, as (file, page, seq); entries whose page has since
+    /// moved, been dirtied or been evicted are skipped when met.
+    inactive: VecDeque<(u32, u64, u32)>,
+    active: VecDeque<(u32, u64, u32)>,
+    next_seq: u32,
+    /// Clean cached pages, and those of them on the active list.
     cached: u64,
+    active_pages: u64,
     dirty: u64,
     writeback: u64,
     /// Writeback requests in flight by request slot.
     in_flight: BTreeMap<u32, Extent>,
-    /// Pages left in the background pass's current chunk.
+    /// Files queued for writeback (`b_io`), next first, and those whose
+    /// chunk ran out with pages left (`b_more_io`), in the order they did.
+    b_io: VecDeque<u32>,
+    b_more_io: VecDeque<u32>,
+    /// The file being written back, and the pages left in its chunk.
+    current: Option<u32>,
     chunk_left: u64,
+    /// When the current `writeback_sb_inodes` call began, and whether it
+    /// has written.
+    sb_call: Option<Nanos>,
+    sb_call_wrote: bool,
     /// Estimated write bandwidth, pages per second
     /// (`wb->write_bandwidth`) ...
     bandwidth: u64,
     /// ... and its smoothed value (`wb->avg_write_bandwidth`), which the
     /// pause and the background chunk use.
     avg_bandwidth: u64,
-    bw_stamp: Nanos,
+    /// The writers' base rate, pages per second (`wb->dirty_ratelimit`),
+    /// the last balanced rate it moved toward, when it last moved
+    /// (jiffies) and the pages dirtied then (`dirtied_stamp`).
+    dirty_ratelimit: u64,
+    balanced_ratelimit: u64,
+    rl_stamp: u64,
+    dirtied_stamp: u64,
+    /// A writer found the limit exceeded (`wb->dirty_exceeded`): every
+    /// writer looks after at most `EXCEEDED_POLL` pages.
+    dirty_exceeded: bool,
+    /// When the estimate was last updated, jiffies (`bw_time_stamp`).
+    bw_stamp: u64,
     bw_written: u64,
     /// When pages last went under writeback with none before (the start
-    /// of the writeback whose completions update the estimate).
-    wb_started: Nanos,
+    /// of the writeback whose completions update the estimate), jiffies.
+    wb_started: u64,
     pub totals: Totals,
 }
 
@@ -259,14 +369,27 @@ impl PageCache {
         PageCache {
             set,
             files: BTreeMap::new(),
-            lru: VecDeque::new(),
+            inactive: VecDeque::new(),
+            active: VecDeque::new(),
+            next_seq: 0,
+            active_pages: 0,
             cached: 0,
             dirty: 0,
             writeback: 0,
             in_flight: BTreeMap::new(),
+            b_io: VecDeque::new(),
+            b_more_io: VecDeque::new(),
+            current: None,
             chunk_left: 0,
+            sb_call: None,
+            sb_call_wrote: false,
             bandwidth: INIT_BW,
             avg_bandwidth: INIT_BW,
+            dirty_ratelimit: INIT_BW,
+            balanced_ratelimit: INIT_BW,
+            rl_stamp: 0,
+            dirtied_stamp: 0,
+            dirty_exceeded: false,
             bw_stamp: 0,
             bw_written: 0,
             wb_started: 0,
@@ -289,19 +412,307 @@ impl PageCache {
         self.dirty > self.set.background_pages
     }
 
-    /// Dirty and writeback pages past the dirty limit: writers pause.
-    pub(crate) fn over_limit(&self) -> bool {
+    /// Dirty and writeback pages past the dirty limit.
+    #[cfg(test)]
+    fn over_limit(&self) -> bool {
         self.dirty + self.writeback > self.set.limit_pages
     }
 
-    /// `wb_max_pause`: a writer over the limit sleeps for the time the
-    /// estimated bandwidth needs for an eighth of the dirty pages (in
-    /// whole jiffies, plus one), at most `MAX_PAUSE`.
-    pub(crate) fn pause(&self) -> Nanos {
-        // t = wb_dirty / (1 + bw / roundup_pow_of_two(1 + HZ / 8)) jiffies;
-        // HZ = 250 gives a divisor of 32.
-        let jiffies = (self.dirty + self.writeback) / (1 + self.avg_bandwidth / 32) + 1;
-        (jiffies * JIFFY).min(MAX_PAUSE)
+    /// `wb_max_pause`, jiffies: the longest a writer sleeps at once, the
+    /// time the smoothed bandwidth needs for an eighth of the device's
+    /// dirty and writeback pages (`wb_dirty`), plus one, at most
+    /// `MAX_PAUSE`: a longer sleep could let a small pool run dry.
+    fn max_pause(&self, wb_dirty: u64) -> u64 {
+        let hz = self.set.hz();
+        let t = wb_dirty / (1 + self.avg_bandwidth / (1 + hz / 8).next_power_of_two()) + 1;
+        t.min(self.set.max_pause())
+    }
+
+    /// `wb_min_pause`, jiffies, and the writer's next `nr_dirtied_pause`:
+    /// Linux aims at pauses of about 10 ms (longer for many writers,
+    /// `hi - lo`), each after enough pages to fill it at
+    /// `dirty_ratelimit`, but at least `DIRTY_POLL_THRESH` pages so that
+    /// small pauses do not break a reader's stream; a shorter computed
+    /// pause than the minimum is not slept but carried over.
+    fn min_pause(&self, max_pause: u64, task_rl: u64, dirty_rl: u64) -> (u64, u64) {
+        let hz = self.set.hz();
+        let hz_pow = hz.next_power_of_two();
+        let hi = self.avg_bandwidth.max(1).ilog2();
+        let lo = dirty_rl.max(1).ilog2();
+        let mut t = (hz / 100).max(1);
+        if hi > lo {
+            t += u64::from(hi - lo) * (10 * hz) / 1024;
+        }
+        t = t.min(1 + max_pause / 2);
+        let mut pages = dirty_rl * t / hz_pow;
+        if pages < DIRTY_POLL_THRESH {
+            t = max_pause;
+            pages = dirty_rl * t / hz_pow;
+            if pages > DIRTY_POLL_THRESH {
+                pages = DIRTY_POLL_THRESH;
+                t = hz * DIRTY_POLL_THRESH / dirty_rl.max(1);
+            }
+        }
+        let pause = hz * pages / (task_rl + 1);
+        if pause > max_pause {
+            t = max_pause;
+            pages = task_rl * t / hz_pow;
+        }
+        let min = if pages >= DIRTY_POLL_THRESH {
+            1 + t / 2
+        } else {
+            t
+        };
+        (min, pages)
+    }
+
+    /// `wb_position_ratio` (fixed point, `1 << RATELIMIT_SHIFT` is 1.0)
+    /// with `dirty` dirty and writeback pages: the global control line,
+    /// a cubic through 2.0 at the free-run ceiling, 1.0 at the setpoint
+    /// halfway to the limit and 0 at the limit, scaled by the device's
+    /// line. The kernel has one device per cache here (every page is
+    /// this `wb`'s), so `wb_dirty` is `dirty` and `wb_thresh` the whole
+    /// limit once the device has completed any writeback (its share of
+    /// completions, `__wb_calc_thresh`, is then all of them; nothing before
+    /// the first; Linux's count of them decays, so after a minute or so
+    /// without any the share is nothing again, which the model does not
+    /// follow), and the device line is the single-`wb` one: 1.0 at the
+    /// setpoint, falling over `8 * avg_write_bandwidth`.
+    fn position_ratio(&self, dirty: u64) -> u64 {
+        let set = &self.set;
+        let (thresh, limit) = (set.limit_pages, set.limit_pages);
+        if dirty >= limit {
+            return 0;
+        }
+        let freerun = freerun_ceiling(set);
+        let setpoint = (freerun + limit) / 2;
+        let mut pos_ratio = pos_ratio_polynom(setpoint, dirty, limit);
+        let wb_dirty = u128::from(dirty);
+        let wb_thresh = if self.totals.written > 0 { thresh } else { 0 };
+        let wb_thresh = u128::from(wb_thresh.min(thresh).max((limit - dirty) / 8));
+        let thresh = u128::from(thresh);
+        let x = (wb_thresh << 16) / (thresh | 1);
+        let wb_setpoint = (u128::from(setpoint) * x) >> 16;
+        let span = ((thresh - wb_thresh + 8 * u128::from(self.avg_bandwidth)) * x) >> 16;
+        let x_intercept = wb_setpoint + span;
+        if wb_dirty < x_intercept - span / 4 {
+            pos_ratio = pos_ratio * (x_intercept - wb_dirty) / ((x_intercept - wb_setpoint) | 1);
+        } else {
+            pos_ratio /= 4;
+        }
+        // The device's reserve: a device with few pages dirty is let
+        // fill them, lest it idle.
+        let x_intercept = wb_thresh / 2;
+        if wb_dirty < x_intercept {
+            if wb_dirty > x_intercept / 8 {
+                pos_ratio = pos_ratio * x_intercept / wb_dirty;
+            } else {
+                pos_ratio *= 8;
+            }
+        }
+        u64::try_from(pos_ratio).unwrap_or(u64::MAX)
+    }
+
+    /// `wb_update_dirty_ratelimit`: the writers' base rate moves toward
+    /// the balanced rate (`task_ratelimit * write_bw / dirty_rate`, the
+    /// rate at which N writers together dirty what the device writes), by
+    /// a step limited by how far the position ratio is from 1.0 and only
+    /// when that error points the same way, so that the rate settles
+    /// rather than oscillates.
+    fn update_dirty_ratelimit(&mut self, dirty: u64, pos_ratio: u64, elapsed: u64) {
+        let set = self.set;
+        let setpoint = (freerun_ceiling(&set) + set.limit_pages) / 2;
+        let write_bw = u128::from(self.avg_bandwidth);
+        let dirty_rl = u128::from(self.dirty_ratelimit);
+        let dirtied = u128::from(self.totals.dirtied - self.dirtied_stamp);
+        let dirty_rate = dirtied * u128::from(set.hz()) / u128::from(elapsed.max(1));
+        let task_rl = ((dirty_rl * u128::from(pos_ratio)) >> RATELIMIT_SHIFT) + 1;
+        let balanced = (task_rl * write_bw / (dirty_rate | 1)).min(write_bw);
+        let prev = u128::from(self.balanced_ratelimit);
+        let mut step = 0;
+        if dirty < setpoint {
+            let x = prev.min(balanced).min(task_rl);
+            if dirty_rl < x {
+                step = x - dirty_rl;
+            }
+        } else {
+            let x = prev.max(balanced).max(task_rl);
+            if dirty_rl > x {
+                step = dirty_rl - x;
+            }
+        }
+        // Slower as the rate nears its target: the balanced rate itself
+        // jumps about over a 200 ms measurement.
+        let shift = dirty_rl / (2 * step + 1);
+        step = if shift < 64 {
+            (step >> shift).div_ceil(8)
+        } else {
+            0
+        };
+        let rl = if dirty_rl < balanced {
+            dirty_rl + step
+        } else {
+            dirty_rl - step
+        };
+        self.dirty_ratelimit = u64::try_from(rl).unwrap_or(u64::MAX).max(1);
+        self.balanced_ratelimit = u64::try_from(balanced).unwrap_or(u64::MAX);
+    }
+
+    /// The writer-side update of `__wb_update_bandwidth` (its
+    /// `update_ratelimit` part) at `now` jiffies with `dirty` pages and the
+    /// position ratio: at most every `BANDWIDTH_INTERVAL`, skipped after a
+    /// quiet second. The model's completions update the write bandwidth
+    /// itself ([`PageCache::written`]), so the rate keeps its own clock
+    /// where Linux shares `bw_time_stamp`: with throttled writers Linux's
+    /// rate moves every 200 ms as here.
+    fn update_ratelimit_at(&mut self, now: u64, dirty: u64, pos_ratio: u64) {
+        let elapsed = now.saturating_sub(self.rl_stamp);
+        if elapsed <= self.set.max_pause() {
+            return;
+        }
+        if elapsed <= self.set.hz() {
+            self.update_dirty_ratelimit(dirty, pos_ratio, elapsed);
+        }
+        self.rl_stamp = now;
+        self.dirtied_stamp = self.totals.dirtied;
+    }
+
+    /// `balance_dirty_pages_ratelimited` for the pages writer `p` has
+    /// dirtied since it last looked (`p.pending`) at `now`, and
+    /// `balance_dirty_pages` each time they reach its `nr_dirtied_pause`,
+    /// up to the first pause. Whether the flusher is to be woken
+    /// (`wb_start_background_writeback` when the writer is past the
+    /// free-run ceiling or the dirty pages past the background
+    /// threshold), and when the pause ends.
+    pub(crate) fn balance(&mut self, p: &mut Pacing, now: Nanos) -> Balance {
+        let mut out = Balance::default();
+        if std::mem::take(&mut p.ending) {
+            out.kick |= self.end_balance(p);
+        }
+        loop {
+            let pages_dirtied = match p.looping {
+                Some(pages) => pages,
+                None => {
+                    let ratelimit = if self.dirty_exceeded {
+                        p.nr_dirtied_pause.min(EXCEEDED_POLL)
+                    } else {
+                        p.nr_dirtied_pause
+                    };
+                    if p.pending == 0 {
+                        return out;
+                    }
+                    // Linux looks after every page: the first page that
+                    // brings `nr_dirtied` to the limit calls in.
+                    let take = ratelimit.saturating_sub(p.nr_dirtied).max(1);
+                    if take > p.pending {
+                        p.nr_dirtied += p.pending;
+                        p.pending = 0;
+                        return out;
+                    }
+                    p.pending -= take;
+                    p.nr_dirtied += take;
+                    p.exceeded = false;
+                    p.nr_dirtied
+                }
+            };
+            let step = self.throttle_step(p, pages_dirtied, now);
+            out.kick |= step.kick;
+            if let Some(pause) = step.pause {
+                let end = (self.set.jiffies(now) + pause) * self.set.jiffy;
+                out.pause_until = Some(end.max(now + 1));
+                p.looping = step.again.then_some(pages_dirtied);
+                p.ending = !step.again;
+                self.totals.pauses += 1;
+                return out;
+            }
+            p.looping = None;
+            out.kick |= self.end_balance(p);
+        }
+    }
+
+    /// The end of a `balance_dirty_pages` call: `wb->dirty_exceeded` is
+    /// cleared unless its last turn found the limit exceeded, and the
+    /// flusher is to be woken if the dirty pages are past the background
+    /// threshold.
+    fn end_balance(&mut self, p: &Pacing) -> bool {
+        if !p.exceeded {
+            self.dirty_exceeded = false;
+        }
+        self.over_background()
+    }
+
+    /// One turn of `balance_dirty_pages`' loop for writer `p` that
+    /// dirtied `pages_dirtied` pages: free below the ceiling, otherwise a
+    /// pause of `HZ * pages_dirtied / task_ratelimit` jiffies counted from
+    /// the end of its last one (`dirty_paused_when`: a writer that spent
+    /// the time elsewhere owes less), within `wb_min_pause` (under it the
+    /// writer dirties on and the period is carried over) and
+    /// `wb_max_pause`.
+    fn throttle_step(&mut self, p: &mut Pacing, pages_dirtied: u64, now: Nanos) -> Step {
+        let set = self.set;
+        let mut now = set.jiffies(now);
+        let dirty = self.dirty + self.writeback;
+        let thresh = set.limit_pages;
+        if dirty <= freerun_ceiling(&set) {
+            p.dirty_paused_when = now;
+            p.nr_dirtied = 0;
+            p.nr_dirtied_pause = dirty_poll_interval(dirty, thresh);
+            return Step::default();
+        }
+        let wb_thresh = if self.totals.written > 0 { thresh } else { 0 };
+        let exceeded = dirty > wb_thresh && dirty > thresh;
+        p.exceeded = exceeded;
+        let pos_ratio = self.position_ratio(dirty);
+        self.dirty_exceeded |= exceeded;
+        self.update_ratelimit_at(now, dirty, pos_ratio);
+        let dirty_rl = self.dirty_ratelimit;
+        let task_rl =
+            u64::try_from((u128::from(dirty_rl) * u128::from(pos_ratio)) >> RATELIMIT_SHIFT)
+                .unwrap_or(u64::MAX);
+        let max_pause = self.max_pause(dirty);
+        let (min_pause, next_pause_pages) = self.min_pause(max_pause, task_rl, dirty_rl);
+        let mut pause = max_pause;
+        // Over the limit (a zero rate) the pause is `max_pause`.
+        if let Some(period) = (set.hz() * pages_dirtied).checked_div(task_rl) {
+            // Linux's 0 is "never paused", as at the start of a run.
+            let mut owed = i128::from(period);
+            if p.dirty_paused_when > 0 {
+                owed -= i128::from(now) - i128::from(p.dirty_paused_when);
+            }
+            if owed < i128::from(min_pause) {
+                if owed < -i128::from(set.hz()) {
+                    p.dirty_paused_when = now;
+                    p.nr_dirtied = 0;
+                } else if period > 0 {
+                    p.dirty_paused_when += period;
+                    p.nr_dirtied = 0;
+                } else if p.nr_dirtied_pause <= pages_dirtied {
+                    p.nr_dirtied_pause += pages_dirtied;
+                }
+                return Step {
+                    kick: true,
+                    ..Step::default()
+                };
+            }
+            let owed = owed.unsigned_abs() as u64;
+            pause = owed;
+            if owed > max_pause {
+                // An occasional drop of the rate: the excess is forgiven,
+                // up to another `max_pause`.
+                now += (owed - max_pause).min(max_pause);
+                pause = max_pause;
+            }
+        }
+        p.dirty_paused_when = now + pause;
+        p.nr_dirtied = 0;
+        p.nr_dirtied_pause = next_pause_pages;
+        Step {
+            kick: true,
+            pause: Some(pause),
+            // Over the limit the writer looks again after its pause, unless
+            // its device holds next to nothing (`wb_stat_error`).
+            again: task_rl == 0 && dirty > set.stat_error,
+        }
     }
 
     /// Pages `first..first + pages` of `file` are written at `now`;
@@ -315,8 +726,9 @@ impl PageCache {
             if f.dirty.insert(p) {
                 self.dirty += 1;
                 self.totals.dirtied += 1;
-                if f.cached.remove(&p) {
+                if let Some(lru) = f.cached.remove(&p) {
                     self.cached -= 1;
+                    self.active_pages -= u64::from(lru.active());
                 }
             }
         }
@@ -330,8 +742,9 @@ impl PageCache {
     /// (clean, dirty or under writeback).
     pub(crate) fn cached(&self, file: u32, first: u64, pages: u64) -> bool {
         self.files.get(&file).is_some_and(|f| {
-            (first..first + pages)
-                .all(|p| f.cached.contains(&p) || f.dirty.contains(&p) || f.writeback.contains(&p))
+            (first..first + pages).all(|p| {
+                f.cached.contains_key(&p) || f.dirty.contains(&p) || f.writeback.contains(&p)
+            })
         })
     }
 
@@ -367,7 +780,8 @@ impl PageCache {
         // Pages already cached are not read again: the window stops at the
         // first one past what the call needs (`__do_page_cache_readahead`
         // reads only the missing pages).
-        let held = |p: &u64| f.cached.contains(p) || f.dirty.contains(p) || f.writeback.contains(p);
+        let held =
+            |p: &u64| f.cached.contains_key(p) || f.dirty.contains(p) || f.writeback.contains(p);
         if let Some(p) = (first + pages..first + len).find(|p| held(p)) {
             len = p - first;
         }
@@ -387,15 +801,98 @@ impl PageCache {
     /// dirtied meanwhile stay dirty).
     pub(crate) fn read_done(&mut self, e: Extent) {
         let f = self.files.entry(e.file).or_default();
-        let mut added = 0;
         for p in e.first..e.first + e.pages {
-            if !f.dirty.contains(&p) && !f.writeback.contains(&p) && f.cached.insert(p) {
-                self.lru.push_back((e.file, p));
-                added += 1;
+            if !f.dirty.contains(&p) && !f.writeback.contains(&p) {
+                self.cached += add_clean(f, (e.file, p), &mut self.next_seq, &mut self.inactive);
             }
         }
-        self.cached += added;
+        self.compact_lists();
         self.evict();
+    }
+
+    /// Drops the stale entries of the lists once they are more than half
+    /// of them: a page dirtied, moved or evicted leaves its old entry
+    /// behind, and a cache that never fills never pops them. Amortised,
+    /// a constant per entry pushed (called after each batch of pages
+    /// added: a batch is at most a request's pages, far under the slack).
+    fn compact_lists(&mut self) {
+        let live = self.cached;
+        let entries = (self.inactive.len() + self.active.len()) as u64;
+        if entries < (2 * live + 1024).min(MAX_LIST_ENTRIES) {
+            return;
+        }
+        for active in [false, true] {
+            let list = if active {
+                &mut self.active
+            } else {
+                &mut self.inactive
+            };
+            let files = &self.files;
+            list.retain(|&(file, p, seq)| {
+                files
+                    .get(&file)
+                    .and_then(|f| f.cached.get(&p))
+                    .is_some_and(|l| l.seq() == seq && l.active() == active)
+            });
+        }
+    }
+
+    /// Whether a read at `first` of `file` starts on the page the last
+    /// read ended on (`generic_file_buffered_read` then does not mark that
+    /// page accessed again: `prev_index == index`, and the model's reads
+    /// are whole pages, so the offsets match too).
+    pub(crate) fn rereads_last_page(&self, file: u32, first: u64) -> bool {
+        self.files
+            .get(&file)
+            .is_some_and(|f| f.prev_page == Some(first))
+    }
+
+    /// `mark_page_accessed` for each clean cached page a read of `pages`
+    /// at `first` of `file` copies, but the first if `skip_first`
+    /// ([`PageCache::rereads_last_page`]).
+    pub(crate) fn mark_accessed(&mut self, file: u32, first: u64, pages: u64, skip_first: bool) {
+        let Some(f) = self.files.get_mut(&file) else {
+            return;
+        };
+        let from = first + u64::from(skip_first);
+        for (&p, lru) in f.cached.range_mut(from..first + pages) {
+            if access(lru, &mut self.next_seq) {
+                self.active.push_back((file, p, lru.seq()));
+                self.active_pages += 1;
+            }
+        }
+    }
+
+    /// A read of `pages` pages at `first` of `file`: if they are all
+    /// cached, it copies them (marking them accessed, [`access`]) and is
+    /// done (true, and the next miss is judged against it); otherwise
+    /// nothing changes. One look-up per page, as [`PageCache::cached`].
+    pub(crate) fn read_hit(&mut self, file: u32, first: u64, pages: u64) -> bool {
+        let Some(f) = self.files.get_mut(&file) else {
+            return false;
+        };
+        let skip_first = f.prev_page == Some(first);
+        if pages == 1 {
+            // The common read, in one look-up of the page.
+            if let Some(lru) = f.cached.get_mut(&first) {
+                if !skip_first && access(lru, &mut self.next_seq) {
+                    self.active.push_back((file, first, lru.seq()));
+                    self.active_pages += 1;
+                }
+            } else if !f.dirty.contains(&first) && !f.writeback.contains(&first) {
+                return false;
+            }
+            f.prev_page = Some(first);
+            return true;
+        }
+        let held = (first..first + pages)
+            .all(|p| f.cached.contains_key(&p) || f.dirty.contains(&p) || f.writeback.contains(&p));
+        if !held {
+            return false;
+        }
+        f.prev_page = Some(first + pages.max(1) - 1);
+        self.mark_accessed(file, first, pages, skip_first);
+        true
     }
 
     /// `writeback_chunk_size` (fs/fs-writeback.c) of a `WB_SYNC_NONE`
@@ -410,57 +907,146 @@ impl PageCache {
     }
 
     /// The next writeback request of a pass at `now`, if the pass has
-    /// work left: the oldest dirty file that qualifies, from its cursor.
-    /// A background pass looks at the threshold between chunks
-    /// ([`PageCache::chunk_size`]: `wb_writeback` checks
-    /// `wb_over_bg_thresh` before each `writeback_sb_inodes`, which gives
-    /// each inode a chunk).
+    /// work left, as `wb_writeback` and `writeback_sb_inodes` order it:
+    /// each file queued for writeback (`b_io`) gets one chunk
+    /// ([`PageCache::chunk_size`]) from its cursor, then goes to the back
+    /// of the queue (`b_more_io`) if its chunk ran out with pages left,
+    /// so several dirty files share the device chunk by chunk. Before
+    /// each `writeback_sb_inodes` call a background pass looks at the
+    /// threshold; a call ends when the queue is empty, or after the file
+    /// that passed 100 ms since the call began. An empty queue is filled
+    /// again (`queue_io`): the requeued files first, then the dirty files
+    /// that qualify, oldest `dirtied_when` first.
     pub(crate) fn next_writeback(&mut self, pass: Pass, now: Nanos) -> Option<Extent> {
-        let expired_before = now.checked_sub(self.set.expire);
-        let mut max = self.set.max_request_pages;
-        if pass == Pass::Background {
-            if self.chunk_left == 0 {
-                if !self.over_background() {
+        loop {
+            if let Some(file) = self.current {
+                if let Some(e) = self.chunk_extent(file, now) {
+                    self.sb_call_wrote = true;
+                    return Some(e);
+                }
+                self.requeue(file, now);
+                let call_too_long = self.sb_call.is_some_and(|start| {
+                    self.set.jiffies(now) > self.set.jiffies(start) + self.set.hz() / 10
+                });
+                if self.sb_call_wrote && call_too_long {
+                    self.sb_call = None;
+                }
+                continue;
+            }
+            if self.sb_call.is_none() {
+                if pass == Pass::Background && !self.over_background() {
                     return None;
                 }
-                self.chunk_left = self.chunk_size();
+                if self.b_io.is_empty() {
+                    self.queue_io(pass, now);
+                }
+                if self.b_io.is_empty() {
+                    return None;
+                }
+                self.sb_call = Some(now);
+                self.sb_call_wrote = false;
             }
-            max = max.min(self.chunk_left);
+            let Some(file) = self.b_io.pop_front() else {
+                // The call went through the queue: `wb_writeback` goes on
+                // if it wrote or files wait their next turn.
+                self.sb_call = None;
+                if !self.sb_call_wrote && self.b_more_io.is_empty() {
+                    return None;
+                }
+                continue;
+            };
+            self.current = Some(file);
+            self.chunk_left = self.chunk_size();
         }
-        // Files with pages to write, oldest dirtied first (`b_io`).
-        let file = self
-            .files
-            .iter()
-            .filter(|(_, f)| f.dirty.iter().any(|p| !f.writeback.contains(p)))
-            .filter(|(_, f)| match pass {
-                Pass::Background => true,
-                Pass::Kupdate => match (f.dirtied_when, expired_before) {
-                    (Some(at), Some(limit)) => at <= limit,
-                    _ => false,
-                },
-            })
-            .min_by_key(|(&id, f)| (f.dirtied_when, id));
-        let Some((&file, _)) = file else {
-            self.chunk_left = 0;
+    }
+
+    /// The next request of `file`'s chunk: its first dirty page at or
+    /// after its cursor not under writeback, wrapping once (range_cyclic;
+    /// `WB_SYNC_NONE` skips pages under writeback), and the dirty pages
+    /// after it, within the chunk.
+    fn chunk_extent(&mut self, file: u32, now: Nanos) -> Option<Extent> {
+        if self.chunk_left == 0 {
             return None;
-        };
+        }
         let f = self.files.get(&file)?;
-        // The first dirty page at or after the cursor not under
-        // writeback, wrapping once (range_cyclic).
         let first = f
             .dirty
             .range(f.cursor..)
             .chain(f.dirty.range(..f.cursor))
             .copied()
             .find(|p| !f.writeback.contains(p))?;
+        let max = self.set.max_request_pages.min(self.chunk_left);
         let e = self.start_writeback(file, first, max, now);
         if let Some(f) = self.files.get_mut(&file) {
             f.cursor = first + e.pages;
         }
-        if pass == Pass::Background {
-            self.chunk_left -= e.pages;
-        }
+        self.chunk_left -= e.pages;
         Some(e)
+    }
+
+    /// `requeue_inode` after `file`'s turn at `now`: a clean file leaves
+    /// the queues; one whose chunk ran out with dirty pages left waits for
+    /// its next turn (`requeue_io`); one that could not use its chunk (its
+    /// dirty pages are under writeback) goes back among the dirty files
+    /// (`redirty_tail`, as the newest if a file was dirtied after it).
+    fn requeue(&mut self, file: u32, now: Nanos) {
+        self.current = None;
+        let newest = self
+            .files
+            .values()
+            .filter(|f| !f.queued)
+            .filter_map(|f| f.dirtied_when)
+            .max();
+        let Some(f) = self.files.get_mut(&file) else {
+            return;
+        };
+        if f.dirty.is_empty() {
+            f.queued = false;
+        } else if self.chunk_left == 0 {
+            self.b_more_io.push_back(file);
+        } else {
+            f.queued = false;
+            if newest.is_some_and(|n| f.dirtied_when.is_some_and(|w| w < n)) {
+                f.dirtied_when = Some(now);
+            }
+        }
+    }
+
+    /// `queue_io`: the files that waited for their next turn, then the
+    /// dirty files not queued that the pass takes (a background pass
+    /// all, the periodic one those dirty for longer than `expire`),
+    /// oldest `dirtied_when` first.
+    fn queue_io(&mut self, pass: Pass, now: Nanos) {
+        self.b_io.extend(self.b_more_io.drain(..));
+        let older_than = match pass {
+            Pass::Background => Some(now),
+            Pass::Kupdate => now.checked_sub(self.set.expire),
+        };
+        let Some(older_than) = older_than else {
+            return;
+        };
+        let mut expired: Vec<(Nanos, u32)> = self
+            .files
+            .iter()
+            .filter(|(_, f)| !f.queued)
+            .filter_map(|(&id, f)| f.dirtied_when.map(|at| (at, id)))
+            .filter(|&(at, _)| at <= older_than)
+            .collect();
+        expired.sort_unstable();
+        for (_, id) in expired {
+            if let Some(f) = self.files.get_mut(&id) {
+                f.queued = true;
+            }
+            self.b_io.push_back(id);
+        }
+    }
+
+    /// The flusher's work is over: the next starts a new
+    /// `writeback_sb_inodes` call. The queues stay, as Linux's lists do,
+    /// and so does a file's unfinished chunk (a pass ends between files
+    /// in Linux; here only when the flusher had no slot left for it).
+    fn end_work(&mut self) {
+        self.sb_call = None;
     }
 
     /// The next request of an `fsync` of `file`: its first dirty page not
@@ -504,7 +1090,7 @@ impl PageCache {
             f.dirtied_when = None;
         }
         if self.writeback == 0 && pages > 0 {
-            self.wb_started = now;
+            self.wb_started = self.set.jiffies(now);
         }
         self.dirty -= pages;
         self.writeback += pages;
@@ -526,7 +1112,6 @@ impl PageCache {
     fn written(&mut self, slot: u32, now: Nanos) -> Option<Extent> {
         let e = self.in_flight.remove(&slot)?;
         let f = self.files.entry(e.file).or_default();
-        let mut cleaned = 0;
         for p in e.first..e.first + e.pages {
             if !f.writeback.remove(&p) {
                 self.totals.malformed += 1;
@@ -534,12 +1119,11 @@ impl PageCache {
             }
             self.writeback -= 1;
             self.totals.written += 1;
-            if !f.dirty.contains(&p) && f.cached.insert(p) {
-                self.lru.push_back((e.file, p));
-                cleaned += 1;
+            if !f.dirty.contains(&p) {
+                self.cached += add_clean(f, (e.file, p), &mut self.next_seq, &mut self.inactive);
             }
         }
-        self.cached += cleaned;
+        self.compact_lists();
         self.bw_written += e.pages;
         self.update_bandwidth(now);
         self.evict();
@@ -548,65 +1132,115 @@ impl PageCache {
 
     /// `__wb_update_bandwidth` and `wb_update_write_bandwidth`: at most
     /// every `BANDWIDTH_INTERVAL`, the pages written since the last update
-    /// move the estimate, weighted by the time they took against
-    /// `BANDWIDTH_PERIOD` (or replace it, if they took longer); the
-    /// smoothed estimate follows it by an eighth of the gap, and only
-    /// while the estimate keeps moving its way, so that one burst or
-    /// stall does not swing the pause. After a quiet second (more than a
-    /// second since the last update, and writeback started again since)
-    /// the update is skipped: Linux only starts the clock again.
+    /// move the estimate, weighted by the time they took against the
+    /// period (`roundup_pow_of_two(3 * HZ)` jiffies), or replace it if
+    /// they took longer; the smoothed estimate follows it by an eighth of
+    /// the gap, and only while the estimate keeps moving its way, so that
+    /// one burst or stall does not swing the pause. After a quiet second
+    /// (more than `HZ` since the last update, and writeback started again
+    /// since) the update is skipped: Linux only starts the clock again.
+    /// In jiffies, as Linux counts: a burst within one jiffy has no rate.
     fn update_bandwidth(&mut self, now: Nanos) {
+        let set = self.set;
+        let now = set.jiffies(now);
         let elapsed = now.saturating_sub(self.bw_stamp);
-        if elapsed < BANDWIDTH_INTERVAL {
+        if elapsed < set.max_pause() {
             return;
         }
-        if elapsed <= BANDWIDTH_QUIET || self.bw_stamp >= self.wb_started {
-            let measured = u128::from(self.bw_written) * u128::from(SEC) / u128::from(elapsed);
-            let old = self.bandwidth;
-            let (bw, mut avg) = if elapsed > BANDWIDTH_PERIOD {
-                (measured, measured)
+        let hz = set.hz();
+        if elapsed <= hz || self.bw_stamp >= self.wb_started {
+            let period = (3 * hz).next_power_of_two();
+            let old = u128::from(self.bandwidth);
+            let written = u128::from(self.bw_written) * u128::from(hz);
+            let (bw, mut avg) = if elapsed > period {
+                let bw = written / u128::from(elapsed);
+                (bw, bw)
             } else {
-                let period = u128::from(BANDWIDTH_PERIOD);
-                let w = u128::from(elapsed);
-                let bw = (u128::from(old) * (period - w) + measured * w) / period;
+                let bw = (written + old * u128::from(period - elapsed)) >> period.ilog2();
                 (bw, u128::from(self.avg_bandwidth))
             };
-            let old = u128::from(old);
             if avg > old && old >= bw {
                 avg -= (avg - old) >> 3;
             } else if avg < old && old <= bw {
                 avg += (old - avg) >> 3;
             }
-            self.bandwidth = u64::try_from(bw).unwrap_or(u64::MAX).max(1);
+            self.bandwidth = u64::try_from(bw).unwrap_or(u64::MAX);
             self.avg_bandwidth = u64::try_from(avg).unwrap_or(u64::MAX).max(1);
         }
         self.bw_stamp = now;
         self.bw_written = 0;
     }
 
-    /// Drops the oldest clean pages while the cache holds more than its
-    /// memory.
+    /// Reclaims clean pages while the cache holds more than its memory,
+    /// as `shrink_node` does for the file lists: the oldest page of the
+    /// inactive list goes (its `PG_referenced` does not save an unmapped
+    /// page, `page_check_references`); when the inactive list is low
+    /// against the active one (`inactive_list_is_low`: `inactive *
+    /// int_sqrt(10 * GiB) < active`, 1 under a GiB) the oldest active page
+    /// is first moved to the young end of the inactive list
+    /// (`shrink_active_list`: an unmapped page has no referenced PTE).
     fn evict(&mut self) {
         while self.cached + self.dirty + self.writeback > self.set.memory_pages {
-            let Some((file, p)) = self.lru.pop_front() else {
-                return;
+            if self.inactive_is_low() {
+                self.deactivate_oldest();
+            }
+            let Some((file, p, seq)) = self.inactive.pop_front() else {
+                if self.active_pages == 0 {
+                    return;
+                }
+                self.deactivate_oldest();
+                continue;
             };
-            if let Some(f) = self.files.get_mut(&file) {
-                if f.cached.remove(&p) {
+            let Some(f) = self.files.get_mut(&file) else {
+                continue;
+            };
+            if let std::collections::btree_map::Entry::Occupied(page) = f.cached.entry(p) {
+                if page.get().seq() == seq && !page.get().active() {
+                    page.remove();
                     self.cached -= 1;
                 }
             }
         }
     }
 
+    /// `inactive_list_is_low` for the file lists (without the refault
+    /// case: the model keeps no shadow entries of evicted pages).
+    fn inactive_is_low(&self) -> bool {
+        let inactive = self.cached - self.active_pages;
+        let gb = self.cached >> (30 - PAGE.ilog2());
+        let ratio = if gb > 0 { (10 * gb).isqrt() } else { 1 };
+        inactive * ratio < self.active_pages
+    }
+
+    /// Moves the oldest page of the active list to the young end of the
+    /// inactive list, keeping its `PG_referenced`.
+    fn deactivate_oldest(&mut self) {
+        while let Some((file, p, seq)) = self.active.pop_front() {
+            let Some(lru) = self
+                .files
+                .get_mut(&file)
+                .and_then(|f| f.cached.get_mut(&p))
+                .filter(|l| l.seq() == seq && l.active())
+            else {
+                continue;
+            };
+            // Deactivated, it keeps its referenced mark.
+            let seq = next_seq(&mut self.next_seq);
+            *lru = Lru(Lru::joined(false, seq).0 | (lru.0 & Lru::REFERENCED));
+            self.inactive.push_back((file, p, seq));
+            self.active_pages -= 1;
+            return;
+        }
+    }
+
     /// Every page the cache accounts for is in exactly one state, and the
     /// counts match the sets: none lost, none written twice.
     pub(crate) fn consistent(&self) -> Result<(), String> {
-        let (mut dirty, mut writeback, mut cached) = (0u64, 0u64, 0u64);
+        let (mut dirty, mut writeback, mut cached, mut active) = (0u64, 0u64, 0u64, 0u64);
         for (id, f) in &self.files {
             if let Some(p) = f
                 .cached
-                .iter()
+                .keys()
                 .find(|p| f.dirty.contains(p) || f.writeback.contains(p))
             {
                 return Err(format!("file {id}: page {p} cached clean and dirty"));
@@ -614,6 +1248,13 @@ impl PageCache {
             dirty += f.dirty.len() as u64;
             writeback += f.writeback.len() as u64;
             cached += f.cached.len() as u64;
+            active += f.cached.values().filter(|l| l.active()).count() as u64;
+        }
+        if active != self.active_pages {
+            return Err(format!(
+                "{} pages counted active against {active} in the files",
+                self.active_pages
+            ));
         }
         let in_flight: u64 = self.in_flight.values().map(|e| e.pages).sum();
         if (dirty, writeback, cached) != (self.dirty, self.writeback, self.cached)
@@ -640,6 +1281,135 @@ impl PageCache {
         }
         Ok(())
     }
+}
+
+/// Page `p` of `file` (`f`) is cached clean unless it was: at the young
+/// end of the inactive list (`add_to_page_cache_lru`; a written page
+/// cleaned by its writeback joins it there too, the model does not keep
+/// a dirty page's list). 1 if it was added.
+fn add_clean(
+    f: &mut File,
+    (file, p): (u32, u64),
+    next: &mut u32,
+    inactive: &mut VecDeque<(u32, u64, u32)>,
+) -> u64 {
+    let std::collections::btree_map::Entry::Vacant(slot) = f.cached.entry(p) else {
+        return 0;
+    };
+    let seq = next_seq(next);
+    slot.insert(Lru::joined(false, seq));
+    inactive.push_back((file, p, seq));
+    1
+}
+
+/// `mark_page_accessed` (mm/swap.c) of a clean cached page: a page read
+/// once is marked referenced; one read again while referenced moves to
+/// the active list (true: it takes the sequence number its new entry
+/// gets), where reclaim does not look until the inactive list is low.
+fn access(lru: &mut Lru, next: &mut u32) -> bool {
+    if !lru.active() && lru.referenced() {
+        *lru = Lru::joined(true, next_seq(next));
+        true
+    } else {
+        lru.0 |= Lru::REFERENCED;
+        false
+    }
+}
+
+/// `dirty_freerun_ceiling`: halfway between the background threshold
+/// and the limit; below it writers are not throttled at all.
+fn freerun_ceiling(set: &Settings) -> u64 {
+    (set.limit_pages + set.background_pages) / 2
+}
+
+/// `dirty_poll_interval`: a writer under the free-run ceiling looks again
+/// after about the square root of its headroom, in pages (a power of
+/// two), so that it cannot overshoot the limit by much.
+fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
+    if thresh > dirty {
+        1 << ((thresh - dirty).ilog2() >> 1)
+    } else {
+        1
+    }
+}
+
+/// `pos_ratio_polynom`: `1 + ((setpoint - dirty) / (limit - setpoint))^3`
+/// in fixed point, within 0..=2.
+fn pos_ratio_polynom(setpoint: u64, dirty: u64, limit: u64) -> u128 {
+    let one = 1i128 << RATELIMIT_SHIFT;
+    let x = ((i128::from(setpoint) - i128::from(dirty)) << RATELIMIT_SHIFT)
+        / i128::from((limit - setpoint) | 1);
+    let mut r = x;
+    r = (r * x) >> RATELIMIT_SHIFT;
+    r = (r * x) >> RATELIMIT_SHIFT;
+    (r + one).clamp(0, 2 * one).unsigned_abs()
+}
+
+/// A writer's throttling state (`task_struct`'s `nr_dirtied`,
+/// `nr_dirtied_pause`, `dirty_paused_when`), and the model's own:
+/// pages dirtied that `balance_dirty_pages_ratelimited` has not yet
+/// seen (the model dirties a call's pages at once, Linux one by one),
+/// and a `balance_dirty_pages` loop a pause interrupted.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pacing {
+    nr_dirtied: u64,
+    nr_dirtied_pause: u64,
+    /// Jiffies; 0 for never.
+    dirty_paused_when: u64,
+    pending: u64,
+    /// The loop goes on after the pause (over the limit) with this
+    /// `pages_dirtied`.
+    looping: Option<u64>,
+    /// The call ends after the pause.
+    ending: bool,
+    /// When the pause the writer is to take ends.
+    pause_until: Option<Nanos>,
+    /// The loop's last turn found the limit exceeded.
+    exceeded: bool,
+}
+
+impl Default for Pacing {
+    /// A new task's (kernel/fork.c): `nr_dirtied_pause` is
+    /// `DIRTY_POLL_THRESH`.
+    fn default() -> Pacing {
+        Pacing {
+            nr_dirtied: 0,
+            nr_dirtied_pause: DIRTY_POLL_THRESH,
+            dirty_paused_when: 0,
+            pending: 0,
+            looping: None,
+            ending: false,
+            pause_until: None,
+            exceeded: false,
+        }
+    }
+}
+
+impl Pacing {
+    /// The writer dirtied `pages` more pages (clean before: Linux counts
+    /// only those, `account_page_dirtied`).
+    pub(crate) fn dirtied(&mut self, pages: u64) {
+        self.pending += pages;
+    }
+}
+
+/// What [`PageCache::balance`] asks of the writer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Balance {
+    /// Wake the flusher (if it sleeps).
+    pub kick: bool,
+    /// Sleep until then.
+    pub pause_until: Option<Nanos>,
+}
+
+/// One turn of `balance_dirty_pages`' loop.
+#[derive(Clone, Copy, Debug, Default)]
+struct Step {
+    kick: bool,
+    /// A pause, jiffies.
+    pause: Option<u64>,
+    /// The loop goes on after it.
+    again: bool,
 }
 
 /// `get_init_ra_size` (mm/readahead.c), in pages.
@@ -679,7 +1449,8 @@ fn ondemand_window(f: &File, first: u64, pages: u64, max: u64) -> (u64, bool) {
     if f.prev_page.is_some_and(|p| first >= p && first - p <= 1) {
         return initial;
     }
-    let held = |p: u64| f.cached.contains(&p) || f.dirty.contains(&p) || f.writeback.contains(&p);
+    let held =
+        |p: u64| f.cached.contains_key(&p) || f.dirty.contains(&p) || f.writeback.contains(&p);
     let history = (1..=max.min(first))
         .take_while(|&k| held(first - k))
         .count() as u64;
@@ -718,6 +1489,9 @@ pub(crate) struct Call {
     /// The slot of the read-ahead request the call waits for: the thread's
     /// ready list may also hold a libaio thread's unreaped events.
     read_ahead: Option<u32>,
+    /// A read that starts on the page the file's last read ended on
+    /// ([`PageCache::rereads_last_page`]).
+    skip_first: bool,
 }
 
 /// A buffered thread's `fsync` or `fdatasync` in progress.
@@ -802,7 +1576,7 @@ impl Instance {
                 None => {}
             }
         }
-        self.cache.chunk_left = 0;
+        self.cache.end_work();
     }
 }
 
@@ -822,6 +1596,8 @@ pub(crate) struct Buffered {
     aio: Vec<AioSubmit>,
     /// Per thread: its `fsync` in progress.
     fsyncs: Vec<Fsync>,
+    /// Per thread: its dirty throttling state.
+    pacing: Vec<Pacing>,
     next_page: Vec<u64>,
     size_pages: Vec<u64>,
     rngs: Vec<Option<ChaCha8Rng>>,
@@ -871,7 +1647,7 @@ impl Buffered {
                 None => flushers.iter().position(|&(_, f)| f == t).map(|i| i as u32),
             };
         }
-        let settings = Settings::from_profile(&sc.host.page_cache);
+        let settings = Settings::from_profile(&sc.host.page_cache, sc.host.tick.0, sc.host.cores);
         let instances = flushers
             .iter()
             .map(|&(owner, flusher)| Instance {
@@ -892,6 +1668,7 @@ impl Buffered {
             advice,
             aio: vec![AioSubmit::default(); n],
             fsyncs: vec![Fsync::default(); n],
+            pacing: vec![Pacing::default(); n],
             next_page: vec![0; n],
             size_pages,
             rngs,
@@ -1013,15 +1790,13 @@ impl World<'_> {
             pages,
             copied: false,
             read_ahead: None,
+            skip_first: false,
         };
         let cache = &mut b.instances[i].cache;
         let s = cache.set;
         let entry = entry + s.buffered_call;
-        if write || cache.cached(t as u32, first, pages) {
+        if write || cache.read_hit(t as u32, first, pages) {
             // A read hit copies here; a write's pages are dirtied after.
-            if !write {
-                cache.note_read(t as u32, first, pages);
-            }
             b.calls[t].copied = !write;
             self.set_burst(t, entry + pages * s.page_copy, Cont::PageCache);
             return;
@@ -1030,6 +1805,7 @@ impl World<'_> {
         let (size, advice) = (b.size_pages[t], b.advice[t]);
         let cache = &mut b.instances[i].cache;
         let e = cache.read_ahead(t as u32, first, pages, size, advice);
+        b.calls[t].skip_first = cache.rereads_last_page(t as u32, first);
         cache.note_read(t as u32, first, pages);
         if let Some(r) = self.stage_request(t, false, e.pages * PAGE, Hint::Unmarked) {
             if let Some(b) = self.page_cache.as_deref_mut() {
@@ -1262,8 +2038,9 @@ impl World<'_> {
 
     /// A buffered write of thread `t` has copied pages
     /// `first..first + pages` of `file` into its kernel's cache: they are
-    /// dirty. Returns the CPU the writer spends on top (none: arming the
-    /// flusher's timer is a few stores).
+    /// dirty, and those clean before count toward the writer's next
+    /// `balance_dirty_pages`. Returns the CPU the writer spends on top
+    /// (none: arming the flusher's timer is a few stores).
     pub(crate) fn dirty_pages(&mut self, t: usize, file: u32, first: u64, pages: u64) -> Nanos {
         let now = self.now();
         let Some(i) = self.cache_index(t) else {
@@ -1271,39 +2048,53 @@ impl World<'_> {
         };
         self.settle_writeback(i);
         let cache = &mut self.instance(i).cache;
-        if cache.write(file, first, pages, now) {
+        let before = cache.totals.dirtied;
+        let first_dirty = cache.write(file, first, pages, now);
+        let dirtied = cache.totals.dirtied - before;
+        if first_dirty {
             let at = now + cache.set.writeback_interval;
             self.arm_flusher_timer(i, at);
+        }
+        if let Some(b) = self.page_cache.as_deref_mut() {
+            b.pacing[t].dirtied(dirtied);
         }
         0
     }
 
-    /// `balance_dirty_pages` after thread `t`'s write: past its cache's
-    /// background threshold the cache's flusher is kicked. Returns the
-    /// writer's CPU for it.
+    /// `balance_dirty_pages_ratelimited` after thread `t`'s write, or
+    /// after its throttle pause ([`PageCache::balance`]): the flusher of
+    /// its cache is woken if asked and idle, and the pause, if any, is
+    /// kept for [`World::throttle_until`]. Returns the writer's CPU for
+    /// it.
     pub(crate) fn balance_dirty_pages(&mut self, t: usize) -> Nanos {
+        let now = self.now();
         let Some(i) = self.cache_index(t) else {
             return 0;
         };
         self.settle_writeback(i);
-        let pc = self.instance(i);
-        if pc.cache.over_background() && pc.pass.is_none() && self.kick_flusher(i) {
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            return 0;
+        };
+        let pc = &mut b.instances[i];
+        let p = &mut b.pacing[t];
+        let out = pc.cache.balance(p, now);
+        p.pause_until = out.pause_until;
+        if out.kick && pc.pass.is_none() && self.kick_flusher(i) {
             self.costs.wakeup
         } else {
             0
         }
     }
 
-    /// Past the dirty limit of thread `t`'s cache: the instant the
-    /// writer's pause ends (and the pause is counted).
+    /// The instant thread `t`'s throttle pause ends, if its last
+    /// [`World::balance_dirty_pages`] paced it.
     pub(crate) fn throttle_until(&mut self, t: usize) -> Option<Nanos> {
-        let now = self.now();
-        let cache = self.cache_of_mut(t)?;
-        if !cache.over_limit() {
-            return None;
-        }
-        cache.totals.pauses += 1;
-        Some(now + cache.pause())
+        self.page_cache
+            .as_deref_mut()?
+            .pacing
+            .get_mut(t)?
+            .pause_until
+            .take()
     }
 
     /// Thread `t`'s page cache, if its kernel has one.
@@ -1354,6 +2145,7 @@ impl World<'_> {
                 first: call.first,
                 pages,
             });
+            cache.mark_accessed(t as u32, call.first, call.pages, call.skip_first);
         }
         let b = self.page_cache.as_deref_mut().expect("a buffered thread");
         b.calls[t].copied = true;
@@ -1838,6 +2630,8 @@ mod tests {
             buffered_call: 1_000,
             page_copy: 700,
             writeback_page: 250,
+            jiffy: 4_000_000,
+            stat_error: 640,
         }
     }
 
@@ -1900,8 +2694,8 @@ mod tests {
         let mut pc = PageCache::new(settings());
         pc.write(0, 0, 201, 0);
         assert!(pc.over_limit());
-        let pause = pc.pause();
-        assert!((JIFFY..=MAX_PAUSE).contains(&pause), "{pause}");
+        let pause = pc.max_pause(201);
+        assert!((1..=pc.set.max_pause()).contains(&pause), "{pause}");
         // Submitting writeback does not lift the limit: writeback pages
         // count; completing it does.
         let mut slot = 0;
@@ -2134,5 +2928,243 @@ mod tests {
         assert_eq!(random.read_ahead(0, 0, 1, 1000, Advice::Random).pages, 1);
         random.note_read(0, 0, 1);
         assert_eq!(random.read_ahead(0, 1, 2, 1000, Advice::Random).pages, 2);
+    }
+
+    /// A cache of a million pages (background 100 000, limit 200 000: the
+    /// free-run ceiling is 150 000, the setpoint 175 000) whose device has
+    /// completed writeback, with `dirty` pages dirty.
+    fn paced_cache(dirty: u64) -> PageCache {
+        let mut pc = PageCache::new(Settings {
+            memory_pages: 1_000_000,
+            background_pages: 100_000,
+            limit_pages: 200_000,
+            ..settings()
+        });
+        let mut slot = 0;
+        write_back(&mut pc, 1, (0, 0), &mut slot);
+        pc.write(0, 0, dirty, 0);
+        pc
+    }
+
+    #[test]
+    fn a_writer_past_the_freerun_ceiling_is_paced_below_the_limit() {
+        // 160 000 dirty: pos_ratio 1.30 (1335 / 1024) at INIT_BW, so a
+        // task_ratelimit of 33 375 pages a second.
+        let mut pc = paced_cache(160_000);
+        assert_eq!(pc.position_ratio(160_000), 1335);
+        let mut p = Pacing::default();
+        let (mut now, mut dirtied, mut pauses) = (0, 0u64, 0);
+        // One page a microsecond (a free writer would dirty 40 000 pages
+        // to the limit in 40 ms), for 200 ms: less than a rate update.
+        while now < 200_000_000 {
+            pc.write(0, 160_000 + dirtied, 1, now);
+            dirtied += 1;
+            p.dirtied(1);
+            let b = pc.balance(&mut p, now);
+            now += 1_000;
+            if let Some(end) = b.pause_until {
+                assert!(end > now - 1_000 && end - now < 50 * 4_000_000);
+                pauses += 1;
+                now = end;
+            }
+        }
+        assert!(pc.dirty + pc.writeback < pc.set.limit_pages);
+        // Paced: after each `nr_dirtied_pause` of 200 pages (wb_min_pause's
+        // 10 ms target, 2 jiffies, at dirty_ratelimit), a period of
+        // HZ * 200 / 33 375 = 1 jiffy (Linux's integer jiffies round it
+        // down from 1.5): about 50 000 pages a second, 10 000 in 200 ms.
+        assert!(
+            (9_000..=11_000).contains(&dirtied),
+            "{dirtied} pages dirtied"
+        );
+        assert!(pauses >= 20, "{pauses} pauses");
+        assert_eq!(pc.totals.pauses, pauses);
+    }
+
+    #[test]
+    fn under_the_ceiling_a_writer_looks_after_its_poll_interval() {
+        // 120 000 dirty, past the background threshold but under the
+        // ceiling: the first look lets the writer run free and sets its
+        // next look 2^(ilog2(80 000) / 2) = 256 pages on; until then it
+        // does not look, and so does not wake the flusher.
+        let mut pc = paced_cache(120_000);
+        let mut p = Pacing::default();
+        p.dirtied(32);
+        assert_eq!(
+            pc.balance(&mut p, 0),
+            Balance {
+                kick: true,
+                pause_until: None
+            }
+        );
+        assert_eq!(p.nr_dirtied_pause, 256);
+        p.dirtied(255);
+        assert_eq!(pc.balance(&mut p, 0), Balance::default());
+        p.dirtied(1);
+        assert!(pc.balance(&mut p, 0).kick);
+        assert_eq!((p.nr_dirtied, p.pending), (0, 0));
+    }
+
+    #[test]
+    fn over_the_limit_a_writer_sleeps_max_pause_and_looks_again() {
+        let mut pc = paced_cache(200_001);
+        let mut p = Pacing::default();
+        p.dirtied(32);
+        // wb_max_pause: 200 001 / (1 + 25 600 / 32) + 1 = 250 jiffies,
+        // cut to MAX_PAUSE (50 jiffies, 200 ms).
+        let b = pc.balance(&mut p, 1_000_000);
+        assert_eq!(b.pause_until, Some(50 * 4_000_000));
+        assert!(pc.dirty_exceeded);
+        // Woken, still over the limit: another pause, with no new page.
+        let b = pc.balance(&mut p, 200_000_000);
+        assert_eq!(b.pause_until, Some(100 * 4_000_000));
+        // Under the ceiling again, the loop ends; `dirty_exceeded` stays
+        // (Linux clears it only after a turn that found the limit not
+        // exceeded) until a call past the ceiling finds it so.
+        let mut slot = 100;
+        while let Some(e) = pc.next_writeback(Pass::Background, 0) {
+            pc.track(slot, e);
+            pc.written(slot, 400_000_000);
+            slot += 1;
+            if pc.dirty < 150_000 {
+                break;
+            }
+        }
+        pc.chunk_left = 0;
+        assert_eq!(pc.balance(&mut p, 400_000_000).pause_until, None);
+        assert!(pc.dirty_exceeded);
+        pc.write(0, 300_000, 20_000, 400_000_000);
+        p.dirtied(8);
+        pc.balance(&mut p, 400_000_000);
+        assert!(!pc.dirty_exceeded);
+    }
+
+    #[test]
+    fn the_writers_rate_moves_toward_the_balanced_rate() {
+        // 185 000 dirty (past the setpoint: pos_ratio under 1) and a
+        // writer that dirtied twice what the device writes over 200 ms:
+        // the balanced rate is about half INIT_BW, and the base rate steps
+        // down toward it, a little.
+        let mut pc = paced_cache(185_000);
+        let pos_ratio = pc.position_ratio(185_000);
+        assert!(pos_ratio < 1 << RATELIMIT_SHIFT, "{pos_ratio}");
+        pc.dirtied_stamp = pc.totals.dirtied - 2 * INIT_BW / 5;
+        pc.update_ratelimit_at(51, 185_000, pos_ratio);
+        let balanced = pc.balanced_ratelimit;
+        assert!(
+            (INIT_BW * 4 / 10..INIT_BW / 2).contains(&balanced),
+            "{balanced}"
+        );
+        // The first step is filtered out: the last balanced rate (INIT_BW)
+        // is above the base rate.
+        assert_eq!(pc.dirty_ratelimit, INIT_BW);
+        // Within 200 ms of the last update nothing moves.
+        pc.update_ratelimit_at(100, 185_000, pos_ratio);
+        assert_eq!(pc.dirty_ratelimit, INIT_BW);
+        // Another 200 ms the same: the rate steps down, toward
+        // task_ratelimit (22 776) by (25 600 - 22 776) >> 4, an eighth.
+        pc.write(0, 185_000, 2 * INIT_BW / 5, 0);
+        pc.update_ratelimit_at(102, 185_000, pos_ratio);
+        assert_eq!(pc.dirty_ratelimit, INIT_BW - 22);
+    }
+
+    /// The files of a pass's requests at `now`, as runs of (file, pages).
+    fn writeback_runs(pc: &mut PageCache, pass: Pass, now: Nanos) -> Vec<(u32, u64)> {
+        let mut runs: Vec<(u32, u64)> = Vec::new();
+        while let Some(e) = pc.next_writeback(pass, now) {
+            match runs.last_mut() {
+                Some((file, pages)) if *file == e.file => *pages += e.pages,
+                _ => runs.push((e.file, e.pages)),
+            }
+        }
+        runs
+    }
+
+    #[test]
+    fn several_dirty_files_take_turns_a_chunk_each() {
+        // A chunk of 4096 pages (an eighth of the limit is less than
+        // MIN_WRITEBACK_PAGES); the older file goes first each round.
+        let mut pc = PageCache::new(Settings {
+            memory_pages: 1 << 20,
+            ..settings()
+        });
+        pc.write(1, 0, 10_000, 0);
+        pc.write(2, 0, 10_000, 1);
+        assert_eq!(
+            writeback_runs(&mut pc, Pass::Background, 2),
+            [
+                (1, 4096),
+                (2, 4096),
+                (1, 4096),
+                (2, 4096),
+                (1, 1808),
+                (2, 1808)
+            ]
+        );
+        // The periodic pass shares the device the same way among the
+        // expired files, and leaves the others.
+        pc.write(3, 0, 5_000, 0);
+        pc.write(4, 0, 5_000, 20 * SEC);
+        pc.write(5, 0, 5_000, 10 * SEC);
+        assert_eq!(
+            writeback_runs(&mut pc, Pass::Kupdate, 45 * SEC),
+            [(3, 4096), (5, 4096), (3, 904), (5, 904)]
+        );
+    }
+
+    /// Reads `pages` pages of `file` at `first` into the cache as a
+    /// buffered read does: missing pages come in, then each is accessed.
+    fn read(pc: &mut PageCache, file: u32, first: u64, pages: u64) {
+        if !pc.read_hit(file, first, pages) {
+            let skip = pc.rereads_last_page(file, first);
+            pc.note_read(file, first, pages);
+            pc.read_done(Extent { file, first, pages });
+            pc.mark_accessed(file, first, pages, skip);
+        }
+    }
+
+    /// A cache of 1000 pages after a hot set of file 1 (pages
+    /// `0..hot`) was read twice, page by page, then `cold` pages of file
+    /// 2 once each.
+    fn hot_then_cold(hot: u64, cold: u64) -> PageCache {
+        let mut pc = PageCache::new(settings());
+        for _ in 0..2 {
+            for p in 0..hot {
+                read(&mut pc, 1, p, 1);
+            }
+        }
+        assert_eq!(pc.active_pages, hot);
+        for p in 0..cold {
+            read(&mut pc, 2, p, 1);
+        }
+        pc
+    }
+
+    #[test]
+    fn a_page_read_twice_is_active_and_outlives_a_pass_over_cold_data() {
+        let mut pc = hot_then_cold(100, 3000);
+        assert!(pc.cached(1, 0, 100), "the hot set stays");
+        assert!(!pc.cached(2, 0, 1000) && pc.cached(2, 2100, 900));
+        pc.consistent().expect("consistent");
+        // A page read twice in a row at the same place is accessed once
+        // (the second read starts where the first ended).
+        read(&mut pc, 3, 0, 1);
+        read(&mut pc, 3, 0, 1);
+        assert_eq!(pc.active_pages, 100);
+        read(&mut pc, 3, 1, 1);
+        read(&mut pc, 3, 0, 1);
+        assert_eq!(pc.active_pages, 101);
+    }
+
+    #[test]
+    fn the_active_list_gives_back_its_oldest_pages_when_the_inactive_is_low() {
+        // A hot set of 600 pages in 1000: under a GiB the inactive list
+        // is low once smaller than the active one, so reclaim moves the
+        // oldest active pages back, and a cold pass evicts them.
+        let pc = hot_then_cold(600, 5000);
+        assert!(pc.active_pages <= 500, "{}", pc.active_pages);
+        assert!(!pc.cached(1, 0, 1), "the oldest active page was evicted");
+        assert!(pc.cached(1, 599, 1), "the youngest is still active");
+        pc.consistent().expect("consistent");
     }
 }
