@@ -156,6 +156,11 @@ pub(crate) enum Step {
     DumpReadDone {
         first: u64,
         pages: u64,
+        /// The pair's own pages from `first`, which the tool copies.
+        pair_pages: u64,
+        /// The pair starts in the page the previous read ended in, which
+        /// Linux does not mark accessed again (`prev_pos`).
+        skip_first: bool,
     },
     /// Write the pair's `k`-th piece of output.
     DumpWrite {
@@ -341,11 +346,17 @@ impl World<'_> {
                 self.set_user_burst(t, spec.dump_cpu, Cont::App);
             }
             Step::DumpRead => self.dump_read(t, i, a),
-            Step::DumpReadDone { first, pages } => {
+            Step::DumpReadDone {
+                first,
+                pages,
+                pair_pages,
+                skip_first,
+            } => {
                 self.app_reap(t);
                 let file = apps_of(self).dbs[a].data_file;
                 if let Some(cache) = self.cache_of_mut(t) {
                     cache.read_done(crate::host::pagecache::Extent { file, first, pages });
+                    cache.mark_accessed(file, first, pair_pages, skip_first);
                 }
                 apps_of(self).threads[i].step = Step::DumpRead;
                 self.rocksdb_step(t, i, a);
@@ -525,9 +536,12 @@ impl World<'_> {
         let first = db.data_offset / PAGE;
         let pages = (db.data_offset + pair).div_ceil(PAGE) - first;
         let file = db.data_file;
+        // A hit copies the pair and marks its pages accessed
+        // (generic_file_buffered_read's mark_page_accessed): the several
+        // pairs a page holds make it active, as Linux's lists do.
         let cached = self
-            .cache_of(t)
-            .is_some_and(|cache| cache.cached(file, first, pages));
+            .cache_of_mut(t)
+            .is_some_and(|cache| cache.read_hit(file, first, pages));
         let apps = apps_of(self);
         let db = &mut apps.dbs[a];
         if cached {
@@ -540,16 +554,21 @@ impl World<'_> {
         db.read_ahead = (2 * db.read_ahead).min(DUMP_MAX_READ_AHEAD);
         let hint = db.spec.dump_hint.hint().unwrap_or(Hint::Unmarked);
         let hint = if db.app_cint { Hint::Unmarked } else { hint };
-        apps.threads[i].step = Step::DumpReadDone {
-            first,
-            pages: window / PAGE,
-        };
         let mut call = 0;
+        let mut skip_first = false;
         if let Some(cache) = self.cache_of_mut(t) {
+            skip_first = cache.rereads_last_page(file, first);
+            cache.note_read(file, first, pages);
             call = cache.set.buffered_call;
             cache.totals.read_ahead += 1;
             cache.totals.read_ahead_pages += window / PAGE;
         }
+        apps_of(self).threads[i].step = Step::DumpReadDone {
+            first,
+            pages: window / PAGE,
+            pair_pages: pages,
+            skip_first,
+        };
         self.app_request(t, false, window, hint);
         self.start_call(t, self.costs.syscall + call);
     }

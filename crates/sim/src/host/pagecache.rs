@@ -739,7 +739,9 @@ impl PageCache {
     }
 
     /// Whether pages `first..first + pages` of `file` are all cached
-    /// (clean, dirty or under writeback).
+    /// (clean, dirty or under writeback); the tests' view, without
+    /// marking anything accessed ([`PageCache::read_hit`] does).
+    #[cfg(test)]
     pub(crate) fn cached(&self, file: u32, first: u64, pages: u64) -> bool {
         self.files.get(&file).is_some_and(|f| {
             (first..first + pages).all(|p| {
