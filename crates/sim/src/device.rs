@@ -68,7 +68,7 @@ struct StripedUnits {
     /// Per request slot, its unit while it holds or waits for one.
     unit_of: Vec<u32>,
     /// Binds requests to units: a stream of its own, so that a profile's
-    /// binding leaves every other draw (media times, offsets) as it was.
+    /// binding leaves every other draw (media times, the workloads') as it was.
     rng: ChaCha8Rng,
 }
 
