@@ -1,8 +1,14 @@
-//! The synthetic device: `parallel_units` servers, a FIFO in front of them
-//! (or, for a profile with striped units, a FIFO per unit, each request
-//! bound to a unit drawn from a stream of its own), service time `base + size / bandwidth` with seeded jitter. Time is the
-//! device core's clock; a request "runs" until the clock passes its finish
-//! instant, so no sleep is involved and microsecond devices are emulable.
+//! The synthetic device, the simulator's device model on the device
+//! core's clock (docs/MODEL.md, "Device model"): `parallel_units` units
+//! behind a FIFO (or, for a profile with striped units, a FIFO per unit,
+//! each request bound to a unit drawn from a stream of its own), each
+//! holding a request for its media time, `base` with seeded jitter, and
+//! the controller's one transfer pipe, `size / bandwidth`, one transfer
+//! at a time in arrival order whatever its direction: a read's data
+//! crosses it after the media access, a write's before. So the device
+//! never moves more than its bandwidth, however many units it has. A
+//! request "runs" until the clock passes the instant its part ends, so no
+//! sleep is involved and microsecond devices are emulable.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -39,18 +45,17 @@ impl ServiceTime {
         }
     }
 
-    /// The service time of one request.
-    pub fn sample(&mut self, op: Op, len: u32) -> Nanos {
-        let timing = match op {
+    fn timing(&self, op: Op) -> &OpTiming {
+        match op {
             Op::Read => &self.read,
             Op::Write => &self.write,
-        };
-        let transfer = if timing.bandwidth == 0 {
-            0
-        } else {
-            (u128::from(len) * 1_000_000_000 / u128::from(timing.bandwidth)) as u64
-        };
-        let mean = (timing.base.0 + transfer) as f64;
+        }
+    }
+
+    /// The media time of one request (it holds a unit meanwhile): `base`
+    /// with the profile's jitter.
+    pub fn media(&mut self, op: Op) -> Nanos {
+        let mean = self.timing(op).base.0 as f64;
         let value = match self.jitter {
             JitterKind::None => mean,
             JitterKind::Normal => mean + self.spread * self.standard_normal(),
@@ -77,6 +82,17 @@ impl ServiceTime {
         }
     }
 
+    /// The time `len` bytes take on the controller's pipe; none on a
+    /// profile without a bandwidth (a zero-latency device).
+    pub fn transfer(&self, op: Op, len: u32) -> Nanos {
+        let bandwidth = self.timing(op).bandwidth;
+        if bandwidth == 0 {
+            0
+        } else {
+            (u128::from(len) * 1_000_000_000 / u128::from(bandwidth)) as u64
+        }
+    }
+
     fn standard_normal(&mut self) -> f64 {
         // Box-Muller; one of the pair is enough here.
         let u1: f64 = self.rng.gen::<f64>().max(f64::MIN_POSITIVE);
@@ -85,19 +101,31 @@ impl ServiceTime {
     }
 }
 
-/// The synthetic device: servers, waiting line, finish-time heap.
+/// The synthetic device: units, their waiting lines, the pipe.
 pub(crate) struct Synthetic {
     units: usize,
     service: ServiceTime,
-    /// Requests in service by finish instant; the index points into
-    /// `running`.
+    /// Media accesses by end instant; the index points into `running`.
     finishing: BinaryHeap<Reverse<(Nanos, u32)>>,
     running: Vec<Option<Accepted>>,
     free: Vec<u32>,
-    waiting: VecDeque<Accepted>,
+    /// Requests waiting for a unit, with the instant they reached it.
+    waiting: VecDeque<(Accepted, Nanos)>,
     /// Striped units: per unit, the requests bound to it that wait (the
     /// unit is its index in `running`), and the stream that binds them.
-    striped: Option<Box<(Vec<VecDeque<Accepted>>, ChaCha8Rng)>>,
+    striped: Option<Box<StripedUnits>>,
+    /// Transfers on the controller's pipe with the instant each ends, in
+    /// the pipe's order (so the instants never decrease): reads that are
+    /// done then, writes whose media access may start then.
+    pipe: VecDeque<(Nanos, Accepted)>,
+    /// When the pipe finishes what is queued on it.
+    pipe_free_at: Nanos,
+}
+
+/// Striped units' waiting lines and the stream that binds requests.
+struct StripedUnits {
+    waiting: Vec<VecDeque<(Accepted, Nanos)>>,
+    rng: ChaCha8Rng,
 }
 
 /// Seeds the striped units' stream apart from the service times'.
@@ -112,10 +140,10 @@ impl Synthetic {
         }
         let units = profile.parallel_units as usize;
         let striped = (profile.unit_binding == UnitBinding::Striped).then(|| {
-            Box::new((
-                vec![VecDeque::new(); units],
-                ChaCha8Rng::seed_from_u64(seed ^ UNIT_STREAM),
-            ))
+            Box::new(StripedUnits {
+                waiting: vec![VecDeque::new(); units],
+                rng: ChaCha8Rng::seed_from_u64(seed ^ UNIT_STREAM),
+            })
         });
         // A striped unit keeps its slot: slot `u` is unit `u`.
         let slots = if striped.is_some() {
@@ -131,59 +159,111 @@ impl Synthetic {
             free: (0..slots as u32).rev().collect(),
             waiting: VecDeque::with_capacity(capacity),
             striped,
+            pipe: VecDeque::with_capacity(capacity),
+            pipe_free_at: 0,
         })
     }
 
     pub fn submit(&mut self, request: Accepted, now: Nanos) {
-        if let Some((waiting, rng)) = self.striped.as_deref_mut() {
-            let unit = rng.gen_range(0..self.units);
+        match request.entry.op {
+            // A write's data crosses the pipe first.
+            Op::Write => self.enter_pipe(request, now),
+            Op::Read => self.enter_units(request, now),
+        }
+    }
+
+    /// Queues `request`'s transfer on the pipe from `at`.
+    fn enter_pipe(&mut self, request: Accepted, at: Nanos) {
+        let ns = self.service.transfer(request.entry.op, request.entry.len);
+        let end = self.pipe_free_at.max(at) + ns;
+        self.pipe_free_at = end;
+        self.pipe.push_back((end, request));
+    }
+
+    /// `request` reaches the units at `at`: it takes one or waits.
+    fn enter_units(&mut self, request: Accepted, at: Nanos) {
+        if let Some(st) = self.striped.as_deref_mut() {
+            let unit = st.rng.gen_range(0..self.units);
             if self.running[unit].is_some() {
-                waiting[unit].push_back(request);
+                st.waiting[unit].push_back((request, at));
             } else {
-                self.start_on(unit as u32, request, now);
+                self.start_on(unit as u32, request, at);
             }
         } else if self.finishing.len() < self.units && !self.free.is_empty() {
-            self.start(request, now);
+            self.start(request, at);
         } else {
-            self.waiting.push_back(request);
+            self.waiting.push_back((request, at));
         }
     }
 
     fn start(&mut self, request: Accepted, start: Nanos) {
         let Some(index) = self.free.pop() else {
-            self.waiting.push_front(request);
+            self.waiting.push_front((request, start));
             return;
         };
         self.start_on(index, request, start);
     }
 
     fn start_on(&mut self, index: u32, request: Accepted, start: Nanos) {
-        let finish = start + self.service.sample(request.entry.op, request.entry.len);
+        let finish = start + self.service.media(request.entry.op);
         self.running[index as usize] = Some(request);
         self.finishing.push(Reverse((finish, index)));
     }
 
+    /// Ends every media access and transfer due by `now`, in time order
+    /// (a media access that ends queues its read's transfer, a transfer
+    /// that ends starts its write's media access).
     pub fn poll(&mut self, now: Nanos, done: &mut Vec<Finished>) {
-        while let Some(&Reverse((finish, index))) = self.finishing.peek() {
-            if finish > now {
-                break;
+        loop {
+            let unit = self.finishing.peek().map(|&Reverse((t, _))| t);
+            let pipe = self.pipe.front().map(|&(t, _)| t);
+            match (unit, pipe) {
+                (Some(u), p) if u <= now && p.is_none_or(|p| u <= p) => self.media_done(done),
+                (_, Some(p)) if p <= now => self.transfer_done(done),
+                _ => break,
             }
-            self.finishing.pop();
-            if let Some(request) = self.running[index as usize].take() {
-                done.push((request, i64::from(request.entry.len)));
+        }
+    }
+
+    /// The earliest media access ends: its unit goes to the next request
+    /// waiting for it, at that instant, not when the device core noticed.
+    fn media_done(&mut self, done: &mut Vec<Finished>) {
+        let Some(Reverse((finish, index))) = self.finishing.pop() else {
+            return;
+        };
+        let request = self.running[index as usize].take();
+        let next = match self.striped.as_deref_mut() {
+            Some(st) => st.waiting[index as usize].pop_front(),
+            None => {
+                self.free.push(index);
+                self.waiting.pop_front()
             }
-            // The freed unit starts the next request when the previous one
-            // finished, not when the device core noticed.
-            if let Some((waiting, _)) = self.striped.as_deref_mut() {
-                if let Some(next) = waiting[index as usize].pop_front() {
-                    self.start_on(index, next, finish);
-                }
-                continue;
+        };
+        if let Some((next, arrived)) = next {
+            let start = finish.max(arrived);
+            if self.striped.is_some() {
+                self.start_on(index, next, start);
+            } else {
+                self.start(next, start);
             }
-            self.free.push(index);
-            if let Some(next) = self.waiting.pop_front() {
-                self.start(next, finish);
+        }
+        if let Some(request) = request {
+            match request.entry.op {
+                Op::Read => self.enter_pipe(request, finish),
+                Op::Write => done.push((request, i64::from(request.entry.len))),
             }
+        }
+    }
+
+    /// The pipe's first transfer ends: a read is done, a write goes to
+    /// the units.
+    fn transfer_done(&mut self, done: &mut Vec<Finished>) {
+        let Some((end, request)) = self.pipe.pop_front() else {
+            return;
+        };
+        match request.entry.op {
+            Op::Read => done.push((request, i64::from(request.entry.len))),
+            Op::Write => self.enter_units(request, end),
         }
     }
 
@@ -192,12 +272,15 @@ impl Synthetic {
             if let Some(request) = self.running[index as usize].take() {
                 done.push((request, RESULT_CANCELLED));
             }
-            self.free.push(index);
+            if self.striped.is_none() {
+                self.free.push(index);
+            }
         }
-        done.extend(self.waiting.drain(..).map(|r| (r, RESULT_CANCELLED)));
-        if let Some((waiting, _)) = self.striped.as_deref_mut() {
-            for unit in waiting {
-                done.extend(unit.drain(..).map(|r| (r, RESULT_CANCELLED)));
+        done.extend(self.waiting.drain(..).map(|(r, _)| (r, RESULT_CANCELLED)));
+        done.extend(self.pipe.drain(..).map(|(_, r)| (r, RESULT_CANCELLED)));
+        if let Some(st) = self.striped.as_deref_mut() {
+            for unit in &mut st.waiting {
+                done.extend(unit.drain(..).map(|(r, _)| (r, RESULT_CANCELLED)));
             }
         }
     }
@@ -239,23 +322,74 @@ mod tests {
         }
     }
 
+    fn write(slot: u32) -> Accepted {
+        let mut r = request(slot);
+        r.entry.op = Op::Write;
+        r
+    }
+
     #[test]
-    fn parallel_units_serve_in_waves() {
+    fn units_serve_in_waves_and_the_pipe_one_transfer_at_a_time() {
+        // Two units of 10 us, then 1 us each on the pipe (4 KiB at
+        // 4.096 GB/s): media ends at 10, 20 and 30 us, transfers at 11
+        // and 12, 21 and 22, 31.
         let mut dev = Synthetic::new(&profile(2, JitterKind::None), 1, 8).unwrap();
         for slot in 0..5 {
             dev.submit(request(slot), 0);
         }
         let mut done = Vec::new();
+        let mut at = |t: Nanos, done: &mut Vec<Finished>| {
+            dev.poll(t, done);
+            done.len()
+        };
+        assert_eq!(at(10_999, &mut done), 0);
+        assert_eq!(at(11_000, &mut done), 1);
+        assert_eq!(at(12_000, &mut done), 2);
+        assert_eq!(at(21_999, &mut done), 3);
+        assert_eq!(at(22_000, &mut done), 4);
+        assert_eq!(at(1_000_000, &mut done), 5);
+        let mut slots: Vec<u32> = done.iter().map(|(r, _)| r.entry.slot).collect();
+        slots.sort_unstable();
+        assert_eq!(slots, vec![0, 1, 2, 3, 4]);
+        assert!(done.iter().all(|&(_, res)| res == 4096));
+    }
+
+    #[test]
+    fn the_pipe_bounds_the_bandwidth_whatever_the_units() {
+        // 64 units, 128 KiB reads: the units could serve 64 at a time,
+        // the pipe moves 4.096 GB/s (32 us per read) and no more.
+        let mut dev = Synthetic::new(&profile(64, JitterKind::None), 1, 256).unwrap();
+        for slot in 0..256 {
+            let mut r = request(slot);
+            r.entry.len = 128 << 10;
+            dev.submit(r, 0);
+        }
+        let mut done = Vec::new();
+        dev.poll(1_000_000, &mut done);
+        // By 1 ms: media 10 us, then 32 us per transfer.
+        assert_eq!(done.len(), (1_000_000 - 10_000) / 32_000);
+        let bytes: i64 = done.iter().map(|&(_, n)| n).sum();
+        assert!(bytes as f64 <= 4.096e9 * 1e-3, "{bytes} bytes in 1 ms");
+    }
+
+    #[test]
+    fn a_writes_data_crosses_the_pipe_before_its_media_access() {
+        // A write of 4 KiB: 1 us on the pipe, then 10 us of media; a read
+        // submitted with it takes a unit at once and the pipe after the
+        // write's transfer.
+        let mut p = profile(2, JitterKind::None);
+        p.write = p.read.clone();
+        let mut dev = Synthetic::new(&p, 1, 8).unwrap();
+        dev.submit(write(0), 0);
+        dev.submit(request(1), 0);
+        let mut done = Vec::new();
         dev.poll(10_999, &mut done);
         assert!(done.is_empty());
         dev.poll(11_000, &mut done);
-        assert_eq!(done.len(), 2);
-        dev.poll(22_000, &mut done);
-        assert_eq!(done.len(), 4);
-        dev.poll(1_000_000, &mut done);
-        let slots: Vec<u32> = done.iter().map(|(r, _)| r.entry.slot).collect();
-        assert_eq!(slots.len(), 5);
-        assert!(done.iter().all(|&(_, res)| res == 4096));
+        assert_eq!(
+            done.iter().map(|(r, _)| r.entry.slot).collect::<Vec<_>>(),
+            [0, 1]
+        );
     }
 
     #[test]
@@ -268,8 +402,9 @@ mod tests {
                 dev.submit(request(slot), 0);
             }
             let mut done = Vec::new();
-            // 250 services of 11 us: enough for pooled units only.
-            dev.poll(250 * 11_000, &mut done);
+            // 250 media accesses of 10 us and the last transfer: enough for
+            // pooled units only (the pipe, 1 us a read, is not the bound).
+            dev.poll(250 * 10_000 + 4_000, &mut done);
             let by_then = done.len();
             dev.poll(u64::MAX / 2, &mut done);
             let mut slots: Vec<u32> = done.iter().map(|(r, _)| r.entry.slot).collect();
@@ -316,13 +451,13 @@ mod tests {
             let n = 20_000;
             let sum: u64 = (0..n)
                 .map(|_| {
-                    let x = a.sample(Op::Read, 4096);
-                    assert_eq!(x, b.sample(Op::Read, 4096));
+                    let x = a.media(Op::Read);
+                    assert_eq!(x, b.media(Op::Read));
                     x
                 })
                 .sum();
             let mean = sum as f64 / n as f64;
-            assert!((mean - 11_000.0).abs() < 300.0, "{kind:?}: mean {mean}");
+            assert!((mean - 10_000.0).abs() < 300.0, "{kind:?}: mean {mean}");
         }
     }
 }
