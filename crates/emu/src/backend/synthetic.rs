@@ -292,6 +292,7 @@ mod tests {
     use crate::shared::SubmitEntry;
     use cint_policy::Hint;
     use cint_scenario::units::Duration;
+    use proptest::prelude::*;
 
     fn profile(units: u32, jitter: JitterKind) -> DeviceProfile {
         let mut p = DeviceProfile::builtin("optane-p4800x").unwrap();
@@ -458,6 +459,57 @@ mod tests {
                 .sum();
             let mean = sum as f64 / n as f64;
             assert!((mean - 10_000.0).abs() < 300.0, "{kind:?}: mean {mean}");
+        }
+    }
+
+    proptest! {
+        /// Any mix of reads and writes of any size, submitted at any
+        /// pace and polled at any pace, on pooled or striped units:
+        /// every request ends exactly once with its size, none before
+        /// its media time and its transfer could have passed, and the
+        /// pipe carries one transfer at a time (it is busy at least the
+        /// sum of their times).
+        #[test]
+        fn every_request_ends_once_and_the_pipe_serialises_transfers(
+            units in 1u32..8,
+            striped in any::<bool>(),
+            ops in proptest::collection::vec(
+                (any::<bool>(), 1u32..=256, 0u64..20_000, any::<bool>()),
+                1..200,
+            ),
+        ) {
+            let mut p = profile(units, JitterKind::None);
+            p.write = p.read.clone();
+            if striped {
+                p.unit_binding = UnitBinding::Striped;
+            }
+            let mut dev = Synthetic::new(&p, 3, 256).unwrap();
+            let (mut now, mut done) = (0, Vec::new());
+            let mut earliest = Vec::new();
+            let mut pipe_total = 0;
+            for (slot, &(is_write, pages, gap, poll)) in ops.iter().enumerate() {
+                now += gap;
+                if poll {
+                    let before = done.len();
+                    dev.poll(now, &mut done);
+                    for (r, _) in &done[before..] {
+                        prop_assert!(now >= earliest[r.entry.slot as usize]);
+                    }
+                }
+                let mut r = if is_write { write(slot as u32) } else { request(slot as u32) };
+                r.entry.len = pages * 4096;
+                let xfer = dev.service.transfer(r.entry.op, r.entry.len);
+                pipe_total += xfer;
+                earliest.push(now + 10_000 + xfer);
+                dev.submit(r, now);
+            }
+            dev.poll(u64::MAX / 4, &mut done);
+            let mut slots: Vec<u32> = done.iter().map(|(r, _)| r.entry.slot).collect();
+            slots.sort_unstable();
+            prop_assert_eq!(slots, (0..ops.len() as u32).collect::<Vec<_>>());
+            prop_assert!(done.iter().all(|(r, n)| *n == i64::from(r.entry.len)));
+            prop_assert!(dev.pipe_free_at >= pipe_total);
+            prop_assert!(dev.pipe.is_empty() && dev.finishing.is_empty());
         }
     }
 }
