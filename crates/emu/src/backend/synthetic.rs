@@ -375,22 +375,26 @@ mod tests {
 
     #[test]
     fn a_writes_data_crosses_the_pipe_before_its_media_access() {
-        // A write of 4 KiB: 1 us on the pipe, then 10 us of media; a read
-        // submitted with it takes a unit at once and the pipe after the
-        // write's transfer.
+        // A write of 64 KiB: 16 us on the pipe, then 10 us of media (done
+        // at 26 us). A 4 KiB read submitted with it takes a unit at once
+        // (media to 10 us), then waits on the pipe for the write's
+        // transfer: its own 1 us ends at 17 us, not 11.
         let mut p = profile(2, JitterKind::None);
         p.write = p.read.clone();
         let mut dev = Synthetic::new(&p, 1, 8).unwrap();
-        dev.submit(write(0), 0);
+        let mut w = write(0);
+        w.entry.len = 64 << 10;
+        dev.submit(w, 0);
         dev.submit(request(1), 0);
         let mut done = Vec::new();
-        dev.poll(10_999, &mut done);
-        assert!(done.is_empty());
-        dev.poll(11_000, &mut done);
-        assert_eq!(
-            done.iter().map(|(r, _)| r.entry.slot).collect::<Vec<_>>(),
-            [0, 1]
-        );
+        let mut at = |t: Nanos, done: &mut Vec<Finished>| {
+            dev.poll(t, done);
+            done.iter().map(|(r, _)| r.entry.slot).collect::<Vec<_>>()
+        };
+        assert!(at(16_999, &mut done).is_empty());
+        assert_eq!(at(17_000, &mut done), [1]);
+        assert_eq!(at(25_999, &mut done), [1]);
+        assert_eq!(at(26_000, &mut done), [1, 0]);
     }
 
     #[test]
