@@ -441,21 +441,6 @@ impl World<'_> {
         self.set_burst(t, cost, Cont::PageCache);
     }
 
-    /// A delivered request of thread `t` is done with: its slot is free.
-    pub(crate) fn release_slot(&mut self, t: usize, r: u32) {
-        let req = &mut self.reqs[r as usize];
-        if req.state != ReqState::Delivered {
-            let state = req.state;
-            self.check
-                .fail(format!("request {r} released in state {state:?}"));
-        }
-        req.state = ReqState::Free;
-        self.check.handed += 1;
-        let th = &mut self.threads[t];
-        th.free_slots.push(r);
-        th.in_flight -= 1;
-    }
-
     /// The buffered call returns: its latency is the whole call, as a
     /// synchronous call's in fio, then the generator's reaping work.
     fn finish_buffered(&mut self, t: usize, call: Call, extra: Nanos) {
