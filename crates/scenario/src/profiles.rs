@@ -28,6 +28,19 @@ pub struct OpTiming {
     pub bandwidth: u64,
 }
 
+/// Time in ns that `bytes` take on a device's transfer pipe of
+/// `bandwidth` bytes/s (the simulator's and the emulator's device model):
+/// none without a bandwidth (the emulator's zero-latency device; the
+/// scenario refuses 0 for a device), and a huge request on a slow device
+/// saturates instead of wrapping.
+pub fn transfer_ns(bytes: u64, bandwidth: u64) -> u64 {
+    if bandwidth == 0 {
+        return 0;
+    }
+    let ns = u128::from(bytes) * 1_000_000_000 / u128::from(bandwidth);
+    u64::try_from(ns).unwrap_or(u64::MAX)
+}
+
 /// Shape of the seeded jitter added to every service time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

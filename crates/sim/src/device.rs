@@ -248,12 +248,10 @@ impl Device {
     }
 }
 
-/// Time on the pipe of `bytes` at `bandwidth` bytes/s. A huge request on
-/// a slow device may take longer than u64 ns; it saturates (the run ends
-/// long before) instead of wrapping.
+/// Time on the pipe of `bytes` at `bandwidth` bytes/s, at most
+/// `MAX_SERVICE` (the run ends long before).
 fn transfer_time(bytes: u64, bandwidth: u64) -> Nanos {
-    let ns = u128::from(bytes) * 1_000_000_000 / u128::from(bandwidth);
-    u64::try_from(ns).unwrap_or(u64::MAX).min(MAX_SERVICE)
+    cint_scenario::profiles::transfer_ns(bytes, bandwidth).min(MAX_SERVICE)
 }
 
 /// Jitter in ns: zero-mean for `normal` and `lognormal` (the latter with a

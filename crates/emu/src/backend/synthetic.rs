@@ -14,7 +14,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use cint_policy::Nanos;
-use cint_scenario::profiles::{JitterKind, OpTiming};
+use cint_scenario::profiles::{transfer_ns, JitterKind, OpTiming};
 use cint_scenario::{DeviceProfile, UnitBinding};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -85,12 +85,7 @@ impl ServiceTime {
     /// The time `len` bytes take on the controller's pipe; none on a
     /// profile without a bandwidth (a zero-latency device).
     pub fn transfer(&self, op: Op, len: u32) -> Nanos {
-        let bandwidth = self.timing(op).bandwidth;
-        if bandwidth == 0 {
-            0
-        } else {
-            (u128::from(len) * 1_000_000_000 / u128::from(bandwidth)) as u64
-        }
+        transfer_ns(u64::from(len), self.timing(op).bandwidth)
     }
 
     fn standard_normal(&mut self) -> f64 {
