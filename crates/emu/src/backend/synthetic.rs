@@ -229,18 +229,14 @@ impl Synthetic {
         let request = self.running[index as usize].take();
         let next = match self.striped.as_deref_mut() {
             Some(st) => st.waiting[index as usize].pop_front(),
-            None => {
-                self.free.push(index);
-                self.waiting.pop_front()
-            }
+            None => self.waiting.pop_front(),
         };
-        if let Some((next, arrived)) = next {
-            let start = finish.max(arrived);
-            if self.striped.is_some() {
-                self.start_on(index, next, start);
-            } else {
-                self.start(next, start);
-            }
+        match next {
+            // The unit goes straight to the next request (a pooled one
+            // would have taken this free slot first anyway).
+            Some((next, arrived)) => self.start_on(index, next, finish.max(arrived)),
+            None if self.striped.is_none() => self.free.push(index),
+            None => {}
         }
         if let Some(request) = request {
             match request.entry.op {
