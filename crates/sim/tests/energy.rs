@@ -37,12 +37,29 @@ const TABLE1_ONE_THREAD: [(&str, f64, f64); 3] = [
 #[test]
 fn table1_one_thread_within_ten_percent_and_in_the_studys_order() {
     let r = cint_sim::run(&table1(&[])).expect("runs");
+    within_ten_percent_in_the_studys_order(&r, &TABLE1_ONE_THREAD);
+}
+
+/// A run's mean latency over all its jobs' I/Os, us.
+fn mean_us(s: &StrategyResult) -> f64 {
+    let n: u64 = s.jobs.iter().map(|j| j.lat_ns.n).sum();
+    s.jobs
+        .iter()
+        .map(|j| j.lat_ns.mean * j.lat_ns.n as f64)
+        .sum::<f64>()
+        / n as f64
+        / 1000.0
+}
+
+/// Each mode's mean latency and IOPS within 10% of `table`'s (mode, us,
+/// IOPS), and the modes in the study's order exactly: latency rising,
+/// IOPS falling.
+fn within_ten_percent_in_the_studys_order(r: &RunResult, table: &[(&str, f64, f64)]) {
     let mut misses = Vec::new();
     println!("mode          lat_us  target  IOPS     target");
-    for (mode, lat, iops) in TABLE1_ONE_THREAD {
-        let s = by_name(&r, mode);
-        let got_lat = s.jobs[0].lat_ns.mean / 1000.0;
-        let got_iops = s.total_iops();
+    for &(mode, lat, iops) in table {
+        let s = by_name(r, mode);
+        let (got_lat, got_iops) = (mean_us(s), s.total_iops());
         println!("{mode:<12}  {got_lat:6.2}  {lat:6.1}  {got_iops:7.0}  {iops:7.0}");
         if (got_lat / lat - 1.0).abs() > 0.10 {
             misses.push(format!("{mode} latency {got_lat:.2} us, target {lat} us"));
@@ -52,13 +69,9 @@ fn table1_one_thread_within_ten_percent_and_in_the_studys_order() {
         }
     }
     assert!(misses.is_empty(), "{misses:?}");
-    // The order of the modes exactly: latency rising, IOPS falling.
-    let lat: Vec<f64> = MODES
-        .iter()
-        .map(|m| by_name(&r, m).jobs[0].lat_ns.mean)
-        .collect();
+    let lat: Vec<f64> = MODES.iter().map(|m| mean_us(by_name(r, m))).collect();
     assert!(lat[0] < lat[1] && lat[1] < lat[2], "{lat:?}");
-    let iops: Vec<f64> = MODES.iter().map(|m| by_name(&r, m).total_iops()).collect();
+    let iops: Vec<f64> = MODES.iter().map(|m| by_name(r, m).total_iops()).collect();
     assert!(iops[0] > iops[1] && iops[1] > iops[2], "{iops:?}");
 }
 
@@ -86,32 +99,7 @@ fn eight_threads() -> Scenario {
 #[test]
 fn table1_eight_threads_within_ten_percent_and_in_the_studys_order() {
     let r = cint_sim::run(&eight_threads()).expect("runs");
-    let mean_us = |s: &StrategyResult| {
-        let n: u64 = s.jobs.iter().map(|j| j.lat_ns.n).sum();
-        s.jobs
-            .iter()
-            .map(|j| j.lat_ns.mean * j.lat_ns.n as f64)
-            .sum::<f64>()
-            / n as f64
-            / 1000.0
-    };
-    for (mode, lat, iops) in TABLE1_EIGHT_THREADS {
-        let s = by_name(&r, mode);
-        let (got_lat, got_iops) = (mean_us(s), s.total_iops());
-        println!("8 threads {mode:<12}  {got_lat:6.2} us ({lat})  {got_iops:7.0} ({iops})");
-        assert!(
-            (got_lat / lat - 1.0).abs() <= 0.10,
-            "{mode} latency {got_lat}"
-        );
-        assert!(
-            (got_iops / iops - 1.0).abs() <= 0.10,
-            "{mode} IOPS {got_iops}"
-        );
-    }
-    let lat: Vec<f64> = MODES.iter().map(|m| mean_us(by_name(&r, m))).collect();
-    assert!(lat[0] < lat[1] && lat[1] < lat[2], "{lat:?}");
-    let iops: Vec<f64> = MODES.iter().map(|m| by_name(&r, m).total_iops()).collect();
-    assert!(iops[0] > iops[1] && iops[1] > iops[2], "{iops:?}");
+    within_ten_percent_in_the_studys_order(&r, &TABLE1_EIGHT_THREADS);
 }
 
 #[test]
