@@ -388,6 +388,7 @@ impl World<'_> {
 
     /// A media access ends: the unit goes to the next waiting request; a
     /// read's data now crosses the pipe, a write is complete.
+    #[inline(always)]
     pub(crate) fn on_unit_done(&mut self, r: u32) {
         match self.device.fifo.pop_front() {
             Some(next) => self.start_media(next),
@@ -409,10 +410,12 @@ impl World<'_> {
     }
 
     /// A read's data reached the host: its completion is posted.
+    #[inline(always)]
     pub(crate) fn on_device_done(&mut self, r: u32) {
         self.post_completion(r);
     }
 
+    #[inline(always)]
     fn post_completion(&mut self, r: u32) {
         let now = self.now();
         let req = &mut self.reqs[r as usize];
@@ -504,6 +507,7 @@ impl World<'_> {
         }
     }
 
+    #[inline(always)]
     pub(crate) fn on_policy_timer(&mut self, q: usize) {
         let now = self.now();
         let queue = &mut self.queues[q];

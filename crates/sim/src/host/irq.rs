@@ -14,6 +14,7 @@ use crate::world::{Activity, Cont, ReqState, RunState, Wait, World};
 
 impl World<'_> {
     /// A device interrupt reaches the core serving `queue`.
+    #[inline(always)]
     pub(crate) fn on_irq_arrive(&mut self, queue: usize, irq: Irq) {
         if self.measuring {
             self.counters.interrupts += 1;
@@ -198,6 +199,7 @@ impl World<'_> {
     }
 
     /// The handler returns: its wake-ups take effect.
+    #[inline(always)]
     pub(crate) fn finish_irq(&mut self, c: usize) {
         if self.virt.is_some() {
             self.virt_finish(c);

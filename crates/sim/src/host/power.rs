@@ -19,7 +19,7 @@ use cint_policy::Nanos;
 use cint_report::{CoreEnergy, EnergyResult, StateResidency};
 use cint_scenario::{DevicePower, HostPower, Scenario};
 
-use crate::engine::{Event, Pending};
+use crate::engine::{Event, EventKey};
 use crate::host::idle::{GovernorState, IdleContext, StateTable};
 use crate::world::{RunState, Wait, World};
 
@@ -91,10 +91,12 @@ struct CorePower {
 struct CpuIdle {
     state: usize,
     stay: Option<Stay>,
-    /// The polling state's limit timer of the current stay, dropped when
-    /// the stay ends early (work arrived) so that it does not linger
-    /// among the near events.
-    poll_timer: Option<Pending>,
+    /// The polling state's limit timer of the current stay (its key and
+    /// the core's token), kept outside the event queue: it is armed at
+    /// nearly every idle entry and dropped at nearly every wake-up, which
+    /// in the queue would move the events behind it both times and every
+    /// earlier event scheduled meanwhile.
+    poll_limit: Option<(EventKey, u64)>,
     governor: GovernorState,
 }
 
@@ -143,6 +145,9 @@ pub(crate) struct PowerModel {
     thread_timer: Vec<(Nanos, u64)>,
     /// Per core, the threads pinned to it.
     core_threads: Vec<Vec<u32>>,
+    /// The earliest pending polling limit and its CPU
+    /// (`EventKey::NONE` when none is).
+    next_poll_limit: (EventKey, usize),
 }
 
 impl PowerModel {
@@ -204,7 +209,7 @@ impl PowerModel {
             .map(|_| CpuIdle {
                 state: BUSY,
                 stay: None,
-                poll_timer: None,
+                poll_limit: None,
                 governor: GovernorState::new(host.governor, host.idle_states.len()),
             })
             .collect();
@@ -254,6 +259,27 @@ impl PowerModel {
             window_start: 0,
             thread_timer: vec![(0, u64::MAX); thread_cores.len()],
             core_threads,
+            next_poll_limit: (EventKey::NONE, 0),
+        }
+    }
+
+    /// Finds the earliest pending polling limit again, after the one that
+    /// was earliest went.
+    fn find_next_poll_limit(&mut self) {
+        self.next_poll_limit = (EventKey::NONE, 0);
+        for (c, cpu) in self.cpus.iter().enumerate() {
+            if let Some((key, _)) = cpu.poll_limit {
+                if key < self.next_poll_limit.0 {
+                    self.next_poll_limit = (key, c);
+                }
+            }
+        }
+    }
+
+    /// CPU `c`'s polling limit, if it has one pending, is dropped.
+    fn drop_poll_limit(&mut self, c: usize) {
+        if self.cpus[c].poll_limit.take().is_some() && self.next_poll_limit.1 == c {
+            self.find_next_poll_limit();
         }
     }
 
@@ -558,10 +584,53 @@ impl World<'_> {
         });
         if p.table.polling[idx] {
             let at = now + p.poll_limit;
-            let pending = self.arm_core_done(c, at);
-            if let Some(p) = self.power.as_deref_mut() {
-                p.cpus[c].poll_timer = pending;
+            self.arm_poll_limit(c, at);
+        }
+    }
+
+    /// Arms CPU `c`'s polling limit for `at` under a new token of the
+    /// core, superseding its `CoreDone` as [`World::arm_core_done`] does.
+    fn arm_poll_limit(&mut self, c: usize, at: Nanos) {
+        let core = &mut self.cores[c];
+        core.token += 1;
+        let token = core.token;
+        let Some(key) = self.events.outside_key(at) else {
+            return;
+        };
+        if let Some(p) = self.power.as_deref_mut() {
+            p.cpus[c].poll_limit = Some((key, token));
+            if key < p.next_poll_limit.0 {
+                p.next_poll_limit = (key, c);
             }
+        }
+    }
+
+    /// The earliest pending polling limit as the event loop offers it
+    /// ([`crate::engine::EventQueue::pop_before_or`]): its key (or
+    /// [`EventKey::NONE`]) and its event.
+    #[inline(always)]
+    pub(crate) fn next_poll_limit(&self) -> (EventKey, Event) {
+        let (key, cpu) = self
+            .power
+            .as_deref()
+            .map_or((EventKey::NONE, 0), |p| p.next_poll_limit);
+        (key, Event::PollLimit { cpu: cpu as u32 })
+    }
+
+    /// CPU `c`'s polling limit came: unless the core took a new token
+    /// since (and with it the work that superseded the limit), the
+    /// governor runs again. A segment's start takes a new token, so a
+    /// limit still current finds no segment.
+    pub(crate) fn on_poll_limit(&mut self, c: usize) {
+        let Some(p) = self.power.as_deref_mut() else {
+            return;
+        };
+        let Some((_, token)) = p.cpus[c].poll_limit else {
+            return;
+        };
+        p.drop_poll_limit(c);
+        if self.cores[c].token == token && self.cores[c].seg.is_none() {
+            self.on_idle_timer(c);
         }
     }
 
@@ -599,17 +668,17 @@ impl World<'_> {
 
     /// A new token for core `c` and its `CoreDone` at `at`, superseding
     /// any earlier one (an idle-state timer, or a segment's new end).
-    pub(crate) fn arm_core_done(&mut self, c: usize, at: Nanos) -> Option<Pending> {
+    pub(crate) fn arm_core_done(&mut self, c: usize, at: Nanos) {
         let core = &mut self.cores[c];
         core.token += 1;
         let token = core.token;
-        self.events.schedule_pending(
+        self.events.schedule(
             at,
             Event::CoreDone {
                 core: c as u32,
                 token,
             },
-        )
+        );
     }
 
     /// True while core `c` sits in a polling idle state (cpuidle's POLL
@@ -636,6 +705,17 @@ impl World<'_> {
     /// exit; a polling state, or one without exit latency, ends at once.
     #[inline]
     pub(crate) fn power_holds(&mut self, c: usize) -> bool {
+        match self.power.as_deref() {
+            Some(p) if p.cpus[c].stay.is_some() => self.leave_idle_state(c),
+            _ => false,
+        }
+    }
+
+    /// [`World::power_holds`] for a CPU in an idle state; out of line, so
+    /// that the scheduler's dispatch stays small (it runs at every event
+    /// that gives a core work, energy model or not).
+    #[inline(never)]
+    fn leave_idle_state(&mut self, c: usize) -> bool {
         let Some(p) = self.power.as_deref() else {
             return false;
         };
@@ -677,6 +757,7 @@ impl World<'_> {
 
     /// The stay in an idle state is over; the governor learns how long it
     /// lasted.
+    #[inline(never)]
     fn end_stay(&mut self, c: usize, now: Nanos, poll_limit_hit: bool) {
         let Some(p) = self.power.as_deref_mut() else {
             return;
@@ -684,14 +765,11 @@ impl World<'_> {
         let Some(stay) = p.cpus[c].stay.take() else {
             return;
         };
-        let poll_timer = p.cpus[c].poll_timer.take();
+        p.drop_poll_limit(c);
         let table = &p.table;
         p.cpus[c]
             .governor
             .reflect(table, stay.idx, now - stay.entered, poll_limit_hit);
-        if let (Some(pending), false) = (poll_timer, poll_limit_hit) {
-            self.events.cancel_near(pending);
-        }
     }
 
     /// A `CoreDone` reached a core with no segment: an idle-state timer.

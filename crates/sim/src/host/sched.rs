@@ -433,6 +433,7 @@ impl World<'_> {
 
     /// A scheduler tick on core `c` that may end the current thread's
     /// turn (`entity_tick()`, `check_preempt_tick()`).
+    #[inline(always)]
     pub(crate) fn on_slice_check(&mut self, c: usize, token: u64) {
         if self.cores[c].slice_token != token
             || self.cores[c].current.is_none()
@@ -544,6 +545,7 @@ impl World<'_> {
     }
 
     /// The core's segment ended on time.
+    #[inline(always)]
     pub(crate) fn on_core_done(&mut self, c: usize, token: u64) {
         if self.cores[c].token != token {
             return;
