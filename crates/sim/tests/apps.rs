@@ -389,6 +389,32 @@ fn random_keys_compact_l0_into_l1_and_sequential_keys_move_trivially() {
 }
 
 #[test]
+fn a_writer_that_outruns_compaction_stops_at_l0s_limit_and_the_run_says_so() {
+    // 1 MiB memtables flush faster than a compaction can merge L0 with
+    // L1's 256 MiB: L0 reaches 36 files and writes stop until it is done.
+    // Without automatic compaction nothing stops them (RocksDB's rule).
+    let sets = |auto: &'static str| vec!["duration=500ms", "app.db.memtable=1m", auto];
+    let on = run(
+        "rocksdb-readwhilewriting.toml",
+        &sets("app.db.auto_compaction=true"),
+    );
+    let off = run(
+        "rocksdb-readwhilewriting.toml",
+        &sets("app.db.auto_compaction=false"),
+    );
+    let stopped = |r: &RunResult| {
+        r.notes
+            .iter()
+            .filter(|n| n.contains("writer stopped") && n.contains("at 36 L0 files"))
+            .count()
+    };
+    assert_eq!(stopped(&on), on.results.len(), "{:?}", on.notes);
+    assert_eq!(stopped(&off), 0, "{:?}", off.notes);
+    let puts = |r: &RunResult| job(strategy(r, "default"), "put").unwrap().ios;
+    assert!(puts(&on) < puts(&off), "{} {}", puts(&on), puts(&off));
+}
+
+#[test]
 fn the_l0_trigger_sets_how_many_files_a_compaction_takes() {
     let two = small_fill(&["app.db.fill=random", "app.db.l0_compaction_trigger=2"]);
     let eight = small_fill(&["app.db.fill=random", "app.db.l0_compaction_trigger=8"]);

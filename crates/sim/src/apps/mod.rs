@@ -395,6 +395,15 @@ impl World<'_> {
             .filter(|&(o, s)| s.ops > 0 && !apps.threads.iter().any(|th| th.op == Some(o)))
             .map(|(_, s)| s.name)
             .collect();
+        for db in &apps.dbs {
+            if let Some(note) = db.l0_stop_note(now) {
+                let name = db.program_name(&self.sc.apps.programs);
+                notes.push(format!(
+                    "strategy '{}': RocksDB '{name}': {note}",
+                    strategy.name
+                ));
+            }
+        }
         if !shared.is_empty() {
             notes.push(format!(
                 "strategy '{}': application operations {} run on threads shared by every \

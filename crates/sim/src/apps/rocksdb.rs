@@ -27,14 +27,16 @@
 //!   unmarked like all read-ahead; then four buffered `write()`s of the
 //!   pair to the output file (its two lengths, the key, the value), which
 //!   the flusher writes back. Each pair is one dump operation.
-//! * **compaction** (one thread, [`compaction`]): `l0_compaction_trigger`
-//!   L0 files start a compaction of L0 into L1. A writer's files overlap
-//!   when its keys are random (`fill = "random"`): the compaction reads
-//!   its input (the L0 files and the L1 they overlap) with 2 MiB
-//!   read-ahead and writes the output in 1 MiB chunks, `O_DIRECT`, then
-//!   `fdatasync`. A sequential fill's files do not overlap: they are
-//!   trivial moves (metadata only, no I/O, no thread). With automatic
-//!   compaction off L0 files accumulate.
+//! * **compaction** (one thread, [`compaction`]): leveled, the level with
+//!   the highest score first (`l0_compaction_trigger` L0 files, or a
+//!   level past its target). A writer's files overlap when its keys are
+//!   random (`fill = "random"`): a compaction reads its input (the L0
+//!   files and all of L1, or one table file and the part of the level
+//!   below it overlaps) with 2 MiB read-ahead and writes the output in
+//!   1 MiB chunks, `O_DIRECT`, then `fdatasync`. A sequential fill's
+//!   files do not overlap: they are trivial moves (metadata only, no I/O,
+//!   no thread). With automatic compaction off L0 files accumulate; with
+//!   it on, 36 of them stop the writer until a compaction takes them.
 //! * A get first probes the L0 files that can hold its key, newest first
 //!   (no Bloom filters): one block read per file until one holds the key,
 //!   then, if none did, the read of the level below. Sequential fills'
@@ -172,7 +174,7 @@ pub(crate) enum Step {
         first: u64,
         pages: u64,
     },
-    /// The compaction thread waits for L0 to reach its trigger.
+    /// The compaction thread waits for a compaction to be due.
     CompactIdle,
     /// A compaction has `read_left` input bytes to read and `write_left`
     /// read but not written.
@@ -193,6 +195,8 @@ pub(crate) enum Step {
 #[derive(Debug)]
 pub(crate) struct Db {
     spec: RocksDb,
+    /// Its program's index in the scenario's `[[app]]` list.
+    program: usize,
     app_cint: bool,
     /// The write-ahead log's file in the page cache.
     wal_file: u32,
@@ -209,14 +213,19 @@ pub(crate) struct Db {
     out_file: u32,
     out_offset: u64,
     read_ahead: u64,
-    /// Table files in L0, and the L1 bytes a compaction merges them with.
+    /// Table files in L0, and the bytes of each level below (L1 first).
     l0_files: u32,
-    l1_bytes: u64,
-    /// L0 files the running compaction takes, its start and output bytes.
-    compacting: u32,
+    levels: [u64; compaction::LEVELS_BELOW_L0],
+    /// The running compaction, its start and output bytes.
+    compacting: Option<compaction::Compacting>,
     compaction_start: Nanos,
     compaction_bytes: u64,
     compactor: Option<usize>,
+    /// Over the whole run: how often L0's file count stopped the writer,
+    /// for how long in all, and since when if it is stopped now.
+    l0_stops: u64,
+    l0_stopped_ns: Nanos,
+    l0_stop_since: Option<Nanos>,
 }
 
 /// Whether the benchmark writes (a log through the page cache, flushes).
@@ -232,6 +241,7 @@ pub(crate) fn buffered(spec: &RocksDb) -> bool {
 impl Db {
     pub(crate) fn new(spec: RocksDb, app_cint: bool, index: u32) -> Db {
         Db {
+            program: index as usize,
             app_cint,
             // Apart from the fio jobs' files (numbered by thread).
             wal_file: u32::MAX - index,
@@ -246,13 +256,46 @@ impl Db {
             out_offset: 0,
             read_ahead: DUMP_FIRST_READ_AHEAD,
             l0_files: 0,
-            l1_bytes: compaction::initial_l1(&spec),
-            compacting: 0,
+            levels: compaction::initial_levels(&spec),
+            compacting: None,
             compaction_start: 0,
             compaction_bytes: 0,
             compactor: None,
+            l0_stops: 0,
+            l0_stopped_ns: 0,
+            l0_stop_since: None,
             spec,
         }
+    }
+
+    /// Its program's name.
+    pub(crate) fn program_name<'s>(&self, programs: &'s [cint_scenario::app::App]) -> &'s str {
+        programs.get(self.program).map_or("", |p| p.name.as_str())
+    }
+
+    /// What the run must say about L0 stopping the writer, if it did:
+    /// a write rate that fell for that reason is the store's, not the
+    /// device's or the strategy's.
+    pub(crate) fn l0_stop_note(&self, now: Nanos) -> Option<String> {
+        if self.l0_stops == 0 {
+            return None;
+        }
+        let still = self.l0_stop_since.map_or(0, |since| now - since);
+        let now_part = match self.l0_stop_since {
+            Some(since) => format!(
+                ", and is stopped at the end, for {:.3} ms",
+                (now - since) as f64 / 1e6
+            ),
+            None => String::new(),
+        };
+        Some(format!(
+            "its writer stopped {} time(s) at {} L0 files (RocksDB's \
+             level0_stop_writes_trigger) over the whole run, {:.3} ms in all, waiting for \
+             compactions{now_part}",
+            self.l0_stops,
+            compaction::l0_stop_files(&self.spec),
+            (self.l0_stopped_ns + still) as f64 / 1e6,
+        ))
     }
 
     /// The threads, each with its core.
@@ -407,10 +450,13 @@ impl World<'_> {
             }
             Step::Insert => self.memtable_insert(t, i, a),
             Step::Stalled => {
-                let db = &apps.dbs[a];
-                if db.immutable >= MEMTABLES {
+                let db = &mut apps.dbs[a];
+                if db.immutable >= MEMTABLES || db.writes_stopped() {
                     self.block(t, Wait::AppIo);
                 } else {
+                    if let Some(since) = db.l0_stop_since.take() {
+                        db.l0_stopped_ns += self.events.now() - since;
+                    }
                     self.put_done(t, i, a);
                 }
             }
@@ -496,7 +542,12 @@ impl World<'_> {
                 self.app_reap(t);
                 let apps = apps_of(self);
                 let (start, bytes) = apps.dbs[a].compacted();
+                let writer = apps.dbs[a].writer;
                 self.record_op(i, start, bytes);
+                // L0 shrank: a writer stopped at its file limit may go on.
+                if let Some(w) = writer {
+                    self.wake_app_thread(w, Step::Stalled);
+                }
                 apps_of(self).threads[i].step = Step::CompactIdle;
                 self.rocksdb_step(t, i, a);
             }
@@ -634,6 +685,7 @@ impl World<'_> {
     /// The batch goes into the memtable; a full one goes to the flush
     /// thread.
     fn memtable_insert(&mut self, t: usize, i: usize, a: usize) {
+        let now = self.now();
         let apps = apps_of(self);
         let db = &mut apps.dbs[a];
         let keys = db.keys_per_op();
@@ -644,7 +696,11 @@ impl World<'_> {
             db.immutable += 1;
             kick = db.flusher;
         }
-        let stalled = db.immutable >= MEMTABLES;
+        let stalled = db.immutable >= MEMTABLES || db.writes_stopped();
+        if db.writes_stopped() && db.l0_stop_since.is_none() {
+            db.l0_stops += 1;
+            db.l0_stop_since = Some(now);
+        }
         if let Some(f) = kick {
             self.wake_app_thread(f, Step::FlushIdle);
         }

@@ -1,14 +1,28 @@
-//! Compaction of L0 into L1 (docs/APPS.md): one thread, started when L0
-//! holds `l0_compaction_trigger` files, reads its input with 2 MiB
-//! read-ahead and writes the output in 1 MiB chunks (`O_DIRECT`), then
-//! syncs it. Keys decide what it costs: a sequential fill's files hold
-//! disjoint key ranges and go down as trivial moves (metadata only, no
-//! I/O), a random-key writer's files each span the key range and are
-//! merged with the whole of L1.
+//! Leveled compaction (docs/APPS.md): one thread, which runs whichever
+//! compaction has the highest score, as RocksDB 6.4's level picker does
+//! (`VersionStorageInfo::ComputeCompactionScore` in db/version_set.cc):
+//! L0's is its file count over `l0_compaction_trigger`, a lower level's
+//! its bytes over its target (`max_bytes_for_level_base` 256 MiB for L1,
+//! ten times more per level below: `max_bytes_for_level_multiplier`),
+//! and a score of at least 1 is due. The last of the seven levels
+//! (`num_levels`) only receives.
 //!
-//! L1 holds at most its target (`max_bytes_for_level_base`); what a
-//! compaction pushes past it is left to L1-to-L2 compactions, which the
-//! model does not run. The merge's own CPU is not modelled either.
+//! A compaction reads its input with 2 MiB read-ahead and writes the
+//! output in 1 MiB chunks (`O_DIRECT`), then syncs it. Keys decide what
+//! it costs: a sequential fill's files hold disjoint key ranges and go
+//! down as trivial moves (metadata only, no I/O, no thread); a
+//! random-key writer's L0 files each span the key range and are merged
+//! with the whole of L1, and a lower level's compaction takes one table
+//! file (`target_file_size_base`, 64 MiB) and the bytes of the level
+//! below that its key range overlaps: their share of that level, the
+//! file's share of its own.
+//!
+//! L0 at `level0_stop_writes_trigger` (36) files stops the writer until a
+//! compaction takes them (db/column_family.cc,
+//! `GetWriteStallConditionAndCause`; not with automatic compaction off).
+//! Not modelled: the slowdown before it (`level0_slowdown_writes_trigger`
+//! 20 and the delayed write rate), the pending-bytes limits, and the
+//! merge's own CPU.
 
 use cint_policy::hints::IoCall;
 use cint_policy::{Hint, Nanos};
@@ -27,6 +41,39 @@ const WRITE_CHUNK: u64 = 1 << 20;
 /// L1's target, RocksDB 6.4's `max_bytes_for_level_base` default
 /// (include/rocksdb/options.h: 256 MiB).
 const L1_TARGET: u64 = 256 << 20;
+/// Each level's target over the one above's
+/// (`max_bytes_for_level_multiplier`, 10).
+const LEVEL_MULTIPLIER: u64 = 10;
+/// Levels below L0: RocksDB's `num_levels` is 7.
+pub(super) const LEVELS_BELOW_L0: usize = 6;
+/// A table file below L0 (`target_file_size_base`, 64 MiB in the
+/// reference runs).
+const TABLE_FILE: u64 = 64 << 20;
+/// L0 files that stop writes (`level0_stop_writes_trigger`, 36), at
+/// least the compaction trigger: RocksDB's `SanitizeOptions`
+/// (db/column_family.cc) raises the slowdown trigger to the compaction
+/// trigger and the stop trigger to the slowdown trigger, so that writes
+/// never stop short of a compaction that would free them.
+const L0_STOP_WRITES: u32 = 36;
+
+/// A compaction in progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Compacting {
+    /// These L0 files into L1.
+    L0 { files: u32 },
+    /// `file` bytes of level `from` (1 = L1) into the level below.
+    Level { from: usize, file: u64 },
+}
+
+/// L0 files that stop the writer.
+pub(super) fn l0_stop_files(spec: &RocksDb) -> u32 {
+    L0_STOP_WRITES.max(spec.l0_compaction_trigger)
+}
+
+/// Level `n`'s target (1 = L1).
+fn target(n: usize) -> u64 {
+    L1_TARGET.saturating_mul(LEVEL_MULTIPLIER.saturating_pow(n as u32 - 1))
+}
 
 /// Whether the store runs a compaction thread: it writes, compacts
 /// automatically, and its files overlap (a sequential fill's trivial
@@ -35,13 +82,24 @@ pub(super) fn has_thread(spec: &RocksDb) -> bool {
     super::writes(spec) && spec.auto_compaction && spec.random_fill
 }
 
-/// L1 at the start: a loaded database's (the reads' and the dump's) is
-/// at its target; a load (fillbatch) starts from an empty database.
-pub(super) fn initial_l1(spec: &RocksDb) -> u64 {
-    match spec.benchmark {
+/// The levels at the start: a loaded database's (the reads' and the
+/// dump's) fills each level to its target from L1 down, the rest in the
+/// level after; a load (fillbatch) starts from an empty database.
+pub(super) fn initial_levels(spec: &RocksDb) -> [u64; LEVELS_BELOW_L0] {
+    let mut levels = [0; LEVELS_BELOW_L0];
+    let mut left = match spec.benchmark {
         Benchmark::Fillbatch => 0,
-        _ => spec.db_size.min(L1_TARGET),
+        _ => spec.db_size,
+    };
+    for (k, level) in levels.iter_mut().enumerate() {
+        *level = if k + 1 == LEVELS_BELOW_L0 {
+            left
+        } else {
+            left.min(target(k + 1))
+        };
+        left -= *level;
     }
+    levels
 }
 
 /// Block reads a get makes beyond its first: it probes the L0 files that
@@ -72,16 +130,77 @@ impl Db {
             self.l0_files = 0;
             return None;
         }
-        self.compactor.filter(|_| self.compacting == 0)
+        self.compactor.filter(|_| self.compacting.is_none())
     }
 
-    /// The running compaction installed its output: its inputs leave L0,
-    /// L1 grows (up to its target). Its start and output bytes.
+    /// Whether L0 holds so many files that writes stop until a
+    /// compaction takes them.
+    pub(super) fn writes_stopped(&self) -> bool {
+        self.spec.auto_compaction && self.l0_files >= l0_stop_files(&self.spec)
+    }
+
+    /// The compaction due next, if any: the highest score of at least 1,
+    /// the upper level first on a tie. Scores are compared as fractions,
+    /// `count / limit`, without rounding.
+    pub(super) fn pick(&self) -> Option<Compacting> {
+        let trigger = u64::from(self.spec.l0_compaction_trigger.max(1));
+        let mut best: Option<(Compacting, u64, u64)> = None;
+        let mut consider = |what: Compacting, count: u64, limit: u64| {
+            let higher = match best {
+                None => count >= limit,
+                Some((_, c, l)) => {
+                    u128::from(count) * u128::from(l) > u128::from(c) * u128::from(limit)
+                }
+            };
+            if higher {
+                best = Some((what, count, limit));
+            }
+        };
+        consider(
+            Compacting::L0 {
+                files: self.l0_files,
+            },
+            u64::from(self.l0_files),
+            trigger,
+        );
+        // The last level only receives.
+        for n in 1..LEVELS_BELOW_L0 {
+            let bytes = self.levels[n - 1];
+            let file = bytes.min(TABLE_FILE);
+            consider(Compacting::Level { from: n, file }, bytes, target(n));
+        }
+        best.map(|(what, _, _)| what)
+    }
+
+    /// Bytes compaction `what` reads (and writes).
+    fn input_bytes(&self, what: Compacting) -> u64 {
+        match what {
+            // Every L0 file (each spans the key range) with all of L1.
+            Compacting::L0 { files } => u64::from(files) * self.spec.memtable + self.levels[0],
+            // The file with the part of the level below its range
+            // overlaps: as much of it as the file is of its own level.
+            Compacting::Level { from, file } => {
+                let (own, below) = (self.levels[from - 1], self.levels[from]);
+                let overlap = u128::from(below) * u128::from(file) / u128::from(own.max(1));
+                file + overlap as u64
+            }
+        }
+    }
+
+    /// The running compaction installed its output: its inputs leave
+    /// their level for the one below. Its start and output bytes.
     pub(super) fn compacted(&mut self) -> (Nanos, u64) {
-        self.l0_files -= self.compacting;
-        self.l1_bytes =
-            (self.l1_bytes + u64::from(self.compacting) * self.spec.memtable).min(L1_TARGET);
-        self.compacting = 0;
+        match self.compacting.take() {
+            Some(Compacting::L0 { files }) => {
+                self.l0_files -= files;
+                self.levels[0] += u64::from(files) * self.spec.memtable;
+            }
+            Some(Compacting::Level { from, file }) => {
+                self.levels[from - 1] -= file;
+                self.levels[from] += file;
+            }
+            None => {}
+        }
         (self.compaction_start, self.compaction_bytes)
     }
 
@@ -110,16 +229,15 @@ impl World<'_> {
                 write_left,
             } => (read_left, write_left),
             _ => {
-                if db.compacting > 0 || db.l0_files < db.spec.l0_compaction_trigger {
+                let next = db.compacting.is_none().then(|| db.pick()).flatten();
+                let Some(what) = next else {
                     apps.threads[i].step = Step::CompactIdle;
                     self.block(t, Wait::AppIo);
                     return;
-                }
-                // L0 into L1: every L0 file (each spans the key range)
-                // with all of L1.
-                db.compacting = db.l0_files;
+                };
+                db.compacting = Some(what);
                 db.compaction_start = now;
-                let input = u64::from(db.compacting) * db.spec.memtable + db.l1_bytes;
+                let input = db.input_bytes(what);
                 db.compaction_bytes = input;
                 (input, 0)
             }
@@ -158,5 +276,143 @@ impl World<'_> {
         apps.threads[i].step = next;
         self.app_request(t, write, bytes, hint);
         self.start_call(t, self.costs.syscall);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cint_scenario::app::ClassHint;
+
+    const MIB: u64 = 1 << 20;
+
+    fn spec(benchmark: Benchmark, db_size: u64) -> RocksDb {
+        RocksDb {
+            benchmark,
+            threads: 1,
+            cpus: vec![0],
+            writer_cpu: 0,
+            flush_cpu: 0,
+            key_size: 16,
+            value_size: 1000,
+            block_size: 4096,
+            alignment: 4096,
+            db_size,
+            memtable: 64 * MIB,
+            wal_chunk: MIB,
+            batch_keys: 1000,
+            get_cpu: 12_000,
+            put_cpu: 4_000,
+            batch_key_cpu: 2_500,
+            dump_cpu: 5_500,
+            get_hint: ClassHint::Default,
+            flush_hint: ClassHint::Default,
+            wal_hint: ClassHint::Default,
+            dump_hint: ClassHint::Default,
+            compaction_cpu: 0,
+            l0_compaction_trigger: 4,
+            auto_compaction: true,
+            random_fill: true,
+            compaction_hint: ClassHint::Default,
+        }
+    }
+
+    fn db(levels: [u64; LEVELS_BELOW_L0], l0_files: u32) -> Db {
+        let mut db = Db::new(spec(Benchmark::Readwhilewriting, 20 << 30), false, 0);
+        db.levels = levels;
+        db.l0_files = l0_files;
+        db
+    }
+
+    #[test]
+    fn a_loaded_database_fills_each_level_to_its_target_from_l1_down() {
+        let levels = initial_levels(&spec(Benchmark::Readrandom, 20 << 30));
+        assert_eq!(
+            levels,
+            [256 * MIB, 2_560 * MIB, (20 << 30) - 2_816 * MIB, 0, 0, 0]
+        );
+        assert_eq!(
+            initial_levels(&spec(Benchmark::Fillbatch, 20 << 30)),
+            [0; LEVELS_BELOW_L0]
+        );
+        // Beyond every target but the last level's, the rest goes last.
+        let huge = initial_levels(&spec(Benchmark::Readrandom, 1 << 50));
+        assert_eq!(huge.iter().sum::<u64>(), 1 << 50);
+        assert_eq!(huge[4], target(5));
+    }
+
+    #[test]
+    fn the_highest_score_goes_first_and_the_upper_level_on_a_tie() {
+        let full = [256 * MIB, 2_560 * MIB, 0, 0, 0, 0];
+        // Nothing reaches a score of 1.
+        assert_eq!(db(full.map(|b| b.saturating_sub(1)), 3).pick(), None);
+        // L1 at twice its target beats L0 at its trigger...
+        let mut l1_double = full;
+        l1_double[0] *= 2;
+        assert_eq!(
+            db(l1_double, 4).pick(),
+            Some(Compacting::Level {
+                from: 1,
+                file: TABLE_FILE
+            })
+        );
+        // ... and ties with eight L0 files, which go first.
+        assert_eq!(db(l1_double, 8).pick(), Some(Compacting::L0 { files: 8 }));
+        // A deeper level due on its own.
+        let mut l3_over = full;
+        l3_over[2] = target(3) + 1;
+        assert_eq!(
+            db(l3_over, 0).pick(),
+            Some(Compacting::Level {
+                from: 3,
+                file: TABLE_FILE
+            })
+        );
+        // The last level only receives, however large.
+        let mut last = [0; LEVELS_BELOW_L0];
+        last[LEVELS_BELOW_L0 - 1] = u64::MAX / 2;
+        assert_eq!(db(last, 0).pick(), None);
+    }
+
+    #[test]
+    fn a_level_compaction_takes_one_file_and_the_overlap_below_and_keeps_the_bytes() {
+        let mut d = db([512 * MIB, 2_560 * MIB, 0, 0, 0, 0], 0);
+        let what = d.pick().expect("L1 is over its target");
+        // The file is an eighth of L1: it overlaps an eighth of L2.
+        assert_eq!(d.input_bytes(what), 64 * MIB + 320 * MIB);
+        let total: u64 = d.levels.iter().sum();
+        d.compacting = Some(what);
+        d.compacted();
+        assert_eq!(d.levels[..2], [448 * MIB, 2_624 * MIB]);
+        assert_eq!(d.levels.iter().sum::<u64>(), total);
+        assert_eq!(d.compacting, None);
+    }
+
+    #[test]
+    fn an_l0_compaction_merges_every_l0_file_with_all_of_l1_into_it() {
+        let mut d = db([300 * MIB, 0, 0, 0, 0, 0], 5);
+        let what = d.pick().expect("L0 is at its trigger");
+        assert_eq!(what, Compacting::L0 { files: 5 });
+        assert_eq!(d.input_bytes(what), 5 * 64 * MIB + 300 * MIB);
+        d.compacting = Some(what);
+        d.compacted();
+        // L1 is not capped at its target: L1-to-L2 compactions take the
+        // excess.
+        assert_eq!((d.l0_files, d.levels[0]), (0, 620 * MIB));
+        assert!(matches!(d.pick(), Some(Compacting::Level { from: 1, .. })));
+    }
+
+    #[test]
+    fn writes_stop_at_36_l0_files_only_with_automatic_compaction() {
+        assert!(!db([0; LEVELS_BELOW_L0], 35).writes_stopped());
+        let mut d = db([0; LEVELS_BELOW_L0], 36);
+        assert!(d.writes_stopped());
+        // Never short of the compaction trigger (SanitizeOptions).
+        d.spec.l0_compaction_trigger = 40;
+        assert!(!d.writes_stopped());
+        d.l0_files = 40;
+        assert!(d.writes_stopped() && d.pick() == Some(Compacting::L0 { files: 40 }));
+        d.spec.auto_compaction = false;
+        assert!(!d.writes_stopped());
     }
 }
