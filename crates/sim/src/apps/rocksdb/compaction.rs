@@ -83,8 +83,12 @@ pub(super) fn has_thread(spec: &RocksDb) -> bool {
 }
 
 /// The levels at the start: a loaded database's (the reads' and the
-/// dump's) fills each level to its target from L1 down, the rest in the
-/// level after; a load (fillbatch) starts from an empty database.
+/// dump's) fills each level from L1 down to one table file below its
+/// target, as the load's last compaction out of it left it (a level
+/// reaching its target sends one file down), the rest in the level
+/// after; a load (fillbatch) starts from an empty database. No level is
+/// then due: a run starts without a compaction that its load would have
+/// finished.
 pub(super) fn initial_levels(spec: &RocksDb) -> [u64; LEVELS_BELOW_L0] {
     let mut levels = [0; LEVELS_BELOW_L0];
     let mut left = match spec.benchmark {
@@ -95,7 +99,7 @@ pub(super) fn initial_levels(spec: &RocksDb) -> [u64; LEVELS_BELOW_L0] {
         *level = if k + 1 == LEVELS_BELOW_L0 {
             left
         } else {
-            left.min(target(k + 1))
+            left.min(target(k + 1) - TABLE_FILE)
         };
         left -= *level;
     }
@@ -329,8 +333,13 @@ mod tests {
         let levels = initial_levels(&spec(Benchmark::Readrandom, 20 << 30));
         assert_eq!(
             levels,
-            [256 * MIB, 2_560 * MIB, (20 << 30) - 2_816 * MIB, 0, 0, 0]
+            [192 * MIB, 2_496 * MIB, (20 << 30) - 2_688 * MIB, 0, 0, 0]
         );
+        // Nothing is due at the start.
+        let mut d = db(levels, 0);
+        assert_eq!(d.pick(), None);
+        d.l0_files = 4;
+        assert_eq!(d.pick(), Some(Compacting::L0 { files: 4 }));
         assert_eq!(
             initial_levels(&spec(Benchmark::Fillbatch, 20 << 30)),
             [0; LEVELS_BELOW_L0]
@@ -338,7 +347,7 @@ mod tests {
         // Beyond every target but the last level's, the rest goes last.
         let huge = initial_levels(&spec(Benchmark::Readrandom, 1 << 50));
         assert_eq!(huge.iter().sum::<u64>(), 1 << 50);
-        assert_eq!(huge[4], target(5));
+        assert_eq!(huge[4], target(5) - TABLE_FILE);
     }
 
     #[test]
