@@ -396,7 +396,7 @@ impl World<'_> {
             .map(|(_, s)| s.name)
             .collect();
         for db in &apps.dbs {
-            if let Some(note) = db.l0_stop_note(now) {
+            if let Some(note) = db.stall_note(now) {
                 let name = db.program_name(&self.sc.apps.programs);
                 notes.push(format!(
                     "strategy '{}': RocksDB '{name}': {note}",

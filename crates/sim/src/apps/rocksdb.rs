@@ -36,7 +36,8 @@
 //!   1 MiB chunks, `O_DIRECT`, then `fdatasync`. A sequential fill's
 //!   files do not overlap: they are trivial moves (metadata only, no I/O,
 //!   no thread). With automatic compaction off L0 files accumulate; with
-//!   it on, 36 of them stop the writer until a compaction takes them.
+//!   it on, 20 of them delay the writer's puts to RocksDB's delayed write
+//!   rate ([`stall`]) and 36 stop it until a compaction takes them.
 //! * A get first probes the L0 files that can hold its key, newest first
 //!   (no Bloom filters): one block read per file until one holds the key,
 //!   then, if none did, the read of the level below. Sequential fills'
@@ -56,6 +57,7 @@ use crate::host::pagecache::PAGE;
 use crate::world::{Cont, RunState, Wait, World};
 
 mod compaction;
+mod stall;
 
 /// Largest flush write (RocksDB's direct writes grow to the 1 MiB
 /// writable-file buffer).
@@ -174,6 +176,18 @@ pub(crate) enum Step {
         first: u64,
         pages: u64,
     },
+    /// A put's CPU is done: RocksDB's write controller may delay it
+    /// before its log write of `left` bytes.
+    Throttle {
+        left: u64,
+    },
+    /// A delayed put sleeps in 1 ms steps until `until` or the end of the
+    /// delay, whichever comes first; it began at `since`.
+    Delayed {
+        left: u64,
+        until: Nanos,
+        since: Nanos,
+    },
     /// The compaction thread waits for a compaction to be due.
     CompactIdle,
     /// A compaction has `read_left` input bytes to read and `write_left`
@@ -226,6 +240,11 @@ pub(crate) struct Db {
     l0_stops: u64,
     l0_stopped_ns: Nanos,
     l0_stop_since: Option<Nanos>,
+    /// The write controller, and over the whole run how many puts it
+    /// delayed and for how long in all.
+    writes: stall::WriteController,
+    delays: u64,
+    delayed_ns: Nanos,
 }
 
 /// Whether the benchmark writes (a log through the page cache, flushes).
@@ -264,6 +283,9 @@ impl Db {
             l0_stops: 0,
             l0_stopped_ns: 0,
             l0_stop_since: None,
+            writes: stall::WriteController::default(),
+            delays: 0,
+            delayed_ns: 0,
             spec,
         }
     }
@@ -273,29 +295,39 @@ impl Db {
         programs.get(self.program).map_or("", |p| p.name.as_str())
     }
 
-    /// What the run must say about L0 stopping the writer, if it did:
-    /// a write rate that fell for that reason is the store's, not the
-    /// device's or the strategy's.
-    pub(crate) fn l0_stop_note(&self, now: Nanos) -> Option<String> {
-        if self.l0_stops == 0 {
-            return None;
+    /// What the run must say about L0 delaying or stopping the writer,
+    /// if it did: a write rate that fell for that reason is the store's,
+    /// not the device's or the strategy's.
+    pub(crate) fn stall_note(&self, now: Nanos) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.delays > 0 {
+            parts.push(format!(
+                "{} put(s) delayed at {} L0 files (RocksDB's level0_slowdown_writes_trigger) \
+                 for {:.3} ms in all, the delayed write rate {:.3} MiB/s at the end",
+                self.delays,
+                stall::l0_slowdown_files(self.spec.l0_compaction_trigger),
+                self.delayed_ns as f64 / 1e6,
+                self.writes.rate() as f64 / f64::from(1u32 << 20),
+            ));
         }
-        let still = self.l0_stop_since.map_or(0, |since| now - since);
-        let now_part = match self.l0_stop_since {
-            Some(since) => format!(
-                ", and is stopped at the end, for {:.3} ms",
-                (now - since) as f64 / 1e6
-            ),
-            None => String::new(),
-        };
-        Some(format!(
-            "its writer stopped {} time(s) at {} L0 files (RocksDB's \
-             level0_stop_writes_trigger) over the whole run, {:.3} ms in all, waiting for \
-             compactions{now_part}",
-            self.l0_stops,
-            compaction::l0_stop_files(&self.spec),
-            (self.l0_stopped_ns + still) as f64 / 1e6,
-        ))
+        if self.l0_stops > 0 {
+            let still = self.l0_stop_since.map_or(0, |since| now - since);
+            let now_part = match self.l0_stop_since {
+                Some(since) => format!(
+                    ", and is stopped at the end, for {:.3} ms",
+                    (now - since) as f64 / 1e6
+                ),
+                None => String::new(),
+            };
+            parts.push(format!(
+                "its writer stopped {} time(s) at {} L0 files (RocksDB's \
+                 level0_stop_writes_trigger), {:.3} ms in all, waiting for compactions{now_part}",
+                self.l0_stops,
+                compaction::l0_stop_files(&self.spec),
+                (self.l0_stopped_ns + still) as f64 / 1e6,
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("over the whole run, {}", parts.join("; ")))
     }
 
     /// The threads, each with its core.
@@ -435,8 +467,39 @@ impl World<'_> {
                 };
                 let bytes = keys * (spec.key_size + spec.value_size + WAL_KEY_OVERHEAD);
                 apps.threads[i].op_start = now;
-                apps.threads[i].step = Step::Wal { left: bytes };
+                apps.threads[i].step = Step::Throttle { left: bytes };
                 self.set_user_burst(t, cpu, Cont::App);
+            }
+            Step::Throttle { left } => {
+                // DBImpl::PreprocessWrite: the delay is for the previous
+                // write's bytes (`last_batch_group_size_`).
+                let db = &mut apps.dbs[a];
+                let last = std::mem::replace(&mut db.writes.last_write, left);
+                let delay = db.writes.delay_us(now / 1_000, last);
+                if delay == 0 {
+                    self.wal_write(t, i, a, left);
+                    return;
+                }
+                db.delays += 1;
+                apps.threads[i].step = Step::Delayed {
+                    left,
+                    until: now + delay * 1_000,
+                    since: now,
+                };
+                self.rocksdb_step(t, i, a);
+            }
+            Step::Delayed { left, until, since } => {
+                // DBImpl::DelayWrite: 1 ms sleeps while the delay lasts.
+                let db = &mut apps.dbs[a];
+                if !db.writes.delayed() || now >= until {
+                    db.delayed_ns += now - since;
+                    apps.threads[i].step = Step::Wal { left };
+                    self.wal_write(t, i, a, left);
+                    return;
+                }
+                let call = c.syscall + c.timer_setup;
+                let at = now + call + stall::DELAY_INTERVAL + c.timer_slack;
+                self.set_burst(t, call, Cont::AppSleep(at));
             }
             Step::Wal { left } => self.wal_write(t, i, a, left),
             Step::WalCopied { left, first, pages } => {
@@ -517,6 +580,7 @@ impl World<'_> {
                 db.immutable = db.immutable.saturating_sub(1);
                 let writer = db.writer;
                 let compactor = db.flushed();
+                db.recalculate_stalls();
                 apps.threads[i].step = Step::FlushIdle;
                 if let Some(w) = writer {
                     self.wake_app_thread(w, Step::Stalled);

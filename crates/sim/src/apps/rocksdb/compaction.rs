@@ -19,10 +19,9 @@
 //!
 //! L0 at `level0_stop_writes_trigger` (36) files stops the writer until a
 //! compaction takes them (db/column_family.cc,
-//! `GetWriteStallConditionAndCause`; not with automatic compaction off).
-//! Not modelled: the slowdown before it (`level0_slowdown_writes_trigger`
-//! 20 and the delayed write rate), the pending-bytes limits, and the
-//! merge's own CPU.
+//! `GetWriteStallConditionAndCause`; not with automatic compaction off);
+//! from 20 files its puts are delayed ([`super::stall`]), with the
+//! compaction debt estimated here. Not modelled: the merge's own CPU.
 
 use cint_policy::hints::IoCall;
 use cint_policy::{Hint, Nanos};
@@ -30,6 +29,7 @@ use cint_scenario::app::{Benchmark, RocksDb};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::stall::{self, Condition};
 use super::{apps_of, direct_call_hint, Db, Step, JOURNAL_COMMIT};
 use crate::world::{Wait, World};
 
@@ -205,7 +205,54 @@ impl Db {
             }
             None => {}
         }
+        self.recalculate_stalls();
         (self.compaction_start, self.compaction_bytes)
+    }
+
+    /// The write controller's conditions after a flush or a compaction
+    /// installed its output (`RecalculateWriteStallConditions`).
+    pub(super) fn recalculate_stalls(&mut self) {
+        if !self.spec.auto_compaction {
+            return;
+        }
+        let stop = l0_stop_files(&self.spec);
+        let condition = if self.l0_files >= stop {
+            Condition::Stopped
+        } else if self.l0_files >= stall::l0_slowdown_files(self.spec.l0_compaction_trigger) {
+            Condition::Delayed
+        } else {
+            Condition::Normal
+        };
+        let near_stop = self.l0_files + 2 >= stop;
+        let needed = self.compaction_needed_bytes();
+        self.writes.recalculate(condition, near_stop, needed);
+    }
+
+    /// The compaction debt, as `EstimateCompactionBytesNeeded`
+    /// (db/version_set.cc) estimates it: L0 once due, with L1; then down
+    /// the levels, what each holds past its target (with what the level
+    /// above sends it), times one plus the level below's size over its
+    /// own (the merge's fan-out).
+    pub(super) fn compaction_needed_bytes(&self) -> u64 {
+        let l0 = u64::from(self.l0_files) * self.spec.memtable;
+        let l0_due = self.l0_files >= self.spec.l0_compaction_trigger || l0 >= L1_TARGET;
+        let (mut needed, mut to_next) = if l0_due { (l0, l0) } else { (0, 0) };
+        // The last level is no compaction's input.
+        for n in 1..LEVELS_BELOW_L0 {
+            let mut size = self.levels[n - 1];
+            if n == 1 && l0_due {
+                needed += size;
+            }
+            size += std::mem::take(&mut to_next);
+            if size > target(n) {
+                to_next = size - target(n);
+                let below = self.levels[n];
+                if below > 0 {
+                    needed += (to_next as f64 * (below as f64 / size as f64 + 1.0)) as u64;
+                }
+            }
+        }
+        needed
     }
 
     /// The compaction class's hint for `call` (`None`: the sync).
@@ -409,6 +456,23 @@ mod tests {
         // excess.
         assert_eq!((d.l0_files, d.levels[0]), (0, 620 * MIB));
         assert!(matches!(d.pick(), Some(Compacting::Level { from: 1, .. })));
+    }
+
+    #[test]
+    fn the_compaction_debt_follows_l0_down_the_levels_with_their_fan_out() {
+        let loaded = initial_levels(&spec(Benchmark::Readrandom, 20 << 30));
+        assert_eq!(db(loaded, 3).compaction_needed_bytes(), 0, "nothing due");
+        // L0 due, nothing below L1: L0 and L1 only.
+        assert_eq!(
+            db([100 * MIB, 0, 0, 0, 0, 0], 4).compaction_needed_bytes(),
+            256 * MIB + 100 * MIB
+        );
+        // Four 64 MiB files onto the loaded levels: L0 and L1 (448 MiB),
+        // then L1's 192 MiB past its target times 1 + 2 496 / 448, then
+        // L2's 128 MiB past its own times 1 + 17 792 / 2 688: about
+        // 2 684.9 MiB in all.
+        let needed = db(loaded, 4).compaction_needed_bytes() as f64 / MIB as f64;
+        assert!((needed - 2_684.9).abs() < 0.1, "{needed}");
     }
 
     #[test]

@@ -1,0 +1,250 @@
+//! RocksDB's write controller (db/write_controller.cc and the stall
+//! conditions of db/column_family.cc, RocksDB 6.x as the reference runs
+//! use it): with automatic compaction on, L0 at
+//! `level0_slowdown_writes_trigger` (20) files delays the writer to a
+//! write rate that follows the compaction debt; at the stop trigger the
+//! writer stops ([`super::compaction`]). The conditions are recomputed
+//! when a flush or a compaction installs its output
+//! (`RecalculateWriteStallConditions`), the delay when a write begins
+//! (`DBImpl::DelayWrite`).
+//!
+//! Not modelled: the pending-compaction-bytes limits (db_bench's 64 and
+//! 128 GiB, far beyond what a simulated run compacts) and the memtable
+//! delay (it needs more than three memtables).
+
+use cint_policy::Nanos;
+
+/// The delayed write rate's ceiling, bytes/s: db_bench's
+/// `--delayed_write_rate` default (8 MiB/s), which the store's
+/// `delayed_write_rate` option takes.
+const MAX_WRITE_RATE: u64 = 8 << 20;
+/// `kMinWriteRate` of `SetupDelay`, bytes/s.
+const MIN_WRITE_RATE: u64 = 16 << 10;
+/// `SetupDelay`'s steps: a debt that grew slows writes by 0.8, one that
+/// shrank speeds them by its inverse, a stop or a near stop slows them by
+/// 0.6, and leaving the delay speeds them by 1.4.
+const INC_SLOWDOWN: f64 = 0.8;
+const NEAR_STOP_SLOWDOWN: f64 = 0.6;
+const DELAY_RECOVER: f64 = 1.4;
+/// L0 files that delay writes (`level0_slowdown_writes_trigger`, 20).
+const L0_SLOWDOWN_WRITES: u32 = 20;
+/// `GetDelay`'s refill interval, microseconds.
+const REFILL_INTERVAL_US: u64 = 1024;
+/// `DelayWrite` sleeps this long between checks (`kDelayInterval`, 1 ms).
+pub(super) const DELAY_INTERVAL: Nanos = 1_000_000;
+
+/// L0 files that delay the writer: at least the compaction trigger, as
+/// `SanitizeOptions` raises it.
+pub(super) fn l0_slowdown_files(compaction_trigger: u32) -> u32 {
+    L0_SLOWDOWN_WRITES.max(compaction_trigger)
+}
+
+/// One store's write controller.
+#[derive(Clone, Debug)]
+pub(super) struct WriteController {
+    /// A delay token is held: writes are paced.
+    delayed: bool,
+    /// A stop token is held.
+    stopped: bool,
+    /// `delayed_write_rate_`, bytes/s.
+    rate: u64,
+    /// `bytes_left_` and `last_refill_time_` (us, 0 for none) of the
+    /// pacing.
+    bytes_left: u64,
+    last_refill_us: u64,
+    /// The compaction debt at the last recalculation.
+    prev_needed: u64,
+    /// The size of the last write (`last_batch_group_size_`), which the
+    /// next one is paced by.
+    pub(super) last_write: u64,
+}
+
+impl Default for WriteController {
+    fn default() -> Self {
+        WriteController {
+            delayed: false,
+            stopped: false,
+            rate: MAX_WRITE_RATE,
+            bytes_left: 0,
+            last_refill_us: 0,
+            prev_needed: 0,
+            last_write: 0,
+        }
+    }
+}
+
+/// What L0 and the compaction debt make of the writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Condition {
+    Normal,
+    Delayed,
+    Stopped,
+}
+
+impl WriteController {
+    /// Whether writes are paced now.
+    pub(super) fn delayed(&self) -> bool {
+        self.delayed
+    }
+
+    /// The delayed write rate, bytes/s.
+    pub(super) fn rate(&self) -> u64 {
+        self.rate
+    }
+
+    fn set_rate(&mut self, rate: u64) {
+        self.rate = rate.clamp(1, MAX_WRITE_RATE);
+    }
+
+    /// `RecalculateWriteStallConditions` after a flush or a compaction
+    /// installed its output: `condition` from L0's files, `near_stop`
+    /// when L0 is two files from stopping, `needed` the compaction debt.
+    pub(super) fn recalculate(&mut self, condition: Condition, near_stop: bool, needed: u64) {
+        let (was_stopped, needed_delay) = (self.stopped, self.delayed);
+        match condition {
+            Condition::Stopped => {
+                // The stop token replaces any delay token.
+                self.stopped = true;
+                self.delayed = false;
+            }
+            Condition::Delayed => {
+                let rate = self.setup_delay(needed, was_stopped || near_stop);
+                // `GetDelayToken`: the pacing starts afresh.
+                self.stopped = false;
+                self.delayed = true;
+                self.bytes_left = 0;
+                self.last_refill_us = 0;
+                self.set_rate(rate);
+            }
+            Condition::Normal => {
+                self.stopped = false;
+                self.delayed = false;
+                if needed_delay {
+                    self.set_rate((self.rate as f64 * DELAY_RECOVER) as u64);
+                }
+            }
+        }
+        self.prev_needed = needed;
+    }
+
+    /// `SetupDelay`: the rate of a new delay, from the one before and how
+    /// the compaction debt moved since the last recalculation (while
+    /// already delayed; a first delay keeps the rate).
+    fn setup_delay(&self, needed: u64, penalize_stop: bool) -> u64 {
+        let mut rate = self.rate;
+        if !(self.delayed && MAX_WRITE_RATE > MIN_WRITE_RATE) {
+            return rate;
+        }
+        let prev = self.prev_needed;
+        if penalize_stop {
+            rate = ((rate as f64 * NEAR_STOP_SLOWDOWN) as u64).max(MIN_WRITE_RATE);
+        } else if prev > 0 && prev <= needed {
+            rate = ((rate as f64 * INC_SLOWDOWN) as u64).max(MIN_WRITE_RATE);
+        } else if prev > needed {
+            rate = ((rate as f64 * (1.0 / INC_SLOWDOWN)) as u64).min(MAX_WRITE_RATE);
+        }
+        rate
+    }
+
+    /// `GetDelay`: how long a write of `bytes` at `now_us` must wait,
+    /// microseconds, by the pacing's credit of bytes refilled at the rate.
+    pub(super) fn delay_us(&mut self, now_us: u64, bytes: u64) -> u64 {
+        if self.stopped || !self.delayed {
+            return 0;
+        }
+        if self.bytes_left >= bytes {
+            self.bytes_left -= bytes;
+            return 0;
+        }
+        let mut sleep_debt = 0;
+        if self.last_refill_us != 0 {
+            if self.last_refill_us > now_us {
+                sleep_debt = self.last_refill_us - now_us;
+            } else {
+                let since = now_us - self.last_refill_us;
+                self.bytes_left += (since as f64 / 1e6 * self.rate as f64) as u64;
+                if since >= REFILL_INTERVAL_US && self.bytes_left > bytes {
+                    self.last_refill_us = now_us;
+                    self.bytes_left -= bytes;
+                    return 0;
+                }
+            }
+        }
+        let single_refill = self.rate * REFILL_INTERVAL_US / 1_000_000;
+        if self.bytes_left + single_refill >= bytes {
+            self.bytes_left = self.bytes_left + single_refill - bytes;
+            self.last_refill_us = now_us + REFILL_INTERVAL_US;
+            return REFILL_INTERVAL_US + sleep_debt;
+        }
+        let sleep = (bytes as f64 / self.rate as f64 * 1e6) as u64 + sleep_debt;
+        self.last_refill_us = now_us + sleep;
+        sleep
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_first_delay_paces_at_the_ceiling_and_lets_a_refill_through_at_once() {
+        let mut w = WriteController::default();
+        assert_eq!(w.delay_us(1_000, 1 << 20), 0, "not delayed");
+        w.recalculate(Condition::Delayed, false, 100);
+        assert_eq!(w.rate(), MAX_WRITE_RATE);
+        // 8 MiB/s refills 8 590 bytes per 1 024 us: a 4 KiB write waits
+        // one interval and leaves the rest as credit...
+        assert_eq!(w.delay_us(1_000_000, 4096), REFILL_INTERVAL_US);
+        // ... which the next write takes without waiting.
+        assert_eq!(w.delay_us(1_000_000, 4096), 0);
+        // A write larger than an interval's refill waits its own time.
+        let mut w = WriteController::default();
+        w.recalculate(Condition::Delayed, false, 100);
+        assert_eq!(w.delay_us(1_000_000, 1 << 20), 125_000);
+    }
+
+    #[test]
+    fn the_rate_follows_the_compaction_debt() {
+        let mut w = WriteController::default();
+        w.recalculate(Condition::Delayed, false, 100);
+        // The debt grew: slower by 0.8.
+        w.recalculate(Condition::Delayed, false, 200);
+        assert_eq!(w.rate(), (MAX_WRITE_RATE as f64 * 0.8) as u64);
+        // It shrank: faster by 1.25 (truncated to whole bytes as RocksDB
+        // does), never above the ceiling.
+        w.recalculate(Condition::Delayed, false, 50);
+        assert_eq!(w.rate(), MAX_WRITE_RATE - 1);
+        w.recalculate(Condition::Delayed, false, 40);
+        assert_eq!(w.rate(), MAX_WRITE_RATE);
+        // Near the stop: slower by 0.6, down to 16 KiB/s at the least.
+        for _ in 0..40 {
+            w.recalculate(Condition::Delayed, true, 50);
+        }
+        assert_eq!(w.rate(), MIN_WRITE_RATE);
+        // Out of the delay: 1.4 times faster, and no pacing.
+        w.recalculate(Condition::Normal, false, 0);
+        assert_eq!(w.rate(), (MIN_WRITE_RATE as f64 * 1.4) as u64);
+        assert!(!w.delayed());
+        assert_eq!(w.delay_us(5_000_000, 1 << 20), 0);
+    }
+
+    #[test]
+    fn a_stop_ends_the_pacing_and_penalises_the_next_delay() {
+        let mut w = WriteController::default();
+        w.recalculate(Condition::Delayed, false, 100);
+        w.recalculate(Condition::Stopped, false, 100);
+        assert!(!w.delayed());
+        assert_eq!(w.delay_us(1_000, 1 << 20), 0, "the stop itself waits");
+        // Leaving a stop for a delay counts as a near stop, but only an
+        // already delayed controller adjusts its rate.
+        w.recalculate(Condition::Delayed, false, 50);
+        assert_eq!(w.rate(), MAX_WRITE_RATE);
+        w.recalculate(Condition::Stopped, false, 50);
+        w.recalculate(Condition::Delayed, false, 50);
+        assert_eq!(
+            w.rate(),
+            MAX_WRITE_RATE,
+            "stop then delay: a first delay again"
+        );
+    }
+}
