@@ -448,6 +448,42 @@ fn writes_stop_at_36_l0_files_and_the_run_says_so() {
 }
 
 #[test]
+fn write_stalls_keep_every_invariant_whatever_the_compaction_trigger() {
+    // Every run ends with its invariants checked (an error otherwise);
+    // the writer makes progress, and the notes name the sanitised
+    // triggers: slowdown at max(20, trigger), stop at max(36, trigger).
+    let mut stalled_runs = 0;
+    for (seed, trigger) in [(1, 1), (2, 4), (3, 19), (4, 21), (5, 35), (6, 40)] {
+        let seed = format!("seed={seed}");
+        let trigger_set = format!("app.db.l0_compaction_trigger={trigger}");
+        let r = outrun_compaction(true, &[seed.as_str(), trigger_set.as_str()]);
+        for s in &r.results {
+            let puts = job(s, "put").unwrap().ios;
+            assert!(puts > 0, "trigger {trigger}, {}: no put", s.strategy);
+        }
+        let slowdown = format!("at {} L0 files (RocksDB's level0_slowdown", trigger.max(20));
+        let stop = format!("at {} L0 files (RocksDB's level0_stop", trigger.max(36));
+        let notes: Vec<&String> = r
+            .notes
+            .iter()
+            .filter(|n| n.contains("RocksDB 'db'"))
+            .collect();
+        stalled_runs += usize::from(!notes.is_empty());
+        for n in notes {
+            assert!(
+                !n.contains("level0_slowdown") || n.contains(&slowdown),
+                "trigger {trigger}: {n}"
+            );
+            assert!(
+                !n.contains("level0_stop") || n.contains(&stop),
+                "trigger {trigger}: {n}"
+            );
+        }
+    }
+    assert!(stalled_runs >= 4, "{stalled_runs} of 6 runs stalled");
+}
+
+#[test]
 fn the_l0_trigger_sets_how_many_files_a_compaction_takes() {
     let two = small_fill(&["app.db.fill=random", "app.db.l0_compaction_trigger=2"]);
     let eight = small_fill(&["app.db.fill=random", "app.db.l0_compaction_trigger=8"]);
