@@ -11,9 +11,18 @@
 //! device's own stream (where its address lands), in arrival order among
 //! the requests bound to it. The data transfer,
 //! `size / bandwidth(op)`, goes through the controller's one transfer
-//! pipe, one transfer at a time in arrival order (FIFO), whatever its
-//! direction: the controller's DMA engine and command processing serve
-//! both, so a mix of reads and writes shares one budget of time, and the
+//! pipe whatever its direction ([`cint_scenario::pipe`], shared with the
+//! emulator): the transfers in progress take one 4 KiB page each in turn
+//! (the NVMe memory page Linux sets, which PRP entries describe), so a
+//! 4 KiB read waits for a page of each large transfer ahead, not for all
+//! of it, and a single-page transfer with nothing longer in progress
+//! crosses whole in arrival order, as every transfer did before
+//! 2026-11-27 (then a 4 KiB read beside 1 MiB ones waited a whole 1 MiB
+//! transfer, and the two ran in lockstep). Whole transfers' ends go to the
+//! event queue's in-order lane at arrival; of the round, only the next
+//! end is an event, scheduled again when an arrival moves it. The
+//! controller's DMA engine and command processing serve both directions,
+//! so a mix of reads and writes shares one budget of time, and the
 //! device never moves more than its capability for the mix (the time
 //! fractions `bytes_r / bandwidth_r + bytes_w / bandwidth_w` add up to at
 //! most the elapsed time; docs/HOST-COSTS.md, "The shared controller").
