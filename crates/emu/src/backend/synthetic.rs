@@ -358,6 +358,13 @@ mod tests {
         r
     }
 
+    /// Polls `dev` at `t`: the slots of the requests done by then, in
+    /// the order they ended.
+    fn slots_done_by(dev: &mut Synthetic, t: Nanos, done: &mut Vec<Finished>) -> Vec<u32> {
+        dev.poll(t, done);
+        done.iter().map(|(r, _)| r.entry.slot).collect()
+    }
+
     #[test]
     fn units_serve_in_waves_and_the_pipe_one_transfer_at_a_time() {
         // Two units of 10 us, then 1 us each on the pipe (4 KiB at
@@ -424,10 +431,7 @@ mod tests {
         dev.submit(big, 0);
         dev.submit(request(1), 5_000);
         let mut done = Vec::new();
-        let mut at = |t: Nanos, done: &mut Vec<Finished>| {
-            dev.poll(t, done);
-            done.iter().map(|(r, _)| r.entry.slot).collect::<Vec<_>>()
-        };
+        let mut at = |t: Nanos, done: &mut Vec<Finished>| slots_done_by(&mut dev, t, done);
         assert!(at(16_999, &mut done).is_empty());
         assert_eq!(at(17_000, &mut done), [1]);
         assert_eq!(at(266_999, &mut done), [1]);
@@ -449,10 +453,7 @@ mod tests {
         dev.submit(w, 0);
         dev.submit(request(1), 0);
         let mut done = Vec::new();
-        let mut at = |t: Nanos, done: &mut Vec<Finished>| {
-            dev.poll(t, done);
-            done.iter().map(|(r, _)| r.entry.slot).collect::<Vec<_>>()
-        };
+        let mut at = |t: Nanos, done: &mut Vec<Finished>| slots_done_by(&mut dev, t, done);
         assert!(at(11_999, &mut done).is_empty());
         assert_eq!(at(12_000, &mut done), [1]);
         assert_eq!(at(26_999, &mut done), [1]);
