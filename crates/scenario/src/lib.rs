@@ -19,6 +19,7 @@ pub mod model;
 mod origins;
 mod overlay;
 pub mod page_cache;
+pub mod pipe;
 mod power;
 pub mod profiles;
 pub mod render;

@@ -11,9 +11,18 @@
 //! device's own stream (where its address lands), in arrival order among
 //! the requests bound to it. The data transfer,
 //! `size / bandwidth(op)`, goes through the controller's one transfer
-//! pipe, one transfer at a time in arrival order (FIFO), whatever its
-//! direction: the controller's DMA engine and command processing serve
-//! both, so a mix of reads and writes shares one budget of time, and the
+//! pipe whatever its direction ([`cint_scenario::pipe`], shared with the
+//! emulator): the transfers in progress take one 4 KiB page each in turn
+//! (the NVMe memory page Linux sets, which PRP entries describe), so a
+//! 4 KiB read waits for a page of each large transfer ahead, not for all
+//! of it, and a single-page transfer with nothing longer in progress
+//! crosses whole in arrival order, as every transfer did before
+//! 2026-11-27 (then a 4 KiB read beside 1 MiB ones waited a whole 1 MiB
+//! transfer, and the two ran in lockstep). Whole transfers' ends go to the
+//! event queue's in-order lane at arrival; of the round, only the next
+//! end is an event, scheduled again when an arrival moves it. The
+//! controller's DMA engine and command processing serve both directions,
+//! so a mix of reads and writes shares one budget of time, and the
 //! device never moves more than its capability for the mix (the time
 //! fractions `bytes_r / bandwidth_r + bytes_w / bandwidth_w` add up to at
 //! most the elapsed time; docs/HOST-COSTS.md, "The shared controller").
@@ -31,6 +40,7 @@ use std::collections::VecDeque;
 
 use cint_policy::reap::CompletionQueue;
 use cint_policy::{AnyPolicy, Decision, Nanos, Policy};
+use cint_scenario::pipe::{TransferPipe, PIPE_PAGE_BYTES};
 use cint_scenario::profiles::JitterKind;
 use cint_scenario::{DeviceProfile, UnitBinding};
 use rand::Rng;
@@ -82,9 +92,16 @@ pub(crate) struct Device {
     /// `Some` when requests are bound to units; then `free_units` stays
     /// 0 and `fifo` empty.
     striped: Option<Box<StripedUnits>>,
-    /// When the controller's pipe finishes the transfers queued on it
-    /// (both directions: one FIFO).
-    pipe_free_at: Nanos,
+    /// The controller's pipe (both directions): whole single-page
+    /// transfers in arrival order, longer ones page by page in turn.
+    pipe: TransferPipe<u32>,
+    /// The events scheduled for ends of the pipe's round, (instant,
+    /// request): an arrival that moves the round's next end leaves the
+    /// earlier event behind, and this tells a due one from a superseded
+    /// one (and from a whole transfer's in-order end).
+    round_events: Vec<(Nanos, u32)>,
+    /// Time of one full page on the pipe per direction (read, write).
+    page_ns: [Nanos; 2],
     /// Transfer time the pipe has been given since `busy_since`, for the
     /// capability invariant.
     pipe_busy: Nanos,
@@ -128,7 +145,12 @@ impl Device {
                     rng: stream_rng(seed, DEVICE_UNITS_STREAM),
                 })
             }),
-            pipe_free_at: 0,
+            pipe: TransferPipe::new(),
+            round_events: Vec::new(),
+            page_ns: [
+                transfer_time(PIPE_PAGE_BYTES, p.read.bandwidth),
+                transfer_time(PIPE_PAGE_BYTES, p.write.bandwidth),
+            ],
             pipe_busy: 0,
             busy_since: 0,
             read: OpCost {
@@ -160,19 +182,20 @@ impl Device {
         }
     }
 
-    /// Queues the transfer of `bytes` on the controller's pipe from `now`
-    /// and returns when it ends.
-    fn transfer(&mut self, now: Nanos, bytes: u64, write: bool) -> Nanos {
+    /// Queues request `r`'s transfer of `bytes` on the controller's pipe
+    /// at `now`: its end when it crosses whole (in arrival order), `None`
+    /// when it joined the round (whose next end then changed).
+    #[inline(always)]
+    fn transfer(&mut self, now: Nanos, r: u32, bytes: u64, write: bool) -> Option<Nanos> {
         let last = &mut self.last_transfer[usize::from(write)];
         if last.0 != bytes {
             let op = if write { self.write } else { self.read };
             *last = (bytes, transfer_time(bytes, op.bandwidth));
         }
         let ns = last.1;
-        let end = self.pipe_free_at.max(now).saturating_add(ns);
-        self.pipe_free_at = end;
         self.pipe_busy = self.pipe_busy.saturating_add(ns);
-        end
+        let page_ns = self.page_ns[usize::from(write)];
+        self.pipe.add(now, r, bytes, ns, page_ns)
     }
 
     /// Binds request `r` to a striped unit: true when that unit is free
@@ -213,7 +236,7 @@ impl Device {
     /// start): transfers already queued count from here.
     pub(crate) fn restart_account(&mut self, now: Nanos) {
         self.busy_since = now;
-        self.pipe_busy = self.pipe_free_at.saturating_sub(now);
+        self.pipe_busy = self.pipe.free_at().saturating_sub(now);
     }
 
     /// The device's capability, checked while running: the transfer time
@@ -222,7 +245,7 @@ impl Device {
     /// than exist. A violation is a device model that moves more than the
     /// device can for its mix of directions.
     pub(crate) fn capability_violation(&self) -> Option<String> {
-        let span = self.pipe_free_at.saturating_sub(self.busy_since);
+        let span = self.pipe.free_at().saturating_sub(self.busy_since);
         if self.pipe_busy > span {
             return Some(format!(
                 "the device's pipe was given {} ns of transfers in {span} ns: it moved more                  than its capability for the mix",
@@ -351,9 +374,11 @@ impl World<'_> {
         self.check.issued += 1;
         self.arm_policy_timer(q);
         if write {
-            let at = self.device.transfer(now, bytes, true);
-            // The pipe ends transfers in the order it takes them.
-            self.events.schedule_in_order(at, Event::DataIn { req: r });
+            match self.device.transfer(now, r, bytes, true) {
+                // Whole transfers end in the order the pipe takes them.
+                Some(at) => self.events.schedule_in_order(at, Event::DataIn { req: r }),
+                None => self.arm_pipe_round(),
+            }
         } else {
             self.enter_units(r);
         }
@@ -361,7 +386,55 @@ impl World<'_> {
 
     /// A write's data has crossed the pipe: its media access may start.
     pub(crate) fn on_data_in(&mut self, r: u32) {
-        self.enter_units(r);
+        if self.device.round_events.is_empty() || self.pipe_round_end(r) {
+            self.enter_units(r);
+        }
+    }
+
+    /// Schedules the event of the pipe round's next end, unless one is
+    /// already scheduled for it.
+    #[inline(never)]
+    fn arm_pipe_round(&mut self) {
+        let Some((at, r)) = self.device.pipe.next_end() else {
+            return;
+        };
+        if self.device.round_events.contains(&(at, r)) {
+            return;
+        }
+        self.device.round_events.push((at, r));
+        let event = if self.reqs[r as usize].write {
+            Event::DataIn { req: r }
+        } else {
+            Event::DeviceDone { req: r }
+        };
+        self.events.schedule(at, event);
+    }
+
+    /// Whether request `r`'s pipe event now ends its transfer: a whole
+    /// transfer's does; a round end's does if it is still the round's next
+    /// end (an arrival since may have moved it), and then the round moves
+    /// on. False for a superseded one, which is dropped.
+    #[inline(never)]
+    fn pipe_round_end(&mut self, r: u32) -> bool {
+        let now = self.now();
+        let Some(i) = self.device.round_events.iter().position(|&e| e == (now, r)) else {
+            return true;
+        };
+        self.device.round_events.swap_remove(i);
+        if self.device.pipe.next_end() != Some((now, r)) {
+            return false;
+        }
+        self.device.pipe.finish(now);
+        self.arm_pipe_round();
+        // The pipe serves without a pause while transfers are in the
+        // round: its last one ends when the FIFO would have ended it.
+        if !self.device.pipe.is_sharing() && self.device.pipe.free_at() != now {
+            let free_at = self.device.pipe.free_at();
+            self.check.fail(format!(
+                "the pipe's round ended at {now} ns, its transfers' time ends at {free_at} ns"
+            ));
+        }
+        true
     }
 
     /// The request takes a free parallel unit or waits for one.
@@ -403,16 +476,21 @@ impl World<'_> {
         if req.write {
             self.post_completion(r);
         } else {
-            let at = self.device.transfer(self.now(), req.bytes, false);
-            self.events
-                .schedule_in_order(at, Event::DeviceDone { req: r });
+            match self.device.transfer(self.now(), r, req.bytes, false) {
+                Some(at) => self
+                    .events
+                    .schedule_in_order(at, Event::DeviceDone { req: r }),
+                None => self.arm_pipe_round(),
+            }
         }
     }
 
     /// A read's data reached the host: its completion is posted.
     #[inline(always)]
     pub(crate) fn on_device_done(&mut self, r: u32) {
-        self.post_completion(r);
+        if self.device.round_events.is_empty() || self.pipe_round_end(r) {
+            self.post_completion(r);
+        }
     }
 
     #[inline(always)]

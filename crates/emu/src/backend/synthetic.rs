@@ -3,10 +3,13 @@
 //! behind a FIFO (or, for a profile with striped units, a FIFO per unit,
 //! each request bound to a unit drawn from a stream of its own), each
 //! holding a request for its media time, `base` with seeded jitter, and
-//! the controller's one transfer pipe, `size / bandwidth`, one transfer
-//! at a time in arrival order whatever its direction: a read's data
-//! crosses it after the media access, a write's before. So the device
-//! never moves more than its bandwidth, however many units it has. A
+//! the controller's one transfer pipe, `size / bandwidth`, whatever its
+//! direction: a read's data crosses it after the media access, a write's
+//! before. The pipe is the simulator's ([`cint_scenario::pipe`]): a
+//! transfer of one 4 KiB page crosses whole in arrival order while nothing
+//! longer is in progress; transfers in progress take a page each in turn.
+//! So the device never moves more than its bandwidth, however many units
+//! it has, and a small transfer does not wait for a whole large one. A
 //! request "runs" until the clock passes the instant its part ends, so no
 //! sleep is involved and microsecond devices are emulable.
 
@@ -14,6 +17,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use cint_policy::Nanos;
+use cint_scenario::pipe::{TransferPipe, PIPE_PAGE_BYTES};
 use cint_scenario::profiles::{transfer_ns, JitterKind, OpTiming};
 use cint_scenario::{DeviceProfile, UnitBinding};
 use rand::{Rng, SeedableRng};
@@ -88,6 +92,11 @@ impl ServiceTime {
         transfer_ns(u64::from(len), self.timing(op).bandwidth)
     }
 
+    /// The time one full page takes on the pipe.
+    pub fn page(&self, op: Op) -> Nanos {
+        transfer_ns(PIPE_PAGE_BYTES, self.timing(op).bandwidth)
+    }
+
     fn standard_normal(&mut self) -> f64 {
         // Box-Muller; one of the pair is enough here.
         let u1: f64 = self.rng.gen::<f64>().max(f64::MIN_POSITIVE);
@@ -109,12 +118,14 @@ pub(crate) struct Synthetic {
     /// Striped units: per unit, the requests bound to it that wait (the
     /// unit is its index in `running`), and the stream that binds them.
     striped: Option<Box<StripedUnits>>,
-    /// Transfers on the controller's pipe with the instant each ends, in
-    /// the pipe's order (so the instants never decrease): reads that are
-    /// done then, writes whose media access may start then.
+    /// Transfers crossing the controller's pipe whole, with the instant
+    /// each ends, in the pipe's order (so the instants never decrease):
+    /// reads that are done then, writes whose media access may start then.
     pipe: VecDeque<(Nanos, Accepted)>,
-    /// When the pipe finishes what is queued on it.
-    pipe_free_at: Nanos,
+    /// The pipe itself: it gives the ends of whole transfers and keeps
+    /// the round of those that take pages in turn (boxed: the backends
+    /// stay of one size).
+    round: Box<TransferPipe<Accepted>>,
 }
 
 /// Striped units' waiting lines and the stream that binds requests.
@@ -155,7 +166,7 @@ impl Synthetic {
             waiting: VecDeque::with_capacity(capacity),
             striped,
             pipe: VecDeque::with_capacity(capacity),
-            pipe_free_at: 0,
+            round: Box::new(TransferPipe::new()),
         })
     }
 
@@ -167,12 +178,15 @@ impl Synthetic {
         }
     }
 
-    /// Queues `request`'s transfer on the pipe from `at`.
+    /// Queues `request`'s transfer on the pipe at `at`.
     fn enter_pipe(&mut self, request: Accepted, at: Nanos) {
-        let ns = self.service.transfer(request.entry.op, request.entry.len);
-        let end = self.pipe_free_at.max(at) + ns;
-        self.pipe_free_at = end;
-        self.pipe.push_back((end, request));
+        let op = request.entry.op;
+        let ns = self.service.transfer(op, request.entry.len);
+        let page = self.service.page(op);
+        let bytes = u64::from(request.entry.len);
+        if let Some(end) = self.round.add(at, request, bytes, ns, page) {
+            self.pipe.push_back((end, request));
+        }
     }
 
     /// `request` reaches the units at `at`: it takes one or waits.
@@ -207,14 +221,26 @@ impl Synthetic {
 
     /// Ends every media access and transfer due by `now`, in time order
     /// (a media access that ends queues its read's transfer, a transfer
-    /// that ends starts its write's media access).
+    /// that ends starts its write's media access). At one instant a media
+    /// access ends first, then a whole transfer, then the round's.
     pub fn poll(&mut self, now: Nanos, done: &mut Vec<Finished>) {
         loop {
             let unit = self.finishing.peek().map(|&Reverse((t, _))| t);
-            let pipe = self.pipe.front().map(|&(t, _)| t);
+            let whole = self.pipe.front().map(|&(t, _)| t);
+            let round = self.round.next_end().map(|(t, _)| t);
+            let pipe = match (whole, round) {
+                (Some(w), Some(r)) => Some(w.min(r)),
+                (w, r) => w.or(r),
+            };
             match (unit, pipe) {
                 (Some(u), p) if u <= now && p.is_none_or(|p| u <= p) => self.media_done(done),
-                (_, Some(p)) if p <= now => self.transfer_done(done),
+                (_, Some(p)) if p <= now => {
+                    if whole == Some(p) {
+                        self.transfer_done(done);
+                    } else {
+                        self.round_done(p, done);
+                    }
+                }
                 _ => break,
             }
         }
@@ -249,9 +275,20 @@ impl Synthetic {
     /// The pipe's first transfer ends: a read is done, a write goes to
     /// the units.
     fn transfer_done(&mut self, done: &mut Vec<Finished>) {
-        let Some((end, request)) = self.pipe.pop_front() else {
-            return;
-        };
+        if let Some((end, request)) = self.pipe.pop_front() {
+            self.transferred(request, end, done);
+        }
+    }
+
+    /// The round's next transfer ends at `end`: a read is done, a write
+    /// goes to the units.
+    fn round_done(&mut self, end: Nanos, done: &mut Vec<Finished>) {
+        if let Some(request) = self.round.finish(end) {
+            self.transferred(request, end, done);
+        }
+    }
+
+    fn transferred(&mut self, request: Accepted, end: Nanos, done: &mut Vec<Finished>) {
         match request.entry.op {
             Op::Read => done.push((request, i64::from(request.entry.len))),
             Op::Write => self.enter_units(request, end),
@@ -269,6 +306,7 @@ impl Synthetic {
         }
         done.extend(self.waiting.drain(..).map(|(r, _)| (r, RESULT_CANCELLED)));
         done.extend(self.pipe.drain(..).map(|(_, r)| (r, RESULT_CANCELLED)));
+        done.extend(self.round.drain().map(|r| (r, RESULT_CANCELLED)));
         if let Some(st) = self.striped.as_deref_mut() {
             for unit in &mut st.waiting {
                 done.extend(unit.drain(..).map(|(r, _)| (r, RESULT_CANCELLED)));
@@ -320,6 +358,13 @@ mod tests {
         r
     }
 
+    /// Polls `dev` at `t`: the slots of the requests done by then, in
+    /// the order they ended.
+    fn slots_done_by(dev: &mut Synthetic, t: Nanos, done: &mut Vec<Finished>) -> Vec<u32> {
+        dev.poll(t, done);
+        done.iter().map(|(r, _)| r.entry.slot).collect()
+    }
+
     #[test]
     fn units_serve_in_waves_and_the_pipe_one_transfer_at_a_time() {
         // Two units of 10 us, then 1 us each on the pipe (4 KiB at
@@ -349,7 +394,9 @@ mod tests {
     #[test]
     fn the_pipe_bounds_the_bandwidth_whatever_the_units() {
         // 64 units, 128 KiB reads: the units could serve 64 at a time,
-        // the pipe moves 4.096 GB/s (32 us per read) and no more.
+        // the pipe moves 4.096 GB/s (32 us per read) and no more. The
+        // media accesses end by 40 us; from 10 us the pipe is busy
+        // without a pause until all 256 reads crossed: 10 + 256 x 32 us.
         let mut dev = Synthetic::new(&profile(64, JitterKind::None), 1, 256).unwrap();
         for slot in 0..256 {
             let mut r = request(slot);
@@ -357,19 +404,47 @@ mod tests {
             dev.submit(r, 0);
         }
         let mut done = Vec::new();
-        dev.poll(1_000_000, &mut done);
-        // By 1 ms: media 10 us, then 32 us per transfer.
-        assert_eq!(done.len(), (1_000_000 - 10_000) / 32_000);
-        let bytes: i64 = done.iter().map(|&(_, n)| n).sum();
-        assert!(bytes as f64 <= 4.096e9 * 1e-3, "{bytes} bytes in 1 ms");
+        for t in (100_000..=8_200_000).step_by(100_000) {
+            dev.poll(t, &mut done);
+            let bytes: i64 = done.iter().map(|&(_, n)| n).sum();
+            assert!(
+                bytes as f64 <= 4.096e9 * t as f64 / 1e9,
+                "{bytes} bytes by {t} ns"
+            );
+        }
+        dev.poll(8_201_999, &mut done);
+        assert_eq!(done.len(), 255, "the last read ends when the pipe is done");
+        dev.poll(8_202_000, &mut done);
+        assert_eq!(done.len(), 256);
+    }
+
+    #[test]
+    fn a_small_read_waits_for_a_page_of_a_large_one_not_all_of_it() {
+        // A 1 MiB read and a 4 KiB one on two units, the small one 5 us
+        // later: its media ends at 15 us, in the large transfer's sixth
+        // page (10 to 266 us); the page under way ends at 16 us and the
+        // small read's own at 17 us. In arrival order it waited until
+        // 267 us.
+        let mut dev = Synthetic::new(&profile(2, JitterKind::None), 1, 8).unwrap();
+        let mut big = request(0);
+        big.entry.len = 1 << 20;
+        dev.submit(big, 0);
+        dev.submit(request(1), 5_000);
+        let mut done = Vec::new();
+        let mut at = |t: Nanos, done: &mut Vec<Finished>| slots_done_by(&mut dev, t, done);
+        assert!(at(16_999, &mut done).is_empty());
+        assert_eq!(at(17_000, &mut done), [1]);
+        assert_eq!(at(266_999, &mut done), [1]);
+        assert_eq!(at(267_000, &mut done), [1, 0]);
     }
 
     #[test]
     fn a_writes_data_crosses_the_pipe_before_its_media_access() {
-        // A write of 64 KiB: 16 us on the pipe, then 10 us of media (done
-        // at 26 us). A 4 KiB read submitted with it takes a unit at once
-        // (media to 10 us), then waits on the pipe for the write's
-        // transfer: its own 1 us ends at 17 us, not 11.
+        // A write of 64 KiB: 16 us on the pipe, then 10 us of media. A
+        // 4 KiB read submitted with it takes a unit at once (media to 10
+        // us), then takes its page on the pipe after the write's page
+        // under way: it ends at 12 us, not 11, and the write's data at
+        // 17 us, its media access at 27.
         let mut p = profile(2, JitterKind::None);
         p.write = p.read.clone();
         let mut dev = Synthetic::new(&p, 1, 8).unwrap();
@@ -378,14 +453,11 @@ mod tests {
         dev.submit(w, 0);
         dev.submit(request(1), 0);
         let mut done = Vec::new();
-        let mut at = |t: Nanos, done: &mut Vec<Finished>| {
-            dev.poll(t, done);
-            done.iter().map(|(r, _)| r.entry.slot).collect::<Vec<_>>()
-        };
-        assert!(at(16_999, &mut done).is_empty());
-        assert_eq!(at(17_000, &mut done), [1]);
-        assert_eq!(at(25_999, &mut done), [1]);
-        assert_eq!(at(26_000, &mut done), [1, 0]);
+        let mut at = |t: Nanos, done: &mut Vec<Finished>| slots_done_by(&mut dev, t, done);
+        assert!(at(11_999, &mut done).is_empty());
+        assert_eq!(at(12_000, &mut done), [1]);
+        assert_eq!(at(26_999, &mut done), [1]);
+        assert_eq!(at(27_000, &mut done), [1, 0]);
     }
 
     #[test]
@@ -462,8 +534,8 @@ mod tests {
         /// pace and polled at any pace, on pooled or striped units:
         /// every request ends exactly once with its size, none before
         /// its media time and its transfer could have passed, and the
-        /// pipe carries one transfer at a time (it is busy at least the
-        /// sum of their times).
+        /// pipe carries one page at a time (it is busy at least the sum of
+        /// their times).
         #[test]
         fn every_request_ends_once_and_the_pipe_serialises_transfers(
             units in 1u32..8,
@@ -503,8 +575,9 @@ mod tests {
             slots.sort_unstable();
             prop_assert_eq!(slots, (0..ops.len() as u32).collect::<Vec<_>>());
             prop_assert!(done.iter().all(|(r, n)| *n == i64::from(r.entry.len)));
-            prop_assert!(dev.pipe_free_at >= pipe_total);
-            prop_assert!(dev.pipe.is_empty() && dev.finishing.is_empty());
+            prop_assert!(dev.round.free_at() >= pipe_total);
+            prop_assert!(dev.pipe.is_empty() && !dev.round.is_sharing());
+            prop_assert!(dev.finishing.is_empty());
         }
     }
 }
