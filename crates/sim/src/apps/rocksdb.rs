@@ -235,15 +235,16 @@ pub(crate) struct Db {
     compaction_start: Nanos,
     compaction_bytes: u64,
     compactor: Option<usize>,
-    /// Over the whole run: how often L0's file count stopped the writer,
-    /// for how long in all, and since when if it is stopped now.
-    l0_stops: u64,
-    l0_stopped_ns: Nanos,
-    l0_stop_since: Option<Nanos>,
+    /// Over the whole run: how often the writer was stopped, by cause
+    /// (L0's files, the compaction debt), for how long in all, and since
+    /// when if it is stopped now.
+    stops: [u64; 2],
+    stopped_ns: Nanos,
+    stop_since: Option<Nanos>,
     /// The write controller, and over the whole run how many puts it
-    /// delayed and for how long in all.
+    /// delayed, by cause, and for how long in all.
     writes: stall::WriteController,
-    delays: u64,
+    delays: [u64; 2],
     delayed_ns: Nanos,
 }
 
@@ -280,11 +281,11 @@ impl Db {
             compaction_start: 0,
             compaction_bytes: 0,
             compactor: None,
-            l0_stops: 0,
-            l0_stopped_ns: 0,
-            l0_stop_since: None,
+            stops: [0; 2],
+            stopped_ns: 0,
+            stop_since: None,
             writes: stall::WriteController::default(),
-            delays: 0,
+            delays: [0; 2],
             delayed_ns: 0,
             spec,
         }
@@ -295,24 +296,60 @@ impl Db {
         programs.get(self.program).map_or("", |p| p.name.as_str())
     }
 
-    /// What the run must say about L0 delaying or stopping the writer,
-    /// if it did: a write rate that fell for that reason is the store's,
-    /// not the device's or the strategy's.
+    /// What the run must say about L0 or the compaction debt delaying or
+    /// stopping the writer, if they did: a write rate that fell for that
+    /// reason is the store's, not the device's or the strategy's.
     pub(crate) fn stall_note(&self, now: Nanos) -> Option<String> {
+        let l0_delay = format!(
+            "at {} L0 files (RocksDB's level0_slowdown_writes_trigger)",
+            stall::l0_slowdown_files(self.spec.l0_compaction_trigger)
+        );
+        let l0_stop = format!(
+            "at {} L0 files (RocksDB's level0_stop_writes_trigger)",
+            compaction::l0_stop_files(&self.spec)
+        );
+        let debt = |limit: u64, option: &str| {
+            format!("past {} GiB of compaction debt ({option})", limit >> 30)
+        };
+        let by_cause = |counts: [u64; 2], causes: [String; 2]| {
+            counts
+                .iter()
+                .zip(causes)
+                .filter(|(&n, _)| n > 0)
+                .map(|(n, cause)| format!("{n} {cause}"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        };
         let mut parts = Vec::new();
-        if self.delays > 0 {
+        if self.delays.iter().any(|&n| n > 0) {
+            let causes = [
+                l0_delay,
+                debt(
+                    stall::SOFT_PENDING_BYTES,
+                    "soft_pending_compaction_bytes_limit",
+                ),
+            ];
             parts.push(format!(
-                "{} put(s) delayed at {} L0 files (RocksDB's level0_slowdown_writes_trigger) \
-                 for {:.3} ms in all, the delayed write rate {:.3} MiB/s at the end",
-                self.delays,
-                stall::l0_slowdown_files(self.spec.l0_compaction_trigger),
+                "put(s) delayed: {}, {:.3} ms in all, the delayed write rate {:.3} MiB/s at \
+                 the end",
+                by_cause(self.delays, causes),
                 self.delayed_ns as f64 / 1e6,
                 self.writes.rate() as f64 / f64::from(1u32 << 20),
             ));
         }
-        if self.l0_stops > 0 {
-            let still = self.l0_stop_since.map_or(0, |since| now - since);
-            let now_part = match self.l0_stop_since {
+        if self.stops.iter().any(|&n| n > 0) {
+            let causes = [
+                format!("time(s) {l0_stop}"),
+                format!(
+                    "time(s) {}",
+                    debt(
+                        stall::HARD_PENDING_BYTES,
+                        "hard_pending_compaction_bytes_limit"
+                    )
+                ),
+            ];
+            let still = self.stop_since.map_or(0, |since| now - since);
+            let now_part = match self.stop_since {
                 Some(since) => format!(
                     ", and is stopped at the end, for {:.3} ms",
                     (now - since) as f64 / 1e6
@@ -320,11 +357,9 @@ impl Db {
                 None => String::new(),
             };
             parts.push(format!(
-                "its writer stopped {} time(s) at {} L0 files (RocksDB's \
-                 level0_stop_writes_trigger), {:.3} ms in all, waiting for compactions{now_part}",
-                self.l0_stops,
-                compaction::l0_stop_files(&self.spec),
-                (self.l0_stopped_ns + still) as f64 / 1e6,
+                "its writer stopped: {}, {:.3} ms in all, waiting for compactions{now_part}",
+                by_cause(self.stops, causes),
+                (self.stopped_ns + still) as f64 / 1e6,
             ));
         }
         (!parts.is_empty()).then(|| format!("over the whole run, {}", parts.join("; ")))
@@ -480,7 +515,9 @@ impl World<'_> {
                     self.wal_write(t, i, a, left);
                     return;
                 }
-                db.delays += 1;
+                if let Some(cause) = db.writes.delayed_by() {
+                    db.delays[cause as usize] += 1;
+                }
                 apps.threads[i].step = Step::Delayed {
                     left,
                     until: now + delay * 1_000,
@@ -517,8 +554,8 @@ impl World<'_> {
                 if db.immutable >= MEMTABLES || db.writes_stopped() {
                     self.block(t, Wait::AppIo);
                 } else {
-                    if let Some(since) = db.l0_stop_since.take() {
-                        db.l0_stopped_ns += self.events.now() - since;
+                    if let Some(since) = db.stop_since.take() {
+                        db.stopped_ns += self.events.now() - since;
                     }
                     self.put_done(t, i, a);
                 }
@@ -761,9 +798,9 @@ impl World<'_> {
             kick = db.flusher;
         }
         let stalled = db.immutable >= MEMTABLES || db.writes_stopped();
-        if db.writes_stopped() && db.l0_stop_since.is_none() {
-            db.l0_stops += 1;
-            db.l0_stop_since = Some(now);
+        if let (Some(cause), None) = (db.writes.stopped_by(), db.stop_since) {
+            db.stops[cause as usize] += 1;
+            db.stop_since = Some(now);
         }
         if let Some(f) = kick {
             self.wake_app_thread(f, Step::FlushIdle);

@@ -137,10 +137,10 @@ impl Db {
         self.compactor.filter(|_| self.compacting.is_none())
     }
 
-    /// Whether L0 holds so many files that writes stop until a
-    /// compaction takes them.
+    /// Whether L0's files or the compaction debt stop writes until a
+    /// compaction installs its output (as the last recalculation found).
     pub(super) fn writes_stopped(&self) -> bool {
-        self.spec.auto_compaction && self.l0_files >= l0_stop_files(&self.spec)
+        self.writes.stopped_by().is_some()
     }
 
     /// The compaction due next, if any: the highest score of at least 1,
@@ -215,16 +215,12 @@ impl Db {
         if !self.spec.auto_compaction {
             return;
         }
-        let stop = l0_stop_files(&self.spec);
-        let condition = if self.l0_files >= stop {
-            Condition::Stopped
-        } else if self.l0_files >= stall::l0_slowdown_files(self.spec.l0_compaction_trigger) {
-            Condition::Delayed
-        } else {
-            Condition::Normal
-        };
-        let near_stop = self.l0_files + 2 >= stop;
+        let triggers = (
+            l0_stop_files(&self.spec),
+            stall::l0_slowdown_files(self.spec.l0_compaction_trigger),
+        );
         let needed = self.compaction_needed_bytes();
+        let (condition, near_stop) = Condition::of(self.l0_files, triggers, needed);
         self.writes.recalculate(condition, near_stop, needed);
     }
 
@@ -477,15 +473,56 @@ mod tests {
 
     #[test]
     fn writes_stop_at_36_l0_files_only_with_automatic_compaction() {
-        assert!(!db([0; LEVELS_BELOW_L0], 35).writes_stopped());
+        let stopped = |d: &mut Db| {
+            d.recalculate_stalls();
+            d.writes_stopped()
+        };
+        assert!(!stopped(&mut db([0; LEVELS_BELOW_L0], 35)));
         let mut d = db([0; LEVELS_BELOW_L0], 36);
-        assert!(d.writes_stopped());
+        assert!(stopped(&mut d));
         // Never short of the compaction trigger (SanitizeOptions).
         d.spec.l0_compaction_trigger = 40;
-        assert!(!d.writes_stopped());
+        assert!(!stopped(&mut d));
         d.l0_files = 40;
-        assert!(d.writes_stopped() && d.pick() == Some(Compacting::L0 { files: 40 }));
+        assert!(stopped(&mut d) && d.pick() == Some(Compacting::L0 { files: 40 }));
         d.spec.auto_compaction = false;
-        assert!(!d.writes_stopped());
+        d.writes = stall::WriteController::default();
+        assert!(!stopped(&mut d));
+    }
+
+    #[test]
+    fn a_compaction_debt_past_the_limits_delays_then_stops_writes() {
+        use stall::{Cause, Condition, HARD_PENDING_BYTES, SOFT_PENDING_BYTES};
+        let triggers = (36, 20);
+        assert_eq!(
+            Condition::of(0, triggers, SOFT_PENDING_BYTES - 1),
+            (Condition::Normal, false)
+        );
+        assert_eq!(
+            Condition::of(0, triggers, SOFT_PENDING_BYTES),
+            (Condition::Delayed(Cause::PendingBytes), false)
+        );
+        // The last quarter of the way to the hard limit is near the stop.
+        assert_eq!(
+            Condition::of(0, triggers, 121 << 30),
+            (Condition::Delayed(Cause::PendingBytes), true)
+        );
+        assert_eq!(
+            Condition::of(0, triggers, HARD_PENDING_BYTES),
+            (Condition::Stopped(Cause::PendingBytes), true)
+        );
+        // L0 goes first, as RocksDB checks it first.
+        assert_eq!(
+            Condition::of(20, triggers, SOFT_PENDING_BYTES),
+            (Condition::Delayed(Cause::L0Files), false)
+        );
+        // A store whose levels are far past their targets owes more than
+        // the hard limit: its writer stops, for that reason.
+        let mut d = db([200 << 30, 0, 0, 0, 0, 0], 0);
+        d.levels[1] = 2_000 << 30;
+        assert!(d.compaction_needed_bytes() >= HARD_PENDING_BYTES);
+        d.recalculate_stalls();
+        assert!(d.writes_stopped());
+        assert_eq!(d.writes.stopped_by(), Some(Cause::PendingBytes));
     }
 }

@@ -8,9 +8,10 @@
 //! (`RecalculateWriteStallConditions`), the delay when a write begins
 //! (`DBImpl::DelayWrite`).
 //!
-//! Not modelled: the pending-compaction-bytes limits (db_bench's 64 and
-//! 128 GiB, far beyond what a simulated run compacts) and the memtable
-//! delay (it needs more than three memtables).
+//! The compaction debt past db_bench's soft and hard
+//! pending-compaction-bytes limits (64 and 128 GiB) delays and stops the
+//! writer the same way. Not modelled: the memtable delay (it needs more
+//! than three memtables).
 
 use cint_policy::Nanos;
 
@@ -32,6 +33,11 @@ const L0_SLOWDOWN_WRITES: u32 = 20;
 const REFILL_INTERVAL_US: u64 = 1024;
 /// `DelayWrite` sleeps this long between checks (`kDelayInterval`, 1 ms).
 pub(super) const DELAY_INTERVAL: Nanos = 1_000_000;
+/// The compaction debt that delays writes and the one that stops them:
+/// db_bench's `--soft_pending_compaction_bytes_limit` (64 GiB) and
+/// `--hard_pending_compaction_bytes_limit` (128 GiB).
+pub(super) const SOFT_PENDING_BYTES: u64 = 64 << 30;
+pub(super) const HARD_PENDING_BYTES: u64 = 128 << 30;
 
 /// L0 files that delay the writer: at least the compaction trigger, as
 /// `SanitizeOptions` raises it.
@@ -46,6 +52,8 @@ pub(super) struct WriteController {
     delayed: bool,
     /// A stop token is held.
     stopped: bool,
+    /// What the last recalculation delayed or stopped the writer for.
+    cause: Option<Cause>,
     /// `delayed_write_rate_`, bytes/s.
     rate: u64,
     /// `bytes_left_` and `last_refill_time_` (us, 0 for none) of the
@@ -64,6 +72,7 @@ impl Default for WriteController {
         WriteController {
             delayed: false,
             stopped: false,
+            cause: None,
             rate: MAX_WRITE_RATE,
             bytes_left: 0,
             last_refill_us: 0,
@@ -73,18 +82,60 @@ impl Default for WriteController {
     }
 }
 
+/// Why writes are delayed or stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Cause {
+    /// L0's file count.
+    L0Files,
+    /// The compaction debt.
+    PendingBytes,
+}
+
 /// What L0 and the compaction debt make of the writer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Condition {
     Normal,
-    Delayed,
-    Stopped,
+    Delayed(Cause),
+    Stopped(Cause),
+}
+
+impl Condition {
+    /// `GetWriteStallConditionAndCause` (db/column_family.cc) with
+    /// automatic compaction on, for `l0` files against the `stop` and
+    /// `slowdown` triggers and a compaction debt of `needed` bytes; and
+    /// whether the writer is near the stop, which `SetupDelay` penalises.
+    pub(super) fn of(l0: u32, (stop, slowdown): (u32, u32), needed: u64) -> (Condition, bool) {
+        if l0 >= stop {
+            (Condition::Stopped(Cause::L0Files), true)
+        } else if needed >= HARD_PENDING_BYTES {
+            (Condition::Stopped(Cause::PendingBytes), true)
+        } else if l0 >= slowdown {
+            (Condition::Delayed(Cause::L0Files), l0 + 2 >= stop)
+        } else if needed >= SOFT_PENDING_BYTES {
+            // Within the last quarter of the way to the hard limit.
+            let near =
+                needed - SOFT_PENDING_BYTES > 3 * (HARD_PENDING_BYTES - SOFT_PENDING_BYTES) / 4;
+            (Condition::Delayed(Cause::PendingBytes), near)
+        } else {
+            (Condition::Normal, false)
+        }
+    }
 }
 
 impl WriteController {
     /// Whether writes are paced now.
     pub(super) fn delayed(&self) -> bool {
         self.delayed
+    }
+
+    /// Why the writer is stopped, if it is.
+    pub(super) fn stopped_by(&self) -> Option<Cause> {
+        self.cause.filter(|_| self.stopped)
+    }
+
+    /// Why writes are paced, if they are.
+    pub(super) fn delayed_by(&self) -> Option<Cause> {
+        self.cause.filter(|_| self.delayed)
     }
 
     /// The delayed write rate, bytes/s.
@@ -101,13 +152,17 @@ impl WriteController {
     /// when L0 is two files from stopping, `needed` the compaction debt.
     pub(super) fn recalculate(&mut self, condition: Condition, near_stop: bool, needed: u64) {
         let (was_stopped, needed_delay) = (self.stopped, self.delayed);
+        self.cause = match condition {
+            Condition::Delayed(cause) | Condition::Stopped(cause) => Some(cause),
+            Condition::Normal => None,
+        };
         match condition {
-            Condition::Stopped => {
+            Condition::Stopped(_) => {
                 // The stop token replaces any delay token.
                 self.stopped = true;
                 self.delayed = false;
             }
-            Condition::Delayed => {
+            Condition::Delayed(_) => {
                 let rate = self.setup_delay(needed, was_stopped || near_stop);
                 // `GetDelayToken`: the pacing starts afresh.
                 self.stopped = false;
@@ -190,7 +245,7 @@ mod tests {
     fn a_first_delay_paces_at_the_ceiling_and_lets_a_refill_through_at_once() {
         let mut w = WriteController::default();
         assert_eq!(w.delay_us(1_000, 1 << 20), 0, "not delayed");
-        w.recalculate(Condition::Delayed, false, 100);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100);
         assert_eq!(w.rate(), MAX_WRITE_RATE);
         // 8 MiB/s refills 8 590 bytes per 1 024 us: a 4 KiB write waits
         // one interval and leaves the rest as credit...
@@ -199,26 +254,26 @@ mod tests {
         assert_eq!(w.delay_us(1_000_000, 4096), 0);
         // A write larger than an interval's refill waits its own time.
         let mut w = WriteController::default();
-        w.recalculate(Condition::Delayed, false, 100);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100);
         assert_eq!(w.delay_us(1_000_000, 1 << 20), 125_000);
     }
 
     #[test]
     fn the_rate_follows_the_compaction_debt() {
         let mut w = WriteController::default();
-        w.recalculate(Condition::Delayed, false, 100);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100);
         // The debt grew: slower by 0.8.
-        w.recalculate(Condition::Delayed, false, 200);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 200);
         assert_eq!(w.rate(), (MAX_WRITE_RATE as f64 * 0.8) as u64);
         // It shrank: faster by 1.25 (truncated to whole bytes as RocksDB
         // does), never above the ceiling.
-        w.recalculate(Condition::Delayed, false, 50);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 50);
         assert_eq!(w.rate(), MAX_WRITE_RATE - 1);
-        w.recalculate(Condition::Delayed, false, 40);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 40);
         assert_eq!(w.rate(), MAX_WRITE_RATE);
         // Near the stop: slower by 0.6, down to 16 KiB/s at the least.
         for _ in 0..40 {
-            w.recalculate(Condition::Delayed, true, 50);
+            w.recalculate(Condition::Delayed(Cause::L0Files), true, 50);
         }
         assert_eq!(w.rate(), MIN_WRITE_RATE);
         // Out of the delay: 1.4 times faster, and no pacing.
@@ -231,16 +286,16 @@ mod tests {
     #[test]
     fn a_stop_ends_the_pacing_and_penalises_the_next_delay() {
         let mut w = WriteController::default();
-        w.recalculate(Condition::Delayed, false, 100);
-        w.recalculate(Condition::Stopped, false, 100);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100);
+        w.recalculate(Condition::Stopped(Cause::L0Files), false, 100);
         assert!(!w.delayed());
         assert_eq!(w.delay_us(1_000, 1 << 20), 0, "the stop itself waits");
         // Leaving a stop for a delay counts as a near stop, but only an
         // already delayed controller adjusts its rate.
-        w.recalculate(Condition::Delayed, false, 50);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 50);
         assert_eq!(w.rate(), MAX_WRITE_RATE);
-        w.recalculate(Condition::Stopped, false, 50);
-        w.recalculate(Condition::Delayed, false, 50);
+        w.recalculate(Condition::Stopped(Cause::L0Files), false, 50);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 50);
         assert_eq!(
             w.rate(),
             MAX_WRITE_RATE,
