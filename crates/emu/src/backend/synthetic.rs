@@ -35,6 +35,9 @@ pub struct ServiceTime {
     jitter: JitterKind,
     spread: f64,
     rng: ChaCha8Rng,
+    /// One full page's time on the pipe, read and write: fixed by the
+    /// profile, so computed once rather than at every request.
+    page_ns: [Nanos; 2],
 }
 
 impl ServiceTime {
@@ -43,6 +46,10 @@ impl ServiceTime {
         ServiceTime {
             read: profile.read.clone(),
             write: profile.write.clone(),
+            page_ns: [
+                transfer_ns(PIPE_PAGE_BYTES, profile.read.bandwidth),
+                transfer_ns(PIPE_PAGE_BYTES, profile.write.bandwidth),
+            ],
             jitter: profile.jitter,
             spread: profile.jitter_spread.0 as f64,
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -94,7 +101,7 @@ impl ServiceTime {
 
     /// The time one full page takes on the pipe.
     pub fn page(&self, op: Op) -> Nanos {
-        transfer_ns(PIPE_PAGE_BYTES, self.timing(op).bandwidth)
+        self.page_ns[usize::from(op == Op::Write)]
     }
 
     fn standard_normal(&mut self) -> f64 {
