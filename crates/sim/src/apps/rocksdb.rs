@@ -306,7 +306,7 @@ impl Db {
         );
         let l0_stop = format!(
             "at {} L0 files (RocksDB's level0_stop_writes_trigger)",
-            compaction::l0_stop_files(&self.spec)
+            stall::l0_stop_files(self.spec.l0_compaction_trigger)
         );
         let debt = |limit: u64, option: &str| {
             format!("past {} GiB of compaction debt ({option})", limit >> 30)

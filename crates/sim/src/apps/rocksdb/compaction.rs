@@ -49,13 +49,6 @@ pub(super) const LEVELS_BELOW_L0: usize = 6;
 /// A table file below L0 (`target_file_size_base`, 64 MiB in the
 /// reference runs).
 const TABLE_FILE: u64 = 64 << 20;
-/// L0 files that stop writes (`level0_stop_writes_trigger`, 36), at
-/// least the compaction trigger: RocksDB's `SanitizeOptions`
-/// (db/column_family.cc) raises the slowdown trigger to the compaction
-/// trigger and the stop trigger to the slowdown trigger, so that writes
-/// never stop short of a compaction that would free them.
-const L0_STOP_WRITES: u32 = 36;
-
 /// A compaction in progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Compacting {
@@ -63,11 +56,6 @@ pub(super) enum Compacting {
     L0 { files: u32 },
     /// `file` bytes of level `from` (1 = L1) into the level below.
     Level { from: usize, file: u64 },
-}
-
-/// L0 files that stop the writer.
-pub(super) fn l0_stop_files(spec: &RocksDb) -> u32 {
-    L0_STOP_WRITES.max(spec.l0_compaction_trigger)
 }
 
 /// Level `n`'s target (1 = L1).
@@ -216,7 +204,7 @@ impl Db {
             return;
         }
         let triggers = (
-            l0_stop_files(&self.spec),
+            stall::l0_stop_files(self.spec.l0_compaction_trigger),
             stall::l0_slowdown_files(self.spec.l0_compaction_trigger),
         );
         let needed = self.compaction_needed_bytes();

@@ -27,8 +27,10 @@ const MIN_WRITE_RATE: u64 = 16 << 10;
 const INC_SLOWDOWN: f64 = 0.8;
 const NEAR_STOP_SLOWDOWN: f64 = 0.6;
 const DELAY_RECOVER: f64 = 1.4;
-/// L0 files that delay writes (`level0_slowdown_writes_trigger`, 20).
+/// L0 files that delay writes (`level0_slowdown_writes_trigger`, 20)
+/// and that stop them (`level0_stop_writes_trigger`, 36).
 const L0_SLOWDOWN_WRITES: u32 = 20;
+const L0_STOP_WRITES: u32 = 36;
 /// `GetDelay`'s refill interval, microseconds.
 const REFILL_INTERVAL_US: u64 = 1024;
 /// `DelayWrite` sleeps this long between checks (`kDelayInterval`, 1 ms).
@@ -39,10 +41,19 @@ pub(super) const DELAY_INTERVAL: Nanos = 1_000_000;
 pub(super) const SOFT_PENDING_BYTES: u64 = 64 << 30;
 pub(super) const HARD_PENDING_BYTES: u64 = 128 << 30;
 
-/// L0 files that delay the writer: at least the compaction trigger, as
-/// `SanitizeOptions` raises it.
+/// L0 files that delay the writer: at least the compaction trigger.
+/// RocksDB's `SanitizeOptions` (db/column_family.cc) raises the slowdown
+/// trigger to the compaction trigger and the stop trigger to the slowdown
+/// trigger, so that writes never stop short of a compaction that would
+/// free them.
 pub(super) fn l0_slowdown_files(compaction_trigger: u32) -> u32 {
     L0_SLOWDOWN_WRITES.max(compaction_trigger)
+}
+
+/// L0 files that stop the writer: at least the slowdown trigger (and so
+/// the compaction trigger), as `SanitizeOptions` raises it.
+pub(super) fn l0_stop_files(compaction_trigger: u32) -> u32 {
+    L0_STOP_WRITES.max(l0_slowdown_files(compaction_trigger))
 }
 
 /// One store's write controller.
