@@ -386,7 +386,7 @@ impl World<'_> {
 
     /// A write's data has crossed the pipe: its media access may start.
     pub(crate) fn on_data_in(&mut self, r: u32) {
-        if self.device.round_events.is_empty() || self.pipe_round_end(r) {
+        if self.transfer_ended(r) {
             self.enter_units(r);
         }
     }
@@ -408,6 +408,14 @@ impl World<'_> {
             Event::DeviceDone { req: r }
         };
         self.events.schedule(at, event);
+    }
+
+    /// Whether request `r`'s pipe event now ends its transfer: always
+    /// while nothing is in the round (a whole transfer's in-order end),
+    /// else as [`World::pipe_round_end`] finds.
+    #[inline(always)]
+    fn transfer_ended(&mut self, r: u32) -> bool {
+        self.device.round_events.is_empty() || self.pipe_round_end(r)
     }
 
     /// Whether request `r`'s pipe event now ends its transfer: a whole
@@ -488,7 +496,7 @@ impl World<'_> {
     /// A read's data reached the host: its completion is posted.
     #[inline(always)]
     pub(crate) fn on_device_done(&mut self, r: u32) {
-        if self.device.round_events.is_empty() || self.pipe_round_end(r) {
+        if self.transfer_ended(r) {
             self.post_completion(r);
         }
     }
