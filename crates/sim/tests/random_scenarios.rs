@@ -454,6 +454,13 @@ fn scenario(seed: u64) -> String {
             apps.below(cores),
             apps.pick(&["default", "urgent", "barrier", "none"])
         );
+        // The merge's CPU, zero included: drawn last, as above.
+        let _ = write!(
+            out,
+            "compaction_key_cpu = \"{}ns\"\ncompaction_mib_cpu = \"{}us\"\n",
+            apps.below(1_000),
+            apps.below(5_000)
+        );
     }
     // CFS task groups, from a generator of their own: not beside guests,
     // whose host threads the virtual-machine layer schedules.

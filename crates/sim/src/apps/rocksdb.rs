@@ -196,10 +196,12 @@ pub(crate) enum Step {
         read_left: u64,
         write_left: u64,
     },
-    /// A compaction read or write completed.
+    /// A compaction read or write completed; a read brought `merge`
+    /// input bytes for the merge (0 after a write).
     CompactIoDone {
         read_left: u64,
         write_left: u64,
+        merge: u64,
     },
     /// The compaction's `fdatasync` completed.
     CompactSynced,
@@ -631,13 +633,19 @@ impl World<'_> {
             Step::CompactIoDone {
                 read_left,
                 write_left,
+                merge,
             } => {
                 self.app_reap(t);
                 apps_of(self).threads[i].step = Step::CompactIo {
                     read_left,
                     write_left,
                 };
-                self.rocksdb_step(t, i, a);
+                // The merge consumes what the read-ahead brought before
+                // the output buffer has more to write.
+                match compaction::merge_cpu(&spec, merge) {
+                    0 => self.rocksdb_step(t, i, a),
+                    cpu => self.set_user_burst(t, cpu, Cont::App),
+                }
             }
             Step::CompactSynced => {
                 self.app_reap(t);

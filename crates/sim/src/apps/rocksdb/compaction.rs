@@ -21,7 +21,11 @@
 //! compaction takes them (db/column_family.cc,
 //! `GetWriteStallConditionAndCause`; not with automatic compaction off);
 //! from 20 files its puts are delayed ([`super::stall`]), with the
-//! compaction debt estimated here. Not modelled: the merge's own CPU.
+//! compaction debt estimated here.
+//!
+//! The merge costs the compaction thread CPU between a read and the
+//! writes it fills ([`merge_cpu`]): per input pair and per input byte,
+//! measured with RocksDB's own db_bench (docs/APPS.md).
 
 use cint_policy::hints::IoCall;
 use cint_policy::{Hint, Nanos};
@@ -49,6 +53,16 @@ pub(super) const LEVELS_BELOW_L0: usize = 6;
 /// A table file below L0 (`target_file_size_base`, 64 MiB in the
 /// reference runs).
 const TABLE_FILE: u64 = 64 << 20;
+/// The merge's CPU for `bytes` of input: `compaction_key_cpu` per
+/// key-value pair they hold and `compaction_mib_cpu` per MiB.
+pub(super) fn merge_cpu(spec: &RocksDb, bytes: u64) -> Nanos {
+    const MIB: u128 = 1 << 20;
+    let pairs = u128::from(bytes) / u128::from(spec.key_size + spec.value_size);
+    let per_bytes = u128::from(bytes) * u128::from(spec.compaction_mib_cpu) / MIB;
+    let cpu = pairs * u128::from(spec.compaction_key_cpu) + per_bytes;
+    Nanos::try_from(cpu).unwrap_or(Nanos::MAX)
+}
+
 /// A compaction in progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Compacting {
@@ -284,6 +298,7 @@ impl World<'_> {
                 let next = Step::CompactIoDone {
                     read_left,
                     write_left: write_left - w,
+                    merge: 0,
                 };
                 (
                     true,
@@ -296,6 +311,7 @@ impl World<'_> {
                 let next = Step::CompactIoDone {
                     read_left: read_left - r,
                     write_left: write_left + r,
+                    merge: r,
                 };
                 (
                     false,
@@ -340,6 +356,8 @@ mod tests {
             put_cpu: 4_000,
             batch_key_cpu: 2_500,
             dump_cpu: 5_500,
+            compaction_key_cpu: cint_scenario::app::COMPACTION_KEY_CPU,
+            compaction_mib_cpu: cint_scenario::app::COMPACTION_MIB_CPU,
             get_hint: ClassHint::Default,
             flush_hint: ClassHint::Default,
             wal_hint: ClassHint::Default,
@@ -357,6 +375,24 @@ mod tests {
         db.levels = levels;
         db.l0_files = l0_files;
         db
+    }
+
+    #[test]
+    fn the_merge_costs_its_pairs_and_its_bytes() {
+        let s = spec(Benchmark::Fillbatch, 0);
+        // 2 MiB of 1 016-byte pairs (16 + 1 000): 2 064 pairs.
+        let pairs = (2 * MIB) / 1016;
+        assert_eq!(pairs, 2064);
+        assert_eq!(merge_cpu(&s, 2 * MIB), pairs * 255 + 2 * 1_016_000);
+        assert_eq!(merge_cpu(&s, 0), 0);
+        let free = RocksDb {
+            compaction_key_cpu: 0,
+            compaction_mib_cpu: 0,
+            ..s.clone()
+        };
+        assert_eq!(merge_cpu(&free, 2 * MIB), 0);
+        // Past what a u64 holds, the most there is, not a wrapped sum.
+        assert_eq!(merge_cpu(&s, u64::MAX), Nanos::MAX);
     }
 
     #[test]
