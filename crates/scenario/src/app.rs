@@ -26,6 +26,7 @@ pub const ROCKSDB_KEYS: &[&str] = &[
     "alignment",
     "db_size",
     "memtable",
+    "max_write_buffer_number",
     "wal_chunk",
     "batch_keys",
     "get_cpu",
@@ -146,6 +147,10 @@ pub struct RocksDb {
     pub db_size: u64,
     /// Memtable bytes: a full one is flushed.
     pub memtable: u64,
+    /// Memtables, the one being written and those waiting for (or in) a
+    /// flush (`max_write_buffer_number`, as given: the store raises it to
+    /// 2 as RocksDB's `SanitizeOptions` does).
+    pub max_write_buffer_number: u32,
     /// Largest write of the write-ahead log.
     pub wal_chunk: u64,
     /// Keys per write batch (fillbatch).
@@ -385,6 +390,7 @@ fn parse_rocksdb(
     }
     let db_size = size(sec, "db_size", 20_000_000_000)?;
     let memtable = size(sec, "memtable", 64 << 20)?;
+    let max_write_buffer_number = sec.int("max_write_buffer_number", 1, 1_000)?.unwrap_or(2) as u32;
     let wal_chunk = size(sec, "wal_chunk", 1 << 20)?;
     let batch_keys = sec.int("batch_keys", 1, 1_000_000)?.unwrap_or(1000) as u32;
     let dur = |sec: &mut Section<'_>, key: &'static str, default: Nanos| {
@@ -428,6 +434,7 @@ fn parse_rocksdb(
         alignment,
         db_size,
         memtable,
+        max_write_buffer_number,
         wal_chunk,
         batch_keys,
         get_cpu,
@@ -609,6 +616,7 @@ pub(crate) fn render(doc: &mut toml_edit::DocumentMut, apps: &Apps) {
                     t[key] = value(format_size(v));
                 }
                 t["batch_keys"] = value(i64::from(d.batch_keys));
+                t["max_write_buffer_number"] = value(i64::from(d.max_write_buffer_number));
                 for (key, v) in [
                     ("get_cpu", d.get_cpu),
                     ("put_cpu", d.put_cpu),

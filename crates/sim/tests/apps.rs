@@ -518,6 +518,48 @@ fn a_compaction_lasts_at_least_its_merge_cpu_and_without_it_only_its_io() {
     );
 }
 
+/// fillbatch with 4 MiB memtables on a device that writes 100 MB/s, so
+/// that flushes fall behind the writer, with `max_write_buffer_number`
+/// memtables.
+fn slow_flushes(memtables: u32) -> RunResult {
+    let max = format!("app.db.max_write_buffer_number={memtables}");
+    run(
+        "rocksdb-fillbatch.toml",
+        &[
+            "duration=300ms",
+            "warmup=0s",
+            "app.db.memtable=4m",
+            "device.write.bandwidth=100000000",
+            max.as_str(),
+        ],
+    )
+}
+
+#[test]
+fn memtables_waiting_for_flushes_stop_the_writer_and_past_three_delay_it() {
+    // RocksDB's rule, automatic compaction or not: all the memtables full
+    // stop the writer; with more than three, one fewer delays it first.
+    let two = slow_flushes(2);
+    let stop = ["writer stopped", "at 2 memtables waiting for a flush"];
+    assert_eq!(noted(&two, &stop), two.results.len(), "{:?}", two.notes);
+    assert_eq!(noted(&two, &["delayed"]), 0, "{:?}", two.notes);
+    let three = slow_flushes(3);
+    assert_eq!(noted(&three, &["at 3 memtables"]), three.results.len());
+    assert_eq!(noted(&three, &["delayed"]), 0, "three: no delay");
+    let six = slow_flushes(6);
+    let delay = ["put(s) delayed", "at 5 memtables waiting for a flush"];
+    assert_eq!(noted(&six, &delay), six.results.len(), "{:?}", six.notes);
+    for r in [&two, &three, &six] {
+        assert!(job(strategy(r, "default"), "put").unwrap().ios > 0);
+    }
+    // RocksDB raises one memtable to two: the same run.
+    let one = slow_flushes(1);
+    assert_eq!(
+        serde_json::to_string(&one.results).unwrap(),
+        serde_json::to_string(&two.results).unwrap()
+    );
+}
+
 #[test]
 fn the_l0_trigger_sets_how_many_files_a_compaction_takes() {
     let two = small_fill(&["app.db.fill=random", "app.db.l0_compaction_trigger=2"]);

@@ -457,9 +457,11 @@ fn scenario(seed: u64) -> String {
         // The merge's CPU, zero included: drawn last, as above.
         let _ = write!(
             out,
-            "compaction_key_cpu = \"{}ns\"\ncompaction_mib_cpu = \"{}us\"\n",
+            "compaction_key_cpu = \"{}ns\"\ncompaction_mib_cpu = \"{}us\"\n\
+             max_write_buffer_number = {}\n",
             apps.below(1_000),
-            apps.below(5_000)
+            apps.below(5_000),
+            1 + apps.below(8)
         );
     }
     // CFS task groups, from a generator of their own: not beside guests,

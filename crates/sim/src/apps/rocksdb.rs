@@ -69,8 +69,6 @@ const FLUSH_FIRST_WRITE: u64 = 64 << 10;
 /// 11 bytes per key beside the key and value.
 const WAL_KEY_OVERHEAD: u64 = 11;
 use crate::host::pagecache::JOURNAL_COMMIT;
-/// Both memtables full: writes stall (`max_write_buffer_number` 2).
-const MEMTABLES: u32 = 2;
 /// The dump tool's first and largest read-ahead windows.
 const DUMP_FIRST_READ_AHEAD: u64 = 8 << 10;
 const DUMP_MAX_READ_AHEAD: u64 = 256 << 10;
@@ -238,15 +236,15 @@ pub(crate) struct Db {
     compaction_bytes: u64,
     compactor: Option<usize>,
     /// Over the whole run: how often the writer was stopped, by cause
-    /// (L0's files, the compaction debt), for how long in all, and since
-    /// when if it is stopped now.
-    stops: [u64; 2],
+    /// (L0's files, the compaction debt, the memtables), for how long in
+    /// all, and since when if it is stopped now.
+    stops: [u64; stall::CAUSES],
     stopped_ns: Nanos,
     stop_since: Option<Nanos>,
     /// The write controller, and over the whole run how many puts it
     /// delayed, by cause, and for how long in all.
     writes: stall::WriteController,
-    delays: [u64; 2],
+    delays: [u64; stall::CAUSES],
     delayed_ns: Nanos,
 }
 
@@ -283,11 +281,11 @@ impl Db {
             compaction_start: 0,
             compaction_bytes: 0,
             compactor: None,
-            stops: [0; 2],
+            stops: [0; stall::CAUSES],
             stopped_ns: 0,
             stop_since: None,
             writes: stall::WriteController::default(),
-            delays: [0; 2],
+            delays: [0; stall::CAUSES],
             delayed_ns: 0,
             spec,
         }
@@ -307,13 +305,19 @@ impl Db {
             stall::l0_slowdown_files(self.spec.l0_compaction_trigger)
         );
         let l0_stop = format!(
-            "at {} L0 files (RocksDB's level0_stop_writes_trigger)",
+            "at {} L0 files (RocksDB's level0_stop_writes_trigger), waiting for a compaction",
             stall::l0_stop_files(self.spec.l0_compaction_trigger)
         );
         let debt = |limit: u64, option: &str| {
             format!("past {} GiB of compaction debt ({option})", limit >> 30)
         };
-        let by_cause = |counts: [u64; 2], causes: [String; 2]| {
+        let memtables = stall::max_memtables(self.spec.max_write_buffer_number);
+        let memtables_at = |n: u32| {
+            format!(
+                "at {n} memtables waiting for a flush (RocksDB's max_write_buffer_number {memtables})"
+            )
+        };
+        let by_cause = |counts: [u64; stall::CAUSES], causes: [String; stall::CAUSES]| {
             counts
                 .iter()
                 .zip(causes)
@@ -330,6 +334,7 @@ impl Db {
                     stall::SOFT_PENDING_BYTES,
                     "soft_pending_compaction_bytes_limit",
                 ),
+                memtables_at(memtables - 1),
             ];
             parts.push(format!(
                 "put(s) delayed: {}, {:.3} ms in all, the delayed write rate {:.3} MiB/s at \
@@ -343,12 +348,13 @@ impl Db {
             let causes = [
                 format!("time(s) {l0_stop}"),
                 format!(
-                    "time(s) {}",
+                    "time(s) {}, waiting for a compaction",
                     debt(
                         stall::HARD_PENDING_BYTES,
                         "hard_pending_compaction_bytes_limit"
                     )
                 ),
+                format!("time(s) {}", memtables_at(memtables)),
             ];
             let still = self.stop_since.map_or(0, |since| now - since);
             let now_part = match self.stop_since {
@@ -359,7 +365,7 @@ impl Db {
                 None => String::new(),
             };
             parts.push(format!(
-                "its writer stopped: {}, {:.3} ms in all, waiting for compactions{now_part}",
+                "its writer stopped: {}, {:.3} ms in all{now_part}",
                 by_cause(self.stops, causes),
                 (self.stopped_ns + still) as f64 / 1e6,
             ));
@@ -553,7 +559,7 @@ impl World<'_> {
             Step::Insert => self.memtable_insert(t, i, a),
             Step::Stalled => {
                 let db = &mut apps.dbs[a];
-                if db.immutable >= MEMTABLES || db.writes_stopped() {
+                if db.writes_stopped() {
                     self.block(t, Wait::AppIo);
                 } else {
                     if let Some(since) = db.stop_since.take() {
@@ -804,8 +810,12 @@ impl World<'_> {
             db.memtable_fill = 0;
             db.immutable += 1;
             kick = db.flusher;
+            // SwitchMemtable installs a new version, which recalculates
+            // the stall conditions: the memtables may stop or delay the
+            // writer now.
+            db.recalculate_stalls();
         }
-        let stalled = db.immutable >= MEMTABLES || db.writes_stopped();
+        let stalled = db.writes_stopped();
         if let (Some(cause), None) = (db.writes.stopped_by(), db.stop_since) {
             db.stops[cause as usize] += 1;
             db.stop_since = Some(now);

@@ -214,16 +214,25 @@ impl Db {
     /// The write controller's conditions after a flush or a compaction
     /// installed its output (`RecalculateWriteStallConditions`).
     pub(super) fn recalculate_stalls(&mut self) {
-        if !self.spec.auto_compaction {
-            return;
-        }
-        let triggers = (
-            stall::l0_stop_files(self.spec.l0_compaction_trigger),
-            stall::l0_slowdown_files(self.spec.l0_compaction_trigger),
-        );
-        let needed = self.compaction_needed_bytes();
-        let (condition, near_stop) = Condition::of(self.l0_files, triggers, needed);
-        self.writes.recalculate(condition, near_stop, needed);
+        let auto_compaction = self.spec.auto_compaction;
+        let inputs = stall::StallInputs {
+            unflushed: self.immutable,
+            max_memtables: stall::max_memtables(self.spec.max_write_buffer_number),
+            auto_compaction,
+            l0: self.l0_files,
+            triggers: (
+                stall::l0_stop_files(self.spec.l0_compaction_trigger),
+                stall::l0_slowdown_files(self.spec.l0_compaction_trigger),
+            ),
+            needed: if auto_compaction {
+                self.compaction_needed_bytes()
+            } else {
+                0
+            },
+        };
+        let (condition, near_stop) = Condition::of(inputs);
+        self.writes
+            .recalculate(condition, near_stop, inputs.needed, auto_compaction);
     }
 
     /// The compaction debt, as `EstimateCompactionBytesNeeded`
@@ -350,6 +359,7 @@ mod tests {
             alignment: 4096,
             db_size,
             memtable: 64 * MIB,
+            max_write_buffer_number: 2,
             wal_chunk: MIB,
             batch_keys: 1000,
             get_cpu: 12_000,
@@ -514,30 +524,42 @@ mod tests {
         assert!(!stopped(&mut d));
     }
 
+    /// What a recalculation reads of a store with automatic compaction,
+    /// two memtables and none full, `l0` files and a debt of `needed`.
+    fn inputs(l0: u32, needed: u64) -> stall::StallInputs {
+        stall::StallInputs {
+            unflushed: 0,
+            max_memtables: 2,
+            auto_compaction: true,
+            l0,
+            triggers: (36, 20),
+            needed,
+        }
+    }
+
     #[test]
     fn a_compaction_debt_past_the_limits_delays_then_stops_writes() {
         use stall::{Cause, Condition, HARD_PENDING_BYTES, SOFT_PENDING_BYTES};
-        let triggers = (36, 20);
         assert_eq!(
-            Condition::of(0, triggers, SOFT_PENDING_BYTES - 1),
+            Condition::of(inputs(0, SOFT_PENDING_BYTES - 1)),
             (Condition::Normal, false)
         );
         assert_eq!(
-            Condition::of(0, triggers, SOFT_PENDING_BYTES),
+            Condition::of(inputs(0, SOFT_PENDING_BYTES)),
             (Condition::Delayed(Cause::PendingBytes), false)
         );
         // The last quarter of the way to the hard limit is near the stop.
         assert_eq!(
-            Condition::of(0, triggers, 121 << 30),
+            Condition::of(inputs(0, 121 << 30)),
             (Condition::Delayed(Cause::PendingBytes), true)
         );
         assert_eq!(
-            Condition::of(0, triggers, HARD_PENDING_BYTES),
+            Condition::of(inputs(0, HARD_PENDING_BYTES)),
             (Condition::Stopped(Cause::PendingBytes), true)
         );
         // L0 goes first, as RocksDB checks it first.
         assert_eq!(
-            Condition::of(20, triggers, SOFT_PENDING_BYTES),
+            Condition::of(inputs(20, SOFT_PENDING_BYTES)),
             (Condition::Delayed(Cause::L0Files), false)
         );
         // A store whose levels are far past their targets owes more than
@@ -548,5 +570,53 @@ mod tests {
         d.recalculate_stalls();
         assert!(d.writes_stopped());
         assert_eq!(d.writes.stopped_by(), Some(Cause::PendingBytes));
+    }
+
+    #[test]
+    fn memtables_waiting_for_a_flush_stop_writes_first_and_delay_them_past_three() {
+        use stall::{Cause, Condition, HARD_PENDING_BYTES};
+        let with = |unflushed, max_memtables, auto_compaction| stall::StallInputs {
+            unflushed,
+            max_memtables,
+            auto_compaction,
+            ..inputs(36, HARD_PENDING_BYTES)
+        };
+        // All of them full: a stop, before L0's and the debt's stops, and
+        // with automatic compaction off too (RocksDB's order).
+        for auto in [true, false] {
+            assert_eq!(
+                Condition::of(with(2, 2, auto)).0,
+                Condition::Stopped(Cause::Memtables)
+            );
+            assert_eq!(
+                Condition::of(with(5, 5, auto)).0,
+                Condition::Stopped(Cause::Memtables)
+            );
+        }
+        // One fewer delays only past three memtables, after the stops.
+        assert_eq!(
+            Condition::of(with(3, 4, false)),
+            (Condition::Delayed(Cause::Memtables), false)
+        );
+        assert_eq!(Condition::of(with(2, 3, false)).0, Condition::Normal);
+        assert_eq!(
+            Condition::of(with(3, 4, true)).0,
+            Condition::Stopped(Cause::L0Files)
+        );
+        // The memtables' delay goes before L0's slowdown.
+        let l0_slow = stall::StallInputs {
+            l0: 25,
+            needed: 0,
+            ..with(4, 5, true)
+        };
+        assert_eq!(
+            Condition::of(l0_slow).0,
+            Condition::Delayed(Cause::Memtables)
+        );
+        // Without automatic compaction, L0 and the debt count for nothing.
+        assert_eq!(Condition::of(with(0, 2, false)).0, Condition::Normal);
+        // RocksDB raises a single memtable to two.
+        assert_eq!(stall::max_memtables(1), 2);
+        assert_eq!(stall::max_memtables(6), 6);
     }
 }

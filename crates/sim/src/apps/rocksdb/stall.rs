@@ -10,8 +10,11 @@
 //!
 //! The compaction debt past db_bench's soft and hard
 //! pending-compaction-bytes limits (64 and 128 GiB) delays and stops the
-//! writer the same way. Not modelled: the memtable delay (it needs more
-//! than three memtables).
+//! writer the same way, and so do the memtables waiting for a flush,
+//! automatic compaction or not: all `max_write_buffer_number` of them
+//! stop it, and with more than three, one fewer delays it. The memtable
+//! switch recalculates the conditions too (`SwitchMemtable` installs a
+//! new super version).
 
 use cint_policy::Nanos;
 
@@ -100,6 +103,27 @@ pub(super) enum Cause {
     L0Files,
     /// The compaction debt.
     PendingBytes,
+    /// The memtables waiting for a flush.
+    Memtables,
+}
+
+/// How many causes there are, for counts kept by cause.
+pub(super) const CAUSES: usize = 3;
+
+/// What a recalculation of the stall conditions reads of the store.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StallInputs {
+    /// Full memtables not flushed yet (`imm()->NumNotFlushed()`).
+    pub(super) unflushed: u32,
+    /// `max_write_buffer_number`, sanitised (at least 2).
+    pub(super) max_memtables: u32,
+    /// Automatic compaction on: only then do L0 and the debt count.
+    pub(super) auto_compaction: bool,
+    /// L0's table files, and the stop and slowdown triggers.
+    pub(super) l0: u32,
+    pub(super) triggers: (u32, u32),
+    /// The compaction debt, bytes.
+    pub(super) needed: u64,
 }
 
 /// What L0 and the compaction debt make of the writer.
@@ -111,26 +135,40 @@ pub(super) enum Condition {
 }
 
 impl Condition {
-    /// `GetWriteStallConditionAndCause` (db/column_family.cc) with
-    /// automatic compaction on, for `l0` files against the `stop` and
-    /// `slowdown` triggers and a compaction debt of `needed` bytes; and
-    /// whether the writer is near the stop, which `SetupDelay` penalises.
-    pub(super) fn of(l0: u32, (stop, slowdown): (u32, u32), needed: u64) -> (Condition, bool) {
-        if l0 >= stop {
+    /// `GetWriteStallConditionAndCause` (db/column_family.cc, RocksDB
+    /// 6.x), in its order: the memtables' stop, L0's and the debt's stops
+    /// (automatic compaction only), the memtables' delay (more than three
+    /// memtables), L0's and the debt's delays; and whether the writer is
+    /// near a stop, which `SetupDelay` penalises (never for the memtables'
+    /// delay, which passes only whether it was stopped).
+    pub(super) fn of(s: StallInputs) -> (Condition, bool) {
+        let (stop, slowdown) = s.triggers;
+        let auto = s.auto_compaction;
+        if s.unflushed >= s.max_memtables {
+            (Condition::Stopped(Cause::Memtables), true)
+        } else if auto && s.l0 >= stop {
             (Condition::Stopped(Cause::L0Files), true)
-        } else if needed >= HARD_PENDING_BYTES {
+        } else if auto && s.needed >= HARD_PENDING_BYTES {
             (Condition::Stopped(Cause::PendingBytes), true)
-        } else if l0 >= slowdown {
-            (Condition::Delayed(Cause::L0Files), l0 + 2 >= stop)
-        } else if needed >= SOFT_PENDING_BYTES {
+        } else if s.max_memtables > 3 && s.unflushed + 1 >= s.max_memtables {
+            (Condition::Delayed(Cause::Memtables), false)
+        } else if auto && s.l0 >= slowdown {
+            (Condition::Delayed(Cause::L0Files), s.l0 + 2 >= stop)
+        } else if auto && s.needed >= SOFT_PENDING_BYTES {
             // Within the last quarter of the way to the hard limit.
             let near =
-                needed - SOFT_PENDING_BYTES > 3 * (HARD_PENDING_BYTES - SOFT_PENDING_BYTES) / 4;
+                s.needed - SOFT_PENDING_BYTES > 3 * (HARD_PENDING_BYTES - SOFT_PENDING_BYTES) / 4;
             (Condition::Delayed(Cause::PendingBytes), near)
         } else {
             (Condition::Normal, false)
         }
     }
+}
+
+/// `max_write_buffer_number` as RocksDB's `SanitizeOptions` takes it: at
+/// least 2.
+pub(super) fn max_memtables(max_write_buffer_number: u32) -> u32 {
+    max_write_buffer_number.max(2)
 }
 
 impl WriteController {
@@ -158,10 +196,18 @@ impl WriteController {
         self.rate = rate.clamp(1, MAX_WRITE_RATE);
     }
 
-    /// `RecalculateWriteStallConditions` after a flush or a compaction
-    /// installed its output: `condition` from L0's files, `near_stop`
-    /// when L0 is two files from stopping, `needed` the compaction debt.
-    pub(super) fn recalculate(&mut self, condition: Condition, near_stop: bool, needed: u64) {
+    /// `RecalculateWriteStallConditions` after a memtable switch, a flush
+    /// or a compaction installed a new version: `condition` and
+    /// `near_stop` from [`Condition::of`], `needed` the compaction debt,
+    /// `auto_compaction` whether it is on (off, a delay takes the full
+    /// rate).
+    pub(super) fn recalculate(
+        &mut self,
+        condition: Condition,
+        near_stop: bool,
+        needed: u64,
+        auto_compaction: bool,
+    ) {
         let (was_stopped, needed_delay) = (self.stopped, self.delayed);
         self.cause = match condition {
             Condition::Delayed(cause) | Condition::Stopped(cause) => Some(cause),
@@ -174,7 +220,13 @@ impl WriteController {
                 self.delayed = false;
             }
             Condition::Delayed(_) => {
-                let rate = self.setup_delay(needed, was_stopped || near_stop);
+                let rate = if auto_compaction {
+                    self.setup_delay(needed, was_stopped || near_stop)
+                } else {
+                    // SetupDelay: "When auto compaction is disabled,
+                    // always use the value user gave."
+                    MAX_WRITE_RATE
+                };
                 // `GetDelayToken`: the pacing starts afresh.
                 self.stopped = false;
                 self.delayed = true;
@@ -256,7 +308,7 @@ mod tests {
     fn a_first_delay_paces_at_the_ceiling_and_lets_a_refill_through_at_once() {
         let mut w = WriteController::default();
         assert_eq!(w.delay_us(1_000, 1 << 20), 0, "not delayed");
-        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100, true);
         assert_eq!(w.rate(), MAX_WRITE_RATE);
         // 8 MiB/s refills 8 590 bytes per 1 024 us: a 4 KiB write waits
         // one interval and leaves the rest as credit...
@@ -265,30 +317,30 @@ mod tests {
         assert_eq!(w.delay_us(1_000_000, 4096), 0);
         // A write larger than an interval's refill waits its own time.
         let mut w = WriteController::default();
-        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100, true);
         assert_eq!(w.delay_us(1_000_000, 1 << 20), 125_000);
     }
 
     #[test]
     fn the_rate_follows_the_compaction_debt() {
         let mut w = WriteController::default();
-        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100, true);
         // The debt grew: slower by 0.8.
-        w.recalculate(Condition::Delayed(Cause::L0Files), false, 200);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 200, true);
         assert_eq!(w.rate(), (MAX_WRITE_RATE as f64 * 0.8) as u64);
         // It shrank: faster by 1.25 (truncated to whole bytes as RocksDB
         // does), never above the ceiling.
-        w.recalculate(Condition::Delayed(Cause::L0Files), false, 50);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 50, true);
         assert_eq!(w.rate(), MAX_WRITE_RATE - 1);
-        w.recalculate(Condition::Delayed(Cause::L0Files), false, 40);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 40, true);
         assert_eq!(w.rate(), MAX_WRITE_RATE);
         // Near the stop: slower by 0.6, down to 16 KiB/s at the least.
         for _ in 0..40 {
-            w.recalculate(Condition::Delayed(Cause::L0Files), true, 50);
+            w.recalculate(Condition::Delayed(Cause::L0Files), true, 50, true);
         }
         assert_eq!(w.rate(), MIN_WRITE_RATE);
         // Out of the delay: 1.4 times faster, and no pacing.
-        w.recalculate(Condition::Normal, false, 0);
+        w.recalculate(Condition::Normal, false, 0, true);
         assert_eq!(w.rate(), (MIN_WRITE_RATE as f64 * 1.4) as u64);
         assert!(!w.delayed());
         assert_eq!(w.delay_us(5_000_000, 1 << 20), 0);
@@ -297,16 +349,16 @@ mod tests {
     #[test]
     fn a_stop_ends_the_pacing_and_penalises_the_next_delay() {
         let mut w = WriteController::default();
-        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100);
-        w.recalculate(Condition::Stopped(Cause::L0Files), false, 100);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 100, true);
+        w.recalculate(Condition::Stopped(Cause::L0Files), false, 100, true);
         assert!(!w.delayed());
         assert_eq!(w.delay_us(1_000, 1 << 20), 0, "the stop itself waits");
         // Leaving a stop for a delay counts as a near stop, but only an
         // already delayed controller adjusts its rate.
-        w.recalculate(Condition::Delayed(Cause::L0Files), false, 50);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 50, true);
         assert_eq!(w.rate(), MAX_WRITE_RATE);
-        w.recalculate(Condition::Stopped(Cause::L0Files), false, 50);
-        w.recalculate(Condition::Delayed(Cause::L0Files), false, 50);
+        w.recalculate(Condition::Stopped(Cause::L0Files), false, 50, true);
+        w.recalculate(Condition::Delayed(Cause::L0Files), false, 50, true);
         assert_eq!(
             w.rate(),
             MAX_WRITE_RATE,
