@@ -230,6 +230,12 @@ pub(crate) struct Db {
     /// Table files in L0, and the bytes of each level below (L1 first).
     l0_files: u32,
     levels: [u64; compaction::LEVELS_BELOW_L0],
+    /// The loaded database's bytes per level at the start (sequential:
+    /// each level's key range its own), which place a get's key.
+    loaded: [u64; compaction::LEVELS_BELOW_L0],
+    /// Per level, the share of the key space its run of random keys
+    /// covers, parts per million ([`compaction::PPM`]).
+    covered: [u32; compaction::LEVELS_BELOW_L0],
     /// The running compaction, its start and output bytes.
     compacting: Option<compaction::Compacting>,
     compaction_start: Nanos,
@@ -277,6 +283,8 @@ impl Db {
             read_ahead: DUMP_FIRST_READ_AHEAD,
             l0_files: 0,
             levels: compaction::initial_levels(&spec),
+            loaded: compaction::initial_levels(&spec),
+            covered: [0; compaction::LEVELS_BELOW_L0],
             compacting: None,
             compaction_start: 0,
             compaction_bytes: 0,
@@ -442,7 +450,7 @@ impl World<'_> {
                 self.set_user_burst(t, spec.get_cpu, Cont::App);
             }
             Step::Read => {
-                let probes = compaction::l0_probes(&apps.dbs[a], &mut apps.threads[i].rng);
+                let probes = compaction::extra_reads(&apps.dbs[a], &mut apps.threads[i].rng);
                 self.get_read(t, i, probes);
             }
             Step::Probe { left } => self.get_read(t, i, left),

@@ -26,6 +26,10 @@
 //! The merge costs the compaction thread CPU between a read and the
 //! writes it fills ([`merge_cpu`]): per input pair and per input byte,
 //! measured with RocksDB's own db_bench (docs/APPS.md).
+//!
+//! A get's reads follow the levels ([`extra_reads`]): the L0 files that
+//! overlap its key, then a block of each level above the key's own whose
+//! run of random keys covers it.
 
 use cint_policy::hints::IoCall;
 use cint_policy::{Hint, Nanos};
@@ -108,18 +112,49 @@ pub(super) fn initial_levels(spec: &RocksDb) -> [u64; LEVELS_BELOW_L0] {
     levels
 }
 
+/// Parts per million of the key space: how much of it a level's
+/// random-key sorted run covers.
+pub(super) const PPM: u32 = 1_000_000;
+
 /// Block reads a get makes beyond its first: it probes the L0 files that
 /// can hold its key newest first, each holding it with the chance of its
-/// share of the database's keys, until one does; when none does, it
-/// reads the level below too. Draws nothing when no L0 file overlaps.
-pub(super) fn l0_probes(db: &Db, rng: &mut ChaCha8Rng) -> u32 {
+/// share of the database's keys, until one does; when none does, it goes
+/// down the levels to the one whose loaded key range holds the key (drawn
+/// by the loaded levels' sizes), reading a block of each level above it
+/// whose random-key run covers the key (no Bloom filters: RocksDB reads
+/// the block to learn the key is not there). Draws nothing when no L0
+/// file overlaps and no level holds random keys, so sequential fills
+/// draw nothing.
+pub(super) fn extra_reads(db: &Db, rng: &mut ChaCha8Rng) -> u32 {
     let files = if db.spec.random_fill { db.l0_files } else { 0 };
     for k in 0..files {
         if rng.gen_range(0..db.spec.db_size) < db.spec.memtable {
             return k;
         }
     }
-    files
+    if db.covered.iter().all(|&c| c == 0) {
+        return files;
+    }
+    let loaded: u64 = db.loaded.iter().sum();
+    let mut at = if loaded == 0 {
+        0
+    } else {
+        rng.gen_range(0..loaded)
+    };
+    let home = db
+        .loaded
+        .iter()
+        .position(|&bytes| {
+            let here = at < bytes;
+            at = at.saturating_sub(bytes);
+            here
+        })
+        .unwrap_or(LEVELS_BELOW_L0 - 1);
+    let above = db.covered[..home]
+        .iter()
+        .filter(|&&c| c > 0 && rng.gen_range(0..PPM) < c)
+        .count();
+    files + above as u32
 }
 
 impl Db {
@@ -200,8 +235,21 @@ impl Db {
             Some(Compacting::L0 { files }) => {
                 self.l0_files -= files;
                 self.levels[0] += u64::from(files) * self.spec.memtable;
+                // The random-key files spanned the key space: so does L1's
+                // merged run.
+                self.covered[0] = PPM;
             }
             Some(Compacting::Level { from, file }) => {
+                // The file's key range, its share of its level's, leaves
+                // that level's run and joins the one below.
+                let own = self.levels[from - 1].max(1);
+                let share = (u128::from(file) * u128::from(PPM) / u128::from(own)) as u32;
+                let share = share.min(PPM);
+                let (up, down) = (self.covered[from - 1], self.covered[from]);
+                self.covered[from] =
+                    down + ((u64::from(PPM - down) * u64::from(share)) / u64::from(PPM)) as u32;
+                self.covered[from - 1] =
+                    ((u64::from(up) * u64::from(PPM - share)) / u64::from(PPM)) as u32;
                 self.levels[from - 1] -= file;
                 self.levels[from] += file;
             }
@@ -618,5 +666,46 @@ mod tests {
         // RocksDB raises a single memtable to two.
         assert_eq!(stall::max_memtables(1), 2);
         assert_eq!(stall::max_memtables(6), 6);
+    }
+
+    #[test]
+    fn compactions_spread_random_keys_down_the_levels_and_gets_read_each_covered_level() {
+        use rand::SeedableRng;
+        let loaded = initial_levels(&spec(Benchmark::Readwhilewriting, 20 << 30));
+        let mut d = db(loaded, 4);
+        d.spec.random_fill = true;
+        // No level holds random keys yet: no draw, no extra read.
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        d.l0_files = 0;
+        assert_eq!(extra_reads(&d, &mut rng), 0);
+        assert_eq!(rng.gen::<u64>(), ChaCha8Rng::seed_from_u64(7).gen::<u64>());
+        // L0 into L1: L1's run spans the key space.
+        d.compacting = Some(Compacting::L0 { files: 4 });
+        d.l0_files = 4;
+        d.compacted();
+        assert_eq!(d.covered[0], PPM);
+        // One 64 MiB file of L1 (448 MiB: 1/7 of it) into L2.
+        d.compacting = Some(Compacting::Level {
+            from: 1,
+            file: TABLE_FILE,
+        });
+        d.compacted();
+        assert_eq!(d.covered[0], PPM - PPM / 7, "{:?}", d.covered);
+        assert_eq!(d.covered[1], PPM / 7, "{:?}", d.covered);
+        // A get's key lives in the level its loaded range places it in
+        // (192 MiB, 2 496 MiB, then the rest in L3, of 20 GiB); above it,
+        // it reads a block of each level whose random run covers it.
+        let total = loaded.iter().sum::<u64>() as f64;
+        let below = |n: usize| loaded[n..].iter().sum::<u64>() as f64 / total;
+        let expected = below(1) * f64::from(d.covered[0]) / f64::from(PPM)
+            + below(2) * f64::from(d.covered[1]) / f64::from(PPM);
+        let n = 200_000;
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mean = (0..n)
+            .map(|_| f64::from(extra_reads(&d, &mut rng)))
+            .sum::<f64>()
+            / f64::from(n);
+        assert!((mean - expected).abs() < 0.01, "{mean} against {expected}");
+        assert!(mean > 0.9, "{mean}");
     }
 }
