@@ -23,6 +23,7 @@ pub const ROCKSDB_KEYS: &[&str] = &[
     "key_size",
     "value_size",
     "block_size",
+    "bloom_bits",
     "alignment",
     "db_size",
     "memtable",
@@ -141,6 +142,9 @@ pub struct RocksDb {
     /// Data block bytes (RocksDB's `block_size`; a block on disk is a bit
     /// more: its trailer and the keys).
     pub block_size: u64,
+    /// Bits per key of each table file's Bloom filter (db_bench's
+    /// `--bloom_bits`); 0: no filters, as in the reference runs.
+    pub bloom_bits: u32,
     /// Direct reads are aligned to this (the device's logical block).
     pub alignment: u64,
     /// Size of the loaded database (readrandom's key range).
@@ -381,6 +385,7 @@ fn parse_rocksdb(
         return Err(sec.error("value_size", "a key-value pair is larger than the device"));
     }
     let block_size = size(sec, "block_size", 4096)?;
+    let bloom_bits = sec.int("bloom_bits", 0, 64)?.unwrap_or(0) as u32;
     let alignment = size(sec, "alignment", 4096)?;
     if alignment % 512 != 0 {
         return Err(sec.error(
@@ -431,6 +436,7 @@ fn parse_rocksdb(
         key_size,
         value_size,
         block_size,
+        bloom_bits,
         alignment,
         db_size,
         memtable,
@@ -617,6 +623,7 @@ pub(crate) fn render(doc: &mut toml_edit::DocumentMut, apps: &Apps) {
                 }
                 t["batch_keys"] = value(i64::from(d.batch_keys));
                 t["max_write_buffer_number"] = value(i64::from(d.max_write_buffer_number));
+                t["bloom_bits"] = value(i64::from(d.bloom_bits));
                 for (key, v) in [
                     ("get_cpu", d.get_cpu),
                     ("put_cpu", d.put_cpu),

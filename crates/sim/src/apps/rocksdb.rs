@@ -236,6 +236,10 @@ pub(crate) struct Db {
     /// Per level, the share of the key space its run of random keys
     /// covers, parts per million ([`compaction::PPM`]).
     covered: [u32; compaction::LEVELS_BELOW_L0],
+    /// The chance that a table file's Bloom filter lets through a key
+    /// the file does not hold, parts per million (all of them without
+    /// filters).
+    bloom_fp_ppm: u32,
     /// The running compaction, its start and output bytes.
     compacting: Option<compaction::Compacting>,
     compaction_start: Nanos,
@@ -285,6 +289,7 @@ impl Db {
             levels: compaction::initial_levels(&spec),
             loaded: compaction::initial_levels(&spec),
             covered: [0; compaction::LEVELS_BELOW_L0],
+            bloom_fp_ppm: compaction::bloom_fp_ppm(spec.bloom_bits),
             compacting: None,
             compaction_start: 0,
             compaction_bytes: 0,

@@ -116,24 +116,63 @@ pub(super) fn initial_levels(spec: &RocksDb) -> [u64; LEVELS_BELOW_L0] {
 /// random-key sorted run covers.
 pub(super) const PPM: u32 = 1_000_000;
 
+/// The chance, in parts per million, that a table file's Bloom filter of
+/// `bits` per key lets a key it does not hold through (a wasted block
+/// read); `PPM` (every probe reads) without a filter. RocksDB's own
+/// estimate for its cache-local filters (`BloomMath::CacheLocalFpRate`,
+/// util/bloom_impl.h: 512-bit cache lines, the key count per line one
+/// standard deviation either side of its mean), with the probe count
+/// RocksDB 6.x's full filter chooses (`ChooseNumProbes`: bits x 0.69
+/// rounded down, 1 to 30).
+pub(super) fn bloom_fp_ppm(bits: u32) -> u32 {
+    if bits == 0 {
+        return PPM;
+    }
+    let bits = f64::from(bits);
+    let probes = ((bits * 0.69) as i32).clamp(1, 30);
+    let standard =
+        |bits_per_key: f64| (1.0 - (-f64::from(probes) / bits_per_key).exp()).powi(probes);
+    let line = 512.0;
+    let keys = line / bits;
+    let spread = keys.sqrt();
+    let crowded = standard(line / (keys + spread));
+    let uncrowded = if keys > spread {
+        standard(line / (keys - spread))
+    } else {
+        0.0
+    };
+    let fp = (crowded + uncrowded) / 2.0;
+    ((fp * f64::from(PPM)).round() as u32).min(PPM)
+}
+
 /// Block reads a get makes beyond its first: it probes the L0 files that
 /// can hold its key newest first, each holding it with the chance of its
 /// share of the database's keys, until one does; when none does, it goes
 /// down the levels to the one whose loaded key range holds the key (drawn
-/// by the loaded levels' sizes), reading a block of each level above it
-/// whose random-key run covers the key (no Bloom filters: RocksDB reads
-/// the block to learn the key is not there). Draws nothing when no L0
-/// file overlaps and no level holds random keys, so sequential fills
-/// draw nothing.
+/// by the loaded levels' sizes), probing each level above it whose run
+/// of random keys covers the key. A probe of a file that does not hold
+/// the key reads a block unless its Bloom filter rules the key out
+/// ([`bloom_fp_ppm`]; without filters RocksDB reads the block to learn
+/// the key is not there). Draws nothing when no L0 file overlaps and no
+/// level holds random keys, so sequential fills draw nothing, and only
+/// with filters does a probe draw its filter's answer.
 pub(super) fn extra_reads(db: &Db, rng: &mut ChaCha8Rng) -> u32 {
-    let files = if db.spec.random_fill { db.l0_files } else { 0 };
-    for k in 0..files {
-        if rng.gen_range(0..db.spec.db_size) < db.spec.memtable {
-            return k;
+    let filtered = db.bloom_fp_ppm < PPM;
+    let mut wasted = 0;
+    let mut miss = |rng: &mut ChaCha8Rng| {
+        if !filtered || rng.gen_range(0..PPM) < db.bloom_fp_ppm {
+            wasted += 1;
         }
+    };
+    let files = if db.spec.random_fill { db.l0_files } else { 0 };
+    for _ in 0..files {
+        if rng.gen_range(0..db.spec.db_size) < db.spec.memtable {
+            return wasted;
+        }
+        miss(rng);
     }
     if db.covered.iter().all(|&c| c == 0) {
-        return files;
+        return wasted;
     }
     let loaded: u64 = db.loaded.iter().sum();
     let mut at = if loaded == 0 {
@@ -150,11 +189,12 @@ pub(super) fn extra_reads(db: &Db, rng: &mut ChaCha8Rng) -> u32 {
             here
         })
         .unwrap_or(LEVELS_BELOW_L0 - 1);
-    let above = db.covered[..home]
-        .iter()
-        .filter(|&&c| c > 0 && rng.gen_range(0..PPM) < c)
-        .count();
-    files + above as u32
+    for &c in &db.covered[..home] {
+        if c > 0 && rng.gen_range(0..PPM) < c {
+            miss(rng);
+        }
+    }
+    wasted
 }
 
 impl Db {
@@ -404,6 +444,7 @@ mod tests {
             key_size: 16,
             value_size: 1000,
             block_size: 4096,
+            bloom_bits: 0,
             alignment: 4096,
             db_size,
             memtable: 64 * MIB,
@@ -707,5 +748,51 @@ mod tests {
             / f64::from(n);
         assert!((mean - expected).abs() < 0.01, "{mean} against {expected}");
         assert!(mean > 0.9, "{mean}");
+    }
+
+    #[test]
+    fn bloom_filters_rule_out_most_probes_at_rocksdbs_own_rate() {
+        use rand::SeedableRng;
+        // util/bloom_impl.h: 10 bits per key, 6 probes, 512-bit lines,
+        // 0.9535% by this estimate.
+        assert!(
+            (bloom_fp_ppm(10) as i64 - 9_535).abs() <= 10,
+            "{}",
+            bloom_fp_ppm(10)
+        );
+        assert_eq!(bloom_fp_ppm(0), PPM);
+        let rates: Vec<u32> = (1..=64).map(bloom_fp_ppm).collect();
+        assert!(rates.windows(2).all(|w| w[1] <= w[0]), "{rates:?}");
+        assert!(rates[0] < PPM && rates[63] < 10, "{rates:?}");
+        // Twenty overlapping L0 files: without filters a get reads a block
+        // of each until one holds its key; with 10 bits per key, about 1%
+        // of those.
+        let mut d = db(
+            initial_levels(&spec(Benchmark::Readwhilewriting, 20 << 30)),
+            20,
+        );
+        d.spec.random_fill = true;
+        let mean = |d: &Db| {
+            let mut rng = ChaCha8Rng::seed_from_u64(3);
+            let n = 100_000;
+            (0..n)
+                .map(|_| f64::from(extra_reads(d, &mut rng)))
+                .sum::<f64>()
+                / f64::from(n)
+        };
+        let hit = (64 << 20) as f64 / (20u64 << 30) as f64;
+        let misses: f64 = (1..=20).map(|k| (1.0 - hit).powi(k)).sum();
+        let unfiltered = mean(&d);
+        assert!(
+            (unfiltered - misses).abs() < 0.05,
+            "{unfiltered} against {misses}"
+        );
+        d.bloom_fp_ppm = bloom_fp_ppm(10);
+        let filtered = mean(&d);
+        let expected = misses * f64::from(d.bloom_fp_ppm) / f64::from(PPM);
+        assert!(
+            (filtered - expected).abs() < 0.01,
+            "{filtered} against {expected}"
+        );
     }
 }
