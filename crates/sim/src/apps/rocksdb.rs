@@ -309,9 +309,10 @@ impl Db {
         programs.get(self.program).map_or("", |p| p.name.as_str())
     }
 
-    /// What the run must say about L0 or the compaction debt delaying or
-    /// stopping the writer, if they did: a write rate that fell for that
-    /// reason is the store's, not the device's or the strategy's.
+    /// What the run must say about the memtables, L0 or the compaction
+    /// debt delaying or stopping the writer, if they did: a write rate
+    /// that fell for that reason is the store's, not the device's or the
+    /// strategy's.
     pub(crate) fn stall_note(&self, now: Nanos) -> Option<String> {
         let l0_delay = format!(
             "at {} L0 files (RocksDB's level0_slowdown_writes_trigger)",

@@ -299,8 +299,9 @@ impl Db {
         (self.compaction_start, self.compaction_bytes)
     }
 
-    /// The write controller's conditions after a flush or a compaction
-    /// installed its output (`RecalculateWriteStallConditions`).
+    /// The write controller's conditions after a memtable switch, or
+    /// after a flush or a compaction installed its output
+    /// (`RecalculateWriteStallConditions`).
     pub(super) fn recalculate_stalls(&mut self) {
         let auto_compaction = self.spec.auto_compaction;
         let inputs = stall::StallInputs {

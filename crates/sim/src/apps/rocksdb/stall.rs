@@ -126,7 +126,7 @@ pub(super) struct StallInputs {
     pub(super) needed: u64,
 }
 
-/// What L0 and the compaction debt make of the writer.
+/// What the memtables, L0 and the compaction debt make of the writer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Condition {
     Normal,
@@ -223,8 +223,8 @@ impl WriteController {
                 let rate = if auto_compaction {
                     self.setup_delay(needed, was_stopped || near_stop)
                 } else {
-                    // SetupDelay: "When auto compaction is disabled,
-                    // always use the value user gave."
+                    // SetupDelay without automatic compaction: the
+                    // configured rate as it stands, no debt to follow.
                     MAX_WRITE_RATE
                 };
                 // `GetDelayToken`: the pacing starts afresh.
