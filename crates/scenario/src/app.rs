@@ -36,6 +36,7 @@ pub const ROCKSDB_KEYS: &[&str] = &[
     "dump_cpu",
     "compaction_key_cpu",
     "compaction_mib_cpu",
+    "flush_mib_cpu",
     "get_hint",
     "flush_hint",
     "wal_hint",
@@ -57,6 +58,17 @@ pub const COMPACTION_KEY_CPU: Nanos = 255;
 /// Default CPU of a compaction's merge per MiB of input, ns: 0.745 ns per
 /// byte measured beside the per-pair part, scaled the same way.
 pub const COMPACTION_MIB_CPU: Nanos = 1_016_000;
+
+/// Default CPU of a flush per MiB of the table file it writes, ns:
+/// 0.782 ns per byte (user and system time of RocksDB's flush thread
+/// under db_bench's fillbatch), scaled to 2.0 GHz as above (docs/APPS.md,
+/// "fillbatch's CPU, measured"; docs/evidence/rocksdb-fillbatch-cpu.sh).
+pub const FLUSH_MIB_CPU: Nanos = 1_066_000;
+
+/// Default CPU per key of a write batch outside its log write, ns: 1.028
+/// us of the writing thread's user time per key under the same
+/// measurement, scaled to 2.0 GHz.
+pub const BATCH_KEY_CPU: Nanos = 1_336;
 
 /// Keys of a `[[app]]` of kind `kvell`.
 pub const KVELL_KEYS: &[&str] = &[
@@ -168,6 +180,9 @@ pub struct RocksDb {
     pub batch_key_cpu: Nanos,
     /// CPU per pair of the dump tool outside its reads and writes.
     pub dump_cpu: Nanos,
+    /// CPU of a flush per MiB of the table file it writes (iterating
+    /// the memtable, building and checksumming the blocks).
+    pub flush_mib_cpu: Nanos,
     /// CPU of a compaction's merge per input key-value pair, beside
     /// [`RocksDb::compaction_mib_cpu`].
     pub compaction_key_cpu: Nanos,
@@ -405,12 +420,13 @@ fn parse_rocksdb(
     // get"): docs/APPS.md's 6-9 us estimate put KVell's order wrong.
     let get_cpu = dur(sec, "get_cpu", 12_000)?;
     let put_cpu = dur(sec, "put_cpu", 4_000)?;
-    let batch_key_cpu = dur(sec, "batch_key_cpu", 2_500)?;
+    let batch_key_cpu = dur(sec, "batch_key_cpu", BATCH_KEY_CPU)?;
     let dump_cpu = dur(sec, "dump_cpu", 5_500)?;
     // Measured with RocksDB's db_bench, scaled to the cinterrupts
     // testbed's 2.0 GHz (docs/APPS.md, "Compaction's merge CPU").
     let compaction_key_cpu = dur(sec, "compaction_key_cpu", COMPACTION_KEY_CPU)?;
     let compaction_mib_cpu = dur(sec, "compaction_mib_cpu", COMPACTION_MIB_CPU)?;
+    let flush_mib_cpu = dur(sec, "flush_mib_cpu", FLUSH_MIB_CPU)?;
     let hint = |sec: &mut Section<'_>, key: &'static str| -> Result<ClassHint, ScenarioError> {
         Ok(
             match sec
@@ -449,6 +465,7 @@ fn parse_rocksdb(
         dump_cpu,
         compaction_key_cpu,
         compaction_mib_cpu,
+        flush_mib_cpu,
         get_hint: hint(sec, "get_hint")?,
         flush_hint: hint(sec, "flush_hint")?,
         wal_hint: hint(sec, "wal_hint")?,
@@ -631,6 +648,7 @@ pub(crate) fn render(doc: &mut toml_edit::DocumentMut, apps: &Apps) {
                     ("dump_cpu", d.dump_cpu),
                     ("compaction_key_cpu", d.compaction_key_cpu),
                     ("compaction_mib_cpu", d.compaction_mib_cpu),
+                    ("flush_mib_cpu", d.flush_mib_cpu),
                 ] {
                     t[key] = value(format_duration(v));
                 }

@@ -79,10 +79,10 @@ const TABLE3: &[(&str, f64, f64, f64)] = &[
 /// What the model does not reproduce of Table 3, and why.
 pub const TABLE3_KNOWN_MISSES: &[&str] = &[
     "mean and p99 latency in absolute terms: the model counts each key of a batch as the \
-     batch's time over its keys (db_bench's micros per op, 2.7 us), flat across keys, where \
-     the paper's 1.3 us mean is under one key's share of its own throughput (2.6 us) and its \
-     15 us p99 reflects stalls the model's per-key split spreads out; the ratios between \
-     strategies are kept",
+     batch's time over its keys (db_bench's micros per op, 2.6 us on average, 4.7 us at p99 \
+     where a batch shares the core with the flush), where the paper's 1.3 us mean is under \
+     one key's share of its own throughput (2.6 us) and its 15 us p99 reflects stalls the \
+     model's per-key split spreads out; the ratios between strategies are kept",
 ];
 
 #[test]
@@ -373,19 +373,27 @@ fn random_keys_compact_l0_into_l1_and_sequential_keys_move_trivially() {
     // Each compaction merges the 4 L0 files of the trigger (1 MiB each)
     // at least, with L1.
     assert!(bytes_per_op(c) >= 4.0 * 1048576.0, "{}", bytes_per_op(c));
-    // Its reads and writes interrupt: more than the sequential fill's
-    // flushes alone, with fewer puts.
-    let seq = small_fill(&[]);
-    let q = strategy(&seq, "default");
+    // Its blocking direct reads and writes interrupt at once under cint
+    // (Urgent by the kernel's rule), where a sequential fill's trivial
+    // moves do no I/O: with the flushes' I/O unmarked, every urgent
+    // interrupt is the compaction's. Its merge takes CPU from the writer
+    // on the one core: fewer puts.
+    let unmarked_flushes = |fill: &'static str| small_fill(&[fill, "app.db.flush_hint=none"]);
+    let random = unmarked_flushes("app.db.fill=random");
+    let seq = unmarked_flushes("app.db.fill=sequential");
+    let q = strategy(&seq, "cint");
     let names: Vec<&str> = q.jobs.iter().map(|j| j.name.as_str()).collect();
     assert_eq!(names, ["put"], "trivial moves: no compaction thread");
+    assert_eq!(q.urgent_interrupts, 0);
+    let r = strategy(&random, "cint");
+    let c = job(r, "compaction").unwrap();
     assert!(
-        s.interrupts > q.interrupts,
-        "{} {}",
-        s.interrupts,
-        q.interrupts
+        r.urgent_interrupts as f64 > 4.0 * c.ios as f64,
+        "{} urgent interrupts for {} compactions",
+        r.urgent_interrupts,
+        c.ios
     );
-    assert!(job(s, "put").unwrap().ios <= q.jobs[0].ios);
+    assert!(job(s, "put").unwrap().ios < q.jobs[0].ios);
 }
 
 /// readwhilewriting with 1 MiB memtables, which flush faster than a
@@ -575,20 +583,16 @@ fn the_l0_trigger_sets_how_many_files_a_compaction_takes() {
 fn compaction_io_takes_its_class_hint() {
     // By the kernel's rule its O_DIRECT reads and writes are Urgent;
     // `compaction_hint = "none"` and app-cint leave them unmarked.
-    // Without the merge's CPU, so that compaction I/O is most of what
-    // interrupts.
-    let no_merge = [
-        "app.db.fill=random",
-        "app.db.compaction_key_cpu=0ns",
-        "app.db.compaction_mib_cpu=0ns",
-    ];
-    let urgent = small_fill(&no_merge);
-    let none = small_fill(&[&no_merge[..], &["app.db.compaction_hint=none"]].concat());
+    // The flushes' I/O unmarked, so that every urgent interrupt is the
+    // compaction's.
+    let compacting = ["app.db.fill=random", "app.db.flush_hint=none"];
+    let urgent = small_fill(&compacting);
+    let none = small_fill(&[&compacting[..], &["app.db.compaction_hint=none"]].concat());
     let (u, n) = (
         strategy(&urgent, "cint").urgent_interrupts,
         strategy(&none, "cint").urgent_interrupts,
     );
-    assert!(n * 2 < u, "unmarked {n} against urgent {u}");
+    assert!(u > 100 && n == 0, "unmarked {n} against urgent {u}");
     let app = strategy(&urgent, "app-cint").urgent_interrupts;
     assert!(app * 10 < u, "app-cint {app} against cint {u}");
 }

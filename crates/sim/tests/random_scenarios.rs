@@ -458,11 +458,12 @@ fn scenario(seed: u64) -> String {
         let _ = write!(
             out,
             "compaction_key_cpu = \"{}ns\"\ncompaction_mib_cpu = \"{}us\"\n\
-             max_write_buffer_number = {}\nbloom_bits = {}\n",
+             max_write_buffer_number = {}\nbloom_bits = {}\nflush_mib_cpu = \"{}us\"\n",
             apps.below(1_000),
             apps.below(5_000),
             1 + apps.below(8),
-            apps.pick(&["0", "0", "1", "5", "10", "20"])
+            apps.pick(&["0", "0", "1", "5", "10", "20"]),
+            apps.below(3_000)
         );
     }
     // CFS task groups, from a generator of their own: not beside guests,

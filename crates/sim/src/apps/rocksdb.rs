@@ -140,10 +140,12 @@ pub(crate) enum Step {
     Stalled,
     /// The flush thread waits for a full memtable.
     FlushIdle,
-    /// Write the next `size` bytes of `left` of the table file.
+    /// Write the next `size` bytes of `left` of the table file, once
+    /// they are `built` (the flush's CPU for them spent).
     FlushWrite {
         left: u64,
         size: u64,
+        built: bool,
     },
     /// A table-file write completed.
     FlushWritten {
@@ -593,10 +595,32 @@ impl World<'_> {
                 apps.threads[i].step = Step::FlushWrite {
                     left: spec.memtable,
                     size: FLUSH_FIRST_WRITE,
+                    built: false,
                 };
                 self.rocksdb_step(t, i, a);
             }
-            Step::FlushWrite { left, size } => {
+            Step::FlushWrite {
+                left,
+                size,
+                built: false,
+            } => {
+                // The flush builds the chunk's blocks from the memtable
+                // before it writes them.
+                apps.threads[i].step = Step::FlushWrite {
+                    left,
+                    size,
+                    built: true,
+                };
+                match compaction::flush_cpu(&spec, size.min(left)) {
+                    0 => self.rocksdb_step(t, i, a),
+                    cpu => self.set_user_burst(t, cpu, Cont::App),
+                }
+            }
+            Step::FlushWrite {
+                left,
+                size,
+                built: true,
+            } => {
                 let db = &apps.dbs[a];
                 let w = size.min(left).div_ceil(spec.alignment) * spec.alignment;
                 let hint = if db.app_cint {
@@ -616,7 +640,11 @@ impl World<'_> {
             Step::FlushWritten { left, size } => {
                 self.app_reap(t);
                 if left > 0 {
-                    apps_of(self).threads[i].step = Step::FlushWrite { left, size };
+                    apps_of(self).threads[i].step = Step::FlushWrite {
+                        left,
+                        size,
+                        built: false,
+                    };
                     self.rocksdb_step(t, i, a);
                     return;
                 }

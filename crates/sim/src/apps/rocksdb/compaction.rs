@@ -67,6 +67,13 @@ pub(super) fn merge_cpu(spec: &RocksDb, bytes: u64) -> Nanos {
     Nanos::try_from(cpu).unwrap_or(Nanos::MAX)
 }
 
+/// A flush's CPU for `bytes` of the table file it writes:
+/// `flush_mib_cpu` per MiB.
+pub(super) fn flush_cpu(spec: &RocksDb, bytes: u64) -> Nanos {
+    let cpu = (u128::from(bytes) * u128::from(spec.flush_mib_cpu)) >> 20;
+    Nanos::try_from(cpu).unwrap_or(Nanos::MAX)
+}
+
 /// A compaction in progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Compacting {
@@ -454,10 +461,11 @@ mod tests {
             batch_keys: 1000,
             get_cpu: 12_000,
             put_cpu: 4_000,
-            batch_key_cpu: 2_500,
+            batch_key_cpu: cint_scenario::app::BATCH_KEY_CPU,
             dump_cpu: 5_500,
             compaction_key_cpu: cint_scenario::app::COMPACTION_KEY_CPU,
             compaction_mib_cpu: cint_scenario::app::COMPACTION_MIB_CPU,
+            flush_mib_cpu: cint_scenario::app::FLUSH_MIB_CPU,
             get_hint: ClassHint::Default,
             flush_hint: ClassHint::Default,
             wal_hint: ClassHint::Default,
