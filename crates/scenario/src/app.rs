@@ -70,6 +70,11 @@ pub const FLUSH_MIB_CPU: Nanos = 1_066_000;
 /// measurement, scaled to 2.0 GHz.
 pub const BATCH_KEY_CPU: Nanos = 1_336;
 
+/// Default CPU of a put outside its log write, ns: 3.875 us of the
+/// writing thread's user time per put under db_bench's fillrandom,
+/// scaled to 2.0 GHz (docs/APPS.md; docs/evidence/rocksdb-op-cpu.sh).
+pub const PUT_CPU: Nanos = 5_038;
+
 /// Keys of a `[[app]]` of kind `kvell`.
 pub const KVELL_KEYS: &[&str] = &[
     "name",
@@ -419,7 +424,7 @@ fn parse_rocksdb(
     // Fitted on the cinterrupts paper's Table 7 (docs/APPS.md, "CPU per
     // get"): docs/APPS.md's 6-9 us estimate put KVell's order wrong.
     let get_cpu = dur(sec, "get_cpu", 12_000)?;
-    let put_cpu = dur(sec, "put_cpu", 4_000)?;
+    let put_cpu = dur(sec, "put_cpu", PUT_CPU)?;
     let batch_key_cpu = dur(sec, "batch_key_cpu", BATCH_KEY_CPU)?;
     let dump_cpu = dur(sec, "dump_cpu", 5_500)?;
     // Measured with RocksDB's db_bench, scaled to the cinterrupts

@@ -439,7 +439,11 @@ fn a_writer_that_outruns_compaction_is_delayed_from_20_l0_files_and_the_run_says
 fn writes_stop_at_36_l0_files_and_the_run_says_so() {
     // A compaction trigger of 36 raises the slowdown trigger to it
     // (SanitizeOptions): the 36th file stops the writer outright.
-    let stopped = outrun_compaction(true, &["app.db.l0_compaction_trigger=36"]);
+    // Memtables of 512 KiB: 36 files within the run under every strategy.
+    let stopped = outrun_compaction(
+        true,
+        &["app.db.l0_compaction_trigger=36", "app.db.memtable=512k"],
+    );
     let words = ["writer stopped", "at 36 L0 files"];
     assert_eq!(
         noted(&stopped, &words),

@@ -460,7 +460,7 @@ mod tests {
             wal_chunk: MIB,
             batch_keys: 1000,
             get_cpu: 12_000,
-            put_cpu: 4_000,
+            put_cpu: cint_scenario::app::PUT_CPU,
             batch_key_cpu: cint_scenario::app::BATCH_KEY_CPU,
             dump_cpu: 5_500,
             compaction_key_cpu: cint_scenario::app::COMPACTION_KEY_CPU,
