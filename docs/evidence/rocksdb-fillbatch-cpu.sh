@@ -2,59 +2,38 @@
 # The CPU of RocksDB's fillbatch per key, split between the thread that
 # writes the batches and the flush thread, measured with RocksDB's own
 # db_bench (Debian's rocksdb-tools) and the kernel's per-thread
-# accounting (/proc/PID/task/TID/stat, utime and stime in clock ticks),
-# read every 20 ms while the benchmark runs; the last reading before the
-# process exits counts. Options as docs/APPS.md's reference runs: 16 B
-# keys, 1 KiB values, no compression, 4 KiB blocks, no Bloom filters, two
-# 64 MiB memtables and table files, direct I/O for flush and compaction,
-# one flush and one compaction thread; fillbatch writes sequential keys
-# in batches of 1 000, so compactions are trivial moves.
+# accounting (thread-times.sh). Options as docs/APPS.md's reference runs:
+# 16 B keys, 1 KiB values, no compression, 4 KiB blocks, no Bloom
+# filters, two 64 MiB memtables and table files, direct I/O for flush
+# and compaction, one flush and one compaction thread; fillbatch writes
+# sequential keys in batches of 1 000, so compactions are trivial moves.
 #
 #   bash docs/evidence/rocksdb-fillbatch-cpu.sh [DIR] [KEYS]
 set -euo pipefail
 dir=${1:-$(mktemp -d)}
 keys=${2:-4000000}
 command -v db_bench >/dev/null || { echo "db_bench not found (apt-get install rocksdb-tools)" >&2; exit 2; }
-tick=$(getconf CLK_TCK)
-rm -rf "$dir/db" "$dir/tasks"
-mkdir -p "$dir/tasks"
-db_bench --benchmarks=fillbatch,stats --db="$dir/db" --num="$keys" \
+# shellcheck source=thread-times.sh
+source "$(dirname "$0")/thread-times.sh"
+rm -rf "$dir/db"
+thread_times "$dir" db_bench --benchmarks=fillbatch,stats --db="$dir/db" --num="$keys" \
   --key_size=16 --value_size=1024 --compression_type=none \
   --write_buffer_size=67108864 --max_write_buffer_number=2 \
   --target_file_size_base=67108864 --use_direct_io_for_flush_and_compaction=true \
   --block_size=4096 --bloom_bits=-1 --cache_size=8388608 --threads=1 \
-  --max_background_jobs=2 >"$dir/out.txt" 2>&1 &
-pid=$!
-while kill -0 "$pid" 2>/dev/null; do
-  for t in /proc/"$pid"/task/*; do
-    tid=${t##*/}
-    # comm, then utime and stime (fields 14 and 15 of stat, after the
-    # parenthesised name).
-    { cat "$t/comm"; sed 's/^.*) //' "$t/stat" | awk '{ print $12, $13 }'; } \
-      >"$dir/tasks/$tid.new" 2>/dev/null && mv "$dir/tasks/$tid.new" "$dir/tasks/$tid" || true
-  done
-  sleep 0.02
-done
-wait "$pid"
-flush_gib=$(grep -o 'Flush(GB): cumulative [0-9.]*' "$dir/out.txt" | tail -1 | awk '{ print $3 }')
+  --max_background_jobs=2 >"$dir/threads.txt"
 grep -E '^fillbatch' "$dir/out.txt"
+flush_gib=$(grep -o 'Flush(GB): cumulative [0-9.]*' "$dir/out.txt" | tail -1 | awk '{ print $3 }')
 printf '%-18s %10s %10s\n' thread user_s system_s
-for f in "$dir"/tasks/*; do
-  case $f in *.new) continue ;; esac
-  [ -s "$f" ] || continue
-  name=$(head -1 "$f")
-  read -r u s < <(tail -1 "$f")
-  printf '%-18s %10.2f %10.2f\n' "$name" "$(awk -v v="$u" -v t="$tick" 'BEGIN { print v / t }')" \
-    "$(awk -v v="$s" -v t="$tick" 'BEGIN { print v / t }')"
-done | sort -k2 -nr | tee "$dir/threads.txt"
-# The busiest thread writes the batches; RocksDB names its flush pool's
-# threads rocksdb:high*.
+awk '{ printf "%-18s %10.2f %10.2f\n", $1, $2, $3 }' "$dir/threads.txt"
+# The busiest of db_bench's own threads writes the batches; RocksDB names
+# its flush pool's threads rocksdb:high*.
 awk -v keys="$keys" -v gib="$flush_gib" '
   $1 ~ /^rocksdb:high/ { fu += $2; fs += $3; next }
-  NR == 1 { wu = $2; ws = $3 }
+  $1 !~ /^rocksdb:/ && $2 > wu { wu = $2; ws = $3 }
   END {
     printf "writer: %.3f us user and %.3f us system per key\n", wu * 1e6 / keys, ws * 1e6 / keys
     printf "flush: %.3f ns user and %.3f ns system per byte flushed (%.3f GiB)\n",
       fu * 1e9 / (gib * 1073741824), fs * 1e9 / (gib * 1073741824), gib
   }' "$dir/threads.txt"
-rm -rf "$dir/db"
+rm -rf "$dir/db" "$dir/out.txt" "$dir/threads.txt"
