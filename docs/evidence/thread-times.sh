@@ -9,7 +9,7 @@
 thread_times() {
   local dir=$1
   shift
-  local tick t tid
+  local tick t tid name times
   tick=$(getconf CLK_TCK)
   rm -rf "$dir/tasks"
   mkdir -p "$dir/tasks"
@@ -19,15 +19,17 @@ thread_times() {
     for t in /proc/"$pid"/task/*; do
       tid=${t##*/}
       # The name, then fields 14 and 15 of stat (after the parenthesised
-      # name, fields 12 and 13).
-      { cat "$t/comm"; sed 's/^.*) //' "$t/stat" | awk '{ print $12, $13 }'; } \
-        >"$dir/tasks/$tid.new" 2>/dev/null && mv "$dir/tasks/$tid.new" "$dir/tasks/$tid" || true
+      # name, fields 12 and 13). A thread that exits between the two
+      # reads leaves its previous reading in place.
+      name=$(cat "$t/comm" 2>/dev/null) || continue
+      times=$(sed 's/^.*) //' "$t/stat" 2>/dev/null | awk 'NF >= 13 { print $12, $13 }') || continue
+      [ -n "$name" ] && [ -n "$times" ] || continue
+      printf '%s\n%s\n' "$name" "$times" >"$dir/tasks/$tid"
     done
     sleep 0.02
   done
   wait "$pid"
   for t in "$dir"/tasks/*; do
-    case $t in *.new) continue ;; esac
     [ -s "$t" ] || continue
     echo "${t##*/} $(head -1 "$t") $(tail -1 "$t")"
   done | sort -n -k1 | awk -v t="$tick" '$3 + $4 > 0 { print $2, $3 / t, $4 / t }'

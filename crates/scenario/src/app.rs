@@ -75,6 +75,11 @@ pub const BATCH_KEY_CPU: Nanos = 1_336;
 /// scaled to 2.0 GHz (docs/APPS.md; docs/evidence/rocksdb-op-cpu.sh).
 pub const PUT_CPU: Nanos = 5_038;
 
+/// Default CPU of the dump tool per pair outside its reads and writes,
+/// ns: 1.075 us of user time per pair of RocksDB's own DbDumpTool,
+/// scaled to 2.0 GHz (docs/APPS.md; docs/evidence/rocksdb-dump-cpu.sh).
+pub const DUMP_CPU: Nanos = 1_398;
+
 /// Keys of a `[[app]]` of kind `kvell`.
 pub const KVELL_KEYS: &[&str] = &[
     "name",
@@ -426,7 +431,7 @@ fn parse_rocksdb(
     let get_cpu = dur(sec, "get_cpu", 12_000)?;
     let put_cpu = dur(sec, "put_cpu", PUT_CPU)?;
     let batch_key_cpu = dur(sec, "batch_key_cpu", BATCH_KEY_CPU)?;
-    let dump_cpu = dur(sec, "dump_cpu", 5_500)?;
+    let dump_cpu = dur(sec, "dump_cpu", DUMP_CPU)?;
     // Measured with RocksDB's db_bench, scaled to the cinterrupts
     // testbed's 2.0 GHz (docs/APPS.md, "Compaction's merge CPU").
     let compaction_key_cpu = dur(sec, "compaction_key_cpu", COMPACTION_KEY_CPU)?;

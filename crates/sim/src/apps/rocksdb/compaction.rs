@@ -462,7 +462,7 @@ mod tests {
             get_cpu: 12_000,
             put_cpu: cint_scenario::app::PUT_CPU,
             batch_key_cpu: cint_scenario::app::BATCH_KEY_CPU,
-            dump_cpu: 5_500,
+            dump_cpu: cint_scenario::app::DUMP_CPU,
             compaction_key_cpu: cint_scenario::app::COMPACTION_KEY_CPU,
             compaction_mib_cpu: cint_scenario::app::COMPACTION_MIB_CPU,
             flush_mib_cpu: cint_scenario::app::FLUSH_MIB_CPU,
