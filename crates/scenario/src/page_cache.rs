@@ -33,8 +33,11 @@ pub struct PageCacheProfile {
     /// A buffered `write()` or `read()`, per call, beyond the system
     /// call: the file system's entry, inode lock and time update.
     pub buffered_call: Duration,
-    /// Per 4 KiB page a buffered call touches: the page cache lookup or
-    /// allocation and the copy between user space and the page.
+    /// Per page a buffered call touches: the page cache lookup or
+    /// allocation (and, writing, marking it dirty).
+    pub page_lookup: Duration,
+    /// Per 4 KiB a buffered call copies between user space and the
+    /// cache, prorated by the bytes it copies.
     pub page_copy: Duration,
     /// The flusher, per page it writes back: finding it in the dirty
     /// tree, clearing its dirty bit, adding it to the bio.
@@ -59,7 +62,8 @@ impl Default for PageCacheProfile {
             max_writeback_request: Size(128 << 10),
             read_ahead: Size(128 << 10),
             buffered_call: Duration(US),
-            page_copy: Duration(700),
+            page_lookup: Duration(300),
+            page_copy: Duration(400),
             writeback_page: Duration(250),
             flusher_cpu: 0,
         }
@@ -73,6 +77,7 @@ impl PageCacheProfile {
         let s = |x: Duration| Duration((x.0 as f64 * factor).round() as u64);
         PageCacheProfile {
             buffered_call: s(d.buffered_call),
+            page_lookup: s(d.page_lookup),
             page_copy: s(d.page_copy),
             writeback_page: s(d.writeback_page),
             ..d

@@ -795,10 +795,10 @@ impl World<'_> {
         let pages = (db.out_offset + bytes).div_ceil(PAGE) - first;
         db.out_offset += bytes;
         apps.threads[i].step = Step::DumpWritten { k, first, pages };
-        let (call, copy) = self
+        let call = self
             .cache_of(t)
-            .map_or((0, 0), |c| (c.set.buffered_call, c.set.page_copy));
-        self.set_burst(t, self.costs.syscall + call + pages * copy, Cont::App);
+            .map_or(0, |c| c.set.buffered_call + c.set.copy_cost(pages, bytes));
+        self.set_burst(t, self.costs.syscall + call, Cont::App);
     }
 
     /// Copies the next log chunk into the page cache.
@@ -816,11 +816,10 @@ impl World<'_> {
             first,
             pages,
         };
-        let (call, copy) = self
+        let call = self
             .cache_of(t)
-            .map_or((0, 0), |c| (c.set.buffered_call, c.set.page_copy));
-        let cost = self.costs.syscall + call + pages * copy;
-        self.set_burst(t, cost, Cont::App);
+            .map_or(0, |c| c.set.buffered_call + c.set.copy_cost(pages, chunk));
+        self.set_burst(t, self.costs.syscall + call, Cont::App);
     }
 
     /// A log chunk is dirty: pause past the dirty limit, or go on.

@@ -86,7 +86,7 @@ impl World<'_> {
         if write || cache.read_hit(t as u32, first, pages) {
             // A read hit copies here; a write's pages are dirtied after.
             b.calls[t].copied = !write;
-            self.set_burst(t, entry + pages * s.page_copy, Cont::PageCache);
+            self.set_burst(t, entry + s.copy_cost(pages, bytes), Cont::PageCache);
             return;
         }
         // A miss: one read-ahead request from the thread's slot.
@@ -437,7 +437,9 @@ impl World<'_> {
         }
         let b = self.page_cache.as_deref_mut().expect("a buffered thread");
         b.calls[t].copied = true;
-        let cost = call.pages * b.cache_of(t).map_or(0, |c| c.set.page_copy);
+        let cost = b
+            .cache_of(t)
+            .map_or(0, |c| c.set.copy_cost(call.pages, call.bytes));
         self.set_burst(t, cost, Cont::PageCache);
     }
 

@@ -4,7 +4,8 @@
 //! `libaio`).
 //!
 //! * A buffered `write()` copies into the cache: CPU on the writer's core
-//!   (`buffered_call` plus `page_copy` per page), no device request. The
+//!   (`buffered_call`, `page_lookup` per page, `page_copy` per 4 KiB
+//!   copied), no device request. The
 //!   pages become dirty; a file's `dirtied_when` is set when it goes from
 //!   clean to dirty (`__mark_inode_dirty`).
 //! * After the copy the writer runs `balance_dirty_pages_ratelimited`:
@@ -120,6 +121,7 @@ pub(crate) struct Settings {
     pub max_request_pages: u64,
     pub read_ahead_pages: u64,
     pub buffered_call: Nanos,
+    pub page_lookup: Nanos,
     pub page_copy: Nanos,
     pub writeback_page: Nanos,
     /// One jiffy: the host's tick (`1 / CONFIG_HZ`), the unit of every
@@ -132,6 +134,12 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
+    /// The CPU of copying `bytes` over `pages` pages between user space
+    /// and the cache: each page's lookup, the copy by the byte.
+    pub(crate) fn copy_cost(&self, pages: u64, bytes: u64) -> Nanos {
+        pages * self.page_lookup + bytes * self.page_copy / PAGE
+    }
+
     /// `HZ`: jiffies per second.
     fn hz(&self) -> u64 {
         (SEC / self.jiffy).max(1)
@@ -167,6 +175,7 @@ impl Settings {
             max_request_pages: (p.max_writeback_request.0 / PAGE).max(1),
             read_ahead_pages: (p.read_ahead.0 / PAGE).max(1),
             buffered_call: p.buffered_call.0,
+            page_lookup: p.page_lookup.0,
             page_copy: p.page_copy.0,
             writeback_page: p.writeback_page.0,
         }
