@@ -260,6 +260,12 @@ pub(crate) struct Db {
     delayed_ns: Nanos,
 }
 
+/// The first page and the page count of `bytes` at `offset` of a file.
+fn page_span(offset: u64, bytes: u64) -> (u64, u64) {
+    let first = offset / PAGE;
+    (first, (offset + bytes).div_ceil(PAGE) - first)
+}
+
 /// Whether the benchmark writes (a log through the page cache, flushes).
 pub(crate) fn writes(spec: &RocksDb) -> bool {
     spec.benchmark != Benchmark::Readrandom
@@ -272,6 +278,7 @@ pub(crate) fn buffered(spec: &RocksDb) -> bool {
 
 impl Db {
     pub(crate) fn new(spec: RocksDb, app_cint: bool, index: u32) -> Db {
+        let levels = compaction::initial_levels(&spec);
         Db {
             program: index as usize,
             app_cint,
@@ -288,8 +295,8 @@ impl Db {
             out_offset: 0,
             read_ahead: DUMP_FIRST_READ_AHEAD,
             l0_files: 0,
-            levels: compaction::initial_levels(&spec),
-            loaded: compaction::initial_levels(&spec),
+            levels,
+            loaded: levels,
             covered: [0; compaction::LEVELS_BELOW_L0],
             bloom_fp_ppm: compaction::bloom_fp_ppm(spec.bloom_bits),
             compacting: None,
@@ -741,8 +748,7 @@ impl World<'_> {
             // The iterator reached the end: the tool starts over.
             db.data_offset = 0;
         }
-        let first = db.data_offset / PAGE;
-        let pages = (db.data_offset + pair).div_ceil(PAGE) - first;
+        let (first, pages) = page_span(db.data_offset, pair);
         let file = db.data_file;
         // A hit copies the pair and marks its pages accessed
         // (generic_file_buffered_read's mark_page_accessed): the several
@@ -791,10 +797,16 @@ impl World<'_> {
             3 => db.spec.value_size,
             _ => DUMP_LENGTH,
         };
-        let first = db.out_offset / PAGE;
-        let pages = (db.out_offset + bytes).div_ceil(PAGE) - first;
+        let (first, pages) = page_span(db.out_offset, bytes);
         db.out_offset += bytes;
         apps.threads[i].step = Step::DumpWritten { k, first, pages };
+        self.buffered_write_burst(t, pages, bytes);
+    }
+
+    /// A buffered `write()` of `bytes` over `pages` pages: the system
+    /// call, the file system's entry and the copy into the cache, then
+    /// the thread's next step.
+    fn buffered_write_burst(&mut self, t: usize, pages: u64, bytes: u64) {
         let call = self
             .cache_of(t)
             .map_or(0, |c| c.set.buffered_call + c.set.copy_cost(pages, bytes));
@@ -807,19 +819,14 @@ impl World<'_> {
         let spec = &apps.dbs[a].spec;
         let chunk = left.min(spec.wal_chunk).max(1);
         let db = &mut apps.dbs[a];
-        let first = db.wal_offset / PAGE;
-        let last = (db.wal_offset + chunk - 1) / PAGE;
+        let (first, pages) = page_span(db.wal_offset, chunk);
         db.wal_offset += chunk;
-        let pages = last - first + 1;
         apps.threads[i].step = Step::WalCopied {
             left: left - chunk,
             first,
             pages,
         };
-        let call = self
-            .cache_of(t)
-            .map_or(0, |c| c.set.buffered_call + c.set.copy_cost(pages, chunk));
-        self.set_burst(t, self.costs.syscall + call, Cont::App);
+        self.buffered_write_burst(t, pages, chunk);
     }
 
     /// A log chunk is dirty: pause past the dirty limit, or go on.

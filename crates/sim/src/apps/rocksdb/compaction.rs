@@ -57,21 +57,29 @@ pub(super) const LEVELS_BELOW_L0: usize = 6;
 /// A table file below L0 (`target_file_size_base`, 64 MiB in the
 /// reference runs).
 const TABLE_FILE: u64 = 64 << 20;
+/// `bytes` at `per_mib` nanoseconds per MiB, unrounded past a u64.
+fn at_per_mib(bytes: u64, per_mib: Nanos) -> u128 {
+    (u128::from(bytes) * u128::from(per_mib)) >> 20
+}
+
+/// Nanoseconds that may exceed a u64: the most there is.
+fn saturated(ns: u128) -> Nanos {
+    Nanos::try_from(ns).unwrap_or(Nanos::MAX)
+}
+
 /// The merge's CPU for `bytes` of input: `compaction_key_cpu` per
 /// key-value pair they hold and `compaction_mib_cpu` per MiB.
 pub(super) fn merge_cpu(spec: &RocksDb, bytes: u64) -> Nanos {
-    const MIB: u128 = 1 << 20;
     let pairs = u128::from(bytes) / u128::from(spec.key_size + spec.value_size);
-    let per_bytes = u128::from(bytes) * u128::from(spec.compaction_mib_cpu) / MIB;
-    let cpu = pairs * u128::from(spec.compaction_key_cpu) + per_bytes;
-    Nanos::try_from(cpu).unwrap_or(Nanos::MAX)
+    saturated(
+        pairs * u128::from(spec.compaction_key_cpu) + at_per_mib(bytes, spec.compaction_mib_cpu),
+    )
 }
 
 /// A flush's CPU for `bytes` of the table file it writes:
 /// `flush_mib_cpu` per MiB.
 pub(super) fn flush_cpu(spec: &RocksDb, bytes: u64) -> Nanos {
-    let cpu = (u128::from(bytes) * u128::from(spec.flush_mib_cpu)) >> 20;
-    Nanos::try_from(cpu).unwrap_or(Nanos::MAX)
+    saturated(at_per_mib(bytes, spec.flush_mib_cpu))
 }
 
 /// A compaction in progress.
