@@ -7,27 +7,24 @@
 # reads the compaction's own accounting from the LOG's event line:
 # compaction_time_cpu_micros (the compaction thread's CPU time, from
 # CLOCK_THREAD_CPUTIME_ID), input_data_size and num_input_records.
-# Options as docs/APPS.md's reference runs: 16 B keys, no compression,
-# 4 KiB blocks, no Bloom filters, 64 MiB memtables and table files,
-# direct I/O for flush and compaction, 2 MiB compaction read-ahead.
+# Options as docs/APPS.md's reference runs (rocksdb-reference.sh), the
+# value size varied.
 #
 #   bash docs/evidence/rocksdb-compaction-cpu.sh [DIR]
 set -euo pipefail
 dir=${1:-$(mktemp -d)}
 command -v db_bench >/dev/null || { echo "db_bench not found (apt-get install rocksdb-tools)" >&2; exit 2; }
+# shellcheck source=rocksdb-reference.sh
+source "$(dirname "$0")/rocksdb-reference.sh"
 printf '%-8s %-6s %12s %12s %10s %12s %12s %14s\n' value_B trial input_bytes records cpu_us ns_per_byte us_per_record flush_ns_per_B
 for value in 1024 256 4096; do
   # About 450 MB of input whatever the value size.
   num=$(( 450000000 / (value + 16) ))
   for trial in 1 2 3 4 5; do
     rm -rf "$dir/db"
-    db_bench --benchmarks=fillrandom,compact,stats --db="$dir/db" --num="$num" \
-      --key_size=16 --value_size="$value" --compression_type=none \
-      --write_buffer_size=67108864 --max_write_buffer_number=2 \
-      --target_file_size_base=67108864 --max_bytes_for_level_base=268435456 \
-      --disable_auto_compactions=true --use_direct_io_for_flush_and_compaction=true \
-      --compaction_readahead_size=2097152 --block_size=4096 --bloom_bits=0 \
-      --cache_size=8388608 --threads=1 --seed="$trial" >"$dir/out.txt" 2>&1
+    db_bench "${rocksdb_reference[@]}" --benchmarks=fillrandom,compact,stats \
+      --db="$dir/db" --num="$num" --value_size="$value" \
+      --disable_auto_compactions=true --seed="$trial" >"$dir/out.txt" 2>&1
     log="$dir/db/LOG"
     input=$(grep -o '"event": "compaction_started".*' "$log" | grep -o '"input_data_size": [0-9]*' | tail -1 | grep -o '[0-9]*$')
     cpu=$(grep -o '"compaction_time_cpu_micros": [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$')

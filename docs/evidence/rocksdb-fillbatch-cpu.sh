@@ -2,26 +2,22 @@
 # The CPU of RocksDB's fillbatch per key, split between the thread that
 # writes the batches and the flush thread, measured with RocksDB's own
 # db_bench (Debian's rocksdb-tools) and the kernel's per-thread
-# accounting (thread-times.sh). Options as docs/APPS.md's reference runs:
-# 16 B keys, 1 KiB values, no compression, 4 KiB blocks, no Bloom
-# filters, two 64 MiB memtables and table files, direct I/O for flush
-# and compaction, one flush and one compaction thread; fillbatch writes
-# sequential keys in batches of 1 000, so compactions are trivial moves.
+# accounting (thread-times.sh), with docs/APPS.md's reference options
+# (rocksdb-reference.sh); fillbatch writes sequential keys in batches of
+# 1 000, so compactions are trivial moves.
 #
 #   bash docs/evidence/rocksdb-fillbatch-cpu.sh [DIR] [KEYS]
 set -euo pipefail
 dir=${1:-$(mktemp -d)}
 keys=${2:-4000000}
 command -v db_bench >/dev/null || { echo "db_bench not found (apt-get install rocksdb-tools)" >&2; exit 2; }
+# shellcheck source=rocksdb-reference.sh
+source "$(dirname "$0")/rocksdb-reference.sh"
 # shellcheck source=thread-times.sh
 source "$(dirname "$0")/thread-times.sh"
 rm -rf "$dir/db"
-thread_times "$dir" db_bench --benchmarks=fillbatch,stats --db="$dir/db" --num="$keys" \
-  --key_size=16 --value_size=1024 --compression_type=none \
-  --write_buffer_size=67108864 --max_write_buffer_number=2 \
-  --target_file_size_base=67108864 --use_direct_io_for_flush_and_compaction=true \
-  --block_size=4096 --bloom_bits=-1 --cache_size=8388608 --threads=1 \
-  --max_background_jobs=2 >"$dir/threads.txt"
+thread_times "$dir" db_bench "${rocksdb_reference[@]}" --benchmarks=fillbatch,stats \
+  --db="$dir/db" --num="$keys" >"$dir/threads.txt"
 grep -E '^fillbatch' "$dir/out.txt"
 flush_gib=$(grep -o 'Flush(GB): cumulative [0-9.]*' "$dir/out.txt" | tail -1 | awk '{ print $3 }')
 printf '%-18s %10s %10s\n' thread user_s system_s

@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # The CPU of one RocksDB put and one get under db_bench (Debian's
 # rocksdb-tools), per thread from the kernel's accounting
-# (thread-times.sh), with docs/APPS.md's reference options (16 B keys,
-# 1 KiB values, no compression, 4 KiB blocks, no Bloom filters, 8 MiB
-# block cache, two 64 MiB memtables, direct I/O for flush and
-# compaction). Two runs:
+# (thread-times.sh), with docs/APPS.md's reference options
+# (rocksdb-reference.sh). Two runs:
 #   1. fillrandom puts OPS keys one at a time into a new database
 #      (db_bench's put path, the write-ahead log through the page cache,
 #      no fsync), compaction off;
@@ -22,11 +20,9 @@ ops=${3:-400000}
 command -v db_bench >/dev/null || { echo "db_bench not found (apt-get install rocksdb-tools)" >&2; exit 2; }
 # shellcheck source=thread-times.sh
 source "$(dirname "$0")/thread-times.sh"
-common=(--db="$dir/db" --key_size=16 --value_size=1024 --compression_type=none
-  --write_buffer_size=67108864 --max_write_buffer_number=2
-  --target_file_size_base=67108864 --use_direct_io_for_flush_and_compaction=true
-  --block_size=4096 --bloom_bits=-1 --cache_size=8388608 --threads=1
-  --max_background_jobs=2)
+# shellcheck source=rocksdb-reference.sh
+source "$(dirname "$0")/rocksdb-reference.sh"
+common=(--db="$dir/db" "${rocksdb_reference[@]}")
 # db_bench's own threads (not RocksDB's background pools): user, system.
 own() { awk '$1 !~ /^rocksdb:/ { print $2, $3 }'; }
 
