@@ -50,13 +50,16 @@
 
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::{Hint, Nanos};
-use cint_scenario::app::{Benchmark, RocksDb};
-use rand::Rng;
+use cint_scenario::app::{Benchmark, ClassHint, RocksDb};
 
-use crate::host::pagecache::PAGE;
+use crate::host::pagecache::{self, PAGE};
 use crate::world::{Cont, RunState, Wait, World};
 
 mod compaction;
+mod dump;
+mod flush;
+mod get;
+mod put;
 mod stall;
 
 /// Largest flush write (RocksDB's direct writes grow to the 1 MiB
@@ -68,7 +71,6 @@ const FLUSH_FIRST_WRITE: u64 = 64 << 10;
 /// and a write batch entry's overhead (type, two varint lengths): about
 /// 11 bytes per key beside the key and value.
 const WAL_KEY_OVERHEAD: u64 = 11;
-use crate::host::pagecache::JOURNAL_COMMIT;
 /// The dump tool's first and largest read-ahead windows.
 const DUMP_FIRST_READ_AHEAD: u64 = 8 << 10;
 const DUMP_MAX_READ_AHEAD: u64 = 256 << 10;
@@ -419,6 +421,15 @@ impl Db {
         out
     }
 
+    /// The hint of an I/O class with its override `class`, `default`
+    /// without one; the `app-cint` hint set leaves the class unmarked.
+    fn class_hint(&self, class: ClassHint, default: Hint) -> Hint {
+        if self.app_cint {
+            return Hint::Unmarked;
+        }
+        class.hint().unwrap_or(default)
+    }
+
     /// Keys per put operation.
     fn keys_per_op(&self) -> u64 {
         match self.spec.benchmark {
@@ -443,10 +454,11 @@ fn direct_call_hint(call: IoCall) -> Hint {
 }
 
 impl World<'_> {
-    /// Runs application thread `t` (app thread `i` of store `a`) on.
+    /// Runs application thread `t` (app thread `i` of store `a`) on: one
+    /// step of its role's loop, each in its own module ([`get`],
+    /// [`dump`], [`put`], [`flush`], [`compaction`]).
     pub(crate) fn rocksdb_step(&mut self, t: usize, i: usize, a: usize) {
-        let now = self.now();
-        let apps = self.apps.as_deref_mut().expect("an application thread");
+        let apps = apps_of(self);
         let th = &apps.threads[i];
         let (role, step) = (th.role, th.step);
         let db = &mut apps.dbs[a];
@@ -456,36 +468,17 @@ impl World<'_> {
             Role::Compactor => db.compactor = Some(t),
             Role::Reader | Role::Dumper => {}
         }
-        let spec = db.spec.clone();
-        let c = self.costs;
         match step {
-            Step::Start if role == Role::Reader => {
-                apps.threads[i].op_start = now;
-                apps.threads[i].step = Step::Read;
-                self.set_user_burst(t, spec.get_cpu, Cont::App);
-            }
-            Step::Read => {
-                let probes = compaction::extra_reads(&apps.dbs[a], &mut apps.threads[i].rng);
-                self.get_read(t, i, probes);
-            }
+            Step::Start => match role {
+                Role::Reader => self.get_start(t, i, a),
+                Role::Dumper => self.dump_start(t, i, a),
+                Role::Writer => self.put_start(t, i, a),
+                Role::Flusher => self.flush_next(t, i, a),
+                Role::Compactor => self.compaction_io(t, i, a),
+            },
+            Step::Read => self.get_first_read(t, i, a),
             Step::Probe { left } => self.get_read(t, i, left),
-            Step::ReadDone { left } => {
-                self.app_reap(t);
-                if left > 0 {
-                    apps_of(self).threads[i].step = Step::Probe { left: left - 1 };
-                    self.rocksdb_step(t, i, a);
-                    return;
-                }
-                let start = apps_of(self).threads[i].op_start;
-                self.record_op(i, start, spec.value_size);
-                apps_of(self).threads[i].step = Step::Start;
-                self.rocksdb_step(t, i, a);
-            }
-            Step::Start if role == Role::Dumper => {
-                apps.threads[i].op_start = now;
-                apps.threads[i].step = Step::DumpRead;
-                self.set_user_burst(t, spec.dump_cpu, Cont::App);
-            }
+            Step::ReadDone { left } => self.get_read_done(t, i, a, left),
             Step::DumpRead => self.dump_read(t, i, a),
             Step::DumpReadDone {
                 first,
@@ -493,314 +486,62 @@ impl World<'_> {
                 pair_pages,
                 skip_first,
             } => {
-                self.app_reap(t);
-                let file = apps_of(self).dbs[a].data_file;
-                if let Some(cache) = self.cache_of_mut(t) {
-                    cache.read_done(crate::host::pagecache::Extent { file, first, pages });
-                    cache.mark_accessed(file, first, pair_pages, skip_first);
-                }
-                apps_of(self).threads[i].step = Step::DumpRead;
-                self.rocksdb_step(t, i, a);
+                let read = pagecache::Extent {
+                    file: apps_of(self).dbs[a].data_file,
+                    first,
+                    pages,
+                };
+                self.dump_read_done(t, i, a, read, pair_pages, skip_first);
             }
             Step::DumpWrite { k } => self.dump_write(t, i, a, k),
-            Step::DumpWritten { k, first, pages } => {
-                let file = apps.dbs[a].out_file;
-                let extra = self.dirty_pages(t, file, first, pages) + self.balance_dirty_pages(t);
-                let next = if k < 3 {
-                    Step::DumpWrite { k: k + 1 }
-                } else {
-                    Step::Start
-                };
-                if let Some(at) = self.throttle_until(t) {
-                    // Back from the pause it goes on with the piece.
-                    apps_of(self).threads[i].step = Step::DumpWritten { k, first, pages: 0 };
-                    self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
-                    return;
-                }
-                if next == Step::Start {
-                    let start = apps_of(self).threads[i].op_start;
-                    self.record_op(i, start, spec.key_size + spec.value_size);
-                }
-                apps_of(self).threads[i].step = next;
-                self.set_burst(t, extra, Cont::App);
-            }
-            Step::Start if role == Role::Writer => {
-                let db = &apps.dbs[a];
-                let keys = db.keys_per_op();
-                let cpu = match spec.benchmark {
-                    Benchmark::Fillbatch => keys * spec.batch_key_cpu,
-                    _ => spec.put_cpu,
-                };
-                let bytes = keys * (spec.key_size + spec.value_size + WAL_KEY_OVERHEAD);
-                apps.threads[i].op_start = now;
-                apps.threads[i].step = Step::Throttle { left: bytes };
-                self.set_user_burst(t, cpu, Cont::App);
-            }
-            Step::Throttle { left } => {
-                // DBImpl::PreprocessWrite: the delay is for the previous
-                // write's bytes (`last_batch_group_size_`).
-                let db = &mut apps.dbs[a];
-                let last = std::mem::replace(&mut db.writes.last_write, left);
-                let delay = db.writes.delay_us(now / 1_000, last);
-                if delay == 0 {
-                    self.wal_write(t, i, a, left);
-                    return;
-                }
-                if let Some(cause) = db.writes.delayed_by() {
-                    db.delays[cause as usize] += 1;
-                }
-                apps.threads[i].step = Step::Delayed {
-                    left,
-                    until: now + delay * 1_000,
-                    since: now,
-                };
-                self.rocksdb_step(t, i, a);
-            }
-            Step::Delayed { left, until, since } => {
-                // DBImpl::DelayWrite: 1 ms sleeps while the delay lasts.
-                let db = &mut apps.dbs[a];
-                if !db.writes.delayed() || now >= until {
-                    db.delayed_ns += now - since;
-                    apps.threads[i].step = Step::Wal { left };
-                    self.wal_write(t, i, a, left);
-                    return;
-                }
-                let call = c.syscall + c.timer_setup;
-                let at = now + call + stall::DELAY_INTERVAL + c.timer_slack;
-                self.set_burst(t, call, Cont::AppSleep(at));
-            }
+            Step::DumpWritten { k, first, pages } => self.dump_written(t, i, a, k, first, pages),
+            Step::Throttle { left } => self.put_throttle(t, i, a, left),
+            Step::Delayed { left, until, since } => self.put_delayed(t, i, a, left, until, since),
             Step::Wal { left } => self.wal_write(t, i, a, left),
-            Step::WalCopied { left, first, pages } => {
-                let file = apps.dbs[a].wal_file;
-                let extra = self.dirty_pages(t, file, first, pages) + self.balance_dirty_pages(t);
-                self.wal_written(t, i, left, extra);
-            }
+            Step::WalCopied { left, first, pages } => self.wal_copied(t, i, a, left, first, pages),
             Step::WalPaused { left } => {
                 let extra = self.balance_dirty_pages(t);
                 self.wal_written(t, i, left, extra);
             }
             Step::Insert => self.memtable_insert(t, i, a),
-            Step::Stalled => {
-                let db = &mut apps.dbs[a];
-                if db.writes_stopped() {
-                    self.block(t, Wait::AppIo);
-                } else {
-                    if let Some(since) = db.stop_since.take() {
-                        db.stopped_ns += self.events.now() - since;
-                    }
-                    self.put_done(t, i, a);
-                }
-            }
-            Step::Start if role == Role::Compactor => self.compaction_io(t, i, a),
-            Step::Start | Step::FlushIdle => {
-                let db = &apps.dbs[a];
-                if db.immutable == 0 {
-                    apps.threads[i].step = Step::FlushIdle;
-                    self.block(t, Wait::AppIo);
-                    return;
-                }
-                apps.threads[i].step = Step::FlushWrite {
-                    left: spec.memtable,
-                    size: FLUSH_FIRST_WRITE,
-                    built: false,
-                };
-                self.rocksdb_step(t, i, a);
-            }
+            Step::Stalled => self.put_stalled(t, i, a),
+            Step::FlushIdle => self.flush_next(t, i, a),
             Step::FlushWrite {
                 left,
                 size,
                 built: false,
-            } => {
-                // The flush builds the chunk's blocks from the memtable
-                // before it writes them.
-                apps.threads[i].step = Step::FlushWrite {
-                    left,
-                    size,
-                    built: true,
-                };
-                match compaction::flush_cpu(&spec, size.min(left)) {
-                    0 => self.rocksdb_step(t, i, a),
-                    cpu => self.set_user_burst(t, cpu, Cont::App),
-                }
-            }
+            } => self.flush_build(t, i, a, left, size),
             Step::FlushWrite {
                 left,
                 size,
                 built: true,
-            } => {
-                let db = &apps.dbs[a];
-                let w = size.min(left).div_ceil(spec.alignment) * spec.alignment;
-                let hint = if db.app_cint {
-                    Hint::Unmarked
-                } else {
-                    spec.flush_hint
-                        .hint()
-                        .unwrap_or_else(|| direct_call_hint(IoCall::Pwrite))
-                };
-                apps.threads[i].step = Step::FlushWritten {
-                    left: left.saturating_sub(w),
-                    size: (2 * size).min(FLUSH_MAX_WRITE),
-                };
-                self.app_request(t, true, w, hint);
-                self.start_call(t, c.syscall);
-            }
-            Step::FlushWritten { left, size } => {
-                self.app_reap(t);
-                if left > 0 {
-                    apps_of(self).threads[i].step = Step::FlushWrite {
-                        left,
-                        size,
-                        built: false,
-                    };
-                    self.rocksdb_step(t, i, a);
-                    return;
-                }
-                // fdatasync: the journal commit (Urgent by the kernel's
-                // rule; the flush class under app-cint).
-                let apps = apps_of(self);
-                let hint = if apps.dbs[a].app_cint {
-                    Hint::Unmarked
-                } else {
-                    spec.flush_hint.hint().unwrap_or(Hint::Urgent)
-                };
-                apps.threads[i].step = Step::SyncDone;
-                self.app_request(t, true, JOURNAL_COMMIT, hint);
-                self.start_call(t, c.syscall);
-            }
-            Step::SyncDone => {
-                self.app_reap(t);
-                let apps = apps_of(self);
-                let db = &mut apps.dbs[a];
-                db.immutable = db.immutable.saturating_sub(1);
-                let writer = db.writer;
-                let compactor = db.flushed();
-                db.recalculate_stalls();
-                apps.threads[i].step = Step::FlushIdle;
-                if let Some(w) = writer {
-                    self.wake_app_thread(w, Step::Stalled);
-                }
-                if let Some(w) = compactor {
-                    self.wake_app_thread(w, Step::CompactIdle);
-                }
-                self.rocksdb_step(t, i, a);
-            }
+            } => self.flush_write(t, i, a, left, size),
+            Step::FlushWritten { left, size } => self.flush_written(t, i, a, left, size),
+            Step::SyncDone => self.flush_synced(t, i, a),
             Step::CompactIdle | Step::CompactIo { .. } => self.compaction_io(t, i, a),
             Step::CompactIoDone {
                 read_left,
                 write_left,
                 merge,
-            } => {
-                self.app_reap(t);
-                apps_of(self).threads[i].step = Step::CompactIo {
-                    read_left,
-                    write_left,
-                };
-                // The merge consumes what the read-ahead brought before
-                // the output buffer has more to write.
-                match compaction::merge_cpu(&spec, merge) {
-                    0 => self.rocksdb_step(t, i, a),
-                    cpu => self.set_user_burst(t, cpu, Cont::App),
-                }
-            }
-            Step::CompactSynced => {
-                self.app_reap(t);
-                let apps = apps_of(self);
-                let (start, bytes) = apps.dbs[a].compacted();
-                let writer = apps.dbs[a].writer;
-                self.record_op(i, start, bytes);
-                // L0 shrank: a writer stopped at its file limit may go on.
-                if let Some(w) = writer {
-                    self.wake_app_thread(w, Step::Stalled);
-                }
-                apps_of(self).threads[i].step = Step::CompactIdle;
-                self.rocksdb_step(t, i, a);
-            }
+            } => self.compaction_merge(t, i, a, read_left, write_left, merge),
+            Step::CompactSynced => self.compaction_done(t, i, a),
         }
     }
 
-    /// Reads one data block of a get at a drawn offset within the
-    /// alignment, `left` more blocks after it.
-    fn get_read(&mut self, t: usize, i: usize, left: u32) {
-        let apps = apps_of(self);
-        let a = apps.threads[i].app;
-        let spec = &apps.dbs[a].spec;
-        let (alignment, block) = (spec.alignment, spec.block_size);
-        let hint = spec
-            .get_hint
-            .hint()
-            .unwrap_or_else(|| direct_call_hint(IoCall::Preadv2));
-        let th = &mut apps.threads[i];
-        let offset = th.rng.gen_range(0..alignment);
-        let span = (offset + block).div_ceil(alignment) * alignment;
-        th.step = Step::ReadDone { left };
-        self.app_request(t, false, span, hint);
-        self.start_call(t, self.costs.syscall);
+    /// Sets application thread `i` to `step` and runs it on at once.
+    fn rocksdb_go_on(&mut self, t: usize, i: usize, a: usize, step: Step) {
+        apps_of(self).threads[i].step = step;
+        self.rocksdb_step(t, i, a);
     }
 
-    /// The dump reads its next pair: from the cache, or through a
-    /// read-ahead request of its window.
-    fn dump_read(&mut self, t: usize, i: usize, a: usize) {
-        let apps = apps_of(self);
-        let db = &mut apps.dbs[a];
-        let spec = &db.spec;
-        let pair = spec.key_size + spec.value_size + 2 * DUMP_LENGTH;
-        if db.data_offset + pair > spec.db_size {
-            // The iterator reached the end: the tool starts over.
-            db.data_offset = 0;
+    /// The thread's user-time burst of `cpu` before `step`, or `step` at
+    /// once without one.
+    fn rocksdb_cpu_then(&mut self, t: usize, i: usize, a: usize, cpu: Nanos, step: Step) {
+        apps_of(self).threads[i].step = step;
+        match cpu {
+            0 => self.rocksdb_step(t, i, a),
+            cpu => self.set_user_burst(t, cpu, Cont::App),
         }
-        let (first, pages) = page_span(db.data_offset, pair);
-        let file = db.data_file;
-        // A hit copies the pair and marks its pages accessed
-        // (generic_file_buffered_read's mark_page_accessed): the several
-        // pairs a page holds make it active, as Linux's lists do.
-        let cached = self
-            .cache_of_mut(t)
-            .is_some_and(|cache| cache.read_hit(file, first, pages));
-        let apps = apps_of(self);
-        let db = &mut apps.dbs[a];
-        if cached {
-            db.data_offset += pair;
-            apps.threads[i].step = Step::DumpWrite { k: 0 };
-            self.rocksdb_step(t, i, a);
-            return;
-        }
-        let window = db.read_ahead.max(pages * PAGE);
-        db.read_ahead = (2 * db.read_ahead).min(DUMP_MAX_READ_AHEAD);
-        let hint = db.spec.dump_hint.hint().unwrap_or(Hint::Unmarked);
-        let hint = if db.app_cint { Hint::Unmarked } else { hint };
-        let mut call = 0;
-        let mut skip_first = false;
-        if let Some(cache) = self.cache_of_mut(t) {
-            skip_first = cache.rereads_last_page(file, first);
-            cache.note_read(file, first, pages);
-            call = cache.set.buffered_call;
-            cache.totals.read_ahead += 1;
-            cache.totals.read_ahead_pages += window / PAGE;
-        }
-        apps_of(self).threads[i].step = Step::DumpReadDone {
-            first,
-            pages: window / PAGE,
-            pair_pages: pages,
-            skip_first,
-        };
-        self.app_request(t, false, window, hint);
-        self.start_call(t, self.costs.syscall + call);
-    }
-
-    /// The dump's `k`-th `write()` of the pair: a length, the key, a
-    /// length, the value.
-    fn dump_write(&mut self, t: usize, i: usize, a: usize, k: u8) {
-        let apps = apps_of(self);
-        let db = &mut apps.dbs[a];
-        let bytes = match k {
-            1 => db.spec.key_size,
-            3 => db.spec.value_size,
-            _ => DUMP_LENGTH,
-        };
-        let (first, pages) = page_span(db.out_offset, bytes);
-        db.out_offset += bytes;
-        apps.threads[i].step = Step::DumpWritten { k, first, pages };
-        self.buffered_write_burst(t, pages, bytes);
     }
 
     /// A buffered `write()` of `bytes` over `pages` pages: the system
@@ -811,89 +552,6 @@ impl World<'_> {
             .cache_of(t)
             .map_or(0, |c| c.set.buffered_call + c.set.copy_cost(pages, bytes));
         self.set_burst(t, self.costs.syscall + call, Cont::App);
-    }
-
-    /// Copies the next log chunk into the page cache.
-    fn wal_write(&mut self, t: usize, i: usize, a: usize, left: u64) {
-        let apps = apps_of(self);
-        let spec = &apps.dbs[a].spec;
-        let chunk = left.min(spec.wal_chunk).max(1);
-        let db = &mut apps.dbs[a];
-        let (first, pages) = page_span(db.wal_offset, chunk);
-        db.wal_offset += chunk;
-        apps.threads[i].step = Step::WalCopied {
-            left: left - chunk,
-            first,
-            pages,
-        };
-        self.buffered_write_burst(t, pages, chunk);
-    }
-
-    /// A log chunk is dirty: pause past the dirty limit, or go on.
-    fn wal_written(&mut self, t: usize, i: usize, left: u64, extra: Nanos) {
-        let next = if left > 0 {
-            Step::Wal { left }
-        } else {
-            Step::Insert
-        };
-        if let Some(at) = self.throttle_until(t) {
-            apps_of(self).threads[i].step = Step::WalPaused { left };
-            self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
-            return;
-        }
-        apps_of(self).threads[i].step = next;
-        self.set_burst(t, extra, Cont::App);
-    }
-
-    /// The batch goes into the memtable; a full one goes to the flush
-    /// thread.
-    fn memtable_insert(&mut self, t: usize, i: usize, a: usize) {
-        let now = self.now();
-        let apps = apps_of(self);
-        let db = &mut apps.dbs[a];
-        let keys = db.keys_per_op();
-        db.memtable_fill += keys * (db.spec.key_size + db.spec.value_size);
-        let mut kick = None;
-        if db.memtable_fill >= db.spec.memtable {
-            db.memtable_fill = 0;
-            db.immutable += 1;
-            kick = db.flusher;
-            // SwitchMemtable installs a new version, which recalculates
-            // the stall conditions: the memtables may stop or delay the
-            // writer now.
-            db.recalculate_stalls();
-        }
-        let stalled = db.writes_stopped();
-        if let (Some(cause), None) = (db.writes.stopped_by(), db.stop_since) {
-            db.stops[cause as usize] += 1;
-            db.stop_since = Some(now);
-        }
-        if let Some(f) = kick {
-            self.wake_app_thread(f, Step::FlushIdle);
-        }
-        if stalled {
-            apps_of(self).threads[i].step = Step::Stalled;
-            self.block(t, Wait::AppIo);
-            return;
-        }
-        self.put_done(t, i, a);
-    }
-
-    /// The put operation (a batch's keys) is done: recorded, and the next
-    /// begins.
-    fn put_done(&mut self, t: usize, i: usize, a: usize) {
-        let now = self.now();
-        let apps = apps_of(self);
-        let keys = apps.dbs[a].keys_per_op();
-        let value = apps.dbs[a].spec.value_size;
-        let start = apps.threads[i].op_start;
-        // Each key counts as one put of the batch's time over its keys.
-        let per_key = (now - start) / keys;
-        for _ in 0..keys {
-            self.record_op(i, now - per_key, value);
-        }
-        apps_of(self).threads[i].step = Step::Start;
-        self.rocksdb_step(t, i, a);
     }
 
     /// Wakes application thread `w` if it sleeps in `step` without a

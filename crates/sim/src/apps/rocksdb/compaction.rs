@@ -38,7 +38,8 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::stall::{self, Condition};
-use super::{apps_of, direct_call_hint, Db, Step, JOURNAL_COMMIT};
+use super::{apps_of, direct_call_hint, Db, Step};
+use crate::host::pagecache::JOURNAL_COMMIT;
 use crate::world::{Wait, World};
 
 /// Compaction read-ahead (`compaction_readahead_size` of the reference
@@ -365,17 +366,6 @@ impl Db {
         }
         needed
     }
-
-    /// The compaction class's hint for `call` (`None`: the sync).
-    fn compaction_hint(&self, call: Option<IoCall>) -> Hint {
-        if self.app_cint {
-            return Hint::Unmarked;
-        }
-        self.spec
-            .compaction_hint
-            .hint()
-            .unwrap_or_else(|| call.map_or(Hint::Urgent, direct_call_hint))
-    }
 }
 
 impl World<'_> {
@@ -416,7 +406,7 @@ impl World<'_> {
                 (
                     true,
                     align(w),
-                    db.compaction_hint(Some(IoCall::Pwrite)),
+                    db.class_hint(db.spec.compaction_hint, direct_call_hint(IoCall::Pwrite)),
                     next,
                 )
             } else if read_left > 0 {
@@ -429,17 +419,52 @@ impl World<'_> {
                 (
                     false,
                     align(r),
-                    db.compaction_hint(Some(IoCall::Pread)),
+                    db.class_hint(db.spec.compaction_hint, direct_call_hint(IoCall::Pread)),
                     next,
                 )
             } else {
                 // fdatasync of the output: its journal commit.
-                let hint = db.compaction_hint(None);
+                let hint = db.class_hint(db.spec.compaction_hint, Hint::Urgent);
                 (true, JOURNAL_COMMIT, hint, Step::CompactSynced)
             };
         apps.threads[i].step = next;
         self.app_request(t, write, bytes, hint);
         self.start_call(t, self.costs.syscall);
+    }
+
+    /// A compaction read or write completed: the merge consumes what a
+    /// read brought (`merge` bytes) before the output buffer has more to
+    /// write.
+    pub(super) fn compaction_merge(
+        &mut self,
+        t: usize,
+        i: usize,
+        a: usize,
+        read_left: u64,
+        write_left: u64,
+        merge: u64,
+    ) {
+        self.app_reap(t);
+        let cpu = merge_cpu(&apps_of(self).dbs[a].spec, merge);
+        let next = Step::CompactIo {
+            read_left,
+            write_left,
+        };
+        self.rocksdb_cpu_then(t, i, a, cpu, next);
+    }
+
+    /// The compaction's output is synced: it counts as one operation, and
+    /// L0 shrank, so a writer stopped at its file limit may go on.
+    pub(super) fn compaction_done(&mut self, t: usize, i: usize, a: usize) {
+        self.app_reap(t);
+        let db = &mut apps_of(self).dbs[a];
+        let (start, bytes) = db.compacted();
+        let writer = db.writer;
+        self.record_op(i, start, bytes);
+        if let Some(w) = writer {
+            self.wake_app_thread(w, Step::Stalled);
+        }
+        self.rocksdb_go_on(t, i, a, Step::CompactIdle);
     }
 }
 
