@@ -389,42 +389,9 @@ impl<'a> World<'a> {
     pub(crate) fn new(sc: &'a Scenario, strategy: &Strategy) -> Result<World<'a>, SimError> {
         let cores_n = sc.host.cores.max(1) as usize;
         let queues_n = sc.device.queue_pairs(sc.host.cores);
-        // Which queues some I/O job submits to (the others get no CQ).
-        let mut used = vec![false; queues_n];
-        for job in &sc.jobs {
-            if matches!(job.work, Work::Io(_)) {
-                for n in 0..job.numjobs {
-                    used[sc.thread_core(job, n) as usize % queues_n] = true;
-                }
-            }
-        }
-        for q in crate::host::pagecache::flusher_queues(sc, queues_n) {
-            used[q] = true;
-        }
-        for q in crate::apps::queues_used(sc, queues_n) {
-            used[q] = true;
-        }
+        let used = used_queues(sc, queues_n);
         refuse_unmodelled(sc, strategy)?;
-        let mut queues = Vec::with_capacity(queues_n);
-        for (q, &used) in used.iter().enumerate() {
-            // Under a polling strategy, the requests it does not poll
-            // complete on the interrupt queue under its named policy.
-            let cfg = match strategy.mode {
-                CompletionMode::Interrupt(cfg) => cfg,
-                _ => strategy.interrupts,
-            };
-            let policy = cfg
-                .build(0)
-                .map_err(|e| crate::strategy_refused(strategy, e))?;
-            let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
-            queues.push(HwQueue::new(
-                Some(policy),
-                q as u32,
-                rng,
-                used,
-                sc.device.queue_depth,
-            ));
-        }
+        let mut queues = build_queues(sc, strategy, &used)?;
         let device = Device::new(&sc.device, sc.seed)?;
         let mut cores: Vec<Core> = (0..cores_n)
             .map(|c| Core::new(stream_rng(sc.seed, HOST_CORE_STREAM_BASE + c as u64)))
@@ -433,75 +400,21 @@ impl<'a> World<'a> {
         let mut reqs = Vec::new();
         let mut in_flight_per_queue = vec![0u64; queues_n];
         let mut jobs = Vec::with_capacity(sc.jobs.len());
-        let estimator = |mode: CompletionMode| match mode {
-            CompletionMode::HybridPoll(HybridSleep::Fixed(ns)) => SleepEstimator::Fixed(ns),
-            CompletionMode::HybridPoll(HybridSleep::Min) => SleepEstimator::uring_hybrid(),
-            _ => SleepEstimator::block_adaptive(),
-        };
         for (j, job) in sc.jobs.iter().enumerate() {
             jobs.push(JobStats::new(&job.name));
-            if let Some(cpu) = job
-                .cpus
-                .iter()
-                .chain([&job.cpu])
-                .map(|&c| match job.guest {
-                    // A vCPU's physical core (the loader checked both).
-                    Some(_) => sc.thread_core(job, c),
-                    None => c,
-                })
-                .find(|&c| c as usize >= cores_n)
-            {
-                return Err(SimError::input_at(
-                    format!("job.{}.cpu", job.name),
-                    format!("cpu {cpu} is beyond the host's {cores_n} cores"),
-                ));
-            }
-            let prog = Program::from_job(job)?;
-            let depth = match &job.work {
-                Work::Io(io) => io.iodepth.max(1),
-                Work::Cpu => 0,
-            };
-            let polls = job_polls(strategy.mode, job);
-            for n in 0..job.numjobs {
-                // fio's cpus_allowed_policy=split: thread n on the n-th core
-                // of the list, round robin; else every thread on `cpu`.
-                let core = sc.thread_core(job, n) as usize;
-                let queue = core % queues_n;
-                in_flight_per_queue[queue] += u64::from(depth);
-                let tid = threads.len() as u32;
-                let mut free_slots = Vec::with_capacity(depth as usize);
-                for _ in 0..depth {
-                    free_slots.push(reqs.len() as u32);
-                    reqs.push(Request::free(tid, queue as u32, polls));
-                }
-                // Slots are taken from the end; keep ids ascending in use.
-                free_slots.reverse();
-                let act = match job.work {
-                    Work::Io(_) => Activity::Burst {
-                        left: 0,
-                        then: Cont::Issue,
-                    },
-                    Work::Cpu => Activity::Busy,
-                };
-                threads.push(Thread {
-                    sched_group: sc.sched_groups.of_job(j).map(|g| g as u16),
-                    free_slots,
-                    batch: Vec::with_capacity(depth as usize),
-                    polls,
-                    ready: VecDeque::with_capacity(depth as usize),
-                    posted: VecDeque::with_capacity(depth as usize),
-                    ..Thread::fresh(
-                        sc.seed,
-                        (j as u32, n),
-                        core as u32,
-                        prog,
-                        act,
-                        estimator(strategy.mode),
-                    )
-                });
-                cores[core].rq.push(tid);
-            }
+            add_job_threads(
+                sc,
+                strategy.mode,
+                j,
+                &mut JobBuild {
+                    cores: &mut cores,
+                    threads: &mut threads,
+                    reqs: &mut reqs,
+                    in_flight_per_queue: &mut in_flight_per_queue,
+                },
+            )?;
         }
+        let estimator = sleep_estimator;
         let apps = crate::apps::Apps::build(
             sc,
             strategy,
@@ -519,21 +432,7 @@ impl<'a> World<'a> {
             queues_n,
             estimator(strategy.mode),
         )?;
-        // Handler buffers sized to what a core's handlers can see, so that
-        // a host of many cores does not reserve for every thread on every
-        // core, and the steady state still never grows them: a core's
-        // timer handler wakes its own threads, and its device handler (the
-        // core of queue `c`) the threads submitting to that queue.
-        let mut wakeable = vec![0usize; cores_n];
-        for th in &threads {
-            wakeable[th.core as usize] += 1;
-            wakeable[th.core as usize % queues_n] += 1;
-        }
-        for (c, core) in cores.iter_mut().enumerate() {
-            let queue_reqs = in_flight_per_queue.get(c).map_or(0, |&n| n as usize);
-            core.reaped.reserve(queue_reqs.min(crate::device::CQ_SLOTS));
-            core.wake_list.reserve(wakeable[c]);
-        }
+        reserve_handler_buffers(&mut cores, &threads, &in_flight_per_queue, queues_n);
         let end = sc.warmup.saturating_add(sc.duration);
         let capacity = 64 + 4 * reqs.len() + 4 * threads.len();
         let shaping = vec![ThreadShape::default(); threads.len()];
@@ -546,17 +445,7 @@ impl<'a> World<'a> {
         let virt =
             crate::virt::Virt::new(sc, strategy, queues_n, &placement, reqs.len())?.map(Box::new);
         if let Some(v) = &virt {
-            // A guest's device queue is the physical adapter's: it
-            // interrupts the hypervisor's core at every completion, and
-            // the guest's own policy decides its virtual interrupts.
-            for (q, queue) in queues.iter_mut().enumerate() {
-                if let Some(g) = v.guest_of_queue(q) {
-                    queue.core = v.guests[g].vmk_core;
-                    queue.policy = Some(cint_policy::AnyPolicy::None(
-                        cint_policy::none::NoCoalescing::new(),
-                    ));
-                }
-            }
+            route_guest_queues(v, &mut queues);
         }
         let threads_cores: Vec<u32> = threads.iter().map(|t| t.core).collect();
         let searches = threads
@@ -1005,6 +894,186 @@ impl<'a> World<'a> {
         if tags != holders {
             self.check.fail(format!(
                 "{tags} driver tags in use, but {holders} requests at the device or in a plug"
+            ));
+        }
+    }
+}
+
+/// Which of the device's `queues_n` queues something submits to: an I/O
+/// job's threads, the page cache's flushers or an application's threads
+/// (the others get no completion queue).
+fn used_queues(sc: &Scenario, queues_n: usize) -> Vec<bool> {
+    let mut used = vec![false; queues_n];
+    for job in &sc.jobs {
+        if matches!(job.work, Work::Io(_)) {
+            for n in 0..job.numjobs {
+                used[sc.thread_core(job, n) as usize % queues_n] = true;
+            }
+        }
+    }
+    for q in crate::host::pagecache::flusher_queues(sc, queues_n) {
+        used[q] = true;
+    }
+    for q in crate::apps::queues_used(sc, queues_n) {
+        used[q] = true;
+    }
+    used
+}
+
+/// The device's queues, each with its own instance of the strategy's
+/// interrupt policy and its own random stream.
+fn build_queues(
+    sc: &Scenario,
+    strategy: &Strategy,
+    used: &[bool],
+) -> Result<Vec<HwQueue>, SimError> {
+    // Under a polling strategy, the requests it does not poll complete on
+    // the interrupt queue under its named policy.
+    let cfg = match strategy.mode {
+        CompletionMode::Interrupt(cfg) => cfg,
+        _ => strategy.interrupts,
+    };
+    let mut queues = Vec::with_capacity(used.len());
+    for (q, &used) in used.iter().enumerate() {
+        let policy = cfg
+            .build(0)
+            .map_err(|e| crate::strategy_refused(strategy, e))?;
+        let rng = stream_rng(sc.seed, crate::engine::DEVICE_STREAM_BASE + q as u64);
+        queues.push(HwQueue::new(
+            Some(policy),
+            q as u32,
+            rng,
+            used,
+            sc.device.queue_depth,
+        ));
+    }
+    Ok(queues)
+}
+
+/// How a thread estimates its sleep before a hybrid poll under `mode`.
+fn sleep_estimator(mode: CompletionMode) -> SleepEstimator {
+    match mode {
+        CompletionMode::HybridPoll(HybridSleep::Fixed(ns)) => SleepEstimator::Fixed(ns),
+        CompletionMode::HybridPoll(HybridSleep::Min) => SleepEstimator::uring_hybrid(),
+        _ => SleepEstimator::block_adaptive(),
+    }
+}
+
+/// What [`add_job_threads`] adds to: the cores' run queues, the threads,
+/// the request slots, and the requests each queue may have in flight.
+struct JobBuild<'b> {
+    cores: &'b mut [Core],
+    threads: &'b mut Vec<Thread>,
+    reqs: &'b mut Vec<Request>,
+    in_flight_per_queue: &'b mut [u64],
+}
+
+/// Adds job `j`'s threads, each runnable on its core with a slot per
+/// request it may have in flight.
+fn add_job_threads(
+    sc: &Scenario,
+    mode: CompletionMode,
+    j: usize,
+    to: &mut JobBuild<'_>,
+) -> Result<(), SimError> {
+    let job = &sc.jobs[j];
+    let (cores_n, queues_n) = (to.cores.len(), to.in_flight_per_queue.len());
+    if let Some(cpu) = job
+        .cpus
+        .iter()
+        .chain([&job.cpu])
+        .map(|&c| match job.guest {
+            // A vCPU's physical core (the loader checked both).
+            Some(_) => sc.thread_core(job, c),
+            None => c,
+        })
+        .find(|&c| c as usize >= cores_n)
+    {
+        return Err(SimError::input_at(
+            format!("job.{}.cpu", job.name),
+            format!("cpu {cpu} is beyond the host's {cores_n} cores"),
+        ));
+    }
+    let prog = Program::from_job(job)?;
+    let depth = match &job.work {
+        Work::Io(io) => io.iodepth.max(1),
+        Work::Cpu => 0,
+    };
+    let polls = job_polls(mode, job);
+    for n in 0..job.numjobs {
+        // fio's cpus_allowed_policy=split: thread n on the n-th core of
+        // the list, round robin; else every thread on `cpu`.
+        let core = sc.thread_core(job, n) as usize;
+        let queue = core % queues_n;
+        to.in_flight_per_queue[queue] += u64::from(depth);
+        let tid = to.threads.len() as u32;
+        let mut free_slots = Vec::with_capacity(depth as usize);
+        for _ in 0..depth {
+            free_slots.push(to.reqs.len() as u32);
+            to.reqs.push(Request::free(tid, queue as u32, polls));
+        }
+        // Slots are taken from the end; keep ids ascending in use.
+        free_slots.reverse();
+        let act = match job.work {
+            Work::Io(_) => Activity::Burst {
+                left: 0,
+                then: Cont::Issue,
+            },
+            Work::Cpu => Activity::Busy,
+        };
+        to.threads.push(Thread {
+            sched_group: sc.sched_groups.of_job(j).map(|g| g as u16),
+            free_slots,
+            batch: Vec::with_capacity(depth as usize),
+            polls,
+            ready: VecDeque::with_capacity(depth as usize),
+            posted: VecDeque::with_capacity(depth as usize),
+            ..Thread::fresh(
+                sc.seed,
+                (j as u32, n),
+                core as u32,
+                prog,
+                act,
+                sleep_estimator(mode),
+            )
+        });
+        to.cores[core].rq.push(tid);
+    }
+    Ok(())
+}
+
+/// Sizes the handlers' buffers to what a core's handlers can see, so
+/// that a host of many cores does not reserve for every thread on every
+/// core, and the steady state still never grows them: a core's timer
+/// handler wakes its own threads, and its device handler (the core of
+/// queue `c`) the threads submitting to that queue.
+fn reserve_handler_buffers(
+    cores: &mut [Core],
+    threads: &[Thread],
+    in_flight_per_queue: &[u64],
+    queues_n: usize,
+) {
+    let mut wakeable = vec![0usize; cores.len()];
+    for th in threads {
+        wakeable[th.core as usize] += 1;
+        wakeable[th.core as usize % queues_n] += 1;
+    }
+    for (c, core) in cores.iter_mut().enumerate() {
+        let queue_reqs = in_flight_per_queue.get(c).map_or(0, |&n| n as usize);
+        core.reaped.reserve(queue_reqs.min(crate::device::CQ_SLOTS));
+        core.wake_list.reserve(wakeable[c]);
+    }
+}
+
+/// A guest's device queue is the physical adapter's: it interrupts the
+/// hypervisor's core at every completion, and the guest's own policy
+/// decides its virtual interrupts.
+fn route_guest_queues(virt: &crate::virt::Virt, queues: &mut [HwQueue]) {
+    for (q, queue) in queues.iter_mut().enumerate() {
+        if let Some(g) = virt.guest_of_queue(q) {
+            queue.core = virt.guests[g].vmk_core;
+            queue.policy = Some(cint_policy::AnyPolicy::None(
+                cint_policy::none::NoCoalescing::new(),
             ));
         }
     }
