@@ -250,113 +250,130 @@ pub fn plot_sweep(rows: &[SweepRow], args: &PlotArgs) -> Result<Vec<PathBuf>, Pl
     Ok(written)
 }
 
-/// The sweep's charts, `(file stem, chart)`, before drawing.
-pub(super) fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineChart)>, PlotError> {
-    let first = rows
-        .first()
-        .ok_or_else(|| PlotError("the sweep has no rows".into()))?;
-    let x_key = first
-        .point
-        .keys()
-        .next()
-        .cloned()
-        .ok_or_else(|| PlotError("the sweep rows name no varied key".into()))?;
-    let value_of = |r: &SweepRow, k: &str| {
-        r.point
-            .get(k)
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string()
-    };
-    let mut x_values: Vec<String> = Vec::new();
-    for r in rows {
-        let v = value_of(r, &x_key);
-        if !x_values.contains(&v) {
-            x_values.push(v);
+/// The text of a sweep row's value for key `k` (empty if it has none).
+fn value_of(r: &SweepRow, k: &str) -> String {
+    r.point
+        .get(k)
+        .and_then(|v| v.as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// How a sweep's lines are told apart. Colour tells the strategy (and the
+/// job, when there are several), so a strategy keeps its colour across
+/// the values of the other keys; line dash and marker tell those values.
+/// Past the palette, the job moves from colour to line style, so colours
+/// stay one per strategy.
+struct SweepStyles<'r> {
+    job_in_color: bool,
+    job_in_variant: bool,
+    /// The varied keys but the x axis's.
+    other_keys: Vec<&'r String>,
+    /// The entries of each colour and of each line style, in the order
+    /// the rows first show them.
+    colors: Vec<String>,
+    variants: Vec<String>,
+}
+
+impl<'r> SweepStyles<'r> {
+    fn new(rows: &'r [SweepRow]) -> SweepStyles<'r> {
+        let first = &rows[0];
+        let multi_job = rows.iter().any(|r| r.job != first.job);
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        for r in rows {
+            if !pairs.contains(&(r.strategy.as_str(), r.job.as_str())) {
+                pairs.push((r.strategy.as_str(), r.job.as_str()));
+            }
         }
-    }
-    let (xs, x_names, unit) = x_axis(&x_values);
-    let x_of = |v: &str| {
-        x_values
-            .iter()
-            .position(|x| x == v)
-            .map(|i| xs[i])
-            .unwrap_or(0.0)
-    };
-    // Colour tells the strategy (and the job, when there are several), so
-    // a strategy keeps its colour across the values of the other keys;
-    // line dash and marker tell those values. Past the palette, the job
-    // moves from colour to line style, so colours stay one per strategy.
-    let multi_job = rows.iter().any(|r| r.job != first.job);
-    let mut pairs: Vec<(&str, &str)> = Vec::new();
-    for r in rows {
-        if !pairs.contains(&(r.strategy.as_str(), r.job.as_str())) {
-            pairs.push((r.strategy.as_str(), r.job.as_str()));
+        let job_in_color = multi_job && pairs.len() <= PALETTE.len();
+        let mut styles = SweepStyles {
+            job_in_color,
+            job_in_variant: multi_job && !job_in_color,
+            other_keys: first.point.keys().skip(1).collect(),
+            colors: Vec::new(),
+            variants: Vec::new(),
+        };
+        for r in rows {
+            let (c, v) = (styles.color_of_row(r), styles.variant_of_row(r));
+            if !styles.colors.contains(&c) {
+                styles.colors.push(c);
+            }
+            if !styles.variants.contains(&v) {
+                styles.variants.push(v);
+            }
         }
+        styles
     }
-    let job_in_color = multi_job && pairs.len() <= PALETTE.len();
-    let job_in_variant = multi_job && !job_in_color;
-    let other_keys: Vec<&String> = first.point.keys().skip(1).collect();
-    let color_of_row = |r: &SweepRow| {
-        if job_in_color {
+
+    fn color_of_row(&self, r: &SweepRow) -> String {
+        if self.job_in_color {
             format!("{} / {}", r.strategy, r.job)
         } else {
             r.strategy.clone()
         }
-    };
-    let variant_of_row = |r: &SweepRow| {
-        let mut parts: Vec<String> = other_keys.iter().map(|k| value_of(r, k)).collect();
-        if job_in_variant {
+    }
+
+    fn variant_of_row(&self, r: &SweepRow) -> String {
+        let mut parts: Vec<String> = self.other_keys.iter().map(|k| value_of(r, k)).collect();
+        if self.job_in_variant {
             parts.push(r.job.clone());
         }
         parts.join(", ")
-    };
-    let mut colors: Vec<String> = Vec::new();
-    let mut variants: Vec<String> = Vec::new();
-    for r in rows {
-        let (c, v) = (color_of_row(r), variant_of_row(r));
-        if !colors.contains(&c) {
-            colors.push(c);
-        }
-        if !variants.contains(&v) {
-            variants.push(v);
-        }
     }
-    let mut variants_title: Vec<&str> = other_keys
-        .iter()
-        .map(|k| short_key(k, first.point.keys()))
-        .collect();
-    if job_in_variant {
-        variants_title.push("job");
-    }
-    let legend = Legend::Grouped {
-        colors_title: if job_in_color {
-            "strategy / job".into()
-        } else {
-            "strategy".into()
-        },
-        colors: colors.clone(),
-        variants_title: variants_title.join(", "),
-        variants: variants.clone(),
-    };
-    let style_of = |r: &SweepRow| {
-        let color = colors
+
+    /// The row's `(colour, line style)`.
+    fn style_of(&self, r: &SweepRow) -> (usize, usize) {
+        let color_name = self.color_of_row(r);
+        let variant_name = self.variant_of_row(r);
+        let color = self
+            .colors
             .iter()
-            .position(|c| *c == color_of_row(r))
+            .position(|c| *c == color_name)
             .unwrap_or(0);
-        let variant = variants
+        let variant = self
+            .variants
             .iter()
-            .position(|v| *v == variant_of_row(r))
+            .position(|v| *v == variant_name)
             .unwrap_or(0);
         (color, variant)
-    };
-    let name_of = |color: usize, variant: usize| {
-        let mut name = colors[color].clone();
-        if variants.len() > 1 {
-            name = format!("{name}, {}", variants[variant]);
+    }
+
+    /// A line's name: its colour's entry, and its style's when there are
+    /// several.
+    fn name_of(&self, color: usize, variant: usize) -> String {
+        let mut name = self.colors[color].clone();
+        if self.variants.len() > 1 {
+            name = format!("{name}, {}", self.variants[variant]);
         }
         name
-    };
+    }
+
+    /// The legend: the colours' entries, then the line styles'.
+    fn legend(&self, first: &SweepRow) -> Legend {
+        let mut variants_title: Vec<&str> = self
+            .other_keys
+            .iter()
+            .map(|k| short_key(k, first.point.keys()))
+            .collect();
+        if self.job_in_variant {
+            variants_title.push("job");
+        }
+        Legend::Grouped {
+            colors_title: if self.job_in_color {
+                "strategy / job".into()
+            } else {
+                "strategy".into()
+            },
+            colors: self.colors.clone(),
+            variants_title: variants_title.join(", "),
+            variants: self.variants.clone(),
+        }
+    }
+}
+
+/// The metrics a sweep's rows have figures for: every run's, then the
+/// guests' and the energy model's where every row has them.
+fn sweep_metrics(rows: &[SweepRow]) -> Vec<SweepMetric> {
     let mut metrics: Vec<SweepMetric> = vec![
         ("sweep_iops", "Throughput", "IOPS (thousands)", |r| {
             r.iops / 1e3
@@ -420,27 +437,104 @@ pub(super) fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineC
             |r| r.energy.map_or(0.0, |e| e.bytes_per_joule / 1e6),
         ));
     }
-    let positive = xs.iter().all(|&x| x > 0.0);
-    let (lo, hi) = xs
-        .iter()
-        .fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-    let wide = positive && hi / lo >= 16.0;
-    // Few values spread over decades read best evenly spaced and labelled
-    // with the values themselves, as papers draw thr sweeps.
-    let evenly = x_names.is_none() && wide && x_values.len() <= 16;
+    metrics
+}
+
+/// A sweep's x axis: the first varied key's values, in the order the
+/// rows first show them, and where each is drawn.
+struct SweepAxis {
+    key: String,
+    values: Vec<String>,
+    xs: Vec<f64>,
+    names: Option<Vec<String>>,
+    unit: String,
+    /// Evenly spaced and labelled with the values themselves.
+    evenly: bool,
+    log: bool,
+}
+
+impl SweepAxis {
+    fn new(rows: &[SweepRow], key: String) -> SweepAxis {
+        let mut values: Vec<String> = Vec::new();
+        for r in rows {
+            let v = value_of(r, &key);
+            if !values.contains(&v) {
+                values.push(v);
+            }
+        }
+        let (xs, names, unit) = x_axis(&values);
+        let positive = xs.iter().all(|&x| x > 0.0);
+        let (lo, hi) = xs
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        let wide = positive && hi / lo >= 16.0;
+        // Few values spread over decades read best evenly spaced and
+        // labelled with the values themselves, as papers draw thr sweeps.
+        let evenly = names.is_none() && wide && values.len() <= 16;
+        let log = names.is_none() && wide && !evenly;
+        SweepAxis {
+            key,
+            values,
+            xs,
+            names,
+            unit,
+            evenly,
+            log,
+        }
+    }
+
+    /// Where the row's value is drawn.
+    fn x_of(&self, r: &SweepRow) -> f64 {
+        let v = value_of(r, &self.key);
+        let Some(i) = self.values.iter().position(|x| *x == v) else {
+            return 0.0;
+        };
+        let x = self.xs[i];
+        if self.evenly {
+            // Values that read as one number share its first position.
+            self.xs.iter().position(|&other| other == x).unwrap_or(0) as f64
+        } else {
+            x
+        }
+    }
+
+    /// The labels of its positions, if not numbers.
+    fn labels(&self) -> Option<Vec<String>> {
+        if self.evenly {
+            Some(self.values.clone())
+        } else {
+            self.names.clone()
+        }
+    }
+}
+
+/// The sweep's charts, `(file stem, chart)`, before drawing.
+pub(super) fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineChart)>, PlotError> {
+    let first = rows
+        .first()
+        .ok_or_else(|| PlotError("the sweep has no rows".into()))?;
+    let x_key = first
+        .point
+        .keys()
+        .next()
+        .cloned()
+        .ok_or_else(|| PlotError("the sweep rows name no varied key".into()))?;
+    let axis = SweepAxis::new(rows, x_key);
+    let styles = SweepStyles::new(rows);
+    let legend = styles.legend(first);
     let mut charts = Vec::new();
-    for (stem, what, y_desc, metric) in metrics {
+    for (stem, what, y_desc, metric) in sweep_metrics(rows) {
         let mut series: Vec<Series> = Vec::new();
         for r in rows {
-            let (color, variant) = style_of(r);
-            let point = (x_of(&value_of(r, &x_key)), metric(r));
+            let (color, variant) = styles.style_of(r);
+            let point = (axis.x_of(r), metric(r));
             match series
                 .iter_mut()
                 .find(|s| s.color == color && s.variant == variant)
             {
                 Some(s) => s.points.push(point),
                 None => series.push(Series {
-                    name: name_of(color, variant),
+                    name: styles.name_of(color, variant),
                     points: vec![point],
                     color,
                     variant,
@@ -448,23 +542,14 @@ pub(super) fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineC
             }
         }
         for s in &mut series {
-            if evenly {
-                for p in s.points.iter_mut() {
-                    p.0 = xs.iter().position(|&x| x == p.0).unwrap_or(0) as f64;
-                }
-            }
             s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
         let chart = LineChart {
-            title: format!("{what} vs {x_key}"),
-            x_desc: format!("{x_key}{unit}"),
+            title: format!("{what} vs {}", axis.key),
+            x_desc: format!("{}{}", axis.key, axis.unit),
             y_desc: y_desc.into(),
-            x_log: x_names.is_none() && wide && !evenly,
-            x_names: if evenly {
-                Some(x_values.clone())
-            } else {
-                x_names.clone()
-            },
+            x_log: axis.log,
+            x_names: axis.labels(),
             series,
             legend: legend.clone(),
             markers: Vec::new(),
