@@ -110,6 +110,13 @@ pub struct Limits {
     pub write_zeroes: bool,
 }
 
+/// Why the device refuses a request: the status it reports and the
+/// reason it logs.
+type Refusal = (u8, &'static str);
+
+const IOERR: u8 = VIRTIO_BLK_S_IOERR as u8;
+const UNSUPP: u8 = VIRTIO_BLK_S_UNSUPP as u8;
+
 /// Reads the request of a descriptor chain. `complete` is false when the
 /// chain iterator stopped early: a loop, a chain longer than the queue, or
 /// a descriptor (or indirect table) that could not be read.
@@ -119,51 +126,107 @@ pub fn parse<M: GuestMemoryBackend>(
     complete: bool,
     limits: &Limits,
 ) -> Result<Request, Rejected> {
-    let status = status_byte(mem, descs);
-    let mut rejected = Rejected {
+    let refuse = |status: Option<GuestAddress>, ioprio: u32, (code, reason): Refusal| Rejected {
         status,
-        code: VIRTIO_BLK_S_IOERR as u8,
-        ioprio: 0,
-        reason: String::new(),
-    };
-    let fail = |mut r: Rejected, reason: &str| {
-        r.reason = reason.to_string();
-        Err(r)
+        code,
+        ioprio,
+        reason: reason.to_string(),
     };
     if !complete {
         // The end of a cut chain is not the driver's status byte.
-        rejected.status = None;
-        return fail(
-            rejected,
-            "descriptor chain loops, is longer than the queue, or leaves guest memory",
-        );
+        return Err(refuse(
+            None,
+            0,
+            (
+                IOERR,
+                "descriptor chain loops, is longer than the queue, or leaves guest memory",
+            ),
+        ));
     }
-    let Some(status) = status else {
-        return fail(
-            rejected,
-            "no device-writable status byte at the end of the chain",
-        );
+    let Some(status) = status_byte(mem, descs) else {
+        return Err(refuse(
+            None,
+            0,
+            (
+                IOERR,
+                "no device-writable status byte at the end of the chain",
+            ),
+        ));
     };
-    let first = descs[0];
-    if first.is_write_only() || first.len() < HEADER_LEN {
-        return fail(
-            rejected,
-            "first descriptor is not a device-readable 16-byte header",
-        );
-    }
-    let header: [u8; 16] = match crate::guest::read_obj(mem, first.addr()) {
-        Some(h) => h,
-        None => return fail(rejected, "request header outside guest memory"),
+    let header = read_header(mem, descs[0]).map_err(|r| refuse(Some(status), 0, r))?;
+    let refuse_with_header = |r| refuse(Some(status), header.ioprio, r);
+    let data = data_segments(mem, descs, limits).map_err(refuse_with_header)?;
+    let op = operation(mem, &header, &data, limits).map_err(refuse_with_header)?;
+    let data = match op {
+        Op::Read | Op::Write | Op::GetId => data.segments,
+        Op::Discard { .. } | Op::WriteZeroes { .. } | Op::Flush => Vec::new(),
     };
-    let kind = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
-    rejected.ioprio = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
-    let sector = u64::from_le_bytes([
-        header[8], header[9], header[10], header[11], header[12], header[13], header[14],
-        header[15],
-    ]);
+    let data_len = data.iter().map(|s| u64::from(s.len)).sum();
+    Ok(Request {
+        op,
+        sector: header.sector,
+        ioprio: header.ioprio,
+        data,
+        data_len,
+        status,
+    })
+}
 
-    // Data segments with their direction, in chain order.
-    let mut data: Vec<Segment> = Vec::with_capacity(descs.len());
+/// The request header's fields.
+struct Header {
+    kind: u32,
+    ioprio: u32,
+    sector: u64,
+}
+
+/// Reads the header from the chain's first descriptor.
+fn read_header<M: GuestMemoryBackend>(mem: &M, first: Descriptor) -> Result<Header, Refusal> {
+    if first.is_write_only() || first.len() < HEADER_LEN {
+        return Err((
+            IOERR,
+            "first descriptor is not a device-readable 16-byte header",
+        ));
+    }
+    let header: [u8; 16] = crate::guest::read_obj(mem, first.addr())
+        .ok_or((IOERR, "request header outside guest memory"))?;
+    Ok(Header {
+        kind: u32::from_le_bytes([header[0], header[1], header[2], header[3]]),
+        ioprio: u32::from_le_bytes([header[4], header[5], header[6], header[7]]),
+        sector: u64::from_le_bytes([
+            header[8], header[9], header[10], header[11], header[12], header[13], header[14],
+            header[15],
+        ]),
+    })
+}
+
+/// A chain's data: its segments in chain order and their directions.
+struct Data {
+    segments: Vec<Segment>,
+    any_readable: bool,
+    any_writable: bool,
+    len: u64,
+}
+
+impl Data {
+    /// Whether every segment is device-writable (`writable`), or every one
+    /// device-readable.
+    fn all(&self, writable: bool) -> bool {
+        if writable {
+            !self.any_readable
+        } else {
+            !self.any_writable
+        }
+    }
+}
+
+/// The data segments between the header and the status byte, each in
+/// guest memory, readable ones before writable ones, at most `seg_max`.
+fn data_segments<M: GuestMemoryBackend>(
+    mem: &M,
+    descs: &[Descriptor],
+    limits: &Limits,
+) -> Result<Data, Refusal> {
+    let mut segments: Vec<Segment> = Vec::with_capacity(descs.len());
     // Directions, tracked as the segments go by so that the segments
     // themselves become the request's data without a second vector.
     let (mut any_readable, mut any_writable, mut readable_after_writable) = (false, false, false);
@@ -173,7 +236,7 @@ pub fn parse<M: GuestMemoryBackend>(
             (true, true) => {
                 // Header and status in one descriptor: it would have to be
                 // readable and writable at once.
-                return fail(rejected, "header and status byte in one descriptor");
+                return Err((IOERR, "header and status byte in one descriptor"));
             }
             (true, false) => (HEADER_LEN, d.len() - HEADER_LEN),
             (false, true) => (0, d.len() - 1),
@@ -182,150 +245,140 @@ pub fn parse<M: GuestMemoryBackend>(
         if len == 0 {
             continue;
         }
-        let addr = match d.addr().checked_add(u64::from(start)) {
-            Some(a) => a,
-            None => return fail(rejected, "descriptor address overflows"),
-        };
+        let addr = d
+            .addr()
+            .checked_add(u64::from(start))
+            .ok_or((IOERR, "descriptor address overflows"))?;
         if !crate::guest::in_memory(mem, addr, len as usize) {
-            return fail(rejected, "data buffer outside guest memory");
+            return Err((IOERR, "data buffer outside guest memory"));
         }
         let writable = d.is_write_only();
         readable_after_writable |= any_writable && !writable;
         any_writable |= writable;
         any_readable |= !writable;
-        data.push(Segment { addr, len });
+        segments.push(Segment { addr, len });
     }
     // Readable before writable, whatever the request type.
     if readable_after_writable {
-        return fail(
-            rejected,
-            "device-readable buffer after a device-writable one",
-        );
+        return Err((IOERR, "device-readable buffer after a device-writable one"));
     }
-    if data.len() > limits.seg_max as usize {
-        return fail(rejected, "more data segments than seg_max");
+    if segments.len() > limits.seg_max as usize {
+        return Err((IOERR, "more data segments than seg_max"));
     }
-    let data_len: u64 = data.iter().map(|s| u64::from(s.len)).sum();
-    let all = |writable: bool| {
-        if writable {
-            !any_readable
-        } else {
-            !any_writable
-        }
-    };
-    let in_bounds = |first: u64, count: u64| {
-        first
-            .checked_add(count)
-            .is_some_and(|end| end <= limits.sectors)
-    };
+    let len = segments.iter().map(|s| u64::from(s.len)).sum();
+    Ok(Data {
+        segments,
+        any_readable,
+        any_writable,
+        len,
+    })
+}
 
-    let op = match kind {
+/// Whether `count` sectors from `first` lie on the disk.
+fn in_bounds(limits: &Limits, first: u64, count: u64) -> bool {
+    first
+        .checked_add(count)
+        .is_some_and(|end| end <= limits.sectors)
+}
+
+/// What the header asks for, checked against the data and the device.
+fn operation<M: GuestMemoryBackend>(
+    mem: &M,
+    header: &Header,
+    data: &Data,
+    limits: &Limits,
+) -> Result<Op, Refusal> {
+    match header.kind {
         VIRTIO_BLK_T_IN | VIRTIO_BLK_T_OUT => {
-            let write = kind == VIRTIO_BLK_T_OUT;
+            let write = header.kind == VIRTIO_BLK_T_OUT;
             if write && limits.read_only {
-                return fail(rejected, "write to a read-only disk");
+                return Err((IOERR, "write to a read-only disk"));
             }
-            if !all(!write) {
-                return fail(
-                    rejected,
+            if !data.all(!write) {
+                return Err((
+                    IOERR,
                     if write {
                         "device-writable buffer in a write request"
                     } else {
                         "device-readable buffer in a read request"
                     },
-                );
+                ));
             }
-            if data_len % SECTOR != 0 {
-                return fail(rejected, "data length not a multiple of 512");
+            if data.len % SECTOR != 0 {
+                return Err((IOERR, "data length not a multiple of 512"));
             }
-            if !in_bounds(sector, data_len / SECTOR) {
-                return fail(rejected, "sectors past the end of the disk");
+            if !in_bounds(limits, header.sector, data.len / SECTOR) {
+                return Err((IOERR, "sectors past the end of the disk"));
             }
-            if write {
-                Op::Write
-            } else {
-                Op::Read
-            }
+            Ok(if write { Op::Write } else { Op::Read })
         }
-        VIRTIO_BLK_T_FLUSH => Op::Flush,
+        VIRTIO_BLK_T_FLUSH => Ok(Op::Flush),
         VIRTIO_BLK_T_GET_ID => {
-            if !all(true) {
-                return fail(rejected, "device-readable buffer in a GET_ID request");
+            if !data.all(true) {
+                return Err((IOERR, "device-readable buffer in a GET_ID request"));
             }
-            Op::GetId
+            Ok(Op::GetId)
         }
         VIRTIO_BLK_T_DISCARD | VIRTIO_BLK_T_WRITE_ZEROES => {
-            let zeroes = kind == VIRTIO_BLK_T_WRITE_ZEROES;
-            let offered = if zeroes {
-                limits.write_zeroes
-            } else {
-                limits.discard
-            };
-            if !offered {
-                rejected.code = VIRTIO_BLK_S_UNSUPP as u8;
-                return fail(rejected, "discard or write-zeroes not offered");
-            }
-            if limits.read_only {
-                return fail(rejected, "discard or write-zeroes on a read-only disk");
-            }
-            // One range per request (max_discard_seg = max_write_zeroes_seg = 1).
-            if data.len() != 1 || !all(false) || data_len != u64::from(RANGE_LEN) {
-                return fail(
-                    rejected,
-                    "discard or write-zeroes without exactly one 16-byte range",
-                );
-            }
-            let range: [u8; 16] = match mem.read_obj(data[0].addr) {
-                Ok(r) => r,
-                Err(_) => return fail(rejected, "range outside guest memory"),
-            };
-            let r_sector = u64::from_le_bytes([
-                range[0], range[1], range[2], range[3], range[4], range[5], range[6], range[7],
-            ]);
-            let sectors = u32::from_le_bytes([range[8], range[9], range[10], range[11]]);
-            let flags = u32::from_le_bytes([range[12], range[13], range[14], range[15]]);
-            let allowed = if zeroes {
-                VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP
-            } else {
-                0
-            };
-            if flags & !allowed != 0 {
-                rejected.code = VIRTIO_BLK_S_UNSUPP as u8;
-                return fail(rejected, "unknown discard or write-zeroes flags");
-            }
-            if !in_bounds(r_sector, u64::from(sectors)) {
-                return fail(rejected, "sectors past the end of the disk");
-            }
-            if zeroes {
-                Op::WriteZeroes {
-                    sector: r_sector,
-                    sectors,
-                    unmap: flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP != 0,
-                }
-            } else {
-                Op::Discard {
-                    sector: r_sector,
-                    sectors,
-                }
-            }
+            range_operation(mem, header.kind == VIRTIO_BLK_T_WRITE_ZEROES, data, limits)
         }
-        _ => {
-            rejected.code = VIRTIO_BLK_S_UNSUPP as u8;
-            return fail(rejected, "unsupported request type");
+        _ => Err((UNSUPP, "unsupported request type")),
+    }
+}
+
+/// A discard (or, with `zeroes`, a write-zeroes) of the one range its
+/// data holds.
+fn range_operation<M: GuestMemoryBackend>(
+    mem: &M,
+    zeroes: bool,
+    data: &Data,
+    limits: &Limits,
+) -> Result<Op, Refusal> {
+    let offered = if zeroes {
+        limits.write_zeroes
+    } else {
+        limits.discard
+    };
+    if !offered {
+        return Err((UNSUPP, "discard or write-zeroes not offered"));
+    }
+    if limits.read_only {
+        return Err((IOERR, "discard or write-zeroes on a read-only disk"));
+    }
+    // One range per request (max_discard_seg = max_write_zeroes_seg = 1).
+    if data.segments.len() != 1 || !data.all(false) || data.len != u64::from(RANGE_LEN) {
+        return Err((
+            IOERR,
+            "discard or write-zeroes without exactly one 16-byte range",
+        ));
+    }
+    let range: [u8; 16] = mem
+        .read_obj(data.segments[0].addr)
+        .map_err(|_| (IOERR, "range outside guest memory"))?;
+    let sector = u64::from_le_bytes([
+        range[0], range[1], range[2], range[3], range[4], range[5], range[6], range[7],
+    ]);
+    let sectors = u32::from_le_bytes([range[8], range[9], range[10], range[11]]);
+    let flags = u32::from_le_bytes([range[12], range[13], range[14], range[15]]);
+    let allowed = if zeroes {
+        VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP
+    } else {
+        0
+    };
+    if flags & !allowed != 0 {
+        return Err((UNSUPP, "unknown discard or write-zeroes flags"));
+    }
+    if !in_bounds(limits, sector, u64::from(sectors)) {
+        return Err((IOERR, "sectors past the end of the disk"));
+    }
+    Ok(if zeroes {
+        Op::WriteZeroes {
+            sector,
+            sectors,
+            unmap: flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP != 0,
         }
-    };
-    let data = match op {
-        Op::Discard { .. } | Op::WriteZeroes { .. } | Op::Flush => Vec::new(),
-        _ => data,
-    };
-    let data_len = data.iter().map(|s| u64::from(s.len)).sum();
-    Ok(Request {
-        op,
-        sector,
-        ioprio: rejected.ioprio,
-        data,
-        data_len,
-        status,
+    } else {
+        Op::Discard { sector, sectors }
     })
 }
 
