@@ -528,6 +528,28 @@ impl World<'_> {
         }
     }
 
+    /// An operation begins now with the thread's user time `cpu`, then
+    /// `next`.
+    fn rocksdb_op_begin(&mut self, t: usize, i: usize, cpu: Nanos, next: Step) {
+        let now = self.now();
+        let th = &mut apps_of(self).threads[i];
+        th.op_start = now;
+        th.step = next;
+        self.set_user_burst(t, cpu, Cont::App);
+    }
+
+    /// A buffered write's `extra` kernel time done, the writer pauses if
+    /// the dirty pages are past the limit (`balance_dirty_pages`), to go
+    /// on at `resume`; false if it need not.
+    fn pause_past_dirty_limit(&mut self, t: usize, i: usize, extra: Nanos, resume: Step) -> bool {
+        let Some(at) = self.throttle_until(t) else {
+            return false;
+        };
+        apps_of(self).threads[i].step = resume;
+        self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
+        true
+    }
+
     /// Sets application thread `i` to `step` and runs it on at once.
     fn rocksdb_go_on(&mut self, t: usize, i: usize, a: usize, step: Step) {
         apps_of(self).threads[i].step = step;

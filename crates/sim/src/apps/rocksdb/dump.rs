@@ -12,13 +12,8 @@ use crate::world::{Cont, World};
 impl World<'_> {
     /// A pair begins with the tool's CPU for it.
     pub(super) fn dump_start(&mut self, t: usize, i: usize, a: usize) {
-        let now = self.now();
-        let apps = apps_of(self);
-        let cpu = apps.dbs[a].spec.dump_cpu;
-        let th = &mut apps.threads[i];
-        th.op_start = now;
-        th.step = Step::DumpRead;
-        self.set_user_burst(t, cpu, Cont::App);
+        let cpu = apps_of(self).dbs[a].spec.dump_cpu;
+        self.rocksdb_op_begin(t, i, cpu, Step::DumpRead);
     }
 
     /// The dump reads its next pair: from the cache, or through a
@@ -119,10 +114,8 @@ impl World<'_> {
     ) {
         let file = apps_of(self).dbs[a].out_file;
         let extra = self.dirty_pages(t, file, first, pages) + self.balance_dirty_pages(t);
-        if let Some(at) = self.throttle_until(t) {
-            // Back from the pause it goes on with the piece.
-            apps_of(self).threads[i].step = Step::DumpWritten { k, first, pages: 0 };
-            self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
+        // Back from a pause it goes on with the piece.
+        if self.pause_past_dirty_limit(t, i, extra, Step::DumpWritten { k, first, pages: 0 }) {
             return;
         }
         let next = if k < 3 {

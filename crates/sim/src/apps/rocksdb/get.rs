@@ -5,19 +5,14 @@ use cint_policy::hints::IoCall;
 use rand::Rng;
 
 use super::{apps_of, compaction, direct_call_hint, Step};
-use crate::world::{Cont, World};
+use crate::world::World;
 
 impl World<'_> {
     /// A get begins with its CPU: the memtable probe, the index search
     /// and the block's decoding.
     pub(super) fn get_start(&mut self, t: usize, i: usize, a: usize) {
-        let now = self.now();
-        let apps = apps_of(self);
-        let cpu = apps.dbs[a].spec.get_cpu;
-        let th = &mut apps.threads[i];
-        th.op_start = now;
-        th.step = Step::Read;
-        self.set_user_burst(t, cpu, Cont::App);
+        let cpu = apps_of(self).dbs[a].spec.get_cpu;
+        self.rocksdb_op_begin(t, i, cpu, Step::Read);
     }
 
     /// The get's CPU is done: the reads of the files and levels it

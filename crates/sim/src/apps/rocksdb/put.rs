@@ -12,9 +12,7 @@ use cint_scenario::app::Benchmark;
 impl World<'_> {
     /// A put begins with its CPU (fillbatch: each key of the batch's).
     pub(super) fn put_start(&mut self, t: usize, i: usize, a: usize) {
-        let now = self.now();
-        let apps = apps_of(self);
-        let db = &apps.dbs[a];
+        let db = &apps_of(self).dbs[a];
         let keys = db.keys_per_op();
         let spec = &db.spec;
         let cpu = match spec.benchmark {
@@ -22,10 +20,7 @@ impl World<'_> {
             _ => spec.put_cpu,
         };
         let bytes = keys * (spec.key_size + spec.value_size + WAL_KEY_OVERHEAD);
-        let th = &mut apps.threads[i];
-        th.op_start = now;
-        th.step = Step::Throttle { left: bytes };
-        self.set_user_burst(t, cpu, Cont::App);
+        self.rocksdb_op_begin(t, i, cpu, Step::Throttle { left: bytes });
     }
 
     /// The put's CPU is done: the write controller may delay its log
@@ -116,9 +111,7 @@ impl World<'_> {
         } else {
             Step::Insert
         };
-        if let Some(at) = self.throttle_until(t) {
-            apps_of(self).threads[i].step = Step::WalPaused { left };
-            self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
+        if self.pause_past_dirty_limit(t, i, extra, Step::WalPaused { left }) {
             return;
         }
         apps_of(self).threads[i].step = next;
