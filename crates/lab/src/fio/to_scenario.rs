@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::PolicyConfig;
 use cint_scenario::{
-    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, Job, Rw, Scenario,
-    Schedule, Strategy, Work,
+    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, IoShape, Job, Rw,
+    Scenario, Schedule, Strategy, Work,
 };
 
 use super::diag::Diagnostics;
@@ -112,6 +112,80 @@ fn job(
     diag: &mut Diagnostics,
 ) -> Result<Job, FioError> {
     let engine = spec.engine.map_or(Engine::Psync, |e| e.value);
+    let depths = queue_depths(spec, engine, diag)?;
+    let nowait = check_engine_flags(spec, engine, diag)?;
+    let capacity = device.capacity.0;
+    let bs = spec.bs.map_or(4096, |b| b.value);
+    let size = job_size(spec, capacity, bs, diag)?;
+    let rw = spec.rw.map_or(Rw::Read, |r| r.value);
+    let mut shape = job_shape(spec, rw, bs, diag)?;
+    fit_shape_to_engine(spec, engine, &mut shape, diag)?;
+    end_after_size(spec, size, &mut shape, diag);
+    let bs = cint_scenario::shape::smallest_block(&shape, bs);
+    // fio ignores rwmixread unless the job mixes reads and writes.
+    let rwmixread = spec
+        .rwmixread
+        .filter(|_| rw.is_mixed())
+        .map_or(50, |r| r.value);
+    let rate_iops = spec
+        .rate_iops_dirs
+        .and_then(|caps| job_cap(spec, "rate_iops", caps, rw, rwmixread, [1, 1], diag));
+    if rate_iops.is_some() && shape.rate.is_some() {
+        return Err(diag.job_err(
+            &spec.name,
+            spec.line_of(&spec.rate),
+            "rate together with rate_iops is not supported",
+        ));
+    }
+    Ok(Job {
+        name: spec.name.clone(),
+        cpu: core,
+        cpus: Vec::new(),
+        numjobs: spec.numjobs.map_or(1, |n| n.value),
+        runtime: timeline.job_end(spec),
+        work: Work::Io(IoJob {
+            engine,
+            rw,
+            bs,
+            iodepth: depths.iodepth,
+            batch: depths.batch,
+            batch_complete_min: depths.complete_min,
+            batch_complete_max: depths.complete_max,
+            hint: None,
+            nowait,
+            hipri: spec.hipri.is_some_and(|h| h.value),
+            direct: spec.direct.is_some_and(|d| d.value),
+            fadvise_hint: spec.fadvise_hint.is_none_or(|f| f.value),
+            gtod_reduce: spec.gtod_reduce.is_some_and(|g| g.value),
+            rate_iops,
+            think: 0,
+            size,
+            rwmixread,
+            shape: Box::new(shape),
+        }),
+        schedule: Schedule {
+            group,
+            startdelay: spec.startdelay.map_or(0, |d| d.value),
+        },
+        guest: None,
+    })
+}
+
+/// A job's queue depth, submission batch and completion batch bounds.
+struct QueueDepths {
+    iodepth: u32,
+    batch: u32,
+    complete_min: u32,
+    complete_max: u32,
+}
+
+/// The queue depth and batches as fio runs them: 1 with a synchronous
+/// engine, the batches capped at the depth.
+fn queue_depths(
+    spec: &JobSpec,
+    engine: Engine,
+    diag: &mut Diagnostics,
+) -> Result<QueueDepths, FioError> {
     let iodepth = spec.iodepth.map_or(1, |d| d.value);
     let (iodepth, batch, complete_min) = if engine.is_sync() {
         if let Some(d) = spec.iodepth.filter(|d| d.value > 1) {
@@ -147,6 +221,22 @@ fn job(
         }
         Some(m) => m.value.min(iodepth),
     };
+    Ok(QueueDepths {
+        iodepth,
+        batch,
+        complete_min,
+        complete_max,
+    })
+}
+
+/// Warns of a CPU list the model does not spread over, and refuses
+/// `hipri` and `nowait` where the engine cannot honour them; returns
+/// whether the job asks for `nowait`.
+fn check_engine_flags(
+    spec: &JobSpec,
+    engine: Engine,
+    diag: &mut Diagnostics,
+) -> Result<bool, FioError> {
     let split = spec.cpus_split.is_some_and(|s| s.value);
     if let Some(c) = spec.cpus.as_ref().filter(|c| c.value.len() > 1 && !split) {
         diag.job_warn(
@@ -182,14 +272,24 @@ fn job(
             cint_scenario::model::BUFFERED_NOWAIT,
         ));
     }
-    let capacity = device.capacity.0;
+    Ok(nowait)
+}
+
+/// The job's file size: `size` (bytes, or a share of the device), else
+/// `filesize`, else the whole device; whole sectors between `bs` and the
+/// capacity.
+fn job_size(
+    spec: &JobSpec,
+    capacity: u64,
+    bs: u64,
+    diag: &mut Diagnostics,
+) -> Result<u64, FioError> {
     let size = match spec.size.map(|s| s.value) {
         None => spec.filesize.map_or(capacity, |f| f.value),
         Some(SizeSpec::Bytes(b)) => b,
         // Whole sectors, as the device addresses them.
         Some(SizeSpec::Percent(p)) => capacity / 100 * p / 512 * 512,
     };
-    let bs = spec.bs.map_or(4096, |b| b.value);
     let size_at = spec.size.map(|s| s.line).or(spec.filesize.map(|f| f.line));
     if let Some(line) = size_at {
         if size > capacity || size < bs || size % 512 != 0 {
@@ -203,8 +303,18 @@ fn job(
             ));
         }
     }
-    let rw = spec.rw.map_or(Rw::Read, |r| r.value);
-    let mut shape = job_shape(spec, rw, bs, diag)?;
+    Ok(size)
+}
+
+/// Refuses what the engine cannot do with the shape (io_uring's
+/// asynchronous syncs) and drops what it makes no difference to (a
+/// barrier on a synchronous engine, with a warning).
+fn fit_shape_to_engine(
+    spec: &JobSpec,
+    engine: Engine,
+    shape: &mut IoShape,
+    diag: &mut Diagnostics,
+) -> Result<(), FioError> {
     for sync in [spec.fsync, spec.fdatasync].into_iter().flatten() {
         if sync.value > 0 && engine == Engine::IoUring {
             return Err(diag.job_err(
@@ -224,6 +334,13 @@ fn job(
         );
         shape.barrier_last = false;
     }
+    Ok(())
+}
+
+/// Where a job that is not time based ends: once it has done its size
+/// (or `io_size`) `loops` times, as fio does, or at its runtime if that
+/// comes first.
+fn end_after_size(spec: &JobSpec, size: u64, shape: &mut IoShape, diag: &mut Diagnostics) {
     // Not time based, fio ends a job once it has done its size (or
     // io_size) `loops` times, or at its runtime if that comes first.
     if !spec.time_based {
@@ -242,54 +359,6 @@ fn job(
             "loops has no effect with time_based (the job runs for its runtime)",
         );
     }
-    let bs = cint_scenario::shape::smallest_block(&shape, bs);
-    // fio ignores rwmixread unless the job mixes reads and writes.
-    let rwmixread = spec
-        .rwmixread
-        .filter(|_| rw.is_mixed())
-        .map_or(50, |r| r.value);
-    let rate_iops = spec
-        .rate_iops_dirs
-        .and_then(|caps| job_cap(spec, "rate_iops", caps, rw, rwmixread, [1, 1], diag));
-    if rate_iops.is_some() && shape.rate.is_some() {
-        return Err(diag.job_err(
-            &spec.name,
-            spec.line_of(&spec.rate),
-            "rate together with rate_iops is not supported",
-        ));
-    }
-    Ok(Job {
-        name: spec.name.clone(),
-        cpu: core,
-        cpus: Vec::new(),
-        numjobs: spec.numjobs.map_or(1, |n| n.value),
-        runtime: timeline.job_end(spec),
-        work: Work::Io(IoJob {
-            engine,
-            rw,
-            bs,
-            iodepth,
-            batch,
-            batch_complete_min: complete_min,
-            batch_complete_max: complete_max,
-            hint: None,
-            nowait,
-            hipri: spec.hipri.is_some_and(|h| h.value),
-            direct: spec.direct.is_some_and(|d| d.value),
-            fadvise_hint: spec.fadvise_hint.is_none_or(|f| f.value),
-            gtod_reduce: spec.gtod_reduce.is_some_and(|g| g.value),
-            rate_iops,
-            think: 0,
-            size,
-            rwmixread,
-            shape: Box::new(shape),
-        }),
-        schedule: Schedule {
-            group,
-            startdelay: spec.startdelay.map_or(0, |d| d.value),
-        },
-        guest: None,
-    })
 }
 
 /// Says how jobs without `cpus_allowed` are placed when several of their
