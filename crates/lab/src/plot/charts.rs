@@ -30,6 +30,31 @@ pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError
     if doc.results.is_empty() {
         return Err(PlotError("the result document has no strategy".into()));
     }
+    let mut written = Vec::new();
+    for (stem, chart) in &bar_charts(doc, baseline) {
+        written.extend(write_bar_chart(chart, &args.out_dir, stem, &args.formats)?);
+    }
+    written.extend(write_line_chart(
+        &latency_cdf(doc),
+        &args.out_dir,
+        "latency_cdf",
+        &args.formats,
+    )?);
+    Ok(written)
+}
+
+/// The chart title of `what` in the document.
+fn run_title(doc: &RunDoc, what: &str) -> String {
+    format!(
+        "{what} — {} on {} ({})",
+        doc.scenario, doc.device, doc.substrate
+    )
+}
+
+/// The bar charts of a result document, `(file stem, chart)`: a bar per
+/// strategy and job (and their total), `baseline` the strategy the bars
+/// are labelled relative to.
+fn bar_charts(doc: &RunDoc, baseline: usize) -> [(&'static str, BarChart); 5] {
     let categories: Vec<String> = doc.results.iter().map(|s| s.strategy.clone()).collect();
     let job_names: Vec<String> = doc.results[0].jobs.iter().map(|j| j.name.clone()).collect();
     let per_job = |f: &dyn Fn(&JobDoc) -> f64| -> Vec<(String, Vec<f64>)> {
@@ -46,12 +71,7 @@ pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError
             })
             .collect()
     };
-    let title = |what: &str| {
-        format!(
-            "{what} — {} on {} ({})",
-            doc.scenario, doc.device, doc.substrate
-        )
-    };
+    let title = |what: &str| run_title(doc, what);
     let mut iops = per_job(&|j| j.iops / 1e3);
     if iops.len() > 1 {
         let total = doc
@@ -62,7 +82,7 @@ pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError
         iops.push(("total".into(), total));
     }
     let single = |name: &str, values: Vec<f64>| vec![(name.to_string(), values)];
-    let charts = [
+    [
         (
             "iops",
             BarChart {
@@ -122,12 +142,15 @@ pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError
                 baseline,
             },
         ),
-    ];
-    let mut written = Vec::new();
-    for (stem, chart) in &charts {
-        written.extend(write_bar_chart(chart, &args.out_dir, stem, &args.formats)?);
-    }
-    // Colour is the strategy, line style the job, as in the sweep charts.
+    ]
+}
+
+/// The latency CDF of every strategy and job, from the reported
+/// percentiles between the minimum and the maximum. Colour is the
+/// strategy, line style the job, as in the sweep charts.
+fn latency_cdf(doc: &RunDoc) -> LineChart {
+    let categories: Vec<String> = doc.results.iter().map(|s| s.strategy.clone()).collect();
+    let job_names: Vec<String> = doc.results[0].jobs.iter().map(|j| j.name.clone()).collect();
     let multi_job = job_names.len() > 1;
     let mut cdf = Vec::new();
     for (si, s) in doc.results.iter().enumerate() {
@@ -155,8 +178,8 @@ pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError
             });
         }
     }
-    let cdf_chart = LineChart {
-        title: title("Latency CDF"),
+    LineChart {
+        title: run_title(doc, "Latency CDF"),
         x_desc: "latency (µs); points: min, reported percentiles, max".into(),
         y_desc: "I/Os at or below (%)".into(),
         x_log: cdf_is_wide(&cdf),
@@ -164,19 +187,12 @@ pub fn plot_run(doc: &RunDoc, args: &PlotArgs) -> Result<Vec<PathBuf>, PlotError
         series: cdf,
         legend: Legend::Grouped {
             colors_title: "strategy".into(),
-            colors: categories.clone(),
+            colors: categories,
             variants_title: "job".into(),
-            variants: job_names.clone(),
+            variants: job_names,
         },
         markers: Vec::new(),
-    };
-    written.extend(write_line_chart(
-        &cdf_chart,
-        &args.out_dir,
-        "latency_cdf",
-        &args.formats,
-    )?);
-    Ok(written)
+    }
 }
 
 /// A long tail squeezes the body of a linear CDF into one pixel column.
