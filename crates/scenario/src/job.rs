@@ -466,6 +466,56 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
             format!("must be a positive multiple of 512 bytes (got {bs})"),
         ));
     }
+    let (iodepth, batch, batch_complete_min, batch_complete_max) = queue_depths(sec, engine)?;
+    let flags = io_flags(sec, engine)?;
+    let rate_iops = sec.int("rate_iops", 1, i64::MAX as u64)?;
+    let think: Nanos = sec.duration("think")?.unwrap_or(0);
+    if think > MAX_RUN_TIME {
+        return Err(sec.error(
+            "think",
+            format!("must be at most 3600s (got {})", format_duration(think)),
+        ));
+    }
+    let shape = crate::shape::parse_shape(sec, bs, bs_given, rate_iops.is_some())?;
+    check_shape_on_engine(sec, &shape, engine)?;
+    bs = crate::shape::smallest_block(&shape, bs);
+    let size = io_size(sec, device, crate::shape::largest_block(&shape, bs))?;
+    let rwmixread = sec.int("rwmixread", 0, 100)?;
+    if rwmixread.is_some() && !rw.is_mixed() {
+        return Err(sec.error(
+            "rwmixread",
+            "only applies to rw = \"randrw\" or \"readwrite\"",
+        ));
+    }
+    Ok(IoJob {
+        engine,
+        rw,
+        bs,
+        iodepth,
+        batch,
+        batch_complete_min,
+        batch_complete_max,
+        hint: flags.hint,
+        nowait: flags.nowait,
+        hipri: flags.hipri,
+        direct: flags.direct,
+        fadvise_hint: flags.fadvise_hint,
+        gtod_reduce: flags.gtod_reduce,
+        rate_iops,
+        think,
+        size,
+        rwmixread: rwmixread.map_or(DEFAULT_RWMIXREAD, |v| v as u8),
+        shape: Box::new(shape),
+    })
+}
+
+/// `iodepth`, `batch`, `batch_complete_min` and `batch_complete_max`:
+/// all 1 with a synchronous engine, as in fio, which ignores them there;
+/// the batches at most the depth otherwise.
+fn queue_depths(
+    sec: &mut Section<'_>,
+    engine: Engine,
+) -> Result<(u32, u32, u32, u32), ScenarioError> {
     let iodepth = sec.int("iodepth", 1, MAX_QUEUE_DEPTH)?.unwrap_or(1);
     let batch = sec.int("batch", 1, u64::from(u32::MAX))?.unwrap_or(1);
     let batch_complete_min = sec
@@ -474,39 +524,54 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     let batch_complete_max = sec.int("batch_complete_max", 1, u64::from(u32::MAX))?;
     // As in fio, synchronous engines ignore iodepth and batching: one
     // request per call. Only the asynchronous engines check them.
-    let (iodepth, batch, batch_complete_min, batch_complete_max) = if engine.is_sync() {
-        (1, 1, 1, 1)
-    } else {
-        // fio's manual: iodepth_batch_complete_max "by default is equal
-        // to iodepth_batch_complete_min".
-        let complete_max = batch_complete_max.unwrap_or(batch_complete_min);
-        for (key, v) in [
-            ("batch", batch),
-            ("batch_complete_min", batch_complete_min),
-            ("batch_complete_max", complete_max),
-        ] {
-            if v > iodepth {
-                return Err(sec.error(
-                    key,
-                    format!("must be at most iodepth = {iodepth} (got {v})"),
-                ));
-            }
-        }
-        if complete_max < batch_complete_min {
+    if engine.is_sync() {
+        return Ok((1, 1, 1, 1));
+    }
+    // fio's manual: iodepth_batch_complete_max "by default is equal
+    // to iodepth_batch_complete_min".
+    let complete_max = batch_complete_max.unwrap_or(batch_complete_min);
+    for (key, v) in [
+        ("batch", batch),
+        ("batch_complete_min", batch_complete_min),
+        ("batch_complete_max", complete_max),
+    ] {
+        if v > iodepth {
             return Err(sec.error(
-                "batch_complete_max",
-                format!(
-                    "must be at least batch_complete_min = {batch_complete_min} (got {complete_max})"
-                ),
+                key,
+                format!("must be at most iodepth = {iodepth} (got {v})"),
             ));
         }
-        (
-            iodepth as u32,
-            batch as u32,
-            batch_complete_min as u32,
-            complete_max as u32,
-        )
-    };
+    }
+    if complete_max < batch_complete_min {
+        return Err(sec.error(
+            "batch_complete_max",
+            format!(
+                "must be at least batch_complete_min = {batch_complete_min} (got {complete_max})"
+            ),
+        ));
+    }
+    Ok((
+        iodepth as u32,
+        batch as u32,
+        batch_complete_min as u32,
+        complete_max as u32,
+    ))
+}
+
+/// A job's request flags, each checked against its engine.
+struct IoFlags {
+    hint: Option<Hint>,
+    nowait: bool,
+    hipri: bool,
+    direct: bool,
+    fadvise_hint: bool,
+    gtod_reduce: bool,
+}
+
+/// `hint`, `nowait`, `hipri`, `direct`, `fadvise_hint` and
+/// `gtod_reduce`; `nowait` only on pvsync2 and direct, `hipri` only where
+/// the engine can poll.
+fn io_flags(sec: &mut Section<'_>, engine: Engine) -> Result<IoFlags, ScenarioError> {
     let hint = match sec.choice("hint", HINTS)?.as_deref() {
         Some("urgent") => Some(Hint::Urgent),
         Some("barrier") => Some(Hint::Barrier),
@@ -534,15 +599,23 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         return Err(sec.error("nowait", crate::model::BUFFERED_NOWAIT));
     }
     let gtod_reduce = sec.bool("gtod_reduce")?.unwrap_or(false);
-    let rate_iops = sec.int("rate_iops", 1, i64::MAX as u64)?;
-    let think: Nanos = sec.duration("think")?.unwrap_or(0);
-    if think > MAX_RUN_TIME {
-        return Err(sec.error(
-            "think",
-            format!("must be at most 3600s (got {})", format_duration(think)),
-        ));
-    }
-    let shape = crate::shape::parse_shape(sec, bs, bs_given, rate_iops.is_some())?;
+    Ok(IoFlags {
+        hint,
+        nowait,
+        hipri,
+        direct,
+        fadvise_hint,
+        gtod_reduce,
+    })
+}
+
+/// Refuses a shape the engine cannot run: io_uring's asynchronous syncs,
+/// a barrier on a synchronous engine, which submits no batches.
+fn check_shape_on_engine(
+    sec: &Section<'_>,
+    shape: &crate::IoShape,
+    engine: Engine,
+) -> Result<(), ScenarioError> {
     for (key, n) in [("fsync", shape.fsync), ("fdatasync", shape.fdatasync)] {
         if n > 0 && engine == Engine::IoUring {
             return Err(sec.error(
@@ -559,8 +632,16 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
              \"io_uring\"",
         ));
     }
-    bs = crate::shape::smallest_block(&shape, bs);
-    let largest = crate::shape::largest_block(&shape, bs);
+    Ok(())
+}
+
+/// `size`: the device's capacity if not given; whole sectors, at least
+/// the `largest` block.
+fn io_size(
+    sec: &mut Section<'_>,
+    device: &DeviceProfile,
+    largest: u64,
+) -> Result<u64, ScenarioError> {
     let capacity = device.capacity.0;
     let size = sec.size("size")?.unwrap_or(capacity);
     if size > capacity {
@@ -582,31 +663,5 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
             ),
         ));
     }
-    let rwmixread = sec.int("rwmixread", 0, 100)?;
-    if rwmixread.is_some() && !rw.is_mixed() {
-        return Err(sec.error(
-            "rwmixread",
-            "only applies to rw = \"randrw\" or \"readwrite\"",
-        ));
-    }
-    Ok(IoJob {
-        engine,
-        rw,
-        bs,
-        iodepth,
-        batch,
-        batch_complete_min,
-        batch_complete_max,
-        hint,
-        nowait,
-        hipri,
-        direct,
-        fadvise_hint,
-        gtod_reduce,
-        rate_iops,
-        think,
-        size,
-        rwmixread: rwmixread.map_or(DEFAULT_RWMIXREAD, |v| v as u8),
-        shape: Box::new(shape),
-    })
+    Ok(size)
 }
