@@ -280,69 +280,8 @@ pub(crate) fn parse_shape(
         Some(_) => Some(ExitScope::All),
         None => None,
     };
-    let steady = match sec.string("ss")? {
-        None => {
-            for key in ["ss_dur", "ss_ramp"] {
-                if sec.has(key) {
-                    return Err(sec.error(key, "only applies with ss"));
-                }
-            }
-            None
-        }
-        Some(text) => {
-            let (metric, slope, limit, percent) =
-                parse_steady(&text).map_err(|e| sec.error("ss", e))?;
-            let dur = bounded_duration(sec, "ss_dur")?;
-            if dur < 1_000_000_000 || dur % 1_000_000_000 != 0 {
-                return Err(sec.error(
-                    "ss_dur",
-                    format!(
-                        "must be whole seconds, at least 1s (samples are taken each second; got {})",
-                        format_duration(dur)
-                    ),
-                ));
-            }
-            let ramp = bounded_duration(sec, "ss_ramp")?;
-            Some(SteadyState {
-                metric,
-                slope,
-                limit,
-                percent,
-                dur,
-                ramp,
-            })
-        }
-    };
-    let latency_target = match bounded_duration(sec, "latency_target")? {
-        0 => {
-            for key in ["latency_window", "latency_percentile"] {
-                if sec.has(key) {
-                    return Err(sec.error(key, "only applies with latency_target"));
-                }
-            }
-            if sec.has("latency_target") {
-                return Err(sec.error("latency_target", "must be longer than zero"));
-            }
-            None
-        }
-        target => {
-            let window = bounded_duration(sec, "latency_window")?;
-            let percentile = sec
-                .number("latency_percentile", 0.0, 100.0)?
-                .unwrap_or(100.0);
-            if percentile <= 0.0 {
-                return Err(sec.error(
-                    "latency_percentile",
-                    "must be above 0 (the share of I/Os that must meet the target)",
-                ));
-            }
-            Some(LatencyTarget {
-                target,
-                window,
-                percentile,
-            })
-        }
-    };
+    let steady = parse_steady_state(sec)?;
+    let latency_target = parse_latency_target(sec)?;
     let shape = IoShape {
         bssplit,
         bssplit_write,
@@ -374,6 +313,79 @@ pub(crate) fn parse_shape(
         ));
     }
     Ok(shape)
+}
+
+/// fio's steady-state keys: `ss` (its metric, slope or level, and limit),
+/// `ss_dur` in whole seconds, `ss_ramp`; none of them without `ss`.
+fn parse_steady_state(sec: &mut Section<'_>) -> Result<Option<SteadyState>, ScenarioError> {
+    Ok(match sec.string("ss")? {
+        None => {
+            for key in ["ss_dur", "ss_ramp"] {
+                if sec.has(key) {
+                    return Err(sec.error(key, "only applies with ss"));
+                }
+            }
+            None
+        }
+        Some(text) => {
+            let (metric, slope, limit, percent) =
+                parse_steady(&text).map_err(|e| sec.error("ss", e))?;
+            let dur = bounded_duration(sec, "ss_dur")?;
+            if dur < 1_000_000_000 || dur % 1_000_000_000 != 0 {
+                return Err(sec.error(
+                    "ss_dur",
+                    format!(
+                        "must be whole seconds, at least 1s (samples are taken each second; got {})",
+                        format_duration(dur)
+                    ),
+                ));
+            }
+            let ramp = bounded_duration(sec, "ss_ramp")?;
+            Some(SteadyState {
+                metric,
+                slope,
+                limit,
+                percent,
+                dur,
+                ramp,
+            })
+        }
+    })
+}
+
+/// fio's latency target keys: `latency_target`, its `latency_window` and
+/// `latency_percentile`; none of them without a target.
+fn parse_latency_target(sec: &mut Section<'_>) -> Result<Option<LatencyTarget>, ScenarioError> {
+    Ok(match bounded_duration(sec, "latency_target")? {
+        0 => {
+            for key in ["latency_window", "latency_percentile"] {
+                if sec.has(key) {
+                    return Err(sec.error(key, "only applies with latency_target"));
+                }
+            }
+            if sec.has("latency_target") {
+                return Err(sec.error("latency_target", "must be longer than zero"));
+            }
+            None
+        }
+        target => {
+            let window = bounded_duration(sec, "latency_window")?;
+            let percentile = sec
+                .number("latency_percentile", 0.0, 100.0)?
+                .unwrap_or(100.0);
+            if percentile <= 0.0 {
+                return Err(sec.error(
+                    "latency_percentile",
+                    "must be above 0 (the share of I/Os that must meet the target)",
+                ));
+            }
+            Some(LatencyTarget {
+                target,
+                window,
+                percentile,
+            })
+        }
+    })
 }
 
 /// Reads a job's schedule.
