@@ -189,6 +189,9 @@ fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
         Err(WaitError::Exited(status)) => panic!("cint exited before a point finished: {status}"),
         Err(e) => panic!("no point of the sweep finished within 60 s: {e:?}"),
     }
+    // Twice at once, as `timeout -s INT` sends it (to the process, then
+    // to its group): one interrupt, not a second Ctrl-C.
+    child.signal(libc::SIGINT).expect("SIGINT sent");
     child.signal(libc::SIGINT).expect("SIGINT sent");
     let o = child.output_within(Duration::from_secs(120));
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -210,6 +213,42 @@ fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
         serde_json::from_str::<serde_json::Value>(line)
             .expect("each line is a whole JSON document");
     }
+}
+
+#[test]
+fn a_second_ctrl_c_ends_a_sweep_at_once() {
+    use std::os::unix::process::ExitStatusExt;
+    let (dir, file) = scenario_file("sigint-twice", SCENARIO);
+    let out = dir.path().join("points.jsonl");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cint"));
+    // A short point, then one far longer than the test, which only the
+    // second Ctrl-C can end: the first lets running points finish.
+    cmd.args(["sweep", &file, "--jobs", "1"])
+        .args(["--vary", "duration=10ms,3600s"])
+        .args(["--out", &out.display().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = Watched::spawn("cint sweep", &mut cmd).expect("cint starts");
+    // The short point's line in FILE.partial: the worker goes on to the
+    // long one (a Ctrl-C before any point starts ends the sweep at once).
+    let partial = dir.path().join("points.jsonl.partial");
+    let started = child.wait_until(Duration::from_secs(60), Duration::from_millis(10), || {
+        std::fs::read_to_string(&partial).is_ok_and(|t| t.lines().count() > 0)
+    });
+    if let Err(e) = started {
+        panic!("the sweep's first point did not finish within 60 s: {e:?}");
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    child.signal(libc::SIGINT).expect("SIGINT sent");
+    // Well apart, as a hand presses Ctrl-C twice.
+    std::thread::sleep(Duration::from_millis(300));
+    child.signal(libc::SIGINT).expect("SIGINT sent");
+    let o = child.output_within(Duration::from_secs(120));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.signal(), Some(libc::SIGINT), "{stderr}");
+    assert!(!stderr.contains("sweep interrupted"), "{stderr}");
+    assert!(!out.exists(), "no ordered file for a killed sweep");
+    assert!(partial.exists(), "the partial file stays");
 }
 
 #[test]
