@@ -189,9 +189,16 @@ fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
         Err(WaitError::Exited(status)) => panic!("cint exited before a point finished: {status}"),
         Err(e) => panic!("no point of the sweep finished within 60 s: {e:?}"),
     }
-    // Twice at once, as `timeout -s INT` sends it (to the process, then
-    // to its group): one interrupt, not a second Ctrl-C.
+    // Twice, as `timeout -s INT` sends it (to the process, then to its
+    // group, a few microseconds apart): one interrupt, not a second
+    // Ctrl-C. The pause lets the first be taken before the second comes,
+    // where two signals sent back to back would merge into one; it spins,
+    // since a sleep's wake-up on a loaded machine could run long.
     child.signal(libc::SIGINT).expect("SIGINT sent");
+    let sent = std::time::Instant::now();
+    while sent.elapsed() < Duration::from_micros(200) {
+        std::hint::spin_loop();
+    }
     child.signal(libc::SIGINT).expect("SIGINT sent");
     let o = child.output_within(Duration::from_secs(120));
     let stderr = String::from_utf8_lossy(&o.stderr);
