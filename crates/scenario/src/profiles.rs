@@ -298,6 +298,16 @@ pub struct HostProfile {
     /// Without it, the thread an interrupt preempted is charged for the
     /// handler, in both (an interrupt on an idle core is idle time).
     pub irq_time_accounting: bool,
+    /// io_uring posts a read's or write's completion by task work (Linux
+    /// 5.11 and later: `io_complete_rw` queues `io_req_task_complete`
+    /// with `io_req_task_work_add`, whose notification wakes the ring's
+    /// task): a waiter in `io_uring_enter` for `min_complete` events wakes
+    /// at every interrupt that completes one of its requests, and sleeps
+    /// again while fewer are ready, as a libaio waiter does. False is
+    /// Linux 5.6's rule: the interrupt posts the event and wakes the
+    /// waiter only once enough are ready (`io_should_wake`).
+    #[serde(default)]
+    pub uring_task_work: bool,
     /// Idle states, governor and power figures for the energy model;
     /// absent in a profile without them (then no energy is computed and
     /// an idle core wakes at once).
@@ -556,6 +566,9 @@ impl HostProfile {
                 // The artifact's kernel configuration
                 // (`linux-kernel/config-file`): CONFIG_IRQ_TIME_ACCOUNTING=y.
                 irq_time_accounting: true,
+                // io_uring came after the testbed's 5.0; its model follows
+                // Linux 5.6, where the interrupt posts the event.
+                uring_task_work: false,
                 // No power figures of this testbed are published.
                 power: None,
                 page_cache: PageCacheProfile::default(),
@@ -604,6 +617,9 @@ impl HostProfile {
                 cost_spread: 0.0,
                 // As the E5's: no configuration of this host is published.
                 irq_time_accounting: true,
+                // Linux 5.15 completes io_uring reads and writes by task
+                // work (fs/io_uring.c, `io_complete_rw`).
+                uring_task_work: true,
                 power: Some(skylake_power()),
                 // The E5's costs scaled by the clock, as above.
                 page_cache: PageCacheProfile::scaled_costs(2.0 / 3.4),

@@ -341,6 +341,9 @@ pub(crate) struct World<'a> {
     pub spread: Option<CostSpread>,
     /// The host kernel's `CONFIG_IRQ_TIME_ACCOUNTING`.
     pub irq_time_accounting: bool,
+    /// io_uring waiters wake at every completing interrupt, the kernel
+    /// posting its events by task work (`host.uring_task_work`).
+    pub uring_task_work: bool,
     pub device: Device,
     pub queues: Vec<HwQueue>,
     pub cores: Vec<Core>,
@@ -464,6 +467,7 @@ impl<'a> World<'a> {
             costs,
             spread: CostSpread::new(sc.host.cost_spread),
             irq_time_accounting: sc.host.irq_time_accounting,
+            uring_task_work: sc.host.uring_task_work,
             device,
             queues,
             cores,

@@ -240,6 +240,58 @@ fn io_uring_waiters_wake_once_per_batch_but_libaio_waiters_per_irq() {
 }
 
 #[test]
+fn io_uring_waiters_wake_per_irq_where_task_work_posts_the_events() {
+    // Linux 5.15 posts io_uring's completions by task work, whose
+    // notification wakes the waiter at every completing IRQ: it looks at
+    // the ring and sleeps again, as libaio's waiter does.
+    let uring = |task_work: bool| {
+        let mut sc = short(scenario(
+            "p3700",
+            vec![none()],
+            vec![io_job("uring", Engine::IoUring, 4, 4, 4)],
+        ));
+        sc.host.uring_task_work = task_work;
+        run(&sc).remove(0)
+    };
+    let mut aio_sc = short(scenario(
+        "p3700",
+        vec![none()],
+        vec![io_job("aio", Engine::Libaio, 4, 4, 4)],
+    ));
+    aio_sc.host.uring_task_work = true;
+    let aio = run(&aio_sc).remove(0);
+    let (task_work, posted) = (uring(true), uring(false));
+    let per_io = |r: &StrategyResult| r.jobs[0].wakeups as f64 / r.jobs[0].ios as f64;
+    // Four completions per batch: about four wake-ups against one.
+    assert!(
+        per_io(&task_work) > 2.5 * per_io(&posted),
+        "{} vs {}",
+        per_io(&task_work),
+        per_io(&posted)
+    );
+    let (uring_wakes, aio_wakes) = (per_io(&task_work), per_io(&aio));
+    assert!(
+        (uring_wakes / aio_wakes - 1.0).abs() < 0.25,
+        "{uring_wakes} vs libaio's {aio_wakes}"
+    );
+    // The device's pace is the same: only the waiter's work differs.
+    let ios = |r: &StrategyResult| r.jobs[0].ios as f64;
+    assert!((ios(&task_work) / ios(&posted) - 1.0).abs() < 0.02);
+    assert!(task_work.jobs[0].cpu_util > posted.jobs[0].cpu_util);
+    // A waiter for one event is woken by its first either way.
+    let one = |task_work: bool| {
+        let mut sc = short(scenario(
+            "p3700",
+            vec![none()],
+            vec![io_job("uring", Engine::IoUring, 4, 1, 1)],
+        ));
+        sc.host.uring_task_work = task_work;
+        serde_json::to_string(&run(&sc)).expect("serialises")
+    };
+    assert_eq!(one(true), one(false));
+}
+
+#[test]
 fn rate_limit_caps_iops_and_think_time_costs_cpu() {
     let mut job = libaio("capped", 32, 4, 1);
     if let Work::Io(io) = &mut job.work {

@@ -319,6 +319,15 @@ fn scenario(seed: u64) -> String {
         out.push_str(settings);
     }
 
+    // io_uring's events posted by task work (Linux 5.15) or by the
+    // interrupt (5.6), whichever the host's profile says, on a generator
+    // of its own.
+    let mut uring = Rng(seed.wrapping_mul(0x94d0_49bb_1331_11eb) | 1);
+    if uring.chance(30) {
+        let posted = uring.pick(&["true", "false"]);
+        let _ = writeln!(out, "uring_task_work = {posted}");
+    }
+
     // The kernel's tick (CONFIG_HZ 1000, 100 or a short one), on a
     // generator of its own: the groups' reweighting and the governors'
     // look-ahead run on it.

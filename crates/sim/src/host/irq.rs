@@ -179,12 +179,15 @@ impl World<'_> {
         req.state = ReqState::Delivered;
         self.check.delivered += 1;
         let t = req.thread as usize;
+        let task_work = self.uring_task_work;
         let th = &mut self.threads[t];
         th.ready.push_back(r);
         let wake = th.run == RunState::Blocked
             && match th.wait {
                 Wait::Sync | Wait::AioEvents { .. } => true,
-                Wait::UringEvents { min_nr } => th.ready.len() as u64 >= u64::from(min_nr),
+                Wait::UringEvents { min_nr } => {
+                    task_work || th.ready.len() as u64 >= u64::from(min_nr)
+                }
                 Wait::PageCache | Wait::AppIo => true,
                 _ => false,
             };
@@ -221,6 +224,7 @@ impl World<'_> {
             }
             _ => self.costs.return_to_user,
         };
+        let task_work = self.uring_task_work;
         let th = &mut self.threads[t];
         th.wake_listed = false;
         if th.run != RunState::Blocked {
@@ -239,6 +243,12 @@ impl World<'_> {
                 then: Cont::GetEventsTimeout,
             },
             Wait::AioEvents { .. } => Activity::Burst {
+                left: 0,
+                then: Cont::GetEventsRecheck,
+            },
+            // Woken by task work, it runs it and looks at the ring: fewer
+            // than `min_complete` events, it sleeps again.
+            Wait::UringEvents { .. } if task_work && !by_timer => Activity::Burst {
                 left: 0,
                 then: Cont::GetEventsRecheck,
             },
