@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// When the first SIGINT came, on the monotonic clock.
+/// When the first SIGINT came, on the monotonic clock; 0 before it.
 static FIRST_AT_NS: AtomicU64 = AtomicU64::new(0);
 
 /// SIGINTs this close to the first are copies of it.
@@ -31,13 +31,17 @@ fn monotonic_ns() -> u64 {
 extern "C" fn on_sigint(_: libc::c_int) {
     // Only atomics, clock_gettime, sigaction and raise: all
     // async-signal-safe.
-    let now = monotonic_ns();
-    if !INTERRUPTED.swap(true, Ordering::SeqCst) {
-        FIRST_AT_NS.store(now, Ordering::SeqCst);
-        return;
-    }
-    if now.saturating_sub(FIRST_AT_NS.load(Ordering::SeqCst)) < SAME_INTERRUPT_NS {
-        return;
+    // The first one's time is set before it counts as an interrupt, in
+    // one step: two copies can run their handlers at once, on two
+    // threads, and the second must find the first's time, never none.
+    let now = monotonic_ns().max(1);
+    match FIRST_AT_NS.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => {
+            INTERRUPTED.store(true, Ordering::SeqCst);
+            return;
+        }
+        Err(first) if now.saturating_sub(first) < SAME_INTERRUPT_NS => return,
+        Err(_) => {}
     }
     // A second Ctrl-C: end the process as SIGINT's default action does.
     // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask; restoring
