@@ -155,31 +155,27 @@ fn fio_only_flags_with_a_scenario_file_are_refused_not_ignored() {
     }
 }
 
-#[test]
-fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
-    let (dir, file) = scenario_file("sigint", SCENARIO);
+/// A running `cint sweep` of `SCENARIO` with `vary`, one point at a time,
+/// once its first point has finished: its line in FILE.partial shows the
+/// Ctrl-C handler is installed (the file is created after it) and that
+/// there is a point to keep. A fixed sleep instead could fire before the
+/// handler on a loaded machine (killing the process outright) or after
+/// every point on a fast one. Returns the directory, the child, FILE and
+/// FILE.partial.
+fn sweep_past_its_first_point(
+    tag: &str,
+    sets: &[&str],
+    vary: &str,
+) -> (TempDir, Watched, std::path::PathBuf, std::path::PathBuf) {
+    let (dir, file) = scenario_file(tag, SCENARIO);
     let out = dir.path().join("points.jsonl");
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cint"));
-    cmd.args(["sweep", &file, "--jobs", "1", "--set", "duration=20ms"])
-        .args([
-            "--vary",
-            &format!(
-                "seed={}",
-                (1..=3000)
-                    .map(|s| s.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
-        ])
-        .args(["--out", &out.display().to_string()])
+    cmd.args(["sweep", &file, "--jobs", "1"])
+        .args(sets.iter().flat_map(|s| ["--set", s]))
+        .args(["--vary", vary, "--out", &out.display().to_string()])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = Watched::spawn("cint sweep", &mut cmd).expect("cint starts");
-    // Interrupt, as a terminal's Ctrl-C would, once a point has finished:
-    // its line in FILE.partial shows the handler is installed (the file is
-    // created after it) and that there is a point to keep. A fixed sleep
-    // instead could fire before the handler on a loaded machine (killing
-    // the process outright) or after every point on a fast one.
     let partial = dir.path().join("points.jsonl.partial");
     let finished = child.wait_until(Duration::from_secs(60), Duration::from_millis(10), || {
         std::fs::read_to_string(&partial).is_ok_and(|t| t.lines().count() > 0)
@@ -189,6 +185,15 @@ fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
         Err(WaitError::Exited(status)) => panic!("cint exited before a point finished: {status}"),
         Err(e) => panic!("no point of the sweep finished within 60 s: {e:?}"),
     }
+    (dir, child, out, partial)
+}
+
+#[test]
+fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
+    let seeds: Vec<String> = (1..=3000).map(|s| s.to_string()).collect();
+    let vary = format!("seed={}", seeds.join(","));
+    let (_dir, mut child, out, partial) =
+        sweep_past_its_first_point("sigint", &["duration=20ms"], &vary);
     // Twice, as `timeout -s INT` sends it (to the process, then to its
     // group, a few microseconds apart): one interrupt, not a second
     // Ctrl-C. The pause lets the first be taken before the second comes,
@@ -209,7 +214,7 @@ fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
     let n = lines.lines().count();
     assert!(n > 0 && n < 3000, "{n} points written");
     assert!(
-        !std::path::Path::new(&format!("{}.partial", out.display())).exists(),
+        !partial.exists(),
         "the ordered file replaced the partial one"
     );
     assert!(
@@ -225,26 +230,11 @@ fn ctrl_c_stops_a_sweep_and_keeps_the_points_that_finished() {
 #[test]
 fn a_second_ctrl_c_ends_a_sweep_at_once() {
     use std::os::unix::process::ExitStatusExt;
-    let (dir, file) = scenario_file("sigint-twice", SCENARIO);
-    let out = dir.path().join("points.jsonl");
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cint"));
     // A short point, then one far longer than the test, which only the
-    // second Ctrl-C can end: the first lets running points finish.
-    cmd.args(["sweep", &file, "--jobs", "1"])
-        .args(["--vary", "duration=10ms,3600s"])
-        .args(["--out", &out.display().to_string()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = Watched::spawn("cint sweep", &mut cmd).expect("cint starts");
-    // The short point's line in FILE.partial: the worker goes on to the
-    // long one (a Ctrl-C before any point starts ends the sweep at once).
-    let partial = dir.path().join("points.jsonl.partial");
-    let started = child.wait_until(Duration::from_secs(60), Duration::from_millis(10), || {
-        std::fs::read_to_string(&partial).is_ok_and(|t| t.lines().count() > 0)
-    });
-    if let Err(e) = started {
-        panic!("the sweep's first point did not finish within 60 s: {e:?}");
-    }
+    // second Ctrl-C can end: the first lets running points finish (and
+    // one before any point starts would end the sweep at once).
+    let (_dir, mut child, out, partial) =
+        sweep_past_its_first_point("sigint-twice", &[], "duration=10ms,3600s");
     std::thread::sleep(Duration::from_millis(100));
     child.signal(libc::SIGINT).expect("SIGINT sent");
     // Well apart, as a hand presses Ctrl-C twice.
