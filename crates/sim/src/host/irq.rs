@@ -179,14 +179,13 @@ impl World<'_> {
         req.state = ReqState::Delivered;
         self.check.delivered += 1;
         let t = req.thread as usize;
-        let task_work = self.uring_task_work;
         let th = &mut self.threads[t];
         th.ready.push_back(r);
         let wake = th.run == RunState::Blocked
             && match th.wait {
                 Wait::Sync | Wait::AioEvents { .. } => true,
                 Wait::UringEvents { min_nr } => {
-                    task_work || th.ready.len() as u64 >= u64::from(min_nr)
+                    self.uring_task_work || th.ready.len() as u64 >= u64::from(min_nr)
                 }
                 Wait::PageCache | Wait::AppIo => true,
                 _ => false,
@@ -224,7 +223,6 @@ impl World<'_> {
             }
             _ => self.costs.return_to_user,
         };
-        let task_work = self.uring_task_work;
         let th = &mut self.threads[t];
         th.wake_listed = false;
         if th.run != RunState::Blocked {
@@ -248,7 +246,7 @@ impl World<'_> {
             },
             // Woken by task work, it runs it and looks at the ring: fewer
             // than `min_complete` events, it sleeps again.
-            Wait::UringEvents { .. } if task_work && !by_timer => Activity::Burst {
+            Wait::UringEvents { .. } if self.uring_task_work && !by_timer => Activity::Burst {
                 left: 0,
                 then: Cont::GetEventsRecheck,
             },
