@@ -417,7 +417,9 @@ impl<'a> World<'a> {
                 },
             )?;
         }
-        let estimator = sleep_estimator;
+        // Every thread starts from the same estimator, a value each
+        // keeps and updates as its own.
+        let estimator = sleep_estimator(strategy.mode);
         let apps = crate::apps::Apps::build(
             sc,
             strategy,
@@ -425,7 +427,7 @@ impl<'a> World<'a> {
             &mut reqs,
             &mut cores,
             queues_n,
-            estimator(strategy.mode),
+            estimator,
         );
         let flushers = crate::host::pagecache::add_flushers(
             sc,
@@ -433,7 +435,7 @@ impl<'a> World<'a> {
             &mut reqs,
             &mut cores,
             queues_n,
-            estimator(strategy.mode),
+            estimator,
         )?;
         reserve_handler_buffers(&mut cores, &threads, &in_flight_per_queue, queues_n);
         let end = sc.warmup.saturating_add(sc.duration);
@@ -475,7 +477,7 @@ impl<'a> World<'a> {
             reqs,
             jobs,
             counters: Counters::default(),
-            block_estimator: estimator(strategy.mode),
+            block_estimator: estimator,
             check: Invariants::default(),
             gap_log: None,
             shaping,

@@ -52,7 +52,7 @@ use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::{Hint, Nanos};
 use cint_scenario::app::{Benchmark, ClassHint, RocksDb};
 
-use crate::host::pagecache::{self, PAGE};
+use crate::host::pagecache::PAGE;
 use crate::world::{Cont, RunState, Wait, World};
 
 mod compaction;
@@ -485,14 +485,7 @@ impl World<'_> {
                 pages,
                 pair_pages,
                 skip_first,
-            } => {
-                let read = pagecache::Extent {
-                    file: apps_of(self).dbs[a].data_file,
-                    first,
-                    pages,
-                };
-                self.dump_read_done(t, i, a, read, pair_pages, skip_first);
-            }
+            } => self.dump_read_done(t, i, a, (first, pages), pair_pages, skip_first),
             Step::DumpWrite { k } => self.dump_write(t, i, a, k),
             Step::DumpWritten { k, first, pages } => self.dump_written(t, i, a, k, first, pages),
             Step::Throttle { left } => self.put_throttle(t, i, a, left),

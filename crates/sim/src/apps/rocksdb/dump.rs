@@ -64,22 +64,23 @@ impl World<'_> {
         self.start_call(t, self.costs.syscall + call);
     }
 
-    /// The read-ahead completed: its pages enter the cache, the pair's
-    /// own are marked accessed, and the tool reads the pair again, now a
-    /// hit.
+    /// The read-ahead of `pages` pages from `first` completed: they
+    /// enter the cache, the pair's own are marked accessed, and the tool
+    /// reads the pair again, now a hit.
     pub(super) fn dump_read_done(
         &mut self,
         t: usize,
         i: usize,
         a: usize,
-        read: Extent,
+        (first, pages): (u64, u64),
         pair_pages: u64,
         skip_first: bool,
     ) {
         self.app_reap(t);
+        let file = apps_of(self).dbs[a].data_file;
         if let Some(cache) = self.cache_of_mut(t) {
-            cache.read_done(read);
-            cache.mark_accessed(read.file, read.first, pair_pages, skip_first);
+            cache.read_done(Extent { file, first, pages });
+            cache.mark_accessed(file, first, pair_pages, skip_first);
         }
         self.rocksdb_go_on(t, i, a, Step::DumpRead);
     }

@@ -86,13 +86,12 @@ impl World<'_> {
         let writer = db.writer;
         let compactor = db.flushed();
         db.recalculate_stalls();
-        apps_of(self).threads[i].step = Step::FlushIdle;
         if let Some(w) = writer {
             self.wake_app_thread(w, Step::Stalled);
         }
         if let Some(w) = compactor {
             self.wake_app_thread(w, Step::CompactIdle);
         }
-        self.rocksdb_step(t, i, a);
+        self.rocksdb_go_on(t, i, a, Step::FlushIdle);
     }
 }

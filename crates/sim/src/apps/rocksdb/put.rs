@@ -63,7 +63,6 @@ impl World<'_> {
         let db = &mut apps_of(self).dbs[a];
         if !db.writes.delayed() || now >= until {
             db.delayed_ns += now - since;
-            apps_of(self).threads[i].step = Step::Wal { left };
             self.wal_write(t, i, a, left);
             return;
         }
