@@ -415,6 +415,7 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
         ("poll_iteration", host.poll_iteration, true),
         ("timer_setup", host.timer_setup, false),
         ("timer_slack", host.timer_slack, false),
+        ("task_timer_slack", host.task_timer_slack, false),
         ("sched_latency", host.sched_latency, true),
         ("sched_min_granularity", host.sched_min_granularity, true),
         (

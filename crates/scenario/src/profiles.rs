@@ -276,6 +276,16 @@ pub struct HostProfile {
     pub timer_setup: Duration,
     /// How late a high-resolution timer fires.
     pub timer_slack: Duration,
+    /// The timer slack of a user thread's own sleeps (`nanosleep`,
+    /// `usleep`): Linux gives such a timer the range [expiry, expiry +
+    /// `current->timer_slack_ns`] (`hrtimer_nanosleep`, which drops the
+    /// range only for real-time and deadline tasks), and programs the
+    /// clock event for the range's end, so on a core with no other timer
+    /// due the sleep ends there. 50 us for every task by default
+    /// (`init_task.timer_slack_ns`, inherited at fork); `prctl
+    /// (PR_SET_TIMERSLACK)` changes it. `timer_slack` comes on top.
+    #[serde(default = "default_task_timer_slack")]
+    pub task_timer_slack: Duration,
     /// CFS target latency, as the kernel runs it (scaled at boot, see
     /// [`linux_cfs`]; `/proc/sys/kernel/sched_latency_ns`, since Linux
     /// 5.13 `/sys/kernel/debug/sched/latency_ns`).
@@ -548,6 +558,7 @@ impl HostProfile {
                 poll_iteration: ns(100),
                 timer_setup: ns(300),
                 timer_slack: ns(2_000),
+                task_timer_slack: default_task_timer_slack(),
                 // The kernel's boot-time scaling on the testbed's 28
                 // online CPUs (two 14-core sockets, SMT off), whatever
                 // cores an experiment pins to.
@@ -606,6 +617,7 @@ impl HostProfile {
                 poll_iteration: ns(30),
                 timer_setup: ns(200),
                 timer_slack: ns(2_000),
+                task_timer_slack: default_task_timer_slack(),
                 // Linux 5.15 scales them as 5.0 does, on 8 online CPUs.
                 sched_latency: linux_cfs(8).latency,
                 sched_min_granularity: linux_cfs(8).min_granularity,
@@ -647,6 +659,12 @@ pub struct CfsSettings {
     pub min_granularity: Duration,
     /// `sysctl_sched_wakeup_granularity`.
     pub wakeup_granularity: Duration,
+}
+
+/// Linux's default timer slack of a task, 50 us (`init_task`'s
+/// `timer_slack_ns`, init/init_task.c; every thread inherits it).
+pub fn default_task_timer_slack() -> Duration {
+    Duration(50 * US)
 }
 
 /// The CFS settings of a kernel booted with `online_cpus` CPUs online.

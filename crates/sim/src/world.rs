@@ -106,8 +106,11 @@ pub(crate) enum Wait {
     AioEvents { min_nr: u32 },
     /// io_uring wait: woken only once `min_nr` completions are ready.
     UringEvents { min_nr: u32 },
-    /// A timed sleep (rate limiting).
+    /// A timed sleep (a trace's pacing, flow control, a job's start).
     Sleep,
+    /// fio's `nanosleep` in its think time or rate limiter
+    /// ([`crate::workload`]'s `fio_sleep`).
+    FioSleep,
     /// Hybrid polling's sleep before spinning for `need` completions.
     HybridSleep { need: u32 },
     /// A submission call sleeps for a driver tag (blk-mq).
@@ -164,19 +167,26 @@ pub(crate) enum Cont {
     PollReaped,
     /// Hybrid polling armed its timer: go to sleep.
     HybridArm,
-    /// Rate limiting armed the sleep timer: sleep until the next request
-    /// may be issued.
+    /// A trace's pacing armed the sleep timer: sleep until its next
+    /// request is released.
     RateSleepArmed,
-    /// A reap call armed its timeout at the next issue instant (rate
-    /// limiting): wait for events or the timeout.
+    /// A reap call armed its timeout at the trace's next release: wait
+    /// for events or the timeout.
     RateWaitArmed,
     /// Resume a poll loop after a context switch.
     Spin(u32),
     /// Resume a busy loop after a context switch.
     Busy,
-    /// A timed pause armed its timer (fio's think time, flow control):
-    /// sleep this long, then back to the top of the loop.
+    /// A timed pause armed its timer (fio's flow control): sleep this
+    /// long, then back to the top of the loop.
     Nap(Nanos),
+    /// fio's `usec_sleep` of this long, then the top of the loop (think
+    /// time after its spin).
+    FioSleep(Nanos),
+    /// fio's `nanosleep` armed its timer: sleep this long and the slack.
+    FioNanosleep(Nanos),
+    /// fio's `nanosleep` returned: measure, and sleep the rest or go on.
+    FioSleepReturn,
     /// A buffered call or the flusher goes on (crate::host::pagecache).
     PageCache,
     /// An `fsync` or `fdatasync` returns: its latency is taken, then the

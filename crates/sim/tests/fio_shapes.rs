@@ -97,6 +97,37 @@ fn a_byte_rate_caps_bandwidth_evenly_or_as_a_poisson_process() {
 }
 
 #[test]
+fn a_deep_queue_that_catches_up_with_its_rate_drains_before_it_sleeps() {
+    // fio's rate_ddir: ahead of its schedule, the thread reaps everything
+    // in flight (io_u_quiesce) before it sleeps. Capped a tenth under what
+    // it does unpaced, a 64-deep libaio job keeps catching up, and each
+    // time its queue empties: it holds the cap with far fewer requests
+    // waiting than the unpaced job's full queue.
+    let deep = "name = \"d\"\nengine = \"libaio\"\niodepth = 64\nbatch = 16\n\
+                batch_complete_min = 16";
+    let unpaced = run(&scenario(NONE, "20ms", &[deep]));
+    let free = job(&unpaced, "d");
+    let cap = (free.iops * 0.9).round();
+    let paced = run(&scenario(
+        NONE,
+        "20ms",
+        &[&format!("{deep}\nrate_iops = {cap}")],
+    ));
+    let capped = job(&paced, "d");
+    assert!(
+        (capped.iops - cap).abs() < 0.01 * cap,
+        "{} IOPS under a cap of {cap}",
+        capped.iops
+    );
+    assert!(
+        capped.lat_ns.mean < 0.5 * free.lat_ns.mean,
+        "paced mean latency {} ns against {} unpaced",
+        capped.lat_ns.mean,
+        free.lat_ns.mean
+    );
+}
+
+#[test]
 fn thinktime_paces_a_synchronous_loop_and_its_blocks_space_the_pauses() {
     let every = run(&scenario(
         NONE,

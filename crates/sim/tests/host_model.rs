@@ -538,19 +538,22 @@ fn wakeups_count_each_return_from_a_block() {
 
 #[test]
 fn a_rate_limited_sleep_pays_the_timer_setup() {
-    // One request every 20 us, about 10 us each: the thread sleeps on a
-    // timer once per I/O, so each ns of timer set-up is a ns of its CPU
-    // per I/O.
+    // One request every 200 us, about 10 us each: ahead of its rate by
+    // about 190 us, more than fio's sleep granularity (about 55 us), the
+    // thread calls nanosleep once per I/O, so each ns of timer set-up is a
+    // ns of its CPU per I/O (the sleep itself is that much shorter: fio
+    // asks for what is left less the granularity, which includes it).
     let mut job = psync("capped");
     if let Work::Io(io) = &mut job.work {
-        io.rate_iops = Some(50_000);
+        io.rate_iops = Some(5_000);
     }
     let cpu_per_io = |setup: u64| {
         let mut sc = short(scenario("optane-p4800x", vec![none()], vec![job.clone()]));
+        sc.duration = 40 * MS;
         sc.host.timer_setup = cint_scenario::units::Duration(setup);
         let r = &run(&sc)[0];
         let j = &r.jobs[0];
-        assert!((j.iops - 50_000.0).abs() < 1_000.0, "{}", j.iops);
+        assert!((j.iops - 5_000.0).abs() < 100.0, "{}", j.iops);
         // Every I/O is a sleep on the timer and a wake-up by it plus one
         // by the completion.
         let per_io = j.wakeups as f64 / j.ios as f64;
@@ -559,6 +562,57 @@ fn a_rate_limited_sleep_pays_the_timer_setup() {
     };
     let extra = cpu_per_io(5_000) - cpu_per_io(0);
     assert!((extra - 5_000.0).abs() < 250.0, "{extra} ns per I/O");
+}
+
+#[test]
+fn fio_spins_through_a_rate_gap_shorter_than_its_sleep_granularity() {
+    // One request every 20 us, about 10 us each: fio is ahead by about
+    // 10 us, under the ~55 us its nanosleep takes at the least, so it
+    // spins (time.c usec_sleep): no timer, one wake-up per I/O (the
+    // completion's), and its core busy all the time.
+    let mut job = psync("capped");
+    if let Work::Io(io) = &mut job.work {
+        io.rate_iops = Some(50_000);
+    }
+    let sc = short(scenario("optane-p4800x", vec![none()], vec![job]));
+    let r = &run(&sc)[0];
+    let j = &r.jobs[0];
+    assert!((j.iops - 50_000.0).abs() < 1_000.0, "{}", j.iops);
+    let per_io = j.wakeups as f64 / j.ios as f64;
+    assert!((per_io - 1.0).abs() < 0.02, "{per_io} wake-ups per I/O");
+    assert!(j.cpu_util > 0.5, "the spin is CPU time: {}", j.cpu_util);
+}
+
+#[test]
+fn a_long_sleep_of_fio_wakes_at_the_end_of_the_timer_slack() {
+    // 100 us of think time after each request, spin 0: fio asks nanosleep
+    // for 100 us less its granularity, which the task's timer slack
+    // dominates, and the kernel ends the sleep at the end of the slack
+    // range; whatever the slack, the loop takes about 100 us of sleep and
+    // spin per request. Without slack the granularity shrinks with it,
+    // and the sleep is almost all of the pause.
+    let mut job = psync("thinker");
+    if let Work::Io(io) = &mut job.work {
+        io.shape.thinktime = 100 * US;
+    }
+    let run_with = |slack: u64| {
+        let mut sc = short(scenario("optane-p4800x", vec![none()], vec![job.clone()]));
+        sc.duration = 20 * MS;
+        sc.host.task_timer_slack = cint_scenario::units::Duration(slack);
+        let r = &run(&sc)[0];
+        let j = r.jobs[0].clone();
+        (j.iops, j.cpu_util, j.wakeups as f64 / j.ios as f64)
+    };
+    let (iops_50, cpu_50, wakes_50) = run_with(50 * US);
+    let (iops_0, cpu_0, wakes_0) = run_with(0);
+    // About 110 us per loop either way.
+    for iops in [iops_50, iops_0] {
+        assert!((8_500.0..9_500.0).contains(&iops), "{iops}");
+    }
+    assert!((wakes_50 - 2.0).abs() < 0.05 && (wakes_0 - 2.0).abs() < 0.05);
+    // The spin after the sleep is about 1 us either way: the CPU does not
+    // follow the slack.
+    assert!((cpu_50 - cpu_0).abs() < 0.02, "{cpu_50} against {cpu_0}");
 }
 
 #[test]

@@ -218,7 +218,9 @@ impl World<'_> {
     /// for and on why it was woken.
     pub(crate) fn wake(&mut self, t: usize, exiting_irq: Option<usize>) {
         let rtu = match self.threads[t].wait {
-            Wait::Sync | Wait::Sleep if self.threads[t].run == RunState::Blocked => {
+            Wait::Sync | Wait::Sleep | Wait::FioSleep
+                if self.threads[t].run == RunState::Blocked =>
+            {
                 self.thread_cost(t, self.costs.return_to_user)
             }
             _ => self.costs.return_to_user,
@@ -263,6 +265,10 @@ impl World<'_> {
             Wait::Sleep => Activity::Burst {
                 left: rtu,
                 then: Cont::Issue,
+            },
+            Wait::FioSleep => Activity::Burst {
+                left: rtu,
+                then: Cont::FioSleepReturn,
             },
             Wait::HybridSleep { need } => {
                 th.polling_since = self.events.now();

@@ -48,6 +48,7 @@ pub(crate) struct HostCosts {
     pub poll_iteration: Nanos,
     pub timer_setup: Nanos,
     pub timer_slack: Nanos,
+    pub task_timer_slack: Nanos,
     pub sched_latency: Nanos,
     pub sched_min_granularity: Nanos,
     pub sched_wakeup_granularity: Nanos,
@@ -76,6 +77,24 @@ impl UserPerIo {
 }
 
 impl HostCosts {
+    /// What fio measures at start as its sleep's granularity
+    /// (`fio_time_init`: the longest of ten `nanosleep` calls of 1 us),
+    /// on an idle core of this host: the call's entry and the timer's
+    /// arming, the microsecond, the task's timer slack and the timer's
+    /// lateness, the timer interrupt's wake-up, the switch back from the
+    /// idle task and the return to user space.
+    pub(crate) fn fio_sleep_granularity(&self) -> Nanos {
+        self.syscall
+            + self.timer_setup
+            + 1_000
+            + self.task_timer_slack
+            + self.timer_slack
+            + self.irq_fixed
+            + self.wakeup
+            + self.context_switch_idle
+            + self.return_to_user
+    }
+
     /// The generator's user-space CPU per I/O for a job with or without
     /// `gtod_reduce`.
     pub(crate) fn user(&self, gtod_reduce: bool) -> UserPerIo {
@@ -140,6 +159,7 @@ impl HostCosts {
             poll_iteration: h.poll_iteration.0,
             timer_setup: h.timer_setup.0,
             timer_slack: h.timer_slack.0,
+            task_timer_slack: h.task_timer_slack.0,
             sched_latency: h.sched_latency.0,
             sched_min_granularity: h.sched_min_granularity.0,
             sched_wakeup_granularity: h.sched_wakeup_granularity.0,

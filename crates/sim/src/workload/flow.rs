@@ -104,7 +104,7 @@ impl World<'_> {
                 return true;
             }
             let c = self.costs;
-            self.set_burst(t, c.timer_setup, Cont::Nap(shape.flow_sleep));
+            self.set_burst(t, c.syscall + c.timer_setup, Cont::Nap(shape.flow_sleep));
         } else {
             // At least a nanosecond: time must pass for the others to move.
             self.set_burst(t, self.costs.poll_iteration.max(1), Cont::Issue);

@@ -151,7 +151,8 @@ impl World<'_> {
                 continue;
             }
             th.prog.stop_at = Some(th.prog.stop_at.map_or(now, |s| s.min(now)));
-            if running && th.run == crate::world::RunState::Blocked && th.wait == Wait::Sleep {
+            let asleep = matches!(th.wait, Wait::Sleep | Wait::FioSleep);
+            if running && th.run == crate::world::RunState::Blocked && asleep {
                 th.timer_token += 1;
                 let token = th.timer_token;
                 self.events.schedule(

@@ -35,6 +35,7 @@
 //! engine or libaio go through the page cache (crate::host::pagecache); on
 //! io_uring they are modelled as direct I/O.
 
+mod fio_sleep;
 mod flow;
 mod groups;
 mod latency_target;
@@ -81,6 +82,9 @@ impl World<'_> {
             Cont::Spin(need) => self.threads[t].act = Activity::Spin { need },
             Cont::Busy => self.threads[t].act = Activity::Busy,
             Cont::Nap(d) => self.nap(t, d),
+            Cont::FioSleep(d) => self.fio_sleep(t, d),
+            Cont::FioNanosleep(d) => self.fio_nanosleep(t, d),
+            Cont::FioSleepReturn => self.fio_sleep_returned(t),
             Cont::PageCache => self.page_cache_cont(t),
             Cont::SyncReturn => self.sync_returned(t),
             Cont::PageCacheSleep(at) => self.page_cache_sleep(t, at),
@@ -139,6 +143,9 @@ impl World<'_> {
         let now = self.now();
         let p = self.threads[t].prog;
         let c = self.costs;
+        if self.rate_holds(t, now) {
+            return;
+        }
         if p.engine.is_sync() {
             if self.paced(t) && now < self.threads[t].next_issue_at {
                 self.sleep_until_next_issue(t);
@@ -213,21 +220,18 @@ impl World<'_> {
         }
     }
 
-    /// Rate limiting: requests that may be issued now (at most a batch of
-    /// backlog is kept, as a token bucket); an open-loop trace: the
+    /// Rate limiting: requests that may be issued now, all those behind
+    /// the schedule (fio keeps no cap on the backlog: a thread that fell
+    /// behind issues until it has caught up); an open-loop trace: the
     /// requests released by now.
     fn tokens(&mut self, t: usize, now: Nanos) -> u32 {
         if self.threads[t].prog.trace {
             return self.trace_tokens(t, now);
         }
-        let th = &mut self.threads[t];
-        let (Some(iv), p) = (th.prog.rate_interval, th.prog) else {
+        let th = &self.threads[t];
+        let Some(iv) = th.prog.rate_interval else {
             return u32::MAX;
         };
-        let burst = u64::from(p.batch) * iv;
-        if th.next_issue_at + burst < now {
-            th.next_issue_at = now - burst;
-        }
         if now < th.next_issue_at {
             0
         } else {
@@ -235,7 +239,7 @@ impl World<'_> {
         }
     }
 
-    /// Rate limiting: arm a timer for the next issue instant (CPU on the
+    /// A trace's pacing: arm a timer for the next release (CPU on the
     /// thread's core), then sleep.
     fn sleep_until_next_issue(&mut self, t: usize) {
         self.set_burst(t, self.costs.timer_setup, Cont::RateSleepArmed);
@@ -253,8 +257,9 @@ impl World<'_> {
         }
     }
 
-    /// A reap call's timeout is armed. Completions delivered while it was
-    /// being armed count: the call returns if it has enough.
+    /// A reap call's timeout at a trace's next release is armed.
+    /// Completions delivered while it was being armed count: the call
+    /// returns if it has enough.
     fn rate_wait_armed(&mut self, t: usize) {
         let th = &self.threads[t];
         if th.ready.len() as u64 >= u64::from(th.min_nr) {
@@ -584,7 +589,9 @@ impl World<'_> {
     /// timeout is already set (once per call: a libaio waiter woken
     /// before its `min_nr` sleeps again on the same timer).
     fn wait_with_timer(&mut self, t: usize, timer_armed: bool) {
-        let paced = self.paced(t);
+        // A trace's replay waits for its next release too; fio's rate
+        // limiter reaps only when its queue is full or to quiesce.
+        let paced = self.threads[t].prog.trace && self.paced(t);
         let mode = self.wait_mode(t);
         let th = &self.threads[t];
         let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
@@ -596,10 +603,10 @@ impl World<'_> {
                     Engine::Libaio => Wait::AioEvents { min_nr },
                     Engine::IoUring => Wait::UringEvents { min_nr },
                 };
-                // The rate limiter's next token only matters to a thread
-                // that has a free slot to submit it in: with every request
-                // in flight, waking for the token would find nothing to
-                // submit and nothing to reap, and spin on the core.
+                // The trace's next release only matters to a thread that
+                // has a free slot to submit it in: with every request in
+                // flight, waking for it would find nothing to submit and
+                // nothing to reap, and spin on the core.
                 let rate_deadline = match (wait, paced) {
                     (Wait::Sync, _) | (_, false) => None,
                     _ if th.free_slots.is_empty() => None,

@@ -25,6 +25,16 @@ pub(crate) struct ThreadShape {
     pub(crate) writes_since_sync: [u64; 2],
     /// When the `fsync` or `fdatasync` in progress was entered.
     sync_entered: Nanos,
+    /// Ahead of its rate, the thread reaps what it has in flight, then
+    /// sleeps this long: what it was ahead by when it looked
+    /// ([`super::fio_sleep`]).
+    pub(super) rate_sleep: Option<Nanos>,
+    /// fio's sleep in progress: what it must sleep in all, and when it
+    /// last called `nanosleep`.
+    pub(super) sleep_left: Nanos,
+    pub(super) sleep_from: Nanos,
+    /// The rate's schedule has restarted at the end of the job's ramp.
+    pub(super) rate_restarted: bool,
 }
 
 /// The shape of a cpu job: nothing shaped.
@@ -171,15 +181,15 @@ impl<'a> World<'a> {
         s.since_think = s.since_think.saturating_add(u64::from(n));
     }
 
-    /// fio's `io_u_quiesce`: with requests in flight, a reap call waits
-    /// for all of them, and the loop comes back here once they are in
-    /// hand. True when that call has begun.
+    /// fio's `io_u_quiesce`: with requests in flight, a reap call for at
+    /// least one event (`io_u_queued_complete(td, 1)`), and the loop comes
+    /// back here once they are in hand, until none is left. True when
+    /// that call has begun.
     pub(crate) fn quiesce(&mut self, t: usize) -> bool {
-        let in_flight = self.threads[t].in_flight;
-        if in_flight == 0 {
+        if self.threads[t].in_flight == 0 {
             return false;
         }
-        self.threads[t].min_nr = in_flight;
+        self.threads[t].min_nr = 1;
         match self.threads[t].prog.engine {
             Engine::IoUring => self.get_events(t),
             _ => {
@@ -214,10 +224,11 @@ impl<'a> World<'a> {
         self.ios_left(t) == 0 && self.threads[t].in_flight == 0
     }
 
-    /// fio's think time: after `thinktime_blocks` completed requests the
-    /// thread waits for the rest in flight, spins `thinktime_spin`, then
-    /// sleeps the rest of `thinktime` (arming the timer costs
-    /// `timer_setup`). True when the pause (or its reap) has begun.
+    /// fio's think time (backend.c `handle_thinktime`): after
+    /// `thinktime_blocks` completed requests the thread reaps the rest in
+    /// flight, spins `thinktime_spin`, then sleeps the rest of
+    /// `thinktime` as fio sleeps ([`super::fio_sleep`]: a spin when it is
+    /// short). True when the pause (or its reap) has begun.
     pub(crate) fn think_due(&mut self, t: usize) -> bool {
         let shape = self.shape(t);
         let (think, spin, blocks) = (
@@ -232,10 +243,11 @@ impl<'a> World<'a> {
             return true;
         }
         self.shaping[t].since_think = 0;
-        if think > spin {
-            self.set_burst(t, spin + self.costs.timer_setup, Cont::Nap(think - spin));
+        let rest = think.saturating_sub(spin);
+        if spin > 0 {
+            self.set_clock_spin(t, spin, Cont::FioSleep(rest));
         } else {
-            self.set_burst(t, spin, Cont::Issue);
+            self.fio_sleep(t, rest);
         }
         true
     }
@@ -278,9 +290,11 @@ impl<'a> World<'a> {
         self.issue(t);
     }
 
-    /// A pause's timer is armed: sleep `d`, then back to the loop's top.
+    /// A `usleep(d)`'s timer is armed: sleep `d` and the timer's slack
+    /// range (as [`World::fio_nanosleep`]), then back to the loop's top.
     pub(crate) fn nap(&mut self, t: usize, d: Nanos) {
-        let at = self.now().saturating_add(d);
+        let c = self.costs;
+        let at = self.now().saturating_add(d) + c.task_timer_slack + c.timer_slack;
         self.block_with_timer(t, Wait::Sleep, at);
     }
 }

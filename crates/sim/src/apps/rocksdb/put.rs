@@ -68,7 +68,9 @@ impl World<'_> {
         }
         let c = self.costs;
         let call = c.syscall + c.timer_setup;
-        let at = now + call + stall::DELAY_INTERVAL + c.timer_slack;
+        // RocksDB sleeps with `usleep` (PosixEnv::SleepForMicroseconds):
+        // the task's timer slack range comes on top.
+        let at = now + call + stall::DELAY_INTERVAL + c.task_timer_slack + c.timer_slack;
         self.set_burst(t, call, Cont::AppSleep(at));
     }
 
