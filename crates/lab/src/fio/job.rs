@@ -60,6 +60,8 @@ pub(super) struct JobSpec {
     pub(super) bssplit: Option<At<Vec<BsShare>>>,
     pub(super) bssplit_write: Vec<BsShare>,
     pub(super) bssplit_write_differs: bool,
+    /// `bs=READ,WRITE` with a write size of its own.
+    pub(super) bs_write: Option<At<u64>>,
     pub(super) filesize: Option<At<u64>>,
     pub(super) bsrange: Option<At<(u64, u64)>>,
     /// `rate`: bytes/s for reads and for writes (0: no cap).
@@ -128,6 +130,7 @@ impl JobSpec {
             bssplit: None,
             bssplit_write: Vec::new(),
             bssplit_write_differs: false,
+            bs_write: None,
             filesize: None,
             bsrange: None,
             rate: None,

@@ -318,22 +318,9 @@ fn apply_pattern(
         }
         "bs" | "blocksize" => {
             let v = o.value(diag)?;
-            let mut sizes = v.split(',').map(str::trim).filter(|p| !p.is_empty());
-            let first = sizes.next().ok_or_else(|| o.need(diag))?;
-            let bs = parse_size(first).map_err(|_| o.bad(diag, "a size"))?;
-            for other in sizes {
-                if parse_size(other).ok() != Some(bs) {
-                    return Err(o.invalid(
-                        diag,
-                        v,
-                        "different read and write block sizes are not supported".into(),
-                    ));
-                }
-            }
-            if bs == 0 || bs % 512 != 0 {
-                return Err(o.bad(diag, "a positive multiple of 512 bytes"));
-            }
-            spec.bs = Some(At::new(o.line, bs));
+            let [read, write] = read_write_sizes(v).map_err(|e| o.invalid(diag, v, e))?;
+            spec.bs = Some(At::new(o.line, read));
+            spec.bs_write = (write != read).then(|| At::new(o.line, write));
         }
         "size" => {
             let v = o.value(diag)?;
@@ -672,10 +659,81 @@ fn not_a_block_model(key: &str) -> Option<&'static str> {
         .or_else(|| key.starts_with("verify_").then_some(NO_DATA))
 }
 
+/// fio's `bs=READ[,WRITE[,TRIM]]` (HOWTO, `blocksize`): a size not
+/// followed by a comma applies to the kinds after it too, an empty one is
+/// fio's default (4 KiB). Trims are not modelled, so their size is only
+/// checked.
+fn read_write_sizes(v: &str) -> Result<[u64; 2], String> {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    if parts.len() > 3 {
+        return Err("at most three sizes: reads, writes and trims".into());
+    }
+    let mut sizes = [4096u64; 3];
+    for (i, part) in parts.iter().enumerate() {
+        if part.is_empty() {
+            continue;
+        }
+        let size = parse_size(part).map_err(|_| format!("'{part}' is not a size"))?;
+        if size == 0 || size % 512 != 0 {
+            return Err(format!("'{part}' is not a positive multiple of 512 bytes"));
+        }
+        sizes[i] = size;
+        if i + 1 == parts.len() {
+            // Not terminated by a comma: it applies to the kinds after it.
+            for later in &mut sizes[i + 1..] {
+                *later = size;
+            }
+        }
+    }
+    if parts.iter().all(|p| p.is_empty()) {
+        return Err("no size given".into());
+    }
+    Ok([sizes[0], sizes[1]])
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::import_str;
     use super::super::test_support::{args, io};
+
+    #[test]
+    fn read_and_write_block_sizes_follow_fios_comma_rule() {
+        // HOWTO, blocksize: a size not followed by a comma applies to the
+        // kinds after it; an empty one is the default, 4 KiB.
+        for (v, read, write) in [
+            ("8k", 8192, 8192),
+            ("8k,32k", 8192, 32768),
+            ("8k,32k,", 8192, 32768),
+            (",8k", 4096, 8192),
+            ("8k,", 8192, 4096),
+            ("8k,8k,512", 8192, 8192),
+        ] {
+            assert_eq!(super::read_write_sizes(v), Ok([read, write]), "bs={v}");
+        }
+        // Reads of one size and writes of another: a split of one size per
+        // direction.
+        let text = "[j]\nioengine=libaio\nrw=randrw\nbs=4k,64k\n";
+        let s = import_str(text, "rw.fio", &args()).expect("bs=4k,64k imports");
+        let job = io(&s.scenario.jobs[0]);
+        assert_eq!(job.bs, 4096);
+        assert_eq!(
+            job.shape.bssplit,
+            [cint_scenario::BsShare {
+                bytes: 4096,
+                percent: 100
+            }]
+        );
+        assert_eq!(
+            job.shape.bssplit_write,
+            [cint_scenario::BsShare {
+                bytes: 65536,
+                percent: 100
+            }]
+        );
+        // One size for both leaves the job unshaped.
+        let s = import_str("[j]\nbs=8k,8k\n", "same.fio", &args()).expect("imports");
+        assert!(io(&s.scenario.jobs[0]).shape.bssplit.is_empty());
+    }
 
     #[test]
     fn unsupported_option_names_file_line_and_option() {
@@ -692,7 +750,9 @@ mod tests {
         for (text, line, needle) in [
             ("[j]\nrw=trim\n", 2, "rw=trim"),
             ("[j]\nbs=1000\n", 2, "multiple of 512"),
-            ("[j]\nbs=4k,8k\n", 2, "different read and write"),
+            ("[j]\nbs=4k,8k,2k,1k\n", 2, "at most three sizes"),
+            ("[j]\nbs=,\n", 2, "no size given"),
+            ("[j]\nbs=4k,100\n", 2, "multiple of 512"),
             ("[j]\niodepth=0\n", 2, "iodepth"),
             ("[j]\nioengine=spdk\n", 2, "ioengine=spdk"),
             ("[j]\nruntime=soon\n", 2, "runtime"),

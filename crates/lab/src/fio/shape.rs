@@ -2,7 +2,7 @@
 //! caps, think times, counts, flows, `exitall` and steady state, checked
 //! against each other.
 
-use cint_scenario::{ExitScope, IoShape, LatencyTarget, Rw, SteadyState};
+use cint_scenario::{BsShare, ExitScope, IoShape, LatencyTarget, Rw, SteadyState};
 
 use super::diag::Diagnostics;
 use super::job::{At, JobSpec};
@@ -15,11 +15,24 @@ pub(super) fn job_shape(
     bs: u64,
     diag: &mut Diagnostics,
 ) -> Result<IoShape, FioError> {
-    let bssplit = spec
+    let mut bssplit = spec
         .bssplit
         .as_ref()
         .map_or(Vec::new(), |b| b.value.clone());
+    let mut bssplit_write = spec.bssplit_write.clone();
     let bsrange = spec.bsrange.map(|r| r.value);
+    // `bs=READ,WRITE` is a split of one size per direction; fio's
+    // `bssplit` and `bsrange` take the place of `bs` when given.
+    if let (Some(write), true, None) = (spec.bs_write, bssplit.is_empty(), bsrange) {
+        bssplit = vec![BsShare {
+            bytes: bs,
+            percent: 100,
+        }];
+        bssplit_write = vec![BsShare {
+            bytes: write.value,
+            percent: 100,
+        }];
+    }
     if bsrange.is_some() && !bssplit.is_empty() {
         return Err(diag.job_err(
             &spec.name,
@@ -29,7 +42,7 @@ pub(super) fn job_shape(
     }
     let mut shape = IoShape {
         bssplit,
-        bssplit_write: spec.bssplit_write.clone(),
+        bssplit_write,
         bsrange,
         rate: None,
         rate_poisson: spec.poisson,
