@@ -149,6 +149,8 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("direct")
             } else if io.gtod_reduce {
                 Some("gtod_reduce")
+            } else if io.offload {
+                Some("submit_mode")
             } else if !s.bssplit.is_empty() {
                 Some("bssplit")
             } else if s.bsrange.is_some() {

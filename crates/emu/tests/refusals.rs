@@ -46,6 +46,8 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
         ("exitall", "exitall = \"group\""),
         ("ss", "ss = \"iops:10%\"\nss_dur = \"1s\""),
         ("sched_group", "sched_group = \"g\""),
+        // fio's offload workers are the simulator's.
+        ("submit_mode", "submit_mode = \"offload\""),
         // Buffered iocbs run through the simulator's page cache.
         ("direct", "direct = false"),
     ] {

@@ -3,9 +3,8 @@
 //! (psync, sync, pvsync, pvsync2, libaio, io_uring, or none) goes through
 //! the import. At least two thirds must import and run in the simulator,
 //! and every refusal must be one of the reasons listed here: what a
-//! block-device model cannot be, an unset `${VAR}`, or one of the few fio
-//! mechanisms named as not modelled yet. A new kind of refusal fails the
-//! test, so it cannot creep in unnoticed.
+//! block-device model cannot be, or an unset `${VAR}`. A new kind of
+//! refusal fails the test, so it cannot creep in unnoticed.
 //!
 //! Under `CI=true` a missing package is a failure; elsewhere the test says
 //! loudly that it skipped.
@@ -33,8 +32,6 @@ const ALLOWED_REFUSALS: &[(&str, &str)] = &[
         "is not set (fio takes it from the environment)",
         "an unset ${VAR}",
     ),
-    // Not modelled yet (docs/FIO.md): fio's submission worker pool.
-    ("io_submit_mode=offload", "submission worker threads"),
 ];
 
 fn engines_of(text: &str) -> Vec<String> {

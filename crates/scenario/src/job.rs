@@ -14,6 +14,10 @@ use crate::units::{format_duration, format_size};
 
 /// Most threads one job may have.
 pub const MAX_NUMJOBS: u64 = 4_096;
+
+/// The most offload workers a job may have (`numjobs` x `iodepth`), each a
+/// thread of its own.
+pub const MAX_OFFLOAD_WORKERS: u64 = 65_536;
 /// Most threads of all jobs together: engines allocate per thread.
 pub const MAX_THREADS: u64 = 65_536;
 /// Most requests all jobs together may keep in flight (the sum of
@@ -54,6 +58,7 @@ pub const IO_KEYS: &[&str] = &[
     "hint",
     "nowait",
     "hipri",
+    "submit_mode",
     "direct",
     "fadvise_hint",
     "rate_iops",
@@ -371,6 +376,18 @@ fn parse_job(
     } else {
         Work::Io(parse_io(sec, device)?)
     };
+    if let Work::Io(io) = &work {
+        let workers = u64::from(numjobs) * u64::from(io.iodepth);
+        if io.offload && workers > MAX_OFFLOAD_WORKERS {
+            return Err(sec.error(
+                "iodepth",
+                format!(
+                    "with submit_mode = \"offload\" each thread has iodepth workers: {workers} \
+                     in all, at most {MAX_OFFLOAD_WORKERS}"
+                ),
+            ));
+        }
+    }
     let mut job = Job {
         name,
         cpu: cpus.first().copied().unwrap_or(cpu as u32),
@@ -466,7 +483,9 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
             format!("must be a positive multiple of 512 bytes (got {bs})"),
         ));
     }
-    let (iodepth, batch, batch_complete_min, batch_complete_max) = queue_depths(sec, engine)?;
+    let offload = submit_offload(sec, engine)?;
+    let (iodepth, batch, batch_complete_min, batch_complete_max) =
+        queue_depths(sec, engine, offload)?;
     let flags = io_flags(sec, engine)?;
     let rate_iops = sec.int("rate_iops", 1, i64::MAX as u64)?;
     let think: Nanos = sec.duration("think")?.unwrap_or(0);
@@ -478,6 +497,9 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     }
     let shape = crate::shape::parse_shape(sec, bs, bs_given, rate_iops.is_some())?;
     check_shape_on_engine(sec, &shape, engine)?;
+    if offload {
+        check_offload(sec, &shape, flags.direct)?;
+    }
     bs = crate::shape::smallest_block(&shape, bs);
     let size = io_size(sec, device, crate::shape::largest_block(&shape, bs))?;
     let rwmixread = sec.int("rwmixread", 0, 100)?;
@@ -501,6 +523,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         direct: flags.direct,
         fadvise_hint: flags.fadvise_hint,
         gtod_reduce: flags.gtod_reduce,
+        offload,
         rate_iops,
         think,
         size,
@@ -509,12 +532,63 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     })
 }
 
+/// fio's `io_submit_mode`: `"offload"` hands each request to a pool of
+/// `iodepth` worker threads (fio's rate-submit.c), which io_uring does
+/// not allow (fio's `FIO_NO_OFFLOAD`).
+fn submit_offload(sec: &mut Section<'_>, engine: Engine) -> Result<bool, ScenarioError> {
+    let offload = sec
+        .choice("submit_mode", &["inline", "offload"])?
+        .as_deref()
+        == Some("offload");
+    if offload && engine == Engine::IoUring {
+        return Err(sec.error(
+            "submit_mode",
+            "fio cannot offload io_uring's submissions (its engine is FIO_NO_OFFLOAD): use \
+             psync, pvsync2 or libaio",
+        ));
+    }
+    Ok(offload)
+}
+
+/// What fio's offload workers are not modelled with, each refused by its
+/// key: a worker runs one request at a time, and the shaping that waits
+/// for requests in flight or owns a file is the main thread's.
+fn check_offload(
+    sec: &Section<'_>,
+    shape: &crate::IoShape,
+    direct: bool,
+) -> Result<(), ScenarioError> {
+    let refused = [
+        ("direct", !direct, "buffered calls"),
+        ("thinktime", shape.thinktime > 0, "think time"),
+        ("flow", shape.flow != 0, "flow control"),
+        ("fsync", shape.fsync > 0, "fsync"),
+        ("fdatasync", shape.fdatasync > 0, "fdatasync"),
+        (
+            "latency_target",
+            shape.latency_target.is_some(),
+            "the latency target's search",
+        ),
+        ("trace", shape.trace.is_some(), "a trace's replay"),
+    ];
+    if let Some((key, _, what)) = refused.into_iter().find(|r| r.1) {
+        return Err(sec.error(
+            key,
+            format!("{what} with submit_mode = \"offload\" is not modelled"),
+        ));
+    }
+    Ok(())
+}
+
 /// `iodepth`, `batch`, `batch_complete_min` and `batch_complete_max`:
 /// all 1 with a synchronous engine, as in fio, which ignores them there;
-/// the batches at most the depth otherwise.
+/// the batches at most the depth otherwise. Offloaded, the depth is the
+/// number of workers, each with one request in flight, so the batches
+/// stay 1.
 fn queue_depths(
     sec: &mut Section<'_>,
     engine: Engine,
+    offload: bool,
 ) -> Result<(u32, u32, u32, u32), ScenarioError> {
     let iodepth = sec.int("iodepth", 1, MAX_QUEUE_DEPTH)?.unwrap_or(1);
     let batch = sec.int("batch", 1, u64::from(u32::MAX))?.unwrap_or(1);
@@ -522,6 +596,22 @@ fn queue_depths(
         .int("batch_complete_min", 1, u64::from(u32::MAX))?
         .unwrap_or(1);
     let batch_complete_max = sec.int("batch_complete_max", 1, u64::from(u32::MAX))?;
+    if offload {
+        for (key, v) in [
+            ("batch", batch),
+            ("batch_complete_min", batch_complete_min),
+            ("batch_complete_max", batch_complete_max.unwrap_or(1)),
+        ] {
+            if v > 1 {
+                return Err(sec.error(
+                    key,
+                    "with submit_mode = \"offload\" each worker submits and reaps one request \
+                     at a time: leave it at 1",
+                ));
+            }
+        }
+        return Ok((iodepth as u32, 1, 1, 1));
+    }
     // As in fio, synchronous engines ignore iodepth and batching: one
     // request per call. Only the asynchronous engines check them.
     if engine.is_sync() {

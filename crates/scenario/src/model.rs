@@ -256,6 +256,11 @@ pub struct IoJob {
     /// fio's `gtod_reduce`: the generator takes fewer time stamps per I/O,
     /// which lowers its user-space CPU per I/O.
     pub gtod_reduce: bool,
+    /// fio's `io_submit_mode=offload`: each thread hands its requests to
+    /// a pool of `iodepth` worker threads on its core, each of which runs
+    /// one at a time through the engine (fio's rate-submit.c), so the
+    /// thread issues at its rate whatever the completions do.
+    pub offload: bool,
     /// Cap on the job's submission rate, per thread, in IO/s.
     pub rate_iops: Option<u64>,
     /// CPU time the application spends per completed IO.

@@ -98,6 +98,9 @@ pub fn to_toml(s: &Scenario) -> String {
                 if !io.fadvise_hint {
                     t["fadvise_hint"] = value(false);
                 }
+                if io.offload {
+                    t["submit_mode"] = value("offload");
+                }
                 if io.gtod_reduce {
                     t["gtod_reduce"] = value(true);
                 }

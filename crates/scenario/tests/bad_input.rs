@@ -622,6 +622,45 @@ fn cases() -> Vec<Case<'static>> {
             "\"urgent\", \"barrier\" or \"none\"",
         ),
         case(
+            "offload on io_uring",
+            with("numjobs = 1", "engine_x = 0").replace(
+                "engine  = \"libaio\"\nrw      = \"randread\"",
+                "engine  = \"io_uring\"\nrw      = \"randread\"\nsubmit_mode = \"offload\"",
+            ).replace("engine_x = 0", "numjobs = 1"),
+            LineOf("submit_mode"),
+            "job.async.submit_mode",
+            "FIO_NO_OFFLOAD",
+        ),
+        case(
+            "an unknown submit_mode",
+            with("numjobs = 1", "numjobs = 1\nsubmit_mode = \"later\""),
+            LineOf("submit_mode"),
+            "job.async.submit_mode",
+            "\"inline\" or \"offload\"",
+        ),
+        case(
+            "offload with think time",
+            with("numjobs = 1", "numjobs = 1\nsubmit_mode = \"offload\"\nthinktime = \"10us\""),
+            LineOf("thinktime"),
+            "job.async.thinktime",
+            "think time with submit_mode = \"offload\" is not modelled",
+        ),
+        case(
+            "offload with batches",
+            with("batch   = 1", "batch   = 4\nsubmit_mode = \"offload\""),
+            LineOf("batch   = 4"),
+            "job.async.batch",
+            "each worker submits and reaps one request at a time",
+        ),
+        case(
+            "too many offload workers",
+            with("numjobs = 1", "numjobs = 4096\nsubmit_mode = \"offload\"")
+                .replace("iodepth = 16", "iodepth = 17"),
+            LineOf("iodepth"),
+            "job.async.iodepth",
+            "69632 in all, at most 65536",
+        ),
+        case(
             "nowait on libaio",
             with("numjobs = 1", "nowait = true"),
             LineOf("nowait"),

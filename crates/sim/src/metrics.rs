@@ -94,7 +94,7 @@ impl JobStats {
     /// Request `r` handed to the application at `now`; `sync`: it went
     /// through a synchronous engine.
     pub(crate) fn record(&mut self, r: &Request, now: Nanos, sync: bool) {
-        let lat = now - r.issued;
+        let lat = now - r.started;
         self.hist.record(lat);
         self.ios += 1;
         self.bytes += r.bytes;
@@ -107,9 +107,9 @@ impl JobStats {
         d.bytes += r.bytes;
         d.lat.record(lat);
         if sync {
-            d.clat.record(lat);
+            d.clat.record(now - r.issued);
         } else {
-            d.slat.record(r.submitted - r.issued);
+            d.slat.record(r.submitted - r.started);
             d.clat.record(now - r.submitted);
         }
     }
@@ -165,7 +165,9 @@ impl World<'_> {
                             u + t.usr_ns,
                             x + t.ctx_switches,
                             w + t.wakeups,
-                            n + 1,
+                            // fio's threads of the job: an offload
+                            // worker is one's helper, not a thread of it.
+                            n + u32::from(t.prog.offload != crate::workload::OffloadRole::Worker),
                         )
                     });
                 JobResult {

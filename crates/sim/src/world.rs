@@ -49,8 +49,12 @@ pub(crate) struct Request {
     pub write: bool,
     pub hint: Hint,
     pub seq: Seq,
-    /// System call entry: latency is measured from here.
+    /// System call entry.
     pub issued: Nanos,
+    /// fio's start time, where its latency is measured from: the system
+    /// call's entry, or for an offloaded request the main thread's
+    /// hand-off (crate::workload's offload).
+    pub started: Nanos,
     /// Its submission call returned (fio's issue time for asynchronous
     /// engines: submission latency ends here).
     pub submitted: Nanos,
@@ -75,6 +79,7 @@ impl Request {
             hint: Hint::Unmarked,
             seq: 0,
             issued: 0,
+            started: 0,
             submitted: 0,
             dispatched: 0,
             posted_at: 0,
@@ -111,6 +116,11 @@ pub(crate) enum Wait {
     /// fio's `nanosleep` in its think time or rate limiter
     /// ([`crate::workload`]'s `fio_sleep`).
     FioSleep,
+    /// An offload worker asleep on its condition variable, waiting for a
+    /// request.
+    OffloadIdle,
+    /// An offloaded job's main thread waiting for a free io_u.
+    OffloadFree,
     /// Hybrid polling's sleep before spinning for `need` completions.
     HybridSleep { need: u32 },
     /// A submission call sleeps for a driver tag (blk-mq).
@@ -187,6 +197,12 @@ pub(crate) enum Cont {
     FioNanosleep(Nanos),
     /// fio's `nanosleep` returned: measure, and sleep the rest or go on.
     FioSleepReturn,
+    /// An offloaded job's main thread prepared a request: hand it off.
+    OffloadHandOff,
+    /// It entered `FUTEX_WAIT` for a free io_u.
+    OffloadWaitFree,
+    /// An offload worker entered `FUTEX_WAIT` for a request.
+    OffloadSleep,
     /// A buffered call or the flusher goes on (crate::host::pagecache).
     PageCache,
     /// An `fsync` or `fdatasync` returns: its latency is taken, then the
@@ -378,6 +394,8 @@ pub(crate) struct World<'a> {
     pub woken: Vec<u32>,
     /// fio's latency-target search, per thread.
     pub searches: Vec<DepthSearch>,
+    /// fio's offloaded submission: each pool's main thread and workers.
+    pub offload: crate::workload::Offloads,
     /// The energy model, when the host and the device have power data.
     pub power: Option<Box<crate::host::power::PowerModel>>,
     /// Hardware threads sharing physical cores, when the host has SMT.
@@ -453,6 +471,7 @@ impl<'a> World<'a> {
         let shaping = vec![ThreadShape::default(); threads.len()];
         let reqs_n = reqs.len();
         let threads_jobs: Vec<u32> = threads.iter().map(|t| t.job).collect();
+        let offload = crate::workload::Offloads::new(&threads);
         let placement: Vec<(u32, usize)> = threads
             .iter()
             .map(|t| (t.job, t.core as usize % queues_n))
@@ -496,6 +515,7 @@ impl<'a> World<'a> {
             steady: sc.jobs.iter().map(SteadyProbe::new).collect(),
             woken: Vec::new(),
             searches,
+            offload,
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
             smt: crate::host::smt::SmtModel::new(&sc.host)?,
             replay: crate::workload::Replay::new(sc, &threads_jobs, reqs_n),
@@ -1016,12 +1036,16 @@ fn add_job_threads(
         Work::Cpu => 0,
     };
     let polls = job_polls(mode, job);
+    let workers = crate::workload::offload_workers(job);
+    // An offloaded job's threads hand their requests to workers, which
+    // hold the slots.
+    let depth = if workers > 0 { 0 } else { depth };
     for n in 0..job.numjobs {
         // fio's cpus_allowed_policy=split: thread n on the n-th core of
         // the list, round robin; else every thread on `cpu`.
         let core = sc.thread_core(job, n) as usize;
         let queue = core % queues_n;
-        to.in_flight_per_queue[queue] += u64::from(depth);
+        to.in_flight_per_queue[queue] += u64::from(depth.max(workers));
         let tid = to.threads.len() as u32;
         let mut free_slots = Vec::with_capacity(depth as usize);
         for _ in 0..depth {
@@ -1054,9 +1078,66 @@ fn add_job_threads(
             )
         });
         to.cores[core].rq.push(tid);
+        for w in 0..workers {
+            add_offload_worker(sc, mode, (j, n, w), core, to);
+        }
     }
     Ok(())
 }
+
+/// Worker `w` of thread `n` of job `j`, an offloaded job (fio's
+/// rate-submit.c): a thread of the job on its core with one request slot,
+/// created by the job's thread, so after it in the thread list, where
+/// [`crate::workload::Offloads::new`] finds it. Its draws (the spread of
+/// its costs) come from a stream of its own.
+fn add_offload_worker(
+    sc: &Scenario,
+    mode: CompletionMode,
+    (j, n, w): (usize, u32, u32),
+    core: usize,
+    to: &mut JobBuild<'_>,
+) {
+    let job = &sc.jobs[j];
+    let polls = job_polls(mode, job);
+    let queue = core % to.in_flight_per_queue.len();
+    let tid = to.threads.len() as u32;
+    let slot = to.reqs.len() as u32;
+    to.reqs.push(Request::free(tid, queue as u32, polls));
+    let Some(dispatcher) = to.threads.iter().rev().find(|t| t.job == j as u32) else {
+        return;
+    };
+    let prog = dispatcher.prog.offload_worker();
+    let stream =
+        OFFLOAD_WORKER_STREAM_BASE | ((j as u64) << 29) | (u64::from(n) << 17) | u64::from(w);
+    let mut th = Thread {
+        sched_group: sc.sched_groups.of_job(j).map(|g| g as u16),
+        free_slots: vec![slot],
+        batch: Vec::with_capacity(1),
+        polls,
+        ready: VecDeque::with_capacity(1),
+        posted: VecDeque::with_capacity(1),
+        ..Thread::fresh(
+            sc.seed,
+            (j as u32, n),
+            core as u32,
+            prog,
+            Activity::Burst {
+                left: 0,
+                then: Cont::Issue,
+            },
+            sleep_estimator(mode),
+        )
+    };
+    th.rng = stream_rng(sc.seed, stream);
+    th.cost_rng = stream_rng(sc.seed, HOST_THREAD_STREAM_BASE | stream);
+    to.threads.push(th);
+    to.cores[core].rq.push(tid);
+}
+
+/// Streams of offload workers, `OFFLOAD_WORKER_STREAM_BASE | (job << 29)
+/// | (thread << 17) | worker` (at most 4 096 threads and 65 536 workers a
+/// job), apart from the jobs' own threads.
+const OFFLOAD_WORKER_STREAM_BASE: u64 = 1 << 46;
 
 /// Sizes the handlers' buffers to what a core's handlers can see, so
 /// that a host of many cores does not reserve for every thread on every

@@ -119,6 +119,7 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, complete: u3
             direct: true,
             fadvise_hint: true,
             gtod_reduce: false,
+            offload: false,
             rate_iops: None,
             think: 0,
             size: 1 << 30,

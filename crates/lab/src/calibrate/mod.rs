@@ -333,6 +333,7 @@ fn workload(
                 direct: true,
                 fadvise_hint: true,
                 gtod_reduce: false,
+                offload: false,
                 rate_iops: None,
                 think: 0,
                 size,

@@ -43,6 +43,8 @@ pub(super) struct JobSpec {
     pub(super) batch_complete_min: Option<At<u32>>,
     pub(super) batch_complete_max: Option<At<u32>>,
     pub(super) gtod_reduce: Option<At<bool>>,
+    /// `io_submit_mode=offload`.
+    pub(super) offload: Option<At<()>>,
     pub(super) engine: Option<At<Engine>>,
     pub(super) numjobs: Option<At<u32>>,
     pub(super) cpus: Option<At<Vec<u32>>>,
@@ -114,6 +116,7 @@ impl JobSpec {
             batch_complete_min: None,
             batch_complete_max: None,
             gtod_reduce: None,
+            offload: None,
             engine: None,
             numjobs: None,
             cpus: None,

@@ -523,19 +523,11 @@ fn apply_engine(
                 spec.fdatasync = Some(n);
             }
         }
-        "io_submit_mode" => {
-            match o.value(diag)? {
-                "inline" => {}
-                "offload" => return Err(diag.err(
-                    o.line,
-                    "option 'io_submit_mode=offload' is not supported: submission by a pool of \
-                     worker threads (fio's helper threads that take prepared I/Os from the job) \
-                     is not modelled"
-                        .into(),
-                )),
-                _ => return Err(o.bad(diag, "'inline' or 'offload'")),
-            }
-        }
+        "io_submit_mode" => match o.value(diag)? {
+            "inline" => spec.offload = None,
+            "offload" => spec.offload = Some(At::new(o.line, ())),
+            _ => return Err(o.bad(diag, "'inline' or 'offload'")),
+        },
         "iodepth" => spec.iodepth = Some(At::new(o.line, o.int(diag, 1, 65_535)? as u32)),
         "iodepth_batch_submit" | "iodepth_batch" => {
             spec.batch = Some(At::new(o.line, o.int(diag, 0, 65_535)?.max(1) as u32));
@@ -697,6 +689,25 @@ mod tests {
     use super::super::test_support::{args, io};
 
     #[test]
+    fn offloaded_submission_keeps_the_depth_as_its_workers() {
+        // A synchronous engine's iodepth is ignored inline, and is the
+        // number of workers offloaded (fio's rate-submit.c).
+        let text = "[j]\nioengine=psync\ndirect=1\niodepth=8\nio_submit_mode=offload\n";
+        let s = import_str(text, "o.fio", &args()).expect("offload imports");
+        let job = io(&s.scenario.jobs[0]);
+        assert!(job.offload);
+        assert_eq!(job.iodepth, 8);
+        let inline = import_str(&text.replace("offload", "inline"), "i.fio", &args())
+            .expect("inline imports");
+        assert!(!io(&inline.scenario.jobs[0]).offload);
+        assert_eq!(io(&inline.scenario.jobs[0]).iodepth, 1);
+        // fio refuses to offload io_uring.
+        let uring = text.replace("psync", "io_uring");
+        let e = import_str(&uring, "u.fio", &args()).expect_err("io_uring offload");
+        assert!(e.to_string().contains("FIO_NO_OFFLOAD"), "{e}");
+    }
+
+    #[test]
     fn read_and_write_block_sizes_follow_fios_comma_rule() {
         // HOWTO, blocksize: a size not followed by a comma applies to the
         // kinds after it; an empty one is the default, 4 KiB.
@@ -804,7 +815,6 @@ mod tests {
             ("[a]\nverify=crc32c\n", "nothing to verify"),
             ("[a]\nrw=randtrim\n", "no trims"),
             ("[a]\nioengine=io_uring_cmd\n", "io_uring_cmd"),
-            ("[a]\nio_submit_mode=offload\n", "offload"),
         ] {
             let e = import_str(text, "r.fio", &args()).expect_err(text);
             assert_eq!(e.line, Some(2), "{text}");

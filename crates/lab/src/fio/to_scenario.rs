@@ -157,6 +157,7 @@ fn job(
             direct: spec.direct.is_some_and(|d| d.value),
             fadvise_hint: spec.fadvise_hint.is_none_or(|f| f.value),
             gtod_reduce: spec.gtod_reduce.is_some_and(|g| g.value),
+            offload: spec.offload.is_some(),
             rate_iops,
             think: 0,
             size,
@@ -187,7 +188,23 @@ fn queue_depths(
     diag: &mut Diagnostics,
 ) -> Result<QueueDepths, FioError> {
     let iodepth = spec.iodepth.map_or(1, |d| d.value);
-    let (iodepth, batch, complete_min) = if engine.is_sync() {
+    let (iodepth, batch, complete_min) = if spec.offload.is_some() {
+        // iodepth workers, each submitting and reaping one request.
+        for b in [spec.batch, spec.batch_complete_min].into_iter().flatten() {
+            if b.value > 1 {
+                diag.job_warn(
+                    &spec.name,
+                    b.line,
+                    String::from(
+                        "iodepth_batch_submit and iodepth_batch_complete_min have no effect \
+                         with io_submit_mode=offload: each worker submits and reaps one request \
+                         at a time; using 1",
+                    ),
+                );
+            }
+        }
+        (iodepth, 1, 1)
+    } else if engine.is_sync() {
         if let Some(d) = spec.iodepth.filter(|d| d.value > 1) {
             diag.job_warn(
                 &spec.name,
@@ -207,6 +224,7 @@ fn queue_depths(
     // fio: iodepth_batch_complete_max defaults to ..._min; below it
     // fio would reap fewer than it waits for.
     let complete_max = match spec.batch_complete_max {
+        _ if spec.offload.is_some() => 1,
         None => complete_min,
         Some(m) if m.value < complete_min => {
             return Err(diag.job_err(

@@ -270,6 +270,10 @@ impl World<'_> {
                 left: rtu,
                 then: Cont::FioSleepReturn,
             },
+            Wait::OffloadIdle | Wait::OffloadFree => Activity::Burst {
+                left: rtu,
+                then: Cont::Issue,
+            },
             Wait::HybridSleep { need } => {
                 th.polling_since = self.events.now();
                 Activity::Spin { need }

@@ -50,7 +50,7 @@ impl Groups {
                 .jobs
                 .iter()
                 .map(|j| JobClock {
-                    live: j.numjobs,
+                    live: j.numjobs * (1 + offload_workers(j)),
                     ..JobClock::default()
                 })
                 .collect(),
@@ -151,7 +151,7 @@ impl World<'_> {
                 continue;
             }
             th.prog.stop_at = Some(th.prog.stop_at.map_or(now, |s| s.min(now)));
-            let asleep = matches!(th.wait, Wait::Sleep | Wait::FioSleep);
+            let asleep = matches!(th.wait, Wait::Sleep | Wait::FioSleep | Wait::OffloadFree);
             if running && th.run == crate::world::RunState::Blocked && asleep {
                 th.timer_token += 1;
                 let token = th.timer_token;
@@ -299,5 +299,14 @@ impl World<'_> {
             ));
         }
         notes
+    }
+}
+
+/// The workers of each thread of job `j` under fio's offloaded
+/// submission (workload/offload.rs), none otherwise.
+pub(crate) fn offload_workers(j: &cint_scenario::Job) -> u32 {
+    match &j.work {
+        cint_scenario::Work::Io(io) if io.offload => io.iodepth,
+        _ => 0,
     }
 }

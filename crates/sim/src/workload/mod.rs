@@ -39,6 +39,7 @@ mod fio_sleep;
 mod flow;
 mod groups;
 mod latency_target;
+mod offload;
 mod pattern;
 mod program;
 pub(crate) mod select;
@@ -46,8 +47,9 @@ mod steady;
 mod trace;
 
 pub(crate) use flow::Flows;
-pub(crate) use groups::Groups;
+pub(crate) use groups::{offload_workers, Groups};
 pub(crate) use latency_target::DepthSearch;
+pub(crate) use offload::{OffloadRole, Offloads};
 pub(crate) use pattern::{block_size, is_write, rate_step, ThreadShape};
 pub(crate) use program::Program;
 pub(crate) use steady::SteadyProbe;
@@ -85,6 +87,9 @@ impl World<'_> {
             Cont::FioSleep(d) => self.fio_sleep(t, d),
             Cont::FioNanosleep(d) => self.fio_nanosleep(t, d),
             Cont::FioSleepReturn => self.fio_sleep_returned(t),
+            Cont::OffloadHandOff => self.offload_hand_off(t),
+            Cont::OffloadWaitFree => self.offload_sleep(t, Wait::OffloadFree),
+            Cont::OffloadSleep => self.offload_sleep(t, Wait::OffloadIdle),
             Cont::PageCache => self.page_cache_cont(t),
             Cont::SyncReturn => self.sync_returned(t),
             Cont::PageCacheSleep(at) => self.page_cache_sleep(t, at),
@@ -112,6 +117,10 @@ impl World<'_> {
     fn issue(&mut self, t: usize) {
         let now = self.now();
         let p = self.threads[t].prog;
+        if p.offload != OffloadRole::Inline {
+            self.issue_offloaded(t, now);
+            return;
+        }
         if p.stop_at.is_some_and(|s| now >= s) || self.ios_done(t) {
             self.exit_thread(t);
             return;
@@ -123,6 +132,26 @@ impl World<'_> {
         self.submit_or_reap(t);
     }
 
+    /// The top of an offloaded job's loops (workload/offload.rs): a
+    /// worker ends with its main thread, not by its own clock or count.
+    fn issue_offloaded(&mut self, t: usize, now: Nanos) {
+        let p = self.threads[t].prog;
+        if p.offload == OffloadRole::Worker {
+            if !self.offload_worker_step(t) {
+                self.submit_or_reap(t);
+            }
+            return;
+        }
+        if p.stop_at.is_some_and(|s| now >= s) || self.ios_done(t) {
+            self.end_offload_pool(t);
+            self.exit_thread(t);
+            return;
+        }
+        if !self.rate_holds(t, now) {
+            self.dispatch_offload(t);
+        }
+    }
+
     /// The generator's issue-side work for the `k` requests it is about to
     /// submit, those not prepared yet; true if that work has begun (the
     /// thread continues with [`Cont::Prepared`]).
@@ -130,7 +159,8 @@ impl World<'_> {
         let th = &self.threads[t];
         let missing = k.saturating_sub(th.prepared);
         let per_request = self.costs.user(th.prog.gtod_reduce).issue;
-        if missing == 0 || per_request == 0 {
+        // An offload worker's request was prepared by its main thread.
+        if missing == 0 || per_request == 0 || th.prog.offload == OffloadRole::Worker {
             return false;
         }
         self.threads[t].prepared = k;
@@ -306,8 +336,13 @@ impl World<'_> {
             let Some(r) = self.threads[t].free_slots.pop() else {
                 break;
             };
+            let mut start = now;
             let (write, bytes) = if p.trace {
                 self.trace_take(t, r)
+            } else if p.offload == OffloadRole::Worker {
+                let (write, bytes, handed_at) = self.offload_take(t);
+                start = handed_at;
+                (write, bytes)
             } else {
                 let th = &mut self.threads[t];
                 let write = pattern::is_write(p.rw, p.rwmixread, &mut th.rng);
@@ -351,6 +386,7 @@ impl World<'_> {
                 hints::request_hint(call, &ctx)
             });
             self.fill_slot(t, r, (write, bytes, hint), now);
+            self.reqs[r as usize].started = start;
             let th = &mut self.threads[t];
             if let Some(iv) = p.rate_interval {
                 th.next_issue_at = th.next_issue_at.saturating_add(pattern::rate_step(
@@ -385,6 +421,7 @@ impl World<'_> {
         req.bytes = bytes;
         req.hint = hint;
         req.issued = now;
+        req.started = now;
         req.state = ReqState::Submitting;
         let th = &mut self.threads[t];
         th.batch.push(r);

@@ -204,7 +204,13 @@ impl<'a> World<'a> {
     /// it has issued its `io_size` (the last call may pass it by at most
     /// its own requests).
     pub(crate) fn ios_left(&self, t: usize) -> u32 {
-        if self.threads[t].prog.trace {
+        let p = &self.threads[t].prog;
+        // An offload worker runs what its main thread, which counts,
+        // hands it.
+        if p.offload == super::OffloadRole::Worker {
+            return u32::MAX;
+        }
+        if p.trace {
             return self.trace_left(t).unwrap_or(0);
         }
         let shape = self.shape(t);

@@ -34,9 +34,27 @@ pub(crate) struct Program {
     pub stop_at: Option<Nanos>,
     /// The job replays a block trace (workload/trace.rs).
     pub trace: bool,
+    /// The thread's part in fio's offloaded submission (workload/offload.rs).
+    pub offload: super::offload::OffloadRole,
 }
 
 impl Program {
+    /// The program of one of an offloaded job thread's workers: the
+    /// job's engine at depth 1, no rate of its own (the main thread keeps
+    /// it), and no end of its own (it ends with the main thread's loop).
+    pub(crate) fn offload_worker(&self) -> Program {
+        Program {
+            iodepth: 1,
+            batch: 1,
+            min_nr: 1,
+            max_events: 1,
+            rate_interval: None,
+            stop_at: None,
+            offload: super::offload::OffloadRole::Worker,
+            ..*self
+        }
+    }
+
     /// A kernel thread's program (the page cache's flusher): it submits
     /// through the block layer like a synchronous call (the VFS and
     /// block paths per request) and is no job's.
@@ -59,6 +77,7 @@ impl Program {
             rwmixread: 0,
             stop_at: None,
             trace: false,
+            offload: super::offload::OffloadRole::Inline,
         }
     }
 
@@ -85,6 +104,7 @@ impl Program {
                 rwmixread: 100,
                 stop_at: job.runtime,
                 trace: false,
+                offload: super::offload::OffloadRole::Inline,
             }),
             Work::Io(io) => {
                 if io.bs == 0 {
@@ -132,6 +152,11 @@ impl Program {
                     rwmixread: io.rwmixread.min(100),
                     stop_at: job.runtime,
                     trace: io.shape.trace.is_some(),
+                    offload: if io.offload {
+                        super::offload::OffloadRole::Dispatcher
+                    } else {
+                        super::offload::OffloadRole::Inline
+                    },
                 })
             }
         }
