@@ -50,7 +50,7 @@ pub(crate) use flow::Flows;
 pub(crate) use groups::{offload_workers, Groups};
 pub(crate) use latency_target::DepthSearch;
 pub(crate) use offload::{OffloadRole, Offloads};
-pub(crate) use pattern::{block_size, is_write, rate_step, ThreadShape};
+pub(crate) use pattern::ThreadShape;
 pub(crate) use program::Program;
 pub(crate) use steady::SteadyProbe;
 pub(crate) use trace::Replay;

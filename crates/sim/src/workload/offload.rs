@@ -194,17 +194,7 @@ impl World<'_> {
         let Some(p) = self.offload.pool_of[t].map(|p| p as usize) else {
             return;
         };
-        self.count_issue(t);
-        let shape = self.shape(t);
-        let th = &mut self.threads[t];
-        let prog = th.prog;
-        let write = super::pattern::is_write(prog.rw, prog.rwmixread, &mut th.rng);
-        let bytes = super::pattern::block_size(shape, prog.bs, write, &mut th.rng);
-        if let Some(iv) = prog.rate_interval {
-            let step = super::pattern::rate_step(shape, iv, bytes, &mut th.rng);
-            th.next_issue_at = th.next_issue_at.saturating_add(step);
-        }
-        self.shaping[t].bytes += bytes;
+        let (write, bytes) = self.draw_request(t);
         let Some(w) = self.offload.pick_worker(p) else {
             self.check
                 .fail(format!("thread {t} hands off to a pool without workers"));

@@ -169,6 +169,31 @@ impl<'a> World<'a> {
         }
     }
 
+    /// Thread `t`'s next request, drawn as fio's generator draws it for a
+    /// call of its own (a buffered call, an offloaded hand-off): counted,
+    /// its direction and size drawn, the rate's schedule moved by it, its
+    /// bytes and writes counted.
+    pub(crate) fn draw_request(&mut self, t: usize) -> (bool, u64) {
+        self.count_issue(t);
+        let shape = self.shape(t);
+        let th = &mut self.threads[t];
+        let p = th.prog;
+        let write = is_write(p.rw, p.rwmixread, &mut th.rng);
+        let bytes = block_size(shape, p.bs, write, &mut th.rng);
+        if let Some(iv) = p.rate_interval {
+            let step = rate_step(shape, iv, bytes, &mut th.rng);
+            th.next_issue_at = th.next_issue_at.saturating_add(step);
+        }
+        let s = &mut self.shaping[t];
+        s.bytes += bytes;
+        if write {
+            for since in &mut s.writes_since_sync {
+                *since += 1;
+            }
+        }
+        (write, bytes)
+    }
+
     /// Counts a request thread `t` issues.
     pub(crate) fn count_issue(&mut self, t: usize) {
         self.shaping[t].issued += 1;

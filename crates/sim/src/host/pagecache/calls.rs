@@ -41,24 +41,11 @@ impl World<'_> {
     /// One buffered read or write of thread `t`, a call's or an iocb's,
     /// after `entry` of the call's own CPU.
     fn buffered_op(&mut self, t: usize, entry: Nanos) {
-        self.count_issue(t);
         let now = self.now();
-        let shape = self.shape(t);
         let th = &mut self.threads[t];
-        let p = th.prog;
         th.prepared = th.prepared.saturating_sub(1);
-        let write = crate::workload::is_write(p.rw, p.rwmixread, &mut th.rng);
-        let bytes = crate::workload::block_size(shape, p.bs, write, &mut th.rng);
-        if let Some(iv) = p.rate_interval {
-            let step = crate::workload::rate_step(shape, iv, bytes, &mut th.rng);
-            th.next_issue_at = th.next_issue_at.saturating_add(step);
-        }
-        self.shaping[t].bytes += bytes;
-        if write {
-            for since in &mut self.shaping[t].writes_since_sync {
-                *since += 1;
-            }
-        }
+        let p = th.prog;
+        let (write, bytes) = self.draw_request(t);
         let Some((b, i)) = self
             .page_cache
             .as_deref_mut()
