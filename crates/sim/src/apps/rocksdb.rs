@@ -53,7 +53,7 @@ use cint_policy::{Hint, Nanos};
 use cint_scenario::app::{Benchmark, ClassHint, RocksDb};
 
 use crate::host::pagecache::PAGE;
-use crate::world::{Cont, RunState, Wait, World};
+use crate::world::{Cont, Wait, World};
 
 mod compaction;
 mod dump;
@@ -577,15 +577,7 @@ impl World<'_> {
         if apps_of(self).threads[w - first].step != step {
             return;
         }
-        let th = &mut self.threads[w];
-        if th.run != RunState::Blocked || th.wait != Wait::AppIo || th.wake_listed {
-            return;
-        }
-        th.wake_listed = true;
-        th.woken_by_timer = false;
-        let now = self.now();
-        self.events
-            .schedule(now, crate::engine::Event::Wake { thread: w as u32 });
+        self.wake_if_waiting(w, Wait::AppIo);
     }
 }
 

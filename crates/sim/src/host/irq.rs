@@ -214,6 +214,23 @@ impl World<'_> {
         self.cores[c].wake_list = list;
     }
 
+    /// Wakes thread `t` if it sleeps in `wait` and no wake-up is on its
+    /// way, from another thread's work rather than a handler: the wake-up
+    /// takes effect as the waker goes on. True if it did (the caller pays
+    /// for it).
+    pub(crate) fn wake_if_waiting(&mut self, t: usize, wait: Wait) -> bool {
+        let th = &mut self.threads[t];
+        if th.run != RunState::Blocked || th.wait != wait || th.wake_listed {
+            return false;
+        }
+        th.wake_listed = true;
+        th.woken_by_timer = false;
+        let now = self.now();
+        self.events
+            .schedule(now, crate::engine::Event::Wake { thread: t as u32 });
+        true
+    }
+
     /// Wakes a blocked thread: what it does next depends on what it waited
     /// for and on why it was woken.
     pub(crate) fn wake(&mut self, t: usize, exiting_irq: Option<usize>) {

@@ -27,8 +27,7 @@ use std::collections::VecDeque;
 
 use cint_policy::Nanos;
 
-use crate::engine::Event;
-use crate::world::{Cont, RunState, Thread, Wait, World};
+use crate::world::{Cont, Thread, Wait, World};
 
 /// A thread's part in an offloaded job.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -308,14 +307,6 @@ impl World<'_> {
 
     /// Wakes thread `t` if it sleeps in `wait`; true if it did.
     fn wake_offload_waiter(&mut self, t: usize, wait: Wait) -> bool {
-        let th = &mut self.threads[t];
-        if th.run != RunState::Blocked || th.wait != wait || th.wake_listed {
-            return false;
-        }
-        th.wake_listed = true;
-        th.woken_by_timer = false;
-        let now = self.now();
-        self.events.schedule(now, Event::Wake { thread: t as u32 });
-        true
+        self.wake_if_waiting(t, wait)
     }
 }

@@ -552,15 +552,7 @@ impl World<'_> {
     /// tag's does.
     fn kick_flusher(&mut self, i: usize) -> bool {
         let f = self.instance(i).flusher;
-        let th = &mut self.threads[f];
-        if th.run != RunState::Blocked || th.wait != Wait::PageCacheTimer || th.wake_listed {
-            return false;
-        }
-        th.wake_listed = true;
-        th.woken_by_timer = false;
-        let now = self.now();
-        self.events.schedule(now, Event::Wake { thread: f as u32 });
-        true
+        self.wake_if_waiting(f, Wait::PageCacheTimer)
     }
 
     /// Arms page cache `i`'s flusher's periodic timer at `at`

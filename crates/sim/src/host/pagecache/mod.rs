@@ -67,7 +67,7 @@ use cint_scenario::{Job, Rw, Work};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::engine::{stream_rng, Event};
+use crate::engine::stream_rng;
 use crate::world::{Activity, Cont, ReqState, Request, RunState, Wait, World};
 
 /// ext4's journal commit for an `fsync` or `fdatasync` that changed the
