@@ -76,6 +76,8 @@ pub const IO_KEYS: &[&str] = &[
     "thinktime",
     "thinktime_spin",
     "thinktime_blocks",
+    "thinktime_blocks_type",
+    "thinktime_iotime",
     "number_ios",
     "io_size",
     "percentile_list",

@@ -315,14 +315,23 @@ pub struct IoShape {
     /// `barrier_last`: the last request of each submission call is marked
     /// Barrier (the cinterrupts authors' fio patch, `barrier=1`).
     pub barrier_last: bool,
-    /// `thinktime`: after every `thinktime_blocks` requests issued, the
-    /// thread pauses this long (spinning `thinktime_spin` of it, sleeping
-    /// the rest).
+    /// `thinktime`: after every `thinktime_blocks` requests completed (or
+    /// issued, `thinktime_issue`), or every `thinktime_iotime`, the thread
+    /// pauses this long (spinning `thinktime_spin` of it, sleeping the
+    /// rest).
     pub thinktime: Nanos,
     /// `thinktime_spin`: the part of `thinktime` spent busy (<= thinktime).
     pub thinktime_spin: Nanos,
-    /// `thinktime_blocks`: requests between pauses (>= 1).
+    /// `thinktime_blocks`: requests between pauses (>= 1; `u32::MAX`, no
+    /// pause by count, when only `thinktime_iotime` was given).
     pub thinktime_blocks: u32,
+    /// fio's `thinktime_blocks_type=issue`: `thinktime_blocks` counts
+    /// requests issued rather than completed.
+    pub thinktime_issue: bool,
+    /// fio's `thinktime_iotime`: a pause also comes once this much time
+    /// has passed since the last one began (its I/O time and the pause's
+    /// own); 0: none.
+    pub thinktime_iotime: Nanos,
     /// `number_ios`: each thread exits after this many requests complete.
     pub number_ios: Option<u64>,
     /// `io_size`: each thread exits once it has issued this many bytes

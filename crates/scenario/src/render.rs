@@ -178,6 +178,12 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
         t["thinktime"] = value(format_duration(shape.thinktime));
         t["thinktime_spin"] = value(format_duration(shape.thinktime_spin));
         t["thinktime_blocks"] = value(i64::from(shape.thinktime_blocks));
+        if shape.thinktime_issue {
+            t["thinktime_blocks_type"] = value("issue");
+        }
+        if shape.thinktime_iotime > 0 {
+            t["thinktime_iotime"] = value(format_duration(shape.thinktime_iotime));
+        }
     }
     if let Some(n) = shape.number_ios {
         t["number_ios"] = value(i64::try_from(n).unwrap_or(i64::MAX));

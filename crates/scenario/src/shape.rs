@@ -253,9 +253,7 @@ pub(crate) fn parse_shape(
             ),
         ));
     }
-    let thinktime_blocks = sec
-        .int("thinktime_blocks", 1, u64::from(u32::MAX))?
-        .unwrap_or(1) as u32;
+    let (thinktime_blocks, thinktime_issue, thinktime_iotime) = think_triggers(sec, thinktime)?;
     let number_ios = sec.int("number_ios", 1, i64::MAX as u64)?;
     let io_size = match sec.size("io_size")? {
         Some(0) => return Err(sec.error("io_size", "must be positive")),
@@ -292,6 +290,8 @@ pub(crate) fn parse_shape(
         thinktime,
         thinktime_spin,
         thinktime_blocks,
+        thinktime_issue,
+        thinktime_iotime,
         number_ios,
         io_size,
         percentile_list,
@@ -393,6 +393,34 @@ pub(crate) fn parse_schedule(sec: &mut Section<'_>) -> Result<Schedule, Scenario
     let group = sec.int("group", 0, MAX_GROUP)?.unwrap_or(0) as u32;
     let startdelay = bounded_duration(sec, "startdelay")?;
     Ok(Schedule { group, startdelay })
+}
+
+/// What starts a think time (fio's `thinktime_blocks`,
+/// `thinktime_blocks_type` and `thinktime_iotime`, each only with
+/// `thinktime`): every so many requests, completed or issued, and every
+/// so much time. With `thinktime_iotime` alone the count never triggers
+/// (`u32::MAX`), as in fio, which then skips the count.
+fn think_triggers(
+    sec: &mut Section<'_>,
+    thinktime: Nanos,
+) -> Result<(u32, bool, Nanos), ScenarioError> {
+    let blocks = sec.int("thinktime_blocks", 1, u64::from(u32::MAX))?;
+    let issue = sec
+        .choice("thinktime_blocks_type", &["complete", "issue"])?
+        .as_deref()
+        == Some("issue");
+    let iotime = bounded_duration(sec, "thinktime_iotime")?;
+    for key in ["thinktime_blocks_type", "thinktime_iotime"] {
+        if thinktime == 0 && sec.has(key) {
+            return Err(sec.error(key, "only applies with thinktime"));
+        }
+    }
+    let blocks = match blocks {
+        Some(b) => b as u32,
+        None if iotime > 0 => u32::MAX,
+        None => 1,
+    };
+    Ok((blocks, issue, iotime))
 }
 
 #[cfg(test)]

@@ -622,6 +622,20 @@ fn cases() -> Vec<Case<'static>> {
             "\"urgent\", \"barrier\" or \"none\"",
         ),
         case(
+            "thinktime_iotime without thinktime",
+            with("numjobs = 1", "numjobs = 1\nthinktime_iotime = \"1ms\""),
+            LineOf("thinktime_iotime"),
+            "job.async.thinktime_iotime",
+            "only applies with thinktime",
+        ),
+        case(
+            "an unknown thinktime_blocks_type",
+            with("numjobs = 1", "numjobs = 1\nthinktime = \"5us\"\nthinktime_blocks_type = \"never\""),
+            LineOf("thinktime_blocks_type"),
+            "job.async.thinktime_blocks_type",
+            "\"complete\" or \"issue\"",
+        ),
+        case(
             "offload on io_uring",
             with("numjobs = 1", "engine_x = 0").replace(
                 "engine  = \"libaio\"\nrw      = \"randread\"",

@@ -185,6 +185,46 @@ fn job_of(r: &RunResult) -> &JobResult {
 }
 
 #[test]
+fn thinktime_can_count_issued_requests_or_come_every_so_often() {
+    // A 16-deep libaio job pausing 200 us after every 64 requests: counted
+    // as issued, the pause comes once 64 have gone out; as completed, once
+    // 64 have come back, which lags by the queue: fewer requests a second.
+    let deep = "name = \"t\"\nengine = \"libaio\"\niodepth = 16\nthinktime = \"200us\"\n\
+                thinktime_blocks = 64";
+    let complete = job(&run(&scenario(NONE, "20ms", &[deep])), "t").iops;
+    let issue = job(
+        &run(&scenario(
+            NONE,
+            "20ms",
+            &[&format!("{deep}\nthinktime_blocks_type = \"issue\"")],
+        )),
+        "t",
+    )
+    .iops;
+    assert!(
+        issue < complete,
+        "issue-counted {issue} against complete-counted {complete}"
+    );
+    // thinktime_iotime alone: 1 ms of I/O, then 1 ms of pause, so about
+    // half the unpaused rate.
+    let plain = job(&run(&scenario(NONE, "20ms", &["name = \"t\""])), "t").iops;
+    let timed = job(
+        &run(&scenario(
+            NONE,
+            "20ms",
+            &["name = \"t\"\nthinktime = \"1ms\"\nthinktime_iotime = \"1ms\""],
+        )),
+        "t",
+    )
+    .iops;
+    let share = timed / plain;
+    assert!(
+        (0.4..0.6).contains(&share),
+        "{timed} against {plain} unpaused"
+    );
+}
+
+#[test]
 fn thinktime_paces_a_synchronous_loop_and_its_blocks_space_the_pauses() {
     let every = run(&scenario(
         NONE,

@@ -218,6 +218,15 @@ fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, out: &mut Str
             rng.below(think + 1),
             1 + rng.below(8)
         );
+        // Its triggers, from the draw above (no draw of their own, so the
+        // rest of the seed's scenario is unchanged): by issued requests,
+        // and every so often.
+        if think % 3 == 0 {
+            let _ = writeln!(out, "thinktime_blocks_type = \"issue\"");
+        }
+        if think % 4 == 1 {
+            let _ = writeln!(out, "thinktime_iotime = \"{}us\"", think * 20);
+        }
     }
     if rng.chance(5) {
         let _ = writeln!(out, "number_ios = {}", 1 + rng.below(2_000));

@@ -75,6 +75,9 @@ pub(super) struct JobSpec {
     pub(super) thinktime: Option<At<Nanos>>,
     pub(super) thinktime_spin: Option<At<Nanos>>,
     pub(super) thinktime_blocks: Option<At<u32>>,
+    /// `thinktime_blocks_type=issue`.
+    pub(super) thinktime_issue: bool,
+    pub(super) thinktime_iotime: Option<At<Nanos>>,
     pub(super) startdelay: Option<At<Nanos>>,
     pub(super) number_ios: Option<At<u64>>,
     pub(super) percentile_list: Option<At<Vec<f64>>>,
@@ -143,6 +146,8 @@ impl JobSpec {
             thinktime: None,
             thinktime_spin: None,
             thinktime_blocks: None,
+            thinktime_issue: false,
+            thinktime_iotime: None,
             startdelay: None,
             number_ios: None,
             percentile_list: None,

@@ -380,18 +380,17 @@ fn apply_pacing(
                 Some(At::new(o.line, o.int(diag, 1, u64::from(u32::MAX))? as u32))
         }
         "thinktime_blocks_type" => match o.value(diag)? {
-            "complete" => {}
-            _ => {
-                return Err(diag.err(
-                    o.line,
-                    format!(
-                        "option '{key}={}' is not supported (the model counts completed \
-                         requests, fio's default 'complete')",
-                        o.raw.unwrap_or("")
-                    ),
-                ))
-            }
+            "complete" => spec.thinktime_issue = false,
+            "issue" => spec.thinktime_issue = true,
+            _ => return Err(o.bad(diag, "'complete' or 'issue'")),
         },
+        "thinktime_iotime" => {
+            // fio: a bare number is seconds.
+            let t = parse_fio_time(o.value(diag)?)
+                .filter(|&t| t > 0)
+                .ok_or_else(|| o.bad(diag, "a positive time (e.g. 9, 500ms)"))?;
+            spec.thinktime_iotime = Some(At::new(o.line, t));
+        }
         "startdelay" => {
             let v = o.value(diag)?;
             if v.contains('-') {

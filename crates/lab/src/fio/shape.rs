@@ -49,7 +49,14 @@ pub(super) fn job_shape(
         barrier_last: spec.barrier.is_some_and(|b| b.value),
         thinktime: spec.thinktime.map_or(0, |t| t.value),
         thinktime_spin: spec.thinktime_spin.map_or(0, |t| t.value),
-        thinktime_blocks: spec.thinktime_blocks.map_or(1, |b| b.value),
+        thinktime_blocks: match (spec.thinktime_blocks, spec.thinktime_iotime) {
+            (Some(b), _) => b.value,
+            // fio skips the count when only thinktime_iotime is given.
+            (None, Some(_)) => u32::MAX,
+            (None, None) => 1,
+        },
+        thinktime_issue: spec.thinktime_issue,
+        thinktime_iotime: spec.thinktime_iotime.map_or(0, |t| t.value),
         number_ios: spec.number_ios.map(|n| n.value).filter(|&n| n > 0),
         io_size: None,
         percentile_list: spec
@@ -192,6 +199,18 @@ mod tests {
     use super::super::import_str;
     use super::super::test_support::{args, io};
     use cint_scenario::{ExitScope, Rw};
+
+    #[test]
+    fn thinktime_by_issue_or_by_time_imports() {
+        let text = "[j]\nthinktime=10\nthinktime_blocks_type=issue\nthinktime_iotime=2\n";
+        let s = import_str(text, "t.fio", &args()).expect("imports");
+        let a = io(&s.scenario.jobs[0]);
+        assert!(a.shape.thinktime_issue);
+        // A bare thinktime_iotime is seconds; alone, it leaves the count
+        // out.
+        assert_eq!(a.shape.thinktime_iotime, 2_000_000_000);
+        assert_eq!(a.shape.thinktime_blocks, u32::MAX);
+    }
 
     #[test]
     fn block_sizes_rates_think_times_and_counts() {

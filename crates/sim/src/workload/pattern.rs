@@ -17,6 +17,15 @@ use crate::world::{Cont, Wait, World};
 pub(crate) struct ThreadShape {
     /// Requests completed since the last think time.
     since_think: u64,
+    /// Requests issued when the last think time began
+    /// (`thinktime_blocks_type=issue` counts from there).
+    issued_at_think: u64,
+    /// When the last think time began (`thinktime_iotime`); none yet:
+    /// the job's start.
+    last_think: Option<Nanos>,
+    /// When the think time due now was found due, before its reap (fio
+    /// stamps it there).
+    think_found: Option<Nanos>,
     /// Requests issued in all (`number_ios`).
     issued: u64,
     /// Bytes issued in all (`io_size`).
@@ -48,6 +57,8 @@ static NO_SHAPE: IoShape = IoShape {
     thinktime: 0,
     thinktime_spin: 0,
     thinktime_blocks: 1,
+    thinktime_issue: false,
+    thinktime_iotime: 0,
     number_ios: None,
     io_size: None,
     percentile_list: Vec::new(),
@@ -262,18 +273,19 @@ impl<'a> World<'a> {
     /// short). True when the pause (or its reap) has begun.
     pub(crate) fn think_due(&mut self, t: usize) -> bool {
         let shape = self.shape(t);
-        let (think, spin, blocks) = (
-            shape.thinktime,
-            shape.thinktime_spin,
-            shape.thinktime_blocks.max(1),
-        );
-        if think == 0 || self.shaping[t].since_think < u64::from(blocks) {
+        let (think, spin) = (shape.thinktime, shape.thinktime_spin);
+        if think == 0 || !self.think_triggered(t, shape) {
             return false;
         }
+        let now = self.now();
         if self.quiesce(t) {
+            self.shaping[t].think_found.get_or_insert(now);
             return true;
         }
-        self.shaping[t].since_think = 0;
+        let s = &mut self.shaping[t];
+        s.since_think = 0;
+        s.issued_at_think = s.issued;
+        s.last_think = Some(s.think_found.take().unwrap_or(now));
         let rest = think.saturating_sub(spin);
         if spin > 0 {
             self.set_clock_spin(t, spin, Cont::FioSleep(rest));
@@ -281,6 +293,29 @@ impl<'a> World<'a> {
             self.fio_sleep(t, rest);
         }
         true
+    }
+
+    /// Whether thread `t`'s think time is due (fio's `handle_thinktime`):
+    /// `thinktime_blocks` requests completed (or issued) since the last,
+    /// or `thinktime_iotime` and the think time itself passed since it
+    /// began, whichever comes first.
+    fn think_triggered(&self, t: usize, shape: &IoShape) -> bool {
+        let s = &self.shaping[t];
+        let counted = if shape.thinktime_issue {
+            s.issued - s.issued_at_think
+        } else {
+            s.since_think
+        };
+        let blocks = shape.thinktime_blocks.max(1);
+        if blocks != u32::MAX && counted >= u64::from(blocks) {
+            return true;
+        }
+        if shape.thinktime_iotime == 0 {
+            return false;
+        }
+        let job = self.threads[t].job as usize;
+        let since = s.last_think.unwrap_or_else(|| self.groups.start_of(job));
+        self.now().saturating_sub(since) >= shape.thinktime_iotime + shape.thinktime
     }
 
     /// fio's `fsync=N` / `fdatasync=N`: after every N writes issued, a
