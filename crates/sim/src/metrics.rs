@@ -94,7 +94,7 @@ impl JobStats {
     /// Request `r` handed to the application at `now`; `sync`: it went
     /// through a synchronous engine.
     pub(crate) fn record(&mut self, r: &Request, now: Nanos, sync: bool) {
-        let lat = now - r.started;
+        let lat = now - r.issued + Nanos::from(r.waited);
         self.hist.record(lat);
         self.ios += 1;
         self.bytes += r.bytes;
@@ -109,7 +109,8 @@ impl JobStats {
         if sync {
             d.clat.record(now - r.issued);
         } else {
-            d.slat.record(r.submitted - r.started);
+            d.slat
+                .record(r.submitted - r.issued + Nanos::from(r.waited));
             d.clat.record(now - r.submitted);
         }
     }

@@ -51,10 +51,11 @@ pub(crate) struct Request {
     pub seq: Seq,
     /// System call entry.
     pub issued: Nanos,
-    /// fio's start time, where its latency is measured from: the system
-    /// call's entry, or for an offloaded request the main thread's
-    /// hand-off (crate::workload's offload).
-    pub started: Nanos,
+    /// How long before its system call fio started it, where its latency
+    /// is measured from: 0, or for an offloaded request the wait from the
+    /// main thread's hand-off (crate::workload's offload). 32 bits keep a
+    /// request in one 64-byte cache line.
+    pub waited: u32,
     /// Its submission call returned (fio's issue time for asynchronous
     /// engines: submission latency ends here).
     pub submitted: Nanos,
@@ -68,6 +69,9 @@ pub(crate) struct Request {
     pub polled: bool,
 }
 
+// A request fits one 64-byte cache line: every event of an I/O touches it.
+const _: () = assert!(std::mem::size_of::<Request>() <= 64);
+
 impl Request {
     /// A free slot of thread `thread` on device queue `queue`.
     pub(crate) fn free(thread: u32, queue: u32, polled: bool) -> Request {
@@ -79,7 +83,7 @@ impl Request {
             hint: Hint::Unmarked,
             seq: 0,
             issued: 0,
-            started: 0,
+            waited: 0,
             submitted: 0,
             dispatched: 0,
             posted_at: 0,

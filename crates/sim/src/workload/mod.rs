@@ -386,7 +386,9 @@ impl World<'_> {
                 hints::request_hint(call, &ctx)
             });
             self.fill_slot(t, r, (write, bytes, hint), now);
-            self.reqs[r as usize].started = start;
+            if start < now {
+                self.offload_waited(r, now - start);
+            }
             let th = &mut self.threads[t];
             if let Some(iv) = p.rate_interval {
                 th.next_issue_at = th.next_issue_at.saturating_add(pattern::rate_step(
@@ -421,7 +423,7 @@ impl World<'_> {
         req.bytes = bytes;
         req.hint = hint;
         req.issued = now;
-        req.started = now;
+        req.waited = 0;
         req.state = ReqState::Submitting;
         let th = &mut self.threads[t];
         th.batch.push(r);

@@ -287,6 +287,20 @@ impl World<'_> {
         }
     }
 
+    /// Offloaded request `r` waited `d` between its hand-off and its
+    /// worker's system call. A wait past 32 bits of nanoseconds (4.3 s)
+    /// cannot be recorded: the run fails rather than report a wrong
+    /// latency.
+    pub(crate) fn offload_waited(&mut self, r: u32, d: Nanos) {
+        match u32::try_from(d) {
+            Ok(w) => self.reqs[r as usize].waited = w,
+            Err(_) => self.check.fail(format!(
+                "offloaded request {r} waited {d} ns for its worker, more than its latency \
+                 can hold"
+            )),
+        }
+    }
+
     /// A thread entered `FUTEX_WAIT` on its condition variable: it
     /// sleeps, unless what it waits for came meanwhile.
     pub(crate) fn offload_sleep(&mut self, t: usize, wait: Wait) {
