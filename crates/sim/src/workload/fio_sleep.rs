@@ -77,11 +77,19 @@ impl World<'_> {
     /// thread is ahead of its rate and has begun to reap what it has in
     /// flight or to sleep. Traces keep their own pacing
     /// ([`super::trace`]).
+    #[inline]
     pub(crate) fn rate_holds(&mut self, t: usize, now: Nanos) -> bool {
-        let th = &self.threads[t];
-        if th.prog.trace || th.prog.rate_interval.is_none() {
+        let p = &self.threads[t].prog;
+        if p.trace || p.rate_interval.is_none() {
             return false;
         }
+        self.rate_check(t, now)
+    }
+
+    /// [`World::rate_holds`] for a rate-limited thread; out of line, so
+    /// that the loop of a thread without a rate stays small.
+    #[inline(never)]
+    fn rate_check(&mut self, t: usize, now: Nanos) -> bool {
         if !self.shaping[t].rate_restarted {
             self.restart_rate_after_ramp(t, now);
         }
