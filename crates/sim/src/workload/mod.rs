@@ -134,6 +134,8 @@ impl World<'_> {
 
     /// The top of an offloaded job's loops (workload/offload.rs): a
     /// worker ends with its main thread, not by its own clock or count.
+    /// Out of line: the loop of a job that is not offloaded stays small.
+    #[inline(never)]
     fn issue_offloaded(&mut self, t: usize, now: Nanos) {
         let p = self.threads[t].prog;
         if p.offload == OffloadRole::Worker {

@@ -276,6 +276,7 @@ impl World<'_> {
     }
 
     /// A worker's request for the engine: its direction, size and start.
+    #[inline(never)]
     pub(crate) fn offload_take(&mut self, t: usize) -> (bool, u64, Nanos) {
         match self.offload.workers[t].as_ref().and_then(|w| w.current) {
             Some(h) => (h.write, h.bytes, h.start),
@@ -291,6 +292,7 @@ impl World<'_> {
     /// worker's system call. A wait past 32 bits of nanoseconds (4.3 s)
     /// cannot be recorded: the run fails rather than report a wrong
     /// latency.
+    #[inline(never)]
     pub(crate) fn offload_waited(&mut self, r: u32, d: Nanos) {
         match u32::try_from(d) {
             Ok(w) => self.reqs[r as usize].waited = w,

@@ -299,6 +299,7 @@ impl<'a> World<'a> {
     /// `thinktime_blocks` requests completed (or issued) since the last,
     /// or `thinktime_iotime` and the think time itself passed since it
     /// began, whichever comes first.
+    #[inline(never)]
     fn think_triggered(&self, t: usize, shape: &IoShape) -> bool {
         let s = &self.shaping[t];
         let counted = if shape.thinktime_issue {
