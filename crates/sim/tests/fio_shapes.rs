@@ -225,6 +225,52 @@ fn thinktime_can_count_issued_requests_or_come_every_so_often() {
 }
 
 #[test]
+fn an_offloaded_job_ends_by_its_count_and_lets_the_next_group_start() {
+    // number_ios counts the main thread's hand-offs; its workers finish
+    // what they were handed, then exit, and the next group starts.
+    let text = scenario(
+        NONE,
+        "20ms",
+        &[
+            &format!("{}\nnumber_ios = 300", offloaded("libaio", 4, 100_000)),
+            "name = \"next\"\ngroup = 1\nengine = \"libaio\"\niodepth = 4",
+        ],
+    );
+    let r = run(&text);
+    assert_eq!(job(&r, "o").ios, 300, "every handed request completes once");
+    assert!(job(&r, "next").ios > 0, "the next group ran");
+    // exitall: a job that ends early stops the offloaded job's main
+    // thread, asleep or waiting for an io_u, and its workers with it.
+    let text = scenario(
+        NONE,
+        "20ms",
+        &[
+            &format!("{}\nruntime = \"15ms\"", offloaded("psync", 8, 50_000)),
+            "name = \"short\"\nnumber_ios = 50\nexitall = \"group\"",
+            "name = \"after\"\ngroup = 1",
+        ],
+    );
+    let r = run(&text);
+    assert!(
+        job(&r, "after").ios > 0,
+        "the group ended and the next one ran"
+    );
+    let ended = r
+        .notes
+        .iter()
+        .find(|n| n.contains("group 1: 'after' started at"));
+    let at: f64 = ended
+        .and_then(|n| n.split("started at ").nth(1))
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .expect("a note gives when the next group started");
+    assert!(
+        at < 15.0,
+        "exitall ended the group at {at} ms, before the runtime"
+    );
+}
+
+#[test]
 fn thinktime_paces_a_synchronous_loop_and_its_blocks_space_the_pauses() {
     let every = run(&scenario(
         NONE,
