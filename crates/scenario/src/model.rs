@@ -306,6 +306,9 @@ pub struct IoShape {
     /// `bsrange`: each request's size is drawn uniformly among the
     /// multiples of the smaller bound up to the larger one.
     pub bsrange: Option<(u64, u64)>,
+    /// The writes' own `bsrange` (fio's `READS,WRITES` form); `None`:
+    /// writes draw from `bsrange` too.
+    pub bsrange_write: Option<(u64, u64)>,
     /// `rate`: cap on the job's bandwidth per thread, in bytes/s.
     pub rate: Option<u64>,
     /// `rate_process = "poisson"`: under `rate` or `rate_iops`, the gaps

@@ -163,7 +163,11 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
         t["bssplit"] = value(text);
     }
     if let Some((lo, hi)) = shape.bsrange {
-        t["bsrange"] = value(format!("{}-{}", format_size(lo), format_size(hi)));
+        let range = |(lo, hi): (u64, u64)| format!("{}-{}", format_size(lo), format_size(hi));
+        t["bsrange"] = value(match shape.bsrange_write {
+            Some(w) => format!("{},{}", range((lo, hi)), range(w)),
+            None => range((lo, hi)),
+        });
     }
     if let Some(r) = shape.rate {
         t["rate"] = value(format_size(r));

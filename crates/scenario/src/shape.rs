@@ -93,6 +93,24 @@ pub fn parse_bssplit_dirs(text: &str) -> Result<(Vec<BsShare>, Vec<BsShare>), St
     Ok((reads, writes))
 }
 
+/// A range of block sizes, (smallest, largest), in bytes.
+pub type BlockRange = (u64, u64);
+
+/// fio's `bsrange`, `4k-64k`, or `READS,WRITES` with the writes' own
+/// range (`4k-8k,16k-64k`); the writes' is `None` when it is the reads'.
+pub fn parse_bsrange_dirs(text: &str) -> Result<(BlockRange, Option<BlockRange>), String> {
+    let mut ranges = text.split(',');
+    let reads = parse_bsrange(ranges.next().unwrap_or("").trim())?;
+    let writes = match ranges.next().map(str::trim) {
+        None | Some("") => None,
+        Some(w) => Some(parse_bsrange(w)?).filter(|&w| w != reads),
+    };
+    if ranges.any(|t| !t.trim().is_empty()) {
+        return Err("a third range (trims) is not modelled: the model has no trims".into());
+    }
+    Ok((reads, writes))
+}
+
 /// fio's `bsrange` for one direction: `4k-64k`.
 pub fn parse_bsrange(text: &str) -> Result<(u64, u64), String> {
     let (lo, hi) = text
@@ -181,7 +199,7 @@ pub fn format_bssplit(split: &[BsShare]) -> String {
 /// The smallest block size a job's requests may have.
 pub fn smallest_block(shape: &IoShape, bs: u64) -> u64 {
     if let Some((lo, _)) = shape.bsrange {
-        return lo;
+        return shape.bsrange_write.map_or(lo, |w| w.0.min(lo));
     }
     let split = shape.bssplit.iter().chain(&shape.bssplit_write);
     split.map(|s| s.bytes).min().unwrap_or(bs)
@@ -190,7 +208,7 @@ pub fn smallest_block(shape: &IoShape, bs: u64) -> u64 {
 /// The largest block size a job's requests may have.
 pub fn largest_block(shape: &IoShape, bs: u64) -> u64 {
     if let Some((_, hi)) = shape.bsrange {
-        return hi;
+        return shape.bsrange_write.map_or(hi, |w| w.1.max(hi));
     }
     let split = shape.bssplit.iter().chain(&shape.bssplit_write);
     split.map(|s| s.bytes).max().unwrap_or(bs)
@@ -219,9 +237,12 @@ pub(crate) fn parse_shape(
         Some(t) => parse_bssplit_dirs(&t).map_err(|e| sec.error("bssplit", e))?,
         None => (Vec::new(), Vec::new()),
     };
-    let bsrange = match sec.string("bsrange")? {
-        Some(t) => Some(parse_bsrange(&t).map_err(|e| sec.error("bsrange", e))?),
-        None => None,
+    let (bsrange, bsrange_write) = match sec.string("bsrange")? {
+        Some(t) => {
+            let (r, w) = parse_bsrange_dirs(&t).map_err(|e| sec.error("bsrange", e))?;
+            (Some(r), w)
+        }
+        None => (None, None),
     };
     if !bssplit.is_empty() && bsrange.is_some() {
         return Err(sec.error("bsrange", "give bssplit or bsrange, not both"));
@@ -284,6 +305,7 @@ pub(crate) fn parse_shape(
         bssplit,
         bssplit_write,
         bsrange,
+        bsrange_write,
         rate,
         rate_poisson,
         barrier_last,

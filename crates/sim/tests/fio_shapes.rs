@@ -77,6 +77,20 @@ fn block_size_mixes_average_their_shares() {
         (range / (10.0 * 1024.0) - 1.0).abs() < 0.05,
         "bsrange mean {range}"
     );
+    // fio's READS,WRITES form: reads of 4 or 8 KiB, writes of 64 or 128.
+    let r = run(&scenario(
+        NONE,
+        "20ms",
+        &[
+            "name = \"dirs\"\nengine = \"libaio\"\niodepth = 4\nrw = \"randrw\"\n\
+           bsrange = \"4k-8k,64k-128k\"",
+        ],
+    ));
+    let fio = job(&r, "dirs").fio.clone().expect("fio figures");
+    let read = fio.read.bytes as f64 / fio.read.ios as f64;
+    let write = fio.write.bytes as f64 / fio.write.ios as f64;
+    assert!((read / 6144.0 - 1.0).abs() < 0.05, "reads' mean {read}");
+    assert!((write / 98304.0 - 1.0).abs() < 0.05, "writes' mean {write}");
 }
 
 #[test]

@@ -202,7 +202,10 @@ fn job(rng: &mut Rng, host_model: &mut Rng, i: usize, cores: u64, out: &mut Stri
 /// fio's request-shaping keys, each now and then.
 fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, out: &mut String) {
     if rng.chance(10) {
-        let _ = writeln!(out, "bsrange = \"{bs}-1m\"");
+        // With 16 KiB blocks, writes get a range of their own (no draw of
+        // its own, so the rest of the seed's scenario is unchanged).
+        let writes = if bs == "16k" { ",4k-8k" } else { "" };
+        let _ = writeln!(out, "bsrange = \"{bs}-1m{writes}\"");
     }
     if !rate_iops && rng.chance(10) {
         let _ = writeln!(out, "rate = \"{}m\"", 20 + rng.below(500));
@@ -844,6 +847,7 @@ fn check(seed: u64) {
                 .chain(&shape.bssplit_write)
                 .map(|b| b.bytes)
                 .chain(shape.bsrange.map(|r| r.1))
+                .chain(shape.bsrange_write.map(|r| r.1))
                 .chain(traced.flat_map(|t| t.ios.iter().map(|x| x.bytes)))
                 .fold(io.bs, u64::max) as f64;
             largest = largest.max(biggest);

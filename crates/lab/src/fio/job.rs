@@ -62,6 +62,8 @@ pub(super) struct JobSpec {
     pub(super) bssplit: Option<At<Vec<BsShare>>>,
     pub(super) bssplit_write: Vec<BsShare>,
     pub(super) bssplit_write_differs: bool,
+    /// `bsrange=READS,WRITES` with a writes' range of its own.
+    pub(super) bsrange_write: Option<(u64, u64)>,
     /// `bs=READ,WRITE` with a write size of its own.
     pub(super) bs_write: Option<At<u64>>,
     pub(super) filesize: Option<At<u64>>,
@@ -136,6 +138,7 @@ impl JobSpec {
             bssplit: None,
             bssplit_write: Vec::new(),
             bssplit_write_differs: false,
+            bsrange_write: None,
             bs_write: None,
             filesize: None,
             bsrange: None,

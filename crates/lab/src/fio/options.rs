@@ -12,7 +12,6 @@ use super::job::{At, JobSpec, SizeSpec};
 use super::jobfile::Opt;
 use super::values::{
     check_distribution, parse_bool, parse_cpus, parse_fio_time, parse_fio_time_in, per_direction,
-    split_dirs,
 };
 use super::FioError;
 
@@ -261,19 +260,10 @@ fn apply_pattern(
         }
         "bsrange" | "blocksize_range" => {
             let v = o.value(diag)?;
-            let (r, w) = split_dirs(v);
-            let range =
-                cint_scenario::shape::parse_bsrange(r).map_err(|e| o.invalid(diag, v, e))?;
-            if let Some(w) = w {
-                if cint_scenario::shape::parse_bsrange(w).ok() != Some(range) {
-                    return Err(o.invalid(
-                        diag,
-                        v,
-                        "different read and write ranges are not supported".into(),
-                    ));
-                }
-            }
-            spec.bsrange = Some(At::new(o.line, range));
+            let (reads, writes) =
+                cint_scenario::shape::parse_bsrange_dirs(v).map_err(|e| o.invalid(diag, v, e))?;
+            spec.bsrange = Some(At::new(o.line, reads));
+            spec.bsrange_write = writes;
         }
         "number_ios" => spec.number_ios = Some(At::new(o.line, o.int(diag, 0, i64::MAX as u64)?)),
         "io_size" | "io_limit" => {

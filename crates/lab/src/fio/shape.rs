@@ -44,6 +44,7 @@ pub(super) fn job_shape(
         bssplit,
         bssplit_write,
         bsrange,
+        bsrange_write: spec.bsrange_write.filter(|_| bsrange.is_some()),
         rate: None,
         rate_poisson: spec.poisson,
         barrier_last: spec.barrier.is_some_and(|b| b.value),
@@ -113,7 +114,12 @@ pub(super) fn job_shape(
                 &shape.bssplit
             };
             if split.is_empty() {
-                return mean_size(shape.bsrange, bs);
+                let range = if write {
+                    shape.bsrange_write.or(shape.bsrange)
+                } else {
+                    shape.bsrange
+                };
+                return mean_size(range, bs);
             }
             split
                 .iter()
@@ -199,6 +205,18 @@ mod tests {
     use super::super::import_str;
     use super::super::test_support::{args, io};
     use cint_scenario::{ExitScope, Rw};
+
+    #[test]
+    fn a_writes_range_of_its_own_imports() {
+        let text = "[j]\nrw=randrw\nbsrange=4k-8k,64k-128k\n";
+        let s = import_str(text, "r.fio", &args()).expect("imports");
+        let a = io(&s.scenario.jobs[0]);
+        assert_eq!(a.shape.bsrange, Some((4096, 8192)));
+        assert_eq!(a.shape.bsrange_write, Some((65536, 131072)));
+        // The same range twice is one range.
+        let s = import_str("[j]\nbsrange=4k-8k,4k-8k\n", "s.fio", &args()).expect("imports");
+        assert_eq!(io(&s.scenario.jobs[0]).shape.bsrange_write, None);
+    }
 
     #[test]
     fn thinktime_by_issue_or_by_time_imports() {

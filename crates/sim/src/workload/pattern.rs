@@ -51,6 +51,7 @@ static NO_SHAPE: IoShape = IoShape {
     bssplit: Vec::new(),
     bssplit_write: Vec::new(),
     bsrange: None,
+    bsrange_write: None,
     rate: None,
     rate_poisson: false,
     barrier_last: false,
@@ -85,7 +86,11 @@ pub(crate) fn is_write(rw: Rw, rwmixread: u8, rng: &mut ChaCha8Rng) -> bool {
 /// A request's size: `bs`, or drawn from `bssplit` (its writes' list for
 /// a write) or `bsrange`.
 pub(crate) fn block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut ChaCha8Rng) -> u64 {
-    if let Some((lo, hi)) = shape.bsrange {
+    if let Some(reads) = shape.bsrange {
+        let (lo, hi) = match shape.bsrange_write {
+            Some(w) if write => w,
+            _ => reads,
+        };
         // fio aligns a drawn size down to the smaller bound: the sizes
         // are the multiples of it up to the larger one.
         return lo * rng.gen_range(1..=(hi / lo).max(1));
