@@ -204,7 +204,7 @@ fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, out: &mut Str
     if rng.chance(10) {
         // With 16 KiB blocks, writes get a range of their own (no draw of
         // its own, so the rest of the seed's scenario is unchanged).
-        let writes = if bs == "16k" { ",4k-8k" } else { "" };
+        let writes = if bs == "16k" { ",32k-64k" } else { "" };
         let _ = writeln!(out, "bsrange = \"{bs}-1m{writes}\"");
     }
     if !rate_iops && rng.chance(10) {
