@@ -400,6 +400,14 @@ fn parse_job(
         schedule,
         guest,
     };
+    let offloaded = matches!(&job.work, Work::Io(io) if io.offload);
+    if guest.is_some() && offloaded {
+        return Err(sec.error(
+            "submit_mode",
+            "offloaded submission inside a guest is not modelled: its workers are threads \
+             the guest kernel would schedule on its vCPUs",
+        ));
+    }
     if guest.is_some() && sec.has("trace") {
         return Err(sec.error(
             "trace",

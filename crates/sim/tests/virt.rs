@@ -423,6 +423,11 @@ fn bad_input_is_refused_in_one_line_naming_the_key() {
             "v.toml:17: job.io.guest: no [[guest]] named \"vm2\"",
         ),
         (
+            "iodepth = 4\n",
+            "iodepth = 4\nsubmit_mode = \"offload\"\n",
+            "v.toml:20: job.io.submit_mode: offloaded submission inside a guest is not modelled",
+        ),
+        (
             "cores = [1]",
             "cores = [0]",
             "v.toml:11: guest.vm.cores: core 0 belongs to the hypervisor",
