@@ -1,0 +1,174 @@
+//! Malformed and odd fio job files: the shipped ones, and fio's own
+//! examples where installed, those that import as they are, mutated at
+//! random (values replaced by
+//! extremes, options moved between files, lines and characters deleted,
+//! stray section headers), through the import. Each must import, or be
+//! refused with one line naming the file and its line; an imported one
+//! must run in the simulator or be refused as bad input, never fail with
+//! an internal error. Deterministic: a failing case is named by its
+//! number.
+//!
+//! `cargo test -p cint-lab --test fio_fuzz -- --ignored` runs a longer
+//! soak; `CINT_FUZZ_SEED=N` picks another seed.
+
+use std::path::Path;
+
+use cint_lab::fio::{import_str, FioArgs};
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Values that stress an option's parser.
+const VALUES: &[&str] = &[
+    "0",
+    "-1",
+    "1",
+    "4k",
+    "1m",
+    "99999999999999999999",
+    "",
+    "4k,8k",
+    ",",
+    "1-5",
+    "10%",
+    "abc",
+    "0x10",
+    "2147483648",
+    "4k-1m,8k-64k",
+    "1:2",
+    "offload",
+    "issue",
+    "poisson",
+    "1ms",
+    "50us",
+    "é",
+];
+
+fn job_files() -> Vec<String> {
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")];
+    dirs.push("/usr/share/doc/fio/examples".into());
+    let mut texts = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "fio"))
+            .collect();
+        paths.sort();
+        texts.extend(paths.iter().filter_map(|p| std::fs::read_to_string(p).ok()));
+    }
+    texts
+}
+
+fn mutate(rng: &mut Rng, text: &str, options: &[&str]) -> String {
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    for _ in 0..1 + rng.below(3) {
+        let at = rng.below(lines.len() + 1);
+        match rng.below(6) {
+            0 if at < lines.len() && lines[at].contains('=') => {
+                let key = lines[at].split('=').next().unwrap_or("").to_string();
+                lines[at] = format!("{key}={}", VALUES[rng.below(VALUES.len())]);
+            }
+            1 => lines.insert(at, options[rng.below(options.len())].to_string()),
+            2 if at < lines.len() => {
+                lines.remove(at);
+            }
+            3 => lines.insert(
+                at,
+                ["[j]", "[global]", "[]", "[x y", "]"][rng.below(5)].into(),
+            ),
+            4 if at < lines.len() && !lines[at].is_empty() => {
+                let mut chars: Vec<char> = lines[at].chars().collect();
+                chars.remove(rng.below(chars.len()));
+                lines[at] = chars.into_iter().collect();
+            }
+            _ => {
+                let key = options[rng.below(options.len())]
+                    .split('=')
+                    .next()
+                    .unwrap_or("");
+                lines.push(format!("{key}={}", VALUES[rng.below(VALUES.len())]));
+            }
+        }
+    }
+    lines.join("\n") + "\n"
+}
+
+fn check(seed: u64, cases: usize) {
+    let args = FioArgs {
+        vars: Some(Default::default()),
+        sets: vec!["duration=1ms".into(), "warmup=0ms".into()],
+        ..FioArgs::new("optane-p4800x", "xeon-e5-2660v4")
+    };
+    // Mutations of the files that import as they are.
+    let texts: Vec<String> = job_files()
+        .into_iter()
+        .filter(|t| import_str(t, "f.fio", &args).is_ok())
+        .collect();
+    assert!(texts.len() >= 4, "{} job files import", texts.len());
+    let options: Vec<&str> = texts
+        .iter()
+        .flat_map(|t| t.lines())
+        .map(str::trim)
+        .filter(|l| l.contains('=') && !l.starts_with([';', '#']))
+        .collect();
+    let mut rng = Rng(seed | 1);
+    let (mut imported, mut ran) = (0, 0);
+    for case in 0..cases {
+        let base = &texts[rng.below(texts.len())];
+        let text = mutate(&mut rng, base, &options);
+        match import_str(&text, "f.fio", &args) {
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(!msg.contains('\n'), "case {case}: {msg}\n{text}");
+                assert!(msg.starts_with("f.fio"), "case {case}: {msg}\n{text}");
+            }
+            Ok(import) => {
+                imported += 1;
+                // A short run of every fourth: the imported scenario is one
+                // the simulator takes or refuses as input.
+                if case % 4 == 0 {
+                    if let Err(e) = cint_sim::run(&import.scenario) {
+                        assert!(!e.is_internal(), "case {case}: {e}\n{text}");
+                    }
+                    ran += 1;
+                }
+            }
+        }
+    }
+    // The mutations leave some files valid: the test reaches the runs.
+    assert!(imported * 10 >= cases, "{imported} of {cases} imported");
+    assert!(ran > 0);
+}
+
+fn seed() -> u64 {
+    std::env::var("CINT_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+}
+
+#[test]
+fn mutated_job_files_import_or_are_refused_in_one_line() {
+    check(seed(), 600);
+}
+
+#[test]
+#[ignore = "soak: thousands of job files, minutes"]
+fn soak_mutated_job_files() {
+    check(seed(), 20_000);
+}
