@@ -135,6 +135,9 @@ struct IoThread {
     user_data: u64,
     /// Timed sleeps so far (each ends in a wake-up by the timer).
     sleeps: u64,
+    /// fio's sleep granularity, measured at the start of a rate-limited
+    /// thread as fio measures it ([`sleep_granularity`]).
+    granularity: Nanos,
     /// Wake-ups already attributed to a phase.
     woken_before: u64,
 }
@@ -177,11 +180,15 @@ impl IoThread {
             issued: 0,
             user_data: 0,
             sleeps: 0,
+            granularity: 0,
             woken_before: 0,
         }
     }
 
     fn run(mut self, control: &Control) -> ThreadOutcome {
+        if self.io.rate_iops.is_some_and(|r| r > 0) {
+            self.granularity = sleep_granularity();
+        }
         self.started = sys::now();
         let depth = self.client.depth();
         let batch = (self.io.batch as usize).clamp(1, depth);
@@ -193,15 +200,19 @@ impl IoThread {
             let stopping = control.phase.load(Ordering::Relaxed) == PHASE_STOP
                 || self.plan.stop_at.is_some_and(|t| sys::now() >= t);
             if !stopping {
+                if self.rate_wait(control, max_events) {
+                    continue;
+                }
                 if self.io.engine.is_sync() {
                     self.submit_batch(1);
                 } else {
-                    while self.client.in_flight() + batch <= depth {
-                        self.submit_batch(batch);
-                    }
-                    if self.client.in_flight() < depth {
+                    // What the rate lets go now, at most a batch at a time.
+                    let mut due = self.requests_due();
+                    while due > 0 && self.client.in_flight() < depth {
                         let room = depth - self.client.in_flight();
-                        self.submit_batch(room);
+                        let n = batch.min(room).min(due);
+                        self.submit_batch(n);
+                        due -= n;
                     }
                 }
             }
@@ -283,21 +294,79 @@ impl IoThread {
         }
     }
 
-    /// Keeps the submission rate under `rate_iops`.
-    fn pace(&mut self) {
+    /// When the rate lets the next request go (`None`: no rate).
+    fn next_due(&self) -> Option<Nanos> {
+        let rate = self.io.rate_iops.filter(|&r| r > 0)?;
+        let step = u128::from(self.issued) * 1_000_000_000 / u128::from(rate);
+        Some(
+            self.started
+                .saturating_add(u64::try_from(step).unwrap_or(u64::MAX)),
+        )
+    }
+
+    /// Requests the rate lets go now: all those behind the schedule (fio
+    /// keeps no cap on the backlog).
+    fn requests_due(&self) -> usize {
         let Some(rate) = self.io.rate_iops.filter(|&r| r > 0) else {
-            return;
+            return usize::MAX;
         };
-        let due = self.started + self.issued * 1_000_000_000 / rate;
-        self.issued += 1;
+        let elapsed = u128::from(sys::now().saturating_sub(self.started));
+        let by_now = elapsed * u128::from(rate) / 1_000_000_000 + 1;
+        usize::try_from(by_now.saturating_sub(u128::from(self.issued))).unwrap_or(usize::MAX)
+    }
+
+    /// fio's rate check before a request (fio 3.33, io_u.c `rate_ddir`):
+    /// ahead of its schedule, the thread reaps every request in flight
+    /// (`io_u_quiesce`: reap calls for at least one event, until none is
+    /// left, each taking at most `most`, fio's `iodepth_batch_complete_max`),
+    /// then sleeps what it was ahead by when it looked, however long the
+    /// reaping took (`usec_sleep`). True when it did; the loop then looks
+    /// again.
+    fn rate_wait(&mut self, control: &Control, most: usize) -> bool {
+        let Some(due) = self.next_due() else {
+            return false;
+        };
         let now = sys::now();
-        if due > now + 200_000 {
+        if due <= now {
+            return false;
+        }
+        while self.client.in_flight() > 0 {
+            let measuring = control.phase.load(Ordering::Relaxed) == PHASE_MEASURE;
+            let spun = self.wait(1, most);
+            if measuring {
+                self.out.spin_ns += spun;
+            }
+            self.account(control);
+        }
+        self.usec_sleep(due - now);
+        true
+    }
+
+    /// fio's `usec_sleep` (time.c): under its granularity a spin on the
+    /// clock; otherwise `nanosleep` for the wait less the granularity, then
+    /// round again with what is left.
+    fn usec_sleep(&mut self, mut left: Nanos) {
+        loop {
+            if left < self.granularity {
+                sys::spin_until(sys::now() + left);
+                return;
+            }
+            let from = sys::now();
             crate::activity::enter(ThreadState::Idle);
-            sys::sleep_ns(due - now - 100_000);
+            sys::sleep_ns(left - self.granularity);
             crate::activity::enter(ThreadState::Busy);
             self.sleeps += 1;
+            let slept = sys::now().saturating_sub(from);
+            if slept >= left {
+                return;
+            }
+            left -= slept;
         }
-        sys::spin_until(due);
+    }
+
+    /// Counts a request against the rate's schedule.
+    fn pace(&mut self) {
+        self.issued += 1;
     }
 
     fn next_request(&mut self) -> (Op, u64) {
@@ -477,4 +546,17 @@ impl IoThread {
             }
         }
     }
+}
+
+/// fio's sleep granularity as fio measures it at start (fio 3.33,
+/// `fio_time_init`): the longest of ten `nanosleep` calls of 1 us.
+fn sleep_granularity() -> Nanos {
+    (0..10)
+        .map(|_| {
+            let from = sys::now();
+            sys::sleep_ns(1_000);
+            sys::now().saturating_sub(from)
+        })
+        .max()
+        .unwrap_or(0)
 }

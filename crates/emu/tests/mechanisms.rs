@@ -133,6 +133,41 @@ fn psync_qd1_under_none(idle: IdleDelivery, with_cpu_job: bool) -> cint_emu::Run
     })
 }
 
+#[test]
+fn a_rate_limited_deep_queue_reaps_before_it_sleeps() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's rate_ddir: ahead of its schedule, the thread reaps what it has
+    // in flight before it sleeps. 2 000 requests a second from a 16-deep
+    // libaio job: each read (10 us) is reaped long before the next is due,
+    // so its latency is the device's and the wake-ups', far below the
+    // 500 us between requests. A thread that slept with requests in
+    // flight would take them back milliseconds late. The bound holds on a
+    // loaded machine; the timing it tolerates is a wake-up's, not a gap's.
+    let mut job = io_job("paced", Engine::Libaio, 16, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.rate_iops = Some(2_000);
+    }
+    let d = run_long_enough(40, |duration| {
+        scenario(
+            "paced",
+            device(10_000, 4),
+            vec![none()],
+            vec![job.clone()],
+            duration,
+        )
+    });
+    let j = &d.result.results[0].jobs[0];
+    assert!(j.ios >= 40, "{} requests", j.ios);
+    assert!(
+        j.lat_ns.mean < 400_000.0,
+        "mean latency {} ns at 2 000 requests a second",
+        j.lat_ns.mean
+    );
+}
+
 /// Runs the scenario `build` makes for a window of 30 ms, doubling it (up
 /// to 480 ms) until the first job of the first strategy completed at least
 /// `ios` requests in the measured window. A loaded machine, where the job
