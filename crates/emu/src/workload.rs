@@ -196,7 +196,15 @@ impl IoThread {
         // io_getevents' max_nr: fio's iodepth_batch_complete_max (the
         // validator keeps it within batch_complete_min ..= iodepth).
         let max_events = (self.io.batch_complete_max as usize).clamp(min_events, depth);
+        // fio restarts its rate's schedule when its ramp ends
+        // (libfio.c `reset_all_stats`).
+        let mut ramped = false;
         loop {
+            if !ramped && control.phase.load(Ordering::Relaxed) == PHASE_MEASURE {
+                ramped = true;
+                self.started = sys::now();
+                self.issued = 0;
+            }
             let stopping = control.phase.load(Ordering::Relaxed) == PHASE_STOP
                 || self.plan.stop_at.is_some_and(|t| sys::now() >= t);
             if !stopping {
