@@ -200,11 +200,13 @@ fn job_of(r: &RunResult) -> &JobResult {
 
 #[test]
 fn thinktime_can_count_issued_requests_or_come_every_so_often() {
-    // A 16-deep libaio job pausing 200 us after every 64 requests: counted
-    // as issued, the pause comes once 64 have gone out; as completed, once
-    // 64 have come back, which lags by the queue: fewer requests a second.
+    // A 16-deep libaio job pausing 200 us after every 4 requests. Counted
+    // as issued, no more than 4 go out between two pauses: about 4 per
+    // 220 us. Counted as completed, the queue fills after each pause and
+    // 4 come back long before it empties, so more go per pause; the
+    // reap before each pause counts towards the next, as fio counts it.
     let deep = "name = \"t\"\nengine = \"libaio\"\niodepth = 16\nthinktime = \"200us\"\n\
-                thinktime_blocks = 64";
+                thinktime_blocks = 4";
     let complete = job(&run(&scenario(NONE, "20ms", &[deep])), "t").iops;
     let issue = job(
         &run(&scenario(
@@ -215,9 +217,11 @@ fn thinktime_can_count_issued_requests_or_come_every_so_often() {
         "t",
     )
     .iops;
+    assert!(issue < 4.0 / 200e-6, "issue-counted: {issue} a second");
+    assert!(issue > 4.0 / 260e-6, "issue-counted: {issue} a second");
     assert!(
-        issue < complete,
-        "issue-counted {issue} against complete-counted {complete}"
+        complete > 1.5 * issue,
+        "complete-counted {complete} against {issue}"
     );
     // thinktime_iotime alone: 1 ms of I/O, then 1 ms of pause, so about
     // half the unpaused rate.

@@ -23,9 +23,14 @@ pub(crate) struct ThreadShape {
     /// When the last think time began (`thinktime_iotime`); none yet:
     /// the job's start.
     last_think: Option<Nanos>,
-    /// When the think time due now was found due, before its reap (fio
-    /// stamps it there).
-    think_found: Option<Nanos>,
+    /// When the think time due now was found due, before its reap, and
+    /// the completions counted then: fio stamps both there
+    /// (`last_thinktime`, `last_thinktime_blocks`), so completions the reap
+    /// takes count towards the next think time.
+    think_found: Option<(Nanos, u64)>,
+    /// Requests issued when the think time's triggers were last looked at:
+    /// fio looks after each request it issues, not after a reap.
+    think_checked: u64,
     /// Requests issued in all (`number_ios`).
     issued: u64,
     /// Bytes issued in all (`io_size`).
@@ -279,18 +284,32 @@ impl<'a> World<'a> {
     pub(crate) fn think_due(&mut self, t: usize) -> bool {
         let shape = self.shape(t);
         let (think, spin) = (shape.thinktime, shape.thinktime_spin);
-        if think == 0 || !self.think_triggered(t, shape) {
+        if think == 0 {
             return false;
         }
+        // A think time already found due is reaping; otherwise fio looks
+        // once after each request it issued (backend.c, after the submit).
+        if self.shaping[t].think_found.is_none() {
+            let s = &mut self.shaping[t];
+            if s.issued == s.think_checked {
+                return false;
+            }
+            s.think_checked = s.issued;
+            if !self.think_triggered(t, shape) {
+                return false;
+            }
+        }
         let now = self.now();
+        let counted = self.shaping[t].since_think;
         if self.quiesce(t) {
-            self.shaping[t].think_found.get_or_insert(now);
+            self.shaping[t].think_found.get_or_insert((now, counted));
             return true;
         }
         let s = &mut self.shaping[t];
-        s.since_think = 0;
+        let (found, counted) = s.think_found.take().unwrap_or((now, counted));
+        s.since_think -= counted.min(s.since_think);
         s.issued_at_think = s.issued;
-        s.last_think = Some(s.think_found.take().unwrap_or(now));
+        s.last_think = Some(found);
         let rest = think.saturating_sub(spin);
         if spin > 0 {
             self.set_clock_spin(t, spin, Cont::FioSleep(rest));
