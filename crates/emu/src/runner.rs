@@ -161,8 +161,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("rate_process")
             } else if s.barrier_last {
                 Some("barrier_last")
-            } else if s.thinktime != 0 {
-                Some("thinktime")
             } else if s.number_ios.is_some() {
                 Some("number_ios")
             } else if s.io_size.is_some() {

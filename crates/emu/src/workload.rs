@@ -136,8 +136,15 @@ struct IoThread {
     /// Timed sleeps so far (each ends in a wake-up by the timer).
     sleeps: u64,
     /// fio's sleep granularity, measured at the start of a rate-limited
-    /// thread as fio measures it ([`sleep_granularity`]).
+    /// or thinking thread as fio measures it ([`sleep_granularity`]).
     granularity: Nanos,
+    /// The think time's counters when it was last looked at or taken:
+    /// requests submitted (`user_data`) at the last look, completions and
+    /// submissions when the last think time began, and when.
+    think_checked: u64,
+    think_completed: u64,
+    think_issued: u64,
+    last_think: Nanos,
     /// Wake-ups already attributed to a phase.
     woken_before: u64,
 }
@@ -181,15 +188,20 @@ impl IoThread {
             user_data: 0,
             sleeps: 0,
             granularity: 0,
+            think_checked: 0,
+            think_completed: 0,
+            think_issued: 0,
+            last_think: 0,
             woken_before: 0,
         }
     }
 
     fn run(mut self, control: &Control) -> ThreadOutcome {
-        if self.io.rate_iops.is_some_and(|r| r > 0) {
+        if self.io.rate_iops.is_some_and(|r| r > 0) || self.io.shape.thinktime > 0 {
             self.granularity = sleep_granularity();
         }
         self.started = sys::now();
+        self.last_think = self.started;
         let depth = self.client.depth();
         let batch = (self.io.batch as usize).clamp(1, depth);
         let min_events = (self.io.batch_complete_min as usize).clamp(1, depth);
@@ -222,6 +234,9 @@ impl IoThread {
                         self.submit_batch(n);
                         due -= n;
                     }
+                }
+                if self.think_wait(control, max_events) {
+                    continue;
                 }
             }
             if self.client.in_flight() == 0 {
@@ -338,6 +353,52 @@ impl IoThread {
         if due <= now {
             return false;
         }
+        self.quiesce(control, most);
+        self.usec_sleep(due - now);
+        true
+    }
+
+    /// fio's think time (fio 3.33, backend.c `handle_thinktime`), looked at
+    /// once after the thread submitted: after `thinktime_blocks` requests
+    /// completed (or submitted, `thinktime_blocks_type=issue`) since the
+    /// last, or `thinktime_iotime` and the think time itself since it
+    /// began, the thread reaps what it has in flight, spins
+    /// `thinktime_spin`, and sleeps the rest with fio's sleep. The counts
+    /// are stamped before the reap, so what it takes counts towards the
+    /// next. True when it paused.
+    fn think_wait(&mut self, control: &Control, most: usize) -> bool {
+        let shape = &self.io.shape;
+        let (think, spin) = (shape.thinktime, shape.thinktime_spin);
+        if think == 0 || self.user_data == self.think_checked {
+            return false;
+        }
+        self.think_checked = self.user_data;
+        let counted = if shape.thinktime_issue {
+            self.user_data - self.think_issued
+        } else {
+            self.out.completed - self.think_completed
+        };
+        let now = sys::now();
+        let blocks = shape.thinktime_blocks.max(1);
+        let by_count = blocks != u32::MAX && counted >= u64::from(blocks);
+        let by_time = shape.thinktime_iotime > 0
+            && now.saturating_sub(self.last_think) >= shape.thinktime_iotime + think;
+        if !by_count && !by_time {
+            return false;
+        }
+        let (completed, issued) = (self.out.completed, self.user_data);
+        self.quiesce(control, most);
+        sys::spin_until(sys::now() + spin);
+        self.usec_sleep(think.saturating_sub(spin));
+        self.think_completed = completed;
+        self.think_issued = issued;
+        self.last_think = now;
+        true
+    }
+
+    /// fio's `io_u_quiesce`: reap calls for at least one event each, at
+    /// most `most`, until nothing is in flight.
+    fn quiesce(&mut self, control: &Control, most: usize) {
         while self.client.in_flight() > 0 {
             let measuring = control.phase.load(Ordering::Relaxed) == PHASE_MEASURE;
             let spun = self.wait(1, most);
@@ -346,8 +407,6 @@ impl IoThread {
             }
             self.account(control);
         }
-        self.usec_sleep(due - now);
-        true
     }
 
     /// fio's `usec_sleep` (time.c): under its granularity a spin on the

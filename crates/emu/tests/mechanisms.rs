@@ -168,6 +168,41 @@ fn a_rate_limited_deep_queue_reaps_before_it_sleeps() {
     );
 }
 
+#[test]
+fn think_time_pauses_after_each_request_with_a_sleep_when_it_is_long() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // 2 ms of think time after every request, longer than fio's sleep
+    // granularity on any machine: a nanosleep each time, so two wake-ups
+    // per request (the sleep's, the completion's), and never more than
+    // one request per 2 ms.
+    let mut job = io_job("thinker", Engine::Psync, 1, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.shape.thinktime = 2 * MS;
+    }
+    let d = run_until(
+        60 * MS,
+        480 * MS,
+        |duration| {
+            scenario(
+                "think",
+                device(10_000, 4),
+                vec![none()],
+                vec![job.clone()],
+                duration,
+            )
+        },
+        |d| d.result.results[0].jobs[0].ios >= 20,
+    );
+    let j = &d.result.results[0].jobs[0];
+    assert!(j.ios >= 20, "{} requests", j.ios);
+    assert!(j.iops <= 500.0, "{} a second with 2 ms pauses", j.iops);
+    let per_io = j.wakeups as f64 / j.ios as f64;
+    assert!(per_io >= 1.5, "{per_io} wake-ups per request");
+}
+
 /// Runs the scenario `build` makes for a window of 30 ms, doubling it (up
 /// to 480 ms) until the first job of the first strategy completed at least
 /// `ios` requests in the measured window. A loaded machine, where the job

@@ -38,7 +38,6 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
         ("bsrange", "bsrange = \"4k-8k\""),
         ("rate", "rate = \"10m\""),
         ("barrier_last", "barrier_last = true"),
-        ("thinktime", "thinktime = \"10us\""),
         ("number_ios", "number_ios = 10"),
         ("io_size", "io_size = \"1m\""),
         ("fsync", "rw = \"write\"\nfsync = 4"),
