@@ -14,21 +14,7 @@
 use std::path::Path;
 
 use cint_lab::fio::{import_str, FioArgs};
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use cint_test_support::rng::Rng;
 
 /// Values that stress an option's parser.
 const VALUES: &[&str] = &[
@@ -76,32 +62,32 @@ fn job_files() -> Vec<String> {
 
 fn mutate(rng: &mut Rng, text: &str, options: &[&str]) -> String {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    for _ in 0..1 + rng.below(3) {
-        let at = rng.below(lines.len() + 1);
-        match rng.below(6) {
+    for _ in 0..1 + rng.index(3) {
+        let at = rng.index(lines.len() + 1);
+        match rng.index(6) {
             0 if at < lines.len() && lines[at].contains('=') => {
                 let key = lines[at].split('=').next().unwrap_or("").to_string();
-                lines[at] = format!("{key}={}", VALUES[rng.below(VALUES.len())]);
+                lines[at] = format!("{key}={}", VALUES[rng.index(VALUES.len())]);
             }
-            1 => lines.insert(at, options[rng.below(options.len())].to_string()),
+            1 => lines.insert(at, options[rng.index(options.len())].to_string()),
             2 if at < lines.len() => {
                 lines.remove(at);
             }
             3 => lines.insert(
                 at,
-                ["[j]", "[global]", "[]", "[x y", "]"][rng.below(5)].into(),
+                ["[j]", "[global]", "[]", "[x y", "]"][rng.index(5)].into(),
             ),
             4 if at < lines.len() && !lines[at].is_empty() => {
                 let mut chars: Vec<char> = lines[at].chars().collect();
-                chars.remove(rng.below(chars.len()));
+                chars.remove(rng.index(chars.len()));
                 lines[at] = chars.into_iter().collect();
             }
             _ => {
-                let key = options[rng.below(options.len())]
+                let key = options[rng.index(options.len())]
                     .split('=')
                     .next()
                     .unwrap_or("");
-                lines.push(format!("{key}={}", VALUES[rng.below(VALUES.len())]));
+                lines.push(format!("{key}={}", VALUES[rng.index(VALUES.len())]));
             }
         }
     }
@@ -126,10 +112,10 @@ fn check(seed: u64, cases: usize) {
         .map(str::trim)
         .filter(|l| l.contains('=') && !l.starts_with([';', '#']))
         .collect();
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed);
     let (mut imported, mut ran) = (0, 0);
     for case in 0..cases {
-        let base = &texts[rng.below(texts.len())];
+        let base = &texts[rng.index(texts.len())];
         let text = mutate(&mut rng, base, &options);
         match import_str(&text, "f.fio", &args) {
             Err(e) => {

@@ -37,27 +37,7 @@
 
 use std::fmt::Write;
 
-/// A small deterministic generator (xorshift64*), so the test needs no
-/// dependency and a failing case is named by its seed alone.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len() as u64) as usize]
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
+use cint_test_support::rng::Rng;
 
 const DEVICES: &[&str] = &["optane-p4800x", "p3700", "optane-900p"];
 
@@ -249,9 +229,9 @@ fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, out: &mut Str
 }
 
 fn scenario(seed: u64) -> String {
-    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let cores = 1 + rng.below(2);
-    let mut host_model = Rng(seed.wrapping_mul(0x94d0_49bb_1331_11eb) | 1);
+    let mut host_model = Rng::new(seed.wrapping_mul(0x94d0_49bb_1331_11eb));
     let device = rng.pick(DEVICES);
     let mut out = format!(
         "name = \"random-{seed}\"\nseed = {seed}\nduration = \"20ms\"\nwarmup = \"2ms\"\n\
@@ -264,7 +244,7 @@ fn scenario(seed: u64) -> String {
     // How requests find a unit (the 900P's profile is striped, the others
     // pooled), from a generator of its own: the rest of each seed's
     // scenario stays as it was.
-    let mut units = Rng(seed.wrapping_mul(0x6a09_e667_f3bc_c909) | 1);
+    let mut units = Rng::new(seed.wrapping_mul(0x6a09_e667_f3bc_c909));
     if units.chance(25) {
         let binding = units.pick(&["pooled", "striped"]);
         let _ = writeln!(
@@ -276,7 +256,7 @@ fn scenario(seed: u64) -> String {
     // The energy layer (issue #21): the energy study's host, whose
     // profile has power data, and a governor; energy is on when the
     // device has power data too (the 900P).
-    let mut energy = Rng(seed.wrapping_mul(0xbf58_476d_1ce4_e5b9) | 1);
+    let mut energy = Rng::new(seed.wrapping_mul(0xbf58_476d_1ce4_e5b9));
     let host = if energy.chance(30) {
         "xeon-e3-1230v5"
     } else {
@@ -289,10 +269,10 @@ fn scenario(seed: u64) -> String {
     // The virtual-machine layer (issue #22), on its own generator: guests
     // take cores after the host's, behind a hypervisor core; polling
     // strategies cannot serve guests, so a seed that drew one has none.
-    let mut virt = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+    let mut virt = Rng::new(seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
     // Guests' buffered writers (each guest's own page cache), from a
     // generator of their own, so the guests drawn before stay as they were.
-    let mut guest_cache = Rng(seed.wrapping_mul(0xc2b2_ae3d_27d4_eb4f) | 1);
+    let mut guest_cache = Rng::new(seed.wrapping_mul(0xc2b2_ae3d_27d4_eb4f));
     let polls = strategies.contains("poll\"");
     let guests = if !polls && virt.chance(25) {
         guests(&mut virt, &mut guest_cache, cores, &mut strategies)
@@ -303,7 +283,7 @@ fn scenario(seed: u64) -> String {
     let _ = write!(out, "[host]\nmodel = \"{host}\"\ncores = {host_cores}\n");
     // Its own generator, so that the rest of each seed's scenario is what
     // it was before the host's cost spread existed.
-    let mut host_rng = Rng(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
+    let mut host_rng = Rng::new(seed.wrapping_mul(0xd1b5_4a32_d192_ed03));
     if host_rng.chance(50) {
         let spread = host_rng.pick(&["0.25", "0.5", "1.0", "2.5"]);
         out.push_str(&format!("cost_spread = {spread}\n"));
@@ -318,7 +298,7 @@ fn scenario(seed: u64) -> String {
     // target latency of two minimum granularities, whose sched_nr_latency
     // of 2 puts the last buddy to work with two threads: a generator of
     // their own, so the rest of each seed's scenario stays as it was.
-    let mut cfs = Rng(seed.wrapping_mul(0x7fb5_d329_728e_a185) | 1);
+    let mut cfs = Rng::new(seed.wrapping_mul(0x7fb5_d329_728e_a185));
     if cfs.chance(30) {
         let settings = cfs.pick(&[
             "sched_latency = \"6ms\"\nsched_min_granularity = \"750us\"\n\
@@ -334,7 +314,7 @@ fn scenario(seed: u64) -> String {
     // io_uring's events posted by task work (Linux 5.15) or by the
     // interrupt (5.6), whichever the host's profile says, on a generator
     // of its own.
-    let mut uring = Rng(seed.wrapping_mul(0x94d0_49bb_1331_11eb) | 1);
+    let mut uring = Rng::new(seed.wrapping_mul(0x94d0_49bb_1331_11eb));
     if uring.chance(30) {
         let posted = uring.pick(&["true", "false"]);
         let _ = writeln!(out, "uring_task_work = {posted}");
@@ -343,7 +323,7 @@ fn scenario(seed: u64) -> String {
     // The kernel's tick (CONFIG_HZ 1000, 100 or a short one), on a
     // generator of its own: the groups' reweighting and the governors'
     // look-ahead run on it.
-    let mut tick = Rng(seed.wrapping_mul(0x6c8e_9cf5_7093_2bd5) | 1);
+    let mut tick = Rng::new(seed.wrapping_mul(0x6c8e_9cf5_7093_2bd5));
     if tick.chance(20) {
         let period = tick.pick(&["1ms", "10ms", "250us"]);
         let _ = writeln!(out, "tick = \"{period}\"");
@@ -355,7 +335,7 @@ fn scenario(seed: u64) -> String {
     }
     // A cpuidle table of its own (1 to Linux's 10 states), on a generator
     // of its own so that the rest of each seed stays as it was.
-    let mut idle = Rng(seed.wrapping_mul(0x94d0_49bb_1331_11eb) | 1);
+    let mut idle = Rng::new(seed.wrapping_mul(0x94d0_49bb_1331_11eb));
     if host == "xeon-e3-1230v5" && idle.chance(30) {
         power_keys.push_str(&idle_states(&mut idle));
     }
@@ -366,14 +346,14 @@ fn scenario(seed: u64) -> String {
     // threads per core where the drawn CPUs make whole cores and no guest
     // runs, one thread per core otherwise (its profile has two).
     if host == "xeon-e3-1230v5" {
-        let mut smt = Rng(seed.wrapping_mul(0x8cb9_2ba7_2f3d_8dd7) | 1);
+        let mut smt = Rng::new(seed.wrapping_mul(0x8cb9_2ba7_2f3d_8dd7));
         let two = host_cores % 2 == 0 && guests.is_none() && smt.chance(70);
         let tpc = if two { 2 } else { 1 };
         let _ = write!(out, "[host.smt]\nthreads_per_core = {tpc}\n");
     }
     // The page cache (issue #23): a small one, so that writeback and
     // throttling happen within the run, and synchronous jobs through it.
-    let mut cache = Rng(seed.wrapping_mul(0x2127_599b_f432_5c37) | 1);
+    let mut cache = Rng::new(seed.wrapping_mul(0x2127_599b_f432_5c37));
     let buffered = cache.chance(25);
     if buffered {
         let _ = write!(
@@ -398,7 +378,7 @@ fn scenario(seed: u64) -> String {
     // section 10) needs power data: on the energy host with the 900P, now
     // and then, from a generator of its own; not with guests, whose
     // completions come through the hypervisor and cannot be polled.
-    let mut select = Rng(seed.wrapping_mul(0xff51_afd7_ed55_8ccd) | 1);
+    let mut select = Rng::new(seed.wrapping_mul(0xff51_afd7_ed55_8ccd));
     if host == "xeon-e3-1230v5" && device == "optane-900p" && guests.is_none() && select.chance(60)
     {
         let fallback = select.pick(&["none", "nvme", "adaptive", "cinterrupts", "vic"]);
@@ -409,10 +389,10 @@ fn scenario(seed: u64) -> String {
     }
     // Buffered libaio jobs (their iocbs run inside io_submit), from a
     // generator of their own so that the other draws stay as they were.
-    let mut aio_cache = Rng(seed.wrapping_mul(0xc2b2_ae3d_27d4_eb4f) | 1);
+    let mut aio_cache = Rng::new(seed.wrapping_mul(0xc2b2_ae3d_27d4_eb4f));
     // And without fio's fadvise hint now and then (Linux's own read-ahead
     // rules judge each miss), from one more.
-    let mut advice = Rng(seed.wrapping_mul(0x1656_67b1_9e37_79f9) | 1);
+    let mut advice = Rng::new(seed.wrapping_mul(0x1656_67b1_9e37_79f9));
     for i in 0..1 + rng.below(4) as usize {
         let mut one = String::new();
         job(&mut rng, &mut host_model, i, cores, &mut one);
@@ -435,7 +415,7 @@ fn scenario(seed: u64) -> String {
     out.push_str(&strategies);
     out.push_str(&jobs);
     // Application programs (issue #23), from a generator of their own.
-    let mut apps = Rng(seed.wrapping_mul(0x9fb2_1c65_1e98_df25) | 1);
+    let mut apps = Rng::new(seed.wrapping_mul(0x9fb2_1c65_1e98_df25));
     // Not beside guests: the loader refuses apps there (they would share
     // the host's page cache with a guest's kernel).
     let apps_here = guests.is_none();
@@ -489,12 +469,12 @@ fn scenario(seed: u64) -> String {
     }
     // CFS task groups, from a generator of their own: not beside guests,
     // whose host threads the virtual-machine layer schedules.
-    let mut groups = Rng(seed.wrapping_mul(0xd6e8_feb8_6659_fd93) | 1);
+    let mut groups = Rng::new(seed.wrapping_mul(0xd6e8_feb8_6659_fd93));
     if guests.is_none() && groups.chance(30) {
         out = sched_groups(&mut groups, &out);
     }
     // fio's offloaded submission, from a generator of its own.
-    let mut offload = Rng(seed.wrapping_mul(0xa076_1d64_78bd_642f) | 1);
+    let mut offload = Rng::new(seed.wrapping_mul(0xa076_1d64_78bd_642f));
     offload_jobs(&mut offload, &out)
 }
 
@@ -574,7 +554,7 @@ fn sched_groups(rng: &mut Rng, text: &str) -> String {
 /// its own generator, so the rest of the seed's scenario is unchanged.
 fn trace_job(seed: u64, text: &str, dir: &std::path::Path) -> String {
     use cint_trace::encode::{self, Io};
-    let mut rng = Rng(seed.wrapping_mul(0x8cb9_2ba7_2f3d_8dd7) | 1);
+    let mut rng = Rng::new(seed.wrapping_mul(0x8cb9_2ba7_2f3d_8dd7));
     if !rng.chance(25) {
         return String::new();
     }

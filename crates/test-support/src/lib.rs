@@ -11,7 +11,8 @@
 //! - [`scenario`]: scenario builders for the engines' tests, so they do not
 //!   depend on the scenario files' parser;
 //! - [`energy`]: what a physical core's energy result must say of its
-//!   hardware threads.
+//!   hardware threads;
+//! - [`rng::Rng`]: the deterministic generator of the generative tests.
 //!
 //! Not published: only the workspace's tests and test harnesses use it.
 
@@ -19,6 +20,7 @@
 
 pub mod energy;
 pub mod process;
+pub mod rng;
 pub mod scenario;
 pub mod skip;
 
