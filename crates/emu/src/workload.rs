@@ -393,6 +393,21 @@ impl IoThread {
         self.think_completed = completed;
         self.think_issued = issued;
         self.last_think = now;
+        // fio's rate_ign_think: the rate's schedule moves on by the think
+        // time, less one request's share when that is shorter.
+        if let Some(rate) = self
+            .io
+            .rate_iops
+            .filter(|&r| r > 0 && self.io.shape.rate_ign_think)
+        {
+            let per_request = 1_000_000_000 / rate;
+            let shift = if per_request <= think {
+                think - per_request
+            } else {
+                think
+            };
+            self.started = self.started.saturating_add(shift);
+        }
         true
     }
 

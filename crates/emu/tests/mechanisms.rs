@@ -203,6 +203,44 @@ fn think_time_pauses_after_each_request_with_a_sleep_when_it_is_long() {
     assert!(per_io >= 1.5, "{per_io} wake-ups per request");
 }
 
+#[test]
+fn rate_ign_think_moves_the_schedule_on_by_the_think_time() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // 1 000 requests a second and 10 ms of think time after every 5. fio
+    // catches up after each pause: the 5 requests go at once, about 5 per
+    // 10 ms, unless rate_ign_think moves the schedule on by the pause less
+    // one request's share: then they go 1 ms apart, 5 per 14 ms, about 360
+    // a second. The bounds leave room for a loaded machine's late
+    // wake-ups, which only slow a thread down.
+    let rate = |ignore: bool| {
+        let mut job = io_job("paced", Engine::Psync, 1, 1, 1);
+        if let Work::Io(io) = &mut job.work {
+            io.rate_iops = Some(1_000);
+            io.shape.thinktime = 10 * MS;
+            io.shape.thinktime_blocks = 5;
+            io.shape.rate_ign_think = ignore;
+        }
+        let d = cint_emu::run_detailed(&scenario(
+            "ign",
+            device(10_000, 4),
+            vec![none()],
+            vec![job],
+            300 * MS,
+        ))
+        .expect("emulator runs");
+        d.result.results[0].jobs[0].iops
+    };
+    let (catch_up, ignore) = (rate(false), rate(true));
+    assert!(ignore <= 420.0, "rate_ign_think: {ignore} a second");
+    assert!(
+        catch_up >= 1.2 * ignore,
+        "catching up: {catch_up} a second, against {ignore}"
+    );
+}
+
 /// Runs the scenario `build` makes for a window of 30 ms, doubling it (up
 /// to 480 ms) until the first job of the first strategy completed at least
 /// `ios` requests in the measured window. A loaded machine, where the job

@@ -78,6 +78,7 @@ pub const IO_KEYS: &[&str] = &[
     "thinktime_blocks",
     "thinktime_blocks_type",
     "thinktime_iotime",
+    "rate_ign_think",
     "number_ios",
     "io_size",
     "percentile_list",

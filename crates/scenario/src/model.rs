@@ -335,6 +335,11 @@ pub struct IoShape {
     /// has passed since the last one began (its I/O time and the pause's
     /// own); 0: none.
     pub thinktime_iotime: Nanos,
+    /// fio's `rate_ign_think`: a think time moves the rate's schedule on by
+    /// its length (less one request's share when it is longer), so the
+    /// thread does not catch up with the requests it did not issue while
+    /// it thought.
+    pub rate_ign_think: bool,
     /// `number_ios`: each thread exits after this many requests complete.
     pub number_ios: Option<u64>,
     /// `io_size`: each thread exits once it has issued this many bytes

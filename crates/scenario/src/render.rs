@@ -188,6 +188,9 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
         if shape.thinktime_iotime > 0 {
             t["thinktime_iotime"] = value(format_duration(shape.thinktime_iotime));
         }
+        if shape.rate_ign_think {
+            t["rate_ign_think"] = value(true);
+        }
     }
     if let Some(n) = shape.number_ios {
         t["number_ios"] = value(i64::try_from(n).unwrap_or(i64::MAX));

@@ -275,6 +275,13 @@ pub(crate) fn parse_shape(
         ));
     }
     let (thinktime_blocks, thinktime_issue, thinktime_iotime) = think_triggers(sec, thinktime)?;
+    let rate_ign_think = sec.bool("rate_ign_think")?.unwrap_or(false);
+    if rate_ign_think && (thinktime == 0 || (rate.is_none() && !has_rate_iops)) {
+        return Err(sec.error(
+            "rate_ign_think",
+            "only applies with thinktime and rate or rate_iops",
+        ));
+    }
     let number_ios = sec.int("number_ios", 1, i64::MAX as u64)?;
     let io_size = match sec.size("io_size")? {
         Some(0) => return Err(sec.error("io_size", "must be positive")),
@@ -314,6 +321,7 @@ pub(crate) fn parse_shape(
         thinktime_blocks,
         thinktime_issue,
         thinktime_iotime,
+        rate_ign_think,
         number_ios,
         io_size,
         percentile_list,

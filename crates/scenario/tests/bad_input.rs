@@ -636,6 +636,13 @@ fn cases() -> Vec<Case<'static>> {
             "\"complete\" or \"issue\"",
         ),
         case(
+            "rate_ign_think without a rate",
+            with("numjobs = 1", "numjobs = 1\nthinktime = \"5us\"\nrate_ign_think = true"),
+            LineOf("rate_ign_think"),
+            "job.async.rate_ign_think",
+            "only applies with thinktime and rate or rate_iops",
+        ),
+        case(
             "offload on io_uring",
             with("numjobs = 1", "engine_x = 0").replace(
                 "engine  = \"libaio\"\nrw      = \"randread\"",

@@ -289,6 +289,27 @@ fn an_offloaded_job_ends_by_its_count_and_lets_the_next_group_start() {
 }
 
 #[test]
+fn rate_ign_think_keeps_the_rate_from_catching_up_after_a_think_time() {
+    // 10 000 requests a second, 1 ms of think time after every 10. fio
+    // catches up after each pause by default: about 10 requests per
+    // 1.1 ms. With rate_ign_think the schedule moves on by the pause less
+    // one request's share: 10 requests per 1.9 ms.
+    let job = "name = \"t\"\nrate_iops = 10000\nthinktime = \"1ms\"\nthinktime_blocks = 10";
+    let catch_up = job_iops(&run(&scenario(NONE, "40ms", &[job])));
+    let ignore = job_iops(&run(&scenario(
+        NONE,
+        "40ms",
+        &[&format!("{job}\nrate_ign_think = true")],
+    )));
+    assert!((8_000.0..9_500.0).contains(&catch_up), "{catch_up}");
+    assert!((4_900.0..5_600.0).contains(&ignore), "{ignore}");
+}
+
+fn job_iops(r: &RunResult) -> f64 {
+    job(r, "t").iops
+}
+
+#[test]
 fn thinktime_paces_a_synchronous_loop_and_its_blocks_space_the_pauses() {
     let every = run(&scenario(
         NONE,

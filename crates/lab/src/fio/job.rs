@@ -80,6 +80,7 @@ pub(super) struct JobSpec {
     /// `thinktime_blocks_type=issue`.
     pub(super) thinktime_issue: bool,
     pub(super) thinktime_iotime: Option<At<Nanos>>,
+    pub(super) rate_ign_think: bool,
     pub(super) startdelay: Option<At<Nanos>>,
     pub(super) number_ios: Option<At<u64>>,
     pub(super) percentile_list: Option<At<Vec<f64>>>,
@@ -151,6 +152,7 @@ impl JobSpec {
             thinktime_blocks: None,
             thinktime_issue: false,
             thinktime_iotime: None,
+            rate_ign_think: false,
             startdelay: None,
             number_ios: None,
             percentile_list: None,

@@ -381,6 +381,7 @@ fn apply_pacing(
                 .ok_or_else(|| o.bad(diag, "a positive time (e.g. 9, 500ms)"))?;
             spec.thinktime_iotime = Some(At::new(o.line, t));
         }
+        "rate_ign_think" => spec.rate_ign_think = o.boolean(diag)?,
         "startdelay" => {
             let v = o.value(diag)?;
             if v.contains('-') {

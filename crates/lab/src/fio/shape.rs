@@ -58,6 +58,7 @@ pub(super) fn job_shape(
         },
         thinktime_issue: spec.thinktime_issue,
         thinktime_iotime: spec.thinktime_iotime.map_or(0, |t| t.value),
+        rate_ign_think: spec.rate_ign_think,
         number_ios: spec.number_ios.map(|n| n.value).filter(|&n| n > 0),
         io_size: None,
         percentile_list: spec

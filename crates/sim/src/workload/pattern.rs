@@ -65,6 +65,7 @@ static NO_SHAPE: IoShape = IoShape {
     thinktime_blocks: 1,
     thinktime_issue: false,
     thinktime_iotime: 0,
+    rate_ign_think: false,
     number_ios: None,
     io_size: None,
     percentile_list: Vec::new(),
@@ -310,6 +311,9 @@ impl<'a> World<'a> {
         s.since_think -= counted.min(s.since_think);
         s.issued_at_think = s.issued;
         s.last_think = Some(found);
+        if shape.rate_ign_think {
+            self.rate_ignores_think(t, think);
+        }
         let rest = think.saturating_sub(spin);
         if spin > 0 {
             self.set_clock_spin(t, spin, Cont::FioSleep(rest));
@@ -317,6 +321,26 @@ impl<'a> World<'a> {
             self.fio_sleep(t, rest);
         }
         true
+    }
+
+    /// fio's `rate_ign_think` (backend.c `handle_thinktime`): the rate's
+    /// schedule moves on by the think time, less one request's share when
+    /// that is shorter (fio adds the bytes it would have issued, less a
+    /// block, so the next request goes at once), or by all of it under a
+    /// Poisson process. fio moves it by the time it measured; the model by
+    /// the think time it set out to take.
+    fn rate_ignores_think(&mut self, t: usize, think: Nanos) {
+        let poisson = self.shape(t).rate_poisson;
+        let th = &mut self.threads[t];
+        let Some(per_request) = th.prog.rate_interval else {
+            return;
+        };
+        let shift = if !poisson && per_request <= think {
+            think - per_request
+        } else {
+            think
+        };
+        th.next_issue_at = th.next_issue_at.saturating_add(shift);
     }
 
     /// Whether thread `t`'s think time is due (fio's `handle_thinktime`):
