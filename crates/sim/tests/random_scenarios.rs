@@ -210,6 +210,9 @@ fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, out: &mut Str
         if think % 4 == 1 {
             let _ = writeln!(out, "thinktime_iotime = \"{}us\"", think * 20);
         }
+        if rate_iops && think % 5 == 2 {
+            let _ = writeln!(out, "rate_ign_think = true");
+        }
     }
     if rng.chance(5) {
         let _ = writeln!(out, "number_ios = {}", 1 + rng.below(2_000));
