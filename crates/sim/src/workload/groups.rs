@@ -50,7 +50,7 @@ impl Groups {
                 .jobs
                 .iter()
                 .map(|j| JobClock {
-                    live: j.numjobs * (1 + offload_workers(j)),
+                    live: j.numjobs * (1 + super::offload::offload_workers(j)),
                     ..JobClock::default()
                 })
                 .collect(),
@@ -299,14 +299,5 @@ impl World<'_> {
             ));
         }
         notes
-    }
-}
-
-/// The workers of each thread of job `j` under fio's offloaded
-/// submission (workload/offload.rs), none otherwise.
-pub(crate) fn offload_workers(j: &cint_scenario::Job) -> u32 {
-    match &j.work {
-        cint_scenario::Work::Io(io) if io.offload => io.iodepth,
-        _ => 0,
     }
 }

@@ -47,9 +47,9 @@ mod steady;
 mod trace;
 
 pub(crate) use flow::Flows;
-pub(crate) use groups::{offload_workers, Groups};
+pub(crate) use groups::Groups;
 pub(crate) use latency_target::DepthSearch;
-pub(crate) use offload::{OffloadRole, Offloads};
+pub(crate) use offload::{offload_workers, OffloadRole, Offloads};
 pub(crate) use pattern::ThreadShape;
 pub(crate) use program::Program;
 pub(crate) use steady::SteadyProbe;
@@ -327,9 +327,6 @@ impl World<'_> {
     fn prepare(&mut self, t: usize, k: u32, now: Nanos) -> u32 {
         let shape = self.shape(t);
         let k = k.min(self.ios_left(t));
-        for _ in 0..k.min(self.threads[t].free_slots.len() as u32) {
-            self.count_issue(t);
-        }
         let th = &mut self.threads[t];
         let p = th.prog;
         let k = k.min(th.free_slots.len() as u32);
@@ -340,22 +337,17 @@ impl World<'_> {
             };
             let mut start = now;
             let (write, bytes) = if p.trace {
-                self.trace_take(t, r)
+                let (write, bytes) = self.trace_take(t, r);
+                self.count_request(t, write, bytes);
+                (write, bytes)
             } else if p.offload == OffloadRole::Worker {
                 let (write, bytes, handed_at) = self.offload_take(t);
                 start = handed_at;
+                self.count_request(t, write, bytes);
                 (write, bytes)
             } else {
-                let th = &mut self.threads[t];
-                let write = pattern::is_write(p.rw, p.rwmixread, &mut th.rng);
-                (write, pattern::block_size(shape, p.bs, write, &mut th.rng))
+                self.draw_request(t)
             };
-            self.shaping[t].bytes += bytes;
-            if write {
-                for since in &mut self.shaping[t].writes_since_sync {
-                    *since += 1;
-                }
-            }
             let barrier = pattern::batch_hint(shape, p.engine, i, k);
             let hint = barrier.or(p.hint).unwrap_or_else(|| {
                 let batch = BatchPosition { index: i, len: k };
@@ -390,15 +382,6 @@ impl World<'_> {
             self.fill_slot(t, r, (write, bytes, hint), now);
             if start < now {
                 self.offload_waited(r, now - start);
-            }
-            let th = &mut self.threads[t];
-            if let Some(iv) = p.rate_interval {
-                th.next_issue_at = th.next_issue_at.saturating_add(pattern::rate_step(
-                    shape,
-                    iv,
-                    bytes,
-                    &mut th.rng,
-                ));
             }
         }
         self.select_staged(t, k);

@@ -213,7 +213,7 @@ impl World<'_> {
         });
         worker.seq = seq;
         worker.idle = false;
-        if self.wake_offload_waiter(w as usize, Wait::OffloadIdle) {
+        if self.wake_if_waiting(w as usize, Wait::OffloadIdle) {
             let c = self.costs;
             self.set_burst(t, c.syscall + c.wakeup, Cont::Issue);
         } else {
@@ -230,7 +230,7 @@ impl World<'_> {
         self.offload.pools[p].done = true;
         for i in 0..self.offload.pools[p].workers.len() {
             let w = self.offload.pools[p].workers[i] as usize;
-            self.wake_offload_waiter(w, Wait::OffloadIdle);
+            self.wake_if_waiting(w, Wait::OffloadIdle);
         }
     }
 
@@ -252,7 +252,7 @@ impl World<'_> {
             pool.in_use = pool.in_use.saturating_sub(1);
             if std::mem::take(&mut pool.waiting) {
                 let d = pool.dispatcher as usize;
-                if self.wake_offload_waiter(d, Wait::OffloadFree) {
+                if self.wake_if_waiting(d, Wait::OffloadFree) {
                     let c = self.costs;
                     self.set_burst(t, c.syscall + c.wakeup, Cont::Issue);
                     return true;
@@ -320,9 +320,13 @@ impl World<'_> {
             self.block(t, wait);
         }
     }
+}
 
-    /// Wakes thread `t` if it sleeps in `wait`; true if it did.
-    fn wake_offload_waiter(&mut self, t: usize, wait: Wait) -> bool {
-        self.wake_if_waiting(t, wait)
+/// The workers of each thread of job `j` under fio's offloaded
+/// submission, none otherwise.
+pub(crate) fn offload_workers(j: &cint_scenario::Job) -> u32 {
+    match &j.work {
+        cint_scenario::Work::Io(io) if io.offload => io.iodepth,
+        _ => 0,
     }
 }

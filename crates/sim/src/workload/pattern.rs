@@ -191,12 +191,11 @@ impl<'a> World<'a> {
         }
     }
 
-    /// Thread `t`'s next request, drawn as fio's generator draws it for a
-    /// call of its own (a buffered call, an offloaded hand-off): counted,
-    /// its direction and size drawn, the rate's schedule moved by it, its
-    /// bytes and writes counted.
+    /// Thread `t`'s next request as fio's generator draws it (a
+    /// submission's, a buffered call's, an offloaded hand-off's): its
+    /// direction and size drawn, the rate's schedule moved by it, and the
+    /// request counted.
     pub(crate) fn draw_request(&mut self, t: usize) -> (bool, u64) {
-        self.count_issue(t);
         let shape = self.shape(t);
         let th = &mut self.threads[t];
         let p = th.prog;
@@ -206,19 +205,21 @@ impl<'a> World<'a> {
             let step = rate_step(shape, iv, bytes, &mut th.rng);
             th.next_issue_at = th.next_issue_at.saturating_add(step);
         }
+        self.count_request(t, write, bytes);
+        (write, bytes)
+    }
+
+    /// Counts a request thread `t` issues, of `bytes`: towards
+    /// `number_ios`, `io_size` and the writes between two syncs.
+    pub(crate) fn count_request(&mut self, t: usize, write: bool, bytes: u64) {
         let s = &mut self.shaping[t];
+        s.issued += 1;
         s.bytes += bytes;
         if write {
             for since in &mut s.writes_since_sync {
                 *since += 1;
             }
         }
-        (write, bytes)
-    }
-
-    /// Counts a request thread `t` issues.
-    pub(crate) fn count_issue(&mut self, t: usize) {
-        self.shaping[t].issued += 1;
     }
 
     /// Counts requests handed to thread `t` (fio's think time counts
