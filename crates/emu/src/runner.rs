@@ -151,6 +151,8 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("gtod_reduce")
             } else if io.offload {
                 Some("submit_mode")
+            } else if io.sqpoll.is_some() {
+                Some("sqpoll")
             } else if !s.bssplit.is_empty() {
                 Some("bssplit")
             } else if s.bsrange.is_some() {

@@ -66,6 +66,21 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
     }
 }
 
+/// An SQ-polled ring's kernel thread is the simulator's: the emulator's
+/// threads submit their own requests, so it refuses the key by name.
+#[test]
+fn sqpoll_is_refused_by_name() {
+    let text = "name = \"s\"\nduration = \"10ms\"\n[[strategy]]\nname = \"n\"\nkind = \"none\"\n\
+                [[job]]\nname = \"ring\"\nengine = \"io_uring\"\niodepth = 4\nsqpoll = true\n";
+    let sc = cint_scenario::load_str(text, "s.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let e = cint_emu::run(&sc).expect_err("sqpoll");
+    let cint_emu::EmuError::Unsupported { key, .. } = &e else {
+        panic!("{e}");
+    };
+    assert_eq!(key, "job.ring.sqpoll");
+    assert!(!e.to_string().contains('\n'));
+}
+
 /// The emulator's workload takes every time stamp it measures latency
 /// with, so fio's `gtod_reduce` cannot change it: refused, naming the job
 /// and the key (the command line adds the file), before anything runs.

@@ -59,6 +59,8 @@ pub const IO_KEYS: &[&str] = &[
     "nowait",
     "hipri",
     "submit_mode",
+    "sqpoll",
+    "sqpoll_cpu",
     "direct",
     "fadvise_hint",
     "rate_iops",
@@ -377,7 +379,9 @@ fn parse_job(
         }
         Work::Cpu
     } else {
-        Work::Io(parse_io(sec, device)?)
+        let mut io = parse_io(sec, device)?;
+        io.sqpoll = parse_sqpoll(sec, &io, host.cores)?;
+        Work::Io(io)
     };
     if let Work::Io(io) = &work {
         let workers = u64::from(numjobs) * u64::from(io.iodepth);
@@ -409,6 +413,13 @@ fn parse_job(
              the guest kernel would schedule on its vCPUs",
         ));
     }
+    if guest.is_some() && sec.has("sqpoll") {
+        return Err(sec.error(
+            "sqpoll",
+            "a polling submission thread inside a guest is not modelled: it is a kernel \
+             thread the guest would schedule on its vCPUs",
+        ));
+    }
     if guest.is_some() && sec.has("trace") {
         return Err(sec.error(
             "trace",
@@ -420,6 +431,14 @@ fn parse_job(
         // After the trace, which may place the job's threads.
         let cpu_job = matches!(job.work, Work::Cpu);
         crate::virt::refuse_owned_cores(sec, virt, job.cpu, &job.cpus, cpu_job)?;
+        if let Work::Io(IoJob {
+            sqpoll: Some(crate::SqPoll { cpu: Some(c) }),
+            ..
+        }) = &job.work
+        {
+            let what = ("sqpoll_cpu", "a host job's SQ thread");
+            crate::virt::refuse_owned(sec, virt, what, &[*c], false)?;
+        }
     }
     // Read by the task groups' parser (crate::sched_group).
     sec.node("sched_group");
@@ -535,6 +554,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         fadvise_hint: flags.fadvise_hint,
         gtod_reduce: flags.gtod_reduce,
         offload,
+        sqpoll: None,
         rate_iops,
         think,
         size,
@@ -559,6 +579,48 @@ fn submit_offload(sec: &mut Section<'_>, engine: Engine) -> Result<bool, Scenari
         ));
     }
     Ok(offload)
+}
+
+/// fio's `sqthread_poll` and `sqthread_poll_cpu` (io_uring's
+/// `IORING_SETUP_SQPOLL` and `IORING_SETUP_SQ_AFF`): what the SQ thread
+/// is not modelled with is refused by its key.
+fn parse_sqpoll(
+    sec: &mut Section<'_>,
+    io: &IoJob,
+    cores: u32,
+) -> Result<Option<crate::SqPoll>, ScenarioError> {
+    let on = sec.bool("sqpoll")?.unwrap_or(false);
+    let cpu = sec.int("sqpoll_cpu", 0, u64::from(u32::MAX))?;
+    if !on {
+        if cpu.is_some() {
+            return Err(sec.error("sqpoll_cpu", "places the SQ thread: set sqpoll = true"));
+        }
+        return Ok(None);
+    }
+    if io.engine != Engine::IoUring {
+        return Err(sec.error(
+            "sqpoll",
+            "a submission-queue polling thread is io_uring's (IORING_SETUP_SQPOLL): set \
+             engine = \"io_uring\"",
+        ));
+    }
+    if let Some(c) = cpu.filter(|&c| c >= u64::from(cores)) {
+        return Err(sec.error(
+            "sqpoll_cpu",
+            format!("must be below host.cores = {cores} (got {c}; cores are numbered from 0)"),
+        ));
+    }
+    let refused = [
+        ("direct", !io.direct, "buffered io_uring"),
+        ("trace", io.shape.trace.is_some(), "a trace's replay"),
+        ("flow", io.shape.flow != 0, "flow control"),
+    ];
+    if let Some((key, _, what)) = refused.into_iter().find(|r| r.1) {
+        return Err(sec.error(key, format!("{what} with sqpoll is not modelled")));
+    }
+    Ok(Some(crate::SqPoll {
+        cpu: cpu.map(|c| c as u32),
+    }))
 }
 
 /// What fio's offload workers are not modelled with, each refused by its

@@ -261,6 +261,11 @@ pub struct IoJob {
     /// one at a time through the engine (fio's rate-submit.c), so the
     /// thread issues at its rate whatever the completions do.
     pub offload: bool,
+    /// fio's `sqthread_poll`: a kernel thread polls the io_uring
+    /// submission ring (`IORING_SETUP_SQPOLL`), and the job's threads fill
+    /// the ring and spin on the completion ring in user space, without a
+    /// system call (docs/FIO.md).
+    pub sqpoll: Option<SqPoll>,
     /// Cap on the job's submission rate, per thread, in IO/s.
     pub rate_iops: Option<u64>,
     /// CPU time the application spends per completed IO.
@@ -272,6 +277,15 @@ pub struct IoJob {
     /// How requests are shaped beyond `rw` and `bs` (boxed: most jobs
     /// shape nothing, and a job stays small to copy).
     pub shape: Box<IoShape>,
+}
+
+/// Where an io_uring job's submission-queue polling threads run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqPoll {
+    /// fio's `sqthread_poll_cpu` (`IORING_SETUP_SQ_AFF`): the core of every
+    /// thread's SQ thread; `None`, the core of the thread that fills the
+    /// ring, whose CPU mask Linux's io thread inherits.
+    pub cpu: Option<u32>,
 }
 
 /// Why `nowait` and a buffered job do not go together.

@@ -101,6 +101,12 @@ pub fn to_toml(s: &Scenario) -> String {
                 if io.offload {
                     t["submit_mode"] = value("offload");
                 }
+                if let Some(sq) = io.sqpoll {
+                    t["sqpoll"] = value(true);
+                    if let Some(c) = sq.cpu {
+                        t["sqpoll_cpu"] = value(i64::from(c));
+                    }
+                }
                 if io.gtod_reduce {
                     t["gtod_reduce"] = value(true);
                 }

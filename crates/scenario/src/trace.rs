@@ -512,6 +512,7 @@ pub fn trace_job(
     let loaded = load(path, opts, device, host)?;
     let io = IoJob {
         offload: false,
+        sqpoll: None,
         rate_iops: None,
         think: 0,
         size: device.capacity.0,

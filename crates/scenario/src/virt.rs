@@ -542,15 +542,27 @@ pub(crate) fn refuse_owned_cores(
     cpus: &[u32],
     cpu_job: bool,
 ) -> Result<(), ScenarioError> {
-    let kvm = virt
-        .hypervisor
-        .as_ref()
-        .is_some_and(|h| h.profile.kind == "kvm");
     let (key, cores) = if cpus.is_empty() {
         ("cpu", std::slice::from_ref(&cpu))
     } else {
         ("cpus", cpus)
     };
+    refuse_owned(sec, virt, (key, "a host job"), cores, cpu_job)
+}
+
+/// [`refuse_owned_cores`] for the cores that `key` names, for `what`
+/// (a host job, or its SQ thread: `sqpoll_cpu`).
+pub(crate) fn refuse_owned(
+    sec: &Section<'_>,
+    virt: &Virt,
+    (key, what): (&str, &str),
+    cores: &[u32],
+    cpu_job: bool,
+) -> Result<(), ScenarioError> {
+    let kvm = virt
+        .hypervisor
+        .as_ref()
+        .is_some_and(|h| h.profile.kind == "kvm");
     for &c in cores {
         let owner = if virt
             .hypervisor
@@ -563,12 +575,17 @@ pub(crate) fn refuse_owned_cores(
                 .iter()
                 .filter(|_| !(kvm && cpu_job))
                 .find(|g| g.cores.contains(&c))
-                .map(|g| format!("guest \"{}\" (give the job guest = \"{}\")", g.name, g.name))
+                .map(|g| match key {
+                    "cpu" | "cpus" => {
+                        format!("guest \"{}\" (give the job guest = \"{}\")", g.name, g.name)
+                    }
+                    _ => format!("guest \"{}\"", g.name),
+                })
         };
         if let Some(owner) = owner {
             return Err(sec.error(
                 key,
-                format!("core {c} belongs to {owner}: a host job cannot run there"),
+                format!("core {c} belongs to {owner}: {what} cannot run there"),
             ));
         }
     }

@@ -682,6 +682,50 @@ fn cases() -> Vec<Case<'static>> {
             "69632 in all, at most 65536",
         ),
         case(
+            "sqpoll on libaio",
+            with("numjobs = 1", "numjobs = 1\nsqpoll = true"),
+            LineOf("sqpoll"),
+            "job.async.sqpoll",
+            "io_uring's (IORING_SETUP_SQPOLL)",
+        ),
+        case(
+            "sqpoll_cpu without sqpoll",
+            with("numjobs = 1", "numjobs = 1\nsqpoll_cpu = 0"),
+            LineOf("sqpoll_cpu"),
+            "job.async.sqpoll_cpu",
+            "set sqpoll = true",
+        ),
+        case(
+            "sqpoll_cpu beyond the host",
+            with("numjobs = 1", "engine_x = 0").replace(
+                "engine  = \"libaio\"\nrw      = \"randread\"",
+                "engine  = \"io_uring\"\nrw      = \"randread\"\nsqpoll = true",
+            ).replace("engine_x = 0", "sqpoll_cpu = 9"),
+            LineOf("sqpoll_cpu"),
+            "job.async.sqpoll_cpu",
+            "must be below host.cores",
+        ),
+        case(
+            "sqpoll with flow control",
+            with("numjobs = 1", "engine_x = 0").replace(
+                "engine  = \"libaio\"\nrw      = \"randread\"",
+                "engine  = \"io_uring\"\nrw      = \"randread\"\nsqpoll = true",
+            ).replace("engine_x = 0", "flow = 2"),
+            LineOf("flow"),
+            "job.async.flow",
+            "flow control with sqpoll is not modelled",
+        ),
+        case(
+            "sqpoll on buffered io_uring",
+            with("numjobs = 1", "engine_x = 0").replace(
+                "engine  = \"libaio\"\nrw      = \"randread\"",
+                "engine  = \"io_uring\"\nrw      = \"randread\"\nsqpoll = true",
+            ).replace("engine_x = 0", "direct = false"),
+            LineOf("direct"),
+            "job.async.direct",
+            "buffered io_uring with sqpoll is not modelled",
+        ),
+        case(
             "nowait on libaio",
             with("numjobs = 1", "nowait = true"),
             LineOf("nowait"),

@@ -120,6 +120,7 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, complete: u3
             fadvise_hint: true,
             gtod_reduce: false,
             offload: false,
+            sqpoll: None,
             rate_iops: None,
             think: 0,
             size: 1 << 30,

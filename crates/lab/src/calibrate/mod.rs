@@ -334,6 +334,7 @@ fn workload(
                 fadvise_hint: true,
                 gtod_reduce: false,
                 offload: false,
+                sqpoll: None,
                 rate_iops: None,
                 think: 0,
                 size,

@@ -158,6 +158,7 @@ fn job(
             fadvise_hint: spec.fadvise_hint.is_none_or(|f| f.value),
             gtod_reduce: spec.gtod_reduce.is_some_and(|g| g.value),
             offload: spec.offload.is_some(),
+            sqpoll: None,
             rate_iops,
             think: 0,
             size,
