@@ -112,6 +112,7 @@ pub fn run_with_stats(scenario: &Scenario) -> Result<(RunResult, RunStats), SimE
     let mut stats = RunStats::default();
     let mut results = Vec::with_capacity(scenario.strategies.len());
     let mut notes = buffered_async_notes(scenario);
+    notes.extend(workload::sqpoll_shared_core_notes(scenario));
     for strategy in &scenario.strategies {
         let world = world::World::new(scenario, strategy)?;
         let (result, events, held) = world.run(strategy)?;

@@ -135,6 +135,8 @@ impl Thread {
                 self.user_left -= user;
                 user
             }
+            // A ring's thread spins on its completion ring in user space.
+            Activity::Spin { .. } if self.prog.sqpoll => elapsed,
             Activity::Spin { .. } => 0,
         }
     }
@@ -167,8 +169,12 @@ impl World<'_> {
                             x + t.ctx_switches,
                             w + t.wakeups,
                             // fio's threads of the job: an offload
-                            // worker is one's helper, not a thread of it.
-                            n + u32::from(t.prog.offload != crate::workload::OffloadRole::Worker),
+                            // worker is one's helper and an SQ thread
+                            // the kernel's, not threads of it.
+                            n + u32::from(
+                                t.prog.role == crate::workload::LoopRole::Inline
+                                    || t.prog.role == crate::workload::LoopRole::Dispatcher,
+                            ),
                         )
                     });
                 JobResult {

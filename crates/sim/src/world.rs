@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use cint_policy::hybrid_poll::SleepEstimator;
 use cint_policy::{Hint, Nanos, Policy, PolicyConfig, Seq};
 use cint_report::StrategyResult;
-use cint_scenario::{CompletionMode, HybridSleep, Scenario, Strategy, Work};
+use cint_scenario::{CompletionMode, HybridSleep, IoJob, Scenario, Strategy, Work};
 use rand_chacha::ChaCha8Rng;
 
 use crate::device::{Device, HwQueue};
@@ -125,6 +125,8 @@ pub(crate) enum Wait {
     OffloadIdle,
     /// An offloaded job's main thread waiting for a free io_u.
     OffloadFree,
+    /// An SQ thread asleep after its idle time (`IORING_SQ_NEED_WAKEUP`).
+    SqIdle,
     /// Hybrid polling's sleep before spinning for `need` completions.
     HybridSleep { need: u32 },
     /// A submission call sleeps for a driver tag (blk-mq).
@@ -207,6 +209,8 @@ pub(crate) enum Cont {
     OffloadWaitFree,
     /// An offload worker entered `FUTEX_WAIT` for a request.
     OffloadSleep,
+    /// An SQ thread woke from its idle sleep: its loop goes on.
+    SqWoken,
     /// A buffered call or the flusher goes on (crate::host::pagecache).
     PageCache,
     /// An `fsync` or `fdatasync` returns: its latency is taken, then the
@@ -400,6 +404,8 @@ pub(crate) struct World<'a> {
     pub searches: Vec<DepthSearch>,
     /// fio's offloaded submission: each pool's main thread and workers.
     pub offload: crate::workload::Offloads,
+    /// io_uring's SQ-polled rings (workload/sqpoll.rs).
+    pub sqpoll: crate::workload::SqPolls,
     /// The energy model, when the host and the device have power data.
     pub power: Option<Box<crate::host::power::PowerModel>>,
     /// Hardware threads sharing physical cores, when the host has SMT.
@@ -476,6 +482,7 @@ impl<'a> World<'a> {
         let reqs_n = reqs.len();
         let threads_jobs: Vec<u32> = threads.iter().map(|t| t.job).collect();
         let offload = crate::workload::Offloads::new(&threads);
+        let sqpoll = crate::workload::SqPolls::new(&threads);
         let placement: Vec<(u32, usize)> = threads
             .iter()
             .map(|t| (t.job, t.core as usize % queues_n))
@@ -520,6 +527,7 @@ impl<'a> World<'a> {
             woken: Vec::new(),
             searches,
             offload,
+            sqpoll,
             power: crate::host::power::PowerModel::new(sc, &threads_cores),
             smt: crate::host::smt::SmtModel::new(&sc.host)?,
             replay: crate::workload::Replay::new(sc, &threads_jobs, reqs_n),
@@ -1085,6 +1093,13 @@ fn add_job_threads(
         for w in 0..workers {
             add_offload_worker(sc, mode, (j, n, w), core, to);
         }
+        if let Work::Io(IoJob {
+            sqpoll: Some(sq), ..
+        }) = &job.work
+        {
+            let sq_core = sq.cpu.map_or(core, |c| c as usize);
+            add_sq_thread(sc, mode, (j, n), sq_core, to);
+        }
     }
     Ok(())
 }
@@ -1137,6 +1152,50 @@ fn add_offload_worker(
     to.threads.push(th);
     to.cores[core].rq.push(tid);
 }
+
+/// The SQ thread of thread `n` of job `j`, whose ring is SQ-polled
+/// (workload/sqpoll.rs): a kernel thread on `core`, after the ring's
+/// thread in the thread list, where [`crate::workload::SqPolls::new`]
+/// finds it. It holds no request slot (the ring's thread does), and its
+/// draws come from a stream of its own.
+fn add_sq_thread(
+    sc: &Scenario,
+    mode: CompletionMode,
+    (j, n): (usize, u32),
+    core: usize,
+    to: &mut JobBuild<'_>,
+) {
+    let job = &sc.jobs[j];
+    let Some(submitter) = to.threads.iter().rev().find(|t| t.job == j as u32) else {
+        return;
+    };
+    let prog = submitter.prog.sq_thread();
+    let tid = to.threads.len() as u32;
+    let stream = SQ_THREAD_STREAM_BASE | ((j as u64) << 17) | u64::from(n);
+    let mut th = Thread {
+        sched_group: sc.sched_groups.of_job(j).map(|g| g as u16),
+        polls: job_polls(mode, job),
+        ..Thread::fresh(
+            sc.seed,
+            (j as u32, n),
+            core as u32,
+            prog,
+            Activity::Burst {
+                left: 0,
+                then: Cont::Issue,
+            },
+            sleep_estimator(mode),
+        )
+    };
+    th.rng = stream_rng(sc.seed, stream);
+    th.cost_rng = stream_rng(sc.seed, HOST_THREAD_STREAM_BASE | stream);
+    to.threads.push(th);
+    to.cores[core].rq.push(tid);
+}
+
+/// Streams of SQ threads, `SQ_THREAD_STREAM_BASE | (job << 17) | thread`,
+/// apart from the jobs' own threads and the offload workers'.
+const SQ_THREAD_STREAM_BASE: u64 = 1 << 47;
 
 /// Streams of offload workers, `OFFLOAD_WORKER_STREAM_BASE | (job << 29)
 /// | (thread << 17) | worker` (at most 4 096 threads and 65 536 workers a

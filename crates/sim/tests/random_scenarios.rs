@@ -478,7 +478,37 @@ fn scenario(seed: u64) -> String {
     }
     // fio's offloaded submission, from a generator of its own.
     let mut offload = Rng::new(seed.wrapping_mul(0xa076_1d64_78bd_642f));
-    offload_jobs(&mut offload, &out)
+    let out = offload_jobs(&mut offload, &out);
+    // io_uring's SQ-polled rings, from a generator of its own.
+    let mut sqpoll = Rng::new(seed.wrapping_mul(0xe703_7ed1_a0b4_28db));
+    sqpoll_jobs(&mut sqpoll, &out, host_cores)
+}
+
+/// `text` with some of its io_uring jobs' rings SQ-polled (fio's
+/// `sqthread_poll`), those whose keys allow it, half of them with their
+/// SQ threads on a drawn core of the host's `cores`.
+fn sqpoll_jobs(rng: &mut Rng, text: &str, cores: u64) -> String {
+    let refused = ["guest = ", "flow = ", "direct = false", "trace = "];
+    let mut out = String::with_capacity(text.len() + 256);
+    for (i, block) in text.split("[[").enumerate() {
+        if i > 0 {
+            out.push_str("[[");
+        }
+        out.push_str(block);
+        let ring = block.starts_with("job]]\n") && block.contains("engine = \"io_uring\"");
+        if !ring || refused.iter().any(|r| block.contains(r)) || !rng.chance(30) {
+            continue;
+        }
+        if !block.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str("sqpoll = true\n");
+        // A guest's vCPUs and the hypervisor own their cores.
+        if rng.chance(50) && !text.contains("[hypervisor]") {
+            let _ = writeln!(out, "sqpoll_cpu = {}", rng.below(cores));
+        }
+    }
+    out
 }
 
 /// `text` with some of its I/O jobs offloaded (fio's
@@ -990,6 +1020,8 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
         "{}",
         with("submit_mode")
     );
+    assert!(with("sqpoll = true") >= 20, "{}", with("sqpoll = true"));
+    assert!(with("sqpoll_cpu = ") >= 10, "{}", with("sqpoll_cpu = "));
     // Two guests, each with a page cache of its own, do come up.
     let two_caches = (start..start + 300)
         .filter(|&seed| {

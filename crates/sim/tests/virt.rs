@@ -428,6 +428,18 @@ fn bad_input_is_refused_in_one_line_naming_the_key() {
             "v.toml:20: job.io.submit_mode: offloaded submission inside a guest is not modelled",
         ),
         (
+            "engine = \"libaio\"\niodepth = 4\n",
+            "engine = \"io_uring\"\niodepth = 4\nsqpoll = true\n",
+            "v.toml:20: job.io.sqpoll: a polling submission thread inside a guest is not modelled",
+        ),
+        (
+            "iodepth = 4\n",
+            "iodepth = 4\n[[job]]\nname = \"host\"\ncpu = 2\nengine = \"io_uring\"\n\
+             sqpoll = true\nsqpoll_cpu = 1\n",
+            "v.toml:25: job.host.sqpoll_cpu: core 1 belongs to guest \"vm\": a host job's SQ \
+             thread cannot run there",
+        ),
+        (
             "cores = [1]",
             "cores = [0]",
             "v.toml:11: guest.vm.cores: core 0 belongs to the hypervisor",

@@ -35,7 +35,13 @@ impl World<'_> {
     /// A thread's timer expires: a timer interrupt on its core.
     pub(crate) fn on_thread_timer(&mut self, thread: u32, token: u64) {
         let th = &self.threads[thread as usize];
-        if th.timer_token != token || th.run != RunState::Blocked {
+        if th.timer_token != token {
+            return;
+        }
+        if th.run != RunState::Blocked {
+            if th.prog.role == crate::workload::LoopRole::SqThread {
+                self.sq_idle_timeout(thread as usize);
+            }
             return;
         }
         let c = th.core as usize;
@@ -179,6 +185,9 @@ impl World<'_> {
         req.state = ReqState::Delivered;
         self.check.delivered += 1;
         let t = req.thread as usize;
+        if self.threads[t].prog.sqpoll {
+            return self.sq_delivered(t, r, c);
+        }
         let th = &mut self.threads[t];
         th.ready.push_back(r);
         let wake = th.run == RunState::Blocked
@@ -290,6 +299,11 @@ impl World<'_> {
             Wait::OffloadIdle | Wait::OffloadFree => Activity::Burst {
                 left: rtu,
                 then: Cont::Issue,
+            },
+            // A kernel thread: no return to user space.
+            Wait::SqIdle => Activity::Burst {
+                left: 0,
+                then: Cont::SqWoken,
             },
             Wait::HybridSleep { need } => {
                 th.polling_since = self.events.now();

@@ -177,8 +177,14 @@ impl World<'_> {
                 Activity::Spin { need } => {
                     let posted = self.threads[ti].posted.len() as u64;
                     if posted >= u64::from(need) {
-                        // The poll loop's next iteration sees the entries.
-                        let cost = self.costs.poll_iteration + posted * self.costs.irq_reap_entry;
+                        // The poll loop's next iteration sees the entries;
+                        // a ring's user-space loop reads them at its reap
+                        // call's cost per event.
+                        let cost = if self.threads[ti].prog.sqpoll {
+                            0
+                        } else {
+                            self.costs.poll_iteration + posted * self.costs.irq_reap_entry
+                        };
                         let cost = self.thread_cost(ti, cost);
                         self.threads[ti].act = Activity::Burst {
                             left: cost,

@@ -172,6 +172,9 @@ impl World<'_> {
     pub(crate) fn exit_thread(&mut self, t: usize) {
         self.block(t, Wait::Exited);
         self.flow_leave(t);
+        if self.threads[t].prog.sqpoll {
+            self.sq_submitter_exited(t);
+        }
         let now = self.now();
         let j = self.threads[t].job as usize;
         let clock = &mut self.groups.jobs[j];

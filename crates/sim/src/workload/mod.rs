@@ -43,15 +43,17 @@ mod offload;
 mod pattern;
 mod program;
 pub(crate) mod select;
+mod sqpoll;
 mod steady;
 mod trace;
 
 pub(crate) use flow::Flows;
 pub(crate) use groups::Groups;
 pub(crate) use latency_target::DepthSearch;
-pub(crate) use offload::{offload_workers, OffloadRole, Offloads};
+pub(crate) use offload::{offload_workers, Offloads};
 pub(crate) use pattern::ThreadShape;
-pub(crate) use program::Program;
+pub(crate) use program::{LoopRole, Program};
+pub(crate) use sqpoll::{shared_core_notes as sqpoll_shared_core_notes, SqPolls};
 pub(crate) use steady::SteadyProbe;
 pub(crate) use trace::Replay;
 
@@ -90,6 +92,7 @@ impl World<'_> {
             Cont::OffloadHandOff => self.offload_hand_off(t),
             Cont::OffloadWaitFree => self.offload_sleep(t, Wait::OffloadFree),
             Cont::OffloadSleep => self.offload_sleep(t, Wait::OffloadIdle),
+            Cont::SqWoken => self.sq_woken(t),
             Cont::PageCache => self.page_cache_cont(t),
             Cont::SyncReturn => self.sync_returned(t),
             Cont::PageCacheSleep(at) => self.page_cache_sleep(t, at),
@@ -117,7 +120,7 @@ impl World<'_> {
     fn issue(&mut self, t: usize) {
         let now = self.now();
         let p = self.threads[t].prog;
-        if p.offload != OffloadRole::Inline {
+        if p.role != LoopRole::Inline {
             self.issue_offloaded(t, now);
             return;
         }
@@ -138,7 +141,11 @@ impl World<'_> {
     #[inline(never)]
     fn issue_offloaded(&mut self, t: usize, now: Nanos) {
         let p = self.threads[t].prog;
-        if p.offload == OffloadRole::Worker {
+        if p.role == LoopRole::SqThread {
+            self.sq_loop(t);
+            return;
+        }
+        if p.role == LoopRole::Worker {
             if !self.offload_worker_step(t) {
                 self.submit_or_reap(t);
             }
@@ -162,7 +169,7 @@ impl World<'_> {
         let missing = k.saturating_sub(th.prepared);
         let per_request = self.costs.user(th.prog.gtod_reduce).issue;
         // An offload worker's request was prepared by its main thread.
-        if missing == 0 || per_request == 0 || th.prog.offload == OffloadRole::Worker {
+        if missing == 0 || per_request == 0 || th.prog.role == LoopRole::Worker {
             return false;
         }
         self.threads[t].prepared = k;
@@ -219,6 +226,10 @@ impl World<'_> {
                 return;
             }
             self.prepare(t, k, now);
+            if p.sqpoll {
+                self.sq_commit(t);
+                return;
+            }
             let entry = match p.engine {
                 Engine::IoUring => c.syscall + c.uring_submit_call,
                 _ => c.syscall + c.aio_submit_call,
@@ -340,7 +351,7 @@ impl World<'_> {
                 let (write, bytes) = self.trace_take(t, r);
                 self.count_request(t, write, bytes);
                 (write, bytes)
-            } else if p.offload == OffloadRole::Worker {
+            } else if p.role == LoopRole::Worker {
                 let (write, bytes, handed_at) = self.offload_take(t);
                 start = handed_at;
                 self.count_request(t, write, bytes);
@@ -520,8 +531,10 @@ impl World<'_> {
     /// polls them instead (its completions free their tags) and then goes
     /// on with the call.
     fn wait_for_tag(&mut self, t: usize) {
-        let th = &mut self.threads[t];
+        let th = &self.threads[t];
         let own_polled = th.polls && th.in_flight > th.batch.len() as u32 - th.batch_sent;
+        let own_polled = own_polled || (th.prog.role == LoopRole::SqThread && self.sq_polls_own(t));
+        let th = &mut self.threads[t];
         if own_polled {
             th.resume_submit = true;
             th.act = Activity::Spin { need: 1 };
@@ -583,11 +596,17 @@ impl World<'_> {
             return;
         }
         let th = &self.threads[t];
-        if !th.polls && th.prog.engine == Engine::IoUring {
-            self.set_burst(t, self.costs.syscall, Cont::UringWait)
-        } else {
-            self.wait_for_events(t)
+        if th.prog.engine == Engine::IoUring {
+            if th.prog.sqpoll {
+                self.spin_on_completion_ring(t);
+                return;
+            }
+            if !th.polls {
+                self.set_burst(t, self.costs.syscall, Cont::UringWait);
+                return;
+            }
         }
+        self.wait_for_events(t)
     }
 
     /// `io_uring_enter` with `IORING_ENTER_GETEVENTS`, after its entry
@@ -737,9 +756,19 @@ impl World<'_> {
 
     /// Polled modes: the entry is left in the CQ for the owner's poll loop.
     pub(crate) fn post_for_poller(&mut self, r: u32) {
-        let t = self.reqs[r as usize].thread as usize;
-        let th = &mut self.threads[t];
-        th.posted.push_back(r);
+        let mut t = self.reqs[r as usize].thread as usize;
+        if self.threads[t].prog.sqpoll {
+            // The ring's SQ thread polls it.
+            t = self.sq_thread_of(t);
+        }
+        self.threads[t].posted.push_back(r);
+        self.poller_sees(t);
+    }
+
+    /// Thread `t`'s posted entries grew: if it spins for them and has
+    /// enough, its poll loop's next iteration sees them.
+    fn poller_sees(&mut self, t: usize) {
+        let th = &self.threads[t];
         let Activity::Spin { need } = th.act else {
             return;
         };
@@ -754,6 +783,10 @@ impl World<'_> {
 
     /// The poll loop reaped its posted entries.
     fn poll_reaped(&mut self, t: usize) {
+        if self.threads[t].prog.sqpoll {
+            self.sq_events_seen(t);
+            return;
+        }
         let now = self.now();
         let mut woken = std::mem::take(&mut self.woken);
         while let Some(r) = self.threads[t].posted.pop_front() {
@@ -785,7 +818,13 @@ impl World<'_> {
                     self.threads[t].estimator.record(now, bs, dir, run_time)
                 }
             }
-            self.threads[t].ready.push_back(r);
+            let owner = req.thread as usize;
+            if owner == t {
+                self.threads[t].ready.push_back(r);
+            } else {
+                // An SQ thread's poll: the event goes to its ring.
+                self.post_cqe(owner, r);
+            }
             self.free_tag(r, &mut woken);
         }
         // The poll loop runs in a thread, not a handler: the submitters it
@@ -797,6 +836,10 @@ impl World<'_> {
         self.woken = woken;
         if std::mem::take(&mut self.threads[t].resume_submit) {
             self.next_plug(t, 0);
+            return;
+        }
+        if self.threads[t].prog.role == LoopRole::SqThread {
+            self.sq_loop(t);
             return;
         }
         if self.threads[t].prog.engine.is_sync() {

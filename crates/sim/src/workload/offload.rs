@@ -27,19 +27,8 @@ use std::collections::VecDeque;
 
 use cint_policy::Nanos;
 
+use super::LoopRole;
 use crate::world::{Cont, Thread, Wait, World};
-
-/// A thread's part in an offloaded job.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum OffloadRole {
-    /// Not offloaded: the thread submits its own requests.
-    #[default]
-    Inline,
-    /// fio's job thread: prepares requests and hands them out.
-    Dispatcher,
-    /// One of its submission workers.
-    Worker,
-}
 
 /// A request handed to a worker.
 #[derive(Clone, Copy, Debug)]
@@ -104,9 +93,9 @@ impl Offloads {
             workers: (0..n).map(|_| None).collect(),
         };
         for (t, th) in threads.iter().enumerate() {
-            match th.prog.offload {
-                OffloadRole::Inline => {}
-                OffloadRole::Dispatcher => {
+            match th.prog.role {
+                LoopRole::Inline | LoopRole::SqThread => {}
+                LoopRole::Dispatcher => {
                     o.pool_of[t] = Some(o.pools.len() as u32);
                     o.pools.push(Pool {
                         dispatcher: t as u32,
@@ -119,7 +108,7 @@ impl Offloads {
                         seq: 0,
                     });
                 }
-                OffloadRole::Worker => {
+                LoopRole::Worker => {
                     let p = o.pools.len().saturating_sub(1);
                     if let Some(pool) = o.pools.get_mut(p) {
                         pool.workers.push(t as u32);

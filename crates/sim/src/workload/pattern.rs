@@ -255,7 +255,7 @@ impl<'a> World<'a> {
         let p = &self.threads[t].prog;
         // An offload worker runs what its main thread, which counts,
         // hands it.
-        if p.offload == super::OffloadRole::Worker {
+        if p.role == super::LoopRole::Worker {
             return u32::MAX;
         }
         if p.trace {

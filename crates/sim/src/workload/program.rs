@@ -34,8 +34,29 @@ pub(crate) struct Program {
     pub stop_at: Option<Nanos>,
     /// The job replays a block trace (workload/trace.rs).
     pub trace: bool,
-    /// The thread's part in fio's offloaded submission (workload/offload.rs).
-    pub offload: super::offload::OffloadRole,
+    /// The thread fills an io_uring ring whose submissions a kernel
+    /// thread polls (`IORING_SETUP_SQPOLL`, workload/sqpoll.rs): it makes
+    /// no system call to submit or to reap, and spins on the completion
+    /// ring in user space.
+    pub sqpoll: bool,
+    /// The thread's part in a loop other threads share: fio's offloaded
+    /// submission (workload/offload.rs), a ring's SQ thread.
+    pub role: LoopRole,
+}
+
+/// A thread's part in a loop that other threads share.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum LoopRole {
+    /// The thread submits its own requests.
+    #[default]
+    Inline,
+    /// fio's job thread, offloaded: prepares requests and hands them out.
+    Dispatcher,
+    /// One of its submission workers.
+    Worker,
+    /// The kernel thread that submits an SQ-polled ring's requests and
+    /// polls its polled ones (workload/sqpoll.rs).
+    SqThread,
 }
 
 impl Program {
@@ -50,7 +71,21 @@ impl Program {
             max_events: 1,
             rate_interval: None,
             stop_at: None,
-            offload: super::offload::OffloadRole::Worker,
+            role: LoopRole::Worker,
+            ..*self
+        }
+    }
+
+    /// The program of the SQ thread of an SQ-polled ring that this
+    /// program's thread fills: the engine's kernel side, with no rate,
+    /// think time or end of its own (it ends with the ring's thread).
+    pub(crate) fn sq_thread(&self) -> Program {
+        Program {
+            rate_interval: None,
+            think: 0,
+            stop_at: None,
+            sqpoll: false,
+            role: LoopRole::SqThread,
             ..*self
         }
     }
@@ -77,7 +112,8 @@ impl Program {
             rwmixread: 0,
             stop_at: None,
             trace: false,
-            offload: super::offload::OffloadRole::Inline,
+            sqpoll: false,
+            role: LoopRole::Inline,
         }
     }
 
@@ -104,7 +140,8 @@ impl Program {
                 rwmixread: 100,
                 stop_at: job.runtime,
                 trace: false,
-                offload: super::offload::OffloadRole::Inline,
+                sqpoll: false,
+                role: LoopRole::Inline,
             }),
             Work::Io(io) => {
                 if io.bs == 0 {
@@ -152,10 +189,11 @@ impl Program {
                     rwmixread: io.rwmixread.min(100),
                     stop_at: job.runtime,
                     trace: io.shape.trace.is_some(),
-                    offload: if io.offload {
-                        super::offload::OffloadRole::Dispatcher
+                    sqpoll: io.sqpoll.is_some(),
+                    role: if io.offload {
+                        LoopRole::Dispatcher
                     } else {
-                        super::offload::OffloadRole::Inline
+                        LoopRole::Inline
                     },
                 })
             }
