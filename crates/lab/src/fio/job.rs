@@ -58,6 +58,9 @@ pub(super) struct JobSpec {
     pub(super) time_based: bool,
     pub(super) rwmixread: Option<At<u8>>,
     pub(super) hipri: Option<At<bool>>,
+    /// io_uring's `sqthread_poll` and `sqthread_poll_cpu`.
+    pub(super) sqpoll: Option<At<bool>>,
+    pub(super) sqpoll_cpu: Option<At<u32>>,
     pub(super) nowait: Option<At<bool>>,
     pub(super) bssplit: Option<At<Vec<BsShare>>>,
     pub(super) bssplit_write: Vec<BsShare>,
@@ -135,6 +138,8 @@ impl JobSpec {
             time_based: false,
             rwmixread: None,
             hipri: None,
+            sqpoll: None,
+            sqpoll_cpu: None,
             nowait: None,
             bssplit: None,
             bssplit_write: Vec::new(),

@@ -587,6 +587,10 @@ fn apply_engine(
         "fadvise_hint" => spec.fadvise_hint = Some(At::new(o.line, o.boolean(diag)?)),
         "buffered" => spec.direct = Some(At::new(o.line, !o.boolean(diag)?)),
         "hipri" => spec.hipri = Some(At::new(o.line, o.boolean(diag)?)),
+        "sqthread_poll" => spec.sqpoll = Some(At::new(o.line, o.boolean(diag)?)),
+        "sqthread_poll_cpu" => {
+            spec.sqpoll_cpu = Some(At::new(o.line, o.int(diag, 0, 65_535)? as u32));
+        }
         "nowait" => spec.nowait = Some(At::new(o.line, o.boolean(diag)?)),
         "name" => {
             let v = o.value(diag)?;

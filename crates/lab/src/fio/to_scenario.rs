@@ -8,7 +8,7 @@ use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::PolicyConfig;
 use cint_scenario::{
     CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, IoShape, Job, Rw,
-    Scenario, Schedule, Strategy, Work,
+    Scenario, Schedule, SqPoll, Strategy, Work,
 };
 
 use super::diag::Diagnostics;
@@ -49,7 +49,10 @@ pub(super) fn build(
             None => Vec::new(),
         }
     };
-    let named_cpus: BTreeSet<u32> = specs.iter().flat_map(pinned).collect();
+    let named_cpus: BTreeSet<u32> = specs
+        .iter()
+        .flat_map(|s| pinned(s).into_iter().chain(sq_thread_cpu(s)))
+        .collect();
     let core_of = |cpu: u32| named_cpus.iter().position(|&c| c == cpu).unwrap_or(0) as u32;
     host.cores = named_cpus.len().max(1) as u32;
     // The named CPUs are renumbered from 0, which loses which of them were
@@ -70,6 +73,11 @@ pub(super) fn build(
         )?;
         if cores.len() > 1 {
             job.cpus = cores;
+        }
+        if let Work::Io(io) = &mut job.work {
+            io.sqpoll = sq_poll(spec, io.engine, io.direct, diag)?.map(|cpu| SqPoll {
+                cpu: cpu.map(core_of),
+            });
         }
         jobs.push(job);
     }
@@ -246,6 +254,56 @@ fn queue_depths(
         complete_min,
         complete_max,
     })
+}
+
+/// The CPU that `sqthread_poll_cpu` names for a job that polls its
+/// submission queue.
+fn sq_thread_cpu(spec: &JobSpec) -> Option<u32> {
+    spec.sqpoll_cpu
+        .filter(|_| spec.sqpoll.is_some_and(|s| s.value))
+        .map(|c| c.value)
+}
+
+/// `sqthread_poll` (an io_uring option) and its CPU: `None` without it,
+/// else the machine CPU of its SQ thread, if named. fio ignores
+/// `sqthread_poll_cpu` without `sqthread_poll`; so does the import, with
+/// a warning.
+fn sq_poll(
+    spec: &JobSpec,
+    engine: Engine,
+    direct: bool,
+    diag: &mut Diagnostics,
+) -> Result<Option<Option<u32>>, FioError> {
+    let Some(on) = spec.sqpoll.filter(|s| s.value) else {
+        if let Some(c) = spec.sqpoll_cpu {
+            diag.job_warn(
+                &spec.name,
+                c.line,
+                "sqthread_poll_cpu has no effect without sqthread_poll",
+            );
+        }
+        return Ok(None);
+    };
+    let refused = if engine != Engine::IoUring {
+        Some("sqthread_poll is an option of ioengine=io_uring")
+    } else if !direct {
+        Some("sqthread_poll with buffered I/O (direct=0) is not modelled")
+    } else {
+        None
+    };
+    if let Some(why) = refused {
+        return Err(diag.job_err(&spec.name, on.line, why));
+    }
+    if spec.sqpoll_cpu.is_none() {
+        diag.job_warn(
+            &spec.name,
+            on.line,
+            "no sqthread_poll_cpu: the model runs each SQ thread on the core of the thread \
+             that fills its ring (Linux 5.11 and later give it that thread's CPU mask; an \
+             unpinned job's would move to an idle CPU)",
+        );
+    }
+    Ok(Some(sq_thread_cpu(spec)))
 }
 
 /// Warns of a CPU list the model does not spread over, and refuses
@@ -617,6 +675,55 @@ numjobs=2
             "{:?}",
             imp.warnings
         );
+    }
+
+    #[test]
+    fn sqthread_poll_takes_its_cpu_among_the_named_ones() {
+        let text = "[global]\nioengine=io_uring\ndirect=1\niodepth=8\n\
+                    [a]\ncpus_allowed=4\nsqthread_poll=1\nsqthread_poll_cpu=9\n\
+                    [b]\ncpus_allowed=6\nsqthread_poll\n[c]\ncpus_allowed=6\nsqthread_poll_cpu=2\n";
+        let imp = import_str(text, "q.fio", &args()).expect("valid");
+        let s = &imp.scenario;
+        // CPUs 4, 6 and 9 become cores 0, 1 and 2; c's sqthread_poll_cpu
+        // names no CPU, as fio ignores it without sqthread_poll.
+        assert_eq!(s.host.cores, 3);
+        assert_eq!(io(&s.jobs[0]).sqpoll, Some(SqPoll { cpu: Some(2) }));
+        assert_eq!(io(&s.jobs[1]).sqpoll, Some(SqPoll { cpu: None }));
+        assert_eq!(io(&s.jobs[2]).sqpoll, None);
+        let warned = |line: usize, what: &str| {
+            imp.warnings
+                .iter()
+                .any(|w| w.starts_with(&format!("q.fio:{line}:")) && w.contains(what))
+        };
+        assert!(warned(11, "no sqthread_poll_cpu"), "{:?}", imp.warnings);
+        assert!(
+            warned(14, "no effect without sqthread_poll"),
+            "{:?}",
+            imp.warnings
+        );
+        // Written back and loaded again, the keys hold.
+        let again =
+            cint_scenario::load_str(&cint_scenario::to_toml(s), "q.toml", &[]).expect("round trip");
+        assert_eq!(io(&again.jobs[0]).sqpoll, Some(SqPoll { cpu: Some(2) }));
+        for (text, line, what) in [
+            (
+                "[j]\nioengine=libaio\ndirect=1\nsqthread_poll=1\n",
+                4,
+                "ioengine=io_uring",
+            ),
+            (
+                "[j]\nioengine=io_uring\nsqthread_poll=1\n",
+                3,
+                "buffered I/O",
+            ),
+        ] {
+            let e = import_str(text, "e.fio", &args()).expect_err(what);
+            let msg = e.to_string();
+            assert!(
+                msg.starts_with(&format!("e.fio:{line}:")) && msg.contains(what),
+                "{msg}"
+            );
+        }
     }
 
     #[test]
