@@ -91,8 +91,10 @@ impl JobStats {
         self.sync_lat.record(lat);
     }
 
-    /// Request `r` handed to the application at `now`; `sync`: it went
-    /// through a synchronous engine.
+    /// Request `r` handed to the application at `now`; `sync`: fio takes
+    /// no submission latency for it (a synchronous engine, or an SQ-polled
+    /// ring, where fio sets `disable_slat`), and its completion latency
+    /// runs from its issue.
     pub(crate) fn record(&mut self, r: &Request, now: Nanos, sync: bool) {
         let lat = now - r.issued + Nanos::from(r.waited);
         self.hist.record(lat);

@@ -78,6 +78,10 @@ fn a_polled_ring_makes_no_system_call_and_its_sq_thread_takes_a_core() {
     // kernel's.
     let fio = q.fio.as_ref().expect("fio data");
     assert_eq!(fio.threads, 1);
+    // fio sets disable_slat with an SQ thread: no submission latency,
+    // the completion latency from the issue.
+    assert_eq!(fio.read.slat.n, 0);
+    assert_eq!(fio.read.clat.n, fio.read.ios);
     assert!(fio.usr_ns > fio.sys_ns / 2, "{} {}", fio.usr_ns, fio.sys_ns);
     // Each request is still one interrupt.
     let s = strategy(&polled, "none");
@@ -208,4 +212,59 @@ fn the_sq_thread_exits_with_its_ring_thread() {
     assert!(q.ios > 1_000, "{}", q.ios);
     // Both threads spun for the first 10 ms of 55, then nothing ran.
     assert!(q.cpu_util < 0.5, "{}", q.cpu_util);
+}
+
+/// Three rings whose SQ threads share a core, each keeping 40 polled
+/// requests in flight on a device queue of 16 tags: an SQ thread short of
+/// a tag polls its own requests in the middle of its submission, and work
+/// that arrives meanwhile (the ring's next entries) waits for the
+/// submission to end. Every request reaches the device once (this is
+/// the random scenarios' seed 3004535, where an SQ thread resubmitted a
+/// request when the next entries cut that poll short).
+#[test]
+fn sq_threads_short_of_tags_finish_their_submission_first() {
+    let r = run(r#"name = "tags"
+seed = 3004535
+duration = "20ms"
+warmup = "2ms"
+[device]
+model = "optane-900p"
+queue_depth = 16
+[host]
+model = "xeon-e5-2660v4"
+cores = 2
+user_issue_share = 0.3
+uring_task_work = false
+[[strategy]]
+name = "s0"
+kind = "hybrid-poll"
+sleep = "min"
+interrupts = "cinterrupts"
+[[job]]
+name = "j0"
+cpu = 1
+engine = "io_uring"
+rw = "randread"
+bs = "4k"
+numjobs = 3
+iodepth = 40
+batch_complete_min = 14
+hipri = true
+think = "16us"
+bsrange = "4k-1m"
+sqpoll = true
+sqpoll_cpu = 0
+[[job]]
+name = "j1"
+cpu = 0
+engine = "psync"
+rw = "readwrite"
+bs = "1m"
+numjobs = 3
+rwmixread = 30
+think = "11us"
+iodepth = 4
+submit_mode = "offload"
+"#);
+    assert!(r.results[0].jobs[0].ios > 0);
 }

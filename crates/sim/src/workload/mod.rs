@@ -729,7 +729,7 @@ impl World<'_> {
             let done = self.reqs[r as usize];
             self.release_slot(t, r);
             let th = &self.threads[t];
-            let sync = th.prog.engine.is_sync();
+            let sync = th.prog.engine.is_sync() || th.prog.sqpoll;
             let traced = th.prog.trace;
             if self.measuring && self.job_measuring(job, now) {
                 self.jobs[job].record(&done, now, sync);

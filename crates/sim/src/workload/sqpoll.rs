@@ -147,12 +147,14 @@ impl World<'_> {
         }
     }
 
-    /// Work for SQ thread `s`: if it spins, its loop's next turn finds
-    /// it; if it runs, it will; if it sleeps, it stays asleep (only a
-    /// wake-up, the ring's system call or task work, ends that).
+    /// Work for SQ thread `s`: if it spins idle, its loop's next turn
+    /// finds it now; if it runs, it will; if it sleeps, it stays asleep
+    /// (only a wake-up, the ring's system call or task work, ends that).
     fn sq_kick(&mut self, s: usize) {
         let th = &self.threads[s];
-        if th.run == RunState::Blocked {
+        // Asleep, or in the middle of a submission (spinning on its own
+        // polled requests for a tag): its loop's next turn finds the work.
+        if th.run == RunState::Blocked || th.resume_submit {
             return;
         }
         match th.act {
@@ -194,6 +196,12 @@ impl World<'_> {
             self.check.fail(format!("SQ thread {s} serves no ring"));
             return;
         };
+        if !self.threads[s].batch.is_empty() {
+            self.check.fail(format!(
+                "SQ thread {s} back at the top of its loop in the middle of a submission"
+            ));
+            return;
+        }
         let posted = self.threads[s].posted.len() as u64;
         if posted > 0 {
             // io_do_iopoll finds them.
