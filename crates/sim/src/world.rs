@@ -1128,29 +1128,7 @@ fn add_offload_worker(
     let prog = dispatcher.prog.offload_worker();
     let stream =
         OFFLOAD_WORKER_STREAM_BASE | ((j as u64) << 29) | (u64::from(n) << 17) | u64::from(w);
-    let mut th = Thread {
-        sched_group: sc.sched_groups.of_job(j).map(|g| g as u16),
-        free_slots: vec![slot],
-        batch: Vec::with_capacity(1),
-        polls,
-        ready: VecDeque::with_capacity(1),
-        posted: VecDeque::with_capacity(1),
-        ..Thread::fresh(
-            sc.seed,
-            (j as u32, n),
-            core as u32,
-            prog,
-            Activity::Burst {
-                left: 0,
-                then: Cont::Issue,
-            },
-            sleep_estimator(mode),
-        )
-    };
-    th.rng = stream_rng(sc.seed, stream);
-    th.cost_rng = stream_rng(sc.seed, HOST_THREAD_STREAM_BASE | stream);
-    to.threads.push(th);
-    to.cores[core].rq.push(tid);
+    push_helper_thread(sc, mode, (j, n), (core, prog, stream), vec![slot], to);
 }
 
 /// The SQ thread of thread `n` of job `j`, whose ring is SQ-polled
@@ -1165,16 +1143,35 @@ fn add_sq_thread(
     core: usize,
     to: &mut JobBuild<'_>,
 ) {
-    let job = &sc.jobs[j];
     let Some(submitter) = to.threads.iter().rev().find(|t| t.job == j as u32) else {
         return;
     };
     let prog = submitter.prog.sq_thread();
-    let tid = to.threads.len() as u32;
     let stream = SQ_THREAD_STREAM_BASE | ((j as u64) << 17) | u64::from(n);
+    push_helper_thread(sc, mode, (j, n), (core, prog, stream), Vec::new(), to);
+}
+
+/// A helper of thread `n` of job `j` (an offload worker, an SQ thread):
+/// runnable on `core` with its program, its request `slots` (and room
+/// for as many in each of its lists), and its draws from `stream`, a
+/// stream of its own apart from the jobs' threads.
+fn push_helper_thread(
+    sc: &Scenario,
+    mode: CompletionMode,
+    (j, n): (usize, u32),
+    (core, prog, stream): (usize, Program, u64),
+    slots: Vec<u32>,
+    to: &mut JobBuild<'_>,
+) {
+    let depth = slots.len();
+    let tid = to.threads.len() as u32;
     let mut th = Thread {
         sched_group: sc.sched_groups.of_job(j).map(|g| g as u16),
-        polls: job_polls(mode, job),
+        free_slots: slots,
+        batch: Vec::with_capacity(depth),
+        polls: job_polls(mode, &sc.jobs[j]),
+        ready: VecDeque::with_capacity(depth),
+        posted: VecDeque::with_capacity(depth),
         ..Thread::fresh(
             sc.seed,
             (j as u32, n),

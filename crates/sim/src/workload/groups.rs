@@ -119,16 +119,7 @@ impl World<'_> {
                 }
                 self.threads[t].prog.stop_at = stop_at;
                 self.flow_join(t);
-                let th = &mut self.threads[t];
-                th.timer_token += 1;
-                let token = th.timer_token;
-                self.events.schedule(
-                    start,
-                    crate::engine::Event::ThreadTimer {
-                        thread: t as u32,
-                        token,
-                    },
-                );
+                self.schedule_thread_timer(t, start);
             }
         }
     }
@@ -153,15 +144,7 @@ impl World<'_> {
             th.prog.stop_at = Some(th.prog.stop_at.map_or(now, |s| s.min(now)));
             let asleep = matches!(th.wait, Wait::Sleep | Wait::FioSleep | Wait::OffloadFree);
             if running && th.run == crate::world::RunState::Blocked && asleep {
-                th.timer_token += 1;
-                let token = th.timer_token;
-                self.events.schedule(
-                    now,
-                    crate::engine::Event::ThreadTimer {
-                        thread: t as u32,
-                        token,
-                    },
-                );
+                self.schedule_thread_timer(t, now);
             }
         }
     }

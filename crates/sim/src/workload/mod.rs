@@ -320,6 +320,15 @@ impl World<'_> {
     /// Arms thread `t`'s one timer for `at`, cancelling any earlier one
     /// (a new token), and tells the idle governor of it.
     pub(crate) fn arm_thread_timer(&mut self, t: usize, at: Nanos) {
+        self.schedule_thread_timer(t, at);
+        self.power_note_timer(t, at);
+    }
+
+    /// Schedules thread `t`'s timer event for `at`, cancelling any
+    /// earlier one (a new token), where no kernel timer stands behind it
+    /// for the idle governor to see: a job's start, a stop, a loop that
+    /// reads the clock each turn.
+    pub(crate) fn schedule_thread_timer(&mut self, t: usize, at: Nanos) {
         let th = &mut self.threads[t];
         th.timer_token += 1;
         let token = th.timer_token;
@@ -330,7 +339,6 @@ impl World<'_> {
                 token,
             },
         );
-        self.power_note_timer(t, at);
     }
 
     /// Takes up to `k` free slots, fills in the requests (op, size, hint)

@@ -250,16 +250,7 @@ impl World<'_> {
             }
             // No timer: the loop reads jiffies each turn; this event
             // stands for the turn that finds the time up.
-            let th = &mut self.threads[s];
-            th.timer_token += 1;
-            let token = th.timer_token;
-            self.events.schedule(
-                idle_end,
-                crate::engine::Event::ThreadTimer {
-                    thread: s as u32,
-                    token,
-                },
-            );
+            self.schedule_thread_timer(s, idle_end);
         }
         self.threads[s].act = Activity::Spin { need: 1 };
     }
