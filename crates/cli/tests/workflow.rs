@@ -124,6 +124,27 @@ fn bad_fio_input_is_one_line_naming_the_culprit() {
         "cannot be used with",
     );
     assert_refused(&cint(&["sim", "--device", "p3700"]), "--fio");
+    // An engine's refusal of an imported job's key names the job file's
+    // line that set it (not a line of the scenario rendered from it), or
+    // the job's section for a key no option set.
+    let ring = dir.write(
+        "ring.fio",
+        "[global]\nioengine=io_uring\ndirect=1\nruntime=5ms\n[r]\ncpus_allowed=0\n\
+         sqthread_poll=1\nsqthread_poll_cpu=1\n",
+    );
+    assert_refused(
+        &cint(&["emu", "--fio", &ring]),
+        "ring.fio:7: job.r.sqpoll: modelled by the simulator only",
+    );
+    let offload = dir.write(
+        "off.fio",
+        "[global]\nioengine=psync\ndirect=1\nruntime=5ms\n[a]\n[b]\ncpus_allowed=1\n\
+         io_submit_mode=offload\n",
+    );
+    assert_refused(
+        &cint(&["emu", "--fio", &offload]),
+        "off.fio:8: job.b.submit_mode: modelled by the simulator only",
+    );
 
     // The same refusals through a sweep, before anything runs.
     assert_refused(

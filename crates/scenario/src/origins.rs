@@ -90,6 +90,19 @@ impl KeyOrigins {
         }
     }
 
+    /// Forgets the lines, keeping the `--set` arguments: for a scenario
+    /// rendered from another format (a fio job file) and loaded again,
+    /// whose lines are the rendering's, not the user's file's.
+    pub fn keep_sets_only(&mut self) {
+        self.by_key.retain(|_, o| matches!(o, Origin::Set(_)));
+    }
+
+    /// Records that `key` (and what is under it, unless recorded itself)
+    /// was written at `origin`, unless a `--set` argument set it.
+    pub fn set_if_absent(&mut self, key: &str, origin: Origin) {
+        self.by_key.entry(key.to_string()).or_insert(origin);
+    }
+
     /// A refusal of `key` by a later judge than the loader (an engine), in
     /// the loader's own words: `file:line: key: message`, or `file: key:
     /// message` when nothing of the key was written (a profile's value).

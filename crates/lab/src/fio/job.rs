@@ -114,6 +114,41 @@ impl JobSpec {
         option.as_ref().map_or(self.line, |o| o.line)
     }
 
+    /// The job file's lines of the scenario keys that an engine may
+    /// refuse, each where its fio option was set; `""`, the job's own
+    /// section, stands for the rest.
+    pub(super) fn key_lines(&self) -> Vec<(&'static str, usize)> {
+        let at = |o: Option<usize>, key: &'static str| o.map(|l| (key, l));
+        [
+            Some(("", self.line)),
+            at(self.engine.as_ref().map(|o| o.line), "engine"),
+            at(self.direct.as_ref().map(|o| o.line), "direct"),
+            at(self.gtod_reduce.as_ref().map(|o| o.line), "gtod_reduce"),
+            at(self.offload.as_ref().map(|o| o.line), "submit_mode"),
+            at(self.sqpoll.as_ref().map(|o| o.line), "sqpoll"),
+            at(self.hipri.as_ref().map(|o| o.line), "hipri"),
+            at(self.cpus.as_ref().map(|o| o.line), "cpus"),
+            at(self.startdelay.as_ref().map(|o| o.line), "startdelay"),
+            at(self.bssplit.as_ref().map(|o| o.line), "bssplit"),
+            at(self.bsrange.as_ref().map(|o| o.line), "bsrange"),
+            at(self.rate.as_ref().map(|o| o.line), "rate"),
+            at(self.number_ios.as_ref().map(|o| o.line), "number_ios"),
+            at(self.io_size.as_ref().map(|o| o.line), "io_size"),
+            at(self.fsync.as_ref().map(|o| o.line), "fsync"),
+            at(self.fdatasync.as_ref().map(|o| o.line), "fdatasync"),
+            at(self.flow.as_ref().map(|o| o.line), "flow"),
+            at(self.steady.as_ref().map(|o| o.line), "ss"),
+            at(
+                self.latency_target.as_ref().map(|o| o.line),
+                "latency_target",
+            ),
+            at(self.thinktime.as_ref().map(|o| o.line), "thinktime"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
     pub(super) fn new(name: &str, line: usize) -> JobSpec {
         JobSpec {
             name: name.into(),
