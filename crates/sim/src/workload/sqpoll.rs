@@ -202,6 +202,8 @@ impl World<'_> {
             ));
             return;
         }
+        // Running, it has cleared IORING_SQ_NEED_WAKEUP.
+        self.sqpoll.rings[ri].need_wakeup = false;
         let posted = self.threads[s].posted.len() as u64;
         if posted > 0 {
             // io_do_iopoll finds them.
@@ -211,7 +213,6 @@ impl World<'_> {
             return;
         }
         let ring = &mut self.sqpoll.rings[ri];
-        ring.need_wakeup = false;
         let sub = ring.submitter as usize;
         if !ring.task_work.is_empty() {
             ring.busy_at = now;
