@@ -61,6 +61,8 @@ pub(super) struct JobSpec {
     /// io_uring's `sqthread_poll` and `sqthread_poll_cpu`.
     pub(super) sqpoll: Option<At<bool>>,
     pub(super) sqpoll_cpu: Option<At<u32>>,
+    /// `sync`: files opened `O_SYNC` (or `O_DSYNC` with `sync=dsync`).
+    pub(super) sync: Option<At<bool>>,
     pub(super) nowait: Option<At<bool>>,
     pub(super) bssplit: Option<At<Vec<BsShare>>>,
     pub(super) bssplit_write: Vec<BsShare>,
@@ -175,6 +177,7 @@ impl JobSpec {
             hipri: None,
             sqpoll: None,
             sqpoll_cpu: None,
+            sync: None,
             nowait: None,
             bssplit: None,
             bssplit_write: Vec::new(),

@@ -588,6 +588,16 @@ fn apply_engine(
         "buffered" => spec.direct = Some(At::new(o.line, !o.boolean(diag)?)),
         "hipri" => spec.hipri = Some(At::new(o.line, o.boolean(diag)?)),
         "sqthread_poll" => spec.sqpoll = Some(At::new(o.line, o.boolean(diag)?)),
+        // A boolean in fio's older releases, `none`, `sync` or `dsync` in
+        // its newer ones.
+        "sync" => {
+            let on = match o.raw.map(str::to_ascii_lowercase).as_deref() {
+                Some("none") => false,
+                Some("sync") | Some("dsync") => true,
+                _ => o.boolean(diag)?,
+            };
+            spec.sync = Some(At::new(o.line, on));
+        }
         "sqthread_poll_cpu" => {
             spec.sqpoll_cpu = Some(At::new(o.line, o.int(diag, 0, 65_535)? as u32));
         }

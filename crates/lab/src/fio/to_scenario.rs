@@ -78,6 +78,7 @@ pub(super) fn build(
             io.sqpoll = sq_poll(spec, io.engine, io.direct, diag)?.map(|cpu| SqPoll {
                 cpu: cpu.map(core_of),
             });
+            synchronous_writes(spec, io, diag)?;
         }
         jobs.push(job);
     }
@@ -254,6 +255,45 @@ fn queue_depths(
         complete_min,
         complete_max,
     })
+}
+
+/// fio's `sync` (`O_SYNC`, or `O_DSYNC`): on direct writes Linux 5.0
+/// sets `REQ_FUA` on each write's bio (fs/block_dev.c `dio_bio_write_op`)
+/// and, after a synchronous write, flushes (`generic_write_sync`, then
+/// `blkdev_fsync` and `blkdev_issue_flush`); for a device without a
+/// volatile write cache, as the model's are, the block layer drops both
+/// (block/blk-core.c `generic_make_request_checks`), so nothing reaches
+/// the device: warned. On buffered writes it writes each write's pages
+/// back within the call, which the page cache does not model: refused.
+/// Reads it does not touch.
+fn synchronous_writes(spec: &JobSpec, io: &IoJob, diag: &mut Diagnostics) -> Result<(), FioError> {
+    let Some(on) = spec.sync.filter(|s| s.value) else {
+        return Ok(());
+    };
+    if matches!(io.rw, Rw::Read | Rw::RandRead) {
+        diag.job_warn(
+            &spec.name,
+            on.line,
+            "sync has no effect on a job that only reads",
+        );
+    } else if io.direct {
+        diag.job_warn(
+            &spec.name,
+            on.line,
+            "sync on O_DIRECT writes: Linux marks each write FUA and flushes after a \
+             synchronous one, and drops both for a device without a volatile write cache, as \
+             the model's are; the flush's CPU inside the call is not modelled (nor is a \
+             direct fsync's)",
+        );
+    } else {
+        return Err(diag.job_err(
+            &spec.name,
+            on.line,
+            "sync with buffered writes (each write's pages written back within the call) is \
+             not modelled; fsync=1 writes them back after each write, in a call of its own",
+        ));
+    }
+    Ok(())
 }
 
 /// The CPU that `sqthread_poll_cpu` names for a job that polls its
@@ -724,6 +764,41 @@ numjobs=2
                 "{msg}"
             );
         }
+    }
+
+    #[test]
+    fn sync_is_warned_on_direct_writes_and_reads_and_refused_buffered() {
+        // The classic journal test: direct, O_SYNC, 4 KiB writes at depth 1.
+        let journal = "[j]\ndirect=1\nsync=1\nrw=write\nbs=4k\nruntime=5ms\n";
+        let imp = import_str(journal, "j.fio", &args()).expect("direct sync runs");
+        assert!(
+            imp.warnings
+                .iter()
+                .any(|w| w.starts_with("j.fio:3:") && w.contains("volatile write cache")),
+            "{:?}",
+            imp.warnings
+        );
+        let plain =
+            import_str(&journal.replace("sync=1\n", ""), "j.fio", &args()).expect("without sync");
+        assert_eq!(imp.scenario, plain.scenario, "nothing else changes");
+        for (value, ok) in [
+            ("dsync", true),
+            ("sync", true),
+            ("none", false),
+            ("0", false),
+        ] {
+            let text = format!("[r]\nrw=randread\nsync={value}\nruntime=5ms\n");
+            let imp = import_str(&text, "r.fio", &args()).expect("reads");
+            let warned = imp.warnings.iter().any(|w| w.contains("only reads"));
+            assert_eq!(warned, ok, "sync={value}: {:?}", imp.warnings);
+        }
+        let e = import_str("[b]\nrw=write\nsync=dsync\nruntime=5ms\n", "b.fio", &args())
+            .expect_err("buffered sync");
+        assert!(e
+            .to_string()
+            .starts_with("b.fio:3: job 'b': sync with buffered writes"));
+        let e = import_str("[b]\nsync=maybe\n", "b.fio", &args()).expect_err("bad value");
+        assert!(e.to_string().starts_with("b.fio:2:"), "{e}");
     }
 
     #[test]
