@@ -30,6 +30,9 @@
 //! then submits one request per call issues its first request after one
 //! request's preparation, not after sixteen.
 //!
+//! An io_uring job with `sqpoll` fills its ring and spins on its
+//! completion ring; its ring's SQ thread submits and polls (sqpoll.rs).
+//!
 //! Hints follow docs/ALGORITHMS.md section 5 through `cint_policy::hints`
 //! unless the job overrides them. Jobs without `direct` on a synchronous
 //! engine or libaio go through the page cache (crate::host::pagecache); on
@@ -121,7 +124,7 @@ impl World<'_> {
         let now = self.now();
         let p = self.threads[t].prog;
         if p.role != LoopRole::Inline {
-            self.issue_offloaded(t, now);
+            self.issue_shared_loop(t, now);
             return;
         }
         if p.stop_at.is_some_and(|s| now >= s) || self.ios_done(t) {
@@ -135,11 +138,12 @@ impl World<'_> {
         self.submit_or_reap(t);
     }
 
-    /// The top of an offloaded job's loops (workload/offload.rs): a
-    /// worker ends with its main thread, not by its own clock or count.
-    /// Out of line: the loop of a job that is not offloaded stays small.
+    /// The top of the loops that threads share: an offloaded job's
+    /// (workload/offload.rs), whose worker ends with its main thread, not
+    /// by its own clock or count, and an SQ thread's (workload/sqpoll.rs).
+    /// Out of line: the loop of a thread that shares none stays small.
     #[inline(never)]
-    fn issue_offloaded(&mut self, t: usize, now: Nanos) {
+    fn issue_shared_loop(&mut self, t: usize, now: Nanos) {
         let p = self.threads[t].prog;
         if p.role == LoopRole::SqThread {
             self.sq_loop(t);
