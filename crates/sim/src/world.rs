@@ -955,7 +955,7 @@ fn used_queues(sc: &Scenario, queues_n: usize) -> Vec<bool> {
     for job in &sc.jobs {
         if matches!(job.work, Work::Io(_)) {
             for n in 0..job.numjobs {
-                used[sc.thread_core(job, n) as usize % queues_n] = true;
+                used[crate::workload::submitting_core(sc, job, n) as usize % queues_n] = true;
             }
         }
     }
@@ -1056,7 +1056,8 @@ fn add_job_threads(
         // fio's cpus_allowed_policy=split: thread n on the n-th core of
         // the list, round robin; else every thread on `cpu`.
         let core = sc.thread_core(job, n) as usize;
-        let queue = core % queues_n;
+        // An SQ-polled ring's requests go to its SQ thread's queue.
+        let queue = crate::workload::submitting_core(sc, job, n) as usize % queues_n;
         to.in_flight_per_queue[queue] += u64::from(depth.max(workers));
         let tid = to.threads.len() as u32;
         let mut free_slots = Vec::with_capacity(depth as usize);

@@ -56,7 +56,7 @@ pub(crate) use latency_target::DepthSearch;
 pub(crate) use offload::{offload_workers, Offloads};
 pub(crate) use pattern::ThreadShape;
 pub(crate) use program::{LoopRole, Program};
-pub(crate) use sqpoll::{shared_core_notes as sqpoll_shared_core_notes, SqPolls};
+pub(crate) use sqpoll::{shared_core_notes as sqpoll_shared_core_notes, submitting_core, SqPolls};
 pub(crate) use steady::SteadyProbe;
 pub(crate) use trace::Replay;
 

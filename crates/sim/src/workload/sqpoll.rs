@@ -31,7 +31,9 @@
 //!
 //! The SQ thread runs on `sqpoll_cpu` (`IORING_SETUP_SQ_AFF`), else on
 //! the core of the thread that fills its ring: Linux 5.11 and later
-//! create it as an io thread of that task, with its CPU mask. It belongs
+//! create it as an io thread of that task, with its CPU mask. Its
+//! requests go to its core's hardware queue (blk-mq maps a request to
+//! the submitting CPU's), so their interrupts come to its core. It belongs
 //! to the job, whose CPU it counts in, and starts and ends with the
 //! ring's thread.
 
@@ -354,6 +356,22 @@ impl World<'_> {
     }
 }
 
+/// The core whose device queue carries the requests of thread `n` of
+/// `job`: for an SQ-polled ring its SQ thread's, which submits them
+/// (blk-mq maps a request to the submitting CPU's hardware queue, and
+/// that queue's interrupt to that CPU), else the thread's own.
+pub(crate) fn submitting_core(
+    sc: &cint_scenario::Scenario,
+    job: &cint_scenario::Job,
+    n: u32,
+) -> u32 {
+    let core = sc.thread_core(job, n);
+    match &job.work {
+        cint_scenario::Work::Io(io) => io.sqpoll.and_then(|sq| sq.cpu).unwrap_or(core),
+        cint_scenario::Work::Cpu => core,
+    }
+}
+
 /// The SQ threads that share their core with another thread of the
 /// scenario's jobs, one note per job: an SQ thread spins through its time
 /// slice, yielding only when the scheduler asks, so while another thread
@@ -368,8 +386,8 @@ pub(crate) fn shared_core_notes(sc: &cint_scenario::Scenario) -> Vec<String> {
             let core = sc.thread_core(job, n);
             *on_core.entry(core).or_default() += 1;
             if let Work::Io(io) = &job.work {
-                if let Some(sq) = io.sqpoll {
-                    let sq_core = sq.cpu.unwrap_or(core);
+                if io.sqpoll.is_some() {
+                    let sq_core = submitting_core(sc, job, n);
                     *on_core.entry(sq_core).or_default() += 1;
                     sq_cores.push((job.name.as_str(), n, core, sq_core));
                 }
