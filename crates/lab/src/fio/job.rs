@@ -120,31 +120,30 @@ impl JobSpec {
     /// refuse, each where its fio option was set; `""`, the job's own
     /// section, stands for the rest.
     pub(super) fn key_lines(&self) -> Vec<(&'static str, usize)> {
-        let at = |o: Option<usize>, key: &'static str| o.map(|l| (key, l));
+        fn at<T>(key: &'static str, o: &Option<At<T>>) -> Option<(&'static str, usize)> {
+            o.as_ref().map(|o| (key, o.line))
+        }
         [
             Some(("", self.line)),
-            at(self.engine.as_ref().map(|o| o.line), "engine"),
-            at(self.direct.as_ref().map(|o| o.line), "direct"),
-            at(self.gtod_reduce.as_ref().map(|o| o.line), "gtod_reduce"),
-            at(self.offload.as_ref().map(|o| o.line), "submit_mode"),
-            at(self.sqpoll.as_ref().map(|o| o.line), "sqpoll"),
-            at(self.hipri.as_ref().map(|o| o.line), "hipri"),
-            at(self.cpus.as_ref().map(|o| o.line), "cpus"),
-            at(self.startdelay.as_ref().map(|o| o.line), "startdelay"),
-            at(self.bssplit.as_ref().map(|o| o.line), "bssplit"),
-            at(self.bsrange.as_ref().map(|o| o.line), "bsrange"),
-            at(self.rate.as_ref().map(|o| o.line), "rate"),
-            at(self.number_ios.as_ref().map(|o| o.line), "number_ios"),
-            at(self.io_size.as_ref().map(|o| o.line), "io_size"),
-            at(self.fsync.as_ref().map(|o| o.line), "fsync"),
-            at(self.fdatasync.as_ref().map(|o| o.line), "fdatasync"),
-            at(self.flow.as_ref().map(|o| o.line), "flow"),
-            at(self.steady.as_ref().map(|o| o.line), "ss"),
-            at(
-                self.latency_target.as_ref().map(|o| o.line),
-                "latency_target",
-            ),
-            at(self.thinktime.as_ref().map(|o| o.line), "thinktime"),
+            at("engine", &self.engine),
+            at("direct", &self.direct),
+            at("gtod_reduce", &self.gtod_reduce),
+            at("submit_mode", &self.offload),
+            at("sqpoll", &self.sqpoll),
+            at("hipri", &self.hipri),
+            at("cpus", &self.cpus),
+            at("startdelay", &self.startdelay),
+            at("bssplit", &self.bssplit),
+            at("bsrange", &self.bsrange),
+            at("rate", &self.rate),
+            at("number_ios", &self.number_ios),
+            at("io_size", &self.io_size),
+            at("fsync", &self.fsync),
+            at("fdatasync", &self.fdatasync),
+            at("flow", &self.flow),
+            at("ss", &self.steady),
+            at("latency_target", &self.latency_target),
+            at("thinktime", &self.thinktime),
         ]
         .into_iter()
         .flatten()

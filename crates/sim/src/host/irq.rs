@@ -39,8 +39,9 @@ impl World<'_> {
             return;
         }
         if th.run != RunState::Blocked {
+            // The SQ thread's loop finds its idle time up.
             if th.prog.role == crate::workload::LoopRole::SqThread {
-                self.sq_idle_timeout(thread as usize);
+                self.sq_kick(thread as usize);
             }
             return;
         }
@@ -207,6 +208,23 @@ impl World<'_> {
         } else {
             false
         }
+    }
+
+    /// Puts thread `t` on core `c`'s handler's list of wake-ups, to take
+    /// effect as the handler returns, unless a wake-up is on its way
+    /// already; true if this one is the handler's (it pays for it).
+    /// `reap_queue` and `deliver` write the same steps out: there, once
+    /// per completion, calling this cost 0.13% more instructions on
+    /// async-batch (cachegrind).
+    pub(crate) fn list_handler_wake(&mut self, c: usize, t: u32) -> bool {
+        let th = &mut self.threads[t as usize];
+        if th.wake_listed {
+            return false;
+        }
+        th.wake_listed = true;
+        th.woken_by_timer = false;
+        self.cores[c].wake_list.push(t);
+        true
     }
 
     /// The handler returns: its wake-ups take effect.

@@ -69,7 +69,23 @@ use crate::engine::Event;
 use crate::host::Segment;
 use crate::world::{Activity, Cont, ReqState, Wait, World};
 
+impl crate::world::Thread {
+    /// The completions its reap call still waits for beyond those ready,
+    /// at least one.
+    pub(crate) fn events_still_needed(&self) -> u32 {
+        self.min_nr.saturating_sub(self.ready.len() as u32).max(1)
+    }
+}
+
 impl World<'_> {
+    /// Whether thread `t` runs on its core at this instant (a segment of
+    /// its own, not a handler's).
+    pub(crate) fn runs_now(&self, t: usize) -> bool {
+        let c = self.threads[t].core as usize;
+        self.cores[c].current == Some(t as u32)
+            && matches!(self.cores[c].seg, Some(Segment { irq: false, .. }))
+    }
+
     /// Resumes thread `t`'s program after a burst; `t` owns its core.
     pub(crate) fn cont(&mut self, t: usize, cont: Cont) {
         match cont {
@@ -649,7 +665,7 @@ impl World<'_> {
         let paced = self.threads[t].prog.trace && self.paced(t);
         let mode = self.wait_mode(t);
         let th = &self.threads[t];
-        let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
+        let need = th.events_still_needed();
         match mode {
             CompletionMode::Interrupt(_) => {
                 let min_nr = th.min_nr;
@@ -785,9 +801,7 @@ impl World<'_> {
             return;
         };
         let c = th.core as usize;
-        let spinning_now = self.cores[c].current == Some(t as u32)
-            && matches!(self.cores[c].seg, Some(Segment { irq: false, .. }));
-        if spinning_now && th.posted.len() as u64 >= u64::from(need) {
+        if self.runs_now(t) && th.posted.len() as u64 >= u64::from(need) {
             self.interrupt_thread_segment(c);
             self.dispatch(c);
         }
@@ -866,7 +880,7 @@ impl World<'_> {
     fn hybrid_sleep(&mut self, t: usize) {
         let now = self.now();
         let th = &self.threads[t];
-        let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
+        let need = th.events_still_needed();
         // Linux 5.0 sleeps for the polled request's own class
         // (blk_mq_poll_nsecs on the request, block/blk-mq.c): in a mixed
         // or multi-size job a write sleeps a write's half mean. The

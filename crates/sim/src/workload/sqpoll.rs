@@ -42,7 +42,6 @@ use std::collections::VecDeque;
 use cint_policy::{Nanos, SEC};
 
 use super::LoopRole;
-use crate::host::Segment;
 use crate::world::{Activity, Cont, RunState, Thread, Wait, World};
 
 /// How long an SQ thread spins with nothing to do before it sleeps:
@@ -152,7 +151,7 @@ impl World<'_> {
     /// Work for SQ thread `s`: if it spins idle, its loop's next turn
     /// finds it now; if it runs, it will; if it sleeps, it stays asleep
     /// (only a wake-up, the ring's system call or task work, ends that).
-    fn sq_kick(&mut self, s: usize) {
+    pub(crate) fn sq_kick(&mut self, s: usize) {
         let th = &self.threads[s];
         // Asleep, or in the middle of a submission (spinning on its own
         // polled requests for a tag): its loop's next turn finds the work.
@@ -162,8 +161,7 @@ impl World<'_> {
         match th.act {
             Activity::Spin { .. } => {
                 let c = th.core as usize;
-                let spinning_now = self.cores[c].current == Some(s as u32)
-                    && matches!(self.cores[c].seg, Some(Segment { irq: false, .. }));
+                let spinning_now = self.runs_now(s);
                 if spinning_now {
                     self.interrupt_thread_segment(c);
                 }
@@ -266,12 +264,6 @@ impl World<'_> {
         self.sq_loop(s);
     }
 
-    /// The turn of SQ thread `s`'s loop that finds its idle time up (its
-    /// timer's `token` still current).
-    pub(crate) fn sq_idle_timeout(&mut self, s: usize) {
-        self.sq_kick(s);
-    }
-
     /// An interrupt's handler on core `c` completed request `r` of thread
     /// `t`, which fills an SQ-polled ring: Linux 5.6 posts its event to the
     /// completion ring; Linux 5.11 and later queue it as task work to the
@@ -286,12 +278,9 @@ impl World<'_> {
         if let Some(ri) = self.ring(s) {
             self.sqpoll.rings[ri].task_work.push_back(r);
         }
-        let th = &mut self.threads[s];
-        if th.run == RunState::Blocked && th.wait == Wait::SqIdle && !th.wake_listed {
-            th.wake_listed = true;
-            th.woken_by_timer = false;
-            self.cores[c].wake_list.push(s as u32);
-            return true;
+        let th = &self.threads[s];
+        if th.run == RunState::Blocked && th.wait == Wait::SqIdle {
+            return self.list_handler_wake(c, s as u32);
         }
         self.sq_kick(s);
         false
@@ -325,9 +314,8 @@ impl World<'_> {
     /// The ring's thread spins on its completion ring for what its reap
     /// call still needs (fio's `fio_ioring_getevents` with `sqpoll_thread`).
     pub(crate) fn spin_on_completion_ring(&mut self, t: usize) {
-        let th = &mut self.threads[t];
-        let need = th.min_nr.saturating_sub(th.ready.len() as u32).max(1);
-        th.act = Activity::Spin { need };
+        let need = self.threads[t].events_still_needed();
+        self.threads[t].act = Activity::Spin { need };
     }
 
     /// Thread `t`, which fills an SQ-polled ring, has exited: its SQ
@@ -379,47 +367,42 @@ pub(crate) fn submitting_core(
 /// waits. Such a result is what Linux does, and must say why.
 pub(crate) fn shared_core_notes(sc: &cint_scenario::Scenario) -> Vec<String> {
     use cint_scenario::Work;
+    let sq_polled =
+        |job: &cint_scenario::Job| matches!(&job.work, Work::Io(io) if io.sqpoll.is_some());
     let mut on_core: std::collections::BTreeMap<u32, u32> = Default::default();
-    let mut sq_cores = Vec::new();
     for job in &sc.jobs {
         for n in 0..job.numjobs {
-            let core = sc.thread_core(job, n);
-            *on_core.entry(core).or_default() += 1;
-            if let Work::Io(io) = &job.work {
-                if io.sqpoll.is_some() {
-                    let sq_core = submitting_core(sc, job, n);
-                    *on_core.entry(sq_core).or_default() += 1;
-                    sq_cores.push((job.name.as_str(), n, core, sq_core));
-                }
+            *on_core.entry(sc.thread_core(job, n)).or_default() += 1;
+            if sq_polled(job) {
+                *on_core.entry(submitting_core(sc, job, n)).or_default() += 1;
             }
         }
     }
-    let mut notes: Vec<String> = Vec::new();
-    for (name, n, core, sq_core) in sq_cores {
-        let others = on_core
-            .get(&sq_core)
-            .copied()
-            .unwrap_or(1)
-            .saturating_sub(1);
-        if others == 0
-            || notes
-                .iter()
-                .any(|s| s.starts_with(&format!("job '{name}':")))
-        {
+    let mut notes = Vec::new();
+    for job in sc.jobs.iter().filter(|j| sq_polled(j)) {
+        let others = |n: u32| {
+            on_core
+                .get(&submitting_core(sc, job, n))
+                .map_or(0, |k| k - 1)
+        };
+        let Some(n) = (0..job.numjobs).find(|&n| others(n) > 0) else {
             continue;
-        }
+        };
+        let (core, sq_core) = (sc.thread_core(job, n), submitting_core(sc, job, n));
         let beside = if sq_core == core {
             " (with no sqpoll_cpu it runs on the core of the thread that fills its ring)"
         } else {
             ""
         };
         notes.push(format!(
-            "job '{name}': the SQ thread of its thread {n} runs on core {sq_core} beside \
-             {others} other thread{}{beside}: an SQ thread spins through its time slice and \
+            "job '{}': the SQ thread of its thread {n} runs on core {sq_core} beside \
+             {} other thread{}{beside}: an SQ thread spins through its time slice and \
              yields only when the scheduler asks, so its ring's submissions wait while another \
              thread has the core, and that thread waits while it spins (set sqpoll_cpu to a \
              core of its own)",
-            if others == 1 { "" } else { "s" }
+            job.name,
+            others(n),
+            if others(n) == 1 { "" } else { "s" }
         ));
     }
     notes

@@ -628,11 +628,11 @@ impl World<'_> {
         };
         let mut woken = 0;
         for w in std::mem::take(&mut b.instances[i].fsync_waiters) {
-            let th = &mut self.threads[w as usize];
-            if th.run == RunState::Blocked && th.wait == Wait::PageCache && !th.wake_listed {
-                th.wake_listed = true;
-                th.woken_by_timer = false;
-                self.cores[c].wake_list.push(w);
+            let th = &self.threads[w as usize];
+            if th.run == RunState::Blocked
+                && th.wait == Wait::PageCache
+                && self.list_handler_wake(c, w)
+            {
                 woken += 1;
             }
         }
