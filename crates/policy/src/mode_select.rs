@@ -335,7 +335,8 @@ impl ModeSelect {
         let shared = u64::from(situation.in_flight.max(1));
         let queued = times.mean.saturating_sub(times.min);
         let added = latency.saturating_sub(times.mean).saturating_sub(queued);
-        mul(self.params.static_mw, times.mean + added) / shared + core_pj
+        (mul(self.params.static_mw, times.mean.saturating_add(added)) / shared)
+            .saturating_add(core_pj)
     }
 
     fn estimate_poll(&self, times: ClassTimes, situation: Situation) -> Estimate {
@@ -375,7 +376,9 @@ impl ModeSelect {
         // The stay lasts the sleep, the timer's lateness and the exit.
         .saturating_add(mul(
             state.power_mw,
-            sleep + p.timer_slack + state.exit_latency,
+            sleep
+                .saturating_add(p.timer_slack)
+                .saturating_add(state.exit_latency),
         ))
         .saturating_add(mul(p.spin_mw, spin));
         let latency = times.mean.max(awake);
@@ -393,7 +396,7 @@ impl ModeSelect {
         let latency = device
             .saturating_add(state.exit_latency)
             .saturating_add(p.sleep_path);
-        let core = mul(state.power_mw, device + state.exit_latency)
+        let core = mul(state.power_mw, device.saturating_add(state.exit_latency))
             .saturating_add(mul(p.busy_mw, p.sleep_path + state.exit_latency / 2));
         Estimate {
             choice: CompletionChoice::Interrupt,
