@@ -198,7 +198,8 @@ static void vic_and_hints(void) {
 
 /* The completion-mode selector (docs/ALGORITHMS.md section 10) on the
  * energy study's Skylake host: spins for a fast 4 KiB read, sleeps until the
- * interrupt for a 2 ms read, gives the core away when it is contended. */
+ * interrupt for a 2 ms read unless its waits are seen to keep the core in
+ * POLL, gives the core away when it is contended. */
 static void mode_select(void) {
     cint_mode_select s;
     cint_mode_select_params p;
@@ -243,6 +244,15 @@ static void mode_select(void) {
              CINT_OK);
     CHECK_EQ("contended: sleep", mode, CINT_MODE_SLEEP);
     CHECK_EQ("half the minimum", sleep, 4 * US);
+    /* The 1 MiB reads' waits are seen to leave the core in POLL: after
+     * six, the interrupt no longer pays. */
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ("record idle", cint_mode_select_record_idle(&s, 1 << 20, false, CINT_MODE_INTERRUPT, 0, 0), CINT_OK);
+    CHECK_EQ("1 MiB again", cint_mode_select_choose(&s, 1 << 20, false, 1, 0, &mode, &sleep), CINT_OK);
+    CHECK_EQ("1 MiB: no interrupt in POLL", mode != CINT_MODE_INTERRUPT, 1);
+    CHECK_EQ("state past the table", cint_mode_select_record_idle(&s, 4096, false, CINT_MODE_SLEEP, 4 * US, 3), CINT_EINVAL);
+    CHECK_EQ("unknown mode", cint_mode_select_record_idle(&s, 4096, false, 7, 0, 0), CINT_EINVAL);
+    CHECK_EQ("polled: nothing to learn", cint_mode_select_record_idle(&s, 4096, false, CINT_MODE_POLL, 0, 2), CINT_OK);
     CHECK_EQ("unknown flag", cint_mode_select_choose(&s, 4096, false, 1, 4, &mode, &sleep), CINT_EINVAL);
     CHECK_EQ("null out", cint_mode_select_choose(&s, 4096, false, 1, 0, NULL, &sleep), CINT_ENULL);
 }

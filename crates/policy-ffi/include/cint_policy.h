@@ -685,6 +685,27 @@ int cint_mode_select_choose(cint_mode_select *s,
                             uint64_t *sleep_out);
 
 /**
+ * A request of `bytes` (a write if `write`) waited as `mode`
+ * (`CINT_MODE_SLEEP` for `sleep` ns, or `CINT_MODE_INTERRUPT`) and its
+ * core was woken from idle state `reached` (an index into the
+ * parameters' table; Linux keeps it as the CPU's `last_state_idx`). The
+ * selector then expects such waits to reach the state most of them
+ * reached (docs/ALGORITHMS.md section 10). `CINT_MODE_POLL` is accepted
+ * and changes nothing; `CINT_EINVAL` for another mode or an index past
+ * the table.
+ *
+ * # Safety
+ * `s` must be null or point to a `cint_mode_select` that no other thread
+ * uses during the call.
+ */
+int cint_mode_select_record_idle(cint_mode_select *s,
+                                 uint64_t bytes,
+                                 bool write,
+                                 int mode,
+                                 uint64_t sleep,
+                                 uint32_t reached);
+
+/**
  * A static, NUL-terminated description of a return code.
  */
 const char *cint_strerror(int code);

@@ -1185,6 +1185,45 @@ pub unsafe extern "C" fn cint_mode_select_choose(
     }
 }
 
+/// A request of `bytes` (a write if `write`) waited as `mode`
+/// (`CINT_MODE_SLEEP` for `sleep` ns, or `CINT_MODE_INTERRUPT`) and its
+/// core was woken from idle state `reached` (an index into the
+/// parameters' table; Linux keeps it as the CPU's `last_state_idx`). The
+/// selector then expects such waits to reach the state most of them
+/// reached (docs/ALGORITHMS.md section 10). `CINT_MODE_POLL` is accepted
+/// and changes nothing; `CINT_EINVAL` for another mode or an index past
+/// the table.
+///
+/// # Safety
+/// `s` must be null or point to a `cint_mode_select` that no other thread
+/// uses during the call.
+#[no_mangle]
+pub unsafe extern "C" fn cint_mode_select_record_idle(
+    s: *mut cint_mode_select,
+    bytes: u64,
+    write: bool,
+    mode: c_int,
+    sleep: u64,
+    reached: u32,
+) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what `with_tagged` requires of a `cint_mode_select`.
+    unsafe {
+        with_tagged(s.cast::<SelectSlot>(), SELECT_MAGIC, |slot| {
+            let choice = match mode {
+                CINT_MODE_POLL => CompletionChoice::Poll,
+                CINT_MODE_SLEEP => CompletionChoice::Sleep(sleep),
+                CINT_MODE_INTERRUPT => CompletionChoice::Interrupt,
+                _ => return Err(CINT_EINVAL),
+            };
+            slot.select
+                .record_idle(bytes, Direction::of(write), choice, reached as usize)
+                .map_err(error_code)?;
+            Ok(CINT_OK)
+        })
+    }
+}
+
 /// A static, NUL-terminated description of a return code.
 #[no_mangle]
 pub extern "C" fn cint_strerror(code: c_int) -> *const c_char {

@@ -157,6 +157,69 @@ pub struct Estimate {
     pub energy_pj: u64,
 }
 
+/// How a wait ends: by a timer the governor saw armed (a hybrid sleep),
+/// or by an interrupt it could only guess the time of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WaitKind {
+    Timer = 0,
+    Interrupt = 1,
+}
+
+/// One observation's vote in [`Reached`] (fixed point).
+const VOTE: u16 = 1 << 12;
+
+/// The votes the governor's rule's own prediction starts with: as many as
+/// eight agreeing observations, so that no fewer than six contrary ones
+/// (the votes decay by an eighth each) outvote it.
+const PRIOR_VOTES: u16 = 8 * VOTE;
+
+/// Completions (of any class) after which the governor's rule's
+/// prediction votes once again in every [`Reached`] that has votes. A
+/// mode the observations turned the selector away from is seen no more,
+/// so what they said would stand forever; the governor that made them
+/// forgets its own history within eight idle periods (`menu`'s intervals
+/// and its correction factors' decay, ENERGY.md), so the prediction wins
+/// back after six such votes (a few hundred completions) and the mode is
+/// tried, and observed, again.
+const PRIOR_VOTE_EVERY: u32 = 64;
+
+/// The idle states that waits of one kind, for which the governor's rule
+/// predicts one state, were seen to reach: per state its votes, each
+/// observation decaying the others by an eighth (fixed point, [`VOTE`]
+/// per observation). All zero before the first observation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+struct Reached {
+    votes: [u16; MAX_IDLE_STATES],
+}
+
+impl Reached {
+    /// Adds an observation of state `reached` where the rule predicts
+    /// `predicted`.
+    fn observe(&mut self, predicted: usize, reached: usize) {
+        if self.votes == [0; MAX_IDLE_STATES] {
+            self.votes[predicted] = PRIOR_VOTES;
+        }
+        for v in &mut self.votes {
+            *v -= *v / 8;
+        }
+        // The sum settles near PRIOR_VOTES (each decay keeps at most
+        // seven eighths plus one per state): far below u16's limit.
+        self.votes[reached] += VOTE;
+    }
+
+    /// The state with the most votes (the prediction while none is seen;
+    /// a tie goes to the prediction, then to the shallower state).
+    fn most_voted(&self, predicted: usize) -> usize {
+        let mut best = predicted;
+        for (i, &v) in self.votes.iter().enumerate() {
+            if v > self.votes[best] {
+                best = i;
+            }
+        }
+        best
+    }
+}
+
 /// Completion times of one class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 struct ClassTimes {
@@ -202,6 +265,11 @@ struct ClassTimes {
 pub struct ModeSelect {
     params: ModeSelectParams,
     classes: [ClassTimes; CLASSES],
+    /// Per wait kind and predicted state, what such waits reached
+    /// ([`ModeSelect::record_idle`]).
+    reached: [[Reached; MAX_IDLE_STATES]; 2],
+    /// Completions recorded, modulo [`PRIOR_VOTE_EVERY`].
+    since_prior_vote: u32,
 }
 
 /// The class of a request; requests under one sector share the smallest
@@ -217,6 +285,8 @@ impl ModeSelect {
         Ok(ModeSelect {
             params,
             classes: [ClassTimes::default(); CLASSES],
+            reached: [[Reached::default(); MAX_IDLE_STATES]; 2],
+            since_prior_vote: 0,
         })
     }
 
@@ -229,6 +299,17 @@ impl ModeSelect {
     /// reaching the device to its completion being posted. Whatever mode
     /// it completed by, this time is the device's.
     pub fn record(&mut self, bytes: u64, dir: Direction, run_time: Nanos) {
+        self.since_prior_vote += 1;
+        if self.since_prior_vote == PRIOR_VOTE_EVERY {
+            self.since_prior_vote = 0;
+            for kind in &mut self.reached {
+                for (predicted, r) in kind.iter_mut().enumerate() {
+                    if r.votes != [0; MAX_IDLE_STATES] {
+                        r.observe(predicted, predicted);
+                    }
+                }
+            }
+        }
         let c = &mut self.classes[class(bytes, dir)];
         let sample = run_time.max(1);
         if c.mean == 0 {
@@ -244,6 +325,53 @@ impl ModeSelect {
         }
         .max(1);
         c.min = c.min.min(sample);
+    }
+
+    /// A request of `bytes` in direction `dir` waited under `choice` (a
+    /// sleep or an interrupt) and its core was woken from cpuidle state
+    /// `reached` (an index into the parameters' table: what Linux keeps
+    /// as the CPU's `last_state_idx`). A substrate that cannot see it
+    /// does not call this, and the selector goes on predicting the state
+    /// from the governor's rule.
+    ///
+    /// The observation is a vote for the state such a wait reaches where
+    /// the rule predicts what it predicts for this one (a timer's sleep of
+    /// that length, or an interrupt after the class's mean time); the
+    /// estimates take the state with the most votes, the votes decaying
+    /// by an eighth at each observation and the prediction starting with
+    /// eight. The governor's own history (5.15's `menu` may keep a core in
+    /// POLL where the rule says C1E) then shows in the estimates, while a
+    /// few waits made as the governor was still learning (the first from
+    /// a long idle period reach the deepest state) cannot decide.
+    /// Nothing happens for [`CompletionChoice::Poll`], or before the
+    /// class has a completion time. An index outside the table is
+    /// refused.
+    pub fn record_idle(
+        &mut self,
+        bytes: u64,
+        dir: Direction,
+        choice: CompletionChoice,
+        reached: usize,
+    ) -> Result<(), PolicyError> {
+        check_range(
+            "reached",
+            reached as u64,
+            0,
+            self.params.idle_count as u64 - 1,
+        )?;
+        let (kind, idle) = match choice {
+            CompletionChoice::Poll => return Ok(()),
+            CompletionChoice::Sleep(ns) => (WaitKind::Timer, ns),
+            CompletionChoice::Interrupt => {
+                (WaitKind::Interrupt, self.classes[class(bytes, dir)].mean)
+            }
+        };
+        if idle == 0 {
+            return Ok(());
+        }
+        let predicted = self.governor_index(idle);
+        self.reached[kind as usize][predicted].observe(predicted, reached);
+        Ok(())
     }
 
     /// The class's mean completion time, if it has one.
@@ -314,15 +442,22 @@ impl ModeSelect {
     /// `idle` while the task waits for I/O: the deepest whose target
     /// residency fits and whose exit latency fits `idle / (1 +
     /// iowait_factor)`, else the shallowest.
-    fn governor_pick(&self, idle: Nanos) -> IdleStateCost {
+    fn governor_index(&self, idle: Nanos) -> usize {
         let p = &self.params;
         let limit = idle / (1 + u64::from(p.iowait_factor));
-        let states = &p.idle_states[..p.idle_count];
-        *states
+        p.idle_states[..p.idle_count]
             .iter()
-            .rev()
-            .find(|s| s.target_residency <= idle && s.exit_latency <= limit)
-            .unwrap_or(&states[0])
+            .rposition(|s| s.target_residency <= idle && s.exit_latency <= limit)
+            .unwrap_or(0)
+    }
+
+    /// What a wait of `kind` lasting `idle` costs in its idle state: the
+    /// state the governor's rule picks, or what such waits were seen to
+    /// reach ([`ModeSelect::record_idle`]).
+    fn expected_state(&self, kind: WaitKind, idle: Nanos) -> IdleStateCost {
+        let predicted = self.governor_index(idle);
+        let reached = self.reached[kind as usize][predicted].most_voted(predicted);
+        self.params.idle_states[reached]
     }
 
     /// Energy of the platform over the time the request holds it, shared
@@ -362,7 +497,7 @@ impl ModeSelect {
         if sleep == 0 {
             return None;
         }
-        let state = self.governor_pick(sleep);
+        let state = self.expected_state(WaitKind::Timer, sleep);
         let awake = sleep
             .saturating_add(p.timer_slack)
             .saturating_add(p.timer_arm)
@@ -392,7 +527,7 @@ impl ModeSelect {
     fn estimate_interrupt(&self, times: ClassTimes, situation: Situation) -> Estimate {
         let p = &self.params;
         let device = times.mean;
-        let state = self.governor_pick(device);
+        let state = self.expected_state(WaitKind::Interrupt, device);
         let latency = device
             .saturating_add(state.exit_latency)
             .saturating_add(p.sleep_path);
@@ -452,14 +587,98 @@ mod tests {
     #[test]
     fn the_governor_pick_follows_residency_and_the_iowait_limit() {
         let s = ModeSelect::new(three_states(0)).unwrap();
-        assert_eq!(s.governor_pick(US).power_mw, 6_500);
-        assert_eq!(s.governor_pick(25 * US).power_mw, 1_000);
-        assert_eq!(s.governor_pick(1_000 * US).power_mw, 100);
+        assert_eq!(s.governor_index(US), 0);
+        assert_eq!(s.governor_index(25 * US), 1);
+        assert_eq!(s.governor_index(1_000 * US), 2);
         let iowait = ModeSelect::new(three_states(10)).unwrap();
         // 25 us / 11 = 2.3 us: C1E's 10 us exit does not fit; 300 us / 11
         // = 27 us: C1E's does, C6's 85 us does not.
-        assert_eq!(iowait.governor_pick(25 * US).power_mw, 6_500);
-        assert_eq!(iowait.governor_pick(300 * US).power_mw, 1_000);
+        assert_eq!(iowait.governor_index(25 * US), 0);
+        assert_eq!(iowait.governor_index(300 * US), 1);
+    }
+
+    #[test]
+    fn interrupts_seen_to_leave_the_core_in_poll_stop_paying() {
+        let mut s = ModeSelect::new(three_states(0)).unwrap();
+        s.record(1 << 20, Direction::Read, 2_000 * US);
+        assert_eq!(
+            s.choose(1 << 20, Direction::Read, ALONE),
+            CompletionChoice::Interrupt
+        );
+        // Five waits in POLL where the rule says C6 do not outvote it.
+        for _ in 0..5 {
+            s.record_idle(1 << 20, Direction::Read, CompletionChoice::Interrupt, 0)
+                .unwrap();
+        }
+        assert_eq!(
+            s.choose(1 << 20, Direction::Read, ALONE),
+            CompletionChoice::Interrupt
+        );
+        s.record_idle(1 << 20, Direction::Read, CompletionChoice::Interrupt, 0)
+            .unwrap();
+        let e = s
+            .estimates(1 << 20, Direction::Read, ALONE)
+            .expect("a sample")[3]
+            .expect("can interrupt");
+        assert_eq!(e.choice, CompletionChoice::Interrupt);
+        // POLL's power over the whole wait: no cheaper than spinning.
+        assert!(e.energy_pj >= mul(6_500, 2_000 * US), "{e:?}");
+        assert_ne!(
+            s.choose(1 << 20, Direction::Read, ALONE),
+            CompletionChoice::Interrupt
+        );
+        // Timer sleeps, a wait the governor sees the end of, keep their
+        // prediction.
+        assert_eq!(
+            s.expected_state(WaitKind::Timer, 1_000 * US),
+            s.params.idle_states[2]
+        );
+    }
+
+    #[test]
+    fn the_state_most_waits_reach_outvotes_the_prediction() {
+        let mut s = ModeSelect::new(three_states(0)).unwrap();
+        // Before a class has a time, an interrupt's wait has no length.
+        s.record_idle(4096, Direction::Read, CompletionChoice::Interrupt, 2)
+            .unwrap();
+        assert_eq!(s.reached, [[Reached::default(); MAX_IDLE_STATES]; 2]);
+        s.record_idle(4096, Direction::Read, CompletionChoice::Poll, 2)
+            .unwrap();
+        assert_eq!(s.reached, [[Reached::default(); MAX_IDLE_STATES]; 2]);
+        // A 25 us sleep is predicted C1E; a sixth wait in C6 outvotes it,
+        // and four in POLL then take it from C6 (the prediction's votes
+        // decayed meanwhile).
+        let c1e = s.params.idle_states[1];
+        let seen = |s: &mut ModeSelect, state, times| {
+            for _ in 0..times {
+                s.record_idle(
+                    4096,
+                    Direction::Read,
+                    CompletionChoice::Sleep(25 * US),
+                    state,
+                )
+                .unwrap();
+            }
+            s.expected_state(WaitKind::Timer, 25 * US)
+        };
+        assert_eq!(seen(&mut s, 2, 5), c1e);
+        assert_eq!(seen(&mut s, 2, 1), s.params.idle_states[2]);
+        assert_eq!(seen(&mut s, 0, 3), s.params.idle_states[2]);
+        assert_eq!(seen(&mut s, 0, 1), s.params.idle_states[0]);
+        // Interrupts' waits keep their own votes.
+        s.record(4096, Direction::Read, 25 * US);
+        assert_eq!(s.expected_state(WaitKind::Interrupt, 25 * US), c1e);
+        // However many, the votes never overflow.
+        assert_eq!(seen(&mut s, 1, 10_000), c1e);
+        assert_eq!(
+            s.record_idle(4096, Direction::Read, CompletionChoice::Sleep(US), 3),
+            Err(PolicyError::OutOfRange {
+                param: "reached",
+                value: 3,
+                min: 0,
+                max: 2
+            })
+        );
     }
 
     #[test]
