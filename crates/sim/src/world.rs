@@ -304,6 +304,9 @@ pub(crate) struct Thread {
     pub estimator: SleepEstimator,
     /// `mode-select`: how the thread waits for its current request.
     pub choice: cint_policy::mode_select::CompletionChoice,
+    /// `mode-select`: its CPU's wake-ups from idle when the thread began
+    /// its current wait ([`World::power_wakes`]).
+    pub choice_wakes: u32,
 }
 
 impl Thread {
@@ -358,6 +361,7 @@ impl Thread {
             woken_by_timer: false,
             estimator,
             choice: cint_policy::mode_select::CompletionChoice::Poll,
+            choice_wakes: 0,
         }
     }
 }

@@ -261,6 +261,9 @@ impl World<'_> {
     /// Wakes a blocked thread: what it does next depends on what it waited
     /// for and on why it was woken.
     pub(crate) fn wake(&mut self, t: usize, exiting_irq: Option<usize>) {
+        if self.selector.is_some() && self.threads[t].run == RunState::Blocked {
+            self.select_observe_idle(t);
+        }
         let rtu = match self.threads[t].wait {
             Wait::Sync | Wait::Sleep | Wait::FioSleep
                 if self.threads[t].run == RunState::Blocked =>

@@ -97,6 +97,14 @@ struct CpuIdle {
     /// in the queue would move the events behind it both times and every
     /// earlier event scheduled meanwhile.
     poll_limit: Option<(EventKey, u64)>,
+    /// The idle state the physical core was woken from when work last
+    /// came to this CPU in an idle state, and when (`None` if the core was
+    /// running a sibling then): the exit the wake-up paid, which
+    /// `mode-select` learns from.
+    last_exit: Option<(usize, Nanos)>,
+    /// Wake-ups from an idle state by work so far (a polling state's limit
+    /// is not one): a wait that saw exactly one knows the exit was its own.
+    wakes: u32,
     governor: GovernorState,
 }
 
@@ -210,6 +218,8 @@ impl PowerModel {
                 state: BUSY,
                 stay: None,
                 poll_limit: None,
+                last_exit: None,
+                wakes: 0,
                 governor: GovernorState::new(host.governor, host.idle_states.len()),
             })
             .collect();
@@ -734,7 +744,13 @@ impl World<'_> {
         // an SMT sibling running, the core is in C0 and the thread resumes
         // at once; with one in a shallower state, that state's exit.
         let k = p.core_of[c];
-        let Some(idx) = p.cores[k].state.checked_sub(IDLE0) else {
+        let core_idle = p.cores[k].state.checked_sub(IDLE0);
+        let Some(p) = self.power.as_deref_mut() else {
+            return false;
+        };
+        p.cpus[c].last_exit = core_idle.map(|idx| (idx, now));
+        p.cpus[c].wakes = p.cpus[c].wakes.wrapping_add(1);
+        let Some(idx) = core_idle else {
             self.end_stay(c, now, false);
             return false;
         };
@@ -743,9 +759,6 @@ impl World<'_> {
             self.end_stay(c, now, false);
             return false;
         }
-        let Some(p) = self.power.as_deref_mut() else {
-            return false;
-        };
         p.cores[k].exit_fj += p.exit_cost_fj[idx];
         p.cpus[c].stay = Some(Stay {
             waking: true,
@@ -770,6 +783,38 @@ impl World<'_> {
         p.cpus[c]
             .governor
             .reflect(table, stay.idx, now - stay.entered, poll_limit_hit);
+    }
+
+    /// How many times work has woken CPU `c` from an idle state (0
+    /// without the energy model): what a wait starting now notes, for
+    /// [`World::power_reached_alone`].
+    pub(crate) fn power_wakes(&self, c: usize) -> u32 {
+        self.power.as_deref().map_or(0, |p| p.cpus[c].wakes)
+    }
+
+    /// The idle state a wait on CPU `c` that began after `wakes` wake-ups
+    /// spent and paid the exit of, if it idled the CPU alone: the CPU went
+    /// idle once since and nothing else woke it or ran meanwhile. It is
+    /// the physical core's state (with SMT, the more active thread's),
+    /// not the CPU's own request; `None` where the wait shared the CPU's
+    /// idle time with other work, or the core was running its other
+    /// thread when woken.
+    pub(crate) fn power_reached_alone(&self, c: usize, wakes: u32) -> Option<usize> {
+        let p = self.power.as_deref()?;
+        let cpu = &p.cpus[c];
+        match cpu.stay {
+            // Still asleep (the wake-up comes from another CPU).
+            Some(stay) if !stay.waking && cpu.wakes == wakes => {
+                p.cores[p.core_of[c]].state.checked_sub(IDLE0)
+            }
+            Some(stay) if !stay.waking => None,
+            // Woken once since, by the work now running (a handler, or
+            // the exit from the state): not by another thread's.
+            _ if cpu.wakes == wakes.wrapping_add(1) && self.cores[c].current.is_none() => {
+                cpu.last_exit.map(|(idx, _)| idx)
+            }
+            _ => None,
+        }
     }
 
     /// A `CoreDone` reached a core with no segment: an idle-state timer.

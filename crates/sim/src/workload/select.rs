@@ -16,7 +16,7 @@ use cint_policy::hybrid_poll::{Direction, SleepEstimator};
 use cint_policy::mode_select::{CompletionChoice, ModeSelect, Situation};
 use cint_scenario::{CompletionMode, HybridSleep, Rw, Scenario, Strategy};
 
-use crate::world::World;
+use crate::world::{Wait, World};
 use crate::SimError;
 
 /// The selector of `strategy`, if it is a `mode-select` one: refused
@@ -95,6 +95,8 @@ impl World<'_> {
         let Some(selector) = self.selector else {
             return self.mode;
         };
+        self.threads[t].choice_wakes = self.power_wakes(self.threads[t].core as usize);
+        let th = &self.threads[t];
         if !th.prog.engine.is_sync() {
             let dir = match th.prog.rw {
                 Rw::Write | Rw::RandWrite => Direction::Write,
@@ -109,6 +111,27 @@ impl World<'_> {
             CompletionChoice::Interrupt => {
                 CompletionMode::Interrupt(cint_policy::PolicyConfig::None)
             }
+        }
+    }
+
+    /// Thread `t`, blocked, is being woken: under `mode-select`, if it
+    /// slept for its request (a hybrid sleep, or until the interrupt) and
+    /// its CPU idled for it alone, the selector learns the idle state the
+    /// core was woken from (Linux keeps the CPU's as `last_state_idx`).
+    pub(crate) fn select_observe_idle(&mut self, t: usize) {
+        let th = &self.threads[t];
+        if !matches!(th.wait, Wait::Sync | Wait::HybridSleep { .. }) {
+            return;
+        }
+        let Some(reached) = self.power_reached_alone(th.core as usize, th.choice_wakes) else {
+            return;
+        };
+        let ((bs, write), choice) = (th.last_issued, th.choice);
+        if let Some(selector) = self.selector.as_mut() {
+            // The index comes from the same profile's table as the
+            // selector's, so it is always in range.
+            let recorded = selector.record_idle(bs, Direction::of(write), choice, reached);
+            debug_assert!(recorded.is_ok(), "{recorded:?}");
         }
     }
 
