@@ -98,10 +98,10 @@ struct CpuIdle {
     /// earlier event scheduled meanwhile.
     poll_limit: Option<(EventKey, u64)>,
     /// The idle state the physical core was woken from when work last
-    /// came to this CPU in an idle state, and when (`None` if the core was
-    /// running a sibling then): the exit the wake-up paid, which
-    /// `mode-select` learns from.
-    last_exit: Option<(usize, Nanos)>,
+    /// came to this CPU in an idle state (`None` if the core was running
+    /// a sibling then): the exit the wake-up paid, which `mode-select`
+    /// learns from.
+    last_exit: Option<usize>,
     /// Wake-ups from an idle state by work so far (a polling state's limit
     /// is not one): a wait that saw exactly one knows the exit was its own.
     wakes: u32,
@@ -748,7 +748,7 @@ impl World<'_> {
         let Some(p) = self.power.as_deref_mut() else {
             return false;
         };
-        p.cpus[c].last_exit = core_idle.map(|idx| (idx, now));
+        p.cpus[c].last_exit = core_idle;
         p.cpus[c].wakes = p.cpus[c].wakes.wrapping_add(1);
         let Some(idx) = core_idle else {
             self.end_stay(c, now, false);
@@ -811,7 +811,7 @@ impl World<'_> {
             // Woken once since, by the work now running (a handler, or
             // the exit from the state): not by another thread's.
             _ if cpu.wakes == wakes.wrapping_add(1) && self.cores[c].current.is_none() => {
-                cpu.last_exit.map(|(idx, _)| idx)
+                cpu.last_exit
             }
             _ => None,
         }
