@@ -3,8 +3,9 @@
 The toolkit of the ``cint`` command as a library: simulate (:func:`sim`)
 or emulate (:func:`emu`) every strategy of a scenario, check one
 (:func:`check`), sweep parameters on this machine or on a Ray cluster
-(:func:`sweep`), and drive one interrupt policy from your own model
-(:class:`Policy`). The numbers, the rows and the error messages are the
+(:func:`sweep`), and drive one interrupt policy (:class:`Policy`) or the
+per-request completion-mode selector (:class:`ModeSelect`) from your own
+model. The numbers, the rows and the error messages are the
 command line's: the same Rust code computes and formats them.
 
 A *scenario* is a path to a TOML scenario or to a fio job file (``.fio``,
@@ -27,7 +28,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
-from ._native import InputError, InternalError, Policy
+from ._native import InputError, InternalError, ModeSelect, Policy
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -37,6 +38,7 @@ __all__ = [
     "InputError",
     "InternalError",
     "Irq",
+    "ModeSelect",
     "Policy",
     "ResolvedScenario",
     "Result",

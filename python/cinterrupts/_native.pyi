@@ -1,7 +1,8 @@
 """Type hints of the native half of cinterrupts (the Rust crate crates/python).
 
 Use the package (``import cinterrupts``); of this module only
-:class:`Policy`, :class:`InputError` and :class:`InternalError` are public,
+:class:`Policy`, :class:`ModeSelect`, :class:`InputError` and
+:class:`InternalError` are public,
 re-exported by the package.
 """
 
@@ -62,6 +63,50 @@ class Policy:
     @property
     def kind(self) -> str:
         """The kind given."""
+
+class ModeSelect:
+    """The per-request completion-mode selector (docs/ALGORITHMS.md section
+    10): for each request, spin (classic polling), sleep then spin (hybrid
+    polling), or sleep until the interrupt, whichever its energy estimate
+    says is cheapest, from what it measures and what the kernel knows of
+    its machine.
+
+    The machine is a built-in host and device (the power profiles
+    ``cint sim`` uses; ``xeon-e3-1230v5`` and ``optane-900p`` have them),
+    with the host's cpuidle governor or ``governor`` (``"menu"``,
+    ``"menu-no-iowait"``, ``"teo"``). Every call goes through the policy
+    library's C ABI; bad input raises :class:`InputError`.
+
+    Feed it each completion's device time (:meth:`record`) and, where your
+    model knows it, the idle state each wait woke the core from
+    (:meth:`record_idle`): after six such waits in a state the governor's
+    rule did not predict, it prices the wait at the state seen.
+    """
+
+    def __init__(self, host: str = "xeon-e3-1230v5", device: str = "optane-900p", governor: Optional[str] = None) -> None: ...
+    def choose(
+        self, bytes: int, write: bool = False, in_flight: int = 1, contended: bool = False, can_interrupt: bool = True
+    ) -> Tuple[str, int]:
+        """``("poll", 0)``, ``("sleep", ns)`` or ``("interrupt", 0)`` for a
+        request of ``bytes`` with ``in_flight`` requests in flight on the
+        host (this one included); ``contended``: another thread is runnable
+        on the core; ``can_interrupt``: False on a polled-only queue."""
+    def record(self, bytes: int, run_time_ns: int, write: bool = False) -> None:
+        """A request took ``run_time_ns`` from reaching the device to its
+        completion being posted."""
+    def record_idle(
+        self, bytes: int, mode: str, reached: Union[str, int], write: bool = False, sleep_ns: int = 0
+    ) -> None:
+        """A request's wait as ``mode`` (``"sleep"`` for ``sleep_ns``, or
+        ``"interrupt"``; ``"poll"`` teaches nothing) ended with its core
+        woken from idle state ``reached``: a name of :attr:`idle_states` or
+        its index."""
+    @property
+    def idle_states(self) -> List[str]:
+        """The host's idle states, shallowest first."""
+    @property
+    def governor(self) -> str:
+        """The governor whose rule predicts the idle states."""
 
 class Run:
     json: str

@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+mod mode_select;
 mod policy;
 mod run;
 mod sweep;
@@ -154,5 +155,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     run::register(m)?;
     sweep::register(m)?;
     policy::register(m)?;
+    mode_select::register(m)?;
     Ok(())
 }

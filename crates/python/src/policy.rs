@@ -152,15 +152,22 @@ fn hint_bits(hint: Option<&Bound<'_, PyAny>>) -> PyResult<u32> {
     })
 }
 
-/// The Python exception of a C ABI return code.
+/// The Python exception of a C ABI return code of `Policy`'s `call`.
 fn check(call: &str, code: i32) -> PyResult<i32> {
+    check_code(SOURCE, call, code)
+}
+
+/// The Python exception of a C ABI return code of `source`'s `call`
+/// (`source` the Python class): `InternalError` for the library's own
+/// failure, `InputError` for anything the caller passed.
+pub(crate) fn check_code(source: &str, call: &str, code: i32) -> PyResult<i32> {
     if code >= 0 {
         return Ok(code);
     }
     // SAFETY: cint_strerror returns a pointer to a static, NUL-terminated
     // string for every code.
     let text = unsafe { CStr::from_ptr(ffi::cint_strerror(code)) }.to_string_lossy();
-    let message = format!("{SOURCE}.{call}: {text} ({code})");
+    let message = format!("{source}.{call}: {text} ({code})");
     if code == ffi::CINT_EINTERNAL {
         Err(InternalError::new_err(message))
     } else {
