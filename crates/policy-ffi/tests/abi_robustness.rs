@@ -407,3 +407,161 @@ fn the_window_refuses_a_submission_that_would_wrap_onto_a_request_in_flight() {
         assert_eq!(cint_policy_complete(&mut *p, 0, seq, 0, &mut irq), CINT_OK);
     }
 }
+
+/// One call on a `cint_mode_select`, with raw values.
+#[derive(Clone, Debug)]
+enum SelectCall {
+    Record {
+        bytes: u64,
+        write: bool,
+        run_time: u64,
+    },
+    Choose {
+        bytes: u64,
+        write: bool,
+        in_flight: u32,
+        flags: u32,
+    },
+    RecordIdle {
+        bytes: u64,
+        write: bool,
+        mode: i32,
+        sleep: u64,
+        reached: u32,
+    },
+}
+
+fn select_call() -> impl Strategy<Value = SelectCall> {
+    // Sizes and times near the edges (0, u64::MAX) as well as plausible ones.
+    let big = prop_oneof![0..4_000_000u64, any::<u64>()];
+    prop_oneof![
+        (big.clone(), any::<bool>(), big.clone()).prop_map(|(bytes, write, run_time)| {
+            SelectCall::Record {
+                bytes,
+                write,
+                run_time,
+            }
+        }),
+        (big.clone(), any::<bool>(), any::<u32>(), 0..8u32).prop_map(
+            |(bytes, write, in_flight, flags)| SelectCall::Choose {
+                bytes,
+                write,
+                in_flight,
+                flags,
+            }
+        ),
+        (big.clone(), any::<bool>(), -2..5i32, big, 0..12u32).prop_map(
+            |(bytes, write, mode, sleep, reached)| SelectCall::RecordIdle {
+                bytes,
+                write,
+                mode,
+                sleep,
+                reached,
+            }
+        ),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The selector's calls, in any order with any values, on a valid or
+    /// refused table: only documented codes, never the internal error,
+    /// and a choice is one of the three modes, with a sleep only for a
+    /// sleep.
+    #[test]
+    fn random_selector_calls_only_return_documented_codes(
+        idle_count in 0..12u32,
+        exits in proptest::collection::vec(0..2_000_000u64, 10),
+        powers in proptest::collection::vec(0..11_000_000u32, 13),
+        iowait_factor in 0..1_200u32,
+        calls in proptest::collection::vec(select_call(), 0..200),
+    ) {
+        // Residencies at or above their exits but for the tenth state, and
+        // powers up to 11 kW, a tenth of them above the 10 kW limit: about
+        // a quarter of the tables are valid.
+        let mut states = [cint_idle_state::default(); CINT_MAX_IDLE_STATES];
+        for (i, s) in states.iter_mut().enumerate() {
+            let exit = exits[i];
+            let residency = if i == 9 { exit / 2 } else { exit * 2 };
+            *s = cint_idle_state { exit_latency: exit, target_residency: residency, power_mw: powers[i] };
+        }
+        let params = cint_mode_select_params {
+            static_mw: powers[10],
+            spin_mw: powers[11],
+            busy_mw: powers[12],
+            iowait_factor,
+            idle_count,
+            idle_states: states,
+            sleep_path: exits[0],
+            timer_arm: exits[1],
+            timer_slack: exits[2],
+        };
+        let mut s = Box::new(cint_mode_select { opaque: [0; CINT_MODE_SELECT_WORDS] });
+        // SAFETY: `s` and `params` are live locals only this thread uses;
+        // the outputs below are live locals too.
+        unsafe {
+            let rc = cint_mode_select_init(&mut *s, &params);
+            prop_assert!(rc == CINT_OK || rc == CINT_EINVAL, "init returned {rc}");
+            let initialised = rc == CINT_OK;
+            for c in calls {
+                let (mut mode, mut sleep) = (-1, u64::MAX);
+                let rc = match c {
+                    SelectCall::Record { bytes, write, run_time } => {
+                        cint_mode_select_record(&mut *s, bytes, write, run_time)
+                    }
+                    SelectCall::Choose { bytes, write, in_flight, flags } => {
+                        let rc = cint_mode_select_choose(
+                            &mut *s, bytes, write, in_flight, flags, &mut mode, &mut sleep,
+                        );
+                        if rc == CINT_OK {
+                            prop_assert!(
+                                [CINT_MODE_POLL, CINT_MODE_SLEEP, CINT_MODE_INTERRUPT].contains(&mode)
+                            );
+                            prop_assert!(mode == CINT_MODE_SLEEP || sleep == 0);
+                            if flags & CINT_SELECT_NO_INTERRUPT != 0 {
+                                prop_assert_ne!(mode, CINT_MODE_INTERRUPT);
+                            }
+                        } else if initialised {
+                            prop_assert!(flags > 3, "valid flags {flags} refused: {rc}");
+                        }
+                        rc
+                    }
+                    SelectCall::RecordIdle { bytes, write, mode: m, sleep: ns, reached } => {
+                        let rc = cint_mode_select_record_idle(&mut *s, bytes, write, m, ns, reached);
+                        if initialised {
+                            let valid = (0..=2).contains(&m) && reached < idle_count;
+                            prop_assert_eq!(rc == CINT_OK, valid, "mode {} state {}: {}", m, reached, rc);
+                        }
+                        rc
+                    }
+                };
+                prop_assert_ne!(rc, CINT_EINTERNAL, "internal error on {:?}", c);
+                if !initialised {
+                    prop_assert_eq!(rc, CINT_ENOTINIT);
+                }
+                prop_assert!([CINT_OK, CINT_EINVAL].contains(&rc) || !initialised, "code {}", rc);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_selectors_null_pointers_are_refused() {
+    // SAFETY: each pointer below is null on purpose (refused before any
+    // dereference) or points to a live local that only this thread uses.
+    unsafe {
+        let null = ptr::null_mut::<cint_mode_select>();
+        let (mut mode, mut sleep) = (0, 0u64);
+        assert_eq!(cint_mode_select_init(null, ptr::null()), CINT_ENULL);
+        assert_eq!(cint_mode_select_record(null, 4096, false, 1), CINT_ENULL);
+        assert_eq!(
+            cint_mode_select_choose(null, 4096, false, 1, 0, &mut mode, &mut sleep),
+            CINT_ENULL
+        );
+        assert_eq!(
+            cint_mode_select_record_idle(null, 4096, false, CINT_MODE_INTERRUPT, 0, 0),
+            CINT_ENULL
+        );
+    }
+}
