@@ -1076,7 +1076,11 @@ fn summarise_job(
         ..Default::default()
     };
     let (mut ios, mut bytes) = (0, 0);
+    let mut modes: Option<cint_report::ModeChoices> = None;
     for o in outcomes {
+        if let Some(m) = &o.measured_modes {
+            modes.get_or_insert_with(Default::default).merge(m);
+        }
         hist.merge(&o.hist);
         for (d, od) in o.by_direction.iter().enumerate() {
             by_direction[d].merge(&od.hist);
@@ -1129,6 +1133,7 @@ fn summarise_job(
             sync: Default::default(),
         }),
         trace: None,
+        modes,
     };
     (result, detail)
 }

@@ -54,36 +54,16 @@ pub(crate) fn build(
 }
 
 /// How many times a thread chose each mode: per request for a
-/// synchronous job, per wait for an io_uring one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ModeCounts {
-    /// Spin from submission on (classic polling).
-    pub poll: u64,
-    /// A timed sleep, then a spin (hybrid polling).
-    pub sleep: u64,
-    /// Sleep until the interrupt.
-    pub interrupt: u64,
-}
+/// synchronous job, per wait for an io_uring one (the result document's
+/// type).
+pub type ModeCounts = cint_report::ModeChoices;
 
-impl ModeCounts {
-    fn count(&mut self, choice: CompletionChoice) {
-        match choice {
-            CompletionChoice::Poll => self.poll += 1,
-            CompletionChoice::Sleep(_) => self.sleep += 1,
-            CompletionChoice::Interrupt => self.interrupt += 1,
-        }
-    }
-
-    /// Adds `other`'s counts.
-    pub fn merge(&mut self, other: &ModeCounts) {
-        self.poll += other.poll;
-        self.sleep += other.sleep;
-        self.interrupt += other.interrupt;
-    }
-
-    /// All choices.
-    pub fn total(&self) -> u64 {
-        self.poll + self.sleep + self.interrupt
+/// Adds one `choice` to `counts`.
+fn count(counts: &mut ModeCounts, choice: CompletionChoice) {
+    match choice {
+        CompletionChoice::Poll => counts.poll += 1,
+        CompletionChoice::Sleep(_) => counts.sleep += 1,
+        CompletionChoice::Interrupt => counts.interrupt += 1,
     }
 }
 
@@ -109,6 +89,10 @@ pub(crate) struct ThreadSelect {
     choice: CompletionChoice,
     /// What was chosen, over the whole run.
     pub counts: ModeCounts,
+    /// The run is in its measured window (the thread sets it as it goes).
+    pub measuring: bool,
+    /// What was chosen in the measured window.
+    pub measured: ModeCounts,
 }
 
 impl ThreadSelect {
@@ -126,6 +110,8 @@ impl ThreadSelect {
             polling,
             choice: CompletionChoice::Interrupt,
             counts: ModeCounts::default(),
+            measuring: false,
+            measured: ModeCounts::default(),
         }
     }
 
@@ -147,9 +133,17 @@ impl ThreadSelect {
             Polling::PerRequest => {
                 let situation = self.situation(client, true);
                 self.choice = self.selector.choose(bytes, direction(op), situation);
-                self.counts.count(self.choice);
+                self.count(self.choice);
                 self.choice != CompletionChoice::Interrupt
             }
+        }
+    }
+
+    /// Counts `choice` over the run, and in the window while measuring.
+    fn count(&mut self, choice: CompletionChoice) {
+        count(&mut self.counts, choice);
+        if self.measuring {
+            count(&mut self.measured, choice);
         }
     }
 
@@ -168,7 +162,7 @@ impl ThreadSelect {
                 // An IOPOLL ring cannot take an interrupt.
                 let situation = self.situation(client, false);
                 self.choice = self.selector.choose(bytes, direction(op), situation);
-                self.counts.count(self.choice);
+                self.count(self.choice);
                 self.choice
             }
         }

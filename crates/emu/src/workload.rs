@@ -73,6 +73,8 @@ pub(crate) struct ThreadOutcome {
     pub spin_ns: u64,
     /// Under `mode-select`: the modes chosen over the whole run.
     pub modes: ModeCounts,
+    /// Under `mode-select`: the modes chosen in the measured window.
+    pub measured_modes: Option<ModeCounts>,
 }
 
 /// One direction's I/Os in the measured window.
@@ -219,6 +221,9 @@ impl IoThread {
             }
             let stopping = control.phase.load(Ordering::Relaxed) == PHASE_STOP
                 || self.plan.stop_at.is_some_and(|t| sys::now() >= t);
+            if let Some(select) = &mut self.select {
+                select.measuring = control.phase.load(Ordering::Relaxed) == PHASE_MEASURE;
+            }
             if !stopping {
                 if self.rate_wait(control, max_events) {
                     continue;
@@ -264,6 +269,7 @@ impl IoThread {
         self.out.strays = self.client.strays();
         if let Some(select) = &self.select {
             self.out.modes = select.counts;
+            self.out.measured_modes = Some(select.measured);
         }
         self.out
     }

@@ -343,6 +343,29 @@ fn check_mode_select_run(sc: &cint_scenario::Scenario, per_completion: bool) {
         assert_eq!(j.by_poll, j.modes.poll + j.modes.sleep, "{name}");
         assert_eq!(j.by_full_irq + j.by_urgent_irq, j.modes.interrupt, "{name}");
     }
+    // The result document carries the choices made in the measured
+    // window: a part of the run's, about one per measured request.
+    for j in &strategy.jobs {
+        let doc = result
+            .jobs
+            .iter()
+            .find(|d| d.name == j.name)
+            .and_then(|d| d.modes.map(|m| (m, d.ios)))
+            .expect("every job of a mode-select run has its choices");
+        let (measured, ios) = doc;
+        assert!(measured.poll <= j.modes.poll, "{}", j.name);
+        assert!(measured.sleep <= j.modes.sleep, "{}", j.name);
+        assert!(measured.interrupt <= j.modes.interrupt, "{}", j.name);
+        if j.name != "aio" && j.name != "ring" {
+            // One choice per request: the window's requests, give or take
+            // those in flight at its edges (one per thread).
+            assert!(
+                measured.total().abs_diff(ios) <= 4,
+                "{}: {measured:?} vs {ios}",
+                j.name
+            );
+        }
+    }
     if strategy.jobs.len() > 2 {
         let ring = job("ring");
         assert_eq!(ring.by_poll, ring.completed, "an IOPOLL ring only polls");

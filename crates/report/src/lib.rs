@@ -14,6 +14,7 @@ pub mod fio_hist;
 pub mod fio_json;
 pub mod json;
 pub mod latency;
+mod modes_table;
 pub mod table;
 #[cfg(test)]
 mod testdata;
@@ -225,6 +226,39 @@ pub struct JobResult {
     /// The job's trace replay, for a job that replays a block trace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceReplay>,
+    /// Under a `mode-select` strategy: how the job's requests chose to
+    /// complete in the measured time (an extension of docs/SCENARIO.md's
+    /// format).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modes: Option<ModeChoices>,
+}
+
+/// How many times a job's threads chose each completion mode under
+/// `mode-select` (docs/ALGORITHMS.md section 10): per request for a
+/// synchronous engine, per wait for an `IORING_SETUP_IOPOLL` ring (which
+/// can only sleep or spin).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ModeChoices {
+    /// Spin from submission on (classic polling).
+    pub poll: u64,
+    /// A timed sleep, then a spin (hybrid polling).
+    pub sleep: u64,
+    /// Sleep until the interrupt.
+    pub interrupt: u64,
+}
+
+impl ModeChoices {
+    /// All choices.
+    pub fn total(&self) -> u64 {
+        self.poll + self.sleep + self.interrupt
+    }
+
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: &ModeChoices) {
+        self.poll += other.poll;
+        self.sleep += other.sleep;
+        self.interrupt += other.interrupt;
+    }
 }
 
 /// One job's measurements in fio's terms (`cint-report`'s

@@ -64,6 +64,8 @@ pub fn to_table(r: &RunResult) -> String {
     out.push_str(&crate::trace::section(r));
     let virt = crate::virt_table::section(r);
     out.push_str(&virt);
+    let modes = crate::modes_table::section(r);
+    out.push_str(&modes);
     out.push_str(&format!("\ncolumns: {LEGEND}\n"));
     if !energy.is_empty() {
         out.push_str(&format!("energy: {}\n", crate::energy_table::ENERGY_LEGEND));
@@ -72,6 +74,12 @@ pub fn to_table(r: &RunResult) -> String {
         out.push_str(&format!(
             "virtual machines: {}\n",
             crate::virt_table::VIRT_LEGEND
+        ));
+    }
+    if !modes.is_empty() {
+        out.push_str(&format!(
+            "completion modes: {}\n",
+            crate::modes_table::MODES_LEGEND
         ));
     }
     out

@@ -20,7 +20,8 @@
 
 use cint_policy::Nanos;
 use cint_report::{
-    FioDirection, FioHistogram, FioJobData, FioSync, JobResult, LatencyHistogram, StrategyResult,
+    FioDirection, FioHistogram, FioJobData, FioSync, JobResult, LatencyHistogram, ModeChoices,
+    StrategyResult,
 };
 use cint_scenario::Strategy;
 
@@ -47,6 +48,8 @@ pub(crate) struct JobStats {
     /// `fsync` and `fdatasync` calls.
     sync_ios: u64,
     sync_lat: FioHistogram,
+    /// Under `mode-select`: the completion modes chosen.
+    pub modes: ModeChoices,
 }
 
 /// One direction's measurements in fio's terms.
@@ -82,6 +85,7 @@ impl JobStats {
             write: DirectionStats::default(),
             sync_ios: 0,
             sync_lat: FioHistogram::new(),
+            modes: ModeChoices::default(),
         }
     }
 
@@ -201,6 +205,7 @@ impl World<'_> {
                         },
                     }),
                     trace: self.trace_result(j),
+                    modes: self.selector.is_some().then_some(stats.modes),
                 }
             })
             .collect::<Vec<_>>();

@@ -96,11 +96,26 @@ fn small_requests_are_polled_and_saturating_large_ones_interrupt() {
             .iter()
             .find(|s| s.strategy == "mode-select")
             .expect("mode-select runs");
-        s.interrupts as f64 / s.jobs[0].ios as f64
+        // The result carries the choices: one per request in the window,
+        // give or take those in flight at its edges (one per thread).
+        let job = &s.jobs[0];
+        let modes = job.modes.expect("a mode-select job has its choices");
+        assert!(
+            modes.total().abs_diff(job.ios) <= 4,
+            "{modes:?} vs {}",
+            job.ios
+        );
+        (s.interrupts as f64 / job.ios as f64, modes)
     };
-    assert_eq!(irqs_per_io(&[]), 0.0);
-    let large = irqs_per_io(&["job.reader.bs=128k", "job.reader.numjobs=4"]);
+    let (small, modes) = irqs_per_io(&[]);
+    assert_eq!(small, 0.0);
+    assert_eq!(modes.poll, modes.total());
+    let (large, modes) = irqs_per_io(&["job.reader.bs=128k", "job.reader.numjobs=4"]);
     assert!(large > 0.95, "{large} interrupts per I/O");
+    assert!(
+        modes.interrupt as f64 > 0.95 * modes.total() as f64,
+        "{modes:?}"
+    );
 }
 
 #[test]

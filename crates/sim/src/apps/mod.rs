@@ -337,6 +337,7 @@ impl World<'_> {
                     lat_ns: s.hist.stats(),
                     fio: None,
                     trace: None,
+                    modes: None,
                 }
             })
             .collect()

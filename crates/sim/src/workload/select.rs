@@ -76,6 +76,16 @@ impl World<'_> {
     }
 
     fn set_choice(&mut self, t: usize, choice: CompletionChoice) {
+        if self.measuring {
+            let job = self.threads[t].job as usize;
+            if let Some(m) = self.jobs.get_mut(job).map(|s| &mut s.modes) {
+                match choice {
+                    CompletionChoice::Poll => m.poll += 1,
+                    CompletionChoice::Sleep(_) => m.sleep += 1,
+                    CompletionChoice::Interrupt => m.interrupt += 1,
+                }
+            }
+        }
         let th = &mut self.threads[t];
         th.choice = choice;
         if let CompletionChoice::Sleep(ns) = choice {
