@@ -211,14 +211,13 @@ impl Client {
         self.interrupt_queue
     }
 
-    /// Whether another thread than this client's runs on its core now,
-    /// as far as the emulator knows (other clients out of their waits, a
-    /// CPU-bound occupant): a spin would take the core from it.
+    /// Whether another thread than this client's wants its core now or
+    /// when its completions come, as far as the emulator knows: other
+    /// clients out of their waits or blocked in one, a CPU-bound
+    /// occupant. A spin would hold the core from it.
     pub fn core_contended(&self) -> bool {
-        self.shared.queues[self.channel.queue as usize]
-            .idle
-            .running_now()
-            > 1
+        let idle = &self.shared.queues[self.channel.queue as usize].idle;
+        idle.running_now() > 1 || idle.waiting_now() > 0
     }
 
     /// Deliveries that matched no request in flight: a duplicate or a

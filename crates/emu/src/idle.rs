@@ -43,6 +43,10 @@ const CLAIMED: u64 = 1 << 48;
 #[derive(Debug, Default)]
 pub(crate) struct CoreIdle {
     word: AtomicU64,
+    /// Clients blocked in a wait now: advisory, for `mode-select` (a
+    /// thread waiting for its completions wants the core back when they
+    /// come), kept apart from `word`, whose protocol it plays no part in.
+    waiting: AtomicU64,
 }
 
 fn running(word: u64) -> u64 {
@@ -100,6 +104,7 @@ impl CoreIdle {
     /// runs, it becomes the core's designated sleeper (unless a claimed one
     /// is still on its way out).
     pub fn sleep(&self, channel: u32) {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
         self.update(|w| {
             let w = w.saturating_sub(u64::from(running(w) > 0));
             if running(w) == 0 && sleeper(w).is_none() {
@@ -114,6 +119,7 @@ impl CoreIdle {
     /// interrupt claimed it while it slept: it must run the handler's
     /// pass now.
     pub fn wake(&self, channel: u32) -> bool {
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
         let old = self.update(|w| {
             let w = match sleeper(w) {
                 Some(c) if c == channel => with_sleeper(w, None),
@@ -154,12 +160,32 @@ impl CoreIdle {
     pub fn running_now(&self) -> u64 {
         running(self.word.load(Ordering::SeqCst))
     }
+
+    /// Clients blocked in a wait for their completions now.
+    pub fn waiting_now(&self) -> u64 {
+        self.waiting.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn clients_blocked_in_a_wait_are_counted_until_they_wake() {
+        let idle = CoreIdle::default();
+        idle.arrive();
+        idle.arrive();
+        assert_eq!((idle.running_now(), idle.waiting_now()), (2, 0));
+        idle.sleep(1);
+        idle.sleep(2);
+        assert_eq!((idle.running_now(), idle.waiting_now()), (0, 2));
+        idle.wake(2);
+        assert_eq!((idle.running_now(), idle.waiting_now()), (1, 1));
+        idle.wake(1);
+        assert_eq!(idle.waiting_now(), 0);
+    }
 
     #[test]
     fn a_lone_sleeper_is_claimed_once_and_told_so() {

@@ -136,3 +136,29 @@ fn mode_select_without_power_data_is_refused_naming_the_strategy() {
         "{err}"
     );
 }
+
+/// Eight readers per hardware thread: whenever one issues a request, the
+/// others of its CPU are runnable or asleep waiting for their reads, and
+/// want the CPU back when those complete. The selector gives the CPU away
+/// (sleeps until the interrupt) for every request rather than spin on it.
+#[test]
+fn a_cpu_shared_with_readers_waiting_for_io_is_given_away() {
+    let sets: Vec<String> = [
+        "job.reader.bs=1k",
+        "job.reader.numjobs=64",
+        "job.reader.cpus=[0,1,2,3,4,5,6,7]",
+        "duration=20ms",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let r = cint_sim::run(&map(&sets)).expect("runs");
+    let s = r
+        .results
+        .iter()
+        .find(|s| s.strategy == "mode-select")
+        .expect("mode-select runs");
+    let modes = s.jobs[0].modes.expect("its choices");
+    assert!(modes.total() > 10_000, "{modes:?}");
+    assert_eq!(modes.interrupt, modes.total(), "{modes:?}");
+}

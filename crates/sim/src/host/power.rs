@@ -785,6 +785,11 @@ impl World<'_> {
             .reflect(table, stay.idx, now - stay.entered, poll_limit_hit);
     }
 
+    /// The threads pinned to core `c` (none without the energy model).
+    pub(crate) fn power_core_threads(&self, c: usize) -> &[u32] {
+        self.power.as_deref().map_or(&[], |p| &p.core_threads[c])
+    }
+
     /// How many times work has woken CPU `c` from an idle state (0
     /// without the energy model): what a wait starting now notes, for
     /// [`World::power_reached_alone`].

@@ -37,13 +37,35 @@ pub(crate) fn build(sc: &Scenario, strategy: &Strategy) -> Result<Option<ModeSel
 }
 
 impl World<'_> {
+    /// Whether another thread of thread `t`'s core sleeps waiting for its
+    /// I/O: it wants the core back when its completion comes, and a spin
+    /// would hold it until CFS's wake-up preemption asks (the selector's
+    /// power data means the power model, and its table of each core's
+    /// threads, is there).
+    fn others_wait_for_io(&self, t: usize) -> bool {
+        let core = self.threads[t].core as usize;
+        self.power_core_threads(core).iter().any(|&o| {
+            let th = &self.threads[o as usize];
+            o as usize != t
+                && th.run == crate::world::RunState::Blocked
+                && matches!(
+                    th.wait,
+                    Wait::Sync
+                        | Wait::HybridSleep { .. }
+                        | Wait::Tag
+                        | Wait::AioEvents { .. }
+                        | Wait::UringEvents { .. }
+                )
+        })
+    }
+
     /// What the selector sees for thread `t` now.
     fn situation(&self, t: usize, can_interrupt: bool) -> Situation {
         let core = self.threads[t].core as usize;
         let in_flight = self.check.issued.saturating_sub(self.check.delivered) + 1;
         Situation {
             in_flight: in_flight.min(u64::from(u32::MAX)) as u32,
-            core_contended: !self.cores[core].rq.is_empty(),
+            core_contended: !self.cores[core].rq.is_empty() || self.others_wait_for_io(t),
             can_interrupt,
         }
     }
