@@ -89,8 +89,8 @@ class ModeSelect:
     ) -> Tuple[str, int]:
         """``("poll", 0)``, ``("sleep", ns)`` or ``("interrupt", 0)`` for a
         request of ``bytes`` with ``in_flight`` requests in flight on the
-        host (this one included); ``contended``: another thread is runnable
-        on the core; ``can_interrupt``: False on a polled-only queue."""
+        host (this one included); ``contended``: another thread wants the
+        core (runnable, or asleep waiting for its I/O); ``can_interrupt``: False on a polled-only queue."""
     def record(self, bytes: int, run_time_ns: int, write: bool = False) -> None:
         """A request took ``run_time_ns`` from reaching the device to its
         completion being posted."""

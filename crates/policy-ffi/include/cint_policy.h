@@ -237,8 +237,8 @@
 #define CINT_MODE_INTERRUPT 2
 
 /**
- * `flags` bit of [`cint_mode_select_choose`]: another thread is runnable
- * on the submitting core.
+ * `flags` bit of [`cint_mode_select_choose`]: another thread wants the
+ * submitting core (it is runnable, or sleeps waiting for its own I/O).
  */
 #define CINT_SELECT_CONTENDED 1
 

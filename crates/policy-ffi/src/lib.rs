@@ -1040,8 +1040,8 @@ pub const CINT_MODE_SLEEP: c_int = 1;
 /// `mode` of [`cint_mode_select_choose`]: sleep until the interrupt.
 pub const CINT_MODE_INTERRUPT: c_int = 2;
 
-/// `flags` bit of [`cint_mode_select_choose`]: another thread is runnable
-/// on the submitting core.
+/// `flags` bit of [`cint_mode_select_choose`]: another thread wants the
+/// submitting core (it is runnable, or sleeps waiting for its own I/O).
 pub const CINT_SELECT_CONTENDED: u32 = 1;
 /// `flags` bit of [`cint_mode_select_choose`]: the request cannot
 /// complete by interrupt (a polled-only queue).

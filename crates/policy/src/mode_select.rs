@@ -138,7 +138,9 @@ pub enum CompletionChoice {
 pub struct Situation {
     /// Requests in flight on the host, this one included.
     pub in_flight: u32,
-    /// Another thread is runnable on the submitting core.
+    /// Another thread wants the submitting core: it is runnable, or it
+    /// sleeps waiting for its own I/O (its completion will make it
+    /// runnable while a spin goes on).
     pub core_contended: bool,
     /// The request can complete by interrupt (false on a queue that only
     /// polls, such as io_uring's `IORING_SETUP_IOPOLL` ring).
