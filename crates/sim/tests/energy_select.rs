@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use cint_report::RunResult;
+use cint_report::{ModeChoices, RunResult};
 use cint_scenario::{load_file, Scenario};
 
 fn map(sets: &[String]) -> Scenario {
@@ -83,34 +83,41 @@ fn mode_select_ties_or_beats_the_best_fixed_mode() {
     assert!(misses.is_empty(), "{misses:#?}");
 }
 
+/// The map's tile with `sets`: the selector's interrupts per I/O of its
+/// reader, and the modes it chose. The result carries one choice per
+/// request in the window, give or take those in flight at its edges
+/// (one per thread), which this checks.
+fn selector_tile(sets: &[&str]) -> (f64, ModeChoices) {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let r = cint_sim::run(&map(&sets)).expect("runs");
+    let s = r
+        .results
+        .iter()
+        .find(|s| s.strategy == "mode-select")
+        .expect("mode-select runs");
+    let job = &s.jobs[0];
+    let modes = job.modes.expect("a mode-select job has its choices");
+    let threads = sets
+        .iter()
+        .find_map(|s| s.strip_prefix("job.reader.numjobs="))
+        .map_or(1, |n| n.parse::<u64>().expect("a thread count"));
+    assert!(
+        modes.total().abs_diff(job.ios) <= threads,
+        "{modes:?} vs {}",
+        job.ios
+    );
+    (s.interrupts as f64 / job.ios as f64, modes)
+}
+
 /// The choice follows the mechanisms: a fast request alone on its core
 /// is polled (no interrupt at all); large requests that saturate the
 /// device from four cores sleep until their interrupts.
 #[test]
 fn small_requests_are_polled_and_saturating_large_ones_interrupt() {
-    let irqs_per_io = |sets: &[&str]| {
-        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        let r = cint_sim::run(&map(&sets)).expect("runs");
-        let s = r
-            .results
-            .iter()
-            .find(|s| s.strategy == "mode-select")
-            .expect("mode-select runs");
-        // The result carries the choices: one per request in the window,
-        // give or take those in flight at its edges (one per thread).
-        let job = &s.jobs[0];
-        let modes = job.modes.expect("a mode-select job has its choices");
-        assert!(
-            modes.total().abs_diff(job.ios) <= 4,
-            "{modes:?} vs {}",
-            job.ios
-        );
-        (s.interrupts as f64 / job.ios as f64, modes)
-    };
-    let (small, modes) = irqs_per_io(&[]);
+    let (small, modes) = selector_tile(&[]);
     assert_eq!(small, 0.0);
     assert_eq!(modes.poll, modes.total());
-    let (large, modes) = irqs_per_io(&["job.reader.bs=128k", "job.reader.numjobs=4"]);
+    let (large, modes) = selector_tile(&["job.reader.bs=128k", "job.reader.numjobs=4"]);
     assert!(large > 0.95, "{large} interrupts per I/O");
     assert!(
         modes.interrupt as f64 > 0.95 * modes.total() as f64,
@@ -143,22 +150,12 @@ fn mode_select_without_power_data_is_refused_naming_the_strategy() {
 /// (sleeps until the interrupt) for every request rather than spin on it.
 #[test]
 fn a_cpu_shared_with_readers_waiting_for_io_is_given_away() {
-    let sets: Vec<String> = [
+    let (_, modes) = selector_tile(&[
         "job.reader.bs=1k",
         "job.reader.numjobs=64",
         "job.reader.cpus=[0,1,2,3,4,5,6,7]",
         "duration=20ms",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let r = cint_sim::run(&map(&sets)).expect("runs");
-    let s = r
-        .results
-        .iter()
-        .find(|s| s.strategy == "mode-select")
-        .expect("mode-select runs");
-    let modes = s.jobs[0].modes.expect("its choices");
+    ]);
     assert!(modes.total() > 10_000, "{modes:?}");
     assert_eq!(modes.interrupt, modes.total(), "{modes:?}");
 }
