@@ -58,15 +58,6 @@ pub(crate) fn build(
 /// type).
 pub type ModeCounts = cint_report::ModeChoices;
 
-/// Adds one `choice` to `counts`.
-fn count(counts: &mut ModeCounts, choice: CompletionChoice) {
-    match choice {
-        CompletionChoice::Poll => counts.poll += 1,
-        CompletionChoice::Sleep(_) => counts.sleep += 1,
-        CompletionChoice::Interrupt => counts.interrupt += 1,
-    }
-}
-
 /// Which requests of a job Linux would poll.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Polling {
@@ -141,9 +132,9 @@ impl ThreadSelect {
 
     /// Counts `choice` over the run, and in the window while measuring.
     fn count(&mut self, choice: CompletionChoice) {
-        count(&mut self.counts, choice);
+        self.counts.count(choice);
         if self.measuring {
-            count(&mut self.measured, choice);
+            self.measured.count(choice);
         }
     }
 

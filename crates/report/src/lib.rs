@@ -248,6 +248,16 @@ pub struct ModeChoices {
 }
 
 impl ModeChoices {
+    /// Counts one `choice`.
+    pub fn count(&mut self, choice: cint_policy::mode_select::CompletionChoice) {
+        use cint_policy::mode_select::CompletionChoice;
+        match choice {
+            CompletionChoice::Poll => self.poll += 1,
+            CompletionChoice::Sleep(_) => self.sleep += 1,
+            CompletionChoice::Interrupt => self.interrupt += 1,
+        }
+    }
+
     /// All choices.
     pub fn total(&self) -> u64 {
         self.poll + self.sleep + self.interrupt

@@ -100,12 +100,8 @@ impl World<'_> {
     fn set_choice(&mut self, t: usize, choice: CompletionChoice) {
         if self.measuring {
             let job = self.threads[t].job as usize;
-            if let Some(m) = self.jobs.get_mut(job).map(|s| &mut s.modes) {
-                match choice {
-                    CompletionChoice::Poll => m.poll += 1,
-                    CompletionChoice::Sleep(_) => m.sleep += 1,
-                    CompletionChoice::Interrupt => m.interrupt += 1,
-                }
+            if let Some(stats) = self.jobs.get_mut(job) {
+                stats.modes.count(choice);
             }
         }
         let th = &mut self.threads[t];
