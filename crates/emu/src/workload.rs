@@ -214,15 +214,16 @@ impl IoThread {
         // (libfio.c `reset_all_stats`).
         let mut ramped = false;
         loop {
-            if !ramped && control.phase.load(Ordering::Relaxed) == PHASE_MEASURE {
+            let phase = control.phase.load(Ordering::Relaxed);
+            if !ramped && phase == PHASE_MEASURE {
                 ramped = true;
                 self.started = sys::now();
                 self.issued = 0;
             }
-            let stopping = control.phase.load(Ordering::Relaxed) == PHASE_STOP
-                || self.plan.stop_at.is_some_and(|t| sys::now() >= t);
+            let stopping =
+                phase == PHASE_STOP || self.plan.stop_at.is_some_and(|t| sys::now() >= t);
             if let Some(select) = &mut self.select {
-                select.measuring = control.phase.load(Ordering::Relaxed) == PHASE_MEASURE;
+                select.measuring = phase == PHASE_MEASURE;
             }
             if !stopping {
                 if self.rate_wait(control, max_events) {
