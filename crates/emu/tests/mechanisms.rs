@@ -144,8 +144,11 @@ fn a_rate_limited_deep_queue_reaps_before_it_sleeps() {
     // libaio job: each read (10 us) is reaped long before the next is due,
     // so its latency is the device's and the wake-ups', far below the
     // 500 us between requests. A thread that slept with requests in
-    // flight would take them back milliseconds late. The bound holds on a
-    // loaded machine; the timing it tolerates is a wake-up's, not a gap's.
+    // flight would take each back at its next turn, a gap late. The
+    // bound holds on a loaded machine: it is on the median, which one
+    // wake-up the host delays by milliseconds cannot move (the mean of
+    // 61 requests once read 448 us in CI that way), and the timing it
+    // tolerates is a wake-up's, not a gap's.
     let mut job = io_job("paced", Engine::Libaio, 16, 1, 1);
     if let Work::Io(io) = &mut job.work {
         io.rate_iops = Some(2_000);
@@ -161,10 +164,11 @@ fn a_rate_limited_deep_queue_reaps_before_it_sleeps() {
     });
     let j = &d.result.results[0].jobs[0];
     assert!(j.ios >= 40, "{} requests", j.ios);
+    let median = j.lat_ns.percentile["50.000000"];
     assert!(
-        j.lat_ns.mean < 400_000.0,
-        "mean latency {} ns at 2 000 requests a second",
-        j.lat_ns.mean
+        median < 400_000,
+        "median latency {median} ns at 2 000 requests a second: {:?}",
+        j.lat_ns
     );
 }
 
