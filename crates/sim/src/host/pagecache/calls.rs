@@ -175,8 +175,9 @@ impl World<'_> {
     /// the call waits for them, and for the pages the flusher already had
     /// under writeback (`WB_SYNC_ALL` waits on them, and writes again those
     /// dirtied meanwhile); `fsync` then waits for the journal commit of
-    /// the file's changed times, which `fdatasync` of pages written in
-    /// place skips.
+    /// the file's changed times, unless a commit since the inode last
+    /// changed holds them (its time moves once a jiffy), and `fdatasync`
+    /// of pages written in place skips it.
     pub(crate) fn buffered_fsync(&mut self, t: usize, datasync: bool) {
         let th = &mut self.threads[t];
         std::mem::swap(&mut th.free_slots, &mut th.fsync_slots);
@@ -187,6 +188,7 @@ impl World<'_> {
         };
         let f = &mut b.fsyncs[t];
         f.active = true;
+        f.datasync = datasync;
         f.journal = !datasync;
         self.fsync_step(t, self.costs.syscall);
     }
@@ -216,6 +218,9 @@ impl World<'_> {
             self.release_slot(t, r);
             if f.journal_slot == Some(r) {
                 f.journal_slot = None;
+                // Its handler marked it committed and woke the calls
+                // waiting for it; a completion no handler saw ends here.
+                self.commit_ended(i, f.journal_tid);
             } else if self.instance(i).cache.written(r, now).is_none() {
                 self.check
                     .fail(format!("fsync request {r} completed without pages"));
@@ -257,16 +262,33 @@ impl World<'_> {
         }
         // With nothing in flight every fsync slot is free.
         if staged == 0 && f.mine.is_empty() && f.journal {
-            // The data is on the device: the journal commit follows.
+            // The data is on the device: the journal commit follows, if
+            // the inode changed in a transaction not yet committed.
             f.journal = false;
-            if let Some(r) = self.stage_request(t, true, JOURNAL_COMMIT, hint) {
-                f.mine.push(r);
-                f.journal_slot = Some(r);
-                staged = 1;
+            match self.instance(i).cache.fsync_commit(file) {
+                Commit::Done => {}
+                Commit::Write(tid) => {
+                    if let Some(r) = self.stage_request(t, true, JOURNAL_COMMIT, hint) {
+                        f.mine.push(r);
+                        f.journal_slot = Some(r);
+                        f.journal_tid = tid;
+                        staged = 1;
+                    }
+                }
+                Commit::InFlight(tid) => {
+                    // jbd2_log_wait_commit: the commit's end wakes it.
+                    self.instance(i).commit_waiters.push((t as u32, tid));
+                    if let Some(b) = self.page_cache.as_deref_mut() {
+                        b.fsyncs[t] = f;
+                    }
+                    self.block(t, Wait::PageCache);
+                    return;
+                }
             }
         }
         let waiting = !f.mine.is_empty();
         let done = staged == 0 && !waiting;
+        let datasync = f.datasync;
         if !done {
             if let Some(b) = self.page_cache.as_deref_mut() {
                 b.fsyncs[t] = f;
@@ -280,9 +302,16 @@ impl World<'_> {
             // What the call guarantees: none of the file's pages is dirty
             // or on its way to the device any more.
             let cache = &self.instance(i).cache;
-            if cache.in_writeback(file) || cache.dirty_in(file) {
+            let unwritten = cache.in_writeback(file) || cache.dirty_in(file);
+            let uncommitted = !datasync && !cache.inode_committed(file);
+            if unwritten {
                 self.check.fail(format!(
                     "fsync of thread {t} returned with its file not written"
+                ));
+            }
+            if uncommitted {
+                self.check.fail(format!(
+                    "fsync of thread {t} returned before the journal committed its file's times"
                 ));
             }
             let th = &mut self.threads[t];
@@ -618,7 +647,7 @@ impl World<'_> {
     pub(crate) fn wake_fsync_waiters(&mut self, r: u32, c: usize) -> u64 {
         let flusher = self.reqs[r as usize].thread as usize;
         if self.threads[flusher].job != KERNEL_JOB {
-            return 0;
+            return self.journal_commit_done(r, flusher, c);
         }
         let Some(b) = self.page_cache.as_deref_mut() else {
             return 0;
@@ -637,6 +666,41 @@ impl World<'_> {
             }
         }
         woken
+    }
+
+    /// Request `r` of thread `t` completed in a handler on core `c`: if it
+    /// is the journal commit of `t`'s `fsync`, its transaction and those
+    /// before it are committed, and the handler wakes the calls that wait
+    /// for them (jbd2 wakes `j_wait_done_commit` as the commit ends).
+    /// Returns how many it wakes.
+    fn journal_commit_done(&mut self, r: u32, t: usize, c: usize) -> u64 {
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            return 0;
+        };
+        let f = &b.fsyncs[t];
+        let Some(i) = b.instance_of(t).filter(|_| f.journal_slot == Some(r)) else {
+            return 0;
+        };
+        let tid = f.journal_tid;
+        let mut woken = 0;
+        for w in b.instances[i].commit_ended(tid) {
+            let th = &self.threads[w as usize];
+            if th.run == RunState::Blocked
+                && th.wait == Wait::PageCache
+                && self.list_handler_wake(c, w)
+            {
+                woken += 1;
+            }
+        }
+        woken
+    }
+
+    /// The journal commit of transaction `tid` in page cache `i` ended
+    /// outside a handler: the calls still waiting for it are woken.
+    fn commit_ended(&mut self, i: usize, tid: u64) {
+        for w in self.instance(i).commit_ended(tid) {
+            self.wake_if_waiting(w as usize, Wait::PageCache);
+        }
     }
 
     /// Stages the next plug of page cache `i`'s writeback from thread
@@ -842,7 +906,7 @@ impl World<'_> {
                     "strategy '{}': page cache{of} over the whole run: {} pages dirtied, {} \
                      written back in {} requests (largest {} KiB) by {} background and {} \
                      periodic flusher runs that wrote, {} throttle pauses, {} read-ahead \
-                     requests of {} pages; at the end {} dirty and {} under writeback",
+                     requests of {} pages; at the end {} dirty and {} under writeback{}",
                     strategy.name,
                     t.dirtied,
                     t.written,
@@ -855,6 +919,10 @@ impl World<'_> {
                     t.read_ahead_pages,
                     pc.cache.dirty_pages(),
                     pc.cache.writeback_pages(),
+                    match t.journal_commits {
+                        0 => String::new(),
+                        n => format!("; {n} journal commits by fsync"),
+                    },
                 )
             })
             .collect()

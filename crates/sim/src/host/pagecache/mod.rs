@@ -243,6 +243,33 @@ struct File {
     /// In the flusher's queues (`b_io` or `b_more_io`), not among the
     /// dirty files waiting (`b_dirty`).
     queued: bool,
+    /// The jiffy of its modification time, if a write of the run set it.
+    mtime_jiffy: Option<u64>,
+    /// The journal transaction that last changed its inode
+    /// (`ei->i_sync_tid`); 0 if none did in the run.
+    sync_tid: u64,
+}
+
+/// What an `fsync` finds of its inode's transaction ([`PageCache::fsync_commit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Commit {
+    /// Committed: nothing to wait for.
+    Done,
+    /// The running transaction: the call writes its commit.
+    Write(u64),
+    /// Another call's commit of it is in flight: the call waits for it.
+    InFlight(u64),
+}
+
+/// ext4's journal (jbd2) as an `fsync` meets it: every inode change
+/// joins the running transaction, and a commit writes that transaction
+/// whole, whichever file's `fsync` asked for it.
+#[derive(Clone, Copy, Debug)]
+struct Journal {
+    /// The running transaction (`j_running_transaction->t_tid`).
+    running: u64,
+    /// The last transaction whose commit completed (0: none yet).
+    completed: u64,
 }
 
 /// What the reading program told the kernel of its pattern on the file
@@ -316,6 +343,8 @@ pub(crate) struct Totals {
     /// Read-ahead requests and their pages.
     pub read_ahead: u64,
     pub read_ahead_pages: u64,
+    /// Journal commits that `fsync` calls wrote.
+    pub journal_commits: u64,
 }
 
 /// The cache: every file's pages, the counts the thresholds use, and the
@@ -370,6 +399,7 @@ pub(crate) struct PageCache {
     /// When pages last went under writeback with none before (the start
     /// of the writeback whose completions update the estimate), jiffies.
     wb_started: u64,
+    journal: Journal,
     pub totals: Totals,
 }
 
@@ -402,6 +432,10 @@ impl PageCache {
             bw_stamp: 0,
             bw_written: 0,
             wb_started: 0,
+            journal: Journal {
+                running: 1,
+                completed: 0,
+            },
             totals: Totals::default(),
         }
     }
@@ -744,7 +778,54 @@ impl PageCache {
         if was_clean {
             f.dirtied_when = Some(now);
         }
+        // `file_update_time` takes the time from the coarse clock, which
+        // moves once a tick, and dirties the inode only when the time
+        // changes (fs/inode.c `current_time`, `inode_needs_update_time`):
+        // writes within one jiffy change the inode once.
+        let jiffy = self.set.jiffies(now);
+        if f.mtime_jiffy != Some(jiffy) {
+            f.mtime_jiffy = Some(jiffy);
+            f.sync_tid = self.journal.running;
+        }
         none_dirty && self.dirty > 0
+    }
+
+    /// What an `fsync` of `file` whose data is written must still wait
+    /// for in the journal (`ext4_sync_file`, `jbd2_complete_transaction`
+    /// on the inode's `i_sync_tid`): nothing when the transaction that
+    /// last changed the inode has committed (writes within the jiffy of
+    /// the last commit left the inode as it was); the commit of the
+    /// running transaction, which the call writes, when that changed it
+    /// (later changes join the next); else the commit another call has
+    /// in flight.
+    pub(crate) fn fsync_commit(&mut self, file: u32) -> Commit {
+        let tid = self.files.get(&file).map_or(0, |f| f.sync_tid);
+        let j = &mut self.journal;
+        if tid <= j.completed {
+            Commit::Done
+        } else if tid == j.running {
+            j.running += 1;
+            self.totals.journal_commits += 1;
+            Commit::Write(tid)
+        } else {
+            Commit::InFlight(tid)
+        }
+    }
+
+    /// The commit of transaction `tid` is on the device, and with it
+    /// every earlier one (jbd2 commits in order).
+    fn journal_committed(&mut self, tid: u64) {
+        self.journal.completed = self.journal.completed.max(tid);
+    }
+
+    /// Whether the journal has committed every change of `file`'s inode.
+    pub(crate) fn inode_committed(&self, file: u32) -> bool {
+        self.is_committed(self.files.get(&file).map_or(0, |f| f.sync_tid))
+    }
+
+    /// Whether transaction `tid` has committed.
+    fn is_committed(&self, tid: u64) -> bool {
+        tid <= self.journal.completed
     }
 
     /// Whether pages `first..first + pages` of `file` are all cached
@@ -1509,12 +1590,16 @@ pub(crate) struct Call {
 #[derive(Clone, Debug, Default)]
 struct Fsync {
     active: bool,
+    /// `fdatasync`, which needs no commit of the inode's times.
+    datasync: bool,
     /// The journal commit is still to be written (`fsync` only).
     journal: bool,
     /// Its requests in flight (writeback and the journal commit).
     mine: Vec<u32>,
-    /// The journal commit's slot while it is in flight.
+    /// The journal commit's slot while it is in flight, and its
+    /// transaction.
     journal_slot: Option<u32>,
+    journal_tid: u64,
 }
 
 /// A buffered `io_submit` in progress: its iocbs run one after another.
@@ -1558,9 +1643,44 @@ pub(crate) struct Instance {
     /// Threads in `fsync` waiting for pages of their file that the
     /// flusher has under writeback: its completions wake them.
     fsync_waiters: Vec<u32>,
+    /// Threads in `fsync` waiting for another's journal commit, with the
+    /// transaction each waits for: the commit's completion wakes them.
+    commit_waiters: Vec<(u32, u64)>,
 }
 
 impl Instance {
+    /// The page cache of `owner`'s kernel, written back by thread
+    /// `flusher`, before anything happened.
+    fn new(owner: Owner, settings: Settings, flusher: usize) -> Instance {
+        Instance {
+            owner,
+            cache: PageCache::new(settings),
+            flusher,
+            pass: None,
+            timer_armed: false,
+            pass_wrote: false,
+            last_old_flush: 0,
+            fsync_waiters: Vec::new(),
+            commit_waiters: Vec::new(),
+        }
+    }
+
+    /// The commit of transaction `tid` is on the device: the threads
+    /// whose `fsync` waited for it or an earlier one, to wake.
+    fn commit_ended(&mut self, tid: u64) -> Vec<u32> {
+        self.cache.journal_committed(tid);
+        let cache = &self.cache;
+        let mut done = Vec::new();
+        self.commit_waiters.retain(|&(w, waits_for)| {
+            let committed = cache.is_committed(waits_for);
+            if committed {
+                done.push(w);
+            }
+            !committed
+        });
+        done
+    }
+
     /// The pass a wake-up of the flusher at `now` starts with, as
     /// `wb_do_writeback` checks them: the periodic one
     /// (`wb_check_old_data_flush`) once `writeback_interval` has passed
@@ -1661,16 +1781,7 @@ impl Buffered {
         let settings = Settings::from_profile(&sc.host.page_cache, sc.host.tick.0, sc.host.cores);
         let instances = flushers
             .iter()
-            .map(|&(owner, flusher)| Instance {
-                owner,
-                cache: PageCache::new(settings),
-                flusher,
-                pass: None,
-                timer_armed: false,
-                pass_wrote: false,
-                last_old_flush: 0,
-                fsync_waiters: Vec::new(),
-            })
+            .map(|&(owner, flusher)| Instance::new(owner, settings, flusher))
             .collect();
         Some(Box::new(Buffered {
             instances,

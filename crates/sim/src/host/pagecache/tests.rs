@@ -127,16 +127,7 @@ fn a_background_chunk_is_half_a_second_at_the_estimated_bandwidth() {
 
 #[test]
 fn a_wake_up_runs_the_periodic_pass_when_due_and_then_the_background_one() {
-    let mut pc = Instance {
-        owner: Owner::Host,
-        cache: PageCache::new(settings()),
-        flusher: 0,
-        pass: None,
-        timer_armed: false,
-        pass_wrote: false,
-        last_old_flush: 0,
-        fsync_waiters: Vec::new(),
-    };
+    let mut pc = Instance::new(Owner::Host, settings(), 0);
     // Nothing due and nothing past the threshold: back to sleep.
     assert_eq!(pc.first_pass(SEC), None);
     // Past the threshold 2 s in, whoever wakes the flusher (its timer
@@ -549,4 +540,31 @@ fn the_active_list_gives_back_its_oldest_pages_when_the_inactive_is_low() {
     assert!(!pc.cached(1, 0, 1), "the oldest active page was evicted");
     assert!(pc.cached(1, 599, 1), "the youngest is still active");
     pc.consistent().expect("consistent");
+}
+
+#[test]
+fn an_inode_changes_once_a_jiffy_and_one_commit_holds_every_file_changed_with_it() {
+    let mut pc = Instance::new(Owner::Host, settings(), 0);
+    let jiffy = pc.cache.set.jiffy;
+    // Nothing written: nothing to commit.
+    assert_eq!(pc.cache.fsync_commit(0), Commit::Done);
+    // Files 0 and 1 written in the first jiffy: file 0's fsync writes the
+    // running transaction's commit, which holds file 1's change too.
+    pc.cache.write(0, 0, 1, 0);
+    pc.cache.write(1, 0, 1, jiffy / 2);
+    assert_eq!(pc.cache.fsync_commit(0), Commit::Write(1));
+    assert!(!pc.cache.inode_committed(0));
+    // File 1's fsync waits for that commit rather than writing one.
+    assert_eq!(pc.cache.fsync_commit(1), Commit::InFlight(1));
+    pc.commit_waiters.push((7, 1));
+    // A write later in the same jiffy leaves the time, and the inode, as
+    // they were; one in the next jiffy changes them in the new transaction.
+    pc.cache.write(0, 1, 1, jiffy - 1);
+    assert_eq!(pc.commit_ended(1), vec![7]);
+    assert!(pc.commit_waiters.is_empty());
+    assert!(pc.cache.inode_committed(0) && pc.cache.inode_committed(1));
+    assert_eq!(pc.cache.fsync_commit(0), Commit::Done);
+    pc.cache.write(0, 2, 1, jiffy);
+    assert_eq!(pc.cache.fsync_commit(0), Commit::Write(2));
+    assert_eq!(pc.cache.totals.journal_commits, 2);
 }
