@@ -97,7 +97,8 @@ class ModeSelect:
     def record_idle(
         self, bytes: int, mode: str, reached: Union[str, int], write: bool = False, sleep_ns: int = 0
     ) -> None:
-        """A request's wait as ``mode`` (``"sleep"`` for ``sleep_ns``, or
+        """A request's wait as ``mode`` (``"sleep"`` for ``sleep_ns``, the
+        sleep :meth:`choose` gave, which must be positive; or
         ``"interrupt"``; ``"poll"`` teaches nothing) ended with its core
         woken from idle state ``reached``: a name of :attr:`idle_states` or
         its index."""

@@ -63,3 +63,7 @@ def test_bad_input_is_an_input_error_naming_what_is_wrong():
         select.record_idle(4096, "spin", 0)
     with pytest.raises(cinterrupts.InputError, match="name or index"):
         select.record_idle(4096, "interrupt", 1.5)
+    # A sleep's wait names the sleep it took (choose's); none is refused.
+    with pytest.raises(cinterrupts.InputError, match="parameter out of range"):
+        select.record_idle(4096, "sleep", "C1")
+    select.record_idle(4096, "sleep", "C1", sleep_ns=5 * US)

@@ -691,8 +691,8 @@ int cint_mode_select_choose(cint_mode_select *s,
  * parameters' table; Linux keeps it as the CPU's `last_state_idx`). The
  * selector then expects such waits to reach the state most of them
  * reached (docs/ALGORITHMS.md section 10). `CINT_MODE_POLL` is accepted
- * and changes nothing; `CINT_EINVAL` for another mode or an index past
- * the table.
+ * and changes nothing; `CINT_EINVAL` for another mode, a sleep of 0 ns
+ * or an index past the table.
  *
  * # Safety
  * `s` must be null or point to a `cint_mode_select` that no other thread

@@ -530,7 +530,10 @@ proptest! {
                     SelectCall::RecordIdle { bytes, write, mode: m, sleep: ns, reached } => {
                         let rc = cint_mode_select_record_idle(&mut *s, bytes, write, m, ns, reached);
                         if initialised {
-                            let valid = (0..=2).contains(&m) && reached < idle_count;
+                            // A sleep is one the selector could have chosen.
+                            let sleep_ok = m != CINT_MODE_SLEEP
+                                || (1..=::cint_policy::config::MAX_DURATION).contains(&ns);
+                            let valid = (0..=2).contains(&m) && reached < idle_count && sleep_ok;
                             prop_assert_eq!(rc == CINT_OK, valid, "mode {} state {}: {}", m, reached, rc);
                         }
                         rc

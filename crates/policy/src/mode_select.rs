@@ -346,8 +346,9 @@ impl ModeSelect {
     /// few waits made as the governor was still learning (the first from
     /// a long idle period reach the deepest state) cannot decide.
     /// Nothing happens for [`CompletionChoice::Poll`], or before the
-    /// class has a completion time. An index outside the table is
-    /// refused.
+    /// class has a completion time. An index outside the table, and a
+    /// [`CompletionChoice::Sleep`] of no time (not a choice the selector
+    /// makes), are refused.
     pub fn record_idle(
         &mut self,
         bytes: u64,
@@ -363,7 +364,11 @@ impl ModeSelect {
         )?;
         let (kind, idle) = match choice {
             CompletionChoice::Poll => return Ok(()),
-            CompletionChoice::Sleep(ns) => (WaitKind::Timer, ns),
+            // The sleep the choice made: one of none slept nowhere.
+            CompletionChoice::Sleep(ns) => {
+                check_range("sleep", ns, 1, MAX_DURATION)?;
+                (WaitKind::Timer, ns)
+            }
             CompletionChoice::Interrupt => {
                 (WaitKind::Interrupt, self.classes[class(bytes, dir)].mean)
             }
@@ -679,6 +684,16 @@ mod tests {
                 value: 3,
                 min: 0,
                 max: 2
+            })
+        );
+        // A sleep of no time is no choice the selector makes.
+        assert_eq!(
+            s.record_idle(4096, Direction::Read, CompletionChoice::Sleep(0), 1),
+            Err(PolicyError::OutOfRange {
+                param: "sleep",
+                value: 0,
+                min: 1,
+                max: MAX_DURATION
             })
         );
     }
