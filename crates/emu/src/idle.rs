@@ -119,7 +119,6 @@ impl CoreIdle {
     /// interrupt claimed it while it slept: it must run the handler's
     /// pass now.
     pub fn wake(&self, channel: u32) -> bool {
-        self.waiting.fetch_sub(1, Ordering::Relaxed);
         let old = self.update(|w| {
             let w = match sleeper(w) {
                 Some(c) if c == channel => with_sleeper(w, None),
@@ -129,6 +128,10 @@ impl CoreIdle {
             };
             w + 1
         });
+        // Counted as running first, then no longer as waiting, as `sleep`
+        // counts it waiting before it stops running: a neighbour's look
+        // at the core never finds it in neither count.
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
         sleeper(old) == Some(channel) && old & CLAIMED != 0
     }
 

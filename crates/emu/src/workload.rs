@@ -526,6 +526,13 @@ impl IoThread {
     fn wait(&mut self, want: usize, most: usize) -> Nanos {
         let op = self.last_op;
         if let Some(select) = &mut self.select {
+            // What is in already needs no wait, so no choice (the
+            // simulator's choices are per wait too).
+            let have = self.client.reap_at_most(most, &mut self.done);
+            if have >= want {
+                return 0;
+            }
+            let (want, most) = (want - have, most - have);
             return match select.choose_for_wait(&self.client, self.io.bs, op) {
                 CompletionChoice::Poll => self.spin_for(want, most),
                 CompletionChoice::Sleep(ns) => self.sleep_then_spin(ns, want, most),
@@ -558,13 +565,15 @@ impl IoThread {
     /// Sleeps `sleep` unless `want` completions are already in, then
     /// spins for the rest (hybrid polling). Returns how long it spun.
     fn sleep_then_spin(&mut self, sleep: Nanos, want: usize, most: usize) -> Nanos {
+        // Completions the call already took stay in `done` before these.
+        let before = self.done.len();
         if sleep > 0 && self.client.reap_at_most(most, &mut self.done) < want {
             crate::activity::enter(ThreadState::Idle);
             sys::sleep_ns(sleep);
             crate::activity::enter(ThreadState::Busy);
             self.sleeps += 1;
         }
-        let have = self.done.len();
+        let have = self.done.len() - before;
         if have >= want {
             return 0;
         }
