@@ -307,6 +307,9 @@ pub(crate) struct Thread {
     /// `mode-select`: its CPU's wake-ups from idle when the thread began
     /// its current wait ([`World::power_wakes`]).
     pub choice_wakes: u32,
+    /// `mode-select`: no other thread wanted the core when the current
+    /// wait's mode was chosen, so the choice read the estimates.
+    pub choice_alone: bool,
 }
 
 impl Thread {
@@ -362,6 +365,7 @@ impl Thread {
             estimator,
             choice: cint_policy::mode_select::CompletionChoice::Poll,
             choice_wakes: 0,
+            choice_alone: false,
         }
     }
 }

@@ -88,6 +88,7 @@ impl World<'_> {
             return;
         }
         let situation = self.situation(t, true);
+        self.threads[t].choice_alone = !situation.core_contended;
         for i in self.threads[t].batch.len() - k as usize..self.threads[t].batch.len() {
             let r = self.threads[t].batch[i] as usize;
             let req = &self.reqs[r];
@@ -130,7 +131,9 @@ impl World<'_> {
                 Rw::Write | Rw::RandWrite => Direction::Write,
                 _ => Direction::Read,
             };
-            let choice = selector.choose(th.prog.bs, dir, self.situation(t, false));
+            let situation = self.situation(t, false);
+            let choice = selector.choose(th.prog.bs, dir, situation);
+            self.threads[t].choice_alone = !situation.core_contended;
             self.set_choice(t, choice);
         }
         match self.threads[t].choice {
@@ -146,9 +149,16 @@ impl World<'_> {
     /// slept for its request (a hybrid sleep, or until the interrupt) and
     /// its CPU idled for it alone, the selector learns the idle state the
     /// core was woken from (Linux keeps the CPU's as `last_state_idx`).
+    /// Alone means: no other thread wanted the core when the mode was
+    /// chosen (a choice rule 1 made read no estimate), none waits for its
+    /// I/O there now (its block may have begun the idle period), and the
+    /// CPU went idle once and was woken for this wait.
     pub(crate) fn select_observe_idle(&mut self, t: usize) {
         let th = &self.threads[t];
-        if !matches!(th.wait, Wait::Sync | Wait::HybridSleep { .. }) {
+        if !matches!(th.wait, Wait::Sync | Wait::HybridSleep { .. })
+            || !th.choice_alone
+            || self.others_wait_for_io(t)
+        {
             return;
         }
         let Some(reached) = self.power_reached_alone(th.core as usize, th.choice_wakes) else {
