@@ -86,6 +86,7 @@ pub const IO_KEYS: &[&str] = &[
     "percentile_list",
     "fsync",
     "fdatasync",
+    "sync",
     "flow",
     "flow_id",
     "flow_sleep",
@@ -527,6 +528,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     }
     let shape = crate::shape::parse_shape(sec, bs, bs_given, rate_iops.is_some())?;
     check_shape_on_engine(sec, &shape, engine)?;
+    check_sync_writes(sec, &shape, engine, flags.direct, rw)?;
     if offload {
         check_offload(sec, &shape, flags.direct)?;
     }
@@ -770,6 +772,39 @@ fn io_flags(sec: &mut Section<'_>, engine: Engine) -> Result<IoFlags, ScenarioEr
         fadvise_hint,
         gtod_reduce,
     })
+}
+
+/// `sync` applies to a buffered job's writes, each written back within
+/// its call through the page cache; refused where it would change
+/// nothing or the path is not the page cache's.
+fn check_sync_writes(
+    sec: &Section<'_>,
+    shape: &crate::IoShape,
+    engine: Engine,
+    direct: bool,
+    rw: Rw,
+) -> Result<(), ScenarioError> {
+    if shape.sync_writes == crate::SyncWrites::None {
+        return Ok(());
+    }
+    let refusal = if matches!(rw, Rw::Read | Rw::RandRead) {
+        Some("applies to writes, and the job only reads")
+    } else if direct {
+        Some(
+            "on direct writes changes nothing the model runs: Linux 5.0 marks each write FUA \
+             and flushes after it, and drops both for a device without a volatile write cache \
+             (block/blk-core.c generic_make_request_checks), as the built-in devices are; set \
+             direct = false for writes through the page cache",
+        )
+    } else if engine == Engine::IoUring {
+        Some("buffered io_uring runs as direct I/O here; use psync, pvsync2 or libaio")
+    } else {
+        None
+    };
+    match refusal {
+        Some(why) => Err(sec.error("sync", why)),
+        None => Ok(()),
+    }
 }
 
 /// Refuses a shape the engine cannot run: io_uring's asynchronous syncs,

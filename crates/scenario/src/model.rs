@@ -368,6 +368,9 @@ pub struct IoShape {
     pub fsync: u32,
     /// `fdatasync`: the same with `fdatasync`.
     pub fdatasync: u32,
+    /// `sync`: buffered writes opened `O_SYNC` or `O_DSYNC`, each written
+    /// back within its call.
+    pub sync_writes: SyncWrites,
     /// `flow`: weight in fio's flow control among the jobs of the same
     /// `flow_id` (0: not in a flow).
     pub flow: u32,
@@ -406,6 +409,21 @@ pub struct LatencyTarget {
     /// Percent of the window's I/Os that must meet the target, in
     /// (0, 100]; at 100 one late I/O lowers the depth at once.
     pub percentile: f64,
+}
+
+/// fio's `sync`: how a buffered job's file is opened for its writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncWrites {
+    /// Neither flag: a write returns once its pages are in the cache.
+    #[default]
+    None,
+    /// `O_SYNC`: each write returns once its pages are written back and
+    /// the inode's changes committed (`generic_write_sync`, `fsync`'s
+    /// path over the written range).
+    Sync,
+    /// `O_DSYNC`: the same without the commit of the inode's times
+    /// (`fdatasync`'s path).
+    Dsync,
 }
 
 /// Which jobs `exitall` ends.

@@ -210,6 +210,11 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
     if shape.fdatasync > 0 {
         t["fdatasync"] = value(i64::from(shape.fdatasync));
     }
+    match shape.sync_writes {
+        crate::SyncWrites::None => {}
+        crate::SyncWrites::Sync => t["sync"] = value("sync"),
+        crate::SyncWrites::Dsync => t["sync"] = value("dsync"),
+    }
     if shape.flow > 0 {
         t["flow"] = value(i64::from(shape.flow));
         t["flow_id"] = value(i64::from(shape.flow_id));

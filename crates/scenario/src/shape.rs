@@ -8,7 +8,7 @@ use cint_policy::Nanos;
 use crate::error::ScenarioError;
 use crate::load::MAX_RUN_TIME;
 use crate::model::{
-    BsShare, ExitScope, IoShape, LatencyTarget, Schedule, SteadyMetric, SteadyState,
+    BsShare, ExitScope, IoShape, LatencyTarget, Schedule, SteadyMetric, SteadyState, SyncWrites,
 };
 use crate::section::Section;
 use crate::units::{format_duration, parse_size};
@@ -293,6 +293,11 @@ pub(crate) fn parse_shape(
     };
     let fsync = sec.int("fsync", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
     let fdatasync = sec.int("fdatasync", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
+    let sync_writes = match sec.choice("sync", &["none", "sync", "dsync"])?.as_deref() {
+        Some("sync") => SyncWrites::Sync,
+        Some("dsync") => SyncWrites::Dsync,
+        _ => SyncWrites::None,
+    };
     let flow = sec.int("flow", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
     let flow_id = sec.int("flow_id", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
     let flow_sleep = bounded_duration(sec, "flow_sleep")?;
@@ -327,6 +332,7 @@ pub(crate) fn parse_shape(
         percentile_list,
         fsync,
         fdatasync,
+        sync_writes,
         flow,
         flow_id,
         flow_sleep,

@@ -743,6 +743,36 @@ fn cases() -> Vec<Case<'static>> {
             "RWF_NOWAIT on a buffered call is not modelled",
         ),
         case(
+            "sync on a job that only reads",
+            with(
+                "engine = \"psync\"",
+                "engine = \"psync\"\ndirect = false\nsync = \"sync\"",
+            ),
+            LineOf("sync = \"sync\""),
+            "job.sync.sync",
+            "applies to writes, and the job only reads",
+        ),
+        case(
+            "sync on direct writes",
+            with(
+                "engine = \"psync\"\nrw     = \"randread\"",
+                "engine = \"psync\"\nrw     = \"randwrite\"\nsync = \"dsync\"",
+            ),
+            LineOf("sync = \"dsync\""),
+            "job.sync.sync",
+            "on direct writes changes nothing the model runs",
+        ),
+        case(
+            "an unknown sync mode",
+            with(
+                "engine = \"psync\"",
+                "engine = \"psync\"\ndirect = false\nsync = \"fsync\"",
+            ),
+            LineOf("sync = \"fsync\""),
+            "job.sync.sync",
+            "must be one of \"none\", \"sync\" or \"dsync\"",
+        ),
+        case(
             "io key on a cpu job",
             with("engine = \"psync\"", "kind = \"cpu\""),
             LineOf("rw     = \"randread\""),

@@ -405,6 +405,68 @@ fn threads_that_fsync_their_own_files_share_the_journals_commits() {
 }
 
 #[test]
+fn a_file_opened_o_sync_writes_each_write_back_within_the_call() {
+    let job = |extra: &str| {
+        run(
+            &format!("rw = \"randwrite\"\nbs = \"4k\"\nsize = \"1g\"\n{extra}"),
+            "[host.page_cache]\nmemory = \"1GiB\"",
+            "optane-p4800x",
+            "50ms",
+        )
+    };
+    let cached = job("");
+    let osync = job("sync = \"sync\"");
+    let odsync = job("sync = \"dsync\"");
+    let fsynced = job("fsync = 1");
+    let (w, c) = (&osync.results[0].jobs[0], &cached.results[0].jobs[0]);
+    // The call returns once its page is on the device: its latency holds
+    // the device's write (5.95 us on the P4800X) and the wait for it.
+    assert!(
+        w.lat_ns.mean > c.lat_ns.mean + 6_000.0,
+        "O_SYNC {} ns against {} ns into the cache",
+        w.lat_ns.mean,
+        c.lat_ns.mean
+    );
+    // Every write's page goes back by its own call, none by the flusher,
+    // and one device write per call besides a commit a tick.
+    let t = totals(&osync);
+    assert_eq!(t[4] + t[5], 0, "no flusher run: {t:?}");
+    assert!(
+        t[2] >= w.ios && t[2] <= w.ios + 64,
+        "{t:?}, {} writes",
+        w.ios
+    );
+    assert!((12..=14).contains(&t[11]), "commits: {t:?}");
+    // O_DSYNC skips the commit of the times; fio's fsync=1 does the same
+    // work in a call of its own, at about the same rate, and the write's
+    // latency then leaves the writeback out.
+    assert_eq!(totals(&odsync).get(11), None, "no commit with O_DSYNC");
+    let f = &fsynced.results[0].jobs[0];
+    assert!(
+        (w.iops / f.iops - 1.0).abs() < 0.1,
+        "O_SYNC {} writes/s, fsync=1 {}",
+        w.iops,
+        f.iops
+    );
+    assert!(f.lat_ns.mean < c.lat_ns.mean * 1.5, "{}", f.lat_ns.mean);
+    // libaio: each iocb is synced inside io_submit, before the next.
+    let aio = run_job(
+        (
+            "w",
+            "engine = \"libaio\"\niodepth = 8\ndirect = false\nrw = \"randwrite\"\n\
+             bs = \"4k\"\nsize = \"1g\"\nsync = \"dsync\"",
+        ),
+        "[host.page_cache]\nmemory = \"1GiB\"",
+        "optane-p4800x",
+        "50ms",
+    );
+    let t = totals(&aio);
+    let ios = aio.results[0].jobs[0].ios;
+    assert!(ios > 0 && t[2] >= ios, "{t:?}, {ios} writes");
+    assert_eq!(t[4] + t[5], 0, "written by the calls: {t:?}");
+}
+
+#[test]
 fn an_fsync_of_many_pages_merges_them_and_a_libaio_job_syncs_too() {
     // Sequential 4 KiB writes, fsync every 64: one 128 KiB request and a
     // half per call, merged as the flusher merges.

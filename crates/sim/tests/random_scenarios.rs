@@ -396,6 +396,9 @@ fn scenario(seed: u64) -> String {
     // And without fio's fadvise hint now and then (Linux's own read-ahead
     // rules judge each miss), from one more.
     let mut advice = Rng::new(seed.wrapping_mul(0x1656_67b1_9e37_79f9));
+    // And a buffered writer's file opened O_SYNC or O_DSYNC now and then
+    // (fio's `sync`), from one more.
+    let mut sync_files = Rng::new(seed.wrapping_mul(0x27d4_eb2f_1656_67c5));
     for i in 0..1 + rng.below(4) as usize {
         let mut one = String::new();
         job(&mut rng, &mut host_model, i, cores, &mut one);
@@ -408,6 +411,15 @@ fn scenario(seed: u64) -> String {
             one.push_str("direct = false\n");
             if advice.chance(40) {
                 one.push_str("fadvise_hint = false\n");
+            }
+            let writes = !one.contains("rw = \"read\"") && !one.contains("rw = \"randread\"");
+            if writes && sync_files.chance(30) {
+                let mode = if sync_files.chance(50) {
+                    "sync"
+                } else {
+                    "dsync"
+                };
+                let _ = writeln!(one, "sync = \"{mode}\"");
             }
         }
         jobs.push_str(&one);

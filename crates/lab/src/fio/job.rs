@@ -3,7 +3,7 @@
 //! the option table, and its name made usable as a scenario name.
 
 use cint_policy::Nanos;
-use cint_scenario::{BsShare, Engine, Rw, SteadyMetric};
+use cint_scenario::{BsShare, Engine, Rw, SteadyMetric, SyncWrites};
 
 use super::diag::Diagnostics;
 use super::jobfile::{Opt, Section};
@@ -62,7 +62,7 @@ pub(super) struct JobSpec {
     pub(super) sqpoll: Option<At<bool>>,
     pub(super) sqpoll_cpu: Option<At<u32>>,
     /// `sync`: files opened `O_SYNC` (or `O_DSYNC` with `sync=dsync`).
-    pub(super) sync: Option<At<bool>>,
+    pub(super) sync: Option<At<SyncWrites>>,
     pub(super) nowait: Option<At<bool>>,
     pub(super) bssplit: Option<At<Vec<BsShare>>>,
     pub(super) bssplit_write: Vec<BsShare>,

@@ -5,7 +5,7 @@
 //! is measured, and there is no model of it).
 
 use cint_scenario::units::parse_size;
-use cint_scenario::{Engine, Rw};
+use cint_scenario::{Engine, Rw, SyncWrites};
 
 use super::diag::Diagnostics;
 use super::job::{At, JobSpec, SizeSpec};
@@ -591,12 +591,14 @@ fn apply_engine(
         // A boolean in fio's older releases, `none`, `sync` or `dsync` in
         // its newer ones.
         "sync" => {
-            let on = match o.raw.map(str::to_ascii_lowercase).as_deref() {
-                Some("none") => false,
-                Some("sync") | Some("dsync") => true,
-                _ => o.boolean(diag)?,
+            let mode = match o.raw.map(str::to_ascii_lowercase).as_deref() {
+                Some("none") => SyncWrites::None,
+                Some("sync") => SyncWrites::Sync,
+                Some("dsync") => SyncWrites::Dsync,
+                _ if o.boolean(diag)? => SyncWrites::Sync,
+                _ => SyncWrites::None,
             };
-            spec.sync = Some(At::new(o.line, on));
+            spec.sync = Some(At::new(o.line, mode));
         }
         "sqthread_poll_cpu" => {
             spec.sqpoll_cpu = Some(At::new(o.line, o.int(diag, 0, 65_535)? as u32));

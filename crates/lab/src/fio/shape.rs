@@ -2,7 +2,7 @@
 //! caps, think times, counts, flows, `exitall` and steady state, checked
 //! against each other.
 
-use cint_scenario::{BsShare, ExitScope, IoShape, LatencyTarget, Rw, SteadyState};
+use cint_scenario::{BsShare, ExitScope, IoShape, LatencyTarget, Rw, SteadyState, SyncWrites};
 
 use super::diag::Diagnostics;
 use super::job::{At, JobSpec};
@@ -67,6 +67,8 @@ pub(super) fn job_shape(
             .map_or(Vec::new(), |p| p.value.clone()),
         fsync: spec.fsync.map_or(0, |f| f.value),
         fdatasync: spec.fdatasync.map_or(0, |f| f.value),
+        // Set once the job's I/O path is known (`to_scenario`).
+        sync_writes: SyncWrites::None,
         flow: spec.flow.map_or(0, |f| f.value),
         flow_id: spec.flow_id,
         flow_sleep: spec.flow_sleep,

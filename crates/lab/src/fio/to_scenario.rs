@@ -8,7 +8,7 @@ use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::PolicyConfig;
 use cint_scenario::{
     CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, IoShape, Job, Rw,
-    Scenario, Schedule, SqPoll, Strategy, Work,
+    Scenario, Schedule, SqPoll, Strategy, SyncWrites, Work,
 };
 
 use super::diag::Diagnostics;
@@ -257,41 +257,41 @@ fn queue_depths(
     })
 }
 
-/// fio's `sync` (`O_SYNC`, or `O_DSYNC`): on direct writes Linux 5.0
-/// sets `REQ_FUA` on each write's bio (fs/block_dev.c `dio_bio_write_op`)
-/// and, after a synchronous write, flushes (`generic_write_sync`, then
-/// `blkdev_fsync` and `blkdev_issue_flush`); for a device without a
-/// volatile write cache, as the model's are, the block layer drops both
-/// (block/blk-core.c `generic_make_request_checks`), so nothing reaches
-/// the device: warned. On buffered writes it writes each write's pages
-/// back within the call, which the page cache does not model: refused.
-/// Reads it does not touch.
-fn synchronous_writes(spec: &JobSpec, io: &IoJob, diag: &mut Diagnostics) -> Result<(), FioError> {
-    let Some(on) = spec.sync.filter(|s| s.value) else {
+/// fio's `sync` (`O_SYNC`, or `O_DSYNC`). On buffered writes each write
+/// is written back within its call (`generic_write_sync`): the job's
+/// `sync`. On direct writes Linux 5.0 sets `REQ_FUA` on each write's bio
+/// (fs/block_dev.c `dio_bio_write_op`) and, after a synchronous write,
+/// flushes (`generic_write_sync`, then `blkdev_fsync` and
+/// `blkdev_issue_flush`); for a device without a volatile write cache, as
+/// the model's are, the block layer drops both (block/blk-core.c
+/// `generic_make_request_checks`), so nothing reaches the device: warned,
+/// as on buffered io_uring, which runs as direct I/O here. Reads it does
+/// not touch.
+fn synchronous_writes(
+    spec: &JobSpec,
+    io: &mut IoJob,
+    diag: &mut Diagnostics,
+) -> Result<(), FioError> {
+    let Some(mode) = spec.sync.filter(|s| s.value != SyncWrites::None) else {
         return Ok(());
     };
     if matches!(io.rw, Rw::Read | Rw::RandRead) {
         diag.job_warn(
             &spec.name,
-            on.line,
+            mode.line,
             "sync has no effect on a job that only reads",
         );
-    } else if io.direct {
+    } else if io.direct || io.engine == Engine::IoUring {
         diag.job_warn(
             &spec.name,
-            on.line,
+            mode.line,
             "sync on O_DIRECT writes: Linux marks each write FUA and flushes after a \
              synchronous one, and drops both for a device without a volatile write cache, as \
              the model's are; the flush's CPU inside the call is not modelled (nor is a \
              direct fsync's)",
         );
     } else {
-        return Err(diag.job_err(
-            &spec.name,
-            on.line,
-            "sync with buffered writes (each write's pages written back within the call) is \
-             not modelled; fsync=1 writes them back after each write, in a call of its own",
-        ));
+        io.shape.sync_writes = mode.value;
     }
     Ok(())
 }
@@ -767,7 +767,7 @@ numjobs=2
     }
 
     #[test]
-    fn sync_is_warned_on_direct_writes_and_reads_and_refused_buffered() {
+    fn sync_is_warned_on_direct_writes_and_reads_and_runs_buffered() {
         // The classic journal test: direct, O_SYNC, 4 KiB writes at depth 1.
         let journal = "[j]\ndirect=1\nsync=1\nrw=write\nbs=4k\nruntime=5ms\n";
         let imp = import_str(journal, "j.fio", &args()).expect("direct sync runs");
@@ -792,11 +792,21 @@ numjobs=2
             let warned = imp.warnings.iter().any(|w| w.contains("only reads"));
             assert_eq!(warned, ok, "sync={value}: {:?}", imp.warnings);
         }
-        let e = import_str("[b]\nrw=write\nsync=dsync\nruntime=5ms\n", "b.fio", &args())
-            .expect_err("buffered sync");
-        assert!(e
-            .to_string()
-            .starts_with("b.fio:3: job 'b': sync with buffered writes"));
+        // Buffered writes are written back within each call.
+        for (value, mode) in [
+            ("dsync", SyncWrites::Dsync),
+            ("sync", SyncWrites::Sync),
+            ("1", SyncWrites::Sync),
+            ("0", SyncWrites::None),
+        ] {
+            let text = format!("[b]\nrw=write\nsync={value}\nruntime=5ms\n");
+            let imp = import_str(&text, "b.fio", &args()).expect("buffered sync");
+            let Work::Io(io) = &imp.scenario.jobs[0].work else {
+                panic!("an I/O job");
+            };
+            assert!(!io.direct && imp.warnings.is_empty(), "{:?}", imp.warnings);
+            assert_eq!(io.shape.sync_writes, mode, "sync={value}");
+        }
         let e = import_str("[b]\nsync=maybe\n", "b.fio", &args()).expect_err("bad value");
         assert!(e.to_string().starts_with("b.fio:2:"), "{e}");
     }

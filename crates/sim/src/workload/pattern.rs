@@ -71,6 +71,7 @@ static NO_SHAPE: IoShape = IoShape {
     percentile_list: Vec::new(),
     fsync: 0,
     fdatasync: 0,
+    sync_writes: cint_scenario::SyncWrites::None,
     flow: 0,
     flow_id: 0,
     flow_sleep: 0,

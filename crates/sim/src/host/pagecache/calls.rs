@@ -179,6 +179,13 @@ impl World<'_> {
     /// changed holds them (its time moves once a jiffy), and `fdatasync`
     /// of pages written in place skips it.
     pub(crate) fn buffered_fsync(&mut self, t: usize, datasync: bool) {
+        self.start_fsync(t, datasync, None, self.costs.syscall);
+    }
+
+    /// Thread `t`'s sync of its file begins after `entry` of its CPU: an
+    /// `fsync` (`fdatasync` if `datasync`) call, or the one inside
+    /// `within`, a write to a file opened `O_SYNC` (`O_DSYNC`).
+    fn start_fsync(&mut self, t: usize, datasync: bool, within: Option<Call>, entry: Nanos) {
         let th = &mut self.threads[t];
         std::mem::swap(&mut th.free_slots, &mut th.fsync_slots);
         let Some(b) = self.page_cache.as_deref_mut() else {
@@ -190,7 +197,8 @@ impl World<'_> {
         f.active = true;
         f.datasync = datasync;
         f.journal = !datasync;
-        self.fsync_step(t, self.costs.syscall);
+        f.within = within;
+        self.fsync_step(t, entry);
     }
 
     /// The `fsync` of thread `t` goes on after `entry` of its own CPU:
@@ -288,7 +296,7 @@ impl World<'_> {
         }
         let waiting = !f.mine.is_empty();
         let done = staged == 0 && !waiting;
-        let datasync = f.datasync;
+        let (datasync, within) = (f.datasync, f.within);
         if !done {
             if let Some(b) = self.page_cache.as_deref_mut() {
                 b.fsyncs[t] = f;
@@ -316,7 +324,10 @@ impl World<'_> {
             }
             let th = &mut self.threads[t];
             std::mem::swap(&mut th.free_slots, &mut th.fsync_slots);
-            self.set_burst(t, entry + self.costs.return_to_user, Cont::SyncReturn);
+            match within {
+                Some(call) => self.finish_call(t, call, entry),
+                None => self.set_burst(t, entry + self.costs.return_to_user, Cont::SyncReturn),
+            }
         }
     }
 
@@ -462,6 +473,22 @@ impl World<'_> {
     /// The buffered call returns: its latency is the whole call, as a
     /// synchronous call's in fio, then the generator's reaping work.
     fn finish_buffered(&mut self, t: usize, call: Call, extra: Nanos) {
+        // A file opened O_SYNC (O_DSYNC): `generic_write_sync` writes the
+        // call's pages back and waits, as fsync (fdatasync) does, before
+        // the call returns; the sync's requests and CPU follow the copy's.
+        let sync = self.shape(t).sync_writes;
+        if call.write && sync != cint_scenario::SyncWrites::None {
+            let datasync = sync == cint_scenario::SyncWrites::Dsync;
+            self.start_fsync(t, datasync, Some(call), extra);
+            return;
+        }
+        self.finish_call(t, call, extra);
+    }
+
+    /// A buffered call of thread `t` (a read, or a write whose pages are
+    /// in the cache, and written back if its file is synchronous)
+    /// returns after `extra` of its CPU, or its iocb completes.
+    fn finish_call(&mut self, t: usize, call: Call, extra: Nanos) {
         if self.threads[t].prog.engine == cint_scenario::Engine::Libaio {
             self.iocb_done(t, call, extra);
             return;
@@ -833,9 +860,10 @@ pub(crate) fn add_flushers(
     Ok(out)
 }
 
-/// Gives each thread of a buffered job that calls `fsync` or `fdatasync`
-/// request slots for the call's writeback, as many as the device has tags
-/// per queue (the tags bound what is in flight).
+/// Gives each thread of a buffered job that calls `fsync` or `fdatasync`,
+/// or writes to a file opened `O_SYNC` or `O_DSYNC`, request slots for
+/// the call's writeback, as many as the device has tags per queue (the
+/// tags bound what is in flight).
 fn add_fsync_slots(
     sc: &cint_scenario::Scenario,
     threads: &mut [crate::world::Thread],
@@ -846,8 +874,9 @@ fn add_fsync_slots(
         let Some(job) = sc.jobs.get(th.job as usize) else {
             continue;
         };
-        let syncs =
-            matches!(&job.work, Work::Io(io) if io.shape.fsync > 0 || io.shape.fdatasync > 0);
+        let syncs = matches!(&job.work, Work::Io(io) if io.shape.fsync > 0
+            || io.shape.fdatasync > 0
+            || io.shape.sync_writes != cint_scenario::SyncWrites::None);
         if !job_buffered(job) || !syncs {
             continue;
         }

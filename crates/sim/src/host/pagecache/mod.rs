@@ -1600,6 +1600,10 @@ struct Fsync {
     /// transaction.
     journal_slot: Option<u32>,
     journal_tid: u64,
+    /// The write whose `O_SYNC` or `O_DSYNC` this is (`generic_write_sync`
+    /// inside the call), which returns when it ends; `None` for an
+    /// `fsync` call of its own.
+    within: Option<Call>,
 }
 
 /// A buffered `io_submit` in progress: its iocbs run one after another.
