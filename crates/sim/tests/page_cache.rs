@@ -41,6 +41,17 @@ fn run_job((name, job): (&str, &str), host: &str, device: &str, duration: &str) 
     cint_sim::run(&sc).expect("runs")
 }
 
+/// A buffered psync job of 4 KiB random writes over 1 GiB (its keys
+/// `extra` besides) for 50 ms on the P4800X, with a 1 GiB cache.
+fn random_writer(extra: &str) -> RunResult {
+    run(
+        &format!("rw = \"randwrite\"\nbs = \"4k\"\nsize = \"1g\"\n{extra}"),
+        "[host.page_cache]\nmemory = \"1GiB\"",
+        "optane-p4800x",
+        "50ms",
+    )
+}
+
 #[test]
 fn dirty_pages_under_the_background_threshold_wait_for_expiry() {
     // 500 writes of 4 KiB a second into 1 GiB: 10% is 26 214 pages, more
@@ -327,16 +338,8 @@ fn fio_advice_decides_the_read_ahead_of_random_and_sequential_readers() {
 
 #[test]
 fn fsync_writes_the_files_dirty_pages_back_and_waits_for_them() {
-    let job = |extra: &str| {
-        run(
-            &format!("rw = \"randwrite\"\nbs = \"4k\"\nsize = \"1g\"\n{extra}"),
-            "[host.page_cache]\nmemory = \"1GiB\"",
-            "optane-p4800x",
-            "50ms",
-        )
-    };
-    let free = job("");
-    let every = job("fdatasync = 1");
+    let free = random_writer("");
+    let every = random_writer("fdatasync = 1");
     let t = totals(&every);
     let ios = every.results[0].jobs[0].ios;
     // Each write's page goes back by the call that follows it, not by the
@@ -367,7 +370,7 @@ fn fsync_writes_the_files_dirty_pages_back_and_waits_for_them() {
     // (ext4 on Linux 5.0; docs/evidence/fsync_journal_per_tick.c): the
     // writes of one tick change the inode once, and only the first fsync
     // after it commits. 50 ms hold 12 or 13 ticks.
-    let fsynced = job("fsync = 1");
+    let fsynced = random_writer("fsync = 1");
     let commits = totals(&fsynced)[11];
     assert!((12..=14).contains(&commits), "{commits} journal commits");
     let with_journal = fsynced.results[0].jobs[0].iops;
@@ -377,7 +380,7 @@ fn fsync_writes_the_files_dirty_pages_back_and_waits_for_them() {
         w.iops
     );
     // Writes 5 ms apart each change the time: every fsync commits.
-    let spaced = job("fsync = 1\nrate_iops = 200");
+    let spaced = random_writer("fsync = 1\nrate_iops = 200");
     let calls = spaced.results[0].jobs[0].ios;
     assert!(calls >= 8, "{calls} writes");
     assert_eq!(totals(&spaced)[11], calls, "a commit per fsync");
@@ -406,18 +409,10 @@ fn threads_that_fsync_their_own_files_share_the_journals_commits() {
 
 #[test]
 fn a_file_opened_o_sync_writes_each_write_back_within_the_call() {
-    let job = |extra: &str| {
-        run(
-            &format!("rw = \"randwrite\"\nbs = \"4k\"\nsize = \"1g\"\n{extra}"),
-            "[host.page_cache]\nmemory = \"1GiB\"",
-            "optane-p4800x",
-            "50ms",
-        )
-    };
-    let cached = job("");
-    let osync = job("sync = \"sync\"");
-    let odsync = job("sync = \"dsync\"");
-    let fsynced = job("fsync = 1");
+    let cached = random_writer("");
+    let osync = random_writer("sync = \"sync\"");
+    let odsync = random_writer("sync = \"dsync\"");
+    let fsynced = random_writer("fsync = 1");
     let (w, c) = (&osync.results[0].jobs[0], &cached.results[0].jobs[0]);
     // The call returns once its page is on the device: its latency holds
     // the device's write (5.95 us on the P4800X) and the wait for it.

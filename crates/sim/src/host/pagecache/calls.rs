@@ -682,8 +682,15 @@ impl World<'_> {
         let Some(i) = b.flusher_of(flusher) else {
             return 0;
         };
+        let waiters = std::mem::take(&mut b.instances[i].fsync_waiters);
+        self.handler_wakes_page_cache_waiters(c, waiters)
+    }
+
+    /// A handler on core `c` wakes `waiters`, those of them still blocked
+    /// in the page cache; returns how many.
+    fn handler_wakes_page_cache_waiters(&mut self, c: usize, waiters: Vec<u32>) -> u64 {
         let mut woken = 0;
-        for w in std::mem::take(&mut b.instances[i].fsync_waiters) {
+        for w in waiters {
             let th = &self.threads[w as usize];
             if th.run == RunState::Blocked
                 && th.wait == Wait::PageCache
@@ -708,18 +715,8 @@ impl World<'_> {
         let Some(i) = b.instance_of(t).filter(|_| f.journal_slot == Some(r)) else {
             return 0;
         };
-        let tid = f.journal_tid;
-        let mut woken = 0;
-        for w in b.instances[i].commit_ended(tid) {
-            let th = &self.threads[w as usize];
-            if th.run == RunState::Blocked
-                && th.wait == Wait::PageCache
-                && self.list_handler_wake(c, w)
-            {
-                woken += 1;
-            }
-        }
-        woken
+        let waiters = b.instances[i].commit_ended(f.journal_tid);
+        self.handler_wakes_page_cache_waiters(c, waiters)
     }
 
     /// The journal commit of transaction `tid` in page cache `i` ended
