@@ -272,10 +272,10 @@ impl World<'_> {
         if staged == 0 && f.mine.is_empty() && f.journal {
             // The data is on the device: the journal commit follows, if
             // the inode changed in a transaction not yet committed.
-            f.journal = false;
             match self.instance(i).cache.fsync_commit(file) {
-                Commit::Done => {}
+                Commit::Done => f.journal = false,
                 Commit::Write(tid) => {
+                    f.journal = false;
                     if let Some(r) = self.stage_request(t, true, JOURNAL_COMMIT, hint) {
                         f.mine.push(r);
                         f.journal_slot = Some(r);
@@ -284,7 +284,8 @@ impl World<'_> {
                     }
                 }
                 Commit::InFlight(tid) => {
-                    // jbd2_log_wait_commit: the commit's end wakes it.
+                    // jbd2_log_wait_commit: the commit's end wakes it, and
+                    // it looks again (`journal` still set).
                     self.instance(i).commit_waiters.push((t as u32, tid));
                     if let Some(b) = self.page_cache.as_deref_mut() {
                         b.fsyncs[t] = f;

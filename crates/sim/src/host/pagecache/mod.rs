@@ -257,7 +257,8 @@ pub(crate) enum Commit {
     Done,
     /// The running transaction: the call writes its commit.
     Write(u64),
-    /// Another call's commit of it is in flight: the call waits for it.
+    /// A commit is in flight (another call's): the call waits for it,
+    /// then looks again.
     InFlight(u64),
 }
 
@@ -268,7 +269,9 @@ pub(crate) enum Commit {
 struct Journal {
     /// The running transaction (`j_running_transaction->t_tid`).
     running: u64,
-    /// The last transaction whose commit completed (0: none yet).
+    /// The last transaction whose commit started, and the last whose
+    /// commit completed (0: none yet); one commits at a time.
+    started: u64,
     completed: u64,
 }
 
@@ -434,6 +437,7 @@ impl PageCache {
             wb_started: 0,
             journal: Journal {
                 running: 1,
+                started: 0,
                 completed: 0,
             },
             totals: Totals::default(),
@@ -794,21 +798,24 @@ impl PageCache {
     /// for in the journal (`ext4_sync_file`, `jbd2_complete_transaction`
     /// on the inode's `i_sync_tid`): nothing when the transaction that
     /// last changed the inode has committed (writes within the jiffy of
-    /// the last commit left the inode as it was); the commit of the
-    /// running transaction, which the call writes, when that changed it
-    /// (later changes join the next); else the commit another call has
-    /// in flight.
+    /// the last commit left the inode as it was); the commit in flight, if
+    /// there is one (jbd2 commits one transaction at a time: it holds the
+    /// change, or the running transaction's commit follows it, holding
+    /// every change made meanwhile), after which the call looks again;
+    /// else the running transaction's commit, which the call writes
+    /// (later changes join the next).
     pub(crate) fn fsync_commit(&mut self, file: u32) -> Commit {
         let tid = self.files.get(&file).map_or(0, |f| f.sync_tid);
         let j = &mut self.journal;
         if tid <= j.completed {
             Commit::Done
-        } else if tid == j.running {
+        } else if j.started > j.completed {
+            Commit::InFlight(j.started)
+        } else {
+            j.started = j.running;
             j.running += 1;
             self.totals.journal_commits += 1;
-            Commit::Write(tid)
-        } else {
-            Commit::InFlight(tid)
+            Commit::Write(j.started)
         }
     }
 

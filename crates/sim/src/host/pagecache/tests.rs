@@ -554,17 +554,29 @@ fn an_inode_changes_once_a_jiffy_and_one_commit_holds_every_file_changed_with_it
     pc.cache.write(1, 0, 1, jiffy / 2);
     assert_eq!(pc.cache.fsync_commit(0), Commit::Write(1));
     assert!(!pc.cache.inode_committed(0));
-    // File 1's fsync waits for that commit rather than writing one.
+    // File 1's fsync waits for that commit rather than writing one; so
+    // does file 2's, changed in the next transaction: one commits at a
+    // time, and the next follows.
     assert_eq!(pc.cache.fsync_commit(1), Commit::InFlight(1));
     pc.commit_waiters.push((7, 1));
+    pc.cache.write(2, 0, 1, jiffy / 2);
+    assert_eq!(pc.cache.fsync_commit(2), Commit::InFlight(1));
+    pc.commit_waiters.push((8, 1));
     // A write later in the same jiffy leaves the time, and the inode, as
-    // they were; one in the next jiffy changes them in the new transaction.
+    // they were.
     pc.cache.write(0, 1, 1, jiffy - 1);
-    assert_eq!(pc.commit_ended(1), vec![7]);
+    assert_eq!(pc.commit_ended(1), vec![7, 8]);
     assert!(pc.commit_waiters.is_empty());
     assert!(pc.cache.inode_committed(0) && pc.cache.inode_committed(1));
     assert_eq!(pc.cache.fsync_commit(0), Commit::Done);
+    assert_eq!(pc.cache.fsync_commit(1), Commit::Done);
+    // File 2, looking again, writes the next commit; a change in the
+    // next jiffy then waits for it, and goes in the one after.
+    assert!(!pc.cache.inode_committed(2));
+    assert_eq!(pc.cache.fsync_commit(2), Commit::Write(2));
     pc.cache.write(0, 2, 1, jiffy);
-    assert_eq!(pc.cache.fsync_commit(0), Commit::Write(2));
-    assert_eq!(pc.cache.totals.journal_commits, 2);
+    assert_eq!(pc.cache.fsync_commit(0), Commit::InFlight(2));
+    pc.commit_ended(2);
+    assert_eq!(pc.cache.fsync_commit(0), Commit::Write(3));
+    assert_eq!(pc.cache.totals.journal_commits, 3);
 }
