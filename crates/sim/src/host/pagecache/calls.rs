@@ -669,9 +669,10 @@ impl World<'_> {
         self.flusher_sleep(t, i);
     }
 
-    /// Request `r` of a flusher completed in a handler on core `c`: the
+    /// Request `r` completed in a handler on core `c`: if a flusher's, the
     /// threads whose `fsync` waits for its cache's writeback are woken to
-    /// look again. Returns how many the handler wakes.
+    /// look again; if an `fsync`'s journal commit, those waiting for the
+    /// commit. Returns how many the handler wakes.
     pub(crate) fn wake_fsync_waiters(&mut self, r: u32, c: usize) -> u64 {
         let flusher = self.reqs[r as usize].thread as usize;
         if self.threads[flusher].job != KERNEL_JOB {
