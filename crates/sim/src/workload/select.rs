@@ -88,17 +88,17 @@ impl World<'_> {
             return;
         }
         let situation = self.situation(t, true);
-        self.threads[t].choice_alone = !situation.core_contended;
         for i in self.threads[t].batch.len() - k as usize..self.threads[t].batch.len() {
             let r = self.threads[t].batch[i] as usize;
             let req = &self.reqs[r];
             let choice = selector.choose(req.bytes, Direction::of(req.write), situation);
             self.reqs[r].polled = choice != CompletionChoice::Interrupt;
-            self.set_choice(t, choice);
+            self.set_choice(t, choice, situation);
         }
     }
 
-    fn set_choice(&mut self, t: usize, choice: CompletionChoice) {
+    /// Thread `t` waits as `choice`, made in `situation`.
+    fn set_choice(&mut self, t: usize, choice: CompletionChoice, situation: Situation) {
         if self.measuring {
             let job = self.threads[t].job as usize;
             if let Some(stats) = self.jobs.get_mut(job) {
@@ -107,6 +107,7 @@ impl World<'_> {
         }
         let th = &mut self.threads[t];
         th.choice = choice;
+        th.choice_alone = !situation.core_contended;
         if let CompletionChoice::Sleep(ns) = choice {
             th.estimator = SleepEstimator::Fixed(ns);
         }
@@ -133,8 +134,7 @@ impl World<'_> {
             };
             let situation = self.situation(t, false);
             let choice = selector.choose(th.prog.bs, dir, situation);
-            self.threads[t].choice_alone = !situation.core_contended;
-            self.set_choice(t, choice);
+            self.set_choice(t, choice, situation);
         }
         match self.threads[t].choice {
             CompletionChoice::Poll => CompletionMode::Poll,
