@@ -787,7 +787,7 @@ fn check_sync_writes(
     if shape.sync_writes == crate::SyncWrites::None {
         return Ok(());
     }
-    let refusal = if matches!(rw, Rw::Read | Rw::RandRead) {
+    let refusal = if rw.only_reads() {
         Some("applies to writes, and the job only reads")
     } else if direct {
         Some(

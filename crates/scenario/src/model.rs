@@ -216,6 +216,11 @@ impl Rw {
     pub fn is_mixed(self) -> bool {
         matches!(self, Rw::RandRw | Rw::ReadWrite)
     }
+
+    /// Reads only: no write is ever issued.
+    pub fn only_reads(self) -> bool {
+        matches!(self, Rw::Read | Rw::RandRead)
+    }
 }
 
 /// An I/O job's parameters.

@@ -275,7 +275,7 @@ fn synchronous_writes(
     let Some(mode) = spec.sync.filter(|s| s.value != SyncWrites::None) else {
         return Ok(());
     };
-    if matches!(io.rw, Rw::Read | Rw::RandRead) {
+    if io.rw.only_reads() {
         diag.job_warn(
             &spec.name,
             mode.line,
