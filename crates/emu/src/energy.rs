@@ -48,7 +48,7 @@ fn read_u64(path: &str) -> Result<u64, String> {
 }
 
 fn idle_counters(cpu: u32) -> Option<Vec<IdleCounter>> {
-    let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
+    let base = format!("{}/cpu{cpu}/cpuidle", crate::idle_watch::SYSFS_CPUS);
     let mut out = Vec::new();
     for k in 0.. {
         let dir = format!("{base}/state{k}");

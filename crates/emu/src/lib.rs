@@ -29,6 +29,7 @@ pub mod emulator;
 mod energy;
 pub mod error;
 mod idle;
+mod idle_watch;
 mod irq;
 pub mod ring;
 pub mod runner;

@@ -22,6 +22,7 @@ use crate::backend::{BackendConfig, FileSource};
 use crate::emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig};
 use crate::energy::{CpuTime, Overlap, PhysicalCore};
 use crate::error::{unsupported, EmuError};
+use crate::idle_watch::IdleWatch;
 use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
 use crate::sys;
@@ -64,6 +65,9 @@ pub struct StrategyDetail {
     /// Why the energy figures are the model's only (no readable RAPL),
     /// when the scenario has power data.
     pub energy_note: Option<String>,
+    /// Under `mode-select`: what its threads learnt of the idle states
+    /// their waits reached, or why they could not.
+    pub idle_note: Option<String>,
     /// Each application CPU (the scenario's number) and the share of the
     /// window its real CPU was not idle (what the energy model starts
     /// from).
@@ -286,6 +290,7 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             )
         })
         .collect();
+    notes.extend(details.iter().filter_map(|d| d.idle_note.clone()));
     // One meter for the machine: said once, not per strategy.
     if let Some(note) = details.iter().find_map(|d| d.energy_note.clone()) {
         notes.push(note);
@@ -736,7 +741,8 @@ fn start_job_threads(
                 needs_buffers: target.needs_buffers,
                 seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
                 select: threads.selector.zip(io.as_ref()).map(|(selector, io)| {
-                    ThreadSelect::new(selector, io, Arc::clone(&threads.host_in_flight))
+                    let idle = IdleWatch::open(real_cpu, &profile_idle_states(scenario));
+                    ThreadSelect::new(selector, io, Arc::clone(&threads.host_in_flight), idle)
                 }),
             };
             let control = Arc::clone(control);
@@ -980,9 +986,49 @@ fn summarise(
         window_ns,
         jobs: job_details,
         energy_note,
+        idle_note: idle_watch_note(&strategy.name, outcomes),
         cpu_busy,
     };
     (result, detail)
+}
+
+/// The host profile's idle states by name, in its table's order (none
+/// without power data).
+fn profile_idle_states(scenario: &Scenario) -> Vec<&str> {
+    scenario.host.power.as_ref().map_or(Vec::new(), |p| {
+        p.idle_states.iter().map(|s| s.name.as_str()).collect()
+    })
+}
+
+/// Under `mode-select`, what its threads' idle watches saw
+/// (`crate::idle_watch`): the first reason one could not watch, or how
+/// many waits were looked at and how many of them taught the selector
+/// their state.
+fn idle_watch_note(strategy: &str, outcomes: &[Vec<ThreadOutcome>]) -> Option<String> {
+    let watches: Vec<&Result<(u64, u64), String>> = outcomes
+        .iter()
+        .flatten()
+        .filter_map(|o| o.idle_watch.as_ref())
+        .collect();
+    if watches.is_empty() {
+        return None;
+    }
+    if let Some(Err(why)) = watches.iter().find(|w| w.is_err()) {
+        return Some(format!(
+            "strategy '{strategy}': mode-select cannot see which idle state its waits reach \
+             ({why}), so it predicts the state from the governor's rule"
+        ));
+    }
+    let (sampled, observed) = watches
+        .iter()
+        .filter_map(|w| w.as_ref().ok())
+        .fold((0, 0), |(s, o), (ws, wo)| (s + ws, o + wo));
+    Some(format!(
+        "strategy '{strategy}': mode-select looked at cpuidle's counters around {sampled} of \
+         its waits (one in {}) and learnt the idle state reached from {observed}; the rest \
+         idled their CPU more than once, or not at all",
+        crate::idle_watch::OBSERVE_EVERY
+    ))
 }
 
 /// The power model applied to each application CPU's measured busy and

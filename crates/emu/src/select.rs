@@ -30,6 +30,7 @@ use cint_scenario::{CompletionMode, Engine, IoJob, Scenario, Strategy};
 
 use crate::client::Client;
 use crate::error::EmuError;
+use crate::idle_watch::IdleWatch;
 use crate::shared::Op;
 
 /// The selector of `strategy`, if it is a `mode-select` one: refused when
@@ -73,6 +74,11 @@ enum Polling {
 /// One job thread's selector and what it feeds it.
 pub(crate) struct ThreadSelect {
     selector: ModeSelect,
+    /// Its CPU's idle-state counters, or why its waits' idle states
+    /// cannot be seen.
+    pub idle: Result<IdleWatch, String>,
+    /// The last choice was made with no other thread wanting the core.
+    chose_alone: bool,
     /// Requests in flight on the emulated host, all threads of the run.
     host_in_flight: Arc<AtomicU64>,
     polling: Polling,
@@ -88,8 +94,13 @@ pub(crate) struct ThreadSelect {
 
 impl ThreadSelect {
     /// A thread of `io`'s job under `selector`, counting its requests in
-    /// `host_in_flight`.
-    pub fn new(selector: ModeSelect, io: &IoJob, host_in_flight: Arc<AtomicU64>) -> Self {
+    /// `host_in_flight`, its waits' idle states watched by `idle`.
+    pub fn new(
+        selector: ModeSelect,
+        io: &IoJob,
+        host_in_flight: Arc<AtomicU64>,
+        idle: Result<IdleWatch, String>,
+    ) -> Self {
         let polling = match io.engine {
             Engine::Pvsync2 if io.hipri => Polling::PerRequest,
             Engine::IoUring if io.hipri => Polling::PerWait,
@@ -97,6 +108,8 @@ impl ThreadSelect {
         };
         ThreadSelect {
             selector,
+            idle,
+            chose_alone: false,
             host_in_flight,
             polling,
             choice: CompletionChoice::Interrupt,
@@ -106,11 +119,13 @@ impl ThreadSelect {
         }
     }
 
-    fn situation(&self, client: &Client, can_interrupt: bool) -> Situation {
+    fn situation(&mut self, client: &Client, can_interrupt: bool) -> Situation {
         let in_flight = self.host_in_flight.load(Ordering::Relaxed) + 1;
+        let core_contended = client.core_contended();
+        self.chose_alone = !core_contended;
         Situation {
             in_flight: in_flight.min(u64::from(u32::MAX)) as u32,
-            core_contended: client.core_contended(),
+            core_contended,
             can_interrupt: can_interrupt && client.can_interrupt(),
         }
     }
@@ -156,6 +171,28 @@ impl ThreadSelect {
                 self.count(self.choice);
                 self.choice
             }
+        }
+    }
+
+    /// A wait for requests of `bytes` in direction `op` has ended, the
+    /// thread having blocked `blocks` times so far: a sleep or an
+    /// interrupt may have idled the CPU, and the selector learns the state
+    /// it reached where the watch saw it (`crate::idle_watch`). A poll
+    /// did not idle it and leaves the watch as it was.
+    pub fn wait_ended(&mut self, bytes: u64, op: Op, blocks: u64) {
+        if self.choice == CompletionChoice::Poll {
+            return;
+        }
+        let Ok(watch) = &mut self.idle else {
+            return;
+        };
+        if let Some(reached) = watch.wait_ended(blocks, self.chose_alone) {
+            // In range by construction (the watch maps to the profile's
+            // table), and a sleep is never of no time: a refusal cannot
+            // happen, and would only lose the observation.
+            let _ = self
+                .selector
+                .record_idle(bytes, direction(op), self.choice, reached);
         }
     }
 

@@ -75,6 +75,9 @@ pub(crate) struct ThreadOutcome {
     pub modes: ModeCounts,
     /// Under `mode-select`: the modes chosen in the measured window.
     pub measured_modes: Option<ModeCounts>,
+    /// Under `mode-select`: the waits whose idle state was looked at and
+    /// of them those whose state was learnt, or why none could be.
+    pub idle_watch: Option<Result<(u64, u64), String>>,
 }
 
 /// One direction's I/Os in the measured window.
@@ -271,6 +274,10 @@ impl IoThread {
         if let Some(select) = &self.select {
             self.out.modes = select.counts;
             self.out.measured_modes = Some(select.measured);
+            self.out.idle_watch = Some(match &select.idle {
+                Ok(watch) => Ok((watch.sampled, watch.observed)),
+                Err(why) => Err(why.clone()),
+            });
         }
         self.out
     }
@@ -533,7 +540,7 @@ impl IoThread {
                 return 0;
             }
             let (want, most) = (want - have, most - have);
-            return match select.choose_for_wait(&self.client, self.io.bs, op) {
+            let spun = match select.choose_for_wait(&self.client, self.io.bs, op) {
                 CompletionChoice::Poll => self.spin_for(want, most),
                 CompletionChoice::Sleep(ns) => self.sleep_then_spin(ns, want, most),
                 CompletionChoice::Interrupt => {
@@ -542,6 +549,11 @@ impl IoThread {
                     0
                 }
             };
+            let blocks = self.client.wakeups() + self.sleeps;
+            if let Some(select) = &mut self.select {
+                select.wait_ended(self.io.bs, op, blocks);
+            }
+            return spun;
         }
         if let Some(estimator) = &mut self.estimator {
             // Hybrid polling: sleep for the estimate, then spin.

@@ -395,6 +395,96 @@ fn check_mode_select_run(sc: &cint_scenario::Scenario, per_completion: bool) {
         .as_ref()
         .expect("the profiles have power data");
     assert!(energy.power_w > 0.0 && energy.bytes_per_joule > 0.0);
+    // Whether the idle states of its waits could be seen, said once.
+    let idle_notes: Vec<&String> = detail
+        .result
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("strategy 'sel': mode-select") && n.contains("idle state"))
+        .collect();
+    assert_eq!(idle_notes.len(), 1, "{:?}", detail.result.notes);
+    assert!(!idle_notes[0].contains('\n'), "{}", idle_notes[0]);
+}
+
+/// The idle states of this machine's first allowed CPU as cpuidle names
+/// them, if it has any.
+fn cpuidle_names(cpu: u32) -> Vec<String> {
+    (0..)
+        .map_while(|k| {
+            std::fs::read_to_string(format!(
+                "/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{k}/name"
+            ))
+            .ok()
+        })
+        .map(|n| n.trim().to_string())
+        .collect()
+}
+
+/// With a host profile whose idle states are named as this machine's
+/// cpuidle names them, `mode-select` on the emulator reads the CPU's entry
+/// counters around one wait in sixteen and learns the state from those
+/// that idled the CPU once: 1 MiB reads, whose waits the selector spends
+/// asleep (docs/ALGORITHMS.md section 10, "What it measures").
+#[test]
+fn mode_select_learns_its_waits_idle_states_from_cpuidle() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let cpu = cint_emu::sys::allowed_cpus().expect("affinity")[0];
+    let names = cpuidle_names(cpu);
+    if names.is_empty() {
+        // Not a prerequisite a machine can be given: said, not failed.
+        eprintln!("skipped: CPU {cpu} has no cpuidle states to observe");
+        return;
+    }
+    let mut text = SCENARIO[..SCENARIO.find("[[job]]").expect("jobs")].to_string();
+    for (k, name) in names.iter().enumerate() {
+        let polling = name == "POLL";
+        let exit = if polling { 0 } else { k as u64 + 1 };
+        text += &format!(
+            "[[host.power.idle_states]]\nname = \"{name}\"\npolling = {polling}\n\
+             exit_latency = \"{exit}us\"\ntarget_residency = \"{}us\"\npower_w = {}\n",
+            exit * 2,
+            4.0 / (k as f64 + 1.0)
+        );
+    }
+    text += "[[job]]\nname = \"large\"\nengine = \"pvsync2\"\nhipri = true\n\
+             direct = true\nrw = \"randread\"\nbs = \"1m\"\n";
+    let sc = cint_scenario::load_str(&text, "cpuidle.toml", &["duration=200ms".into()])
+        .expect("valid scenario");
+    let detail = cint_emu::run_detailed(&sc).expect("runs");
+    let note = detail
+        .result
+        .notes
+        .iter()
+        .find(|n| n.starts_with("strategy 'sel': mode-select"))
+        .expect("a note on the idle watch");
+    let number_after = |what: &str| -> u64 {
+        let at = note
+            .find(what)
+            .unwrap_or_else(|| panic!("{what:?} in {note}"))
+            + what.len();
+        note[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|d| d.parse().ok())
+            .unwrap_or_else(|| panic!("a number after {what:?} in {note}"))
+    };
+    let sampled = number_after("counters around ");
+    let learnt = number_after("reached from ");
+    let modes = detail.strategies[0].jobs[0].modes;
+    // About one wait in sixteen of those that could idle the CPU.
+    let idling = modes.sleep + modes.interrupt;
+    assert!(
+        idling > 100,
+        "the selector slept or took interrupts: {modes:?}"
+    );
+    assert!(
+        sampled * 16 <= idling + 16 && sampled * 16 + 32 >= idling,
+        "{sampled} looked at of {idling}: {note}"
+    );
+    assert!(learnt > 0 && learnt <= sampled, "{note}");
 }
 
 #[test]

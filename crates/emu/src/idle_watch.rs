@@ -1,0 +1,305 @@
+//! Which idle state a `mode-select` thread's wait put its CPU in, read
+//! from cpuidle's per-state entry counters in sysfs
+//! (`cpuN/cpuidle/stateK/usage`), for the selector's
+//! [`record_idle`](cint_policy::mode_select::ModeSelect::record_idle).
+//!
+//! Linux keeps the state a CPU was woken from (`last_state_idx`) where
+//! only the kernel sees it; a process sees the counters, which rise by one
+//! at each entry. Read at the end of one wait and again at the end of the
+//! next, they name the state the second wait reached when exactly one
+//! counter rose, by exactly one, and the thread blocked exactly once in
+//! between: the CPU then idled once, for that wait. Anything else (no
+//! entry, two entries, a sleep or another wait between, a wait chosen
+//! while another thread wanted the CPU) observes nothing.
+//! The first read is made as the previous wait ends, not as this one
+//! starts, so that the wait's own idle period is not shortened by it.
+//!
+//! Reading a counter is a system call (about 1.1 us on this project's
+//! machine, docs/evidence/cpuidle_usage_per_wait.c), so one wait in
+//! [`OBSERVE_EVERY`] is observed.
+//!
+//! The states are matched to the host profile's by name. Where the CPU
+//! has a state, not disabled, whose name the profile does not have, no
+//! wait is observed: observing only the named ones would count the waits
+//! that reach them and drop the others, and the votes would lean towards
+//! the named states.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// Where sysfs lists the CPUs.
+pub(crate) const SYSFS_CPUS: &str = "/sys/devices/system/cpu";
+
+/// One wait of this many, of those that may idle the CPU (a sleep or an
+/// interrupt), is observed. The selector's prior votes again once every
+/// 64 completions (docs/ALGORITHMS.md section 10); four observations or
+/// more per prior vote keep what is observed in charge, and at five
+/// states (Skylake's `intel_idle` table) the ten reads, about 11 us, cost
+/// under 1 us per wait spread over the sixteen.
+pub(crate) const OBSERVE_EVERY: u32 = 16;
+
+/// One CPU's cpuidle entry counters, open for re-reading, and where the
+/// watch stands.
+#[derive(Debug)]
+pub(crate) struct IdleWatch {
+    /// Each enabled state's `usage` file and its index in the profile's
+    /// table.
+    states: Vec<(File, usize)>,
+    /// The counters read as the previous wait ended, when the next wait is
+    /// to be observed, and the thread's blocks by then.
+    before: Option<(Vec<u64>, u64)>,
+    /// Waits that may idle the CPU still to go before the next observed
+    /// one.
+    countdown: u32,
+    /// Waits observed so far, and of them those that idled the CPU once.
+    pub sampled: u64,
+    /// Of [`IdleWatch::sampled`], those whose state was learnt.
+    pub observed: u64,
+}
+
+impl IdleWatch {
+    /// CPU `cpu`'s counters, where `profile` names the host profile's idle
+    /// states in its table's order; or why its waits cannot be observed.
+    pub(crate) fn open(cpu: u32, profile: &[&str]) -> Result<IdleWatch, String> {
+        IdleWatch::open_under(Path::new(SYSFS_CPUS), cpu, profile)
+    }
+
+    /// [`IdleWatch::open`] with sysfs's CPU directory at `root`.
+    pub(crate) fn open_under(root: &Path, cpu: u32, profile: &[&str]) -> Result<IdleWatch, String> {
+        let dir = root.join(format!("cpu{cpu}/cpuidle"));
+        let mut states = Vec::new();
+        let mut unknown = Vec::new();
+        for k in 0.. {
+            let state = dir.join(format!("state{k}"));
+            let Ok(name) = std::fs::read_to_string(state.join("name")) else {
+                break;
+            };
+            let name = name.trim().to_string();
+            // A disabled state is never entered: its name does not matter.
+            let disabled =
+                std::fs::read_to_string(state.join("disable")).is_ok_and(|d| d.trim() != "0");
+            if disabled {
+                continue;
+            }
+            let Some(index) = profile.iter().position(|p| *p == name) else {
+                unknown.push(name);
+                continue;
+            };
+            let usage = state.join("usage");
+            let file = File::open(&usage).map_err(|e| format!("{}: {e}", usage.display()))?;
+            states.push((file, index));
+        }
+        if !unknown.is_empty() {
+            let quoted: Vec<String> = unknown.iter().map(|n| format!("'{n}'")).collect();
+            let (which, are) = match quoted.len() {
+                1 => ("state", "is"),
+                _ => ("states", "are"),
+            };
+            return Err(format!(
+                "CPU {cpu}'s cpuidle {which} {} {are} not in the host profile's table ({})",
+                quoted.join(", "),
+                profile.join(", ")
+            ));
+        }
+        if states.is_empty() {
+            return Err(format!(
+                "CPU {cpu} has no cpuidle states in {}",
+                dir.display()
+            ));
+        }
+        let mut watch = IdleWatch {
+            states,
+            before: None,
+            countdown: OBSERVE_EVERY,
+            sampled: 0,
+            observed: 0,
+        };
+        // The files must read now, or the waits would silently go unseen.
+        watch
+            .read()
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(watch)
+    }
+
+    /// Every state's entries so far.
+    fn read(&mut self) -> std::io::Result<Vec<u64>> {
+        let mut out = Vec::with_capacity(self.states.len());
+        let mut buf = [0u8; 32];
+        for (file, _) in &self.states {
+            let n = file.read_at(&mut buf, 0)?;
+            let text = std::str::from_utf8(&buf[..n]).unwrap_or("").trim();
+            let count = text.parse().map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("an entry count of {text:?}"),
+                )
+            })?;
+            out.push(count);
+        }
+        Ok(out)
+    }
+
+    /// A wait that may idle the CPU has ended. `blocks` counts the times
+    /// the thread has blocked so far (its waits' wake-ups and its timed
+    /// sleeps); `alone` says whether the wait was chosen with no other
+    /// thread wanting the CPU. Returns the profile's index of the state
+    /// the wait reached, if it was observed, the thread blocked once since
+    /// the watch was armed and the CPU idled once. Then arms the watch for
+    /// the next such wait when its turn comes.
+    pub(crate) fn wait_ended(&mut self, blocks: u64, alone: bool) -> Option<usize> {
+        let reached = self.before.take().and_then(|(before, blocks_then)| {
+            self.sampled += 1;
+            let after = self.read().ok()?;
+            let entered = one_entry(&before, &after).filter(|_| alone && blocks == blocks_then + 1);
+            entered.map(|k| self.states[k].1)
+        });
+        self.observed += u64::from(reached.is_some());
+        self.countdown -= 1;
+        if self.countdown == 0 {
+            self.countdown = OBSERVE_EVERY;
+            self.before = self.read().ok().map(|counts| (counts, blocks));
+        }
+        reached
+    }
+}
+
+/// The one counter that rose, by one, from `before` to `after`, all
+/// others unchanged; `None` otherwise.
+pub(crate) fn one_entry(before: &[u64], after: &[u64]) -> Option<usize> {
+    let mut entered = None;
+    for (k, (b, a)) in before.iter().zip(after).enumerate() {
+        match a.checked_sub(*b)? {
+            0 => {}
+            1 if entered.is_none() => entered = Some(k),
+            _ => return None,
+        }
+    }
+    entered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cint_test_support::DirFiles;
+
+    const SKYLAKE: [&str; 5] = ["POLL", "C1", "C1E", "C3", "C6"];
+
+    fn fake_cpu(states: &[(&str, u64, bool)]) -> cint_test_support::TempDir {
+        let dir = cint_test_support::temp_dir("idle-watch");
+        for (k, (name, usage, disabled)) in states.iter().enumerate() {
+            let state = format!("cpu3/cpuidle/state{k}");
+            dir.path()
+                .write(&format!("{state}/name"), &format!("{name}\n"));
+            dir.path()
+                .write(&format!("{state}/usage"), &format!("{usage}\n"));
+            dir.path().write(
+                &format!("{state}/disable"),
+                if *disabled { "1\n" } else { "0\n" },
+            );
+        }
+        dir
+    }
+
+    fn set_usage(dir: &Path, k: usize, usage: u64) {
+        dir.write(
+            &format!("cpu3/cpuidle/state{k}/usage"),
+            &format!("{usage}\n"),
+        );
+    }
+
+    #[test]
+    fn one_entry_takes_a_single_rise_by_one() {
+        assert_eq!(one_entry(&[5, 7, 9], &[5, 8, 9]), Some(1));
+        assert_eq!(one_entry(&[5, 7, 9], &[5, 7, 9]), None, "no entry");
+        assert_eq!(one_entry(&[5, 7, 9], &[6, 8, 9]), None, "two states");
+        assert_eq!(one_entry(&[5, 7, 9], &[5, 9, 9]), None, "two entries");
+        assert_eq!(one_entry(&[5, 7, 9], &[5, 6, 10]), None, "a counter fell");
+    }
+
+    #[test]
+    fn every_sixteenth_wait_is_observed_by_the_state_it_entered() {
+        // The CPU's states in another order than the profile's, as a
+        // driver may list them.
+        let dir = fake_cpu(&[("POLL", 10, false), ("C6", 20, false), ("C1E", 30, false)]);
+        let mut watch = IdleWatch::open_under(dir.path(), 3, &SKYLAKE).expect("opens");
+        let mut blocks = 0;
+        for _ in 0..OBSERVE_EVERY - 1 {
+            blocks += 1;
+            assert_eq!(watch.wait_ended(blocks, true), None, "not armed yet");
+        }
+        // The sixteenth wait arms the watch; the next is observed.
+        blocks += 1;
+        assert_eq!(watch.wait_ended(blocks, true), None);
+        set_usage(dir.path(), 1, 21);
+        blocks += 1;
+        assert_eq!(
+            watch.wait_ended(blocks, true),
+            Some(4),
+            "C6 is the profile's fifth state"
+        );
+        assert_eq!((watch.sampled, watch.observed), (1, 1));
+        // Not armed again for fifteen more.
+        set_usage(dir.path(), 2, 31);
+        blocks += 1;
+        assert_eq!(watch.wait_ended(blocks, true), None);
+        assert_eq!(watch.sampled, 1);
+    }
+
+    #[test]
+    fn a_wait_that_shared_its_idle_time_is_not_observed() {
+        let dir = fake_cpu(&[("POLL", 0, false), ("C1", 0, false)]);
+        let mut watch = IdleWatch::open_under(dir.path(), 3, &SKYLAKE).expect("opens");
+        let mut blocks = 0;
+        let mut arm = |watch: &mut IdleWatch| {
+            while watch.before.is_none() {
+                blocks += 1;
+                assert_eq!(watch.wait_ended(blocks, true), None);
+            }
+            blocks
+        };
+        // Two entries: the CPU woke once in between.
+        let b = arm(&mut watch);
+        set_usage(dir.path(), 1, 2);
+        assert_eq!(watch.wait_ended(b + 1, true), None);
+        // One entry, but the thread blocked twice (a sleep of its own, or
+        // a wait woken twice).
+        let b = arm(&mut watch);
+        set_usage(dir.path(), 1, 3);
+        assert_eq!(watch.wait_ended(b + 2, true), None);
+        // One entry, one block, but another thread wanted the CPU when the
+        // wait was chosen.
+        let b = arm(&mut watch);
+        set_usage(dir.path(), 0, 1);
+        assert_eq!(watch.wait_ended(b + 1, false), None);
+        // One entry, one block, alone: observed.
+        let b = arm(&mut watch);
+        set_usage(dir.path(), 0, 2);
+        assert_eq!(watch.wait_ended(b + 1, true), Some(0));
+        assert_eq!((watch.sampled, watch.observed), (4, 1));
+    }
+
+    #[test]
+    fn a_state_the_profile_does_not_name_turns_the_watch_off() {
+        let dir = fake_cpu(&[("POLL", 0, false), ("haltpoll", 0, false)]);
+        let why = IdleWatch::open_under(dir.path(), 3, &SKYLAKE).expect_err("refused");
+        assert!(
+            why.contains("state 'haltpoll' is") && why.contains("C1E"),
+            "{why}"
+        );
+        // Disabled, it is never entered, and does not matter.
+        let dir = fake_cpu(&[("POLL", 0, false), ("haltpoll", 0, true)]);
+        assert!(IdleWatch::open_under(dir.path(), 3, &SKYLAKE).is_ok());
+    }
+
+    #[test]
+    fn a_cpu_without_cpuidle_or_with_unreadable_counters_is_refused() {
+        let dir = cint_test_support::temp_dir("idle-watch");
+        let why = IdleWatch::open_under(dir.path(), 0, &SKYLAKE).expect_err("no states");
+        assert!(why.contains("no cpuidle states"), "{why}");
+        let dir = fake_cpu(&[("POLL", 0, false)]);
+        dir.path().write("cpu3/cpuidle/state0/usage", "lots\n");
+        let why = IdleWatch::open_under(dir.path(), 3, &SKYLAKE).expect_err("bad count");
+        assert!(why.contains("\"lots\""), "{why}");
+    }
+}
