@@ -387,6 +387,43 @@ fn fsync_writes_the_files_dirty_pages_back_and_waits_for_them() {
 }
 
 #[test]
+fn a_journal_commit_writes_its_log_then_its_commit_block() {
+    // Writes 5 ms apart: every fsync commits the file's changed times.
+    // jbd2 writes the log (a descriptor and the inode's block, one 8 KiB
+    // request) and, once it is on the device, the 4 KiB commit block
+    // (docs/evidence/fsync_journal_writes.c): three device writes per
+    // fsync, two of them in series after the data, where fdatasync makes
+    // one.
+    let sync_lat = |r: &RunResult| {
+        let job = &r.results[0].jobs[0];
+        let sync = &job.fio.as_ref().expect("fio data").sync;
+        (sync.ios, sync.lat.mean)
+    };
+    let fsynced = random_writer("fsync = 1\nrate_iops = 200");
+    let datasynced = random_writer("fdatasync = 1\nrate_iops = 200");
+    let (calls, fsync_ns) = sync_lat(&fsynced);
+    let (dcalls, fdatasync_ns) = sync_lat(&datasynced);
+    assert!(
+        calls >= 8 && dcalls == calls,
+        "{calls} fsyncs, {dcalls} fdatasyncs"
+    );
+    assert_eq!(totals(&fsynced)[11], calls, "a commit per fsync");
+    // Strategy none: an interrupt per completion.
+    let (irqs, dirqs) = (
+        fsynced.results[0].interrupts,
+        datasynced.results[0].interrupts,
+    );
+    assert_eq!(irqs, 3 * calls, "the data, the log and the commit block");
+    assert_eq!(dirqs, dcalls, "the data alone");
+    // Each of the two journal writes waits for the device's write
+    // (5.95 us on the P4800X) and its interrupt, one after the other.
+    assert!(
+        fsync_ns > fdatasync_ns + 2.0 * 5_950.0,
+        "fsync {fsync_ns} ns, fdatasync {fdatasync_ns} ns"
+    );
+}
+
+#[test]
 fn threads_that_fsync_their_own_files_share_the_journals_commits() {
     // Four writers on one core, each overwriting its own file and calling
     // fsync after every write. A commit writes the running transaction

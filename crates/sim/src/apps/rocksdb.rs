@@ -154,6 +154,8 @@ pub(crate) enum Step {
         left: u64,
         size: u64,
     },
+    /// The journal's log of the table file's `fdatasync` is written.
+    FlushLogged,
     /// The table file's `fdatasync` completed.
     SyncDone,
     /// A pair's CPU is done: read its bytes.
@@ -205,6 +207,8 @@ pub(crate) enum Step {
         write_left: u64,
         merge: u64,
     },
+    /// The journal's log of the compaction's `fdatasync` is written.
+    CompactLogged,
     /// The compaction's `fdatasync` completed.
     CompactSynced,
 }
@@ -510,6 +514,7 @@ impl World<'_> {
                 built: true,
             } => self.flush_write(t, i, a, left, size),
             Step::FlushWritten { left, size } => self.flush_written(t, i, a, left, size),
+            Step::FlushLogged => self.flush_logged(t, i, a),
             Step::SyncDone => self.flush_synced(t, i, a),
             Step::CompactIdle | Step::CompactIo { .. } => self.compaction_io(t, i, a),
             Step::CompactIoDone {
@@ -517,6 +522,7 @@ impl World<'_> {
                 write_left,
                 merge,
             } => self.compaction_merge(t, i, a, read_left, write_left, merge),
+            Step::CompactLogged => self.compaction_logged(t, i, a),
             Step::CompactSynced => self.compaction_done(t, i, a),
         }
     }

@@ -214,6 +214,7 @@ impl World<'_> {
             return;
         };
         let mut f = std::mem::take(&mut b.fsyncs[t]);
+        let mut log_written = false;
         while let Some(at) = self.threads[t]
             .ready
             .iter()
@@ -224,7 +225,10 @@ impl World<'_> {
             };
             f.mine.retain(|&m| m != r);
             self.release_slot(t, r);
-            if f.journal_slot == Some(r) {
+            if f.journal_log == Some(r) {
+                f.journal_log = None;
+                log_written = true;
+            } else if f.journal_slot == Some(r) {
                 f.journal_slot = None;
                 // Its handler marked it committed and woke the calls
                 // waiting for it; a completion no handler saw ends here.
@@ -269,16 +273,23 @@ impl World<'_> {
             return;
         }
         // With nothing in flight every fsync slot is free.
-        if staged == 0 && f.mine.is_empty() && f.journal {
+        if log_written {
+            // jbd2 writes the commit block once the log is on the device.
+            if let Some(r) = self.stage_request(t, true, JOURNAL_COMMIT_BLOCK, hint) {
+                f.mine.push(r);
+                f.journal_slot = Some(r);
+                staged += 1;
+            }
+        } else if staged == 0 && f.mine.is_empty() && f.journal {
             // The data is on the device: the journal commit follows, if
             // the inode changed in a transaction not yet committed.
             match self.instance(i).cache.fsync_commit(file) {
                 Commit::Done => f.journal = false,
                 Commit::Write(tid) => {
                     f.journal = false;
-                    if let Some(r) = self.stage_request(t, true, JOURNAL_COMMIT, hint) {
+                    if let Some(r) = self.stage_request(t, true, JOURNAL_LOG_TIMES, hint) {
                         f.mine.push(r);
-                        f.journal_slot = Some(r);
+                        f.journal_log = Some(r);
                         f.journal_tid = tid;
                         staged = 1;
                     }

@@ -70,10 +70,23 @@ use rand_chacha::ChaCha8Rng;
 use crate::engine::stream_rng;
 use crate::world::{Activity, Cont, ReqState, Request, RunState, Wait, World};
 
-/// ext4's journal commit for an `fsync` or `fdatasync` that changed the
-/// file's metadata: one 4 KiB block (jbd2's commit; the built-in devices
-/// have no volatile write cache, so no flush follows it).
-pub(crate) const JOURNAL_COMMIT: u64 = 4096;
+/// ext4's journal commit as jbd2 writes it without `async_commit` (Linux
+/// 5.0 `jbd2_journal_commit_transaction`): first the log, a descriptor
+/// block and each metadata block the transaction changed, consecutive in
+/// the journal and merged into one request; once it is on the device, the
+/// commit block: two writes in series (docs/HOST-COSTS.md, "The journal
+/// commit of an fsync", measured). The built-in devices have no volatile
+/// write cache, so no flush goes with them. This is the commit block.
+pub(crate) const JOURNAL_COMMIT_BLOCK: u64 = 4096;
+
+/// The log of a transaction that changed a file's times only (an
+/// overwrite in place): the descriptor and the inode's block.
+pub(crate) const JOURNAL_LOG_TIMES: u64 = 2 * 4096;
+
+/// The log of a transaction that allocated a new file's blocks: the
+/// descriptor, the inode's block, the block bitmap and the group
+/// descriptor.
+pub(crate) const JOURNAL_LOG_ALLOCATION: u64 = 4 * 4096;
 
 /// The job index of kernel threads (the flusher): they belong to no job.
 pub(crate) const KERNEL_JOB: u32 = u32::MAX;
@@ -1603,8 +1616,11 @@ struct Fsync {
     journal: bool,
     /// Its requests in flight (writeback and the journal commit).
     mine: Vec<u32>,
-    /// The journal commit's slot while it is in flight, and its
-    /// transaction.
+    /// The slot of the journal's log write while it is in flight: the
+    /// commit block follows when it completes.
+    journal_log: Option<u32>,
+    /// The commit block's slot while it is in flight, and the
+    /// transaction of both.
     journal_slot: Option<u32>,
     journal_tid: u64,
     /// The write whose `O_SYNC` or `O_DSYNC` this is (`generic_write_sync`
