@@ -18,9 +18,12 @@
  *  1. times 100 000 re-reads (pread at offset 0) of every state's
  *     counter and prints the cost of one;
  *  2. 1 000 times: reads every counter, sleeps `sleep_us` (default 200)
- *     with nanosleep, reads them again, and counts the sleeps after which
- *     exactly one counter rose by exactly one, and per state how often it
- *     was that one.
+ *     with nanosleep, reads them again, and sorts the sleeps by what rose:
+ *     one state's counter by one, one state's by more (re-entered: POLL
+ *     after its time limit, or a wake-up that found nothing to run), POLL
+ *     and one deeper state (POLL's limit ran out, the governor picked
+ *     again), or anything else; and per state how often it was the one
+ *     the watch would take (the deeper one, else POLL).
  *
  *   cc -O2 -o cpuidle_usage_per_wait cpuidle_usage_per_wait.c
  *   ./cpuidle_usage_per_wait [cpu] [sleep_us]
@@ -110,30 +113,42 @@ int main(int argc, char **argv)
 	printf("CPU %d, %d states; one counter read: %.0f ns\n", cpu, nstates,
 	       (now_ns() - t0) / reads);
 
-	int once = 0, waits = 1000;
+	int once = 0, again = 0, after_poll = 0, other = 0, waits = 1000;
 	int per_state[MAX_STATES] = { 0 };
 	struct timespec ts = { 0, sleep_us * 1000 };
 	for (int i = 0; i < waits; i++) {
 		read_all(a);
 		nanosleep(&ts, NULL);
 		read_all(b);
-		int rose = -1, ok = 1;
+		int deep = -1, poll = -1, risen = 0, ok = 1;
+		unsigned long long most = 0;
 		for (int k = 0; k < nstates; k++) {
 			unsigned long long d = b[k] - a[k];
 			if (d == 0)
 				continue;
-			if (d == 1 && rose < 0)
-				rose = k;
-			else
+			risen++;
+			most = d > most ? d : most;
+			int *slot = strcmp(names[k], "POLL") == 0 ? &poll : &deep;
+			if (*slot >= 0)
 				ok = 0;
+			*slot = k;
 		}
-		if (ok && rose >= 0) {
+		int reached = deep >= 0 ? deep : poll;
+		if (!ok || reached < 0) {
+			other++;
+			continue;
+		}
+		if (risen == 2)
+			after_poll++;
+		else if (most == 1)
 			once++;
-			per_state[rose]++;
-		}
+		else
+			again++;
+		per_state[reached]++;
 	}
-	printf("%ld us sleeps: %d of %d entered exactly one state once\n", sleep_us, once,
-	       waits);
+	printf("%ld us sleeps, of %d: one state entered once %d, one state re-entered %d, "
+	       "POLL then one deeper state %d, anything else %d\n",
+	       sleep_us, waits, once, again, after_poll, other);
 	for (int k = 0; k < nstates; k++)
 		printf("  state%d %-16s %d\n", k, names[k], per_state[k]);
 	return 0;

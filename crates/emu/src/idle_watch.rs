@@ -5,24 +5,29 @@
 //!
 //! Linux keeps the state a CPU was woken from (`last_state_idx`) where
 //! only the kernel sees it; a process sees the counters, which rise by one
-//! at each entry. Read at the end of one wait and again at the end of the
-//! next, they name the state the second wait reached when exactly one
-//! counter rose, by exactly one, and the thread blocked exactly once in
-//! between: the CPU then idled once, for that wait. Anything else (no
-//! entry, two entries, a sleep or another wait between, a wait chosen
-//! while another thread wanted the CPU) observes nothing.
-//! The first read is made as the previous wait ends, not as this one
-//! starts, so that the wait's own idle period is not shortened by it.
+//! at each entry. They are read at the end of one wait and again at the
+//! end of the next, and that second wait is observed only if it blocked
+//! and was the thread's one block in between (no sleep of its own, no
+//! other wait), so that every entry in between was made while it waited,
+//! and if it was chosen while no other thread wanted the CPU. It then
+//! reached the state whose counter rose, where only one did. A polling
+//! state's counter may rise beside it: cpuidle's POLL stops at its time
+//! limit (`cpuidle_poll_time`) and the governor picks again, so the
+//! deeper state the wait ended in is the one state besides it that rose;
+//! and a wait spent all in POLL raises POLL's alone, perhaps many times.
+//! Two deeper states rising observes nothing. The first read is made as
+//! the previous wait ends, not as this one starts, so that the wait's own
+//! idle period is not shortened by it.
 //!
 //! Reading a counter is a system call (about 1.1 us on this project's
 //! machine, docs/evidence/cpuidle_usage_per_wait.c), so one wait in
 //! [`OBSERVE_EVERY`] is observed.
 //!
 //! The states are matched to the host profile's by name. Where the CPU
-//! has a state, not disabled, whose name the profile does not have, no
-//! wait is observed: observing only the named ones would count the waits
-//! that reach them and drop the others, and the votes would lean towards
-//! the named states.
+//! has a state, not disabled, whose name the profile does not have, or
+//! one that cannot be read, no wait is observed: observing only the named
+//! ones would count the waits that reach them and drop the others, and
+//! the votes would lean towards the named states.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -39,42 +44,57 @@ pub(crate) const SYSFS_CPUS: &str = "/sys/devices/system/cpu";
 /// under 1 us per wait spread over the sixteen.
 pub(crate) const OBSERVE_EVERY: u32 = 16;
 
+/// One of the host profile's idle states, as the watch matches it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ProfileState<'a> {
+    /// cpuidle's name for it (`POLL`, `C1`, ...).
+    pub name: &'a str,
+    /// A busy-wait in C0 (Linux's `POLL`), which stops at its time limit.
+    pub polling: bool,
+}
+
 /// One CPU's cpuidle entry counters, open for re-reading, and where the
 /// watch stands.
 #[derive(Debug)]
 pub(crate) struct IdleWatch {
-    /// Each enabled state's `usage` file and its index in the profile's
-    /// table.
-    states: Vec<(File, usize)>,
+    /// Each enabled state's `usage` file, its index in the profile's
+    /// table, and whether it polls.
+    states: Vec<(File, usize, bool)>,
     /// The counters read as the previous wait ended, when the next wait is
     /// to be observed, and the thread's blocks by then.
     before: Option<(Vec<u64>, u64)>,
     /// Waits that may idle the CPU still to go before the next observed
     /// one.
     countdown: u32,
-    /// Waits observed so far, and of them those that idled the CPU once.
+    /// Waits whose counters were read at both ends.
     pub sampled: u64,
     /// Of [`IdleWatch::sampled`], those whose state was learnt.
     pub observed: u64,
 }
 
 impl IdleWatch {
-    /// CPU `cpu`'s counters, where `profile` names the host profile's idle
+    /// CPU `cpu`'s counters, where `profile` is the host profile's idle
     /// states in its table's order; or why its waits cannot be observed.
-    pub(crate) fn open(cpu: u32, profile: &[&str]) -> Result<IdleWatch, String> {
+    pub(crate) fn open(cpu: u32, profile: &[ProfileState]) -> Result<IdleWatch, String> {
         IdleWatch::open_under(Path::new(SYSFS_CPUS), cpu, profile)
     }
 
     /// [`IdleWatch::open`] with sysfs's CPU directory at `root`.
-    pub(crate) fn open_under(root: &Path, cpu: u32, profile: &[&str]) -> Result<IdleWatch, String> {
+    pub(crate) fn open_under(
+        root: &Path,
+        cpu: u32,
+        profile: &[ProfileState],
+    ) -> Result<IdleWatch, String> {
         let dir = root.join(format!("cpu{cpu}/cpuidle"));
         let mut states = Vec::new();
         let mut unknown = Vec::new();
         for k in 0.. {
             let state = dir.join(format!("state{k}"));
-            let Ok(name) = std::fs::read_to_string(state.join("name")) else {
+            if !state.is_dir() {
                 break;
-            };
+            }
+            let name = std::fs::read_to_string(state.join("name"))
+                .map_err(|e| format!("{}: {e}", state.join("name").display()))?;
             let name = name.trim().to_string();
             // A disabled state is never entered: its name does not matter.
             let disabled =
@@ -82,13 +102,13 @@ impl IdleWatch {
             if disabled {
                 continue;
             }
-            let Some(index) = profile.iter().position(|p| *p == name) else {
+            let Some(index) = profile.iter().position(|p| p.name == name) else {
                 unknown.push(name);
                 continue;
             };
             let usage = state.join("usage");
             let file = File::open(&usage).map_err(|e| format!("{}: {e}", usage.display()))?;
-            states.push((file, index));
+            states.push((file, index, profile[index].polling));
         }
         if !unknown.is_empty() {
             let quoted: Vec<String> = unknown.iter().map(|n| format!("'{n}'")).collect();
@@ -96,10 +116,11 @@ impl IdleWatch {
                 1 => ("state", "is"),
                 _ => ("states", "are"),
             };
+            let names: Vec<&str> = profile.iter().map(|p| p.name).collect();
             return Err(format!(
                 "CPU {cpu}'s cpuidle {which} {} {are} not in the host profile's table ({})",
                 quoted.join(", "),
-                profile.join(", ")
+                names.join(", ")
             ));
         }
         if states.is_empty() {
@@ -126,7 +147,7 @@ impl IdleWatch {
     fn read(&mut self) -> std::io::Result<Vec<u64>> {
         let mut out = Vec::with_capacity(self.states.len());
         let mut buf = [0u8; 32];
-        for (file, _) in &self.states {
+        for (file, _, _) in &self.states {
             let n = file.read_at(&mut buf, 0)?;
             let text = std::str::from_utf8(&buf[..n]).unwrap_or("").trim();
             let count = text.parse().map_err(|_| {
@@ -141,41 +162,50 @@ impl IdleWatch {
     }
 
     /// A wait that may idle the CPU has ended. `blocks` counts the times
-    /// the thread has blocked so far (its waits' wake-ups and its timed
-    /// sleeps); `alone` says whether the wait was chosen with no other
-    /// thread wanting the CPU. Returns the profile's index of the state
-    /// the wait reached, if it was observed, the thread blocked once since
-    /// the watch was armed and the CPU idled once. Then arms the watch for
-    /// the next such wait when its turn comes.
-    pub(crate) fn wait_ended(&mut self, blocks: u64, alone: bool) -> Option<usize> {
-        let reached = self.before.take().and_then(|(before, blocks_then)| {
+    /// the thread had blocked (its waits' wake-ups and its timed sleeps)
+    /// as the wait began and as it ended; `alone` says whether it was
+    /// chosen with no other thread wanting the CPU. Returns the profile's
+    /// index of the state the wait reached, if it was observed: armed
+    /// as the previous such wait ended, the wait blocked, and it was the
+    /// thread's one block since (module documentation). Then arms the
+    /// watch for the next such wait when its turn comes.
+    pub(crate) fn wait_ended(&mut self, (began, ended): (u64, u64), alone: bool) -> Option<usize> {
+        let reached = self.before.take().and_then(|(before, armed)| {
             self.sampled += 1;
             let after = self.read().ok()?;
-            let entered = one_entry(&before, &after).filter(|_| alone && blocks == blocks_then + 1);
-            entered.map(|k| self.states[k].1)
+            let its_own = alone && began == armed && ended == armed + 1;
+            let polling: Vec<bool> = self.states.iter().map(|s| s.2).collect();
+            let k = reached_state(&before, &after, &polling).filter(|_| its_own)?;
+            Some(self.states[k].1)
         });
         self.observed += u64::from(reached.is_some());
         self.countdown -= 1;
         if self.countdown == 0 {
             self.countdown = OBSERVE_EVERY;
-            self.before = self.read().ok().map(|counts| (counts, blocks));
+            self.before = self.read().ok().map(|counts| (counts, ended));
         }
         reached
     }
 }
 
-/// The one counter that rose, by one, from `before` to `after`, all
-/// others unchanged; `None` otherwise.
-pub(crate) fn one_entry(before: &[u64], after: &[u64]) -> Option<usize> {
-    let mut entered = None;
-    for (k, (b, a)) in before.iter().zip(after).enumerate() {
-        match a.checked_sub(*b)? {
-            0 => {}
-            1 if entered.is_none() => entered = Some(k),
-            _ => return None,
+/// The state a wait ended in, from the counters before and after it
+/// (`polling` marks the polling states): the one non-polling state whose
+/// counter rose, whether or not a polling state's rose too (its time
+/// limit ran out before); else the one polling state whose counter rose.
+/// `None` when nothing rose, when two states of a kind rose, or when a
+/// counter fell.
+pub(crate) fn reached_state(before: &[u64], after: &[u64], polling: &[bool]) -> Option<usize> {
+    let (mut deep, mut poll) = (None, None);
+    for (k, ((b, a), &p)) in before.iter().zip(after).zip(polling).enumerate() {
+        if a.checked_sub(*b)? == 0 {
+            continue;
+        }
+        let slot = if p { &mut poll } else { &mut deep };
+        if slot.replace(k).is_some() {
+            return None;
         }
     }
-    entered
+    deep.or(poll)
 }
 
 #[cfg(test)]
@@ -183,7 +213,28 @@ mod tests {
     use super::*;
     use cint_test_support::DirFiles;
 
-    const SKYLAKE: [&str; 5] = ["POLL", "C1", "C1E", "C3", "C6"];
+    const SKYLAKE: [ProfileState; 5] = [
+        ProfileState {
+            name: "POLL",
+            polling: true,
+        },
+        ProfileState {
+            name: "C1",
+            polling: false,
+        },
+        ProfileState {
+            name: "C1E",
+            polling: false,
+        },
+        ProfileState {
+            name: "C3",
+            polling: false,
+        },
+        ProfileState {
+            name: "C6",
+            polling: false,
+        },
+    ];
 
     fn fake_cpu(states: &[(&str, u64, bool)]) -> cint_test_support::TempDir {
         let dir = cint_test_support::temp_dir("idle-watch");
@@ -208,17 +259,54 @@ mod tests {
         );
     }
 
-    #[test]
-    fn one_entry_takes_a_single_rise_by_one() {
-        assert_eq!(one_entry(&[5, 7, 9], &[5, 8, 9]), Some(1));
-        assert_eq!(one_entry(&[5, 7, 9], &[5, 7, 9]), None, "no entry");
-        assert_eq!(one_entry(&[5, 7, 9], &[6, 8, 9]), None, "two states");
-        assert_eq!(one_entry(&[5, 7, 9], &[5, 9, 9]), None, "two entries");
-        assert_eq!(one_entry(&[5, 7, 9], &[5, 6, 10]), None, "a counter fell");
+    /// Waits that each block once, until the watch is armed; returns the
+    /// thread's blocks so far.
+    fn arm(watch: &mut IdleWatch, blocks: &mut u64) -> u64 {
+        while watch.before.is_none() {
+            *blocks += 1;
+            assert_eq!(watch.wait_ended((*blocks - 1, *blocks), true), None);
+        }
+        *blocks
     }
 
     #[test]
-    fn every_sixteenth_wait_is_observed_by_the_state_it_entered() {
+    fn the_state_reached_is_the_deeper_one_that_rose_or_else_poll() {
+        let polling = [true, false, false];
+        assert_eq!(reached_state(&[5, 7, 9], &[5, 8, 9], &polling), Some(1));
+        assert_eq!(
+            reached_state(&[5, 7, 9], &[5, 9, 9], &polling),
+            Some(1),
+            "re-entered"
+        );
+        assert_eq!(
+            reached_state(&[5, 7, 9], &[6, 8, 9], &polling),
+            Some(1),
+            "POLL's limit first"
+        );
+        assert_eq!(
+            reached_state(&[5, 7, 9], &[30, 7, 9], &polling),
+            Some(0),
+            "all in POLL"
+        );
+        assert_eq!(
+            reached_state(&[5, 7, 9], &[5, 7, 9], &polling),
+            None,
+            "no entry"
+        );
+        assert_eq!(
+            reached_state(&[5, 7, 9], &[5, 8, 10], &polling),
+            None,
+            "two deeper states"
+        );
+        assert_eq!(
+            reached_state(&[5, 7, 9], &[5, 6, 10], &polling),
+            None,
+            "a counter fell"
+        );
+    }
+
+    #[test]
+    fn every_sixteenth_wait_is_observed_by_the_state_it_ended_in() {
         // The CPU's states in another order than the profile's, as a
         // driver may list them.
         let dir = fake_cpu(&[("POLL", 10, false), ("C6", 20, false), ("C1E", 30, false)]);
@@ -226,57 +314,59 @@ mod tests {
         let mut blocks = 0;
         for _ in 0..OBSERVE_EVERY - 1 {
             blocks += 1;
-            assert_eq!(watch.wait_ended(blocks, true), None, "not armed yet");
+            assert_eq!(
+                watch.wait_ended((blocks - 1, blocks), true),
+                None,
+                "not armed yet"
+            );
         }
         // The sixteenth wait arms the watch; the next is observed.
         blocks += 1;
-        assert_eq!(watch.wait_ended(blocks, true), None);
+        assert_eq!(watch.wait_ended((blocks - 1, blocks), true), None);
+        set_usage(dir.path(), 0, 11);
         set_usage(dir.path(), 1, 21);
         blocks += 1;
         assert_eq!(
-            watch.wait_ended(blocks, true),
+            watch.wait_ended((blocks - 1, blocks), true),
             Some(4),
-            "C6 is the profile's fifth state"
+            "C6, the profile's fifth state, after POLL's time limit"
         );
         assert_eq!((watch.sampled, watch.observed), (1, 1));
         // Not armed again for fifteen more.
         set_usage(dir.path(), 2, 31);
         blocks += 1;
-        assert_eq!(watch.wait_ended(blocks, true), None);
+        assert_eq!(watch.wait_ended((blocks - 1, blocks), true), None);
         assert_eq!(watch.sampled, 1);
     }
 
     #[test]
-    fn a_wait_that_shared_its_idle_time_is_not_observed() {
-        let dir = fake_cpu(&[("POLL", 0, false), ("C1", 0, false)]);
+    fn only_a_wait_that_was_the_threads_one_block_is_observed() {
+        let dir = fake_cpu(&[("POLL", 0, false), ("C1", 0, false), ("C1E", 0, false)]);
         let mut watch = IdleWatch::open_under(dir.path(), 3, &SKYLAKE).expect("opens");
         let mut blocks = 0;
-        let mut arm = |watch: &mut IdleWatch| {
-            while watch.before.is_none() {
-                blocks += 1;
-                assert_eq!(watch.wait_ended(blocks, true), None);
-            }
-            blocks
-        };
-        // Two entries: the CPU woke once in between.
-        let b = arm(&mut watch);
+        // Two deeper states: the CPU woke and went idle again between.
+        let b = arm(&mut watch, &mut blocks);
+        set_usage(dir.path(), 1, 1);
+        set_usage(dir.path(), 2, 1);
+        assert_eq!(watch.wait_ended((b, b + 1), true), None);
+        // The thread blocked twice in the wait.
+        let b = arm(&mut watch, &mut blocks);
         set_usage(dir.path(), 1, 2);
-        assert_eq!(watch.wait_ended(b + 1, true), None);
-        // One entry, but the thread blocked twice (a sleep of its own, or
-        // a wait woken twice).
-        let b = arm(&mut watch);
+        assert_eq!(watch.wait_ended((b, b + 2), true), None);
+        // It slept before the wait (fio's pacing), and the wait itself
+        // did not block: the entry was the sleep's.
+        let b = arm(&mut watch, &mut blocks);
         set_usage(dir.path(), 1, 3);
-        assert_eq!(watch.wait_ended(b + 2, true), None);
-        // One entry, one block, but another thread wanted the CPU when the
-        // wait was chosen.
-        let b = arm(&mut watch);
+        assert_eq!(watch.wait_ended((b + 1, b + 1), true), None);
+        // Another thread wanted the CPU when the wait was chosen.
+        let b = arm(&mut watch, &mut blocks);
         set_usage(dir.path(), 0, 1);
-        assert_eq!(watch.wait_ended(b + 1, false), None);
-        // One entry, one block, alone: observed.
-        let b = arm(&mut watch);
+        assert_eq!(watch.wait_ended((b, b + 1), false), None);
+        // Its one block, alone: observed.
+        let b = arm(&mut watch, &mut blocks);
         set_usage(dir.path(), 0, 2);
-        assert_eq!(watch.wait_ended(b + 1, true), Some(0));
-        assert_eq!((watch.sampled, watch.observed), (4, 1));
+        assert_eq!(watch.wait_ended((b, b + 1), true), Some(0));
+        assert_eq!((watch.sampled, watch.observed), (5, 1));
     }
 
     #[test]
@@ -293,7 +383,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cpu_without_cpuidle_or_with_unreadable_counters_is_refused() {
+    fn a_cpu_without_cpuidle_or_with_unreadable_states_is_refused() {
         let dir = cint_test_support::temp_dir("idle-watch");
         let why = IdleWatch::open_under(dir.path(), 0, &SKYLAKE).expect_err("no states");
         assert!(why.contains("no cpuidle states"), "{why}");
@@ -301,5 +391,10 @@ mod tests {
         dir.path().write("cpu3/cpuidle/state0/usage", "lots\n");
         let why = IdleWatch::open_under(dir.path(), 3, &SKYLAKE).expect_err("bad count");
         assert!(why.contains("\"lots\""), "{why}");
+        // A deeper state whose name cannot be read is not skipped.
+        let dir = fake_cpu(&[("POLL", 0, false), ("C1", 0, false)]);
+        std::fs::remove_file(dir.path().join("cpu3/cpuidle/state1/name")).expect("removed");
+        let why = IdleWatch::open_under(dir.path(), 3, &SKYLAKE).expect_err("unreadable");
+        assert!(why.contains("state1/name"), "{why}");
     }
 }

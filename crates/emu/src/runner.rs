@@ -22,7 +22,7 @@ use crate::backend::{BackendConfig, FileSource};
 use crate::emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig};
 use crate::energy::{CpuTime, Overlap, PhysicalCore};
 use crate::error::{unsupported, EmuError};
-use crate::idle_watch::IdleWatch;
+use crate::idle_watch::{IdleWatch, ProfileState};
 use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
 use crate::sys;
@@ -741,8 +741,8 @@ fn start_job_threads(
                 needs_buffers: target.needs_buffers,
                 seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
                 select: threads.selector.zip(io.as_ref()).map(|(selector, io)| {
-                    let idle = IdleWatch::open(real_cpu, &profile_idle_states(scenario));
-                    ThreadSelect::new(selector, io, Arc::clone(&threads.host_in_flight), idle)
+                    let open_idle = || IdleWatch::open(real_cpu, &profile_idle_states(scenario));
+                    ThreadSelect::new(selector, io, Arc::clone(&threads.host_in_flight), open_idle)
                 }),
             };
             let control = Arc::clone(control);
@@ -992,11 +992,17 @@ fn summarise(
     (result, detail)
 }
 
-/// The host profile's idle states by name, in its table's order (none
-/// without power data).
-fn profile_idle_states(scenario: &Scenario) -> Vec<&str> {
+/// The host profile's idle states, in its table's order (none without
+/// power data).
+fn profile_idle_states(scenario: &Scenario) -> Vec<ProfileState<'_>> {
     scenario.host.power.as_ref().map_or(Vec::new(), |p| {
-        p.idle_states.iter().map(|s| s.name.as_str()).collect()
+        p.idle_states
+            .iter()
+            .map(|s| ProfileState {
+                name: s.name.as_str(),
+                polling: s.polling,
+            })
+            .collect()
     })
 }
 
@@ -1026,7 +1032,7 @@ fn idle_watch_note(strategy: &str, outcomes: &[Vec<ThreadOutcome>]) -> Option<St
     Some(format!(
         "strategy '{strategy}': mode-select looked at cpuidle's counters around {sampled} of \
          its waits (one in {}) and learnt the idle state reached from {observed}; the rest \
-         idled their CPU more than once, or not at all",
+         did not block, blocked more than once, shared the CPU or ended in two deeper states",
         crate::idle_watch::OBSERVE_EVERY
     ))
 }

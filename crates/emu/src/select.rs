@@ -75,8 +75,8 @@ enum Polling {
 pub(crate) struct ThreadSelect {
     selector: ModeSelect,
     /// Its CPU's idle-state counters, or why its waits' idle states
-    /// cannot be seen.
-    pub idle: Result<IdleWatch, String>,
+    /// cannot be seen; `None` for a job whose waits it does not choose.
+    idle: Option<Result<IdleWatch, String>>,
     /// The last choice was made with no other thread wanting the core.
     chose_alone: bool,
     /// Requests in flight on the emulated host, all threads of the run.
@@ -94,18 +94,20 @@ pub(crate) struct ThreadSelect {
 
 impl ThreadSelect {
     /// A thread of `io`'s job under `selector`, counting its requests in
-    /// `host_in_flight`, its waits' idle states watched by `idle`.
+    /// `host_in_flight`, its waits' idle states watched by what
+    /// `open_idle` opens (only where it chooses how to wait).
     pub fn new(
         selector: ModeSelect,
         io: &IoJob,
         host_in_flight: Arc<AtomicU64>,
-        idle: Result<IdleWatch, String>,
+        open_idle: impl FnOnce() -> Result<IdleWatch, String>,
     ) -> Self {
         let polling = match io.engine {
             Engine::Pvsync2 if io.hipri => Polling::PerRequest,
             Engine::IoUring if io.hipri => Polling::PerWait,
             _ => Polling::Never,
         };
+        let idle = (polling != Polling::Never).then(open_idle);
         ThreadSelect {
             selector,
             idle,
@@ -175,15 +177,16 @@ impl ThreadSelect {
     }
 
     /// A wait for requests of `bytes` in direction `op` has ended, the
-    /// thread having blocked `blocks` times so far: a sleep or an
-    /// interrupt may have idled the CPU, and the selector learns the state
-    /// it reached where the watch saw it (`crate::idle_watch`). A poll
-    /// did not idle it and leaves the watch as it was.
-    pub fn wait_ended(&mut self, bytes: u64, op: Op, blocks: u64) {
+    /// thread having blocked `blocks` times as it began and as it ended: a
+    /// sleep or an interrupt may have idled the CPU, and the selector
+    /// learns the state it reached where the watch saw it
+    /// (`crate::idle_watch`). A poll did not idle it and leaves the watch
+    /// as it was.
+    pub fn wait_ended(&mut self, bytes: u64, op: Op, blocks: (u64, u64)) {
         if self.choice == CompletionChoice::Poll {
             return;
         }
-        let Ok(watch) = &mut self.idle else {
+        let Some(Ok(watch)) = &mut self.idle else {
             return;
         };
         if let Some(reached) = watch.wait_ended(blocks, self.chose_alone) {
@@ -194,6 +197,16 @@ impl ThreadSelect {
                 .selector
                 .record_idle(bytes, direction(op), self.choice, reached);
         }
+    }
+
+    /// What the thread's watch saw: the waits looked at and those whose
+    /// state was learnt, or why none could be; `None` where it chose no
+    /// wait.
+    pub fn idle_report(&self) -> Option<Result<(u64, u64), String>> {
+        self.idle.as_ref().map(|w| match w {
+            Ok(watch) => Ok((watch.sampled, watch.observed)),
+            Err(why) => Err(why.clone()),
+        })
     }
 
     /// A completion came back: its class learns the device's time,

@@ -274,10 +274,7 @@ impl IoThread {
         if let Some(select) = &self.select {
             self.out.modes = select.counts;
             self.out.measured_modes = Some(select.measured);
-            self.out.idle_watch = Some(match &select.idle {
-                Ok(watch) => Ok((watch.sampled, watch.observed)),
-                Err(why) => Err(why.clone()),
-            });
+            self.out.idle_watch = select.idle_report();
         }
         self.out
     }
@@ -540,6 +537,7 @@ impl IoThread {
                 return 0;
             }
             let (want, most) = (want - have, most - have);
+            let began = self.client.wakeups() + self.sleeps;
             let spun = match select.choose_for_wait(&self.client, self.io.bs, op) {
                 CompletionChoice::Poll => self.spin_for(want, most),
                 CompletionChoice::Sleep(ns) => self.sleep_then_spin(ns, want, most),
@@ -549,9 +547,9 @@ impl IoThread {
                     0
                 }
             };
-            let blocks = self.client.wakeups() + self.sleeps;
+            let ended = self.client.wakeups() + self.sleeps;
             if let Some(select) = &mut self.select {
-                select.wait_ended(self.io.bs, op, blocks);
+                select.wait_ended(self.io.bs, op, (began, ended));
             }
             return spun;
         }

@@ -19,7 +19,8 @@
 //!   its keys (`db_bench`'s micros per op).
 //! * **flush** (one thread): the memtable written as a table file with
 //!   `O_DIRECT` `pwrite`s growing from 64 KiB to 1 MiB, each waited for,
-//!   then `fdatasync`, whose journal commit is one 4 KiB write.
+//!   then `fdatasync`, whose journal commit is a 16 KiB log write and
+//!   then the 4 KiB commit block.
 //! * **dump** (`rocksdb_dump`, one thread): per pair, `dump_cpu`, then
 //!   the pair's bytes from the database file through the page cache: a
 //!   miss issues one read-ahead request of the tool's window, which

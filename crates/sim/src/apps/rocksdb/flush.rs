@@ -1,6 +1,7 @@
 //! The flush thread: a full memtable built and written as a table file
 //! with `O_DIRECT` `pwrite`s growing from 64 KiB to 1 MiB, each waited
-//! for, then `fdatasync`, whose journal commit is one 4 KiB write.
+//! for, then `fdatasync`, whose journal commit is a 16 KiB log write and
+//! then the 4 KiB commit block.
 
 use cint_policy::hints::IoCall;
 use cint_policy::Hint;

@@ -238,8 +238,10 @@ impl World<'_> {
                     .fail(format!("fsync request {r} completed without pages"));
             }
         }
+        // The call's kind decides every request of it: the data, the log
+        // and the commit block of an fsync alike.
         let hint = cint_policy::hints::request_hint(
-            if f.journal {
+            if !f.datasync {
                 cint_policy::hints::IoCall::Fsync
             } else {
                 cint_policy::hints::IoCall::Fdatasync
