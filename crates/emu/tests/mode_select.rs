@@ -478,14 +478,16 @@ fn mode_select_learns_its_waits_idle_states_from_cpuidle() {
     let sampled = number_after("counters around ");
     let learnt = number_after("reached from ");
     let modes = detail.strategies[0].jobs[0].modes;
-    // About one wait in sixteen of those that could idle the CPU.
+    // About one wait in sixteen of those that could idle the CPU: never
+    // more, and fewer only by the requests whose completion was in before
+    // their wait began (no wait, nothing counted down).
     let idling = modes.sleep + modes.interrupt;
     assert!(
         idling > 100,
         "the selector slept or took interrupts: {modes:?}"
     );
     assert!(
-        sampled * 16 <= idling + 16 && sampled * 16 + 32 >= idling,
+        sampled * 16 <= idling + 16 && sampled * 16 * 4 + 64 >= idling * 3,
         "{sampled} looked at of {idling}: {note}"
     );
     assert!(learnt > 0 && learnt <= sampled, "{note}");
