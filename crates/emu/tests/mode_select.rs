@@ -457,7 +457,20 @@ fn mode_select_learns_its_waits_idle_states_from_cpuidle() {
              direct = true\nrw = \"randread\"\nbs = \"1m\"\n";
     let sc = cint_scenario::load_str(&text, "cpuidle.toml", &["duration=200ms".into()])
         .expect("valid scenario");
+    let entries = || -> u64 {
+        (0..names.len())
+            .filter_map(|k| {
+                std::fs::read_to_string(format!(
+                    "/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{k}/usage"
+                ))
+                .ok()
+            })
+            .filter_map(|u| u.trim().parse::<u64>().ok())
+            .sum()
+    };
+    let entries_before = entries();
     let detail = cint_emu::run_detailed(&sc).expect("runs");
+    let idle_entries = entries() - entries_before;
     let note = detail
         .result
         .notes
@@ -490,7 +503,16 @@ fn mode_select_learns_its_waits_idle_states_from_cpuidle() {
         sampled * 16 <= idling + 16 && sampled * 16 * 4 + 64 >= idling * 3,
         "{sampled} looked at of {idling}: {note}"
     );
-    assert!(learnt > 0 && learnt <= sampled, "{note}");
+    assert!(learnt <= sampled, "{note}");
+    // Where the CPU idled for most waits, some were its waits' own; where
+    // another process kept it busy meanwhile, there was nothing to learn.
+    if idle_entries * 2 >= idling {
+        assert!(learnt > 0, "{idle_entries} idle entries: {note}");
+    } else {
+        eprintln!(
+            "CPU {cpu} idled {idle_entries} times for {idling} waits: busy with another process"
+        );
+    }
 }
 
 #[test]
