@@ -1231,7 +1231,8 @@ mod tests {
     /// core's two hardware threads, run through the whole measurement
     /// path, on the first two real CPUs (`CpuLayout::for_scenario` would
     /// want six CPUs for scenario CPU 4; the merge does not care which
-    /// real CPUs they are).
+    /// real CPUs they are). Real-time handlers are preferred, not required:
+    /// the merge does not need them.
     #[test]
     fn sibling_cpus_report_one_core_between_their_busier_cpu_and_their_sum() {
         let Ok(allowed) = sys::allowed_cpus() else {
@@ -1244,6 +1245,7 @@ mod tests {
         }
         let text = "name = \"smt\"\nduration = \"30ms\"\nwarmup = \"5ms\"\n\
                     [device]\nmodel = \"optane-900p\"\n[host]\nmodel = \"xeon-e3-1230v5\"\n\
+                    [emu]\nrealtime = \"prefer\"\n\
                     [[strategy]]\nname = \"interrupt\"\nkind = \"none\"\n\
                     [[strategy]]\nname = \"poll\"\nkind = \"poll\"\n\
                     [[job]]\nname = \"a\"\nengine = \"pvsync2\"\nhipri = true\ncpu = 0\n\
