@@ -161,9 +161,9 @@ impl IdleWatch {
         Ok(out)
     }
 
-    /// A wait that may idle the CPU has ended. `blocks` counts the times
-    /// the thread had blocked (its waits' wake-ups and its timed sleeps)
-    /// as the wait began and as it ended; `alone` says whether it was
+    /// A wait that may idle the CPU has ended. `began` and `ended` count
+    /// the times the thread had blocked (its waits' wake-ups and its timed
+    /// sleeps) as the wait began and as it ended; `alone` says whether it was
     /// chosen with no other thread wanting the CPU. Returns the profile's
     /// index of the state the wait reached, if it was observed: armed
     /// as the previous such wait ended, the wait blocked, and it was the
