@@ -238,22 +238,23 @@ impl World<'_> {
                     .fail(format!("fsync request {r} completed without pages"));
             }
         }
-        // The call's kind decides every request of it: the data, the log
-        // and the commit block of an fsync alike.
-        let hint = cint_policy::hints::request_hint(
-            if !f.datasync {
-                cint_policy::hints::IoCall::Fsync
-            } else {
-                cint_policy::hints::IoCall::Fdatasync
-            },
-            &cint_policy::hints::IoContext {
-                blocking_fd: true,
-                o_direct: false,
-                rw_flags: cint_policy::hints::RwFlags::EMPTY,
-                ms_sync: false,
-                batch: cint_policy::hints::BatchPosition { index: 0, len: 1 },
-            },
-        );
+        // The file's pages take the call's hint; the journal's log and
+        // commit block the journal commit's (docs/ALGORITHMS.md section 5).
+        let ctx = cint_policy::hints::IoContext {
+            blocking_fd: true,
+            o_direct: false,
+            rw_flags: cint_policy::hints::RwFlags::EMPTY,
+            ms_sync: false,
+            batch: cint_policy::hints::BatchPosition { index: 0, len: 1 },
+        };
+        let call = if f.datasync {
+            cint_policy::hints::IoCall::Fdatasync
+        } else {
+            cint_policy::hints::IoCall::Fsync
+        };
+        let hint = cint_policy::hints::request_hint(call, &ctx);
+        let journal_hint =
+            cint_policy::hints::request_hint(cint_policy::hints::IoCall::JournalCommit, &ctx);
         let file = t as u32;
         let (mut staged, cpu) = self.stage_writeback(
             (t, i),
@@ -277,7 +278,7 @@ impl World<'_> {
         // With nothing in flight every fsync slot is free.
         if log_written {
             // jbd2 writes the commit block once the log is on the device.
-            if let Some(r) = self.stage_request(t, true, JOURNAL_COMMIT_BLOCK, hint) {
+            if let Some(r) = self.stage_request(t, true, JOURNAL_COMMIT_BLOCK, journal_hint) {
                 f.mine.push(r);
                 f.journal_slot = Some(r);
                 staged += 1;
@@ -289,7 +290,7 @@ impl World<'_> {
                 Commit::Done => f.journal = false,
                 Commit::Write(tid) => {
                     f.journal = false;
-                    if let Some(r) = self.stage_request(t, true, JOURNAL_LOG_TIMES, hint) {
+                    if let Some(r) = self.stage_request(t, true, JOURNAL_LOG_TIMES, journal_hint) {
                         f.mine.push(r);
                         f.journal_log = Some(r);
                         f.journal_tid = tid;
