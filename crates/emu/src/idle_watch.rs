@@ -57,9 +57,11 @@ pub(crate) struct ProfileState<'a> {
 /// watch stands.
 #[derive(Debug)]
 pub(crate) struct IdleWatch {
-    /// Each enabled state's `usage` file, its index in the profile's
-    /// table, and whether it polls.
-    states: Vec<(File, usize, bool)>,
+    /// Each enabled state's `usage` file and its index in the profile's
+    /// table.
+    states: Vec<(File, usize)>,
+    /// Whether each of `states` polls.
+    polling: Vec<bool>,
     /// The counters read as the previous wait ended, when the next wait is
     /// to be observed, and the thread's blocks by then.
     before: Option<(Vec<u64>, u64)>,
@@ -86,7 +88,7 @@ impl IdleWatch {
         profile: &[ProfileState],
     ) -> Result<IdleWatch, String> {
         let dir = root.join(format!("cpu{cpu}/cpuidle"));
-        let mut states = Vec::new();
+        let (mut states, mut polling) = (Vec::new(), Vec::new());
         let mut unknown = Vec::new();
         for k in 0.. {
             let state = dir.join(format!("state{k}"));
@@ -108,7 +110,8 @@ impl IdleWatch {
             };
             let usage = state.join("usage");
             let file = File::open(&usage).map_err(|e| format!("{}: {e}", usage.display()))?;
-            states.push((file, index, profile[index].polling));
+            states.push((file, index));
+            polling.push(profile[index].polling);
         }
         if !unknown.is_empty() {
             let quoted: Vec<String> = unknown.iter().map(|n| format!("'{n}'")).collect();
@@ -131,6 +134,7 @@ impl IdleWatch {
         }
         let mut watch = IdleWatch {
             states,
+            polling,
             before: None,
             countdown: OBSERVE_EVERY,
             sampled: 0,
@@ -147,7 +151,7 @@ impl IdleWatch {
     fn read(&mut self) -> std::io::Result<Vec<u64>> {
         let mut out = Vec::with_capacity(self.states.len());
         let mut buf = [0u8; 32];
-        for (file, _, _) in &self.states {
+        for (file, _) in &self.states {
             let n = file.read_at(&mut buf, 0)?;
             let text = std::str::from_utf8(&buf[..n]).unwrap_or("").trim();
             let count = text.parse().map_err(|_| {
@@ -174,8 +178,7 @@ impl IdleWatch {
             self.sampled += 1;
             let after = self.read().ok()?;
             let its_own = alone && began == armed && ended == armed + 1;
-            let polling: Vec<bool> = self.states.iter().map(|s| s.2).collect();
-            let k = reached_state(&before, &after, &polling).filter(|_| its_own)?;
+            let k = reached_state(&before, &after, &self.polling).filter(|_| its_own)?;
             Some(self.states[k].1)
         });
         self.observed += u64::from(reached.is_some());

@@ -53,7 +53,7 @@ use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::{Hint, Nanos};
 use cint_scenario::app::{Benchmark, ClassHint, RocksDb};
 
-use crate::host::pagecache::PAGE;
+use crate::host::pagecache::{JOURNAL_COMMIT_BLOCK, PAGE};
 use crate::world::{Cont, Wait, World};
 
 mod compaction;
@@ -548,6 +548,17 @@ impl World<'_> {
         apps_of(self).threads[i].step = resume;
         self.set_burst(t, self.costs.timer_setup + extra, Cont::PageCacheSleep(at));
         true
+    }
+
+    /// The journal's log of thread `t`'s `fdatasync` (a flush's or a
+    /// compaction's) is on the device: in the same call it writes the
+    /// commit block at `hint` (jbd2 waits for the log first), then goes
+    /// on to `next`.
+    fn write_commit_block(&mut self, t: usize, i: usize, hint: Hint, next: Step) {
+        self.app_reap(t);
+        apps_of(self).threads[i].step = next;
+        self.app_request(t, true, JOURNAL_COMMIT_BLOCK, hint);
+        self.start_call(t, 0);
     }
 
     /// Sets application thread `i` to `step` and runs it on at once.

@@ -39,7 +39,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::stall::{self, Condition};
 use super::{apps_of, direct_call_hint, Db, Step};
-use crate::host::pagecache::{JOURNAL_COMMIT_BLOCK, JOURNAL_LOG_ALLOCATION};
+use crate::host::pagecache::JOURNAL_LOG_ALLOCATION;
 use crate::world::{Wait, World};
 
 /// Compaction read-ahead (`compaction_readahead_size` of the reference
@@ -457,13 +457,9 @@ impl World<'_> {
     /// The journal's log of the output's `fdatasync` is on the device: the
     /// commit block follows, in the same call.
     pub(super) fn compaction_logged(&mut self, t: usize, i: usize, a: usize) {
-        self.app_reap(t);
-        let apps = apps_of(self);
-        let db = &apps.dbs[a];
+        let db = &apps_of(self).dbs[a];
         let hint = db.class_hint(db.spec.compaction_hint, Hint::Urgent);
-        apps.threads[i].step = Step::CompactSynced;
-        self.app_request(t, true, JOURNAL_COMMIT_BLOCK, hint);
-        self.start_call(t, 0);
+        self.write_commit_block(t, i, hint, Step::CompactSynced);
     }
 
     /// The compaction's output is synced: it counts as one operation, and

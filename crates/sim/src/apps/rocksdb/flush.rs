@@ -7,7 +7,7 @@ use cint_policy::hints::IoCall;
 use cint_policy::Hint;
 
 use super::{apps_of, compaction, direct_call_hint, Step, FLUSH_FIRST_WRITE, FLUSH_MAX_WRITE};
-use crate::host::pagecache::{JOURNAL_COMMIT_BLOCK, JOURNAL_LOG_ALLOCATION};
+use crate::host::pagecache::JOURNAL_LOG_ALLOCATION;
 use crate::world::{Wait, World};
 
 impl World<'_> {
@@ -72,27 +72,24 @@ impl World<'_> {
         }
         // fdatasync of the new table file: its blocks' allocation is
         // committed, the log first, then the commit block.
-        self.journal_write(t, i, a, JOURNAL_LOG_ALLOCATION, Step::FlushLogged);
+        let hint = self.flush_sync_hint(a);
+        apps_of(self).threads[i].step = Step::FlushLogged;
+        self.app_request(t, true, JOURNAL_LOG_ALLOCATION, hint);
         self.start_call(t, self.costs.syscall);
     }
 
     /// The journal's log of the table file's `fdatasync` is on the
     /// device: the commit block follows, in the same call.
     pub(super) fn flush_logged(&mut self, t: usize, i: usize, a: usize) {
-        self.app_reap(t);
-        self.journal_write(t, i, a, JOURNAL_COMMIT_BLOCK, Step::SyncDone);
-        self.start_call(t, 0);
+        let hint = self.flush_sync_hint(a);
+        self.write_commit_block(t, i, hint, Step::SyncDone);
     }
 
-    /// Thread `t` (`i` of the store's threads) stages a journal write of
-    /// `bytes` for the flush's `fdatasync`, at the flush class's hint
-    /// (`Urgent` by the kernel's rule for a blocking call), then `next`.
-    fn journal_write(&mut self, t: usize, i: usize, a: usize, bytes: u64, next: Step) {
-        let apps = apps_of(self);
-        let db = &apps.dbs[a];
-        let hint = db.class_hint(db.spec.flush_hint, Hint::Urgent);
-        apps.threads[i].step = next;
-        self.app_request(t, true, bytes, hint);
+    /// The hint of store `a`'s flush `fdatasync`'s journal writes: the
+    /// flush class's (`Urgent` by the kernel's rule for a blocking call).
+    fn flush_sync_hint(&mut self, a: usize) -> Hint {
+        let db = &apps_of(self).dbs[a];
+        db.class_hint(db.spec.flush_hint, Hint::Urgent)
     }
 
     /// The table file is synced: the memtable is free, which may let a

@@ -818,11 +818,11 @@ impl PageCache {
     /// else the running transaction's commit, which the call writes
     /// (later changes join the next).
     pub(crate) fn fsync_commit(&mut self, file: u32) -> Commit {
-        let tid = self.files.get(&file).map_or(0, |f| f.sync_tid);
+        if self.inode_committed(file) {
+            return Commit::Done;
+        }
         let j = &mut self.journal;
-        if tid <= j.completed {
-            Commit::Done
-        } else if j.started > j.completed {
+        if j.started > j.completed {
             Commit::InFlight(j.started)
         } else {
             j.started = j.running;
