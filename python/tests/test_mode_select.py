@@ -67,3 +67,24 @@ def test_bad_input_is_an_input_error_naming_what_is_wrong():
     with pytest.raises(cinterrupts.InputError, match="parameter out of range"):
         select.record_idle(4096, "sleep", "C1")
     select.record_idle(4096, "sleep", "C1", sleep_ns=5 * US)
+
+
+def test_a_caller_that_samples_its_waits_keeps_what_they_taught_longer():
+    def after(one_in, completions):
+        select = ModeSelect()
+        select.observe_idle_one_in(one_in)
+        select.record(1 << 20, 2_000 * US)
+        for _ in range(20):
+            select.record_idle(1 << 20, "interrupt", "POLL")
+        for _ in range(completions):
+            select.record(1 << 20, 2_000 * US)
+        return select.choose(1 << 20)[0]
+
+    assert after(1, 0) != "interrupt"
+    # The governor's rule votes again every 64 completions, and wins back.
+    assert after(1, 64 * 10) == "interrupt"
+    # Seen one wait in sixteen, its votes come sixteen times as far apart.
+    assert after(16, 64 * 10) != "interrupt"
+    assert after(16, 64 * 16 * 10) == "interrupt"
+    with pytest.raises(cinterrupts.InputError, match="parameter out of range"):
+        ModeSelect().observe_idle_one_in(0)

@@ -37,12 +37,18 @@ use std::path::Path;
 pub(crate) const SYSFS_CPUS: &str = "/sys/devices/system/cpu";
 
 /// One wait of this many, of those that may idle the CPU (a sleep or an
-/// interrupt), is observed. The selector's prior votes again once every
-/// 64 completions (docs/ALGORITHMS.md section 10); four observations or
-/// more per prior vote keep what is observed in charge, and at five
-/// states (Skylake's `intel_idle` table) the ten reads, about 11 us, cost
-/// under 1 us per wait spread over the sixteen.
+/// interrupt), is observed: at five states (Skylake's `intel_idle` table)
+/// the ten reads, about 11 us, cost under 1 us per wait spread over the
+/// sixteen. The selector is told
+/// ([`observe_idle_one_in`](cint_policy::mode_select::ModeSelect::observe_idle_one_in)),
+/// so that its prior votes sixteen times less often and weighs against
+/// these observations as against every wait's.
 pub(crate) const OBSERVE_EVERY: u32 = 16;
+
+const _: () = assert!(
+    OBSERVE_EVERY >= 1 && OBSERVE_EVERY <= cint_policy::mode_select::MAX_OBSERVE_ONE_IN,
+    "the selector takes one wait in 1 to MAX_OBSERVE_ONE_IN"
+);
 
 /// One of the host profile's idle states, as the watch matches it.
 #[derive(Clone, Copy, Debug)]

@@ -97,7 +97,7 @@ impl ThreadSelect {
     /// `host_in_flight`, its waits' idle states watched by what
     /// `open_idle` opens (only where it chooses how to wait).
     pub fn new(
-        selector: ModeSelect,
+        mut selector: ModeSelect,
         io: &IoJob,
         host_in_flight: Arc<AtomicU64>,
         open_idle: impl FnOnce() -> Result<IdleWatch, String>,
@@ -108,6 +108,13 @@ impl ThreadSelect {
             _ => Polling::Never,
         };
         let idle = (polling != Polling::Never).then(open_idle);
+        if matches!(idle, Some(Ok(_))) {
+            // The watch looks at one wait in OBSERVE_EVERY: the selector's
+            // prior must weigh against those as against every wait's.
+            selector
+                .observe_idle_one_in(crate::idle_watch::OBSERVE_EVERY)
+                .expect("OBSERVE_EVERY is within the selector's range (checked at compile time)");
+        }
         ThreadSelect {
             selector,
             idle,

@@ -253,6 +253,9 @@ static void mode_select(void) {
     CHECK_EQ("state past the table", cint_mode_select_record_idle(&s, 4096, false, CINT_MODE_SLEEP, 4 * US, 3), CINT_EINVAL);
     CHECK_EQ("unknown mode", cint_mode_select_record_idle(&s, 4096, false, 7, 0, 0), CINT_EINVAL);
     CHECK_EQ("polled: nothing to learn", cint_mode_select_record_idle(&s, 4096, false, CINT_MODE_POLL, 0, 2), CINT_OK);
+    /* A caller that looks at one wait in sixteen says so. */
+    CHECK_EQ("observe one in 16", cint_mode_select_observe_idle_one_in(&s, 16), CINT_OK);
+    CHECK_EQ("observe one in 0", cint_mode_select_observe_idle_one_in(&s, 0), CINT_EINVAL);
     CHECK_EQ("unknown flag", cint_mode_select_choose(&s, 4096, false, 1, 4, &mode, &sleep), CINT_EINVAL);
     CHECK_EQ("null out", cint_mode_select_choose(&s, 4096, false, 1, 0, NULL, &sleep), CINT_ENULL);
 }

@@ -706,6 +706,21 @@ int cint_mode_select_record_idle(cint_mode_select *s,
                                  uint32_t reached);
 
 /**
+ * The caller observes the idle state of one wait in `n` of those it
+ * could (1, every one, after `cint_mode_select_init`), because each look
+ * costs it: the governor's rule's prediction then votes once in `n`
+ * times as many completions, so that it weighs against the observations
+ * of `cint_mode_select_record_idle` as it would against every wait's
+ * (docs/ALGORITHMS.md section 10). `CINT_EINVAL` for `n` of 0 or above
+ * 1024.
+ *
+ * # Safety
+ * `s` must be null or point to a `cint_mode_select` that no other thread
+ * uses during the call.
+ */
+int cint_mode_select_observe_idle_one_in(cint_mode_select *s, uint32_t n);
+
+/**
  * A static, NUL-terminated description of a return code.
  */
 const char *cint_strerror(int code);

@@ -1224,6 +1224,32 @@ pub unsafe extern "C" fn cint_mode_select_record_idle(
     }
 }
 
+/// The caller observes the idle state of one wait in `n` of those it
+/// could (1, every one, after `cint_mode_select_init`), because each look
+/// costs it: the governor's rule's prediction then votes once in `n`
+/// times as many completions, so that it weighs against the observations
+/// of `cint_mode_select_record_idle` as it would against every wait's
+/// (docs/ALGORITHMS.md section 10). `CINT_EINVAL` for `n` of 0 or above
+/// 1024.
+///
+/// # Safety
+/// `s` must be null or point to a `cint_mode_select` that no other thread
+/// uses during the call.
+#[no_mangle]
+pub unsafe extern "C" fn cint_mode_select_observe_idle_one_in(
+    s: *mut cint_mode_select,
+    n: u32,
+) -> c_int {
+    // SAFETY: the caller keeps the promises of `# Safety` above, which
+    // are what `with_tagged` requires of a `cint_mode_select`.
+    unsafe {
+        with_tagged(s.cast::<SelectSlot>(), SELECT_MAGIC, |slot| {
+            slot.select.observe_idle_one_in(n).map_err(error_code)?;
+            Ok(CINT_OK)
+        })
+    }
+}
+
 /// A static, NUL-terminated description of a return code.
 #[no_mangle]
 pub extern "C" fn cint_strerror(code: c_int) -> *const c_char {

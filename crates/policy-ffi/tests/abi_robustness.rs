@@ -429,6 +429,9 @@ enum SelectCall {
         sleep: u64,
         reached: u32,
     },
+    ObserveOneIn {
+        n: u32,
+    },
 }
 
 fn select_call() -> impl Strategy<Value = SelectCall> {
@@ -459,6 +462,7 @@ fn select_call() -> impl Strategy<Value = SelectCall> {
                 reached,
             }
         ),
+        prop_oneof![0..2_000u32, any::<u32>()].prop_map(|n| SelectCall::ObserveOneIn { n }),
     ]
 }
 
@@ -538,6 +542,13 @@ proptest! {
                         }
                         rc
                     }
+                    SelectCall::ObserveOneIn { n } => {
+                        let rc = cint_mode_select_observe_idle_one_in(&mut *s, n);
+                        if initialised {
+                            prop_assert_eq!(rc == CINT_OK, (1..=1024).contains(&n), "n {}: {}", n, rc);
+                        }
+                        rc
+                    }
                 };
                 prop_assert_ne!(rc, CINT_EINTERNAL, "internal error on {:?}", c);
                 if !initialised {
@@ -566,5 +577,6 @@ fn the_selectors_null_pointers_are_refused() {
             cint_mode_select_record_idle(null, 4096, false, CINT_MODE_INTERRUPT, 0, 0),
             CINT_ENULL
         );
+        assert_eq!(cint_mode_select_observe_idle_one_in(null, 16), CINT_ENULL);
     }
 }

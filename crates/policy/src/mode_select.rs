@@ -185,6 +185,11 @@ const PRIOR_VOTES: u16 = 8 * VOTE;
 /// tried, and observed, again.
 const PRIOR_VOTE_EVERY: u32 = 64;
 
+/// Most waits one observation may stand for
+/// ([`ModeSelect::observe_idle_one_in`]): the prior then votes once in
+/// 65 536 completions.
+pub const MAX_OBSERVE_ONE_IN: u32 = 1024;
+
 /// The idle states that waits of one kind, for which the governor's rule
 /// predicts one state, were seen to reach: per state its votes, each
 /// observation decaying the others by an eighth (fixed point, [`VOTE`]
@@ -270,8 +275,11 @@ pub struct ModeSelect {
     /// Per wait kind and predicted state, what such waits reached
     /// ([`ModeSelect::record_idle`]).
     reached: [[Reached; MAX_IDLE_STATES]; 2],
-    /// Completions recorded, modulo [`PRIOR_VOTE_EVERY`].
+    /// Completions recorded since the prior last voted.
     since_prior_vote: u32,
+    /// Completions between the prior's votes: [`PRIOR_VOTE_EVERY`] times
+    /// the waits each observation stands for.
+    prior_vote_every: u32,
 }
 
 /// The class of a request; requests under one sector share the smallest
@@ -289,7 +297,44 @@ impl ModeSelect {
             classes: [ClassTimes::default(); CLASSES],
             reached: [[Reached::default(); MAX_IDLE_STATES]; 2],
             since_prior_vote: 0,
+            prior_vote_every: PRIOR_VOTE_EVERY,
         })
+    }
+
+    /// The substrate observes the idle state of one wait in `n` of those
+    /// it could ([`ModeSelect::record_idle`]; 1, every one, by default),
+    /// because each look costs it: the governor's rule's prediction then
+    /// votes once in `n` times as many completions, so that it weighs
+    /// against the observations as it would against every wait's. Waits
+    /// are sampled, not their states, so an observation still counts once
+    /// and the votes keep their memory of about eight observations; a mode
+    /// the observations turned the selector from is tried again `n` times
+    /// later in completions. `n` from 1 to [`MAX_OBSERVE_ONE_IN`].
+    ///
+    /// ```
+    /// # use cint_policy::mode_select::{ModeSelect, ModeSelectParams, IdleStateCost, MAX_IDLE_STATES};
+    /// # let mut idle = [IdleStateCost::default(); MAX_IDLE_STATES];
+    /// # idle[1] = IdleStateCost { exit_latency: 2_000, target_residency: 2_000, power_mw: 2_000 };
+    /// # let params = ModeSelectParams {
+    /// #     static_mw: 40_000, spin_mw: 6_500, busy_mw: 8_500,
+    /// #     idle_states: idle, idle_count: 2, iowait_factor: 0,
+    /// #     sleep_path: 3_000, timer_arm: 300, timer_slack: 2_000,
+    /// # };
+    /// let mut select = ModeSelect::new(params)?;
+    /// // An emulator that reads cpuidle's counters at one wait in sixteen.
+    /// select.observe_idle_one_in(16)?;
+    /// assert!(select.observe_idle_one_in(0).is_err());
+    /// # Ok::<(), cint_policy::PolicyError>(())
+    /// ```
+    pub fn observe_idle_one_in(&mut self, n: u32) -> Result<(), PolicyError> {
+        check_range(
+            "observe_idle_one_in",
+            u64::from(n),
+            1,
+            u64::from(MAX_OBSERVE_ONE_IN),
+        )?;
+        self.prior_vote_every = PRIOR_VOTE_EVERY * n;
+        Ok(())
     }
 
     /// The machine description it decides from.
@@ -302,7 +347,7 @@ impl ModeSelect {
     /// it completed by, this time is the device's.
     pub fn record(&mut self, bytes: u64, dir: Direction, run_time: Nanos) {
         self.since_prior_vote += 1;
-        if self.since_prior_vote == PRIOR_VOTE_EVERY {
+        if self.since_prior_vote >= self.prior_vote_every {
             self.since_prior_vote = 0;
             for kind in &mut self.reached {
                 for (predicted, r) in kind.iter_mut().enumerate() {
@@ -640,6 +685,50 @@ mod tests {
             s.expected_state(WaitKind::Timer, 1_000 * US),
             s.params.idle_states[2]
         );
+    }
+
+    #[test]
+    fn a_sampled_observation_weighs_against_the_prior_as_every_wait_would() {
+        // Twenty interrupts' waits seen in POLL, where the rule says C6,
+        // with `completions` completions in all (the first gives the class
+        // its time): the state expected for such waits.
+        let after = |one_in: u32, completions: u32| {
+            let mut s = ModeSelect::new(three_states(0)).unwrap();
+            s.observe_idle_one_in(one_in).unwrap();
+            s.record(1 << 20, Direction::Read, 2_000 * US);
+            for _ in 0..20 {
+                s.record_idle(1 << 20, Direction::Read, CompletionChoice::Interrupt, 0)
+                    .unwrap();
+            }
+            for _ in 1..completions {
+                s.record(1 << 20, Direction::Read, 2_000 * US);
+            }
+            s.expected_state(WaitKind::Interrupt, 2_000 * US)
+        };
+        let (poll, c6) = (
+            three_states(0).idle_states[0],
+            three_states(0).idle_states[2],
+        );
+        // Observing every wait, the prior wins back at its fifth vote.
+        assert_eq!(after(1, 1), poll);
+        assert_eq!(after(1, 64 * 5 - 1), poll);
+        assert_eq!(after(1, 64 * 5), c6);
+        // One wait in sixteen: its votes come sixteen times as far apart.
+        assert_eq!(after(16, 64 * 5), poll);
+        assert_eq!(after(16, 64 * 16 * 5 - 1), poll);
+        assert_eq!(after(16, 64 * 16 * 5), c6);
+        let mut s = ModeSelect::new(three_states(0)).unwrap();
+        for n in [0, MAX_OBSERVE_ONE_IN + 1] {
+            assert_eq!(
+                s.observe_idle_one_in(n),
+                Err(PolicyError::OutOfRange {
+                    param: "observe_idle_one_in",
+                    value: u64::from(n),
+                    min: 1,
+                    max: u64::from(MAX_OBSERVE_ONE_IN)
+                })
+            );
+        }
     }
 
     #[test]

@@ -217,6 +217,16 @@ impl ModeSelect {
         check("record_idle", code)
     }
 
+    /// The caller looks at the idle state of one wait in `n` (1 to 1024)
+    /// of those it could, because each look costs it: the governor's
+    /// rule's prediction then votes once in `n` times as many completions,
+    /// as it would against every wait's observations.
+    fn observe_idle_one_in(&mut self, n: u32) -> PyResult<()> {
+        // SAFETY: the storage is this object's own, initialised one.
+        let code = unsafe { ffi::cint_mode_select_observe_idle_one_in(&mut *self.storage, n) };
+        check("observe_idle_one_in", code)
+    }
+
     /// The host's idle states, shallowest first (their indices are what
     /// `record_idle` takes).
     #[getter]
