@@ -102,6 +102,10 @@ class ModeSelect:
         ``"interrupt"``; ``"poll"`` teaches nothing) ended with its core
         woken from idle state ``reached``: a name of :attr:`idle_states` or
         its index."""
+    def observe_idle_one_in(self, n: int) -> None:
+        """You report (:meth:`record_idle`) one wait in ``n`` (1 to 1024) of
+        those you could: the governor's rule then votes ``n`` times less
+        often, so the sampled waits weigh as every wait would."""
     @property
     def idle_states(self) -> List[str]:
         """The host's idle states, shallowest first."""
