@@ -17,7 +17,13 @@
  *  1. overwrite one 4 KiB page in place, 20 ms after the last call (more
  *     than a tick: the file's times change), then fsync;
  *  2. the same with fdatasync (times alone need no commit);
- *  3. write a new 1 MiB file (fresh blocks allocated), then fdatasync.
+ *  3. write a new 1 MiB file (fresh blocks allocated), then fdatasync;
+ *  4. append a 1 100-byte record to a log preallocated as RocksDB
+ *     preallocates its write-ahead log (`fallocate` with
+ *     FALLOC_FL_KEEP_SIZE: blocks allocated, the size unchanged), then
+ *     fdatasync, as RocksDB's `WriteOptions::sync` does after each write:
+ *     the size grows, which fdatasync must commit (ext4_do_update_inode's
+ *     `need_datasync`), while the preallocated blocks need no allocation.
  *
  * This project's own ext4 has no journal, so it was run on a journaled
  * ext4 on a loop device, its write cache set to write-through as the
@@ -126,6 +132,37 @@ static void new_file(const char *dir)
 	}
 }
 
+static void appended_log(const char *dir)
+{
+	char path[256], record[1100];
+	snprintf(path, sizeof path, "%s/log", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		perror(path);
+		exit(1);
+	}
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 64 << 20) != 0) {
+		perror("fallocate");
+		exit(1);
+	}
+	fsync(fd);
+	sleep(1);
+	memset(record, 7, sizeof record);
+	for (int i = 0; i < 12; i++) {
+		if (write(fd, record, sizeof record) != sizeof record) {
+			perror("write");
+			exit(1);
+		}
+		struct counts a = read_stat();
+		fdatasync(fd);
+		/* The data is the record's page, or two where it crosses one. */
+		unsigned long long offset = (unsigned long long)i * sizeof record;
+		unsigned long long pages = (offset + sizeof record - 1) / 4096 - offset / 4096 + 1;
+		report("append 1 100 B to a log, fdatasync:", a, read_stat(), pages * 4096);
+	}
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -136,5 +173,6 @@ int main(int argc, char **argv)
 	overwrite(argv[1], 0);
 	overwrite(argv[1], 1);
 	new_file(argv[1]);
+	appended_log(argv[1]);
 	return 0;
 }

@@ -46,6 +46,7 @@ pub const ROCKSDB_KEYS: &[&str] = &[
     "auto_compaction",
     "fill",
     "compaction_hint",
+    "sync",
 ];
 
 /// Default CPU of a compaction's merge per input key-value pair, ns:
@@ -204,8 +205,10 @@ pub struct RocksDb {
     pub get_hint: ClassHint,
     /// Hint of flush writes and their sync.
     pub flush_hint: ClassHint,
-    /// Hint of the log's writes (buffered: the hint reaches nothing the
-    /// device sees, kept for the class's completeness).
+    /// Hint of the log's `fdatasync` with [`RocksDb::sync`] (its
+    /// writeback of the log's pages); without it the log's writes are
+    /// buffered and reach no request, and anything but the default is
+    /// refused.
     pub wal_hint: ClassHint,
     /// Hint of the dump tool's read-ahead requests.
     pub dump_hint: ClassHint,
@@ -222,6 +225,10 @@ pub struct RocksDb {
     pub random_fill: bool,
     /// Hint of compaction reads, writes and syncs.
     pub compaction_hint: ClassHint,
+    /// Each write's log write is followed by `fdatasync` of the log
+    /// (`db_bench --sync`, RocksDB's `WriteOptions::sync` without
+    /// `use_fsync`).
+    pub sync: bool,
 }
 
 /// One application program.
@@ -450,6 +457,22 @@ fn parse_rocksdb(
             },
         )
     };
+    let sync = sec.bool("sync")?.unwrap_or(false);
+    if sync && matches!(benchmark, Benchmark::Readrandom | Benchmark::Dump) {
+        return Err(sec.error(
+            "sync",
+            "syncs the writer's log, and readrandom and dump have no writer (use fillbatch or \
+             readwhilewriting)",
+        ));
+    }
+    let wal_hint = hint(sec, "wal_hint")?;
+    if wal_hint != ClassHint::Default && !sync {
+        return Err(sec.error(
+            "wal_hint",
+            "the log's writes are buffered and reach the device by the flusher's writeback, \
+             unmarked, whatever the hint: set sync = true for the log's fdatasync to carry it",
+        ));
+    }
     Ok(RocksDb {
         benchmark,
         threads: match benchmark {
@@ -478,13 +501,14 @@ fn parse_rocksdb(
         flush_mib_cpu,
         get_hint: hint(sec, "get_hint")?,
         flush_hint: hint(sec, "flush_hint")?,
-        wal_hint: hint(sec, "wal_hint")?,
+        wal_hint,
         dump_hint: hint(sec, "dump_hint")?,
         compaction_cpu,
         l0_compaction_trigger,
         auto_compaction,
         random_fill,
         compaction_hint: hint(sec, "compaction_hint")?,
+        sync,
     })
 }
 
@@ -649,6 +673,7 @@ pub(crate) fn render(doc: &mut toml_edit::DocumentMut, apps: &Apps) {
                     t[key] = value(format_size(v));
                 }
                 t["batch_keys"] = value(i64::from(d.batch_keys));
+                t["sync"] = value(d.sync);
                 t["max_write_buffer_number"] = value(i64::from(d.max_write_buffer_number));
                 t["bloom_bits"] = value(i64::from(d.bloom_bits));
                 for (key, v) in [

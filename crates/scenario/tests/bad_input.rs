@@ -373,6 +373,20 @@ fn cases() -> Vec<Case<'static>> {
             "must be one of \"sequential\" or \"random\"",
         ),
         case(
+            "a log sync for a benchmark without a writer",
+            format!("{BASE}\n[[app]]\nname = \"db\"\nkind = \"rocksdb\"\nbenchmark = \"readrandom\"\nsync = true\n"),
+            LineOf("sync = true"),
+            "app.db.sync",
+            "readrandom and dump have no writer",
+        ),
+        case(
+            "a log hint that no request would carry",
+            format!("{BASE}\n[[app]]\nname = \"db\"\nkind = \"rocksdb\"\nbenchmark = \"fillbatch\"\nwal_hint = \"urgent\"\n"),
+            LineOf("wal_hint"),
+            "app.db.wal_hint",
+            "set sync = true",
+        ),
+        case(
             "an unknown benchmark",
             format!("{BASE}\n[[app]]\nname = \"db\"\nkind = \"rocksdb\"\nbenchmark = \"fillrandom\"\n"),
             LineOf("fillrandom"),

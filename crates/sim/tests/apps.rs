@@ -56,6 +56,78 @@ fn readwhilewriting_reports_gets_and_puts() {
 }
 
 #[test]
+fn a_synced_log_writes_its_pages_then_the_journal_log_then_the_commit_block_per_put() {
+    // A memtable larger than the run writes: no flush, so every device
+    // write is the log's sync.
+    let sets = ["app.db.sync=true", "app.db.memtable=1g", "app.db.threads=1"];
+    let r = run("rocksdb-readwhilewriting.toml", &sets);
+    let plain = run(
+        "rocksdb-readwhilewriting.toml",
+        &["app.db.memtable=1g", "app.db.threads=1"],
+    );
+    let s = strategy(&r, "default");
+    let put = s.jobs.iter().find(|j| j.name == "put").expect("puts");
+    let get = s.jobs.iter().find(|j| j.name == "get").expect("gets");
+    assert!(put.ios > 1_000, "{}", put.ios);
+    // fdatasync after an append (the log's new size in the inode): the
+    // pages, then the journal's log, then its commit block, each waited
+    // for, so three interrupts and three switches per put without
+    // coalescing; a get's read is one.
+    let writes = s.interrupts as f64 - get.ios as f64;
+    let per_put = writes / put.ios as f64;
+    assert!(
+        (2.9..3.1).contains(&per_put),
+        "{per_put} interrupts per put"
+    );
+    // Three device writes in series: far slower than the buffered put.
+    let unsynced = strategy(&plain, "default")
+        .jobs
+        .iter()
+        .find(|j| j.name == "put")
+        .expect("puts");
+    assert!(
+        put.lat_ns.mean > 3.0 * 8_000.0 && put.lat_ns.mean > 5.0 * unsynced.lat_ns.mean,
+        "synced put {} ns against {} ns",
+        put.lat_ns.mean,
+        unsynced.lat_ns.mean
+    );
+    // The sync is Urgent by the kernel's rule: cinterrupts delivers it at
+    // once, where adaptive coalescing holds each of the three writes.
+    let cint = strategy(&r, "cint")
+        .jobs
+        .iter()
+        .find(|j| j.name == "put")
+        .unwrap();
+    let adaptive = strategy(&r, "adaptive")
+        .jobs
+        .iter()
+        .find(|j| j.name == "put")
+        .unwrap();
+    assert!(
+        adaptive.lat_ns.mean > cint.lat_ns.mean + 10_000.0,
+        "adaptive {} ns against cint {} ns",
+        adaptive.lat_ns.mean,
+        cint.lat_ns.mean
+    );
+    // An unmarked log (wal_hint) takes cinterrupts' coalescing instead.
+    let unmarked = run(
+        "rocksdb-readwhilewriting.toml",
+        &[sets[0], sets[1], sets[2], "app.db.wal_hint=none"],
+    );
+    let slow = strategy(&unmarked, "cint")
+        .jobs
+        .iter()
+        .find(|j| j.name == "put")
+        .unwrap();
+    assert!(
+        slow.lat_ns.mean > cint.lat_ns.mean + 3_000.0,
+        "unmarked {} ns against urgent {} ns",
+        slow.lat_ns.mean,
+        cint.lat_ns.mean
+    );
+}
+
+#[test]
 fn app_cint_takes_the_flush_off_the_urgent_path() {
     // A 1 MiB memtable flushes often: its writes and sync are Urgent by
     // the kernel's rule, so cinterrupts fires urgent interrupts for them;

@@ -481,6 +481,16 @@ fn scenario(seed: u64) -> String {
             apps.pick(&["0", "0", "1", "5", "10", "20"]),
             apps.below(3_000)
         );
+        // The writer's log synced (db_bench --sync), with its hint: drawn
+        // last, as above.
+        if matches!(benchmark, "fillbatch" | "readwhilewriting") && apps.chance(40) {
+            let _ = writeln!(
+                out,
+                "sync = true
+wal_hint = \"{}\"",
+                apps.pick(&["default", "urgent", "barrier", "none"])
+            );
+        }
     }
     // CFS task groups, from a generator of their own: not beside guests,
     // whose host threads the virtual-machine layer schedules.
@@ -1048,6 +1058,11 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
         .filter(|s| s.contains("\"fillbatch\"") || s.contains("\"readwhilewriting\""))
         .count();
     assert!(compacting >= 5, "{compacting}");
+    assert!(
+        with("sync = true\nwal_hint") >= 10,
+        "{}",
+        with("sync = true\nwal_hint")
+    );
 }
 
 #[test]

@@ -153,6 +153,15 @@ impl Apps {
                 if role.does_direct_io() {
                     th.free_slots.push(reqs.len() as u32);
                     reqs.push(free_request(t, core as usize % queues_n));
+                } else if db.issues_requests(role) {
+                    // The log's `fdatasync` writes back through the page
+                    // cache: as many slots as a queue has tags, as a fio
+                    // job's sync has (the tags bound what is in flight).
+                    for _ in 0..sc.device.queue_depth.max(1) {
+                        th.fsync_slots.push(reqs.len() as u32);
+                        reqs.push(free_request(t, core as usize % queues_n));
+                    }
+                    th.fsync_slots.reverse();
                 }
                 threads.push(th);
                 cores[core as usize].rq.push(t as u32);
@@ -242,7 +251,7 @@ pub(crate) fn queues_used(sc: &Scenario, queues_n: usize) -> Vec<usize> {
         };
         let db = rocksdb::Db::new(spec.clone(), false, 0);
         for (role, core) in db.threads() {
-            if role.does_direct_io() {
+            if db.issues_requests(role) {
                 out.push(core as usize % queues_n.max(1));
             }
         }

@@ -12,7 +12,9 @@
 //! * **put** (the writer): `put_cpu` (fillbatch: `batch_key_cpu` per key
 //!   of a `batch_keys` batch), then the write-ahead log's buffered
 //!   `write()`s of the batch's bytes in chunks of at most `wal_chunk`
-//!   through the page cache (no `fsync`), then the memtable insert. A
+//!   through the page cache (no `fsync`; with `sync`, `fdatasync` of the
+//!   log: its pages, then the journal's commit of its new size), then the
+//!   memtable insert. A
 //!   full memtable is handed to the flush thread; with both memtables
 //!   full (`max_write_buffer_number` 2) the writer stalls until a flush
 //!   ends. A batch's keys each count as one put of the batch's time over
@@ -137,6 +139,9 @@ pub(crate) enum Step {
     WalPaused {
         left: u64,
     },
+    /// The batch is in the log's pages: `fdatasync` the log
+    /// (`db_bench --sync`).
+    WalSync,
     /// The batch is in the log: insert it into the memtable.
     Insert,
     /// Waiting for a flush to free a memtable.
@@ -426,6 +431,13 @@ impl Db {
         out
     }
 
+    /// Whether thread `role` of the store submits requests of its own
+    /// (direct I/O, or the writer's log sync), and needs request slots
+    /// and its core's queue.
+    pub(crate) fn issues_requests(&self, role: Role) -> bool {
+        role.does_direct_io() || (role == Role::Writer && self.spec.sync)
+    }
+
     /// The hint of an I/O class with its override `class`, `default`
     /// without one; the `app-cint` hint set leaves the class unmarked.
     fn class_hint(&self, class: ClassHint, default: Hint) -> Hint {
@@ -499,8 +511,9 @@ impl World<'_> {
             Step::WalCopied { left, first, pages } => self.wal_copied(t, i, a, left, first, pages),
             Step::WalPaused { left } => {
                 let extra = self.balance_dirty_pages(t);
-                self.wal_written(t, i, left, extra);
+                self.wal_written(t, i, a, left, extra);
             }
+            Step::WalSync => self.wal_sync(t, i, a),
             Step::Insert => self.memtable_insert(t, i, a),
             Step::Stalled => self.put_stalled(t, i, a),
             Step::FlushIdle => self.flush_next(t, i, a),

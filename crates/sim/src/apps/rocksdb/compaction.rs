@@ -517,6 +517,7 @@ mod tests {
             auto_compaction: true,
             random_fill: true,
             compaction_hint: ClassHint::Default,
+            sync: false,
         }
     }
 

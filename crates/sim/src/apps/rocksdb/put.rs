@@ -5,9 +5,21 @@
 
 use cint_policy::Nanos;
 
+use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
+
 use super::{apps_of, stall, Step, WAL_KEY_OVERHEAD};
 use crate::world::{Cont, Wait, World};
 use cint_scenario::app::Benchmark;
+
+/// The kernel's view of a blocking call on the log, a file opened
+/// without `O_DIRECT`, for its hint rules.
+const BUFFERED_CALL: IoContext = IoContext {
+    blocking_fd: true,
+    o_direct: false,
+    rw_flags: RwFlags::EMPTY,
+    ms_sync: false,
+    batch: BatchPosition { index: 0, len: 1 },
+};
 
 impl World<'_> {
     /// A put begins with its CPU (fillbatch: each key of the batch's).
@@ -102,13 +114,19 @@ impl World<'_> {
     ) {
         let file = apps_of(self).dbs[a].wal_file;
         let extra = self.dirty_pages(t, file, first, pages) + self.balance_dirty_pages(t);
-        self.wal_written(t, i, left, extra);
+        // Every log write appends: the inode's size changes.
+        self.file_appended(t, file);
+        self.wal_written(t, i, a, left, extra);
     }
 
-    /// A log chunk is dirty: pause past the dirty limit, or go on.
-    pub(super) fn wal_written(&mut self, t: usize, i: usize, left: u64, extra: Nanos) {
+    /// A log chunk is dirty, `left` bytes of the batch to go: pause past
+    /// the dirty limit, or go on (the next chunk, else the log's sync
+    /// with `sync`, else the memtable insert).
+    pub(super) fn wal_written(&mut self, t: usize, i: usize, a: usize, left: u64, extra: Nanos) {
         let next = if left > 0 {
             Step::Wal { left }
+        } else if apps_of(self).dbs[a].spec.sync {
+            Step::WalSync
         } else {
             Step::Insert
         };
@@ -117,6 +135,20 @@ impl World<'_> {
         }
         apps_of(self).threads[i].step = next;
         self.set_burst(t, extra, Cont::App);
+    }
+
+    /// The batch is in the log's pages: with `sync`, RocksDB's
+    /// `fdatasync` of the log (`WritableFileWriter::Sync`, without
+    /// `use_fsync`) writes them back and commits the log's new size,
+    /// Urgent by the kernel's rule unless `wal_hint` says otherwise; the
+    /// memtable insert follows its return.
+    pub(super) fn wal_sync(&mut self, t: usize, i: usize, a: usize) {
+        let db = &apps_of(self).dbs[a];
+        let file = db.wal_file;
+        let kernel = hints::request_hint(IoCall::Fdatasync, &BUFFERED_CALL);
+        let hint = db.spec.wal_hint.hint().unwrap_or(kernel);
+        apps_of(self).threads[i].step = Step::Insert;
+        self.app_fdatasync(t, file, hint);
     }
 
     /// The batch goes into the memtable; a full one goes to the flush

@@ -6,6 +6,16 @@
 
 use super::*;
 
+/// The context of a sync call, for the kernel's hint rules: a blocking
+/// call on a file opened without `O_DIRECT`.
+const SYNC_CALL: cint_policy::hints::IoContext = cint_policy::hints::IoContext {
+    blocking_fd: true,
+    o_direct: false,
+    rw_flags: cint_policy::hints::RwFlags::EMPTY,
+    ms_sync: false,
+    batch: cint_policy::hints::BatchPosition { index: 0, len: 1 },
+};
+
 impl World<'_> {
     /// A buffered job's thread enters a `read()` or `write()` (its
     /// generator's issue-side work is done).
@@ -113,14 +123,18 @@ impl World<'_> {
     /// A submission call of a buffered thread or the flusher has reached
     /// the device: a reader waits for its read-ahead, the flusher goes on.
     pub(crate) fn page_cache_submitted(&mut self, t: usize) {
-        if self.threads[t].job == crate::apps::APP_JOB {
+        let syncing = self
+            .page_cache
+            .as_deref()
+            .is_some_and(|b| b.fsyncs[t].active);
+        if self.threads[t].job == crate::apps::APP_JOB && !syncing {
             self.app_submitted(t);
             return;
         }
         let Some(b) = self.page_cache.as_deref() else {
             return;
         };
-        if b.fsyncs[t].active {
+        if syncing {
             self.fsync_step(t, 0);
         } else if b.flusher_of(t).is_some() {
             self.flusher_step(t);
@@ -132,7 +146,11 @@ impl World<'_> {
     /// Where a buffered thread or the flusher resumes after a burst or a
     /// wake-up.
     pub(crate) fn page_cache_cont(&mut self, t: usize) {
-        if self.threads[t].job == crate::apps::APP_JOB {
+        let syncing = self
+            .page_cache
+            .as_deref()
+            .is_some_and(|b| b.fsyncs[t].active);
+        if self.threads[t].job == crate::apps::APP_JOB && !syncing {
             // An application's log writer back from a throttle pause.
             self.app_cont(t);
             return;
@@ -186,6 +204,46 @@ impl World<'_> {
     /// `fsync` (`fdatasync` if `datasync`) call, or the one inside
     /// `within`, a write to a file opened `O_SYNC` (`O_DSYNC`).
     fn start_fsync(&mut self, t: usize, datasync: bool, within: Option<Call>, entry: Nanos) {
+        // The file's pages take the call's hint (docs/ALGORITHMS.md
+        // section 5).
+        let call = if datasync {
+            cint_policy::hints::IoCall::Fdatasync
+        } else {
+            cint_policy::hints::IoCall::Fsync
+        };
+        let hint = cint_policy::hints::request_hint(call, &SYNC_CALL);
+        self.begin_sync(t, (t as u32, hint), (datasync, false), within, entry);
+    }
+
+    /// Thread `t` appended to `file` in its page cache: the inode's new
+    /// size is for the journal to commit ([`PageCache::appended`]).
+    pub(crate) fn file_appended(&mut self, t: usize, file: u32) {
+        if let Some(cache) = self
+            .page_cache
+            .as_deref_mut()
+            .and_then(|b| b.cache_of_mut(t))
+        {
+            cache.appended(file);
+        }
+    }
+
+    /// Application thread `t` calls `fdatasync` on `file`, the file's
+    /// pages' requests at `hint`; its program goes on (`Cont::App`) when
+    /// the call returns.
+    pub(crate) fn app_fdatasync(&mut self, t: usize, file: u32, hint: Hint) {
+        self.begin_sync(t, (file, hint), (true, true), None, self.costs.syscall);
+    }
+
+    /// Thread `t`'s sync of `file` begins (`datasync`: `fdatasync`; `app`:
+    /// an application's call).
+    fn begin_sync(
+        &mut self,
+        t: usize,
+        (file, hint): (u32, Hint),
+        (datasync, app): (bool, bool),
+        within: Option<Call>,
+        entry: Nanos,
+    ) {
         let th = &mut self.threads[t];
         std::mem::swap(&mut th.free_slots, &mut th.fsync_slots);
         let Some(b) = self.page_cache.as_deref_mut() else {
@@ -195,8 +253,11 @@ impl World<'_> {
         };
         let f = &mut b.fsyncs[t];
         f.active = true;
+        f.file = file;
+        f.hint = hint;
+        f.app = app;
         f.datasync = datasync;
-        f.journal = !datasync;
+        f.journal = true;
         f.within = within;
         self.fsync_step(t, entry);
     }
@@ -238,27 +299,14 @@ impl World<'_> {
                     .fail(format!("fsync request {r} completed without pages"));
             }
         }
-        // The file's pages take the call's hint; the journal's log and
-        // commit block the journal commit's (docs/ALGORITHMS.md section 5).
-        let ctx = cint_policy::hints::IoContext {
-            blocking_fd: true,
-            o_direct: false,
-            rw_flags: cint_policy::hints::RwFlags::EMPTY,
-            ms_sync: false,
-            batch: cint_policy::hints::BatchPosition { index: 0, len: 1 },
-        };
-        let call = if f.datasync {
-            cint_policy::hints::IoCall::Fdatasync
-        } else {
-            cint_policy::hints::IoCall::Fsync
-        };
-        let hint = cint_policy::hints::request_hint(call, &ctx);
+        // The journal's log and commit block take the journal commit's
+        // hint (docs/ALGORITHMS.md section 5).
         let journal_hint =
-            cint_policy::hints::request_hint(cint_policy::hints::IoCall::JournalCommit, &ctx);
-        let file = t as u32;
+            cint_policy::hints::request_hint(cint_policy::hints::IoCall::JournalCommit, &SYNC_CALL);
+        let file = f.file;
         let (mut staged, cpu) = self.stage_writeback(
             (t, i),
-            hint,
+            f.hint,
             |cache| cache.next_sync_extent(file, now),
             Some(&mut f.mine),
         );
@@ -286,11 +334,11 @@ impl World<'_> {
         } else if staged == 0 && f.mine.is_empty() && f.journal {
             // The data is on the device: the journal commit follows, if
             // the inode changed in a transaction not yet committed.
-            match self.instance(i).cache.fsync_commit(file) {
+            match self.instance(i).cache.fsync_commit(file, f.datasync) {
                 Commit::Done => f.journal = false,
                 Commit::Write(tid) => {
                     f.journal = false;
-                    if let Some(r) = self.stage_request(t, true, JOURNAL_LOG_TIMES, journal_hint) {
+                    if let Some(r) = self.stage_request(t, true, JOURNAL_LOG_INODE, journal_hint) {
                         f.mine.push(r);
                         f.journal_log = Some(r);
                         f.journal_tid = tid;
@@ -311,7 +359,7 @@ impl World<'_> {
         }
         let waiting = !f.mine.is_empty();
         let done = staged == 0 && !waiting;
-        let (datasync, within) = (f.datasync, f.within);
+        let (datasync, within, app) = (f.datasync, f.within, f.app);
         if !done {
             if let Some(b) = self.page_cache.as_deref_mut() {
                 b.fsyncs[t] = f;
@@ -326,7 +374,7 @@ impl World<'_> {
             // or on its way to the device any more.
             let cache = &self.instance(i).cache;
             let unwritten = cache.in_writeback(file) || cache.dirty_in(file);
-            let uncommitted = !datasync && !cache.inode_committed(file);
+            let uncommitted = !cache.inode_committed(file, datasync);
             if unwritten {
                 self.check.fail(format!(
                     "fsync of thread {t} returned with its file not written"
@@ -334,14 +382,16 @@ impl World<'_> {
             }
             if uncommitted {
                 self.check.fail(format!(
-                    "fsync of thread {t} returned before the journal committed its file's times"
+                    "fsync of thread {t} returned before the journal committed its file's inode"
                 ));
             }
             let th = &mut self.threads[t];
             std::mem::swap(&mut th.free_slots, &mut th.fsync_slots);
-            match within {
-                Some(call) => self.finish_call(t, call, entry),
-                None => self.set_burst(t, entry + self.costs.return_to_user, Cont::SyncReturn),
+            let ret = self.costs.return_to_user;
+            match (within, app) {
+                (Some(call), _) => self.finish_call(t, call, entry),
+                (None, true) => self.set_burst(t, entry + ret, Cont::App),
+                (None, false) => self.set_burst(t, entry + ret, Cont::SyncReturn),
             }
         }
     }

@@ -79,9 +79,11 @@ use crate::world::{Activity, Cont, ReqState, Request, RunState, Wait, World};
 /// write cache, so no flush goes with them. This is the commit block.
 pub(crate) const JOURNAL_COMMIT_BLOCK: u64 = 4096;
 
-/// The log of a transaction that changed a file's times only (an
-/// overwrite in place): the descriptor and the inode's block.
-pub(crate) const JOURNAL_LOG_TIMES: u64 = 2 * 4096;
+/// The log of a transaction that changed a file's inode only, its times
+/// (an overwrite in place) or its size (an append within blocks already
+/// allocated, as to a preallocated log): the descriptor and the inode's
+/// block.
+pub(crate) const JOURNAL_LOG_INODE: u64 = 2 * 4096;
 
 /// The log of a transaction that allocated a new file's blocks: the
 /// descriptor, the inode's block, the block bitmap and the group
@@ -261,6 +263,10 @@ struct File {
     /// The journal transaction that last changed its inode
     /// (`ei->i_sync_tid`); 0 if none did in the run.
     sync_tid: u64,
+    /// The journal transaction that last changed what `fdatasync` must
+    /// commit too (`ei->i_datasync_tid`): its size; 0 if none did in the
+    /// run.
+    datasync_tid: u64,
 }
 
 /// What an `fsync` finds of its inode's transaction ([`PageCache::fsync_commit`]).
@@ -807,18 +813,33 @@ impl PageCache {
         none_dirty && self.dirty > 0
     }
 
-    /// What an `fsync` of `file` whose data is written must still wait
-    /// for in the journal (`ext4_sync_file`, `jbd2_complete_transaction`
-    /// on the inode's `i_sync_tid`): nothing when the transaction that
-    /// last changed the inode has committed (writes within the jiffy of
-    /// the last commit left the inode as it was); the commit in flight, if
+    /// A write of `file` grew its size (an append). Linux 5.0 records the
+    /// new size in the inode within the running transaction and marks the
+    /// change as one `fdatasync` must commit as well
+    /// (`ext4_do_update_inode`: `need_datasync` when `i_disksize`
+    /// changes, then `ext4_update_inode_fsync_trans`), since the data
+    /// past the old size cannot be read back without it.
+    pub(crate) fn appended(&mut self, file: u32) {
+        let running = self.journal.running;
+        let f = self.files.entry(file).or_default();
+        f.sync_tid = running;
+        f.datasync_tid = running;
+    }
+
+    /// What an `fsync` of `file` (`fdatasync` if `datasync`) whose data
+    /// is written must still wait for in the journal (`ext4_sync_file`,
+    /// `jbd2_complete_transaction` on the inode's `i_sync_tid`, or
+    /// `i_datasync_tid`): nothing when the transaction that last changed
+    /// the inode (its size, for `fdatasync`) has committed (writes within
+    /// the jiffy of the last commit left the inode as it was, and an
+    /// overwrite in place leaves the size); the commit in flight, if
     /// there is one (jbd2 commits one transaction at a time: it holds the
     /// change, or the running transaction's commit follows it, holding
     /// every change made meanwhile), after which the call looks again;
     /// else the running transaction's commit, which the call writes
     /// (later changes join the next).
-    pub(crate) fn fsync_commit(&mut self, file: u32) -> Commit {
-        if self.inode_committed(file) {
+    pub(crate) fn fsync_commit(&mut self, file: u32, datasync: bool) -> Commit {
+        if self.inode_committed(file, datasync) {
             return Commit::Done;
         }
         let j = &mut self.journal;
@@ -838,9 +859,14 @@ impl PageCache {
         self.journal.completed = self.journal.completed.max(tid);
     }
 
-    /// Whether the journal has committed every change of `file`'s inode.
-    pub(crate) fn inode_committed(&self, file: u32) -> bool {
-        self.is_committed(self.files.get(&file).map_or(0, |f| f.sync_tid))
+    /// Whether the journal has committed every change of `file`'s inode
+    /// (with `datasync`, every change `fdatasync` must commit: its size).
+    pub(crate) fn inode_committed(&self, file: u32, datasync: bool) -> bool {
+        let tid =
+            self.files
+                .get(&file)
+                .map_or(0, |f| if datasync { f.datasync_tid } else { f.sync_tid });
+        self.is_committed(tid)
     }
 
     /// Whether transaction `tid` has committed.
@@ -1610,9 +1636,16 @@ pub(crate) struct Call {
 #[derive(Clone, Debug, Default)]
 struct Fsync {
     active: bool,
+    /// The file it syncs.
+    file: u32,
+    /// The hint of the file's pages' requests.
+    hint: Hint,
+    /// An application's call, which goes on in its program when it
+    /// returns.
+    app: bool,
     /// `fdatasync`, which needs no commit of the inode's times.
     datasync: bool,
-    /// The journal commit is still to be written (`fsync` only).
+    /// The journal may still have to commit the inode's changes.
     journal: bool,
     /// Its requests in flight (writeback and the journal commit).
     mine: Vec<u32>,

@@ -547,36 +547,57 @@ fn an_inode_changes_once_a_jiffy_and_one_commit_holds_every_file_changed_with_it
     let mut pc = Instance::new(Owner::Host, settings(), 0);
     let jiffy = pc.cache.set.jiffy;
     // Nothing written: nothing to commit.
-    assert_eq!(pc.cache.fsync_commit(0), Commit::Done);
+    assert_eq!(pc.cache.fsync_commit(0, false), Commit::Done);
     // Files 0 and 1 written in the first jiffy: file 0's fsync writes the
     // running transaction's commit, which holds file 1's change too.
     pc.cache.write(0, 0, 1, 0);
     pc.cache.write(1, 0, 1, jiffy / 2);
-    assert_eq!(pc.cache.fsync_commit(0), Commit::Write(1));
-    assert!(!pc.cache.inode_committed(0));
+    assert_eq!(pc.cache.fsync_commit(0, false), Commit::Write(1));
+    assert!(!pc.cache.inode_committed(0, false));
     // File 1's fsync waits for that commit rather than writing one; so
     // does file 2's, changed in the next transaction: one commits at a
     // time, and the next follows.
-    assert_eq!(pc.cache.fsync_commit(1), Commit::InFlight(1));
+    assert_eq!(pc.cache.fsync_commit(1, false), Commit::InFlight(1));
     pc.commit_waiters.push((7, 1));
     pc.cache.write(2, 0, 1, jiffy / 2);
-    assert_eq!(pc.cache.fsync_commit(2), Commit::InFlight(1));
+    assert_eq!(pc.cache.fsync_commit(2, false), Commit::InFlight(1));
     pc.commit_waiters.push((8, 1));
     // A write later in the same jiffy leaves the time, and the inode, as
     // they were.
     pc.cache.write(0, 1, 1, jiffy - 1);
     assert_eq!(pc.commit_ended(1), vec![7, 8]);
     assert!(pc.commit_waiters.is_empty());
-    assert!(pc.cache.inode_committed(0) && pc.cache.inode_committed(1));
-    assert_eq!(pc.cache.fsync_commit(0), Commit::Done);
-    assert_eq!(pc.cache.fsync_commit(1), Commit::Done);
+    assert!(pc.cache.inode_committed(0, false) && pc.cache.inode_committed(1, false));
+    assert_eq!(pc.cache.fsync_commit(0, false), Commit::Done);
+    assert_eq!(pc.cache.fsync_commit(1, false), Commit::Done);
     // File 2, looking again, writes the next commit; a change in the
     // next jiffy then waits for it, and goes in the one after.
-    assert!(!pc.cache.inode_committed(2));
-    assert_eq!(pc.cache.fsync_commit(2), Commit::Write(2));
+    assert!(!pc.cache.inode_committed(2, false));
+    assert_eq!(pc.cache.fsync_commit(2, false), Commit::Write(2));
     pc.cache.write(0, 2, 1, jiffy);
-    assert_eq!(pc.cache.fsync_commit(0), Commit::InFlight(2));
+    assert_eq!(pc.cache.fsync_commit(0, false), Commit::InFlight(2));
     pc.commit_ended(2);
-    assert_eq!(pc.cache.fsync_commit(0), Commit::Write(3));
+    assert_eq!(pc.cache.fsync_commit(0, false), Commit::Write(3));
     assert_eq!(pc.cache.totals.journal_commits, 3);
+}
+
+#[test]
+fn fdatasync_commits_a_new_size_and_not_new_times() {
+    let mut pc = Instance::new(Owner::Host, settings(), 0);
+    let jiffy = pc.cache.set.jiffy;
+    // An overwrite in place changes the times only: fsync commits them,
+    // fdatasync has nothing to commit.
+    pc.cache.write(0, 0, 1, 0);
+    assert_eq!(pc.cache.fsync_commit(0, true), Commit::Done);
+    assert!(pc.cache.inode_committed(0, true) && !pc.cache.inode_committed(0, false));
+    // An append changes the size: fdatasync commits it too.
+    pc.cache.write(0, 1, 1, jiffy);
+    pc.cache.appended(0);
+    assert!(!pc.cache.inode_committed(0, true));
+    assert_eq!(pc.cache.fsync_commit(0, true), Commit::Write(1));
+    pc.commit_ended(1);
+    assert!(pc.cache.inode_committed(0, true) && pc.cache.inode_committed(0, false));
+    // The next append joins the next transaction, and needs its commit.
+    pc.cache.appended(0);
+    assert_eq!(pc.cache.fsync_commit(0, true), Commit::Write(2));
 }
