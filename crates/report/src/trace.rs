@@ -27,6 +27,13 @@ pub struct TraceReplay {
     /// Requests the run issued (warm-up included); fewer than `requests`
     /// when the run ended first.
     pub issued: u64,
+    /// Syncs and cache flushes the trace holds, which the model's
+    /// device, reads and writes only, does not replay (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub syncs_not_replayed: u64,
+    /// Trims and discards the trace holds, not replayed either.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub trims_not_replayed: u64,
     /// The trace's own latencies (blktrace Q to C, the MSR response
     /// time) of the requests measured here, where the trace has them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,6 +43,10 @@ pub struct TraceReplay {
     /// start).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub issue_lag_ns: Option<IssueLag>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How late requests were issued after their release instants.
@@ -88,8 +99,14 @@ pub(crate) fn section(r: &RunResult) -> String {
                     us(l.mean)
                 )
             });
+            let dropped = match (t.syncs_not_replayed, t.trims_not_replayed) {
+                (0, 0) => String::new(),
+                (syncs, trims) => {
+                    format!(" (not replayed: {syncs} syncs or flushes, {trims} trims or discards)")
+                }
+            };
             out.push_str(&format!(
-                "  {} {}: {} {} {}, {} of {} requests issued; {model}; {own}{lag}\n",
+                "  {} {}: {} {} {}, {} of {} requests issued{dropped}; {model}; {own}{lag}\n",
                 s.strategy, j.name, t.file, t.format, t.mode, t.issued, t.requests
             ));
         }

@@ -140,6 +140,9 @@ pub struct TraceJob {
     /// Records read but not replayed (file actions, syncs, trims, other
     /// blktrace events).
     pub skipped: u64,
+    /// The requests among them that the model cannot replay (syncs and
+    /// flushes, trims and discards), which the result reports.
+    pub not_replayed: cint_trace::NotReplayed,
     /// The threads, shared: scenarios are cloned per sweep point.
     pub threads: Arc<Vec<TraceThread>>,
 }
@@ -340,6 +343,7 @@ pub fn load(
         wrap: opts.wrap,
         placement: opts.placement.clone(),
         skipped: trace.skipped,
+        not_replayed: trace.not_replayed,
         threads: Arc::new(threads),
     };
     Ok(Loaded { job, cores })

@@ -148,3 +148,28 @@ fn same_seed_same_trace_same_bytes() {
         cint_report::to_json(&b).unwrap()
     );
 }
+
+#[test]
+fn syncs_and_trims_the_model_cannot_replay_are_reported() {
+    let dir = cint_test_support::temp_dir("trace-dropped");
+    let mut iolog = encode::iolog_v3(&even(100, 50_000, 0));
+    iolog.push_str("5001 dev0 sync 0 0\n5002 dev0 trim 0 4096\n5003 dev0 datasync 0 0\n");
+    let r = run(dir.path(), "mixed.iolog", iolog.as_bytes(), "", "10ms");
+    let rep = r.results[0].jobs[0]
+        .trace
+        .as_ref()
+        .expect("the replay's report");
+    assert_eq!((rep.syncs_not_replayed, rep.trims_not_replayed), (2, 1));
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.contains("\"syncs_not_replayed\":2"), "{json}");
+    // A trace of reads and writes only says nothing of them.
+    let plain = run(
+        dir.path(),
+        "plain.iolog",
+        encode::iolog_v3(&even(10, 50_000, 0)).as_bytes(),
+        "",
+        "10ms",
+    );
+    let json = serde_json::to_string(&plain).unwrap();
+    assert!(!json.contains("not_replayed"), "{json}");
+}

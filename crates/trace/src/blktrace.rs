@@ -19,7 +19,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::{ErrorKind, Format, Place, Request, Stream, StreamTable, Trace, TraceError};
+use crate::{
+    ErrorKind, Format, NotReplayed, Place, Request, Stream, StreamTable, Trace, TraceError,
+};
 
 /// `BLK_IO_TRACE_MAGIC` without its version byte.
 const MAGIC: u32 = 0x6561_7400;
@@ -27,10 +29,12 @@ const MAGIC: u32 = 0x6561_7400;
 const TA_QUEUE: u64 = 1;
 /// `__BLK_TA_COMPLETE`.
 const TA_COMPLETE: u64 = 8;
-/// `BLK_TC_READ`, `BLK_TC_WRITE` and `BLK_TC_NOTIFY` as category bits.
+/// `BLK_TC_READ`, `BLK_TC_WRITE`, `BLK_TC_NOTIFY` and `BLK_TC_DISCARD`
+/// as category bits (include/uapi/linux/blktrace_api.h).
 const TC_READ: u64 = 1 << 0;
 const TC_WRITE: u64 = 1 << 1;
 const TC_NOTIFY: u64 = 1 << 10;
+const TC_DISCARD: u64 = 1 << 13;
 
 /// The byte order and version of the record that starts `bytes`:
 /// (big-endian, version).
@@ -151,6 +155,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
     // Requests waiting for their C event, by (device, sector, bytes).
     let mut waiting: HashMap<(u32, u64, u32), VecDeque<usize>> = HashMap::new();
     let mut skipped = 0u64;
+    let mut not_replayed = NotReplayed::default();
     let mut at = 0usize;
     while at < bytes.len() {
         let place = Some(Place::Byte(at as u64));
@@ -194,7 +199,12 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
         }
         let code = ev.action & 0xffff;
         let cats = ev.action >> 32;
-        let io = cats & (TC_READ | TC_WRITE) != 0 && cats & TC_NOTIFY == 0 && ev.bytes > 0;
+        // A discard carries the write category and its range's bytes
+        // (blk_add_trace_rq: `ddir_act` of a write op, then
+        // BLK_TC_DISCARD): it moves no data, and is no write to replay.
+        let io = cats & (TC_READ | TC_WRITE) != 0
+            && cats & (TC_NOTIFY | TC_DISCARD) == 0
+            && ev.bytes > 0;
         if io && code == TA_QUEUE {
             let offset = ev.sector.checked_mul(512).ok_or_else(|| {
                 TraceError::new(
@@ -234,6 +244,15 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
             }
             skipped += 1;
         } else {
+            if code == TA_QUEUE && cats & TC_NOTIFY == 0 {
+                // A request queued that is no read or write of data: a
+                // discard, or a flush (a write category without bytes).
+                if cats & TC_DISCARD != 0 {
+                    not_replayed.trims += 1;
+                } else if ev.bytes == 0 {
+                    not_replayed.syncs += 1;
+                }
+            }
             skipped += 1;
         }
         at += next;
@@ -245,6 +264,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
         streams: streams.into_streams(),
         requests,
         skipped,
+        not_replayed,
     })
 }
 

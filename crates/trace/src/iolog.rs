@@ -12,7 +12,9 @@
 //! as skipped: the simulated device models reads and writes.
 
 use crate::text::{lines, number, shorten};
-use crate::{ErrorKind, Format, Place, Request, Stream, StreamTable, Trace, TraceError};
+use crate::{
+    ErrorKind, Format, NotReplayed, Place, Request, Stream, StreamTable, Trace, TraceError,
+};
 
 const V2: &str = "fio version 2 iolog";
 const V3: &str = "fio version 3 iolog";
@@ -50,6 +52,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
     let mut streams: StreamTable<String> = StreamTable::new();
     let mut requests = Vec::new();
     let mut skipped = 0u64;
+    let mut not_replayed = NotReplayed::default();
     // Version 2's clock: the waits so far, in ns.
     let mut waited: u64 = 0;
     let mut all = lines(bytes);
@@ -113,8 +116,14 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
                         skipped += 1;
                         continue;
                     }
-                    "trim" | "sync" | "datasync" => {
+                    "trim" => {
                         skipped += 1;
+                        not_replayed.trims += 1;
+                        continue;
+                    }
+                    "sync" | "datasync" => {
+                        skipped += 1;
+                        not_replayed.syncs += 1;
                         continue;
                     }
                     other => {
@@ -167,5 +176,6 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
         streams: streams.into_streams(),
         requests,
         skipped,
+        not_replayed,
     })
 }

@@ -197,6 +197,21 @@ pub struct Trace {
     /// Records read but not replayed: file actions, syncs, trims, waits,
     /// and blktrace events other than Q and C.
     pub skipped: u64,
+    /// The requests among them that the traced program made of its
+    /// device and the model cannot replay, which a user must be told of.
+    pub not_replayed: NotReplayed,
+}
+
+/// Requests a trace holds that are neither reads nor writes, which the
+/// simulated device does not model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NotReplayed {
+    /// Syncs and cache flushes: an iolog's `sync` and `datasync`, a
+    /// blktrace Q event of a flush (no bytes).
+    pub syncs: u64,
+    /// Trims and discards: an iolog's `trim`, a blktrace Q event of a
+    /// discard.
+    pub trims: u64,
 }
 
 impl Trace {

@@ -114,5 +114,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
         streams: streams.into_streams(),
         requests,
         skipped,
+        // The format has reads and writes only.
+        not_replayed: crate::NotReplayed::default(),
     })
 }

@@ -2,7 +2,7 @@
 //! place and kind of every refusal (bad magic, truncation, bad records,
 //! time going backwards), and arbitrary bytes never panicking.
 
-use cint_trace::encode::{self, Io};
+use cint_trace::encode::{self, action, blk_record, BlkRecord, Io};
 use cint_trace::{detect, parse, ErrorKind, Format, Place};
 use proptest::prelude::*;
 
@@ -351,4 +351,45 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn syncs_flushes_and_trims_are_counted_as_not_replayed() {
+    let text = "fio version 3 iolog\n0 f add\n1 f open\n2 f write 0 4096\n3 f sync 0 0\n\
+                4 f datasync 0 0\n5 f trim 0 4096\n6 f close\n";
+    let t = parse(text.as_bytes(), None).unwrap();
+    assert_eq!(t.requests.len(), 1);
+    assert_eq!((t.not_replayed.syncs, t.not_replayed.trims), (2, 1));
+    // blktrace: a write, a flush (a write's category, no bytes) and a
+    // discard (a write's category with BLK_TC_DISCARD, and its range's
+    // bytes), each queued and completed.
+    const DISCARD: u64 = 1 << 13;
+    let mut bytes = Vec::new();
+    let mut seq = 0;
+    for (time, sector, size, extra) in [
+        (1_000, 8, 4096, 0),
+        (2_000, 0, 0, 0),
+        (3_000, 64, 1 << 20, DISCARD),
+    ] {
+        for code in [1, 8] {
+            let rec = BlkRecord {
+                sequence: seq,
+                time: time + code,
+                sector,
+                bytes: size,
+                action: action(code, true) | (extra << 32),
+                pid: 7,
+                device: 0x0070_0000,
+                cpu: 0,
+                pdu: 0,
+            };
+            seq += 1;
+            blk_record(&mut bytes, &rec, 7, false);
+        }
+    }
+    let t = parse(&bytes, None).unwrap();
+    // The discard is not replayed as a 1 MiB write.
+    assert_eq!(t.requests.len(), 1);
+    assert_eq!(t.requests[0].bytes, 4096);
+    assert_eq!((t.not_replayed.syncs, t.not_replayed.trims), (1, 1));
 }

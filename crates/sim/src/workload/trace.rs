@@ -231,6 +231,8 @@ impl World<'_> {
             depth: tr.depth,
             requests: tr.requests(),
             issued: jr.issued,
+            syncs_not_replayed: tr.not_replayed.syncs,
+            trims_not_replayed: tr.not_replayed.trims,
             trace_lat_ns: (!jr.trace_lat.is_empty()).then(|| jr.trace_lat.stats()),
             issue_lag_ns: (speed.is_some() && jr.lag_n > 0).then(|| IssueLag {
                 min: jr.lag_min,
