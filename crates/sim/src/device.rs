@@ -518,6 +518,7 @@ impl World<'_> {
         let polled = req.polled;
         self.note_posting(q);
         self.select_record(r);
+        self.power_device_done(r);
         if polled {
             self.post_for_poller(r);
             return;

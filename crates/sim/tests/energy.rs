@@ -275,3 +275,52 @@ fn a_cores_state_is_its_more_active_threads() {
     assert!(running > 0.999, "core 0 runs {running} of the time");
     assert!(share(1, "C8") > 0.99, "core 1: {:?}", e.cores[1].residency);
 }
+
+#[test]
+fn the_device_is_charged_for_what_it_moved_and_the_workload_for_its_bytes() {
+    // Buffered writes that stay in the page cache: the workload moves
+    // bytes, the device none, so the device draws its idle power only.
+    let sc = table1(&[
+        "duration=50ms",
+        "job.reader.direct=false",
+        "job.reader.rw=write",
+        "job.reader.hipri=false",
+    ]);
+    let idle_w = sc.device.power.as_ref().expect("the 900P's power").idle_w;
+    let r = cint_sim::run(&sc).expect("runs");
+    let s = by_name(&r, "interrupt");
+    assert_eq!(s.interrupts, 0, "the writes stay in the cache");
+    let e = s.energy.as_ref().expect("energy");
+    let window_s = r.duration_ns as f64 / 1e9;
+    assert!(
+        (e.device_j - idle_w * window_s).abs() < 1e-9,
+        "device {} J against {} J idle",
+        e.device_j,
+        idle_w * window_s
+    );
+    let bw: u64 = s.jobs.iter().map(|j| j.bw_bytes).sum();
+    assert!(
+        bw > 0 && e.bytes_per_joule > 0.0,
+        "{bw} {}",
+        e.bytes_per_joule
+    );
+    // An application's operations count as the workload's bytes.
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/rocksdb-readrandom.toml");
+    let sets: Vec<String> = [
+        "duration=50ms",
+        "host.model=xeon-e3-1230v5",
+        "device.model=optane-900p",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let sc = load_file(&path, &sets).expect("loads");
+    let r = cint_sim::run(&sc).expect("runs");
+    let s = by_name(&r, "default");
+    let e = s.energy.as_ref().expect("energy");
+    let window_s = r.duration_ns as f64 / 1e9;
+    assert!(e.bytes_per_joule > 0.0, "{}", e.bytes_per_joule);
+    // Each get reads a block: the device works above idle.
+    assert!(e.device_j > 1.01 * idle_w * window_s, "{}", e.device_j);
+}

@@ -193,6 +193,11 @@ impl Apps {
         }
     }
 
+    /// Bytes of every operation measured so far (the window's).
+    pub(crate) fn window_bytes(&self) -> u64 {
+        self.ops.iter().map(|o| o.bytes).sum()
+    }
+
     fn op_index(&mut self, name: &'static str) -> usize {
         if let Some(i) = self.ops.iter().position(|o| o.name == name) {
             return i;

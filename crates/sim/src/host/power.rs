@@ -149,6 +149,10 @@ pub(crate) struct PowerModel {
     integral_fj: u128,
     integrated_to: Nanos,
     window_start: Nanos,
+    /// Bytes the device completed in the window: its energy per byte is
+    /// for what it moved, not for what the workload asked of the page
+    /// cache or counted as an operation's.
+    device_bytes: u64,
     /// Per thread, its armed timer (instant, token).
     thread_timer: Vec<(Nanos, u64)>,
     /// Per core, the threads pinned to it.
@@ -265,6 +269,7 @@ impl PowerModel {
             uncore_ns: 0,
             power_uw: busy_uw * cores_n as u64 + uncore_uw,
             integral_fj: 0,
+            device_bytes: 0,
             integrated_to: 0,
             window_start: 0,
             thread_timer: vec![(0, u64::MAX); thread_cores.len()],
@@ -395,6 +400,7 @@ impl PowerModel {
         }
         self.uncore_ns = 0;
         self.integral_fj = 0;
+        self.device_bytes = 0;
         self.window_start = now;
     }
 
@@ -435,7 +441,7 @@ impl PowerModel {
     }
 
     /// Checks the window's accounting; a message for the first failure.
-    fn check(&self, now: Nanos, bytes: u64) -> Result<(), String> {
+    fn check(&self, now: Nanos) -> Result<(), String> {
         let window = now - self.window_start;
         for (c, core) in self.cores.iter().enumerate() {
             let total: u64 = core.ns.iter().sum();
@@ -461,7 +467,7 @@ impl PowerModel {
         }
         if window > 0 {
             let (floor, ceiling) = self.bounds_w();
-            let mean = self.total_fj(window, bytes) as f64 / 1e15 / (window as f64 / 1e9);
+            let mean = self.total_fj(window) as f64 / 1e15 / (window as f64 / 1e9);
             // One part in a million for the float division.
             if mean < floor * (1.0 - 1e-6) || mean > ceiling * (1.0 + 1e-6) {
                 return Err(format!(
@@ -473,21 +479,24 @@ impl PowerModel {
         Ok(())
     }
 
-    fn device_fj(&self, window: Nanos, bytes: u64) -> u128 {
+    fn device_fj(&self, window: Nanos) -> u128 {
         u128::from(self.device_idle_uw) * u128::from(window)
-            + u128::from(self.device_fj_per_byte) * u128::from(bytes)
+            + u128::from(self.device_fj_per_byte) * u128::from(self.device_bytes)
     }
 
-    fn total_fj(&self, window: Nanos, bytes: u64) -> u128 {
+    fn total_fj(&self, window: Nanos) -> u128 {
         self.by_residency_fj()
             + u128::from(self.base_uw) * u128::from(window)
-            + self.device_fj(window, bytes)
+            + self.device_fj(window)
     }
 
+    /// The window's energy figures; `bytes` is what the workload moved
+    /// (its jobs' reads and writes, its applications' operations), whose
+    /// ratio to the energy is the bytes per joule.
     fn summary(&self, window: Nanos, bytes: u64) -> (f64, EnergyResult) {
         let j = |fj: u128| fj as f64 / 1e15;
         let secs = window.max(1) as f64 / 1e9;
-        let total = j(self.total_fj(window, bytes));
+        let total = j(self.total_fj(window));
         let cores = self
             .cores
             .iter()
@@ -523,7 +532,7 @@ impl PowerModel {
             },
             base_j: j(u128::from(self.base_uw) * u128::from(window)),
             uncore_j: j(u128::from(self.uncore_uw) * u128::from(self.uncore_ns)),
-            device_j: j(self.device_fj(window, bytes)),
+            device_j: j(self.device_fj(window)),
             cores,
             measured_package_j: None,
         };
@@ -862,17 +871,31 @@ impl World<'_> {
     /// Settles the model at the end of the run and checks its invariants.
     pub(crate) fn power_finish(&mut self) {
         let now = self.now();
-        let bytes = self.window_bytes();
         if let Some(p) = self.power.as_deref_mut() {
             p.settle(now);
-            if let Err(msg) = p.check(now, bytes) {
+            if let Err(msg) = p.check(now) {
                 self.check.fail(msg);
             }
         }
     }
 
+    /// The device completed request `r`: its bytes count toward the
+    /// device's energy.
+    #[inline(always)]
+    pub(crate) fn power_device_done(&mut self, r: u32) {
+        if let Some(p) = self.power.as_deref_mut() {
+            p.device_bytes += self.reqs[r as usize].bytes;
+        }
+    }
+
+    /// What the workload moved in the window: its jobs' bytes and its
+    /// applications' operations' (a get's value, a dumped pair).
     fn window_bytes(&self) -> u64 {
-        self.jobs.iter().map(|j| j.bytes).sum()
+        let apps = self
+            .apps
+            .as_deref()
+            .map_or(0, crate::apps::Apps::window_bytes);
+        self.jobs.iter().map(|j| j.bytes).sum::<u64>() + apps
     }
 
     /// `energy_j` and the energy figures of the result, if the model is on.
