@@ -714,3 +714,41 @@ fn without_compaction_l0_files_pile_up_and_gets_probe_them() {
     );
     assert!(job(strategy(&on, "default"), "compaction").is_some());
 }
+
+#[test]
+fn a_kvell_scan_moves_all_its_items_cached_or_not() {
+    // Scans of 16 items of 1 KiB over a store small enough that some are
+    // served whole from the cache and others go to the device.
+    for items in ["100000000", "20000"] {
+        let r = run(
+            "kvell-ycsb-e.toml",
+            &["duration=50ms", &format!("app.kv.items={items}")],
+        );
+        let scan = strategy(&r, "cint")
+            .jobs
+            .iter()
+            .find(|j| j.name == "scan")
+            .expect("scans");
+        let per_scan = scan.bw_bytes as f64 / scan.iops;
+        assert!(
+            (per_scan - 16.0 * 1024.0).abs() < 1.0,
+            "{per_scan} bytes per scan with {items} items"
+        );
+        // No scan takes no time: one served from the cache takes the
+        // worker's CPU for its items.
+        assert!(scan.lat_ns.min > 0, "{}", scan.lat_ns.min);
+    }
+}
+
+#[test]
+fn a_get_of_a_pair_larger_than_a_block_reads_the_pair() {
+    let r = run(
+        "rocksdb-readrandom.toml",
+        &["duration=50ms", "app.db.value_size=1m"],
+    );
+    let get = &strategy(&r, "default").jobs[0];
+    // 1 MiB per get, and no more than the P4800X's 2.4 GB/s read
+    // bandwidth between them.
+    assert!(get.bw_bytes <= 2_400_000_000, "{}", get.bw_bytes);
+    assert!(get.lat_ns.mean > 1_000_000.0 / 2.4, "{}", get.lat_ns.mean);
+}

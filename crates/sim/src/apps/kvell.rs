@@ -418,6 +418,7 @@ impl World<'_> {
                 }
             };
             let mut requests = 0;
+            let cpu_before = cpu;
             for _ in 0..n {
                 let page = store.draw_page(&mut apps.threads[i].rng);
                 cpu += store.spec.worker_cpu;
@@ -435,16 +436,20 @@ impl World<'_> {
                 });
             }
             if requests == 0 {
-                // Every page cached: done in the worker, no I/O.
+                // Every page cached: done in the worker, no I/O, once the
+                // worker's CPU has reached its last item. A scan's time
+                // runs from its first item, as an uncached one's from its
+                // first request; any other operation's from its
+                // injection.
                 store.workers[w].ops[id as usize] = None;
                 store.workers[w].free_ops.push(id);
                 store.workers[w].queued -= n;
                 let start = match kind {
-                    OpKind::Scan => now,
+                    OpKind::Scan => now + cpu_before,
                     _ => injected,
                 };
                 let bytes = store.spec.item_size * u64::from(n);
-                hits.push((stat, now.saturating_sub(start), bytes));
+                hits.push((stat, (now + cpu).saturating_sub(start), bytes));
                 continue;
             }
             if let Some(Some(o)) = store.workers[w].ops.get_mut(id as usize) {
@@ -540,7 +545,8 @@ impl World<'_> {
                 OpKind::Scan => op.first_issue.unwrap_or(op.injected),
                 _ => op.injected,
             };
-            let bytes = store.spec.item_size;
+            // Every item of the operation: a scan's n, one otherwise.
+            let bytes = store.spec.item_size * u64::from(op.size);
             apps.record_stat(op.stat, now.saturating_sub(start), bytes);
         }
         let apps = self.apps.as_deref_mut().expect("an application thread");

@@ -23,13 +23,18 @@ impl World<'_> {
         self.get_read(t, i, probes);
     }
 
-    /// Reads one data block of a get at a drawn offset within the
-    /// alignment, `left` more blocks after it.
+    /// Reads one data block of a get (`block_size`, or the pair's bytes
+    /// where they are more) at a drawn offset within the alignment,
+    /// `left` more blocks after it.
     pub(super) fn get_read(&mut self, t: usize, i: usize, left: u32) {
         let apps = apps_of(self);
         let a = apps.threads[i].app;
         let spec = &apps.dbs[a].spec;
-        let (alignment, block) = (spec.alignment, spec.block_size);
+        // RocksDB cuts a data block once it holds `block_size` bytes
+        // (table/flush_block_policy.cc, FlushBlockBySizePolicy), so a pair
+        // larger than that is a block of its own size.
+        let block = spec.block_size.max(spec.key_size + spec.value_size);
+        let alignment = spec.alignment;
         let hint = spec
             .get_hint
             .hint()
