@@ -112,8 +112,9 @@ pub struct VirtResult {
     /// threads, the monitors' and the guests' handlers, the hypervisor
     /// cores), per guest I/O, at the hypervisor profile's clock.
     pub cycles_per_io: f64,
-    /// The mean delivery ratio the guests' interrupt policies chose, over
-    /// their completions (1 where no completion was coalesced).
+    /// The mean delivery ratio the guests' vIC policies chose, over their
+    /// completions (1 under a strategy other than vic and vic-sched,
+    /// whose coalescing shows in the virtual interrupts instead).
     pub delivery_ratio: f64,
     /// Guest I/Os completed per second.
     pub guest_iops: f64,

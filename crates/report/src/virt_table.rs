@@ -9,8 +9,9 @@ use crate::{RunResult, VirtResult};
 pub const VIRT_LEGEND: &str = "guest_IOPS: the guests' I/Os per second; vIRQ/s: virtual \
 interrupts injected into the guests per second; IPI/s: IPIs from hypervisor cores to guests' \
 cores per second; cycles/IO: every core's cycles spent for the guests' I/O per guest I/O, at \
-the hypervisor profile's clock; R: mean delivery ratio of the guests' interrupt policies (1: \
-nothing coalesced); fe_mean_us, fe_p99_us (Xen-like hypervisors): the front end's request \
+the hypervisor profile's clock; R: vIC's mean delivery ratio, interrupts delivered per \
+completion as a vic or vic-sched policy chose them (1 under any other strategy, which \
+coalesces by its own rule: its vIRQ/s says how much); fe_mean_us, fe_p99_us (Xen-like hypervisors): the front end's request \
 latency, from its ring push to the upcall that reaps the response, mean and 99th percentile, \
 microseconds";
 
