@@ -66,8 +66,8 @@ fn a_synced_log_writes_its_pages_then_the_journal_log_then_the_commit_block_per_
         &["app.db.memtable=1g", "app.db.threads=1"],
     );
     let s = strategy(&r, "default");
-    let put = s.jobs.iter().find(|j| j.name == "put").expect("puts");
-    let get = s.jobs.iter().find(|j| j.name == "get").expect("gets");
+    let put = job(strategy(&r, "default"), "put").expect("puts");
+    let get = job(strategy(&r, "default"), "get").expect("gets");
     assert!(put.ios > 1_000, "{}", put.ios);
     // fdatasync after an append (the log's new size in the inode): the
     // pages, then the journal's log, then its commit block, each waited
@@ -80,11 +80,7 @@ fn a_synced_log_writes_its_pages_then_the_journal_log_then_the_commit_block_per_
         "{per_put} interrupts per put"
     );
     // Three device writes in series: far slower than the buffered put.
-    let unsynced = strategy(&plain, "default")
-        .jobs
-        .iter()
-        .find(|j| j.name == "put")
-        .expect("puts");
+    let unsynced = job(strategy(&plain, "default"), "put").expect("puts");
     assert!(
         put.lat_ns.mean > 3.0 * 8_000.0 && put.lat_ns.mean > 5.0 * unsynced.lat_ns.mean,
         "synced put {} ns against {} ns",
@@ -93,16 +89,8 @@ fn a_synced_log_writes_its_pages_then_the_journal_log_then_the_commit_block_per_
     );
     // The sync is Urgent by the kernel's rule: cinterrupts delivers it at
     // once, where adaptive coalescing holds each of the three writes.
-    let cint = strategy(&r, "cint")
-        .jobs
-        .iter()
-        .find(|j| j.name == "put")
-        .unwrap();
-    let adaptive = strategy(&r, "adaptive")
-        .jobs
-        .iter()
-        .find(|j| j.name == "put")
-        .unwrap();
+    let cint = job(strategy(&r, "cint"), "put").expect("puts");
+    let adaptive = job(strategy(&r, "adaptive"), "put").expect("puts");
     assert!(
         adaptive.lat_ns.mean > cint.lat_ns.mean + 10_000.0,
         "adaptive {} ns against cint {} ns",
@@ -114,11 +102,7 @@ fn a_synced_log_writes_its_pages_then_the_journal_log_then_the_commit_block_per_
         "rocksdb-readwhilewriting.toml",
         &[sets[0], sets[1], sets[2], "app.db.wal_hint=none"],
     );
-    let slow = strategy(&unmarked, "cint")
-        .jobs
-        .iter()
-        .find(|j| j.name == "put")
-        .unwrap();
+    let slow = job(strategy(&unmarked, "cint"), "put").expect("puts");
     assert!(
         slow.lat_ns.mean > cint.lat_ns.mean + 3_000.0,
         "unmarked {} ns against urgent {} ns",
@@ -724,11 +708,7 @@ fn a_kvell_scan_moves_all_its_items_cached_or_not() {
             "kvell-ycsb-e.toml",
             &["duration=50ms", &format!("app.kv.items={items}")],
         );
-        let scan = strategy(&r, "cint")
-            .jobs
-            .iter()
-            .find(|j| j.name == "scan")
-            .expect("scans");
+        let scan = job(strategy(&r, "cint"), "scan").expect("scans");
         let per_scan = scan.bw_bytes as f64 / scan.iops;
         assert!(
             (per_scan - 16.0 * 1024.0).abs() < 1.0,
