@@ -82,6 +82,9 @@ pub struct DeviceStats {
     pub cancelled: u64,
     /// Handlers that run at real-time priority.
     pub realtime_handlers: usize,
+    /// Interrupt handlers the device runs: one per interrupt queue, none
+    /// for a polled one.
+    pub handlers: usize,
 }
 
 impl DeviceStats {
@@ -107,6 +110,9 @@ pub struct Emulator {
     shared: Arc<Shared>,
     device: Option<JoinHandle<()>>,
     handlers: Vec<JoinHandle<()>>,
+    /// Interrupt handlers started: one per interrupt queue (a polled
+    /// queue has none); kept past shutdown, which joins them.
+    handlers_started: usize,
 }
 
 impl Emulator {
@@ -161,6 +167,7 @@ impl Emulator {
             shared: Arc::clone(&shared),
             device: None,
             handlers: Vec::new(),
+            handlers_started: 0,
         };
 
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), EmuError>>();
@@ -230,6 +237,7 @@ impl Emulator {
             match spawned {
                 Ok(handle) => {
                     emulator.handlers.push(handle);
+                    emulator.handlers_started += 1;
                     expected += 1;
                 }
                 Err(e) => {
@@ -312,6 +320,7 @@ impl Emulator {
             completions: per_queue(|q| &q.completions),
             cancelled: self.shared.cancelled.load(Ordering::Relaxed),
             realtime_handlers: self.shared.realtime_handlers.load(Ordering::Relaxed),
+            handlers: self.handlers_started,
         }
     }
 

@@ -982,7 +982,7 @@ fn summarise(
         waiter_irqs_total: final_stats.waiter_irqs.iter().sum(),
         handler_wakeups_total: final_stats.handler_wakeups.iter().sum(),
         realtime_handlers: final_stats.realtime_handlers,
-        handlers: final_stats.irqs.len(),
+        handlers: final_stats.handlers,
         window_ns,
         jobs: job_details,
         energy_note,

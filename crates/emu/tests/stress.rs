@@ -263,8 +263,11 @@ fn stress_one(name: &str, mode: QueueMode, idle: IdleDelivery, per_strategy: u64
         assert_eq!(stats.cancelled, 0);
         if matches!(mode, QueueMode::Poll) {
             assert_eq!(stats.total_irqs(), 0);
+            // A polled queue runs no handler, so none can lack priority.
+            assert_eq!((stats.handlers, stats.realtime_handlers), (0, 0), "{name}");
         } else {
             assert!(stats.total_irqs() > 0, "{name}");
+            assert_eq!(stats.handlers, stats.irqs.len(), "{name}");
         }
         stats
     }
