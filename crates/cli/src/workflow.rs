@@ -213,7 +213,19 @@ pub(crate) fn sweep(
     let kept = partial.as_ref().map_or(String::new(), |(p, _)| {
         format!(" (the points that finished are in {})", p.display())
     });
-    let result = sweep_points(&loader, engines, cmd.emu, &args, stop, &finished, &kept)?;
+    let result = match sweep_points(&loader, engines, cmd.emu, &args, stop, &finished, &kept) {
+        Ok(result) => result,
+        Err(failure) => {
+            // A sweep that failed before any point finished (a point that
+            // does not load fails them all first) leaves no empty file.
+            if let Some((path, _)) = &partial {
+                if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+            return Err(failure);
+        }
+    };
 
     let mut jsonl = Vec::new();
     result
@@ -282,7 +294,7 @@ pub fn parse_vary(args: &[String]) -> Result<Vec<Vary>, Failure> {
 /// emulator: every point loaded by `loader` first, then run in parallel;
 /// see [`sweep::run_sweep_until`] for `stop` and `finished`. A failure
 /// carries the command's message, with `kept` appended (where the
-/// finished points are, if anywhere).
+/// finished points are) if any point finished.
 pub fn sweep_points(
     loader: &dyn ScenarioLoader,
     engines: &Engines,
@@ -295,9 +307,22 @@ pub fn sweep_points(
     let (engine, engine_name) = engine_of(engines, emu);
     let guard = Guard::new(engine_name);
     let runner = |s: &Scenario| guard.call(|| engine(s));
-    sweep::run_sweep_until(loader, &runner, args, stop, finished).map_err(|e| match e {
-        SweepError::Io(_) => internal(format!("{e}{kept}")),
-        other => guard.failure(format!("{other}{kept}"), other.kind()),
+    let ran = std::sync::atomic::AtomicUsize::new(0);
+    let counted = |point: &SweepPoint| {
+        ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        finished(point);
+    };
+    sweep::run_sweep_until(loader, &runner, args, stop, &counted).map_err(|e| {
+        // Where the finished points are, if any finished.
+        let kept = if ran.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            kept
+        } else {
+            ""
+        };
+        match e {
+            SweepError::Io(_) => internal(format!("{e}{kept}")),
+            other => guard.failure(format!("{other}{kept}"), other.kind()),
+        }
     })
 }
 
@@ -386,7 +411,16 @@ pub(crate) fn plot(cmd: &PlotCmd, out: &mut dyn Write) -> Result<(), Failure> {
             }
             plot::plot_run(doc, &args)
         }
-        PlotInput::Sweep(rows) => plot::plot_sweep(rows, &args),
+        PlotInput::Sweep(rows) => {
+            if let Some(b) = &args.baseline {
+                return Err(usage(format!(
+                    "cint: --baseline {b}: {} is a sweep, whose charts draw each strategy's \
+                     own figures, not ratios to one (--baseline applies to a result document)",
+                    cmd.file.display()
+                )));
+            }
+            plot::plot_sweep(rows, &args)
+        }
     }
     .map_err(|e| internal(format!("cint: plotting {}: {e}", cmd.file.display())))?;
     let list: String = written

@@ -248,6 +248,20 @@ fn bad_sweep_keys_and_values_are_one_line() {
         "--jobs must be at least 1",
     );
     assert_refused(&cint(&["sweep", &file]), "--vary");
+    // A point that does not load fails the sweep before any runs: no
+    // partial file is left, and the message points at none.
+    let out = dir.path().join("points.jsonl");
+    let o = cint(&[
+        "sweep",
+        &file,
+        "--vary",
+        "job.async.iodepth=4,deep",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert_refused(&o, "sweep point job.async.iodepth=deep: ");
+    assert!(!o.stderr.contains("partial"), "{}", o.stderr);
+    assert!(!dir.path().join("points.jsonl.partial").exists());
 }
 
 /// `--ray` is the one flag that needs Python: without it, one line
@@ -358,6 +372,15 @@ fn plot_draws_a_result_and_refuses_what_it_cannot_plot() {
     assert_refused(
         &cint(&["plot", &result, "-o", &charts_arg, "--baseline", "nope"]),
         "--baseline nope: not a strategy",
+    );
+    // A sweep's charts have no baseline to take.
+    let sweep = dir.write(
+        "sweep.csv",
+        &format!("{header}\n1,none,none,j,10,1,1,1,1,0.5,0.5\n"),
+    );
+    assert_refused(
+        &cint(&["plot", &sweep, "-o", &charts_arg, "--baseline", "none"]),
+        "is a sweep",
     );
     assert_refused(
         &cint(&["plot", &dir.arg("missing.json"), "-o", &charts_arg]),

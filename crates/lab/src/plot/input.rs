@@ -63,6 +63,30 @@ impl LatDoc {
 }
 
 impl RunDoc {
+    /// Refuses a metric the charts cannot draw: negative (or, where the
+    /// document was not JSON, not finite), naming where it is.
+    fn check(&self) -> Result<(), String> {
+        let bad = |at: String, v: f64| {
+            (!(v.is_finite() && v >= 0.0))
+                .then(|| format!("{at}: {v} is not a number (finite, at least 0)"))
+        };
+        for (i, s) in self.results.iter().enumerate() {
+            let at = format!("results[{i}] (strategy '{}')", s.strategy);
+            let mut found = bad(format!("{at}.interrupts_per_s"), s.interrupts_per_s)
+                .or_else(|| bad(format!("{at}.cpu_util"), s.cpu_util));
+            for (k, j) in s.jobs.iter().enumerate() {
+                let job = format!("{at}.jobs[{k}] (job '{}')", j.name);
+                found = found
+                    .or_else(|| bad(format!("{job}.iops"), j.iops))
+                    .or_else(|| bad(format!("{job}.lat_ns.mean"), j.lat_ns.mean));
+            }
+            if let Some(msg) = found {
+                return Err(msg);
+            }
+        }
+        Ok(())
+    }
+
     /// The document of a result in memory (for `--plot` on `sim`/`emu`).
     pub fn from_result(result: &cint_report::RunResult) -> Result<RunDoc, PlotError> {
         let value = serde_json::to_value(result).map_err(err)?;
@@ -89,7 +113,12 @@ pub fn read_input(path: &Path) -> Result<PlotInput, PlotError> {
                 "{file}: the result document has no strategy"
             )))
         }
-        Ok(doc) => return Ok(PlotInput::Run(doc)),
+        Ok(doc) => {
+            return match doc.check() {
+                Ok(()) => Ok(PlotInput::Run(doc)),
+                Err(msg) => Err(PlotError(format!("{file}: {msg}"))),
+            }
+        }
         Err(e) => e,
     };
     if path

@@ -145,6 +145,17 @@ fn unplottable_input_is_one_line() {
     args.baseline = Some("nope".into());
     let e = plot_run(&doc, &args).expect_err("unknown baseline");
     assert!(e.to_string().contains("baseline 'nope'"));
+    // A result document with a negative metric is refused, naming it.
+    let mut value = serde_json::to_value(&result).expect("json");
+    value["results"][0]["jobs"][0]["iops"] = serde_json::json!(-5.0);
+    let path = dir.join("negative.json");
+    std::fs::write(&path, value.to_string()).expect("write");
+    let e = plot_file(&path, &PlotArgs::new(&dir)).expect_err("negative iops");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("negative.json") && msg.contains(".jobs[0]") && msg.contains("iops: -5"),
+        "{msg}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
