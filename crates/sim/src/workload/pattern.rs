@@ -28,9 +28,14 @@ pub(crate) struct ThreadShape {
     /// (`last_thinktime`, `last_thinktime_blocks`), so completions the reap
     /// takes count towards the next think time.
     think_found: Option<(Nanos, u64)>,
-    /// Requests issued when the think time's triggers were last looked at:
-    /// fio looks after each request it issues, not after a reap.
-    think_checked: u64,
+    /// Requests issued, and completed, when the think time's triggers
+    /// were last looked at: fio looks once per pass of its loop (backend.c
+    /// `do_io`), after the pass's request and after the reap a full queue
+    /// forces in the same pass, so the model looks again once either
+    /// moved.
+    think_checked: (u64, u64),
+    /// Requests completed in all (handed to the thread).
+    completed: u64,
     /// Requests issued in all (`number_ios`).
     issued: u64,
     /// Bytes issued in all (`io_size`).
@@ -228,6 +233,7 @@ impl<'a> World<'a> {
     pub(crate) fn count_completions(&mut self, t: usize, n: u32) {
         let s = &mut self.shaping[t];
         s.since_think = s.since_think.saturating_add(u64::from(n));
+        s.completed = s.completed.saturating_add(u64::from(n));
     }
 
     /// fio's `io_u_quiesce`: with requests in flight, a reap call for at
@@ -291,13 +297,16 @@ impl<'a> World<'a> {
             return false;
         }
         // A think time already found due is reaping; otherwise fio looks
-        // once after each request it issued (backend.c, after the submit).
+        // once a pass, after the pass's request and its forced reap
+        // (backend.c `do_io`): here, once a request was issued or
+        // completions were handed since the last look.
         if self.shaping[t].think_found.is_none() {
             let s = &mut self.shaping[t];
-            if s.issued == s.think_checked {
+            let now_at = (s.issued, s.completed);
+            if now_at == s.think_checked {
                 return false;
             }
-            s.think_checked = s.issued;
+            s.think_checked = now_at;
             if !self.think_triggered(t, shape) {
                 return false;
             }
