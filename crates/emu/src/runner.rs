@@ -1117,7 +1117,10 @@ fn summarise_job(
     outcomes: &[ThreadOutcome],
     window: &Window,
 ) -> (JobResult, JobDetail) {
-    let window_ns = window.ns;
+    // The job's own window, as the simulator measures it: its threads
+    // stop at its `runtime` after the warm-up (every job starts with the
+    // run: start delays and groups are refused here).
+    let window_ns = job.runtime.map_or(window.ns, |r| r.min(window.ns)).max(1);
     let window_s = window_ns as f64 / 1e9;
     let mut hist = LatencyHistogram::new();
     let mut by_direction = [FioHistogram::new(), FioHistogram::new()];

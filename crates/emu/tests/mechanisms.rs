@@ -617,3 +617,34 @@ fn a_write_job_sleeps_on_its_writes_means_under_hybrid_polling() {
         "the writer slept on its writes' means: {j:?}"
     );
 }
+
+/// A job whose `runtime` is shorter than the run is measured over its own
+/// window, as the simulator measures it: its rates are per second of its
+/// runtime, not of the run.
+#[test]
+fn a_job_with_a_shorter_runtime_is_measured_over_its_own_window() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let mut short = io_job("short", Engine::Libaio, 4, 1, 1);
+    short.runtime = Some(10 * MS);
+    let long = io_job("long", Engine::Libaio, 4, 1, 1);
+    let sc = scenario(
+        "runtimes",
+        device(10_000, 4),
+        vec![none()],
+        vec![short, long],
+        40 * MS,
+    );
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    let jobs = &d.result.results[0].jobs;
+    let window = |k: usize| jobs[k].ios as f64 / jobs[k].iops;
+    assert!(jobs[0].ios > 0 && jobs[1].ios > 0, "{jobs:?}");
+    assert!(
+        (window(0) - 0.010).abs() < 1e-9,
+        "short job over {} s",
+        window(0)
+    );
+    assert!(window(1) >= 0.040, "long job over {} s", window(1));
+}
