@@ -209,7 +209,8 @@ pub struct JobResult {
     pub iops: f64,
     /// Bytes per second.
     pub bw_bytes: u64,
-    /// Share of its core this job's threads got.
+    /// Share of its core this job's threads got, over the job's own
+    /// measured window (as its rates are).
     pub cpu_util: f64,
     /// Context switches of this job's threads.
     pub context_switches: u64,

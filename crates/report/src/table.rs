@@ -22,7 +22,8 @@ pub const LEGEND: &str = "IOPS, MiB/s: I/Os and mebibytes completed per second o
 time; mean/p50/p99/p99.9/max_us: latency of an I/O from its system call to its completion \
 in the application's hand, microseconds (percentiles to 3 significant digits); IRQ/s, \
 IRQ/IO: device interrupts per second and per I/O (per queue, so on totals lines only); \
-CPU%: busy share of the job's core (totals: mean over the application cores); cs/IO: \
+CPU%: busy share of the job's core over the job's window (totals: mean over the \
+application cores over the run); cs/IO: \
 context switches per I/O; -: no sample";
 
 /// The result as an aligned text table, ending in a newline.

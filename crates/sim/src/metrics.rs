@@ -188,7 +188,9 @@ impl World<'_> {
                     ios: stats.ios,
                     iops: stats.ios as f64 / job_secs,
                     bw_bytes: (stats.bytes as f64 / job_secs) as u64,
-                    cpu_util: cpu as f64 / window as f64,
+                    // Over the job's window too, as its rates are and as
+                    // fio reports its threads' CPU.
+                    cpu_util: cpu as f64 / job_window as f64,
                     context_switches: ctx,
                     wakeups,
                     lat_ns: stats.hist.stats(),

@@ -549,3 +549,18 @@ fn the_latency_target_search_settles_on_the_deepest_queue_that_meets_it() {
         r.notes
     );
 }
+
+#[test]
+fn a_job_that_ends_early_reports_its_cpu_over_its_own_window() {
+    // The same synchronous reader, once for the run and once for 200
+    // requests: its core is as busy while it runs either way.
+    let full = job(&run(&scenario(NONE, "20ms", &["name = \"t\""])), "t").cpu_util;
+    let ended = run(&scenario(NONE, "20ms", &["name = \"t\"\nnumber_ios = 200"]));
+    let short = job(&ended, "t");
+    assert!(short.ios == 200, "{}", short.ios);
+    assert!(
+        (short.cpu_util / full - 1.0).abs() < 0.2,
+        "short {} against full {full}",
+        short.cpu_util
+    );
+}
