@@ -146,7 +146,8 @@ pub(super) fn job_shape(
 
 /// The job's cap from the per-direction caps `option` set (see
 /// [`combined_rate`]); `None`, with a warning, when only a direction the
-/// job does not issue is capped.
+/// job does not issue is capped, and a warning too for a cap on such a
+/// direction beside one that applies (`rate_iops=1000,500` on reads).
 pub(super) fn job_cap(
     spec: &JobSpec,
     option: &str,
@@ -157,14 +158,38 @@ pub(super) fn job_cap(
     diag: &mut Diagnostics,
 ) -> Option<u64> {
     let cap = combined_rate(caps.value, rw, rwmixread, unit);
+    let issued = [
+        read_share(rw, rwmixread) > 0,
+        read_share(rw, rwmixread) < 100,
+    ];
+    // One value caps both directions (fio's `rate=1m`): only a second
+    // value of its own for the direction not issued is the user's.
+    let own = caps.value[0] != caps.value[1];
+    let unused = own && (0..2).any(|d| caps.value[d] != 0 && !issued[d]);
     if cap.is_none() {
         diag.job_warn(
             &spec.name,
             caps.line,
             format!("{option} caps only a direction the job does not issue; no cap"),
         );
+    } else if unused {
+        let which = if issued[0] { "writes" } else { "reads" };
+        diag.job_warn(
+            &spec.name,
+            caps.line,
+            format!("{option} caps {which}, which the job does not issue; that cap does nothing"),
+        );
     }
     cap
+}
+
+/// Percent of the job's requests that are reads.
+fn read_share(rw: Rw, rwmixread: u8) -> u128 {
+    match rw {
+        Rw::Read | Rw::RandRead => 100,
+        Rw::Write | Rw::RandWrite => 0,
+        Rw::RandRw | Rw::ReadWrite => u128::from(rwmixread),
+    }
 }
 
 /// One cap for the whole job from fio's per-direction caps (`[reads,
@@ -173,11 +198,7 @@ pub(super) fn job_cap(
 /// directions it issues. `unit`: the mean size of a read and of a write in
 /// the cap's unit (1 for IO/s, bytes for a byte rate).
 fn combined_rate(caps: [u64; 2], rw: Rw, rwmixread: u8, unit: [u64; 2]) -> Option<u64> {
-    let read_pct = match rw {
-        Rw::Read | Rw::RandRead => 100,
-        Rw::Write | Rw::RandWrite => 0,
-        Rw::RandRw | Rw::ReadWrite => u128::from(rwmixread),
-    };
+    let read_pct = read_share(rw, rwmixread);
     // Each direction's share of the total, weighted by its unit.
     let weights = [
         read_pct * u128::from(unit[0]),

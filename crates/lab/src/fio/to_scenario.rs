@@ -682,6 +682,27 @@ numjobs=2
     }
 
     #[test]
+    fn a_cap_on_a_direction_the_job_does_not_issue_is_warned() {
+        for (rate, warned) in [
+            ("1000,500", "caps writes"),
+            (",500", "caps only a direction"),
+        ] {
+            let text = format!("[a]\nrw=randread\ncpus_allowed=0\nruntime=1\nrate_iops={rate}\n");
+            let imp = import_str(&text, "r.fio", &args()).expect("valid");
+            assert!(
+                imp.warnings
+                    .iter()
+                    .any(|w| w.contains(warned) && w.contains("r.fio:5")),
+                "{rate}: {:?}",
+                imp.warnings
+            );
+        }
+        let text = "[a]\nrw=randrw\ncpus_allowed=0\nruntime=1\nrate_iops=1000,500\n";
+        let imp = import_str(text, "r.fio", &args()).expect("valid");
+        assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
+    }
+
+    #[test]
     fn times_sizes_rates_and_mixes() {
         let text = "[global]\nruntime=2m\nramp_time=500ms\n[a]\nrw=randrw\nrwmixwrite=30\n\
                     size=10%\ntime_based\nrate_iops=5000,5000\n[b]\nruntime=30\nbuffered=1\nsize=1g\n\
