@@ -127,6 +127,12 @@ def test_bad_input_raises_the_cli_message(cint_bin, tmp_path):
         assert "\n" not in str(caught.value)
 
 
+def test_a_seed_rust_cannot_hold_is_an_input_error():
+    for seed in (-1, 2**64, 1.5):
+        with pytest.raises(cinterrupts.InputError, match="seed: expected an integer"):
+            cinterrupts.sim(SCENARIOS / "sync-qd1.toml", SHORT, seed=seed)
+
+
 def test_internal_errors_are_their_own_class():
     assert not issubclass(cinterrupts.InternalError, cinterrupts.InputError)
     source = cinterrupts._native.toml_source((SCENARIOS / "sync-qd1.toml").read_text())

@@ -77,9 +77,22 @@ fn run(
     py: Python<'_>,
     source: SourceState,
     sets: Vec<String>,
-    seed: Option<u64>,
+    seed: Option<&Bound<'_, PyAny>>,
     emu: bool,
 ) -> PyResult<(Run, Vec<String>)> {
+    // A seed Rust cannot hold (negative, past 64 bits, not an integer) is
+    // the caller's input, refused as the command refuses `--seed`.
+    let seed = seed
+        .map(|s| {
+            s.extract::<u64>().map_err(|_| {
+                input_err(format!(
+                    "seed: expected an integer from 0 to {} (got {})",
+                    u64::MAX,
+                    s.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+                ))
+            })
+        })
+        .transpose()?;
     let source = from_state(source)?;
     let Loaded {
         mut scenario,
