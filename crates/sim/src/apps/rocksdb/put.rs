@@ -5,21 +5,12 @@
 
 use cint_policy::Nanos;
 
-use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
+use cint_policy::hints::{self, IoCall};
 
 use super::{apps_of, stall, Step, WAL_KEY_OVERHEAD};
+use crate::host::pagecache::SYNC_CALL;
 use crate::world::{Cont, Wait, World};
 use cint_scenario::app::Benchmark;
-
-/// The kernel's view of a blocking call on the log, a file opened
-/// without `O_DIRECT`, for its hint rules.
-const BUFFERED_CALL: IoContext = IoContext {
-    blocking_fd: true,
-    o_direct: false,
-    rw_flags: RwFlags::EMPTY,
-    ms_sync: false,
-    batch: BatchPosition { index: 0, len: 1 },
-};
 
 impl World<'_> {
     /// A put begins with its CPU (fillbatch: each key of the batch's).
@@ -145,7 +136,7 @@ impl World<'_> {
     pub(super) fn wal_sync(&mut self, t: usize, i: usize, a: usize) {
         let db = &apps_of(self).dbs[a];
         let file = db.wal_file;
-        let kernel = hints::request_hint(IoCall::Fdatasync, &BUFFERED_CALL);
+        let kernel = hints::request_hint(IoCall::Fdatasync, &SYNC_CALL);
         let hint = db.spec.wal_hint.hint().unwrap_or(kernel);
         apps_of(self).threads[i].step = Step::Insert;
         self.app_fdatasync(t, file, hint);

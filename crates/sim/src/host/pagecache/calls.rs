@@ -8,7 +8,7 @@ use super::*;
 
 /// The context of a sync call, for the kernel's hint rules: a blocking
 /// call on a file opened without `O_DIRECT`.
-const SYNC_CALL: cint_policy::hints::IoContext = cint_policy::hints::IoContext {
+pub(crate) const SYNC_CALL: cint_policy::hints::IoContext = cint_policy::hints::IoContext {
     blocking_fd: true,
     o_direct: false,
     rw_flags: cint_policy::hints::RwFlags::EMPTY,
