@@ -157,7 +157,8 @@ pub struct EnergyResult {
     pub governor: String,
     /// Mean system power over the measured time, watts.
     pub power_w: f64,
-    /// Bytes the jobs moved per joule of system energy.
+    /// Bytes the workload moved (its jobs' reads and writes, its
+    /// applications' operations) per joule of system energy.
     pub bytes_per_joule: f64,
     /// Platform base power's share, joules.
     pub base_j: f64,

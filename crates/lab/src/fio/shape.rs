@@ -158,10 +158,8 @@ pub(super) fn job_cap(
     diag: &mut Diagnostics,
 ) -> Option<u64> {
     let cap = combined_rate(caps.value, rw, rwmixread, unit);
-    let issued = [
-        read_share(rw, rwmixread) > 0,
-        read_share(rw, rwmixread) < 100,
-    ];
+    let reads = read_share(rw, rwmixread);
+    let issued = [reads > 0, reads < 100];
     // One value caps both directions (fio's `rate=1m`): only a second
     // value of its own for the direction not issued is the user's.
     let own = caps.value[0] != caps.value[1];

@@ -155,13 +155,15 @@ impl Apps {
                     reqs.push(free_request(t, core as usize % queues_n));
                 } else if db.issues_requests(role) {
                     // The log's `fdatasync` writes back through the page
-                    // cache: as many slots as a queue has tags, as a fio
-                    // job's sync has (the tags bound what is in flight).
-                    for _ in 0..sc.device.queue_depth.max(1) {
-                        th.fsync_slots.push(reqs.len() as u32);
-                        reqs.push(free_request(t, core as usize % queues_n));
-                    }
-                    th.fsync_slots.reverse();
+                    // cache, with the slots a fio job's sync has.
+                    let queue = core as usize % queues_n;
+                    crate::host::pagecache::give_fsync_slots(
+                        &mut th,
+                        t,
+                        queue,
+                        sc.device.queue_depth,
+                        reqs,
+                    );
                 }
                 threads.push(th);
                 cores[core as usize].rq.push(t as u32);

@@ -1,14 +1,12 @@
 //! The writer's put: its CPU, RocksDB's write controller (a delay or a
 //! stop), the write-ahead log's buffered `write()`s through the page
-//! cache, then the memtable insert, which hands a full memtable to the
-//! flush thread.
+//! cache (with `sync`, then its `fdatasync`), then the memtable insert,
+//! which hands a full memtable to the flush thread.
 
 use cint_policy::Nanos;
 
-use cint_policy::hints::{self, IoCall};
-
 use super::{apps_of, stall, Step, WAL_KEY_OVERHEAD};
-use crate::host::pagecache::SYNC_CALL;
+use crate::host::pagecache::sync_call_hint;
 use crate::world::{Cont, Wait, World};
 use cint_scenario::app::Benchmark;
 
@@ -136,8 +134,11 @@ impl World<'_> {
     pub(super) fn wal_sync(&mut self, t: usize, i: usize, a: usize) {
         let db = &apps_of(self).dbs[a];
         let file = db.wal_file;
-        let kernel = hints::request_hint(IoCall::Fdatasync, &SYNC_CALL);
-        let hint = db.spec.wal_hint.hint().unwrap_or(kernel);
+        let hint = db
+            .spec
+            .wal_hint
+            .hint()
+            .unwrap_or_else(|| sync_call_hint(true));
         apps_of(self).threads[i].step = Step::Insert;
         self.app_fdatasync(t, file, hint);
     }

@@ -8,13 +8,24 @@ use super::*;
 
 /// The context of a sync call, for the kernel's hint rules: a blocking
 /// call on a file opened without `O_DIRECT`.
-pub(crate) const SYNC_CALL: cint_policy::hints::IoContext = cint_policy::hints::IoContext {
+const SYNC_CALL: cint_policy::hints::IoContext = cint_policy::hints::IoContext {
     blocking_fd: true,
     o_direct: false,
     rw_flags: cint_policy::hints::RwFlags::EMPTY,
     ms_sync: false,
     batch: cint_policy::hints::BatchPosition { index: 0, len: 1 },
 };
+
+/// The kernel's hint for the file's pages an `fsync` (`fdatasync` if
+/// `datasync`) writes back: the call's (docs/ALGORITHMS.md section 5).
+pub(crate) fn sync_call_hint(datasync: bool) -> Hint {
+    let call = if datasync {
+        cint_policy::hints::IoCall::Fdatasync
+    } else {
+        cint_policy::hints::IoCall::Fsync
+    };
+    cint_policy::hints::request_hint(call, &SYNC_CALL)
+}
 
 impl World<'_> {
     /// A buffered job's thread enters a `read()` or `write()` (its
@@ -204,14 +215,7 @@ impl World<'_> {
     /// `fsync` (`fdatasync` if `datasync`) call, or the one inside
     /// `within`, a write to a file opened `O_SYNC` (`O_DSYNC`).
     fn start_fsync(&mut self, t: usize, datasync: bool, within: Option<Call>, entry: Nanos) {
-        // The file's pages take the call's hint (docs/ALGORITHMS.md
-        // section 5).
-        let call = if datasync {
-            cint_policy::hints::IoCall::Fdatasync
-        } else {
-            cint_policy::hints::IoCall::Fsync
-        };
-        let hint = cint_policy::hints::request_hint(call, &SYNC_CALL);
+        let hint = sync_call_hint(datasync);
         self.begin_sync(t, (t as u32, hint), (datasync, false), within, entry);
     }
 
@@ -944,12 +948,25 @@ fn add_fsync_slots(
             continue;
         }
         let queue = th.core as usize % queues_n.max(1);
-        for _ in 0..sc.device.queue_depth.max(1) {
-            th.fsync_slots.push(reqs.len() as u32);
-            reqs.push(Request::free(tid as u32, queue as u32, false));
-        }
-        th.fsync_slots.reverse();
+        give_fsync_slots(th, tid, queue, sc.device.queue_depth, reqs);
     }
+}
+
+/// Gives thread `t` (`th`) the request slots of its syncs' writeback on
+/// `queue`: as many as the device has tags per queue (`depth`), since the
+/// tags, not the slots, bound what is in flight.
+pub(crate) fn give_fsync_slots(
+    th: &mut crate::world::Thread,
+    t: usize,
+    queue: usize,
+    depth: u32,
+    reqs: &mut Vec<Request>,
+) {
+    for _ in 0..depth.max(1) {
+        th.fsync_slots.push(reqs.len() as u32);
+        reqs.push(Request::free(t as u32, queue as u32, false));
+    }
+    th.fsync_slots.reverse();
 }
 
 impl World<'_> {

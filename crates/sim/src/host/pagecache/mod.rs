@@ -1904,4 +1904,4 @@ mod calls;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use calls::{add_flushers, flusher_queues, plan, SYNC_CALL};
+pub(crate) use calls::{add_flushers, flusher_queues, give_fsync_slots, plan, sync_call_hint};
