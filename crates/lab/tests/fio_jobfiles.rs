@@ -154,3 +154,32 @@ fn imports_with_every_shaping_option_render_and_load_back_equal() {
     let result = run(&back);
     assert!(result.results.iter().all(|r| r.jobs.len() == 2));
 }
+
+#[test]
+fn bssplit_shares_short_of_100_are_fios_with_a_warning_and_load_back() {
+    let text = "[a]\nruntime=10ms\nrw=randread\nbssplit=4k/50:8k/30\n";
+    let imported = import_str(text, "short.fio", &short_args()).unwrap_or_else(|e| panic!("{e}"));
+    let [warning] = &imported.warnings[..] else {
+        panic!("one warning: {:?}", imported.warnings);
+    };
+    assert!(
+        warning.starts_with("short.fio:4: warning: option 'bssplit=4k/50:8k/30'")
+            && warning.contains("other 20% to 4KiB"),
+        "{warning}"
+    );
+    let Work::Io(io) = &imported.scenario.jobs[0].work else {
+        panic!("an I/O job");
+    };
+    let shares: Vec<(u64, u32)> = io
+        .shape
+        .bssplit
+        .iter()
+        .map(|s| (s.bytes, s.percent))
+        .collect();
+    assert_eq!(shares, [(4096, 70), (8192, 30)]);
+    // The scenario it renders holds shares that come to 100.
+    let toml = cint_scenario::to_toml(&imported.scenario);
+    let back =
+        cint_scenario::load_str(&toml, "short.fio", &[]).unwrap_or_else(|e| panic!("{e}\n{toml}"));
+    assert_eq!(back, imported.scenario);
+}

@@ -28,69 +28,145 @@ fn block(text: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
-/// fio's `bssplit` for one direction: `4k/10:64k/90`, shares in percent.
-/// As in fio, entries without a share split what the others leave
-/// equally; the shares must come to 100.
-pub fn parse_bssplit(text: &str) -> Result<Vec<BsShare>, String> {
-    let mut out: Vec<BsShare> = Vec::new();
-    let mut open = Vec::new();
-    let mut given: u32 = 0;
+/// Most entries fio keeps in one `bssplit` list (`BSSPLIT_MAX`).
+pub const BSSPLIT_MAX: usize = 64;
+
+/// fio's `bssplit` for one direction, `4k/10:64k/90`: each size with its
+/// share of the requests in percent, as fio 3.33 draws them
+/// (`bssplit_ddir` in options.c, `get_next_buflen` in io_u.c):
+/// - an entry without a share, or with a share of 0, is open: the open
+///   entries split what the others leave, each the whole percent below an
+///   equal part;
+/// - a share above 100 counts as 100;
+/// - fio sorts the entries by share and draws along them, so what the
+///   shares leave below 100 (the open entries' rounding, or given shares
+///   that add up to less) goes to the largest share (the last of equals),
+///   and shares that pass 100 are cut where they pass it;
+/// - past 100 with one open entry, fio's arithmetic wraps and every
+///   request takes the open entry's size.
+///
+/// The second value says, in words, where shares that do not come to
+/// 100 went (a fio job file warns of it, a scenario refuses it); more
+/// than 100% with two or more open entries is fio's own error.
+pub fn parse_bssplit(text: &str) -> Result<(Vec<BsShare>, Option<String>), String> {
+    let mut sizes: Vec<u64> = Vec::new();
+    let mut shares: Vec<Option<u32>> = Vec::new();
     for part in text.split(':').map(str::trim).filter(|p| !p.is_empty()) {
         let (size, share) = match part.split_once('/') {
             Some((s, p)) => (s, Some(p.trim())),
             None => (part, None),
         };
-        let bytes = block(size)?;
-        let percent = match share.filter(|p| !p.is_empty()) {
-            Some(p) => {
-                let p: u32 =
-                    p.parse().ok().filter(|&p| p <= 100).ok_or_else(|| {
-                        format!("'{part}': the share must be a percentage 0..=100")
-                    })?;
-                given += p;
-                p
-            }
-            None => {
-                open.push(out.len());
-                0
-            }
+        sizes.push(block(size)?);
+        let share = match share.filter(|p| !p.is_empty()) {
+            Some(p) => Some(
+                p.parse::<u32>()
+                    .map_err(|_| format!("'{part}': the share must be a whole percentage"))?,
+            ),
+            None => None,
         };
-        out.push(BsShare { bytes, percent });
+        shares.push(share.filter(|&p| p > 0).map(|p| p.min(100)));
     }
-    if out.is_empty() {
+    if sizes.is_empty() {
         return Err("no block size".into());
     }
-    if given > 100 {
-        return Err(format!("the shares add up to {given}%, more than 100%"));
+    if sizes.len() > BSSPLIT_MAX {
+        return Err(format!(
+            "{} entries: fio keeps at most {BSSPLIT_MAX}",
+            sizes.len()
+        ));
     }
-    if !open.is_empty() {
-        let n = open.len() as u32;
-        let left = 100 - given;
-        for (i, &at) in open.iter().enumerate() {
-            // The remainder of an uneven split goes to the first ones.
-            out[at].percent = left / n + u32::from((i as u32) < left % n);
+    if let [bytes] = sizes[..] {
+        return Ok((
+            vec![BsShare {
+                bytes,
+                percent: 100,
+            }],
+            None,
+        ));
+    }
+    let given: u32 = shares.iter().flatten().sum();
+    let open = shares.iter().filter(|s| s.is_none()).count() as u32;
+    if given > 100 && open > 1 {
+        return Err(format!(
+            "the shares add up to {given}%, more than 100%, with {open} entries left to split the rest"
+        ));
+    }
+    if given > 100 && open == 1 {
+        // fio's unsigned `100 - perc` wraps to nearly 2^32 for the open
+        // entry, which its comparison (an `int` difference) sorts first
+        // and its draw then always picks.
+        let at = shares.iter().position(Option::is_none).unwrap_or(0);
+        let note = format!(
+            "the shares add up to {given}%, and fio then gives every request to {}, the entry without a share",
+            crate::units::format_size(sizes[at])
+        );
+        return Ok((
+            vec![BsShare {
+                bytes: sizes[at],
+                percent: 100,
+            }],
+            Some(note),
+        ));
+    }
+    let open_share = if open == 0 { 0 } else { (100 - given) / open };
+    let share = |i: usize| shares[i].unwrap_or(open_share);
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by_key(|&i| share(i));
+    let mut percent = vec![0u32; sizes.len()];
+    let mut drawn: u64 = 0;
+    let mut last = None;
+    for &i in order.iter().filter(|&&i| share(i) > 0) {
+        let reached = (drawn + u64::from(share(i))).min(100);
+        percent[i] = (reached - drawn.min(100)) as u32;
+        drawn = reached.max(drawn);
+        last = Some(i);
+    }
+    let note = match last {
+        Some(i) if drawn < 100 => {
+            percent[i] += (100 - drawn) as u32;
+            (open == 0).then(|| {
+                format!(
+                    "the shares add up to {given}%, and fio gives the other {}% to {}, the largest share",
+                    100 - given,
+                    crate::units::format_size(sizes[i])
+                )
+            })
         }
-    } else if given != 100 {
-        return Err(format!("the shares add up to {given}%, not 100%"));
-    }
-    out.retain(|s| s.percent > 0);
-    Ok(out)
+        _ if given > 100 => Some(format!(
+            "the shares add up to {given}%, and fio draws them in increasing order, so the largest gets only what the others leave"
+        )),
+        _ => None,
+    };
+    let split = sizes
+        .into_iter()
+        .zip(percent)
+        .filter(|&(_, percent)| percent > 0)
+        .map(|(bytes, percent)| BsShare { bytes, percent })
+        .collect();
+    Ok((split, note))
 }
 
 /// fio's `bssplit` with an optional second list for writes
-/// (`READS,WRITES`); the second is empty when writes use the first.
-pub fn parse_bssplit_dirs(text: &str) -> Result<(Vec<BsShare>, Vec<BsShare>), String> {
+/// (`READS,WRITES`); the second is empty when writes use the first. The
+/// notes say where shares that do not come to 100 went ([`parse_bssplit`]).
+pub fn parse_bssplit_dirs(text: &str) -> Result<(Vec<BsShare>, Vec<BsShare>, Vec<String>), String> {
     let mut lists = text.split(',');
-    let reads = parse_bssplit(lists.next().unwrap_or(""))?;
+    let mut notes = Vec::new();
+    let (reads, note) = parse_bssplit(lists.next().unwrap_or(""))?;
+    notes.extend(note.map(|n| format!("reads: {n}")));
     let writes = match lists.next().map(str::trim) {
         None | Some("") => Vec::new(),
-        Some(w) => parse_bssplit(w)?,
+        Some(w) => {
+            let (writes, note) = parse_bssplit(w)?;
+            notes.extend(note.map(|n| format!("writes: {n}")));
+            writes
+        }
     };
     if lists.any(|t| !t.trim().is_empty()) {
         return Err("a third list (trims) is not modelled: the model has no trims".into());
     }
     let writes = if writes == reads { Vec::new() } else { writes };
-    Ok((reads, writes))
+    Ok((reads, writes, notes))
 }
 
 /// A range of block sizes, (smallest, largest), in bytes.
@@ -234,7 +310,16 @@ pub(crate) fn parse_shape(
     has_rate_iops: bool,
 ) -> Result<IoShape, ScenarioError> {
     let (bssplit, bssplit_write) = match sec.string("bssplit")? {
-        Some(t) => parse_bssplit_dirs(&t).map_err(|e| sec.error("bssplit", e))?,
+        Some(t) => {
+            let (reads, writes, notes) =
+                parse_bssplit_dirs(&t).map_err(|e| sec.error("bssplit", e))?;
+            // fio reads such shares its own way (and says nothing); a
+            // scenario says what it means.
+            if let Some(note) = notes.first() {
+                return Err(sec.error("bssplit", format!("{note}; give shares that add up to 100")));
+            }
+            (reads, writes)
+        }
         None => (Vec::new(), Vec::new()),
     };
     let (bsrange, bsrange_write) = match sec.string("bsrange")? {
@@ -465,7 +550,8 @@ mod tests {
 
     #[test]
     fn bssplit_takes_fios_forms() {
-        let s = parse_bssplit("4k/10:64k/90").expect("valid");
+        let (s, note) = parse_bssplit("4k/10:64k/90").expect("valid");
+        assert_eq!(note, None);
         assert_eq!(
             s,
             [
@@ -479,15 +565,8 @@ mod tests {
                 }
             ]
         );
-        let open = parse_bssplit("512/50:4k:8k:16k").expect("valid");
-        let shares: Vec<u32> = open.iter().map(|s| s.percent).collect();
-        assert_eq!(shares, [50, 17, 17, 16]);
-        assert!(parse_bssplit("4k/10:64k/80").is_err());
-        assert!(parse_bssplit("4k/70:64k/80").is_err());
-        assert!(parse_bssplit("1000/100").is_err());
-        assert!(parse_bssplit("").is_err());
-        let (r, w) = parse_bssplit_dirs("64k/40:1024k/60,1024k/100").expect("valid");
-        assert_eq!((r.len(), w.len()), (2, 1));
+        let (r, w, notes) = parse_bssplit_dirs("64k/40:1024k/60,1024k/100").expect("valid");
+        assert_eq!((r.len(), w.len(), notes.len()), (2, 1, 0));
         assert_eq!(
             parse_bssplit_dirs("4k/100,4k/100"),
             Ok((
@@ -495,12 +574,56 @@ mod tests {
                     bytes: 4096,
                     percent: 100
                 }],
+                vec![],
                 vec![]
             ))
         );
         assert!(parse_bssplit_dirs("4k,4k,4k").is_err());
         assert_eq!(format_bssplit(&s), "4KiB/10:64KiB/90");
-        assert_eq!(parse_bssplit(&format_bssplit(&s)), Ok(s));
+        assert_eq!(parse_bssplit(&format_bssplit(&s)), Ok((s, None)));
+        assert!(parse_bssplit("1000/100").is_err());
+        assert!(parse_bssplit("").is_err());
+        assert!(parse_bssplit("4k/ten:8k").is_err());
+    }
+
+    fn percents(text: &str) -> Vec<(u64, u32)> {
+        let (split, _) = parse_bssplit(text).expect("valid");
+        split.iter().map(|s| (s.bytes / 1024, s.percent)).collect()
+    }
+
+    /// Each expectation is what fio 3.33 drew with `ioengine=null`,
+    /// `norandommap=1`, `number_ios=200000` and `write_iolog` (the sizes'
+    /// counts in its log, to within a percent).
+    #[test]
+    fn bssplit_shares_that_do_not_come_to_100_go_where_fio_puts_them() {
+        // Given shares short of 100: the rest to the largest.
+        assert_eq!(percents("4k/50:8k/30"), [(4, 70), (8, 30)]);
+        // Open entries split the rest; the rounding goes to the largest
+        // share, the last of equals.
+        assert_eq!(percents("4k:8k:16k"), [(4, 33), (8, 33), (16, 34)]);
+        assert_eq!(
+            percents("1k/50:4k:8k:16k"),
+            [(1, 52), (4, 16), (8, 16), (16, 16)]
+        );
+        // A share of 0 is open.
+        assert_eq!(percents("4k/10:8k/0:16k/20"), [(4, 10), (8, 70), (16, 20)]);
+        assert_eq!(percents("4k/0:8k/0"), [(4, 50), (8, 50)]);
+        assert_eq!(percents("4k/30:8k"), [(4, 30), (8, 70)]);
+        // Past 100, drawn in increasing order: the last gets what is left.
+        assert_eq!(percents("4k/80:8k/80"), [(4, 80), (8, 20)]);
+        // Past 100 with one entry open: fio's arithmetic wraps, and every
+        // request takes the open entry's size.
+        assert_eq!(percents("4k/90:8k/20:16k"), [(16, 100)]);
+        // Nothing left for an open entry.
+        assert_eq!(percents("4k/100:8k"), [(4, 100)]);
+        assert_eq!(percents("4k/0"), [(4, 100)]);
+        assert!(parse_bssplit("4k/10:64k/80").expect("valid").1.is_some());
+        assert!(parse_bssplit("4k/70:64k/80").expect("valid").1.is_some());
+        assert!(parse_bssplit("4k:8k:16k").expect("valid").1.is_none());
+        // fio's own error: past 100 with the rest split among several.
+        assert!(parse_bssplit("4k/70:8k/80:16k:32k").is_err());
+        let many = vec!["4k"; BSSPLIT_MAX + 1].join(":");
+        assert!(parse_bssplit(&many).is_err());
     }
 
     #[test]

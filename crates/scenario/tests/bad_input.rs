@@ -112,6 +112,13 @@ fn cases() -> Vec<Case<'static>> {
             "longer than zero",
         ),
         case(
+            "bssplit shares short of 100",
+            with("numjobs = 1", "numjobs = 1\nbssplit = \"4k/50:8k/30\""),
+            LineOf("bssplit"),
+            "job.async.bssplit",
+            "reads: the shares add up to 80%, and fio gives the other 20% to 4KiB",
+        ),
+        case(
             "iodepth 0",
             with("iodepth = 16", "iodepth = 0"),
             LineOf("iodepth = 0"),

@@ -250,8 +250,11 @@ fn apply_pattern(
         }
         "bssplit" => {
             let v = o.value(diag)?;
-            let (reads, writes) =
+            let (reads, writes, notes) =
                 cint_scenario::shape::parse_bssplit_dirs(v).map_err(|e| o.invalid(diag, v, e))?;
+            for note in notes {
+                diag.warn(o.line, format!("option '{key}={v}': {note}"));
+            }
             if !writes.is_empty() {
                 spec.bssplit_write_differs = true;
             }
