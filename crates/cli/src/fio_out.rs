@@ -142,6 +142,28 @@ fn job_options(job: &Job) -> FioJobOptions {
                 put("rwmixread", io.rwmixread.to_string());
             }
             put("bs", size(io.bs));
+            // A split or a range takes the place of `bs` in fio too.
+            let split = |shares: &[cint_scenario::BsShare]| -> String {
+                let parts: Vec<String> = shares
+                    .iter()
+                    .map(|s| format!("{}/{}", size(s.bytes), s.percent))
+                    .collect();
+                parts.join(":")
+            };
+            if !io.shape.bssplit.is_empty() {
+                let mut text = split(&io.shape.bssplit);
+                if !io.shape.bssplit_write.is_empty() {
+                    text = format!("{text},{}", split(&io.shape.bssplit_write));
+                }
+                put("bssplit", text);
+            }
+            if let Some((lo, hi)) = io.shape.bsrange {
+                let mut text = format!("{}-{}", size(lo), size(hi));
+                if let Some((wlo, whi)) = io.shape.bsrange_write {
+                    text = format!("{text},{}-{}", size(wlo), size(whi));
+                }
+                put("bsrange", text);
+            }
             put("iodepth", io.iodepth.to_string());
             if !io.engine.is_sync() {
                 put("iodepth_batch_submit", io.batch.to_string());
@@ -251,5 +273,28 @@ mod tests {
         assert_eq!(opts["iodepth"], "8");
         assert_eq!(opts["numjobs"], "1");
         assert!(opts.contains_key("bs") && opts.contains_key("rwmixread"));
+        assert!(!opts.contains_key("bssplit") && !opts.contains_key("bsrange"));
+    }
+
+    #[test]
+    fn a_split_or_a_range_is_given_as_fio_spells_it() {
+        let base = "name = \"t\"\nduration = \"20ms\"\n\
+                    [[strategy]]\nname = \"n\"\nkind = \"none\"\n\
+                    [[job]]\nname = \"a\"\nrw = \"randrw\"\n";
+        let option = |extra: &str, key: &str| {
+            let sc =
+                cint_scenario::load_str(&format!("{base}{extra}"), "t.toml", &[]).expect("valid");
+            let info = run_info(&sc, 7);
+            let found = info.jobs[0].options.iter().find(|(k, _)| k == key).cloned();
+            found.map(|(_, v)| v)
+        };
+        assert_eq!(
+            option("bssplit = \"4k/60:16k/30:64k/10,1m\"\n", "bssplit").as_deref(),
+            Some("4k/60:16k/30:64k/10,1m/100")
+        );
+        assert_eq!(
+            option("bsrange = \"4k-64k,1m-2m\"\n", "bsrange").as_deref(),
+            Some("4k-64k,1m-2m")
+        );
     }
 }
