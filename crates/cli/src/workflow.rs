@@ -433,7 +433,7 @@ pub(crate) fn plot(cmd: &PlotCmd, out: &mut dyn Write) -> Result<(), Failure> {
 /// `cint calibrate`.
 #[derive(Args)]
 pub(crate) struct CalibrateCmd {
-    /// Device profile: optane-p4800x, p3700, optane-900p
+    /// Device profile: optane-p4800x, p3700, optane-900p, cached-array
     #[arg(long, value_name = "PROFILE", required = true)]
     device: String,
     /// Host profile (one application core is used)

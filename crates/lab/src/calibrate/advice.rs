@@ -116,15 +116,67 @@ fn thr_advice(c: &Calibration) -> String {
             ),
         };
     }
+    let (from, to) = (
+        format!("{:.1}", chosen.interrupts_per_s / 1e3),
+        format!("{:.1}", at_ref.interrupts_per_s / 1e3),
+    );
+    let effect = if from == to {
+        format!("leaves interrupts at {from} K/s")
+    } else {
+        format!("lowers interrupts from {from} to {to} K/s")
+    };
     format!(
         "{head} the reference also qualifies ({} of the best IOPS, CPU per I/O {:+.1}% against \
-         {}); the rule takes the smallest thr that does. The larger thr lowers interrupts from \
-         {:.1} to {:.1} K/s for less than {tol}% of CPU per I/O, and each interrupt may then \
-         wait for up to {reference} completions.",
+         {}); the rule takes the smallest thr that does. The larger thr {effect} for less than \
+         {tol}% of CPU per I/O, and each interrupt may then wait for up to {reference} \
+         completions.",
         share(at_ref),
         cpu_gap(at_ref),
         c.thr,
-        chosen.interrupts_per_s / 1e3,
-        at_ref.interrupts_per_s / 1e3,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(thr: u32, interrupts_per_s: f64) -> ThrPoint {
+        ThrPoint {
+            thr,
+            iops: 500_000.0,
+            interrupts_per_s,
+            lat_mean_ns: 10_000.0,
+            lat_p99_ns: 20_000,
+            cpu_util: 0.5,
+        }
+    }
+
+    fn calibration(sweep: Vec<ThrPoint>) -> Calibration {
+        Calibration {
+            device: "d".into(),
+            host: "h".into(),
+            percentile: 99.0,
+            gaps: Vec::new(),
+            delta: 6_000,
+            sweep,
+            tolerance: 0.02,
+            thr: 16,
+            thr_basis: ThrBasis::Iops,
+            reference_delta: 6_000,
+            reference_thr: 32,
+            plots: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_larger_reference_says_what_it_does_to_interrupts() {
+        let lowers = thr_advice(&calibration(vec![point(16, 40_000.0), point(32, 23_000.0)]));
+        assert!(
+            lowers.contains("lowers interrupts from 40.0 to 23.0 K/s"),
+            "{lowers}"
+        );
+        let level = thr_advice(&calibration(vec![point(16, 23_010.0), point(32, 22_990.0)]));
+        assert!(level.contains("leaves interrupts at 23.0 K/s"), "{level}");
+        assert!(!level.contains("from 23.0 to 23.0"), "{level}");
+    }
 }
