@@ -217,11 +217,13 @@ impl DeviceCore {
                 let Some(cq) = &mut self.cqs[queue_index] else {
                     return;
                 };
-                if cq.held.is_empty() && has_room(cq, queue) {
+                if cq.held.is_empty() && has_room(cq, queue_head(queue)) {
                     self.post_cq(request, result, now);
                 } else {
+                    // Behind completions held for room: in order, as far
+                    // as the room goes now.
                     cq.held.push_back((request, result));
-                    stalled(cq, &self.shared, queue_index);
+                    self.flush_queue(queue_index, now);
                 }
             }
         }
@@ -255,20 +257,30 @@ impl DeviceCore {
     /// queue has room.
     fn flush_held(&mut self, now: Nanos) {
         for index in 0..self.cqs.len() {
-            while let Some(cq) = &mut self.cqs[index] {
-                if cq.held.is_empty() {
-                    break;
-                }
-                let queue = &self.shared.queues[index];
-                if !has_room(cq, queue) {
-                    stalled(cq, &self.shared, index);
-                    break;
-                }
-                let Some((request, result)) = cq.held.pop_front() else {
-                    break;
-                };
-                self.post_cq(request, result, now);
+            self.flush_queue(index, now);
+        }
+    }
+
+    /// Posts queue `index`'s held completions, oldest first, as far as
+    /// its completion queue has room.
+    fn flush_queue(&mut self, index: usize, now: Nanos) {
+        while let Some(cq) = &mut self.cqs[index] {
+            if cq.held.is_empty() {
+                break;
             }
+            // One load of the head for both the test and the stall: the
+            // handler may move it between two, and a stall raised at a
+            // head that left room would be a full interrupt nobody
+            // needed, reaping entries ahead of their own interrupts.
+            let head = queue_head(&self.shared.queues[index]);
+            if !has_room(cq, head) {
+                stalled(cq, &self.shared, index, head);
+                break;
+            }
+            let Some((request, result)) = cq.held.pop_front() else {
+                break;
+            };
+            self.post_cq(request, result, now);
         }
     }
 
@@ -341,24 +353,27 @@ impl DeviceCore {
     }
 }
 
-/// True if the completion queue has a free position: the device may post
-/// only while fewer than `MAX_QUEUE_DEPTH` positions separate its tail from
-/// the handler's head doorbell.
-fn has_room(cq: &DeviceCq, queue: &Queue) -> bool {
-    let head = queue.cq_head.load(Ordering::Acquire);
+/// True if the completion queue has a free position at doorbell `head`:
+/// the device may post only while fewer than `MAX_QUEUE_DEPTH` positions
+/// separate its tail from the handler's head.
+fn has_room(cq: &DeviceCq, head: u64) -> bool {
     cq.posted.wrapping_sub(head) < MAX_QUEUE_DEPTH as u64
 }
 
-/// The completion queue is full (or completions wait behind ones that
-/// found it full): ask the handler for a full reap, once per head value.
+/// The handler's head doorbell as the device reads it.
+fn queue_head(queue: &Queue) -> u64 {
+    queue.cq_head.load(Ordering::Acquire)
+}
+
+/// The completion queue is full at doorbell `head`: ask the handler for a
+/// full reap, once per head value.
 ///
 /// The window fills only when urgent-only interrupts reaped entries past
 /// one that no interrupt reaps yet (its head cannot pass an unreaped
 /// entry) while the policy holds that entry back. A full reap releases
 /// every position, so one interrupt per stall suffices; raising again only
 /// after the head has moved keeps a stall from becoming a storm.
-fn stalled(cq: &mut DeviceCq, shared: &Shared, index: usize) {
-    let head = shared.queues[index].cq_head.load(Ordering::Acquire);
+fn stalled(cq: &mut DeviceCq, shared: &Shared, index: usize, head: u64) {
     if cq.raised_at_head != Some(head) {
         cq.raised_at_head = Some(head);
         shared.raise_queue_full(index);
