@@ -86,6 +86,7 @@ impl World<'_> {
             pages,
             copied: false,
             read_ahead: None,
+            window: None,
             skip_first: false,
         };
         let cache = &mut b.instances[i].cache;
@@ -100,10 +101,11 @@ impl World<'_> {
         // A miss: one read-ahead request from the thread's slot.
         let (size, advice) = (b.size_pages[t], b.advice[t]);
         let cache = &mut b.instances[i].cache;
-        let e = cache.read_ahead(t as u32, first, pages, size, advice);
+        let (window, missing) = cache.read_ahead(t as u32, first, pages, size, advice);
         b.calls[t].skip_first = cache.rereads_last_page(t as u32, first);
+        b.calls[t].window = Some(window);
         cache.note_read(t as u32, first, pages);
-        if let Some(r) = self.stage_request(t, false, e.pages * PAGE, Hint::Unmarked) {
+        if let Some(r) = self.stage_request(t, false, missing * PAGE, Hint::Unmarked) {
             if let Some(b) = self.page_cache.as_deref_mut() {
                 b.calls[t].read_ahead = Some(r);
             }
@@ -521,14 +523,10 @@ impl World<'_> {
         if let Some(r) = read_ahead {
             self.release_slot(t, r);
             let b = self.page_cache.as_deref_mut().expect("a buffered thread");
-            let size = b.size_pages[t];
-            let pages = (self.reqs[r as usize].bytes / PAGE).min(size);
             let cache = b.cache_of_mut(t).expect("a buffered thread's cache");
-            cache.read_done(Extent {
-                file: t as u32,
-                first: call.first,
-                pages,
-            });
+            if let Some(window) = call.window {
+                cache.read_done(window);
+            }
             cache.mark_accessed(t as u32, call.first, call.pages, call.skip_first);
         }
         let b = self.page_cache.as_deref_mut().expect("a buffered thread");

@@ -892,9 +892,16 @@ impl PageCache {
         self.files.entry(file).or_default().prev_page = Some(first + pages.max(1) - 1);
     }
 
-    /// The read-ahead window for a miss of `pages` pages at `first`
+    /// The read-ahead for a miss of a read of `pages` pages at `first`
     /// (Linux 5.0's `page_cache_sync_readahead` and `ondemand_readahead`
-    /// without the asynchronous part), within the file's `size_pages`.
+    /// without the asynchronous part), within the file's `size_pages`: the
+    /// window, and the pages of it the device reads.
+    ///
+    /// `generic_file_buffered_read` copies the call's cached pages up to
+    /// its first missing one, and starts the read-ahead there for the rest
+    /// of the call. `__do_page_cache_readahead` reads only the window's
+    /// missing pages, one request per run of them; the model reads them
+    /// in one request of their total size, the call waiting for all.
     pub(crate) fn read_ahead(
         &mut self,
         file: u32,
@@ -902,37 +909,40 @@ impl PageCache {
         pages: u64,
         size_pages: u64,
         advice: Advice,
-    ) -> Extent {
+    ) -> (Extent, u64) {
         let max = match advice {
             Advice::Sequential => 2 * self.set.read_ahead_pages,
             _ => self.set.read_ahead_pages,
         };
         let f = self.files.entry(file).or_default();
-        let (len, stream) = match advice {
-            Advice::Random => (pages, false),
-            Advice::Normal | Advice::Sequential => ondemand_window(f, first, pages, max),
-        };
-        let mut len = len
-            .max(pages)
-            .min(size_pages.saturating_sub(first).max(pages));
-        // Pages already cached are not read again: the window stops at the
-        // first one past what the call needs (`__do_page_cache_readahead`
-        // reads only the missing pages).
         let held =
             |p: &u64| f.cached.contains_key(p) || f.dirty.contains(p) || f.writeback.contains(p);
-        if let Some(p) = (first + pages..first + len).find(|p| held(p)) {
-            len = p - first;
+        let start = (first..first + pages).find(|p| !held(p)).unwrap_or(first);
+        let needed = first + pages - start;
+        let (len, stream) = match advice {
+            Advice::Random => (needed, false),
+            Advice::Normal | Advice::Sequential => ondemand_window(f, start, needed, max),
+        };
+        let mut len = len
+            .max(needed)
+            .min(size_pages.saturating_sub(start).max(needed));
+        // Past what the call needs, the window stops at the first cached
+        // page.
+        if let Some(p) = (start + needed..start + len).find(|p| held(p)) {
+            len = p - start;
         }
+        let missing = len - (start..start + needed).filter(|p| held(p)).count() as u64;
         if stream {
-            f.ra = Some((first, len));
+            f.ra = Some((start, len));
         }
         self.totals.read_ahead += 1;
-        self.totals.read_ahead_pages += len;
-        Extent {
+        self.totals.read_ahead_pages += missing;
+        let window = Extent {
             file,
-            first,
+            first: start,
             pages: len,
-        }
+        };
+        (window, missing)
     }
 
     /// A read-ahead request completed: its pages are cached clean (those
@@ -1627,6 +1637,8 @@ pub(crate) struct Call {
     /// The slot of the read-ahead request the call waits for: the thread's
     /// ready list may also hold a libaio thread's unreaped events.
     read_ahead: Option<u32>,
+    /// The read-ahead's window, whose missing pages that request reads.
+    window: Option<Extent>,
     /// A read that starts on the page the file's last read ended on
     /// ([`PageCache::rereads_last_page`]).
     skip_first: bool,

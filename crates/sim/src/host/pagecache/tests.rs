@@ -240,19 +240,19 @@ fn no_page_is_lost_or_written_twice() {
 fn read_ahead_grows_on_a_sequential_stream() {
     let mut pc = PageCache::new(settings());
     let normal = Advice::Normal;
-    let first = pc.read_ahead(0, 0, 1, 1000, normal);
+    let first = pc.read_ahead(0, 0, 1, 1000, normal).0;
     // One page, max 32: 1 <= 32/32, so four pages.
     assert_eq!(first.pages, 4);
     pc.read_done(first);
     assert!(pc.cached(0, 0, 4) && !pc.cached(0, 4, 1));
     // 4 is not below 32 / 16: the window doubles.
-    let next = pc.read_ahead(0, 4, 1, 1000, normal);
+    let next = pc.read_ahead(0, 4, 1, 1000, normal).0;
     assert_eq!((next.first, next.pages), (4, 8));
-    assert_eq!(pc.read_ahead(0, 12, 1, 1000, normal).pages, 16);
-    let fourth = pc.read_ahead(0, 28, 1, 1000, normal);
+    assert_eq!(pc.read_ahead(0, 12, 1, 1000, normal).0.pages, 16);
+    let fourth = pc.read_ahead(0, 28, 1, 1000, normal).0;
     assert_eq!(fourth.pages, 32);
     assert_eq!(
-        pc.read_ahead(0, 60, 1, 1000, normal).pages,
+        pc.read_ahead(0, 60, 1, 1000, normal).0.pages,
         32,
         "capped at read_ahead"
     );
@@ -260,7 +260,7 @@ fn read_ahead_grows_on_a_sequential_stream() {
     let mut seq = PageCache::new(settings());
     let windows: Vec<u64> = [0, 4, 12, 28, 60, 124]
         .into_iter()
-        .map(|at| seq.read_ahead(1, at, 1, 1000, Advice::Sequential).pages)
+        .map(|at| seq.read_ahead(1, at, 1, 1000, Advice::Sequential).0.pages)
         .collect();
     assert_eq!(windows, [4, 8, 16, 32, 64, 64]);
 }
@@ -270,12 +270,12 @@ fn a_small_random_miss_reads_only_its_pages_unless_it_looks_sequential() {
     let mut pc = PageCache::new(settings());
     let normal = Advice::Normal;
     // A lone miss far into the file: read as is, no stream started.
-    let lone = pc.read_ahead(0, 500, 1, 1000, normal);
+    let lone = pc.read_ahead(0, 500, 1, 1000, normal).0;
     assert_eq!((lone.first, lone.pages), (500, 1));
     pc.read_done(lone);
     pc.note_read(0, 500, 1);
     // The next page after the previous read: a stream starts there.
-    assert_eq!(pc.read_ahead(0, 501, 1, 1000, normal).pages, 4);
+    assert_eq!(pc.read_ahead(0, 501, 1, 1000, normal).0.pages, 4);
     // Two cached pages before a one-page miss are more history than
     // the read: context read-ahead, history plus the read.
     let mut ctx = PageCache::new(settings());
@@ -287,7 +287,7 @@ fn a_small_random_miss_reads_only_its_pages_unless_it_looks_sequential() {
         });
     }
     ctx.note_read(0, 700, 1);
-    assert_eq!(ctx.read_ahead(0, 200, 1, 1000, normal).pages, 3);
+    assert_eq!(ctx.read_ahead(0, 200, 1, 1000, normal).0.pages, 3);
     // One cached page is not more than the read: as is.
     ctx.note_read(0, 700, 1);
     ctx.read_done(Extent {
@@ -295,13 +295,38 @@ fn a_small_random_miss_reads_only_its_pages_unless_it_looks_sequential() {
         first: 299,
         pages: 1,
     });
-    assert_eq!(ctx.read_ahead(0, 300, 1, 1000, normal).pages, 1);
+    assert_eq!(ctx.read_ahead(0, 300, 1, 1000, normal).0.pages, 1);
     // POSIX_FADV_RANDOM: only the pages asked for, even at the start
     // of the file or next to the previous read.
     let mut random = PageCache::new(settings());
-    assert_eq!(random.read_ahead(0, 0, 1, 1000, Advice::Random).pages, 1);
+    assert_eq!(random.read_ahead(0, 0, 1, 1000, Advice::Random).0.pages, 1);
     random.note_read(0, 0, 1);
-    assert_eq!(random.read_ahead(0, 1, 2, 1000, Advice::Random).pages, 2);
+    assert_eq!(random.read_ahead(0, 1, 2, 1000, Advice::Random).0.pages, 2);
+}
+
+#[test]
+fn a_miss_reads_only_the_pages_missing_from_its_first_missing_one() {
+    let mut pc = PageCache::new(settings());
+    // Pages 0..16 of a 64 KiB read: all cached but 5 and 9.
+    for p in (0..16).filter(|p| ![5, 9].contains(p)) {
+        pc.read_done(Extent {
+            file: 0,
+            first: p,
+            pages: 1,
+        });
+    }
+    pc.note_read(0, 700, 1);
+    let (window, missing) = pc.read_ahead(0, 0, 16, 1000, Advice::Random);
+    // The call copies pages 0..5, then reads from page 5 on: pages 5 and
+    // 9, and none of those cached between or after them.
+    assert_eq!((window.first, window.pages, missing), (5, 11, 2));
+    assert_eq!(pc.totals.read_ahead_pages, 2);
+    pc.read_done(window);
+    assert!(pc.cached(0, 0, 16));
+    // A window past the call still stops at the first cached page.
+    let (window, missing) = pc.read_ahead(0, 16, 1, 1000, Advice::Normal);
+    assert_eq!(window.first, 16);
+    assert_eq!(window.pages, missing);
 }
 
 /// A cache of a million pages (background 100 000, limit 200 000: the
