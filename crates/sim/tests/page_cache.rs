@@ -566,3 +566,106 @@ fn fsync_waits_for_the_flushers_writeback_of_its_file() {
         assert!(fio.sync.ios > 10, "{engine}: {} calls", fio.sync.ios);
     }
 }
+
+/// What the page-cache note says follows `what` (a number before it).
+fn note_count(r: &RunResult, what: &str) -> u64 {
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.contains("page cache over the whole run"))
+        .expect("a buffered run has a page-cache note");
+    let Some(at) = note.find(what) else {
+        return 0;
+    };
+    let before = note[..at].trim_end();
+    before[before.rfind(' ').map_or(0, |i| i + 1)..]
+        .parse()
+        .unwrap_or_else(|_| panic!("a number before {what} in {note}"))
+}
+
+#[test]
+fn a_read_that_misses_reads_only_its_missing_pages() {
+    // 64 KiB reads, 4 KiB writes, mostly writes, over a 16 MiB file in a
+    // 64 MiB cache: nearly every page is written, so cached, before its
+    // block is first read, and a read's miss lacks a page or two.
+    let r = run(
+        "rw = \"randrw\"\nrwmixread = 1\nbssplit = \"64k/100,4k/100\"\nsize = \"16MiB\"",
+        "[host.page_cache]\nmemory = \"64MiB\"",
+        "p3700",
+        "1s",
+    );
+    let t = totals(&r);
+    let (requests, pages) = (t[7], t[8]);
+    assert!(requests > 20, "{t:?}");
+    assert!(
+        pages < requests * 8,
+        "misses read the pages they lack, not whole 16-page blocks: {t:?}"
+    );
+}
+
+#[test]
+fn a_readwrite_jobs_reads_follow_its_writes_through_the_cache() {
+    // fio keeps a position per direction: the reads walk the file behind
+    // the writes and find their pages cached; with one shared position
+    // the device read about ten times the pages the job read.
+    let r = run(
+        "rw = \"readwrite\"\nrwmixread = 10\nbs = \"4k\"\nsize = \"16MiB\"",
+        "[host.page_cache]\nmemory = \"4MiB\"",
+        "p3700",
+        "1s",
+    );
+    let t = totals(&r);
+    let fio = r.results[0].jobs[0].fio.as_ref().expect("fio data");
+    let read_pages = fio.read.bytes / 4096;
+    assert!(read_pages > 1_000, "{read_pages}");
+    assert!(
+        t[8] < read_pages,
+        "the device reads fewer pages than the job: {t:?}, {read_pages} read"
+    );
+}
+
+#[test]
+fn a_write_of_part_of_a_page_reads_it_first_unless_it_has_no_data() {
+    let job = |rw: &str| {
+        let mix = if rw == "randrw" {
+            "rwmixread = 1\n"
+        } else {
+            ""
+        };
+        format!("rw = \"{rw}\"\n{mix}bs = \"512\"\nsize = \"128MiB\"")
+    };
+    let small = "[host.page_cache]\nmemory = \"4MiB\"";
+    // A file the job reads is laid out with data: each 512-byte write to
+    // a page not cached reads its 4 KiB block and waits (about 80 us on
+    // the P3700), so the writes are read-bound.
+    let laid_out = run(&job("randrw"), small, "p3700", "500ms");
+    let reads = note_count(&laid_out, "pages read before writes");
+    let job_ios = laid_out.results[0].jobs[0].ios;
+    assert!(
+        reads * 10 > job_ios * 8,
+        "{reads} reads for {job_ios} writes"
+    );
+    assert!(
+        laid_out.results[0].jobs[0].lat_ns.mean > 50_000.0,
+        "{:?}",
+        laid_out.results[0].jobs[0].lat_ns.mean
+    );
+    // A file it only writes is allocated without data: a page read is
+    // only one whose block was written back earlier in the run.
+    let fresh = run(&job("randwrite"), small, "p3700", "500ms");
+    let fresh_reads = note_count(&fresh, "pages read before writes");
+    let fresh_ios = fresh.results[0].jobs[0].ios;
+    assert!(
+        fresh_reads * 4 < fresh_ios,
+        "{fresh_reads} reads for {fresh_ios} writes"
+    );
+    assert!(fresh_ios > 2 * job_ios, "{fresh_ios} against {job_ios}");
+    // Whole pages are never read first.
+    let whole = run(
+        "rw = \"randrw\"\nrwmixread = 1\nbs = \"4k\"\nsize = \"128MiB\"",
+        small,
+        "p3700",
+        "200ms",
+    );
+    assert_eq!(note_count(&whole, "pages read before writes"), 0);
+}

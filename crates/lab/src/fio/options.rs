@@ -240,10 +240,7 @@ fn apply_pattern(
                 }
                 diag.warn(
                     o.line,
-                    format!(
-                        "option '{key}={v}': the ':{n}' offset step is accepted but changes \
-                         nothing (the device model's service time does not depend on offsets)"
-                    ),
+                    offsets_only(&format!("option '{key}={v}': the ':{n}' offset step")),
                 );
             }
             spec.rw = Some(At::new(o.line, rw));
@@ -277,13 +274,7 @@ fn apply_pattern(
         "random_distribution" => {
             let v = o.value(diag)?;
             check_distribution(v).map_err(|e| o.invalid(diag, v, e))?;
-            diag.warn(
-                o.line,
-                format!(
-                    "option '{key}={v}' is accepted but changes nothing: it only chooses \
-                     offsets, and the device model's service time does not depend on offsets"
-                ),
-            );
+            diag.warn(o.line, offsets_only(&format!("option '{key}={v}'")));
         }
         "offset" => {
             let v = o.value(diag)?;
@@ -294,12 +285,7 @@ fn apply_pattern(
             if !ok {
                 return Err(o.bad(diag, "a size or a percentage"));
             }
-            diag.warn(
-                o.line,
-                "option 'offset' is accepted but changes nothing (the device model's service \
-                 time does not depend on offsets)"
-                    .into(),
-            );
+            diag.warn(o.line, offsets_only("option 'offset'"));
         }
         "filesize" => {
             let v = o.value(diag)?;
@@ -690,6 +676,15 @@ fn read_write_sizes(v: &str) -> Result<[u64; 2], String> {
         return Err("no size given".into());
     }
     Ok([sizes[0], sizes[1]])
+}
+
+/// The warning for an option that only chooses offsets.
+fn offsets_only(what: &str) -> String {
+    format!(
+        "{what} is accepted but not modelled: it only chooses offsets, on which the device \
+         model's service time does not depend (a buffered job's page-cache hits do: the model \
+         places its requests as fio does by default, docs/FIO.md \"Offsets\")"
+    )
 }
 
 #[cfg(test)]

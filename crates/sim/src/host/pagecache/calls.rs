@@ -77,13 +77,20 @@ impl World<'_> {
             ));
             return;
         };
-        let (first, pages) = b.place(t, p.rw, bytes);
+        let Placement {
+            first,
+            pages,
+            offset,
+            len,
+        } = b.place(t, p.rw, write, bytes);
         b.calls[t] = Call {
             start: now,
             bytes,
             write,
             first,
             pages,
+            offset,
+            len,
             copied: false,
             read_ahead: None,
             window: None,
@@ -92,6 +99,12 @@ impl World<'_> {
         let cache = &mut b.instances[i].cache;
         let s = cache.set;
         let entry = entry + s.buffered_call;
+        if write {
+            if let Some(page) = cache.page_to_read_before_write(t as u32, offset, len) {
+                self.read_before_write(t, page, entry);
+                return;
+            }
+        }
         if write || cache.read_hit(t as u32, first, pages) {
             // A read hit copies here; a write's pages are dirtied after.
             b.calls[t].copied = !write;
@@ -110,6 +123,53 @@ impl World<'_> {
                 b.calls[t].read_ahead = Some(r);
             }
             self.start_call(t, entry);
+        }
+    }
+
+    /// A buffered write of thread `t` covers `page` only in part, and the
+    /// page is not cached but holds data: the call reads it and waits,
+    /// after `entry` of its CPU (the first such page) or at once.
+    fn read_before_write(&mut self, t: usize, page: u64, entry: Nanos) {
+        let Some(b) = self.page_cache.as_deref_mut() else {
+            return;
+        };
+        let window = Extent {
+            file: t as u32,
+            first: page,
+            pages: 1,
+        };
+        b.calls[t].window = Some(window);
+        if let Some(cache) = b.cache_of_mut(t) {
+            cache.note_write_read();
+        }
+        if let Some(r) = self.stage_request(t, false, PAGE, Hint::Unmarked) {
+            if let Some(b) = self.page_cache.as_deref_mut() {
+                b.calls[t].read_ahead = Some(r);
+            }
+            self.start_call(t, entry);
+        }
+    }
+
+    /// Thread `t` was woken by its call's read: the pages join the cache
+    /// and the slot is free.
+    fn read_arrived(&mut self, t: usize, call: Call) {
+        let ready = &mut self.threads[t].ready;
+        let read = call
+            .read_ahead
+            .and_then(|ra| ready.iter().position(|&r| r == ra))
+            .and_then(|at| ready.remove(at));
+        let Some(r) = read else {
+            return;
+        };
+        self.release_slot(t, r);
+        let b = self.page_cache.as_deref_mut().expect("a buffered thread");
+        b.calls[t].read_ahead = None;
+        let cache = b.cache_of_mut(t).expect("a buffered thread's cache");
+        if let Some(window) = call.window {
+            cache.read_done(window);
+        }
+        if !call.write {
+            cache.mark_accessed(t as u32, call.first, call.pages, call.skip_first);
         }
     }
 
@@ -405,6 +465,19 @@ impl World<'_> {
     /// A write copied its pages (or woke from a throttle pause): dirty
     /// them once, then `balance_dirty_pages`.
     fn buffered_write_step(&mut self, t: usize, call: Call) {
+        if call.read_ahead.is_some() {
+            // Woken by a page's read: the next partial page, or the copy.
+            self.read_arrived(t, call);
+            let b = self.page_cache.as_deref_mut().expect("a buffered thread");
+            let cache = b.cache_of(t).expect("a buffered thread's cache");
+            if let Some(page) = cache.page_to_read_before_write(t as u32, call.offset, call.len) {
+                self.read_before_write(t, page, 0);
+                return;
+            }
+            let cost = cache.set.copy_cost(call.pages, call.bytes);
+            self.set_burst(t, cost, Cont::PageCache);
+            return;
+        }
         let mut extra = 0;
         if !call.copied {
             self.page_cache
@@ -515,20 +588,7 @@ impl World<'_> {
         }
         // Woken by the read-ahead's completion: its pages join the cache,
         // the slot is free, and the data is copied.
-        let ready = &mut self.threads[t].ready;
-        let read_ahead = call
-            .read_ahead
-            .and_then(|ra| ready.iter().position(|&r| r == ra))
-            .and_then(|at| ready.remove(at));
-        if let Some(r) = read_ahead {
-            self.release_slot(t, r);
-            let b = self.page_cache.as_deref_mut().expect("a buffered thread");
-            let cache = b.cache_of_mut(t).expect("a buffered thread's cache");
-            if let Some(window) = call.window {
-                cache.read_done(window);
-            }
-            cache.mark_accessed(t as u32, call.first, call.pages, call.skip_first);
-        }
+        self.read_arrived(t, call);
         let b = self.page_cache.as_deref_mut().expect("a buffered thread");
         b.calls[t].copied = true;
         let cost = b
@@ -1011,9 +1071,10 @@ impl World<'_> {
                 };
                 format!(
                     "strategy '{}': page cache{of} over the whole run: {} pages dirtied, {} \
-                     written back in {} requests (largest {} KiB) by {} background and {} \
-                     periodic flusher runs that wrote, {} throttle pauses, {} read-ahead \
-                     requests of {} pages; at the end {} dirty and {} under writeback{}",
+                     written back, {} writeback requests issued (largest {} KiB) by {} \
+                     background and {} periodic flusher runs that wrote, {} throttle pauses, \
+                     {} read-ahead requests of {} pages; at the end {} dirty and {} under \
+                     writeback{}{}",
                     strategy.name,
                     t.dirtied,
                     t.written,
@@ -1029,6 +1090,10 @@ impl World<'_> {
                     match t.journal_commits {
                         0 => String::new(),
                         n => format!("; {n} journal commits by fsync"),
+                    },
+                    match t.write_reads {
+                        0 => String::new(),
+                        n => format!("; {n} pages read before writes that cover them in part"),
                     },
                 )
             })

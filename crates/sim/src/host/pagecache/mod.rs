@@ -267,6 +267,26 @@ struct File {
     /// commit too (`ei->i_datasync_tid`): its size; 0 if none did in the
     /// run.
     datasync_tid: u64,
+    /// Allocated without data (fio's layout of a file it only writes:
+    /// `fallocate`, ext4's unwritten extents): a page's block holds data
+    /// only once written back ([`File::on_disk`]). Otherwise every block
+    /// holds data.
+    fallocated: bool,
+    /// Of a `fallocated` file, the pages written back in the run.
+    on_disk: BTreeSet<u64>,
+}
+
+impl File {
+    /// Whether the block under page `p` holds data on the device, which
+    /// a write that covers the page only in part must read first.
+    fn holds_data(&self, p: u64) -> bool {
+        !self.fallocated || self.on_disk.contains(&p)
+    }
+
+    /// Whether page `p` is in the cache: clean, dirty or under writeback.
+    fn holds(&self, p: u64) -> bool {
+        self.cached.contains_key(&p) || self.dirty.contains(&p) || self.writeback.contains(&p)
+    }
 }
 
 /// What an `fsync` finds of its inode's transaction ([`PageCache::fsync_commit`]).
@@ -365,6 +385,8 @@ pub(crate) struct Totals {
     /// Read-ahead requests and their pages.
     pub read_ahead: u64,
     pub read_ahead_pages: u64,
+    /// Pages read before a write that covers them only in part.
+    pub write_reads: u64,
     /// Journal commits that `fsync` calls wrote.
     pub journal_commits: u64,
 }
@@ -892,6 +914,36 @@ impl PageCache {
         self.files.entry(file).or_default().prev_page = Some(first + pages.max(1) - 1);
     }
 
+    /// `file` was allocated without data ([`File::fallocated`]).
+    pub(crate) fn fallocated(&mut self, file: u32) {
+        self.files.entry(file).or_default().fallocated = true;
+    }
+
+    /// The page a buffered write of `bytes` at byte `offset` of `file`
+    /// must read before it copies into it, if any: ext4's
+    /// `__block_write_begin_int` (Linux 5.0, 4 KiB blocks) reads a block
+    /// the write covers only in part, that is not in the cache and that
+    /// holds data, and waits for it; `generic_perform_write` goes page by
+    /// page, so the first such page, then (after it is read) the last.
+    pub(crate) fn page_to_read_before_write(
+        &self,
+        file: u32,
+        offset: u64,
+        bytes: u64,
+    ) -> Option<u64> {
+        let f = self.files.get(&file);
+        let end = offset + bytes.max(1);
+        let (first, last) = (offset / PAGE, (end - 1) / PAGE);
+        let partial = |p: u64| offset > p * PAGE || end < (p + 1) * PAGE;
+        let must_read = |p: u64| partial(p) && f.map_or(true, |f| !f.holds(p) && f.holds_data(p));
+        [first, last].into_iter().find(|&p| must_read(p))
+    }
+
+    /// A page read before a partial write ([`PageCache::page_to_read_before_write`]).
+    pub(crate) fn note_write_read(&mut self) {
+        self.totals.write_reads += 1;
+    }
+
     /// The read-ahead for a miss of a read of `pages` pages at `first`
     /// (Linux 5.0's `page_cache_sync_readahead` and `ondemand_readahead`
     /// without the asynchronous part), within the file's `size_pages`: the
@@ -1267,6 +1319,9 @@ impl PageCache {
             }
             self.writeback -= 1;
             self.totals.written += 1;
+            if f.fallocated {
+                f.on_disk.insert(p);
+            }
             if !f.dirty.contains(&p) {
                 self.cached += add_clean(f, (e.file, p), &mut self.next_seq, &mut self.inactive);
             }
@@ -1631,6 +1686,9 @@ pub(crate) struct Call {
     write: bool,
     first: u64,
     pages: u64,
+    /// Its first byte and length in the file ([`Placement`]).
+    offset: u64,
+    len: u64,
     /// The call has copied its data (a write) and runs
     /// `balance_dirty_pages`, or a read waits for read-ahead.
     copied: bool,
@@ -1801,7 +1859,9 @@ pub(crate) struct Buffered {
     fsyncs: Vec<Fsync>,
     /// Per thread: its dirty throttling state.
     pacing: Vec<Pacing>,
-    next_page: Vec<u64>,
+    /// Per thread: the byte where its next sequential read and write
+    /// start (fio keeps one position per direction, `f->last_pos`).
+    next_offset: Vec<[u64; 2]>,
     size_pages: Vec<u64>,
     rngs: Vec<Option<ChaCha8Rng>>,
 }
@@ -1851,10 +1911,21 @@ impl Buffered {
             };
         }
         let settings = Settings::from_profile(&sc.host.page_cache, sc.host.tick.0, sc.host.cores);
-        let instances = flushers
+        let mut instances: Vec<Instance> = flushers
             .iter()
             .map(|&(owner, flusher)| Instance::new(owner, settings, flusher))
             .collect();
+        // fio lays out a file a job reads by writing it whole; one a job
+        // only writes it allocates without data (`extend_file`, fio 3.33).
+        for (t, &j) in thread_jobs.iter().enumerate() {
+            let write_only = sc.jobs.get(j as usize).is_some_and(|job| {
+                job_buffered(job)
+                    && matches!(&job.work, Work::Io(io) if matches!(io.rw, Rw::Write | Rw::RandWrite))
+            });
+            if let (true, Some(i)) = (write_only, of_thread[t]) {
+                instances[i as usize].cache.fallocated(t as u32);
+            }
+        }
         Some(Box::new(Buffered {
             instances,
             of_thread,
@@ -1863,7 +1934,7 @@ impl Buffered {
             aio: vec![AioSubmit::default(); n],
             fsyncs: vec![Fsync::default(); n],
             pacing: vec![Pacing::default(); n],
-            next_page: vec![0; n],
+            next_offset: vec![[0; 2]; n],
             size_pages,
             rngs,
         }))
@@ -1890,26 +1961,49 @@ impl Buffered {
         self.instances.iter().position(|i| i.flusher == t)
     }
 
-    /// The first page of thread `t`'s next request of `bytes`: the next
-    /// in sequence, or a random aligned offset for a random pattern.
-    fn place(&mut self, t: usize, rw: Rw, bytes: u64) -> (u64, u64) {
+    /// Where thread `t`'s next request of `bytes` lands, `write` or a
+    /// read: the next in sequence in its direction (fio keeps a position
+    /// per direction), or for a random pattern an offset aligned to the
+    /// request's size (fio's `blockalign` defaults to the block size). A
+    /// request larger than the file covers the file.
+    fn place(&mut self, t: usize, rw: Rw, write: bool, bytes: u64) -> Placement {
+        const SECTOR: u64 = 512;
         let size = self.size_pages[t];
-        let pages = bytes.div_ceil(PAGE).clamp(1, size);
+        let span = size * PAGE;
+        let len = bytes.clamp(SECTOR, span);
         let random = matches!(rw, Rw::RandRead | Rw::RandWrite | Rw::RandRw);
-        let first = match (&mut self.rngs[t], random) {
-            (Some(rng), true) => rng.gen_range(0..=size - pages) / pages * pages,
-            _ => {
-                let p = self.next_page[t];
-                if p + pages > size {
-                    0
-                } else {
-                    p
-                }
+        let next = &mut self.next_offset[t][usize::from(write)];
+        let offset = match (&mut self.rngs[t], random) {
+            (Some(rng), true) if len % PAGE == 0 => {
+                let pages = len / PAGE;
+                rng.gen_range(0..=size - pages) / pages * pages * PAGE
             }
+            (Some(rng), true) => {
+                let sectors = len / SECTOR;
+                rng.gen_range(0..=(span - len) / SECTOR) / sectors * sectors * SECTOR
+            }
+            _ if *next + len > span => 0,
+            _ => *next,
         };
-        self.next_page[t] = first + pages;
-        (first, pages)
+        *next = offset + len;
+        let first = offset / PAGE;
+        Placement {
+            first,
+            pages: (offset + len).div_ceil(PAGE) - first,
+            offset,
+            len,
+        }
     }
+}
+
+/// Where a buffered request lands: its pages, its first byte and its
+/// length within the file.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Placement {
+    pub first: u64,
+    pub pages: u64,
+    pub offset: u64,
+    pub len: u64,
 }
 
 mod calls;
