@@ -132,6 +132,19 @@ pub(crate) fn check(
             return bad(key, "must be longer than zero".into());
         }
     }
+    for (key, d) in [
+        ("writeback_interval", p.writeback_interval),
+        ("expire", p.expire),
+        ("buffered_call", p.buffered_call),
+        ("page_lookup", p.page_lookup),
+        ("page_copy", p.page_copy),
+        ("writeback_page", p.writeback_page),
+    ] {
+        if d.0 > crate::load::MAX_RUN_TIME {
+            let got = crate::units::format_duration(d.0);
+            return bad(key, format!("must be at most 3600s (got {got})"));
+        }
+    }
     for (key, s) in [
         ("max_writeback_request", p.max_writeback_request),
         ("read_ahead", p.read_ahead),

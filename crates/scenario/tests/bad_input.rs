@@ -1046,6 +1046,18 @@ fn cases() -> Vec<Case<'static>> {
             "must be a whole number from 0 to 18446744073709551615 (got \"lucky\")",
         ),
         set_case(
+            "--set a page-cache time past an hour",
+            &["host.page_cache.expire=3601s"],
+            "host.page_cache.expire",
+            "must be at most 3600s (got 3601s)",
+        ),
+        set_case(
+            "--set a strategy's time past an hour",
+            &["strategy.cint.delta=3601s"],
+            "strategy.cint.delta",
+            "must be at most 3600s (got 3601s)",
+        ),
+        set_case(
             "--set seed beyond u64",
             &["seed=18446744073709551616"],
             "seed",
