@@ -23,7 +23,7 @@ use cint_policy::Nanos;
 use cint_trace::{Format, Trace};
 
 use crate::error::ScenarioError;
-use crate::model::{Engine, IoJob, Job, Rw, Work};
+use crate::model::{IoJob, Job, Rw, Work};
 use crate::profiles::{DeviceProfile, HostProfile};
 use crate::section::Section;
 
@@ -229,10 +229,17 @@ pub(crate) fn apply(
         wrap,
         placement,
     };
-    let trace = load(&resolved, &opts, device, host).map_err(|m| sec.error("trace", m))?;
-    if !sec.has("engine") {
-        io.engine = Engine::IoUring;
+    // The shape's parser ran before the trace was known.
+    if io.sqpoll.is_some() {
+        return Err(sec.error("sqpoll", "a trace's replay with sqpoll is not modelled"));
     }
+    if io.offload {
+        return Err(sec.error(
+            "submit_mode",
+            "a trace's replay with submit_mode = \"offload\" is not modelled",
+        ));
+    }
+    let trace = load(&resolved, &opts, device, host).map_err(|m| sec.error("trace", m))?;
     shape_job(job, trace);
     Ok(())
 }

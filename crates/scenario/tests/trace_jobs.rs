@@ -175,3 +175,30 @@ fn refusals_name_the_scenario_key_the_trace_and_the_record() {
     let e = load("trace = \"no-such-file\"\n").unwrap_err();
     assert!(e.contains("no-such-file: cannot read the trace"), "{e}");
 }
+
+#[test]
+fn the_replays_default_engine_comes_before_the_keys_that_need_it() {
+    let dir = cint_test_support::temp_dir("trace-engine");
+    let path = write(dir.path(), "t.iolog", IOLOG);
+    // hipri needs io_uring or pvsync2: a trace job's default engine is
+    // io_uring, so it is accepted without naming the engine.
+    let sc = load(&format!("trace = {path:?}\nhipri = true\n")).unwrap();
+    let Work::Io(io) = &sc.jobs[0].work else {
+        panic!("an I/O job")
+    };
+    assert_eq!(io.engine, Engine::IoUring);
+    // What the replay does not model is refused by its key, never run.
+    for (key, line) in [
+        ("sqpoll", "sqpoll = true\n"),
+        (
+            "submit_mode",
+            "engine = \"libaio\"\nsubmit_mode = \"offload\"\n",
+        ),
+    ] {
+        let e = load(&format!("trace = {path:?}\n{line}")).unwrap_err();
+        assert!(
+            e.contains(&format!("job.r.{key}: a trace's replay with")),
+            "{e}"
+        );
+    }
+}
