@@ -62,14 +62,20 @@ impl Checker<'_> {
         }
     }
 
-    /// A power figure: finite and not negative.
+    /// A power figure: finite, from 0 to [`MAX_WATTS`].
     fn watts(&self, path: &[PathStep<'_>], w: f64) -> Result<(), ScenarioError> {
-        if w.is_finite() && w >= 0.0 {
+        if w.is_finite() && (0.0..=MAX_WATTS).contains(&w) {
             Ok(())
         } else {
+            // Past a million, as 1e14 rather than its fifteen digits.
+            let got = if w.abs() >= 1e6 {
+                format!("{w:e}")
+            } else {
+                format!("{w}")
+            };
             Err(self.refuse(
                 path,
-                format!("must be a power of 0 watts or more (got {w})"),
+                format!("must be a power from 0 to {MAX_WATTS} watts (got {got})"),
             ))
         }
     }
@@ -84,6 +90,12 @@ impl Checker<'_> {
         Ok(())
     }
 }
+
+/// The largest power figure (watts, or watts per GB/s): 10 kW, far past
+/// any server's, the most the mode selector takes for one term
+/// (`cint_policy::mode_select::MAX_POWER_MW`), and small enough that the
+/// engines' sums of microwatts over every core stay exact in 64 bits.
+pub const MAX_WATTS: f64 = 1e4;
 
 /// Refuses a host power model the simulator could not use: a negative or
 /// non-finite power, no idle state, an idle state whose target residency

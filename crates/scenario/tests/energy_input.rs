@@ -59,11 +59,17 @@ fn more_idle_states_than_linux_allows_are_refused_at_the_first_extra() {
 }
 
 #[test]
-fn a_negative_power_is_refused() {
+fn a_negative_or_enormous_power_is_refused() {
     let e = refusal("[host.power]\nuncore_w = -1.0\n");
     assert_eq!(
         e,
-        "f.toml:7: host.power.uncore_w: must be a power of 0 watts or more (got -1)"
+        "f.toml:7: host.power.uncore_w: must be a power from 0 to 10000 watts (got -1)"
+    );
+    // Past 10 kW the selector and the engines' sums of microwatts would not be exact.
+    let e = refusal("[host.power]\nbase_w = 1e14\n");
+    assert_eq!(
+        e,
+        "f.toml:7: host.power.base_w: must be a power from 0 to 10000 watts (got 1e14)"
     );
     let text = BASE.replace(
         "model = \"optane-900p\"\n",

@@ -144,6 +144,19 @@ fn mode_select_without_power_data_is_refused_naming_the_strategy() {
     );
 }
 
+#[test]
+fn a_platform_drawing_more_than_the_selector_weighs_is_refused_naming_its_power() {
+    // Each figure is within its own bound; their sum at rest is not.
+    let sets = vec![
+        "host.power.base_w=6000".to_string(),
+        "host.power.uncore_w=6000".to_string(),
+    ];
+    let err = cint_sim::run(&map(&sets)).expect_err("12 kW at rest");
+    assert!(!err.is_internal(), "{err}");
+    assert_eq!(err.key.as_deref(), Some("host.power.base_w"), "{err}");
+    assert!(err.message.contains("10 kW"), "{err}");
+}
+
 /// Eight readers per hardware thread: whenever one issues a request, the
 /// others of its CPU are runnable or asleep waiting for their reads, and
 /// want the CPU back when those complete. The selector gives the CPU away

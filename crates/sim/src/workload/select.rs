@@ -31,6 +31,19 @@ pub(crate) fn build(sc: &Scenario, strategy: &Strategy) -> Result<Option<ModeSel
             cint_scenario::mode_select::without_power_data(&sc.host, &sc.device),
         ));
     };
+    // Each power figure is at most what the selector takes, but not the
+    // platform's sum of three of them.
+    if params.static_mw > cint_policy::mode_select::MAX_POWER_MW {
+        return Err(SimError::input_at(
+            "host.power.base_w".to_string(),
+            format!(
+                "with uncore_w and the device's idle_w the platform draws {} W at rest, above \
+                 the 10 kW that \"mode-select\" (strategy '{}') weighs",
+                f64::from(params.static_mw) / 1e3,
+                strategy.name
+            ),
+        ));
+    }
     ModeSelect::new(params)
         .map(Some)
         .map_err(|e| crate::strategy_refused(strategy, e))
