@@ -150,6 +150,31 @@ pub(crate) fn check_host(
         c.watts(&at("power_w"), s.power_w)?;
         c.duration(&at("exit_latency"), s.exit_latency.0)?;
         c.duration(&at("target_residency"), s.target_residency.0)?;
+        // The governors walk the table from the shallowest state down
+        // and stop at the first too deep, as cpuidle drivers list them.
+        if let Some(prev) = i.checked_sub(1).map(|j| &power.idle_states[j]) {
+            for (key, here, before) in [
+                ("exit_latency", s.exit_latency.0, prev.exit_latency.0),
+                (
+                    "target_residency",
+                    s.target_residency.0,
+                    prev.target_residency.0,
+                ),
+            ] {
+                if here < before {
+                    return Err(c.refuse(
+                        &at(key),
+                        format!(
+                            "{} is below the previous state \"{}\"'s {}: list the states \
+                             shallowest first",
+                            format_duration(here),
+                            prev.name,
+                            format_duration(before)
+                        ),
+                    ));
+                }
+            }
+        }
         if s.target_residency.0 < s.exit_latency.0 {
             return Err(c.refuse(
                 &at("target_residency"),

@@ -28,6 +28,22 @@ fn the_shipped_energy_profiles_load() {
 }
 
 #[test]
+fn idle_states_deepest_first_are_refused() {
+    // Listed deepest first, the governors would never reach the shallow
+    // state and every wake-up would pay the deep one's exit.
+    let e = refusal(
+        "[host.power]\nidle_states = [\n{ name = \"C6\", exit_latency = \"100us\", \
+         target_residency = \"400us\", power_w = 1.0 },\n\
+         { name = \"C1\", exit_latency = \"2us\", target_residency = \"2us\", power_w = 2.0 },\n]\n",
+    );
+    assert_eq!(
+        e,
+        "f.toml:9: host.power.idle_states[1].exit_latency: 2us is below the previous state \
+         \"C6\"'s 100us: list the states shallowest first"
+    );
+}
+
+#[test]
 fn a_residency_below_the_exit_latency_is_refused_at_its_line() {
     let e = refusal(
         "[host.power]\nidle_states = [\n{ name = \"POLL\", exit_latency = \"0ns\", \

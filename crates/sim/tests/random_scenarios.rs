@@ -688,13 +688,14 @@ fn trace_job(seed: u64, text: &str, dir: &std::path::Path) -> String {
 fn idle_states(rng: &mut Rng) -> String {
     let n = 1 + rng.below(10);
     let (mut exit_ns, mut power_mw) = (0u64, 5_000 + rng.below(3_000));
+    let mut residency_ns = 0;
     let mut out = String::from("idle_states = [\n");
     for i in 0..n {
         let polling = i == 0 && rng.chance(70);
         if !polling {
             exit_ns += 1 + rng.below(if i < 3 { 5_000 } else { 200_000 });
         }
-        let residency_ns = exit_ns * (1 + rng.below(4));
+        residency_ns = (exit_ns * (1 + rng.below(4))).max(residency_ns);
         power_mw = power_mw * (20 + rng.below(70)) / 100;
         let _ = writeln!(
             out,
