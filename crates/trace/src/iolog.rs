@@ -111,7 +111,13 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
                     "write" => true,
                     "wait" => {
                         if version == 2 {
-                            waited = waited.saturating_add(offset.saturating_mul(1_000));
+                            waited = offset
+                                .checked_mul(1_000)
+                                .and_then(|ns| waited.checked_add(ns))
+                                .ok_or_else(|| {
+                                    bad("the waits so far pass the clock's range (584 years)"
+                                        .into())
+                                })?;
                         }
                         skipped += 1;
                         continue;

@@ -100,6 +100,19 @@ fn iolog_refusals_name_the_line() {
             ErrorKind::BadRecord,
             3,
         ),
+        // Version 2's waits add up past the clock: refused, not saturated
+        // (requests 292 000 years apart would replay back to back).
+        (
+            b"fio version 2 iolog\nf add\nf wait 9223372036854775807 0\nf read 0 4096\n",
+            ErrorKind::BadRecord,
+            3,
+        ),
+        (
+            b"fio version 2 iolog\nf add\nf wait 18446744073709551 0\n\
+              f wait 18446744073709551 0\nf read 0 4096\n",
+            ErrorKind::BadRecord,
+            4,
+        ),
         (
             b"fio version 3 iolog\n0 f add\n5 f read 0 40",
             ErrorKind::Truncated,
