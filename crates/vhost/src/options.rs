@@ -212,14 +212,18 @@ pub fn parse_strategy(spec: &str) -> Result<PolicyConfig, VhostError> {
     let bad = |m: String| VhostError::bad(format!("--strategy {spec}: {m}"));
     let mut parts = spec.split(',');
     let kind = parts.next().unwrap_or("").trim();
+    // Kinds that choose how the host completes a request, not when the
+    // device interrupts.
+    let guests_choice = |k: &str| matches!(k, "poll" | "hybrid-poll" | "mode-select");
     let known: Vec<&str> = cint_scenario::strategy::KINDS
         .iter()
         .map(|(k, _)| *k)
-        .filter(|k| !matches!(*k, "poll" | "hybrid-poll"))
+        .filter(|k| !guests_choice(k))
         .collect();
     if !known.contains(&kind) {
-        let why = if matches!(kind, "poll" | "hybrid-poll") {
-            "polling is the guest's choice, not the device's"
+        let why = if guests_choice(kind) {
+            "polling, and choosing between polling and interrupts, is the guest's choice, not \
+             the device's"
         } else {
             "unknown strategy kind"
         };
@@ -261,9 +265,10 @@ pub fn parse_strategy(spec: &str) -> Result<PolicyConfig, VhostError> {
     })?;
     match scenario.strategies.first().map(|s| s.mode) {
         Some(CompletionMode::Interrupt(config)) => Ok(config),
-        _ => Err(VhostError::internal(format!(
-            "--strategy {spec}: the scenario parser returned no interrupt strategy"
-        ))),
+        _ => Err(bad(
+            "not an interrupt strategy: how the guest completes its requests is its own choice"
+                .into(),
+        )),
     }
 }
 
@@ -310,6 +315,8 @@ mod tests {
         for spec in [
             "fast",
             "poll",
+            "mode-select",
+            "mode-select,interrupts=none",
             "adaptive,delta",
             "adaptive,delta=6",
             "adaptive,ooo=true",
