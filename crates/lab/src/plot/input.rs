@@ -121,19 +121,26 @@ pub fn read_input(path: &Path) -> Result<PlotInput, PlotError> {
         }
         Err(e) => e,
     };
-    if path
+    let rows = if path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
     {
-        return read_csv(&text)
-            .map(PlotInput::Sweep)
-            .map_err(|e| PlotError(format!("{file}: not plottable: not a sweep CSV ({e})")));
+        read_csv(&text)
+            .map_err(|e| PlotError(format!("{file}: not plottable: not a sweep CSV ({e})")))?
+    } else {
+        read_jsonl(&text).map_err(|sweep_error| {
+            PlotError(format!(
+                "{file}: not plottable: neither a result document ({doc_error}) nor a JSON-lines \
+                 sweep file ({sweep_error})"
+            ))
+        })?
+    };
+    // The charts' x axis is the first varied key.
+    if let Some(at) = rows.iter().position(|r| r.point.is_empty()) {
+        return Err(PlotError(format!(
+            "{file}: not plottable: sweep row {} names no varied key (its \"point\" is empty)",
+            at + 1
+        )));
     }
-    match read_jsonl(&text) {
-        Ok(rows) => Ok(PlotInput::Sweep(rows)),
-        Err(sweep_error) => Err(PlotError(format!(
-            "{file}: not plottable: neither a result document ({doc_error}) nor a JSON-lines \
-             sweep file ({sweep_error})"
-        ))),
-    }
+    Ok(PlotInput::Sweep(rows))
 }

@@ -127,6 +127,13 @@ fn unplottable_input_is_one_line() {
         ("a.json", "{\"hello\": 1}"),
         ("b.csv", "x,y\n1,2\n"),
         ("c.json", ""),
+        (
+            "d.jsonl",
+            "{\"point\": {}, \"strategy\": \"none\", \"kind\": \"none\", \"job\": \"a\", \
+             \"iops\": 7.0, \"lat_mean_ns\": 13.0, \"lat_p50_ns\": 13, \"lat_p99_ns\": 16, \
+             \"interrupts_per_s\": 14.0, \"cpu_util\": 0.9, \"job_cpu_util\": 0.3, \
+             \"context_switches_per_io\": 1.0, \"wakeups_per_io\": 1.0}\n",
+        ),
     ] {
         let path = dir.join(name);
         std::fs::write(&path, text).expect("write");
