@@ -378,6 +378,18 @@ fn check(args: &CalibrateArgs) -> Result<(), CalibrateError> {
     if args.duration == 0 {
         return bad("duration must be positive".into());
     }
+    // Every time of a scenario is at most an hour (docs/SCENARIO-KEYS.md).
+    let hour = cint_scenario::MAX_RUN_TIME;
+    for (option, ns) in [
+        ("--duration", Some(args.duration)),
+        ("--warmup", Some(args.warmup)),
+        ("--delta", args.delta),
+    ] {
+        if let Some(ns) = ns.filter(|&ns| ns > hour) {
+            let got = cint_scenario::units::format_duration(ns);
+            return bad(format!("{option} must be at most 3600s (got {got})"));
+        }
+    }
     Ok(())
 }
 
@@ -868,6 +880,20 @@ mod tests {
                     ..base.clone()
                 },
                 "increasing",
+            ),
+            (
+                CalibrateArgs {
+                    duration: 3_601 * 1_000_000_000,
+                    ..base.clone()
+                },
+                "--duration must be at most 3600s (got 3601s)",
+            ),
+            (
+                CalibrateArgs {
+                    warmup: u64::MAX,
+                    ..base.clone()
+                },
+                "--warmup must be at most 3600s",
             ),
             (
                 CalibrateArgs {
