@@ -40,6 +40,9 @@ pub struct TraceArgs {
     /// iolog, blktrace or msr (default: detected from the content)
     #[arg(long = "trace-format", value_name = "FORMAT", requires = "trace")]
     pub format: Option<String>,
+    /// Replay a request that ends beyond the device at its offset modulo the capacity, instead of refusing the trace
+    #[arg(long = "trace-wrap", requires = "trace")]
+    pub wrap: bool,
 }
 
 /// Time measured after an open-loop replay's last release, for a replay
@@ -86,9 +89,39 @@ impl TraceArgs {
             format,
             mode,
             depth,
-            wrap: false,
+            wrap: self.wrap,
             placement: Placement::Trace,
         })
+    }
+
+    /// The replay's keys of a job (`trace = FILE` and the flags given),
+    /// for a trace replayed on the built-in defaults: the scenario parser
+    /// then reads the job, its `--set job.trace.KEY` included, as it reads
+    /// a trace job of a file.
+    fn job_keys(&self, path: &Path) -> String {
+        let quote = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+        let mut keys = format!("trace = {}\n", quote(&path.to_string_lossy()));
+        if let Some(mode) = self.mode {
+            let mode = if mode == ModeArg::Closed {
+                "closed"
+            } else {
+                "open"
+            };
+            keys.push_str(&format!("trace_mode = \"{mode}\"\n"));
+        }
+        if let Some(speed) = self.speed {
+            keys.push_str(&format!("trace_speed = {speed:?}\n"));
+        }
+        if let Some(depth) = self.depth {
+            keys.push_str(&format!("trace_depth = {depth}\n"));
+        }
+        if let Some(format) = &self.format {
+            keys.push_str(&format!("trace_format = {}\n", quote(format)));
+        }
+        if self.wrap {
+            keys.push_str("trace_wrap = true\n");
+        }
+        keys
     }
 
     /// Loads the scenario (`scenario`, or the built-in defaults) with
@@ -100,28 +133,45 @@ impl TraceArgs {
             return Err("cint: no --trace given".into());
         };
         let opts = self.options()?;
-        let mut sc = match scenario {
-            Some(file) => cint_scenario::load_file(file, sets).map_err(|e| e.to_string())?,
+        let (mut sc, job) = match scenario {
+            Some(file) => {
+                let sc = cint_scenario::load_file(file, sets).map_err(|e| e.to_string())?;
+                let Some(base) = sc.jobs.iter().find(|j| matches!(j.work, Work::Io(_))) else {
+                    return Err(format!(
+                        "{}: --trace replaces the scenario's I/O jobs, and it has none",
+                        sc.source
+                    ));
+                };
+                let job = trace_job(base, path, &opts, &sc.device, &sc.host)
+                    .map_err(|e| format!("cint: --trace {e}"))?;
+                (sc, job)
+            }
             None => {
                 let name = path
                     .file_stem()
                     .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
-                cint_scenario::load_str(&default_text(&name), "--trace", sets)
-                    .map_err(|e| e.to_string())?
+                let text = default_text(&name, &self.job_keys(path));
+                let mut sc = cint_scenario::load_str(&text, "--trace", sets).map_err(|mut e| {
+                    // A line of the text above is none of the user's: the
+                    // key and the message say what was refused.
+                    if matches!(e.origin, cint_scenario::Origin::Line(_)) {
+                        e.origin = cint_scenario::Origin::File;
+                    }
+                    e.to_string()
+                })?;
+                let job = sc.jobs.remove(0);
+                (sc, job)
             }
         };
-        let Some(base) = sc.jobs.iter().find(|j| matches!(j.work, Work::Io(_))) else {
-            return Err(format!(
-                "{}: --trace replaces the scenario's I/O jobs, and it has none",
-                sc.source
-            ));
-        };
-        let job = trace_job(base, path, &opts, &sc.device, &sc.host)
-            .map_err(|e| format!("cint: --trace {e}"))?;
         let duration_set = sets.iter().any(|s| s.starts_with("duration="));
         if scenario.is_none() && !duration_set {
-            if let (TraceMode::Open { .. }, Work::Io(io)) = (opts.mode, &job.work) {
-                if let Some(tr) = &io.shape.trace {
+            if let Work::Io(io) = &job.work {
+                if let Some(tr) = io
+                    .shape
+                    .trace
+                    .as_ref()
+                    .filter(|tr| tr.mode != TraceMode::Closed)
+                {
                     let last = tr
                         .threads
                         .iter()
@@ -140,9 +190,9 @@ impl TraceArgs {
 
 /// The scenario a trace replays on without a scenario file: the default
 /// device and host, no warm-up (the trace starts at once), the three
-/// strategies of a fio import, and a job whose engine `--set
-/// job.trace.engine=...` may change.
-fn default_text(name: &str) -> String {
+/// strategies of a fio import, and the trace's job with `job_keys`,
+/// whose keys `--set job.trace.KEY=...` may change.
+fn default_text(name: &str, job_keys: &str) -> String {
     let quoted = serde_json::Value::String(name.to_string()).to_string();
     format!(
         "name = {quoted}\nwarmup = \"0s\"\n[device]\nmodel = \"{DEFAULT_DEVICE}\"\n\
@@ -150,6 +200,6 @@ fn default_text(name: &str) -> String {
          [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
          [[strategy]]\nname = \"adaptive\"\nkind = \"adaptive\"\n\
          [[strategy]]\nname = \"cinterrupts\"\nkind = \"cinterrupts\"\n\
-         [[job]]\nname = \"trace\"\nengine = \"io_uring\"\n"
+         [[job]]\nname = \"trace\"\n{job_keys}"
     )
 }

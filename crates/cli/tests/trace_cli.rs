@@ -236,3 +236,59 @@ fn the_guest_blktrace_replays_with_its_own_latencies() {
         assert!(own > 2.0 * model, "trace {own} ns, model {model} ns");
     }
 }
+
+#[test]
+fn a_trace_on_the_defaults_is_a_trace_job_its_sets_and_flags_reach() {
+    // The replay's keys reach the job by --set and by flag alike.
+    let set = json(&cint(&[
+        "sim",
+        "--trace",
+        SHIPPED,
+        "--set",
+        "job.trace.trace_mode=closed",
+        "--set",
+        "job.trace.trace_depth=2",
+        "--json",
+    ]));
+    let flags = json(&cint(&[
+        "sim",
+        "--trace",
+        SHIPPED,
+        "--trace-mode",
+        "closed",
+        "--trace-depth",
+        "2",
+        "--json",
+    ]));
+    assert_eq!(set["results"], flags["results"]);
+    assert_eq!(set["results"][0]["jobs"][0]["trace"]["mode"], "closed");
+    // What the trace decides is refused, as in a file, not dropped.
+    assert_refused(
+        &cint(&["check", "--trace", SHIPPED, "--set", "job.trace.rw=write"]),
+        &["--set job.trace.rw=write", "the trace decides this"],
+    );
+    // An error of the trace job names no line of a file that is not there.
+    let o = cint(&["sim", "--trace", SHIPPED, "--set", "device.capacity=512"]);
+    assert_refused(&o, &["--trace: job.trace.size:", "the device's capacity"]);
+    assert!(!o.stderr.starts_with("--trace:1"), "{}", o.stderr);
+    // --trace-wrap is the key trace_wrap: a capacity smaller than the
+    // trace's offsets is refused without it and replayed with it.
+    let small = "device.capacity=16MiB";
+    assert_refused(
+        &cint(&["sim", "--trace", SHIPPED, "--set", small]),
+        &["beyond the device", "--trace-wrap"],
+    );
+    let wrapped = json(&cint(&[
+        "sim",
+        "--trace",
+        SHIPPED,
+        "--trace-wrap",
+        "--set",
+        small,
+        "--json",
+    ]));
+    assert_eq!(
+        wrapped["results"][0]["jobs"][0]["trace"]["issued"].as_u64(),
+        Some(3000)
+    );
+}

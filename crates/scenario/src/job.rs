@@ -854,11 +854,17 @@ fn io_size(
         ));
     }
     if size < largest || size % 512 != 0 {
+        // Not given, it is the device's capacity, which is what to change.
+        let whose = if sec.has("size") {
+            String::new()
+        } else {
+            " (the default, the device's capacity)".to_string()
+        };
         return Err(sec.error(
             "size",
             format!(
                 "must be a multiple of 512 bytes and at least the largest block size {largest} \
-                 (got {size})"
+                 (got {size}{whose})"
             ),
         ));
     }

@@ -436,7 +436,7 @@ fn place_request(offset: u64, bytes: u64, capacity: u64, wrap: bool) -> Result<u
     if !wrap {
         return Err(format!(
             "a request of {bytes} bytes at offset {offset} ends beyond the device's {capacity} \
-             bytes (set trace_wrap = true to wrap offsets modulo the capacity)"
+             bytes (set trace_wrap = true, or --trace-wrap, to wrap offsets modulo the capacity)"
         ));
     }
     let wrapped = (offset % capacity) / 512 * 512;
