@@ -183,3 +183,13 @@ fn bssplit_shares_short_of_100_are_fios_with_a_warning_and_load_back() {
         cint_scenario::load_str(&toml, "short.fio", &[]).unwrap_or_else(|e| panic!("{e}\n{toml}"));
     assert_eq!(back, imported.scenario);
 }
+
+#[test]
+fn a_job_file_that_is_not_utf8_is_refused_at_its_line() {
+    let dir = cint_test_support::temp_dir("fio-utf8");
+    let path = dir.path().join("latin1.fio");
+    std::fs::write(&path, b"[global]\nrw=read\n; caf\xe9\n[j]\n").expect("write");
+    let e = import_file(&path, &short_args()).expect_err("not UTF-8");
+    assert_eq!(e.line, Some(3), "{e}");
+    assert!(e.to_string().contains("not UTF-8"), "{e}");
+}

@@ -108,8 +108,13 @@ pub struct FioImport {
 /// Reads and imports a fio job file.
 pub fn import_file(path: &Path, args: &FioArgs) -> Result<FioImport, FioError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let bytes = std::fs::read(path)
         .map_err(|e| FioError::whole_file(&file, format!("cannot read: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+        FioError::at_line(&file, line, format!("not UTF-8 text (byte {at})"))
+    })?;
     let mut args = args.clone();
     if args.name.is_none() {
         args.name = path.file_stem().map(|s| s.to_string_lossy().into_owned());

@@ -188,8 +188,22 @@ impl<'a> OptionLine<'a> {
 
     /// fio's thinktime-like options: a bare number is microseconds.
     fn micros(&self, diag: &Diagnostics) -> Result<u64, FioError> {
-        parse_fio_time_in(self.value(diag)?, 1_000)
-            .ok_or_else(|| self.bad(diag, "a time (a bare number is microseconds)"))
+        let t = parse_fio_time_in(self.value(diag)?, 1_000)
+            .ok_or_else(|| self.bad(diag, "a time (a bare number is microseconds)"))?;
+        self.within_an_hour(diag, t)
+    }
+
+    /// A time, refused past an hour at this line, as a scenario refuses
+    /// every time past an hour (docs/SCENARIO-KEYS.md).
+    fn within_an_hour(&self, diag: &Diagnostics, t: u64) -> Result<u64, FioError> {
+        if t > cint_scenario::MAX_RUN_TIME {
+            let got = cint_scenario::units::format_duration(t);
+            return Err(diag.err(
+                self.line,
+                format!("option '{}': must be at most 3600s (got {got})", self.key),
+            ));
+        }
+        Ok(t)
     }
 
     fn invalid(&self, diag: &Diagnostics, v: &str, why: String) -> FioError {
@@ -368,6 +382,7 @@ fn apply_pacing(
             let t = parse_fio_time(o.value(diag)?)
                 .filter(|&t| t > 0)
                 .ok_or_else(|| o.bad(diag, "a positive time (e.g. 9, 500ms)"))?;
+            let t = o.within_an_hour(diag, t)?;
             spec.thinktime_iotime = Some(At::new(o.line, t));
         }
         "rate_ign_think" => spec.rate_ign_think = o.boolean(diag)?,
@@ -381,6 +396,7 @@ fn apply_pacing(
                 ));
             }
             let t = parse_fio_time(v).ok_or_else(|| o.bad(diag, "a time (e.g. 2, 500ms)"))?;
+            let t = o.within_an_hour(diag, t)?;
             spec.startdelay = Some(At::new(o.line, t));
         }
         "loops" => spec.loops = o.int(diag, 1, u64::from(u32::MAX))?,
@@ -430,6 +446,7 @@ fn apply_pacing(
             let t = parse_fio_time(o.value(diag)?)
                 .filter(|&t| t >= 1_000_000_000 && t % 1_000_000_000 == 0)
                 .ok_or_else(|| o.bad(diag, "whole seconds, at least 1"))?;
+            let t = o.within_an_hour(diag, t)?;
             spec.ss_dur = Some(At::new(o.line, t));
         }
         // fio's latency-target search (target.c): bare times are
@@ -446,8 +463,9 @@ fn apply_pacing(
             spec.latency_percentile = Some(At::new(o.line, p));
         }
         "ss_ramp" => {
-            spec.ss_ramp =
+            let t =
                 parse_fio_time(o.value(diag)?).ok_or_else(|| o.bad(diag, "a time (e.g. 10s)"))?;
+            spec.ss_ramp = o.within_an_hour(diag, t)?;
         }
         "rate_iops" => {
             let v = o.value(diag)?;
@@ -459,11 +477,13 @@ fn apply_pacing(
             let t = parse_fio_time(o.value(diag)?)
                 .filter(|&t| t > 0)
                 .ok_or_else(|| o.bad(diag, "a positive time (e.g. 10, 500ms, 2m)"))?;
+            let t = o.within_an_hour(diag, t)?;
             spec.runtime = Some(At::new(o.line, t));
         }
         "ramp_time" => {
             let t = parse_fio_time(o.value(diag)?)
                 .ok_or_else(|| o.bad(diag, "a time (e.g. 2, 500ms)"))?;
+            let t = o.within_an_hour(diag, t)?;
             spec.ramp = Some(At::new(o.line, t));
         }
         "time_based" => {
@@ -771,6 +791,16 @@ mod tests {
             ("[j]\niodepth=0\n", 2, "iodepth"),
             ("[j]\nioengine=spdk\n", 2, "ioengine=spdk"),
             ("[j]\nruntime=soon\n", 2, "runtime"),
+            (
+                "[j]\nramp_time=9999999\n",
+                2,
+                "'ramp_time': must be at most 3600s",
+            ),
+            (
+                "[j]\nthinktime=99999999999999\n",
+                2,
+                "'thinktime': must be at most 3600s",
+            ),
             ("[j]\ncpus_allowed=3-1\n", 2, "CPU list"),
             ("[j]\nioengine=libaio\nhipri\n", 3, "hipri"),
             ("[j]\nsize=150%\n", 2, "percentage"),
