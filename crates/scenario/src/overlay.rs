@@ -58,6 +58,12 @@ pub(crate) fn overlay<P: Serialize + DeserializeOwned>(
             ));
         }
         if let Err(e) = toml::Value::Table(root.clone()).try_into::<P>() {
+            if let Some((at, node, message)) = in_array::<P>(&root, &leaf) {
+                let mut path = leaf.path.clone();
+                let last = format!("{}{at}", path.pop().unwrap_or_default());
+                let message = wording::from_serde(&message, &node.value);
+                return Err(err(&[path, vec![&last]].concat(), &node.origin, message));
+            }
             let message = wording::from_serde(e.message(), &leaf.node.value);
             return Err(err(&leaf.path, &leaf.node.origin, message));
         }
@@ -65,6 +71,58 @@ pub(crate) fn overlay<P: Serialize + DeserializeOwned>(
     toml::Value::Table(root)
         .try_into::<P>()
         .map_err(|e| err(&[], &Origin::File, e.message().to_string()))
+}
+
+/// Where in an array of tables (`idle_states = [{...}, ...]`) the value
+/// that `root` cannot take is: `[i]` or `[i].key`, its node and serde's
+/// message about it. The first element that fails alone with those
+/// before it is the one; within it, the key whose removal changes the
+/// message (a value of the wrong type becomes a missing key, or the
+/// error goes). `None` when the leaf is not such an array.
+fn in_array<'a, P: DeserializeOwned>(
+    root: &toml::Table,
+    leaf: &Leaf<'a>,
+) -> Option<(String, &'a Node, String)> {
+    let Value::Array(items) = &leaf.node.value else {
+        return None;
+    };
+    let fails = |value: toml::Value| {
+        let mut probe = root.clone();
+        set_path(&mut probe, &leaf.path, value);
+        toml::Value::Table(probe)
+            .try_into::<P>()
+            .err()
+            .map(|e| e.message().to_string())
+    };
+    let as_toml =
+        |items: &[Node]| toml::Value::Array(items.iter().map(|n| n.value.to_toml()).collect());
+    let (i, message) =
+        (0..items.len()).find_map(|i| fails(as_toml(&items[..=i])).map(|m| (i, m)))?;
+    let item = &items[i];
+    let Value::Table(fields) = &item.value else {
+        return Some((format!("[{i}]"), item, message));
+    };
+    // A missing key is the element's; removing another would only
+    // change which one serde names.
+    if message.starts_with("missing field") {
+        return Some((format!("[{i}]"), item, message));
+    }
+    for (key, node) in fields {
+        let without: toml::Table = fields
+            .iter()
+            .filter(|(k, _)| k != key)
+            .map(|(k, n)| (k.clone(), n.value.to_toml()))
+            .collect();
+        let mut trial = items[..i]
+            .iter()
+            .map(|n| n.value.to_toml())
+            .collect::<Vec<_>>();
+        trial.push(toml::Value::Table(without));
+        if fails(toml::Value::Array(trial)).as_deref() != Some(message.as_str()) {
+            return Some((format!("[{i}].{key}"), node, message));
+        }
+    }
+    Some((format!("[{i}]"), item, message))
 }
 
 /// Stores `value` at `path` (whose parents `collect` found to be tables);

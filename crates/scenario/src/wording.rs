@@ -25,6 +25,9 @@ pub(crate) fn from_serde(message: &str, got: &Value) -> String {
             )
         };
     }
+    if let Some(rest) = message.strip_prefix("missing field ") {
+        return format!("the key {} is missing", rest.trim_matches('`'));
+    }
     if let Some(rest) = message.strip_prefix("unknown field ") {
         let (_, expected) = split_expected(rest);
         let valid = backticked(expected);
@@ -89,6 +92,9 @@ fn describe_expected(expected: &str) -> String {
         "a boolean" => "true or false".to_string(),
         "f32" | "f64" => "a number".to_string(),
         "" => "a valid value".to_string(),
+        // A Rust type's name says nothing to a scenario's author.
+        other if other.starts_with("struct ") || other.starts_with("map") => "a table".to_string(),
+        "a sequence" => "a list".to_string(),
         other => other.to_string(),
     }
 }
@@ -131,6 +137,16 @@ mod tests {
                 "unknown field `bogus`, expected one of `backend`, `path`",
                 Value::Int(1),
                 "unknown key (valid keys: backend, path)",
+            ),
+            (
+                "missing field `power_w`",
+                Value::Int(1),
+                "the key power_w is missing",
+            ),
+            (
+                "invalid type: integer `5`, expected struct PageCacheProfile",
+                Value::Int(5),
+                "must be a table (got an integer)",
             ),
             (
                 "bad duration: '1h' has unknown duration unit 'h'",

@@ -28,6 +28,31 @@ fn the_shipped_energy_profiles_load() {
 }
 
 #[test]
+fn a_bad_key_inside_an_idle_state_is_named_by_its_position() {
+    let state = |c1: &str| {
+        refusal(&format!(
+            "[host.power]\nidle_states = [\n{{ name = \"POLL\", exit_latency = \"0ns\", \
+             target_residency = \"0ns\", power_w = 6.0, polling = true }},\n{{ name = \"C1\", \
+             {c1} }},\n]\n"
+        ))
+    };
+    let full = "exit_latency = \"1us\", target_residency = \"2us\", power_w = 1.0";
+    assert_eq!(
+        state(&format!("{full}, polling = \"yes\"")),
+        "f.toml:9: host.power.idle_states[1].polling: must be true or false (got a string)"
+    );
+    assert_eq!(
+        state(&format!("{full}, watts = 2.0")),
+        "f.toml:9: host.power.idle_states[1].watts: unknown key (valid keys: name, \
+         exit_latency, target_residency, power_w, polling)"
+    );
+    assert_eq!(
+        state("exit_latency = \"1us\", target_residency = \"2us\""),
+        "f.toml:9: host.power.idle_states[1]: the key power_w is missing"
+    );
+}
+
+#[test]
 fn idle_states_deepest_first_are_refused() {
     // Listed deepest first, the governors would never reach the shallow
     // state and every wake-up would pay the deep one's exit.
