@@ -404,7 +404,8 @@ fn parse_rocksdb(
                 return Err(sec.error(
                     key,
                     format!(
-                        "{v} bytes is larger than the device ({} bytes)",
+                        "{v} bytes{} is larger than the device (device.capacity {} bytes)",
+                        defaulted(sec, key),
                         device.capacity.0
                     ),
                 ));
@@ -562,7 +563,9 @@ fn parse_kvell(
         return Err(sec.error(
             "items",
             format!(
-                "{items} items of {item_size} bytes are larger than the device ({} bytes)",
+                "{items} items{} of {item_size} bytes are larger than the device \
+                 (device.capacity {} bytes)",
+                defaulted(sec, "items"),
                 device.capacity.0
             ),
         ));
@@ -716,4 +719,14 @@ pub(crate) fn render(doc: &mut toml_edit::DocumentMut, apps: &Apps) {
         out.push(t);
     }
     doc["app"] = Item::ArrayOfTables(out);
+}
+
+/// " (the default)" for a key the section does not give: a refusal of a
+/// default is about what it must fit, not about a line of the file.
+fn defaulted(sec: &Section<'_>, key: &str) -> &'static str {
+    if sec.has(key) {
+        ""
+    } else {
+        " (the default)"
+    }
 }
