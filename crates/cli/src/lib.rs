@@ -429,7 +429,7 @@ pub fn run_engine(
 /// An engine's error in one line: a refusal of a scenario key where the
 /// key was written (`file:line: key: ...`, as the loader says it), any
 /// other `file: engine: ...`.
-fn engine_message(scenario: &Scenario, engine_name: &str, e: &EngineError) -> String {
+pub(crate) fn engine_message(scenario: &Scenario, engine_name: &str, e: &EngineError) -> String {
     match (&e.key, e.kind) {
         (Some(key), ErrorKind::Input) => scenario.refusal(key, &e.message).to_string(),
         _ => format!("{}: {engine_name}: {e}", scenario.source),

@@ -170,7 +170,18 @@ pub(crate) fn sweep(
     for w in &base.warnings {
         let _ = writeln!(err, "{}", one_line(w));
     }
-    let loader = |sets: &[String]| source.load(sets).map(|l| l.scenario);
+    // Each point is refused as `cint check` refuses it, before any runs:
+    // what the simulator cannot run is bad input of that point.
+    let emu = cmd.emu;
+    let loader = |sets: &[String]| {
+        let scenario = source.load(sets)?.scenario;
+        match cint_sim::check(&scenario) {
+            Err(e) if !emu && e.kind == ErrorKind::Input => {
+                Err(crate::engine_message(&scenario, "simulator", &e))
+            }
+            _ => Ok(scenario),
+        }
+    };
     let keys: Vec<String> = vary.iter().map(|v| v.key.clone()).collect();
     let args = SweepArgs {
         vary,

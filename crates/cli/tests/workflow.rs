@@ -262,6 +262,25 @@ fn bad_sweep_keys_and_values_are_one_line() {
     assert_refused(&o, "sweep point job.async.iodepth=deep: ");
     assert!(!o.stderr.contains("partial"), "{}", o.stderr);
     assert!(!dir.path().join("points.jsonl.partial").exists());
+    // A point the simulator cannot run is refused as `cint check` refuses
+    // it (the file and the --set named), before any point runs.
+    let o = cint(&[
+        "sweep",
+        &file,
+        "--vary",
+        "strategy.none.kind=none,vic-sched",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert_refused(&o, "sweep point strategy.none.kind=vic-sched: ");
+    assert!(
+        o.stderr
+            .contains("s.toml: --set strategy.none.kind=vic-sched: "),
+        "{}",
+        o.stderr
+    );
+    assert!(!dir.path().join("points.jsonl.partial").exists());
+    assert!(!out.exists());
 }
 
 /// `--ray` is the one flag that needs Python: without it, one line
