@@ -471,10 +471,23 @@ fn write_out(out: &mut dyn Write, text: &str) -> Result<(), Failure> {
 }
 
 fn one_line(message: &str) -> String {
-    message
+    let line = message
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    // A control character quoted from the input (a NUL in a trace's
+    // field) would reach the terminal raw: it is shown escaped.
+    if line.chars().any(|c| c.is_control() && c != '\t') {
+        line.chars()
+            .map(|c| match c {
+                '\t' => c.to_string(),
+                c if c.is_control() => c.escape_default().to_string(),
+                c => c.to_string(),
+            })
+            .collect()
+    } else {
+        line
+    }
 }

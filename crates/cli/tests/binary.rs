@@ -101,6 +101,12 @@ fn invalid_scenarios_exit_2_with_one_line() {
     );
     let (_dir3, broken) = scenario_file("syntax", "name = \"x\"\n[[job]\n");
     assert_refused(&cint(&["check", &broken]), &format!("{broken}:2: "));
+    // A control character quoted from the input is shown escaped, never
+    // sent raw to the terminal.
+    let (_dir4, nul) = scenario_file("nul", "[j]\nbs=4k\0\n");
+    let o = cint(&["sim", "--fio", &nul]);
+    assert_refused(&o, "bs=4k\\u{0}");
+    assert!(!o.stderr.contains('\0'), "{:?}", o.stderr);
 }
 
 #[test]

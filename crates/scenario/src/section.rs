@@ -268,8 +268,9 @@ pub(crate) fn quoted_list(words: &[&str]) -> String {
     }
 }
 
-/// True for a string of decimal digits (a whole number, possibly beyond
-/// TOML's integer range).
+/// True for a string of decimal digits beyond TOML's integer range (what
+/// `--set` keeps as a string).
 pub(crate) fn is_big_whole_number(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+    // A quoted number TOML could hold ("16") is a string, of the wrong type.
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && s.parse::<i64>().is_err()
 }

@@ -1058,6 +1058,12 @@ fn cases() -> Vec<Case<'static>> {
             "must be at most 3600s (got 3601s)",
         ),
         set_case(
+            "--set a quoted number",
+            &["job.async.iodepth=\"16\""],
+            "job.async.iodepth",
+            "must be a whole number from 1 to 65536 (got a string)",
+        ),
+        set_case(
             "--set seed beyond u64",
             &["seed=18446744073709551616"],
             "seed",
