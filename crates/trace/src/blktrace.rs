@@ -172,6 +172,16 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
         }
         match detect(rest) {
             Some((b, v)) if b == big && v == version => {}
+            Some((b, v)) if b == big && matches!(v, 7 | 8) => {
+                return Err(TraceError::new(
+                    ErrorKind::UnsupportedVersion,
+                    place,
+                    format!(
+                        "a version {v} record after version {version} ones: a trace's records \
+                         are all of one version"
+                    ),
+                ))
+            }
             Some((b, v)) if b == big => return Err(unsupported(at, v)),
             _ => {
                 return Err(TraceError::new(

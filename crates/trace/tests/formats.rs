@@ -183,6 +183,19 @@ fn blktrace_refusals_name_the_byte() {
         (e.kind, e.place),
         (ErrorKind::UnsupportedVersion, Some(Place::Byte(0)))
     );
+    // A version 7 record among version 8 ones.
+    let mut mixed = encode::blktrace(&ios(), 8, false, 0);
+    mixed[64] = 0x07;
+    let e = parse(&mixed, None).unwrap_err();
+    assert_eq!(
+        (e.kind, e.place),
+        (ErrorKind::UnsupportedVersion, Some(Place::Byte(64)))
+    );
+    assert!(
+        e.to_string()
+            .contains("a version 7 record after version 8 ones"),
+        "{e}"
+    );
     // Not a trace at all.
     let e = parse(b"hello world\n", None).unwrap_err();
     assert_eq!(e.kind, ErrorKind::UnknownFormat);
@@ -206,6 +219,15 @@ fn msr_reads_filetime_and_response_time() {
         (e.kind, e.place),
         (ErrorKind::BadRecord, Some(Place::Line(1)))
     );
+    // The record's shape is the format's: a bad value in it is named at
+    // its line, not taken for an unknown format.
+    let e = parse(b"0.5,h,0,Read,0,512,1\n", None).unwrap_err();
+    assert_eq!(
+        (e.kind, e.place),
+        (ErrorKind::BadRecord, Some(Place::Line(1))),
+        "{e}"
+    );
+    assert!(e.to_string().contains("timestamp"), "{e}");
 }
 
 #[test]
