@@ -62,7 +62,7 @@ impl FromStr for Vary {
         if key.is_empty() || key.contains(char::is_whitespace) {
             return Err(bad("the key is empty or has spaces"));
         }
-        let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+        let values = split_top_level(values).ok_or_else(|| bad("a '[' is not closed"))?;
         if values.iter().any(String::is_empty) {
             return Err(bad("a value is empty"));
         }
@@ -71,6 +71,31 @@ impl FromStr for Vary {
             values,
         })
     }
+}
+
+/// `V1,V2,...` split at the commas outside brackets, so that a value may
+/// be a list (`[0,1],[2,3]`); `None` if a bracket is left open.
+fn split_top_level(values: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let (mut depth, mut current) = (0u32, String::new());
+    for c in values.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(current.trim().to_string());
+                current.clear();
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    if depth > 0 {
+        return None;
+    }
+    out.push(current.trim().to_string());
+    Some(out)
 }
 
 /// How often the progress bar is redrawn while no point finishes, so its
@@ -954,10 +979,13 @@ mod tests {
         );
         let e = run_sweep(&loader, &fake_run, &args("job.async.iodepth=4,deep")).expect_err("bad");
         assert!(e.to_string().contains("job.async.iodepth=deep"));
-        for bad in ["iodepth", "=1,2", "a=1,,2", "a b=1"] {
+        for bad in ["iodepth", "=1,2", "a=1,,2", "a b=1", "a=[0,1"] {
             let e = bad.parse::<Vary>().expect_err(bad);
             assert!(!e.to_string().contains('\n'));
         }
+        // A list is one value: commas inside brackets do not split.
+        let lists = "job.a.cpus=[0,1], [2,3],4".parse::<Vary>().expect("lists");
+        assert_eq!(lists.values, ["[0,1]", "[2,3]", "4"]);
         let twice = SweepArgs {
             vary: vec![vary("a=1"), vary("a=2")],
             ..SweepArgs::default()
