@@ -52,10 +52,16 @@ impl HintMap {
         if spec.trim().is_empty() {
             return Err(bad("empty (expected KEY=VALUE[,...])".into()));
         }
+        let mut seen: Vec<&str> = Vec::new();
         for item in spec.split(',') {
             let (key, value) = item
                 .split_once('=')
                 .ok_or_else(|| bad(format!("\"{item}\" is not KEY=VALUE")))?;
+            // As --strategy refuses a key given twice: which one was meant?
+            if seen.contains(&key.trim()) {
+                return Err(bad(format!("{} is given twice", key.trim())));
+            }
+            seen.push(key.trim());
             let hint = match value.trim() {
                 "urgent" => Hint::Urgent,
                 "barrier" => Hint::Barrier,
@@ -150,6 +156,7 @@ mod tests {
             "hint8=urgent",
             "gold=urgent",
             "rt=urgent,",
+            "rt=urgent,rt=none",
         ] {
             let e = HintMap::parse(bad).unwrap_err();
             assert_eq!(e.exit_status(), 2);
