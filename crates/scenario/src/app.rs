@@ -603,6 +603,9 @@ fn cpu_list(sec: &mut Section<'_>, cores: u64) -> Result<Vec<u32>, ScenarioError
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         match item.value {
+            Value::Int(c) if out.contains(&(c as u32)) && c >= 0 => {
+                return Err(sec.error("cpus", format!("core {c} is listed twice")))
+            }
             Value::Int(c) if c >= 0 && (c as u64) < cores => out.push(c as u32),
             Value::Int(c) => {
                 return Err(sec.error(

@@ -132,10 +132,16 @@ fn members(
             groups.push(None);
             continue;
         };
-        if group.trim().is_empty() || group.trim() != group {
+        // A group first named here is named as `[[sched_group]]` names
+        // it, so that `--set sched_group.NAME...` can reach it.
+        if group.trim().is_empty()
+            || group.trim() != group
+            || group.contains('.')
+            || group.contains('=')
+        {
             return Err(sec.error(
                 "sched_group",
-                "must be a group name, not empty and without surrounding spaces",
+                "must be a group name, not empty, without '.', '=' or surrounding spaces",
             ));
         }
         if what == "job" && sec.has("guest") {

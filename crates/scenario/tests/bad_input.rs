@@ -324,6 +324,13 @@ fn cases() -> Vec<Case<'static>> {
             "must be at least 1",
         ),
         case(
+            "a core listed twice for an app",
+            format!("{BASE}\n[[app]]\nname = \"kv\"\nkind = \"kvell\"\ncpus = [0, 0]\n"),
+            LineOf("cpus = [0, 0]"),
+            "app.kv.cpus",
+            "core 0 is listed twice",
+        ),
+        case(
             "a KVell worker on a core the host lacks",
             format!("{BASE}\n[[app]]\nname = \"kv\"\nkind = \"kvell\"\ncpus = [0, 1, 2]\n"),
             LineOf("cpus = [0, 1, 2]"),
@@ -1132,6 +1139,12 @@ fn cases() -> Vec<Case<'static>> {
             LineOf("sched_group = \"\""),
             "job.sync.sched_group",
             "must be a group name",
+        ),
+        set_case(
+            "--set a task group name with a dot",
+            &["job.sync.sched_group=g.h"],
+            "job.sync.sched_group",
+            "without '.'",
         ),
         set_case(
             "--set a task group that is not a string",
