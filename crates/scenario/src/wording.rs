@@ -45,6 +45,20 @@ pub(crate) fn from_serde(message: &str, got: &Value) -> String {
         return message.to_string();
     };
     let (_, expected) = split_expected(rest);
+    // `--set` keeps a number beyond TOML's integers as a string: out of
+    // range, not of the wrong type (and TOML stops at i64's largest).
+    if let Value::Str(s) = got {
+        let max = match expected.trim() {
+            "u8" => Some(u64::from(u8::MAX)),
+            "u16" => Some(u64::from(u16::MAX)),
+            "u32" => Some(u64::from(u32::MAX)),
+            "u64" | "usize" => Some(i64::MAX as u64),
+            _ => None,
+        };
+        if let Some(max) = max.filter(|_| crate::section::is_big_whole_number(s)) {
+            return format!("must be at most {max} (got {s})");
+        }
+    }
     let want = describe_expected(expected.trim());
     let got = match (kind, got) {
         (Problem::Value, Value::Int(i)) => i.to_string(),
@@ -137,6 +151,11 @@ mod tests {
                 "unknown field `bogus`, expected one of `backend`, `path`",
                 Value::Int(1),
                 "unknown key (valid keys: backend, path)",
+            ),
+            (
+                "invalid type: string \"18446744073709551615\", expected u64",
+                Value::Str("18446744073709551615".into()),
+                "must be at most 9223372036854775807 (got 18446744073709551615)",
             ),
             (
                 "missing field `power_w`",

@@ -499,6 +499,14 @@ fn bad_input_is_refused_in_one_line_naming_the_key() {
         e.starts_with("v.toml:14: strategy.vic.kind: \"poll\" polls the host's completion queues"),
         "{e}"
     );
+    // A host job on a queue a guest uses: named at the key that put it
+    // there.
+    let shared = format!("{GUEST}[[job]]\nname = \"host\"\ncpu = 3\n");
+    let e = refusal_with(&shared, &["device.queues=1"]);
+    assert!(
+        e.starts_with("v.toml:22: job.host.cpu: device queue 0 would serve guest \"vm\""),
+        "{e}"
+    );
 }
 
 /// vIC with both of its mechanisms off (a delivery ratio of 1 at any

@@ -470,17 +470,23 @@ fn owners(
             *owner != g && !shared
         };
         if clash {
-            return Err(SimError::input(format!(
-                "{}: device queue {queue} would serve {} and {}: a guest's vCPU \
-                 needs a queue of its own (give the device a queue per core: \
-                 device.queues = 0)",
-                sc.jobs.get(job as usize).map_or_else(
-                    || "host.page_cache.flusher_cpu".to_string(),
-                    |spec| format!("job '{}'", spec.name)
+            // The key that put the thread on this queue's core.
+            let key = sc.jobs.get(job as usize).map_or_else(
+                || "host.page_cache.flusher_cpu".to_string(),
+                |spec| {
+                    let which = if spec.cpus.is_empty() { "cpu" } else { "cpus" };
+                    format!("job.{}.{which}", spec.name)
+                },
+            );
+            return Err(SimError::input_at(
+                key,
+                format!(
+                    "device queue {queue} would serve {} and {}: a guest's vCPU needs a queue \
+                     of its own (give the device a queue per core: device.queues = 0)",
+                    describe(sc, *owner),
+                    describe(sc, g)
                 ),
-                describe(sc, *owner),
-                describe(sc, g)
-            )));
+            ));
         }
     }
     Ok((queue_guest, thread_guest))
