@@ -160,6 +160,7 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         None if !apps.programs.is_empty() => Vec::new(),
         node => job::parse_all(source, node, &device, &host, &virt)?,
     };
+    refuse_flusher_on_hypervisor(source, top.node("host"), &host, &virt, &jobs)?;
     let sched_groups =
         crate::sched_group::parse(source, top.node("sched_group"), app_node, top.node("job"))?;
     top.finish("the top level", TOP_KEYS)?;
@@ -179,6 +180,36 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         apps,
         sched_groups,
         origins: crate::KeyOrigins::default(),
+    })
+}
+
+/// The host's flusher (a host kernel thread, run for its buffered jobs)
+/// is refused on the hypervisor's cores, as a host job is.
+fn refuse_flusher_on_hypervisor(
+    source: &str,
+    host_node: Option<&Node>,
+    host: &HostProfile,
+    virt: &crate::Virt,
+    jobs: &[crate::Job],
+) -> Result<(), ScenarioError> {
+    let Some(hypervisor) = &virt.hypervisor else {
+        return Ok(());
+    };
+    let flusher = host.page_cache.flusher_cpu;
+    let host_buffered = jobs.iter().any(|j| {
+        j.guest.is_none() && matches!(&j.work, crate::Work::Io(io) if io.through_page_cache())
+    });
+    if !host_buffered || !hypervisor.cores.contains(&flusher) {
+        return Ok(());
+    }
+    Err(ScenarioError {
+        source: source.to_string(),
+        origin: nested_origin(host_node, &["page_cache", "flusher_cpu"]),
+        key: "host.page_cache.flusher_cpu".into(),
+        message: format!(
+            "core {flusher} belongs to the hypervisor: the host's flusher, which writes back its \
+             buffered jobs' pages, runs on a host core (set flusher_cpu to one)"
+        ),
     })
 }
 

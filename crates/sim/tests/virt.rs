@@ -499,6 +499,16 @@ fn bad_input_is_refused_in_one_line_naming_the_key() {
         e.starts_with("v.toml:14: strategy.vic.kind: \"poll\" polls the host's completion queues"),
         "{e}"
     );
+    // The host's flusher on the hypervisor's core, as a host job there.
+    let buffered = format!(
+        "{GUEST}[[job]]\nname = \"host\"\ncpu = 3\nengine = \"psync\"\nrw = \"write\"\n\
+         direct = false\n"
+    );
+    let e = refusal(&buffered);
+    assert!(
+        e.starts_with("v.toml:3: host.page_cache.flusher_cpu: core 0 belongs to the hypervisor"),
+        "{e}"
+    );
     // A host job on a queue a guest uses: named at the key that put it
     // there.
     let shared = format!("{GUEST}[[job]]\nname = \"host\"\ncpu = 3\n");
