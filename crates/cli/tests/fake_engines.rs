@@ -251,6 +251,44 @@ fn an_engine_bug_inside_a_sweep_is_status_1_and_a_refusal_2() {
     assert_eq!(o.stderr, "sweep point seed=1: run failed: needs 2 cores\n");
 }
 
+/// The fake simulator refuses the point of seed 2 when it runs it.
+const REFUSES_SEED_2: Engines = Engines {
+    sim: |s| {
+        if s.seed == 2 {
+            Err(EngineError::input("seed 2 is refused"))
+        } else {
+            Ok(echo(s, "sim"))
+        }
+    },
+    ..FAKE
+};
+
+#[test]
+fn a_sweep_that_fails_at_a_later_point_keeps_the_points_that_ran() {
+    let dir = temp_dir("cli-sweep-partial");
+    let file = dir.write("s.toml", SCENARIO);
+    let out = dir.path().join("points.jsonl");
+    let out_s = out.display().to_string();
+    let o = cint(
+        &REFUSES_SEED_2,
+        &[
+            "sweep", &file, "--jobs", "1", "--vary", "seed=1,2", "--out", &out_s,
+        ],
+    );
+    assert_eq!(o.status, EXIT_USAGE, "{}", o.stderr);
+    assert!(o.stderr.contains("seed 2 is refused"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("{out_s}.partial")),
+        "{}",
+        o.stderr
+    );
+    assert!(!out.exists(), "no ordered file for a failed sweep");
+    let kept = std::fs::read_to_string(format!("{out_s}.partial")).expect("kept");
+    // The seed 1 point: two strategies x two jobs.
+    assert_eq!(kept.lines().count(), 4, "{kept}");
+    assert!(kept.lines().all(|l| l.contains("\"seed\":\"1\"")), "{kept}");
+}
+
 #[test]
 fn an_engine_bug_inside_calibrate_is_status_1_and_a_refusal_2() {
     let dir = temp_dir("cli-calibrate-internal");
