@@ -108,7 +108,7 @@ pub fn parse_bssplit(text: &str) -> Result<(Vec<BsShare>, Option<String>), Strin
             Some(note),
         ));
     }
-    let open_share = if open == 0 { 0 } else { (100 - given) / open };
+    let open_share = (100 - given).checked_div(open).unwrap_or(0);
     let share = |i: usize| shares[i].unwrap_or(open_share);
     let mut order: Vec<usize> = (0..sizes.len()).collect();
     order.sort_by_key(|&i| share(i));
@@ -146,10 +146,14 @@ pub fn parse_bssplit(text: &str) -> Result<(Vec<BsShare>, Option<String>), Strin
     Ok((split, note))
 }
 
+/// A `bssplit`'s reads' list, writes' list (empty when the reads' serves)
+/// and notes ([`parse_bssplit_dirs`]).
+pub type SplitDirs = (Vec<BsShare>, Vec<BsShare>, Vec<String>);
+
 /// fio's `bssplit` with an optional second list for writes
 /// (`READS,WRITES`); the second is empty when writes use the first. The
 /// notes say where shares that do not come to 100 went ([`parse_bssplit`]).
-pub fn parse_bssplit_dirs(text: &str) -> Result<(Vec<BsShare>, Vec<BsShare>, Vec<String>), String> {
+pub fn parse_bssplit_dirs(text: &str) -> Result<SplitDirs, String> {
     let mut lists = text.split(',');
     let mut notes = Vec::new();
     let (reads, note) = parse_bssplit(lists.next().unwrap_or(""))?;

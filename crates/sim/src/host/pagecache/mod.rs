@@ -935,7 +935,7 @@ impl PageCache {
         let end = offset + bytes.max(1);
         let (first, last) = (offset / PAGE, (end - 1) / PAGE);
         let partial = |p: u64| offset > p * PAGE || end < (p + 1) * PAGE;
-        let must_read = |p: u64| partial(p) && f.map_or(true, |f| !f.holds(p) && f.holds_data(p));
+        let must_read = |p: u64| partial(p) && f.is_none_or(|f| !f.holds(p) && f.holds_data(p));
         [first, last].into_iter().find(|&p| must_read(p))
     }
 
