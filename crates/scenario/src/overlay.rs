@@ -86,6 +86,11 @@ fn in_array<'a, P: DeserializeOwned>(
     let Value::Array(items) = &leaf.node.value else {
         return None;
     };
+    // Only an array of tables has elements to blame; a list given for a
+    // scalar or a table is refused whole.
+    if items.is_empty() || !items.iter().all(|n| matches!(n.value, Value::Table(_))) {
+        return None;
+    }
     let fails = |value: toml::Value| {
         let mut probe = root.clone();
         set_path(&mut probe, &leaf.path, value);

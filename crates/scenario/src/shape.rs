@@ -108,7 +108,7 @@ pub fn parse_bssplit(text: &str) -> Result<(Vec<BsShare>, Option<String>), Strin
             Some(note),
         ));
     }
-    let open_share = (100 - given).checked_div(open).unwrap_or(0);
+    let open_share = 100u32.saturating_sub(given).checked_div(open).unwrap_or(0);
     let share = |i: usize| shares[i].unwrap_or(open_share);
     let mut order: Vec<usize> = (0..sizes.len()).collect();
     order.sort_by_key(|&i| share(i));

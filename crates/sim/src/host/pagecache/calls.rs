@@ -100,7 +100,7 @@ impl World<'_> {
         let s = cache.set;
         let entry = entry + s.buffered_call;
         if write {
-            if let Some(page) = cache.page_to_read_before_write(t as u32, offset, len) {
+            if let Some(page) = cache.page_to_read_before_write(t as u32, offset, len, None) {
                 self.read_before_write(t, page, entry);
                 return;
             }
@@ -470,7 +470,10 @@ impl World<'_> {
             self.read_arrived(t, call);
             let b = self.page_cache.as_deref_mut().expect("a buffered thread");
             let cache = b.cache_of(t).expect("a buffered thread's cache");
-            if let Some(page) = cache.page_to_read_before_write(t as u32, call.offset, call.len) {
+            let read = call.window.map(|w| w.first);
+            if let Some(page) =
+                cache.page_to_read_before_write(t as u32, call.offset, call.len, read)
+            {
                 self.read_before_write(t, page, 0);
                 return;
             }

@@ -930,13 +930,19 @@ impl PageCache {
         file: u32,
         offset: u64,
         bytes: u64,
+        after: Option<u64>,
     ) -> Option<u64> {
         let f = self.files.get(&file);
         let end = offset + bytes.max(1);
         let (first, last) = (offset / PAGE, (end - 1) / PAGE);
         let partial = |p: u64| offset > p * PAGE || end < (p + 1) * PAGE;
         let must_read = |p: u64| partial(p) && f.is_none_or(|f| !f.holds(p) && f.holds_data(p));
-        [first, last].into_iter().find(|&p| must_read(p))
+        // A page the call has read is its own until it copies (Linux
+        // holds it locked): never read twice, even if evicted meanwhile.
+        [first, last]
+            .into_iter()
+            .filter(|&p| after.is_none_or(|a| p > a))
+            .find(|&p| must_read(p))
     }
 
     /// A page read before a partial write ([`PageCache::page_to_read_before_write`]).
@@ -1918,9 +1924,12 @@ impl Buffered {
         // fio lays out a file a job reads by writing it whole; one a job
         // only writes it allocates without data (`extend_file`, fio 3.33).
         for (t, &j) in thread_jobs.iter().enumerate() {
+            // Only a job that can write part of a page needs to know which
+            // blocks hold data: the set grows with the pages written back.
             let write_only = sc.jobs.get(j as usize).is_some_and(|job| {
                 job_buffered(job)
-                    && matches!(&job.work, Work::Io(io) if matches!(io.rw, Rw::Write | Rw::RandWrite))
+                    && matches!(&job.work, Work::Io(io) if matches!(io.rw, Rw::Write | Rw::RandWrite)
+                        && writes_part_of_a_page(io))
             });
             if let (true, Some(i)) = (write_only, of_thread[t]) {
                 instances[i as usize].cache.fallocated(t as u32);
@@ -1994,6 +2003,23 @@ impl Buffered {
             len,
         }
     }
+}
+
+/// Whether `io` can issue a request that is not a whole number of pages
+/// (its size, a size of its split, or its range's step).
+fn writes_part_of_a_page(io: &cint_scenario::IoJob) -> bool {
+    let shape = &io.shape;
+    io.bs % PAGE != 0
+        || shape
+            .bssplit
+            .iter()
+            .chain(&shape.bssplit_write)
+            .any(|s| s.bytes % PAGE != 0)
+        || shape
+            .bsrange
+            .into_iter()
+            .chain(shape.bsrange_write)
+            .any(|(lo, _)| lo % PAGE != 0)
 }
 
 /// Where a buffered request lands: its pages, its first byte and its
