@@ -118,12 +118,7 @@ impl World<'_> {
         b.calls[t].skip_first = cache.rereads_last_page(t as u32, first);
         b.calls[t].window = Some(window);
         cache.note_read(t as u32, first, pages);
-        if let Some(r) = self.stage_request(t, false, missing * PAGE, Hint::Unmarked) {
-            if let Some(b) = self.page_cache.as_deref_mut() {
-                b.calls[t].read_ahead = Some(r);
-            }
-            self.start_call(t, entry);
-        }
+        self.start_call_read(t, missing * PAGE, entry);
     }
 
     /// A buffered write of thread `t` covers `page` only in part, and the
@@ -142,7 +137,13 @@ impl World<'_> {
         if let Some(cache) = b.cache_of_mut(t) {
             cache.note_write_read();
         }
-        if let Some(r) = self.stage_request(t, false, PAGE, Hint::Unmarked) {
+        self.start_call_read(t, PAGE, entry);
+    }
+
+    /// Thread `t`'s call reads `bytes` from the device (unmarked) and
+    /// waits for them, after `entry` of its CPU.
+    fn start_call_read(&mut self, t: usize, bytes: u64, entry: Nanos) {
+        if let Some(r) = self.stage_request(t, false, bytes, Hint::Unmarked) {
             if let Some(b) = self.page_cache.as_deref_mut() {
                 b.calls[t].read_ahead = Some(r);
             }

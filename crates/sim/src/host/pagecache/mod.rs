@@ -901,11 +901,9 @@ impl PageCache {
     /// marking anything accessed ([`PageCache::read_hit`] does).
     #[cfg(test)]
     pub(crate) fn cached(&self, file: u32, first: u64, pages: u64) -> bool {
-        self.files.get(&file).is_some_and(|f| {
-            (first..first + pages).all(|p| {
-                f.cached.contains_key(&p) || f.dirty.contains(&p) || f.writeback.contains(&p)
-            })
-        })
+        self.files
+            .get(&file)
+            .is_some_and(|f| (first..first + pages).all(|p| f.holds(p)))
     }
 
     /// A read of `pages` pages at `first` of `file`, hit or miss, is done:
@@ -973,9 +971,9 @@ impl PageCache {
             _ => self.set.read_ahead_pages,
         };
         let f = self.files.entry(file).or_default();
-        let held =
-            |p: &u64| f.cached.contains_key(p) || f.dirty.contains(p) || f.writeback.contains(p);
-        let start = (first..first + pages).find(|p| !held(p)).unwrap_or(first);
+        let start = (first..first + pages)
+            .find(|&p| !f.holds(p))
+            .unwrap_or(first);
         let needed = first + pages - start;
         let (len, stream) = match advice {
             Advice::Random => (needed, false),
@@ -986,10 +984,10 @@ impl PageCache {
             .min(size_pages.saturating_sub(start).max(needed));
         // Past what the call needs, the window stops at the first cached
         // page.
-        if let Some(p) = (start + needed..start + len).find(|p| held(p)) {
+        if let Some(p) = (start + needed..start + len).find(|&p| f.holds(p)) {
             len = p - start;
         }
-        let missing = len - (start..start + needed).filter(|p| held(p)).count() as u64;
+        let missing = len - (start..start + needed).filter(|&p| f.holds(p)).count() as u64;
         if stream {
             f.ra = Some((start, len));
         }
@@ -1091,8 +1089,7 @@ impl PageCache {
             f.prev_page = Some(first);
             return true;
         }
-        let held = (first..first + pages)
-            .all(|p| f.cached.contains_key(&p) || f.dirty.contains(&p) || f.writeback.contains(&p));
+        let held = (first..first + pages).all(|p| f.holds(p));
         if !held {
             return false;
         }
@@ -1658,10 +1655,8 @@ fn ondemand_window(f: &File, first: u64, pages: u64, max: u64) -> (u64, bool) {
     if f.prev_page.is_some_and(|p| first >= p && first - p <= 1) {
         return initial;
     }
-    let held =
-        |p: u64| f.cached.contains_key(&p) || f.dirty.contains(&p) || f.writeback.contains(&p);
     let history = (1..=max.min(first))
-        .take_while(|&k| held(first - k))
+        .take_while(|&k| f.holds(first - k))
         .count() as u64;
     if history > pages {
         let history = if history >= first {
