@@ -47,16 +47,9 @@ pub(crate) fn from_serde(message: &str, got: &Value) -> String {
     let (_, expected) = split_expected(rest);
     // `--set` keeps a number beyond TOML's integers as a string: out of
     // range, not of the wrong type (and TOML stops at i64's largest).
-    if let Value::Str(s) = got {
-        let max = match expected.trim() {
-            "u8" => Some(u64::from(u8::MAX)),
-            "u16" => Some(u64::from(u16::MAX)),
-            "u32" => Some(u64::from(u32::MAX)),
-            "u64" | "usize" => Some(i64::MAX as u64),
-            _ => None,
-        };
-        if let Some(max) = max.filter(|_| crate::section::is_big_whole_number(s)) {
-            return format!("must be at most {max} (got {s})");
+    if let (Value::Str(s), Some((0, max))) = (got, int_range(expected.trim())) {
+        if crate::section::is_big_whole_number(s) {
+            return format!("must be at most {} (got {s})", max.min(i64::MAX.into()));
         }
     }
     let want = describe_expected(expected.trim());
@@ -91,18 +84,27 @@ fn backticked(s: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The range of serde's integer type named `expected`, if it is one.
+fn int_range(expected: &str) -> Option<(i128, i128)> {
+    Some(match expected {
+        "u8" => (0, u8::MAX.into()),
+        "u16" => (0, u16::MAX.into()),
+        "u32" => (0, u32::MAX.into()),
+        "u64" | "usize" => (0, u64::MAX.into()),
+        "i8" => (i8::MIN.into(), i8::MAX.into()),
+        "i16" => (i16::MIN.into(), i16::MAX.into()),
+        "i32" => (i32::MIN.into(), i32::MAX.into()),
+        "i64" | "isize" => (i64::MIN.into(), i64::MAX.into()),
+        _ => return None,
+    })
+}
+
 /// serde's "expected" phrase as the house says it.
 fn describe_expected(expected: &str) -> String {
-    let range = |min: i128, max: i128| format!("a whole number from {min} to {max}");
+    if let Some((min, max)) = int_range(expected) {
+        return format!("a whole number from {min} to {max}");
+    }
     match expected {
-        "u8" => range(0, u8::MAX.into()),
-        "u16" => range(0, u16::MAX.into()),
-        "u32" => range(0, u32::MAX.into()),
-        "u64" | "usize" => range(0, u64::MAX.into()),
-        "i8" => range(i8::MIN.into(), i8::MAX.into()),
-        "i16" => range(i16::MIN.into(), i16::MAX.into()),
-        "i32" => range(i32::MIN.into(), i32::MAX.into()),
-        "i64" | "isize" => range(i64::MIN.into(), i64::MAX.into()),
         "a boolean" => "true or false".to_string(),
         "f32" | "f64" => "a number".to_string(),
         "" => "a valid value".to_string(),
