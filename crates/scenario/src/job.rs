@@ -5,12 +5,12 @@
 use cint_policy::{Hint, Nanos};
 
 use crate::error::{Origin, ScenarioError};
-use crate::load::{MAX_QUEUE_DEPTH, MAX_RUN_TIME};
+use crate::load::MAX_QUEUE_DEPTH;
 use crate::model::{Engine, IoJob, Job, Rw, Work};
 use crate::profiles::{DeviceProfile, HostProfile};
 use crate::section::Section;
 use crate::tree::{Node, Table, Value};
-use crate::units::{format_duration, format_size};
+use crate::units::format_size;
 
 /// Most threads one job may have.
 pub const MAX_NUMJOBS: u64 = 4_096;
@@ -523,12 +523,6 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     let flags = io_flags(sec, engine)?;
     let rate_iops = sec.int("rate_iops", 1, i64::MAX as u64)?;
     let think: Nanos = sec.duration("think")?.unwrap_or(0);
-    if think > MAX_RUN_TIME {
-        return Err(sec.error(
-            "think",
-            format!("must be at most 3600s (got {})", format_duration(think)),
-        ));
-    }
     let shape = crate::shape::parse_shape(sec, bs, bs_given, rate_iops.is_some())?;
     check_shape_on_engine(sec, &shape, engine)?;
     check_sync_writes(sec, &shape, engine, flags.direct, rw)?;

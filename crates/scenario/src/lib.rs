@@ -37,8 +37,8 @@ mod wording;
 
 pub use error::{Origin, ScenarioError};
 pub use load::{
-    load_file, load_str, DEFAULT_DEVICE, DEFAULT_DURATION, DEFAULT_HOST, DEFAULT_SEED,
-    DEFAULT_WARMUP, MAX_CORES, MAX_PARALLEL_UNITS, MAX_QUEUE_DEPTH, MAX_RUN_TIME,
+    load_file, load_str, past_an_hour, DEFAULT_DEVICE, DEFAULT_DURATION, DEFAULT_HOST,
+    DEFAULT_SEED, DEFAULT_WARMUP, MAX_CORES, MAX_PARALLEL_UNITS, MAX_QUEUE_DEPTH, MAX_RUN_TIME,
 };
 pub use origins::KeyOrigins;
 pub use render::to_toml;

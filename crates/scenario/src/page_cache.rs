@@ -140,9 +140,8 @@ pub(crate) fn check(
         ("page_copy", p.page_copy),
         ("writeback_page", p.writeback_page),
     ] {
-        if d.0 > crate::load::MAX_RUN_TIME {
-            let got = crate::units::format_duration(d.0);
-            return bad(key, format!("must be at most 3600s (got {got})"));
+        if let Some(why) = crate::past_an_hour(d.0) {
+            return bad(key, why);
         }
     }
     for (key, s) in [

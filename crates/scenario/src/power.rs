@@ -5,7 +5,6 @@
 use cint_policy::Nanos;
 
 use crate::error::{Origin, ScenarioError};
-use crate::load::MAX_RUN_TIME;
 use crate::profiles::{DevicePower, HostPower, CPUIDLE_STATE_MAX};
 use crate::tree::{self, Node, Value};
 use crate::units::format_duration;
@@ -81,13 +80,10 @@ impl Checker<'_> {
     }
 
     fn duration(&self, path: &[PathStep<'_>], ns: Nanos) -> Result<(), ScenarioError> {
-        if ns > MAX_RUN_TIME {
-            return Err(self.refuse(
-                path,
-                format!("must be at most 3600s (got {})", format_duration(ns)),
-            ));
+        match crate::past_an_hour(ns) {
+            Some(why) => Err(self.refuse(path, why)),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 

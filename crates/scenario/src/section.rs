@@ -182,24 +182,27 @@ impl<'a> Section<'a> {
         }
     }
 
-    /// A duration: `"6us"`, `"200ms"`, at most an hour (every time of a
-    /// scenario is, so that sums of times never overflow the engines'
-    /// clocks); a bare integer other than 0 is refused with the units it
-    /// could have meant.
+    /// A duration: `"6us"`, `"200ms"`, at most an hour
+    /// ([`crate::past_an_hour`]); a bare integer other than 0 is refused
+    /// with the units it could have meant.
     pub fn duration(&mut self, key: &'a str) -> Result<Option<Nanos>, ScenarioError> {
+        match self.any_duration(key)? {
+            Some(ns) => match crate::past_an_hour(ns) {
+                Some(why) => Err(self.error(key, why)),
+                None => Ok(Some(ns)),
+            },
+            None => Ok(None),
+        }
+    }
+
+    /// A duration of any length ([`Section::duration`] without its bound),
+    /// for a key that words its own refusals.
+    pub fn any_duration(&mut self, key: &'a str) -> Result<Option<Nanos>, ScenarioError> {
         match self.node(key).map(|n| &n.value) {
             None => Ok(None),
-            Some(Value::Str(s)) => match parse_duration(s) {
-                Ok(ns) if ns > crate::load::MAX_RUN_TIME => Err(self.error(
-                    key,
-                    format!(
-                        "must be at most 3600s (got {})",
-                        crate::units::format_duration(ns)
-                    ),
-                )),
-                Ok(ns) => Ok(Some(ns)),
-                Err(e) => Err(self.error(key, format!("bad duration: {e}"))),
-            },
+            Some(Value::Str(s)) => parse_duration(s)
+                .map(Some)
+                .map_err(|e| self.error(key, format!("bad duration: {e}"))),
             Some(Value::Int(0)) => Ok(Some(0)),
             Some(Value::Int(i)) if *i > 0 => Err(self.error(
                 key,

@@ -70,12 +70,8 @@ pub(crate) fn check(
             ),
         ));
     }
-    if smt.pause.0 > crate::load::MAX_RUN_TIME {
-        let got = crate::units::format_duration(smt.pause.0);
-        return Err(refuse(
-            "pause",
-            format!("must be at most 3600s (got {got})"),
-        ));
+    if let Some(why) = crate::past_an_hour(smt.pause.0) {
+        return Err(refuse("pause", why));
     }
     if !(0.0..=1.0).contains(&smt.gain) {
         return Err(refuse(

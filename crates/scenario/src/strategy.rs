@@ -241,7 +241,7 @@ fn hybrid_sleep(sec: &mut Section<'_>) -> Result<HybridSleep, ScenarioError> {
         Some("adaptive") => Ok(HybridSleep::Adaptive),
         Some("min") => Ok(HybridSleep::Min),
         _ => {
-            let ns = sec.duration("sleep").map_err(|e| ScenarioError {
+            let ns = sec.any_duration("sleep").map_err(|e| ScenarioError {
                 message: format!(
                     "must be \"adaptive\", \"min\" or a duration ({})",
                     e.message
@@ -253,11 +253,10 @@ fn hybrid_sleep(sec: &mut Section<'_>) -> Result<HybridSleep, ScenarioError> {
                     "sleep",
                     "must be longer than zero (use kind = \"poll\" to never sleep)",
                 )),
-                Some(ns) if ns > crate::load::MAX_RUN_TIME => Err(sec.error(
-                    "sleep",
-                    format!("must be at most 3600s (got {})", format_duration(ns)),
-                )),
-                Some(ns) => Ok(HybridSleep::Fixed(ns)),
+                Some(ns) => match crate::past_an_hour(ns) {
+                    Some(why) => Err(sec.error("sleep", why)),
+                    None => Ok(HybridSleep::Fixed(ns)),
+                },
                 None => Ok(HybridSleep::Adaptive),
             }
         }

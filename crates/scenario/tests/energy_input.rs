@@ -212,3 +212,17 @@ fn bad_smt_input_is_refused_at_its_line() {
         "{e}"
     );
 }
+
+#[test]
+fn a_hybrid_sleep_past_an_hour_is_refused_as_too_long() {
+    // A duration, so not "must be adaptive, min or a duration".
+    let text = BASE.replace(
+        "kind = \"none\"\n",
+        "kind = \"hybrid-poll\"\nsleep = \"3601s\"\n",
+    );
+    let e = load_str(&text, "f.toml", &[]).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "f.toml:9: strategy.i.sleep: must be at most 3600s (got 3601s)"
+    );
+}

@@ -196,14 +196,10 @@ impl<'a> OptionLine<'a> {
     /// A time, refused past an hour at this line, as a scenario refuses
     /// every time past an hour (docs/SCENARIO-KEYS.md).
     fn within_an_hour(&self, diag: &Diagnostics, t: u64) -> Result<u64, FioError> {
-        if t > cint_scenario::MAX_RUN_TIME {
-            let got = cint_scenario::units::format_duration(t);
-            return Err(diag.err(
-                self.line,
-                format!("option '{}': must be at most 3600s (got {got})", self.key),
-            ));
+        match cint_scenario::past_an_hour(t) {
+            Some(why) => Err(diag.err(self.line, format!("option '{}': {why}", self.key))),
+            None => Ok(t),
         }
-        Ok(t)
     }
 
     fn invalid(&self, diag: &Diagnostics, v: &str, why: String) -> FioError {
