@@ -267,7 +267,7 @@ fn check_model(flag: &str, name: &str, known: &[&str]) -> Result<(), String> {
 pub(crate) fn strategies_of_kinds(kinds: &[String], device: &str) -> Result<Vec<Strategy>, String> {
     let mut text = format!(
         "name = \"strategies\"\n[device]\nmodel = {}\n",
-        toml_string(device)
+        cint_scenario::toml_string(device)
     );
     for (i, kind) in kinds.iter().enumerate() {
         if !KINDS.iter().any(|(k, _)| k == kind) {
@@ -282,18 +282,13 @@ pub(crate) fn strategies_of_kinds(kinds: &[String], device: &str) -> Result<Vec<
         }
         text.push_str(&format!(
             "[[strategy]]\nname = {0}\nkind = {0}\n",
-            toml_string(kind)
+            cint_scenario::toml_string(kind)
         ));
     }
     text.push_str("[[job]]\nname = \"placeholder\"\n");
     cint_scenario::load_str(&text, "--strategy", &[])
         .map(|s| s.strategies)
         .map_err(|e| e.to_string())
-}
-
-/// A TOML basic string: JSON's escaping is valid TOML.
-fn toml_string(s: &str) -> String {
-    serde_json::Value::String(s.to_string()).to_string()
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use cint_scenario::trace::{trace_job, Options, Placement, TraceMode};
 use cint_scenario::{Scenario, Work, DEFAULT_DEVICE, DEFAULT_HOST};
+
+use cint_scenario::toml_string;
 use clap::{Args, ValueEnum};
 
 /// How the trace is replayed (`--trace-mode`).
@@ -99,8 +101,7 @@ impl TraceArgs {
     /// then reads the job, its `--set job.trace.KEY` included, as it reads
     /// a trace job of a file.
     fn job_keys(&self, path: &Path) -> String {
-        let quote = |s: &str| serde_json::Value::String(s.to_string()).to_string();
-        let mut keys = format!("trace = {}\n", quote(&path.to_string_lossy()));
+        let mut keys = format!("trace = {}\n", toml_string(&path.to_string_lossy()));
         if let Some(mode) = self.mode {
             let mode = if mode == ModeArg::Closed {
                 "closed"
@@ -116,7 +117,7 @@ impl TraceArgs {
             keys.push_str(&format!("trace_depth = {depth}\n"));
         }
         if let Some(format) = &self.format {
-            keys.push_str(&format!("trace_format = {}\n", quote(format)));
+            keys.push_str(&format!("trace_format = {}\n", toml_string(format)));
         }
         if self.wrap {
             keys.push_str("trace_wrap = true\n");
@@ -193,7 +194,7 @@ impl TraceArgs {
 /// strategies of a fio import, and the trace's job with `job_keys`,
 /// whose keys `--set job.trace.KEY=...` may change.
 fn default_text(name: &str, job_keys: &str) -> String {
-    let quoted = serde_json::Value::String(name.to_string()).to_string();
+    let quoted = toml_string(name);
     format!(
         "name = {quoted}\nwarmup = \"0s\"\n[device]\nmodel = \"{DEFAULT_DEVICE}\"\n\
          [host]\nmodel = \"{DEFAULT_HOST}\"\n\

@@ -41,7 +41,7 @@ pub use load::{
     DEFAULT_SEED, DEFAULT_WARMUP, MAX_CORES, MAX_PARALLEL_UNITS, MAX_QUEUE_DEPTH, MAX_RUN_TIME,
 };
 pub use origins::KeyOrigins;
-pub use render::to_toml;
+pub use render::{to_toml, toml_string};
 pub use virt::{Guest, Hypervisor, HypervisorProfile, Virt};
 
 pub use emu_config::{Backend, EmuConfig};

@@ -9,6 +9,16 @@ use toml_edit::{value, Array, ArrayOfTables, DocumentMut, Item, Table};
 use crate::model::{CompletionMode, Engine, ExitScope, HybridSleep, IoShape, Rw, Scenario, Work};
 use crate::units::{format_duration, format_size};
 
+/// `s` as a TOML string value, quoted and escaped as TOML wants it, for
+/// front ends that write scenario text of their own.
+///
+/// ```
+/// assert_eq!(cint_scenario::toml_string("a\"b"), "'a\"b'");
+/// ```
+pub fn toml_string(s: &str) -> String {
+    toml_edit::Value::from(s).to_string()
+}
+
 /// The scenario as TOML text, with resolved profiles and defaults.
 pub fn to_toml(s: &Scenario) -> String {
     let mut doc = DocumentMut::new();

@@ -231,7 +231,7 @@ pub fn parse_strategy(spec: &str) -> Result<PolicyConfig, VhostError> {
     }
     let mut text = format!(
         "name = \"vhost\"\n[[strategy]]\nname = \"vhost\"\nkind = {}\n",
-        toml_string(kind)
+        cint_scenario::toml_string(kind)
     );
     for part in parts {
         let (key, value) = part
@@ -247,7 +247,7 @@ pub fn parse_strategy(spec: &str) -> Result<PolicyConfig, VhostError> {
         let literal = if value.parse::<i64>().is_ok() || value == "true" || value == "false" {
             value.to_string()
         } else {
-            toml_string(value)
+            cint_scenario::toml_string(value)
         };
         text.push_str(&format!("{key} = {literal}\n"));
     }
@@ -270,11 +270,6 @@ pub fn parse_strategy(spec: &str) -> Result<PolicyConfig, VhostError> {
                 .into(),
         )),
     }
-}
-
-/// A TOML basic string: JSON's escaping is valid TOML.
-fn toml_string(s: &str) -> String {
-    serde_json::Value::String(s.to_string()).to_string()
 }
 
 #[cfg(test)]
