@@ -42,12 +42,16 @@ pub const BSSPLIT_MAX: usize = 64;
 ///   that add up to less) goes to the largest share (the last of equals),
 ///   and shares that pass 100 are cut where they pass it;
 /// - past 100 with one open entry, fio's arithmetic wraps and every
-///   request takes the open entry's size.
+///   request takes the open entry's size;
+/// - fio rounds each drawn size down to a multiple of the list's smallest
+///   size (`get_next_buflen`, without `bs_unaligned`), entries without a
+///   share included: `4k/50:6k/50` issues only 4 KiB requests.
 ///
-/// The second value says, in words, where shares that do not come to
-/// 100 went (a fio job file warns of it, a scenario refuses it); more
-/// than 100% with two or more open entries is fio's own error.
-pub fn parse_bssplit(text: &str) -> Result<(Vec<BsShare>, Option<String>), String> {
+/// The notes say, in words, where shares that do not come to 100 went
+/// and which sizes fio rounds (a fio job file warns of them, a scenario
+/// refuses them); more than 100% with two or more open entries is fio's
+/// own error.
+pub fn parse_bssplit(text: &str) -> Result<(Vec<BsShare>, Vec<SplitNote>), String> {
     let mut sizes: Vec<u64> = Vec::new();
     let mut shares: Vec<Option<u32>> = Vec::new();
     for part in text.split(':').map(str::trim).filter(|p| !p.is_empty()) {
@@ -74,13 +78,14 @@ pub fn parse_bssplit(text: &str) -> Result<(Vec<BsShare>, Option<String>), Strin
             sizes.len()
         ));
     }
+    let smallest = sizes.iter().copied().min().unwrap_or(1);
     if let [bytes] = sizes[..] {
         return Ok((
             vec![BsShare {
                 bytes,
                 percent: 100,
             }],
-            None,
+            Vec::new(),
         ));
     }
     let given: u32 = shares.iter().flatten().sum();
@@ -99,13 +104,12 @@ pub fn parse_bssplit(text: &str) -> Result<(Vec<BsShare>, Option<String>), Strin
             "the shares add up to {given}%, and fio then gives every request to {}, the entry without a share",
             crate::units::format_size(sizes[at])
         );
-        return Ok((
-            vec![BsShare {
-                bytes: sizes[at],
-                percent: 100,
-            }],
-            Some(note),
-        ));
+        let note = SplitNote {
+            what: note,
+            instead: "give shares that add up to 100",
+        };
+        let (split, rounded) = round_to_smallest(vec![(sizes[at], 100)], smallest);
+        return Ok((split, std::iter::once(note).chain(rounded).collect()));
     }
     let open_share = 100u32.saturating_sub(given).checked_div(open).unwrap_or(0);
     let share = |i: usize| shares[i].unwrap_or(open_share);
@@ -136,32 +140,94 @@ pub fn parse_bssplit(text: &str) -> Result<(Vec<BsShare>, Option<String>), Strin
         )),
         _ => None,
     };
-    let split = sizes
+    let note = note.map(|what| SplitNote {
+        what,
+        instead: "give shares that add up to 100",
+    });
+    let drawn = sizes
         .into_iter()
         .zip(percent)
         .filter(|&(_, percent)| percent > 0)
-        .map(|(bytes, percent)| BsShare { bytes, percent })
         .collect();
-    Ok((split, note))
+    let (split, rounded) = round_to_smallest(drawn, smallest);
+    Ok((split, note.into_iter().chain(rounded).collect()))
+}
+
+/// fio's rounding of a drawn size down to a multiple of `smallest`, the
+/// list's smallest size, applied to every `(size, share)` drawn; entries
+/// that round to one size become one. The note names the sizes rounded.
+fn round_to_smallest(drawn: Vec<(u64, u32)>, smallest: u64) -> (Vec<BsShare>, Option<SplitNote>) {
+    let mut split: Vec<BsShare> = Vec::with_capacity(drawn.len());
+    let mut rounded = Vec::new();
+    for (bytes, percent) in drawn {
+        let issued = bytes - bytes % smallest;
+        if issued != bytes {
+            rounded.push(format!(
+                "{} as {}",
+                crate::units::format_size(bytes),
+                crate::units::format_size(issued)
+            ));
+        }
+        match split.iter_mut().find(|s| s.bytes == issued) {
+            Some(s) => s.percent += percent,
+            None => split.push(BsShare {
+                bytes: issued,
+                percent,
+            }),
+        }
+    }
+    let note = (!rounded.is_empty()).then(|| SplitNote {
+        what: format!(
+            "fio rounds each size down to a multiple of the smallest, {}, and issues {}",
+            crate::units::format_size(smallest),
+            rounded.join(", ")
+        ),
+        instead: "give sizes that are multiples of the smallest",
+    });
+    (split, note)
+}
+
+/// Something fio does with a `bssplit` that its text does not say: a fio
+/// job file is warned of it, a scenario refuses it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SplitNote {
+    /// What fio does, in words.
+    pub what: String,
+    /// What a scenario should write instead.
+    pub instead: &'static str,
+}
+
+impl std::fmt::Display for SplitNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.what)
+    }
 }
 
 /// A `bssplit`'s reads' list, writes' list (empty when the reads' serves)
 /// and notes ([`parse_bssplit_dirs`]).
-pub type SplitDirs = (Vec<BsShare>, Vec<BsShare>, Vec<String>);
+pub type SplitDirs = (Vec<BsShare>, Vec<BsShare>, Vec<SplitNote>);
 
 /// fio's `bssplit` with an optional second list for writes
 /// (`READS,WRITES`); the second is empty when writes use the first. The
-/// notes say where shares that do not come to 100 went ([`parse_bssplit`]).
+/// notes say where shares that do not come to 100 went, and which sizes
+/// fio rounds ([`parse_bssplit`]).
 pub fn parse_bssplit_dirs(text: &str) -> Result<SplitDirs, String> {
     let mut lists = text.split(',');
     let mut notes = Vec::new();
-    let (reads, note) = parse_bssplit(lists.next().unwrap_or(""))?;
-    notes.extend(note.map(|n| format!("reads: {n}")));
+    let (reads, read_notes) = parse_bssplit(lists.next().unwrap_or(""))?;
     let writes = match lists.next().map(str::trim) {
-        None | Some("") => Vec::new(),
+        None | Some("") => {
+            notes.extend(read_notes);
+            Vec::new()
+        }
         Some(w) => {
-            let (writes, note) = parse_bssplit(w)?;
-            notes.extend(note.map(|n| format!("writes: {n}")));
+            let (writes, write_notes) = parse_bssplit(w)?;
+            let side = |dir: &str, n: SplitNote| SplitNote {
+                what: format!("{dir}: {}", n.what),
+                ..n
+            };
+            notes.extend(read_notes.into_iter().map(|n| side("reads", n)));
+            notes.extend(write_notes.into_iter().map(|n| side("writes", n)));
             writes
         }
     };
@@ -313,7 +379,7 @@ pub(crate) fn parse_shape(
             // fio reads such shares its own way (and says nothing); a
             // scenario says what it means.
             if let Some(note) = notes.first() {
-                return Err(sec.error("bssplit", format!("{note}; give shares that add up to 100")));
+                return Err(sec.error("bssplit", format!("{}; {}", note.what, note.instead)));
             }
             (reads, writes)
         }
@@ -547,8 +613,8 @@ mod tests {
 
     #[test]
     fn bssplit_takes_fios_forms() {
-        let (s, note) = parse_bssplit("4k/10:64k/90").expect("valid");
-        assert_eq!(note, None);
+        let (s, notes) = parse_bssplit("4k/10:64k/90").expect("valid");
+        assert!(notes.is_empty());
         assert_eq!(
             s,
             [
@@ -577,7 +643,7 @@ mod tests {
         );
         assert!(parse_bssplit_dirs("4k,4k,4k").is_err());
         assert_eq!(format_bssplit(&s), "4KiB/10:64KiB/90");
-        assert_eq!(parse_bssplit(&format_bssplit(&s)), Ok((s, None)));
+        assert_eq!(parse_bssplit(&format_bssplit(&s)), Ok((s, vec![])));
         assert!(parse_bssplit("1000/100").is_err());
         assert!(parse_bssplit("").is_err());
         assert!(parse_bssplit("4k/ten:8k").is_err());
@@ -614,11 +680,26 @@ mod tests {
         // Nothing left for an open entry.
         assert_eq!(percents("4k/100:8k"), [(4, 100)]);
         assert_eq!(percents("4k/0"), [(4, 100)]);
-        assert!(parse_bssplit("4k/10:64k/80").expect("valid").1.is_some());
-        assert!(parse_bssplit("4k/70:64k/80").expect("valid").1.is_some());
-        assert!(parse_bssplit("4k:8k:16k").expect("valid").1.is_none());
+        assert!(!parse_bssplit("4k/10:64k/80").expect("valid").1.is_empty());
+        assert!(!parse_bssplit("4k/70:64k/80").expect("valid").1.is_empty());
+        assert!(parse_bssplit("4k:8k:16k").expect("valid").1.is_empty());
         // fio's own error: past 100 with the rest split among several.
         assert!(parse_bssplit("4k/70:8k/80:16k:32k").is_err());
+        // Each size rounded down to a multiple of the smallest, an entry
+        // without a share included (fio 3.33: 4k/50:6k/50 issued 4 KiB
+        // only; 6k/100:4k likewise; 4k/50:12k/30:14k/20 issued 4k 50%,
+        // 12k 50%).
+        assert_eq!(percents("4k/50:6k/50"), [(4, 100)]);
+        assert_eq!(percents("6k/100:4k"), [(4, 100)]);
+        assert_eq!(percents("4k/50:12k/30:14k/20"), [(4, 50), (12, 50)]);
+        assert_eq!(percents("8k/90:4k/20:6k"), [(4, 100)]);
+        let (_, notes) = parse_bssplit("4k/50:6k/50").expect("valid");
+        assert_eq!(
+            notes[0].what,
+            "fio rounds each size down to a multiple of the smallest, 4KiB, and issues 6KiB as 4KiB"
+        );
+        let (_, _, notes) = parse_bssplit_dirs("4k/50:6k/50").expect("valid");
+        assert!(!notes[0].what.starts_with("reads"), "{notes:?}");
         let many = vec!["4k"; BSSPLIT_MAX + 1].join(":");
         assert!(parse_bssplit(&many).is_err());
     }

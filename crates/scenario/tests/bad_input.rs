@@ -116,7 +116,14 @@ fn cases() -> Vec<Case<'static>> {
             with("numjobs = 1", "numjobs = 1\nbssplit = \"4k/50:8k/30\""),
             LineOf("bssplit"),
             "job.async.bssplit",
-            "reads: the shares add up to 80%, and fio gives the other 20% to 4KiB",
+            "bssplit: the shares add up to 80%, and fio gives the other 20% to 4KiB, the largest share; give shares",
+        ),
+        case(
+            "bssplit size fio rounds down",
+            with("numjobs = 1", "numjobs = 1\nbssplit = \"4k/50:6k/50\""),
+            LineOf("bssplit"),
+            "job.async.bssplit",
+            "issues 6KiB as 4KiB; give sizes that are multiples of the smallest",
         ),
         case(
             "iodepth 0",

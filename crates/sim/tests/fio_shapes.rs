@@ -77,6 +77,20 @@ fn block_size_mixes_average_their_shares() {
         (range / (10.0 * 1024.0) - 1.0).abs() < 0.05,
         "bsrange mean {range}"
     );
+    // A larger bound that is not a multiple takes what fio's draw leaves
+    // past the last multiple (fio 3.33, `bsrange=4k-10k`, 100 000
+    // requests: 4 KiB 40.1%, 8 KiB 39.8%, 10 KiB 20.1%): 6.8 KiB, where
+    // the multiples alone would give 6.
+    let r = run(&scenario(
+        NONE,
+        "20ms",
+        &["name = \"odd\"\nengine = \"libaio\"\niodepth = 4\nbsrange = \"4k-10k\""],
+    ));
+    let odd = mean(job(&r, "odd"));
+    assert!(
+        (odd / (6.8 * 1024.0) - 1.0).abs() < 0.03,
+        "bsrange 4k-10k mean {odd}"
+    );
     // fio's READS,WRITES form: reads of 4 or 8 KiB, writes of 64 or 128.
     let r = run(&scenario(
         NONE,

@@ -764,6 +764,25 @@ mod tests {
         // One size for both leaves the job unshaped.
         let s = import_str("[j]\nbs=8k,8k\n", "same.fio", &args()).expect("imports");
         assert!(io(&s.scenario.jobs[0]).shape.bssplit.is_empty());
+        // fio rounds a size of a split down to a multiple of the smallest
+        // (fio 3.33 issued 4 KiB only): so does the import, and says so.
+        let text = "[j]\nioengine=libaio\nrw=randread\nbssplit=4k/50:6k/50\n";
+        let s = import_str(text, "round.fio", &args()).expect("imports");
+        assert_eq!(
+            io(&s.scenario.jobs[0]).shape.bssplit,
+            [cint_scenario::BsShare {
+                bytes: 4096,
+                percent: 100
+            }]
+        );
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w
+                    .starts_with("round.fio:4: warning: option 'bssplit=4k/50:6k/50': fio rounds")),
+            "{:?}",
+            s.warnings
+        );
     }
 
     #[test]

@@ -103,9 +103,16 @@ pub(crate) fn block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut ChaCha
             Some(w) if write => w,
             _ => reads,
         };
-        // fio aligns a drawn size down to the smaller bound: the sizes
-        // are the multiples of it up to the larger one.
-        return lo * rng.gen_range(1..=(hi / lo).max(1));
+        // fio draws `lo + hi * U`, rounds it down to a multiple of `lo`
+        // and caps it at `hi` (`get_next_buflen`): each multiple of `lo`
+        // up to `hi` takes `lo / hi` of the requests, and `hi` itself,
+        // when it is not a multiple, what is left.
+        let multiples = (hi / lo).max(1);
+        if hi % lo == 0 {
+            return lo * rng.gen_range(1..=multiples);
+        }
+        let k = rng.gen_range(0..hi) / lo + 1;
+        return if k > multiples { hi } else { k * lo };
     }
     let split = if write && !shape.bssplit_write.is_empty() {
         &shape.bssplit_write
@@ -132,7 +139,13 @@ pub(crate) fn block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut ChaCha
 pub(crate) fn mean_block(shape: &IoShape, bs: u64) -> u64 {
     if let Some((lo, hi)) = shape.bsrange {
         let n = (hi / lo).max(1);
-        return lo * (n + 1) / 2;
+        if hi % lo == 0 {
+            return lo * (n + 1) / 2;
+        }
+        // The multiples' share, `lo / hi` each, and `hi`'s, the rest.
+        let (lo, n, hi) = (u128::from(lo), u128::from(n), u128::from(hi));
+        let sum = lo * lo * n * (n + 1) / 2 + hi * (hi - n * lo);
+        return u64::try_from(sum / hi).unwrap_or(u64::MAX);
     }
     if shape.bssplit.is_empty() {
         return bs;

@@ -2001,7 +2001,7 @@ impl Buffered {
 }
 
 /// Whether `io` can issue a request that is not a whole number of pages
-/// (its size, a size of its split, or its range's step).
+/// (its size, a size of its split, or its range's step or top).
 fn writes_part_of_a_page(io: &cint_scenario::IoJob) -> bool {
     let shape = &io.shape;
     io.bs % PAGE != 0
@@ -2014,7 +2014,7 @@ fn writes_part_of_a_page(io: &cint_scenario::IoJob) -> bool {
             .bsrange
             .into_iter()
             .chain(shape.bsrange_write)
-            .any(|(lo, _)| lo % PAGE != 0)
+            .any(|(lo, hi)| lo % PAGE != 0 || hi % PAGE != 0)
 }
 
 /// Where a buffered request lands: its pages, its first byte and its
