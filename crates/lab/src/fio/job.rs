@@ -109,6 +109,18 @@ pub(super) struct JobSpec {
     pub(super) latency_percentile: Option<At<f64>>,
 }
 
+/// Where a scenario key of an imported job came from: the fio option that
+/// set it and its line.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct KeyLine {
+    /// The scenario key under `job.NAME` (`""`: the job itself).
+    pub key: &'static str,
+    /// The fio option that set it.
+    pub option: &'static str,
+    /// Its line in the job file.
+    pub line: usize,
+}
+
 impl JobSpec {
     /// The line that set `option`, or the job's own line when fio's
     /// default applies: where a conflict involving the option is reported.
@@ -116,34 +128,38 @@ impl JobSpec {
         option.as_ref().map_or(self.line, |o| o.line)
     }
 
-    /// The job file's lines of the scenario keys that an engine may
-    /// refuse, each where its fio option was set; `""`, the job's own
-    /// section, stands for the rest.
-    pub(super) fn key_lines(&self) -> Vec<(&'static str, usize)> {
-        fn at<T>(key: &'static str, o: &Option<At<T>>) -> Option<(&'static str, usize)> {
-            o.as_ref().map(|o| (key, o.line))
+    /// The job file's lines of the scenario keys that an engine or the
+    /// scenario's checks may refuse, each where its fio option was set;
+    /// `""`, the job's own section, stands for the rest.
+    pub(super) fn key_lines(&self) -> Vec<KeyLine> {
+        fn at<T>(key: &'static str, option: &'static str, o: &Option<At<T>>) -> Option<KeyLine> {
+            o.as_ref().map(|o| KeyLine {
+                key,
+                option,
+                line: o.line,
+            })
         }
         [
-            Some(("", self.line)),
-            at("engine", &self.engine),
-            at("direct", &self.direct),
-            at("gtod_reduce", &self.gtod_reduce),
-            at("submit_mode", &self.offload),
-            at("sqpoll", &self.sqpoll),
-            at("hipri", &self.hipri),
-            at("cpus", &self.cpus),
-            at("startdelay", &self.startdelay),
-            at("bssplit", &self.bssplit),
-            at("bsrange", &self.bsrange),
-            at("rate", &self.rate),
-            at("number_ios", &self.number_ios),
-            at("io_size", &self.io_size),
-            at("fsync", &self.fsync),
-            at("fdatasync", &self.fdatasync),
-            at("flow", &self.flow),
-            at("ss", &self.steady),
-            at("latency_target", &self.latency_target),
-            at("thinktime", &self.thinktime),
+            at("", "", &Some(At::new(self.line, ()))),
+            at("engine", "ioengine", &self.engine),
+            at("direct", "direct", &self.direct),
+            at("gtod_reduce", "gtod_reduce", &self.gtod_reduce),
+            at("submit_mode", "io_submit_mode", &self.offload),
+            at("sqpoll", "sqthread_poll", &self.sqpoll),
+            at("hipri", "hipri", &self.hipri),
+            at("cpus", "cpus_allowed", &self.cpus),
+            at("startdelay", "startdelay", &self.startdelay),
+            at("bssplit", "bssplit", &self.bssplit),
+            at("bsrange", "bsrange", &self.bsrange),
+            at("rate", "rate", &self.rate),
+            at("number_ios", "number_ios", &self.number_ios),
+            at("io_size", "io_size", &self.io_size),
+            at("fsync", "fsync", &self.fsync),
+            at("fdatasync", "fdatasync", &self.fdatasync),
+            at("flow", "flow", &self.flow),
+            at("ss", "ss", &self.steady),
+            at("latency_target", "latency_target", &self.latency_target),
+            at("thinktime", "thinktime", &self.thinktime),
         ]
         .into_iter()
         .flatten()

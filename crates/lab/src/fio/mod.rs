@@ -129,12 +129,12 @@ pub fn import_str(text: &str, file: &str, args: &FioArgs) -> Result<FioImport, F
     let specs = job::job_specs(sections, &mut diag)?;
     let lines: Vec<_> = specs.iter().map(job::JobSpec::key_lines).collect();
     let built = to_scenario::build(specs, args, &mut diag)?;
-    let mut scenario = to_scenario::revalidate(&built, file, &args.sets)?;
+    let mut scenario = to_scenario::revalidate(&built, file, &args.sets, &lines)?;
     // An engine's refusal names a key: it is found at the job file's
     // line, not the rendering's.
     scenario.origins.keep_sets_only();
     for (job, keys) in scenario.jobs.iter().zip(&lines) {
-        for &(key, line) in keys {
+        for &job::KeyLine { key, line, .. } in keys {
             let key = match key {
                 "" => format!("job.{}", job.name),
                 _ => format!("job.{}.{key}", job.name),

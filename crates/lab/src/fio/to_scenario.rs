@@ -12,7 +12,7 @@ use cint_scenario::{
 };
 
 use super::diag::Diagnostics;
-use super::job::{JobSpec, SizeSpec};
+use super::job::{JobSpec, KeyLine, SizeSpec};
 use super::schedule::Timeline;
 use super::shape::{job_cap, job_shape};
 use super::{FioArgs, FioError};
@@ -543,14 +543,22 @@ fn default_strategies(device: &DeviceProfile, poll: bool) -> Vec<Strategy> {
 
 /// Writes the imported scenario as scenario TOML and loads it back, so a
 /// fio file passes exactly the validation a TOML scenario does and takes
-/// `--set` overrides the same way.
+/// `--set` overrides the same way. A refusal of a job's key is reported at
+/// the line of the fio option that set it (`lines`, per job of `built`),
+/// or at the job's section when fio's default set it.
 pub(super) fn revalidate(
     built: &Scenario,
     file: &str,
     sets: &[String],
+    lines: &[Vec<KeyLine>],
 ) -> Result<Scenario, FioError> {
     let toml = cint_scenario::to_toml(built);
     cint_scenario::load_str(&toml, file, sets).map_err(|e| {
+        if !matches!(e.origin, cint_scenario::Origin::Set(_)) {
+            if let Some(at) = job_key_line(built, lines, &e.key) {
+                return at.into_error(file, &e.message);
+            }
+        }
         FioError::whole_file(
             file,
             match e.origin {
@@ -573,6 +581,41 @@ pub(super) fn revalidate(
             },
         )
     })
+}
+
+/// Where the scenario check's refusal of `key` (`job.NAME.KEY`) belongs
+/// in the job file.
+fn job_key_line(built: &Scenario, lines: &[Vec<KeyLine>], key: &str) -> Option<RefusedAt> {
+    let rest = key.strip_prefix("job.")?;
+    let (job, keys) = built.jobs.iter().zip(lines).find(|(j, _)| {
+        rest.strip_prefix(j.name.as_str())
+            .is_some_and(|r| r.starts_with('.'))
+    })?;
+    let sub = &rest[job.name.len() + 1..];
+    let set = keys.iter().find(|k| !k.key.is_empty() && k.key == sub);
+    let section = keys.iter().find(|k| k.key.is_empty())?;
+    Some(match set {
+        Some(k) => RefusedAt {
+            line: k.line,
+            what: format!("option '{}'", k.option),
+        },
+        None => RefusedAt {
+            line: section.line,
+            what: format!("job '{}': {sub} (fio's default or derived)", job.name),
+        },
+    })
+}
+
+/// A line of the job file and what on it a refusal is about.
+struct RefusedAt {
+    line: usize,
+    what: String,
+}
+
+impl RefusedAt {
+    fn into_error(self, file: &str, message: &str) -> FioError {
+        FioError::at_line(file, self.line, format!("{}: {message}", self.what))
+    }
 }
 
 #[cfg(test)]
@@ -965,6 +1008,25 @@ numjobs=2
         assert!(
             line.contains("m.fio:5") && line.contains("iodepth_batch_complete_max=4"),
             "{line}"
+        );
+    }
+
+    #[test]
+    fn a_refusal_of_the_scenarios_checks_names_the_fio_option_and_its_line() {
+        let text =
+            "[global]\nruntime=10ms\ndirect=1\n[j]\nioengine=io_uring\nsqthread_poll=1\nflow=1\n";
+        let e = import_str(text, "x.fio", &args()).expect_err("flow with sqpoll is refused");
+        assert_eq!(
+            e.to_string(),
+            "x.fio:7: option 'flow': flow control with sqpoll is not modelled"
+        );
+        // Set by fio's default (direct=0): the job's section.
+        let text = "[global]\nruntime=10ms\n[j]\nioengine=libaio\nio_submit_mode=offload\n";
+        let e = import_str(text, "y.fio", &args()).expect_err("buffered offload is refused");
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(
+            e.message.starts_with("job 'j': direct (fio's default"),
+            "{e}"
         );
     }
 }
