@@ -451,7 +451,7 @@ fn report_written(err: &mut dyn Write, files: &[PathBuf]) {
     let dir = first.parent().unwrap_or(Path::new("."));
     let _ = writeln!(
         err,
-        "cint: wrote {} chart files into {}",
+        "cint: wrote {} files into {}",
         files.len(),
         dir.display()
     );

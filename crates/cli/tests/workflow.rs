@@ -430,7 +430,7 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
         (o.status, o.stderr.as_str()),
         (
             0,
-            format!("cint: wrote 4 chart files into {plots_arg}\n").as_str()
+            format!("cint: wrote 4 files into {plots_arg}\n").as_str()
         )
     );
     assert!(!o.stdout.contains("wrote"), "{}", o.stdout);
@@ -467,10 +467,7 @@ fn calibrate_recommends_delta_and_thr_with_evidence_and_plots() {
     assert_eq!(o.status, 0, "{}", o.stderr);
     assert!(o.stdout.contains("delta = 15.00 us: given"), "{}", o.stdout);
     assert!(!o.stdout.contains("no batching"));
-    assert_eq!(
-        o.stderr,
-        "cint: wrote 2 chart files into out/calibrate-p3700\n"
-    );
+    assert_eq!(o.stderr, "cint: wrote 2 files into out/calibrate-p3700\n");
     // No inter-arrival times measured, so no CDF: the thr sweep only.
     assert_eq!(
         pngs(&dir.path().join("out/calibrate-p3700")),

@@ -133,7 +133,7 @@ fn parse_mode(
 
     let thr = |sec: &mut Section<'_>, default: u32| -> Result<u32, ScenarioError> {
         Ok(sec
-            .int("thr", 0, u64::from(u32::MAX))?
+            .int("thr", 1, u64::from(u32::MAX))?
             .map_or(default, |v| v as u32))
     };
     let mode = match kind.as_str() {
@@ -156,7 +156,7 @@ fn parse_mode(
                 Some("strict") => BarrierMode::Strict,
                 _ => BarrierMode::Relaxed,
             };
-            p.max_irq_rate = sec.int("max_irq_rate", 0, i64::MAX as u64)?;
+            p.max_irq_rate = sec.int("max_irq_rate", 1, i64::MAX as u64)?;
             p.guard = match sec.choice("guard", &["rate", "artifact"])?.as_deref() {
                 // A mode for a guard that is off would be silently ignored.
                 Some(_) if p.max_irq_rate.is_none() => {
@@ -214,7 +214,7 @@ fn vic_params(sec: &mut Section<'_>, d: VicParams) -> Result<VicParams, Scenario
     let u32_max = u64::from(u32::MAX);
     Ok(VicParams {
         cif_threshold: sec
-            .int("cif_threshold", 0, u32_max)?
+            .int("cif_threshold", 1, u32_max)?
             .map_or(d.cif_threshold, |v| v as u32),
         iops_threshold: sec
             .int("iops_threshold", 0, i64::MAX as u64)?
@@ -224,7 +224,7 @@ fn vic_params(sec: &mut Section<'_>, d: VicParams) -> Result<VicParams, Scenario
         quirk_reset_on_skip: sec
             .bool("quirk_reset_on_skip")?
             .unwrap_or(d.quirk_reset_on_skip),
-        quirk_failsafe: match sec.int("quirk_failsafe", 0, u32_max)? {
+        quirk_failsafe: match sec.int("quirk_failsafe", 1, u32_max)? {
             Some(n) => Some(n as u32),
             None => d.quirk_failsafe,
         },

@@ -498,6 +498,13 @@ fn cases() -> Vec<Case<'static>> {
             "true or false",
         ),
         case(
+            "negative thr names the range's true bound",
+            with("thr   = 32", "thr   = -1"),
+            LineOf("thr   = -1"),
+            "strategy.adaptive.thr",
+            "must be at least 1 (got -1)",
+        ),
+        case(
             "max_irq_rate 0",
             with("ooo     = true", "max_irq_rate = 0"),
             LineOf("max_irq_rate"),
