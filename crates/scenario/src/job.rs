@@ -72,6 +72,8 @@ pub const IO_KEYS: &[&str] = &[
     "startdelay",
     "bssplit",
     "bsrange",
+    "norandommap",
+    "random_generator",
     "rate",
     "rate_process",
     "barrier_last",

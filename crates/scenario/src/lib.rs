@@ -47,7 +47,8 @@ pub use virt::{Guest, Hypervisor, HypervisorProfile, Virt};
 pub use emu_config::{Backend, EmuConfig};
 pub use model::{
     BsShare, CompletionMode, Engine, ExitScope, HybridSleep, IoJob, IoShape, Job, LatencyTarget,
-    Rw, Scenario, Schedule, SqPoll, SteadyMetric, SteadyState, Strategy, SyncWrites, Work,
+    RandomMap, Rw, Scenario, Schedule, SqPoll, SteadyMetric, SteadyState, Strategy, SyncWrites,
+    Work,
 };
 pub use profiles::{
     DevicePower, DeviceProfile, Governor, HostPower, HostProfile, IdleState, UnitBinding,

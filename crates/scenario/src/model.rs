@@ -312,6 +312,25 @@ impl IoJob {
     }
 }
 
+/// How fio draws a random job's offsets (io_u.c `get_next_rand_offset`,
+/// `mark_random_map`; lib/axmap.c).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RandomMap {
+    /// fio's default, the random map: each request starts at a uniformly
+    /// drawn block of the job's smallest size, or at the next block the
+    /// map has not yet covered when that one is, and ends where the map
+    /// is covered (a request cut short); once every block is covered the
+    /// map starts again.
+    #[default]
+    Map,
+    /// `norandommap`: uniformly drawn blocks, repeats allowed, never cut.
+    Off,
+    /// `random_generator = "lfsr"`: each block starts a request once
+    /// before any starts one again (fio's LFSR keeps no map, so requests
+    /// are never cut).
+    Lfsr,
+}
+
 /// fio's request-shaping options on an I/O job. The default shapes
 /// nothing: every request is `bs` bytes, issued as fast as the loop goes.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -395,6 +414,9 @@ pub struct IoShape {
     /// `trace`: the job replays a block trace instead of drawing its
     /// requests (docs/TRACES.md).
     pub trace: Option<crate::trace::TraceJob>,
+    /// How a random job's offsets are drawn (`norandommap`,
+    /// `random_generator`).
+    pub random_map: RandomMap,
 }
 
 /// fio's latency-target search (`latency_target`, `latency_window`,

@@ -188,6 +188,9 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
     if let Some(r) = shape.rate {
         t["rate"] = value(format_size(r));
     }
+    if let Some((key, v)) = crate::shape::random_map_keys(shape.random_map) {
+        t[key] = value(v);
+    }
     if shape.rate_poisson {
         t["rate_process"] = value("poisson");
     }

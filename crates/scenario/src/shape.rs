@@ -7,7 +7,8 @@ use cint_policy::Nanos;
 
 use crate::error::ScenarioError;
 use crate::model::{
-    BsShare, ExitScope, IoShape, LatencyTarget, Schedule, SteadyMetric, SteadyState, SyncWrites,
+    BsShare, ExitScope, IoShape, LatencyTarget, RandomMap, Schedule, SteadyMetric, SteadyState,
+    SyncWrites,
 };
 use crate::section::Section;
 use crate::units::{format_duration, parse_size};
@@ -359,6 +360,28 @@ pub fn largest_block(shape: &IoShape, bs: u64) -> u64 {
     split.map(|s| s.bytes).max().unwrap_or(bs)
 }
 
+/// `norandommap` and `random_generator`: how a random job's offsets are
+/// drawn. fio's LFSR keeps no map, so it overrides `norandommap`.
+fn random_map(sec: &mut Section<'_>) -> Result<RandomMap, ScenarioError> {
+    let off = sec.bool("norandommap")?.unwrap_or(false);
+    let generator = sec.choice("random_generator", &["tausworthe", "tausworthe64", "lfsr"])?;
+    Ok(match generator.as_deref() {
+        Some("lfsr") => RandomMap::Lfsr,
+        _ if off => RandomMap::Off,
+        _ => RandomMap::Map,
+    })
+}
+
+/// The `norandommap` and `random_generator` keys of `map`, for scenario
+/// text; none for fio's default.
+pub fn random_map_keys(map: RandomMap) -> Option<(&'static str, toml_edit::Value)> {
+    match map {
+        RandomMap::Map => None,
+        RandomMap::Off => Some(("norandommap", true.into())),
+        RandomMap::Lfsr => Some(("random_generator", "lfsr".into())),
+    }
+}
+
 fn bounded_duration(sec: &mut Section<'_>, key: &'static str) -> Result<Nanos, ScenarioError> {
     // At most an hour, as every duration (`Section::duration`).
     Ok(sec.duration(key)?.unwrap_or(0))
@@ -488,6 +511,7 @@ pub(crate) fn parse_shape(
         steady,
         latency_target,
         trace: None,
+        random_map: random_map(sec)?,
     };
     let smallest = smallest_block(&shape, bs);
     if bs_given && smallest != bs {

@@ -49,6 +49,8 @@ const DECIDED_BY_TRACE: &[&str] = &[
     "flow",
     "ss",
     "latency_target",
+    "norandommap",
+    "random_generator",
 ];
 
 /// `trace_depth` when not given: requests in flight per thread at most.

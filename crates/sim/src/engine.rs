@@ -465,6 +465,9 @@ pub(crate) const HOST_CORE_STREAM_BASE: u64 = 1 << 41;
 pub(crate) const HOST_THREAD_STREAM_BASE: u64 = 1 << 42;
 /// The device's binding of requests to striped units.
 pub(crate) const DEVICE_UNITS_STREAM: u64 = 1 << 45;
+/// Random jobs' offsets, `OFFSET_STREAM_BASE | thread`: apart from the
+/// jobs' own streams, so their other draws stay as they were.
+pub(crate) const OFFSET_STREAM_BASE: u64 = 1 << 43;
 
 /// The random stream `stream` of a run seeded with `seed`.
 pub fn stream_rng(seed: u64, stream: u64) -> ChaCha8Rng {

@@ -400,6 +400,9 @@ pub(crate) struct World<'a> {
     pub gap_log: Option<&'a mut GapLog>,
     /// Per-thread counters of fio's request-shaping options.
     pub shaping: Vec<ThreadShape>,
+    /// Where random jobs' requests land, for the jobs whose offsets
+    /// decide something (`crate::workload::offsets`).
+    pub offsets: crate::workload::offsets::Offsets,
     /// Start delays and groups run one after another.
     pub groups: Groups,
     /// fio's flow control between jobs.
@@ -529,6 +532,7 @@ impl<'a> World<'a> {
             check: Invariants::default(),
             gap_log: None,
             shaping,
+            offsets: crate::workload::offsets::Offsets::new(sc, &threads_jobs),
             groups: Groups::new(sc),
             flows: Flows::new(sc, &threads_jobs),
             steady: sc.jobs.iter().map(SteadyProbe::new).collect(),

@@ -578,3 +578,25 @@ fn a_job_that_ends_early_reports_its_cpu_over_its_own_window() {
         short.cpu_util
     );
 }
+
+#[test]
+fn fios_random_map_cuts_requests_of_several_sizes_where_the_file_is_covered() {
+    // fio 3.33, `rw=randread size=64m bssplit=4k/50:64k/50` with its
+    // random map: 3151 to 3353 requests (five runs) cover the 64 MiB,
+    // 20.0 to 21.3 KiB each, where the split alone would give 34 KiB.
+    let text = |extra: &str| {
+        format!(
+            "name = \"m\"\nengine = \"libaio\"\niodepth = 4\nrw = \"randread\"\n\
+             size = \"64MiB\"\nio_size = \"64MiB\"\nbssplit = \"4k/50:64k/50\"\n{extra}"
+        )
+    };
+    let r = run(&scenario(NONE, "1s", &[&text("")]));
+    let m = job(&r, "m");
+    assert_eq!(m.fio.as_ref().expect("fio's figures").read.bytes, 64 << 20);
+    assert!((3000..3500).contains(&m.ios), "{} requests", m.ios);
+    // Without the map nothing is cut.
+    let r = run(&scenario(NONE, "1s", &[&text("norandommap = true")]));
+    let m = job(&r, "m");
+    let mean = m.fio.as_ref().expect("fio's figures").read.bytes as f64 / m.ios as f64;
+    assert!((mean / (34.0 * 1024.0) - 1.0).abs() < 0.1, "mean {mean}");
+}

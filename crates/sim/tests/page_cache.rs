@@ -669,3 +669,47 @@ fn a_write_of_part_of_a_page_reads_it_first_unless_it_has_no_data() {
     );
     assert_eq!(note_count(&whole, "pages read before writes"), 0);
 }
+
+#[test]
+fn fios_random_map_reads_each_block_once_a_pass_and_norandommap_repeats() {
+    // 4 KiB random reads over 64 MiB (16 384 pages) in a larger cache for
+    // 50 ms: a few thousand reads, a small part of a pass. Under fio's
+    // random map no block is read twice in a pass, so every read misses;
+    // with `norandommap` some land on pages already read and hit.
+    let reads = |extra: &str| {
+        let r = run(
+            &format!("rw = \"randread\"\nbs = \"4k\"\nsize = \"64MiB\"\n{extra}"),
+            "[host.page_cache]\nmemory = \"1GiB\"",
+            "optane-p4800x",
+            "50ms",
+        );
+        let t = totals(&r);
+        (
+            r.results[0].jobs[0]
+                .fio
+                .as_ref()
+                .expect("fio's figures")
+                .read
+                .ios,
+            t[7],
+            t[8],
+        )
+    };
+    let (ios, misses, pages) = reads("");
+    assert!(ios > 1000, "{ios} reads");
+    // Each read misses once and reads its one page (the warm-up's reads
+    // are not in `ios`, its misses are in the note).
+    assert!(
+        misses >= ios && misses == pages,
+        "{ios} reads, {misses} misses, {pages} pages"
+    );
+    // With repeats, the n-th read hits with the chance (n - 1) / 16 384
+    // that its page was read before: n / 32 768 of the reads in all.
+    let (ios, misses, _) = reads("norandommap = true");
+    let hits = ios.saturating_sub(misses) as f64 / ios as f64;
+    let expected = ios as f64 / 32_768.0;
+    assert!(
+        (hits / expected - 1.0).abs() < 0.3,
+        "{ios} reads, {misses} misses: {hits:.3} hits, {expected:.3} expected"
+    );
+}

@@ -399,9 +399,23 @@ fn scenario(seed: u64) -> String {
     // And a buffered writer's file opened O_SYNC or O_DSYNC now and then
     // (fio's `sync`), from one more.
     let mut sync_files = Rng::new(seed.wrapping_mul(0x27d4_eb2f_1656_67c5));
+    // And a random job's offsets without fio's random map or from its
+    // LFSR now and then, over a file small enough for the map to start
+    // again within the run, from one more.
+    let mut maps = Rng::new(seed.wrapping_mul(0x9e37_79b9_27d4_eb2f));
     for i in 0..1 + rng.below(4) as usize {
         let mut one = String::new();
         job(&mut rng, &mut host_model, i, cores, &mut one);
+        if one.contains("rw = \"rand") && !one.contains("trace = ") {
+            match maps.below(4) {
+                0 => one.push_str("norandommap = true\n"),
+                1 => one.push_str("random_generator = \"lfsr\"\n"),
+                _ => {}
+            }
+            if maps.chance(30) {
+                let _ = writeln!(one, "size = \"{}m\"", 2 + maps.below(16));
+            }
+        }
         let sync = one.contains("engine = \"psync\"") || one.contains("engine = \"pvsync2\"");
         let libaio = one.contains("engine = \"libaio\"") && !one.contains("trace = ");
         // RWF_NOWAIT fails buffered calls: such a job stays direct (the

@@ -52,6 +52,10 @@ pub(super) struct JobSpec {
     pub(super) direct: Option<At<bool>>,
     /// `fadvise_hint` (fio's default: true).
     pub(super) fadvise_hint: Option<At<bool>>,
+    /// `norandommap`: random offsets drawn without fio's random map.
+    pub(super) norandommap: bool,
+    /// `random_generator=lfsr`: random offsets from fio's LFSR.
+    pub(super) lfsr: bool,
     pub(super) runtime: Option<At<Nanos>>,
     pub(super) ramp: Option<At<Nanos>>,
     pub(super) size: Option<At<SizeSpec>>,
@@ -184,6 +188,8 @@ impl JobSpec {
             cpus_split: None,
             direct: None,
             fadvise_hint: None,
+            norandommap: false,
+            lfsr: false,
             runtime: None,
             ramp: None,
             size: None,

@@ -21,13 +21,11 @@ const MEANINGLESS: &[&str] = &[
     "filename_format",
     "directory",
     "description",
-    "norandommap",
     "group_reporting",
     "thread",
     "threads",
     "randrepeat",
     "randseed",
-    "random_generator",
     "invalidate",
     "unlink",
     "unified_rw_reporting",
@@ -590,6 +588,14 @@ fn apply_engine(
         }
         "direct" => spec.direct = Some(At::new(o.line, o.boolean(diag)?)),
         "fadvise_hint" => spec.fadvise_hint = Some(At::new(o.line, o.boolean(diag)?)),
+        "norandommap" => spec.norandommap = o.boolean(diag)?,
+        "random_generator" => {
+            spec.lfsr = match o.value(diag)? {
+                "lfsr" => true,
+                "tausworthe" | "tausworthe64" => false,
+                _ => return Err(o.bad(diag, "'tausworthe', 'lfsr' or 'tausworthe64'")),
+            }
+        }
         "buffered" => spec.direct = Some(At::new(o.line, !o.boolean(diag)?)),
         "hipri" => spec.hipri = Some(At::new(o.line, o.boolean(diag)?)),
         "sqthread_poll" => spec.sqpoll = Some(At::new(o.line, o.boolean(diag)?)),

@@ -2,7 +2,9 @@
 //! caps, think times, counts, flows, `exitall` and steady state, checked
 //! against each other.
 
-use cint_scenario::{BsShare, ExitScope, IoShape, LatencyTarget, Rw, SteadyState, SyncWrites};
+use cint_scenario::{
+    BsShare, ExitScope, IoShape, LatencyTarget, RandomMap, Rw, SteadyState, SyncWrites,
+};
 
 use super::diag::Diagnostics;
 use super::job::{At, JobSpec};
@@ -87,6 +89,11 @@ pub(super) fn job_shape(
                 percentile: spec.latency_percentile.map_or(100.0, |p| p.value),
             }),
         trace: None,
+        random_map: match (spec.lfsr, spec.norandommap) {
+            (true, _) => RandomMap::Lfsr,
+            (false, true) => RandomMap::Off,
+            (false, false) => RandomMap::Map,
+        },
     };
     if let Some(ss) = spec.steady {
         let (metric, slope, limit, percent) = ss.value;

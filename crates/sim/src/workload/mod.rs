@@ -43,6 +43,7 @@ mod flow;
 mod groups;
 mod latency_target;
 mod offload;
+pub(crate) mod offsets;
 mod pattern;
 mod program;
 pub(crate) mod select;

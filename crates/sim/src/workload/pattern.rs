@@ -84,6 +84,7 @@ static NO_SHAPE: IoShape = IoShape {
     steady: None,
     latency_target: None,
     trace: None,
+    random_map: cint_scenario::RandomMap::Map,
 };
 
 /// Whether the request is a write: `rwmixread` decides for the mixes.
@@ -215,17 +216,33 @@ impl<'a> World<'a> {
     /// direction and size drawn, the rate's schedule moved by it, and the
     /// request counted.
     pub(crate) fn draw_request(&mut self, t: usize) -> (bool, u64) {
+        let (write, bytes, _) = self.draw_placed_request(t);
+        (write, bytes)
+    }
+
+    /// [`World::draw_request`], with where the request lands when thread
+    /// `t`'s job is random and its offsets decide something (a buffered
+    /// job's hits, the random map's cuts; [`super::offsets`]): fio draws
+    /// the offset, then the size, which the map may cut.
+    pub(crate) fn draw_placed_request(&mut self, t: usize) -> (bool, u64, Option<u64>) {
         let shape = self.shape(t);
         let th = &mut self.threads[t];
         let p = th.prog;
         let write = is_write(p.rw, p.rwmixread, &mut th.rng);
-        let bytes = block_size(shape, p.bs, write, &mut th.rng);
+        let mut bytes = block_size(shape, p.bs, write, &mut th.rng);
+        let mut at = None;
+        if let Some(offsets) = self.offsets.of(t) {
+            let rng = &mut th.rng;
+            let (offset, issued) =
+                offsets.place(write, bytes, || block_size(shape, p.bs, write, rng));
+            (at, bytes) = (Some(offset), issued);
+        }
         if let Some(iv) = p.rate_interval {
             let step = rate_step(shape, iv, bytes, &mut th.rng);
             th.next_issue_at = th.next_issue_at.saturating_add(step);
         }
         self.count_request(t, write, bytes);
-        (write, bytes)
+        (write, bytes, at)
     }
 
     /// Counts a request thread `t` issues, of `bytes`: towards

@@ -65,8 +65,7 @@ impl World<'_> {
         let now = self.now();
         let th = &mut self.threads[t];
         th.prepared = th.prepared.saturating_sub(1);
-        let p = th.prog;
-        let (write, bytes) = self.draw_request(t);
+        let (write, bytes, drawn) = self.draw_placed_request(t);
         let Some((b, i)) = self
             .page_cache
             .as_deref_mut()
@@ -82,7 +81,7 @@ impl World<'_> {
             pages,
             offset,
             len,
-        } = b.place(t, p.rw, write, bytes);
+        } = b.place(t, write, bytes, drawn);
         b.calls[t] = Call {
             start: now,
             bytes,

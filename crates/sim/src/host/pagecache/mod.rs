@@ -64,10 +64,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use cint_policy::{Hint, Nanos, SEC};
 use cint_scenario::{Job, Rw, Work};
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
 
-use crate::engine::stream_rng;
 use crate::world::{Activity, Cont, ReqState, Request, RunState, Wait, World};
 
 /// ext4's journal commit as jbd2 writes it without `async_commit` (Linux
@@ -92,10 +89,6 @@ pub(crate) const JOURNAL_LOG_ALLOCATION: u64 = 4 * 4096;
 
 /// The job index of kernel threads (the flusher): they belong to no job.
 pub(crate) const KERNEL_JOB: u32 = u32::MAX;
-
-/// Random streams of buffered offsets, `PAGE_CACHE_STREAM_BASE | thread`:
-/// apart from the jobs' own, so the other draws stay as they were.
-const PAGE_CACHE_STREAM_BASE: u64 = 1 << 43;
 
 /// The page size of the reference hosts (x86-64).
 pub(crate) const PAGE: u64 = 4096;
@@ -956,8 +949,9 @@ impl PageCache {
     /// `generic_file_buffered_read` copies the call's cached pages up to
     /// its first missing one, and starts the read-ahead there for the rest
     /// of the call. `__do_page_cache_readahead` reads only the window's
-    /// missing pages, one request per run of them; the model reads them
-    /// in one request of their total size, the call waiting for all.
+    /// missing pages, skipping those it finds cached, one request per run
+    /// of them; the model reads them in one request of their total size,
+    /// the call waiting for all.
     pub(crate) fn read_ahead(
         &mut self,
         file: u32,
@@ -979,15 +973,10 @@ impl PageCache {
             Advice::Random => (needed, false),
             Advice::Normal | Advice::Sequential => ondemand_window(f, start, needed, max),
         };
-        let mut len = len
+        let len = len
             .max(needed)
             .min(size_pages.saturating_sub(start).max(needed));
-        // Past what the call needs, the window stops at the first cached
-        // page.
-        if let Some(p) = (start + needed..start + len).find(|&p| f.holds(p)) {
-            len = p - start;
-        }
-        let missing = len - (start..start + needed).filter(|&p| f.holds(p)).count() as u64;
+        let missing = len - (start..start + len).filter(|&p| f.holds(p)).count() as u64;
         if stream {
             f.ra = Some((start, len));
         }
@@ -1864,7 +1853,6 @@ pub(crate) struct Buffered {
     /// start (fio keeps one position per direction, `f->last_pos`).
     next_offset: Vec<[u64; 2]>,
     size_pages: Vec<u64>,
-    rngs: Vec<Option<ChaCha8Rng>>,
 }
 
 /// Whether `job` does buffered I/O through the page cache
@@ -1888,7 +1876,6 @@ impl Buffered {
         let n = thread_jobs.len();
         let mut size_pages = vec![1; n];
         let mut advice = vec![Advice::Normal; n];
-        let mut rngs = Vec::with_capacity(n);
         let mut of_thread = vec![None; n];
         let instance = |owner: Owner| {
             flushers
@@ -1902,8 +1889,6 @@ impl Buffered {
                 size_pages[t] = (io.size / PAGE).max(1);
                 advice[t] = Advice::of(io);
             }
-            let buffered = job.is_some_and(job_buffered);
-            rngs.push(buffered.then(|| stream_rng(sc.seed, PAGE_CACHE_STREAM_BASE | t as u64)));
             of_thread[t] = match job {
                 Some(job) => instance(job.guest.map_or(Owner::Host, Owner::Guest)),
                 // Applications run on the host; a flusher is its cache's.
@@ -1940,7 +1925,6 @@ impl Buffered {
             pacing: vec![Pacing::default(); n],
             next_offset: vec![[0; 2]; n],
             size_pages,
-            rngs,
         }))
     }
 
@@ -1966,28 +1950,20 @@ impl Buffered {
     }
 
     /// Where thread `t`'s next request of `bytes` lands, `write` or a
-    /// read: the next in sequence in its direction (fio keeps a position
-    /// per direction), or for a random pattern an offset aligned to the
-    /// request's size (fio's `blockalign` defaults to the block size). A
-    /// request larger than the file covers the file.
-    fn place(&mut self, t: usize, rw: Rw, write: bool, bytes: u64) -> Placement {
+    /// read: at `drawn`, where a random job's offsets put it
+    /// (`crate::workload::offsets`), or the next in sequence in its
+    /// direction (fio keeps a position per direction). A request larger
+    /// than the file covers the file.
+    fn place(&mut self, t: usize, write: bool, bytes: u64, drawn: Option<u64>) -> Placement {
         const SECTOR: u64 = 512;
-        let size = self.size_pages[t];
-        let span = size * PAGE;
+        let span = self.size_pages[t] * PAGE;
         let len = bytes.clamp(SECTOR, span);
-        let random = matches!(rw, Rw::RandRead | Rw::RandWrite | Rw::RandRw);
         let next = &mut self.next_offset[t][usize::from(write)];
-        let offset = match (&mut self.rngs[t], random) {
-            (Some(rng), true) if len % PAGE == 0 => {
-                let pages = len / PAGE;
-                rng.gen_range(0..=size - pages) / pages * pages * PAGE
-            }
-            (Some(rng), true) => {
-                let sectors = len / SECTOR;
-                rng.gen_range(0..=(span - len) / SECTOR) / sectors * sectors * SECTOR
-            }
-            _ if *next + len > span => 0,
-            _ => *next,
+        let offset = match drawn {
+            // Within the whole pages the model keeps of the file.
+            Some(at) => at.min(span - len),
+            None if *next + len > span => 0,
+            None => *next,
         };
         *next = offset + len;
         let first = offset / PAGE;
