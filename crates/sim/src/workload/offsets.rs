@@ -55,6 +55,8 @@ pub(crate) struct RandomOffsets {
     covered: BTreeMap<u64, u64>,
     /// Blocks covered.
     covered_blocks: u64,
+    /// Where the last request placed landed.
+    last: u64,
 }
 
 impl RandomOffsets {
@@ -94,6 +96,7 @@ impl RandomOffsets {
             mode: io.shape.random_map,
             covered: BTreeMap::new(),
             covered_blocks: 0,
+            last: 0,
         })
     }
 
@@ -138,6 +141,7 @@ impl RandomOffsets {
                 bytes.min(got * self.unit)
             }
         };
+        self.last = offset;
         (offset, bytes)
     }
 
@@ -186,9 +190,10 @@ impl RandomOffsets {
     }
 }
 
-/// Every thread's random offsets, where they decide something.
+/// Every thread's random offsets, where they decide something (boxed: a
+/// thread without is one word to look at).
 #[derive(Debug, Default)]
-pub(crate) struct Offsets(Vec<Option<RandomOffsets>>);
+pub(crate) struct Offsets(Vec<Option<Box<RandomOffsets>>>);
 
 impl Offsets {
     /// For threads of `thread_jobs` (each thread's job index, in thread
@@ -199,7 +204,7 @@ impl Offsets {
                 .iter()
                 .enumerate()
                 .map(|(t, &j)| match sc.jobs.get(j as usize).map(|j| &j.work) {
-                    Some(Work::Io(io)) => RandomOffsets::new(io, sc.seed, t as u64),
+                    Some(Work::Io(io)) => RandomOffsets::new(io, sc.seed, t as u64).map(Box::new),
                     _ => None,
                 })
                 .collect(),
@@ -208,7 +213,13 @@ impl Offsets {
 
     /// Thread `t`'s offsets, when its job draws them.
     pub(crate) fn of(&mut self, t: usize) -> Option<&mut RandomOffsets> {
-        self.0.get_mut(t).and_then(Option::as_mut)
+        self.0.get_mut(t).and_then(Option::as_deref_mut)
+    }
+
+    /// Where thread `t`'s last request landed, when its job draws its
+    /// offsets.
+    pub(crate) fn last(&self, t: usize) -> Option<u64> {
+        self.0.get(t).and_then(Option::as_deref).map(|o| o.last)
     }
 }
 
@@ -225,6 +236,7 @@ mod tests {
             mode,
             covered: BTreeMap::new(),
             covered_blocks: 0,
+            last: 0,
         }
     }
 

@@ -134,6 +134,23 @@ pub(crate) fn block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut ChaCha
     split.last().map_or(bs, |s| s.bytes)
 }
 
+/// Places a request of `bytes` by `offsets`, a size that does not fit
+/// drawn again from the thread's `rng`: the bytes issued. Out of line:
+/// most jobs never come here.
+#[inline(never)]
+fn place(
+    offsets: &mut super::offsets::RandomOffsets,
+    shape: &IoShape,
+    bs: u64,
+    write: bool,
+    bytes: u64,
+    rng: &mut ChaCha8Rng,
+) -> u64 {
+    offsets
+        .place(write, bytes, || block_size(shape, bs, write, rng))
+        .1
+}
+
 /// The mean request size (the byte-rate cap's nominal interval), of
 /// reads' sizes when reads and writes differ: the token count only
 /// decides how many requests to try, each one is paced by its own bytes.
@@ -215,34 +232,26 @@ impl<'a> World<'a> {
     /// submission's, a buffered call's, an offloaded hand-off's): its
     /// direction and size drawn, the rate's schedule moved by it, and the
     /// request counted.
+    /// When thread `t`'s job is random and its offsets decide something
+    /// (a buffered job's hits, the random map's cuts; [`super::offsets`]),
+    /// the request is placed too (fio draws the offset, then the size,
+    /// which the map may cut), and [`super::offsets::Offsets::last`] says
+    /// where.
     pub(crate) fn draw_request(&mut self, t: usize) -> (bool, u64) {
-        let (write, bytes, _) = self.draw_placed_request(t);
-        (write, bytes)
-    }
-
-    /// [`World::draw_request`], with where the request lands when thread
-    /// `t`'s job is random and its offsets decide something (a buffered
-    /// job's hits, the random map's cuts; [`super::offsets`]): fio draws
-    /// the offset, then the size, which the map may cut.
-    pub(crate) fn draw_placed_request(&mut self, t: usize) -> (bool, u64, Option<u64>) {
         let shape = self.shape(t);
         let th = &mut self.threads[t];
         let p = th.prog;
         let write = is_write(p.rw, p.rwmixread, &mut th.rng);
         let mut bytes = block_size(shape, p.bs, write, &mut th.rng);
-        let mut at = None;
         if let Some(offsets) = self.offsets.of(t) {
-            let rng = &mut th.rng;
-            let (offset, issued) =
-                offsets.place(write, bytes, || block_size(shape, p.bs, write, rng));
-            (at, bytes) = (Some(offset), issued);
+            bytes = place(offsets, shape, p.bs, write, bytes, &mut th.rng);
         }
         if let Some(iv) = p.rate_interval {
             let step = rate_step(shape, iv, bytes, &mut th.rng);
             th.next_issue_at = th.next_issue_at.saturating_add(step);
         }
         self.count_request(t, write, bytes);
-        (write, bytes, at)
+        (write, bytes)
     }
 
     /// Counts a request thread `t` issues, of `bytes`: towards

@@ -65,7 +65,8 @@ impl World<'_> {
         let now = self.now();
         let th = &mut self.threads[t];
         th.prepared = th.prepared.saturating_sub(1);
-        let (write, bytes, drawn) = self.draw_placed_request(t);
+        let (write, bytes) = self.draw_request(t);
+        let drawn = self.offsets.last(t);
         let Some((b, i)) = self
             .page_cache
             .as_deref_mut()
