@@ -74,6 +74,7 @@ pub const IO_KEYS: &[&str] = &[
     "bsrange",
     "norandommap",
     "random_generator",
+    "random_distribution",
     "rate",
     "rate_process",
     "barrier_last",
@@ -533,6 +534,19 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     }
     bs = crate::shape::smallest_block(&shape, bs);
     let size = io_size(sec, device, crate::shape::largest_block(&shape, bs))?;
+    if let crate::model::Distribution::ZonedAbs(zones) = &shape.random_distribution {
+        let total = zones.iter().map(|z| z.size).fold(0u64, u64::saturating_add);
+        if total > size {
+            return Err(sec.error(
+                "random_distribution",
+                format!(
+                    "the zones add up to {}, more than the job's size, {} (fio: zoned_abs sizes exceed file size)",
+                    crate::units::format_size(total),
+                    crate::units::format_size(size)
+                ),
+            ));
+        }
+    }
     let rwmixread = sec.int("rwmixread", 0, 100)?;
     if rwmixread.is_some() && !rw.is_mixed() {
         return Err(sec.error(

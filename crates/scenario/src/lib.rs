@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod distribution;
 pub mod emu_config;
 mod error;
 pub mod job;
@@ -46,9 +47,9 @@ pub use virt::{Guest, Hypervisor, HypervisorProfile, Virt};
 
 pub use emu_config::{Backend, EmuConfig};
 pub use model::{
-    BsShare, CompletionMode, Engine, ExitScope, HybridSleep, IoJob, IoShape, Job, LatencyTarget,
-    RandomMap, Rw, Scenario, Schedule, SqPoll, SteadyMetric, SteadyState, Strategy, SyncWrites,
-    Work,
+    BsShare, CompletionMode, Distribution, Engine, ExitScope, HybridSleep, IoJob, IoShape, Job,
+    LatencyTarget, RandomMap, Rw, Scenario, Schedule, SqPoll, SteadyMetric, SteadyState, Strategy,
+    SyncWrites, Work, Zone,
 };
 pub use profiles::{
     DevicePower, DeviceProfile, Governor, HostPower, HostProfile, IdleState, UnitBinding,

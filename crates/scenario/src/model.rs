@@ -312,6 +312,52 @@ impl IoJob {
     }
 }
 
+/// fio's `random_distribution` (crate::distribution): which blocks of its
+/// file a random job's requests favour.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Distribution {
+    /// Every block alike (`random`, fio's default).
+    #[default]
+    Uniform,
+    /// `zipf:THETA`: the blocks' ranks by popularity follow Zipf's law,
+    /// as fio's lib/zipf.c draws them (no random map).
+    Zipf {
+        /// The exponent (not 1).
+        theta: f64,
+        /// Where the most popular block sits, a fraction of the file;
+        /// `None`: a random place.
+        center: Option<f64>,
+    },
+    /// `pareto:H` (lib/zipf.c `pareto_next`; no random map).
+    Pareto {
+        /// The power, in (0, 1).
+        h: f64,
+        /// As [`Distribution::Zipf`]'s.
+        center: Option<f64>,
+    },
+    /// `normal:DEV` (lib/gauss.c; no random map).
+    Normal {
+        /// The deviation added, a percentage of the file in [0, 100).
+        dev: f64,
+        /// As [`Distribution::Zipf`]'s; `None`: the file's start.
+        center: Option<f64>,
+    },
+    /// `zoned:ACCESS/SIZE%:...`: each zone, a percentage of the file in
+    /// order, takes its share of the requests, uniformly within it.
+    Zoned(Vec<Zone>),
+    /// `zoned_abs:ACCESS/SIZE:...`: zones of sizes in bytes.
+    ZonedAbs(Vec<Zone>),
+}
+
+/// One zone of a zoned distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Zone {
+    /// Share of the requests, percent.
+    pub access: u32,
+    /// Size: a percentage of the file (`zoned`) or bytes (`zoned_abs`).
+    pub size: u64,
+}
+
 /// How fio draws a random job's offsets (io_u.c `get_next_rand_offset`,
 /// `mark_random_map`; lib/axmap.c).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -417,6 +463,8 @@ pub struct IoShape {
     /// How a random job's offsets are drawn (`norandommap`,
     /// `random_generator`).
     pub random_map: RandomMap,
+    /// fio's `random_distribution`: which blocks a random job favours.
+    pub random_distribution: Distribution,
 }
 
 /// fio's latency-target search (`latency_target`, `latency_window`,

@@ -191,6 +191,11 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
     if let Some((key, v)) = crate::shape::random_map_keys(shape.random_map) {
         t[key] = value(v);
     }
+    if shape.random_distribution != crate::model::Distribution::Uniform {
+        t["random_distribution"] = value(crate::distribution::format_distribution(
+            &shape.random_distribution,
+        ));
+    }
     if shape.rate_poisson {
         t["rate_process"] = value("poisson");
     }

@@ -7,8 +7,8 @@ use cint_policy::Nanos;
 
 use crate::error::ScenarioError;
 use crate::model::{
-    BsShare, ExitScope, IoShape, LatencyTarget, RandomMap, Schedule, SteadyMetric, SteadyState,
-    SyncWrites,
+    BsShare, Distribution, ExitScope, IoShape, LatencyTarget, RandomMap, Schedule, SteadyMetric,
+    SteadyState, SyncWrites,
 };
 use crate::section::Section;
 use crate::units::{format_duration, parse_size};
@@ -512,6 +512,11 @@ pub(crate) fn parse_shape(
         latency_target,
         trace: None,
         random_map: random_map(sec)?,
+        random_distribution: match sec.string("random_distribution")? {
+            Some(t) => crate::distribution::parse_distribution(&t)
+                .map_err(|e| sec.error("random_distribution", e))?,
+            None => Distribution::Uniform,
+        },
     };
     let smallest = smallest_block(&shape, bs);
     if bs_given && smallest != bs {

@@ -51,6 +51,7 @@ const DECIDED_BY_TRACE: &[&str] = &[
     "latency_target",
     "norandommap",
     "random_generator",
+    "random_distribution",
 ];
 
 /// `trace_depth` when not given: requests in flight per thread at most.

@@ -119,6 +119,13 @@ fn cases() -> Vec<Case<'static>> {
             "bssplit: the shares add up to 80%, and fio gives the other 20% to 4KiB, the largest share; give shares",
         ),
         case(
+            "random_distribution fio refuses",
+            with("numjobs = 1", "numjobs = 1\nrandom_distribution = \"zoned:60/10:30/20\""),
+            LineOf("random_distribution"),
+            "job.async.random_distribution",
+            "the access shares add up to 90%: fio wants 100",
+        ),
+        case(
             "bssplit size fio rounds down",
             with("numjobs = 1", "numjobs = 1\nbssplit = \"4k/50:6k/50\""),
             LineOf("bssplit"),

@@ -713,3 +713,37 @@ fn fios_random_map_reads_each_block_once_a_pass_and_norandommap_repeats() {
         "{ios} reads, {misses} misses: {hits:.3} hits, {expected:.3} expected"
     );
 }
+
+#[test]
+fn fios_random_distributions_decide_a_buffered_readers_hits() {
+    // 5000 buffered 4 KiB reads over 64 MiB in a cache that holds it:
+    // each distinct block misses once. fio 3.33 (`ioengine=null`,
+    // `io_size=20000k`, `write_iolog`) touches 1024-1060 distinct blocks
+    // under zipf:1.2, 3216 under normal, 2833-2839 under
+    // zoned_abs:60/4m:40/60m, and 5000 uniformly (its random map).
+    let misses = |dist: &str| {
+        let r = run(
+            &format!(
+                "rw = \"randread\"\nbs = \"4k\"\nsize = \"64MiB\"\nio_size = \"20000KiB\"\n\
+                 random_distribution = \"{dist}\""
+            ),
+            "[host.page_cache]\nmemory = \"1GiB\"",
+            "optane-p4800x",
+            "200ms",
+        );
+        assert_eq!(r.results[0].jobs[0].ios, 5000, "{dist}");
+        totals(&r)[7]
+    };
+    for (dist, fio) in [
+        ("zipf:1.2", 1040.0),
+        ("normal", 3216.0),
+        ("zoned_abs:60/4m:40/60m", 2836.0),
+        ("random", 5000.0),
+    ] {
+        let got = misses(dist) as f64;
+        assert!(
+            (got / fio - 1.0).abs() < 0.1,
+            "{dist}: {got} misses, fio {fio}"
+        );
+    }
+}

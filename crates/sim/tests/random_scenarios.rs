@@ -415,6 +415,17 @@ fn scenario(seed: u64) -> String {
             if maps.chance(30) {
                 let _ = writeln!(one, "size = \"{}m\"", 2 + maps.below(16));
             }
+            if maps.chance(25) {
+                let dist = maps.pick(&[
+                    "zipf:1.2",
+                    "zipf:0.8:0.5",
+                    "pareto:0.3",
+                    "normal:10",
+                    "zoned:60/10:40/90",
+                    "zoned_abs:70/1m:30/1m",
+                ]);
+                let _ = writeln!(one, "random_distribution = \"{dist}\"");
+            }
         }
         let sync = one.contains("engine = \"psync\"") || one.contains("engine = \"pvsync2\"");
         let libaio = one.contains("engine = \"libaio\"") && !one.contains("trace = ");

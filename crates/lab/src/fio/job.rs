@@ -56,6 +56,10 @@ pub(super) struct JobSpec {
     pub(super) norandommap: bool,
     /// `random_generator=lfsr`: random offsets from fio's LFSR.
     pub(super) lfsr: bool,
+    /// `random_distribution`.
+    pub(super) random_distribution: Option<At<cint_scenario::Distribution>>,
+    /// `blockalign` (the reads' alignment).
+    pub(super) blockalign: Option<At<u64>>,
     pub(super) runtime: Option<At<Nanos>>,
     pub(super) ramp: Option<At<Nanos>>,
     pub(super) size: Option<At<SizeSpec>>,
@@ -164,6 +168,11 @@ impl JobSpec {
             at("ss", "ss", &self.steady),
             at("latency_target", "latency_target", &self.latency_target),
             at("thinktime", "thinktime", &self.thinktime),
+            at(
+                "random_distribution",
+                "random_distribution",
+                &self.random_distribution,
+            ),
         ]
         .into_iter()
         .flatten()
@@ -190,6 +199,8 @@ impl JobSpec {
             fadvise_hint: None,
             norandommap: false,
             lfsr: false,
+            random_distribution: None,
+            blockalign: None,
             runtime: None,
             ramp: None,
             size: None,

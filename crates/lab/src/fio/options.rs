@@ -10,9 +10,7 @@ use cint_scenario::{Engine, Rw, SyncWrites};
 use super::diag::Diagnostics;
 use super::job::{At, JobSpec, SizeSpec};
 use super::jobfile::Opt;
-use super::values::{
-    check_distribution, parse_bool, parse_cpus, parse_fio_time, parse_fio_time_in, per_direction,
-};
+use super::values::{parse_bool, parse_cpus, parse_fio_time, parse_fio_time_in, per_direction};
 use super::FioError;
 
 /// Options accepted and ignored because a model has no use for them.
@@ -69,7 +67,6 @@ const MEANINGLESS: &[&str] = &[
     "disk_util",
     // Offsets: the device model's service time does not depend on where a
     // request lands (no seek, no cache), so these are checked, then warned.
-    "blockalign",
     "offset_increment",
     // Data content: the model moves bytes, it does not look at them.
     "dedupe_mode",
@@ -281,8 +278,9 @@ fn apply_pattern(
         }
         "random_distribution" => {
             let v = o.value(diag)?;
-            check_distribution(v).map_err(|e| o.invalid(diag, v, e))?;
-            diag.warn(o.line, offsets_only(&format!("option '{key}={v}'")));
+            let d = cint_scenario::distribution::parse_distribution(v)
+                .map_err(|e| o.invalid(diag, v, e))?;
+            spec.random_distribution = Some(At::new(o.line, d));
         }
         "offset" => {
             let v = o.value(diag)?;
@@ -589,6 +587,21 @@ fn apply_engine(
         "direct" => spec.direct = Some(At::new(o.line, o.boolean(diag)?)),
         "fadvise_hint" => spec.fadvise_hint = Some(At::new(o.line, o.boolean(diag)?)),
         "norandommap" => spec.norandommap = o.boolean(diag)?,
+        "blockalign" | "ba" => {
+            let v = o.value(diag)?;
+            let reads = v.split(',').next().unwrap_or("").trim();
+            let ba = parse_size(reads)
+                .ok()
+                .filter(|&b| b > 0)
+                .ok_or_else(|| o.bad(diag, "a size (or READ,WRITE sizes)"))?;
+            diag.warn(
+                o.line,
+                offsets_only(&format!(
+                    "option '{key}={v}' (other than the smallest size it turns fio's random map off, which the model does)"
+                )),
+            );
+            spec.blockalign = Some(At::new(o.line, ba));
+        }
         "random_generator" => {
             spec.lfsr = match o.value(diag)? {
                 "lfsr" => true,
@@ -749,7 +762,7 @@ mod tests {
         }
         // Reads of one size and writes of another: a split of one size per
         // direction.
-        let text = "[j]\nioengine=libaio\nrw=randrw\nbs=4k,64k\n";
+        let text = "[j]\nioengine=libaio\nrw=randrw\nbs=4k,64k\nnorandommap\n";
         let s = import_str(text, "rw.fio", &args()).expect("bs=4k,64k imports");
         let job = io(&s.scenario.jobs[0]);
         assert_eq!(job.bs, 4096);
@@ -840,12 +853,17 @@ mod tests {
     }
 
     #[test]
-    fn offsets_and_distributions_are_checked_then_warned() {
+    fn offsets_are_checked_then_warned_and_distributions_modelled() {
         let text = "[a]\nrw=read:-8k\nrandom_distribution=zipf:1.2\noffset=10%\n\
                     [b]\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/80\nruntime=1\n";
         let imp = import_str(text, "o.fio", &args()).expect("valid");
         let offsets = imp.warnings.iter().filter(|w| w.contains("offset")).count();
-        assert_eq!(offsets, 4, "{:?}", imp.warnings);
+        assert_eq!(offsets, 2, "{:?}", imp.warnings);
+        assert_eq!(
+            io(&imp.scenario.jobs[1]).shape.random_distribution,
+            cint_scenario::distribution::parse_distribution("zoned:50/5:30/15:20/80")
+                .expect("valid")
+        );
         assert!(
             imp.warnings.iter().any(|w| w.contains("no cpus_allowed")),
             "two unpinned jobs in one group: {:?}",

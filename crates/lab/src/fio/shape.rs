@@ -94,6 +94,10 @@ pub(super) fn job_shape(
             (false, true) => RandomMap::Off,
             (false, false) => RandomMap::Map,
         },
+        random_distribution: spec
+            .random_distribution
+            .as_ref()
+            .map_or(cint_scenario::Distribution::Uniform, |d| d.value.clone()),
     };
     if let Some(ss) = spec.steady {
         let (metric, slope, limit, percent) = ss.value;
@@ -237,7 +241,7 @@ mod tests {
 
     #[test]
     fn a_writes_range_of_its_own_imports() {
-        let text = "[j]\nrw=randrw\nbsrange=4k-8k,64k-128k\n";
+        let text = "[j]\nrw=randrw\nbsrange=4k-8k,64k-128k\nnorandommap\n";
         let s = import_str(text, "r.fio", &args()).expect("imports");
         let a = io(&s.scenario.jobs[0]);
         assert_eq!(a.shape.bsrange, Some((4096, 8192)));

@@ -3,7 +3,6 @@
 //! syntax: which option takes which value is the table in `options`.
 
 use cint_policy::Nanos;
-use cint_scenario::units::parse_size;
 
 /// A flag's value; a bare flag (no value) is on, as fio reads it.
 pub(super) fn parse_bool(v: Option<&str>) -> Option<bool> {
@@ -63,50 +62,6 @@ pub(super) fn per_direction(v: &str, parse: impl Fn(&str) -> Option<u64>) -> Opt
         Some(w) => one(w)?,
     };
     (read > 0 || write > 0).then_some([read, write])
-}
-
-/// Checks fio's `random_distribution` syntax: `random`, `zipf:T`,
-/// `pareto:H`, `normal:S[:C]`/`gauss`, `zoned:P/R:...`, `zoned_abs:...`.
-pub(super) fn check_distribution(v: &str) -> Result<(), String> {
-    let (kind, args) = match v.split_once(':') {
-        Some((k, a)) => (k.trim(), Some(a.trim())),
-        None => (v.trim(), None),
-    };
-    let number = |a: Option<&str>| -> Result<f64, String> {
-        a.and_then(|a| a.split(':').next())
-            .and_then(|n| n.trim().parse::<f64>().ok())
-            .filter(|n| n.is_finite())
-            .ok_or_else(|| format!("'{kind}' needs a number (e.g. {kind}:1.2)"))
-    };
-    match kind {
-        "random" => Ok(()),
-        "zipf" => number(args).and_then(|t| {
-            (t > 0.0 && t != 1.0)
-                .then_some(())
-                .ok_or_else(|| "the zipf exponent must be positive and not 1".to_string())
-        }),
-        "pareto" => number(args).and_then(|h| {
-            (h > 0.0 && h < 1.0)
-                .then_some(())
-                .ok_or_else(|| "the pareto power must be in (0, 1)".to_string())
-        }),
-        "normal" | "gauss" => number(args).map(|_| ()),
-        "zoned" | "zoned_abs" => {
-            let a =
-                args.ok_or_else(|| format!("'{kind}' needs zones (e.g. {kind}:60/10:40/90)"))?;
-            for zone in a.split(':').map(str::trim).filter(|z| !z.is_empty()) {
-                let ok = zone.split('/').all(|p| {
-                    let p = p.trim();
-                    p.is_empty() || p.parse::<u64>().is_ok() || parse_size(p).is_ok()
-                });
-                if !ok {
-                    return Err(format!("'{zone}' is not a zone (ACCESS/RANGE)"));
-                }
-            }
-            Ok(())
-        }
-        _ => Err("not a distribution (random, zipf, pareto, normal, zoned, zoned_abs)".into()),
-    }
 }
 
 /// A CPU list: `3`, `0-3`, `1,5,8-9`.

@@ -36,6 +36,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::world::{Cont, Wait, World};
+use crate::zipf::Zipf;
 
 /// YCSB's zipfian constant.
 const ZIPFIAN_THETA: f64 = 0.99;
@@ -77,56 +78,6 @@ impl OpKind {
             'F' => vec![OpKind::Read, OpKind::ReadModifyWrite],
             _ => vec![OpKind::Read],
         }
-    }
-}
-
-/// YCSB's zipfian generator (Gray et al., "Quickly generating
-/// billion-record synthetic databases"), ranks `0..n`, with zeta(n)
-/// summed exactly for the first terms and by its integral beyond.
-#[derive(Clone, Copy, Debug)]
-struct Zipf {
-    n: f64,
-    alpha: f64,
-    zetan: f64,
-    eta: f64,
-    half_pow: f64,
-}
-
-impl Zipf {
-    fn new(n: u64) -> Zipf {
-        let theta = ZIPFIAN_THETA;
-        let zeta = |n: u64| -> f64 {
-            let exact = n.min(10_000);
-            let mut z: f64 = (1..=exact).map(|i| (i as f64).powf(-theta)).sum();
-            if n > exact {
-                let (a, b) = (exact as f64 + 0.5, n as f64 + 0.5);
-                z += (b.powf(1.0 - theta) - a.powf(1.0 - theta)) / (1.0 - theta);
-            }
-            z
-        };
-        let zetan = zeta(n);
-        let zeta2 = zeta(2);
-        let nf = n as f64;
-        Zipf {
-            n: nf,
-            alpha: 1.0 / (1.0 - theta),
-            zetan,
-            eta: (1.0 - (2.0 / nf).powf(1.0 - theta)) / (1.0 - zeta2 / zetan),
-            half_pow: 0.5f64.powf(theta),
-        }
-    }
-
-    fn next(&self, rng: &mut ChaCha8Rng) -> u64 {
-        let u: f64 = rng.gen();
-        let uz = u * self.zetan;
-        if uz < 1.0 {
-            return 0;
-        }
-        if uz < 1.0 + self.half_pow {
-            return 1;
-        }
-        let r = self.n * (self.eta * u - self.eta + 1.0).powf(self.alpha);
-        (r as u64).min(self.n as u64 - 1)
     }
 }
 
@@ -257,7 +208,9 @@ impl Store {
             })
             .collect();
         Store {
-            zipf: spec.zipfian.then(|| Zipf::new(spec.items)),
+            zipf: spec
+                .zipfian
+                .then(|| Zipf::new(spec.items, ZIPFIAN_THETA, spec.items)),
             cache: Lru {
                 capacity: spec.cache_pages,
                 ..Lru::default()
@@ -307,7 +260,7 @@ impl Store {
     /// ranks the same way).
     fn draw_page(&self, rng: &mut ChaCha8Rng) -> u64 {
         let key = match &self.zipf {
-            Some(z) => z.next(rng),
+            Some(z) => z.rank(rng.gen()),
             None => rng.gen_range(0..self.spec.items),
         };
         // FNV-1a of the key's bytes, as YCSB's scrambling hashes.
@@ -572,18 +525,6 @@ impl World<'_> {
 mod tests {
     use super::*;
     use crate::engine::stream_rng;
-
-    #[test]
-    fn zipfian_ranks_favour_the_first_and_cover_the_range() {
-        let z = Zipf::new(1_000_000);
-        let mut rng = stream_rng(3, 0);
-        let draws: Vec<u64> = (0..100_000).map(|_| z.next(&mut rng)).collect();
-        let top = draws.iter().filter(|&&r| r < 1_000).count() as f64 / 1e5;
-        // zeta(1000) / zeta(10^6) at 0.99: about 0.5.
-        assert!((0.4..0.6).contains(&top), "{top}");
-        assert!(draws.iter().all(|&r| r < 1_000_000));
-        assert!(draws.iter().any(|&r| r > 500_000));
-    }
 
     #[test]
     fn the_lru_keeps_the_most_recent_pages() {

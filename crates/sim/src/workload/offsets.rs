@@ -22,16 +22,26 @@
 //! A drawn size that does not fit between the offset and the file's end
 //! is drawn again (`get_next_buflen`'s loop).
 //!
+//! `random_distribution` chooses the block: uniformly (fio's default);
+//! by Zipf's law, Pareto's or a normal law (lib/zipf.c, lib/gauss.c: a
+//! rank or value among the file's blocks of the job's smallest size,
+//! scattered by fio's multiplicative hash); or zone by zone (`zoned`,
+//! `zoned_abs`: a zone by its share of the requests, then a block
+//! uniformly within it). fio keeps no random map beside any of these
+//! (init.c: "a non-uniform random distribution excludes usage of a
+//! random map"): blocks repeat and nothing is cut.
+//!
 //! The map keeps the covered blocks as disjoint runs, so it holds one
 //! entry per run, at most one per request since it last started again.
 
 use std::collections::BTreeMap;
 
-use cint_scenario::{IoJob, RandomMap, Rw, Work};
+use cint_scenario::{Distribution, IoJob, RandomMap, Rw, Work, Zone};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::engine::{stream_rng, OFFSET_STREAM_BASE};
+use crate::zipf::Zipf;
 
 /// Draws of a size beyond the first before a request that does not fit
 /// is cut at the file's end instead (fio draws until one fits; only a
@@ -50,6 +60,8 @@ pub(crate) struct RandomOffsets {
     /// default, what its offsets are multiples of.
     align: [u64; 2],
     mode: RandomMap,
+    /// How the block is drawn.
+    draw: Draw,
     /// Covered runs of blocks, start to end (exclusive); two runs never
     /// touch.
     covered: BTreeMap<u64, u64>,
@@ -67,7 +79,8 @@ impl RandomOffsets {
         let random = matches!(io.rw, Rw::RandRead | Rw::RandWrite | Rw::RandRw);
         let shape = &io.shape;
         let sizes_vary = !shape.bssplit.is_empty() || shape.bsrange.is_some();
-        let cut = io.shape.random_map == RandomMap::Map && sizes_vary;
+        let mapped = shape.random_distribution == Distribution::Uniform;
+        let cut = mapped && io.shape.random_map == RandomMap::Map && sizes_vary;
         if !random || shape.trace.is_some() || !(io.through_page_cache() || cut) {
             return None;
         }
@@ -88,12 +101,21 @@ impl RandomOffsets {
             }
         };
         let align = [smallest(false), smallest(true)];
+        let unit = align[0].min(align[1]).max(1);
+        let mut rng = stream_rng(seed, OFFSET_STREAM_BASE | stream);
+        let draw = Draw::new(&shape.random_distribution, io.size.div_ceil(unit), &mut rng);
         Some(RandomOffsets {
-            rng: stream_rng(seed, OFFSET_STREAM_BASE | stream),
+            rng,
             size: io.size,
-            unit: align[0].min(align[1]).max(1),
+            unit,
             align,
-            mode: io.shape.random_map,
+            // fio keeps no map beside a non-uniform distribution.
+            mode: if mapped {
+                io.shape.random_map
+            } else {
+                RandomMap::Off
+            },
+            draw,
             covered: BTreeMap::new(),
             covered_blocks: 0,
             last: 0,
@@ -112,15 +134,18 @@ impl RandomOffsets {
         let blocks = (self.size / self.unit).max(1);
         let align = self.align[usize::from(write)].max(1);
         let last = (self.size / align).max(1);
-        let mut offset = self.rng.gen_range(0..last) * align;
+        if self.mode != RandomMap::Off && self.covered_blocks >= blocks {
+            self.covered.clear();
+            self.covered_blocks = 0;
+        }
+        let mut offset = self.draw.block(&mut self.rng, last, align) * align;
         if self.mode != RandomMap::Off {
-            if self.covered_blocks >= blocks {
-                self.covered.clear();
-                self.covered_blocks = 0;
-            }
             let block = self.next_uncovered((offset / self.unit).min(blocks - 1), blocks);
             offset = block * self.unit;
         }
+        // Within the file (a block of the smaller direction's size near
+        // its end).
+        offset = offset.min(self.size.saturating_sub(align.min(self.size)));
         let mut bytes = bytes;
         let mut redraws = 0;
         while offset + bytes > self.size && redraws < REDRAWS {
@@ -190,6 +215,155 @@ impl RandomOffsets {
     }
 }
 
+/// How a block is drawn: fio's `random_distribution`, set up once.
+#[derive(Debug)]
+enum Draw {
+    Uniform,
+    /// Ranks by Zipf's law over `n` blocks, scattered, turned by `off`.
+    Zipf {
+        zipf: Zipf,
+        n: u64,
+        off: u64,
+    },
+    /// `n - 1` times `U^power`, scattered, turned by `off`.
+    Pareto {
+        power: f64,
+        n: u64,
+        off: u64,
+    },
+    /// Twelve uniform values over `0..=n` averaged, moved by up to
+    /// `stddev`, scattered, turned by `off`.
+    Normal {
+        n: u64,
+        stddev: u64,
+        off: u64,
+    },
+    /// Per hundredth of the requests, its zone: start and end in hundredths
+    /// of the file (`zoned`) or in bytes (`zoned_abs`).
+    Zoned {
+        zones: Box<[(u64, u64); 100]>,
+        bytes: bool,
+    },
+}
+
+/// fio's `__hash_u64`, the golden-ratio multiply that scatters ranks.
+fn scatter(v: u64) -> u64 {
+    v.wrapping_mul(0x61C8_8646_80B5_83EB)
+}
+
+/// A uniform value in [0, 1] as fio's draws make it (`__rand` over
+/// `FRAND32_MAX`).
+fn unit_draw(rng: &mut ChaCha8Rng) -> f64 {
+    f64::from(rng.gen::<u32>()) / f64::from(u32::MAX)
+}
+
+/// fio's cap on the terms of zeta it sums (`ZIPF_MAX_GEN`).
+const ZIPF_MAX_GEN: u64 = 10_000_000;
+
+impl Draw {
+    /// The draw of `d` over `n` blocks (fio's `nranges`); the random turn
+    /// of Zipf's and Pareto's ranks is drawn here, as fio draws it once.
+    fn new(d: &Distribution, n: u64, rng: &mut ChaCha8Rng) -> Draw {
+        let n = n.max(1);
+        let off = |center: Option<f64>, rng: &mut ChaCha8Rng| match center {
+            Some(c) => (n as f64 * c) as u64,
+            None => u64::from(rng.gen::<u32>()),
+        };
+        match d {
+            Distribution::Uniform => Draw::Uniform,
+            Distribution::Zipf { theta, center } => Draw::Zipf {
+                zipf: Zipf::new(n, *theta, ZIPF_MAX_GEN),
+                n,
+                off: off(*center, rng),
+            },
+            Distribution::Pareto { h, center } => Draw::Pareto {
+                power: h.ln() / (1.0 - h).ln(),
+                n,
+                off: off(*center, rng),
+            },
+            Distribution::Normal { dev, center } => Draw::Normal {
+                n,
+                stddev: if *dev == 0.0 {
+                    0
+                } else {
+                    ((n as f64 * dev / 100.0).ceil() as u64).min(n / 2)
+                },
+                // fio turns by `nranges * (center - 0.5)`, in unsigned
+                // arithmetic.
+                off: center.map_or(0, |c| (n as f64 * (c - 0.5)) as i64 as u64),
+            },
+            Distribution::Zoned(zones) => Draw::Zoned {
+                zones: zone_table(zones),
+                bytes: false,
+            },
+            Distribution::ZonedAbs(zones) => Draw::Zoned {
+                zones: zone_table(zones),
+                bytes: true,
+            },
+        }
+    }
+
+    /// A block, in units of `align`, among `last` of them.
+    fn block(&self, rng: &mut ChaCha8Rng, last: u64, align: u64) -> u64 {
+        match self {
+            Draw::Uniform => rng.gen_range(0..last),
+            Draw::Zipf { zipf, n, off } => {
+                let rank = zipf.rank(unit_draw(rng));
+                scatter(rank).wrapping_add(*off) % n
+            }
+            Draw::Pareto { power, n, off } => {
+                let v = ((n - 1) as f64 * unit_draw(rng).powf(*power)) as u64;
+                scatter(v).wrapping_add(*off) % n
+            }
+            Draw::Normal { n, stddev, off } => {
+                const ITERS: u64 = 12;
+                let mut sum: u64 = (0..ITERS)
+                    .map(|_| u64::from(rng.gen::<u32>()) % (n + 1))
+                    .sum();
+                sum = (sum + ITERS - 1) / ITERS;
+                if *stddev > 0 {
+                    let r = f64::from(rng.gen::<u32>()) / (f64::from(u32::MAX) + 1.0);
+                    let mut dev = (*stddev as f64 * r) as i64 - (*stddev / 2) as i64;
+                    while sum as i64 + dev >= *n as i64 {
+                        dev /= 2;
+                    }
+                    sum = (sum as i64 + dev) as u64;
+                }
+                scatter(sum).wrapping_add(*off) % n
+            }
+            Draw::Zoned { zones, bytes } => {
+                let (start, end) = zones[rng.gen_range(0..100usize)];
+                let (first, blocks) = if *bytes {
+                    (start / align, end / align - start / align)
+                } else {
+                    (start * last / 100, last * (end - start) / 100)
+                };
+                first
+                    + if blocks == 0 {
+                        0
+                    } else {
+                        rng.gen_range(0..blocks)
+                    }
+            }
+        }
+    }
+}
+
+/// fio's `zone_state_index`: for each hundredth of the requests, its
+/// zone's start and end (hundredths of the file, or bytes).
+fn zone_table(zones: &[Zone]) -> Box<[(u64, u64); 100]> {
+    let mut table = Box::new([(0, 0); 100]);
+    let (mut access, mut size) = (0usize, 0u64);
+    for z in zones {
+        for slot in table.iter_mut().skip(access).take(z.access as usize) {
+            *slot = (size, size + z.size);
+        }
+        access += z.access as usize;
+        size += z.size;
+    }
+    table
+}
+
 /// Every thread's random offsets, where they decide something (boxed: a
 /// thread without is one word to look at).
 #[derive(Debug, Default)]
@@ -234,6 +408,7 @@ mod tests {
             unit,
             align: [unit, unit],
             mode,
+            draw: Draw::Uniform,
             covered: BTreeMap::new(),
             covered_blocks: 0,
             last: 0,
@@ -299,6 +474,62 @@ mod tests {
             let (offset, issued) = o.place(false, 8192, || 4096);
             assert!(starts.insert(offset), "a start repeated within a pass");
             assert!(issued == 8192 || offset + 8192 > size);
+        }
+    }
+
+    /// A zone takes its share of the requests, uniformly within it.
+    #[test]
+    fn zones_take_their_share_of_the_requests() {
+        let zones = [
+            Zone {
+                access: 60,
+                size: 10,
+            },
+            Zone {
+                access: 40,
+                size: 90,
+            },
+        ];
+        let mut rng = stream_rng(5, 0);
+        let d = Draw::new(&Distribution::Zoned(zones.to_vec()), 1000, &mut rng);
+        let first = (0..10_000)
+            .filter(|_| d.block(&mut rng, 1000, 4096) < 100)
+            .count();
+        assert!(
+            (5_700..6_300).contains(&first),
+            "{first} of 10 000 in the first tenth"
+        );
+        let abs = [Zone {
+            access: 100,
+            size: 8192,
+        }];
+        let d = Draw::new(&Distribution::ZonedAbs(abs.to_vec()), 1000, &mut rng);
+        assert!((0..1000).all(|_| d.block(&mut rng, 1000, 4096) < 2));
+    }
+
+    /// Zipf's, Pareto's and the normal law's blocks stay in the file.
+    #[test]
+    fn skewed_draws_stay_in_the_file() {
+        let mut rng = stream_rng(6, 0);
+        for d in [
+            Distribution::Zipf {
+                theta: 1.2,
+                center: Some(0.5),
+            },
+            Distribution::Pareto {
+                h: 0.2,
+                center: None,
+            },
+            Distribution::Normal {
+                dev: 30.0,
+                center: Some(0.1),
+            },
+        ] {
+            let draw = Draw::new(&d, 777, &mut rng);
+            assert!(
+                (0..10_000).all(|_| draw.block(&mut rng, 777, 4096) < 777),
+                "{d:?}"
+            );
         }
     }
 }

@@ -85,6 +85,7 @@ static NO_SHAPE: IoShape = IoShape {
     latency_target: None,
     trace: None,
     random_map: cint_scenario::RandomMap::Map,
+    random_distribution: cint_scenario::Distribution::Uniform,
 };
 
 /// Whether the request is a write: `rwmixread` decides for the mixes.
