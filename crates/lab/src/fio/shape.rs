@@ -121,29 +121,8 @@ pub(super) fn job_shape(
         ));
     }
     if let Some(r) = spec.rate {
-        let mean = |write: bool| {
-            let split = if write && !shape.bssplit_write.is_empty() {
-                &shape.bssplit_write
-            } else {
-                &shape.bssplit
-            };
-            if split.is_empty() {
-                let range = if write {
-                    shape.bsrange_write.or(shape.bsrange)
-                } else {
-                    shape.bsrange
-                };
-                return mean_size(range, bs);
-            }
-            split
-                .iter()
-                .map(|s| s.bytes * u64::from(s.percent))
-                .sum::<u64>()
-                / 100
-        };
         let rwmixread = spec.rwmixread.map_or(50, |m| m.value);
-        let unit = [mean(false), mean(true)];
-        shape.rate = job_cap(spec, "rate", r, rw, rwmixread, unit, diag);
+        shape.rate = job_cap(spec, "rate", r, rw, rwmixread, diag)?;
     }
     if shape.rate_poisson && shape.rate.is_none() && spec.rate_iops_dirs.is_none() {
         return Err(diag.job_err(
@@ -155,26 +134,41 @@ pub(super) fn job_shape(
     Ok(shape)
 }
 
-/// The job's cap from the per-direction caps `option` set (see
-/// [`combined_rate`]); `None`, with a warning, when only a direction the
-/// job does not issue is capped, and a warning too for a cap on such a
+/// The job's cap from the per-direction caps `option` set: the cap of
+/// the direction it issues; `None`, with a warning, when only a direction
+/// the job does not issue is capped, and a warning too for a cap on such a
 /// direction beside one that applies (`rate_iops=1000,500` on reads).
+///
+/// A job that issues both is refused: fio paces reads and writes on
+/// schedules of their own and, when the direction it drew is ahead of its
+/// cap and the other behind, issues the other (io_u.c `rate_ddir`), so
+/// `rate_iops=1000` on a 70/30 `randrw` issues 1000 reads and 1000 writes
+/// a second, not 1000 in all, and `rate_iops=1000,` leaves the writes
+/// uncapped. The model paces a thread on one schedule.
 pub(super) fn job_cap(
     spec: &JobSpec,
     option: &str,
     caps: At<[u64; 2]>,
     rw: Rw,
     rwmixread: u8,
-    unit: [u64; 2],
     diag: &mut Diagnostics,
-) -> Option<u64> {
-    let cap = combined_rate(caps.value, rw, rwmixread, unit);
+) -> Result<Option<u64>, FioError> {
     let reads = read_share(rw, rwmixread);
-    let issued = [reads > 0, reads < 100];
-    // One value caps both directions (fio's `rate=1m`): only a second
-    // value of its own for the direction not issued is the user's.
-    let own = caps.value[0] != caps.value[1];
-    let unused = own && (0..2).any(|d| caps.value[d] != 0 && !issued[d]);
+    if reads > 0 && reads < 100 {
+        return Err(diag.job_err(
+            &spec.name,
+            caps.line,
+            format!(
+                "{option} on a job that both reads and writes: fio paces each direction on a \
+                 schedule of its own and issues the one behind (io_u.c rate_ddir; {option}=N \
+                 gives N reads and N writes a second), which the model does not; cap a job of \
+                 one direction, or give the mix as two jobs"
+            ),
+        ));
+    }
+    let issued = usize::from(reads == 0);
+    let cap = Some(caps.value[issued]).filter(|&c| c > 0);
+    let unused = caps.value[1 - issued] != 0 && caps.value[0] != caps.value[1];
     if cap.is_none() {
         diag.job_warn(
             &spec.name,
@@ -182,14 +176,14 @@ pub(super) fn job_cap(
             format!("{option} caps only a direction the job does not issue; no cap"),
         );
     } else if unused {
-        let which = if issued[0] { "writes" } else { "reads" };
+        let which = if issued == 0 { "writes" } else { "reads" };
         diag.job_warn(
             &spec.name,
             caps.line,
             format!("{option} caps {which}, which the job does not issue; that cap does nothing"),
         );
     }
-    cap
+    Ok(cap)
 }
 
 /// Percent of the job's requests that are reads.
@@ -198,38 +192,6 @@ fn read_share(rw: Rw, rwmixread: u8) -> u128 {
         Rw::Read | Rw::RandRead => 100,
         Rw::Write | Rw::RandWrite => 0,
         Rw::RandRw | Rw::ReadWrite => u128::from(rwmixread),
-    }
-}
-
-/// One cap for the whole job from fio's per-direction caps (`[reads,
-/// writes]`, 0: none): fio keeps the mix and caps each direction, so the
-/// job's total is bounded by the tighter of `cap / share` over the
-/// directions it issues. `unit`: the mean size of a read and of a write in
-/// the cap's unit (1 for IO/s, bytes for a byte rate).
-fn combined_rate(caps: [u64; 2], rw: Rw, rwmixread: u8, unit: [u64; 2]) -> Option<u64> {
-    let read_pct = read_share(rw, rwmixread);
-    // Each direction's share of the total, weighted by its unit.
-    let weights = [
-        read_pct * u128::from(unit[0]),
-        (100 - read_pct) * u128::from(unit[1]),
-    ];
-    let sum: u128 = weights.iter().sum();
-    let mut total: Option<u128> = None;
-    for d in 0..2 {
-        if caps[d] == 0 || weights[d] == 0 {
-            continue;
-        }
-        let t = u128::from(caps[d]) * sum / weights[d];
-        total = Some(total.map_or(t, |x| x.min(t)));
-    }
-    total.map(|t| u64::try_from(t).unwrap_or(u64::MAX).max(1))
-}
-
-/// The mean request size of a fixed size `bs` or of a `bsrange`.
-fn mean_size(bsrange: Option<(u64, u64)>, bs: u64) -> u64 {
-    match bsrange {
-        Some((lo, hi)) => lo * ((hi / lo).max(1) + 1) / 2,
-        None => bs,
     }
 }
 
@@ -265,23 +227,33 @@ mod tests {
 
     #[test]
     fn block_sizes_rates_think_times_and_counts() {
-        let text = "[a]\nrw=randrw\nrwmixread=80\nbssplit=4k/50:64k/50,16k\nrate=10m,1m\n\
+        let text = "[a]\nrw=randrw\nrwmixread=80\nbssplit=4k/50:64k/50,16k\n\
                     thinktime=50\nthinktime_spin=10\nthinktime_blocks=4\nnumber_ios=1000\n\
                     percentile_list=50:99:99.99\ntime_based\nruntime=1\n\
-                    [b]\nrw=readwrite\nbsrange=4k-16k\nrate_iops=100\nrate_process=poisson\n\
-                    loops=3\nsize=1m\nruntime=1\n";
+                    [b]\nrw=readwrite\nrwmixread=100\nbsrange=4k-16k\nrate_iops=100\n\
+                    rate_process=poisson\nloops=3\nsize=1m\nruntime=1\n\
+                    [c]\nrw=randwrite\nbs=16k\nrate=10m,1m\nruntime=1\n";
         let imp = import_str(text, "s.fio", &args()).expect("valid");
         let a = io(&imp.scenario.jobs[0]);
         assert_eq!(a.bs, 4096, "the smallest size of the split");
         assert_eq!(a.shape.bssplit.len(), 2);
         assert_eq!(a.shape.bssplit_write[0].bytes, 16384);
-        // Reads average 34 KiB and writes 16 KiB: reads carry 80 x 34 of
-        // every 80 x 34 + 20 x 16 bytes, so the 10 MiB/s read cap binds
-        // before the 1 MiB/s write cap lets the total reach 1 MiB/s / w.
-        let (r, w) = (80u128 * 34 * 1024, 20u128 * 16 * 1024);
-        let total = (10u128 << 20) * (r + w) / r;
-        let total = total.min((1u128 << 20) * (r + w) / w) as u64;
-        assert_eq!(a.shape.rate, Some(total));
+        // A writer is capped by the writes' cap.
+        assert_eq!(io(&imp.scenario.jobs[2]).shape.rate, Some(1 << 20));
+        // A cap on a job that both reads and writes is refused: fio paces
+        // each direction on its own (the s18 fio audit: rate_iops=1000 at
+        // 70/30 gave 499 reads and 499 writes in 500 ms).
+        for cap in [
+            "rate_iops=1000",
+            "rate=4m",
+            "rate_iops=1000,",
+            "rate_iops=1000,200",
+        ] {
+            let text = format!("[a]\nrw=randrw\nrwmixread=70\n{cap}\nruntime=1\n");
+            let e = import_str(&text, "m.fio", &args()).expect_err(&cap);
+            assert_eq!(e.line, Some(4), "{e}");
+            assert!(e.message.contains("rate_ddir"), "{e}");
+        }
         assert_eq!(
             (
                 a.shape.thinktime,
@@ -296,7 +268,7 @@ mod tests {
         let b = io(&imp.scenario.jobs[1]);
         assert_eq!(b.rw, Rw::ReadWrite);
         assert_eq!(b.shape.bsrange, Some((4096, 16384)));
-        assert_eq!(b.rate_iops, Some(200), "100 reads and 100 writes a second");
+        assert_eq!(b.rate_iops, Some(100), "reads only (rwmixread=100)");
         assert!(b.shape.rate_poisson);
         assert_eq!(b.shape.io_size, Some(3 << 20), "size times loops");
     }
