@@ -8,8 +8,8 @@
 //! fields the model does not produce are left out (`eta`, `elapsed`,
 //! `majf`, `minf`, `iodepth_*`, `disk_util`) rather than invented. Those
 //! written as zero are the ones fio itself prints as zero in the same
-//! case: a direction the job does not use (`trim`, and `sync` since the
-//! model issues no fsync), `error`, `short_ios` and `drop_ios` (the model
+//! case: a direction the job does not use (`trim`, and `sync` for a job
+//! without `fsync` or `fdatasync`), `error`, `short_ios` and `drop_ios` (the model
 //! has no errors and no short or dropped I/O), and the per-interval
 //! bandwidth and IOPS samples (`bw_*`, `iops_*` with `*_samples` 0: the
 //! model takes no periodic samples, as fio takes none in a run shorter
@@ -198,7 +198,7 @@ fn job_object(
     );
     o.insert(
         "sync".into(),
-        json!({ "total_ios": d.sync.ios, "lat_ns": latency(&d.sync.lat, percentiles) }),
+        json!({ "total_ios": d.sync.fsync_ios, "lat_ns": latency(&d.sync.lat, percentiles) }),
     );
     // fio sums the run time of a job's threads under group_reporting and
     // divides their summed CPU times by it: the percentages are per
@@ -474,13 +474,16 @@ mod tests {
             h.record(ns);
         }
         let fio = r.results[0].jobs[0].fio.as_mut().unwrap();
+        // One fsync and one fdatasync: fio 3.33 counts the fsync alone in
+        // total_ios and both in the latencies.
         fio.sync = crate::FioSync {
             ios: 2,
+            fsync_ios: 1,
             lat: h.summary(),
         };
         let d = doc(&to_fio_json(&r, 0, &info(2)).unwrap());
         let sync = &d["jobs"][0]["sync"];
-        assert_eq!(sync["total_ios"], 2);
+        assert_eq!(sync["total_ios"], 1);
         assert_eq!(sync["lat_ns"]["N"], 2);
         assert_eq!(sync["lat_ns"]["mean"], json!(25_000.0));
     }

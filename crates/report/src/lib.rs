@@ -303,6 +303,10 @@ pub struct FioJobData {
 pub struct FioSync {
     /// Calls completed.
     pub ios: u64,
+    /// The `fsync` calls among them: fio 3.33's JSON `total_ios` counts
+    /// only these (`total_io_u[DDIR_SYNC]`), where its latencies count
+    /// `fdatasync` calls too.
+    pub fsync_ios: u64,
     /// Their latencies.
     pub lat: FioLatency,
 }

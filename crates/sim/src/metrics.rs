@@ -47,6 +47,8 @@ pub(crate) struct JobStats {
     pub write: DirectionStats,
     /// `fsync` and `fdatasync` calls.
     sync_ios: u64,
+    /// The `fsync` calls among them (fio's `total_ios` counts only these).
+    fsync_ios: u64,
     sync_lat: FioHistogram,
     /// Under `mode-select`: the completion modes chosen.
     pub modes: ModeChoices,
@@ -84,14 +86,16 @@ impl JobStats {
             read: DirectionStats::default(),
             write: DirectionStats::default(),
             sync_ios: 0,
+            fsync_ios: 0,
             sync_lat: FioHistogram::new(),
             modes: ModeChoices::default(),
         }
     }
 
     /// An `fsync` or `fdatasync` call took `lat` from entry to return.
-    pub(crate) fn record_sync(&mut self, lat: Nanos) {
+    pub(crate) fn record_sync(&mut self, lat: Nanos, datasync: bool) {
         self.sync_ios += 1;
+        self.fsync_ios += u64::from(!datasync);
         self.sync_lat.record(lat);
     }
 
@@ -203,6 +207,7 @@ impl World<'_> {
                         write: stats.write.summary(),
                         sync: FioSync {
                             ios: stats.sync_ios,
+                            fsync_ios: stats.fsync_ios,
                             lat: stats.sync_lat.summary(),
                         },
                     }),

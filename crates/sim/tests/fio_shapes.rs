@@ -601,3 +601,39 @@ fn fios_random_map_cuts_requests_of_several_sizes_where_the_file_is_covered() {
     let mean = m.fio.as_ref().expect("fio's figures").read.bytes as f64 / m.ios as f64;
     assert!((mean / (34.0 * 1024.0) - 1.0).abs() < 0.1, "mean {mean}");
 }
+
+/// fio 3.33's syncs (io_u.c `get_rw_ddir`, fio.h `should_fsync`), from
+/// its iolog with `ioengine=null`: when the writes issued are a multiple
+/// of N, one call, `fsync` first where both fall due, and none again until
+/// a request has completed.
+#[test]
+fn syncs_fall_due_as_fios_do() {
+    let sync = |text: &str| {
+        let r = run(&scenario(NONE, "1s", &[text]));
+        let j = job(&r, "s");
+        let fio = j.fio.as_ref().expect("fio's figures");
+        (fio.write.ios, fio.sync.ios, fio.sync.fsync_ios)
+    };
+    // All writes, fsync=3: one per three (fio: 999 for 3000).
+    let (writes, calls, _) =
+        sync("name = \"s\"\nengine = \"libaio\"\nrw = \"randwrite\"\nnumber_ios = 3000\nfsync = 3");
+    assert_eq!((writes, calls), (3000, 999));
+    // 70% reads: each read after a due point syncs again, as fio's flag
+    // clears on any completion (fio: 1003 for 920 writes).
+    let (writes, calls, _) = sync(
+        "name = \"s\"\nengine = \"libaio\"\nrw = \"randrw\"\nrwmixread = 70\n\
+         number_ios = 3000\nfsync = 3",
+    );
+    let per_write = calls as f64 / writes as f64;
+    assert!(
+        (per_write / (1003.0 / 920.0) - 1.0).abs() < 0.1,
+        "{calls} for {writes}"
+    );
+    // Both: fsync at multiples of 4, fdatasync at 2 mod 4, none after the
+    // last write (fio: 63 and 64 for 256 writes).
+    let (writes, calls, fsyncs) = sync(
+        "name = \"s\"\nengine = \"libaio\"\nrw = \"write\"\nio_size = \"1m\"\n\
+         fsync = 4\nfdatasync = 2",
+    );
+    assert_eq!((writes, calls, fsyncs), (256, 127, 63));
+}
