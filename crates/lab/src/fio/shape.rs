@@ -250,7 +250,7 @@ mod tests {
             "rate_iops=1000,200",
         ] {
             let text = format!("[a]\nrw=randrw\nrwmixread=70\n{cap}\nruntime=1\n");
-            let e = import_str(&text, "m.fio", &args()).expect_err(&cap);
+            let e = import_str(&text, "m.fio", &args()).expect_err(cap);
             assert_eq!(e.line, Some(4), "{e}");
             assert!(e.message.contains("rate_ddir"), "{e}");
         }

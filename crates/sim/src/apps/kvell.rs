@@ -524,7 +524,6 @@ impl World<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::stream_rng;
 
     #[test]
     fn the_lru_keeps_the_most_recent_pages() {

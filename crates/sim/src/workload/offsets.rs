@@ -320,7 +320,7 @@ impl Draw {
                 let mut sum: u64 = (0..ITERS)
                     .map(|_| u64::from(rng.gen::<u32>()) % (n + 1))
                     .sum();
-                sum = (sum + ITERS - 1) / ITERS;
+                sum = sum.div_ceil(ITERS);
                 if *stddev > 0 {
                     let r = f64::from(rng.gen::<u32>()) / (f64::from(u32::MAX) + 1.0);
                     let mut dev = (*stddev as f64 * r) as i64 - (*stddev / 2) as i64;
