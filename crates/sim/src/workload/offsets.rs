@@ -324,10 +324,13 @@ impl Draw {
                 if *stddev > 0 {
                     let r = f64::from(rng.gen::<u32>()) / (f64::from(u32::MAX) + 1.0);
                     let mut dev = (*stddev as f64 * r) as i64 - (*stddev / 2) as i64;
-                    while sum as i64 + dev >= *n as i64 {
+                    // fio halves until the value is in range; with every
+                    // draw at the top and no deviation left, its loop
+                    // would not end: the model stops there.
+                    while dev > 0 && sum as i64 + dev >= *n as i64 {
                         dev /= 2;
                     }
-                    sum = (sum as i64 + dev) as u64;
+                    sum = (sum as i64).wrapping_add(dev) as u64;
                 }
                 scatter(sum).wrapping_add(*off) % n
             }
