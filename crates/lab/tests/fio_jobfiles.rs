@@ -137,8 +137,8 @@ fn phases_run_one_group_after_another_with_their_shapes() {
 #[test]
 fn imports_with_every_shaping_option_render_and_load_back_equal() {
     let text = "[global]\nruntime=20ms\nramp_time=1ms\n\
-                [a]\nioengine=libaio\niodepth=8\niodepth_batch_submit=4\nrw=randrw\n\
-                rwmixread=70\nbssplit=4k/10:64k/90,16k\nrate=50m,10m\nrate_process=poisson\n\
+                [a]\nioengine=libaio\niodepth=8\niodepth_batch_submit=4\nrw=randwrite\n\
+                bssplit=4k/10:64k/90,16k\nrate=50m,10m\nrate_process=poisson\n\
                 thinktime=15\nthinktime_spin=5\nthinktime_blocks=3\nbarrier=1\n\
                 percentile_list=50:99.5:99.99\nflow=3\nflow_id=2\nflow_sleep=50\n\
                 fsync=4\nfdatasync=8\nexitall\nss=bw_slope:0.25%\nss_dur=2s\nss_ramp=1s\n\

@@ -141,7 +141,10 @@ fn parse_zones(list: &str, absolute: bool) -> Result<Vec<Zone>, String> {
         ));
     }
     let total: u32 = access.iter().sum();
-    let given = sizes.iter().flatten().fold(0u64, |a, &s| a.saturating_add(s));
+    let given = sizes
+        .iter()
+        .flatten()
+        .fold(0u64, |a, &s| a.saturating_add(s));
     if total != 100 {
         return Err(format!(
             "the access shares add up to {total}%: fio wants 100"

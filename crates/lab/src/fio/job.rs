@@ -60,6 +60,10 @@ pub(super) struct JobSpec {
     pub(super) random_distribution: Option<At<cint_scenario::Distribution>>,
     /// `blockalign` (the reads' alignment).
     pub(super) blockalign: Option<At<u64>>,
+    /// `ratemin` or `rate_iops_min`, as written.
+    pub(super) rate_min: Option<At<String>>,
+    /// `ratecycle`, fio's window for `ratemin` (1 s).
+    pub(super) ratecycle: Nanos,
     pub(super) runtime: Option<At<Nanos>>,
     pub(super) ramp: Option<At<Nanos>>,
     pub(super) size: Option<At<SizeSpec>>,
@@ -201,6 +205,8 @@ impl JobSpec {
             lfsr: false,
             random_distribution: None,
             blockalign: None,
+            rate_min: None,
+            ratecycle: 1_000_000_000,
             runtime: None,
             ramp: None,
             size: None,

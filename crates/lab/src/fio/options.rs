@@ -89,8 +89,6 @@ const MEANINGLESS: &[&str] = &[
     "ignore_error",
     "error_dump",
     // fio aborts a job that falls below these; the model reports its rate.
-    "ratemin",
-    "rate_iops_min",
     "ramp_time_group",
     // At the job's end, after what is measured.
     "end_fsync",
@@ -587,6 +585,19 @@ fn apply_engine(
         "direct" => spec.direct = Some(At::new(o.line, o.boolean(diag)?)),
         "fadvise_hint" => spec.fadvise_hint = Some(At::new(o.line, o.boolean(diag)?)),
         "norandommap" => spec.norandommap = o.boolean(diag)?,
+        "ratemin" | "rate_min" | "rate_iops_min" => {
+            // Checked for fio's syntax; whether it can act is judged with
+            // the job's length (`to_scenario::check_min_rate`).
+            let v = o.value(diag)?;
+            if per_direction(v, |p| parse_size(p).ok()).is_none() {
+                return Err(o.bad(diag, "a rate (or READ,WRITE rates)"));
+            }
+            spec.rate_min = Some(At::new(o.line, key.to_string()));
+        }
+        "ratecycle" => {
+            let ms = o.int(diag, 1, u64::from(u32::MAX))?;
+            spec.ratecycle = ms.saturating_mul(1_000_000);
+        }
         "blockalign" | "ba" => {
             let v = o.value(diag)?;
             let reads = v.split(',').next().unwrap_or("").trim();

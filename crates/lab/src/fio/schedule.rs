@@ -106,6 +106,11 @@ impl Timeline {
         spec.runtime.map_or(self.default_runtime, |r| r.value)
     }
 
+    /// How long the job runs from its own start: ramp and runtime.
+    pub(super) fn length(&self, spec: &JobSpec) -> Nanos {
+        self.warmup.saturating_add(self.runtime(spec))
+    }
+
     /// From the start of the job's group to the job's end: start delay,
     /// ramp and runtime.
     fn span(&self, spec: &JobSpec) -> Nanos {

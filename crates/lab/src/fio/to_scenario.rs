@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use cint_policy::config::{AdaptiveParams, CinterruptsParams};
-use cint_policy::PolicyConfig;
+use cint_policy::{Nanos, PolicyConfig};
 use cint_scenario::{
     CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, IoShape, Job, Rw,
     Scenario, Schedule, SqPoll, Strategy, SyncWrites, Work,
@@ -139,6 +139,7 @@ fn job(
         shape.random_map = cint_scenario::RandomMap::Off;
     }
     refuse_split_sizes_under_the_map(spec, rw, &shape, diag)?;
+    check_min_rate(spec, timeline.length(spec), diag)?;
     // fio ignores rwmixread unless the job mixes reads and writes.
     let rwmixread = spec
         .rwmixread
@@ -503,6 +504,43 @@ fn end_after_size(spec: &JobSpec, size: u64, shape: &mut IoShape, diag: &mut Dia
             "loops has no effect with time_based (the job runs for its runtime)",
         );
     }
+}
+
+/// fio's `ratemin` and `rate_iops_min` (backend.c `__check_min_rate`):
+/// after two seconds from the job's start, every `ratecycle`, fio ends a
+/// job whose rate in the last cycle fell below them, with an error. The
+/// model does not, so a job that runs long enough to be checked is
+/// refused; one that ends before is warned that they change nothing.
+fn check_min_rate(spec: &JobSpec, length: Nanos, diag: &mut Diagnostics) -> Result<(), FioError> {
+    const SETTLE: Nanos = 2_000_000_000;
+    let Some(at) = &spec.rate_min else {
+        return Ok(());
+    };
+    let first_check = SETTLE.saturating_add(spec.ratecycle);
+    if length >= first_check {
+        return Err(diag.job_err(
+            &spec.name,
+            at.line,
+            format!(
+                "{}: fio ends a job that falls below it, checked every ratecycle after 2 s \
+                 (backend.c __check_min_rate), which the model does not; this job runs {}, \
+                 long enough to be checked",
+                at.value,
+                cint_scenario::units::format_duration(length)
+            ),
+        ));
+    }
+    diag.job_warn(
+        &spec.name,
+        at.line,
+        format!(
+            "{} changes nothing here: fio checks it first at {} (2 s and a ratecycle), after this job's {}",
+            at.value,
+            cint_scenario::units::format_duration(first_check),
+            cint_scenario::units::format_duration(length)
+        ),
+    );
+    Ok(())
 }
 
 /// fio 3.33's random map counts a write's blocks in its own smallest size
@@ -1145,5 +1183,25 @@ numjobs=2
         assert!(e.message.contains("norandommap"), "{e}");
         let ok = "[j]\nrw=randrw\nsize=1m\nbs=4k,16k\nnorandommap\n";
         assert!(import_str(ok, "s.fio", &args()).is_ok());
+    }
+
+    #[test]
+    fn ratemin_is_refused_where_fio_would_check_it() {
+        let long = "[j]\nrw=randread\nruntime=5\ntime_based\nrate_iops_min=1000\n";
+        let e = import_str(long, "m.fio", &args()).expect_err("checked after 2 s");
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(e.message.contains("__check_min_rate"), "{e}");
+        let short = "[j]\nrw=randread\nruntime=100ms\ntime_based\nratemin=1m\nratecycle=500\n";
+        let imp = import_str(short, "m.fio", &args()).expect("too short to be checked");
+        assert!(
+            imp.warnings
+                .iter()
+                .any(|w| w.contains("changes nothing here")),
+            "{:?}",
+            imp.warnings
+        );
+        // A shorter cycle brings the first check nearer: 2.5 s.
+        let edge = "[j]\nrw=randread\nruntime=2500ms\ntime_based\nratemin=1m\nratecycle=500\n";
+        assert!(import_str(edge, "m.fio", &args()).is_err());
     }
 }
