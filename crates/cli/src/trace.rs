@@ -164,7 +164,9 @@ impl TraceArgs {
                 (sc, job)
             }
         };
-        let duration_set = sets.iter().any(|s| s.starts_with("duration="));
+        let duration_set = sets
+            .iter()
+            .any(|s| cint_scenario::set_key(s).as_deref() == Some("duration"));
         if scenario.is_none() && !duration_set {
             if let Work::Io(io) = &job.work {
                 if let Some(tr) = io

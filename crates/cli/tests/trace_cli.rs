@@ -55,6 +55,11 @@ fn the_shipped_trace_replays_on_the_defaults() {
     // fio's own latencies on the machine that ran it, beside the model's.
     assert_eq!(t["trace_lat_ns"]["N"], job["lat_ns"]["N"]);
     assert!(t["issue_lag_ns"]["max"].as_u64().unwrap() < 100_000);
+    // A duration set by hand wins over the trace's length, spaces or not.
+    for set in ["duration=5ms", " duration = 5ms"] {
+        let doc = json(&cint(&["sim", "--trace", SHIPPED, "--set", set, "--json"]));
+        assert_eq!(doc["duration_ns"], 5_000_000, "--set '{set}'");
+    }
     // The table says the same in words.
     let table = cint(&["sim", "--trace", SHIPPED, "--trace-mode", "closed"]);
     assert_eq!(table.status, 0);

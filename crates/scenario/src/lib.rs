@@ -43,6 +43,7 @@ pub use load::{
 };
 pub use origins::KeyOrigins;
 pub use render::{to_toml, toml_string};
+pub use set::set_key;
 pub use virt::{Guest, Hypervisor, HypervisorProfile, Virt};
 
 pub use emu_config::{Backend, EmuConfig};

@@ -14,6 +14,19 @@ use crate::tree::{parse_set_value, Node, Table, Value};
 /// The sections made of `[[...]]` elements addressed by name.
 const NAMED_ARRAYS: &[&str] = &["strategy", "job", "app", "guest", "sched_group"];
 
+/// The dotted key a `--set KEY=VALUE` argument sets, as [`apply`] reads
+/// it (spaces around the key and its dots are not part of it); `None`
+/// without an `=`.
+///
+/// ```
+/// assert_eq!(cint_scenario::set_key(" duration = 5s").as_deref(), Some("duration"));
+/// assert_eq!(cint_scenario::set_key("job. a .bs=4k").as_deref(), Some("job.a.bs"));
+/// ```
+pub fn set_key(arg: &str) -> Option<String> {
+    let (path, _) = arg.split_once('=')?;
+    Some(path.split('.').map(str::trim).collect::<Vec<_>>().join("."))
+}
+
 /// Applies one `--set` argument to the document.
 pub(crate) fn apply(root: &mut Table, arg: &str, source: &str) -> Result<(), ScenarioError> {
     let origin = Origin::Set(arg.to_string());
