@@ -40,6 +40,9 @@ const VALUES: &[&str] = &[
     "1ms",
     "50us",
     "é",
+    "zipf:1.2",
+    "zoned_abs:50/1m:50/1g",
+    "pareto:0",
 ];
 
 /// Modelled options that the shipped job files and fio's examples leave
@@ -53,6 +56,16 @@ const EXTRA_OPTIONS: &[&str] = &[
     "sync=1",
     "sync=dsync",
     "direct=1",
+    "norandommap=1",
+    "random_generator=lfsr",
+    "random_distribution=zipf:1.2",
+    "random_distribution=zoned:60/10:40/90",
+    "random_distribution=normal:5:0.5",
+    "blockalign=8k",
+    "ratemin=1m",
+    "ratecycle=500",
+    "bssplit=4k/50:6k/50",
+    "bsrange=4k-10k",
 ];
 
 fn job_files() -> Vec<String> {
