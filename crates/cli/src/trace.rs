@@ -148,6 +148,14 @@ impl TraceArgs {
                 (sc, job)
             }
             None => {
+                // The generated scenario names the file in a TOML string.
+                if path.to_str().is_none() {
+                    return Err(format!(
+                        "cint: --trace {}: the path is not UTF-8, which a scenario's trace key \
+                         cannot hold: rename the file, or give a scenario file beside --trace",
+                        path.display()
+                    ));
+                }
                 let name = path
                     .file_stem()
                     .map_or("trace".into(), |s| s.to_string_lossy().into_owned());

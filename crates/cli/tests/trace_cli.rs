@@ -297,3 +297,44 @@ fn a_trace_on_the_defaults_is_a_trace_job_its_sets_and_flags_reach() {
         Some(3000)
     );
 }
+
+/// A trace path that is not UTF-8 cannot go into the generated scenario's
+/// `trace` key: refused in one line, exit 2, where it used to be read as
+/// another file. Beside a scenario file, which takes the path as it is,
+/// it replays.
+#[cfg(unix)]
+#[test]
+fn a_trace_path_that_is_not_utf8_is_refused_on_the_defaults_and_read_beside_a_scenario() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = cint_test_support::temp_dir("trace-utf8");
+    let name = std::ffi::OsStr::from_bytes(b"t\xff.csv");
+    std::fs::copy(repo().join(SHIPPED), dir.path().join(name)).expect("copies the trace");
+    let run = |args: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_cint"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("the binary runs")
+    };
+    let s = std::ffi::OsStr::new;
+    let o = run(&[s("sim"), s("--trace"), name, s("--set"), s("duration=5ms")]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("not UTF-8"), "{stderr}");
+    let scenario = repo().join("scenarios/trace-replay.toml");
+    let o = run(&[
+        s("sim"),
+        scenario.as_os_str(),
+        s("--trace"),
+        name,
+        s("--set"),
+        s("duration=5ms"),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
