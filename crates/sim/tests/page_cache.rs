@@ -747,3 +747,18 @@ fn fios_random_distributions_decide_a_buffered_readers_hits() {
         );
     }
 }
+
+#[test]
+fn a_files_partial_last_page_is_read_too() {
+    // A 10.5 KiB file read in 512-byte requests: its three pages, the
+    // last one partial, come through the cache (the model used to keep
+    // whole pages only and never reached the last 512 bytes).
+    let r = run(
+        "rw = \"read\"\nbs = \"512\"\nsize = \"10752\"",
+        "",
+        "optane-p4800x",
+        "20ms",
+    );
+    let t = totals(&r);
+    assert_eq!(t[8], 3, "pages read ahead: {t:?}");
+}

@@ -1852,7 +1852,11 @@ pub(crate) struct Buffered {
     /// Per thread: the byte where its next sequential read and write
     /// start (fio keeps one position per direction, `f->last_pos`).
     next_offset: Vec<[u64; 2]>,
+    /// Per thread: its file's pages, a partial last page counted (the
+    /// read-ahead's bound).
     size_pages: Vec<u64>,
+    /// Per thread: its file's bytes (where requests may land).
+    size_bytes: Vec<u64>,
 }
 
 /// Whether `job` does buffered I/O through the page cache
@@ -1875,6 +1879,7 @@ impl Buffered {
         }
         let n = thread_jobs.len();
         let mut size_pages = vec![1; n];
+        let mut size_bytes = vec![PAGE; n];
         let mut advice = vec![Advice::Normal; n];
         let mut of_thread = vec![None; n];
         let instance = |owner: Owner| {
@@ -1886,7 +1891,8 @@ impl Buffered {
         for (t, &j) in thread_jobs.iter().enumerate() {
             let job = sc.jobs.get(j as usize);
             if let Some(Work::Io(io)) = job.map(|j| &j.work) {
-                size_pages[t] = (io.size / PAGE).max(1);
+                size_pages[t] = io.size.div_ceil(PAGE).max(1);
+                size_bytes[t] = io.size.max(512);
                 advice[t] = Advice::of(io);
             }
             of_thread[t] = match job {
@@ -1925,6 +1931,7 @@ impl Buffered {
             pacing: vec![Pacing::default(); n],
             next_offset: vec![[0; 2]; n],
             size_pages,
+            size_bytes,
         }))
     }
 
@@ -1956,11 +1963,10 @@ impl Buffered {
     /// than the file covers the file.
     fn place(&mut self, t: usize, write: bool, bytes: u64, drawn: Option<u64>) -> Placement {
         const SECTOR: u64 = 512;
-        let span = self.size_pages[t] * PAGE;
+        let span = self.size_bytes[t];
         let len = bytes.clamp(SECTOR, span);
         let next = &mut self.next_offset[t][usize::from(write)];
         let offset = match drawn {
-            // Within the whole pages the model keeps of the file.
             Some(at) => at.min(span - len),
             None if *next + len > span => 0,
             None => *next,
