@@ -535,4 +535,60 @@ mod tests {
             );
         }
     }
+
+    /// The runs stay sorted, disjoint and apart, and add up to the
+    /// blocks covered.
+    fn runs_are_sound(o: &RandomOffsets) {
+        let mut end = None;
+        let mut sum = 0;
+        for (&start, &stop) in &o.covered {
+            assert!(start < stop, "an empty run at {start}");
+            assert!(
+                end.is_none_or(|e| e < start),
+                "runs touch or overlap at {start}"
+            );
+            sum += stop - start;
+            end = Some(stop);
+        }
+        assert_eq!(sum, o.covered_blocks);
+    }
+
+    proptest::proptest! {
+        /// Under the map, over random files and mixes of sizes, each pass
+        /// gives every block exactly once, every request lands within the
+        /// file at a multiple of the block and is cut, never grown, and
+        /// a pass's bytes are the file's.
+        #[test]
+        fn each_pass_gives_every_block_once(
+            unit_shift in 9u32..14,
+            blocks in 1u64..400,
+            multiples in proptest::collection::vec(1u64..20, 1..4),
+            seed in 0u64..1000,
+        ) {
+            let unit = 1u64 << unit_shift;
+            let size = blocks * unit;
+            let mut o = offsets(size, unit, RandomMap::Map);
+            o.rng = stream_rng(seed, 1);
+            let mut draw = stream_rng(seed, 2);
+            for _pass in 0..2 {
+                let mut seen = vec![false; blocks as usize];
+                let mut total = 0;
+                while total < size {
+                    let want = multiples[draw.gen_range(0..multiples.len())] * unit;
+                    let (offset, issued) = o.place(false, want, || unit);
+                    proptest::prop_assert_eq!(offset % unit, 0);
+                    proptest::prop_assert!(issued > 0 && issued <= want.max(unit));
+                    proptest::prop_assert!(offset + issued <= size);
+                    for b in offset / unit..(offset + issued).div_ceil(unit) {
+                        proptest::prop_assert!(!seen[b as usize], "block {} twice in a pass", b);
+                        seen[b as usize] = true;
+                    }
+                    total += issued;
+                    runs_are_sound(&o);
+                }
+                proptest::prop_assert_eq!(total, size);
+                proptest::prop_assert!(seen.iter().all(|&s| s));
+            }
+        }
+    }
 }
