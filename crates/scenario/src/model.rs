@@ -221,6 +221,11 @@ impl Rw {
     pub fn only_reads(self) -> bool {
         matches!(self, Rw::Read | Rw::RandRead)
     }
+
+    /// Requests land at random offsets, not in sequence.
+    pub fn is_random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
 }
 
 /// An I/O job's parameters.
@@ -375,6 +380,18 @@ pub enum RandomMap {
     /// before any starts one again (fio's LFSR keeps no map, so requests
     /// are never cut).
     Lfsr,
+}
+
+impl RandomMap {
+    /// What fio's `norandommap` and `random_generator=lfsr` make of its
+    /// map: the LFSR keeps none, whatever `norandommap` says.
+    pub fn from_fio(norandommap: bool, lfsr: bool) -> RandomMap {
+        match (lfsr, norandommap) {
+            (true, _) => RandomMap::Lfsr,
+            (false, true) => RandomMap::Off,
+            (false, false) => RandomMap::Map,
+        }
+    }
 }
 
 /// fio's request-shaping options on an I/O job. The default shapes

@@ -351,6 +351,25 @@ pub fn smallest_block(shape: &IoShape, bs: u64) -> u64 {
     split.map(|s| s.bytes).min().unwrap_or(bs)
 }
 
+/// The smallest size one direction's requests may have (`write`: the
+/// writes'): its own list or range, else the reads', else `bs`.
+pub fn smallest_block_of(shape: &IoShape, bs: u64, write: bool) -> u64 {
+    let split = if write && !shape.bssplit_write.is_empty() {
+        &shape.bssplit_write
+    } else {
+        &shape.bssplit
+    };
+    let range = if write {
+        shape.bsrange_write.or(shape.bsrange)
+    } else {
+        shape.bsrange
+    };
+    match range {
+        Some((lo, _)) => lo,
+        None => split.iter().map(|s| s.bytes).min().unwrap_or(bs),
+    }
+}
+
 /// The largest block size a job's requests may have.
 pub fn largest_block(shape: &IoShape, bs: u64) -> u64 {
     if let Some((_, hi)) = shape.bsrange {
@@ -365,11 +384,10 @@ pub fn largest_block(shape: &IoShape, bs: u64) -> u64 {
 fn random_map(sec: &mut Section<'_>) -> Result<RandomMap, ScenarioError> {
     let off = sec.bool("norandommap")?.unwrap_or(false);
     let generator = sec.choice("random_generator", &["tausworthe", "tausworthe64", "lfsr"])?;
-    Ok(match generator.as_deref() {
-        Some("lfsr") => RandomMap::Lfsr,
-        _ if off => RandomMap::Off,
-        _ => RandomMap::Map,
-    })
+    Ok(RandomMap::from_fio(
+        off,
+        generator.as_deref() == Some("lfsr"),
+    ))
 }
 
 /// The `norandommap` and `random_generator` keys of `map`, for scenario

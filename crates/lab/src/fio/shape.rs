@@ -89,11 +89,7 @@ pub(super) fn job_shape(
                 percentile: spec.latency_percentile.map_or(100.0, |p| p.value),
             }),
         trace: None,
-        random_map: match (spec.lfsr, spec.norandommap) {
-            (true, _) => RandomMap::Lfsr,
-            (false, true) => RandomMap::Off,
-            (false, false) => RandomMap::Map,
-        },
+        random_map: RandomMap::from_fio(spec.norandommap, spec.lfsr),
         random_distribution: spec
             .random_distribution
             .as_ref()

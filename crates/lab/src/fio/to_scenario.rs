@@ -129,7 +129,7 @@ fn job(
     let rw = spec.rw.map_or(Rw::Read, |r| r.value);
     let mut shape = job_shape(spec, rw, bs, diag)?;
     fit_shape_to_engine(spec, engine, &mut shape, diag)?;
-    end_after_size(spec, size, &mut shape, diag);
+    end_after_size(spec, size, bs, &mut shape, diag);
     let bs = cint_scenario::shape::smallest_block(&shape, bs);
     // "Any use of blockalign= turns off randommap" (init.c), when it
     // differs from the smallest size; fio's LFSR keeps no map anyway.
@@ -138,7 +138,7 @@ fn job(
     {
         shape.random_map = cint_scenario::RandomMap::Off;
     }
-    refuse_split_sizes_under_the_map(spec, rw, &shape, diag)?;
+    refuse_split_sizes_under_the_map(spec, rw, bs, &shape, diag)?;
     check_min_rate(spec, timeline.length(spec), diag)?;
     // fio ignores rwmixread unless the job mixes reads and writes.
     let rwmixread = spec
@@ -467,7 +467,7 @@ fn fit_shape_to_engine(
 /// Where a job that is not time based ends: once it has done its size
 /// (or `io_size`) `loops` times, as fio does, or at its runtime if that
 /// comes first.
-fn end_after_size(spec: &JobSpec, size: u64, shape: &mut IoShape, diag: &mut Diagnostics) {
+fn end_after_size(spec: &JobSpec, size: u64, bs: u64, shape: &mut IoShape, diag: &mut Diagnostics) {
     // fio counts `number_ios` over all its loops (backend.c
     // `exceeds_number_ios`: `number_ios * td->loops`).
     if let Some(n) = shape.number_ios.as_mut() {
@@ -485,8 +485,7 @@ fn end_after_size(spec: &JobSpec, size: u64, shape: &mut IoShape, diag: &mut Dia
             // largest request (backend.c `keep_running`; io_u.c refuses a
             // request past the file's end): a 1000 KiB file in 64 KiB
             // requests is read in 15.
-            let largest =
-                cint_scenario::shape::largest_block(shape, spec.bs.map_or(4096, |b| b.value));
+            let largest = cint_scenario::shape::largest_block(shape, bs);
             let pass = size - size % largest.clamp(1, size);
             shape.io_size = Some(match spec.io_size.map(|b| b.value) {
                 None => pass.saturating_mul(spec.loops),
@@ -553,10 +552,11 @@ fn check_min_rate(spec: &JobSpec, length: Nanos, diag: &mut Diagnostics) -> Resu
 fn refuse_split_sizes_under_the_map(
     spec: &JobSpec,
     rw: Rw,
+    bs: u64,
     shape: &IoShape,
     diag: &mut Diagnostics,
 ) -> Result<(), FioError> {
-    let random = matches!(rw, Rw::RandRead | Rw::RandWrite | Rw::RandRw);
+    let random = rw.is_random();
     let uniform = shape.random_distribution == cint_scenario::Distribution::Uniform;
     // A time-based job starts the map again instead of ending; one over a
     // whole device ends by its runtime long before the map matters.
@@ -569,17 +569,10 @@ fn refuse_split_sizes_under_the_map(
     {
         return Ok(());
     }
-    let smallest = |sizes: &[cint_scenario::BsShare], range: Option<(u64, u64)>| {
-        range.map(|r| r.0).or(sizes.iter().map(|s| s.bytes).min())
-    };
-    let reads = smallest(&shape.bssplit, shape.bsrange);
-    let writes = if shape.bssplit_write.is_empty() && shape.bsrange_write.is_none() {
-        reads
-    } else {
-        smallest(&shape.bssplit_write, shape.bsrange_write.or(shape.bsrange))
-    };
-    match (reads, writes) {
-        (Some(r), Some(w)) if w > r && rw != Rw::RandRead => Err(diag.job_err(
+    let smallest = |write| cint_scenario::shape::smallest_block_of(shape, bs, write);
+    let (r, w) = (smallest(false), smallest(true));
+    match rw {
+        Rw::RandWrite | Rw::RandRw if w > r => Err(diag.job_err(
             &spec.name,
             spec.line_of(&spec.bs),
             format!(

@@ -36,7 +36,7 @@
 
 use std::collections::BTreeMap;
 
-use cint_scenario::{Distribution, IoJob, RandomMap, Rw, Work, Zone};
+use cint_scenario::{Distribution, IoJob, RandomMap, Work, Zone};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -76,30 +76,14 @@ impl RandomOffsets {
     /// `None` when the job's offsets decide nothing: a direct job whose
     /// requests the map cannot cut.
     pub(crate) fn new(io: &IoJob, seed: u64, stream: u64) -> Option<RandomOffsets> {
-        let random = matches!(io.rw, Rw::RandRead | Rw::RandWrite | Rw::RandRw);
         let shape = &io.shape;
         let sizes_vary = !shape.bssplit.is_empty() || shape.bsrange.is_some();
         let mapped = shape.random_distribution == Distribution::Uniform;
         let cut = mapped && io.shape.random_map == RandomMap::Map && sizes_vary;
-        if !random || shape.trace.is_some() || !(io.through_page_cache() || cut) {
+        if !io.rw.is_random() || shape.trace.is_some() || !(io.through_page_cache() || cut) {
             return None;
         }
-        let smallest = |write: bool| -> u64 {
-            let split = if write && !shape.bssplit_write.is_empty() {
-                &shape.bssplit_write
-            } else {
-                &shape.bssplit
-            };
-            let range = if write {
-                shape.bsrange_write.or(shape.bsrange)
-            } else {
-                shape.bsrange
-            };
-            match range {
-                Some((lo, _)) => lo,
-                None => split.iter().map(|s| s.bytes).min().unwrap_or(io.bs),
-            }
-        };
+        let smallest = |write| cint_scenario::shape::smallest_block_of(shape, io.bs, write);
         let align = [smallest(false), smallest(true)];
         let unit = align[0].min(align[1]).max(1);
         let mut rng = stream_rng(seed, OFFSET_STREAM_BASE | stream);
@@ -131,7 +115,7 @@ impl RandomOffsets {
         bytes: u64,
         mut draw_size: impl FnMut() -> u64,
     ) -> (u64, u64) {
-        let blocks = (self.size / self.unit).max(1);
+        let blocks = self.blocks();
         let align = self.align[usize::from(write)].max(1);
         let last = (self.size / align).max(1);
         if self.mode != RandomMap::Off && self.covered_blocks >= blocks {
@@ -170,6 +154,12 @@ impl RandomOffsets {
         (offset, bytes)
     }
 
+    /// The map's blocks: the file's whole blocks of the job's smallest
+    /// size.
+    fn blocks(&self) -> u64 {
+        (self.size / self.unit).max(1)
+    }
+
     /// The first block from `block` on that the map does not cover,
     /// wrapping at `blocks`; the map is never full here.
     fn next_uncovered(&self, block: u64, blocks: u64) -> u64 {
@@ -192,7 +182,7 @@ impl RandomOffsets {
     /// Covers up to `want` blocks from the uncovered `first`, stopping at
     /// a covered block or the map's end; the blocks covered.
     fn cover(&mut self, first: u64, want: u64) -> u64 {
-        let blocks = (self.size / self.unit).max(1);
+        let blocks = self.blocks();
         let next_start = self
             .covered
             .range(first + 1..)

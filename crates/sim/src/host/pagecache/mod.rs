@@ -329,7 +329,7 @@ impl Advice {
     pub(crate) fn of(io: &cint_scenario::IoJob) -> Advice {
         if !io.fadvise_hint {
             Advice::Normal
-        } else if matches!(io.rw, Rw::RandRead | Rw::RandWrite | Rw::RandRw) {
+        } else if io.rw.is_random() {
             Advice::Random
         } else {
             Advice::Sequential
