@@ -177,6 +177,17 @@ fn job_options(job: &Job) -> FioJobOptions {
             if let Some(r) = io.rate_iops {
                 put("rate_iops", r.to_string());
             }
+            if let Some(r) = io.shape.rate {
+                put("rate", size(r));
+            }
+            if let Some(caps) = io.shape.rate_per_direction {
+                let (key, side): (&str, &dyn Fn(u64) -> String) = match caps.unit {
+                    cint_scenario::RateUnit::Iops => ("rate_iops", &|c: u64| c.to_string()),
+                    cint_scenario::RateUnit::Bytes => ("rate", &size),
+                };
+                let side = |c: Option<u64>| c.map(side).unwrap_or_default();
+                put(key, format!("{},{}", side(caps.read), side(caps.write)));
+            }
         }
         Work::Cpu => {
             put("ioengine", "cpuio".into());

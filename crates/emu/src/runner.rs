@@ -163,6 +163,12 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("bsrange")
             } else if s.rate.is_some() {
                 Some("rate")
+            } else if let Some(caps) = s.rate_per_direction {
+                // The emulator paces a thread on one schedule.
+                Some(match caps.unit {
+                    cint_scenario::RateUnit::Iops => "rate_iops",
+                    cint_scenario::RateUnit::Bytes => "rate",
+                })
             } else if s.rate_poisson {
                 Some("rate_process")
             } else if s.barrier_last {

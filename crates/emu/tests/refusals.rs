@@ -37,6 +37,8 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
         ("bssplit", "bssplit = \"4k/50:8k/50\""),
         ("bsrange", "bsrange = \"4k-8k\""),
         ("rate", "rate = \"10m\""),
+        // Its threads pace on one schedule.
+        ("rate_iops", "rw = \"randrw\"\nrate_iops = \"1000,500\""),
         ("barrier_last", "barrier_last = true"),
         ("number_ios", "number_ios = 10"),
         ("io_size", "io_size = \"1m\""),

@@ -32,10 +32,6 @@ const ALLOWED_REFUSALS: &[(&str, &str)] = &[
         "is not set (fio takes it from the environment)",
         "an unset ${VAR}",
     ),
-    (
-        "io_u.c rate_ddir",
-        "a rate cap on a job that reads and writes (fio paces each direction on its own)",
-    ),
 ];
 
 fn engines_of(text: &str) -> Vec<String> {

@@ -66,6 +66,10 @@ const EXTRA_OPTIONS: &[&str] = &[
     "ratecycle=500",
     "bssplit=4k/50:6k/50",
     "bsrange=4k-10k",
+    "rw=randrw",
+    "rate_iops=500,100",
+    "rate=1m,",
+    "rate_process=poisson",
 ];
 
 fn job_files() -> Vec<String> {

@@ -524,15 +524,17 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     let (iodepth, batch, batch_complete_min, batch_complete_max) =
         queue_depths(sec, engine, offload)?;
     let flags = io_flags(sec, engine)?;
-    let rate_iops = sec.int("rate_iops", 1, i64::MAX as u64)?;
+    let rates = crate::shape::parse_rates(sec, rw)?;
+    let rate_iops = rates.iops;
     let think: Nanos = sec.duration("think")?.unwrap_or(0);
-    let shape = crate::shape::parse_shape(sec, bs, bs_given, rate_iops.is_some())?;
+    let shape = crate::shape::parse_shape(sec, bs, bs_given, rates)?;
     check_shape_on_engine(sec, &shape, engine)?;
     check_sync_writes(sec, &shape, engine, flags.direct, rw)?;
     if offload {
         check_offload(sec, &shape, flags.direct)?;
     }
     bs = crate::shape::smallest_block(&shape, bs);
+    crate::shape::check_poisson_rate(sec, &shape, bs, rw)?;
     let size = io_size(sec, device, crate::shape::largest_block(&shape, bs))?;
     if let crate::model::Distribution::ZonedAbs(zones) = &shape.random_distribution {
         let total = zones.iter().map(|z| z.size).fold(0u64, u64::saturating_add);

@@ -48,9 +48,9 @@ pub use virt::{Guest, Hypervisor, HypervisorProfile, Virt};
 
 pub use emu_config::{Backend, EmuConfig};
 pub use model::{
-    BsShare, CompletionMode, Distribution, Engine, ExitScope, HybridSleep, IoJob, IoShape, Job,
-    LatencyTarget, RandomMap, Rw, Scenario, Schedule, SqPoll, SteadyMetric, SteadyState, Strategy,
-    SyncWrites, Work, Zone,
+    BsShare, CompletionMode, DirectionRates, Distribution, Engine, ExitScope, HybridSleep, IoJob,
+    IoShape, Job, LatencyTarget, RandomMap, RateUnit, Rw, Scenario, Schedule, SqPoll, SteadyMetric,
+    SteadyState, Strategy, SyncWrites, Work, Zone,
 };
 pub use profiles::{
     DevicePower, DeviceProfile, Governor, HostPower, HostProfile, IdleState, UnitBinding,

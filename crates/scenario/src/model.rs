@@ -412,6 +412,11 @@ pub struct IoShape {
     pub bsrange_write: Option<(u64, u64)>,
     /// `rate`: cap on the job's bandwidth per thread, in bytes/s.
     pub rate: Option<u64>,
+    /// `rate_iops` or `rate` given per direction (`"READS,WRITES"`) on a
+    /// job that reads and writes: fio's pacing, each direction on a
+    /// schedule of its own, issuing the one behind (io_u.c `rate_ddir`).
+    /// `None`: the job's one cap (`IoJob::rate_iops`, `rate`), or none.
+    pub rate_per_direction: Option<DirectionRates>,
     /// `rate_process = "poisson"`: under `rate` or `rate_iops`, the gaps
     /// between issue instants are exponential with the cap's mean instead
     /// of even.
@@ -554,6 +559,39 @@ pub enum SteadyMetric {
     Iops,
     /// Completed bytes per second.
     Bw,
+}
+
+/// Rate caps per direction (fio's `rate_iops=R,W` and `rate=R,W`): each
+/// direction is paced on a schedule of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirectionRates {
+    /// What the caps count.
+    pub unit: RateUnit,
+    /// The reads' cap; `None`: reads are not capped.
+    pub read: Option<u64>,
+    /// The writes' cap; `None`: writes are not capped.
+    pub write: Option<u64>,
+}
+
+impl DirectionRates {
+    /// The cap of reads (`write` false) or writes.
+    pub fn of(&self, write: bool) -> Option<u64> {
+        if write {
+            self.write
+        } else {
+            self.read
+        }
+    }
+}
+
+/// What a rate cap counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateUnit {
+    /// Requests per second (`rate_iops`), each the direction's smallest
+    /// size's worth of bytes as fio counts them.
+    Iops,
+    /// Bytes per second (`rate`).
+    Bytes,
 }
 
 /// One entry of `bssplit`.

@@ -188,6 +188,14 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
     if let Some(r) = shape.rate {
         t["rate"] = value(format_size(r));
     }
+    if let Some(caps) = shape.rate_per_direction {
+        let (key, side): (&str, fn(u64) -> String) = match caps.unit {
+            crate::model::RateUnit::Iops => ("rate_iops", |c| c.to_string()),
+            crate::model::RateUnit::Bytes => ("rate", format_size),
+        };
+        let side = |c: Option<u64>| c.map(side).unwrap_or_default();
+        t[key] = value(format!("{},{}", side(caps.read), side(caps.write)));
+    }
     if let Some((key, v)) = crate::shape::random_map_keys(shape.random_map) {
         t[key] = value(v);
     }

@@ -7,10 +7,11 @@ use cint_policy::Nanos;
 
 use crate::error::ScenarioError;
 use crate::model::{
-    BsShare, Distribution, ExitScope, IoShape, LatencyTarget, RandomMap, Schedule, SteadyMetric,
-    SteadyState, SyncWrites,
+    BsShare, DirectionRates, Distribution, ExitScope, IoShape, LatencyTarget, RandomMap, RateUnit,
+    Rw, Schedule, SteadyMetric, SteadyState, SyncWrites,
 };
 use crate::section::Section;
+use crate::tree::Value;
 use crate::units::{format_duration, parse_size};
 
 /// Most groups a scenario may have (each is a phase of the run).
@@ -351,9 +352,9 @@ pub fn smallest_block(shape: &IoShape, bs: u64) -> u64 {
     split.map(|s| s.bytes).min().unwrap_or(bs)
 }
 
-/// The smallest size one direction's requests may have (`write`: the
-/// writes'): its own list or range, else the reads', else `bs`.
-pub fn smallest_block_of(shape: &IoShape, bs: u64, write: bool) -> u64 {
+/// One direction's sizes (`write`: the writes'): its range, else its
+/// split, each its own or else the reads'; neither: every request `bs`.
+pub fn sizes_of(shape: &IoShape, write: bool) -> (Option<(u64, u64)>, &[BsShare]) {
     let split = if write && !shape.bssplit_write.is_empty() {
         &shape.bssplit_write
     } else {
@@ -364,6 +365,13 @@ pub fn smallest_block_of(shape: &IoShape, bs: u64, write: bool) -> u64 {
     } else {
         shape.bsrange
     };
+    (range, split)
+}
+
+/// The smallest size one direction's requests may have (`write`: the
+/// writes'): its own list or range, else the reads', else `bs`.
+pub fn smallest_block_of(shape: &IoShape, bs: u64, write: bool) -> u64 {
+    let (range, split) = sizes_of(shape, write);
     match range {
         Some((lo, _)) => lo,
         None => split.iter().map(|s| s.bytes).min().unwrap_or(bs),
@@ -405,13 +413,154 @@ fn bounded_duration(sec: &mut Section<'_>, key: &'static str) -> Result<Nanos, S
     Ok(sec.duration(key)?.unwrap_or(0))
 }
 
+/// A job's rate caps: `rate_iops` or `rate`, one cap for the job, or
+/// given per direction (`"READS,WRITES"`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RateCaps {
+    /// `rate_iops` as one cap.
+    pub iops: Option<u64>,
+    /// `rate` as one cap, bytes per second.
+    pub bytes: Option<u64>,
+    /// Either, per direction.
+    pub per_direction: Option<DirectionRates>,
+}
+
+impl RateCaps {
+    /// Whether any cap is set.
+    pub fn any(&self) -> bool {
+        self.iops.is_some() || self.bytes.is_some() || self.per_direction.is_some()
+    }
+}
+
+/// Reads `rate_iops` and `rate` of a job of pattern `rw`: a whole number
+/// (a size for `rate`) caps the job on one schedule; fio's
+/// `"READS,WRITES"` form (`"1000,500"`, `"1000,"`: writes free) caps each
+/// direction of a job that reads and writes on a schedule of its own.
+pub(crate) fn parse_rates(sec: &mut Section<'_>, rw: Rw) -> Result<RateCaps, ScenarioError> {
+    let mut caps = RateCaps::default();
+    for (key, unit) in [("rate_iops", RateUnit::Iops), ("rate", RateUnit::Bytes)] {
+        let per_direction = match sec.node(key).map(|n| &n.value) {
+            Some(Value::Str(text)) if text.contains(',') => Some(text.clone()),
+            _ => None,
+        };
+        if let Some(text) = per_direction {
+            if !rw.is_mixed() {
+                return Err(sec.error(
+                    key,
+                    "a cap per direction (\"READS,WRITES\") applies to a job that reads and \
+                     writes (rw = \"randrw\" or \"readwrite\"); give this job one cap",
+                ));
+            }
+            let (read, write) = parse_direction_caps(&text, unit).map_err(|e| sec.error(key, e))?;
+            if caps.any() {
+                return Err(sec.error("rate", "give rate or rate_iops, not both"));
+            }
+            caps.per_direction = Some(DirectionRates { unit, read, write });
+            continue;
+        }
+        let cap = match unit {
+            RateUnit::Iops => sec.int(key, 1, i64::MAX as u64)?,
+            RateUnit::Bytes => match sec.size(key)? {
+                Some(0) => return Err(sec.error(key, "must be positive (bytes per second)")),
+                other => other,
+            },
+        };
+        if cap.is_some() && caps.any() {
+            return Err(sec.error("rate", "give rate or rate_iops, not both"));
+        }
+        match unit {
+            RateUnit::Iops => caps.iops = cap,
+            RateUnit::Bytes => caps.bytes = cap,
+        }
+    }
+    Ok(caps)
+}
+
+/// fio's Poisson rate process counts whole requests of a direction's
+/// smallest size (backend.c `usec_for_io`: `iops = bps / min_bs`), and
+/// divides by zero where a byte cap is under one such request a second:
+/// refused, naming the key.
+pub(crate) fn check_poisson_rate(
+    sec: &Section<'_>,
+    shape: &IoShape,
+    bs: u64,
+    rw: Rw,
+) -> Result<(), ScenarioError> {
+    if !shape.rate_poisson {
+        return Ok(());
+    }
+    let caps = match (shape.rate, shape.rate_per_direction) {
+        (Some(r), _) => [Some(r), Some(r)],
+        (None, Some(c)) if c.unit == RateUnit::Bytes => [c.read, c.write],
+        _ => return Ok(()),
+    };
+    let issues = [!matches!(rw, Rw::Write | Rw::RandWrite), !rw.only_reads()];
+    for (write, cap) in [false, true].into_iter().zip(caps) {
+        let Some(cap) = cap.filter(|_| issues[usize::from(write)]) else {
+            continue;
+        };
+        let smallest = smallest_block_of(shape, bs, write);
+        if cap < smallest {
+            return Err(sec.error(
+                "rate",
+                format!(
+                    "under rate_process = \"poisson\" fio counts whole requests of the smallest \
+                     size, {}: a cap of {} a second is under one (fio divides by zero)",
+                    crate::units::format_size(smallest),
+                    crate::units::format_size(cap)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// fio's `R,W` form of a cap (`rate_iops=1000,500`, `rate=1m,`): an empty
+/// side leaves that direction free; a third value (trims) is refused.
+pub fn parse_direction_caps(
+    text: &str,
+    unit: RateUnit,
+) -> Result<(Option<u64>, Option<u64>), String> {
+    let one = |side: &str| -> Result<Option<u64>, String> {
+        let side = side.trim();
+        if side.is_empty() {
+            return Ok(None);
+        }
+        let cap = match unit {
+            RateUnit::Iops => side
+                .parse::<u64>()
+                .map_err(|_| format!("'{side}' is not a whole number of requests per second"))?,
+            RateUnit::Bytes => parse_size(side).map_err(|e| format!("bad size: {e}"))?,
+        };
+        if cap == 0 {
+            return Err(format!(
+                "'{side}': a cap must be positive (leave the side empty for no cap)"
+            ));
+        }
+        if unit == RateUnit::Iops && cap > i64::MAX as u64 {
+            return Err(format!("'{side}' must be at most {}", i64::MAX));
+        }
+        Ok(Some(cap))
+    };
+    let mut sides = text.split(',');
+    let read = one(sides.next().unwrap_or(""))?;
+    let write = one(sides.next().unwrap_or(""))?;
+    if sides.any(|t| !t.trim().is_empty()) {
+        return Err("a third cap (trims) is not modelled: the model has no trims".into());
+    }
+    if read.is_none() && write.is_none() {
+        return Err(format!("'{text}' caps neither reads nor writes"));
+    }
+    Ok((read, write))
+}
+
 /// Reads the shaping keys of an I/O job. `bs_given`: the job wrote `bs`,
 /// which must then be the smallest size of a split or range.
 pub(crate) fn parse_shape(
     sec: &mut Section<'_>,
     bs: u64,
     bs_given: bool,
-    has_rate_iops: bool,
+    rates: RateCaps,
 ) -> Result<IoShape, ScenarioError> {
     let (bssplit, bssplit_write) = match sec.string("bssplit")? {
         Some(t) => {
@@ -436,18 +585,12 @@ pub(crate) fn parse_shape(
     if !bssplit.is_empty() && bsrange.is_some() {
         return Err(sec.error("bsrange", "give bssplit or bsrange, not both"));
     }
-    let rate = match sec.size("rate")? {
-        Some(0) => return Err(sec.error("rate", "must be positive (bytes per second)")),
-        other => other,
-    };
-    if rate.is_some() && has_rate_iops {
-        return Err(sec.error("rate", "give rate or rate_iops, not both"));
-    }
+    let rate = rates.bytes;
     let rate_poisson = sec
         .choice("rate_process", &["linear", "poisson"])?
         .as_deref()
         == Some("poisson");
-    if rate_poisson && rate.is_none() && !has_rate_iops {
+    if rate_poisson && !rates.any() {
         return Err(sec.error("rate_process", "needs rate or rate_iops"));
     }
     let barrier_last = sec.bool("barrier_last")?.unwrap_or(false);
@@ -465,7 +608,7 @@ pub(crate) fn parse_shape(
     }
     let (thinktime_blocks, thinktime_issue, thinktime_iotime) = think_triggers(sec, thinktime)?;
     let rate_ign_think = sec.bool("rate_ign_think")?.unwrap_or(false);
-    if rate_ign_think && (thinktime == 0 || (rate.is_none() && !has_rate_iops)) {
+    if rate_ign_think && (thinktime == 0 || !rates.any()) {
         return Err(sec.error(
             "rate_ign_think",
             "only applies with thinktime and rate or rate_iops",
@@ -508,6 +651,7 @@ pub(crate) fn parse_shape(
         bsrange,
         bsrange_write,
         rate,
+        rate_per_direction: rates.per_direction,
         rate_poisson,
         barrier_last,
         thinktime,

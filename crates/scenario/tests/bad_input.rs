@@ -685,6 +685,50 @@ fn cases() -> Vec<Case<'static>> {
             "\"complete\" or \"issue\"",
         ),
         case(
+            "caps per direction on a job of one direction",
+            with("numjobs = 1", "numjobs = 1\nrate_iops = \"1000,500\""),
+            LineOf("rate_iops"),
+            "job.async.rate_iops",
+            "applies to a job that reads and writes",
+        ),
+        case(
+            "caps per direction capping neither",
+            with("numjobs = 1", "numjobs = 1\nrate_iops = \",\"").replace(
+                "rw      = \"randread\"\nbs      = \"4k\"\niodepth = 16",
+                "rw      = \"randrw\"\nbs      = \"4k\"\niodepth = 16",
+            ),
+            LineOf("rate_iops"),
+            "job.async.rate_iops",
+            "caps neither reads nor writes",
+        ),
+        case(
+            "a zero cap per direction",
+            with("numjobs = 1", "numjobs = 1\nrate = \"0,1m\"").replace(
+                "rw      = \"randread\"\nbs      = \"4k\"\niodepth = 16",
+                "rw      = \"randrw\"\nbs      = \"4k\"\niodepth = 16",
+            ),
+            LineOf("rate = "),
+            "job.async.rate",
+            "a cap must be positive",
+        ),
+        case(
+            "a cap for trims",
+            with("numjobs = 1", "numjobs = 1\nrate_iops = \"10,10,10\"").replace(
+                "rw      = \"randread\"\nbs      = \"4k\"\niodepth = 16",
+                "rw      = \"randrw\"\nbs      = \"4k\"\niodepth = 16",
+            ),
+            LineOf("rate_iops"),
+            "job.async.rate_iops",
+            "the model has no trims",
+        ),
+        case(
+            "a Poisson byte cap under one request a second",
+            with("numjobs = 1", "numjobs = 1\nrate = 2048\nrate_process = \"poisson\""),
+            LineOf("rate = "),
+            "job.async.rate",
+            "fio divides by zero",
+        ),
+        case(
             "rate_ign_think without a rate",
             with("numjobs = 1", "numjobs = 1\nthinktime = \"5us\"\nrate_ign_think = true"),
             LineOf("rate_ign_think"),

@@ -307,9 +307,24 @@ fn the_resolved_text_loads_back_to_the_same_scenario() {
             "strategy.cint.max_irq_rate=5000",
             "strategy.cint.guard=artifact",
         ][..],
+        &["job.mix.rate_iops=1000,"][..],
+        &["job.mix.rate_iops=,300"][..],
     ] {
         let original = load(&text, sets);
         let rendered = assert_renders_and_loads_back(&original);
+        if let Some(set) = sets.iter().find(|s| s.contains(',')) {
+            let mix = original.jobs.iter().find(|j| j.name == "mix").expect("mix");
+            let cint_scenario::Work::Io(mix) = &mix.work else {
+                panic!("mix is an I/O job");
+            };
+            let caps = mix.shape.rate_per_direction.expect(set);
+            assert_eq!(mix.rate_iops, None, "{set}");
+            assert!(
+                rendered.contains(&format!("rate_iops = \"{}\"", &set[18..])),
+                "{set}"
+            );
+            assert_eq!(caps.write.is_some(), !set.ends_with(','), "{set}");
+        }
         assert!(
             rendered.contains("parallel_units"),
             "profile fields are spelled out"

@@ -400,6 +400,8 @@ pub(crate) struct World<'a> {
     pub gap_log: Option<&'a mut GapLog>,
     /// Per-thread counters of fio's request-shaping options.
     pub shaping: Vec<ThreadShape>,
+    /// fio's rate limiter of each rate-limited thread.
+    pub pacers: crate::workload::rate::Pacers,
     /// Where random jobs' requests land, for the jobs whose offsets
     /// decide something (`crate::workload::offsets`).
     pub offsets: crate::workload::offsets::Offsets,
@@ -504,6 +506,7 @@ impl<'a> World<'a> {
             route_guest_queues(v, &mut queues);
         }
         let threads_cores: Vec<u32> = threads.iter().map(|t| t.core).collect();
+        let pacers = crate::workload::rate::Pacers::new(sc, &threads);
         let searches = threads
             .iter()
             .map(|t| DepthSearch::new(t.prog.iodepth))
@@ -532,6 +535,7 @@ impl<'a> World<'a> {
             check: Invariants::default(),
             gap_log: None,
             shaping,
+            pacers,
             offsets: crate::workload::offsets::Offsets::new(sc, &threads_jobs),
             groups: Groups::new(sc),
             flows: Flows::new(sc, &threads_jobs),

@@ -125,6 +125,90 @@ fn a_byte_rate_caps_bandwidth_evenly_or_as_a_poisson_process() {
 }
 
 #[test]
+fn a_request_cap_counts_bytes_at_the_smallest_size_and_a_poisson_one_counts_requests() {
+    // fio 3.33 (backend.c usec_for_io, ioengine=null, 1 s, norandommap,
+    // bssplit=4k/50:64k/50): rate_iops=1000 moved 4 124 672 bytes (a
+    // 64 KiB request counts as sixteen), rate_iops=1000 with
+    // rate_process=poisson issued 933 requests and rate=4m with it 951:
+    // the Poisson process draws one smallest request's share per request
+    // whatever its size.
+    let split = "engine = \"libaio\"\niodepth = 4\nbssplit = \"4k/50:64k/50\"\nnorandommap = true";
+    let r = run(&scenario(
+        NONE,
+        "500ms",
+        &[
+            &format!("name = \"iops\"\n{split}\nrate_iops = 1000"),
+            &format!("name = \"poisson\"\ncpu = 1\n{split}\nrate_iops = 1000\nrate_process = \"poisson\""),
+        ],
+    ));
+    let bytes = job(&r, "iops").bw_bytes as f64 / (1000.0 * 4096.0);
+    assert!(
+        (bytes - 1.0).abs() < 0.02,
+        "{bytes} of 1000 x 4 KiB a second"
+    );
+    let requests = job(&r, "poisson").iops / 1000.0;
+    assert!(
+        (0.9..=1.1).contains(&requests),
+        "{requests} of 1000 requests a second"
+    );
+    let r = run(&scenario(
+        NONE,
+        "500ms",
+        &[&format!(
+            "name = \"bytes\"\n{split}\nrate = \"4m\"\nrate_process = \"poisson\""
+        )],
+    ));
+    let requests = job(&r, "bytes").iops / 1024.0;
+    assert!(
+        (0.9..=1.1).contains(&requests),
+        "{requests} of 1024 requests a second"
+    );
+}
+
+#[test]
+fn caps_per_direction_pace_reads_and_writes_each_on_its_own_schedule() {
+    // fio 3.33 (io_u.c rate_ddir), rw=randrw rwmixread=70, 1 s: 1000 reads
+    // and 1000 writes under rate_iops=1000; 1000 and 300 under 1000,300;
+    // 2000 and 100 at rwmixread=90 under 2000,100; under 1000, the writes
+    // go as fast as the engine (3 million on its null engine).
+    let mix = |cap: &str, mix: u32| {
+        let r = run(&scenario(
+            NONE,
+            "200ms",
+            &[&format!(
+                "name = \"m\"\nengine = \"libaio\"\niodepth = 8\nrw = \"randrw\"\n\
+                 rwmixread = {mix}\nrate_iops = \"{cap}\""
+            )],
+        ));
+        let fio = job(&r, "m").fio.clone().expect("fio figures");
+        (fio.read.ios, fio.write.ios)
+    };
+    assert_eq!(mix("1000,1000", 70), (200, 200));
+    assert_eq!(mix("1000,300", 70), (200, 60));
+    assert_eq!(mix("2000,100", 90), (400, 20));
+    let (reads, writes) = mix("1000,", 70);
+    assert_eq!(reads, 200);
+    assert!(
+        writes > 50 * reads,
+        "free writes: {writes} beside {reads} reads"
+    );
+    let (reads, writes) = mix(",500", 70);
+    assert_eq!(writes, 100);
+    assert!(
+        reads > 50 * writes,
+        "free reads: {reads} beside {writes} writes"
+    );
+    // A scenario's one cap on the mix keeps one schedule for both.
+    let r = run(&scenario(
+        NONE,
+        "200ms",
+        &["name = \"m\"\nengine = \"libaio\"\niodepth = 8\nrw = \"randrw\"\nrwmixread = 70\nrate_iops = 1000"],
+    ));
+    let fio = job(&r, "m").fio.clone().expect("fio figures");
+    assert_eq!(fio.read.ios + fio.write.ios, 200);
+}
+
+#[test]
 fn a_deep_queue_that_catches_up_with_its_rate_drains_before_it_sleeps() {
     // fio's rate_ddir: ahead of its schedule, the thread reaps everything
     // in flight (io_u_quiesce) before it sleeps. Capped a tenth under what

@@ -170,17 +170,27 @@ fn job(rng: &mut Rng, host_model: &mut Rng, i: usize, cores: u64, out: &mut Stri
         );
     }
     let rate_iops = rng.chance(20);
+    let mixed = matches!(rw, "randrw" | "readwrite");
     if rate_iops {
-        let _ = writeln!(out, "rate_iops = {}", 20_000 + rng.below(100_000));
+        let cap = 20_000 + rng.below(100_000);
+        // A mix is capped per direction now and then, from the cap drawn
+        // (no draw of its own, so the rest of the seed's scenario is
+        // unchanged): both, reads only, or writes only.
+        let _ = match cap % 4 {
+            0 if mixed => writeln!(out, "rate_iops = \"{cap},{}\"", cap / 3),
+            1 if mixed => writeln!(out, "rate_iops = \"{cap},\""),
+            2 if mixed => writeln!(out, "rate_iops = \",{cap}\""),
+            _ => writeln!(out, "rate_iops = {cap}"),
+        };
     }
     if rng.chance(20) {
         let _ = writeln!(out, "think = \"{}us\"", rng.below(20));
     }
-    shaping(rng, engine, bs, rate_iops, out);
+    shaping(rng, engine, bs, rate_iops, mixed, out);
 }
 
 /// fio's request-shaping keys, each now and then.
-fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, out: &mut String) {
+fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, mixed: bool, out: &mut String) {
     if rng.chance(10) {
         // With 16 KiB blocks, writes get a range of their own (no draw of
         // its own, so the rest of the seed's scenario is unchanged).
@@ -188,7 +198,12 @@ fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, out: &mut Str
         let _ = writeln!(out, "bsrange = \"{bs}-1m{writes}\"");
     }
     if !rate_iops && rng.chance(10) {
-        let _ = writeln!(out, "rate = \"{}m\"", 20 + rng.below(500));
+        let cap = 20 + rng.below(500);
+        if mixed && cap % 3 == 0 {
+            let _ = writeln!(out, "rate = \"{cap}m,{}m\"", 1 + cap / 4);
+        } else {
+            let _ = writeln!(out, "rate = \"{cap}m\"");
+        }
         if rng.chance(30) {
             let _ = writeln!(out, "rate_process = \"poisson\"");
         }

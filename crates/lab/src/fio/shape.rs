@@ -3,7 +3,8 @@
 //! against each other.
 
 use cint_scenario::{
-    BsShare, ExitScope, IoShape, LatencyTarget, RandomMap, Rw, SteadyState, SyncWrites,
+    BsShare, DirectionRates, ExitScope, IoShape, LatencyTarget, RandomMap, RateUnit, Rw,
+    SteadyState, SyncWrites,
 };
 
 use super::diag::Diagnostics;
@@ -48,6 +49,7 @@ pub(super) fn job_shape(
         bsrange,
         bsrange_write: spec.bsrange_write.filter(|_| bsrange.is_some()),
         rate: None,
+        rate_per_direction: None,
         rate_poisson: spec.poisson,
         barrier_last: spec.barrier.is_some_and(|b| b.value),
         thinktime: spec.thinktime.map_or(0, |t| t.value),
@@ -118,9 +120,17 @@ pub(super) fn job_shape(
     }
     if let Some(r) = spec.rate {
         let rwmixread = spec.rwmixread.map_or(50, |m| m.value);
-        shape.rate = job_cap(spec, "rate", r, rw, rwmixread, diag)?;
+        match job_cap(spec, "rate", r, rw, rwmixread, diag) {
+            JobCap::None => {}
+            JobCap::One(cap) => shape.rate = Some(cap),
+            JobCap::PerDirection(read, write) => {
+                let unit = RateUnit::Bytes;
+                shape.rate_per_direction = Some(DirectionRates { unit, read, write });
+            }
+        }
     }
-    if shape.rate_poisson && shape.rate.is_none() && spec.rate_iops_dirs.is_none() {
+    let capped = shape.rate.is_some() || shape.rate_per_direction.is_some();
+    if shape.rate_poisson && !capped && spec.rate_iops_dirs.is_none() {
         return Err(diag.job_err(
             &spec.name,
             spec.line,
@@ -130,17 +140,31 @@ pub(super) fn job_shape(
     Ok(shape)
 }
 
-/// The job's cap from the per-direction caps `option` set: the cap of
-/// the direction it issues; `None`, with a warning, when only a direction
-/// the job does not issue is capped, and a warning too for a cap on such a
-/// direction beside one that applies (`rate_iops=1000,500` on reads).
+/// What a job's rate option caps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum JobCap {
+    /// Nothing the job issues.
+    None,
+    /// The one direction the job issues.
+    One(u64),
+    /// Each direction of a job that reads and writes, on a schedule of its
+    /// own (`None`: that direction free).
+    PerDirection(Option<u64>, Option<u64>),
+}
+
+/// The job's cap from the per-direction caps `option` set (0: none).
 ///
-/// A job that issues both is refused: fio paces reads and writes on
-/// schedules of their own and, when the direction it drew is ahead of its
-/// cap and the other behind, issues the other (io_u.c `rate_ddir`), so
-/// `rate_iops=1000` on a 70/30 `randrw` issues 1000 reads and 1000 writes
-/// a second, not 1000 in all, and `rate_iops=1000,` leaves the writes
-/// uncapped. The model paces a thread on one schedule.
+/// A job that both reads and writes is capped per direction, as fio
+/// paces it: reads and writes on schedules of their own, and when the
+/// direction it drew is ahead of its cap and the other behind, the other
+/// goes (io_u.c `rate_ddir`). So `rate_iops=1000` on a 70/30 `randrw`
+/// issues 1000 reads and 1000 writes a second, not 1000 in all, and
+/// `rate_iops=1000,` leaves the writes uncapped.
+///
+/// A job of one direction takes that direction's cap; only a direction
+/// the job does not issue capped is no cap, with a warning, and a cap on
+/// such a direction beside one that applies is warned too
+/// (`rate_iops=1000,500` on reads).
 pub(super) fn job_cap(
     spec: &JobSpec,
     option: &str,
@@ -148,22 +172,17 @@ pub(super) fn job_cap(
     rw: Rw,
     rwmixread: u8,
     diag: &mut Diagnostics,
-) -> Result<Option<u64>, FioError> {
+) -> JobCap {
     let reads = read_share(rw, rwmixread);
+    let nonzero = |c: u64| Some(c).filter(|&c| c > 0);
     if reads > 0 && reads < 100 {
-        return Err(diag.job_err(
-            &spec.name,
-            caps.line,
-            format!(
-                "{option} on a job that both reads and writes: fio paces each direction on a \
-                 schedule of its own and issues the one behind (io_u.c rate_ddir; {option}=N \
-                 gives N reads and N writes a second), which the model does not; cap a job of \
-                 one direction, or give the mix as two jobs"
-            ),
-        ));
+        return match (nonzero(caps.value[0]), nonzero(caps.value[1])) {
+            (None, None) => JobCap::None,
+            (read, write) => JobCap::PerDirection(read, write),
+        };
     }
     let issued = usize::from(reads == 0);
-    let cap = Some(caps.value[issued]).filter(|&c| c > 0);
+    let cap = nonzero(caps.value[issued]);
     let unused = caps.value[1 - issued] != 0 && caps.value[0] != caps.value[1];
     if cap.is_none() {
         diag.job_warn(
@@ -179,7 +198,7 @@ pub(super) fn job_cap(
             format!("{option} caps {which}, which the job does not issue; that cap does nothing"),
         );
     }
-    Ok(cap)
+    cap.map_or(JobCap::None, JobCap::One)
 }
 
 /// Percent of the job's requests that are reads.
@@ -195,7 +214,7 @@ fn read_share(rw: Rw, rwmixread: u8) -> u128 {
 mod tests {
     use super::super::import_str;
     use super::super::test_support::{args, io};
-    use cint_scenario::{ExitScope, Rw};
+    use cint_scenario::{DirectionRates, ExitScope, RateUnit, Rw};
 
     #[test]
     fn a_writes_range_of_its_own_imports() {
@@ -236,20 +255,26 @@ mod tests {
         assert_eq!(a.shape.bssplit_write[0].bytes, 16384);
         // A writer is capped by the writes' cap.
         assert_eq!(io(&imp.scenario.jobs[2]).shape.rate, Some(1 << 20));
-        // A cap on a job that both reads and writes is refused: fio paces
-        // each direction on its own (the s18 fio audit: rate_iops=1000 at
+        // A cap on a job that both reads and writes paces each direction
+        // on its own, as fio does (the s18 fio audit: rate_iops=1000 at
         // 70/30 gave 499 reads and 499 writes in 500 ms).
-        for cap in [
-            "rate_iops=1000",
-            "rate=4m",
-            "rate_iops=1000,",
-            "rate_iops=1000,200",
+        for (cap, unit, read, write) in [
+            ("rate_iops=1000", RateUnit::Iops, Some(1000), Some(1000)),
+            ("rate=4m", RateUnit::Bytes, Some(4 << 20), Some(4 << 20)),
+            ("rate_iops=1000,", RateUnit::Iops, Some(1000), None),
+            ("rate_iops=,200", RateUnit::Iops, None, Some(200)),
+            ("rate_iops=1000,200", RateUnit::Iops, Some(1000), Some(200)),
         ] {
             let text = format!("[a]\nrw=randrw\nrwmixread=70\n{cap}\nruntime=1\n");
-            let e = import_str(&text, "m.fio", &args()).expect_err(cap);
-            assert_eq!(e.line, Some(4), "{e}");
-            assert!(e.message.contains("rate_ddir"), "{e}");
+            let s = import_str(&text, "m.fio", &args()).expect(cap).scenario;
+            let m = io(&s.jobs[0]);
+            let want = DirectionRates { unit, read, write };
+            assert_eq!(m.shape.rate_per_direction, Some(want), "{cap}");
+            assert_eq!((m.rate_iops, m.shape.rate), (None, None), "{cap}");
         }
+        let both = "[a]\nrw=randrw\nrate_iops=1000\nrate=1m\n";
+        let e = import_str(both, "m.fio", &args()).expect_err("rate and rate_iops");
+        assert!(e.message.contains("rate together with rate_iops"), "{e}");
         assert_eq!(
             (
                 a.shape.thinktime,

@@ -7,14 +7,14 @@ use std::collections::BTreeSet;
 use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::{Nanos, PolicyConfig};
 use cint_scenario::{
-    CompletionMode, DeviceProfile, EmuConfig, Engine, HostProfile, IoJob, IoShape, Job, Rw,
-    Scenario, Schedule, SqPoll, Strategy, SyncWrites, Work,
+    CompletionMode, DeviceProfile, DirectionRates, EmuConfig, Engine, HostProfile, IoJob, IoShape,
+    Job, RateUnit, Rw, Scenario, Schedule, SqPoll, Strategy, SyncWrites, Work,
 };
 
 use super::diag::Diagnostics;
 use super::job::{JobSpec, KeyLine, SizeSpec};
 use super::schedule::Timeline;
-use super::shape::{job_cap, job_shape};
+use super::shape::{job_cap, job_shape, JobCap};
 use super::{FioArgs, FioError};
 
 /// The scenario of `specs` on the profiles and strategies `args` names.
@@ -145,17 +145,26 @@ fn job(
         .rwmixread
         .filter(|_| rw.is_mixed())
         .map_or(50, |r| r.value);
-    let rate_iops = match spec.rate_iops_dirs {
-        Some(caps) => job_cap(spec, "rate_iops", caps, rw, rwmixread, diag)?,
-        None => None,
-    };
-    if rate_iops.is_some() && shape.rate.is_some() {
+    let byte_cap = shape.rate.is_some() || shape.rate_per_direction.is_some();
+    let iops_cap = spec.rate_iops_dirs.map_or(JobCap::None, |caps| {
+        job_cap(spec, "rate_iops", caps, rw, rwmixread, diag)
+    });
+    if iops_cap != JobCap::None && byte_cap {
         return Err(diag.job_err(
             &spec.name,
             spec.line_of(&spec.rate),
             "rate together with rate_iops is not supported",
         ));
     }
+    let rate_iops = match iops_cap {
+        JobCap::None => None,
+        JobCap::One(cap) => Some(cap),
+        JobCap::PerDirection(read, write) => {
+            let unit = RateUnit::Iops;
+            shape.rate_per_direction = Some(DirectionRates { unit, read, write });
+            None
+        }
+    };
     Ok(Job {
         name: spec.name.clone(),
         cpu: core,

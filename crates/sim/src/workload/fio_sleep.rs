@@ -1,6 +1,5 @@
-//! fio's own waits between requests, as fio 3.33 runs them: its sleep
-//! (time.c `usec_sleep`), which its think time and its rate limiter use,
-//! and the rate limiter's check before each request (io_u.c `rate_ddir`).
+//! fio's own sleep between requests, as fio 3.33 runs it (time.c
+//! `usec_sleep`), which its think time and its rate limiter use.
 //!
 //! * `usec_sleep(usec)` spins on the clock (`usec_spin`) when `usec` is
 //!   under `ns_granularity`; otherwise it calls `nanosleep(usec -
@@ -12,14 +11,8 @@
 //!   So a think time or a rate gap under about 55 us is a busy loop that
 //!   never leaves the core, and a longer one a sleep that wakes 1 us or so
 //!   early and spins the rest.
-//! * Before each request, a rate-limited thread looks at its next issue
-//!   instant. Behind it, it issues. Ahead of it, it first reaps every
-//!   request it has in flight (`io_u_quiesce`: reap calls for at least one
-//!   event each, until none is left), then sleeps what it was ahead by
-//!   when it looked, whatever the reaping took. The instants follow one
-//!   schedule from the job's start (`usec_for_io`: the bytes issued over
-//!   the rate, or a Poisson process), so a thread that fell behind issues
-//!   without pause until it has caught up, as deep as its queue allows.
+//! * The rate limiter's sleeps ([`super::rate`]) and the think time's are
+//!   this sleep.
 //!
 //! fio counts whole microseconds; the model counts nanoseconds. A spin
 //! ends after its length of CPU time, where fio's ends on the clock: the
@@ -70,59 +63,6 @@ impl World<'_> {
             self.cont(t, Cont::Issue);
         } else {
             self.fio_sleep(t, s.sleep_left - slept);
-        }
-    }
-
-    /// fio's `rate_ddir` before thread `t`'s next request: true when the
-    /// thread is ahead of its rate and has begun to reap what it has in
-    /// flight or to sleep. Traces keep their own pacing
-    /// ([`super::trace`]).
-    #[inline]
-    pub(crate) fn rate_holds(&mut self, t: usize, now: Nanos) -> bool {
-        let p = &self.threads[t].prog;
-        if p.trace || p.rate_interval.is_none() {
-            return false;
-        }
-        self.rate_check(t, now)
-    }
-
-    /// [`World::rate_holds`] for a rate-limited thread; out of line, so
-    /// that the loop of a thread without a rate stays small.
-    #[inline(never)]
-    fn rate_check(&mut self, t: usize, now: Nanos) -> bool {
-        if !self.shaping[t].rate_restarted {
-            self.restart_rate_after_ramp(t, now);
-        }
-        let th = &self.threads[t];
-        let ahead_by = match self.shaping[t].rate_sleep {
-            Some(usec) => usec,
-            None if now < th.next_issue_at => th.next_issue_at - now,
-            None => return false,
-        };
-        if self.quiesce(t) {
-            self.shaping[t].rate_sleep = Some(ahead_by);
-            return true;
-        }
-        self.shaping[t].rate_sleep = None;
-        self.fio_sleep(t, ahead_by);
-        true
-    }
-
-    /// fio's rate schedule counts from the job's start, and again from
-    /// the end of its ramp, where fio resets its statistics and with them
-    /// the schedule (libfio.c `reset_all_stats`: the issued bytes, the
-    /// next instant and the Poisson process's time start over, so the
-    /// next request goes at once). A thread waiting for its job's start
-    /// has no schedule yet.
-    fn restart_rate_after_ramp(&mut self, t: usize, now: Nanos) {
-        let Some(start) = self.job_start(self.threads[t].job as usize) else {
-            return;
-        };
-        if now >= start.saturating_add(self.sc.warmup) {
-            self.shaping[t].rate_restarted = true;
-            self.threads[t].next_issue_at = now;
-        } else if self.threads[t].next_issue_at < start {
-            self.threads[t].next_issue_at = start;
         }
     }
 

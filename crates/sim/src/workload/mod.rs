@@ -46,6 +46,7 @@ mod offload;
 pub(crate) mod offsets;
 mod pattern;
 mod program;
+pub(crate) mod rate;
 pub(crate) mod select;
 mod sqpoll;
 mod steady;
@@ -207,7 +208,9 @@ impl World<'_> {
             return;
         }
         if p.engine.is_sync() {
-            if self.paced(t) && now < self.threads[t].next_issue_at {
+            // A rate limit has held the thread already; a trace's
+            // release has not.
+            if p.trace && self.paced(t) && now < self.threads[t].next_issue_at {
                 self.sleep_until_next_issue(t);
                 return;
             }
@@ -280,7 +283,7 @@ impl World<'_> {
         if p.trace {
             self.trace_paced(t)
         } else {
-            p.rate_interval.is_some()
+            p.rated
         }
     }
 
@@ -292,15 +295,7 @@ impl World<'_> {
         if self.threads[t].prog.trace {
             return self.trace_tokens(t, now);
         }
-        let th = &self.threads[t];
-        let Some(iv) = th.prog.rate_interval else {
-            return u32::MAX;
-        };
-        if now < th.next_issue_at {
-            0
-        } else {
-            ((now - th.next_issue_at) / iv + 1).min(u64::from(u32::MAX)) as u32
-        }
+        self.rate_tokens(t, now)
     }
 
     /// A trace's pacing: arm a timer for the next release (CPU on the

@@ -5,7 +5,7 @@
 //! `number_ios` and `io_size`. Jobs that shape nothing draw nothing extra
 //! from their thread's stream, so their runs stay byte-identical.
 
-use cint_policy::{Hint, Nanos, SEC};
+use cint_policy::{Hint, Nanos};
 use cint_scenario::{Engine, IoShape, Rw, Work};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -68,6 +68,7 @@ static NO_SHAPE: IoShape = IoShape {
     bsrange: None,
     bsrange_write: None,
     rate: None,
+    rate_per_direction: None,
     rate_poisson: false,
     barrier_last: false,
     thinktime: 0,
@@ -105,11 +106,8 @@ pub(crate) fn is_write(rw: Rw, rwmixread: u8, rng: &mut ChaCha8Rng) -> bool {
 /// A request's size: `bs`, or drawn from `bssplit` (its writes' list for
 /// a write) or `bsrange`.
 pub(crate) fn block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut ChaCha8Rng) -> u64 {
-    if let Some(reads) = shape.bsrange {
-        let (lo, hi) = match shape.bsrange_write {
-            Some(w) if write => w,
-            _ => reads,
-        };
+    let (range, split) = cint_scenario::shape::sizes_of(shape, write);
+    if let Some((lo, hi)) = range {
         // fio draws `lo + hi * U`, rounds it down to a multiple of `lo`
         // and caps it at `hi` (`get_next_buflen`): each multiple of `lo`
         // up to `hi` takes `lo / hi` of the requests, and `hi` itself,
@@ -121,11 +119,6 @@ pub(crate) fn block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut ChaCha
         let k = rng.gen_range(0..hi) / lo + 1;
         return if k > multiples { hi } else { k * lo };
     }
-    let split = if write && !shape.bssplit_write.is_empty() {
-        &shape.bssplit_write
-    } else {
-        &shape.bssplit
-    };
     if split.is_empty() {
         return bs;
     }
@@ -157,11 +150,12 @@ fn place(
         .1
 }
 
-/// The mean request size (the byte-rate cap's nominal interval), of
-/// reads' sizes when reads and writes differ: the token count only
-/// decides how many requests to try, each one is paced by its own bytes.
-pub(crate) fn mean_block(shape: &IoShape, bs: u64) -> u64 {
-    if let Some((lo, hi)) = shape.bsrange {
+/// The mean request size of one direction (`write`: the writes'): how
+/// far the mean request moves a rate cap's schedule, for the token count
+/// (each request then moves it by its own bytes).
+pub(crate) fn mean_block_of(shape: &IoShape, bs: u64, write: bool) -> u64 {
+    let (range, split) = cint_scenario::shape::sizes_of(shape, write);
+    if let Some((lo, hi)) = range {
         let n = (hi / lo).max(1);
         if hi % lo == 0 {
             return lo * (n + 1) / 2;
@@ -171,45 +165,14 @@ pub(crate) fn mean_block(shape: &IoShape, bs: u64) -> u64 {
         let sum = lo * lo * n * (n + 1) / 2 + hi * (hi - n * lo);
         return u64::try_from(sum / hi).unwrap_or(u64::MAX);
     }
-    if shape.bssplit.is_empty() {
+    if split.is_empty() {
         return bs;
     }
-    shape
-        .bssplit
+    split
         .iter()
         .map(|s| s.bytes * u64::from(s.percent))
         .sum::<u64>()
         / 100
-}
-
-/// How far a request of `bytes` moves the rate limiter's next issue
-/// instant: `interval` per request under `rate_iops`, its bytes' share of
-/// a second under `rate`; under `rate_process = "poisson"` an exponential
-/// draw of that mean (fio's poisson rate process).
-pub(crate) fn rate_step(
-    shape: &IoShape,
-    interval: Nanos,
-    bytes: u64,
-    rng: &mut ChaCha8Rng,
-) -> Nanos {
-    let mean = match shape.rate {
-        Some(rate) => {
-            let step = u128::from(bytes) * u128::from(SEC) / u128::from(rate.max(1));
-            u64::try_from(step).unwrap_or(u64::MAX).max(1)
-        }
-        None => interval,
-    };
-    if !shape.rate_poisson {
-        return mean;
-    }
-    // 1 - U lies in (0, 1]: its logarithm is finite.
-    let u: f64 = 1.0 - rng.gen::<f64>();
-    let step = -(mean as f64) * u.ln();
-    if step >= u64::MAX as f64 {
-        u64::MAX
-    } else {
-        (step.round() as u64).max(1)
-    }
 }
 
 /// The hint of request `index` of a `len`-request submission call when
@@ -245,16 +208,23 @@ impl<'a> World<'a> {
     /// where.
     pub(crate) fn draw_request(&mut self, t: usize) -> (bool, u64) {
         let shape = self.shape(t);
+        let p = self.threads[t].prog;
+        let paced = if p.rated {
+            self.paced_direction(t)
+        } else {
+            None
+        };
         let th = &mut self.threads[t];
-        let p = th.prog;
-        let write = is_write(p.rw, p.rwmixread, &mut th.rng);
+        let write = match paced {
+            Some(write) => write,
+            None => is_write(p.rw, p.rwmixread, &mut th.rng),
+        };
         let mut bytes = block_size(shape, p.bs, write, &mut th.rng);
         if let Some(offsets) = self.offsets.of(t) {
             bytes = place(offsets, shape, p.bs, write, bytes, &mut th.rng);
         }
-        if let Some(iv) = p.rate_interval {
-            let step = rate_step(shape, iv, bytes, &mut th.rng);
-            th.next_issue_at = th.next_issue_at.saturating_add(step);
+        if p.rated {
+            self.advance_rate(t, write, bytes);
         }
         self.count_request(t, write, bytes);
         (write, bytes)
@@ -365,7 +335,7 @@ impl<'a> World<'a> {
         s.issued_at_think = s.issued;
         s.last_think = Some(found);
         if shape.rate_ign_think {
-            self.rate_ignores_think(t, think);
+            self.rate_ignores_think(t, think, shape.rate_poisson);
         }
         let rest = think.saturating_sub(spin);
         if spin > 0 {
@@ -374,26 +344,6 @@ impl<'a> World<'a> {
             self.fio_sleep(t, rest);
         }
         true
-    }
-
-    /// fio's `rate_ign_think` (backend.c `handle_thinktime`): the rate's
-    /// schedule moves on by the think time, less one request's share when
-    /// that is shorter (fio adds the bytes it would have issued, less a
-    /// block, so the next request goes at once), or by all of it under a
-    /// Poisson process. fio moves it by the time it measured; the model by
-    /// the think time it set out to take.
-    fn rate_ignores_think(&mut self, t: usize, think: Nanos) {
-        let poisson = self.shape(t).rate_poisson;
-        let th = &mut self.threads[t];
-        let Some(per_request) = th.prog.rate_interval else {
-            return;
-        };
-        let shift = if !poisson && per_request <= think {
-            think - per_request
-        } else {
-            think
-        };
-        th.next_issue_at = th.next_issue_at.saturating_add(shift);
     }
 
     /// Whether thread `t`'s think time is due (fio's `handle_thinktime`):

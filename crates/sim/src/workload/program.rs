@@ -1,6 +1,6 @@
 //! A job's parameters in the form the thread loop uses.
 
-use cint_policy::{Hint, Nanos, SEC};
+use cint_policy::{Hint, Nanos};
 use cint_scenario::{Engine, Job, Rw, Work};
 
 use crate::SimError;
@@ -26,8 +26,9 @@ pub(crate) struct Program {
     pub buffered: bool,
     /// fio's `gtod_reduce`: less generator CPU per I/O.
     pub gtod_reduce: bool,
-    /// Time between two requests under `rate_iops`.
-    pub rate_interval: Option<Nanos>,
+    /// The thread is rate-limited (`rate_iops` or `rate`; its limiter is
+    /// [`super::rate::Pacer`]).
+    pub rated: bool,
     pub think: Nanos,
     pub rwmixread: u8,
     /// The thread stops issuing at this instant (`runtime`).
@@ -69,7 +70,7 @@ impl Program {
             batch: 1,
             min_nr: 1,
             max_events: 1,
-            rate_interval: None,
+            rated: false,
             stop_at: None,
             role: LoopRole::Worker,
             ..*self
@@ -81,7 +82,7 @@ impl Program {
     /// think time or end of its own (it ends with the ring's thread).
     pub(crate) fn sq_thread(&self) -> Program {
         Program {
-            rate_interval: None,
+            rated: false,
             think: 0,
             stop_at: None,
             sqpoll: false,
@@ -107,7 +108,7 @@ impl Program {
             direct: false,
             buffered: true,
             gtod_reduce: false,
-            rate_interval: None,
+            rated: false,
             think: 0,
             rwmixread: 0,
             stop_at: None,
@@ -135,7 +136,7 @@ impl Program {
                 direct: true,
                 buffered: false,
                 gtod_reduce: false,
-                rate_interval: None,
+                rated: false,
                 think: 0,
                 rwmixread: 100,
                 stop_at: job.runtime,
@@ -159,18 +160,10 @@ impl Program {
                 };
                 let min_nr = io.batch_complete_min.clamp(1, iodepth);
                 let max_events = io.batch_complete_max.clamp(min_nr, iodepth);
-                let rate_interval = match (io.rate_iops, io.shape.rate) {
-                    (Some(0), _) | (_, Some(0)) => return Err(bad("rates must be positive")),
-                    (Some(r), _) => Some((SEC / r).max(1)),
-                    // A byte rate paces each request by its own size; this
-                    // is the mean request's share, for the token count.
-                    (None, Some(rate)) => {
-                        let mean = super::pattern::mean_block(&io.shape, io.bs);
-                        let iv = u128::from(mean) * u128::from(SEC) / u128::from(rate);
-                        Some(u64::try_from(iv).unwrap_or(u64::MAX).max(1))
-                    }
-                    (None, None) => None,
-                };
+                if io.rate_iops == Some(0) || io.shape.rate == Some(0) {
+                    return Err(bad("rates must be positive"));
+                }
+                let rated = super::rate::Pacer::of_job(io).is_some();
                 Ok(Program {
                     engine: io.engine,
                     rw: io.rw,
@@ -184,7 +177,7 @@ impl Program {
                     direct: io.direct,
                     buffered: io.through_page_cache(),
                     gtod_reduce: io.gtod_reduce,
-                    rate_interval,
+                    rated,
                     think: io.think,
                     rwmixread: io.rwmixread.min(100),
                     stop_at: job.runtime,
