@@ -163,6 +163,11 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("bsrange")
             } else if s.rate.is_some() {
                 Some("rate")
+            } else if let Some(min) = s.rate_min {
+                Some(match min.floor.unit {
+                    cint_scenario::RateUnit::Iops => "rate_iops_min",
+                    cint_scenario::RateUnit::Bytes => "ratemin",
+                })
             } else if let Some(caps) = s.rate_per_direction {
                 // The emulator paces a thread on one schedule.
                 Some(match caps.unit {
@@ -256,6 +261,14 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
     // the power data its selector decides from.
     for strategy in &scenario.strategies {
         crate::select::build(scenario, strategy)?;
+    }
+    if scenario.run_to_end {
+        // Its jobs end by their runtime or the duration only.
+        return Err(unsupported(
+            "run_to_end".to_string(),
+            "modelled by the simulator only; the emulator runs for the duration (use cint sim, \
+             or remove the key)",
+        ));
     }
     if let Some((job, key)) = unhonoured_key(scenario) {
         return Err(unsupported(
@@ -1192,6 +1205,8 @@ fn summarise_job(
             write: direction(&by_direction[1], dir_bytes[1]),
             // The emulator refuses fsync and fdatasync: no calls.
             sync: Default::default(),
+            // It refuses a floor on the rate too: no error of fio's.
+            error: 0,
         }),
         trace: None,
         modes,

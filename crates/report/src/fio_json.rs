@@ -183,7 +183,7 @@ fn job_object(
     let mut o = Map::new();
     o.insert("jobname".into(), json!(name));
     o.insert("groupid".into(), json!(opts.groupid));
-    o.insert("error".into(), json!(0));
+    o.insert("error".into(), json!(d.error));
     if !opts.options.is_empty() {
         o.insert("job options".into(), options_object(&opts.options));
     }

@@ -295,6 +295,9 @@ pub struct FioJobData {
     pub write: FioDirection,
     /// `fsync` and `fdatasync` calls (fio's `sync` section).
     pub sync: FioSync,
+    /// fio's errno for the job: 0, or `EIO` (5) when a thread missed its
+    /// `ratemin` or `rate_iops_min` (fio's `td_verror`).
+    pub error: i32,
 }
 
 /// A job's `fsync` and `fdatasync` calls in fio's terms: how many, and

@@ -29,6 +29,7 @@ fn fio_data(lat_us: &[u64]) -> FioJobData {
         read,
         write,
         sync: Default::default(),
+        error: 0,
     }
 }
 

@@ -84,6 +84,9 @@ pub const IO_KEYS: &[&str] = &[
     "thinktime_blocks_type",
     "thinktime_iotime",
     "rate_ign_think",
+    "ratemin",
+    "rate_iops_min",
+    "ratecycle",
     "number_ios",
     "io_size",
     "percentile_list",
@@ -527,7 +530,8 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     let rates = crate::shape::parse_rates(sec, rw)?;
     let rate_iops = rates.iops;
     let think: Nanos = sec.duration("think")?.unwrap_or(0);
-    let shape = crate::shape::parse_shape(sec, bs, bs_given, rates)?;
+    let rate_min = crate::shape::parse_min_rate(sec, rw)?;
+    let shape = crate::shape::parse_shape(sec, bs, bs_given, rates, rate_min)?;
     check_shape_on_engine(sec, &shape, engine)?;
     check_sync_writes(sec, &shape, engine, flags.direct, rw)?;
     if offload {
@@ -657,6 +661,18 @@ fn check_offload(
             "latency_target",
             shape.latency_target.is_some(),
             "the latency target's search",
+        ),
+        (
+            if shape
+                .rate_min
+                .is_some_and(|m| m.floor.unit == crate::RateUnit::Bytes)
+            {
+                "ratemin"
+            } else {
+                "rate_iops_min"
+            },
+            shape.rate_min.is_some(),
+            "a floor on the rate",
         ),
     ];
     if let Some((key, _, what)) = refused.into_iter().find(|r| r.1) {

@@ -42,6 +42,7 @@ const TOP_KEYS: &[&str] = &[
     "seed",
     "duration",
     "warmup",
+    "run_to_end",
     "device",
     "host",
     "strategy",
@@ -115,6 +116,7 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         return Err(top.error("duration", "must be longer than zero"));
     }
     let warmup = top.duration("warmup")?.unwrap_or(DEFAULT_WARMUP);
+    let run_to_end = top.bool("run_to_end")?.unwrap_or(false);
 
     let device_node = top.node("device");
     let device = resolve_device(source, device_node)?;
@@ -160,6 +162,7 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
         seed,
         duration,
         warmup,
+        run_to_end,
         device,
         host,
         strategies,

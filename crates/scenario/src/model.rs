@@ -21,6 +21,10 @@ pub struct Scenario {
     pub duration: Nanos,
     /// Time run before measuring.
     pub warmup: Nanos,
+    /// The run ends as soon as every job has ended, at most `duration`
+    /// after the warm-up (fio's run of jobs that end by their size or
+    /// count); false: it lasts `duration` whatever the jobs do.
+    pub run_to_end: bool,
     /// The device, built-in profile with overrides applied.
     pub device: DeviceProfile,
     /// The host, built-in profile with overrides applied (`cores` >= 1).
@@ -417,6 +421,10 @@ pub struct IoShape {
     /// schedule of its own, issuing the one behind (io_u.c `rate_ddir`).
     /// `None`: the job's one cap (`IoJob::rate_iops`, `rate`), or none.
     pub rate_per_direction: Option<DirectionRates>,
+    /// fio's `ratemin` or `rate_iops_min` with `ratecycle`: a thread whose
+    /// rate over the last cycle falls under the floor ends, with an error
+    /// (backend.c `__check_min_rate`).
+    pub rate_min: Option<MinRate>,
     /// `rate_process = "poisson"`: under `rate` or `rate_iops`, the gaps
     /// between issue instants are exponential with the cap's mean instead
     /// of even.
@@ -582,6 +590,18 @@ impl DirectionRates {
             self.read
         }
     }
+}
+
+/// fio's floor on a thread's rate (`ratemin`, `rate_iops_min`): from two
+/// seconds after the job's start (after its ramp), once every `cycle`,
+/// a direction whose rate over the cycle fell under its floor ends the
+/// thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MinRate {
+    /// The floor of each direction (`None`: none).
+    pub floor: DirectionRates,
+    /// `ratecycle`: how long each rate is taken over.
+    pub cycle: Nanos,
 }
 
 /// What a rate cap counts.

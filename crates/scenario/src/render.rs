@@ -31,6 +31,9 @@ pub fn to_toml(s: &Scenario) -> String {
     };
     doc["duration"] = value(format_duration(s.duration));
     doc["warmup"] = value(format_duration(s.warmup));
+    if s.run_to_end {
+        doc["run_to_end"] = value(true);
+    }
     doc["device"] = struct_table(&s.device);
     doc["host"] = struct_table(&s.host);
     crate::virt::render(&s.virt, &mut doc);
@@ -166,6 +169,21 @@ pub fn to_toml(s: &Scenario) -> String {
     doc.to_string()
 }
 
+/// A rate key per direction and its `"READS,WRITES"` text: `iops_key`
+/// or `bytes_key` by what the caps count.
+fn direction_caps(
+    caps: &crate::model::DirectionRates,
+    iops_key: &'static str,
+    bytes_key: &'static str,
+) -> (&'static str, String) {
+    let (key, side): (&str, fn(u64) -> String) = match caps.unit {
+        crate::model::RateUnit::Iops => (iops_key, |c| c.to_string()),
+        crate::model::RateUnit::Bytes => (bytes_key, format_size),
+    };
+    let side = |c: Option<u64>| c.map(side).unwrap_or_default();
+    (key, format!("{},{}", side(caps.read), side(caps.write)))
+}
+
 /// The request-shaping keys that differ from their defaults.
 fn shape_keys(t: &mut Table, shape: &IoShape) {
     if !shape.bssplit.is_empty() {
@@ -189,12 +207,21 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
         t["rate"] = value(format_size(r));
     }
     if let Some(caps) = shape.rate_per_direction {
-        let (key, side): (&str, fn(u64) -> String) = match caps.unit {
-            crate::model::RateUnit::Iops => ("rate_iops", |c| c.to_string()),
-            crate::model::RateUnit::Bytes => ("rate", format_size),
-        };
-        let side = |c: Option<u64>| c.map(side).unwrap_or_default();
-        t[key] = value(format!("{},{}", side(caps.read), side(caps.write)));
+        let (key, text) = direction_caps(&caps, "rate_iops", "rate");
+        t[key] = value(text);
+    }
+    if let Some(min) = shape.rate_min {
+        let (key, text) = direction_caps(&min.floor, "rate_iops_min", "ratemin");
+        // One floor for both directions is written as one value, which a
+        // job of one direction takes too.
+        match (min.floor.read, min.floor.read == min.floor.write) {
+            (Some(c), true) if key == "rate_iops_min" => {
+                t[key] = value(i64::try_from(c).unwrap_or(i64::MAX))
+            }
+            (Some(c), true) => t[key] = value(format_size(c)),
+            _ => t[key] = value(text),
+        }
+        t["ratecycle"] = value(format_duration(min.cycle));
     }
     if let Some((key, v)) = crate::shape::random_map_keys(shape.random_map) {
         t[key] = value(v);

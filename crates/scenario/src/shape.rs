@@ -7,8 +7,8 @@ use cint_policy::Nanos;
 
 use crate::error::ScenarioError;
 use crate::model::{
-    BsShare, DirectionRates, Distribution, ExitScope, IoShape, LatencyTarget, RandomMap, RateUnit,
-    Rw, Schedule, SteadyMetric, SteadyState, SyncWrites,
+    BsShare, DirectionRates, Distribution, ExitScope, IoShape, LatencyTarget, MinRate, RandomMap,
+    RateUnit, Rw, Schedule, SteadyMetric, SteadyState, SyncWrites,
 };
 use crate::section::Section;
 use crate::tree::Value;
@@ -439,42 +439,111 @@ impl RateCaps {
 pub(crate) fn parse_rates(sec: &mut Section<'_>, rw: Rw) -> Result<RateCaps, ScenarioError> {
     let mut caps = RateCaps::default();
     for (key, unit) in [("rate_iops", RateUnit::Iops), ("rate", RateUnit::Bytes)] {
-        let per_direction = match sec.node(key).map(|n| &n.value) {
-            Some(Value::Str(text)) if text.contains(',') => Some(text.clone()),
-            _ => None,
-        };
-        if let Some(text) = per_direction {
-            if !rw.is_mixed() {
-                return Err(sec.error(
-                    key,
-                    "a cap per direction (\"READS,WRITES\") applies to a job that reads and \
-                     writes (rw = \"randrw\" or \"readwrite\"); give this job one cap",
-                ));
-            }
-            let (read, write) = parse_direction_caps(&text, unit).map_err(|e| sec.error(key, e))?;
-            if caps.any() {
-                return Err(sec.error("rate", "give rate or rate_iops, not both"));
-            }
-            caps.per_direction = Some(DirectionRates { unit, read, write });
+        let Some(cap) = read_cap(sec, key, unit, rw)? else {
             continue;
-        }
-        let cap = match unit {
-            RateUnit::Iops => sec.int(key, 1, i64::MAX as u64)?,
-            RateUnit::Bytes => match sec.size(key)? {
-                Some(0) => return Err(sec.error(key, "must be positive (bytes per second)")),
-                other => other,
-            },
         };
-        if cap.is_some() && caps.any() {
+        if caps.any() {
             return Err(sec.error("rate", "give rate or rate_iops, not both"));
         }
-        match unit {
-            RateUnit::Iops => caps.iops = cap,
-            RateUnit::Bytes => caps.bytes = cap,
+        match cap {
+            Cap::PerDirection(rates) => caps.per_direction = Some(rates),
+            Cap::One(c) if unit == RateUnit::Iops => caps.iops = Some(c),
+            Cap::One(c) => caps.bytes = Some(c),
         }
     }
     Ok(caps)
 }
+
+/// A rate key's value: one, or fio's `"READS,WRITES"`.
+enum Cap {
+    One(u64),
+    PerDirection(DirectionRates),
+}
+
+/// Reads rate key `key` counting `unit` on a job of pattern `rw`: a whole
+/// number (a size for bytes), or fio's `"READS,WRITES"` form on a job
+/// that reads and writes.
+fn read_cap(
+    sec: &mut Section<'_>,
+    key: &'static str,
+    unit: RateUnit,
+    rw: Rw,
+) -> Result<Option<Cap>, ScenarioError> {
+    let per_direction = match sec.node(key).map(|n| &n.value) {
+        Some(Value::Str(text)) if text.contains(',') => Some(text.clone()),
+        _ => None,
+    };
+    if let Some(text) = per_direction {
+        if !rw.is_mixed() {
+            return Err(sec.error(
+                key,
+                "a value per direction (\"READS,WRITES\") applies to a job that reads and \
+                 writes (rw = \"randrw\" or \"readwrite\"); give this job one",
+            ));
+        }
+        let (read, write) = parse_direction_caps(&text, unit).map_err(|e| sec.error(key, e))?;
+        return Ok(Some(Cap::PerDirection(DirectionRates {
+            unit,
+            read,
+            write,
+        })));
+    }
+    let cap = match unit {
+        RateUnit::Iops => sec.int(key, 1, i64::MAX as u64)?,
+        RateUnit::Bytes => match sec.size(key)? {
+            Some(0) => return Err(sec.error(key, "must be positive (bytes per second)")),
+            other => other,
+        },
+    };
+    Ok(cap.map(Cap::One))
+}
+
+/// fio's `ratemin` or `rate_iops_min` with `ratecycle` (backend.c
+/// `__check_min_rate`): one value floors each direction the job issues,
+/// `"READS,WRITES"` each its own.
+pub(crate) fn parse_min_rate(
+    sec: &mut Section<'_>,
+    rw: Rw,
+) -> Result<Option<MinRate>, ScenarioError> {
+    let mut floor = None;
+    for (key, unit) in [
+        ("rate_iops_min", RateUnit::Iops),
+        ("ratemin", RateUnit::Bytes),
+    ] {
+        let Some(cap) = read_cap(sec, key, unit, rw)? else {
+            continue;
+        };
+        if floor.is_some() {
+            return Err(sec.error("ratemin", "give ratemin or rate_iops_min, not both"));
+        }
+        floor = Some(match cap {
+            Cap::PerDirection(rates) => rates,
+            Cap::One(c) => DirectionRates {
+                unit,
+                read: Some(c),
+                write: Some(c),
+            },
+        });
+    }
+    let cycle = sec.duration("ratecycle")?;
+    if cycle.is_some_and(|c| !(MILLISECOND..=3_600 * SECOND).contains(&c)) {
+        return Err(sec.error("ratecycle", "must be from 1ms to 3600s"));
+    }
+    match floor {
+        Some(floor) => Ok(Some(MinRate {
+            floor,
+            cycle: cycle.unwrap_or(SECOND),
+        })),
+        None if cycle.is_some() => {
+            Err(sec.error("ratecycle", "only applies with ratemin or rate_iops_min"))
+        }
+        None => Ok(None),
+    }
+}
+
+/// A millisecond and a second, in nanoseconds.
+const MILLISECOND: Nanos = 1_000_000;
+const SECOND: Nanos = 1_000_000_000;
 
 /// fio's Poisson rate process counts whole requests of a direction's
 /// smallest size (backend.c `usec_for_io`: `iops = bps / min_bs`), and
@@ -561,6 +630,7 @@ pub(crate) fn parse_shape(
     bs: u64,
     bs_given: bool,
     rates: RateCaps,
+    rate_min: Option<MinRate>,
 ) -> Result<IoShape, ScenarioError> {
     let (bssplit, bssplit_write) = match sec.string("bssplit")? {
         Some(t) => {
@@ -652,6 +722,7 @@ pub(crate) fn parse_shape(
         bsrange_write,
         rate,
         rate_per_direction: rates.per_direction,
+        rate_min,
         rate_poisson,
         barrier_last,
         thinktime,

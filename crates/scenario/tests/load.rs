@@ -309,6 +309,11 @@ fn the_resolved_text_loads_back_to_the_same_scenario() {
         ][..],
         &["job.mix.rate_iops=1000,"][..],
         &["job.mix.rate_iops=,300"][..],
+        &[
+            "run_to_end=true",
+            "job.mix.rate_iops_min=3",
+            "job.mix.ratecycle=20ms",
+        ][..],
     ] {
         let original = load(&text, sets);
         let rendered = assert_renders_and_loads_back(&original);

@@ -114,13 +114,17 @@ pub fn run_with_stats(scenario: &Scenario) -> Result<(RunResult, RunStats), SimE
     let mut results = Vec::with_capacity(scenario.strategies.len());
     let mut notes = buffered_async_notes(scenario);
     notes.extend(workload::sqpoll_shared_core_notes(scenario));
+    // Under `run_to_end` each strategy's run ends with its last job: the
+    // run measured as long as the longest of them.
+    let mut measured = 0;
     for strategy in &scenario.strategies {
         let world = world::World::new(scenario, strategy)?;
-        let (result, events, held) = world.run(strategy)?;
-        notes.extend(held);
-        stats.events += events;
-        stats.ios += result.jobs.iter().map(|j| j.ios).sum::<u64>();
-        results.push(result);
+        let run = world.run(strategy)?;
+        notes.extend(run.notes);
+        stats.events += run.events;
+        stats.ios += run.result.jobs.iter().map(|j| j.ios).sum::<u64>();
+        measured = measured.max(run.measured);
+        results.push(run.result);
     }
     let result = RunResult {
         cint_version: CINT_VERSION.to_string(),
@@ -129,7 +133,11 @@ pub fn run_with_stats(scenario: &Scenario) -> Result<(RunResult, RunStats), SimE
         device: scenario.device.model.clone(),
         host: scenario.host.model.clone(),
         seed: scenario.seed,
-        duration_ns: scenario.duration,
+        duration_ns: if scenario.run_to_end {
+            measured.max(1)
+        } else {
+            scenario.duration
+        },
         results,
         notes,
     };

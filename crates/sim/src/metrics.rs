@@ -210,6 +210,7 @@ impl World<'_> {
                             fsync_ios: stats.fsync_ios,
                             lat: stats.sync_lat.summary(),
                         },
+                        error: self.job_error(j),
                     }),
                     trace: self.trace_result(j),
                     modes: self.selector.is_some().then_some(stats.modes),

@@ -370,6 +370,17 @@ impl Thread {
     }
 }
 
+/// One strategy's run: its entry of the result document, the events it
+/// took, its notes, and how long it measured (to its duration's end, or
+/// to its last job's end under `run_to_end`).
+#[derive(Debug)]
+pub(crate) struct StrategyRun {
+    pub result: StrategyResult,
+    pub events: u64,
+    pub notes: Vec<String>,
+    pub measured: Nanos,
+}
+
 /// The machine running one strategy.
 pub(crate) struct World<'a> {
     pub sc: &'a Scenario,
@@ -402,6 +413,8 @@ pub(crate) struct World<'a> {
     pub shaping: Vec<ThreadShape>,
     /// fio's rate limiter of each rate-limited thread.
     pub pacers: crate::workload::rate::Pacers,
+    /// fio's floor on the rate of each thread that has one.
+    pub floors: crate::workload::min_rate::Floors,
     /// Where random jobs' requests land, for the jobs whose offsets
     /// decide something (`crate::workload::offsets`).
     pub offsets: crate::workload::offsets::Offsets,
@@ -507,6 +520,7 @@ impl<'a> World<'a> {
         }
         let threads_cores: Vec<u32> = threads.iter().map(|t| t.core).collect();
         let pacers = crate::workload::rate::Pacers::new(sc, &threads);
+        let floors = crate::workload::min_rate::Floors::new(sc, &threads);
         let searches = threads
             .iter()
             .map(|t| DepthSearch::new(t.prog.iodepth))
@@ -536,6 +550,7 @@ impl<'a> World<'a> {
             gap_log: None,
             shaping,
             pacers,
+            floors,
             offsets: crate::workload::offsets::Offsets::new(sc, &threads_jobs),
             groups: Groups::new(sc),
             flows: Flows::new(sc, &threads_jobs),
@@ -565,10 +580,7 @@ impl<'a> World<'a> {
     }
 
     /// Runs to the end of the measured window and summarises it.
-    pub(crate) fn run(
-        mut self,
-        strategy: &Strategy,
-    ) -> Result<(StrategyResult, u64, Vec<String>), SimError> {
+    pub(crate) fn run(mut self, strategy: &Strategy) -> Result<StrategyRun, SimError> {
         if self.sc.warmup > 0 {
             self.events.schedule(self.sc.warmup, Event::WarmupEnd);
         }
@@ -600,7 +612,12 @@ impl<'a> World<'a> {
         let mut notes = self.held_at_end(strategy);
         notes.extend(self.page_cache_notes(strategy));
         notes.extend(self.app_notes(strategy));
-        Ok((self.summarise(strategy), events, notes))
+        Ok(StrategyRun {
+            result: self.summarise(strategy),
+            events,
+            notes,
+            measured: self.now().saturating_sub(self.window_start),
+        })
     }
 
     /// The event loop to the end of the window or the first broken
@@ -691,6 +708,7 @@ impl<'a> World<'a> {
         let mut notes = self.idle_jobs(strategy);
         notes.extend(self.unpolled_jobs(strategy));
         notes.extend(self.depth_search_notes(&strategy.name));
+        notes.extend(self.floor_notes(&strategy.name));
         notes.extend(self.group_notes(&strategy.name));
         notes.extend(self.virt_held_notes(&strategy.name, notable));
         if polled.0 > 0 && now.saturating_sub(polled.1) >= notable {

@@ -209,6 +209,61 @@ fn caps_per_direction_pace_reads_and_writes_each_on_its_own_schedule() {
 }
 
 #[test]
+fn a_thread_under_its_rate_floor_ends_at_the_first_cycle_after_the_settle() {
+    // fio 3.33 (backend.c __check_min_rate), ioengine=null, runtime=5,
+    // rate_iops=500 rate_iops_min=1000: error 5 (EIO) after 3000 ms and
+    // 1500 reads (2 s settle, the base, then a 1 s cycle at 500 IOPS).
+    let floored = |floor: u32| {
+        format!(
+            "name = \"f{floor}\"\nengine = \"libaio\"\nrate_iops = 500\nrate_iops_min = {floor}\n\
+             runtime = \"5s\""
+        )
+    };
+    let r = run(&scenario(
+        NONE,
+        "5s",
+        &[&floored(1000), &format!("{}\ncpu = 1", floored(400))],
+    ));
+    let missed = job(&r, "f1000");
+    assert_eq!(missed.ios, 1500, "it stops at 3 s");
+    assert_eq!(missed.fio.as_ref().map(|f| f.error), Some(5), "EIO");
+    let met = job(&r, "f400");
+    assert_eq!(met.ios, 2500, "it runs its 5 s");
+    assert_eq!(met.fio.as_ref().map(|f| f.error), Some(0));
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("rate_iops_min=1000") && n.contains("got 500")),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
+fn a_run_to_its_end_stops_with_its_last_job_and_measures_to_there() {
+    // 1000 requests at 1000 a second end at about 1 s; the run's duration
+    // of an hour is only a bound, and its rates are over the second.
+    let text = scenario(
+        "kind = \"nvme\"\nthr = 1\ntime = \"0us\"",
+        "3600s",
+        &["name = \"n\"\nengine = \"libaio\"\nrate_iops = 1000\nnumber_ios = 1000"],
+    )
+    .replace("warmup = \"0ms\"", "warmup = \"0ms\"\nrun_to_end = true");
+    let r = run(&text);
+    assert!(
+        (999_000_000..1_001_000_000).contains(&r.duration_ns),
+        "measured {} ns",
+        r.duration_ns
+    );
+    let s = &r.results[0];
+    assert!(
+        (s.interrupts_per_s / 1000.0 - 1.0).abs() < 0.01,
+        "{} interrupts a second",
+        s.interrupts_per_s
+    );
+}
+
+#[test]
 fn a_deep_queue_that_catches_up_with_its_rate_drains_before_it_sleeps() {
     // fio's rate_ddir: ahead of its schedule, the thread reaps everything
     // in flight (io_u_quiesce) before it sleeps. Capped a tenth under what

@@ -182,6 +182,10 @@ fn job(rng: &mut Rng, host_model: &mut Rng, i: usize, cores: u64, out: &mut Stri
             2 if mixed => writeln!(out, "rate_iops = \",{cap}\""),
             _ => writeln!(out, "rate_iops = {cap}"),
         };
+        // A floor now and then (never judged in 20 ms: fio settles 2 s).
+        if cap % 5 == 3 {
+            let _ = writeln!(out, "rate_iops_min = {}", cap / 2);
+        }
     }
     if rng.chance(20) {
         let _ = writeln!(out, "think = \"{}us\"", rng.below(20));
@@ -588,6 +592,7 @@ fn offload_jobs(rng: &mut Rng, text: &str) -> String {
         "latency_target",
         "direct = false",
         "trace = ",
+        "rate_iops_min",
     ];
     let mut out = String::with_capacity(text.len() + 256);
     for (i, block) in text.split("[[").enumerate() {

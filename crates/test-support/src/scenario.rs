@@ -26,6 +26,7 @@ pub fn scenario(
         seed: 1,
         duration,
         warmup: 5 * MS,
+        run_to_end: false,
         device,
         host: HostProfile::builtin(HOST).expect("built-in host"),
         strategies,

@@ -310,6 +310,7 @@ fn workload(
         seed: args.seed,
         duration: args.duration,
         warmup: args.warmup,
+        run_to_end: false,
         device,
         host,
         strategies,

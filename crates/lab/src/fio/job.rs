@@ -60,8 +60,9 @@ pub(super) struct JobSpec {
     pub(super) random_distribution: Option<At<cint_scenario::Distribution>>,
     /// `blockalign` (the reads' alignment).
     pub(super) blockalign: Option<At<u64>>,
-    /// `ratemin` or `rate_iops_min`, as written.
-    pub(super) rate_min: Option<At<String>>,
+    /// `ratemin` (bytes per second) or `rate_iops_min`, per direction (0:
+    /// no floor), and which of the two was given.
+    pub(super) rate_min: Option<At<(cint_scenario::RateUnit, [u64; 2])>>,
     /// `ratecycle`, fio's window for `ratemin` (1 s).
     pub(super) ratecycle: Nanos,
     pub(super) runtime: Option<At<Nanos>>,
@@ -164,6 +165,9 @@ impl JobSpec {
             at("bssplit", "bssplit", &self.bssplit),
             at("bsrange", "bsrange", &self.bsrange),
             at("rate", "rate", &self.rate),
+            at("rate_iops", "rate_iops", &self.rate_iops_dirs),
+            at("ratemin", "ratemin", &self.rate_min),
+            at("rate_iops_min", "rate_iops_min", &self.rate_min),
             at("number_ios", "number_ios", &self.number_ios),
             at("io_size", "io_size", &self.io_size),
             at("fsync", "fsync", &self.fsync),

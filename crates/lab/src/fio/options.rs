@@ -375,7 +375,8 @@ fn apply_pacing(
             let t = o.within_an_hour(diag, t)?;
             spec.thinktime_iotime = Some(At::new(o.line, t));
         }
-        "rate_ign_think" => spec.rate_ign_think = o.boolean(diag)?,
+        // fio 3.33's name (options.c); the struct field is `rate_ign_think`.
+        "rate_ignore_thinktime" => spec.rate_ign_think = o.boolean(diag)?,
         "startdelay" => {
             let v = o.value(diag)?;
             if v.contains('-') {
@@ -586,13 +587,27 @@ fn apply_engine(
         "fadvise_hint" => spec.fadvise_hint = Some(At::new(o.line, o.boolean(diag)?)),
         "norandommap" => spec.norandommap = o.boolean(diag)?,
         "ratemin" | "rate_min" | "rate_iops_min" => {
-            // Checked for fio's syntax; whether it can act is judged with
-            // the job's length (`to_scenario::check_min_rate`).
             let v = o.value(diag)?;
-            if per_direction(v, |p| parse_size(p).ok()).is_none() {
-                return Err(o.bad(diag, "a rate (or READ,WRITE rates)"));
+            let (unit, dirs) = if key == "rate_iops_min" {
+                let dirs = per_direction(v, |p| p.parse::<u64>().ok());
+                (cint_scenario::RateUnit::Iops, dirs)
+            } else {
+                (
+                    cint_scenario::RateUnit::Bytes,
+                    per_direction(v, |p| parse_size(p).ok()),
+                )
+            };
+            let dirs = dirs.ok_or_else(|| o.bad(diag, "a rate (or READ,WRITE rates)"))?;
+            if spec.rate_min.as_ref().is_some_and(|m| m.value.0 != unit) {
+                return Err(diag.err(
+                    o.line,
+                    format!(
+                        "option '{key}': ratemin together with rate_iops_min is not supported \
+                         (fio checks ratemin first where both are set)"
+                    ),
+                ));
             }
-            spec.rate_min = Some(At::new(o.line, key.to_string()));
+            spec.rate_min = Some(At::new(o.line, (unit, dirs)));
         }
         "ratecycle" => {
             let ms = o.int(diag, 1, u64::from(u32::MAX))?;

@@ -9,7 +9,7 @@ use cint_policy::Nanos;
 use cint_scenario::units::format_duration;
 
 use super::diag::Diagnostics;
-use super::job::{usable_name, JobSpec};
+use super::job::{usable_name, JobSpec, SizeSpec};
 use super::FioError;
 
 /// The run's time line, from every job's timing options.
@@ -24,6 +24,8 @@ pub(super) struct Timeline {
     default_runtime: Nanos,
     /// How long each group lasts.
     spans: Vec<Nanos>,
+    /// A job runs to its end without a runtime.
+    to_end: bool,
 }
 
 impl Timeline {
@@ -54,21 +56,44 @@ impl Timeline {
             .iter()
             .filter_map(|s| s.runtime.map(|r| r.value))
             .max();
-        // A job without runtime runs as long as the longest one that has a
-        // runtime, or for the default when none has.
-        let default_runtime = match longest {
-            Some(d) => d,
-            None => {
-                diag.warn(
-                    specs[0].line,
+        // A job without runtime that ends by its size or count runs to its
+        // end, as in fio; one that would not end runs as long as the
+        // longest one that has a runtime, or for the default when none has.
+        let unbounded = specs
+            .iter()
+            .find(|s| s.runtime.is_none() && !ends_by_itself(s));
+        let default_runtime = match (longest, unbounded) {
+            (Some(d), _) => d,
+            (None, Some(spec)) => {
+                diag.job_warn(
+                    &spec.name,
+                    spec.line,
                     format!(
-                        "no runtime given: the model is time based, running {}",
+                        "no runtime, and nothing ends it (time_based, or no size: fio would go \
+                         over the whole device): the model runs it {}",
                         format_duration(default_duration)
                     ),
                 );
                 default_duration
             }
+            (None, None) => default_duration,
         };
+        for spec in specs
+            .iter()
+            .filter(|s| s.runtime.is_none() && ends_by_itself(s))
+        {
+            let requests = expected_requests(spec);
+            if requests > LONG_RUN_REQUESTS {
+                diag.job_warn(
+                    &spec.name,
+                    spec.line,
+                    format!(
+                        "no runtime: it runs to its end as in fio, about {requests} requests, \
+                         which takes a while to simulate (a runtime gives a window)"
+                    ),
+                );
+            }
+        }
         let groups = assign_groups(specs, diag)?;
         let last_group = groups.iter().copied().max().unwrap_or(0);
         let mut timeline = Timeline {
@@ -77,9 +102,12 @@ impl Timeline {
             groups,
             default_runtime,
             spans: vec![0; last_group as usize + 1],
+            to_end: specs
+                .iter()
+                .any(|s| s.runtime.is_none() && ends_by_itself(s)),
         };
         for (spec, &g) in specs.iter().zip(&timeline.groups) {
-            if g < last_group && spec.runtime.is_none() {
+            if g < last_group && spec.runtime.is_none() && !ends_by_itself(spec) {
                 diag.job_warn(
                     &spec.name,
                     spec.line,
@@ -101,9 +129,20 @@ impl Timeline {
         Ok(timeline)
     }
 
-    /// The job's runtime, its own or the default.
+    /// Whether a job runs to its end without a runtime: the run then ends
+    /// when every job has, not at [`RUN_TO_END`].
+    pub(super) fn runs_to_end(&self) -> bool {
+        self.to_end
+    }
+
+    /// The job's runtime: its own; none (up to [`RUN_TO_END`]) for one
+    /// that ends by its size or count; else the default.
     fn runtime(&self, spec: &JobSpec) -> Nanos {
-        spec.runtime.map_or(self.default_runtime, |r| r.value)
+        match spec.runtime {
+            Some(r) => r.value,
+            None if ends_by_itself(spec) => RUN_TO_END,
+            None => self.default_runtime,
+        }
     }
 
     /// How long the job runs from its own start: ramp and runtime.
@@ -135,6 +174,43 @@ impl Timeline {
             Some(self.warmup.saturating_add(self.runtime(spec)))
         }
     }
+}
+
+/// The longest a job without a runtime that ends by its size or count
+/// may run: an hour of simulated time (the run itself ends once every
+/// job has).
+pub(super) const RUN_TO_END: Nanos = 3_600_000_000_000;
+
+/// A job that ends by itself this far off is warned of.
+const LONG_RUN_REQUESTS: u64 = 10_000_000;
+
+/// Whether fio ends the job by its size or count when it has no runtime:
+/// not `time_based`, and a size, `io_size`, `loops` or `number_ios`
+/// bounds it (a job without a size would go over the whole device).
+fn ends_by_itself(spec: &JobSpec) -> bool {
+    !spec.time_based
+        && (spec.size.is_some()
+            || spec.filesize.is_some()
+            || spec.io_size.is_some()
+            || spec.loops > 1
+            || spec.number_ios.is_some())
+}
+
+/// About how many requests a job that ends by itself issues.
+fn expected_requests(spec: &JobSpec) -> u64 {
+    let bs = spec.bs.map_or(4096, |b| b.value).max(1);
+    let size = match spec.size.map(|s| s.value) {
+        Some(SizeSpec::Bytes(b)) => b,
+        _ => spec.filesize.map_or(0, |f| f.value),
+    };
+    let bytes = spec
+        .io_size
+        .map_or(size, |b| b.value)
+        .saturating_mul(spec.loops.max(1));
+    let by_size = if bytes > 0 { bytes / bs } else { u64::MAX };
+    spec.number_ios.map_or(by_size, |n| {
+        by_size.min(n.value.saturating_mul(spec.loops.max(1)))
+    })
 }
 
 /// fio's groups as ascending numbers from 0: a `stonewall` job starts a

@@ -50,6 +50,7 @@ pub(super) fn job_shape(
         bsrange_write: spec.bsrange_write.filter(|_| bsrange.is_some()),
         rate: None,
         rate_per_direction: None,
+        rate_min: None,
         rate_poisson: spec.poisson,
         barrier_last: spec.barrier.is_some_and(|b| b.value),
         thinktime: spec.thinktime.map_or(0, |t| t.value),
@@ -242,7 +243,7 @@ mod tests {
 
     #[test]
     fn block_sizes_rates_think_times_and_counts() {
-        let text = "[a]\nrw=randrw\nrwmixread=80\nbssplit=4k/50:64k/50,16k\n\
+        let text = "[a]\nrw=randrw\nrwmixread=80\nbssplit=4k/50:64k/50,16k\nnorandommap\n\
                     thinktime=50\nthinktime_spin=10\nthinktime_blocks=4\nnumber_ios=1000\n\
                     percentile_list=50:99:99.99\ntime_based\nruntime=1\n\
                     [b]\nrw=readwrite\nrwmixread=100\nbsrange=4k-16k\nrate_iops=100\n\
@@ -292,6 +293,20 @@ mod tests {
         assert_eq!(b.rate_iops, Some(100), "reads only (rwmixread=100)");
         assert!(b.shape.rate_poisson);
         assert_eq!(b.shape.io_size, Some(3 << 20), "size times loops");
+    }
+
+    #[test]
+    fn rate_ignore_thinktime_is_fios_name_for_it() {
+        let job = "[j]\nrw=randread\nrate_iops=100\nthinktime=1ms\n";
+        let text = format!("{job}rate_ignore_thinktime=1\n");
+        let s = import_str(&text, "t.fio", &args())
+            .expect("fio's option")
+            .scenario;
+        assert!(io(&s.jobs[0]).shape.rate_ign_think);
+        // fio 3.33 says "Bad option" for the struct field's name.
+        let text = format!("{job}rate_ign_think=1\n");
+        let e = import_str(&text, "t.fio", &args()).expect_err("not fio's");
+        assert_eq!(e.line, Some(5), "{e}");
     }
 
     #[test]

@@ -98,6 +98,7 @@ pub(super) fn build(
         seed: args.seed,
         duration: timeline.duration,
         warmup: timeline.warmup,
+        run_to_end: timeline.runs_to_end(),
         device,
         host,
         strategies,
@@ -139,7 +140,7 @@ fn job(
         shape.random_map = cint_scenario::RandomMap::Off;
     }
     refuse_split_sizes_under_the_map(spec, rw, bs, &shape, diag)?;
-    check_min_rate(spec, timeline.length(spec), diag)?;
+    shape.rate_min = min_rate(spec, rw, timeline.length(spec), diag);
     // fio ignores rwmixread unless the job mixes reads and writes.
     let rwmixread = spec
         .rwmixread
@@ -514,50 +515,73 @@ fn end_after_size(spec: &JobSpec, size: u64, bs: u64, shape: &mut IoShape, diag:
     }
 }
 
-/// fio's `ratemin` and `rate_iops_min` (backend.c `__check_min_rate`):
-/// after two seconds from the job's start, every `ratecycle`, fio ends a
-/// job whose rate in the last cycle fell below them, with an error. The
-/// model does not, so a job that runs long enough to be checked is
-/// refused; one that ends before is warned that they change nothing.
-fn check_min_rate(spec: &JobSpec, length: Nanos, diag: &mut Diagnostics) -> Result<(), FioError> {
+/// fio's `ratemin` and `rate_iops_min` with `ratecycle` (backend.c
+/// `__check_min_rate`): from two seconds after the job's start, every
+/// `ratecycle`, fio ends a thread whose rate over the cycle fell under
+/// them, with an error; the model does the same (scenario `ratemin`,
+/// `rate_iops_min`, `ratecycle`). One value floors each direction; a job
+/// of one direction takes its own. A job that ends before the first
+/// check is warned that they change nothing.
+fn min_rate(
+    spec: &JobSpec,
+    rw: Rw,
+    length: Nanos,
+    diag: &mut Diagnostics,
+) -> Option<cint_scenario::MinRate> {
     const SETTLE: Nanos = 2_000_000_000;
-    let Some(at) = &spec.rate_min else {
-        return Ok(());
+    let at = spec.rate_min.as_ref()?;
+    let (unit, [read, write]) = at.value;
+    let option = match unit {
+        RateUnit::Iops => "rate_iops_min",
+        RateUnit::Bytes => "ratemin",
     };
     let first_check = SETTLE.saturating_add(spec.ratecycle);
-    if length >= first_check {
-        return Err(diag.job_err(
+    if length < first_check {
+        diag.job_warn(
             &spec.name,
             at.line,
             format!(
-                "{}: fio ends a job that falls below it, checked every ratecycle after 2 s \
-                 (backend.c __check_min_rate), which the model does not; this job runs {}, \
-                 long enough to be checked",
-                at.value,
+                "{option} changes nothing here: fio checks it first at {} (2 s and a ratecycle), \
+                 after this job's {}",
+                cint_scenario::units::format_duration(first_check),
                 cint_scenario::units::format_duration(length)
             ),
-        ));
+        );
     }
-    diag.job_warn(
-        &spec.name,
-        at.line,
-        format!(
-            "{} changes nothing here: fio checks it first at {} (2 s and a ratecycle), after this job's {}",
-            at.value,
-            cint_scenario::units::format_duration(first_check),
-            cint_scenario::units::format_duration(length)
-        ),
-    );
-    Ok(())
+    let nonzero = |c: u64| Some(c).filter(|&c| c > 0);
+    let floor = if rw.is_mixed() {
+        DirectionRates {
+            unit,
+            read: nonzero(read),
+            write: nonzero(write),
+        }
+    } else {
+        let own = nonzero(if rw.only_reads() { read } else { write })?;
+        DirectionRates {
+            unit,
+            read: Some(own),
+            write: Some(own),
+        }
+    };
+    (floor.read.is_some() || floor.write.is_some()).then_some(cint_scenario::MinRate {
+        floor,
+        cycle: spec.ratecycle,
+    })
 }
 
-/// fio 3.33's random map counts a write's blocks in its own smallest size
-/// against a map of the job's smallest (io_u.c `last_block`,
-/// `axmap_next_free`), so a random job whose writes are larger than its
-/// reads runs off its file and ends early: `rw=randrw bs=4k,16k size=1m`
-/// moves 250 KiB of the 1 MiB. The model does not reproduce that, so a
-/// job that ends by its size is refused (a time-based job starts the map
-/// again instead).
+/// fio 3.33 keeps its random map in each direction's own smallest size
+/// (io_u.c `mark_random_map`, `get_next_rand_offset`): a direction's
+/// block `b` is bit `b` of one map the two share. So a direction of one
+/// size is never cut, where the model's map of the file's real blocks
+/// cuts it where the other direction covered part of it (`bs=4k,64k`:
+/// writes of 64 KiB in fio, 44.6 KiB on average in the model), and a
+/// sized job whose writes are larger than its reads runs off its file
+/// and ends early (`rw=randrw bs=4k,16k size=1m` moves 250 KiB of the
+/// 1 MiB). Neither is modelled, so a random job over a file of given
+/// size that reads and writes with different smallest sizes under the
+/// map is refused, and a sized writer of one direction too when its
+/// writes' smallest size is larger. Over a whole device the map covers
+/// too little in any run the model makes for the two to part.
 fn refuse_split_sizes_under_the_map(
     spec: &JobSpec,
     rw: Rw,
@@ -565,33 +589,54 @@ fn refuse_split_sizes_under_the_map(
     shape: &IoShape,
     diag: &mut Diagnostics,
 ) -> Result<(), FioError> {
-    let random = rw.is_random();
     let uniform = shape.random_distribution == cint_scenario::Distribution::Uniform;
-    // A time-based job starts the map again instead of ending; one over a
-    // whole device ends by its runtime long before the map matters.
-    let sized = spec.size.is_some() || spec.filesize.is_some() || spec.io_size.is_some();
-    if !random
-        || !uniform
-        || spec.time_based
-        || !sized
-        || shape.random_map != cint_scenario::RandomMap::Map
-    {
+    if !rw.is_random() || !uniform || shape.random_map != cint_scenario::RandomMap::Map {
         return Ok(());
     }
     let smallest = |write| cint_scenario::shape::smallest_block_of(shape, bs, write);
     let (r, w) = (smallest(false), smallest(true));
-    match rw {
-        Rw::RandWrite | Rw::RandRw if w > r => Err(diag.job_err(
+    // Where the sizes were set: a split, a range, or `bs`.
+    let line = spec
+        .bssplit
+        .as_ref()
+        .map(|b| b.line)
+        .or(spec.bsrange.as_ref().map(|b| b.line))
+        .unwrap_or_else(|| spec.line_of(&spec.bs));
+    // Over a whole device (no size) the map covers too little of it in
+    // any run the model makes for the two to part.
+    let sized = spec.size.is_some() || spec.filesize.is_some() || spec.io_size.is_some();
+    if rw == Rw::RandRw && r != w && sized {
+        return Err(diag.job_err(
+            &spec.name,
+            line,
+            format!(
+                "reads of at least {} beside writes of at least {} under fio's random map: \
+                 fio 3.33 keeps the map in each direction's own size (io_u.c mark_random_map), \
+                 so a direction of one size is never cut and a sized job may end early, which \
+                 is not modelled; add norandommap or random_generator=lfsr, or give both the \
+                 same smallest size",
+                cint_scenario::units::format_size(r),
+                cint_scenario::units::format_size(w)
+            ),
+        ));
+    }
+    // A writer whose reads' size is smaller still has a map of it: a job
+    // that ends by its size runs off its file (a time-based one starts
+    // the map again).
+    if rw == Rw::RandWrite && w > r && sized && !spec.time_based {
+        return Err(diag.job_err(
             &spec.name,
             spec.line_of(&spec.bs),
             format!(
-                "writes of at least {} beside reads of {} under fio's random map: fio 3.33 counts the writes' blocks against a map of the reads' and ends the job early, which is not modelled; add norandommap, or give both the same smallest size",
+                "writes of at least {} beside reads of {} under fio's random map: fio 3.33 \
+                 counts the writes' blocks against a map of the reads' and ends the job early, \
+                 which is not modelled; add norandommap, or give both the same smallest size",
                 cint_scenario::units::format_size(w),
                 cint_scenario::units::format_size(r)
             ),
-        )),
-        _ => Ok(()),
+        ));
     }
+    Ok(())
 }
 
 /// Says how jobs without `cpus_allowed` are placed when several of their
@@ -816,7 +861,37 @@ numjobs=2
         );
         assert_eq!(s.duration, 200_000_000);
         assert_eq!(imp.warnings.len(), 1);
-        assert!(imp.warnings[0].contains("no runtime given"));
+        assert!(
+            imp.warnings[0].contains("nothing ends it"),
+            "{:?}",
+            imp.warnings
+        );
+    }
+
+    #[test]
+    fn a_job_that_ends_by_its_size_runs_to_its_end_without_a_runtime() {
+        // fio 3.33 (null engine): 512 reads in 0.512 s; 500 writes.
+        for (text, reads, writes) in [
+            ("[j]\nrw=read\nsize=2m\nrate_iops=1000\n", 512, 0),
+            (
+                "[j]\nrw=randwrite\nnumber_ios=500\nrate_iops=1000\n",
+                0,
+                500,
+            ),
+        ] {
+            let imp = import_str(text, "e.fio", &args()).expect("valid");
+            assert!(imp.warnings.is_empty(), "{text}: {:?}", imp.warnings);
+            assert_eq!(imp.scenario.duration, super::super::schedule::RUN_TO_END);
+            let r = cint_sim::run(&imp.scenario).expect("runs");
+            let fio = r.results[0].jobs[0].fio.clone().expect("fio figures");
+            assert_eq!((fio.read.ios, fio.write.ios), (reads, writes), "{text}");
+        }
+        // Beside a time-based job, it still runs to its end.
+        let text = "[t]\ntime_based\nruntime=100ms\n[s]\nrw=read\nsize=1m\nrate_iops=1000\n";
+        let imp = import_str(text, "e.fio", &args()).expect("valid");
+        let r = cint_sim::run(&imp.scenario).expect("runs");
+        let fio = r.results[0].jobs[1].fio.clone().expect("fio figures");
+        assert_eq!(fio.read.ios, 256);
     }
 
     #[test]
@@ -1185,14 +1260,50 @@ numjobs=2
         assert!(e.message.contains("norandommap"), "{e}");
         let ok = "[j]\nrw=randrw\nsize=1m\nbs=4k,16k\nnorandommap\n";
         assert!(import_str(ok, "s.fio", &args()).is_ok());
+        // Time-based too: fio never cuts a direction of one size (the s19
+        // audit: writes of 64 KiB in fio, 44.6 KiB on average in the
+        // model's map of the file's blocks).
+        for sizes in ["bs=4k,64k", "bs=64k,4k", "bssplit=4k/50:64k/50,16k"] {
+            let text = format!("[j]\nrw=randrw\ntime_based\nruntime=1\nsize=64m\n{sizes}\n");
+            let e = import_str(&text, "s.fio", &args()).expect_err(sizes);
+            assert_eq!(e.line, Some(6), "{e}");
+            assert!(e.message.contains("mark_random_map"), "{e}");
+            let lfsr = format!("{text}random_generator=lfsr\n");
+            assert!(import_str(&lfsr, "s.fio", &args()).is_ok(), "{sizes}");
+        }
+        // A writer whose reads' size is smaller, sized.
+        let w = "[j]\nrw=randwrite\nsize=1m\nbs=4k,16k\n";
+        assert!(import_str(w, "s.fio", &args()).is_err());
     }
 
     #[test]
-    fn ratemin_is_refused_where_fio_would_check_it() {
-        let long = "[j]\nrw=randread\nruntime=5\ntime_based\nrate_iops_min=1000\n";
-        let e = import_str(long, "m.fio", &args()).expect_err("checked after 2 s");
-        assert_eq!(e.line, Some(5), "{e}");
-        assert!(e.message.contains("__check_min_rate"), "{e}");
+    fn ratemin_becomes_a_floor_on_each_direction() {
+        use cint_scenario::{DirectionRates, MinRate, RateUnit};
+        let long = "[j]\nrw=randread\nruntime=5\ntime_based\nrate_iops_min=1000,7\n";
+        let imp = import_str(long, "m.fio", &args()).expect("a floor on reads");
+        let floor = DirectionRates {
+            unit: RateUnit::Iops,
+            read: Some(1000),
+            write: Some(1000),
+        };
+        let cycle = 1_000_000_000;
+        assert_eq!(
+            io(&imp.scenario.jobs[0]).shape.rate_min,
+            Some(MinRate { floor, cycle }),
+            "a reader takes the reads' floor"
+        );
+        let mix = "[j]\nrw=randrw\nruntime=5\ntime_based\nratemin=1m,\nratecycle=500\n";
+        let imp = import_str(mix, "m.fio", &args()).expect("a floor on reads");
+        let floor = DirectionRates {
+            unit: RateUnit::Bytes,
+            read: Some(1 << 20),
+            write: None,
+        };
+        let cycle = 500_000_000;
+        assert_eq!(
+            io(&imp.scenario.jobs[0]).shape.rate_min,
+            Some(MinRate { floor, cycle })
+        );
         let short = "[j]\nrw=randread\nruntime=100ms\ntime_based\nratemin=1m\nratecycle=500\n";
         let imp = import_str(short, "m.fio", &args()).expect("too short to be checked");
         assert!(
@@ -1202,8 +1313,13 @@ numjobs=2
             "{:?}",
             imp.warnings
         );
-        // A shorter cycle brings the first check nearer: 2.5 s.
-        let edge = "[j]\nrw=randread\nruntime=2500ms\ntime_based\nratemin=1m\nratecycle=500\n";
-        assert!(import_str(edge, "m.fio", &args()).is_err());
+        let both = "[j]\nrw=randread\nruntime=5\nratemin=1m\nrate_iops_min=10\n";
+        let e = import_str(both, "m.fio", &args()).expect_err("one floor");
+        assert_eq!(e.line, Some(5), "{e}");
+        let offload =
+            "[j]\nrw=randread\nruntime=5\ndirect=1\nio_submit_mode=offload\nrate_iops_min=10\n";
+        let e = import_str(offload, "m.fio", &args()).expect_err("not offloaded");
+        assert_eq!(e.line, Some(6), "{e}");
+        assert!(e.message.contains("a floor on the rate"), "{e}");
     }
 }

@@ -169,6 +169,10 @@ impl World<'_> {
         if let Some(scope) = self.shape(t).exitall {
             self.exit_all(j, scope, now);
         }
+        // fio's run ends with its last job (`run_to_end`).
+        if self.sc.run_to_end && self.groups.jobs.iter().all(|c| c.end.is_some()) {
+            self.end = self.end.min(now);
+        }
         let Some(&group) = self.groups.order.get(self.groups.current) else {
             return;
         };

@@ -42,6 +42,7 @@ mod fio_sleep;
 mod flow;
 mod groups;
 mod latency_target;
+pub(crate) mod min_rate;
 mod offload;
 pub(crate) mod offsets;
 mod pattern;
@@ -146,6 +147,10 @@ impl World<'_> {
             return;
         }
         if p.stop_at.is_some_and(|s| now >= s) || self.ios_done(t) {
+            self.exit_thread(t);
+            return;
+        }
+        if p.floored && self.floor_missed(t, now) {
             self.exit_thread(t);
             return;
         }
@@ -755,8 +760,12 @@ impl World<'_> {
             let th = &self.threads[t];
             let sync = th.prog.engine.is_sync() || th.prog.sqpoll;
             let traced = th.prog.trace;
+            let floored = th.prog.floored;
             if self.measuring && self.job_measuring(job, now) {
                 self.jobs[job].record(&done, now, sync);
+                if floored {
+                    self.floor_sample(t, done.write, done.bytes);
+                }
                 if traced {
                     self.trace_done(t, r, &done);
                 }

@@ -69,6 +69,7 @@ static NO_SHAPE: IoShape = IoShape {
     bsrange_write: None,
     rate: None,
     rate_per_direction: None,
+    rate_min: None,
     rate_poisson: false,
     barrier_last: false,
     thinktime: 0,

@@ -29,6 +29,9 @@ pub(crate) struct Program {
     /// The thread is rate-limited (`rate_iops` or `rate`; its limiter is
     /// [`super::rate::Pacer`]).
     pub rated: bool,
+    /// The thread's rate has a floor (`ratemin`, `rate_iops_min`; its
+    /// check is [`super::min_rate`]).
+    pub floored: bool,
     pub think: Nanos,
     pub rwmixread: u8,
     /// The thread stops issuing at this instant (`runtime`).
@@ -71,6 +74,7 @@ impl Program {
             min_nr: 1,
             max_events: 1,
             rated: false,
+            floored: false,
             stop_at: None,
             role: LoopRole::Worker,
             ..*self
@@ -83,6 +87,7 @@ impl Program {
     pub(crate) fn sq_thread(&self) -> Program {
         Program {
             rated: false,
+            floored: false,
             think: 0,
             stop_at: None,
             sqpoll: false,
@@ -109,6 +114,7 @@ impl Program {
             buffered: true,
             gtod_reduce: false,
             rated: false,
+            floored: false,
             think: 0,
             rwmixread: 0,
             stop_at: None,
@@ -137,6 +143,7 @@ impl Program {
                 buffered: false,
                 gtod_reduce: false,
                 rated: false,
+                floored: false,
                 think: 0,
                 rwmixread: 100,
                 stop_at: job.runtime,
@@ -178,6 +185,7 @@ impl Program {
                     buffered: io.through_page_cache(),
                     gtod_reduce: io.gtod_reduce,
                     rated,
+                    floored: io.shape.rate_min.is_some(),
                     think: io.think,
                     rwmixread: io.rwmixread.min(100),
                     stop_at: job.runtime,
