@@ -8,7 +8,11 @@
 #     rate_iops alike;
 #  3. a job that reads and writes paces each direction on its own and
 #     issues the one behind (io_u.c rate_ddir): a single value caps each
-#     direction, and an empty side leaves that direction free.
+#     direction, and an empty side leaves that direction free;
+#  4. a floor (rate_iops_min) ends a thread that falls under it, from 2 s
+#     after its start (backend.c __check_min_rate), with error 5 (EIO)
+#     (a think time of 2 ms holds fio's null engine near 480 a second);
+#  5. a job without a runtime that ends by its size runs to its end.
 # fio runs 1 s with ioengine=null (no device, so a free direction goes as
 # fast as fio's loop); the model runs libaio at depth 8 on the p3700, so
 # there a free direction goes at the device's pace.
@@ -21,15 +25,18 @@ trap 'rm -rf "$dir"' EXIT
 cd "$dir"
 
 counts='import json, sys
-j = json.load(open(sys.argv[1]))["jobs"][0]
+text = open(sys.argv[1]).read()  # fio may write its error lines first
+j = json.loads(text[text.index("{"):])["jobs"][0]
 r, w = j["read"], j["write"]
-print("reads", r["total_ios"], r["io_bytes"], "writes", w["total_ios"], w["io_bytes"])'
+print("reads", r["total_ios"], r["io_bytes"], "writes", w["total_ios"], w["io_bytes"],
+      "error", j["error"], "runtime_ms", j["job_runtime"])'
 
-side_by_side() { # the job's options, one per line
-    printf '[a]\nioengine=null\nsize=1g\nruntime=1\ntime_based\n%b\n' "$1" > f.fio
-    fio --output-format=json --output=f.json f.fio
-    printf '[a]\nioengine=libaio\ndirect=1\niodepth=8\nsize=1g\nruntime=1\ntime_based\n%b\n' \
-        "$1" > m.fio
+side_by_side() { # the job's options, one per line; the run's (default: 1 s, time based)
+    local run=${2:-'size=1g\nruntime=1\ntime_based'}
+    printf '[a]\nioengine=null\n%b\n%b\n' "$run" "$1" > f.fio
+    # A job that fails (a floor missed) exits non-zero; its JSON is written.
+    fio --output-format=json --output=f.json f.fio || true
+    printf '[a]\nioengine=libaio\ndirect=1\niodepth=8\n%b\n%b\n' "$run" "$1" > m.fio
     rm -rf m
     "$cint" sim --fio m.fio --device p3700 --strategy none --fio-json m >/dev/null
     echo "-- $(echo -e "$1" | tr '\n' ' ')"
@@ -48,3 +55,9 @@ for cap in 'rwmixread=70\nrate_iops=1000' 'rwmixread=70\nrate_iops=1000,300' \
     'rwmixread=70\nrate_iops=,500'; do
     side_by_side "rw=randrw\n$cap"
 done
+echo "== 4. a floor"
+side_by_side 'rw=randread\niodepth=1\nthinktime=2ms\nrate_iops_min=1000' 'size=1g\nruntime=5\ntime_based'
+side_by_side 'rw=randread\niodepth=1\nthinktime=2ms\nrate_iops_min=480' 'size=1g\nruntime=5\ntime_based'
+echo "== 5. no runtime: to the job's end"
+side_by_side 'rw=read' 'size=64m'
+side_by_side 'rw=read\nrate_iops=1000' 'size=2m'

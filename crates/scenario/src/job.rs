@@ -539,6 +539,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     }
     bs = crate::shape::smallest_block(&shape, bs);
     crate::shape::check_poisson_rate(sec, &shape, bs, rw)?;
+    crate::shape::check_floor_below_cap(sec, &shape, rate_iops)?;
     let size = io_size(sec, device, crate::shape::largest_block(&shape, bs))?;
     if let crate::model::Distribution::ZonedAbs(zones) = &shape.random_distribution {
         let total = zones.iter().map(|z| z.size).fold(0u64, u64::saturating_add);

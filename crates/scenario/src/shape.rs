@@ -541,6 +541,45 @@ pub(crate) fn parse_min_rate(
     }
 }
 
+/// A floor above its direction's cap, counted alike (`ratemin` against
+/// `rate`, `rate_iops_min` against `rate_iops`), is refused, as fio
+/// refuses it (init.c `fixup_options`: "minimum rate exceeds rate").
+pub(crate) fn check_floor_below_cap(
+    sec: &Section<'_>,
+    shape: &IoShape,
+    rate_iops: Option<u64>,
+) -> Result<(), ScenarioError> {
+    let Some(min) = shape.rate_min else {
+        return Ok(());
+    };
+    let unit = min.floor.unit;
+    for write in [false, true] {
+        let cap = match shape.rate_per_direction {
+            Some(caps) if caps.unit == unit => caps.of(write),
+            Some(_) => None,
+            None if unit == RateUnit::Iops => rate_iops,
+            None => shape.rate,
+        };
+        if let (Some(floor), Some(cap)) = (min.floor.of(write), cap) {
+            if cap < floor {
+                let key = if unit == RateUnit::Iops {
+                    "rate_iops_min"
+                } else {
+                    "ratemin"
+                };
+                return Err(sec.error(
+                    key,
+                    format!(
+                        "the floor {floor} is above the cap {cap}: fio refuses such a job \
+                         (minimum rate exceeds rate)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A millisecond and a second, in nanoseconds.
 const MILLISECOND: Nanos = 1_000_000;
 const SECOND: Nanos = 1_000_000_000;

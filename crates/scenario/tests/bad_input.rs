@@ -729,6 +729,13 @@ fn cases() -> Vec<Case<'static>> {
             "fio divides by zero",
         ),
         case(
+            "a floor above the cap",
+            with("numjobs = 1", "numjobs = 1\nrate_iops = 500\nrate_iops_min = 1000"),
+            LineOf("rate_iops_min"),
+            "job.async.rate_iops_min",
+            "minimum rate exceeds rate",
+        ),
+        case(
             "ratecycle without a floor",
             with("numjobs = 1", "numjobs = 1\nratecycle = \"500ms\""),
             LineOf("ratecycle"),

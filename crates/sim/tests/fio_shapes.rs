@@ -211,12 +211,13 @@ fn caps_per_direction_pace_reads_and_writes_each_on_its_own_schedule() {
 #[test]
 fn a_thread_under_its_rate_floor_ends_at_the_first_cycle_after_the_settle() {
     // fio 3.33 (backend.c __check_min_rate), ioengine=null, runtime=5,
-    // rate_iops=500 rate_iops_min=1000: error 5 (EIO) after 3000 ms and
-    // 1500 reads (2 s settle, the base, then a 1 s cycle at 500 IOPS).
+    // thinktime=2ms (about 480 reads a second), rate_iops_min=1000:
+    // error 5 (EIO) after 3002 ms and 1450 reads (2 s settle, the base,
+    // then a 1 s cycle under the floor). The model: 3000 ms, 1442.
     let floored = |floor: u32| {
         format!(
-            "name = \"f{floor}\"\nengine = \"libaio\"\nrate_iops = 500\nrate_iops_min = {floor}\n\
-             runtime = \"5s\""
+            "name = \"f{floor}\"\nengine = \"libaio\"\nthinktime = \"2ms\"\n\
+             rate_iops_min = {floor}\nruntime = \"5s\""
         )
     };
     let r = run(&scenario(
@@ -225,15 +226,20 @@ fn a_thread_under_its_rate_floor_ends_at_the_first_cycle_after_the_settle() {
         &[&floored(1000), &format!("{}\ncpu = 1", floored(400))],
     ));
     let missed = job(&r, "f1000");
-    assert_eq!(missed.ios, 1500, "it stops at 3 s");
-    assert_eq!(missed.fio.as_ref().map(|f| f.error), Some(5), "EIO");
-    let met = job(&r, "f400");
-    assert_eq!(met.ios, 2500, "it runs its 5 s");
-    assert_eq!(met.fio.as_ref().map(|f| f.error), Some(0));
+    let fio = missed.fio.as_ref().expect("fio figures");
+    assert_eq!(fio.error, 5, "EIO");
     assert!(
-        r.notes
-            .iter()
-            .any(|n| n.contains("rate_iops_min=1000") && n.contains("got 500")),
+        (2_990_000_000..3_010_000_000).contains(&fio.runtime_ns),
+        "it stops at 3 s: {} ns",
+        fio.runtime_ns
+    );
+    assert!((1400..1500).contains(&missed.ios), "{} reads", missed.ios);
+    let met = job(&r, "f400");
+    let fio = met.fio.as_ref().expect("fio figures");
+    assert_eq!(fio.error, 0);
+    assert!(fio.runtime_ns >= 4_990_000_000, "it runs its 5 s");
+    assert!(
+        r.notes.iter().any(|n| n.contains("rate_iops_min=1000")),
         "{:?}",
         r.notes
     );

@@ -140,6 +140,7 @@ fn job(
         shape.random_map = cint_scenario::RandomMap::Off;
     }
     refuse_split_sizes_under_the_map(spec, rw, bs, &shape, diag)?;
+    refuse_floor_above_cap(spec, diag)?;
     shape.rate_min = min_rate(spec, rw, timeline.length(spec), diag);
     // fio ignores rwmixread unless the job mixes reads and writes.
     let rwmixread = spec
@@ -513,6 +514,39 @@ fn end_after_size(spec: &JobSpec, size: u64, bs: u64, shape: &mut IoShape, diag:
             "loops has no effect with time_based (the job runs for its runtime)",
         );
     }
+}
+
+/// fio refuses a floor above its direction's cap (init.c
+/// `fixup_options`: "minimum rate exceeds rate"), counted alike: `ratemin`
+/// against `rate`, `rate_iops_min` against `rate_iops`.
+fn refuse_floor_above_cap(spec: &JobSpec, diag: &mut Diagnostics) -> Result<(), FioError> {
+    let Some(floor) = &spec.rate_min else {
+        return Ok(());
+    };
+    let (unit, floors) = floor.value;
+    let caps = match unit {
+        RateUnit::Bytes => spec.rate,
+        RateUnit::Iops => spec.rate_iops_dirs,
+    };
+    let Some(caps) = caps else {
+        return Ok(());
+    };
+    for (d, (&cap, &floor_d)) in caps.value.iter().zip(&floors).enumerate() {
+        if cap != 0 && cap < floor_d {
+            return Err(diag.job_err(
+                &spec.name,
+                floor.line,
+                format!(
+                    "the {} floor {} is above the cap {}: fio refuses the job (minimum rate \
+                     exceeds rate)",
+                    if d == 0 { "reads'" } else { "writes'" },
+                    floor_d,
+                    cap
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// fio's `ratemin` and `rate_iops_min` with `ratecycle` (backend.c
@@ -1313,6 +1347,11 @@ numjobs=2
             "{:?}",
             imp.warnings
         );
+        // fio refuses a floor above its cap: "minimum rate exceeds rate".
+        let above = "[j]\nrw=randread\nruntime=5\nrate_iops=500\nrate_iops_min=1000\n";
+        let e = import_str(above, "m.fio", &args()).expect_err("above the cap");
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(e.message.contains("minimum rate exceeds rate"), "{e}");
         let both = "[j]\nrw=randread\nruntime=5\nratemin=1m\nrate_iops_min=10\n";
         let e = import_str(both, "m.fio", &args()).expect_err("one floor");
         assert_eq!(e.line, Some(5), "{e}");
