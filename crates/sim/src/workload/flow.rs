@@ -1,10 +1,16 @@
 //! fio's flow control (`flow`, `flow_id`, `flow_sleep`; fio's flow.c):
-//! jobs sharing a flow id keep their loop iterations in proportion to
-//! their weights. Each iteration a thread compares its share of the
-//! flow's counter with its share of the flow's weight; ahead of its share
-//! it does not issue: it reaps what it has in flight and sleeps
+//! jobs sharing a flow id keep the passes of their loops in proportion to
+//! their weights. At the top of each pass a thread compares its share of
+//! the flow's counter with its share of the flow's weight; ahead of its
+//! share it does not issue: it reaps what it has in flight and sleeps
 //! `flow_sleep`, or, without a sleep, spins one poll iteration and checks
 //! again. A thread's weight counts from its start to its exit.
+//!
+//! A pass of fio's loop (backend.c `do_io`) issues one request, and within
+//! it sleeps for the rate (io_u.c `rate_ddir`) and reaps a full queue: one
+//! tick a request. The model's loop comes back to its top for each of
+//! those, so only a top from which a request may go counts: not while the
+//! pass that counted has not issued yet, nor while the queue is full.
 
 use cint_scenario::{Scenario, Work};
 
@@ -22,6 +28,9 @@ pub(crate) struct Flows {
     counted: Vec<u64>,
     /// Per thread: its weight is in its flow's total.
     joined: Vec<bool>,
+    /// Per thread: the requests it had issued when its last pass counted,
+    /// until that pass issues.
+    open_pass: Vec<Option<u64>>,
 }
 
 impl Flows {
@@ -49,6 +58,7 @@ impl Flows {
             of_thread,
             counted: vec![0; jobs.len()],
             joined: vec![false; jobs.len()],
+            open_pass: vec![None; jobs.len()],
         }
     }
 }
@@ -88,6 +98,12 @@ impl World<'_> {
             return false;
         };
         self.flow_join(t);
+        let issued = self.shaping_issued(t);
+        let th = &self.threads[t];
+        let full = th.free_slots.is_empty() && th.in_flight > 0;
+        if full || self.flows.open_pass[t] == Some(issued) {
+            return false;
+        }
         let shape = self.shape(t);
         let (_, counter, total) = self.flows.flows[i];
         let mine = self.flows.counted[t];
@@ -97,6 +113,7 @@ impl World<'_> {
         if !ahead {
             self.flows.flows[i].1 += 1;
             self.flows.counted[t] += 1;
+            self.flows.open_pass[t] = Some(issued);
             return false;
         }
         if shape.flow_sleep > 0 {

@@ -240,6 +240,11 @@ impl<'a> World<'a> {
         s.writes += u64::from(write);
     }
 
+    /// Requests thread `t` has issued in all.
+    pub(crate) fn shaping_issued(&self, t: usize) -> u64 {
+        self.shaping[t].issued
+    }
+
     /// Counts requests handed to thread `t` (fio's think time counts
     /// completed blocks, its default `thinktime_blocks_type=complete`).
     pub(crate) fn count_completions(&mut self, t: usize, n: u32) {
