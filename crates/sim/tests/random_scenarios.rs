@@ -182,9 +182,10 @@ fn job(rng: &mut Rng, host_model: &mut Rng, i: usize, cores: u64, out: &mut Stri
             2 if mixed => writeln!(out, "rate_iops = \",{cap}\""),
             _ => writeln!(out, "rate_iops = {cap}"),
         };
-        // A floor now and then (never judged in 20 ms: fio settles 2 s).
+        // A floor now and then (never judged in 20 ms: fio settles 2 s),
+        // under every direction's cap (fio refuses a floor above one).
         if cap % 5 == 3 {
-            let _ = writeln!(out, "rate_iops_min = {}", cap / 2);
+            let _ = writeln!(out, "rate_iops_min = {}", cap / 4);
         }
     }
     if rng.chance(20) {

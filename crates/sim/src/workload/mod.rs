@@ -142,6 +142,9 @@ impl World<'_> {
     fn issue(&mut self, t: usize) {
         let now = self.now();
         let p = self.threads[t].prog;
+        if p.counts_from_ramp && self.counts_before_ramp(t) {
+            self.reset_counts_after_ramp(t, now);
+        }
         if p.role != LoopRole::Inline {
             self.issue_shared_loop(t, now);
             return;

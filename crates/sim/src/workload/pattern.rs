@@ -59,6 +59,14 @@ pub(crate) struct ThreadShape {
     pub(super) sleep_from: Nanos,
     /// The rate's schedule has restarted at the end of the job's ramp.
     pub(super) rate_restarted: bool,
+    /// What `number_ios` and the syncs count from: fio resets its counts
+    /// of completed and issued requests at the end of the job's ramp
+    /// (libfio.c `reset_all_stats`), so both count again from there, the
+    /// requests then in flight among them.
+    issued_base: u64,
+    writes_base: u64,
+    /// The counts have been reset at the end of the ramp.
+    ramp_reset: bool,
 }
 
 /// The shape of a cpu job: nothing shaped.
@@ -291,11 +299,43 @@ impl<'a> World<'a> {
             return 0;
         }
         match shape.number_ios {
-            Some(n) => n
-                .saturating_sub(self.shaping[t].issued)
-                .min(u64::from(u32::MAX)) as u32,
+            Some(n) => {
+                let s = &self.shaping[t];
+                n.saturating_sub(s.issued - s.issued_base)
+                    .min(u64::from(u32::MAX)) as u32
+            }
             None => u32::MAX,
         }
+    }
+
+    /// fio's reset of its counts at the end of thread `t`'s ramp
+    /// (libfio.c `reset_all_stats`: `io_blocks` and `io_issues` start
+    /// again, so `number_ios`, which counts completed requests and those
+    /// in flight (backend.c `exceeds_number_ios`), and the syncs every few
+    /// writes count from there). Looked at from the top of the thread's
+    /// loop until the ramp has ended.
+    pub(crate) fn reset_counts_after_ramp(&mut self, t: usize, now: Nanos) {
+        if self.sc.warmup == 0 {
+            self.shaping[t].ramp_reset = true;
+            return;
+        }
+        let Some(start) = self.job_start(self.threads[t].job as usize) else {
+            return;
+        };
+        if now < start.saturating_add(self.sc.warmup) {
+            return;
+        }
+        let in_flight = u64::from(self.threads[t].in_flight);
+        let s = &mut self.shaping[t];
+        s.issued_base = s.issued.saturating_sub(in_flight);
+        s.writes_base = s.writes;
+        s.ramp_reset = true;
+    }
+
+    /// Whether thread `t`'s counts still wait for the end of its ramp.
+    #[inline]
+    pub(crate) fn counts_before_ramp(&self, t: usize) -> bool {
+        !self.shaping[t].ramp_reset
     }
 
     /// Thread `t` has issued its `number_ios` and has nothing in flight.
@@ -392,10 +432,11 @@ impl<'a> World<'a> {
     pub(crate) fn sync_due(&mut self, t: usize) -> bool {
         let shape = self.shape(t);
         let s = &self.shaping[t];
-        if s.last_was_sync || s.writes == 0 {
+        let writes = s.writes - s.writes_base;
+        if s.last_was_sync || writes == 0 {
             return false;
         }
-        let due = |every: u32| every > 0 && s.writes % u64::from(every) == 0;
+        let due = |every: u32| every > 0 && writes % u64::from(every) == 0;
         let datasync = match (due(shape.fsync), due(shape.fdatasync)) {
             (true, _) => false,
             (false, true) => true,

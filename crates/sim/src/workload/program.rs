@@ -32,6 +32,9 @@ pub(crate) struct Program {
     /// The thread's rate has a floor (`ratemin`, `rate_iops_min`; its
     /// check is [`super::min_rate`]).
     pub floored: bool,
+    /// `number_ios` or the syncs count requests, which fio counts again
+    /// from the end of the job's ramp.
+    pub counts_from_ramp: bool,
     pub think: Nanos,
     pub rwmixread: u8,
     /// The thread stops issuing at this instant (`runtime`).
@@ -75,6 +78,7 @@ impl Program {
             max_events: 1,
             rated: false,
             floored: false,
+            counts_from_ramp: false,
             stop_at: None,
             role: LoopRole::Worker,
             ..*self
@@ -88,6 +92,7 @@ impl Program {
         Program {
             rated: false,
             floored: false,
+            counts_from_ramp: false,
             think: 0,
             stop_at: None,
             sqpoll: false,
@@ -115,6 +120,7 @@ impl Program {
             gtod_reduce: false,
             rated: false,
             floored: false,
+            counts_from_ramp: false,
             think: 0,
             rwmixread: 0,
             stop_at: None,
@@ -144,6 +150,7 @@ impl Program {
                 gtod_reduce: false,
                 rated: false,
                 floored: false,
+                counts_from_ramp: false,
                 think: 0,
                 rwmixread: 100,
                 stop_at: job.runtime,
@@ -186,6 +193,9 @@ impl Program {
                     gtod_reduce: io.gtod_reduce,
                     rated,
                     floored: io.shape.rate_min.is_some(),
+                    counts_from_ramp: io.shape.number_ios.is_some()
+                        || io.shape.fsync > 0
+                        || io.shape.fdatasync > 0,
                     think: io.think,
                     rwmixread: io.rwmixread.min(100),
                     stop_at: job.runtime,
