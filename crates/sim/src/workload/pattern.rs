@@ -319,10 +319,7 @@ impl<'a> World<'a> {
             self.shaping[t].ramp_reset = true;
             return;
         }
-        let Some(start) = self.job_start(self.threads[t].job as usize) else {
-            return;
-        };
-        if now < start.saturating_add(self.sc.warmup) {
+        if !self.job_measuring(self.threads[t].job as usize, now) {
             return;
         }
         let in_flight = u64::from(self.threads[t].in_flight);
@@ -381,7 +378,7 @@ impl<'a> World<'a> {
         s.issued_at_think = s.issued;
         s.last_think = Some(found);
         if shape.rate_ign_think {
-            self.rate_ignores_think(t, think, shape.rate_poisson);
+            self.rate_ignores_think(t, think);
         }
         let rest = think.saturating_sub(spin);
         if spin > 0 {

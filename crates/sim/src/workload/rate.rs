@@ -63,6 +63,8 @@ pub(crate) struct Pacer {
     /// The direction of the thread's last request: `rate_ign_think` moves
     /// that direction's schedule, as fio does.
     last_write: bool,
+    /// `rate_process = "poisson"`.
+    poisson: bool,
 }
 
 impl Pacer {
@@ -106,6 +108,7 @@ impl Pacer {
             next: [0; 2],
             pending: None,
             last_write: false,
+            poisson: shape.rate_poisson,
         })
     }
 
@@ -115,13 +118,13 @@ impl Pacer {
     /// share, in whole microseconds as fio draws it (`1000000 / iops`
     /// times `-logf(u)`, each truncated). Nothing for a direction without
     /// a cap.
-    fn step(&self, write: bool, bytes: u64, poisson: bool, rng: &mut ChaCha8Rng) -> Nanos {
+    fn step(&self, write: bool, bytes: u64, rng: &mut ChaCha8Rng) -> Nanos {
         let d = usize::from(write);
         let bps = self.bps[d];
         if bps == 0 {
             return 0;
         }
-        if poisson {
+        if self.poisson {
             // The scenario refuses a cap under one smallest request a
             // second, where fio divides by zero.
             let iops = (bps / self.min_bs[d].max(1)).max(1);
@@ -152,6 +155,24 @@ impl Pacer {
     /// Whether direction `write` may go at `now`, per direction.
     fn behind(&self, write: bool, now: Nanos) -> bool {
         self.bps[usize::from(write)] == 0 || self.next[usize::from(write)] <= now
+    }
+
+    /// fio's choice of the next request's direction (io_u.c `rate_ddir`),
+    /// per direction, for the direction `drawn`: it when behind, else the
+    /// other when the job draws it and it is behind; both ahead, the
+    /// nearer of the two with how long until it (`Some`).
+    fn settle(&self, drawn: bool, now: Nanos) -> (bool, Option<Nanos>) {
+        let other = !drawn;
+        let next = |write: bool| self.next[usize::from(write)];
+        if self.behind(drawn, now) {
+            (drawn, None)
+        } else if self.draws(other) && self.behind(other, now) {
+            (other, None)
+        } else if self.draws(other) && next(other) < next(drawn) {
+            (other, Some(next(other) - now))
+        } else {
+            (drawn, Some(next(drawn) - now))
+        }
     }
 
     /// Requests of direction `write` behind its schedule at `now`.
@@ -245,18 +266,7 @@ impl World<'_> {
             Some(write) => write,
             None => super::pattern::is_write(th.prog.rw, th.prog.rwmixread, &mut th.rng),
         };
-        let other = !drawn;
-        let (settled, ahead_by) = if pacer.behind(drawn, now) {
-            (drawn, None)
-        } else if pacer.draws(other) && pacer.behind(other, now) {
-            (other, None)
-        } else if pacer.draws(other)
-            && pacer.next[usize::from(other)] < pacer.next[usize::from(drawn)]
-        {
-            (other, Some(pacer.next[usize::from(other)] - now))
-        } else {
-            (drawn, Some(pacer.next[usize::from(drawn)] - now))
-        };
+        let (settled, ahead_by) = pacer.settle(drawn, now);
         if let Some(p) = self.pacers.of[t].as_mut() {
             p.pending = Some(settled);
         }
@@ -278,8 +288,11 @@ impl World<'_> {
         let now = self.now();
         let th = &mut self.threads[t];
         let drawn = super::pattern::is_write(th.prog.rw, th.prog.rwmixread, &mut th.rng);
-        let switch = !pacer.behind(drawn, now) && pacer.draws(!drawn) && pacer.behind(!drawn, now);
-        Some(drawn != switch)
+        // Both ahead, the call goes on in the drawn direction.
+        match pacer.settle(drawn, now) {
+            (settled, None) => Some(settled),
+            (_, Some(_)) => Some(drawn),
+        }
     }
 
     /// Moves thread `t`'s schedule by its request of `bytes` in direction
@@ -288,15 +301,8 @@ impl World<'_> {
         let Some(pacer) = self.pacers.of[t].as_mut() else {
             return;
         };
-        let poisson = {
-            let sc: &cint_scenario::Scenario = self.sc;
-            match &sc.jobs[self.threads[t].job as usize].work {
-                cint_scenario::Work::Io(io) => io.shape.rate_poisson,
-                cint_scenario::Work::Cpu => false,
-            }
-        };
         let th = &mut self.threads[t];
-        let step = pacer.step(write, bytes, poisson, &mut th.rng);
+        let step = pacer.step(write, bytes, &mut th.rng);
         pacer.last_write = write;
         if pacer.per_direction {
             let next = &mut pacer.next[usize::from(write)];
@@ -331,7 +337,7 @@ impl World<'_> {
     /// at once), or by all of it under a Poisson process. fio moves it by
     /// the time it measured; the model by the think time it set out to
     /// take.
-    pub(crate) fn rate_ignores_think(&mut self, t: usize, think: Nanos, poisson: bool) {
+    pub(crate) fn rate_ignores_think(&mut self, t: usize, think: Nanos) {
         let Some(pacer) = self.pacers.of[t].as_mut() else {
             return;
         };
@@ -341,7 +347,7 @@ impl World<'_> {
         }
         let per_request = u128::from(pacer.min_bs[d]) * u128::from(SEC) / u128::from(pacer.bps[d]);
         let per_request = u64::try_from(per_request).unwrap_or(u64::MAX).max(1);
-        let shift = if !poisson && per_request <= think {
+        let shift = if !pacer.poisson && per_request <= think {
             think - per_request
         } else {
             think
@@ -364,7 +370,7 @@ impl World<'_> {
         let Some(start) = self.job_start(self.threads[t].job as usize) else {
             return;
         };
-        let restart = now >= start.saturating_add(self.sc.warmup);
+        let restart = self.job_measuring(self.threads[t].job as usize, now);
         let from = if restart { now } else { start };
         if restart {
             self.shaping[t].rate_restarted = true;
