@@ -70,6 +70,15 @@ const EXTRA_OPTIONS: &[&str] = &[
     "rate_iops=500,100",
     "rate=1m,",
     "rate_process=poisson",
+    // fio's long names and its defaults written out.
+    "steadystate=iops:5%",
+    "steadystate_duration=1",
+    "ss_dur=0",
+    "rate_cycle=250",
+    "runtime=0",
+    "rate_iops=0",
+    "verify=0",
+    "do_verify=1",
 ];
 
 fn job_files() -> Vec<String> {

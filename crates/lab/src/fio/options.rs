@@ -10,7 +10,9 @@ use cint_scenario::{Engine, Rw, SyncWrites};
 use super::diag::Diagnostics;
 use super::job::{At, JobSpec, SizeSpec};
 use super::jobfile::Opt;
-use super::values::{parse_bool, parse_cpus, parse_fio_time, parse_fio_time_in, per_direction};
+use super::values::{
+    parse_bool, parse_cpus, parse_fio_time, parse_fio_time_in, per_direction, some_direction,
+};
 use super::FioError;
 
 /// Options accepted and ignored because a model has no use for them.
@@ -23,7 +25,11 @@ const MEANINGLESS: &[&str] = &[
     "thread",
     "threads",
     "randrepeat",
+    "allrandrepeat",
     "randseed",
+    "unique_filename",
+    "uid",
+    "gid",
     "invalidate",
     "unlink",
     "unified_rw_reporting",
@@ -63,17 +69,31 @@ const MEANINGLESS: &[&str] = &[
     // The cinterrupts artifact's job files.
     "numa_mem_policy",
     "numa_cpu_nodes",
-    "disable_bw",
     "disk_util",
-    // Offsets: the device model's service time does not depend on where a
-    // request lands (no seek, no cache), so these are checked, then warned.
-    "offset_increment",
     // Data content: the model moves bytes, it does not look at them.
     "dedupe_mode",
     "dedupe_global",
     "dedupe_percentage",
     "dedupe_working_set_percentage",
     "buffer_pattern",
+    "buffer_compress_chunk",
+    // Where the I/O buffers' memory comes from: the model has no buffers.
+    "mem",
+    "iomem_align",
+    "hugepage-size",
+    // What fio prints, logs or averages: the model reports its own.
+    "write_iolog",
+    "bwavgtime",
+    "iopsavgtime",
+    "block_error_percentiles",
+    "unit_base",
+    // Commands and files around the job, not in what it measures.
+    "exec_prerun",
+    "exec_postrun",
+    "create_fsync",
+    "unlink_each_loop",
+    // Soft-deprecated in fio 3.33 (options.c): fio itself ignores it.
+    "flow_watermark",
     // No I/O scheduler sits in front of the NVMe queues in the model (as
     // with Linux's `none` for NVMe), so request priorities change nothing.
     "prio",
@@ -100,27 +120,150 @@ const MEANINGLESS: &[&str] = &[
 
 const ZONED: &str = "zoned block devices are not modelled";
 const NO_DATA: &str = "the model moves no data, so there is nothing to verify";
+const NO_TRIMS: &str =
+    "the model has no trims: no device profile has a deallocate time with a source yet";
 
 /// Options refused because a block-device model cannot be what they ask
-/// for (zoned devices, passthrough commands, data checks, trims).
+/// for (zoned devices, passthrough commands, data checks, trims), unless
+/// their value is one of [`INERT`]'s.
 const NOT_A_BLOCK_MODEL: &[(&str, &str)] = &[
     ("zonemode", ZONED),
     ("zonesize", ZONED),
     ("zonerange", ZONED),
     ("zoneskip", ZONED),
+    ("zonecapacity", ZONED),
     ("max_open_zones", ZONED),
+    ("job_max_open_zones", ZONED),
+    ("ignore_zone_limits", ZONED),
     ("read_beyond_wp", ZONED),
+    ("zone_reset_threshold", ZONED),
+    ("zone_reset_frequency", ZONED),
     ("verify", NO_DATA),
-    ("do_verify", NO_DATA),
-    ("verify_backlog", NO_DATA),
+    ("verify_only", NO_DATA),
     ("fill_device", "the model's device never fills up"),
+    ("trim_percentage", NO_TRIMS),
+    (
+        "read_iolog",
+        "replay the log with cint sim --trace FILE, which reads fio's iolog v2 and v3 \
+         (docs/TRACES.md)",
+    ),
+    (
+        "ioscheduler",
+        "no I/O scheduler sits in front of the NVMe queues in the model, as with Linux's none \
+         (only ioscheduler=none runs)",
+    ),
 ];
+
+/// How an option's value leaves fio doing what it does without the option.
+enum Inert {
+    /// A boolean that is off.
+    Off,
+    /// One of these values (as fio writes them, any case).
+    Values(&'static [&'static str]),
+}
+
+/// Options that are not modelled but whose value here is fio's default,
+/// so that fio runs the job as if they were not written: accepted without
+/// a word. Any other value is refused or warned as the option is.
+const INERT: &[(&str, Inert)] = &[
+    ("verify", Inert::Values(&["0"])),
+    ("verify_only", Inert::Off),
+    ("fill_device", Inert::Off),
+    ("trim_percentage", Inert::Values(&["0"])),
+    ("zonemode", Inert::Values(&["none"])),
+    ("zonesize", Inert::Values(&["0"])),
+    ("zonerange", Inert::Values(&["0"])),
+    ("zoneskip", Inert::Values(&["0"])),
+    ("zonecapacity", Inert::Values(&["0"])),
+    ("max_open_zones", Inert::Values(&["0"])),
+    ("job_max_open_zones", Inert::Values(&["0"])),
+    ("ignore_zone_limits", Inert::Off),
+    ("read_beyond_wp", Inert::Off),
+    ("ioscheduler", Inert::Values(&["none"])),
+    ("serialize_overlap", Inert::Off),
+    ("file_append", Inert::Off),
+    (
+        "percentage_random",
+        Inert::Values(&["100", "100,100", "100,100,100"]),
+    ),
+    ("rw_sequencer", Inert::Values(&["sequential"])),
+    ("nrfiles", Inert::Values(&["1"])),
+    ("lockfile", Inert::Values(&["none"])),
+    ("write_barrier", Inert::Values(&["0"])),
+    ("atomic", Inert::Off),
+    ("bs_unaligned", Inert::Off),
+    ("nice", Inert::Values(&["0"])),
+    ("latency_run", Inert::Off),
+    ("create_only", Inert::Off),
+    ("pre_read", Inert::Off),
+];
+
+/// Options that only tune another option which the model refuses unless
+/// it is off (fio's verification, its iolog replay, several files per
+/// job, a cgroup): whatever their value, fio's run here is the one
+/// without them.
+const TUNES_REFUSED: &[(&str, &str)] = &[
+    ("do_verify", "verify"),
+    ("experimental_verify", "verify"),
+    ("trim_verify_zero", "verify"),
+    ("trim_backlog", "verify"),
+    ("trim_backlog_batch", "verify"),
+    ("read_iolog_chunked", "read_iolog"),
+    ("replay_no_stall", "read_iolog"),
+    ("replay_redirect", "read_iolog"),
+    ("replay_scale", "read_iolog"),
+    ("replay_align", "read_iolog"),
+    ("replay_time_scale", "read_iolog"),
+    ("replay_skip", "read_iolog"),
+    ("merge_blktrace_file", "read_iolog"),
+    ("merge_blktrace_scalars", "read_iolog"),
+    ("merge_blktrace_iters", "read_iolog"),
+    ("file_service_type", "nrfiles"),
+    ("openfiles", "nrfiles"),
+    ("cgroup_nodelete", "cgroup"),
+    ("cgroup_weight", "cgroup"),
+];
+
+/// fio 3.33's aliases (options.c, each option's `.alias`): the file may
+/// write either name, and the alias is read as its option.
+const ALIASES: &[(&str, &str)] = &[
+    ("readwrite", "rw"),
+    ("iodepth_batch_submit", "iodepth_batch"),
+    ("iodepth_batch_complete", "iodepth_batch_complete_min"),
+    ("io_limit", "io_size"),
+    ("fill_fs", "fill_device"),
+    ("fileoffset", "offset"),
+    ("blocksize", "bs"),
+    ("blockalign", "ba"),
+    ("blocksize_range", "bsrange"),
+    ("blocksize_unaligned", "bs_unaligned"),
+    ("nr_files", "nrfiles"),
+    ("timeout", "runtime"),
+    ("iomem", "mem"),
+    ("mem_align", "iomem_align"),
+    ("ratemin", "rate_min"),
+    ("ratecycle", "rate_cycle"),
+    ("wait_for_previous", "stonewall"),
+    ("disable_bw", "disable_bw_measurement"),
+    ("ss", "steadystate"),
+    ("ss_dur", "steadystate_duration"),
+    ("ss_ramp", "steadystate_ramp_time"),
+];
+
+/// The option an option name stands for: an alias's option, else itself.
+fn canonical_name(key: &str) -> &str {
+    ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == key)
+        .map_or(key, |(_, name)| name)
+}
 
 /// Applies one option line to `spec`: sets what it models, warns about
 /// what it accepts without effect, refuses what it cannot model.
 pub(super) fn apply(spec: &mut JobSpec, opt: &Opt, diag: &mut Diagnostics) -> Result<(), FioError> {
     let o = OptionLine {
         key: opt.key.as_str(),
+        name: canonical_name(&opt.key),
         line: opt.line,
         raw: opt.value.as_deref(),
     };
@@ -130,13 +273,16 @@ pub(super) fn apply(spec: &mut JobSpec, opt: &Opt, diag: &mut Diagnostics) -> Re
     {
         return Ok(());
     }
-    unmodelled(o.key, o.raw, o.line, diag)
+    unmodelled(&o, diag)
 }
 
 /// One option line, with the value syntaxes fio's options share and the
 /// messages that name the option.
 struct OptionLine<'a> {
+    /// As the file writes it, for the messages.
     key: &'a str,
+    /// fio's own name for it (an alias read as its option).
+    name: &'a str,
     line: usize,
     raw: Option<&'a str>,
 }
@@ -208,8 +354,8 @@ fn apply_pattern(
     diag: &mut Diagnostics,
 ) -> Result<bool, FioError> {
     let key = o.key;
-    match key {
-        "rw" | "readwrite" => {
+    match o.name {
+        "rw" => {
             let v = o.value(diag)?;
             // `read:8k` (sequential, skip 8k after each request) or
             // `randread:8` (8 requests per random offset): both only move
@@ -261,7 +407,7 @@ fn apply_pattern(
             spec.bssplit = Some(At::new(o.line, reads));
             spec.bssplit_write = writes;
         }
-        "bsrange" | "blocksize_range" => {
+        "bsrange" => {
             let v = o.value(diag)?;
             let (reads, writes) =
                 cint_scenario::shape::parse_bsrange_dirs(v).map_err(|e| o.invalid(diag, v, e))?;
@@ -269,10 +415,11 @@ fn apply_pattern(
             spec.bsrange_write = writes;
         }
         "number_ios" => spec.number_ios = Some(At::new(o.line, o.int(diag, 0, i64::MAX as u64)?)),
-        "io_size" | "io_limit" => {
+        "io_size" => {
+            // 0, fio's default, is the job's size.
             let v = o.value(diag)?;
-            let b = o.positive_size(diag, v)?;
-            spec.io_size = Some(At::new(o.line, b));
+            let b = parse_size(v).map_err(|_| o.bad(diag, "a size"))?;
+            spec.io_size = (b > 0).then(|| At::new(o.line, b));
         }
         "random_distribution" => {
             let v = o.value(diag)?;
@@ -280,16 +427,21 @@ fn apply_pattern(
                 .map_err(|e| o.invalid(diag, v, e))?;
             spec.random_distribution = Some(At::new(o.line, d));
         }
-        "offset" => {
+        "offset" | "offset_increment" | "offset_align" => {
             let v = o.value(diag)?;
             let ok = match v.strip_suffix('%') {
-                Some(p) => p.trim().parse::<u64>().is_ok_and(|p| p <= 100),
+                Some(p) => {
+                    o.name != "offset_align" && p.trim().parse::<u64>().is_ok_and(|p| p <= 100)
+                }
                 None => parse_size(v).is_ok(),
             };
             if !ok {
                 return Err(o.bad(diag, "a size or a percentage"));
             }
-            diag.warn(o.line, offsets_only("option 'offset'"));
+            // 0, fio's default for each, moves nothing.
+            if parse_size(v.trim_end_matches('%')).map_or(true, |n| n > 0) {
+                diag.warn(o.line, offsets_only(&format!("option '{key}'")));
+            }
         }
         "filesize" => {
             let v = o.value(diag)?;
@@ -299,7 +451,7 @@ fn apply_pattern(
             let b = o.positive_size(diag, v)?;
             spec.filesize = Some(At::new(o.line, b));
         }
-        "bs" | "blocksize" => {
+        "bs" => {
             let v = o.value(diag)?;
             let [read, write] = read_write_sizes(v).map_err(|e| o.invalid(diag, v, e))?;
             spec.bs = Some(At::new(o.line, read));
@@ -313,7 +465,14 @@ fn apply_pattern(
                     _ => return Err(o.bad(diag, "a percentage in 1..=100")),
                 }
             } else {
-                SizeSpec::Bytes(o.positive_size(diag, v)?)
+                // 0, fio's default, is the whole file or device.
+                match parse_size(v).map_err(|_| o.bad(diag, "a size"))? {
+                    0 => {
+                        spec.size = None;
+                        return Ok(true);
+                    }
+                    b => SizeSpec::Bytes(b),
+                }
             };
             spec.size = Some(At::new(o.line, size));
         }
@@ -332,8 +491,7 @@ fn apply_pacing(
     o: &OptionLine<'_>,
     diag: &mut Diagnostics,
 ) -> Result<bool, FioError> {
-    let key = o.key;
-    match key {
+    match o.name {
         "rate" => {
             let v = o.value(diag)?;
             let dirs = per_direction(v, |p| parse_size(p).ok()).ok_or_else(|| {
@@ -342,7 +500,7 @@ fn apply_pacing(
                     "a rate in bytes per second per direction (e.g. 10m or 1m,500k)",
                 )
             })?;
-            spec.rate = Some(At::new(o.line, dirs));
+            spec.rate = some_direction(dirs).map(|dirs| At::new(o.line, dirs));
         }
         "rate_process" => match o.value(diag)? {
             "linear" => spec.poisson = false,
@@ -351,7 +509,7 @@ fn apply_pacing(
         },
         "thinktime" | "thinktime_spin" => {
             let t = o.micros(diag)?;
-            let slot = if key == "thinktime" {
+            let slot = if o.name == "thinktime" {
                 &mut spec.thinktime
             } else {
                 &mut spec.thinktime_spin
@@ -368,12 +526,11 @@ fn apply_pacing(
             _ => return Err(o.bad(diag, "'complete' or 'issue'")),
         },
         "thinktime_iotime" => {
-            // fio: a bare number is seconds.
+            // fio: a bare number is seconds; 0, its default, is off.
             let t = parse_fio_time(o.value(diag)?)
-                .filter(|&t| t > 0)
-                .ok_or_else(|| o.bad(diag, "a positive time (e.g. 9, 500ms)"))?;
+                .ok_or_else(|| o.bad(diag, "a time (e.g. 9, 500ms)"))?;
             let t = o.within_an_hour(diag, t)?;
-            spec.thinktime_iotime = Some(At::new(o.line, t));
+            spec.thinktime_iotime = (t > 0).then(|| At::new(o.line, t));
         }
         // fio 3.33's name (options.c); the struct field is `rate_ign_think`.
         "rate_ignore_thinktime" => spec.rate_ign_think = o.boolean(diag)?,
@@ -391,7 +548,7 @@ fn apply_pacing(
             spec.startdelay = Some(At::new(o.line, t));
         }
         "loops" => spec.loops = o.int(diag, 1, u64::from(u32::MAX))?,
-        "stonewall" | "wait_for_previous" => {
+        "stonewall" => {
             spec.stonewall = o.boolean(diag)?;
         }
         "wait_for" => {
@@ -427,18 +584,19 @@ fn apply_pacing(
                 _ => return Err(o.bad(diag, "'group', 'stonewall' or 'all'")),
             }
         }
-        "ss" => {
+        "steadystate" => {
             let v = o.value(diag)?;
             let criterion =
                 cint_scenario::shape::parse_steady(v).map_err(|e| o.invalid(diag, v, e))?;
             spec.steady = Some(At::new(o.line, criterion));
         }
-        "ss_dur" => {
+        "steadystate_duration" => {
+            // 0, fio's default, turns the detection off.
             let t = parse_fio_time(o.value(diag)?)
-                .filter(|&t| t >= 1_000_000_000 && t % 1_000_000_000 == 0)
-                .ok_or_else(|| o.bad(diag, "whole seconds, at least 1"))?;
+                .filter(|&t| t % 1_000_000_000 == 0)
+                .ok_or_else(|| o.bad(diag, "whole seconds"))?;
             let t = o.within_an_hour(diag, t)?;
-            spec.ss_dur = Some(At::new(o.line, t));
+            spec.ss_dur = (t > 0).then(|| At::new(o.line, t));
         }
         // fio's latency-target search (target.c): bare times are
         // microseconds, as fio's is_time options read them.
@@ -453,7 +611,7 @@ fn apply_pacing(
                 .ok_or_else(|| o.bad(diag, "a percentage above 0 and at most 100"))?;
             spec.latency_percentile = Some(At::new(o.line, p));
         }
-        "ss_ramp" => {
+        "steadystate_ramp_time" => {
             let t =
                 parse_fio_time(o.value(diag)?).ok_or_else(|| o.bad(diag, "a time (e.g. 10s)"))?;
             spec.ss_ramp = o.within_an_hour(diag, t)?;
@@ -462,14 +620,14 @@ fn apply_pacing(
             let v = o.value(diag)?;
             let dirs = per_direction(v, |p| p.parse::<u64>().ok())
                 .ok_or_else(|| o.bad(diag, "IO/s per direction (e.g. 5000 or 5000,1000)"))?;
-            spec.rate_iops_dirs = Some(At::new(o.line, dirs));
+            spec.rate_iops_dirs = some_direction(dirs).map(|dirs| At::new(o.line, dirs));
         }
-        "runtime" | "timeout" => {
+        "runtime" => {
+            // 0, fio's default, is no runtime.
             let t = parse_fio_time(o.value(diag)?)
-                .filter(|&t| t > 0)
-                .ok_or_else(|| o.bad(diag, "a positive time (e.g. 10, 500ms, 2m)"))?;
+                .ok_or_else(|| o.bad(diag, "a time (e.g. 10, 500ms, 2m)"))?;
             let t = o.within_an_hour(diag, t)?;
-            spec.runtime = Some(At::new(o.line, t));
+            spec.runtime = (t > 0).then(|| At::new(o.line, t));
         }
         "ramp_time" => {
             let t = parse_fio_time(o.value(diag)?)
@@ -493,7 +651,7 @@ fn apply_engine(
     diag: &mut Diagnostics,
 ) -> Result<bool, FioError> {
     let key = o.key;
-    match key {
+    match o.name {
         "barrier" => {
             // The cinterrupts authors' fio patch: Barrier on the last
             // iocb of each io_submit.
@@ -507,7 +665,7 @@ fn apply_engine(
         }
         "fsync" | "fdatasync" => {
             let n = At::new(o.line, o.int(diag, 0, u64::from(u32::MAX))? as u32);
-            if key == "fsync" {
+            if o.name == "fsync" {
                 spec.fsync = Some(n);
             } else {
                 spec.fdatasync = Some(n);
@@ -519,10 +677,10 @@ fn apply_engine(
             _ => return Err(o.bad(diag, "'inline' or 'offload'")),
         },
         "iodepth" => spec.iodepth = Some(At::new(o.line, o.int(diag, 1, 65_535)? as u32)),
-        "iodepth_batch_submit" | "iodepth_batch" => {
+        "iodepth_batch" => {
             spec.batch = Some(At::new(o.line, o.int(diag, 0, 65_535)?.max(1) as u32));
         }
-        "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
+        "iodepth_batch_complete_min" => {
             let n = o.int(diag, 0, 65_535)?;
             if n == 0 {
                 return Err(diag.err(
@@ -533,8 +691,9 @@ fn apply_engine(
             spec.batch_complete_min = Some(At::new(o.line, n as u32));
         }
         "iodepth_batch_complete_max" => {
-            let n = o.int(diag, 1, 65_535)?;
-            spec.batch_complete_max = Some(At::new(o.line, n as u32));
+            // 0, fio's default, is iodepth_batch_complete_min.
+            let n = o.int(diag, 0, 65_535)?;
+            spec.batch_complete_max = (n > 0).then(|| At::new(o.line, n as u32));
         }
         "gtod_reduce" => spec.gtod_reduce = Some(At::new(o.line, o.boolean(diag)?)),
         "ioengine" => {
@@ -586,9 +745,9 @@ fn apply_engine(
         "direct" => spec.direct = Some(At::new(o.line, o.boolean(diag)?)),
         "fadvise_hint" => spec.fadvise_hint = Some(At::new(o.line, o.boolean(diag)?)),
         "norandommap" => spec.norandommap = o.boolean(diag)?,
-        "ratemin" | "rate_min" | "rate_iops_min" => {
+        "rate_min" | "rate_iops_min" => {
             let v = o.value(diag)?;
-            let (unit, dirs) = if key == "rate_iops_min" {
+            let (unit, dirs) = if o.name == "rate_iops_min" {
                 let dirs = per_direction(v, |p| p.parse::<u64>().ok());
                 (cint_scenario::RateUnit::Iops, dirs)
             } else {
@@ -598,7 +757,16 @@ fn apply_engine(
                 )
             };
             let dirs = dirs.ok_or_else(|| o.bad(diag, "a rate (or READ,WRITE rates)"))?;
-            if spec.rate_min.as_ref().is_some_and(|m| m.value.0 != unit) {
+            let same_unit = |m: &At<(cint_scenario::RateUnit, [u64; 2])>| m.value.0 == unit;
+            let Some(dirs) = some_direction(dirs) else {
+                // fio's default, no floor: it clears an earlier floor of
+                // its own unit only (fio keeps the two apart).
+                if spec.rate_min.as_ref().is_some_and(same_unit) {
+                    spec.rate_min = None;
+                }
+                return Ok(true);
+            };
+            if spec.rate_min.as_ref().is_some_and(|m| !same_unit(m)) {
                 return Err(diag.err(
                     o.line,
                     format!(
@@ -609,11 +777,11 @@ fn apply_engine(
             }
             spec.rate_min = Some(At::new(o.line, (unit, dirs)));
         }
-        "ratecycle" => {
+        "rate_cycle" => {
             let ms = o.int(diag, 1, u64::from(u32::MAX))?;
             spec.ratecycle = ms.saturating_mul(1_000_000);
         }
-        "blockalign" | "ba" => {
+        "ba" => {
             let v = o.value(diag)?;
             let reads = v.split(',').next().unwrap_or("").trim();
             let ba = parse_size(reads)
@@ -666,20 +834,31 @@ fn apply_engine(
     Ok(true)
 }
 
-/// An option the match in [`apply`] does not model: refused by name when
-/// a block-device model cannot be what it asks for, warned about when it
-/// has no meaning in a model, refused otherwise.
-fn unmodelled(
-    key: &str,
-    raw: Option<&str>,
-    line: usize,
-    diag: &mut Diagnostics,
-) -> Result<(), FioError> {
-    if let Some(why) = not_a_block_model(key) {
+/// An option the match in [`apply`] does not model: accepted silently at
+/// a value that leaves fio's run as it is without it, warned about when
+/// it has no meaning in a model or only tunes a refused option, refused
+/// by name when a block-device model cannot be what it asks for, refused
+/// otherwise.
+fn unmodelled(o: &OptionLine<'_>, diag: &mut Diagnostics) -> Result<(), FioError> {
+    let (key, name, line) = (o.key, o.name, o.line);
+    if is_inert(name, o.raw) {
+        return Ok(());
+    }
+    if let Some(why) = not_a_block_model(name) {
         return Err(diag.err(line, format!("option '{key}' is not supported: {why}")));
     }
-    if MEANINGLESS.contains(&key) {
-        if key == "kb_base" && raw != Some("1024") {
+    if let Some(tuned) = tunes_refused(name) {
+        diag.warn(
+            line,
+            format!(
+                "option '{key}' only tunes '{tuned}', which the model runs only when it is off; \
+                 ignored"
+            ),
+        );
+        return Ok(());
+    }
+    if MEANINGLESS.contains(&name) || name.starts_with("log_") {
+        if name == "kb_base" && o.raw != Some("1024") {
             return Err(diag.err(
                 line,
                 "only kb_base=1024 (fio's default) is supported".into(),
@@ -697,14 +876,38 @@ fn unmodelled(
     ))
 }
 
+/// Whether `raw` is a value at which fio runs as if `name` were not
+/// written ([`INERT`]).
+fn is_inert(name: &str, raw: Option<&str>) -> bool {
+    let Some((_, inert)) = INERT.iter().find(|(k, _)| *k == name) else {
+        return false;
+    };
+    match inert {
+        Inert::Off => parse_bool(raw) == Some(false),
+        Inert::Values(values) => raw.is_some_and(|v| {
+            let v = v.trim();
+            values.iter().any(|d| d.eq_ignore_ascii_case(v))
+        }),
+    }
+}
+
 /// Why `key` asks for something a block-device model cannot be, if it does.
 fn not_a_block_model(key: &str) -> Option<&'static str> {
     NOT_A_BLOCK_MODEL
         .iter()
         .find(|(k, _)| *k == key)
         .map(|(_, why)| *why)
-        // Every verify_* option tunes a verification there is no data for.
-        .or_else(|| key.starts_with("verify_").then_some(NO_DATA))
+}
+
+/// The refused option that `key` only tunes ([`TUNES_REFUSED`]), if any.
+fn tunes_refused(key: &str) -> Option<&'static str> {
+    TUNES_REFUSED
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, tuned)| *tuned)
+        // Every verify_* option but verify_only (which replaces the
+        // workload) tunes fio's verification.
+        .or_else(|| (key.starts_with("verify_") && key != "verify_only").then_some("verify"))
 }
 
 /// fio's `bs=READ[,WRITE[,TRIM]]` (HOWTO, `blocksize`): a size not
@@ -934,6 +1137,85 @@ mod tests {
             (io(&s.jobs[0]).shape.fsync, io(&s.jobs[0]).shape.fdatasync),
             (4, 8)
         );
+    }
+
+    /// A value at fio's default is the option not written; any other
+    /// value is refused as the option is, or warned where it only tunes a
+    /// refused option.
+    #[test]
+    fn fios_defaults_run_and_other_values_keep_their_rule() {
+        let job = "[j]\nioengine=libaio\ndirect=1\nrw=randread\nruntime=1\n";
+        let import = |extra: &str| import_str(&format!("{job}{extra}"), "d.fio", &args());
+        // Silent at fio's default.
+        for extra in [
+            "verify=0\n",
+            "fill_device=0\n",
+            "zonemode=none\nzonesize=0\n",
+            "ioscheduler=none\n",
+            "nrfiles=1\n",
+            "nice=0\n",
+            "percentage_random=100,100\n",
+        ] {
+            let imp = import(extra).unwrap_or_else(|e| panic!("{extra}: {e}"));
+            assert!(
+                !imp.warnings.iter().any(|w| w.contains("d.fio:6")),
+                "{extra}: {:?}",
+                imp.warnings
+            );
+        }
+        // Refused at any other value, each with its reason.
+        for (extra, needle) in [
+            ("verify=md5\n", "nothing to verify"),
+            ("verify_only=1\n", "nothing to verify"),
+            ("fill_fs=1\n", "never fills up"),
+            ("zonesize=64m\n", "zoned"),
+            ("ioscheduler=mq-deadline\n", "ioscheduler=none runs"),
+            ("read_iolog=x.log\n", "--trace"),
+            ("trim_percentage=10\n", "no trims"),
+            ("nice=5\n", "could change what is measured"),
+            ("nr_files=2\n", "could change what is measured"),
+            ("percentage_random=50\n", "could change what is measured"),
+        ] {
+            let e = import(extra).expect_err(extra);
+            assert_eq!(e.line, Some(6), "{extra}");
+            assert!(e.to_string().contains(needle), "{extra}: {e}");
+        }
+        // Options that only tune a refused one: warned, whatever the value.
+        for extra in ["do_verify=0\n", "verify_fatal=1\n", "replay_no_stall=1\n"] {
+            let imp = import(extra).unwrap_or_else(|e| panic!("{extra}: {e}"));
+            assert!(
+                imp.warnings.iter().any(|w| w.contains("only tunes")),
+                "{extra}: {:?}",
+                imp.warnings
+            );
+        }
+        // A modelled option's 0 is fio's "none": no cap, no runtime, no
+        // size, which a later line may give to undo an earlier one.
+        let imp =
+            import("rate_iops=1000\nrate_iops=0\nrate=0\nio_size=0\nsize=0\n").expect("zeros");
+        let j = io(&imp.scenario.jobs[0]);
+        assert_eq!((j.rate_iops, j.shape.rate), (None, None));
+        assert_eq!(j.shape.io_size, None);
+        let imp = import("runtime=0\nsize=1m\n").expect("runtime=0");
+        assert!(
+            imp.scenario.run_to_end,
+            "runtime=0 is no runtime: the job ends by its size"
+        );
+        // A floor's 0 clears a floor of its own unit only.
+        let floor = |extra: &str| {
+            io(&import(extra).expect(extra).scenario.jobs[0])
+                .shape
+                .rate_min
+        };
+        assert_eq!(floor("rate_iops_min=100\nrate_iops_min=0\n"), None);
+        let kept = floor("rate_iops_min=100\nratemin=0\n").expect("kept");
+        assert_eq!(kept.floor.unit, cint_scenario::RateUnit::Iops);
+        // fio's own name for the floor's cycle, and its alias.
+        for name in ["rate_cycle", "ratecycle"] {
+            let min = floor(&format!("rate_iops=1000\nrate_iops_min=100\n{name}=500\n"))
+                .expect("a floor");
+            assert_eq!(min.cycle, 500_000_000, "{name}");
+        }
     }
 
     /// The options of the cinterrupts artifact's job files, written our

@@ -98,19 +98,33 @@ pub(super) fn job_shape(
             .as_ref()
             .map_or(cint_scenario::Distribution::Uniform, |d| d.value.clone()),
     };
-    if let Some(ss) = spec.steady {
-        let (metric, slope, limit, percent) = ss.value;
-        let dur = spec.ss_dur.map(|d| d.value).ok_or_else(|| {
-            diag.job_err(&spec.name, ss.line, "ss needs ss_dur (the window judged)")
-        })?;
-        shape.steady = Some(SteadyState {
-            metric,
-            slope,
-            limit,
-            percent,
-            dur,
-            ramp: spec.ss_ramp,
-        });
+    match (spec.steady, spec.ss_dur) {
+        (ss, Some(dur)) => {
+            // Without `ss`, fio judges by its default criterion
+            // (options.c: `iops_slope:0.01%`).
+            let (metric, slope, limit, percent) = match ss {
+                Some(ss) => ss.value,
+                None => cint_scenario::shape::parse_steady(FIO_DEFAULT_STEADY)
+                    .expect("fio's default steady-state criterion parses"),
+            };
+            shape.steady = Some(SteadyState {
+                metric,
+                slope,
+                limit,
+                percent,
+                dur: dur.value,
+                ramp: spec.ss_ramp,
+            });
+        }
+        // fio judges no window of 0 s (steadystate.c): the detection is
+        // off, and the job runs as if ss were not written.
+        (Some(ss), None) => diag.job_warn(
+            &spec.name,
+            ss.line,
+            "ss has no effect without ss_dur (fio's steady-state detection is off when the \
+             window is 0); ignored",
+        ),
+        (None, _) => {}
     }
     if shape.thinktime_spin > shape.thinktime {
         return Err(diag.job_err(
@@ -130,16 +144,31 @@ pub(super) fn job_shape(
             }
         }
     }
+    finish_rate_process(spec, shape, diag)
+}
+
+/// fio draws Poisson gaps only for a job with a cap (backend.c
+/// `usec_for_io`); without one `rate_process` changes nothing.
+fn finish_rate_process(
+    spec: &JobSpec,
+    mut shape: IoShape,
+    diag: &mut Diagnostics,
+) -> Result<IoShape, FioError> {
     let capped = shape.rate.is_some() || shape.rate_per_direction.is_some();
     if shape.rate_poisson && !capped && spec.rate_iops_dirs.is_none() {
-        return Err(diag.job_err(
+        diag.job_warn(
             &spec.name,
             spec.line,
-            "rate_process=poisson needs rate or rate_iops",
-        ));
+            "rate_process=poisson has no effect without rate or rate_iops; ignored",
+        );
+        shape.rate_poisson = false;
     }
     Ok(shape)
 }
+
+/// fio 3.33's `steadystate` default (options.c), judged whenever
+/// `ss_dur` is given.
+const FIO_DEFAULT_STEADY: &str = "iops_slope:0.01%";
 
 /// What a job's rate option caps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -321,7 +350,46 @@ mod tests {
         assert!(ss.slope && ss.percent && ss.limit == 0.5);
         assert_eq!((ss.dur, ss.ramp), (3_000_000_000, 1_000_000_000));
         assert_eq!(io(&s.jobs[1]).shape.flow, 1);
-        let e = import_str("[a]\nss=iops:1%\n", "f.fio", &args()).expect_err("no ss_dur");
-        assert!(e.to_string().contains("ss_dur"), "{e}");
+    }
+
+    #[test]
+    fn steady_state_runs_when_fio_judges_a_window() {
+        // fio's detection is off while ss_dur is 0 (steadystate.c), so
+        // ss alone changes nothing: warned, no criterion.
+        let imp = import_str("[a]\nruntime=5\nss=iops:1%\n", "f.fio", &args()).expect("ss alone");
+        assert_eq!(io(&imp.scenario.jobs[0]).shape.steady, None);
+        assert!(
+            imp.warnings.iter().any(|w| w.contains("ss has no effect")),
+            "{:?}",
+            imp.warnings
+        );
+        // ss_dur alone judges by fio's default criterion, iops_slope:0.01%
+        // (fio 3.33's json: "ss": "iops_slope:0.010000%").
+        let s = import_str("[a]\nruntime=5\nss_dur=2\n", "f.fio", &args())
+            .expect("ss_dur alone")
+            .scenario;
+        let ss = io(&s.jobs[0])
+            .shape
+            .steady
+            .expect("fio's default criterion");
+        assert_eq!(ss.metric, cint_scenario::SteadyMetric::Iops);
+        assert!(ss.slope && ss.percent && ss.limit == 0.01);
+        assert_eq!(ss.dur, 2_000_000_000);
+        // fio's long names are the same options.
+        let s = import_str(
+            "[a]\nruntime=5\nsteadystate=bw:5%\nsteadystate_duration=3s\nsteadystate_ramp_time=1s\n",
+            "f.fio",
+            &args(),
+        )
+        .expect("fio's names")
+        .scenario;
+        let ss = io(&s.jobs[0]).shape.steady.expect("steadystate");
+        assert_eq!(ss.metric, cint_scenario::SteadyMetric::Bw);
+        assert_eq!((ss.dur, ss.ramp), (3_000_000_000, 1_000_000_000));
+        // ss_dur=0 is fio's default: off again.
+        let s = import_str("[a]\nruntime=5\nss_dur=2\nss_dur=0\n", "f.fio", &args())
+            .expect("ss_dur=0")
+            .scenario;
+        assert_eq!(io(&s.jobs[0]).shape.steady, None);
     }
 }

@@ -52,7 +52,8 @@ pub(super) fn split_dirs(v: &str) -> (&str, Option<&str>) {
 }
 
 /// A per-direction number (`rate`, `rate_iops`): `[reads, writes]`, 0
-/// for a direction left empty (no cap), a single value for both.
+/// for a direction left empty or written 0 (no cap, fio's default), a
+/// single value for both. `None` when a part is not a number.
 pub(super) fn per_direction(v: &str, parse: impl Fn(&str) -> Option<u64>) -> Option<[u64; 2]> {
     let (r, w) = split_dirs(v);
     let one = |p: &str| if p.is_empty() { Some(0) } else { parse(p) };
@@ -61,7 +62,13 @@ pub(super) fn per_direction(v: &str, parse: impl Fn(&str) -> Option<u64>) -> Opt
         None => read,
         Some(w) => one(w)?,
     };
-    (read > 0 || write > 0).then_some([read, write])
+    Some([read, write])
+}
+
+/// A per-direction cap or floor as a job keeps it: none when both
+/// directions are 0, which in fio is the option's default (no cap).
+pub(super) fn some_direction(dirs: [u64; 2]) -> Option<[u64; 2]> {
+    (dirs != [0, 0]).then_some(dirs)
 }
 
 /// A CPU list: `3`, `0-3`, `1,5,8-9`.
