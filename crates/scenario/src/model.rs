@@ -239,7 +239,8 @@ pub struct IoJob {
     pub engine: Engine,
     /// Pattern.
     pub rw: Rw,
-    /// Block size in bytes (a positive multiple of 512).
+    /// Block size in bytes: a positive multiple of 512, or any positive
+    /// size on a job through the page cache.
     pub bs: u64,
     /// Requests in flight per thread (1 for sync engines).
     pub iodepth: u32,

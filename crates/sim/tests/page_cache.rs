@@ -762,3 +762,46 @@ fn a_files_partial_last_page_is_read_too() {
     let t = totals(&r);
     assert_eq!(t[8], 3, "pages read ahead: {t:?}");
 }
+
+#[test]
+fn writes_of_any_size_dirty_the_pages_they_touch_and_go_back_in_pages() {
+    // etcd's disk check (`fio --rw=write --ioengine=sync --fdatasync=1
+    // --size=22m --bs=2300`), over 1 MiB: 455 writes of 2300 bytes (the
+    // io_size fio's import gives), each followed by its fdatasync but the
+    // last (docs/FIO.md, `fsync`).
+    let r = run(
+        "rw = \"write\"\nbs = 2300\nsize = \"1m\"\nio_size = 1046500\nfdatasync = 1",
+        "",
+        "optane-p4800x",
+        "1s",
+    );
+    let job = &r.results[0].jobs[0];
+    let writes = (1u64 << 20) / 2300;
+    assert_eq!(job.ios, writes);
+    let io_bytes = job.fio.as_ref().map(|f| f.write.bytes);
+    assert_eq!(io_bytes, Some(writes * 2300));
+    // Each write dirties every page it touches, one or two: the call
+    // after it writes them back, so each is dirtied again by the next
+    // write that touches it.
+    let touched: u64 = (0..writes)
+        .map(|i| (i * 2300 + 2299) / 4096 - i * 2300 / 4096 + 1)
+        .sum();
+    let t = totals(&r);
+    assert_eq!(t[0], touched, "pages dirtied: {t:?}");
+    // The last write's pages stay dirty: no call follows it.
+    assert_eq!(t[1] + t[9] + t[10], t[0], "no page lost: {t:?}");
+    assert!(t[9] <= 2, "only the last write's pages are dirty: {t:?}");
+    assert_eq!(t[2], writes - 1, "one request a call: {t:?}");
+    assert_eq!(
+        t[3], 8,
+        "a write over two pages goes back in one 8 KiB request"
+    );
+    // A direct job's requests go to the device as they are: whole sectors.
+    let text = "name = \"d\"\n[[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+                [[job]]\nname = \"w\"\nengine = \"psync\"\nbs = 2300\n";
+    let e = cint_scenario::load_str(text, "d.toml", &[]).expect_err("direct 2300");
+    assert!(e.to_string().contains("multiple of 512"), "{e}");
+    let uring = text.replace("psync\"", "io_uring\"\ndirect = false");
+    let e = cint_scenario::load_str(&uring, "d.toml", &[]).expect_err("io_uring 2300");
+    assert!(e.to_string().contains("only a buffered job"), "{e}");
+}

@@ -423,6 +423,9 @@ fn scenario(seed: u64) -> String {
     // LFSR now and then, over a file small enough for the map to start
     // again within the run, from one more.
     let mut maps = Rng::new(seed.wrapping_mul(0x9e37_79b9_27d4_eb2f));
+    // And a buffered job's requests of a size that is no whole number of
+    // sectors now and then (etcd's `bs=2300`), from one more.
+    let mut odd_sizes = Rng::new(seed.wrapping_mul(0x85eb_ca6b_c2b2_ae35));
     for i in 0..1 + rng.below(4) as usize {
         let mut one = String::new();
         job(&mut rng, &mut host_model, i, cores, &mut one);
@@ -465,6 +468,17 @@ fn scenario(seed: u64) -> String {
                     "dsync"
                 };
                 let _ = writeln!(one, "sync = \"{mode}\"");
+            }
+            let one_size = !one.contains("bssplit") && !one.contains("bsrange");
+            if one_size && odd_sizes.chance(30) {
+                let odd = odd_sizes.pick(&["100", "2300", "5000", "70000"]);
+                one = one
+                    .lines()
+                    .map(|l| match l.starts_with("bs = ") {
+                        true => format!("bs = {odd}\n"),
+                        false => format!("{l}\n"),
+                    })
+                    .collect();
             }
         }
         jobs.push_str(&one);

@@ -925,8 +925,10 @@ fn read_write_sizes(v: &str) -> Result<[u64; 2], String> {
             continue;
         }
         let size = parse_size(part).map_err(|_| format!("'{part}' is not a size"))?;
-        if size == 0 || size % 512 != 0 {
-            return Err(format!("'{part}' is not a positive multiple of 512 bytes"));
+        // A direct job's size must be whole sectors: the scenario checks
+        // that, knowing whether the job is direct.
+        if size == 0 {
+            return Err(format!("'{part}' is not a positive size"));
         }
         sizes[i] = size;
         if i + 1 == parts.len() {

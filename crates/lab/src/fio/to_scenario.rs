@@ -502,9 +502,12 @@ fn end_after_size(spec: &JobSpec, size: u64, bs: u64, shape: &mut IoShape, diag:
                 None => pass.saturating_mul(spec.loops),
                 Some(once) if once <= size => once.saturating_mul(spec.loops),
                 // Past the file, fio does not repeat io_size per loop: it
-                // runs its loops over the file, then more passes while it
-                // has done less than io_size (backend.c `do_io`).
-                Some(once) => once.max(pass.saturating_mul(spec.loops)),
+                // runs its loops over the file, then more passes while
+                // what is left of io_size at a pass's end is at least the
+                // largest request (backend.c `keep_running`): `size=1m
+                // io_size=1026k bs=4k` writes 256 requests in fio 3.33,
+                // `io_size=1030k` 258.
+                Some(once) => past_the_file(once, pass, spec.loops, largest),
             });
         }
     } else if spec.loops > 1 {
@@ -513,6 +516,21 @@ fn end_after_size(spec: &JobSpec, size: u64, bs: u64, shape: &mut IoShape, diag:
             spec.line,
             "loops has no effect with time_based (the job runs for its runtime)",
         );
+    }
+}
+
+/// How many bytes a job whose `io_size` (`once`) is past its file does:
+/// its `loops` passes, then passes while at least `largest` of `once` is
+/// left at a pass's end, the last of them cut at `once` (the model stops
+/// a thread once it has issued its io_size).
+fn past_the_file(once: u64, pass: u64, loops: u64, largest: u64) -> u64 {
+    let looped = pass.saturating_mul(loops);
+    if once <= looped || pass == 0 {
+        return looped;
+    }
+    match (once - looped) % pass {
+        left if left > 0 && left < largest => once - left,
+        _ => once,
     }
 }
 
@@ -1001,6 +1019,30 @@ numjobs=2
             "{:?}",
             imp.warnings
         );
+    }
+
+    #[test]
+    fn io_size_past_the_file_ends_where_fio_ends_it() {
+        // fio 3.33, rw=write bs=4k size=1m direct=1 (psync on ext4): the
+        // requests written for each io_size.
+        for (io_size, loops, requests) in [
+            ("1026k", 1, 256),
+            ("1030k", 1, 258),
+            ("2046k", 1, 512),
+            ("3m", 2, 768),
+        ] {
+            let text = format!(
+                "[t]\nrw=write\nbs=4k\nsize=1m\ndirect=1\nio_size={io_size}\nloops={loops}\n"
+            );
+            let s = import_str(&text, "p.fio", &args()).expect("valid").scenario;
+            // The model stops a thread once it has issued its io_size.
+            let bytes = io(&s.jobs[0]).shape.io_size.expect("sized");
+            assert_eq!(
+                bytes.div_ceil(4096),
+                requests,
+                "io_size={io_size} loops={loops}"
+            );
+        }
     }
 
     #[test]

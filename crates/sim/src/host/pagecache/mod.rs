@@ -1962,9 +1962,10 @@ impl Buffered {
     /// direction (fio keeps a position per direction). A request larger
     /// than the file covers the file.
     fn place(&mut self, t: usize, write: bool, bytes: u64, drawn: Option<u64>) -> Placement {
-        const SECTOR: u64 = 512;
         let span = self.size_bytes[t];
-        let len = bytes.clamp(SECTOR, span);
+        // Any size through the cache (a buffered job's `bs` need not be
+        // whole sectors), at most the file.
+        let len = bytes.clamp(1, span);
         let next = &mut self.next_offset[t][usize::from(write)];
         let offset = match drawn {
             Some(at) => at.min(span - len),
