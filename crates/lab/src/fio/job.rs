@@ -162,7 +162,10 @@ impl JobSpec {
             at("hipri", "hipri", &self.hipri),
             at("cpus", "cpus_allowed", &self.cpus),
             at("startdelay", "startdelay", &self.startdelay),
+            at("bs", "bs", &self.bs),
             at("bssplit", "bssplit", &self.bssplit),
+            // Reads and writes of different sizes become a split.
+            at("bssplit", "bs", &self.bs_write),
             at("bsrange", "bsrange", &self.bsrange),
             at("rate", "rate", &self.rate),
             at("rate_iops", "rate_iops", &self.rate_iops_dirs),

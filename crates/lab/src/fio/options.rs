@@ -1049,10 +1049,10 @@ mod tests {
     fn bad_values_are_refused_with_their_line() {
         for (text, line, needle) in [
             ("[j]\nrw=trim\n", 2, "rw=trim"),
-            ("[j]\nbs=1000\n", 2, "multiple of 512"),
+            ("[j]\ndirect=1\nbs=1000\n", 3, "multiple of 512"),
             ("[j]\nbs=4k,8k,2k,1k\n", 2, "at most three sizes"),
             ("[j]\nbs=,\n", 2, "no size given"),
-            ("[j]\nbs=4k,100\n", 2, "multiple of 512"),
+            ("[j]\nrw=randrw\nbs=4k,100\n", 3, "multiple of 512"),
             ("[j]\niodepth=0\n", 2, "iodepth"),
             ("[j]\nioengine=spdk\n", 2, "ioengine=spdk"),
             ("[j]\nruntime=soon\n", 2, "runtime"),
