@@ -35,6 +35,17 @@ pub enum Source<'a> {
         /// Strategy kinds; empty: the import's default.
         kinds: &'a [String],
     },
+    /// A fio command line and what to build around its jobs.
+    FioCmd {
+        /// fio's arguments (the program's name optional).
+        argv: &'a [String],
+        /// Device profile.
+        device: &'a str,
+        /// Host profile.
+        host: &'a str,
+        /// Strategy kinds; empty: the import's default.
+        kinds: &'a [String],
+    },
     /// A block trace replayed on a scenario file's device, host and
     /// strategies, or on the defaults.
     Trace {
@@ -51,10 +62,19 @@ impl<'a> Source<'a> {
     pub fn new(
         scenario: Option<&'a PathBuf>,
         fio: Option<&'a PathBuf>,
+        fio_cmd: &'a [String],
         device: Option<&'a str>,
         host: Option<&'a str>,
         kinds: &'a [String],
     ) -> Result<Source<'a>, String> {
+        if !fio_cmd.is_empty() {
+            return Ok(Source::FioCmd {
+                argv: fio_cmd,
+                device: device.unwrap_or(DEFAULT_DEVICE),
+                host: host.unwrap_or(DEFAULT_HOST),
+                kinds,
+            });
+        }
         match (scenario, fio) {
             (Some(path), None) => {
                 // A TOML scenario names its own device, host and strategies;
@@ -66,7 +86,7 @@ impl<'a> Source<'a> {
                 ];
                 if let Some((flag, _, key)) = given.iter().find(|(_, present, _)| *present) {
                     return Err(format!(
-                        "cint: {flag} applies to --fio job files only; {} is a scenario file: \
+                        "cint: {flag} applies to --fio and --fio-cmd only; {} is a scenario file: \
                          use --set {key}=... to change it",
                         path.display()
                     ));
@@ -79,7 +99,10 @@ impl<'a> Source<'a> {
                 host: host.unwrap_or(DEFAULT_HOST),
                 kinds,
             }),
-            _ => Err("cint: give a scenario file or --fio JOB.fio (see cint --help)".into()),
+            _ => Err(
+                "cint: give a scenario file, --fio JOB.fio or --fio-cmd FIO_ARGS (see cint --help)"
+                    .into(),
+            ),
         }
     }
 
@@ -100,6 +123,17 @@ impl<'a> Source<'a> {
             } => {
                 let args = fio_args(device, host, kinds, sets)?;
                 fio::import_file(path, &args)
+                    .map(Loaded::from)
+                    .map_err(|e| e.to_string())
+            }
+            Source::FioCmd {
+                argv,
+                device,
+                host,
+                kinds,
+            } => {
+                let args = fio_args(device, host, kinds, sets)?;
+                fio::import_command_line(argv, &args)
                     .map(Loaded::from)
                     .map_err(|e| e.to_string())
             }
@@ -145,6 +179,17 @@ impl<'a> Source<'a> {
                     .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                     .collect(),
             }),
+            Source::FioCmd {
+                argv,
+                device,
+                host,
+                kinds,
+            } => Ok(SourceText::FioCmd {
+                argv: argv.to_vec(),
+                device: device.into(),
+                host: host.into(),
+                kinds: kinds.to_vec(),
+            }),
         }
     }
 }
@@ -182,6 +227,17 @@ pub enum SourceText {
         /// Values of fio's `${VAR}`.
         vars: BTreeMap<String, String>,
     },
+    /// A fio command line.
+    FioCmd {
+        /// fio's arguments.
+        argv: Vec<String>,
+        /// Device profile.
+        device: String,
+        /// Host profile.
+        host: String,
+        /// Strategy kinds; empty: the import's default.
+        kinds: Vec<String>,
+    },
 }
 
 impl SourceText {
@@ -211,6 +267,17 @@ impl SourceText {
                     ..fio_args(device, host, kinds, sets)?
                 };
                 fio::import_str(text, file, &args)
+                    .map(Loaded::from)
+                    .map_err(|e| e.to_string())
+            }
+            SourceText::FioCmd {
+                argv,
+                device,
+                host,
+                kinds,
+            } => {
+                let args = fio_args(device, host, kinds, sets)?;
+                fio::import_command_line(argv, &args)
                     .map(Loaded::from)
                     .map_err(|e| e.to_string())
             }

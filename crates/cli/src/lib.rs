@@ -96,11 +96,12 @@ impl Engines {
     long_about = "Compare interrupt-coalescing strategies on the same workloads.\n\n\
                   A scenario file (TOML) names a device, a host, jobs, and the strategies to \
                   compare; every strategy runs on identical jobs. A fio job file can stand in \
-                  for the scenario (--fio JOB.fio).\n\n  \
+                  for the scenario (--fio JOB.fio), or a fio command line (--fio-cmd ...).\n\n  \
                   cint sim   SCENARIO.toml              simulate (deterministic, seconds, no hardware)\n  \
                   cint emu   SCENARIO.toml              emulate on real cores, threads and wake-ups\n  \
                   cint check SCENARIO.toml              validate and print the resolved scenario\n  \
                   cint sim --fio JOB.fio --device p3700 run a fio job file (none, adaptive, cinterrupts)\n  \
+                  cint sim --fio-cmd fio --name=a ...   run a fio command line (the rest of the line)\n  \
                   cint sweep SCENARIO.toml --vary KEY=V1,V2   every value on every strategy, JSON lines\n  \
                   cint plot  FILE -o DIR                 charts of a result (--json) or a sweep file\n  \
                   cint calibrate --device optane-p4800x  recommend delta and thr for a device\n  \
@@ -149,21 +150,24 @@ enum Command {
 #[derive(Args)]
 struct Input {
     /// The scenario file (TOML); or give --fio JOB.fio
-    #[arg(required_unless_present_any = ["fio", "trace"], conflicts_with = "fio")]
+    #[arg(required_unless_present_any = ["fio", "trace", "fio_cmd"], conflicts_with_all = ["fio", "fio_cmd"])]
     scenario: Option<PathBuf>,
     /// A fio job file to run instead of a scenario; its warnings go to stderr
-    #[arg(long, value_name = "JOB.fio", conflicts_with = "trace")]
+    #[arg(long, value_name = "JOB.fio", conflicts_with_all = ["trace", "fio_cmd"])]
     fio: Option<PathBuf>,
+    /// A fio command line to run instead of a scenario: everything after it (the word fio optional), e.g. --fio-cmd fio --name=a --rw=randread --bs=4k; give cint's own options before it
+    #[arg(long = "fio-cmd", value_name = "FIO_ARGS", num_args = 1.., allow_hyphen_values = true, conflicts_with = "trace")]
+    fio_cmd: Vec<String>,
     #[command(flatten)]
     trace: trace::TraceArgs,
-    /// Device profile for --fio: optane-p4800x (default), p3700, optane-900p
-    #[arg(long, value_name = "PROFILE", requires = "fio")]
+    /// Device profile for --fio and --fio-cmd: optane-p4800x (default), p3700, optane-900p
+    #[arg(long, value_name = "PROFILE")]
     device: Option<String>,
-    /// Host profile for --fio: xeon-e5-2660v4 (default), xeon-e3-1230v5
-    #[arg(long, value_name = "PROFILE", requires = "fio")]
+    /// Host profile for --fio and --fio-cmd: xeon-e5-2660v4 (default), xeon-e3-1230v5
+    #[arg(long, value_name = "PROFILE")]
     host: Option<String>,
-    /// Strategy kinds for --fio (default: none adaptive cinterrupts at the device's reference delta and thr)
-    #[arg(long = "strategy", value_name = "KIND", requires = "fio", num_args = 1.., value_delimiter = ',')]
+    /// Strategy kinds for --fio and --fio-cmd (default: none adaptive cinterrupts at the device's reference delta and thr)
+    #[arg(long = "strategy", value_name = "KIND", num_args = 1.., value_delimiter = ',')]
     strategies: Vec<String>,
     /// Override a key by dotted path, e.g. job.async.iodepth=64 or strategy.cint.delta=4us
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -173,6 +177,17 @@ struct Input {
 impl Input {
     fn source(&self) -> Result<Source<'_>, Failure> {
         if self.trace.trace.is_some() {
+            let given = [
+                ("--device", self.device.is_some()),
+                ("--host", self.host.is_some()),
+                ("--strategy", !self.strategies.is_empty()),
+            ];
+            if let Some((flag, _)) = given.iter().find(|(_, present)| *present) {
+                return Err(usage(format!(
+                    "cint: {flag} applies to --fio and --fio-cmd only; a trace replays on the \
+                     scenario's (or the built-in) device, host and strategies: use --set"
+                )));
+            }
             return Ok(Source::Trace {
                 scenario: self.scenario.as_deref(),
                 args: &self.trace,
@@ -181,6 +196,7 @@ impl Input {
         Source::new(
             self.scenario.as_ref(),
             self.fio.as_ref(),
+            &self.fio_cmd,
             self.device.as_deref(),
             self.host.as_deref(),
             &self.strategies,
@@ -299,6 +315,13 @@ fn dispatch(
                 .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
                 .collect();
             let what = what.join(" ");
+            if e.kind() == ErrorKind::MissingRequiredArgument && what.ends_with("<SCENARIO>") {
+                // The one input missing is named by every way to give it.
+                return Err(usage(
+                    "cint: give a scenario file, --fio JOB.fio, --fio-cmd FIO_ARGS or --trace \
+                     FILE (see cint --help)",
+                ));
+            }
             let what = what.strip_prefix("error: ").unwrap_or(&what);
             return Err(usage(format!("cint: {what} (see cint --help)")));
         }

@@ -155,7 +155,7 @@ fn fio_only_flags_with_a_scenario_file_are_refused_not_ignored() {
     ] {
         for cmd in ["check", "sim"] {
             let o = cint(&[cmd, &good, flag, value]);
-            assert_refused(&o, &format!("{flag} applies to --fio job files only"));
+            assert_refused(&o, &format!("{flag} applies to --fio and --fio-cmd only"));
             assert!(o.stderr.contains(&format!("--set {key}=")), "{}", o.stderr);
         }
     }

@@ -103,6 +103,39 @@ fn a_field_fio_file_runs_the_default_comparison_with_warnings() {
 }
 
 #[test]
+fn a_fio_command_line_runs_as_the_job_file_it_writes_out() {
+    // etcd's published disk check, pasted after --fio-cmd.
+    let o = cint(&[
+        "sim",
+        "--json",
+        "--device",
+        "optane-900p",
+        "--fio-cmd",
+        "fio",
+        "--rw=write",
+        "--ioengine=sync",
+        "--fdatasync=1",
+        "--directory=test-data",
+        "--size=2m",
+        "--bs=2300",
+        "--name=mytest",
+    ]);
+    assert_eq!(o.status, 0, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .starts_with("fio-command-line:5: warning: option 'directory'"),
+        "{}",
+        o.stderr
+    );
+    let doc: serde_json::Value = serde_json::from_str(&o.stdout).expect("one JSON document");
+    assert_eq!(doc["device"], "optane-900p");
+    let job = &doc["results"][0]["jobs"][0];
+    assert_eq!(job["name"], "mytest");
+    // fio 3.33 writes 2 MiB in 911 requests of 2300 bytes.
+    assert_eq!(job["ios"], (2u64 << 20) / 2300);
+}
+
+#[test]
 fn bad_fio_input_is_one_line_naming_the_culprit() {
     let dir = temp_dir("wf-fio-bad");
     let verify = dir.write("v.fio", &FIELD_JOB.replace("group_reporting", "verify=md5"));
@@ -124,6 +157,31 @@ fn bad_fio_input_is_one_line_naming_the_culprit() {
         "cannot be used with",
     );
     assert_refused(&cint(&["sim", "--device", "p3700"]), "--fio");
+    // A fio command line: its arguments' positions stand for lines.
+    assert_refused(
+        &cint(&["sim", "--fio-cmd", "fio", "--name=a", "--verify=md5"]),
+        "fio-command-line:3: option 'verify' is not supported",
+    );
+    assert_refused(
+        &cint(&["sim", "--fio-cmd", "--rw=read", "--size=1m"]),
+        "fio-command-line: no job",
+    );
+    assert_refused(
+        &cint(&["sim", "--trace", "t.blk", "--device", "p3700"]),
+        "--device applies to --fio and --fio-cmd only",
+    );
+    assert_refused(
+        &cint(&[
+            "sweep",
+            "--vary",
+            "seed=1,2",
+            "--ray",
+            "auto",
+            "--fio-cmd",
+            "--name=a",
+        ]),
+        "sweep --ray takes a scenario file or --fio",
+    );
     // An engine's refusal of an imported job's key names the job file's
     // line that set it (not a line of the scenario rendered from it), or
     // the job's section for a key no option set.

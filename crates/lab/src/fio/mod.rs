@@ -40,6 +40,7 @@ use std::path::Path;
 use cint_policy::Nanos;
 use cint_scenario::{Scenario, Strategy};
 
+mod cmdline;
 mod diag;
 mod job;
 mod jobfile;
@@ -51,6 +52,7 @@ mod test_support;
 mod to_scenario;
 mod values;
 
+pub use cmdline::COMMAND_LINE;
 pub use diag::FioError;
 
 use diag::Diagnostics;
@@ -125,7 +127,29 @@ pub fn import_file(path: &Path, args: &FioArgs) -> Result<FioImport, FioError> {
 /// Imports fio job-file text; `file` names it in messages.
 pub fn import_str(text: &str, file: &str, args: &FioArgs) -> Result<FioImport, FioError> {
     let sections = jobfile::parse(text, file, args.vars.as_ref())?;
-    let mut diag = Diagnostics::new(file);
+    import_sections(sections, Diagnostics::new(file), args)
+}
+
+/// Imports a fio command line (`fio --name=a --rw=read ...`, the program's
+/// name optional), which fio reads as the job file it writes out
+/// (docs/FIO.md, "Command lines"). Messages name it [`COMMAND_LINE`] and
+/// give an argument's position as its line. Without [`FioArgs::name`] the
+/// scenario is named `fio`.
+pub fn import_command_line(argv: &[String], args: &FioArgs) -> Result<FioImport, FioError> {
+    let mut diag = Diagnostics::new(COMMAND_LINE);
+    let sections = cmdline::sections(argv, &mut diag)?;
+    let mut args = args.clone();
+    args.name.get_or_insert_with(|| "fio".into());
+    import_sections(sections, diag, &args)
+}
+
+/// The import from the sections on, whichever way they were written.
+fn import_sections(
+    sections: Vec<jobfile::Section>,
+    mut diag: Diagnostics<'_>,
+    args: &FioArgs,
+) -> Result<FioImport, FioError> {
+    let file = diag.file();
     let specs = job::job_specs(sections, &mut diag)?;
     let lines: Vec<_> = specs.iter().map(job::JobSpec::key_lines).collect();
     let built = to_scenario::build(specs, args, &mut diag)?;
