@@ -101,6 +101,7 @@ fn read_source(
     let source = cint::Source::new(
         scenario,
         fio_path,
+        &[],
         device.as_deref(),
         host.as_deref(),
         &strategies,

@@ -325,6 +325,16 @@ fn resolve_device(source: &str, node: Option<&Node>) -> Result<DeviceProfile, Sc
     for (path, d) in durations {
         check_run_time(source, "device", node, path, d.0, false)?;
     }
+    if let Some(sheet) = device.write_latency_sheet {
+        check_run_time(
+            source,
+            "device",
+            node,
+            &["write_latency_sheet"],
+            sheet.0,
+            false,
+        )?;
+    }
     if device.capacity.0 % 512 != 0 {
         return Err(sec.error(
             "capacity",

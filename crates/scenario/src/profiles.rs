@@ -120,6 +120,12 @@ pub struct DeviceProfile {
     /// published power data (then no energy is computed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<DevicePower>,
+    /// The vendor sheet's latency of one 4 KiB write at queue depth 1,
+    /// where the model's write timing (`write`, the flash back end's)
+    /// gives far more: the device acknowledges writes from a buffer the
+    /// model does not have, and a run that writes says so in a note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_latency_sheet: Option<Duration>,
 }
 
 /// A device's power draw (docs/ENERGY.md).
@@ -395,6 +401,7 @@ impl DeviceProfile {
                 reference_delta: Duration(6 * US),
                 reference_thr: 32,
                 power: None,
+                write_latency_sheet: None,
             },
             "p3700" => DeviceProfile {
                 model: model.into(),
@@ -420,6 +427,9 @@ impl DeviceProfile {
                 reference_delta: Duration(15 * US),
                 reference_thr: 32,
                 power: None,
+                // The product specification's latency of a 4 KiB write at
+                // queue depth 1, from the drive's power-protected buffer.
+                write_latency_sheet: Some(Duration(20 * US)),
             },
             "optane-900p" => DeviceProfile {
                 model: model.into(),
@@ -466,6 +476,7 @@ impl DeviceProfile {
                     idle_w: 5.0,
                     w_per_gbps: 3.6,
                 }),
+                write_latency_sheet: None,
             },
             "cached-array" => DeviceProfile {
                 model: model.into(),
@@ -487,6 +498,7 @@ impl DeviceProfile {
                 reference_delta: Duration(6 * US),
                 reference_thr: 32,
                 power: None,
+                write_latency_sheet: None,
             },
             _ => return None,
         };

@@ -234,6 +234,11 @@ impl Device {
 
     /// Restarts the capability account at `now` (the measured window's
     /// start): transfers already queued count from here.
+    /// Whether any write's data has crossed the pipe in this run.
+    pub(crate) fn wrote(&self) -> bool {
+        self.last_transfer[1].0 != 0
+    }
+
     pub(crate) fn restart_account(&mut self, now: Nanos) {
         self.busy_since = now;
         self.pipe_busy = self.pipe.free_at().saturating_sub(now);
@@ -248,7 +253,8 @@ impl Device {
         let span = self.pipe.free_at().saturating_sub(self.busy_since);
         if self.pipe_busy > span {
             return Some(format!(
-                "the device's pipe was given {} ns of transfers in {span} ns: it moved more                  than its capability for the mix",
+                "the device's pipe was given {} ns of transfers in {span} ns: it moved more \
+                 than its capability for the mix",
                 self.pipe_busy
             ));
         }
@@ -273,7 +279,7 @@ impl Device {
 
 /// Time on the pipe of `bytes` at `bandwidth` bytes/s, at most
 /// `MAX_SERVICE` (the run ends long before).
-fn transfer_time(bytes: u64, bandwidth: u64) -> Nanos {
+pub(crate) fn transfer_time(bytes: u64, bandwidth: u64) -> Nanos {
     cint_scenario::profiles::transfer_ns(bytes, bandwidth).min(MAX_SERVICE)
 }
 

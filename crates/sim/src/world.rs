@@ -379,6 +379,8 @@ pub(crate) struct StrategyRun {
     pub events: u64,
     pub notes: Vec<String>,
     pub measured: Nanos,
+    /// Whether the device was given a write.
+    pub wrote: bool,
 }
 
 /// The machine running one strategy.
@@ -617,6 +619,7 @@ impl<'a> World<'a> {
             events,
             notes,
             measured: self.now().saturating_sub(self.window_start),
+            wrote: self.device.wrote(),
         })
     }
 
