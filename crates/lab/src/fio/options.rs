@@ -700,6 +700,20 @@ fn apply_engine(
             let v = o.value(diag)?;
             let engine = match v {
                 "psync" | "sync" => Engine::Psync,
+                "pvsync" => {
+                    // preadv/pwritev of one iovec: the kernel's read and
+                    // write paths of pread/pwrite (Linux 5.0 fs/read_write.c:
+                    // both reach the file's ->read_iter), one blocking call
+                    // per request.
+                    diag.warn(
+                        o.line,
+                        "option 'ioengine=pvsync' runs as psync: preadv and pwritev of one \
+                         iovec take pread's and pwrite's kernel path (the iovec's copy-in \
+                         is not modelled)"
+                            .into(),
+                    );
+                    Engine::Psync
+                }
                 "pvsync2" => Engine::Pvsync2,
                 "libaio" => Engine::Libaio,
                 "io_uring" => Engine::IoUring,
@@ -709,7 +723,7 @@ fn apply_engine(
                         "option 'ioengine=io_uring_cmd' is not supported: NVMe passthrough \
                          skips the block layer whose costs the host profiles are made of, and \
                          came with Linux 5.19, after the reference hosts' 5.0 and 5.15; its own \
-                         path is not measured yet (supported: psync, sync, pvsync2, libaio, \
+                         path is not measured yet (supported: psync, sync, pvsync, pvsync2, libaio, \
                          io_uring)"
                             .into(),
                     ))
@@ -719,7 +733,7 @@ fn apply_engine(
                         o.line,
                         format!(
                             "option 'ioengine={v}' is not supported (supported: psync, sync, \
-                             pvsync2, libaio, io_uring)"
+                             pvsync, pvsync2, libaio, io_uring)"
                         ),
                     ))
                 }
@@ -957,6 +971,23 @@ fn offsets_only(what: &str) -> String {
 mod tests {
     use super::super::import_str;
     use super::super::test_support::{args, io};
+
+    #[test]
+    fn pvsync_runs_as_psync_with_a_warning() {
+        let imp =
+            import_str("[j]\nioengine=pvsync\nrw=randread\n", "v.fio", &args()).expect("pvsync");
+        assert_eq!(
+            io(&imp.scenario.jobs[0]).engine,
+            cint_scenario::Engine::Psync
+        );
+        assert!(
+            imp.warnings
+                .iter()
+                .any(|w| w.contains("'ioengine=pvsync' runs as psync")),
+            "{:?}",
+            imp.warnings
+        );
+    }
 
     #[test]
     fn offloaded_submission_keeps_the_depth_as_its_workers() {
