@@ -131,12 +131,7 @@ impl<'a> Source<'a> {
                 device,
                 host,
                 kinds,
-            } => {
-                let args = fio_args(device, host, kinds, sets)?;
-                fio::import_command_line(argv, &args)
-                    .map(Loaded::from)
-                    .map_err(|e| e.to_string())
-            }
+            } => load_command_line(argv, device, host, kinds, sets),
             Source::Trace { scenario, args } => args.load(scenario, sets).map(|scenario| Loaded {
                 scenario,
                 warnings: Vec::new(),
@@ -275,14 +270,24 @@ impl SourceText {
                 device,
                 host,
                 kinds,
-            } => {
-                let args = fio_args(device, host, kinds, sets)?;
-                fio::import_command_line(argv, &args)
-                    .map(Loaded::from)
-                    .map_err(|e| e.to_string())
-            }
+            } => load_command_line(argv, device, host, kinds, sets),
         }
     }
+}
+
+/// A fio command line imported on `device` and `host` with the
+/// strategies of `kinds` and `sets`.
+fn load_command_line(
+    argv: &[String],
+    device: &str,
+    host: &str,
+    kinds: &[String],
+    sets: &[String],
+) -> Result<Loaded, String> {
+    let args = fio_args(device, host, kinds, sets)?;
+    fio::import_command_line(argv, &args)
+        .map(Loaded::from)
+        .map_err(|e| e.to_string())
 }
 
 impl From<fio::FioImport> for Loaded {
