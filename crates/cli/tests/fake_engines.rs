@@ -58,6 +58,7 @@ fn echo(s: &Scenario, substrate: &str) -> RunResult {
                         lat_ns: h.stats(),
                         fio: None,
                         trace: None,
+                        sync: None,
                         modes: None,
                     })
                     .collect(),

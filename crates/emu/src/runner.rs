@@ -1209,6 +1209,7 @@ fn summarise_job(
             error: 0,
         }),
         trace: None,
+        sync: None,
         modes,
     };
     (result, detail)

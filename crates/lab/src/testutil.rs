@@ -62,6 +62,7 @@ pub fn fake_run(s: &Scenario) -> Result<RunResult, EngineError> {
                         lat_ns: hist.stats(),
                         fio: None,
                         trace: None,
+                        sync: None,
                         modes: None,
                     }
                 })

@@ -69,6 +69,7 @@ fn echo(s: &Scenario) -> Result<RunResult, EngineError> {
                         lat_ns: h.stats(),
                         fio: None,
                         trace: None,
+                        sync: None,
                         modes: None,
                     }
                 })

@@ -15,6 +15,7 @@ pub mod fio_json;
 pub mod json;
 pub mod latency;
 mod modes_table;
+pub mod sync;
 pub mod table;
 #[cfg(test)]
 mod testdata;
@@ -27,6 +28,7 @@ pub use fio_hist::{FioHistogram, FioLatency};
 pub use fio_json::{to_fio_json, FioJobOptions, FioRunInfo, FIO_DEFAULT_PERCENTILES};
 pub use json::{to_json, NonFiniteError};
 pub use latency::{LatencyHistogram, LatencyStats};
+pub use sync::SyncCalls;
 pub use table::to_table;
 pub use trace::{IssueLag, TraceReplay};
 
@@ -229,6 +231,10 @@ pub struct JobResult {
     /// The job's trace replay, for a job that replays a block trace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceReplay>,
+    /// The job's `fsync` and `fdatasync` calls, for a job that made any
+    /// (an extension of docs/SCENARIO.md's format).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<SyncCalls>,
     /// Under a `mode-select` strategy: how the job's requests chose to
     /// complete in the measured time (an extension of docs/SCENARIO.md's
     /// format).

@@ -63,6 +63,7 @@ pub fn to_table(r: &RunResult) -> String {
     let energy = crate::energy_table::section(r);
     out.push_str(&energy);
     out.push_str(&crate::trace::section(r));
+    out.push_str(&crate::sync::section(r));
     let virt = crate::virt_table::section(r);
     out.push_str(&virt);
     let modes = crate::modes_table::section(r);

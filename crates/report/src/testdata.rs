@@ -49,6 +49,7 @@ fn job(name: &str, ios: u64, lat_us: &[u64], cs: u64) -> JobResult {
         lat_ns: h.stats(),
         fio: Some(fio_data(lat_us)),
         trace: None,
+        sync: None,
         modes: None,
     }
 }

@@ -198,6 +198,11 @@ impl World<'_> {
                     context_switches: ctx,
                     wakeups,
                     lat_ns: stats.hist.stats(),
+                    sync: cint_report::SyncCalls::from_fio(
+                        stats.sync_ios,
+                        &stats.sync_lat.summary(),
+                        job_secs,
+                    ),
                     fio: Some(FioJobData {
                         threads,
                         runtime_ns: job_window,

@@ -780,6 +780,14 @@ fn writes_of_any_size_dirty_the_pages_they_touch_and_go_back_in_pages() {
     assert_eq!(job.ios, writes);
     let io_bytes = job.fio.as_ref().map(|f| f.write.bytes);
     assert_eq!(io_bytes, Some(writes * 2300));
+    // The calls' own figures, in the result and the table: what etcd's
+    // check is read for.
+    let sync = job.sync.as_ref().expect("the job's fdatasync calls");
+    assert_eq!(sync.calls, writes - 1);
+    assert_eq!(sync.lat_ns.n, writes - 1);
+    let p99 = sync.lat_ns.at(99.0).expect("a 99th percentile");
+    assert!(p99 >= sync.lat_ns.min && p99 <= sync.lat_ns.max, "{sync:?}");
+    assert!(cint_report::to_table(&r).contains("sync calls (fsync and fdatasync"));
     // Each write dirties every page it touches, one or two: the call
     // after it writes them back, so each is dirtied again by the next
     // write that touches it.

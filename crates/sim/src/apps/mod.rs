@@ -353,6 +353,7 @@ impl World<'_> {
                     lat_ns: s.hist.stats(),
                     fio: None,
                     trace: None,
+                    sync: None,
                     modes: None,
                 }
             })
