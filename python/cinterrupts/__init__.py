@@ -9,8 +9,9 @@ model. The numbers, the rows and the error messages are the
 command line's: the same Rust code computes and formats them.
 
 A *scenario* is a path to a TOML scenario or to a fio job file (``.fio``,
-or ``fio=True``), or the text of a TOML scenario (a string with a line
-break). ``set`` takes the command line's ``--set`` overrides as a dict,
+or ``fio=True``), the text of a TOML scenario (a string with a line
+break), or a fio command line as a list of arguments
+(``shlex.split("fio --name=a --rw=randread")``, as ``cint --fio-cmd``). ``set`` takes the command line's ``--set`` overrides as a dict,
 e.g. ``{"duration": "50ms", "job.async.iodepth": 64}``.
 
 Bad input raises :class:`InputError` with the command line's one-line
@@ -51,7 +52,7 @@ __all__ = [
 
 __version__: str = _native.version()
 
-Scenario = Union[str, "os.PathLike[str]"]
+Scenario = Union[str, "os.PathLike[str]", Sequence[str]]
 SetValue = Union[str, int, float, bool]
 
 
@@ -114,6 +115,12 @@ def _source(
         path = os.fspath(scenario)
         is_fio = path.endswith(".fio") if fio is None else bool(fio)
         return _native.read_source(path, is_fio, device, host, list(strategies or []))
+    if isinstance(scenario, (list, tuple)):
+        # A fio command line, as ``cint --fio-cmd`` takes it.
+        if fio is False:
+            raise InputError("fio=False: a list of arguments is a fio command line")
+        argv = [str(arg) for arg in scenario]
+        return _native.command_line_source(argv, device, host, list(strategies or []))
     if isinstance(scenario, str):
         if fio or device is not None or host is not None or strategies:
             raise InputError(
@@ -121,7 +128,10 @@ def _source(
                 "a TOML scenario names its own device, host and strategies"
             )
         return _native.toml_source(scenario)
-    raise TypeError(f"scenario: expected a path or a TOML string, got {type(scenario).__name__}")
+    raise TypeError(
+        "scenario: expected a path, a TOML string or a fio command line (a list of "
+        f"arguments), got {type(scenario).__name__}"
+    )
 
 
 def _warn(messages: Sequence[str]) -> None:

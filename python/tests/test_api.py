@@ -47,6 +47,23 @@ def test_a_toml_string_runs_as_the_file_does():
     assert from_text.doc["scenario"] == from_path.doc["scenario"]
 
 
+def test_a_fio_command_line_runs_as_cint_fio_cmd_runs_it(cint_bin):
+    # etcd's disk check, shortened, as a list of arguments.
+    argv = ["fio", "--rw=write", "--ioengine=sync", "--fdatasync=1", "--size=1m",
+            "--bs=2300", "--name=etcd"]
+    with pytest.warns(cinterrupts.FioImportWarning, match="fio-command-line"):
+        result = cinterrupts.sim(argv + ["--directory=d"], device="optane-900p")
+    cli = run_cint(cint_bin, "sim", "--json", "--device", "optane-900p", "--fio-cmd",
+                   *argv, "--directory=d")
+    assert cli.returncode == 0, cli.stderr
+    assert result.json.rstrip("\n") == cli.stdout.rstrip("\n")
+    job = result.doc["results"][0]["jobs"][0]
+    assert job["ios"] == (1 << 20) // 2300
+    assert job["sync"]["calls"] == job["ios"] - 1
+    with pytest.raises(cinterrupts.InputError, match="fio-command-line:2: option 'verify'"):
+        cinterrupts.sim(["--name=a", "--verify=md5"])
+
+
 def test_rows_fio_documents_and_check_are_the_cli_ones(cint_bin, tmp_path):
     path = SCENARIOS / "mixed.toml"
     result = cinterrupts.sim(path, SHORT)

@@ -110,6 +110,34 @@ fn read_source(
     to_state(source.to_text().map_err(input_err)?)
 }
 
+/// A fio command line (`["fio", "--name=a", "--rw=randread", ...]`, the
+/// program's name optional), as `cint --fio-cmd` reads it with `--device
+/// --host --strategy`; its message if it cannot be loaded.
+#[pyfunction]
+#[pyo3(signature = (argv, device=None, host=None, strategies=Vec::new()))]
+fn command_line_source(
+    argv: Vec<String>,
+    device: Option<String>,
+    host: Option<String>,
+    strategies: Vec<String>,
+) -> PyResult<SourceState> {
+    if argv.is_empty() {
+        return Err(input_err(
+            "a fio command line: no argument (give fio's options, e.g. --name=a)".to_string(),
+        ));
+    }
+    let source = cint::Source::new(
+        None,
+        None,
+        &argv,
+        device.as_deref(),
+        host.as_deref(),
+        &strategies,
+    )
+    .map_err(input_err)?;
+    to_state(source.to_text().map_err(input_err)?)
+}
+
 /// A TOML scenario given as text; its messages name it `<string>`.
 #[pyfunction]
 fn toml_source(text: String) -> PyResult<SourceState> {
@@ -151,6 +179,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InternalError", py.get_type::<InternalError>())?;
     m.add_function(wrap_pyfunction!(read_source, m)?)?;
     m.add_function(wrap_pyfunction!(toml_source, m)?)?;
+    m.add_function(wrap_pyfunction!(command_line_source, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     run::register(m)?;
