@@ -123,7 +123,7 @@ fn command_line_source(
 ) -> PyResult<SourceState> {
     if argv.is_empty() {
         return Err(input_err(
-            "a fio command line: no argument (give fio's options, e.g. --name=a)".to_string(),
+            "a fio command line: no argument (give fio's options, e.g. --name=a)",
         ));
     }
     let source = cint::Source::new(
