@@ -68,27 +68,37 @@ const RUNS_NO_JOB: &[&str] = &[
 /// (a leading `fio` is skipped, but keeps its position).
 pub(super) fn sections(argv: &[String], diag: &mut Diagnostics) -> Result<Vec<Section>, FioError> {
     let mut sections: Vec<Section> = Vec::new();
+    let mut taken_as_value = false;
     for (i, arg) in argv.iter().enumerate() {
         let at = i + 1;
-        if i == 0 && is_fio(arg) {
+        if (i == 0 && is_fio(arg)) || std::mem::take(&mut taken_as_value) {
             continue;
         }
         let Some(option) = arg.strip_prefix("--") else {
             let why = if arg.starts_with('-') {
                 "fio's short options print or test and run no job"
             } else {
-                "a job file or a value after a space: give a job file with --fio, and an \
-                 option's value as --key=value"
+                "a job file: give it with --fio (a command line and job files together are \
+                 not read)"
             };
             return Err(diag.err(at, format!("argument '{arg}': {why}")));
         };
-        if arg.contains(['\n', '\r']) {
-            return Err(diag.err(at, format!("argument '{arg}' holds a line break")));
-        }
         let (key, value) = match option.split_once('=') {
             Some((k, v)) => (k, Some(v.to_string())),
-            None => (option, None),
+            // getopt's `--key value` for an option that takes a value
+            // (fio's flags take none, and a word after one would be a job
+            // file, refused above either way).
+            None => match argv.get(i + 1).filter(|next| !next.starts_with('-')) {
+                Some(next) => {
+                    taken_as_value = true;
+                    (option, Some(next.clone()))
+                }
+                None => (option, None),
+            },
         };
+        if arg.contains(['\n', '\r']) || value.as_ref().is_some_and(|v| v.contains(['\n', '\r'])) {
+            return Err(diag.err(at, format!("argument '{arg}' holds a line break")));
+        }
         if key.is_empty() {
             return Err(diag.err(at, format!("argument '{arg}' names no option")));
         }
@@ -187,7 +197,7 @@ mod tests {
         let ok = import_command_line(&argv(&cmd.replace("md5", "0")), &args()).expect("etcd");
         assert_eq!(ok.scenario.jobs[0].name, "mytest");
         // fio's own output options are warned by position; what runs no
-        // job, a job file and a value after a space are refused.
+        // job and a job file are refused.
         let warned =
             import_command_line(&argv("--output-format=json --name=a --runtime=1"), &args())
                 .expect("output options");
@@ -198,8 +208,13 @@ mod tests {
         );
         for (cmd, at, needle) in [
             ("--name=a --showcmd", 2, "runs no job"),
-            ("--name=a job.fio", 2, "give a job file with --fio"),
-            ("--name=a --rw read", 3, "--key=value"),
+            ("--name=a job.fio", 2, "give it with --fio"),
+            (
+                "--name=a --direct --rw=read job.fio",
+                4,
+                "give it with --fio",
+            ),
+            ("--name=a --rw bogus", 2, "rw=bogus"),
             ("--name=a -v", 2, "short options"),
             ("--name= --rw=read", 1, "needs a value"),
         ] {
@@ -209,6 +224,25 @@ mod tests {
         }
         let e = import_command_line(&argv("fio --rw=read --size=1m"), &args()).expect_err("no job");
         assert!(e.to_string().contains("no job"), "{e}");
+    }
+
+    #[test]
+    fn a_value_may_follow_its_option_after_a_space() {
+        // getopt reads `--rw randread` as `--rw=randread`; a flag keeps no
+        // value when an option follows it.
+        let spaced = import_command_line(
+            &argv("fio --name a --rw randread --bs 8k --direct --runtime 1"),
+            &args(),
+        )
+        .expect("spaced values");
+        let joined = import_command_line(
+            &argv("fio --name=a --rw=randread --bs=8k --direct --runtime=1"),
+            &args(),
+        )
+        .expect("joined values");
+        assert_eq!(spaced.scenario.jobs, joined.scenario.jobs);
+        let a = io(&spaced.scenario.jobs[0]);
+        assert_eq!((a.rw, a.bs, a.direct), (Rw::RandRead, 8192, true));
     }
 
     #[test]
