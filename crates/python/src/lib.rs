@@ -98,15 +98,19 @@ fn read_source(
     } else {
         (Some(&path), None)
     };
-    let source = cint::Source::new(
-        scenario,
-        fio_path,
-        &[],
-        device.as_deref(),
-        host.as_deref(),
-        &strategies,
-    )
-    .map_err(input_err)?;
+    let profiles = (device.as_deref(), host.as_deref(), strategies.as_slice());
+    source_state(scenario, fio_path, &[], profiles)
+}
+
+/// The source `cint` would build from these arguments, read once.
+fn source_state(
+    scenario: Option<&std::path::PathBuf>,
+    fio: Option<&std::path::PathBuf>,
+    fio_cmd: &[String],
+    (device, host, strategies): (Option<&str>, Option<&str>, &[String]),
+) -> PyResult<SourceState> {
+    let source =
+        cint::Source::new(scenario, fio, fio_cmd, device, host, strategies).map_err(input_err)?;
     to_state(source.to_text().map_err(input_err)?)
 }
 
@@ -126,16 +130,8 @@ fn command_line_source(
             "a fio command line: no argument (give fio's options, e.g. --name=a)",
         ));
     }
-    let source = cint::Source::new(
-        None,
-        None,
-        &argv,
-        device.as_deref(),
-        host.as_deref(),
-        &strategies,
-    )
-    .map_err(input_err)?;
-    to_state(source.to_text().map_err(input_err)?)
+    let profiles = (device.as_deref(), host.as_deref(), strategies.as_slice());
+    source_state(None, None, &argv, profiles)
 }
 
 /// A TOML scenario given as text; its messages name it `<string>`.
