@@ -232,13 +232,13 @@ impl Device {
         next
     }
 
-    /// Restarts the capability account at `now` (the measured window's
-    /// start): transfers already queued count from here.
     /// Whether any write's data has crossed the pipe in this run.
     pub(crate) fn wrote(&self) -> bool {
         self.last_transfer[1].0 != 0
     }
 
+    /// Restarts the capability account at `now` (the measured window's
+    /// start): transfers already queued count from here.
     pub(crate) fn restart_account(&mut self, now: Nanos) {
         self.busy_since = now;
         self.pipe_busy = self.pipe.free_at().saturating_sub(now);
