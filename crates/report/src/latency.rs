@@ -117,7 +117,7 @@ impl LatencyStats {
 }
 
 /// A percentile as fio names it in JSON: six decimals (`"99.900000"`).
-fn percentile_key(p: f64) -> String {
+pub(crate) fn percentile_key(p: f64) -> String {
     format!("{p:.6}")
 }
 

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::latency::PERCENTILES;
+use crate::latency::{percentile_key, PERCENTILES};
 use crate::{FioLatency, LatencyStats, RunResult};
 
 /// A job's sync calls in the measured time.
@@ -34,7 +34,7 @@ impl SyncCalls {
         stats.stddev = lat.stddev;
         stats.n = lat.n;
         for (p, ns) in lat.percentiles(&PERCENTILES) {
-            stats.percentile.insert(format!("{p:.6}"), ns);
+            stats.percentile.insert(percentile_key(p), ns);
         }
         Some(SyncCalls {
             calls,

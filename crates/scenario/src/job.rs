@@ -769,7 +769,7 @@ fn check_block_size(
     engine: Engine,
     direct: bool,
 ) -> Result<(), ScenarioError> {
-    let cached = !direct && engine != Engine::IoUring;
+    let cached = crate::model::passes_page_cache(engine, direct);
     if bs == 0 || (!cached && bs % 512 != 0) {
         return Err(sec.error(
             "bs",

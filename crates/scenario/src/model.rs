@@ -318,8 +318,14 @@ impl IoJob {
     /// punts buffered requests to its own workers; the model keeps such
     /// jobs direct, and the result says so.
     pub fn through_page_cache(&self) -> bool {
-        !self.direct && self.engine != Engine::IoUring
+        passes_page_cache(self.engine, self.direct)
     }
+}
+
+/// Whether a job of `engine`, direct or not, goes through the page cache:
+/// buffered synchronous and libaio calls do; io_uring runs as direct I/O.
+pub(crate) fn passes_page_cache(engine: Engine, direct: bool) -> bool {
+    !direct && engine != Engine::IoUring
 }
 
 /// fio's `random_distribution` (crate::distribution): which blocks of its

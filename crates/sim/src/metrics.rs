@@ -187,6 +187,7 @@ impl World<'_> {
                             ),
                         )
                     });
+                let sync_lat = stats.sync_lat.summary();
                 JobResult {
                     name: stats.name.clone(),
                     ios: stats.ios,
@@ -198,11 +199,7 @@ impl World<'_> {
                     context_switches: ctx,
                     wakeups,
                     lat_ns: stats.hist.stats(),
-                    sync: cint_report::SyncCalls::from_fio(
-                        stats.sync_ios,
-                        &stats.sync_lat.summary(),
-                        job_secs,
-                    ),
+                    sync: cint_report::SyncCalls::from_fio(stats.sync_ios, &sync_lat, job_secs),
                     fio: Some(FioJobData {
                         threads,
                         runtime_ns: job_window,
@@ -213,7 +210,7 @@ impl World<'_> {
                         sync: FioSync {
                             ios: stats.sync_ios,
                             fsync_ios: stats.fsync_ios,
-                            lat: stats.sync_lat.summary(),
+                            lat: sync_lat,
                         },
                         error: self.job_error(j),
                     }),

@@ -132,7 +132,7 @@ pub fn import_str(text: &str, file: &str, args: &FioArgs) -> Result<FioImport, F
 
 /// Imports a fio command line (`fio --name=a --rw=read ...`, the program's
 /// name optional), which fio reads as the job file it writes out
-/// (docs/FIO.md, "Command lines"). Messages name it [`COMMAND_LINE`] and
+/// (docs/FIO.md, "Reading the file"). Messages name it [`COMMAND_LINE`] and
 /// give an argument's position as its line. Without [`FioArgs::name`] the
 /// scenario is named `fio`.
 pub fn import_command_line(argv: &[String], args: &FioArgs) -> Result<FioImport, FioError> {
