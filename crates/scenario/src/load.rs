@@ -418,6 +418,13 @@ fn resolve_host(source: &str, node: Option<&Node>) -> Result<HostProfile, Scenar
             format!("must be at most {MAX_CORES} (got {cores})"),
         ));
     }
+    let online = u64::from(host.online_cpus);
+    if online == 0 || online > MAX_CORES {
+        return Err(sec.error(
+            "online_cpus",
+            format!("must be 1 to {MAX_CORES} (got {online})"),
+        ));
+    }
     // (key, value, must be > 0). A zero poll iteration would spin without
     // time passing; CFS divides its latency and granularity among threads.
     // A zero wake-up granularity is meaningful (Linux allows it): any

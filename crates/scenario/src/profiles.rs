@@ -230,6 +230,13 @@ pub struct HostProfile {
     /// Application cores: the logical CPUs the kernel schedules on (with
     /// `smt`, hardware threads, `smt.threads_per_core` per physical core).
     pub cores: u32,
+    /// The CPUs the host machine's kernel has online, of which `cores`
+    /// are modelled. The fio import places a job without `cpus_allowed`
+    /// on them as Linux's fork balancing does (docs/FIO.md, "Threads
+    /// without cpus_allowed"): one thread per idle CPU while there are
+    /// some, so at most this many cores. 28 on the cinterrupts testbed,
+    /// 8 on the energy study's.
+    pub online_cpus: u32,
     /// System call entry and exit, once per call whatever the call.
     pub syscall: Duration,
     /// User-space CPU of the workload generator per I/O (fio: offset
@@ -549,6 +556,8 @@ impl HostProfile {
                          calibration targets by crates/sim/tests/calibration.rs"
                     .into(),
                 cores: 1,
+                // Two 14-core sockets, SMT off (the testbed's description).
+                online_cpus: 28,
                 // Every figure is argued in docs/HOST-COSTS.md.
                 syscall: ns(100),
                 user_per_io: ns(300),
@@ -613,6 +622,8 @@ impl HostProfile {
                     .into(),
                 // Eight logical CPUs: four cores of two hardware threads.
                 cores: 8,
+                // Intel ARK: 4 cores, 8 threads, all online.
+                online_cpus: 8,
                 // The E5's figures (docs/HOST-COSTS.md) scaled by the
                 // clock, 2.0 / 3.4 GHz; not calibrated against a target.
                 syscall: ns(60),

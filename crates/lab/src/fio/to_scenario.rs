@@ -37,21 +37,22 @@ pub(super) fn build(
             cint_scenario::profiles::HOST_MODELS.join(", ")
         ))
     })?;
+    // The threads are placed before the overrides apply: an override of
+    // the CPU count is read here, and checked with the others after.
+    if let Some(online) = override_of(&args.sets, "host.online_cpus").and_then(|v| v.parse().ok()) {
+        host.online_cpus = online;
+    }
 
+    let timeline = Timeline::new(&specs, args.default_duration, diag)?;
     // fio pins to machine CPU numbers; the model has application cores
-    // 0..n, so the distinct CPUs named become cores in ascending order.
-    // A job's threads run on the first CPU of its list, or, with
-    // cpus_allowed_policy=split, one CPU each of the whole list.
-    let pinned = |s: &JobSpec| -> Vec<u32> {
-        match &s.cpus {
-            Some(c) if s.cpus_split.is_some_and(|p| p.value) => c.value.clone(),
-            Some(c) => vec![c.value[0]],
-            None => Vec::new(),
-        }
-    };
-    let named_cpus: BTreeSet<u32> = specs
+    // 0..n, so the distinct CPUs the threads run on become cores in
+    // ascending order.
+    let thread_cpus = thread_cpus(&specs, &timeline.groups, host.online_cpus);
+    let named_cpus: BTreeSet<u32> = thread_cpus
         .iter()
-        .flat_map(|s| pinned(s).into_iter().chain(sq_thread_cpu(s)))
+        .flatten()
+        .copied()
+        .chain(specs.iter().filter_map(sq_thread_cpu))
         .collect();
     let core_of = |cpu: u32| named_cpus.iter().position(|&c| c == cpu).unwrap_or(0) as u32;
     host.cores = named_cpus.len().max(1) as u32;
@@ -59,10 +60,9 @@ pub(super) fn build(
     // hardware threads of one core: the imported host has no SMT.
     host.smt = None;
 
-    let timeline = Timeline::new(&specs, args.default_duration, diag)?;
     let mut jobs = Vec::with_capacity(specs.len());
-    for (spec, &group) in specs.iter().zip(&timeline.groups) {
-        let cores: Vec<u32> = pinned(spec).into_iter().map(core_of).collect();
+    for ((spec, &group), cpus) in specs.iter().zip(&timeline.groups).zip(&thread_cpus) {
+        let cores: Vec<u32> = cpus.iter().copied().map(core_of).collect();
         let mut job = job(
             spec,
             &device,
@@ -86,7 +86,13 @@ pub(super) fn build(
         .iter()
         .filter(|s| s.hipri.is_some_and(|h| h.value))
         .count();
-    placement_warning(&specs, &timeline.groups, diag);
+    placement_warning(
+        &specs,
+        &timeline.groups,
+        &thread_cpus,
+        host.online_cpus,
+        diag,
+    );
     let strategies = match &args.strategies {
         Some(s) if s.is_empty() => return Err(diag.err_file("no strategy to compare".into())),
         Some(s) => s.clone(),
@@ -367,25 +373,13 @@ fn sq_poll(
     Ok(Some(sq_thread_cpu(spec)))
 }
 
-/// Warns of a CPU list the model does not spread over, and refuses
-/// `hipri` and `nowait` where the engine cannot honour them; returns
-/// whether the job asks for `nowait`.
+/// Refuses `hipri` and `nowait` where the engine cannot honour them;
+/// returns whether the job asks for `nowait`.
 fn check_engine_flags(
     spec: &JobSpec,
     engine: Engine,
     diag: &mut Diagnostics,
 ) -> Result<bool, FioError> {
-    let split = spec.cpus_split.is_some_and(|s| s.value);
-    if let Some(c) = spec.cpus.as_ref().filter(|c| c.value.len() > 1 && !split) {
-        diag.job_warn(
-            &spec.name,
-            c.line,
-            format!(
-                "the model pins a job's threads to one core; using CPU {} of the list",
-                c.value[0]
-            ),
-        );
-    }
     if let Some(h) = spec.hipri.filter(|h| h.value) {
         if !matches!(engine, Engine::Pvsync2 | Engine::IoUring) {
             return Err(diag.job_err(
@@ -691,30 +685,113 @@ fn refuse_split_sizes_under_the_map(
     Ok(())
 }
 
-/// Says how jobs without `cpus_allowed` are placed when several of their
-/// threads run at once (in one group): fio leaves them to the kernel's
-/// scheduler, which spreads them; the model pins each job to one core.
-fn placement_warning(specs: &[JobSpec], groups: &[u32], diag: &mut Diagnostics<'_>) {
-    let mut threads_per_group: std::collections::BTreeMap<u32, u32> = Default::default();
-    let mut unpinned: Vec<&JobSpec> = Vec::new();
-    for (spec, &group) in specs.iter().zip(groups) {
-        if spec.cpus.is_none() {
-            *threads_per_group.entry(group).or_default() +=
-                spec.numjobs.as_ref().map_or(1, |n| n.value);
-            unpinned.push(spec);
+/// The value of the last `--set` of `key`, as written.
+fn override_of<'a>(sets: &'a [String], key: &str) -> Option<&'a str> {
+    sets.iter()
+        .rev()
+        .filter_map(|set| set.split_once('='))
+        .find(|(k, _)| k.trim() == key)
+        .map(|(_, v)| v.trim())
+}
+
+/// A job's threads: `numjobs`, 1 when not given.
+fn threads_of(spec: &JobSpec) -> u32 {
+    spec.numjobs.as_ref().map_or(1, |n| n.value)
+}
+
+/// Whether the kernel, not the job, picks a CPU for each of the job's
+/// threads: no `cpus_allowed`, or a list of several CPUs shared by them
+/// all (fio's default `cpus_allowed_policy=shared`).
+fn kernel_places(spec: &JobSpec) -> bool {
+    match &spec.cpus {
+        None => true,
+        Some(c) => c.value.len() > 1 && !spec.cpus_split.is_some_and(|p| p.value),
+    }
+}
+
+/// The machine CPUs each job's threads run on, thread `n` on the `n`-th
+/// of its list, round robin: with `cpus_allowed_policy=split`, the whole
+/// `cpus_allowed` list; with one CPU allowed, that CPU. Elsewhere the
+/// kernel places them ([`kernel_places`]): its fork balancing puts each
+/// new thread on the idlest CPU it may use (`wake_up_new_task` with
+/// `SD_BALANCE_FORK`, `find_idlest_cpu`), and a wake-up keeps it on its
+/// CPU while that CPU is idle (`select_idle_sibling`). So in each group
+/// (the jobs that run at once) such a job's threads take the CPUs they
+/// may use (`cpus_allowed`, or the host's `online` CPUs) that no earlier
+/// thread of the group runs on, in ascending order, then the others, in
+/// turn: one per idle CPU while there are some, then evenly, as the
+/// kernel's load balancing keeps them.
+fn thread_cpus(specs: &[JobSpec], groups: &[u32], online: u32) -> Vec<Vec<u32>> {
+    let mut cpus: Vec<Vec<u32>> = specs
+        .iter()
+        .map(|s| match &s.cpus {
+            Some(c) if !kernel_places(s) => c.value.clone(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let distinct_groups: BTreeSet<u32> = groups.iter().copied().collect();
+    for group in distinct_groups {
+        let members: Vec<usize> = (0..specs.len()).filter(|&j| groups[j] == group).collect();
+        let mut busy: BTreeSet<u32> = members
+            .iter()
+            .flat_map(|&j| cpus[j].iter().copied().chain(sq_thread_cpu(&specs[j])))
+            .collect();
+        for &j in members.iter().filter(|&&j| kernel_places(&specs[j])) {
+            let allowed: BTreeSet<u32> = match &specs[j].cpus {
+                Some(c) => c.value.iter().copied().collect(),
+                None => (0..online.max(1)).collect(),
+            };
+            let turn: Vec<u32> = allowed
+                .iter()
+                .filter(|c| !busy.contains(c))
+                .chain(allowed.iter().filter(|c| busy.contains(c)))
+                .copied()
+                .collect();
+            let threads = threads_of(&specs[j]) as usize;
+            cpus[j] = turn[..threads.min(turn.len())].to_vec();
+            busy.extend(&cpus[j]);
         }
     }
-    if threads_per_group.values().all(|&n| n <= 1) {
-        return;
+    cpus
+}
+
+/// Says where jobs without `cpus_allowed` went when their placement
+/// mattered: when their group runs more than one thread.
+fn placement_warning(
+    specs: &[JobSpec],
+    groups: &[u32],
+    thread_cpus: &[Vec<u32>],
+    online: u32,
+    diag: &mut Diagnostics<'_>,
+) {
+    let mut threads_per_group: std::collections::BTreeMap<u32, u32> = Default::default();
+    for (spec, &group) in specs.iter().zip(groups) {
+        *threads_per_group.entry(group).or_default() += threads_of(spec);
     }
-    let names: Vec<&str> = unpinned.iter().map(|s| s.name.as_str()).collect();
+    let placed: Vec<(&JobSpec, &Vec<u32>)> = specs
+        .iter()
+        .zip(groups)
+        .zip(thread_cpus)
+        .filter(|((spec, group), _)| kernel_places(spec) && threads_per_group[*group] > 1)
+        .map(|((spec, _), cpus)| (spec, cpus))
+        .collect();
+    let Some(&(first, _)) = placed.first() else {
+        return;
+    };
+    let shared = placed
+        .iter()
+        .any(|(spec, cpus)| threads_of(spec) as usize > cpus.len());
+    let names: Vec<&str> = placed.iter().map(|(s, _)| s.name.as_str()).collect();
     diag.warn(
-        unpinned[0].line,
+        first.line,
         format!(
-            "no cpus_allowed on job{} {}: fio leaves their placement to the kernel's scheduler; \
-             the model runs their threads on core 0 (give cpus_allowed to place them)",
+            "the kernel places the threads of job{} {} (no cpus_allowed, or a list they \
+             share): the model puts each, as Linux's fork balancing does, on an idle CPU it \
+             may use (of the host's {online} online) while one is left{}, and keeps it there \
+             (give cpus_allowed_policy=split or one CPU to place them)",
             if names.len() == 1 { "" } else { "s" },
-            names.join(", ")
+            names.join(", "),
+            if shared { ", then in turn" } else { "" },
         ),
     );
 }
@@ -947,25 +1024,104 @@ numjobs=2
     }
 
     #[test]
-    fn cpus_become_dense_cores_and_lists_warn() {
+    fn cpus_become_dense_cores_and_shared_lists_take_an_idle_cpu() {
         let text = "[a]\ncpus_allowed=12\n[b]\ncpus_allowed=4\n[c]\ncpus_allowed=4-7\n[d]\ncpus_allowed=12\n";
         let imp = import_str(text, "c.fio", &args()).expect("valid");
+        // c may run on 4 to 7 and 4 is b's: the kernel gives it 5.
         let cores: Vec<u32> = imp.scenario.jobs.iter().map(|j| j.cpu).collect();
-        assert_eq!(cores, [1, 0, 0, 1]);
-        assert_eq!(imp.scenario.host.cores, 2);
-        assert!(imp
-            .warnings
-            .iter()
-            .any(|w| w.starts_with("c.fio:6:") && w.contains("CPU 4")));
+        assert_eq!(cores, [2, 0, 1, 2]);
+        assert_eq!(imp.scenario.host.cores, 3);
+        assert!(
+            imp.warnings
+                .iter()
+                .any(|w| w.starts_with("c.fio:5:") && w.contains("threads of job c ")),
+            "{:?}",
+            imp.warnings
+        );
         // cpus_allowed_policy=split: one CPU of the list per thread.
         let split = "[a]\ncpus_allowed=4-7\ncpus_allowed_policy=split\nnumjobs=4\n";
         let imp = import_str(split, "s.fio", &args()).expect("split runs");
         assert_eq!(imp.scenario.jobs[0].cpus, [0, 1, 2, 3]);
         assert_eq!(imp.scenario.host.cores, 4);
         assert!(
-            imp.warnings.iter().all(|w| !w.contains("pins")),
+            imp.warnings.iter().all(|w| !w.contains("places")),
             "{:?}",
             imp.warnings
+        );
+    }
+
+    /// The CPUs, as machine numbers, of each thread of each job of `text`.
+    fn machine_cpus(text: &str, host: &str) -> Vec<Vec<u32>> {
+        let specs = {
+            let mut diag = Diagnostics::new("p.fio");
+            let sections = crate::fio::jobfile::parse(text, "p.fio", None).expect("parses");
+            crate::fio::job::job_specs(sections, &mut diag).expect("valid")
+        };
+        let mut diag = Diagnostics::new("p.fio");
+        let timeline = Timeline::new(&specs, 1_000_000_000, &mut diag).expect("valid");
+        let online = HostProfile::builtin(host).expect("built in").online_cpus;
+        let lists = thread_cpus(&specs, &timeline.groups, online);
+        specs
+            .iter()
+            .zip(lists)
+            .map(|(s, l)| {
+                (0..threads_of(s) as usize)
+                    .map(|n| l[n % l.len()])
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn threads_without_cpus_allowed_go_where_the_fork_balancer_puts_them() {
+        // One per idle CPU while there are some, then in turn.
+        let e5 = "xeon-e5-2660v4";
+        let sixteen: Vec<u32> = (0..16).collect();
+        assert_eq!(machine_cpus("[a]\nnumjobs=16\n", e5), [sixteen]);
+        let forty: Vec<u32> = (0..40).map(|n| n % 28).collect();
+        assert_eq!(machine_cpus("[a]\nnumjobs=40\n", e5), [forty]);
+        let e3: Vec<u32> = (0..12).map(|n| n % 8).collect();
+        assert_eq!(machine_cpus("[a]\nnumjobs=12\n", "xeon-e3-1230v5"), [e3]);
+        // Beside a pinned job the CPU it holds comes last; a second group
+        // finds every CPU idle again.
+        let mixed = "[p]\ncpus_allowed=0\n[u]\nnumjobs=2\n[v]\n[w]\nstonewall\nnumjobs=2\n";
+        assert_eq!(
+            machine_cpus(mixed, e5),
+            [vec![0], vec![1, 2], vec![3], vec![0, 1]]
+        );
+        // A shared list: its idle CPUs first, then the busy ones.
+        let shared = "[p]\ncpus_allowed=2\n[s]\ncpus_allowed=1-3\nnumjobs=4\n";
+        assert_eq!(machine_cpus(shared, e5), [vec![2], vec![1, 3, 2, 1]]);
+        // The machine's CPU count may be given with the overrides.
+        let mut on_eight = args();
+        on_eight.sets = vec!["host.online_cpus = 8".into()];
+        let imp = import_str("[a]\nnumjobs=12\nsize=1m\n", "o.fio", &on_eight).expect("valid");
+        assert_eq!(imp.scenario.host.cores, 8);
+        on_eight.sets = vec!["host.online_cpus=0".into()];
+        let err = import_str("[a]\nnumjobs=12\n", "o.fio", &on_eight).expect_err("refused");
+        assert!(err.to_string().contains("online_cpus"), "{err}");
+        // A lone thread stays on CPU 0, as before, without a word.
+        let imp = import_str("[a]\nrw=read\nsize=1m\n", "l.fio", &args()).expect("valid");
+        assert_eq!((imp.scenario.host.cores, imp.scenario.jobs[0].cpu), (1, 0));
+        assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
+    }
+
+    #[test]
+    fn spread_threads_run_on_cores_of_their_own() {
+        // Synchronous reads: four threads the kernel places each serve
+        // what one thread alone does, where four on one CPU share it.
+        let iops = |text: &str| {
+            let imp = import_str(text, "s.fio", &args()).expect("valid");
+            let r = cint_sim::run(&imp.scenario).expect("runs");
+            r.results[0].jobs[0].iops
+        };
+        let job = "[a]\nrw=randread\ndirect=1\nioengine=psync\nruntime=20ms\ntime_based\n";
+        let alone = iops(job);
+        let spread = iops(&format!("{job}numjobs=4\n"));
+        let one_cpu = iops(&format!("{job}numjobs=4\ncpus_allowed=0\n"));
+        assert!(
+            spread > 3.6 * alone && one_cpu < 2.0 * alone,
+            "one thread {alone}, four spread {spread}, four on one CPU {one_cpu}"
         );
     }
 
@@ -1015,7 +1171,7 @@ numjobs=2
         assert_eq!(b.shape.io_size, Some(1 << 30));
         assert_eq!(imp.warnings.len(), 1, "{:?}", imp.warnings);
         assert!(
-            imp.warnings[0].contains("no cpus_allowed on jobs a, b"),
+            imp.warnings[0].contains("the kernel places the threads of jobs a, b"),
             "{:?}",
             imp.warnings
         );
