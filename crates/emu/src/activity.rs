@@ -239,8 +239,7 @@ pub(crate) fn core_groups(scenario: &Scenario, app: &[(u32, u32)]) -> Vec<CoreGr
         scenario
             .jobs
             .iter()
-            .filter(|j| j.cpu == cpu)
-            .map(|j| j.numjobs as usize)
+            .map(|j| (0..j.numjobs).filter(|&n| j.thread_cpu(n) == cpu).count())
             .sum()
     };
     let short = scenario.warmup.saturating_add(scenario.duration) < MAX_SPAN_NS / 2;

@@ -141,8 +141,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
             Some("group")
         } else if matches!(&job.work, cint_scenario::Work::Io(io) if io.shape.trace.is_some()) {
             Some("trace")
-        } else if !job.cpus.is_empty() {
-            Some("cpus")
         } else if job.schedule.startdelay != 0 {
             Some("startdelay")
         } else if let cint_scenario::Work::Io(io) = &job.work {
@@ -336,6 +334,14 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
     })
 }
 
+/// The application cores of `job`'s threads (its `cpus`, or its `cpu`).
+fn job_cpus(job: &Job) -> Vec<u32> {
+    match job.cpus.is_empty() {
+        true => vec![job.cpu],
+        false => job.cpus.clone(),
+    }
+}
+
 /// Which real CPU plays which role.
 struct CpuLayout {
     device: u32,
@@ -346,7 +352,7 @@ struct CpuLayout {
 impl CpuLayout {
     fn for_scenario(scenario: &Scenario) -> Result<CpuLayout, EmuError> {
         let allowed = sys::allowed_cpus().map_err(EmuError::Pinning)?;
-        let mut used: Vec<u32> = scenario.jobs.iter().map(|j| j.cpu).collect();
+        let mut used: Vec<u32> = scenario.jobs.iter().flat_map(job_cpus).collect();
         used.sort_unstable();
         used.dedup();
         let highest = used.last().copied().unwrap_or(0) as usize;
@@ -704,13 +710,13 @@ fn start_job_threads(
     let mut handles = Vec::with_capacity(thread_count);
     let mut failure: Option<EmuError> = None;
 
-    for (job_index, job) in scenario.jobs.iter().enumerate() {
-        let Some(queue) = layout.queue_of(job.cpu) else {
-            failure = Some(EmuError::Internal(format!("job {} has no queue", job.name)));
-            break;
-        };
-        let real_cpu = layout.app[queue].1;
+    'jobs: for (job_index, job) in scenario.jobs.iter().enumerate() {
         for thread in 0..job.numjobs {
+            let Some(queue) = layout.queue_of(job.thread_cpu(thread)) else {
+                failure = Some(EmuError::Internal(format!("job {} has no queue", job.name)));
+                break 'jobs;
+            };
+            let real_cpu = layout.app[queue].1;
             let io = match &job.work {
                 Work::Io(io) => Some(io.clone()),
                 Work::Cpu => None,
@@ -1074,8 +1080,12 @@ fn energy_figures(
                 .jobs
                 .iter()
                 .zip(outcomes)
-                .filter(|(job, _)| job.cpu == app)
-                .flat_map(|(_, threads)| threads.iter().map(|o| o.spin_ns))
+                .flat_map(|(job, threads)| {
+                    (0..)
+                        .zip(threads)
+                        .filter(move |&(n, _)| job.thread_cpu(n) == app)
+                })
+                .map(|(_, o)| o.spin_ns)
                 .sum();
             CpuTime {
                 cpu: app,

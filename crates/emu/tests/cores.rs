@@ -120,3 +120,42 @@ fn a_thread_that_cannot_pin_fails_start_and_leaves_no_thread() {
         );
     }
 }
+
+/// A job whose threads are spread over cores (`cpus`: fio's split policy,
+/// or where the fio import places threads the kernel would) takes a CPU
+/// for each core: two cores and the device need three. Where the machine
+/// has them, each core gets its queue and handler, and both run.
+#[test]
+fn a_job_spread_over_two_cores_takes_a_cpu_for_each() {
+    let _g = serial();
+    let mut s = sync_qd1();
+    s.host.cores = 2;
+    s.jobs[0].numjobs = 2;
+    s.jobs[0].cpus = vec![0, 1];
+    let available = cint_emu::sys::allowed_cpus().expect("affinity").len();
+    if available < 3 {
+        let err = cint_emu::run(&s).expect_err("two cores and the device need three CPUs");
+        assert!(
+            matches!(err, EmuError::NotEnoughCores { needed: 3, .. }),
+            "{err}"
+        );
+        assert_eq!(emulator_threads_left(), 0);
+        return;
+    }
+    if !can_emulate() {
+        return;
+    }
+    let detail = cint_emu::run_detailed(&s).expect("runs");
+    for st in &detail.strategies {
+        assert_eq!(st.handlers, 2, "{}: one handler per core", st.name);
+        assert_eq!(st.cpu_busy.len(), 2, "{}: {:?}", st.name, st.cpu_busy);
+        assert!(
+            st.cpu_busy.iter().all(|&(_, busy)| busy > 0.0),
+            "{}: {:?}",
+            st.name,
+            st.cpu_busy
+        );
+        assert_eq!(st.jobs[0].completed, st.jobs[0].submitted);
+    }
+    assert_eq!(emulator_threads_left(), 0);
+}

@@ -1128,7 +1128,7 @@ mod tests {
         );
         assert!(
             imp.warnings.iter().any(|w| w.contains("no cpus_allowed")),
-            "two unpinned jobs in one group: {:?}",
+            "two unpinned jobs in one group, each on a CPU of its own: {:?}",
             imp.warnings
         );
         for (bad, needle) in [
