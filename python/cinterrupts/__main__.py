@@ -50,6 +50,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="run on the Ray cluster at ADDRESS (host:port, ray://host:port, "
                    "auto, or local for a Ray started for the sweep)")
     s.add_argument("--jobs", type=int, metavar="N", help="worker threads without --ray (default: one per core)")
+    # Last, as cint's: everything after it is the fio command line.
+    s.add_argument("--fio-cmd", nargs=argparse.REMAINDER, metavar="FIO_ARGS",
+                   help="a fio command line instead of a scenario: everything after it "
+                   "(the word fio optional); give the other options before it")
     return parser
 
 
@@ -76,17 +80,25 @@ def _emit(frame, out: Optional[str], csv: Optional[str]) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
-    if (args.scenario is None) == (args.fio is None):
-        print("cint: give a scenario file or --fio JOB.fio (see python -m cinterrupts sweep --help)",
-              file=sys.stderr)
+    given = [args.scenario is not None, args.fio is not None, args.fio_cmd is not None]
+    if sum(given) != 1:
+        print("cint: give one of a scenario file, --fio JOB.fio or --fio-cmd FIO_ARGS... "
+              "(see python -m cinterrupts sweep --help)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.fio_cmd is not None and not args.fio_cmd:
+        print("cint: --fio-cmd: give the fio command line after it", file=sys.stderr)
         return EXIT_USAGE
     if args.ray is not None and args.jobs is not None:
         print("cint: --jobs applies without --ray (Ray places the points)", file=sys.stderr)
         return EXIT_USAGE
     try:
+        if args.fio_cmd is not None:
+            scenario = args.fio_cmd
+        else:
+            scenario = args.scenario if args.fio is None else args.fio
         source = _source(
-            args.scenario if args.fio is None else args.fio,
-            args.fio is not None,
+            scenario,
+            args.fio is not None or args.fio_cmd is not None,
             args.device,
             args.host,
             args.strategy.split(",") if args.strategy else None,

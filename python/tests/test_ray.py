@@ -111,6 +111,17 @@ def test_cint_sweep_ray_runs_on_the_cluster(cint_bin, ray_cluster, tmp_path):
     assert on_ray.stderr.strip().splitlines()[-1] == f"cint: wrote {tmp_path / 'ray.csv'} (24 rows)"
 
 
+def test_cint_sweep_ray_runs_a_fio_command_line(cint_bin, ray_cluster, tmp_path):
+    fio = ["fio", "--name=a", "--rw=randread", "--ioengine=libaio", "--direct=1", "--runtime=5ms"]
+    args = ["--vary", "job.a.iodepth=4,16", "--vary", "seed=1,2"]
+    local = run_cint(cint_bin, "sweep", *args, "--csv", tmp_path / "local.csv", "--fio-cmd", *fio)
+    assert local.returncode == 0, local.stderr
+    on_ray = run_cint(cint_bin, "sweep", *args, "--csv", tmp_path / "ray.csv", "--ray", ray_cluster.address,
+                      "--fio-cmd", *fio, env=python_env())
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert (tmp_path / "ray.csv").read_bytes() == (tmp_path / "local.csv").read_bytes()
+
+
 def test_an_unreachable_address_is_one_line_naming_it(cint_bin):
     env = python_env()
     started = time.monotonic()

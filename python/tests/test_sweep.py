@@ -57,6 +57,28 @@ def test_python_m_cinterrupts_sweep_writes_the_cli_files(cint_bin, tmp_path):
     assert run.stderr.splitlines() == [f"cint: wrote {py_csv} (24 rows)", f"cint: wrote {py_out} (24 rows)"]
 
 
+FIO_CMD = ["fio", "--name=a", "--rw=randread", "--ioengine=libaio", "--direct=1", "--iodepth=8",
+           "--numjobs=2", "--runtime=5ms"]
+
+
+def test_python_m_cinterrupts_sweeps_a_fio_command_line_as_cint_does(cint_bin, tmp_path):
+    vary = ["--vary", "job.a.iodepth=4,16", "--vary", "seed=1,2"]
+    cli = run_cint(cint_bin, "sweep", *vary, "--csv", tmp_path / "cli.csv", "--fio-cmd", *FIO_CMD)
+    assert cli.returncode == 0, cli.stderr
+    py_csv = tmp_path / "py.csv"
+    run = subprocess.run([sys.executable, "-m", "cinterrupts", "sweep", *vary, "--csv", str(py_csv),
+                          "--jobs", "1", "--fio-cmd", *FIO_CMD], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert py_csv.read_bytes() == (tmp_path / "cli.csv").read_bytes()
+    # Two threads the kernel would place: two cores, one job.
+    assert len(py_csv.read_text().splitlines()) == 1 + 4 * 3
+    for bad in (["--fio-cmd"], [str(SCENARIO), "--fio-cmd", *FIO_CMD]):
+        run = subprocess.run([sys.executable, "-m", "cinterrupts", "sweep", "--vary", "seed=1,2", *bad],
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+        assert "--fio-cmd" in run.stderr
+
+
 def test_bad_vary_and_scenarios_are_the_cli_one_line_errors(cint_bin, tmp_path):
     unparsable = tmp_path / "broken.toml"
     unparsable.write_text("name = \n")

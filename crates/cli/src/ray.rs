@@ -20,13 +20,6 @@ const INSTALL: &str = "cint: --ray runs the sweep through the Python package cin
 /// Runs `python -m cinterrupts sweep` with the command's arguments; its
 /// exit status becomes ours, and its messages are already on stderr.
 pub(crate) fn sweep(cmd: &SweepCmd, address: &str) -> Result<(), Failure> {
-    if !cmd.input.fio_cmd.is_empty() {
-        return Err(usage(
-            "cint: sweep --ray takes a scenario file or --fio JOB.fio: write the fio command \
-             line as a job file (one [NAME] section per --name=NAME, an option a line), or \
-             sweep it without --ray",
-        ));
-    }
     let python = std::env::var_os(PYTHON_ENV).unwrap_or_else(|| "python3".into());
     let shown = python.to_string_lossy().into_owned();
     // Finding the package costs no import of Ray or of the package.
@@ -123,5 +116,10 @@ fn python_args(cmd: &SweepCmd, address: &str) -> Vec<OsString> {
         flag("--csv", path.into());
     }
     flag("--ray", address.into());
+    // Last: everything after it is the command line.
+    if !input.fio_cmd.is_empty() {
+        args.push("--fio-cmd".into());
+        args.extend(input.fio_cmd.iter().map(OsString::from));
+    }
     args
 }

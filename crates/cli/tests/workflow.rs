@@ -170,18 +170,6 @@ fn bad_fio_input_is_one_line_naming_the_culprit() {
         &cint(&["sim", "--trace", "t.blk", "--device", "p3700"]),
         "--device applies to --fio and --fio-cmd only",
     );
-    assert_refused(
-        &cint(&[
-            "sweep",
-            "--vary",
-            "seed=1,2",
-            "--ray",
-            "auto",
-            "--fio-cmd",
-            "--name=a",
-        ]),
-        "sweep --ray takes a scenario file or --fio",
-    );
     // An engine's refusal of an imported job's key names the job file's
     // line that set it (not a line of the scenario rendered from it), or
     // the job's section for a key no option set.

@@ -79,6 +79,12 @@ const EXTRA_OPTIONS: &[&str] = &[
     "rate_iops=0",
     "verify=0",
     "do_verify=1",
+    // Threads the kernel places, beside pinned ones.
+    "numjobs=40",
+    "cpus_allowed=2-5",
+    "cpus_allowed=1",
+    "cpus_allowed_policy=split",
+    "cpus_allowed_policy=shared",
 ];
 
 fn job_files() -> Vec<String> {
