@@ -521,12 +521,15 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     let (iodepth, batch, batch_complete_min, batch_complete_max) =
         queue_depths(sec, engine, offload)?;
     let flags = io_flags(sec, engine)?;
-    check_block_size(sec, bs, engine, flags.direct)?;
     let rates = crate::shape::parse_rates(sec, rw)?;
     let rate_iops = rates.iops;
     let think: Nanos = sec.duration("think")?.unwrap_or(0);
     let rate_min = crate::shape::parse_min_rate(sec, rw)?;
     let shape = crate::shape::parse_shape(sec, bs, bs_given, rates, rate_min)?;
+    // The split's and range's sizes first: a fio import derives `bs`
+    // from them, so they are what to name.
+    check_shape_block_sizes(sec, &shape, engine, flags.direct)?;
+    check_block_size(sec, bs, engine, flags.direct)?;
     check_shape_on_engine(sec, &shape, engine)?;
     check_sync_writes(sec, &shape, engine, flags.direct, rw)?;
     if offload {
@@ -778,6 +781,35 @@ fn check_block_size(
                  (direct = false, not io_uring) takes any size"
             ),
         ));
+    }
+    Ok(())
+}
+
+/// [`check_block_size`] for each size of `bssplit` and `bsrange`.
+fn check_shape_block_sizes(
+    sec: &Section<'_>,
+    shape: &crate::IoShape,
+    engine: Engine,
+    direct: bool,
+) -> Result<(), ScenarioError> {
+    if crate::model::passes_page_cache(engine, direct) {
+        return Ok(());
+    }
+    let split = shape.bssplit.iter().chain(&shape.bssplit_write);
+    let range = shape.bsrange.iter().chain(&shape.bsrange_write);
+    let sizes = split
+        .map(|s| ("bssplit", s.bytes))
+        .chain(range.flat_map(|&(lo, hi)| [("bsrange", lo), ("bsrange", hi)]));
+    for (key, bytes) in sizes {
+        if bytes % 512 != 0 {
+            return Err(sec.error(
+                key,
+                format!(
+                    "{bytes} bytes is not a multiple of 512; only a buffered job (direct = \
+                     false, not io_uring) takes any size"
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -624,7 +624,8 @@ pub enum RateUnit {
 /// One entry of `bssplit`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BsShare {
-    /// Block size in bytes (a positive multiple of 512).
+    /// Block size in bytes: positive, a multiple of 512 unless the job
+    /// goes through the page cache.
     pub bytes: u64,
     /// Percent of requests of this size.
     pub percent: u32,

@@ -815,6 +815,46 @@ fn writes_of_any_size_dirty_the_pages_they_touch_and_go_back_in_pages() {
 }
 
 #[test]
+fn splits_and_ranges_of_any_size_run_buffered_and_only_buffered() {
+    // Every request of a split or range is placed by the byte, as `bs`:
+    // a sequential writer of 1000 and 3000 bytes moves exactly the bytes
+    // it issued.
+    for shape in ["bssplit = \"1000/50:3000/50\"", "bsrange = \"1000-3000\""] {
+        let r = run(
+            &format!("rw = \"write\"\n{shape}\nsize = \"1m\""),
+            "",
+            "optane-p4800x",
+            "2ms",
+        );
+        let job = &r.results[0].jobs[0];
+        let fio = job.fio.as_ref().expect("fio figures");
+        assert!(fio.write.ios > 0, "{shape}");
+        let mean = fio.write.bytes as f64 / fio.write.ios as f64;
+        assert!((1000.0..=3000.0).contains(&mean), "{shape}: mean {mean}");
+        assert!(
+            fio.write.bytes % 1000 == 0,
+            "{shape}: sizes are multiples of 1000: {}",
+            fio.write.bytes
+        );
+        let t = totals(&r);
+        assert_eq!(t[1] + t[9] + t[10], t[0], "{shape}: no page lost: {t:?}");
+        // Direct, the same sizes are refused by their own key.
+        let key = shape.split(' ').next().expect("a key");
+        let text = format!(
+            "name = \"d\"\n[[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+             [[job]]\nname = \"w\"\nengine = \"psync\"\n{shape}\n"
+        );
+        let e = cint_scenario::load_str(&text, "d.toml", &[]).expect_err("direct 1000");
+        assert!(
+            e.to_string().contains(&format!("job.w.{key}"))
+                && e.to_string()
+                    .contains("1000 bytes is not a multiple of 512"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn a_device_acknowledging_writes_sooner_than_the_model_says_so() {
     // The P3700's sheet acknowledges a 4 KiB write at queue depth 1 in
     // 20 us; the model times it by the flash back end (450 us).

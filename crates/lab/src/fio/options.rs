@@ -1083,7 +1083,11 @@ mod tests {
             ("[j]\ndirect=1\nbs=1000\n", 3, "multiple of 512"),
             ("[j]\nbs=4k,8k,2k,1k\n", 2, "at most three sizes"),
             ("[j]\nbs=,\n", 2, "no size given"),
-            ("[j]\nrw=randrw\nbs=4k,100\n", 3, "multiple of 512"),
+            (
+                "[j]\nrw=randrw\ndirect=1\nbs=4k,100\n",
+                4,
+                "multiple of 512",
+            ),
             ("[j]\niodepth=0\n", 2, "iodepth"),
             ("[j]\nioengine=spdk\n", 2, "ioengine=spdk"),
             ("[j]\nruntime=soon\n", 2, "runtime"),
