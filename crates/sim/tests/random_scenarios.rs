@@ -479,6 +479,23 @@ fn scenario(seed: u64) -> String {
                         false => format!("{l}\n"),
                     })
                     .collect();
+            } else if !one_size && odd_sizes.chance(30) {
+                // A split's or a range's sizes too.
+                let odd = odd_sizes.pick(&["100", "2300", "5000"]);
+                one = one
+                    .lines()
+                    .map(|l| {
+                        if l.starts_with("bssplit = ") {
+                            format!("bssplit = \"{odd}/40:4k/60\"\n")
+                        } else if l.starts_with("bsrange = ") {
+                            format!("bsrange = \"{odd}-64k\"\n")
+                        } else if l.starts_with("bs = ") {
+                            format!("bs = {odd}\n")
+                        } else {
+                            format!("{l}\n")
+                        }
+                    })
+                    .collect();
             }
         }
         jobs.push_str(&one);
