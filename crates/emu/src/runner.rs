@@ -159,8 +159,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("bssplit")
             } else if s.bsrange.is_some() {
                 Some("bsrange")
-            } else if s.rate.is_some() {
-                Some("rate")
             } else if let Some(min) = s.rate_min {
                 Some(match min.floor.unit {
                     cint_scenario::RateUnit::Iops => "rate_iops_min",

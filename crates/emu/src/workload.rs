@@ -202,7 +202,7 @@ impl IoThread {
     }
 
     fn run(mut self, control: &Control) -> ThreadOutcome {
-        if self.io.rate_iops.is_some_and(|r| r > 0) || self.io.shape.thinktime > 0 {
+        if self.rate_step().is_some() || self.io.shape.thinktime > 0 {
             self.granularity = sleep_granularity();
         }
         self.started = sys::now();
@@ -328,10 +328,25 @@ impl IoThread {
         }
     }
 
+    /// How far each request moves the rate's schedule, `num / den`
+    /// nanoseconds (`None`: no rate): one request's share of a second at
+    /// `rate_iops`, or its bytes' at `rate` (fio's `usec_for_io`; the
+    /// emulator's requests are all `bs`).
+    fn rate_step(&self) -> Option<(u128, u128)> {
+        if let Some(iops) = self.io.rate_iops.filter(|&r| r > 0) {
+            return Some((1_000_000_000, u128::from(iops)));
+        }
+        let bytes = self.io.shape.rate.filter(|&r| r > 0)?;
+        Some((
+            1_000_000_000 * u128::from(self.io.bs.max(1)),
+            u128::from(bytes),
+        ))
+    }
+
     /// When the rate lets the next request go (`None`: no rate).
     fn next_due(&self) -> Option<Nanos> {
-        let rate = self.io.rate_iops.filter(|&r| r > 0)?;
-        let step = u128::from(self.issued) * 1_000_000_000 / u128::from(rate);
+        let (num, den) = self.rate_step()?;
+        let step = u128::from(self.issued) * num / den;
         Some(
             self.started
                 .saturating_add(u64::try_from(step).unwrap_or(u64::MAX)),
@@ -341,11 +356,11 @@ impl IoThread {
     /// Requests the rate lets go now: all those behind the schedule (fio
     /// keeps no cap on the backlog).
     fn requests_due(&self) -> usize {
-        let Some(rate) = self.io.rate_iops.filter(|&r| r > 0) else {
+        let Some((num, den)) = self.rate_step() else {
             return usize::MAX;
         };
         let elapsed = u128::from(sys::now().saturating_sub(self.started));
-        let by_now = elapsed * u128::from(rate) / 1_000_000_000 + 1;
+        let by_now = elapsed * den / num + 1;
         usize::try_from(by_now.saturating_sub(u128::from(self.issued))).unwrap_or(usize::MAX)
     }
 
@@ -406,12 +421,8 @@ impl IoThread {
         self.last_think = now;
         // fio's rate_ign_think: the rate's schedule moves on by the think
         // time, less one request's share when that is shorter.
-        if let Some(rate) = self
-            .io
-            .rate_iops
-            .filter(|&r| r > 0 && self.io.shape.rate_ign_think)
-        {
-            let per_request = 1_000_000_000 / rate;
+        if let Some((num, den)) = self.rate_step().filter(|_| self.io.shape.rate_ign_think) {
+            let per_request = u64::try_from(num / den).unwrap_or(u64::MAX);
             let shift = if per_request <= think {
                 think - per_request
             } else {

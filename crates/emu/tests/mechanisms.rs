@@ -173,6 +173,36 @@ fn a_rate_limited_deep_queue_reaps_before_it_sleeps() {
 }
 
 #[test]
+fn a_byte_rate_paces_each_request_by_its_bytes() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // rate = 2 MB/s of 4 KiB reads: a request every 2.048 ms, about 488 a
+    // second, where the device alone would serve a hundred times more. A
+    // loaded machine's late wake-ups only slow the thread, so the bound
+    // from above is the schedule's; from below, a fifth of it.
+    let mut job = io_job("paced", Engine::Psync, 1, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.shape.rate = Some(2_000_000);
+    }
+    let d = cint_emu::run_detailed(&scenario(
+        "bytes",
+        device(10_000, 4),
+        vec![none()],
+        vec![job],
+        200 * MS,
+    ))
+    .expect("emulator runs");
+    let iops = d.result.results[0].jobs[0].iops;
+    let schedule = 2_000_000.0 / 4096.0;
+    assert!(
+        iops <= schedule * 1.05 && iops >= schedule / 5.0,
+        "{iops} requests a second against the schedule's {schedule}"
+    );
+}
+
+#[test]
 fn think_time_pauses_after_each_request_with_a_sleep_when_it_is_long() {
     let _g = serial();
     if !can_emulate() {

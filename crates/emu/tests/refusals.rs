@@ -36,7 +36,7 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
         ("startdelay", "startdelay = \"1ms\""),
         ("bssplit", "bssplit = \"4k/50:8k/50\""),
         ("bsrange", "bsrange = \"4k-8k\""),
-        ("rate", "rate = \"10m\""),
+        ("rate", "rw = \"randrw\"\nrate = \"10m,1m\""),
         ("rate_iops_min", "rate_iops_min = 10"),
         // Its threads pace on one schedule.
         ("rate_iops", "rw = \"randrw\"\nrate_iops = \"1000,500\""),
