@@ -155,10 +155,15 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("submit_mode")
             } else if io.sqpoll.is_some() {
                 Some("sqpoll")
-            } else if !s.bssplit.is_empty() {
-                Some("bssplit")
-            } else if s.bsrange.is_some() {
-                Some("bsrange")
+            } else if (s.rate.is_some() || io.rate_iops.is_some())
+                && (!s.bssplit.is_empty() || s.bsrange.is_some())
+            {
+                // Its schedule counts requests of one size.
+                Some(if s.rate.is_some() {
+                    "rate"
+                } else {
+                    "rate_iops"
+                })
             } else if let Some(min) = s.rate_min {
                 Some(match min.floor.unit {
                     cint_scenario::RateUnit::Iops => "rate_iops_min",
@@ -758,9 +763,10 @@ fn start_job_threads(
                 io: io.clone(),
                 mode: strategy.mode,
                 stop_at: job.runtime.map(|r| start + scenario.warmup + r),
-                span: io
-                    .as_ref()
-                    .map_or(0, |io| io.size.min(target.span).max(io.bs)),
+                span: io.as_ref().map_or(0, |io| {
+                    let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
+                    io.size.min(target.span).max(largest)
+                }),
                 needs_buffers: target.needs_buffers,
                 seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
                 select: threads.selector.zip(io.as_ref()).map(|(selector, io)| {

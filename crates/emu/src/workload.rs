@@ -124,7 +124,11 @@ struct IoThread {
     io: IoJob,
     client: Client,
     rng: ChaCha8Rng,
+    /// A sequential job's next offset, in bytes.
     next_offset: u64,
+    /// The largest request the job may issue (`bs`, or its split's or
+    /// range's largest): each buffer's size.
+    largest: u64,
     buffers: Vec<IoBuf>,
     estimator: Option<SleepEstimator>,
     select: Option<ThreadSelect>,
@@ -132,6 +136,8 @@ struct IoThread {
     /// that request's class's (Linux 5.0's `blk_mq_poll_nsecs` reads the
     /// request it polls for), whatever the job's `rw`.
     last_op: Op,
+    /// The size of the request submitted last: its class, as `last_op`.
+    last_len: u64,
     wait_mode: WaitMode,
     out: ThreadOutcome,
     done: Vec<Completion>,
@@ -170,8 +176,10 @@ impl IoThread {
             ),
         };
         let depth = client.depth();
+        let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
+        let io_bs = io.bs;
         let buffers = if plan.needs_buffers {
-            (0..depth).map(|_| IoBuf::new(io.bs as usize)).collect()
+            (0..depth).map(|_| IoBuf::new(largest as usize)).collect()
         } else {
             Vec::new()
         };
@@ -182,9 +190,11 @@ impl IoThread {
             io,
             client,
             next_offset: 0,
+            largest,
             buffers,
             estimator,
             last_op: Op::Read,
+            last_len: io_bs,
             wait_mode,
             out: ThreadOutcome::default(),
             done: Vec::with_capacity(depth),
@@ -282,22 +292,23 @@ impl IoThread {
     fn submit_batch(&mut self, n: usize) {
         for index in 0..n {
             self.pace();
-            let (op, offset) = self.next_request();
+            let (op, offset, len) = self.next_request();
             self.last_op = op;
+            self.last_len = len;
             let hint = self.hint(op, index as u32, n as u32);
             let buf = self.buffers.pop();
             self.user_data += 1;
             let request = Request {
                 op,
                 offset,
-                len: self.io.bs as u32,
+                len: len as u32,
                 hint,
                 buf,
                 user_data: self.user_data,
             };
             let submitted = match &mut self.select {
                 Some(select) => {
-                    if select.choose_for_request(&self.client, self.io.bs, op) {
+                    if select.choose_for_request(&self.client, len, op) {
                         self.client.submit_polled(request)
                     } else {
                         self.client.submit(request)
@@ -320,7 +331,7 @@ impl IoThread {
                     // Its buffer was dropped with the request; keep the pool
                     // full for the next one.
                     if self.plan.needs_buffers {
-                        self.buffers.push(IoBuf::new(self.io.bs as usize));
+                        self.buffers.push(IoBuf::new(self.largest as usize));
                     }
                     return;
                 }
@@ -473,9 +484,13 @@ impl IoThread {
         self.issued += 1;
     }
 
-    fn next_request(&mut self) -> (Op, u64) {
+    /// The next request: its direction, offset and size. Sizes are drawn
+    /// as the simulator draws them (`bssplit`, `bsrange`); offsets are
+    /// whole `bs` (the smallest size) from the span's start, a random one
+    /// moved back where the request would pass the span's end, a
+    /// sequential one back to the start.
+    fn next_request(&mut self) -> (Op, u64, u64) {
         let bs = self.io.bs.max(1);
-        let blocks = (self.plan.span / bs).max(1);
         let (op, random) = match self.io.rw {
             Rw::Read => (Op::Read, false),
             Rw::Write => (Op::Write, false),
@@ -490,14 +505,26 @@ impl IoThread {
                 (if read { Op::Read } else { Op::Write }, false)
             }
         };
-        let block = if random {
-            self.rng.gen_range(0..blocks)
+        let len = cint_scenario::shape::draw_block_size(
+            &self.io.shape,
+            bs,
+            op == Op::Write,
+            &mut Draws(&mut self.rng),
+        );
+        // The span holds at least the largest request (`runner`).
+        let last_start = self.plan.span.saturating_sub(len) / bs * bs;
+        let offset = if random {
+            let blocks = (self.plan.span / bs).max(1);
+            (self.rng.gen_range(0..blocks) * bs).min(last_start)
         } else {
-            let b = self.next_offset % blocks;
-            self.next_offset += 1;
-            b
+            if self.next_offset > last_start {
+                self.next_offset = 0;
+            }
+            let at = self.next_offset;
+            self.next_offset += len;
+            at
         };
-        (op, block * bs)
+        (op, offset, len)
     }
 
     fn hint(&self, op: Op, index: u32, len: u32) -> Hint {
@@ -549,7 +576,7 @@ impl IoThread {
             }
             let (want, most) = (want - have, most - have);
             let began = self.client.wakeups() + self.sleeps;
-            let spun = match select.choose_for_wait(&self.client, self.io.bs, op) {
+            let spun = match select.choose_for_wait(&self.client, self.last_len, op) {
                 CompletionChoice::Poll => self.spin_for(want, most),
                 CompletionChoice::Sleep(ns) => self.sleep_then_spin(ns, want, most),
                 CompletionChoice::Interrupt => {
@@ -560,7 +587,7 @@ impl IoThread {
             };
             let ended = self.client.wakeups() + self.sleeps;
             if let Some(select) = &mut self.select {
-                select.wait_ended(self.io.bs, op, (began, ended));
+                select.wait_ended(self.last_len, op, (began, ended));
             }
             return spun;
         }
@@ -570,7 +597,7 @@ impl IoThread {
                 Op::Read => Direction::Read,
                 Op::Write => Direction::Write,
             };
-            let sleep = estimator.sleep_for(sys::now(), self.io.bs, dir);
+            let sleep = estimator.sleep_for(sys::now(), self.last_len, dir);
             return self.sleep_then_spin(sleep, want, most);
         }
         match self.wait_mode {
@@ -678,4 +705,17 @@ fn sleep_granularity() -> Nanos {
         })
         .max()
         .unwrap_or(0)
+}
+
+/// The thread's generator, as the size draw takes it.
+struct Draws<'a>(&'a mut ChaCha8Rng);
+
+impl cint_scenario::shape::SizeDraws for Draws<'_> {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0.gen_range(0..n)
+    }
+
+    fn percent(&mut self) -> u32 {
+        self.0.gen_range(0..100u32)
+    }
 }

@@ -203,6 +203,48 @@ fn a_byte_rate_paces_each_request_by_its_bytes() {
 }
 
 #[test]
+fn split_and_range_sizes_are_drawn_per_request_as_the_simulator_draws_them() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // Half 4 KiB, half 64 KiB: 34 KiB a request on average; a range of 4
+    // to 10 KiB draws 4 and 8 KiB two fifths each and 10 KiB the rest:
+    // 6.8 KiB. A few hundred requests hold each mean within a tenth.
+    for (shape, mean) in [("bssplit", 34.0 * 1024.0), ("bsrange", 6.8 * 1024.0)] {
+        let mut job = io_job("sizes", Engine::Libaio, 4, 1, 1);
+        if let Work::Io(io) = &mut job.work {
+            match shape {
+                "bssplit" => {
+                    io.shape.bssplit = cint_scenario::shape::parse_bssplit("4k/50:64k/50")
+                        .expect("valid")
+                        .0;
+                }
+                _ => io.shape.bsrange = Some((4096, 10 * 1024)),
+            }
+        }
+        let d = run_long_enough(400, |duration| {
+            scenario(
+                "sizes",
+                device(10_000, 4),
+                vec![none()],
+                vec![job.clone()],
+                duration,
+            )
+        });
+        let j = &d.result.results[0].jobs[0];
+        let per_request = j.bw_bytes as f64 / j.iops;
+        assert!(
+            (per_request - mean).abs() < mean / 10.0,
+            "{shape}: {per_request} bytes a request, against {mean}"
+        );
+        let detail = &d.strategies[0].jobs[0];
+        assert_eq!(detail.completed, detail.submitted, "{shape}");
+        assert_eq!(detail.errors, 0, "{shape}: {:?}", detail.first_error);
+    }
+}
+
+#[test]
 fn think_time_pauses_after_each_request_with_a_sleep_when_it_is_long() {
     let _g = serial();
     if !can_emulate() {

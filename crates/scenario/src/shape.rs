@@ -367,6 +367,46 @@ pub fn sizes_of(shape: &IoShape, write: bool) -> (Option<(u64, u64)>, &[BsShare]
     (range, split)
 }
 
+/// The uniform draws a request's size takes, from an engine's own
+/// generator (the simulator's seeded one, the emulator's thread's).
+pub trait SizeDraws {
+    /// A value in `0..n`, `n > 0`.
+    fn below(&mut self, n: u64) -> u64;
+    /// A percent in `0..100`.
+    fn percent(&mut self) -> u32;
+}
+
+/// A request's size, as fio 3.33 draws it (`get_next_buflen`): `bs`, or
+/// drawn from one direction's `bssplit` (`write`: the writes' list) or
+/// `bsrange`.
+pub fn draw_block_size(shape: &IoShape, bs: u64, write: bool, draws: &mut impl SizeDraws) -> u64 {
+    let (range, split) = sizes_of(shape, write);
+    if let Some((lo, hi)) = range {
+        // fio draws `lo + hi * U`, rounds it down to a multiple of `lo`
+        // and caps it at `hi`: each multiple of `lo` up to `hi` takes
+        // `lo / hi` of the requests, and `hi` itself, when it is not a
+        // multiple, what is left.
+        let multiples = (hi / lo).max(1);
+        if hi % lo == 0 {
+            return lo * (draws.below(multiples) + 1);
+        }
+        let k = draws.below(hi) / lo + 1;
+        return if k > multiples { hi } else { k * lo };
+    }
+    if split.is_empty() {
+        return bs;
+    }
+    let mut x = draws.percent();
+    for s in split {
+        if x < s.percent {
+            return s.bytes;
+        }
+        x -= s.percent;
+    }
+    // The shares add up to 100: unreachable, but never a size of zero.
+    split.last().map_or(bs, |s| s.bytes)
+}
+
 /// The smallest size one direction's requests may have (`write`: the
 /// writes'): its own list or range, else the reads', else `bs`.
 pub fn smallest_block_of(shape: &IoShape, bs: u64, write: bool) -> u64 {

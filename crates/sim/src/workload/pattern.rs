@@ -112,34 +112,23 @@ pub(crate) fn is_write(rw: Rw, rwmixread: u8, rng: &mut ChaCha8Rng) -> bool {
     }
 }
 
+/// The thread's generator, as the size draw takes it.
+struct Draws<'a>(&'a mut ChaCha8Rng);
+
+impl cint_scenario::shape::SizeDraws for Draws<'_> {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0.gen_range(0..n)
+    }
+
+    fn percent(&mut self) -> u32 {
+        self.0.gen_range(0..100u32)
+    }
+}
+
 /// A request's size: `bs`, or drawn from `bssplit` (its writes' list for
-/// a write) or `bsrange`.
+/// a write) or `bsrange` (`cint_scenario::shape::draw_block_size`).
 pub(crate) fn block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut ChaCha8Rng) -> u64 {
-    let (range, split) = cint_scenario::shape::sizes_of(shape, write);
-    if let Some((lo, hi)) = range {
-        // fio draws `lo + hi * U`, rounds it down to a multiple of `lo`
-        // and caps it at `hi` (`get_next_buflen`): each multiple of `lo`
-        // up to `hi` takes `lo / hi` of the requests, and `hi` itself,
-        // when it is not a multiple, what is left.
-        let multiples = (hi / lo).max(1);
-        if hi % lo == 0 {
-            return lo * rng.gen_range(1..=multiples);
-        }
-        let k = rng.gen_range(0..hi) / lo + 1;
-        return if k > multiples { hi } else { k * lo };
-    }
-    if split.is_empty() {
-        return bs;
-    }
-    let mut x = rng.gen_range(0..100u32);
-    for s in split {
-        if x < s.percent {
-            return s.bytes;
-        }
-        x -= s.percent;
-    }
-    // The shares add up to 100: unreachable, but never a size of zero.
-    split.last().map_or(bs, |s| s.bytes)
+    cint_scenario::shape::draw_block_size(shape, bs, write, &mut Draws(rng))
 }
 
 /// Places a request of `bytes` by `offsets`, a size that does not fit
