@@ -26,9 +26,7 @@ use crate::idle_watch::{IdleWatch, ProfileState};
 use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
 use crate::sys;
-use crate::workload::{
-    run_thread, Control, ThreadOutcome, ThreadPlan, PHASE_MEASURE, PHASE_STOP, PHASE_WARMUP,
-};
+use crate::workload::{run_thread, Control, ThreadOutcome, ThreadPlan, PHASE_MEASURE, PHASE_STOP};
 
 /// What the emulator measured beyond the result document, for tests and
 /// diagnostics.
@@ -181,8 +179,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("barrier_last")
             } else if s.number_ios.is_some() {
                 Some("number_ios")
-            } else if s.io_size.is_some() {
-                Some("io_size")
             } else if s.fsync != 0 {
                 Some("fsync")
             } else if s.fdatasync != 0 {
@@ -263,14 +259,6 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
     for strategy in &scenario.strategies {
         crate::select::build(scenario, strategy)?;
     }
-    if scenario.run_to_end {
-        // Its jobs end by their runtime or the duration only.
-        return Err(unsupported(
-            "run_to_end".to_string(),
-            "modelled by the simulator only; the emulator runs for the duration (use cint sim, \
-             or remove the key)",
-        ));
-    }
     if let Some((job, key)) = unhonoured_key(scenario) {
         return Err(unsupported(
             format!("job.{job}.{key}"),
@@ -329,7 +317,13 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             device: scenario.device.model.clone(),
             host: scenario.host.model.clone(),
             seed: scenario.seed,
-            duration_ns: scenario.duration,
+            // Under `run_to_end`, as the simulator: what the longest
+            // strategy's run measured.
+            duration_ns: if scenario.run_to_end {
+                details.iter().map(|d| d.window_ns).max().unwrap_or(1)
+            } else {
+                scenario.duration
+            },
             results,
             notes,
         },
@@ -574,9 +568,7 @@ fn run_strategy(
     let (config, target) = device_config(scenario, layout, strategy, strategy_index)?;
     let selector = crate::select::build(scenario, strategy)?;
     let emulator = Emulator::start(config)?;
-    let control = Arc::new(Control {
-        phase: AtomicU8::new(PHASE_WARMUP),
-    });
+    let control = Arc::new(Control::new());
     let clocks = CoreClocks::new(crate::activity::core_groups(scenario, &layout.app));
     for queue in 0..layout.app.len() {
         if let Some(pair) = clocks.for_queue(queue) {
@@ -863,11 +855,14 @@ struct Window {
     stats_after: DeviceStats,
     samples_before: Vec<ThreadSample>,
     samples_after: Vec<ThreadSample>,
+    /// When it began (the clock's instant).
+    start: Nanos,
     /// Its length, ns (at least 1).
     ns: u64,
 }
 
-/// Waits out the warm-up, then measures for the scenario's duration and
+/// Waits out the warm-up, then measures for the scenario's duration (under
+/// `run_to_end`, until every job thread has ended, at most that long) and
 /// tells the job threads to stop.
 fn measure(
     scenario: &Scenario,
@@ -885,7 +880,22 @@ fn measure(
     let activity_before = clocks.read();
     let window_start = sys::now();
     control.phase.store(PHASE_MEASURE, Ordering::SeqCst);
-    sys::sleep_ns(scenario.duration);
+    if scenario.run_to_end {
+        let threads: usize = scenario.jobs.iter().map(|j| j.numjobs as usize).sum();
+        let most = std::time::Duration::from_nanos(scenario.duration);
+        // A poisoned count is a panicked thread's, found when it is
+        // joined: measure for the duration then.
+        match control.ended.lock() {
+            Ok(ended) => drop(
+                control
+                    .ended_changed
+                    .wait_timeout_while(ended, most, |ended| *ended < threads),
+            ),
+            Err(_) => sys::sleep_ns(scenario.duration),
+        }
+    } else {
+        sys::sleep_ns(scenario.duration);
+    }
     let activity_after = clocks.read();
     let ns = sys::now().saturating_sub(window_start).max(1);
     // Sample before stopping: a stopped thread's clock and /proc entry
@@ -906,6 +916,7 @@ fn measure(
         stats_after,
         samples_before,
         samples_after,
+        start: window_start,
         ns,
     }
 }
@@ -1151,9 +1162,21 @@ fn summarise_job(
     window: &Window,
 ) -> (JobResult, JobDetail) {
     // The job's own window, as the simulator measures it: its threads
-    // stop at its `runtime` after the warm-up (every job starts with the
-    // run: start delays and groups are refused here).
-    let window_ns = job.runtime.map_or(window.ns, |r| r.min(window.ns)).max(1);
+    // stop at its `runtime` after the warm-up, or end when its `io_size`
+    // is done (every job starts with the run: start delays and groups are
+    // refused here).
+    let ended = outcomes
+        .iter()
+        .map(|o| o.ended_at)
+        .collect::<Option<Vec<Nanos>>>()
+        .and_then(|at| at.into_iter().max())
+        .map(|at| at.saturating_sub(window.start));
+    let window_ns = match (job.runtime, ended) {
+        (Some(r), _) => r.min(window.ns),
+        (None, Some(ended)) => ended.min(window.ns),
+        (None, None) => window.ns,
+    }
+    .max(1);
     let window_s = window_ns as f64 / 1e9;
     let mut hist = LatencyHistogram::new();
     let mut by_direction = [FioHistogram::new(), FioHistogram::new()];

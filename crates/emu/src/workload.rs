@@ -5,6 +5,7 @@
 //! ([`crate::select`]), and `kind = "cpu"` jobs burn CPU.
 
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Condvar, Mutex};
 
 use cint_policy::hints::{request_hint, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::{Direction, SleepEstimator};
@@ -30,6 +31,32 @@ pub(crate) const PHASE_STOP: u8 = 2;
 /// What every job thread shares with the coordinator.
 pub(crate) struct Control {
     pub phase: AtomicU8,
+    /// Job threads that have ended (their job's size done, their
+    /// `runtime` over, or told to stop), for a run that ends with its
+    /// last job (`run_to_end`).
+    pub ended: Mutex<usize>,
+    /// Told each time a thread ends.
+    pub ended_changed: Condvar,
+}
+
+impl Control {
+    pub(crate) fn new() -> Control {
+        Control {
+            phase: AtomicU8::new(PHASE_WARMUP),
+            ended: Mutex::new(0),
+            ended_changed: Condvar::new(),
+        }
+    }
+
+    /// A job thread has ended.
+    fn thread_ended(&self) {
+        // A poisoned count is a panicked thread's: the coordinator finds
+        // that thread's failure when it joins it.
+        if let Ok(mut ended) = self.ended.lock() {
+            *ended += 1;
+        }
+        self.ended_changed.notify_all();
+    }
 }
 
 /// One job thread's task.
@@ -78,6 +105,9 @@ pub(crate) struct ThreadOutcome {
     /// Under `mode-select`: the waits whose idle state was looked at and
     /// of them those whose state was learnt, or why none could be.
     pub idle_watch: Option<Result<(u64, u64), String>>,
+    /// When the thread ended by its size (its `io_size` issued and every
+    /// request back), or a CPU-bound one by its `runtime`.
+    pub ended_at: Option<Nanos>,
 }
 
 /// One direction's I/Os in the measured window.
@@ -94,20 +124,25 @@ pub(crate) fn run_thread(
     client: Option<Client>,
     control: &Control,
 ) -> ThreadOutcome {
-    match (plan.io.clone(), client) {
+    let outcome = match (plan.io.clone(), client) {
         (Some(io), Some(client)) => IoThread::new(plan, io, client).run(control),
-        _ => {
-            burn_cpu(&plan, control);
-            ThreadOutcome::default()
-        }
-    }
+        _ => ThreadOutcome {
+            ended_at: burn_cpu(&plan, control),
+            ..ThreadOutcome::default()
+        },
+    };
+    control.thread_ended();
+    outcome
 }
 
-fn burn_cpu(plan: &ThreadPlan, control: &Control) {
+/// Burns CPU until told to stop, or until its `runtime` is over: then
+/// when that was.
+fn burn_cpu(plan: &ThreadPlan, control: &Control) -> Option<Nanos> {
     let mut x = plan.seed | 1;
     while control.phase.load(Ordering::Relaxed) != PHASE_STOP {
-        if plan.stop_at.is_some_and(|t| sys::now() >= t) {
-            break;
+        let now = sys::now();
+        if plan.stop_at.is_some_and(|t| now >= t) {
+            return Some(now);
         }
         for _ in 0..256 {
             // xorshift: work the optimiser cannot remove.
@@ -117,6 +152,7 @@ fn burn_cpu(plan: &ThreadPlan, control: &Control) {
         }
         std::hint::black_box(x);
     }
+    None
 }
 
 struct IoThread {
@@ -126,6 +162,8 @@ struct IoThread {
     rng: ChaCha8Rng,
     /// A sequential job's next offset, in bytes.
     next_offset: u64,
+    /// Bytes issued since the thread started.
+    bytes_issued: u64,
     /// The largest request the job may issue (`bs`, or its split's or
     /// range's largest): each buffer's size.
     largest: u64,
@@ -190,6 +228,7 @@ impl IoThread {
             io,
             client,
             next_offset: 0,
+            bytes_issued: 0,
             largest,
             buffers,
             estimator,
@@ -233,8 +272,9 @@ impl IoThread {
                 self.started = sys::now();
                 self.issued = 0;
             }
-            let stopping =
-                phase == PHASE_STOP || self.plan.stop_at.is_some_and(|t| sys::now() >= t);
+            let stopping = phase == PHASE_STOP
+                || self.plan.stop_at.is_some_and(|t| sys::now() >= t)
+                || self.size_issued();
             if let Some(select) = &mut self.select {
                 select.measuring = phase == PHASE_MEASURE;
             }
@@ -247,7 +287,7 @@ impl IoThread {
                 } else {
                     // What the rate lets go now, at most a batch at a time.
                     let mut due = self.requests_due();
-                    while due > 0 && self.client.in_flight() < depth {
+                    while due > 0 && self.client.in_flight() < depth && !self.size_issued() {
                         let room = depth - self.client.in_flight();
                         let n = batch.min(room).min(due);
                         self.submit_batch(n);
@@ -260,6 +300,9 @@ impl IoThread {
             }
             if self.client.in_flight() == 0 {
                 if stopping {
+                    if self.size_issued() {
+                        self.out.ended_at = Some(sys::now());
+                    }
                     break;
                 }
                 continue;
@@ -289,10 +332,19 @@ impl IoThread {
         self.out
     }
 
+    /// Submits up to `n` requests, fewer where the job's `io_size` is
+    /// issued first (fio looks before each request): the batch's hints
+    /// know how many it holds.
     fn submit_batch(&mut self, n: usize) {
-        for index in 0..n {
+        let mut batch = Vec::with_capacity(n);
+        while batch.len() < n && !self.size_issued() {
+            let request = self.next_request();
+            self.bytes_issued += request.2;
+            batch.push(request);
+        }
+        let n = batch.len();
+        for (index, (op, offset, len)) in batch.into_iter().enumerate() {
             self.pace();
-            let (op, offset, len) = self.next_request();
             self.last_op = op;
             self.last_len = len;
             let hint = self.hint(op, index as u32, n as u32);
@@ -337,6 +389,15 @@ impl IoThread {
                 }
             }
         }
+    }
+
+    /// The job's `io_size` is issued (fio's `io_issue_bytes_exceeded`,
+    /// counted from the thread's start, ramp included, as fio counts it).
+    fn size_issued(&self) -> bool {
+        self.io
+            .shape
+            .io_size
+            .is_some_and(|b| self.bytes_issued >= b)
     }
 
     /// How far each request moves the rate's schedule, `num / den`

@@ -245,6 +245,56 @@ fn split_and_range_sizes_are_drawn_per_request_as_the_simulator_draws_them() {
 }
 
 #[test]
+fn a_sized_job_issues_its_io_size_and_the_run_ends_with_it() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's run of a job that ends by its size (the fio import's
+    // `run_to_end`): 1 MiB of 4 KiB reads is 256 requests, each issued
+    // once and back once, in batches that stop at the size; the run ends
+    // with the job, long before its two-second bound, and the job's rates
+    // are over its own window.
+    for (engine, depth, batch) in [(Engine::Psync, 1, 1), (Engine::Libaio, 16, 6)] {
+        let mut job = io_job("sized", engine, depth, batch, 1);
+        if let Work::Io(io) = &mut job.work {
+            io.shape.io_size = Some(1 << 20);
+        }
+        let mut sc = scenario(
+            "sized",
+            device(10_000, 4),
+            vec![none()],
+            vec![job],
+            2_000 * MS,
+        );
+        sc.warmup = 0;
+        sc.run_to_end = true;
+        let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+        let detail = &d.strategies[0].jobs[0];
+        assert_eq!(
+            (detail.submitted, detail.completed),
+            (256, 256),
+            "{engine:?}"
+        );
+        let j = &d.result.results[0].jobs[0];
+        assert_eq!(j.ios, 256, "{engine:?}");
+        assert!(
+            d.result.duration_ns < 1_000 * MS,
+            "{engine:?}: the run lasted {} ns",
+            d.result.duration_ns
+        );
+        // Over its own window, which ends at its last completion, within
+        // the run's (which ends when the coordinator has seen it end).
+        let over_the_run = j.ios as f64 / (d.result.duration_ns as f64 / 1e9);
+        assert!(
+            j.iops >= over_the_run,
+            "{engine:?}: {} a second against {over_the_run} over the run",
+            j.iops
+        );
+    }
+}
+
+#[test]
 fn think_time_pauses_after_each_request_with_a_sleep_when_it_is_long() {
     let _g = serial();
     if !can_emulate() {

@@ -43,7 +43,6 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
         ("rate_iops", "rw = \"randrw\"\nrate_iops = \"1000,500\""),
         ("barrier_last", "barrier_last = true"),
         ("number_ios", "number_ios = 10"),
-        ("io_size", "io_size = \"1m\""),
         ("fsync", "rw = \"write\"\nfsync = 4"),
         ("flow", "flow = 2"),
         ("exitall", "exitall = \"group\""),
@@ -132,18 +131,4 @@ engine = "libaio"
 iodepth = 16
 "#;
     refused_naming(text, "guest.g: ");
-}
-
-/// Its jobs end by their runtime or the duration only: a run that ends
-/// with its jobs is the simulator's.
-#[test]
-fn run_to_end_is_refused_by_name() {
-    let text = "name = \"s\"\nduration = \"10ms\"\nrun_to_end = true\n[[strategy]]\nname = \"n\"\n\
-                kind = \"none\"\n[[job]]\nname = \"aio\"\nengine = \"libaio\"\n";
-    let sc = cint_scenario::load_str(text, "s.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
-    let e = cint_emu::run(&sc).expect_err("run_to_end");
-    let cint_emu::EmuError::Unsupported { key, .. } = &e else {
-        panic!("{e}");
-    };
-    assert_eq!(key, "run_to_end");
 }
