@@ -177,8 +177,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("rate_process")
             } else if s.barrier_last {
                 Some("barrier_last")
-            } else if s.number_ios.is_some() {
-                Some("number_ios")
             } else if s.fsync != 0 {
                 Some("fsync")
             } else if s.fdatasync != 0 {
@@ -761,6 +759,7 @@ fn start_job_threads(
                 }),
                 needs_buffers: target.needs_buffers,
                 seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
+                ramp: scenario.warmup > 0,
                 select: threads.selector.zip(io.as_ref()).map(|(selector, io)| {
                     let open_idle = || IdleWatch::open(real_cpu, &profile_idle_states(scenario));
                     ThreadSelect::new(selector, io, Arc::clone(&threads.host_in_flight), open_idle)

@@ -69,6 +69,9 @@ pub(crate) struct ThreadPlan {
     pub span: u64,
     pub needs_buffers: bool,
     pub seed: u64,
+    /// The run has a warm-up (fio's `ramp_time`): its end resets the
+    /// rate's schedule and the `number_ios` count, as fio's does.
+    pub ramp: bool,
     /// Under `mode-select`: the thread's selector.
     pub select: Option<ThreadSelect>,
 }
@@ -105,8 +108,9 @@ pub(crate) struct ThreadOutcome {
     /// Under `mode-select`: the waits whose idle state was looked at and
     /// of them those whose state was learnt, or why none could be.
     pub idle_watch: Option<Result<(u64, u64), String>>,
-    /// When the thread ended by its size (its `io_size` issued and every
-    /// request back), or a CPU-bound one by its `runtime`.
+    /// When the thread ended by its size (its `io_size` or `number_ios`
+    /// issued and every request back), or a CPU-bound one by its
+    /// `runtime`.
     pub ended_at: Option<Nanos>,
 }
 
@@ -162,8 +166,13 @@ struct IoThread {
     rng: ChaCha8Rng,
     /// A sequential job's next offset, in bytes.
     next_offset: u64,
-    /// Bytes issued since the thread started.
+    /// The requests of the batch being submitted (kept for the next).
+    batch: Vec<(Op, u64, u64)>,
+    /// Bytes and requests issued since the thread started.
     bytes_issued: u64,
+    requests_issued: u64,
+    /// Requests submitted before `number_ios` counts (at the ramp's end).
+    counted_from: u64,
     /// The largest request the job may issue (`bs`, or its split's or
     /// range's largest): each buffer's size.
     largest: u64,
@@ -228,7 +237,10 @@ impl IoThread {
             io,
             client,
             next_offset: 0,
+            batch: Vec::with_capacity(depth),
             bytes_issued: 0,
+            requests_issued: 0,
+            counted_from: 0,
             largest,
             buffers,
             estimator,
@@ -267,14 +279,18 @@ impl IoThread {
         let mut ramped = false;
         loop {
             let phase = control.phase.load(Ordering::Relaxed);
-            if !ramped && phase == PHASE_MEASURE {
+            if !ramped && phase == PHASE_MEASURE && self.plan.ramp {
                 ramped = true;
                 self.started = sys::now();
                 self.issued = 0;
+                // fio counts `number_ios` again from the end of its ramp
+                // (libfio.c `reset_all_stats`), those in flight then
+                // included (backend.c `exceeds_number_ios`).
+                self.counted_from = self.requests_issued - self.client.in_flight() as u64;
             }
             let stopping = phase == PHASE_STOP
                 || self.plan.stop_at.is_some_and(|t| sys::now() >= t)
-                || self.size_issued();
+                || self.job_done();
             if let Some(select) = &mut self.select {
                 select.measuring = phase == PHASE_MEASURE;
             }
@@ -287,7 +303,7 @@ impl IoThread {
                 } else {
                     // What the rate lets go now, at most a batch at a time.
                     let mut due = self.requests_due();
-                    while due > 0 && self.client.in_flight() < depth && !self.size_issued() {
+                    while due > 0 && self.client.in_flight() < depth && !self.job_done() {
                         let room = depth - self.client.in_flight();
                         let n = batch.min(room).min(due);
                         self.submit_batch(n);
@@ -300,7 +316,7 @@ impl IoThread {
             }
             if self.client.in_flight() == 0 {
                 if stopping {
-                    if self.size_issued() {
+                    if self.job_done() {
                         self.out.ended_at = Some(sys::now());
                     }
                     break;
@@ -332,18 +348,22 @@ impl IoThread {
         self.out
     }
 
-    /// Submits up to `n` requests, fewer where the job's `io_size` is
-    /// issued first (fio looks before each request): the batch's hints
+    /// Submits up to `n` requests, fewer where the job's `io_size` or
+    /// `number_ios` is issued first (fio looks before each request): the batch's hints
     /// know how many it holds.
     fn submit_batch(&mut self, n: usize) {
-        let mut batch = Vec::with_capacity(n);
-        while batch.len() < n && !self.size_issued() {
+        // Drawn first, into a buffer kept from batch to batch, so that
+        // the submission path allocates nothing.
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        while batch.len() < n && !self.job_done() {
             let request = self.next_request();
             self.bytes_issued += request.2;
+            self.requests_issued += 1;
             batch.push(request);
         }
         let n = batch.len();
-        for (index, (op, offset, len)) in batch.into_iter().enumerate() {
+        for (index, &(op, offset, len)) in batch.iter().enumerate() {
             self.pace();
             self.last_op = op;
             self.last_len = len;
@@ -385,19 +405,24 @@ impl IoThread {
                     if self.plan.needs_buffers {
                         self.buffers.push(IoBuf::new(self.largest as usize));
                     }
-                    return;
+                    break;
                 }
             }
         }
+        self.batch = batch;
     }
 
-    /// The job's `io_size` is issued (fio's `io_issue_bytes_exceeded`,
-    /// counted from the thread's start, ramp included, as fio counts it).
-    fn size_issued(&self) -> bool {
-        self.io
-            .shape
-            .io_size
-            .is_some_and(|b| self.bytes_issued >= b)
+    /// The job has issued what it was to (fio's loop stops before the
+    /// next request): its `io_size` (`io_issue_bytes_exceeded`, counted
+    /// from the thread's start, ramp included, as fio counts it), or its
+    /// `number_ios` (`exceeds_number_ios`: completed and in flight, since
+    /// the end of the ramp).
+    fn job_done(&self) -> bool {
+        let shape = &self.io.shape;
+        shape.io_size.is_some_and(|b| self.bytes_issued >= b)
+            || shape
+                .number_ios
+                .is_some_and(|n| self.requests_issued - self.counted_from >= n)
     }
 
     /// How far each request moves the rate's schedule, `num / den`

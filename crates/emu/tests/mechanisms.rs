@@ -245,7 +245,7 @@ fn split_and_range_sizes_are_drawn_per_request_as_the_simulator_draws_them() {
 }
 
 #[test]
-fn a_sized_job_issues_its_io_size_and_the_run_ends_with_it() {
+fn a_sized_job_issues_its_io_size_or_count_and_the_run_ends_with_it() {
     let _g = serial();
     if !can_emulate() {
         return;
@@ -255,10 +255,19 @@ fn a_sized_job_issues_its_io_size_and_the_run_ends_with_it() {
     // once and back once, in batches that stop at the size; the run ends
     // with the job, long before its two-second bound, and the job's rates
     // are over its own window.
-    for (engine, depth, batch) in [(Engine::Psync, 1, 1), (Engine::Libaio, 16, 6)] {
+    // `number_ios = 256` alike.
+    let cases = [
+        (Engine::Psync, 1, 1, false),
+        (Engine::Libaio, 16, 6, false),
+        (Engine::Libaio, 16, 6, true),
+    ];
+    for (engine, depth, batch, count) in cases {
         let mut job = io_job("sized", engine, depth, batch, 1);
         if let Work::Io(io) = &mut job.work {
-            io.shape.io_size = Some(1 << 20);
+            match count {
+                true => io.shape.number_ios = Some(256),
+                false => io.shape.io_size = Some(1 << 20),
+            }
         }
         let mut sc = scenario(
             "sized",

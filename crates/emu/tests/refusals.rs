@@ -42,7 +42,6 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
         // Its threads pace on one schedule.
         ("rate_iops", "rw = \"randrw\"\nrate_iops = \"1000,500\""),
         ("barrier_last", "barrier_last = true"),
-        ("number_ios", "number_ios = 10"),
         ("fsync", "rw = \"write\"\nfsync = 4"),
         ("flow", "flow = 2"),
         ("exitall", "exitall = \"group\""),
