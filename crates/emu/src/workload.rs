@@ -595,7 +595,7 @@ impl IoThread {
             &self.io.shape,
             bs,
             op == Op::Write,
-            &mut Draws(&mut self.rng),
+            &mut self.rng,
         );
         // The span holds at least the largest request (`runner`).
         let last_start = self.plan.span.saturating_sub(len) / bs * bs;
@@ -791,17 +791,4 @@ fn sleep_granularity() -> Nanos {
         })
         .max()
         .unwrap_or(0)
-}
-
-/// The thread's generator, as the size draw takes it.
-struct Draws<'a>(&'a mut ChaCha8Rng);
-
-impl cint_scenario::shape::SizeDraws for Draws<'_> {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0.gen_range(0..n)
-    }
-
-    fn percent(&mut self) -> u32 {
-        self.0.gen_range(0..100u32)
-    }
 }

@@ -367,19 +367,11 @@ pub fn sizes_of(shape: &IoShape, write: bool) -> (Option<(u64, u64)>, &[BsShare]
     (range, split)
 }
 
-/// The uniform draws a request's size takes, from an engine's own
-/// generator (the simulator's seeded one, the emulator's thread's).
-pub trait SizeDraws {
-    /// A value in `0..n`, `n > 0`.
-    fn below(&mut self, n: u64) -> u64;
-    /// A percent in `0..100`.
-    fn percent(&mut self) -> u32;
-}
-
 /// A request's size, as fio 3.33 draws it (`get_next_buflen`): `bs`, or
 /// drawn from one direction's `bssplit` (`write`: the writes' list) or
-/// `bsrange`.
-pub fn draw_block_size(shape: &IoShape, bs: u64, write: bool, draws: &mut impl SizeDraws) -> u64 {
+/// `bsrange`, with the engine's own generator (the simulator's seeded
+/// one, the emulator's thread's), so that both engines draw alike.
+pub fn draw_block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut impl rand::Rng) -> u64 {
     let (range, split) = sizes_of(shape, write);
     if let Some((lo, hi)) = range {
         // fio draws `lo + hi * U`, rounds it down to a multiple of `lo`
@@ -388,15 +380,15 @@ pub fn draw_block_size(shape: &IoShape, bs: u64, write: bool, draws: &mut impl S
         // multiple, what is left.
         let multiples = (hi / lo).max(1);
         if hi % lo == 0 {
-            return lo * (draws.below(multiples) + 1);
+            return lo * rng.gen_range(1..=multiples);
         }
-        let k = draws.below(hi) / lo + 1;
+        let k = rng.gen_range(0..hi) / lo + 1;
         return if k > multiples { hi } else { k * lo };
     }
     if split.is_empty() {
         return bs;
     }
-    let mut x = draws.percent();
+    let mut x = rng.gen_range(0..100u32);
     for s in split {
         if x < s.percent {
             return s.bytes;

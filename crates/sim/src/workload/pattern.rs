@@ -112,23 +112,10 @@ pub(crate) fn is_write(rw: Rw, rwmixread: u8, rng: &mut ChaCha8Rng) -> bool {
     }
 }
 
-/// The thread's generator, as the size draw takes it.
-struct Draws<'a>(&'a mut ChaCha8Rng);
-
-impl cint_scenario::shape::SizeDraws for Draws<'_> {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0.gen_range(0..n)
-    }
-
-    fn percent(&mut self) -> u32 {
-        self.0.gen_range(0..100u32)
-    }
-}
-
 /// A request's size: `bs`, or drawn from `bssplit` (its writes' list for
 /// a write) or `bsrange` (`cint_scenario::shape::draw_block_size`).
 pub(crate) fn block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut ChaCha8Rng) -> u64 {
-    cint_scenario::shape::draw_block_size(shape, bs, write, &mut Draws(rng))
+    cint_scenario::shape::draw_block_size(shape, bs, write, rng)
 }
 
 /// Places a request of `bytes` by `offsets`, a size that does not fit
