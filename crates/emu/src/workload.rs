@@ -349,8 +349,8 @@ impl IoThread {
     }
 
     /// Submits up to `n` requests, fewer where the job's `io_size` or
-    /// `number_ios` is issued first (fio looks before each request): the batch's hints
-    /// know how many it holds.
+    /// `number_ios` is issued first (fio looks before each request): the
+    /// batch's hints know how many it holds.
     fn submit_batch(&mut self, n: usize) {
         // Drawn first, into a buffer kept from batch to batch, so that
         // the submission path allocates nothing.
@@ -427,8 +427,9 @@ impl IoThread {
 
     /// How far each request moves the rate's schedule, `num / den`
     /// nanoseconds (`None`: no rate): one request's share of a second at
-    /// `rate_iops`, or its bytes' at `rate` (fio's `usec_for_io`; the
-    /// emulator's requests are all `bs`).
+    /// `rate_iops`, or its bytes' at `rate` (fio's `usec_for_io`; every
+    /// request is `bs`, as a rate beside `bssplit` or `bsrange` is
+    /// refused).
     fn rate_step(&self) -> Option<(u128, u128)> {
         if let Some(iops) = self.io.rate_iops.filter(|&r| r > 0) {
             return Some((1_000_000_000, u128::from(iops)));
