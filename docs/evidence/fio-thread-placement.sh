@@ -10,6 +10,17 @@
 # thread sleeping on every read), and prints, per job process, the CPU it
 # was seen on most and the share of samples there.
 #
+# On the build machine (2 CPUs, 2026-11-28): the null engine's two job
+# processes ran on CPUs 0 and 1 (57% and 61% of samples: the fork
+# placement, moved now and then by load balancing); with four, one on
+# CPU 0 and three on CPU 1. The psync readers gathered on CPU 1 (61-67%)
+# however many: a woken thread goes to the CPU that woke it when that CPU
+# shares its cache (`wake_affine`), and this VM's disk is virtio-blk with
+# one request queue, whose interrupt is on CPU 1 (/proc/interrupts,
+# `virtio1-req.0`). An NVMe drive has a queue per CPU and interrupts the
+# CPU that submitted, so there the waker is the thread's own CPU and the
+# fork placement stands; the model is of such a drive.
+#
 #   bash docs/evidence/fio-thread-placement.sh [NUMJOBS] [FILE]
 #       (needs fio; NUMJOBS defaults to the machine's CPUs)
 set -euo pipefail
@@ -25,7 +36,7 @@ sample() {
     sleep 0.5
     # The job processes are the parent's children.
     local pids
-    pids=$(pgrep -P "$parent" | tr '\n' ' ')
+    pids=$(pgrep -P "$parent" | tr "\n" " " || true)
     for _ in $(seq 200); do
         for p in $pids; do
             awk -v p="$p" '{print p, $39}' "/proc/$p/stat" 2>/dev/null || true
@@ -44,5 +55,5 @@ for pid, cpus in sorted(seen.items()):
 "
     wait "$parent"
 }
-sample null --ioengine=null --rw=randread --bs=4k
+sample null --ioengine=null --size=1g --rw=randread --bs=4k
 sample psync --ioengine=psync --direct=1 --rw=randread --bs=4k --filename="$file"
