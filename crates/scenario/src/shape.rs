@@ -978,10 +978,7 @@ mod tests {
         assert_eq!(parse_bssplit(&format_bssplit(&s)), Ok((s, vec![])));
         // Any positive size parses: a job that does not go through the
         // page cache refuses what is not whole sectors (job.rs).
-        assert_eq!(
-            parse_bssplit("1000/100").map(|(s, _)| s[0].bytes),
-            Ok(1000)
-        );
+        assert_eq!(parse_bssplit("1000/100").map(|(s, _)| s[0].bytes), Ok(1000));
         assert!(parse_bssplit("0/100").is_err());
         assert!(parse_bssplit("").is_err());
         assert!(parse_bssplit("4k/ten:8k").is_err());
