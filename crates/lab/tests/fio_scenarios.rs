@@ -139,3 +139,74 @@ fn the_fio_microbenchmarks_say_what_the_paper_ran() {
     let names: Vec<&str> = mixed.strategies.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["none", "adaptive", "cinterrupts"]);
 }
+
+/// The energy study ran fio with eight threads and no `cpus_allowed` on
+/// the E3-1230 v5 (four cores of two hardware threads). Pasted as a
+/// command line on that host, the import places the threads as Linux's
+/// fork balancing does, keeps the machine's numbering and so its
+/// siblings, and gives what `scenarios/energy-table1.toml` gives at eight
+/// threads spread over the eight CPUs, to the byte. Until 2026-11-28 every
+/// import on this host was refused (its SMT did not divide the one core
+/// the threads were put on).
+#[test]
+fn the_energy_studys_command_on_its_host_is_energy_table1_at_eight_threads() {
+    let cpus: Vec<String> = (0..8).map(|c| c.to_string()).collect();
+    let sets = [
+        "duration=30ms".to_string(),
+        "job.reader.numjobs=8".to_string(),
+        format!("job.reader.cpus=[{}]", cpus.join(",")),
+    ];
+    let expected = load_file(&scenarios_dir().join("energy-table1.toml"), &sets)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let command: Vec<String> = "fio --name=reader --ioengine=pvsync2 --hipri=1 --direct=1 \
+                                --rw=randread --bs=4k --numjobs=8 --ramp_time=20ms \
+                                --runtime=30ms --time_based"
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let args = FioArgs {
+        strategies: Some(expected.strategies.clone()),
+        seed: expected.seed,
+        ..FioArgs::new(&expected.device.model, &expected.host.model)
+    };
+    let imported =
+        cint_lab::fio::import_command_line(&command, &args).unwrap_or_else(|e| panic!("{e}"));
+    let got = &imported.scenario;
+    assert_eq!(got.host.cores, 8);
+    assert_eq!(got.host.smt.as_ref().map(|s| s.threads_per_core), Some(2));
+    assert_eq!(got.jobs[0].cpus, (0..8).collect::<Vec<u32>>());
+    let (ours, theirs) = (
+        cint_sim::run(got).expect("runs"),
+        cint_sim::run(&expected).expect("runs"),
+    );
+    assert_eq!(ours.results.len(), 3);
+    for (o, t) in ours.results.iter().zip(&theirs.results) {
+        assert_eq!(o.energy_j, t.energy_j, "{}", o.strategy);
+        assert!(
+            o.energy_j.is_some(),
+            "{}: the E3 has power data",
+            o.strategy
+        );
+        let (oj, tj) = (&o.jobs[0], &t.jobs[0]);
+        assert_eq!(
+            (oj.ios, oj.lat_ns.mean),
+            (tj.ios, tj.lat_ns.mean),
+            "{}",
+            o.strategy
+        );
+    }
+    // A CPU outside the profile's: the CPUs become cores 0..n, which loses
+    // the siblings, and the host says so with one thread per core.
+    let outside: Vec<String> = "--name=a --rw=randread --direct=1 --runtime=5ms --cpus_allowed=9"
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let imported =
+        cint_lab::fio::import_command_line(&outside, &args).unwrap_or_else(|e| panic!("{e}"));
+    let host = &imported.scenario.host;
+    assert_eq!(
+        (host.cores, host.smt.as_ref().map(|s| s.threads_per_core)),
+        (1, Some(1))
+    );
+    cint_sim::run(&imported.scenario).expect("runs");
+}

@@ -54,11 +54,24 @@ pub(super) fn build(
         .copied()
         .chain(specs.iter().filter_map(sq_thread_cpu))
         .collect();
-    let core_of = |cpu: u32| named_cpus.iter().position(|&c| c == cpu).unwrap_or(0) as u32;
-    host.cores = named_cpus.len().max(1) as u32;
-    // The named CPUs are renumbered from 0, which loses which of them were
-    // hardware threads of one core: the imported host has no SMT.
-    host.smt = None;
+    // On a host with hardware threads, where every CPU used is one of the
+    // profile's own, the machine's numbers stay, and with them which CPUs
+    // are one core's threads (Linux's numbering, which the profile
+    // follows). Elsewhere the CPUs used become cores 0..n in ascending
+    // order, which loses the siblings: such a host has no SMT.
+    let keep_numbering = host.smt.is_some() && named_cpus.iter().all(|&c| c < host.cores);
+    let core_of = |cpu: u32| match keep_numbering {
+        true => cpu,
+        false => named_cpus.iter().position(|&c| c == cpu).unwrap_or(0) as u32,
+    };
+    if !keep_numbering {
+        host.cores = named_cpus.len().max(1) as u32;
+        // One thread per core says so to the scenario's check, which
+        // would otherwise take the profile's SMT back.
+        if let Some(smt) = &mut host.smt {
+            smt.threads_per_core = 1;
+        }
+    }
 
     let mut jobs = Vec::with_capacity(specs.len());
     for ((spec, &group), place) in specs.iter().zip(&timeline.groups).zip(&placed) {
