@@ -25,6 +25,7 @@ pub mod backend;
 pub mod buf;
 pub mod client;
 mod device;
+mod direction_pacer;
 pub mod emulator;
 mod energy;
 pub mod error;

@@ -19,6 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::activity::ThreadState;
 use crate::buf::IoBuf;
 use crate::client::{Client, Completion, Request, WaitMode};
+use crate::direction_pacer::DirectionPacer;
 use crate::select::{ModeCounts, ThreadSelect};
 use crate::shared::{DeliveredBy, Op};
 use crate::sys;
@@ -166,6 +167,9 @@ struct IoThread {
     rng: ChaCha8Rng,
     /// A sequential job's next offset, in bytes.
     next_offset: u64,
+    /// Caps per direction (`rate_iops = "R,W"`): each direction's own
+    /// schedule, instead of `started` and `issued`.
+    dir_pacer: Option<DirectionPacer>,
     /// The requests of the batch being submitted (kept for the next).
     batch: Vec<(Op, u64, u64)>,
     /// Bytes and requests issued since the thread started.
@@ -225,6 +229,7 @@ impl IoThread {
         let depth = client.depth();
         let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
         let io_bs = io.bs;
+        let dir_pacer = DirectionPacer::of_job(&io);
         let buffers = if plan.needs_buffers {
             (0..depth).map(|_| IoBuf::new(largest as usize)).collect()
         } else {
@@ -237,6 +242,7 @@ impl IoThread {
             io,
             client,
             next_offset: 0,
+            dir_pacer,
             batch: Vec::with_capacity(depth),
             bytes_issued: 0,
             requests_issued: 0,
@@ -263,10 +269,13 @@ impl IoThread {
     }
 
     fn run(mut self, control: &Control) -> ThreadOutcome {
-        if self.rate_step().is_some() || self.io.shape.thinktime > 0 {
+        if self.rate_step().is_some() || self.dir_pacer.is_some() || self.io.shape.thinktime > 0 {
             self.granularity = sleep_granularity();
         }
         self.started = sys::now();
+        if let Some(p) = &mut self.dir_pacer {
+            p.restart(self.started);
+        }
         self.last_think = self.started;
         let depth = self.client.depth();
         let batch = (self.io.batch as usize).clamp(1, depth);
@@ -283,6 +292,9 @@ impl IoThread {
                 ramped = true;
                 self.started = sys::now();
                 self.issued = 0;
+                if let Some(p) = &mut self.dir_pacer {
+                    p.restart(self.started);
+                }
                 // fio counts `number_ios` again from the end of its ramp
                 // (libfio.c `reset_all_stats`), those in flight then
                 // included (backend.c `exceeds_number_ios`).
@@ -364,7 +376,7 @@ impl IoThread {
         }
         let n = batch.len();
         for (index, &(op, offset, len)) in batch.iter().enumerate() {
-            self.pace();
+            self.pace(op);
             self.last_op = op;
             self.last_len = len;
             let hint = self.hint(op, index as u32, n as u32);
@@ -454,6 +466,9 @@ impl IoThread {
     /// Requests the rate lets go now: all those behind the schedule (fio
     /// keeps no cap on the backlog).
     fn requests_due(&self) -> usize {
+        if let Some(p) = &self.dir_pacer {
+            return p.due(sys::now());
+        }
         let Some((num, den)) = self.rate_step() else {
             return usize::MAX;
         };
@@ -470,16 +485,38 @@ impl IoThread {
     /// reaping took (`usec_sleep`). True when it did; the loop then looks
     /// again.
     fn rate_wait(&mut self, control: &Control, most: usize) -> bool {
-        let Some(due) = self.next_due() else {
+        let now = sys::now();
+        let Some(ahead_by) = self.ahead_of_rate(now) else {
             return false;
         };
-        let now = sys::now();
-        if due <= now {
-            return false;
-        }
         self.quiesce(control, most);
-        self.usec_sleep(due - now);
+        self.usec_sleep(ahead_by);
         true
+    }
+
+    /// How long the thread is ahead of its rate at `now`, if it is. Per
+    /// direction, the look settles the next request's direction, as
+    /// fio's `rate_ddir` does: the drawn one when behind, the other when
+    /// that is behind, else the nearer of the two after the sleep.
+    fn ahead_of_rate(&mut self, now: Nanos) -> Option<Nanos> {
+        if self.dir_pacer.is_none() {
+            return self
+                .next_due()
+                .filter(|&due| due > now)
+                .map(|due| due - now);
+        }
+        let pending = self.dir_pacer.as_ref().and_then(|p| p.pending);
+        let drawn = pending.unwrap_or_else(|| self.draw_write());
+        let p = self.dir_pacer.as_mut()?;
+        let (settled, ahead_by) = p.settle(drawn, now);
+        p.pending = Some(settled);
+        ahead_by
+    }
+
+    /// Whether the next request of a job that reads and writes is a
+    /// write, drawn by `rwmixread`.
+    fn draw_write(&mut self) -> bool {
+        self.rng.gen_range(0..100u8) >= self.io.rwmixread
     }
 
     /// fio's think time (fio 3.33, backend.c `handle_thinktime`), looked at
@@ -519,7 +556,13 @@ impl IoThread {
         self.last_think = now;
         // fio's rate_ign_think: the rate's schedule moves on by the think
         // time, less one request's share when that is shorter.
-        if let Some((num, den)) = self.rate_step().filter(|_| self.io.shape.rate_ign_think) {
+        if let Some(p) = self
+            .dir_pacer
+            .as_mut()
+            .filter(|_| self.io.shape.rate_ign_think)
+        {
+            p.ignore_think(self.last_op == Op::Write, think);
+        } else if let Some((num, den)) = self.rate_step().filter(|_| self.io.shape.rate_ign_think) {
             let per_request = u64::try_from(num / den).unwrap_or(u64::MAX);
             let shift = if per_request <= think {
                 think - per_request
@@ -566,9 +609,12 @@ impl IoThread {
         }
     }
 
-    /// Counts a request against the rate's schedule.
-    fn pace(&mut self) {
-        self.issued += 1;
+    /// Counts a request of direction `op` against the rate's schedule.
+    fn pace(&mut self, op: Op) {
+        match &mut self.dir_pacer {
+            Some(p) => p.count(op == Op::Write),
+            None => self.issued += 1,
+        }
     }
 
     /// The next request: its direction, offset and size. Sizes are drawn
@@ -583,14 +629,8 @@ impl IoThread {
             Rw::Write => (Op::Write, false),
             Rw::RandRead => (Op::Read, true),
             Rw::RandWrite => (Op::Write, true),
-            Rw::RandRw => {
-                let read = self.rng.gen_range(0..100u8) < self.io.rwmixread;
-                (if read { Op::Read } else { Op::Write }, true)
-            }
-            Rw::ReadWrite => {
-                let read = self.rng.gen_range(0..100u8) < self.io.rwmixread;
-                (if read { Op::Read } else { Op::Write }, false)
-            }
+            Rw::RandRw => (self.mixed_direction(), true),
+            Rw::ReadWrite => (self.mixed_direction(), false),
         };
         let len = cint_scenario::shape::draw_block_size(
             &self.io.shape,
@@ -612,6 +652,25 @@ impl IoThread {
             at
         };
         (op, offset, len)
+    }
+
+    /// The direction of a mixed job's next request: drawn by `rwmixread`;
+    /// under caps per direction, the one the last look settled, else drawn
+    /// and settled as a look would (a later request of the same batch),
+    /// but never held back: the count of requests due bounded the batch.
+    fn mixed_direction(&mut self) -> Op {
+        let op = |write: bool| if write { Op::Write } else { Op::Read };
+        if let Some(write) = self.dir_pacer.as_mut().and_then(|p| p.pending.take()) {
+            return op(write);
+        }
+        let drawn = self.draw_write();
+        match &self.dir_pacer {
+            Some(p) => match p.settle(drawn, sys::now()) {
+                (settled, None) => op(settled),
+                (_, Some(_)) => op(drawn),
+            },
+            None => op(drawn),
+        }
     }
 
     fn hint(&self, op: Op, index: u32, len: u32) -> Hint {

@@ -304,6 +304,45 @@ fn a_sized_job_issues_its_io_size_or_count_and_the_run_ends_with_it() {
 }
 
 #[test]
+fn caps_per_direction_pace_each_direction_on_its_own_schedule() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's `rate_iops=1000,200` on a 50/50 randrw: 1 000 reads and 200
+    // writes a second, each direction on its own schedule (fio 3.33 and
+    // the simulator alike, docs/FIO.md), where one schedule for both
+    // would give 600 of each. Late wake-ups only slow a thread down, so
+    // the caps bound from above; from below, half of them.
+    let mut job = io_job("paced", Engine::Libaio, 4, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.rw = cint_scenario::Rw::RandRw;
+        io.rwmixread = 50;
+        io.shape.rate_per_direction = Some(cint_scenario::DirectionRates {
+            unit: cint_scenario::RateUnit::Iops,
+            read: Some(1_000),
+            write: Some(200),
+        });
+    }
+    let d = cint_emu::run_detailed(&scenario(
+        "directions",
+        device(10_000, 4),
+        vec![none()],
+        vec![job],
+        300 * MS,
+    ))
+    .expect("emulator runs");
+    let j = &d.result.results[0].jobs[0];
+    let fio = j.fio.as_ref().expect("fio figures");
+    let per_s = |ios: u64| ios as f64 / 0.3;
+    let (reads, writes) = (per_s(fio.read.ios), per_s(fio.write.ios));
+    assert!(
+        (500.0..=1_050.0).contains(&reads) && (100.0..=210.0).contains(&writes),
+        "{reads} reads and {writes} writes a second, against caps of 1000 and 200"
+    );
+}
+
+#[test]
 fn think_time_pauses_after_each_request_with_a_sleep_when_it_is_long() {
     let _g = serial();
     if !can_emulate() {
