@@ -62,30 +62,11 @@ impl DirectionPacer {
         Some(self.start[d].saturating_add(u64::try_from(moved).unwrap_or(u64::MAX)))
     }
 
-    fn behind(&self, write: bool, now: Nanos) -> bool {
-        self.next(write).is_none_or(|next| next <= now)
-    }
-
-    /// fio's choice of the next request's direction for the direction
-    /// `drawn`: it when behind, else the other when the job draws it and
-    /// it is behind; both ahead, the nearer of the two, with how long
-    /// until it.
+    /// fio's choice of the next request's direction
+    /// (`cint_scenario::shape::rate_ddir`, as the simulator's).
     pub(crate) fn settle(&self, drawn: bool, now: Nanos) -> (bool, Option<Nanos>) {
-        let other = !drawn;
-        let draws_other = self.draws[usize::from(other)];
-        if self.behind(drawn, now) {
-            return (drawn, None);
-        }
-        if draws_other && self.behind(other, now) {
-            return (other, None);
-        }
-        // Both ahead, so both have a schedule.
-        let at = |write: bool| self.next(write).unwrap_or(now);
-        if draws_other && at(other) < at(drawn) {
-            (other, Some(at(other) - now))
-        } else {
-            (drawn, Some(at(drawn) - now))
-        }
+        let next = [self.next(false), self.next(true)];
+        cint_scenario::shape::rate_ddir(drawn, now, next, self.draws)
     }
 
     /// Requests behind the schedules at `now`, both directions together

@@ -399,6 +399,38 @@ pub fn draw_block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut impl ran
     split.last().map_or(bs, |s| s.bytes)
 }
 
+/// fio's choice of the next request's direction under a cap per
+/// direction (fio 3.33, io_u.c `rate_ddir`), for the direction `drawn`
+/// (`true`: a write): it when behind its schedule, else the other when
+/// the job draws it (`draws`, reads' and writes') and it is behind; both
+/// ahead, the nearer of the two, with how long until it. `next` is when
+/// each direction may go next, `None` for one without a cap, which is
+/// never ahead. Both engines pace by it.
+pub fn rate_ddir(
+    drawn: bool,
+    now: Nanos,
+    next: [Option<Nanos>; 2],
+    draws: [bool; 2],
+) -> (bool, Option<Nanos>) {
+    let other = !drawn;
+    let at = |write: bool| next[usize::from(write)];
+    let behind = |write: bool| at(write).is_none_or(|t| t <= now);
+    let draws_other = draws[usize::from(other)];
+    if behind(drawn) {
+        return (drawn, None);
+    }
+    if draws_other && behind(other) {
+        return (other, None);
+    }
+    // Both ahead, so both capped.
+    let (mine, theirs) = (at(drawn).unwrap_or(now), at(other).unwrap_or(now));
+    if draws_other && theirs < mine {
+        (other, Some(theirs - now))
+    } else {
+        (drawn, Some(mine - now))
+    }
+}
+
 /// The smallest size one direction's requests may have (`write`: the
 /// writes'): its own list or range, else the reads', else `bs`.
 pub fn smallest_block_of(shape: &IoShape, bs: u64, write: bool) -> u64 {

@@ -152,27 +152,12 @@ impl Pacer {
         }
     }
 
-    /// Whether direction `write` may go at `now`, per direction.
-    fn behind(&self, write: bool, now: Nanos) -> bool {
-        self.bps[usize::from(write)] == 0 || self.next[usize::from(write)] <= now
-    }
-
-    /// fio's choice of the next request's direction (io_u.c `rate_ddir`),
-    /// per direction, for the direction `drawn`: it when behind, else the
-    /// other when the job draws it and it is behind; both ahead, the
-    /// nearer of the two with how long until it (`Some`).
+    /// fio's choice of the next request's direction, per direction
+    /// (`cint_scenario::shape::rate_ddir`).
     fn settle(&self, drawn: bool, now: Nanos) -> (bool, Option<Nanos>) {
-        let other = !drawn;
-        let next = |write: bool| self.next[usize::from(write)];
-        if self.behind(drawn, now) {
-            (drawn, None)
-        } else if self.draws(other) && self.behind(other, now) {
-            (other, None)
-        } else if self.draws(other) && next(other) < next(drawn) {
-            (other, Some(next(other) - now))
-        } else {
-            (drawn, Some(next(drawn) - now))
-        }
+        let next = |d: usize| (self.bps[d] > 0).then_some(self.next[d]);
+        let draws = [self.draws(false), self.draws(true)];
+        cint_scenario::shape::rate_ddir(drawn, now, [next(0), next(1)], draws)
     }
 
     /// Requests of direction `write` behind its schedule at `now`.
