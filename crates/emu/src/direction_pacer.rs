@@ -8,6 +8,17 @@ use cint_scenario::{IoJob, RateUnit};
 
 const SEC: u128 = 1_000_000_000;
 
+/// How far one request of `bs` bytes moves a schedule capped at `cap`
+/// (requests or bytes a second, `unit`), `num / den` nanoseconds: its
+/// share of a second, or its bytes' (fio's `usec_for_io`); `None` for a
+/// cap of 0, which holds nothing.
+pub(crate) fn rate_step(unit: RateUnit, cap: u64, bs: u64) -> Option<(u128, u128)> {
+    (cap > 0).then(|| match unit {
+        RateUnit::Iops => (SEC, u128::from(cap)),
+        RateUnit::Bytes => (SEC * u128::from(bs.max(1)), u128::from(cap)),
+    })
+}
+
 /// One thread's two schedules, reads' and writes'.
 #[derive(Debug)]
 pub(crate) struct DirectionPacer {
@@ -30,13 +41,7 @@ impl DirectionPacer {
     /// The pacer of `io`, if its caps are per direction.
     pub(crate) fn of_job(io: &IoJob) -> Option<DirectionPacer> {
         let caps = io.shape.rate_per_direction?;
-        let step = |write: bool| {
-            let cap = caps.of(write).filter(|&c| c > 0)?;
-            Some(match caps.unit {
-                RateUnit::Iops => (SEC, u128::from(cap)),
-                RateUnit::Bytes => (SEC * u128::from(io.bs.max(1)), u128::from(cap)),
-            })
-        };
+        let step = |write: bool| rate_step(caps.unit, caps.of(write)?, io.bs);
         Some(DirectionPacer {
             step: [step(false), step(true)],
             start: [0; 2],
@@ -107,11 +112,7 @@ impl DirectionPacer {
             return;
         };
         let per_request = u64::try_from(num / den).unwrap_or(u64::MAX);
-        let shift = if per_request <= think {
-            think - per_request
-        } else {
-            think
-        };
+        let shift = cint_scenario::shape::rate_ign_think_shift(per_request, think);
         self.start[d] = self.start[d].saturating_add(shift);
     }
 }

@@ -12,14 +12,14 @@ use cint_policy::hybrid_poll::{Direction, SleepEstimator};
 use cint_policy::mode_select::CompletionChoice;
 use cint_policy::{Hint, Nanos};
 use cint_report::{FioHistogram, LatencyHistogram};
-use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, Rw};
+use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, RateUnit, Rw};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::activity::ThreadState;
 use crate::buf::IoBuf;
 use crate::client::{Client, Completion, Request, WaitMode};
-use crate::direction_pacer::DirectionPacer;
+use crate::direction_pacer::{rate_step, DirectionPacer};
 use crate::select::{ModeCounts, ThreadSelect};
 use crate::shared::{DeliveredBy, Op};
 use crate::sys;
@@ -438,19 +438,15 @@ impl IoThread {
     }
 
     /// How far each request moves the rate's schedule, `num / den`
-    /// nanoseconds (`None`: no rate): one request's share of a second at
-    /// `rate_iops`, or its bytes' at `rate` (fio's `usec_for_io`; every
+    /// nanoseconds (`None`: no rate), at `rate_iops` or `rate` (every
     /// request is `bs`, as a rate beside `bssplit` or `bsrange` is
     /// refused).
     fn rate_step(&self) -> Option<(u128, u128)> {
-        if let Some(iops) = self.io.rate_iops.filter(|&r| r > 0) {
-            return Some((1_000_000_000, u128::from(iops)));
+        match (self.io.rate_iops, self.io.shape.rate) {
+            (Some(iops), _) => rate_step(RateUnit::Iops, iops, self.io.bs),
+            (None, Some(bytes)) => rate_step(RateUnit::Bytes, bytes, self.io.bs),
+            (None, None) => None,
         }
-        let bytes = self.io.shape.rate.filter(|&r| r > 0)?;
-        Some((
-            1_000_000_000 * u128::from(self.io.bs.max(1)),
-            u128::from(bytes),
-        ))
     }
 
     /// When the rate lets the next request go (`None`: no rate).
@@ -564,11 +560,7 @@ impl IoThread {
             p.ignore_think(self.last_op == Op::Write, think);
         } else if let Some((num, den)) = self.rate_step().filter(|_| self.io.shape.rate_ign_think) {
             let per_request = u64::try_from(num / den).unwrap_or(u64::MAX);
-            let shift = if per_request <= think {
-                think - per_request
-            } else {
-                think
-            };
+            let shift = cint_scenario::shape::rate_ign_think_shift(per_request, think);
             self.started = self.started.saturating_add(shift);
         }
         true

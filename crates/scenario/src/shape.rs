@@ -399,6 +399,20 @@ pub fn draw_block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut impl ran
     split.last().map_or(bs, |s| s.bytes)
 }
 
+/// fio's `rate_ign_think` (backend.c `handle_thinktime`): how far a think
+/// time of `think` moves a rate's schedule on, where one request moves it
+/// by `per_request`: the think time less that request's share when the
+/// share is shorter (fio adds the bytes it would have issued, less a
+/// block, so the next request goes at once), else the whole think time.
+/// Both engines pace by it.
+pub fn rate_ign_think_shift(per_request: Nanos, think: Nanos) -> Nanos {
+    if per_request <= think {
+        think - per_request
+    } else {
+        think
+    }
+}
+
 /// fio's choice of the next request's direction under a cap per
 /// direction (fio 3.33, io_u.c `rate_ddir`), for the direction `drawn`
 /// (`true`: a write): it when behind its schedule, else the other when

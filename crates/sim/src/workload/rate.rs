@@ -332,10 +332,10 @@ impl World<'_> {
         }
         let per_request = u128::from(pacer.min_bs[d]) * u128::from(SEC) / u128::from(pacer.bps[d]);
         let per_request = u64::try_from(per_request).unwrap_or(u64::MAX).max(1);
-        let shift = if !pacer.poisson && per_request <= think {
-            think - per_request
-        } else {
+        let shift = if pacer.poisson {
             think
+        } else {
+            cint_scenario::shape::rate_ign_think_shift(per_request, think)
         };
         if pacer.per_direction {
             pacer.next[d] = pacer.next[d].saturating_add(shift);
