@@ -741,13 +741,16 @@ struct Placement {
 fn placements(specs: &[JobSpec], groups: &[u32], online: u32) -> Vec<Placement> {
     let mut placed: Vec<Placement> = specs
         .iter()
-        .map(|s| Placement {
-            cpus: match &s.cpus {
-                Some(c) if !kernel_places(s) => c.value.clone(),
-                _ => Vec::new(),
-            },
-            by_kernel: kernel_places(s),
-            crowded: false,
+        .map(|s| {
+            let by_kernel = kernel_places(s);
+            Placement {
+                cpus: match &s.cpus {
+                    Some(c) if !by_kernel => c.value.clone(),
+                    _ => Vec::new(),
+                },
+                by_kernel,
+                crowded: false,
+            }
         })
         .collect();
     let distinct_groups: BTreeSet<u32> = groups.iter().copied().collect();
