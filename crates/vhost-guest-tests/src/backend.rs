@@ -352,6 +352,11 @@ impl Backend {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The last lines of the back end's output so far.
+    pub fn log_tail(&self) -> String {
+        tail(&self.log)
+    }
+
     /// Waits until the back end's output holds `line` at least `times`
     /// times (each a whole line), or fails after `limit` or if it exits.
     pub fn wait_for_log(&mut self, line: &str, times: usize, limit: Duration) -> Result<()> {

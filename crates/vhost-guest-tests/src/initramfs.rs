@@ -64,9 +64,13 @@ fn init_script(modules: &[String]) -> String {
          mount -t sysfs sysfs /sys\n\
          mount -t devtmpfs devtmpfs /dev\n",
     );
+    // A guest that stalls before the workload prints nothing else: these
+    // lines (not `CINT` lines, which the parser reads) say how far it got.
+    s.push_str("echo \"cint-init: loading modules\"\n");
     for m in modules {
         s.push_str(&format!(
-            "insmod /modules/{m} || echo \"CINT error=\\\"insmod {m} failed\\\"\"\n"
+            "echo \"cint-init: insmod {m}\"\n\
+             insmod /modules/{m} || echo \"CINT error=\\\"insmod {m} failed\\\"\"\n"
         ));
     }
     s.push_str(
@@ -220,6 +224,13 @@ mod tests {
         let ring = init.find("insmod /modules/virtio_ring.ko").unwrap();
         let virtio = init.find("insmod /modules/virtio.ko").unwrap();
         assert!(ring < virtio, "dependencies load first:\n{init}");
+        let announced = init
+            .find("echo \"cint-init: insmod virtio_ring.ko\"")
+            .unwrap();
+        assert!(
+            announced < ring,
+            "each module is announced before it loads:\n{init}"
+        );
         assert!(init.trim_end().ends_with("poweroff -f"));
     }
 }

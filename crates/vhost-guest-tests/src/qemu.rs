@@ -160,8 +160,9 @@ impl Guest {
         let Some(status) = exited else {
             let _ = self.child.kill();
             return Err(Error::Failed(format!(
-                "guest did not power off within {timeout:?}; console ends:\n{}",
-                tail(&self.serial)
+                "guest did not power off within {timeout:?}; console ends:\n{}\nQEMU's output ends:\n{}",
+                tail(&self.serial),
+                tail(&self.qemu_log)
             )));
         };
         let console = std::fs::read_to_string(&self.serial)

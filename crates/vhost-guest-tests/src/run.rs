@@ -235,8 +235,12 @@ pub fn boot(
     disks: Vec<BootDisk>,
     qmp: Vec<PathBuf>,
 ) -> Boot {
+    // A task blocked for 30 s names itself on the console (the kernel's
+    // hung-task report is an error, which loglevel 4 shows): a stalled guest
+    // then says which task waits, where a normal run takes about 10 s.
     let mut append = format!(
-        "console=ttyS0 panic=-1 loglevel=4 mitigations=off cint.seed={} cint.mib={} \
+        "console=ttyS0 panic=-1 loglevel=4 mitigations=off \
+         sysctl.kernel.hung_task_timeout_secs=30 cint.seed={} cint.mib={} \
          cint.reads={} cint.batch={} cint.within_us={} cint.disks={}",
         cfg.seed,
         cfg.mib,
@@ -334,6 +338,10 @@ pub fn run(cfg: &RunConfig, pre: &Prerequisites, work: &Path) -> Result<RunOutco
             let mut msg = e.to_string();
             for (backend, spec) in backends.into_iter().zip(&cfg.disks) {
                 let strategy = &spec.strategy;
+                let log = backend.log_tail();
+                if !log.is_empty() {
+                    let _ = write!(msg, "\nback end {strategy}'s output ends:\n{log}");
+                }
                 let _ = match backend.stop() {
                     Ok(Some(stats)) => write!(msg, "\nback end {strategy}: {stats:?}"),
                     Ok(None) => Ok(()),
