@@ -25,7 +25,6 @@ pub mod backend;
 pub mod buf;
 pub mod client;
 mod device;
-mod direction_pacer;
 pub mod emulator;
 mod energy;
 pub mod error;

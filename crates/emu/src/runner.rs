@@ -153,23 +153,11 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("submit_mode")
             } else if io.sqpoll.is_some() {
                 Some("sqpoll")
-            } else if (s.rate.is_some() || io.rate_iops.is_some() || s.rate_per_direction.is_some())
-                && (!s.bssplit.is_empty() || s.bsrange.is_some())
-            {
-                // Its schedules count requests of one size.
-                let bytes = s.rate.is_some()
-                    || s.rate_per_direction
-                        .is_some_and(|c| c.unit == cint_scenario::RateUnit::Bytes);
-                Some(if bytes { "rate" } else { "rate_iops" })
             } else if let Some(min) = s.rate_min {
                 Some(match min.floor.unit {
                     cint_scenario::RateUnit::Iops => "rate_iops_min",
                     cint_scenario::RateUnit::Bytes => "ratemin",
                 })
-            } else if s.rate_poisson {
-                Some("rate_process")
-            } else if s.barrier_last {
-                Some("barrier_last")
             } else if s.fsync != 0 {
                 Some("fsync")
             } else if s.fdatasync != 0 {

@@ -12,14 +12,14 @@ use cint_policy::hybrid_poll::{Direction, SleepEstimator};
 use cint_policy::mode_select::CompletionChoice;
 use cint_policy::{Hint, Nanos};
 use cint_report::{FioHistogram, LatencyHistogram};
-use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, RateUnit, Rw};
+use cint_scenario::rate::Pacer;
+use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, Rw};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::activity::ThreadState;
 use crate::buf::IoBuf;
 use crate::client::{Client, Completion, Request, WaitMode};
-use crate::direction_pacer::{rate_step, DirectionPacer};
 use crate::select::{ModeCounts, ThreadSelect};
 use crate::shared::{DeliveredBy, Op};
 use crate::sys;
@@ -167,9 +167,12 @@ struct IoThread {
     rng: ChaCha8Rng,
     /// A sequential job's next offset, in bytes.
     next_offset: u64,
-    /// Caps per direction (`rate_iops = "R,W"`): each direction's own
-    /// schedule, instead of `started` and `issued`.
-    dir_pacer: Option<DirectionPacer>,
+    /// The job's rate caps and their schedules (fio's rate limiter, as
+    /// the simulator paces by it).
+    pacer: Option<Pacer>,
+    /// When the single schedule lets the next request go (a job capped
+    /// per direction keeps its schedules in `pacer`).
+    next_issue_at: Nanos,
     /// The requests of the batch being submitted (kept for the next).
     batch: Vec<(Op, u64, u64)>,
     /// Bytes and requests issued since the thread started.
@@ -192,8 +195,6 @@ struct IoThread {
     wait_mode: WaitMode,
     out: ThreadOutcome,
     done: Vec<Completion>,
-    started: Nanos,
-    issued: u64,
     user_data: u64,
     /// Timed sleeps so far (each ends in a wake-up by the timer).
     sleeps: u64,
@@ -229,7 +230,7 @@ impl IoThread {
         let depth = client.depth();
         let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
         let io_bs = io.bs;
-        let dir_pacer = DirectionPacer::of_job(&io);
+        let pacer = Pacer::of_job(&io);
         let buffers = if plan.needs_buffers {
             (0..depth).map(|_| IoBuf::new(largest as usize)).collect()
         } else {
@@ -242,7 +243,8 @@ impl IoThread {
             io,
             client,
             next_offset: 0,
-            dir_pacer,
+            pacer,
+            next_issue_at: 0,
             batch: Vec::with_capacity(depth),
             bytes_issued: 0,
             requests_issued: 0,
@@ -255,8 +257,6 @@ impl IoThread {
             wait_mode,
             out: ThreadOutcome::default(),
             done: Vec::with_capacity(depth),
-            started: sys::now(),
-            issued: 0,
             user_data: 0,
             sleeps: 0,
             granularity: 0,
@@ -269,14 +269,12 @@ impl IoThread {
     }
 
     fn run(mut self, control: &Control) -> ThreadOutcome {
-        if self.rate_step().is_some() || self.dir_pacer.is_some() || self.io.shape.thinktime > 0 {
+        if self.pacer.is_some() || self.io.shape.thinktime > 0 {
             self.granularity = sleep_granularity();
         }
-        self.started = sys::now();
-        if let Some(p) = &mut self.dir_pacer {
-            p.restart(self.started);
-        }
-        self.last_think = self.started;
+        let started = sys::now();
+        self.restart_rate(started);
+        self.last_think = started;
         let depth = self.client.depth();
         let batch = (self.io.batch as usize).clamp(1, depth);
         let min_events = (self.io.batch_complete_min as usize).clamp(1, depth);
@@ -290,11 +288,7 @@ impl IoThread {
             let phase = control.phase.load(Ordering::Relaxed);
             if !ramped && phase == PHASE_MEASURE && self.plan.ramp {
                 ramped = true;
-                self.started = sys::now();
-                self.issued = 0;
-                if let Some(p) = &mut self.dir_pacer {
-                    p.restart(self.started);
-                }
+                self.restart_rate(sys::now());
                 // fio counts `number_ios` again from the end of its ramp
                 // (libfio.c `reset_all_stats`), those in flight then
                 // included (backend.c `exceeds_number_ios`).
@@ -376,7 +370,7 @@ impl IoThread {
         }
         let n = batch.len();
         for (index, &(op, offset, len)) in batch.iter().enumerate() {
-            self.pace(op);
+            self.pace(op, len);
             self.last_op = op;
             self.last_len = len;
             let hint = self.hint(op, index as u32, n as u32);
@@ -437,40 +431,24 @@ impl IoThread {
                 .is_some_and(|n| self.requests_issued - self.counted_from >= n)
     }
 
-    /// How far each request moves the rate's schedule, `num / den`
-    /// nanoseconds (`None`: no rate), at `rate_iops` or `rate` (every
-    /// request is `bs`, as a rate beside `bssplit` or `bsrange` is
-    /// refused).
-    fn rate_step(&self) -> Option<(u128, u128)> {
-        match (self.io.rate_iops, self.io.shape.rate) {
-            (Some(iops), _) => rate_step(RateUnit::Iops, iops, self.io.bs),
-            (None, Some(bytes)) => rate_step(RateUnit::Bytes, bytes, self.io.bs),
-            (None, None) => None,
+    /// The rate's schedules start over at `now` (the thread's start, and
+    /// the end of its ramp, as fio's `reset_all_stats` restarts them).
+    fn restart_rate(&mut self, now: Nanos) {
+        if let Some(p) = &mut self.pacer {
+            p.start_from(&mut self.next_issue_at, now, true);
         }
-    }
-
-    /// When the rate lets the next request go (`None`: no rate).
-    fn next_due(&self) -> Option<Nanos> {
-        let (num, den) = self.rate_step()?;
-        let step = u128::from(self.issued) * num / den;
-        Some(
-            self.started
-                .saturating_add(u64::try_from(step).unwrap_or(u64::MAX)),
-        )
     }
 
     /// Requests the rate lets go now: all those behind the schedule (fio
     /// keeps no cap on the backlog).
     fn requests_due(&self) -> usize {
-        if let Some(p) = &self.dir_pacer {
-            return p.due(sys::now());
+        match &self.pacer {
+            Some(p) => match p.tokens(self.next_issue_at, sys::now()) {
+                u32::MAX => usize::MAX,
+                n => n as usize,
+            },
+            None => usize::MAX,
         }
-        let Some((num, den)) = self.rate_step() else {
-            return usize::MAX;
-        };
-        let elapsed = u128::from(sys::now().saturating_sub(self.started));
-        let by_now = elapsed * den / num + 1;
-        usize::try_from(by_now.saturating_sub(u128::from(self.issued))).unwrap_or(usize::MAX)
     }
 
     /// fio's rate check before a request (fio 3.33, io_u.c `rate_ddir`):
@@ -495,24 +473,15 @@ impl IoThread {
     /// fio's `rate_ddir` does: the drawn one when behind, the other when
     /// that is behind, else the nearer of the two after the sleep.
     fn ahead_of_rate(&mut self, now: Nanos) -> Option<Nanos> {
-        if self.dir_pacer.is_none() {
-            return self
-                .next_due()
-                .filter(|&due| due > now)
-                .map(|due| due - now);
-        }
-        let pending = self.dir_pacer.as_ref().and_then(|p| p.pending);
-        let drawn = pending.unwrap_or_else(|| self.draw_write());
-        let p = self.dir_pacer.as_mut()?;
-        let (settled, ahead_by) = p.settle(drawn, now);
-        p.pending = Some(settled);
-        ahead_by
+        let pacer = self.pacer.as_mut()?;
+        let (rng, rwmixread) = (&mut self.rng, self.io.rwmixread);
+        pacer.ahead_by(self.next_issue_at, now, || draw_write(rng, rwmixread))
     }
 
     /// Whether the next request of a job that reads and writes is a
     /// write, drawn by `rwmixread`.
     fn draw_write(&mut self) -> bool {
-        self.rng.gen_range(0..100u8) >= self.io.rwmixread
+        draw_write(&mut self.rng, self.io.rwmixread)
     }
 
     /// fio's think time (fio 3.33, backend.c `handle_thinktime`), looked at
@@ -552,16 +521,8 @@ impl IoThread {
         self.last_think = now;
         // fio's rate_ign_think: the rate's schedule moves on by the think
         // time, less one request's share when that is shorter.
-        if let Some(p) = self
-            .dir_pacer
-            .as_mut()
-            .filter(|_| self.io.shape.rate_ign_think)
-        {
-            p.ignore_think(self.last_op == Op::Write, think);
-        } else if let Some((num, den)) = self.rate_step().filter(|_| self.io.shape.rate_ign_think) {
-            let per_request = u64::try_from(num / den).unwrap_or(u64::MAX);
-            let shift = cint_scenario::shape::rate_ign_think_shift(per_request, think);
-            self.started = self.started.saturating_add(shift);
+        if let Some(p) = self.pacer.as_mut().filter(|_| self.io.shape.rate_ign_think) {
+            p.ignore_think(&mut self.next_issue_at, think);
         }
         true
     }
@@ -601,11 +562,11 @@ impl IoThread {
         }
     }
 
-    /// Counts a request of direction `op` against the rate's schedule.
-    fn pace(&mut self, op: Op) {
-        match &mut self.dir_pacer {
-            Some(p) => p.count(op == Op::Write),
-            None => self.issued += 1,
+    /// Moves the rate's schedule by a request of `len` bytes in
+    /// direction `op`.
+    fn pace(&mut self, op: Op, len: u64) {
+        if let Some(p) = &mut self.pacer {
+            p.advance(&mut self.next_issue_at, op == Op::Write, len, &mut self.rng);
         }
     }
 
@@ -651,22 +612,22 @@ impl IoThread {
     /// and settled as a look would (a later request of the same batch),
     /// but never held back: the count of requests due bounded the batch.
     fn mixed_direction(&mut self) -> Op {
-        let op = |write: bool| if write { Op::Write } else { Op::Read };
-        if let Some(write) = self.dir_pacer.as_mut().and_then(|p| p.pending.take()) {
-            return op(write);
-        }
-        let drawn = self.draw_write();
-        match &self.dir_pacer {
-            Some(p) => match p.settle(drawn, sys::now()) {
-                (settled, None) => op(settled),
-                (_, Some(_)) => op(drawn),
-            },
-            None => op(drawn),
+        let (rng, rwmixread) = (&mut self.rng, self.io.rwmixread);
+        let paced = self
+            .pacer
+            .as_mut()
+            .and_then(|p| p.next_direction(sys::now(), || draw_write(rng, rwmixread)));
+        let write = paced.unwrap_or_else(|| self.draw_write());
+        if write {
+            Op::Write
+        } else {
+            Op::Read
         }
     }
 
     fn hint(&self, op: Op, index: u32, len: u32) -> Hint {
-        if let Some(hint) = self.io.hint {
+        let marked = cint_scenario::shape::batch_hint(&self.io.shape, self.io.engine, index, len);
+        if let Some(hint) = marked.or(self.io.hint) {
             return hint;
         }
         let write = op == Op::Write;
@@ -830,6 +791,12 @@ impl IoThread {
             }
         }
     }
+}
+
+/// Whether a request of a job that reads and writes `rwmixread` percent
+/// reads is a write.
+fn draw_write(rng: &mut ChaCha8Rng, rwmixread: u8) -> bool {
+    rng.gen_range(0..100u8) >= rwmixread
 }
 
 /// fio's sleep granularity as fio measures it at start (fio 3.33,

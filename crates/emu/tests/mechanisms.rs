@@ -64,6 +64,47 @@ fn async_batches_under_cinterrupts_raise_at_most_a_tenth_of_the_irqs_of_none() {
 }
 
 #[test]
+fn barrier_last_marks_each_batchs_last_request_over_the_jobs_hint() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // Every request of the job says Unmarked, but the patched fio's
+    // barrier=1 marks the last of each io_submit: each batch ends with an
+    // interrupt. Without the mark, a completion would wait for the
+    // fall-back's 200 ms of quiet, 32 requests a fifth of a second.
+    let mut job = io_job("async", Engine::Libaio, 32, 32, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.batch_complete_min = 1;
+        io.hint = Some(Hint::Unmarked);
+        io.shape.barrier_last = true;
+    }
+    let build = |duration| {
+        scenario(
+            "barrier-last",
+            device(10_000, 4),
+            vec![cinterrupts(200 * MS, 256)],
+            vec![job.clone()],
+            duration,
+        )
+    };
+    let d = run_until(40 * MS, 640 * MS, build, |d| {
+        d.strategies.iter().all(|sd| sd.completions_total > 500)
+    });
+    let sd = &d.strategies[0];
+    assert!(
+        sd.completions_total > 500,
+        "{} completions: the batches' last requests were not marked",
+        sd.completions_total
+    );
+    let per_completion = sd.irqs_total as f64 / sd.completions_total as f64;
+    assert!(
+        per_completion <= 0.1,
+        "{per_completion} IRQs per IO: more than each batch's barrier"
+    );
+}
+
+#[test]
 fn sync_qd1_under_cinterrupts_is_delivered_by_urgent_irqs_only() {
     let _g = serial();
     if !can_emulate() {
@@ -199,6 +240,60 @@ fn a_byte_rate_paces_each_request_by_its_bytes() {
     assert!(
         iops <= schedule * 1.05 && iops >= schedule / 5.0,
         "{iops} requests a second against the schedule's {schedule}"
+    );
+}
+
+#[test]
+fn a_cap_beside_several_sizes_counts_bytes_and_a_poisson_process_keeps_its_mean() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's rate_iops is rate_iops times the smallest size in bytes a
+    // second: 4 000 x 4 KiB on a 4k/50:64k/50 split (34 KiB a request on
+    // average) lets about 470 requests a second go, not 4 000. A thread
+    // paced by its count of requests would issue eight times more bytes.
+    // Late wake-ups only slow a paced thread: from below, a fifth.
+    let cap_bytes = 4_000.0 * 4096.0;
+    let mut split = io_job("split", Engine::Psync, 1, 1, 1);
+    if let Work::Io(io) = &mut split.work {
+        io.rate_iops = Some(4_000);
+        io.shape.bssplit = cint_scenario::shape::parse_bssplit("4k/50:64k/50")
+            .expect("a valid split")
+            .0;
+    }
+    // Under a Poisson process the gaps are exponential around one
+    // request's share: 500 a second, 2 ms apart on average; over a
+    // hundred requests their mean is within a third.
+    let mut poisson = io_job("poisson", Engine::Psync, 1, 1, 1);
+    if let Work::Io(io) = &mut poisson.work {
+        io.rate_iops = Some(500);
+        io.shape.rate_poisson = true;
+    }
+    let d = cint_emu::run_detailed(&scenario(
+        "paced-sizes",
+        device(10_000, 4),
+        vec![none()],
+        vec![split, poisson],
+        200 * MS,
+    ))
+    .expect("emulator runs");
+    let jobs = &d.result.results[0].jobs;
+    let (split, poisson) = (&jobs[0], &jobs[1]);
+    let bw = split.bw_bytes as f64;
+    assert!(
+        bw <= cap_bytes * 1.05 && bw >= cap_bytes / 5.0,
+        "{bw} bytes a second against the cap's {cap_bytes}"
+    );
+    assert!(
+        split.iops < 4_000.0 / 4.0,
+        "{} requests a second: counted as requests, not bytes",
+        split.iops
+    );
+    assert!(
+        poisson.iops <= 500.0 * 1.34 && poisson.iops >= 500.0 / 5.0,
+        "{} requests a second against the Poisson process's 500",
+        poisson.iops
     );
 }
 

@@ -34,20 +34,7 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
             "runtime = \"5ms\"\n[[job]]\nname = \"later\"\ngroup = 1",
         ),
         ("startdelay", "startdelay = \"1ms\""),
-        // Its rate's schedule counts requests of one size.
-        ("rate", "bssplit = \"4k/50:8k/50\"\nrate = \"10m\""),
-        ("rate_iops", "bsrange = \"4k-8k\"\nrate_iops = 100"),
-        (
-            "rate",
-            "rw = \"randrw\"\nbsrange = \"4k-8k\"\nrate = \"10m,1m\"",
-        ),
         ("rate_iops_min", "rate_iops_min = 10"),
-        // Its schedules count requests of one size.
-        (
-            "rate_iops",
-            "rw = \"randrw\"\nbssplit = \"4k/50:8k/50\"\nrate_iops = \"1000,500\"",
-        ),
-        ("barrier_last", "barrier_last = true"),
         ("fsync", "rw = \"write\"\nfsync = 4"),
         ("flow", "flow = 2"),
         ("exitall", "exitall = \"group\""),

@@ -23,6 +23,7 @@ pub mod page_cache;
 pub mod pipe;
 mod power;
 pub mod profiles;
+pub mod rate;
 pub mod render;
 pub mod sched_group;
 mod section;

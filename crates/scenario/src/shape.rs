@@ -3,12 +3,12 @@
 //! fio's `barrier`) and the job's schedule (`group`, `startdelay`). The
 //! text forms are fio's, so a fio job file and a scenario spell them alike.
 
-use cint_policy::Nanos;
+use cint_policy::{Hint, Nanos};
 
 use crate::error::ScenarioError;
 use crate::model::{
-    BsShare, DirectionRates, Distribution, ExitScope, IoShape, LatencyTarget, MinRate, RandomMap,
-    RateUnit, Rw, Schedule, SteadyMetric, SteadyState, SyncWrites,
+    BsShare, DirectionRates, Distribution, Engine, ExitScope, IoShape, LatencyTarget, MinRate,
+    RandomMap, RateUnit, Rw, Schedule, SteadyMetric, SteadyState, SyncWrites,
 };
 use crate::section::Section;
 use crate::tree::Value;
@@ -399,50 +399,15 @@ pub fn draw_block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut impl ran
     split.last().map_or(bs, |s| s.bytes)
 }
 
-/// fio's `rate_ign_think` (backend.c `handle_thinktime`): how far a think
-/// time of `think` moves a rate's schedule on, where one request moves it
-/// by `per_request`: the think time less that request's share when the
-/// share is shorter (fio adds the bytes it would have issued, less a
-/// block, so the next request goes at once), else the whole think time.
-/// Both engines pace by it.
-pub fn rate_ign_think_shift(per_request: Nanos, think: Nanos) -> Nanos {
-    if per_request <= think {
-        think - per_request
-    } else {
-        think
-    }
-}
-
-/// fio's choice of the next request's direction under a cap per
-/// direction (fio 3.33, io_u.c `rate_ddir`), for the direction `drawn`
-/// (`true`: a write): it when behind its schedule, else the other when
-/// the job draws it (`draws`, reads' and writes') and it is behind; both
-/// ahead, the nearer of the two, with how long until it. `next` is when
-/// each direction may go next, `None` for one without a cap, which is
-/// never ahead. Both engines pace by it.
-pub fn rate_ddir(
-    drawn: bool,
-    now: Nanos,
-    next: [Option<Nanos>; 2],
-    draws: [bool; 2],
-) -> (bool, Option<Nanos>) {
-    let other = !drawn;
-    let at = |write: bool| next[usize::from(write)];
-    let behind = |write: bool| at(write).is_none_or(|t| t <= now);
-    let draws_other = draws[usize::from(other)];
-    if behind(drawn) {
-        return (drawn, None);
-    }
-    if draws_other && behind(other) {
-        return (other, None);
-    }
-    // Both ahead, so both capped.
-    let (mine, theirs) = (at(drawn).unwrap_or(now), at(other).unwrap_or(now));
-    if draws_other && theirs < mine {
-        (other, Some(theirs - now))
-    } else {
-        (drawn, Some(mine - now))
-    }
+/// The hint of request `index` of a `len`-request submission call when
+/// the application marks it: `barrier_last` is the patched fio's
+/// `RWF_BARRIER` on the last iocb of each `io_submit` (or io_uring
+/// batch), an application override of the kernel's rule and of the job's
+/// `hint`. Synchronous engines submit no batches. Both engines mark by
+/// it.
+pub fn batch_hint(shape: &IoShape, engine: Engine, index: u32, len: u32) -> Option<Hint> {
+    let batches = !engine.is_sync();
+    (batches && shape.barrier_last && index + 1 == len).then_some(Hint::Barrier)
 }
 
 /// The smallest size one direction's requests may have (`write`: the

@@ -391,7 +391,7 @@ impl World<'_> {
             } else {
                 self.draw_request(t)
             };
-            let barrier = pattern::batch_hint(shape, p.engine, i, k);
+            let barrier = cint_scenario::shape::batch_hint(shape, p.engine, i, k);
             let hint = barrier.or(p.hint).unwrap_or_else(|| {
                 let batch = BatchPosition { index: i, len: k };
                 let (call, flags) = match p.engine {

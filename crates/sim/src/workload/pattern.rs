@@ -5,7 +5,7 @@
 //! `number_ios` and `io_size`. Jobs that shape nothing draw nothing extra
 //! from their thread's stream, so their runs stay byte-identical.
 
-use cint_policy::{Hint, Nanos};
+use cint_policy::Nanos;
 use cint_scenario::{Engine, IoShape, Rw, Work};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -133,41 +133,6 @@ fn place(
     offsets
         .place(write, bytes, || block_size(shape, bs, write, rng))
         .1
-}
-
-/// The mean request size of one direction (`write`: the writes'): how
-/// far the mean request moves a rate cap's schedule, for the token count
-/// (each request then moves it by its own bytes).
-pub(crate) fn mean_block_of(shape: &IoShape, bs: u64, write: bool) -> u64 {
-    let (range, split) = cint_scenario::shape::sizes_of(shape, write);
-    if let Some((lo, hi)) = range {
-        let n = (hi / lo).max(1);
-        if hi % lo == 0 {
-            return lo * (n + 1) / 2;
-        }
-        // The multiples' share, `lo / hi` each, and `hi`'s, the rest.
-        let (lo, n, hi) = (u128::from(lo), u128::from(n), u128::from(hi));
-        let sum = lo * lo * n * (n + 1) / 2 + hi * (hi - n * lo);
-        return u64::try_from(sum / hi).unwrap_or(u64::MAX);
-    }
-    if split.is_empty() {
-        return bs;
-    }
-    split
-        .iter()
-        .map(|s| s.bytes * u64::from(s.percent))
-        .sum::<u64>()
-        / 100
-}
-
-/// The hint of request `index` of a `len`-request submission call when
-/// the application marks it: `barrier_last` is the patched fio's
-/// `RWF_BARRIER` on the last iocb of each `io_submit` (or io_uring
-/// batch), an application override of the kernel's rule and of the job's
-/// `hint`. Synchronous engines submit no batches.
-pub(crate) fn batch_hint(shape: &IoShape, engine: Engine, index: u32, len: u32) -> Option<Hint> {
-    let batches = !engine.is_sync();
-    (batches && shape.barrier_last && index + 1 == len).then_some(Hint::Barrier)
 }
 
 impl<'a> World<'a> {

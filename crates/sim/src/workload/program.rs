@@ -177,7 +177,7 @@ impl Program {
                 if io.rate_iops == Some(0) || io.shape.rate == Some(0) {
                     return Err(bad("rates must be positive"));
                 }
-                let rated = super::rate::Pacer::of_job(io).is_some();
+                let rated = cint_scenario::rate::Pacer::of_job(io).is_some();
                 Ok(Program {
                     engine: io.engine,
                     rw: io.rw,
