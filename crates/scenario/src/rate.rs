@@ -116,6 +116,7 @@ impl Pacer {
     }
 
     /// Each direction on a schedule of its own (a cap per direction).
+    #[inline]
     pub fn per_direction(&self) -> bool {
         self.per_direction
     }
@@ -152,6 +153,7 @@ impl Pacer {
     }
 
     /// Whether the job draws direction `write` at all.
+    #[inline]
     fn draws(&self, write: bool) -> bool {
         if write {
             self.rwmixread < 100
@@ -163,6 +165,7 @@ impl Pacer {
     /// fio's choice of the next request's direction, per direction
     /// ([`rate_ddir`]): the drawn one, or the other, and how long the
     /// thread is ahead of the one settled.
+    #[inline]
     fn settle(&self, drawn: bool, now: Nanos) -> (bool, Option<Nanos>) {
         let next = |d: usize| (self.bps[d] > 0).then_some(self.next[d]);
         let draws = [self.draws(false), self.draws(true)];
@@ -170,6 +173,7 @@ impl Pacer {
     }
 
     /// Requests of direction `write` behind its schedule at `now`.
+    #[inline]
     fn due(&self, write: bool, now: Nanos) -> u32 {
         let d = usize::from(write);
         if !self.draws(write) {
@@ -241,6 +245,7 @@ impl Pacer {
     /// Requests the rate lets go at `now`: all those behind the schedule
     /// (fio keeps no cap on the backlog), per direction the sum of both;
     /// `u32::MAX` for as many as the thread likes.
+    #[inline]
     pub fn tokens(&self, single: Nanos, now: Nanos) -> u32 {
         if self.per_direction {
             return self.due(false, now).saturating_add(self.due(true, now));
@@ -257,6 +262,7 @@ impl Pacer {
     /// one smallest request's share when that is shorter (fio adds the
     /// bytes it would have issued, less a block, so the next request goes
     /// at once), or by all of it under a Poisson process.
+    #[inline]
     pub fn ignore_think(&mut self, single: &mut Nanos, think: Nanos) {
         let d = usize::from(self.last_write);
         if self.bps[d] == 0 {
@@ -281,6 +287,7 @@ impl Pacer {
     /// there (`over`: the end of a ramp, where fio's `reset_all_stats`
     /// restarts them, so the next request goes at once). A schedule
     /// already past `from` stays where it is unless it starts over.
+    #[inline]
     pub fn start_from(&mut self, single: &mut Nanos, from: Nanos, over: bool) {
         start_schedule(single, from, over);
         if self.per_direction {
@@ -292,6 +299,7 @@ impl Pacer {
 }
 
 /// A schedule at `next` counts from `from`, or starts over there.
+#[inline]
 pub fn start_schedule(next: &mut Nanos, from: Nanos, over: bool) {
     if over || *next < from {
         *next = from;
@@ -343,6 +351,7 @@ fn rate_ign_think_shift(per_request: Nanos, think: Nanos) -> Nanos {
 /// ahead, the nearer of the two, with how long until it. `next` is when
 /// each direction may go next, `None` for one without a cap, which is
 /// never ahead.
+#[inline]
 fn rate_ddir(
     drawn: bool,
     now: Nanos,
