@@ -104,6 +104,9 @@ pub struct JobDetail {
     pub cpu_ns: u64,
     /// Times the job's threads were woken in the measured window.
     pub wakeups: u64,
+    /// The rate floors its threads missed (`at` from the measured
+    /// window's start), each of which ended its thread.
+    pub floors_missed: Vec<cint_scenario::rate_floor::Missed>,
 }
 
 /// Runs every strategy of the scenario on the emulator. Fails if any
@@ -153,11 +156,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("submit_mode")
             } else if io.sqpoll.is_some() {
                 Some("sqpoll")
-            } else if let Some(min) = s.rate_min {
-                Some(match min.floor.unit {
-                    cint_scenario::RateUnit::Iops => "rate_iops_min",
-                    cint_scenario::RateUnit::Bytes => "ratemin",
-                })
             } else if s.fsync != 0 {
                 Some("fsync")
             } else if s.fdatasync != 0 {
@@ -278,6 +276,15 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         })
         .collect();
     notes.extend(details.iter().filter_map(|d| d.idle_note.clone()));
+    // The simulator's notes, its clock counting from the run's start.
+    for d in &details {
+        for job in &d.jobs {
+            for m in &job.floors_missed {
+                let at = m.at.saturating_add(scenario.warmup);
+                notes.push(cint_scenario::rate_floor::Missed { at, ..*m }.note(&d.name, &job.name));
+            }
+        }
+    }
     // One meter for the machine: said once, not per strategy.
     if let Some(note) = details.iter().find_map(|d| d.energy_note.clone()) {
         notes.push(note);
@@ -1191,6 +1198,14 @@ fn summarise_job(
         if detail.first_error.is_none() {
             detail.first_error.clone_from(&o.first_error);
         }
+        if let Some(m) = o.floor_missed {
+            detail
+                .floors_missed
+                .push(cint_scenario::rate_floor::Missed {
+                    at: m.at.saturating_sub(window.start),
+                    ..m
+                });
+        }
     }
     for (k, t) in tracked.iter().enumerate() {
         if t.job == Some(job_index) {
@@ -1222,8 +1237,11 @@ fn summarise_job(
             write: direction(&by_direction[1], dir_bytes[1]),
             // The emulator refuses fsync and fdatasync: no calls.
             sync: Default::default(),
-            // It refuses a floor on the rate too: no error of fio's.
-            error: 0,
+            error: if detail.floors_missed.is_empty() {
+                0
+            } else {
+                cint_scenario::rate_floor::MISSED_ERRNO
+            },
         }),
         trace: None,
         sync: None,

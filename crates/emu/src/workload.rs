@@ -13,6 +13,7 @@ use cint_policy::mode_select::CompletionChoice;
 use cint_policy::{Hint, Nanos};
 use cint_report::{FioHistogram, LatencyHistogram};
 use cint_scenario::rate::Pacer;
+use cint_scenario::rate_floor::{Floor, Missed};
 use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, Rw};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -111,8 +112,11 @@ pub(crate) struct ThreadOutcome {
     pub idle_watch: Option<Result<(u64, u64), String>>,
     /// When the thread ended by its size (its `io_size` or `number_ios`
     /// issued and every request back), or a CPU-bound one by its
-    /// `runtime`.
+    /// `runtime`, or by missing its rate's floor.
     pub ended_at: Option<Nanos>,
+    /// The rate's floor (`ratemin`, `rate_iops_min`) the thread missed,
+    /// which ended it as fio ends it (`at` on this process's clock).
+    pub floor_missed: Option<Missed>,
 }
 
 /// One direction's I/Os in the measured window.
@@ -173,6 +177,11 @@ struct IoThread {
     /// When the single schedule lets the next request go (a job capped
     /// per direction keeps its schedules in `pacer`).
     next_issue_at: Nanos,
+    /// The job's floor on the rate and what it has completed.
+    floor: Option<Floor>,
+    /// When the thread first saw the measured window (fio's counters
+    /// start there, and a floor is judged two seconds on).
+    measured_from: Option<Nanos>,
     /// The requests of the batch being submitted (kept for the next).
     batch: Vec<(Op, u64, u64)>,
     /// Bytes and requests issued since the thread started.
@@ -231,6 +240,7 @@ impl IoThread {
         let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
         let io_bs = io.bs;
         let pacer = Pacer::of_job(&io);
+        let floor = Floor::of_job(&io);
         let buffers = if plan.needs_buffers {
             (0..depth).map(|_| IoBuf::new(largest as usize)).collect()
         } else {
@@ -245,6 +255,8 @@ impl IoThread {
             next_offset: 0,
             pacer,
             next_issue_at: 0,
+            floor,
+            measured_from: None,
             batch: Vec::with_capacity(depth),
             bytes_issued: 0,
             requests_issued: 0,
@@ -286,6 +298,9 @@ impl IoThread {
         let mut ramped = false;
         loop {
             let phase = control.phase.load(Ordering::Relaxed);
+            if phase == PHASE_MEASURE && self.measured_from.is_none() {
+                self.measured_from = Some(sys::now());
+            }
             if !ramped && phase == PHASE_MEASURE && self.plan.ramp {
                 ramped = true;
                 self.restart_rate(sys::now());
@@ -296,7 +311,8 @@ impl IoThread {
             }
             let stopping = phase == PHASE_STOP
                 || self.plan.stop_at.is_some_and(|t| sys::now() >= t)
-                || self.job_done();
+                || self.job_done()
+                || self.floor_missed();
             if let Some(select) = &mut self.select {
                 select.measuring = phase == PHASE_MEASURE;
             }
@@ -322,7 +338,7 @@ impl IoThread {
             }
             if self.client.in_flight() == 0 {
                 if stopping {
-                    if self.job_done() {
+                    if self.job_done() || self.out.floor_missed.is_some() {
                         self.out.ended_at = Some(sys::now());
                     }
                     break;
@@ -429,6 +445,19 @@ impl IoThread {
             || shape
                 .number_ios
                 .is_some_and(|n| self.requests_issued - self.counted_from >= n)
+    }
+
+    /// fio's `check_min_rate` at the top of a pass of the loop: whether
+    /// the thread missed its rate's floor, now or before (it then ends).
+    fn floor_missed(&mut self) -> bool {
+        if self.out.floor_missed.is_some() {
+            return true;
+        }
+        let (Some(floor), Some(from)) = (&mut self.floor, self.measured_from) else {
+            return false;
+        };
+        self.out.floor_missed = floor.check(sys::now(), from);
+        self.out.floor_missed.is_some()
     }
 
     /// The rate's schedules start over at `now` (the thread's start, and
@@ -768,6 +797,9 @@ impl IoThread {
             match c.result {
                 Ok(bytes) => {
                     if measuring {
+                        if let Some(floor) = &mut self.floor {
+                            floor.sample(c.op == Op::Write, u64::from(bytes));
+                        }
                         self.out.ios += 1;
                         self.out.bytes += u64::from(bytes);
                         self.out.hist.record(c.latency());

@@ -298,6 +298,61 @@ fn a_cap_beside_several_sizes_counts_bytes_and_a_poisson_process_keeps_its_mean(
 }
 
 #[test]
+fn a_thread_under_its_rate_floor_ends_with_fios_error_after_the_settle_period() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio judges a floor from two seconds after the ramp, over each
+    // `ratecycle` from a first base: a reader of a device taking 5 ms a
+    // request, about 200 a second, ends there under a floor of 1 000
+    // (fio's EIO), while one beside it with a floor of 50 runs on. The
+    // margins are five and four times: a loaded machine's late wake-ups
+    // cannot lift 200 to 1 000, nor sink 200 under 50 over a tenth of a
+    // second.
+    let floored = |name: &str, floor: u64| {
+        let mut job = io_job(name, Engine::Psync, 1, 1, 1);
+        if let Work::Io(io) = &mut job.work {
+            io.shape.rate_min = Some(cint_scenario::MinRate {
+                floor: cint_scenario::DirectionRates {
+                    unit: cint_scenario::RateUnit::Iops,
+                    read: Some(floor),
+                    write: None,
+                },
+                cycle: 100 * MS,
+            });
+        }
+        job
+    };
+    let sc = scenario(
+        "floors",
+        device(5 * MS, 4),
+        vec![none()],
+        vec![floored("under", 1_000), floored("above", 50)],
+        2_400 * MS,
+    );
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    let error = |j: usize| d.result.results[0].jobs[j].fio.as_ref().map(|f| f.error);
+    assert_eq!(error(0), Some(5), "{:?}", d.result.notes);
+    assert_eq!(error(1), Some(0), "{:?}", d.result.notes);
+    let notes: Vec<&String> = d
+        .result
+        .notes
+        .iter()
+        .filter(|n| n.contains("rate_iops_min"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", d.result.notes);
+    assert!(notes[0].contains("job 'under'"), "{}", notes[0]);
+    // It ended there: about 2.1 s of 200 a second, not 2.4 s.
+    let under = &d.strategies[0].jobs[0];
+    assert!(
+        under.completed < 200 * 23 / 10,
+        "{} requests: the thread ran on past its floor",
+        under.completed
+    );
+}
+
+#[test]
 fn split_and_range_sizes_are_drawn_per_request_as_the_simulator_draws_them() {
     let _g = serial();
     if !can_emulate() {

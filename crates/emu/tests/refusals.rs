@@ -34,7 +34,6 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
             "runtime = \"5ms\"\n[[job]]\nname = \"later\"\ngroup = 1",
         ),
         ("startdelay", "startdelay = \"1ms\""),
-        ("rate_iops_min", "rate_iops_min = 10"),
         ("fsync", "rw = \"write\"\nfsync = 4"),
         ("flow", "flow = 2"),
         ("exitall", "exitall = \"group\""),

@@ -24,6 +24,7 @@ pub mod pipe;
 mod power;
 pub mod profiles;
 pub mod rate;
+pub mod rate_floor;
 pub mod render;
 pub mod sched_group;
 mod section;

@@ -1,55 +1,17 @@
-//! fio's floor on a thread's rate, `ratemin` and `rate_iops_min` with
-//! `ratecycle`, as fio 3.33 checks it (backend.c `check_min_rate`,
-//! `__check_min_rate`, called at the end of each pass of `do_io`).
-//!
-//! Each direction the thread has completed requests of is looked at.
-//! Nothing is judged in the job's ramp, nor in the two seconds after it
-//! (fio's settle period, counted from the ramp's end, where fio resets
-//! the job's start and counters). The first look after that takes the
-//! completed bytes and requests as a base; each look at least `ratecycle`
-//! after the last base (whole milliseconds, as fio counts them) takes the
-//! rate since: under its floor the thread ends, with an error (fio's
-//! `EIO`, and fio's `exitall` ends the others of its group); otherwise the
-//! look becomes the new base.
+//! fio's floor on a thread's rate (`ratemin`, `rate_iops_min`) in the
+//! simulator's thread loop: the rules are `cint_scenario::rate_floor`'s,
+//! which the emulator ends its threads by too.
 
 use cint_policy::Nanos;
+use cint_scenario::rate_floor::Floor;
 
 use crate::world::World;
 
-/// fio's settle period before a floor is judged.
-const SETTLE: Nanos = 2_000_000_000;
-
-/// A millisecond, fio's unit here.
-const MS: Nanos = 1_000_000;
-
-/// One thread's floor and what it has completed.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Floor {
-    /// Each direction's floor, `[reads, writes]`; 0: none.
-    floor: [u64; 2],
-    /// The floor counts bytes (`ratemin`); else requests.
-    bytes: bool,
-    /// `ratecycle`, in whole milliseconds.
-    cycle_ms: u64,
-    /// Bytes and requests completed since the ramp ended.
-    done_bytes: [u64; 2],
-    done_blocks: [u64; 2],
-    /// The last base: bytes, requests, and when.
-    base_bytes: [u64; 2],
-    base_blocks: [u64; 2],
-    base_at: [Nanos; 2],
-}
-
-/// A floor a thread missed: when, which direction, the floor and the
-/// rate it got over the last cycle.
+/// A floor thread `thread` missed.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Missed {
     pub thread: usize,
-    pub at: Nanos,
-    pub write: bool,
-    pub floor: u64,
-    pub got: u64,
-    pub bytes: bool,
+    pub miss: cint_scenario::rate_floor::Missed,
 }
 
 /// Every thread's floor (none for threads of jobs without one).
@@ -73,17 +35,7 @@ impl Floors {
                 let cint_scenario::Work::Io(io) = &sc.jobs.get(th.job as usize)?.work else {
                     return None;
                 };
-                let min = io.shape.rate_min?;
-                Some(Floor {
-                    floor: [min.floor.read.unwrap_or(0), min.floor.write.unwrap_or(0)],
-                    bytes: min.floor.unit == cint_scenario::RateUnit::Bytes,
-                    cycle_ms: min.cycle / MS,
-                    done_bytes: [0; 2],
-                    done_blocks: [0; 2],
-                    base_bytes: [0; 2],
-                    base_blocks: [0; 2],
-                    base_at: [0; 2],
-                })
+                Floor::of_job(io)
             })
             .collect();
         Floors {
@@ -98,9 +50,7 @@ impl World<'_> {
     /// measured (after the ramp, where fio's counters start).
     pub(crate) fn floor_sample(&mut self, t: usize, write: bool, bytes: u64) {
         if let Some(f) = self.floors.of[t].as_mut() {
-            let d = usize::from(write);
-            f.done_bytes[d] += bytes;
-            f.done_blocks[d] += 1;
+            f.sample(write, bytes);
         }
     }
 
@@ -112,46 +62,14 @@ impl World<'_> {
             return false;
         };
         let measured_from = start.saturating_add(self.sc.warmup);
-        if now < measured_from.saturating_add(SETTLE) {
-            return false;
-        }
-        let Some(f) = self.floors.of[t].as_mut() else {
+        let Some(miss) = self.floors.of[t]
+            .as_mut()
+            .and_then(|f| f.check(now, measured_from))
+        else {
             return false;
         };
-        for d in 0..2 {
-            if f.floor[d] == 0 || f.done_bytes[d] == 0 {
-                continue;
-            }
-            if f.base_bytes[d] != 0 || f.base_blocks[d] != 0 {
-                let spent_ms = (now - f.base_at[d]) / MS;
-                if spent_ms < f.cycle_ms || spent_ms == 0 {
-                    continue;
-                }
-                let moved = if f.bytes {
-                    f.done_bytes[d] - f.base_bytes[d]
-                } else {
-                    f.done_blocks[d] - f.base_blocks[d]
-                };
-                let got = u64::try_from(u128::from(moved) * 1000 / u128::from(spent_ms))
-                    .unwrap_or(u64::MAX);
-                if got < f.floor[d] {
-                    let missed = Missed {
-                        thread: t,
-                        at: now,
-                        write: d == 1,
-                        floor: f.floor[d],
-                        got,
-                        bytes: f.bytes,
-                    };
-                    self.floors.missed.push(missed);
-                    return true;
-                }
-            }
-            f.base_bytes[d] = f.done_bytes[d];
-            f.base_blocks[d] = f.done_blocks[d];
-            f.base_at[d] = now;
-        }
-        false
+        self.floors.missed.push(Missed { thread: t, miss });
+        true
     }
 
     /// One note per thread that missed its floor: fio ends such a thread
@@ -162,21 +80,7 @@ impl World<'_> {
             .iter()
             .map(|m| {
                 let job = &self.sc.jobs[self.threads[m.thread].job as usize];
-                let (key, unit) = if m.bytes {
-                    ("ratemin", " B/s")
-                } else {
-                    ("rate_iops_min", " IOPS")
-                };
-                let dir = if m.write { "writes" } else { "reads" };
-                format!(
-                    "strategy '{strategy}': job '{}': a thread's {dir} missed {key}={} at {:.3} ms \
-                     (got {}{unit} over the last ratecycle): fio ends such a thread with an error \
-                     (EIO), and the job's figures stop there",
-                    job.name,
-                    m.floor,
-                    m.at as f64 / 1e6,
-                    m.got
-                )
+                m.miss.note(strategy, &job.name)
             })
             .collect()
     }
@@ -190,7 +94,7 @@ impl World<'_> {
             .iter()
             .any(|m| self.threads[m.thread].job as usize == j);
         if missed {
-            5
+            cint_scenario::rate_floor::MISSED_ERRNO
         } else {
             0
         }
