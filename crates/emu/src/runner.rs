@@ -162,8 +162,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("fdatasync")
             } else if s.flow != 0 {
                 Some("flow")
-            } else if s.exitall.is_some() {
-                Some("exitall")
             } else if s.steady.is_some() {
                 Some("ss")
             } else if s.latency_target.is_some() {
@@ -554,7 +552,9 @@ fn run_strategy(
     let (config, target) = device_config(scenario, layout, strategy, strategy_index)?;
     let selector = crate::select::build(scenario, strategy)?;
     let emulator = Emulator::start(config)?;
-    let control = Arc::new(Control::new());
+    let control = Arc::new(Control::new(
+        scenario.jobs.iter().map(|j| j.numjobs as usize),
+    ));
     let clocks = CoreClocks::new(crate::activity::core_groups(scenario, &layout.app));
     for queue in 0..layout.app.len() {
         if let Some(pair) = clocks.for_queue(queue) {
@@ -738,6 +738,7 @@ fn start_job_threads(
                 probe: Arc::clone(&probe),
             });
             let plan = ThreadPlan {
+                job: job_index,
                 io: io.clone(),
                 mode: strategy.mode,
                 stop_at: job.runtime.map(|r| start + scenario.warmup + r),

@@ -4,7 +4,7 @@
 //! `mode-select` threads wait each way as their selector chooses
 //! ([`crate::select`]), and `kind = "cpu"` jobs burn CPU.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use cint_policy::hints::{request_hint, BatchPosition, IoCall, IoContext, RwFlags};
@@ -39,15 +39,41 @@ pub(crate) struct Control {
     pub ended: Mutex<usize>,
     /// Told each time a thread ends.
     pub ended_changed: Condvar,
+    /// Each job's threads still running.
+    live: Vec<AtomicUsize>,
+    /// A job with fio's `exitall` has ended: every I/O job's threads end
+    /// (the emulator runs one group, so `group` and `all` are the same).
+    exit_all: AtomicBool,
 }
 
 impl Control {
-    pub(crate) fn new() -> Control {
+    /// The control of a run whose jobs have `threads` threads each.
+    pub(crate) fn new(threads: impl IntoIterator<Item = usize>) -> Control {
         Control {
             phase: AtomicU8::new(PHASE_WARMUP),
             ended: Mutex::new(0),
             ended_changed: Condvar::new(),
+            live: threads.into_iter().map(AtomicUsize::new).collect(),
+            exit_all: AtomicBool::new(false),
         }
+    }
+
+    /// Whether a job's `exitall` told every I/O job to end.
+    fn exiting_all(&self) -> bool {
+        self.exit_all.load(Ordering::Relaxed)
+    }
+
+    /// A thread of job `job` has ended; the job's last with `exitall`
+    /// ends the others (fio's `exitall`: when this job ends, the rest do).
+    fn job_thread_ended(&self, job: usize, exitall: bool) {
+        let left = self
+            .live
+            .get(job)
+            .map_or(0, |l| l.fetch_sub(1, Ordering::SeqCst).saturating_sub(1));
+        if left == 0 && exitall {
+            self.exit_all.store(true, Ordering::SeqCst);
+        }
+        self.thread_ended();
     }
 
     /// A job thread has ended.
@@ -63,6 +89,8 @@ impl Control {
 
 /// One job thread's task.
 pub(crate) struct ThreadPlan {
+    /// The thread's job, by its index in the scenario.
+    pub job: usize,
     pub io: Option<IoJob>,
     pub mode: CompletionMode,
     /// When the thread stops submitting, if the job has a `runtime`.
@@ -133,14 +161,21 @@ pub(crate) fn run_thread(
     client: Option<Client>,
     control: &Control,
 ) -> ThreadOutcome {
+    let job = plan.job;
+    let exitall = plan
+        .io
+        .as_ref()
+        .is_some_and(|io| io.shape.exitall.is_some());
     let outcome = match (plan.io.clone(), client) {
         (Some(io), Some(client)) => IoThread::new(plan, io, client).run(control),
+        // A CPU-bound job has no loop to leave: another's exitall leaves
+        // it running, as the simulator does.
         _ => ThreadOutcome {
             ended_at: burn_cpu(&plan, control),
             ..ThreadOutcome::default()
         },
     };
-    control.thread_ended();
+    control.job_thread_ended(job, exitall);
     outcome
 }
 
@@ -312,7 +347,8 @@ impl IoThread {
             let stopping = phase == PHASE_STOP
                 || self.plan.stop_at.is_some_and(|t| sys::now() >= t)
                 || self.job_done()
-                || self.floor_missed();
+                || self.floor_missed()
+                || control.exiting_all();
             if let Some(select) = &mut self.select {
                 select.measuring = phase == PHASE_MEASURE;
             }
@@ -338,7 +374,9 @@ impl IoThread {
             }
             if self.client.in_flight() == 0 {
                 if stopping {
-                    if self.job_done() || self.out.floor_missed.is_some() {
+                    // Ended before the run: by its size, its floor, or
+                    // another job's exitall. Its window ends here.
+                    if self.job_done() || self.out.floor_missed.is_some() || control.exiting_all() {
                         self.out.ended_at = Some(sys::now());
                     }
                     break;

@@ -353,6 +353,45 @@ fn a_thread_under_its_rate_floor_ends_with_fios_error_after_the_settle_period() 
 }
 
 #[test]
+fn a_jobs_exitall_ends_the_others_when_it_ends() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's exitall: the short job's 200 reads take some milliseconds;
+    // when its thread ends, the long job's end too, their requests in
+    // flight drained, and its window stops there, far short of the run's
+    // 600 ms (a loaded machine only stretches the short job, by wake-ups
+    // of tens of microseconds each).
+    let mut short = io_job("short", Engine::Psync, 1, 1, 1);
+    if let Work::Io(io) = &mut short.work {
+        io.shape.number_ios = Some(200);
+        io.shape.exitall = Some(cint_scenario::ExitScope::Group);
+    }
+    let long = io_job("long", Engine::Libaio, 8, 1, 2);
+    let d = cint_emu::run_detailed(&scenario(
+        "exitall",
+        device(10_000, 4),
+        vec![none()],
+        vec![short, long],
+        600 * MS,
+    ))
+    .expect("emulator runs");
+    let jobs = &d.result.results[0].jobs;
+    let window = |j: usize| jobs[j].fio.as_ref().map_or(0, |f| f.runtime_ns);
+    // number_ios counts from the ramp's end, as fio's does.
+    assert!(d.strategies[0].jobs[0].completed >= 200);
+    assert!(
+        window(1) < 300 * MS,
+        "the long job ran {} ns of the run's 600 ms",
+        window(1)
+    );
+    let long = &d.strategies[0].jobs[1];
+    assert!(long.completed > 0);
+    assert_eq!(long.submitted, long.completed, "its requests drained");
+}
+
+#[test]
 fn split_and_range_sizes_are_drawn_per_request_as_the_simulator_draws_them() {
     let _g = serial();
     if !can_emulate() {
