@@ -58,3 +58,18 @@ pub use profiles::{
     DevicePower, DeviceProfile, Governor, HostPower, HostProfile, IdleState, UnitBinding,
 };
 pub use smt::Smt;
+
+/// The one I/O job of a minimal scenario whose `[[job]]` holds `keys`,
+/// resolved as a file's would be: for the crate's tests of job rules.
+#[cfg(test)]
+pub(crate) fn test_io_job(keys: &str) -> IoJob {
+    let text = format!(
+        "name = \"t\"\n[[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+         [[job]]\nname = \"j\"\n{keys}\n"
+    );
+    let sc = load_str(&text, "t.toml", &[]).expect("a valid scenario");
+    match sc.jobs.into_iter().next().map(|j| j.work) {
+        Some(Work::Io(io)) => io,
+        _ => unreachable!("an I/O job"),
+    }
+}

@@ -384,15 +384,7 @@ mod tests {
 
     /// The pacer of a scenario's one job, given its keys.
     fn pacer(job_keys: &str) -> Pacer {
-        let text = format!(
-            "name = \"p\"\n[[strategy]]\nname = \"none\"\nkind = \"none\"\n\
-             [[job]]\nname = \"j\"\n{job_keys}\n"
-        );
-        let sc = crate::load_str(&text, "p.toml", &[]).expect("a valid scenario");
-        let crate::Work::Io(io) = &sc.jobs[0].work else {
-            unreachable!("an I/O job");
-        };
-        let mut p = Pacer::of_job(io).expect("a capped job");
+        let mut p = Pacer::of_job(&crate::test_io_job(job_keys)).expect("a capped job");
         p.start_from(&mut 0, 0, true);
         p
     }

@@ -155,15 +155,7 @@ mod tests {
 
     /// The floor of a scenario's one job, given its keys.
     fn floor(job_keys: &str) -> Floor {
-        let text = format!(
-            "name = \"f\"\n[[strategy]]\nname = \"none\"\nkind = \"none\"\n\
-             [[job]]\nname = \"j\"\n{job_keys}\n"
-        );
-        let sc = crate::load_str(&text, "f.toml", &[]).expect("a valid scenario");
-        let crate::Work::Io(io) = &sc.jobs[0].work else {
-            unreachable!("an I/O job");
-        };
-        Floor::of_job(io).expect("a floored job")
+        Floor::of_job(&crate::test_io_job(job_keys)).expect("a floored job")
     }
 
     const MS_: Nanos = 1_000_000;
