@@ -26,7 +26,9 @@ use crate::idle_watch::{IdleWatch, ProfileState};
 use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
 use crate::sys;
-use crate::workload::{run_thread, Control, ThreadOutcome, ThreadPlan, PHASE_MEASURE, PHASE_STOP};
+use crate::workload::{
+    run_thread, Control, Stage, ThreadOutcome, ThreadPlan, PHASE_MEASURE, PHASE_STOP,
+};
 
 /// What the emulator measured beyond the result document, for tests and
 /// diagnostics.
@@ -104,6 +106,9 @@ pub struct JobDetail {
     pub cpu_ns: u64,
     /// Times the job's threads were woken in the measured window.
     pub wakeups: u64,
+    /// When it started, and its measured window's start and end, from the
+    /// run's start (`None`: it did not start before the run ended).
+    pub span: Option<(Nanos, Nanos, Nanos)>,
     /// The rate floors its threads missed (`at` from the measured
     /// window's start), each of which ended its thread.
     pub floors_missed: Vec<cint_scenario::rate_floor::Missed>,
@@ -134,15 +139,19 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, EmuError> {
 /// time stamp a latency needs, so the key would change nothing here while
 /// the result claimed it.
 fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
+    let first_group = scenario.jobs.iter().map(|j| j.schedule.group).min();
     for (j, job) in scenario.jobs.iter().enumerate() {
+        let cpu_bound = matches!(job.work, cint_scenario::Work::Cpu);
         // CFS task groups: the emulator's threads are not put in cgroups.
         let key = if scenario.sched_groups.of_job(j).is_some() {
             Some("sched_group")
-        } else if job.schedule.group != 0 {
+        } else if cpu_bound && Some(job.schedule.group) != first_group {
+            // A CPU-bound thread holds its core from the run's start (the
+            // emulator's interrupts preempt it there).
             Some("group")
         } else if matches!(&job.work, cint_scenario::Work::Io(io) if io.shape.trace.is_some()) {
             Some("trace")
-        } else if job.schedule.startdelay != 0 {
+        } else if cpu_bound && job.schedule.startdelay != 0 {
             Some("startdelay")
         } else if let cint_scenario::Work::Io(io) = &job.work {
             let s = &io.shape;
@@ -274,6 +283,7 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         })
         .collect();
     notes.extend(details.iter().filter_map(|d| d.idle_note.clone()));
+    notes.extend(group_notes(scenario, &details));
     // The simulator's notes, its clock counting from the run's start.
     for d in &details {
         for job in &d.jobs {
@@ -552,9 +562,8 @@ fn run_strategy(
     let (config, target) = device_config(scenario, layout, strategy, strategy_index)?;
     let selector = crate::select::build(scenario, strategy)?;
     let emulator = Emulator::start(config)?;
-    let control = Arc::new(Control::new(
-        scenario.jobs.iter().map(|j| j.numjobs as usize),
-    ));
+    let threads: Vec<usize> = scenario.jobs.iter().map(|j| j.numjobs as usize).collect();
+    let control = Arc::new(Control::new(&threads, group_places(scenario)));
     let clocks = CoreClocks::new(crate::activity::core_groups(scenario, &layout.app));
     for queue in 0..layout.app.len() {
         if let Some(pair) = clocks.for_queue(queue) {
@@ -685,6 +694,7 @@ fn start_job_threads(
         ..
     } = *threads;
     let start = sys::now();
+    control.run_start.store(start, Ordering::Relaxed);
     let thread_count: usize = scenario.jobs.iter().map(|j| j.numjobs as usize).sum();
     let gate = Arc::new(StartGate::default());
     let mut tracked = Vec::new();
@@ -742,6 +752,9 @@ fn start_job_threads(
                 io: io.clone(),
                 mode: strategy.mode,
                 stop_at: job.runtime.map(|r| start + scenario.warmup + r),
+                runtime: job.runtime,
+                stage: stage_of(scenario, job_index),
+                window_from: None,
                 span: io.as_ref().map_or(0, |io| {
                     let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
                     io.size.min(target.span).max(largest)
@@ -845,6 +858,8 @@ struct Window {
     samples_after: Vec<ThreadSample>,
     /// When it began (the clock's instant).
     start: Nanos,
+    /// The run's start, the instant the threads' `runtime`s count from.
+    run_start: Nanos,
     /// Its length, ns (at least 1).
     ns: u64,
 }
@@ -905,6 +920,7 @@ fn measure(
         samples_before,
         samples_after,
         start: window_start,
+        run_start: control.run_start.load(Ordering::Relaxed),
         ns,
     }
 }
@@ -958,7 +974,14 @@ fn summarise(
         .iter()
         .enumerate()
         .map(|(job_index, job)| {
-            summarise_job(job_index, job, tracked, &outcomes[job_index], window)
+            summarise_job(
+                job_index,
+                job,
+                tracked,
+                &outcomes[job_index],
+                window,
+                stage_of(scenario, job_index).is_some(),
+            )
         })
         .unzip();
     let interrupts = stats_after.total_irqs() - stats_before.total_irqs();
@@ -1140,6 +1163,63 @@ fn energy_figures(
     )
 }
 
+/// Per strategy, when each job of each group ran, as the simulator says
+/// it, for a run whose jobs start in turn (groups or start delays).
+fn group_notes(scenario: &Scenario, details: &[StrategyDetail]) -> Vec<String> {
+    let mut order: Vec<u32> = scenario.jobs.iter().map(|j| j.schedule.group).collect();
+    order.sort_unstable();
+    order.dedup();
+    let staged = order.len() > 1 || scenario.jobs.iter().any(|j| j.schedule.startdelay > 0);
+    if !staged {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    for d in details {
+        for &g in &order {
+            let spans: Vec<cint_scenario::staging::JobSpan<'_>> = scenario
+                .jobs
+                .iter()
+                .zip(&d.jobs)
+                .filter(|(job, _)| job.schedule.group == g)
+                .map(|(job, jd)| cint_scenario::staging::JobSpan {
+                    name: &job.name,
+                    ran: jd.span,
+                })
+                .collect();
+            notes.push(cint_scenario::staging::group_note(&d.name, g, &spans));
+        }
+        if order.len() > 1 {
+            notes.push(cint_scenario::staging::groups_in_turn_note(&d.name));
+        }
+    }
+    notes
+}
+
+/// Each job's group's place in the run's order of groups (fio's
+/// `stonewall`: ascending, the first starting with the run).
+fn group_places(scenario: &Scenario) -> Vec<usize> {
+    let mut order: Vec<u32> = scenario.jobs.iter().map(|j| j.schedule.group).collect();
+    order.sort_unstable();
+    order.dedup();
+    scenario
+        .jobs
+        .iter()
+        .map(|j| order.partition_point(|&g| g < j.schedule.group))
+        .collect()
+}
+
+/// When job `j` starts, if not with the run: a later group's, or one
+/// with a `startdelay`.
+fn stage_of(scenario: &Scenario, j: usize) -> Option<Stage> {
+    let job = &scenario.jobs[j];
+    let group = group_places(scenario)[j];
+    (group > 0 || job.schedule.startdelay > 0).then_some(Stage {
+        group,
+        startdelay: job.schedule.startdelay,
+        warmup: scenario.warmup,
+    })
+}
+
 /// One job's result and detail: its threads' outcomes merged, and their
 /// CPU time and context switches over the window.
 fn summarise_job(
@@ -1148,6 +1228,7 @@ fn summarise_job(
     tracked: &[Tracked],
     outcomes: &[ThreadOutcome],
     window: &Window,
+    staged: bool,
 ) -> (JobResult, JobDetail) {
     // The job's own window, as the simulator measures it: its threads
     // stop at its `runtime` after the warm-up, or end when its `io_size`
@@ -1159,12 +1240,41 @@ fn summarise_job(
         .collect::<Option<Vec<Nanos>>>()
         .and_then(|at| at.into_iter().max())
         .map(|at| at.saturating_sub(window.start));
-    let window_ns = match (job.runtime, ended) {
-        (Some(r), _) => r.min(window.ns),
-        (None, Some(ended)) => ended.min(window.ns),
+    // A staged job's window starts at its own start and warm-up (a job
+    // that never started has none).
+    let from = outcomes
+        .iter()
+        .filter_map(|o| o.window_from)
+        .min()
+        .map_or(0, |at| at.saturating_sub(window.start))
+        .min(window.ns);
+    let to = match (job.runtime, ended) {
+        (Some(r), _) => from.saturating_add(r),
+        (None, Some(ended)) => ended,
         (None, None) => window.ns,
     }
-    .max(1);
+    .min(window.ns);
+    let window_ns = to.saturating_sub(from).max(1);
+    // When it started and what it measured, from the run's start (the
+    // instant the runtimes count from); a staged job none of whose
+    // threads started has no span.
+    let since_run = |at: Nanos| at.saturating_sub(window.run_start);
+    let started = if staged {
+        outcomes
+            .iter()
+            .filter_map(|o| o.started_at)
+            .min()
+            .map(since_run)
+    } else {
+        Some(0)
+    };
+    let span = started.map(|at| {
+        (
+            at,
+            since_run(window.start + from),
+            since_run(window.start + to),
+        )
+    });
     let window_s = window_ns as f64 / 1e9;
     let mut hist = LatencyHistogram::new();
     let mut by_direction = [FioHistogram::new(), FioHistogram::new()];
@@ -1172,6 +1282,7 @@ fn summarise_job(
     let (mut usr_ns, mut sys_ns) = (0, 0);
     let mut detail = JobDetail {
         name: job.name.clone(),
+        span,
         ..Default::default()
     };
     let (mut ios, mut bytes) = (0, 0);

@@ -4,7 +4,7 @@
 //! `mode-select` threads wait each way as their selector chooses
 //! ([`crate::select`]), and `kind = "cpu"` jobs burn CPU.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use cint_policy::hints::{request_hint, BatchPosition, IoCall, IoContext, RwFlags};
@@ -39,41 +39,128 @@ pub(crate) struct Control {
     pub ended: Mutex<usize>,
     /// Told each time a thread ends.
     pub ended_changed: Condvar,
-    /// Each job's threads still running.
+    /// Each job's threads still running, and its group's place in the
+    /// run's order of groups.
     live: Vec<AtomicUsize>,
-    /// A job with fio's `exitall` has ended: every I/O job's threads end
-    /// (the emulator runs one group, so `group` and `all` are the same).
-    exit_all: AtomicBool,
+    group_of: Vec<usize>,
+    /// Each group's threads still running.
+    group_live: Vec<AtomicUsize>,
+    /// The group running now (fio's `stonewall`: a group starts when the
+    /// one before has ended), and a signal when it moves on.
+    group_now: Mutex<usize>,
+    group_changed: Condvar,
+    /// A job of the group with fio's `exitall` (`exit_what=group`) has
+    /// ended: the group's I/O jobs end.
+    exit_group: Vec<AtomicBool>,
+    /// A job with `exitall` and `exit_what=all` has ended: every I/O job
+    /// ends and no later group starts.
+    halted: AtomicBool,
+    /// The run's start, the instant the threads' `runtime`s count from.
+    pub run_start: AtomicU64,
 }
 
 impl Control {
-    /// The control of a run whose jobs have `threads` threads each.
-    pub(crate) fn new(threads: impl IntoIterator<Item = usize>) -> Control {
+    /// The control of a run whose jobs have `threads` threads each, the
+    /// `j`th job in the `group_of[j]`th group of the run's order.
+    pub(crate) fn new(threads: &[usize], group_of: Vec<usize>) -> Control {
+        let groups = group_of.iter().max().map_or(0, |&g| g + 1);
+        let mut group_live = vec![0; groups];
+        for (&n, &g) in threads.iter().zip(&group_of) {
+            group_live[g] += n;
+        }
         Control {
             phase: AtomicU8::new(PHASE_WARMUP),
             ended: Mutex::new(0),
             ended_changed: Condvar::new(),
-            live: threads.into_iter().map(AtomicUsize::new).collect(),
-            exit_all: AtomicBool::new(false),
+            live: threads.iter().map(|&n| AtomicUsize::new(n)).collect(),
+            group_of,
+            group_live: group_live.into_iter().map(AtomicUsize::new).collect(),
+            group_now: Mutex::new(0),
+            group_changed: Condvar::new(),
+            exit_group: (0..groups).map(|_| AtomicBool::new(false)).collect(),
+            halted: AtomicBool::new(false),
+            run_start: AtomicU64::new(0),
         }
     }
 
-    /// Whether a job's `exitall` told every I/O job to end.
-    fn exiting_all(&self) -> bool {
-        self.exit_all.load(Ordering::Relaxed)
+    /// Whether another job's `exitall` told job `job`'s threads to end.
+    fn told_to_exit(&self, job: usize) -> bool {
+        self.halted.load(Ordering::Relaxed)
+            || self
+                .group_of
+                .get(job)
+                .and_then(|&g| self.exit_group.get(g))
+                .is_some_and(|e| e.load(Ordering::Relaxed))
     }
 
-    /// A thread of job `job` has ended; the job's last with `exitall`
-    /// ends the others (fio's `exitall`: when this job ends, the rest do).
-    fn job_thread_ended(&self, job: usize, exitall: bool) {
-        let left = self
-            .live
-            .get(job)
-            .map_or(0, |l| l.fetch_sub(1, Ordering::SeqCst).saturating_sub(1));
-        if left == 0 && exitall {
-            self.exit_all.store(true, Ordering::SeqCst);
+    /// A thread of job `job` has ended. The job's last, with `exitall`,
+    /// ends the others of its group or of the run (fio's `exitall`); a
+    /// group's last starts the next group.
+    fn job_thread_ended(&self, job: usize, exitall: Option<cint_scenario::ExitScope>) {
+        let left = |l: Option<&AtomicUsize>| {
+            l.map_or(0, |l| l.fetch_sub(1, Ordering::SeqCst).saturating_sub(1))
+        };
+        let group = self.group_of.get(job).copied().unwrap_or(0);
+        if left(self.live.get(job)) == 0 {
+            match exitall {
+                Some(cint_scenario::ExitScope::All) => self.halted.store(true, Ordering::SeqCst),
+                Some(cint_scenario::ExitScope::Group) => {
+                    if let Some(e) = self.exit_group.get(group) {
+                        e.store(true, Ordering::SeqCst);
+                    }
+                }
+                None => {}
+            }
+        }
+        if left(self.group_live.get(group)) == 0 {
+            if let Ok(mut now) = self.group_now.lock() {
+                *now = (*now).max(group + 1);
+            }
+            self.group_changed.notify_all();
         }
         self.thread_ended();
+    }
+
+    /// Waits until group `group` runs; false if the run ended first (or
+    /// an `exitall` halted it).
+    fn wait_for_group(&self, group: usize) -> bool {
+        let stopped = || {
+            self.phase.load(Ordering::Relaxed) == PHASE_STOP || self.halted.load(Ordering::Relaxed)
+        };
+        let Ok(mut now) = self.group_now.lock() else {
+            return false;
+        };
+        while *now < group && !stopped() {
+            // The run's end is an atomic, not this signal: look again
+            // every few milliseconds.
+            now = match self
+                .group_changed
+                .wait_timeout(now, std::time::Duration::from_millis(5))
+            {
+                Ok((now, _)) => now,
+                Err(_) => return false,
+            };
+        }
+        !stopped()
+    }
+
+    /// Sleeps `delay` (a job's `startdelay`) in short steps; false if the
+    /// run ended meanwhile.
+    fn delay(&self, delay: Nanos) -> bool {
+        const STEP: Nanos = 5_000_000;
+        let until = sys::now().saturating_add(delay);
+        loop {
+            if self.phase.load(Ordering::Relaxed) == PHASE_STOP
+                || self.halted.load(Ordering::Relaxed)
+            {
+                return false;
+            }
+            let now = sys::now();
+            if now >= until {
+                return true;
+            }
+            sys::sleep_ns((until - now).min(STEP));
+        }
     }
 
     /// A job thread has ended.
@@ -87,14 +174,35 @@ impl Control {
     }
 }
 
+/// When a job that does not start with the run starts, and its window.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stage {
+    /// Its group's place in the run's order of groups.
+    pub group: usize,
+    /// fio's `startdelay`, from its group's start.
+    pub startdelay: Nanos,
+    /// The run's warm-up, which the job has from its own start.
+    pub warmup: Nanos,
+}
+
 /// One job thread's task.
 pub(crate) struct ThreadPlan {
     /// The thread's job, by its index in the scenario.
     pub job: usize,
     pub io: Option<IoJob>,
     pub mode: CompletionMode,
-    /// When the thread stops submitting, if the job has a `runtime`.
+    /// When a CPU-bound thread stops, if its job has a `runtime`.
     pub stop_at: Option<Nanos>,
+    /// The job's `runtime`: an I/O thread stops submitting that long
+    /// after its measured window began.
+    pub runtime: Option<Nanos>,
+    /// A job that does not start with the run: its group's place in the
+    /// run's order and its `startdelay`, and what its own window is
+    /// counted by.
+    pub stage: Option<Stage>,
+    /// A staged job's window: from its start and warm-up (set when it
+    /// starts).
+    pub window_from: Option<Nanos>,
     /// Bytes of the device the offsets range over.
     pub span: u64,
     pub needs_buffers: bool,
@@ -142,6 +250,10 @@ pub(crate) struct ThreadOutcome {
     /// issued and every request back), or a CPU-bound one by its
     /// `runtime`, or by missing its rate's floor.
     pub ended_at: Option<Nanos>,
+    /// A staged job's thread: when it started (`None`: the run ended
+    /// first) and when its window began.
+    pub started_at: Option<Nanos>,
+    pub window_from: Option<Nanos>,
     /// The rate's floor (`ratemin`, `rate_iops_min`) the thread missed,
     /// which ended it as fio ends it (`at` on this process's clock).
     pub floor_missed: Option<Missed>,
@@ -162,11 +274,20 @@ pub(crate) fn run_thread(
     control: &Control,
 ) -> ThreadOutcome {
     let job = plan.job;
-    let exitall = plan
-        .io
-        .as_ref()
-        .is_some_and(|io| io.shape.exitall.is_some());
-    let outcome = match (plan.io.clone(), client) {
+    let exitall = plan.io.as_ref().and_then(|io| io.shape.exitall);
+    let mut plan = plan;
+    let mut staged = None;
+    if let Some(stage) = plan.stage {
+        if !(control.wait_for_group(stage.group) && control.delay(stage.startdelay)) {
+            control.job_thread_ended(job, None);
+            return ThreadOutcome::default();
+        }
+        let started = sys::now();
+        let from = started.saturating_add(stage.warmup);
+        plan.window_from = Some(from);
+        staged = Some((started, from));
+    }
+    let mut outcome = match (plan.io.clone(), client) {
         (Some(io), Some(client)) => IoThread::new(plan, io, client).run(control),
         // A CPU-bound job has no loop to leave: another's exitall leaves
         // it running, as the simulator does.
@@ -175,6 +296,10 @@ pub(crate) fn run_thread(
             ..ThreadOutcome::default()
         },
     };
+    if let Some((started, from)) = staged {
+        outcome.started_at = Some(started);
+        outcome.window_from = Some(from);
+    }
     control.job_thread_ended(job, exitall);
     outcome
 }
@@ -217,6 +342,8 @@ struct IoThread {
     /// When the thread first saw the measured window (fio's counters
     /// start there, and a floor is judged two seconds on).
     measured_from: Option<Nanos>,
+    /// When it stops submitting: its `runtime` after that.
+    stop_at: Option<Nanos>,
     /// The requests of the batch being submitted (kept for the next).
     batch: Vec<(Op, u64, u64)>,
     /// Bytes and requests issued since the thread started.
@@ -292,6 +419,7 @@ impl IoThread {
             next_issue_at: 0,
             floor,
             measured_from: None,
+            stop_at: None,
             batch: Vec::with_capacity(depth),
             bytes_issued: 0,
             requests_issued: 0,
@@ -333,10 +461,13 @@ impl IoThread {
         let mut ramped = false;
         loop {
             let phase = control.phase.load(Ordering::Relaxed);
-            if phase == PHASE_MEASURE && self.measured_from.is_none() {
-                self.measured_from = Some(sys::now());
+            let measuring = self.measuring(control);
+            if measuring && self.measured_from.is_none() {
+                let now = sys::now();
+                self.measured_from = Some(now);
+                self.stop_at = self.plan.runtime.map(|r| now.saturating_add(r));
             }
-            if !ramped && phase == PHASE_MEASURE && self.plan.ramp {
+            if !ramped && measuring && self.plan.ramp {
                 ramped = true;
                 self.restart_rate(sys::now());
                 // fio counts `number_ios` again from the end of its ramp
@@ -345,12 +476,12 @@ impl IoThread {
                 self.counted_from = self.requests_issued - self.client.in_flight() as u64;
             }
             let stopping = phase == PHASE_STOP
-                || self.plan.stop_at.is_some_and(|t| sys::now() >= t)
+                || self.stop_at.is_some_and(|t| sys::now() >= t)
                 || self.job_done()
                 || self.floor_missed()
-                || control.exiting_all();
+                || control.told_to_exit(self.plan.job);
             if let Some(select) = &mut self.select {
-                select.measuring = phase == PHASE_MEASURE;
+                select.measuring = measuring;
             }
             if !stopping {
                 if self.rate_wait(control, max_events) {
@@ -376,7 +507,10 @@ impl IoThread {
                 if stopping {
                     // Ended before the run: by its size, its floor, or
                     // another job's exitall. Its window ends here.
-                    if self.job_done() || self.out.floor_missed.is_some() || control.exiting_all() {
+                    if self.job_done()
+                        || self.out.floor_missed.is_some()
+                        || control.told_to_exit(self.plan.job)
+                    {
                         self.out.ended_at = Some(sys::now());
                     }
                     break;
@@ -392,7 +526,7 @@ impl IoThread {
             } else {
                 (min_events, max_events)
             };
-            let measuring = control.phase.load(Ordering::Relaxed) == PHASE_MEASURE;
+            let measuring = self.measuring(control);
             let spun = self.wait(want, most);
             if measuring {
                 self.out.spin_ns += spun;
@@ -483,6 +617,13 @@ impl IoThread {
             || shape
                 .number_ios
                 .is_some_and(|n| self.requests_issued - self.counted_from >= n)
+    }
+
+    /// Whether what completes now counts: the run's window, and a staged
+    /// job's own from its start and warm-up.
+    fn measuring(&self, control: &Control) -> bool {
+        control.phase.load(Ordering::Relaxed) == PHASE_MEASURE
+            && self.plan.window_from.is_none_or(|from| sys::now() >= from)
     }
 
     /// fio's `check_min_rate` at the top of a pass of the loop: whether
@@ -598,7 +739,7 @@ impl IoThread {
     /// most `most`, until nothing is in flight.
     fn quiesce(&mut self, control: &Control, most: usize) {
         while self.client.in_flight() > 0 {
-            let measuring = control.phase.load(Ordering::Relaxed) == PHASE_MEASURE;
+            let measuring = self.measuring(control);
             let spun = self.wait(1, most);
             if measuring {
                 self.out.spin_ns += spun;
@@ -806,7 +947,7 @@ impl IoThread {
     }
 
     fn account(&mut self, control: &Control) {
-        let measuring = control.phase.load(Ordering::Relaxed) == PHASE_MEASURE;
+        let measuring = self.measuring(control);
         // Wake-ups since the last pass: the client's futex wake-ups and
         // this thread's timed sleeps, attributed to the window the way
         // completions are (by the phase when they are accounted).

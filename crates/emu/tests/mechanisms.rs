@@ -392,6 +392,69 @@ fn a_jobs_exitall_ends_the_others_when_it_ends() {
 }
 
 #[test]
+fn groups_run_in_turn_each_job_measured_over_its_own_window() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's stonewall: the second group starts when the first has ended,
+    // its job 20 ms later still (startdelay); each job has the run's
+    // warm-up from its own start and its runtime after that, and its
+    // rates are over that window. A loaded machine only delays the
+    // second group's start, which the bounds allow for.
+    let mut first = io_job("first", Engine::Psync, 1, 1, 1);
+    first.runtime = Some(100 * MS);
+    let mut second = io_job("second", Engine::Psync, 1, 1, 1);
+    second.runtime = Some(100 * MS);
+    second.schedule.group = 1;
+    second.schedule.startdelay = 20 * MS;
+    let d = cint_emu::run_detailed(&scenario(
+        "groups",
+        device(10_000, 4),
+        vec![none()],
+        vec![first, second],
+        300 * MS,
+    ))
+    .expect("emulator runs");
+    let jobs = &d.strategies[0].jobs;
+    let (a, b) = (
+        jobs[0].span.expect("started"),
+        jobs[1].span.expect("started"),
+    );
+    let warmup = 5 * MS;
+    // The spans count from the run's start; the run's window begins when
+    // the warm-up's sleep ends, a fraction of a millisecond late.
+    assert_eq!(a.0, 0);
+    assert!(a.1 >= warmup && a.1 < warmup + 5 * MS, "{a:?}");
+    assert_eq!(a.2 - a.1, 100 * MS);
+    assert!(
+        b.0 >= a.2 + 20 * MS,
+        "the second group started at {} ns, before the first ended at {} ns and 20 ms",
+        b.0,
+        a.2
+    );
+    assert!(b.1 == b.0 + warmup && b.2 == b.1 + 100 * MS, "{b:?}");
+    for (j, job) in d.result.results[0].jobs.iter().enumerate() {
+        let f = job.fio.as_ref().expect("fio figures");
+        assert!(job.ios > 0, "{}: nothing measured", job.name);
+        assert_eq!(f.runtime_ns, 100 * MS, "{}'s window", job.name);
+        // Its rate is over its own window.
+        let iops = job.ios as f64 / 0.1;
+        assert!(
+            (job.iops - iops).abs() < 1.0,
+            "job {j}: {} against {iops}",
+            job.iops
+        );
+    }
+    let notes = d.result.notes.join("\n");
+    assert!(notes.contains("group 1: 'second' started at"), "{notes}");
+    assert!(
+        notes.contains("its groups ran one after another"),
+        "{notes}"
+    );
+}
+
+#[test]
 fn split_and_range_sizes_are_drawn_per_request_as_the_simulator_draws_them() {
     let _g = serial();
     if !can_emulate() {

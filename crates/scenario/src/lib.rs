@@ -31,6 +31,7 @@ mod section;
 mod set;
 pub mod shape;
 pub mod smt;
+pub mod staging;
 pub mod strategy;
 pub mod trace;
 mod tree;

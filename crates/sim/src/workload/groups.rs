@@ -259,34 +259,24 @@ impl World<'_> {
             return notes;
         }
         for &g in &self.groups.order {
-            let mut parts = Vec::new();
-            for (j, job) in self.sc.jobs.iter().enumerate() {
-                if job.schedule.group != g {
-                    continue;
-                }
-                let (from, to) = self.job_window(j);
-                let text = match self.groups.jobs[j].start {
-                    None => format!("'{}' did not start before the run ended", job.name),
-                    Some(s) => format!(
-                        "'{}' started at {}, measured from {} to {}",
-                        job.name,
-                        ms(s),
-                        ms(from),
-                        ms(to)
-                    ),
-                };
-                parts.push(text);
-            }
-            notes.push(format!(
-                "strategy '{strategy}': group {g}: {}",
-                parts.join("; ")
-            ));
+            let spans: Vec<cint_scenario::staging::JobSpan<'_>> = self
+                .sc
+                .jobs
+                .iter()
+                .enumerate()
+                .filter(|(_, job)| job.schedule.group == g)
+                .map(|(j, job)| {
+                    let (from, to) = self.job_window(j);
+                    cint_scenario::staging::JobSpan {
+                        name: &job.name,
+                        ran: self.groups.jobs[j].start.map(|s| (s, from, to)),
+                    }
+                })
+                .collect();
+            notes.push(cint_scenario::staging::group_note(strategy, g, &spans));
         }
         if self.groups.order.len() > 1 {
-            notes.push(format!(
-                "strategy '{strategy}': its groups ran one after another: each job's rates are \
-                 over its own measured window, so a total adds rates of different windows"
-            ));
+            notes.push(cint_scenario::staging::groups_in_turn_note(strategy));
         }
         notes
     }
