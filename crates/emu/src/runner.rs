@@ -12,8 +12,8 @@ use std::thread::JoinHandle;
 
 use cint_policy::Nanos;
 use cint_report::{
-    FioDirection, FioHistogram, FioJobData, JobResult, LatencyHistogram, RunResult, StrategyResult,
-    CINT_VERSION,
+    FioDirection, FioHistogram, FioJobData, FioSync, JobResult, LatencyHistogram, RunResult,
+    StrategyResult, CINT_VERSION,
 };
 use cint_scenario::{Backend as BackendKind, CompletionMode, Job, Scenario, Strategy, Work};
 
@@ -165,10 +165,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("submit_mode")
             } else if io.sqpoll.is_some() {
                 Some("sqpoll")
-            } else if s.fsync != 0 {
-                Some("fsync")
-            } else if s.fdatasync != 0 {
-                Some("fdatasync")
             } else if s.flow != 0 {
                 Some("flow")
             } else if s.steady.is_some() {
@@ -549,6 +545,8 @@ struct Target {
     span: u64,
     /// Whether requests carry real buffers (io_uring moves data).
     needs_buffers: bool,
+    /// The file `fsync` and `fdatasync` sync: the io_uring backend's.
+    sync_path: Option<String>,
 }
 
 /// Runs one strategy: starts the device, its job threads, measures the
@@ -650,11 +648,18 @@ fn device_config(
         realtime: scenario.emu.realtime,
         idle_delivery: scenario.emu.idle_delivery,
     };
+    let sync_path = match &config.backend {
+        BackendConfig::IoUring {
+            file: FileSource::Path(path),
+        } => Some(path.clone()),
+        _ => None,
+    };
     Ok((
         config,
         Target {
             span,
             needs_buffers,
+            sync_path,
         },
     ))
 }
@@ -755,6 +760,7 @@ fn start_job_threads(
                 runtime: job.runtime,
                 stage: stage_of(scenario, job_index),
                 window_from: None,
+                sync_path: target.sync_path.clone(),
                 span: io.as_ref().map_or(0, |io| {
                     let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
                     io.size.min(target.span).max(largest)
@@ -1279,6 +1285,8 @@ fn summarise_job(
     let mut hist = LatencyHistogram::new();
     let mut by_direction = [FioHistogram::new(), FioHistogram::new()];
     let mut dir_bytes = [0u64; 2];
+    let mut sync_hist = FioHistogram::new();
+    let (mut sync_ios, mut fsync_ios) = (0, 0);
     let (mut usr_ns, mut sys_ns) = (0, 0);
     let mut detail = JobDetail {
         name: job.name.clone(),
@@ -1298,6 +1306,9 @@ fn summarise_job(
         }
         ios += o.ios;
         bytes += o.bytes;
+        sync_hist.merge(&o.sync_hist);
+        sync_ios += o.sync_ios;
+        fsync_ios += o.fsync_ios;
         detail.submitted += o.submitted;
         detail.completed += o.completed;
         detail.errors += o.errors;
@@ -1329,6 +1340,7 @@ fn summarise_job(
             detail.involuntary_switches += a.involuntary.saturating_sub(b.involuntary);
         }
     }
+    let sync_lat = sync_hist.summary();
     let result = JobResult {
         name: job.name.clone(),
         ios,
@@ -1347,8 +1359,11 @@ fn summarise_job(
             sys_ns,
             read: direction(&by_direction[0], dir_bytes[0]),
             write: direction(&by_direction[1], dir_bytes[1]),
-            // The emulator refuses fsync and fdatasync: no calls.
-            sync: Default::default(),
+            sync: FioSync {
+                ios: sync_ios,
+                fsync_ios,
+                lat: sync_lat.clone(),
+            },
             error: if detail.floors_missed.is_empty() {
                 0
             } else {
@@ -1356,7 +1371,7 @@ fn summarise_job(
             },
         }),
         trace: None,
-        sync: None,
+        sync: cint_report::SyncCalls::from_fio(sync_ios, &sync_lat, window_s),
         modes,
     };
     (result, detail)

@@ -67,6 +67,23 @@ pub fn sleep_ns(ns: Nanos) {
     }
 }
 
+/// An anonymous in-memory file (`memfd_create`): its `fsync` and
+/// `fdatasync` are system calls with nothing to write, what the kernel
+/// does for a direct job's sync on a device without a volatile write
+/// cache.
+pub fn empty_file() -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the name is a NUL-terminated literal and MFD_CLOEXEC a valid
+    // flag; the call reads nothing else.
+    let fd = unsafe { libc::memfd_create(c"cint-sync".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created by memfd_create and nothing else owns
+    // it; the File closes it once.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
 /// The kernel thread id of the caller.
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no arguments and cannot fail.

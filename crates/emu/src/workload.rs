@@ -203,6 +203,10 @@ pub(crate) struct ThreadPlan {
     /// A staged job's window: from its start and warm-up (set when it
     /// starts).
     pub window_from: Option<Nanos>,
+    /// The file a job's `fsync` and `fdatasync` calls sync: the io_uring
+    /// backend's (a real flush where its device has a write cache);
+    /// `None`, an empty in-memory file (the synthetic device has none).
+    pub sync_path: Option<String>,
     /// Bytes of the device the offsets range over.
     pub span: u64,
     pub needs_buffers: bool,
@@ -250,6 +254,11 @@ pub(crate) struct ThreadOutcome {
     /// issued and every request back), or a CPU-bound one by its
     /// `runtime`, or by missing its rate's floor.
     pub ended_at: Option<Nanos>,
+    /// `fsync` and `fdatasync` calls in the measured window, the `fsync`
+    /// ones among them, and their latencies.
+    pub sync_ios: u64,
+    pub fsync_ios: u64,
+    pub sync_hist: FioHistogram,
     /// A staged job's thread: when it started (`None`: the run ended
     /// first) and when its window began.
     pub started_at: Option<Nanos>,
@@ -344,6 +353,16 @@ struct IoThread {
     measured_from: Option<Nanos>,
     /// When it stops submitting: its `runtime` after that.
     stop_at: Option<Nanos>,
+    /// What fio's `fsync` and `fdatasync` decide by: writes issued, those
+    /// before the ramp's end, whether the last call was a sync (none
+    /// again until a request completed), and the file synced.
+    writes_issued: u64,
+    writes_base: u64,
+    last_was_sync: bool,
+    sync_file: Option<std::fs::File>,
+    /// Whether the pass under way counts ([`IoThread::measuring`] at its
+    /// top).
+    in_window: bool,
     /// The requests of the batch being submitted (kept for the next).
     batch: Vec<(Op, u64, u64)>,
     /// Bytes and requests issued since the thread started.
@@ -420,6 +439,11 @@ impl IoThread {
             floor,
             measured_from: None,
             stop_at: None,
+            writes_issued: 0,
+            writes_base: 0,
+            last_was_sync: false,
+            sync_file: None,
+            in_window: false,
             batch: Vec::with_capacity(depth),
             bytes_issued: 0,
             requests_issued: 0,
@@ -447,6 +471,9 @@ impl IoThread {
         if self.pacer.is_some() || self.io.shape.thinktime > 0 {
             self.granularity = sleep_granularity();
         }
+        if self.io.shape.fsync > 0 || self.io.shape.fdatasync > 0 {
+            self.open_sync_file();
+        }
         let started = sys::now();
         self.restart_rate(started);
         self.last_think = started;
@@ -462,6 +489,7 @@ impl IoThread {
         loop {
             let phase = control.phase.load(Ordering::Relaxed);
             let measuring = self.measuring(control);
+            self.in_window = measuring;
             if measuring && self.measured_from.is_none() {
                 let now = sys::now();
                 self.measured_from = Some(now);
@@ -474,6 +502,7 @@ impl IoThread {
                 // (libfio.c `reset_all_stats`), those in flight then
                 // included (backend.c `exceeds_number_ios`).
                 self.counted_from = self.requests_issued - self.client.in_flight() as u64;
+                self.writes_base = self.writes_issued;
             }
             let stopping = phase == PHASE_STOP
                 || self.stop_at.is_some_and(|t| sys::now() >= t)
@@ -546,6 +575,9 @@ impl IoThread {
     /// `number_ios` is issued first (fio looks before each request): the
     /// batch's hints know how many it holds.
     fn submit_batch(&mut self, n: usize) {
+        if self.sync_if_due() {
+            return;
+        }
         // Drawn first, into a buffer kept from batch to batch, so that
         // the submission path allocates nothing.
         let mut batch = std::mem::take(&mut self.batch);
@@ -554,6 +586,7 @@ impl IoThread {
             let request = self.next_request();
             self.bytes_issued += request.2;
             self.requests_issued += 1;
+            self.writes_issued += u64::from(request.0 == Op::Write);
             batch.push(request);
         }
         let n = batch.len();
@@ -617,6 +650,73 @@ impl IoThread {
             || shape
                 .number_ios
                 .is_some_and(|n| self.requests_issued - self.counted_from >= n)
+    }
+
+    /// Opens the file the job's syncs sync ([`ThreadPlan::sync_path`]); a
+    /// failure is the job's error, as a failed request's.
+    fn open_sync_file(&mut self) {
+        let opened = match &self.plan.sync_path {
+            Some(path) => {
+                std::fs::File::open(path).map_err(|e| format!("opening {path} for fsync: {e}"))
+            }
+            None => sys::empty_file().map_err(|e| format!("memfd_create for fsync: {e}")),
+        };
+        match opened {
+            Ok(file) => self.sync_file = Some(file),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Counts a failure of the job's; the run reports the first.
+    fn fail(&mut self, e: String) {
+        self.out.errors += 1;
+        if self.out.first_error.is_none() {
+            self.out.first_error = Some(e);
+        }
+    }
+
+    /// fio's sync before the thread's next requests
+    /// ([`cint_scenario::shape::sync_falls_due`], as the simulator looks
+    /// at the top of each pass): when due, and a request is left, the
+    /// thread makes the call and measures it as fio does (its `sync`
+    /// figures). True when it did.
+    fn sync_if_due(&mut self) -> bool {
+        let shape = &self.io.shape;
+        let writes = self.writes_issued - self.writes_base;
+        let Some(datasync) = cint_scenario::shape::sync_falls_due(
+            shape.fsync,
+            shape.fdatasync,
+            writes,
+            self.last_was_sync,
+        ) else {
+            return false;
+        };
+        if self.job_done() {
+            return false;
+        }
+        let Some(file) = &self.sync_file else {
+            return false;
+        };
+        let from = sys::now();
+        let synced = if datasync {
+            file.sync_data()
+        } else {
+            file.sync_all()
+        };
+        let took = sys::now().saturating_sub(from);
+        self.last_was_sync = true;
+        if let Err(e) = synced {
+            self.fail(format!(
+                "{}: {e}",
+                if datasync { "fdatasync" } else { "fsync" }
+            ));
+        }
+        if self.in_window {
+            self.out.sync_ios += 1;
+            self.out.fsync_ios += u64::from(!datasync);
+            self.out.sync_hist.record(took);
+        }
+        true
     }
 
     /// Whether what completes now counts: the run's window, and a staged
@@ -956,6 +1056,8 @@ impl IoThread {
             self.out.wakeups += woken - self.woken_before;
         }
         self.woken_before = woken;
+        // A completion since the last sync lets the next one fall due.
+        self.last_was_sync &= self.done.is_empty();
         for c in self.done.drain(..) {
             self.out.completed += 1;
             match c.by {

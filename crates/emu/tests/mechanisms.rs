@@ -455,6 +455,55 @@ fn groups_run_in_turn_each_job_measured_over_its_own_window() {
 }
 
 #[test]
+fn syncs_fall_due_every_few_writes_as_fio_decides_and_are_measured() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's fsync=4 on a synchronous writer: after every fourth write, a
+    // call (here on a device without a write cache: a system call with
+    // nothing to write), counted in fio's sync figures; fdatasync=2 on
+    // another, its calls none of them fsync. The window cuts at most a
+    // call's worth either side.
+    let writer = |name: &str, fsync: u32, fdatasync: u32| {
+        let mut job = io_job(name, Engine::Psync, 1, 1, 1);
+        if let Work::Io(io) = &mut job.work {
+            io.rw = cint_scenario::Rw::RandWrite;
+            io.shape.fsync = fsync;
+            io.shape.fdatasync = fdatasync;
+        }
+        job
+    };
+    let d = cint_emu::run_detailed(&scenario(
+        "syncs",
+        device(10_000, 4),
+        vec![none()],
+        vec![writer("fsync", 4, 0), writer("fdatasync", 0, 2)],
+        100 * MS,
+    ))
+    .expect("emulator runs");
+    for (job, every, fsync) in [(0, 4, true), (1, 2, false)] {
+        let j = &d.result.results[0].jobs[job];
+        let f = j.fio.as_ref().expect("fio figures");
+        let (writes, calls) = (f.write.ios, f.sync.ios);
+        assert!(writes >= 100, "{}: {writes} writes", j.name);
+        assert!(
+            (calls * every).abs_diff(writes) <= 2 * every,
+            "{}: {calls} calls for {writes} writes, one every {every}",
+            j.name
+        );
+        assert_eq!(
+            f.sync.fsync_ios,
+            if fsync { calls } else { 0 },
+            "{}",
+            j.name
+        );
+        assert!(f.sync.lat.n == calls && f.sync.lat.max > 0, "{}", j.name);
+        assert!(j.sync.is_some(), "{}: the result's sync calls", j.name);
+    }
+}
+
+#[test]
 fn split_and_range_sizes_are_drawn_per_request_as_the_simulator_draws_them() {
     let _g = serial();
     if !can_emulate() {

@@ -410,6 +410,31 @@ pub fn batch_hint(shape: &IoShape, engine: Engine, index: u32, len: u32) -> Opti
     (batches && shape.barrier_last && index + 1 == len).then_some(Hint::Barrier)
 }
 
+/// Whether fio makes an `fsync` or `fdatasync` call before its next
+/// request (fio 3.33, io_u.c `get_rw_ddir`, fio.h `should_fsync`): after
+/// `writes` writes issued since the job's start (again since its ramp),
+/// when a multiple of `fsync` (an `fsync`, first where both fall due) or
+/// of `fdatasync` (an `fdatasync`), and not again until a request has
+/// completed since the last call (`last_was_sync`). `Some(true)`: an
+/// `fdatasync`. Both engines decide by it; each then also needs a request
+/// left and a free slot, as fio decides when it takes one.
+pub fn sync_falls_due(
+    fsync: u32,
+    fdatasync: u32,
+    writes: u64,
+    last_was_sync: bool,
+) -> Option<bool> {
+    if last_was_sync || writes == 0 {
+        return None;
+    }
+    let due = |every: u32| every > 0 && writes % u64::from(every) == 0;
+    match (due(fsync), due(fdatasync)) {
+        (true, _) => Some(false),
+        (false, true) => Some(true),
+        (false, false) => None,
+    }
+}
+
 /// The smallest size one direction's requests may have (`write`: the
 /// writes'): its own list or range, else the reads', else `bs`.
 pub fn smallest_block_of(shape: &IoShape, bs: u64, write: bool) -> u64 {

@@ -371,14 +371,13 @@ impl<'a> World<'a> {
         let shape = self.shape(t);
         let s = &self.shaping[t];
         let writes = s.writes - s.writes_base;
-        if s.last_was_sync || writes == 0 {
+        let Some(datasync) = cint_scenario::shape::sync_falls_due(
+            shape.fsync,
+            shape.fdatasync,
+            writes,
+            s.last_was_sync,
+        ) else {
             return false;
-        }
-        let due = |every: u32| every > 0 && writes % u64::from(every) == 0;
-        let datasync = match (due(shape.fsync), due(shape.fdatasync)) {
-            (true, _) => false,
-            (false, true) => true,
-            (false, false) => return false,
         };
         // fio decides when it takes a request slot (`get_io_u`): a thread
         // whose depth is used up reaps first.
