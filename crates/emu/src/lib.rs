@@ -28,6 +28,7 @@ mod device;
 pub mod emulator;
 mod energy;
 pub mod error;
+mod flow;
 mod idle;
 mod idle_watch;
 mod irq;

@@ -165,8 +165,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("submit_mode")
             } else if io.sqpoll.is_some() {
                 Some("sqpoll")
-            } else if s.flow != 0 {
-                Some("flow")
             } else if s.steady.is_some() {
                 Some("ss")
             } else if s.latency_target.is_some() {
@@ -706,6 +704,7 @@ fn start_job_threads(
     let mut handles = Vec::with_capacity(thread_count);
     let mut failure: Option<EmuError> = None;
 
+    let flows = crate::flow::flows_of(scenario);
     'jobs: for (job_index, job) in scenario.jobs.iter().enumerate() {
         for thread in 0..job.numjobs {
             let Some(queue) = layout.queue_of(job.thread_cpu(thread)) else {
@@ -761,6 +760,7 @@ fn start_job_threads(
                 stage: stage_of(scenario, job_index),
                 window_from: None,
                 sync_path: target.sync_path.clone(),
+                flow: flows[job_index].clone(),
                 span: io.as_ref().map_or(0, |io| {
                     let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
                     io.size.min(target.span).max(largest)

@@ -203,6 +203,9 @@ pub(crate) struct ThreadPlan {
     /// A staged job's window: from its start and warm-up (set when it
     /// starts).
     pub window_from: Option<Nanos>,
+    /// The job's place in a flow (fio's `flow`): the flow, the job's
+    /// weight and its `flow_sleep`.
+    pub flow: Option<(std::sync::Arc<crate::flow::Flow>, u32, Nanos)>,
     /// The file a job's `fsync` and `fdatasync` calls sync: the io_uring
     /// backend's (a real flush where its device has a write cache);
     /// `None`, an empty in-memory file (the synthetic device has none).
@@ -363,6 +366,8 @@ struct IoThread {
     /// Whether the pass under way counts ([`IoThread::measuring`] at its
     /// top).
     in_window: bool,
+    /// Its place in a flow.
+    flow: Option<crate::flow::FlowPlace>,
     /// The requests of the batch being submitted (kept for the next).
     batch: Vec<(Op, u64, u64)>,
     /// Bytes and requests issued since the thread started.
@@ -421,6 +426,7 @@ impl IoThread {
         let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
         let io_bs = io.bs;
         let pacer = Pacer::of_job(&io);
+        let flow = plan.flow.take().map(crate::flow::FlowPlace::new);
         let floor = Floor::of_job(&io);
         let buffers = if plan.needs_buffers {
             (0..depth).map(|_| IoBuf::new(largest as usize)).collect()
@@ -444,6 +450,7 @@ impl IoThread {
             last_was_sync: false,
             sync_file: None,
             in_window: false,
+            flow,
             batch: Vec::with_capacity(depth),
             bytes_issued: 0,
             requests_issued: 0,
@@ -473,6 +480,9 @@ impl IoThread {
         }
         if self.io.shape.fsync > 0 || self.io.shape.fdatasync > 0 {
             self.open_sync_file();
+        }
+        if let Some(f) = &mut self.flow {
+            f.join();
         }
         let started = sys::now();
         self.restart_rate(started);
@@ -516,12 +526,23 @@ impl IoThread {
                 if self.rate_wait(control, max_events) {
                     continue;
                 }
+                if self.client.in_flight() < depth && self.sync_if_due() {
+                    continue;
+                }
                 if self.io.engine.is_sync() {
+                    if self.flow_wait(control, max_events) {
+                        continue;
+                    }
                     self.submit_batch(1);
                 } else {
-                    // What the rate lets go now, at most a batch at a time.
+                    // What the rate lets go now, at most a batch at a time,
+                    // each submission call a pass of fio's loop for its
+                    // flow control.
                     let mut due = self.requests_due();
                     while due > 0 && self.client.in_flight() < depth && !self.job_done() {
+                        if self.flow_wait(control, max_events) {
+                            break;
+                        }
                         let room = depth - self.client.in_flight();
                         let n = batch.min(room).min(due);
                         self.submit_batch(n);
@@ -562,6 +583,9 @@ impl IoThread {
             }
             self.account(control);
         }
+        if let Some(f) = &mut self.flow {
+            f.leave();
+        }
         self.out.strays = self.client.strays();
         if let Some(select) = &self.select {
             self.out.modes = select.counts;
@@ -575,9 +599,6 @@ impl IoThread {
     /// `number_ios` is issued first (fio looks before each request): the
     /// batch's hints know how many it holds.
     fn submit_batch(&mut self, n: usize) {
-        if self.sync_if_due() {
-            return;
-        }
         // Drawn first, into a buffer kept from batch to batch, so that
         // the submission path allocates nothing.
         let mut batch = std::mem::take(&mut self.batch);
@@ -715,6 +736,33 @@ impl IoThread {
             self.out.sync_ios += 1;
             self.out.fsync_ios += u64::from(!datasync);
             self.out.sync_hist.record(took);
+        }
+        true
+    }
+
+    /// fio's flow control at a pass from which a request may go (not with
+    /// the queue full): ahead of its share, the thread reaps what it has
+    /// in flight and sleeps `flow_sleep`, or without one looks again.
+    /// True when it held.
+    fn flow_wait(&mut self, control: &Control, most: usize) -> bool {
+        if self.client.in_flight() >= self.client.depth() {
+            return false;
+        }
+        let Some(flow) = &mut self.flow else {
+            return false;
+        };
+        if !flow.holds() {
+            return false;
+        }
+        let sleep = flow.sleep;
+        if sleep > 0 {
+            self.quiesce(control, most);
+            crate::activity::enter(ThreadState::Idle);
+            sys::sleep_ns(sleep);
+            crate::activity::enter(ThreadState::Busy);
+            self.sleeps += 1;
+        } else {
+            std::hint::spin_loop();
         }
         true
     }

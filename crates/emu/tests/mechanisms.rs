@@ -8,7 +8,7 @@ use cint_emu::{
     Realtime, Request, WaitMode,
 };
 use cint_policy::config::CinterruptsParams;
-use cint_policy::{Hint, PolicyConfig, MS, SEC};
+use cint_policy::{Hint, PolicyConfig, MS, SEC, US};
 use cint_scenario::{Engine, Work};
 use common::*;
 
@@ -501,6 +501,48 @@ fn syncs_fall_due_every_few_writes_as_fio_decides_and_are_measured() {
         assert!(f.sync.lat.n == calls && f.sync.lat.max > 0, "{}", j.name);
         assert!(j.sync.is_some(), "{}: the result's sync calls", j.name);
     }
+}
+
+#[test]
+fn jobs_in_one_flow_keep_their_requests_in_proportion_to_their_weights() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's flow.fio: weights 8 and 1 on one flow id, a thread ahead of
+    // its share sleeping 100 us: the light job issues about one request
+    // in nine. Without the flow each would issue about as many as the
+    // other (one core, one device). The light job is a 16-deep libaio
+    // one: each submission call is a pass, however deep its queue.
+    let weighted = |name: &str, weight: u32| {
+        let mut job = if weight == 1 {
+            io_job(name, Engine::Libaio, 16, 1, 1)
+        } else {
+            io_job(name, Engine::Psync, 1, 1, 1)
+        };
+        if let Work::Io(io) = &mut job.work {
+            io.shape.flow = weight;
+            io.shape.flow_id = 1;
+            io.shape.flow_sleep = 100 * US;
+        }
+        job
+    };
+    let d = cint_emu::run_detailed(&scenario(
+        "flow",
+        device(10_000, 4),
+        vec![none()],
+        vec![weighted("heavy", 8), weighted("light", 1)],
+        100 * MS,
+    ))
+    .expect("emulator runs");
+    let jobs = &d.strategies[0].jobs;
+    let (heavy, light) = (jobs[0].completed as f64, jobs[1].completed as f64);
+    let share = light / (heavy + light);
+    assert!(
+        heavy + light > 200.0 && (0.06..0.17).contains(&share),
+        "light {light} of {} requests",
+        heavy + light
+    );
 }
 
 #[test]

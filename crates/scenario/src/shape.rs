@@ -435,6 +435,15 @@ pub fn sync_falls_due(
     }
 }
 
+/// fio's flow control (flow.c `flow_threshold_exceeded`): a thread of
+/// `weight` that counted `mine` of its flow's `counter` passes is ahead
+/// of its share, and holds back, when `mine / counter` exceeds `weight /
+/// total` (`total`: the weights of the flow's running threads), compared
+/// in integers. Both engines hold by it.
+pub fn flow_ahead(mine: u64, weight: u32, counter: u64, total: u64) -> bool {
+    u128::from(mine) * u128::from(total) > u128::from(weight) * u128::from(counter)
+}
+
 /// The smallest size one direction's requests may have (`write`: the
 /// writes'): its own list or range, else the reads', else `bs`.
 pub fn smallest_block_of(shape: &IoShape, bs: u64, write: bool) -> u64 {

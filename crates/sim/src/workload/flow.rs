@@ -107,9 +107,7 @@ impl World<'_> {
         let shape = self.shape(t);
         let (_, counter, total) = self.flows.flows[i];
         let mine = self.flows.counted[t];
-        // mine / counter > weight / total, in integers.
-        let ahead =
-            u128::from(mine) * u128::from(total) > u128::from(shape.flow) * u128::from(counter);
+        let ahead = cint_scenario::shape::flow_ahead(mine, shape.flow, counter, total);
         if !ahead {
             self.flows.flows[i].1 += 1;
             self.flows.counted[t] += 1;
