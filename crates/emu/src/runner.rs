@@ -109,8 +109,8 @@ pub struct JobDetail {
     /// When it started, and its measured window's start and end, from the
     /// run's start (`None`: it did not start before the run ended).
     pub span: Option<(Nanos, Nanos, Nanos)>,
-    /// The rate floors its threads missed (`at` from the measured
-    /// window's start), each of which ended its thread.
+    /// The rate floors its threads missed (`at` from the run's start),
+    /// each of which ended its thread.
     pub floors_missed: Vec<cint_scenario::rate_floor::Missed>,
 }
 
@@ -278,12 +278,11 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         .collect();
     notes.extend(details.iter().filter_map(|d| d.idle_note.clone()));
     notes.extend(group_notes(scenario, &details));
-    // The simulator's notes, its clock counting from the run's start.
+    // The simulator's notes, their clock counting from the run's start.
     for d in &details {
         for job in &d.jobs {
             for m in &job.floors_missed {
-                let at = m.at.saturating_add(scenario.warmup);
-                notes.push(cint_scenario::rate_floor::Missed { at, ..*m }.note(&d.name, &job.name));
+                notes.push(m.note(&d.name, &job.name));
             }
         }
     }
@@ -1172,9 +1171,7 @@ fn energy_figures(
 /// Per strategy, when each job of each group ran, as the simulator says
 /// it, for a run whose jobs start in turn (groups or start delays).
 fn group_notes(scenario: &Scenario, details: &[StrategyDetail]) -> Vec<String> {
-    let mut order: Vec<u32> = scenario.jobs.iter().map(|j| j.schedule.group).collect();
-    order.sort_unstable();
-    order.dedup();
+    let order = group_order(scenario);
     let staged = order.len() > 1 || scenario.jobs.iter().any(|j| j.schedule.startdelay > 0);
     if !staged {
         return Vec::new();
@@ -1201,12 +1198,18 @@ fn group_notes(scenario: &Scenario, details: &[StrategyDetail]) -> Vec<String> {
     notes
 }
 
-/// Each job's group's place in the run's order of groups (fio's
-/// `stonewall`: ascending, the first starting with the run).
-fn group_places(scenario: &Scenario) -> Vec<usize> {
+/// The run's groups in the order they run (fio's `stonewall`:
+/// ascending, the first starting with the run).
+fn group_order(scenario: &Scenario) -> Vec<u32> {
     let mut order: Vec<u32> = scenario.jobs.iter().map(|j| j.schedule.group).collect();
     order.sort_unstable();
     order.dedup();
+    order
+}
+
+/// Each job's group's place in the run's order of groups.
+fn group_places(scenario: &Scenario) -> Vec<usize> {
+    let order = group_order(scenario);
     scenario
         .jobs
         .iter()
@@ -1325,7 +1328,7 @@ fn summarise_job(
             detail
                 .floors_missed
                 .push(cint_scenario::rate_floor::Missed {
-                    at: m.at.saturating_sub(window.start),
+                    at: m.at.saturating_sub(window.run_start),
                     ..m
                 });
         }
