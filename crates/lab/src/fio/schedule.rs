@@ -126,6 +126,12 @@ impl Timeline {
             .iter()
             .fold(0, |a: Nanos, &s| a.saturating_add(s));
         timeline.duration = total.saturating_sub(warmup).max(1);
+        if timeline.to_end {
+            // Each group of jobs that end by themselves may take the
+            // hour; the run, which ends when they have, takes at most
+            // that in all.
+            timeline.duration = timeline.duration.min(RUN_TO_END);
+        }
         Ok(timeline)
     }
 

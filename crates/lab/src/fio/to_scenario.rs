@@ -1052,6 +1052,14 @@ numjobs=2
             let fio = r.results[0].jobs[0].fio.clone().expect("fio figures");
             assert_eq!((fio.read.ios, fio.write.ios), (reads, writes), "{text}");
         }
+        // Groups of such jobs one after another: the run takes at most
+        // the hour in all, and each group runs to its end.
+        let text = "[a]\nrw=read\nnumber_ios=300\n[b]\nstonewall\nrw=write\nnumber_ios=200\n";
+        let imp = import_str(text, "g.fio", &args()).expect("valid");
+        assert_eq!(imp.scenario.duration, super::super::schedule::RUN_TO_END);
+        let r = cint_sim::run(&imp.scenario).expect("runs");
+        let ios: Vec<u64> = r.results[0].jobs.iter().map(|j| j.ios).collect();
+        assert_eq!(ios, [300, 200]);
         // Beside a time-based job, it still runs to its end.
         let text = "[t]\ntime_based\nruntime=100ms\n[s]\nrw=read\nsize=1m\nrate_iops=1000\n";
         let imp = import_str(text, "e.fio", &args()).expect("valid");
