@@ -1257,9 +1257,12 @@ fn summarise_job(
         .min()
         .map_or(0, |at| at.saturating_sub(window.start))
         .min(window.ns);
-    let to = match (job.runtime, ended) {
-        (Some(r), _) => from.saturating_add(r),
-        (None, Some(ended)) => ended,
+    // Its end: when its threads ended by themselves (their size, a floor,
+    // another's exitall: earlier than a runtime the import may also have
+    // given them as a bound), else its runtime's, else the run's.
+    let to = match (ended, job.runtime) {
+        (Some(ended), _) => ended,
+        (None, Some(r)) => from.saturating_add(r),
         (None, None) => window.ns,
     }
     .min(window.ns);

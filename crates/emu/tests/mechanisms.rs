@@ -546,6 +546,57 @@ fn jobs_in_one_flow_keep_their_requests_in_proportion_to_their_weights() {
 }
 
 #[test]
+fn groups_of_jobs_that_end_by_their_count_are_each_measured_to_their_end() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // What fio's import makes of two stonewalled jobs sized by
+    // number_ios: each has the hour as its runtime bound, and the run
+    // ends with the last. Each job's window ends where it ended, not at
+    // that bound or the run's end, so its rate is its own.
+    let counted = |name: &str, group: u32| {
+        let mut job = io_job(name, Engine::Psync, 1, 1, 1);
+        job.runtime = Some(3_600 * SEC);
+        job.schedule.group = group;
+        if let Work::Io(io) = &mut job.work {
+            io.shape.number_ios = Some(300);
+        }
+        job
+    };
+    let mut sc = scenario(
+        "counted-groups",
+        device(10_000, 4),
+        vec![none()],
+        vec![counted("first", 0), counted("second", 1)],
+        2 * SEC,
+    );
+    sc.run_to_end = true;
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    let (a, b) = (
+        d.strategies[0].jobs[0].span.expect("started"),
+        d.strategies[0].jobs[1].span.expect("started"),
+    );
+    assert!(
+        b.0 >= a.2,
+        "the second started at {} ns, before the first ended at {} ns",
+        b.0,
+        a.2
+    );
+    // Each window is its own job's part of the run, which both shared.
+    let run = d.strategies[0].window_ns;
+    for job in &d.result.results[0].jobs {
+        let window = job.fio.as_ref().map_or(0, |f| f.runtime_ns);
+        assert!(
+            window < run * 9 / 10,
+            "{}: a window of {window} ns of the run's {run}",
+            job.name
+        );
+        assert!(job.ios > 0, "{}: nothing measured", job.name);
+    }
+}
+
+#[test]
 fn split_and_range_sizes_are_drawn_per_request_as_the_simulator_draws_them() {
     let _g = serial();
     if !can_emulate() {
