@@ -702,14 +702,10 @@ impl IoThread {
     /// thread makes the call and measures it as fio does (its `sync`
     /// figures). True when it did.
     fn sync_if_due(&mut self) -> bool {
-        let shape = &self.io.shape;
         let writes = self.writes_issued - self.writes_base;
-        let Some(datasync) = cint_scenario::shape::sync_falls_due(
-            shape.fsync,
-            shape.fdatasync,
-            writes,
-            self.last_was_sync,
-        ) else {
+        let Some(datasync) =
+            cint_scenario::shape::sync_falls_due(&self.io.shape, writes, self.last_was_sync)
+        else {
             return false;
         };
         if self.job_done() {

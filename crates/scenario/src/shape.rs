@@ -413,17 +413,14 @@ pub fn batch_hint(shape: &IoShape, engine: Engine, index: u32, len: u32) -> Opti
 /// Whether fio makes an `fsync` or `fdatasync` call before its next
 /// request (fio 3.33, io_u.c `get_rw_ddir`, fio.h `should_fsync`): after
 /// `writes` writes issued since the job's start (again since its ramp),
-/// when a multiple of `fsync` (an `fsync`, first where both fall due) or
-/// of `fdatasync` (an `fdatasync`), and not again until a request has
-/// completed since the last call (`last_was_sync`). `Some(true)`: an
-/// `fdatasync`. Both engines decide by it; each then also needs a request
-/// left and a free slot, as fio decides when it takes one.
-pub fn sync_falls_due(
-    fsync: u32,
-    fdatasync: u32,
-    writes: u64,
-    last_was_sync: bool,
-) -> Option<bool> {
+/// when a multiple of the job's `fsync` (an `fsync`, first where both
+/// fall due) or of its `fdatasync` (an `fdatasync`), and not again until
+/// a request has completed since the last call (`last_was_sync`).
+/// `Some(true)`: an `fdatasync`. Both engines decide by it; each then
+/// also needs a request left and a free slot, as fio decides when it
+/// takes one.
+pub fn sync_falls_due(shape: &IoShape, writes: u64, last_was_sync: bool) -> Option<bool> {
+    let (fsync, fdatasync) = (shape.fsync, shape.fdatasync);
     if last_was_sync || writes == 0 {
         return None;
     }

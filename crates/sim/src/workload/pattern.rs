@@ -371,12 +371,8 @@ impl<'a> World<'a> {
         let shape = self.shape(t);
         let s = &self.shaping[t];
         let writes = s.writes - s.writes_base;
-        let Some(datasync) = cint_scenario::shape::sync_falls_due(
-            shape.fsync,
-            shape.fdatasync,
-            writes,
-            s.last_was_sync,
-        ) else {
+        let Some(datasync) = cint_scenario::shape::sync_falls_due(shape, writes, s.last_was_sync)
+        else {
             return false;
         };
         // fio decides when it takes a request slot (`get_io_u`): a thread
