@@ -26,9 +26,7 @@ use crate::idle_watch::{IdleWatch, ProfileState};
 use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
 use crate::sys;
-use crate::workload::{
-    run_thread, Control, Stage, ThreadOutcome, ThreadPlan, PHASE_MEASURE, PHASE_STOP,
-};
+use crate::workload::{run_thread, Control, Stage, ThreadOutcome, ThreadPlan, PHASE_MEASURE};
 
 /// What the emulator measured beyond the result document, for tests and
 /// diagnostics.
@@ -912,7 +910,7 @@ fn measure(
     let stats_after = emulator.stats();
     let usage_after = sys::cpu_usage();
     let energy_after = crate::energy::snapshot(&app_cpus);
-    control.phase.store(PHASE_STOP, Ordering::SeqCst);
+    control.stop();
     Window {
         usage_before,
         usage_after,

@@ -103,7 +103,12 @@ impl Control {
         let group = self.group_of.get(job).copied().unwrap_or(0);
         if left(self.live.get(job)) == 0 {
             match exitall {
-                Some(cint_scenario::ExitScope::All) => self.halted.store(true, Ordering::SeqCst),
+                Some(cint_scenario::ExitScope::All) => {
+                    let held = self.group_now.lock();
+                    self.halted.store(true, Ordering::SeqCst);
+                    drop(held);
+                    self.group_changed.notify_all();
+                }
                 Some(cint_scenario::ExitScope::Group) => {
                     if let Some(e) = self.exit_group.get(group) {
                         e.store(true, Ordering::SeqCst);
@@ -121,45 +126,52 @@ impl Control {
         self.thread_ended();
     }
 
-    /// Waits until group `group` runs; false if the run ended first (or
-    /// an `exitall` halted it).
-    fn wait_for_group(&self, group: usize) -> bool {
-        let stopped = || {
-            self.phase.load(Ordering::Relaxed) == PHASE_STOP || self.halted.load(Ordering::Relaxed)
-        };
+    /// The run is over: every job thread stops, and those still waiting
+    /// for their group or their delay are told.
+    pub(crate) fn stop(&self) {
+        // Under the lock a waiter holds between its look and its wait, so
+        // that none misses the signal.
+        let held = self.group_now.lock();
+        self.phase.store(PHASE_STOP, Ordering::SeqCst);
+        drop(held);
+        self.group_changed.notify_all();
+    }
+
+    /// Whether the run ended or an `exitall` halted it.
+    fn stopped(&self) -> bool {
+        self.phase.load(Ordering::SeqCst) == PHASE_STOP || self.halted.load(Ordering::SeqCst)
+    }
+
+    /// Waits until group `group` runs, and then `delay` more (a job's
+    /// `startdelay`); false if the run ended first (or an `exitall`
+    /// halted it). Each change of group, the run's end and a halt signal
+    /// the waiters: nothing polls.
+    fn wait_to_start(&self, group: usize, delay: Nanos) -> bool {
         let Ok(mut now) = self.group_now.lock() else {
             return false;
         };
-        while *now < group && !stopped() {
-            // The run's end is an atomic, not this signal: look again
-            // every few milliseconds.
+        while *now < group && !self.stopped() {
+            now = match self.group_changed.wait(now) {
+                Ok(now) => now,
+                Err(_) => return false,
+            };
+        }
+        let until = sys::now().saturating_add(delay);
+        loop {
+            if self.stopped() {
+                return false;
+            }
+            let left = until.saturating_sub(sys::now());
+            if left == 0 {
+                return true;
+            }
             now = match self
                 .group_changed
-                .wait_timeout(now, std::time::Duration::from_millis(5))
+                .wait_timeout(now, std::time::Duration::from_nanos(left))
             {
                 Ok((now, _)) => now,
                 Err(_) => return false,
             };
-        }
-        !stopped()
-    }
-
-    /// Sleeps `delay` (a job's `startdelay`) in short steps; false if the
-    /// run ended meanwhile.
-    fn delay(&self, delay: Nanos) -> bool {
-        const STEP: Nanos = 5_000_000;
-        let until = sys::now().saturating_add(delay);
-        loop {
-            if self.phase.load(Ordering::Relaxed) == PHASE_STOP
-                || self.halted.load(Ordering::Relaxed)
-            {
-                return false;
-            }
-            let now = sys::now();
-            if now >= until {
-                return true;
-            }
-            sys::sleep_ns((until - now).min(STEP));
         }
     }
 
@@ -290,7 +302,7 @@ pub(crate) fn run_thread(
     let mut plan = plan;
     let mut staged = None;
     if let Some(stage) = plan.stage {
-        if !(control.wait_for_group(stage.group) && control.delay(stage.startdelay)) {
+        if !control.wait_to_start(stage.group, stage.startdelay) {
             control.job_thread_ended(job, None);
             return ThreadOutcome::default();
         }
