@@ -597,6 +597,43 @@ fn groups_of_jobs_that_end_by_their_count_are_each_measured_to_their_end() {
 }
 
 #[test]
+fn a_job_whose_delay_outlasts_the_run_waits_without_waking_and_says_so() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // Its thread waits on its group's signal, which the run's end gives:
+    // it does not wake to look (it used to, every 5 ms: a dozen switches
+    // over this window), it issues nothing, and the note says it did not
+    // start.
+    let first = io_job("first", Engine::Psync, 1, 1, 1);
+    let mut late = io_job("late", Engine::Psync, 1, 1, 1);
+    late.schedule.startdelay = 10 * SEC;
+    late.runtime = Some(50 * MS);
+    let d = cint_emu::run_detailed(&scenario(
+        "late",
+        device(10_000, 4),
+        vec![none()],
+        vec![first, late],
+        60 * MS,
+    ))
+    .expect("emulator runs");
+    let late = &d.result.results[0].jobs[1];
+    assert_eq!(late.ios, 0);
+    assert!(
+        late.context_switches <= 3,
+        "{} context switches of a thread that only waited",
+        late.context_switches
+    );
+    assert!(d.strategies[0].jobs[1].span.is_none());
+    let notes = d.result.notes.join("\n");
+    assert!(
+        notes.contains("'late' did not start before the run ended"),
+        "{notes}"
+    );
+}
+
+#[test]
 fn split_and_range_sizes_are_drawn_per_request_as_the_simulator_draws_them() {
     let _g = serial();
     if !can_emulate() {
