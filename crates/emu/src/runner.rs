@@ -556,7 +556,9 @@ fn run_strategy(
     let selector = crate::select::build(scenario, strategy)?;
     let emulator = Emulator::start(config)?;
     let threads: Vec<usize> = scenario.jobs.iter().map(|j| j.numjobs as usize).collect();
-    let control = Arc::new(Control::new(&threads, group_places(scenario)));
+    let stages = stages(scenario);
+    let group_of = stages.iter().map(|s| s.map_or(0, |s| s.group)).collect();
+    let control = Arc::new(Control::new(&threads, group_of));
     let clocks = CoreClocks::new(crate::activity::core_groups(scenario, &layout.app));
     for queue in 0..layout.app.len() {
         if let Some(pair) = clocks.for_queue(queue) {
@@ -570,6 +572,7 @@ fn run_strategy(
         selector,
         host_in_flight: Arc::default(),
         clocks: &clocks,
+        stages: &stages,
     };
     let (mut tracked, handles) = start_job_threads(scenario, layout, &emulator, &threads)?;
     tracked.extend(handler_threads(&emulator));
@@ -582,7 +585,7 @@ fn run_strategy(
         (layout, clocks.groups()),
         strategy,
         &tracked,
-        &outcomes,
+        (&outcomes, &stages),
         &window,
         &final_stats,
     ))
@@ -675,6 +678,8 @@ struct JobThreads<'a> {
     /// Where SMT siblings both run threads: the clocks they report their
     /// states to.
     clocks: &'a CoreClocks,
+    /// Each job's start, where it does not start with the run.
+    stages: &'a [Option<Stage>],
 }
 
 /// Spawns every job's threads, each pinned to its core, and lets them go
@@ -754,7 +759,7 @@ fn start_job_threads(
                 mode: strategy.mode,
                 stop_at: job.runtime.map(|r| start + scenario.warmup + r),
                 runtime: job.runtime,
-                stage: stage_of(scenario, job_index),
+                stage: threads.stages[job_index],
                 window_from: None,
                 sync_path: target.sync_path.clone(),
                 flow: flows[job_index].clone(),
@@ -956,7 +961,7 @@ fn summarise(
     (layout, groups): (&CpuLayout, &[CoreGroup]),
     strategy: &Strategy,
     tracked: &[Tracked],
-    outcomes: &[Vec<ThreadOutcome>],
+    (outcomes, stages): (&[Vec<ThreadOutcome>], &[Option<Stage>]),
     window: &Window,
     final_stats: &DeviceStats,
 ) -> (StrategyResult, StrategyDetail) {
@@ -983,7 +988,7 @@ fn summarise(
                 tracked,
                 &outcomes[job_index],
                 window,
-                stage_of(scenario, job_index).is_some(),
+                stages[job_index].is_some(),
             )
         })
         .unzip();
@@ -1169,9 +1174,8 @@ fn energy_figures(
 /// Per strategy, when each job of each group ran, as the simulator says
 /// it, for a run whose jobs start in turn (groups or start delays).
 fn group_notes(scenario: &Scenario, details: &[StrategyDetail]) -> Vec<String> {
-    let order = group_order(scenario);
-    let staged = order.len() > 1 || scenario.jobs.iter().any(|j| j.schedule.startdelay > 0);
-    if !staged {
+    let order = cint_scenario::staging::group_order(scenario);
+    if !cint_scenario::staging::staged(scenario, &order) {
         return Vec::new();
     }
     let mut notes = Vec::new();
@@ -1196,35 +1200,22 @@ fn group_notes(scenario: &Scenario, details: &[StrategyDetail]) -> Vec<String> {
     notes
 }
 
-/// The run's groups in the order they run (fio's `stonewall`:
-/// ascending, the first starting with the run).
-fn group_order(scenario: &Scenario) -> Vec<u32> {
-    let mut order: Vec<u32> = scenario.jobs.iter().map(|j| j.schedule.group).collect();
-    order.sort_unstable();
-    order.dedup();
-    order
-}
-
-/// Each job's group's place in the run's order of groups.
-fn group_places(scenario: &Scenario) -> Vec<usize> {
-    let order = group_order(scenario);
+/// When each job starts, if not with the run: a later group's, or one
+/// with a `startdelay`.
+fn stages(scenario: &Scenario) -> Vec<Option<Stage>> {
+    let order = cint_scenario::staging::group_order(scenario);
     scenario
         .jobs
         .iter()
-        .map(|j| order.partition_point(|&g| g < j.schedule.group))
+        .map(|job| {
+            let group = order.partition_point(|&g| g < job.schedule.group);
+            (group > 0 || job.schedule.startdelay > 0).then_some(Stage {
+                group,
+                startdelay: job.schedule.startdelay,
+                warmup: scenario.warmup,
+            })
+        })
         .collect()
-}
-
-/// When job `j` starts, if not with the run: a later group's, or one
-/// with a `startdelay`.
-fn stage_of(scenario: &Scenario, j: usize) -> Option<Stage> {
-    let job = &scenario.jobs[j];
-    let group = group_places(scenario)[j];
-    (group > 0 || job.schedule.startdelay > 0).then_some(Stage {
-        group,
-        startdelay: job.schedule.startdelay,
-        warmup: scenario.warmup,
-    })
 }
 
 /// One job's result and detail: its threads' outcomes merged, and their

@@ -375,9 +375,6 @@ struct IoThread {
     writes_base: u64,
     last_was_sync: bool,
     sync_file: Option<std::fs::File>,
-    /// Whether the pass under way counts ([`IoThread::measuring`] at its
-    /// top).
-    in_window: bool,
     /// Its place in a flow.
     flow: Option<crate::flow::FlowPlace>,
     /// The requests of the batch being submitted (kept for the next).
@@ -461,7 +458,6 @@ impl IoThread {
             writes_base: 0,
             last_was_sync: false,
             sync_file: None,
-            in_window: false,
             flow,
             batch: Vec::with_capacity(depth),
             bytes_issued: 0,
@@ -511,7 +507,6 @@ impl IoThread {
         loop {
             let phase = control.phase.load(Ordering::Relaxed);
             let measuring = self.measuring(control);
-            self.in_window = measuring;
             if measuring && self.measured_from.is_none() {
                 let now = sys::now();
                 self.measured_from = Some(now);
@@ -526,11 +521,12 @@ impl IoThread {
                 self.counted_from = self.requests_issued - self.client.in_flight() as u64;
                 self.writes_base = self.writes_issued;
             }
-            let stopping = phase == PHASE_STOP
-                || self.stop_at.is_some_and(|t| sys::now() >= t)
-                || self.job_done()
-                || self.floor_missed()
-                || control.told_to_exit(self.plan.job);
+            // Ended before the run: by its size, its floor, or another
+            // job's exitall. Its window ends where it drains.
+            let ended_early =
+                self.job_done() || self.floor_missed() || control.told_to_exit(self.plan.job);
+            let stopping =
+                phase == PHASE_STOP || self.stop_at.is_some_and(|t| sys::now() >= t) || ended_early;
             if let Some(select) = &mut self.select {
                 select.measuring = measuring;
             }
@@ -538,7 +534,7 @@ impl IoThread {
                 if self.rate_wait(control, max_events) {
                     continue;
                 }
-                if self.client.in_flight() < depth && self.sync_if_due() {
+                if self.client.in_flight() < depth && self.sync_if_due(measuring) {
                     continue;
                 }
                 if self.io.engine.is_sync() {
@@ -567,12 +563,7 @@ impl IoThread {
             }
             if self.client.in_flight() == 0 {
                 if stopping {
-                    // Ended before the run: by its size, its floor, or
-                    // another job's exitall. Its window ends here.
-                    if self.job_done()
-                        || self.out.floor_missed.is_some()
-                        || control.told_to_exit(self.plan.job)
-                    {
+                    if ended_early {
                         self.out.ended_at = Some(sys::now());
                     }
                     break;
@@ -712,8 +703,8 @@ impl IoThread {
     /// ([`cint_scenario::shape::sync_falls_due`], as the simulator looks
     /// at the top of each pass): when due, and a request is left, the
     /// thread makes the call and measures it as fio does (its `sync`
-    /// figures). True when it did.
-    fn sync_if_due(&mut self) -> bool {
+    /// figures, where the pass is `measuring`). True when it did.
+    fn sync_if_due(&mut self, measuring: bool) -> bool {
         let writes = self.writes_issued - self.writes_base;
         let Some(datasync) =
             cint_scenario::shape::sync_falls_due(&self.io.shape, writes, self.last_was_sync)
@@ -740,7 +731,7 @@ impl IoThread {
                 if datasync { "fdatasync" } else { "fsync" }
             ));
         }
-        if self.in_window {
+        if measuring {
             self.out.sync_ios += 1;
             self.out.fsync_ios += u64::from(!datasync);
             self.out.sync_hist.record(took);

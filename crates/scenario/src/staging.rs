@@ -4,6 +4,23 @@
 
 use cint_policy::Nanos;
 
+use crate::Scenario;
+
+/// The run's groups in the order they run (fio's `stonewall`:
+/// ascending, the first starting with the run).
+pub fn group_order(sc: &Scenario) -> Vec<u32> {
+    let mut order: Vec<u32> = sc.jobs.iter().map(|j| j.schedule.group).collect();
+    order.sort_unstable();
+    order.dedup();
+    order
+}
+
+/// Whether the run's jobs start in turn: several groups, or a job with a
+/// `startdelay`. Only then do the notes say when each job ran.
+pub fn staged(sc: &Scenario, order: &[u32]) -> bool {
+    order.len() > 1 || sc.jobs.iter().any(|j| j.schedule.startdelay > 0)
+}
+
 /// How one job of a group ran, for the group's note.
 #[derive(Clone, Copy, Debug)]
 pub struct JobSpan<'a> {

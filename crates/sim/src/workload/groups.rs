@@ -39,10 +39,8 @@ struct JobClock {
 impl Groups {
     /// Every job's clock, before the run.
     pub(crate) fn new(sc: &cint_scenario::Scenario) -> Groups {
-        let mut order: Vec<u32> = sc.jobs.iter().map(|j| j.schedule.group).collect();
-        order.sort_unstable();
-        order.dedup();
-        let staged = order.len() > 1 || sc.jobs.iter().any(|j| j.schedule.startdelay > 0);
+        let order = cint_scenario::staging::group_order(sc);
+        let staged = cint_scenario::staging::staged(sc, &order);
         Groups {
             order,
             current: 0,
