@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod depth_search;
 pub mod distribution;
 pub mod emu_config;
 mod error;

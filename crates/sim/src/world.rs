@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use cint_policy::hybrid_poll::SleepEstimator;
 use cint_policy::{Hint, Nanos, Policy, PolicyConfig, Seq};
 use cint_report::StrategyResult;
+use cint_scenario::depth_search::DepthSearch;
 use cint_scenario::{CompletionMode, HybridSleep, IoJob, Scenario, Strategy, Work};
 use rand_chacha::ChaCha8Rng;
 
@@ -21,7 +22,7 @@ use crate::host::spread::CostSpread;
 use crate::host::{Core, HostCosts};
 use crate::invariants::Invariants;
 use crate::metrics::{Counters, JobStats};
-use crate::workload::{DepthSearch, Flows, Groups, Program, SteadyProbe, ThreadShape};
+use crate::workload::{Flows, Groups, Program, SteadyProbe, ThreadShape};
 use crate::SimError;
 use crate::INVARIANT_VIOLATED;
 

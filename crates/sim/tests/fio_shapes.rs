@@ -739,13 +739,19 @@ fn the_latency_target_search_settles_on_the_deepest_queue_that_meets_it() {
     assert!(1 < tight && tight < 64, "{tight}");
     assert!(tight <= looser, "{tight} {looser}");
     // Below the device's own QD1 latency, at p100, the job ends as fio's
-    // does ("max latency exceeded").
+    // does ("max latency exceeded"), with fio's ETIMEDOUT: fio 3.33's
+    // `lat_fatal` on a 1 us target reports `error` 110 after one read.
     let r = latency_search(2, 100.0);
     assert!(
         r.notes.iter().any(|n| n.contains("missed at depth 1")),
         "{:?}",
         r.notes
     );
+    let probe = job(&r, "probe");
+    assert_eq!(probe.fio.as_ref().map(|f| f.error), Some(110));
+    assert_eq!(probe.ios, 1);
+    let met = latency_search(1_000_000, 100.0);
+    assert_eq!(job(&met, "probe").fio.as_ref().map(|f| f.error), Some(0));
 }
 
 #[test]

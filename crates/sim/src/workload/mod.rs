@@ -55,7 +55,7 @@ mod trace;
 
 pub(crate) use flow::Flows;
 pub(crate) use groups::Groups;
-pub(crate) use latency_target::DepthSearch;
+
 pub(crate) use offload::{offload_workers, Offloads};
 pub(crate) use pattern::ThreadShape;
 pub(crate) use program::{LoopRole, Program};
