@@ -110,6 +110,8 @@ pub struct JobDetail {
     /// The rate floors its threads missed (`at` from the run's start),
     /// each of which ended its thread.
     pub floors_missed: Vec<cint_scenario::rate_floor::Missed>,
+    /// Under `latency_target`: each thread's search, as the run left it.
+    pub searches: Vec<cint_scenario::depth_search::DepthSearch>,
 }
 
 /// Runs every strategy of the scenario on the emulator. Fails if any
@@ -165,8 +167,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("sqpoll")
             } else if s.steady.is_some() {
                 Some("ss")
-            } else if s.latency_target.is_some() {
-                Some("latency_target")
             } else {
                 None
             }
@@ -284,6 +284,7 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             }
         }
     }
+    notes.extend(search_notes(scenario, &details));
     // One meter for the machine: said once, not per strategy.
     if let Some(note) = details.iter().find_map(|d| d.energy_note.clone()) {
         notes.push(note);
@@ -314,6 +315,27 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         },
         strategies: details,
     })
+}
+
+/// The simulator's note for each job with a latency target under each
+/// strategy: the depth each thread settled on, or why it did not.
+fn search_notes(scenario: &Scenario, details: &[StrategyDetail]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for d in details {
+        for (job, detail) in scenario.jobs.iter().zip(&d.jobs) {
+            if let cint_scenario::Work::Io(io) = &job.work {
+                if let Some(target) = &io.shape.latency_target {
+                    notes.push(cint_scenario::depth_search::note(
+                        &d.name,
+                        &job.name,
+                        target,
+                        &detail.searches,
+                    ));
+                }
+            }
+        }
+    }
+    notes
 }
 
 /// The application cores of `job`'s threads (its `cpus`, or its `cpu`).
@@ -1316,6 +1338,7 @@ fn summarise_job(
         if detail.first_error.is_none() {
             detail.first_error.clone_from(&o.first_error);
         }
+        detail.searches.extend(o.search);
         if let Some(m) = o.floor_missed {
             detail
                 .floors_missed
@@ -1359,17 +1382,31 @@ fn summarise_job(
                 fsync_ios,
                 lat: sync_lat.clone(),
             },
-            error: if detail.floors_missed.is_empty() {
-                0
-            } else {
-                cint_scenario::rate_floor::MISSED_ERRNO
-            },
+            error: fio_error(&detail),
         }),
         trace: None,
         sync: cint_report::SyncCalls::from_fio(sync_ios, &sync_lat, window_s),
         modes,
     };
     (result, detail)
+}
+
+/// fio's errno for a job, as the simulator gives it: `EIO` where a
+/// thread missed its rate's floor, else `ETIMEDOUT` where one missed its
+/// latency target at depth 1.
+fn fio_error(detail: &JobDetail) -> i32 {
+    use cint_scenario::depth_search::{Outcome, FATAL_ERRNO};
+    if !detail.floors_missed.is_empty() {
+        cint_scenario::rate_floor::MISSED_ERRNO
+    } else if detail
+        .searches
+        .iter()
+        .any(|s| s.outcome() == Some(Outcome::MissedAtDepthOne))
+    {
+        FATAL_ERRNO
+    } else {
+        0
+    }
 }
 
 /// One direction of a job in fio's terms, from its latency histogram.

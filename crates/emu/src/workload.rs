@@ -12,9 +12,10 @@ use cint_policy::hybrid_poll::{Direction, SleepEstimator};
 use cint_policy::mode_select::CompletionChoice;
 use cint_policy::{Hint, Nanos};
 use cint_report::{FioHistogram, LatencyHistogram};
+use cint_scenario::depth_search::{DepthSearch, Step};
 use cint_scenario::rate::Pacer;
 use cint_scenario::rate_floor::{Floor, Missed};
-use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, Rw};
+use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, LatencyTarget, Rw};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -281,6 +282,8 @@ pub(crate) struct ThreadOutcome {
     /// The rate's floor (`ratemin`, `rate_iops_min`) the thread missed,
     /// which ended it as fio ends it (`at` on this process's clock).
     pub floor_missed: Option<Missed>,
+    /// Its latency-target search, as the run left it.
+    pub search: Option<DepthSearch>,
 }
 
 /// One direction's I/Os in the measured window.
@@ -377,6 +380,10 @@ struct IoThread {
     sync_file: Option<std::fs::File>,
     /// Its place in a flow.
     flow: Option<crate::flow::FlowPlace>,
+    /// fio's latency-target search, as the simulator's threads run it:
+    /// the target and this thread's search for the deepest queue that
+    /// meets it.
+    search: Option<(LatencyTarget, DepthSearch)>,
     /// The requests of the batch being submitted (kept for the next).
     batch: Vec<(Op, u64, u64)>,
     /// Bytes and requests issued since the thread started.
@@ -437,6 +444,10 @@ impl IoThread {
         let pacer = Pacer::of_job(&io);
         let flow = plan.flow.take().map(crate::flow::FlowPlace::new);
         let floor = Floor::of_job(&io);
+        let search = io
+            .shape
+            .latency_target
+            .map(|target| (target, DepthSearch::new(depth as u32)));
         let buffers = if plan.needs_buffers {
             (0..depth).map(|_| IoBuf::new(largest as usize)).collect()
         } else {
@@ -459,6 +470,7 @@ impl IoThread {
             last_was_sync: false,
             sync_file: None,
             flow,
+            search,
             batch: Vec::with_capacity(depth),
             bytes_issued: 0,
             requests_issued: 0,
@@ -523,8 +535,10 @@ impl IoThread {
             }
             // Ended before the run: by its size, its floor, or another
             // job's exitall. Its window ends where it drains.
-            let ended_early =
-                self.job_done() || self.floor_missed() || control.told_to_exit(self.plan.job);
+            let ended_early = self.job_done()
+                || self.floor_missed()
+                || self.search_over()
+                || control.told_to_exit(self.plan.job);
             let stopping =
                 phase == PHASE_STOP || self.stop_at.is_some_and(|t| sys::now() >= t) || ended_early;
             if let Some(select) = &mut self.select {
@@ -537,6 +551,10 @@ impl IoThread {
                 if self.client.in_flight() < depth && self.sync_if_due(measuring) {
                     continue;
                 }
+                if self.search_holds(control, max_events) {
+                    continue;
+                }
+                let depth = self.search_depth(depth);
                 if self.io.engine.is_sync() {
                     if self.flow_wait(control, max_events) {
                         continue;
@@ -590,6 +608,7 @@ impl IoThread {
             f.leave();
         }
         self.out.strays = self.client.strays();
+        self.out.search = self.search.map(|(_, search)| search);
         if let Some(select) = &self.select {
             self.out.modes = select.counts;
             self.out.measured_modes = Some(select.measured);
@@ -895,6 +914,42 @@ impl IoThread {
         }
     }
 
+    /// The latency-target search's look at the top of the loop
+    /// (`cint_scenario::depth_search`): true when it held the thread,
+    /// to wait for its requests in flight after a change of depth, or
+    /// because the search is over.
+    fn search_holds(&mut self, control: &Control, most: usize) -> bool {
+        let in_flight = self.client.in_flight() as u32;
+        let Some((target, search)) = &mut self.search else {
+            return false;
+        };
+        match search.step(target, sys::now(), in_flight) {
+            Step::Run => false,
+            Step::Quiesce => {
+                self.quiesce(control, most);
+                true
+            }
+            Step::End => true,
+        }
+    }
+
+    /// The search has ended the thread: at the depth it settled on, or
+    /// at a late request at depth 1 (fio's `lat_fatal`).
+    fn search_over(&self) -> bool {
+        self.search
+            .as_ref()
+            .is_some_and(|(_, search)| search.outcome().is_some())
+    }
+
+    /// The depth the thread may keep in flight: its queue's, or less
+    /// where its latency-target search says so.
+    fn search_depth(&self, depth: usize) -> usize {
+        match &self.search {
+            Some((_, search)) => depth.min(search.depth() as usize),
+            None => depth,
+        }
+    }
+
     /// fio's `usec_sleep` (time.c): under its granularity a spin on the
     /// clock; otherwise `nanosleep` for the wait less the granularity, then
     /// round again with what is left.
@@ -1105,8 +1160,12 @@ impl IoThread {
         self.woken_before = woken;
         // A completion since the last sync lets the next one fall due.
         self.last_was_sync &= self.done.is_empty();
+        let now = sys::now();
         for c in self.done.drain(..) {
             self.out.completed += 1;
+            if let Some((target, search)) = &mut self.search {
+                search.completion(target, c.latency(), now);
+            }
             match c.by {
                 DeliveredBy::FullIrq => self.out.by_full += 1,
                 DeliveredBy::UrgentIrq => self.out.by_urgent += 1,

@@ -352,6 +352,105 @@ fn a_thread_under_its_rate_floor_ends_with_fios_error_after_the_settle_period() 
     );
 }
 
+/// A job with `latency_target` on `device`, `iodepth` deep.
+fn searching(
+    device_service: u64,
+    units: u32,
+    iodepth: u32,
+    target: cint_scenario::LatencyTarget,
+) -> cint_scenario::Scenario {
+    let mut job = io_job("search", Engine::Libaio, iodepth, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.shape.latency_target = Some(target);
+    }
+    scenario(
+        "search",
+        device(device_service, units),
+        vec![none()],
+        vec![job],
+        600 * MS,
+    )
+}
+
+#[test]
+fn a_latency_target_met_at_every_depth_settles_at_iodepth_and_ends_the_job() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's search on the emulator's thread, by the simulator's rule: at
+    // 10 us a request over four units, 32 in flight take about 80 us, a
+    // twentieth of the 2 ms target that a loaded machine cannot reach.
+    // Each met 5 ms window doubles the depth (1, 2, 4, ... 32), one more
+    // window runs at 32, and the job ends, some 35 ms into a 600 ms run.
+    let target = cint_scenario::LatencyTarget {
+        target: 2 * MS,
+        window: 5 * MS,
+        percentile: 99.0,
+    };
+    let d = cint_emu::run_detailed(&searching(10 * US, 4, 32, target)).expect("emulator runs");
+    let notes: Vec<&String> = d
+        .result
+        .notes
+        .iter()
+        .filter(|n| n.contains("latency target"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", d.result.notes);
+    assert!(
+        notes[0].contains("job 'search': latency target 2000000 ns at p99: depth 32 ("),
+        "{}",
+        notes[0]
+    );
+    let job = &d.strategies[0].jobs[0];
+    assert_eq!(job.submitted, job.completed);
+    let (_, from, to) = job.span.expect("it ran");
+    assert!(
+        to - from < 300 * MS,
+        "the job ran {} ms: it did not end when the search did",
+        (to - from) / MS
+    );
+    assert_eq!(
+        d.result.results[0].jobs[0].fio.as_ref().map(|f| f.error),
+        Some(0)
+    );
+}
+
+#[test]
+fn a_late_request_at_depth_one_ends_the_job_with_fios_timeout_error() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // At a percentile of 100 one request over the target at depth 1 is
+    // fio's `lat_fatal`: the thread ends, the job with ETIMEDOUT (110).
+    // The device takes 2 ms a request, twenty times the target.
+    let target = cint_scenario::LatencyTarget {
+        target: 100 * US,
+        window: 0,
+        percentile: 100.0,
+    };
+    let d = cint_emu::run_detailed(&searching(2 * MS, 1, 8, target)).expect("emulator runs");
+    let job = &d.strategies[0].jobs[0];
+    assert_eq!(
+        (job.submitted, job.completed),
+        (1, 1),
+        "{:?}",
+        d.result.notes
+    );
+    assert_eq!(
+        d.result.results[0].jobs[0].fio.as_ref().map(|f| f.error),
+        Some(110)
+    );
+    assert!(
+        d.result
+            .notes
+            .iter()
+            .any(|n| n.contains("missed at depth 1 (fio ends the job: max latency exceeded)")),
+        "{:?}",
+        d.result.notes
+    );
+}
+
 #[test]
 fn a_jobs_exitall_ends_the_others_when_it_ends() {
     let _g = serial();
