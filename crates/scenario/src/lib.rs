@@ -33,6 +33,7 @@ mod set;
 pub mod shape;
 pub mod smt;
 pub mod staging;
+pub mod steady;
 pub mod strategy;
 pub mod trace;
 mod tree;

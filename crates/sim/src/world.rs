@@ -10,6 +10,7 @@ use cint_policy::hybrid_poll::SleepEstimator;
 use cint_policy::{Hint, Nanos, Policy, PolicyConfig, Seq};
 use cint_report::StrategyResult;
 use cint_scenario::depth_search::DepthSearch;
+use cint_scenario::steady::SteadyProbe;
 use cint_scenario::{CompletionMode, HybridSleep, IoJob, Scenario, Strategy, Work};
 use rand_chacha::ChaCha8Rng;
 
@@ -22,7 +23,7 @@ use crate::host::spread::CostSpread;
 use crate::host::{Core, HostCosts};
 use crate::invariants::Invariants;
 use crate::metrics::{Counters, JobStats};
-use crate::workload::{Flows, Groups, Program, SteadyProbe, ThreadShape};
+use crate::workload::{Flows, Groups, Program, ThreadShape};
 use crate::SimError;
 use crate::INVARIANT_VIOLATED;
 
@@ -557,7 +558,16 @@ impl<'a> World<'a> {
             offsets: crate::workload::offsets::Offsets::new(sc, &threads_jobs),
             groups: Groups::new(sc),
             flows: Flows::new(sc, &threads_jobs),
-            steady: sc.jobs.iter().map(SteadyProbe::new).collect(),
+            steady: sc
+                .jobs
+                .iter()
+                .map(|job| {
+                    SteadyProbe::new(match &job.work {
+                        Work::Io(io) => io.shape.steady,
+                        Work::Cpu => None,
+                    })
+                })
+                .collect(),
             woken: Vec::new(),
             searches,
             offload,

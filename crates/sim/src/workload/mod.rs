@@ -60,7 +60,6 @@ pub(crate) use offload::{offload_workers, Offloads};
 pub(crate) use pattern::ThreadShape;
 pub(crate) use program::{LoopRole, Program};
 pub(crate) use sqpoll::{shared_core_notes as sqpoll_shared_core_notes, submitting_core, SqPolls};
-pub(crate) use steady::SteadyProbe;
 pub(crate) use trace::Replay;
 
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
