@@ -154,7 +154,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
         } else if cpu_bound && job.schedule.startdelay != 0 {
             Some("startdelay")
         } else if let cint_scenario::Work::Io(io) = &job.work {
-            let s = &io.shape;
             if io.through_page_cache() {
                 // The simulator runs such a job through its page cache;
                 // the emulator's threads would issue it as direct I/O.
@@ -165,8 +164,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 Some("submit_mode")
             } else if io.sqpoll.is_some() {
                 Some("sqpoll")
-            } else if s.steady.is_some() {
-                Some("ss")
             } else {
                 None
             }
@@ -580,7 +577,15 @@ fn run_strategy(
     let threads: Vec<usize> = scenario.jobs.iter().map(|j| j.numjobs as usize).collect();
     let stages = stages(scenario);
     let group_of = stages.iter().map(|s| s.map_or(0, |s| s.group)).collect();
-    let control = Arc::new(Control::new(&threads, group_of));
+    let steady: Vec<_> = scenario
+        .jobs
+        .iter()
+        .map(|job| match &job.work {
+            Work::Io(io) => io.shape.steady,
+            Work::Cpu => None,
+        })
+        .collect();
+    let control = Arc::new(Control::new(&threads, group_of, &steady));
     let clocks = CoreClocks::new(crate::activity::core_groups(scenario, &layout.app));
     for queue in 0..layout.app.len() {
         if let Some(pair) = clocks.for_queue(queue) {

@@ -15,7 +15,8 @@ use cint_report::{FioHistogram, LatencyHistogram};
 use cint_scenario::depth_search::{DepthSearch, Step};
 use cint_scenario::rate::Pacer;
 use cint_scenario::rate_floor::{Floor, Missed};
-use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, LatencyTarget, Rw};
+use cint_scenario::steady::SteadyProbe;
+use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, LatencyTarget, Rw, SteadyState};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -58,12 +59,33 @@ pub(crate) struct Control {
     halted: AtomicBool,
     /// The run's start, the instant the threads' `runtime`s count from.
     pub run_start: AtomicU64,
+    /// Each job's steady-state detection (fio's `ss`), shared by its
+    /// threads.
+    steady: Vec<JobSteady>,
+}
+
+/// A job's steady-state detection (`cint_scenario::steady`, the
+/// simulator's rule), fed by every thread of the job.
+struct JobSteady {
+    probe: Mutex<SteadyProbe>,
+    /// The job has a rule (nothing is locked for one without).
+    active: bool,
+    /// When the job's first thread started (`u64::MAX` before): its
+    /// seconds count from there.
+    start: AtomicU64,
+    /// The criterion was met: the job's threads end.
+    met: AtomicBool,
 }
 
 impl Control {
     /// The control of a run whose jobs have `threads` threads each, the
-    /// `j`th job in the `group_of[j]`th group of the run's order.
-    pub(crate) fn new(threads: &[usize], group_of: Vec<usize>) -> Control {
+    /// `j`th job in the `group_of[j]`th group of the run's order and with
+    /// steady-state rule `steady[j]`.
+    pub(crate) fn new(
+        threads: &[usize],
+        group_of: Vec<usize>,
+        steady: &[Option<SteadyState>],
+    ) -> Control {
         let groups = group_of.iter().max().map_or(0, |&g| g + 1);
         let mut group_live = vec![0; groups];
         for (&n, &g) in threads.iter().zip(&group_of) {
@@ -81,7 +103,53 @@ impl Control {
             exit_group: (0..groups).map(|_| AtomicBool::new(false)).collect(),
             halted: AtomicBool::new(false),
             run_start: AtomicU64::new(0),
+            steady: steady
+                .iter()
+                .map(|&rule| JobSteady {
+                    probe: Mutex::new(SteadyProbe::new(rule)),
+                    active: rule.is_some(),
+                    start: AtomicU64::new(u64::MAX),
+                    met: AtomicBool::new(false),
+                })
+                .collect(),
         }
+    }
+
+    /// A thread of job `job` starts at `now`: the job's first starts its
+    /// steady-state seconds.
+    fn steady_started(&self, job: usize, now: Nanos) {
+        if let Some(s) = self.steady.get(job).filter(|s| s.active) {
+            let _ = s
+                .start
+                .compare_exchange(u64::MAX, now, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    }
+
+    /// `requests` of `bytes` in all of job `job` completed at `now`; a
+    /// met criterion ends the job.
+    fn steady_sample(&self, job: usize, now: Nanos, requests: u64, bytes: u64) {
+        let Some(s) = self.steady.get(job).filter(|s| s.active) else {
+            return;
+        };
+        let start = s.start.load(Ordering::SeqCst);
+        if start == u64::MAX {
+            return;
+        }
+        // A poisoned probe is a panicked thread's, which the coordinator
+        // reports when it joins it.
+        let Ok(mut probe) = s.probe.lock() else {
+            return;
+        };
+        if probe.completed(now.saturating_sub(start), requests, bytes) {
+            s.met.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Job `job` reached its steady state: its threads end.
+    fn steady_met(&self, job: usize) -> bool {
+        self.steady
+            .get(job)
+            .is_some_and(|s| s.met.load(Ordering::Relaxed))
     }
 
     /// Whether another job's `exitall` told job `job`'s threads to end.
@@ -505,6 +573,7 @@ impl IoThread {
             f.join();
         }
         let started = sys::now();
+        control.steady_started(self.plan.job, started);
         self.restart_rate(started);
         self.last_think = started;
         let depth = self.client.depth();
@@ -538,6 +607,7 @@ impl IoThread {
             let ended_early = self.job_done()
                 || self.floor_missed()
                 || self.search_over()
+                || control.steady_met(self.plan.job)
                 || control.told_to_exit(self.plan.job);
             let stopping =
                 phase == PHASE_STOP || self.stop_at.is_some_and(|t| sys::now() >= t) || ended_early;
@@ -1161,8 +1231,11 @@ impl IoThread {
         // A completion since the last sync lets the next one fall due.
         self.last_was_sync &= self.done.is_empty();
         let now = sys::now();
+        let (mut requests, mut bytes) = (0, 0);
         for c in self.done.drain(..) {
             self.out.completed += 1;
+            requests += 1;
+            bytes += u64::from(c.len);
             if let Some((target, search)) = &mut self.search {
                 search.completion(target, c.latency(), now);
             }
@@ -1208,6 +1281,9 @@ impl IoThread {
             if self.io.think > 0 {
                 sys::spin_until(sys::now() + self.io.think);
             }
+        }
+        if requests > 0 {
+            control.steady_sample(self.plan.job, now, requests, bytes);
         }
     }
 }

@@ -452,6 +452,55 @@ fn a_late_request_at_depth_one_ends_the_job_with_fios_timeout_error() {
 }
 
 #[test]
+fn a_job_in_its_steady_state_ends_there_and_the_job_beside_it_runs_on() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's `ss` by the simulator's rule: with a one-second window the
+    // first second is one sample, steady by itself, so the job ends at its
+    // first completion after 1 s, where the job beside it, without `ss`,
+    // runs the whole 1.6 s. Its figures are over its own second.
+    let mut steady = io_job("steady", Engine::Psync, 1, 1, 1);
+    if let Work::Io(io) = &mut steady.work {
+        io.shape.steady = Some(cint_scenario::SteadyState {
+            metric: cint_scenario::SteadyMetric::Iops,
+            slope: false,
+            limit: 10.0,
+            percent: true,
+            dur: SEC,
+            ramp: 0,
+        });
+    }
+    let other = io_job("other", Engine::Psync, 1, 1, 1);
+    let mut sc = scenario(
+        "steady",
+        device(20 * US, 4),
+        vec![none()],
+        vec![steady, other],
+        1_600 * MS,
+    );
+    sc.warmup = 0;
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    let span = |j: usize| {
+        let (_, from, to) = d.strategies[0].jobs[j].span.expect("it ran");
+        to - from
+    };
+    assert!(
+        (SEC..1_300 * MS).contains(&span(0)),
+        "the steady job ran {} ms",
+        span(0) / MS
+    );
+    assert!(
+        span(1) >= 1_500 * MS,
+        "the other job ran {} ms",
+        span(1) / MS
+    );
+    let job = &d.strategies[0].jobs[0];
+    assert_eq!(job.submitted, job.completed);
+}
+
+#[test]
 fn a_jobs_exitall_ends_the_others_when_it_ends() {
     let _g = serial();
     if !can_emulate() {

@@ -39,7 +39,6 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
             "startdelay",
             "[[job]]\nname = \"later\"\nkind = \"cpu\"\nstartdelay = \"1ms\"",
         ),
-        ("ss", "ss = \"iops:10%\"\nss_dur = \"1s\""),
         ("sched_group", "sched_group = \"g\""),
         // fio's offload workers are the simulator's.
         ("submit_mode", "submit_mode = \"offload\""),
