@@ -30,7 +30,7 @@ pub use json::{to_json, NonFiniteError};
 pub use latency::{LatencyHistogram, LatencyStats};
 pub use sync::SyncCalls;
 pub use table::to_table;
-pub use trace::{IssueLag, TraceReplay};
+pub use trace::{IssueLag, TraceMeasure, TraceReplay};
 
 use serde::Serialize;
 

@@ -3,9 +3,10 @@
 //! latencies of the requests measured, and, in open loop, how far each
 //! request's issue came after its release instant.
 
+use cint_scenario::trace::{TraceJob, TraceMode};
 use serde::Serialize;
 
-use crate::{LatencyStats, RunResult};
+use crate::{LatencyHistogram, LatencyStats, RunResult};
 
 /// A job's trace replay.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -58,6 +59,93 @@ pub struct IssueLag {
     pub mean: f64,
     /// Largest.
     pub max: u64,
+}
+
+/// What a trace job's replay measured: both engines count by it, a
+/// thread or a job at a time ([`TraceMeasure::merge`]).
+#[derive(Clone, Debug, Default)]
+pub struct TraceMeasure {
+    /// Requests issued over the whole run, warm-up included.
+    pub issued: u64,
+    trace_lat: LatencyHistogram,
+    lag_n: u64,
+    lag_sum: u128,
+    lag_min: u64,
+    lag_max: u64,
+}
+
+impl TraceMeasure {
+    /// A request measured: its trace latency, where the trace has one,
+    /// and in open loop its issue after its release instant.
+    pub fn record(&mut self, trace_latency: Option<u64>, lag: Option<u64>) {
+        if let Some(l) = trace_latency {
+            self.trace_lat.record(l);
+        }
+        if let Some(lag) = lag {
+            self.lag_min = if self.lag_n == 0 {
+                lag
+            } else {
+                self.lag_min.min(lag)
+            };
+            self.lag_n += 1;
+            self.lag_sum += u128::from(lag);
+            self.lag_max = self.lag_max.max(lag);
+        }
+    }
+
+    /// The warm-up is over: what was measured is dropped, the count of
+    /// requests issued kept.
+    pub fn restart(&mut self) {
+        *self = TraceMeasure {
+            issued: self.issued,
+            ..TraceMeasure::default()
+        };
+    }
+
+    /// Adds what another thread of the job measured.
+    pub fn merge(&mut self, other: &TraceMeasure) {
+        self.issued += other.issued;
+        self.trace_lat.merge(&other.trace_lat);
+        if other.lag_n > 0 {
+            self.lag_min = if self.lag_n == 0 {
+                other.lag_min
+            } else {
+                self.lag_min.min(other.lag_min)
+            };
+            self.lag_n += other.lag_n;
+            self.lag_sum += other.lag_sum;
+            self.lag_max = self.lag_max.max(other.lag_max);
+        }
+    }
+
+    /// The job's entry of the result: the trace job `job` as replayed,
+    /// with what was measured.
+    pub fn replay(&self, job: &TraceJob) -> TraceReplay {
+        let (mode, speed) = match job.mode {
+            TraceMode::Open { speed_ppm } => ("open", Some(speed_ppm as f64 / 1e6)),
+            TraceMode::Closed => ("closed", None),
+        };
+        TraceReplay {
+            file: job
+                .path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            format: job.format_label(),
+            mode: mode.into(),
+            speed,
+            depth: job.depth,
+            requests: job.requests(),
+            issued: self.issued,
+            syncs_not_replayed: job.not_replayed.syncs,
+            trims_not_replayed: job.not_replayed.trims,
+            trace_lat_ns: (!self.trace_lat.is_empty()).then(|| self.trace_lat.stats()),
+            issue_lag_ns: (speed.is_some() && self.lag_n > 0).then(|| IssueLag {
+                min: self.lag_min,
+                mean: (self.lag_sum as f64) / self.lag_n as f64,
+                max: self.lag_max,
+            }),
+        }
+    }
 }
 
 /// The table's lines for the trace replays of `r`, or nothing.

@@ -23,7 +23,7 @@
 use std::sync::Arc;
 
 use cint_policy::Nanos;
-use cint_report::{IssueLag, LatencyHistogram, TraceReplay};
+use cint_report::{TraceMeasure, TraceReplay};
 use cint_scenario::trace::{TraceJob, TraceMode, TraceThread};
 use cint_scenario::{Scenario, Work};
 
@@ -46,17 +46,6 @@ impl Cursor {
     }
 }
 
-/// What one job's replay measured.
-#[derive(Debug, Default)]
-struct JobReplay {
-    issued: u64,
-    trace_lat: LatencyHistogram,
-    lag_n: u64,
-    lag_sum: u128,
-    lag_min: u64,
-    lag_max: u64,
-}
-
 /// Every thread's replay state; empty for a run without trace jobs.
 #[derive(Debug, Default)]
 pub(crate) struct Replay {
@@ -66,7 +55,7 @@ pub(crate) struct Replay {
     /// it carries.
     slots: Vec<u32>,
     /// Per job.
-    jobs: Vec<JobReplay>,
+    jobs: Vec<TraceMeasure>,
 }
 
 impl Replay {
@@ -97,7 +86,7 @@ impl Replay {
         Replay {
             cursors,
             slots: vec![0; slots],
-            jobs: sc.jobs.iter().map(|_| JobReplay::default()).collect(),
+            jobs: sc.jobs.iter().map(|_| TraceMeasure::default()).collect(),
         }
     }
 }
@@ -185,60 +174,21 @@ impl World<'_> {
         let open = c.open;
         let job = self.threads[t].job as usize;
         let start = self.groups.start_of(job);
-        let jr = &mut self.replay.jobs[job];
-        if let Some(l) = io.latency {
-            jr.trace_lat.record(l);
-        }
-        if open {
-            let lag = done.issued.saturating_sub(start.saturating_add(io.at));
-            if jr.lag_n == 0 {
-                jr.lag_min = lag;
-            }
-            jr.lag_n += 1;
-            jr.lag_sum += u128::from(lag);
-            jr.lag_min = jr.lag_min.min(lag);
-            jr.lag_max = jr.lag_max.max(lag);
-        }
+        let lag = open.then(|| done.issued.saturating_sub(start.saturating_add(io.at)));
+        self.replay.jobs[job].record(io.latency, lag);
     }
 
     /// Warm-up is over: what the replay measured so far is dropped (the
     /// issue count covers the whole run).
     pub(crate) fn trace_reset(&mut self) {
         for jr in &mut self.replay.jobs {
-            *jr = JobReplay {
-                issued: jr.issued,
-                ..JobReplay::default()
-            };
+            jr.restart();
         }
     }
 
     /// Job `j`'s entry of the result, for a trace job.
     pub(crate) fn trace_result(&self, j: usize) -> Option<TraceReplay> {
         let tr = trace_of(&self.sc.jobs[j])?;
-        let jr = self.replay.jobs.get(j)?;
-        let (mode, speed) = match tr.mode {
-            TraceMode::Open { speed_ppm } => ("open", Some(speed_ppm as f64 / 1e6)),
-            TraceMode::Closed => ("closed", None),
-        };
-        Some(TraceReplay {
-            file: tr
-                .path
-                .file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-            format: tr.format_label(),
-            mode: mode.into(),
-            speed,
-            depth: tr.depth,
-            requests: tr.requests(),
-            issued: jr.issued,
-            syncs_not_replayed: tr.not_replayed.syncs,
-            trims_not_replayed: tr.not_replayed.trims,
-            trace_lat_ns: (!jr.trace_lat.is_empty()).then(|| jr.trace_lat.stats()),
-            issue_lag_ns: (speed.is_some() && jr.lag_n > 0).then(|| IssueLag {
-                min: jr.lag_min,
-                mean: (jr.lag_sum as f64) / jr.lag_n as f64,
-                max: jr.lag_max,
-            }),
-        })
+        Some(self.replay.jobs.get(j)?.replay(tr))
     }
 }
