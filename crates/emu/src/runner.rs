@@ -23,6 +23,7 @@ use crate::emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig};
 use crate::energy::{CpuTime, Overlap, PhysicalCore};
 use crate::error::{unsupported, EmuError};
 use crate::idle_watch::{IdleWatch, ProfileState};
+use crate::replay::TraceCursor;
 use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
 use crate::sys;
@@ -149,8 +150,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
             // A CPU-bound thread holds its core from the run's start (the
             // emulator's interrupts preempt it there).
             Some("group")
-        } else if matches!(&job.work, cint_scenario::Work::Io(io) if io.shape.trace.is_some()) {
-            Some("trace")
         } else if cpu_bound && job.schedule.startdelay != 0 {
             Some("startdelay")
         } else if let cint_scenario::Work::Io(io) = &job.work {
@@ -563,6 +562,33 @@ struct Target {
     sync_path: Option<String>,
 }
 
+/// A trace whose requests reach past what the backend holds (the
+/// io_uring backend's file) is refused by name: the load checked it
+/// against the device's capacity, and a real file would cut it short.
+fn refuse_trace_past(scenario: &Scenario, target: &Target) -> Result<(), EmuError> {
+    for job in &scenario.jobs {
+        let Work::Io(io) = &job.work else {
+            continue;
+        };
+        let Some(trace) = &io.shape.trace else {
+            continue;
+        };
+        let reach = crate::replay::reach(trace);
+        if reach > target.span {
+            return Err(unsupported(
+                format!("job.{}.trace", job.name),
+                format!(
+                    "the trace reaches byte {reach}, past the {} bytes the emulator's backend \
+                     holds (its file): give the backend a file that large, or replay on the \
+                     synthetic device",
+                    target.span
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Runs one strategy: starts the device, its job threads, measures the
 /// window, and sums what was measured.
 fn run_strategy(
@@ -572,6 +598,7 @@ fn run_strategy(
     strategy_index: u64,
 ) -> Result<(StrategyResult, StrategyDetail), EmuError> {
     let (config, target) = device_config(scenario, layout, strategy, strategy_index)?;
+    refuse_trace_past(scenario, &target)?;
     let selector = crate::select::build(scenario, strategy)?;
     let emulator = Emulator::start(config)?;
     let threads: Vec<usize> = scenario.jobs.iter().map(|j| j.numjobs as usize).collect();
@@ -801,6 +828,10 @@ fn start_job_threads(
                     let open_idle = || IdleWatch::open(real_cpu, &profile_idle_states(scenario));
                     ThreadSelect::new(selector, io, Arc::clone(&threads.host_in_flight), open_idle)
                 }),
+                trace: io
+                    .as_ref()
+                    .and_then(|io| io.shape.trace.as_ref())
+                    .map(|tr| TraceCursor::new(tr, thread as usize)),
             };
             let control = Arc::clone(control);
             let gate = Arc::clone(&gate);
@@ -1389,11 +1420,26 @@ fn summarise_job(
             },
             error: fio_error(&detail),
         }),
-        trace: None,
+        trace: trace_replay(job, outcomes),
         sync: cint_report::SyncCalls::from_fio(sync_ios, &sync_lat, window_s),
         modes,
     };
     (result, detail)
+}
+
+/// A trace job's entry of the result: its threads' replays together.
+fn trace_replay(job: &Job, outcomes: &[ThreadOutcome]) -> Option<cint_report::TraceReplay> {
+    let Work::Io(io) = &job.work else {
+        return None;
+    };
+    let trace = io.shape.trace.as_ref()?;
+    let mut measure = cint_report::TraceMeasure::default();
+    for o in outcomes {
+        if let Some(m) = &o.trace {
+            measure.merge(m);
+        }
+    }
+    Some(measure.replay(trace))
 }
 
 /// fio's errno for a job, as the simulator gives it: `EIO` where a

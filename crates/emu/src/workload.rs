@@ -11,7 +11,7 @@ use cint_policy::hints::{request_hint, BatchPosition, IoCall, IoContext, RwFlags
 use cint_policy::hybrid_poll::{Direction, SleepEstimator};
 use cint_policy::mode_select::CompletionChoice;
 use cint_policy::{Hint, Nanos};
-use cint_report::{FioHistogram, LatencyHistogram};
+use cint_report::{FioHistogram, LatencyHistogram, TraceMeasure};
 use cint_scenario::depth_search::{DepthSearch, Step};
 use cint_scenario::rate::Pacer;
 use cint_scenario::rate_floor::{Floor, Missed};
@@ -23,6 +23,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::activity::ThreadState;
 use crate::buf::IoBuf;
 use crate::client::{Client, Completion, Request, WaitMode};
+use crate::replay::TraceCursor;
 use crate::select::{ModeCounts, ThreadSelect};
 use crate::shared::{DeliveredBy, Op};
 use crate::sys;
@@ -59,6 +60,10 @@ pub(crate) struct Control {
     halted: AtomicBool,
     /// The run's start, the instant the threads' `runtime`s count from.
     pub run_start: AtomicU64,
+    /// Each job's start: when its first thread started (`u64::MAX`
+    /// before), from which its steady-state seconds and a trace's
+    /// releases count.
+    job_start: Vec<AtomicU64>,
     /// Each job's steady-state detection (fio's `ss`), shared by its
     /// threads.
     steady: Vec<JobSteady>,
@@ -70,9 +75,6 @@ struct JobSteady {
     probe: Mutex<SteadyProbe>,
     /// The job has a rule (nothing is locked for one without).
     active: bool,
-    /// When the job's first thread started (`u64::MAX` before): its
-    /// seconds count from there.
-    start: AtomicU64,
     /// The criterion was met: the job's threads end.
     met: AtomicBool,
 }
@@ -103,25 +105,27 @@ impl Control {
             exit_group: (0..groups).map(|_| AtomicBool::new(false)).collect(),
             halted: AtomicBool::new(false),
             run_start: AtomicU64::new(0),
+            job_start: threads.iter().map(|_| AtomicU64::new(u64::MAX)).collect(),
             steady: steady
                 .iter()
                 .map(|&rule| JobSteady {
                     probe: Mutex::new(SteadyProbe::new(rule)),
                     active: rule.is_some(),
-                    start: AtomicU64::new(u64::MAX),
                     met: AtomicBool::new(false),
                 })
                 .collect(),
         }
     }
 
-    /// A thread of job `job` starts at `now`: the job's first starts its
-    /// steady-state seconds.
-    fn steady_started(&self, job: usize, now: Nanos) {
-        if let Some(s) = self.steady.get(job).filter(|s| s.active) {
-            let _ = s
-                .start
-                .compare_exchange(u64::MAX, now, Ordering::SeqCst, Ordering::SeqCst);
+    /// A thread of job `job` starts at `now`: the job's start, which its
+    /// first thread set.
+    fn job_started(&self, job: usize, now: Nanos) -> Nanos {
+        let Some(start) = self.job_start.get(job) else {
+            return now;
+        };
+        match start.compare_exchange(u64::MAX, now, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => now,
+            Err(first) => first,
         }
     }
 
@@ -131,7 +135,7 @@ impl Control {
         let Some(s) = self.steady.get(job).filter(|s| s.active) else {
             return;
         };
-        let start = s.start.load(Ordering::SeqCst);
+        let start = self.job_start[job].load(Ordering::SeqCst);
         if start == u64::MAX {
             return;
         }
@@ -300,6 +304,8 @@ pub(crate) struct ThreadPlan {
     pub ramp: bool,
     /// Under `mode-select`: the thread's selector.
     pub select: Option<ThreadSelect>,
+    /// A trace job's thread: its stream of the trace.
+    pub trace: Option<TraceCursor>,
 }
 
 /// What one job thread measured (requests completed in the measured
@@ -352,6 +358,8 @@ pub(crate) struct ThreadOutcome {
     pub floor_missed: Option<Missed>,
     /// Its latency-target search, as the run left it.
     pub search: Option<DepthSearch>,
+    /// A trace job's thread: what its replay measured.
+    pub trace: Option<TraceMeasure>,
 }
 
 /// One direction's I/Os in the measured window.
@@ -452,6 +460,8 @@ struct IoThread {
     /// the target and this thread's search for the deepest queue that
     /// meets it.
     search: Option<(LatencyTarget, DepthSearch)>,
+    /// A trace job's thread: its stream and what it measured.
+    trace: Option<TraceCursor>,
     /// The requests of the batch being submitted (kept for the next).
     batch: Vec<(Op, u64, u64)>,
     /// Bytes and requests issued since the thread started.
@@ -524,6 +534,7 @@ impl IoThread {
         IoThread {
             rng: ChaCha8Rng::seed_from_u64(plan.seed),
             select: plan.select.take(),
+            trace: plan.trace.take(),
             plan,
             io,
             client,
@@ -573,7 +584,10 @@ impl IoThread {
             f.join();
         }
         let started = sys::now();
-        control.steady_started(self.plan.job, started);
+        let job_start = control.job_started(self.plan.job, started);
+        if let Some(trace) = &mut self.trace {
+            trace.start_at(job_start);
+        }
         self.restart_rate(started);
         self.last_think = started;
         let depth = self.client.depth();
@@ -615,7 +629,7 @@ impl IoThread {
                 select.measuring = measuring;
             }
             if !stopping {
-                if self.rate_wait(control, max_events) {
+                if self.rate_wait(control, max_events) || self.trace_wait(control, max_events) {
                     continue;
                 }
                 if self.client.in_flight() < depth && self.sync_if_due(measuring) {
@@ -679,6 +693,7 @@ impl IoThread {
         }
         self.out.strays = self.client.strays();
         self.out.search = self.search.map(|(_, search)| search);
+        self.out.trace = self.trace.take().map(|t| t.measure);
         if let Some(select) = &self.select {
             self.out.modes = select.counts;
             self.out.measured_modes = Some(select.measured);
@@ -759,7 +774,8 @@ impl IoThread {
     /// the end of the ramp).
     fn job_done(&self) -> bool {
         let shape = &self.io.shape;
-        shape.io_size.is_some_and(|b| self.bytes_issued >= b)
+        self.trace.as_ref().is_some_and(|t| t.left() == 0)
+            || shape.io_size.is_some_and(|b| self.bytes_issued >= b)
             || shape
                 .number_ios
                 .is_some_and(|n| self.requests_issued - self.counted_from >= n)
@@ -886,13 +902,29 @@ impl IoThread {
     /// Requests the rate lets go now: all those behind the schedule (fio
     /// keeps no cap on the backlog).
     fn requests_due(&self) -> usize {
-        match &self.pacer {
-            Some(p) => match p.tokens(self.next_issue_at, sys::now()) {
+        let now = sys::now();
+        let rate = match &self.pacer {
+            Some(p) => match p.tokens(self.next_issue_at, now) {
                 u32::MAX => usize::MAX,
                 n => n as usize,
             },
             None => usize::MAX,
-        }
+        };
+        let released = self.trace.as_ref().map_or(usize::MAX, |t| t.due(now));
+        rate.min(released)
+    }
+
+    /// A trace replayed open loop, ahead of its next release: the thread
+    /// reaps what it has in flight, then sleeps until the release, as
+    /// [`IoThread::rate_wait`] does (the simulator's rule). True when it
+    /// did.
+    fn trace_wait(&mut self, control: &Control, most: usize) -> bool {
+        let Some(ahead_by) = self.trace.as_ref().and_then(|t| t.ahead_by(sys::now())) else {
+            return false;
+        };
+        self.quiesce(control, most);
+        self.usec_sleep(ahead_by);
+        true
     }
 
     /// fio's rate check before a request (fio 3.33, io_u.c `rate_ddir`):
@@ -1056,6 +1088,9 @@ impl IoThread {
     /// moved back where the request would pass the span's end, a
     /// sequential one back to the start.
     fn next_request(&mut self) -> (Op, u64, u64) {
+        if let Some(request) = self.trace.as_mut().and_then(TraceCursor::take) {
+            return request;
+        }
         let bs = self.io.bs.max(1);
         let (op, random) = match self.io.rw {
             Rw::Read => (Op::Read, false),
@@ -1259,6 +1294,11 @@ impl IoThread {
                     if measuring {
                         if let Some(floor) = &mut self.floor {
                             floor.sample(c.op == Op::Write, u64::from(bytes));
+                        }
+                        if let Some(trace) = &mut self.trace {
+                            // A trace thread's requests carry their place
+                            // in its stream plus one (`submit_batch`).
+                            trace.measured(c.user_data.saturating_sub(1) as usize, c.submitted);
                         }
                         self.out.ios += 1;
                         self.out.bytes += u64::from(bytes);

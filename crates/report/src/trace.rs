@@ -151,20 +151,28 @@ impl TraceMeasure {
 /// The table's lines for the trace replays of `r`, or nothing.
 pub(crate) fn section(r: &RunResult) -> String {
     let mut out = String::new();
+    // The emulator measures real threads: its latencies are not a model's.
+    let ours = if r.substrate == "emu" {
+        "emulator"
+    } else {
+        "model"
+    };
     for s in &r.results {
         for j in &s.jobs {
             let Some(t) = &j.trace else {
                 continue;
             };
             if out.is_empty() {
-                out.push_str("\ntrace replays (model latency beside the trace's own):\n");
+                out.push_str(&format!(
+                    "\ntrace replays ({ours} latency beside the trace's own):\n"
+                ));
             }
             let us = |ns: f64| format!("{:.1}", ns / 1e3);
             let model = if j.lat_ns.n == 0 {
                 "no request measured".to_string()
             } else {
                 format!(
-                    "model mean {} p99 {} us",
+                    "{ours} mean {} p99 {} us",
                     us(j.lat_ns.mean),
                     j.lat_ns.at(99.0).map_or("-".into(), |v| us(v as f64))
                 )
