@@ -48,6 +48,11 @@ impl TraceCursor {
         self.threads.get(self.stream).map_or(&[], |t| &t.ios)
     }
 
+    /// The largest request of the stream, in bytes: each buffer's size.
+    pub(crate) fn largest(&self) -> u64 {
+        self.ios().iter().map(|io| io.bytes).max().unwrap_or(0)
+    }
+
     /// The job started at `start`: releases count from there.
     pub(crate) fn start_at(&mut self, start: Nanos) {
         self.start = start;

@@ -517,7 +517,12 @@ impl IoThread {
             ),
         };
         let depth = client.depth();
-        let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
+        // A trace thread's requests are its stream's, whatever the job's
+        // `bs`.
+        let largest = match &plan.trace {
+            Some(trace) => trace.largest().max(1),
+            None => cint_scenario::shape::largest_block(&io.shape, io.bs),
+        };
         let io_bs = io.bs;
         let pacer = Pacer::of_job(&io);
         let flow = plan.flow.take().map(crate::flow::FlowPlace::new);

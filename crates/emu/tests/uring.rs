@@ -310,3 +310,76 @@ fn cint_emu_fails_naming_the_job_when_its_requests_fail() {
     );
     assert!(!msg.contains('\n'), "{msg}");
 }
+
+/// A scenario replaying, on the io_uring backend's `file`, a trace of 200
+/// requests of 16 KiB, reads and writes, closed loop.
+fn trace_on(file: &TestFile, dir: &std::path::Path) -> cint_scenario::Scenario {
+    let ios: Vec<cint_trace::encode::Io> = (0..200u64)
+        .map(|i| cint_trace::encode::Io {
+            time: 0,
+            offset: (i % 64) * 16384,
+            bytes: 16384,
+            write: i % 3 == 0,
+            stream: 0,
+            cpu: 0,
+            done: None,
+        })
+        .collect();
+    let path = dir.join("t.iolog");
+    std::fs::write(&path, cint_trace::encode::iolog_v3(&ios)).expect("write the trace");
+    let text = format!(
+        "name = \"u\"\nduration = \"200ms\"\nwarmup = \"0ns\"\n\
+         [emu]\nbackend = \"io_uring\"\npath = {:?}\n\
+         [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+         [[job]]\nname = \"t\"\ntrace = {:?}\ntrace_mode = \"closed\"\ntrace_depth = 4\n",
+        file.path(),
+        path.display().to_string()
+    );
+    cint_scenario::load_str(&text, "u.toml", &[]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_trace_replays_on_the_file_with_its_own_request_sizes() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // 16 KiB requests, four times the job's default `bs`: each needs a
+    // buffer of its own size (the first replay on this backend failed
+    // every one, "buffer of 4096 bytes is shorter than the request").
+    let file = TestFile::new("trace");
+    if !direct_supported(&file) {
+        return;
+    }
+    let dir = cint_test_support::temp_dir("emu-uring-trace");
+    let d = cint_emu::run_detailed(&trace_on(&file, dir.path())).unwrap_or_else(|e| panic!("{e}"));
+    let job = &d.strategies[0].jobs[0];
+    assert_eq!(
+        (job.errors, job.completed),
+        (0, 200),
+        "{:?}",
+        job.first_error
+    );
+    let fio = d.result.results[0].jobs[0]
+        .fio
+        .as_ref()
+        .expect("fio's figures");
+    assert_eq!(fio.read.bytes + fio.write.bytes, 200 * 16384);
+}
+
+#[test]
+fn a_trace_past_the_backends_file_is_refused_naming_the_job() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // The trace reaches 1 MiB; a 64 KiB file would cut its reads short.
+    let file = TestFile::with_len("trace-short", 64 * 1024);
+    let dir = cint_test_support::temp_dir("emu-uring-trace-short");
+    let err = cint_emu::run(&trace_on(&file, dir.path())).expect_err("refused");
+    let cint_emu::EmuError::Unsupported { key, .. } = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(key, "job.t.trace");
+    assert!(err.to_string().contains("reaches byte 1048576"), "{err}");
+}
