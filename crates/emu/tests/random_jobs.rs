@@ -1,0 +1,247 @@
+//! Random valid fio-like scenarios on the emulator's real threads: every
+//! key the emulator runs by the simulator's rules (rates and their
+//! processes, think time, syncs, flows, counts and sizes, groups, start
+//! delays, `exitall`, latency targets, block traces), several at once.
+//! Whatever the mix, each run ends, each request comes back once (no
+//! stray, none failed on the synthetic device), a job sized by
+//! `number_ios` issues no more, and a trace issues no more than it holds.
+//! Every key drawn is one the emulator runs: none is refused.
+//!
+//! `CINT_EMU_FUZZ_SEED` picks the first seed (default 1) and
+//! `CINT_EMU_FUZZ_CASES` how many (default 24: a few seconds).
+
+mod common;
+
+use std::fmt::Write as _;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use common::*;
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Draws from a seed's stream.
+struct Draw(ChaCha8Rng);
+
+impl Draw {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0.gen_range(0..n.max(1))
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<'a>(&mut self, of: &[&'a str]) -> &'a str {
+        of[self.below(of.len() as u64) as usize]
+    }
+}
+
+/// A small block trace for a trace job: `n` requests over one or two
+/// streams, 4 KiB to 16 KiB, a few microseconds apart.
+fn trace_file(d: &mut Draw, dir: &std::path::Path, i: usize) -> String {
+    let n = 20 + d.below(200);
+    let gap = d.below(40_000);
+    let ios: Vec<cint_trace::encode::Io> = (0..n)
+        .map(|k| cint_trace::encode::Io {
+            time: k * gap,
+            offset: d.below(1 << 16) * 4096,
+            bytes: 4096 << d.below(3),
+            write: d.chance(30),
+            stream: (k % 2) as u32 * u32::from(d.chance(50)),
+            cpu: 0,
+            done: None,
+        })
+        .collect();
+    let path = dir.join(format!("t{i}.iolog"));
+    std::fs::write(&path, cint_trace::encode::iolog_v3(&ios)).expect("write the trace");
+    path.display().to_string()
+}
+
+/// One job, on CPU 0 (this machine has one application core beside the
+/// device's).
+/// With `groups`, the jobs run in turn (each its own group), each ended by
+/// a runtime.
+fn job(d: &mut Draw, i: usize, groups: bool, dir: &std::path::Path, out: &mut String) {
+    let _ = write!(out, "[[job]]\nname = \"j{i}\"\ncpu = 0\n");
+    if groups {
+        let _ = writeln!(out, "group = {i}\nruntime = \"{}ms\"", 2 + d.below(8));
+    } else if d.chance(20) {
+        let _ = writeln!(out, "runtime = \"{}ms\"", 2 + d.below(20));
+    }
+    if d.chance(10) {
+        let mode = d.pick(&["open", "closed"]);
+        let _ = writeln!(
+            out,
+            "trace = {:?}\ntrace_mode = \"{mode}\"",
+            trace_file(d, dir, i)
+        );
+        if mode == "closed" {
+            let _ = writeln!(
+                out,
+                "trace_depth = {}\nengine = \"libaio\"",
+                1 + d.below(16)
+            );
+        }
+        return;
+    }
+    let engine = d.pick(&["psync", "pvsync2", "libaio", "io_uring"]);
+    let rw = d.pick(&[
+        "read",
+        "write",
+        "randread",
+        "randwrite",
+        "randrw",
+        "readwrite",
+    ]);
+    let writes = rw != "read" && rw != "randread";
+    let _ = writeln!(
+        out,
+        "engine = \"{engine}\"\nrw = \"{rw}\"\nbs = \"{}\"\nnumjobs = {}",
+        d.pick(&["4k", "16k", "64k"]),
+        1 + d.below(2)
+    );
+    let asynchronous = matches!(engine, "libaio" | "io_uring");
+    if asynchronous {
+        let iodepth = 1 + d.below(32);
+        let _ = writeln!(
+            out,
+            "iodepth = {iodepth}\nbatch = {}\nbatch_complete_min = {}",
+            1 + d.below(iodepth),
+            1 + d.below(iodepth)
+        );
+        if d.chance(15) {
+            let _ = writeln!(out, "barrier_last = true");
+        }
+    }
+    if d.chance(20) {
+        let _ = writeln!(out, "hint = \"{}\"", d.pick(&["urgent", "barrier", "none"]));
+    }
+    if d.chance(20) {
+        let _ = writeln!(out, "rate_iops = {}", 2_000 + d.below(60_000));
+        if d.chance(30) {
+            let _ = writeln!(out, "rate_process = \"poisson\"");
+        }
+    } else if d.chance(10) {
+        let _ = writeln!(out, "rate = \"{}m\"", 10 + d.below(300));
+    }
+    if d.chance(10) {
+        let think = 1 + d.below(50);
+        let _ = writeln!(
+            out,
+            "thinktime = \"{think}us\"\nthinktime_spin = \"{}us\"\nthinktime_blocks = {}",
+            d.below(think + 1),
+            1 + d.below(8)
+        );
+    }
+    if writes && engine != "io_uring" && d.chance(15) {
+        let key = d.pick(&["fsync", "fdatasync"]);
+        let _ = writeln!(out, "{key} = {}", 1 + d.below(8));
+    }
+    if d.chance(15) {
+        let _ = writeln!(out, "number_ios = {}", 1 + d.below(2_000));
+    } else if d.chance(10) {
+        let _ = writeln!(out, "io_size = \"{}k\"", 64 * (1 + d.below(64)));
+    }
+    if d.chance(10) {
+        let _ = writeln!(out, "flow = {}", 1 + d.below(4));
+    }
+    if d.chance(10) {
+        let _ = writeln!(out, "startdelay = \"{}ms\"", d.below(5));
+    }
+    if d.chance(10) {
+        let _ = writeln!(out, "exitall = \"{}\"", d.pick(&["group", "all"]));
+    }
+    if asynchronous && d.chance(10) {
+        let _ = writeln!(
+            out,
+            "latency_target = \"{}us\"\nlatency_window = \"{}us\"\nlatency_percentile = {}",
+            20 + d.below(2_000),
+            d.below(3_000),
+            d.pick(&["50", "99", "100"])
+        );
+    }
+}
+
+fn scenario(seed: u64, dir: &std::path::Path) -> String {
+    let mut d = Draw(ChaCha8Rng::seed_from_u64(seed));
+    let mut out = format!(
+        "name = \"emu-random-{seed}\"\nseed = {seed}\nduration = \"{}ms\"\nwarmup = \"{}ms\"\n\
+         [[strategy]]\nname = \"none\"\nkind = \"none\"\n",
+        15 + d.below(20),
+        d.below(3)
+    );
+    let second = d.pick(&["adaptive", "cinterrupts"]);
+    let _ = writeln!(
+        out,
+        "[[strategy]]\nname = \"{second}\"\nkind = \"{second}\"\ndelta = \"{}us\"\nthr = {}",
+        1 + d.below(20),
+        1 + d.below(64)
+    );
+    let groups = d.chance(20);
+    for i in 0..1 + d.below(3) as usize {
+        job(&mut d, i, groups, dir, &mut out);
+    }
+    out
+}
+
+/// What must hold of a run the emulator accepted.
+fn check(seed: u64, text: &str, d: &cint_emu::RunDetail, sc: &cint_scenario::Scenario) {
+    for s in &d.strategies {
+        for (job, detail) in sc.jobs.iter().zip(&s.jobs) {
+            let at = format!(
+                "seed {seed}, strategy {}, job {}:\n{text}",
+                s.name, job.name
+            );
+            assert_eq!(detail.submitted, detail.completed, "lost or extra: {at}");
+            assert_eq!(detail.strays, 0, "duplicated completion: {at}");
+            assert_eq!(detail.errors, 0, "{:?}: {at}", detail.first_error);
+            let cint_scenario::Work::Io(io) = &job.work else {
+                continue;
+            };
+            if let (Some(n), 0) = (io.shape.number_ios, sc.warmup) {
+                let most = n * u64::from(job.numjobs);
+                assert!(
+                    detail.submitted <= most,
+                    "{} > {most}: {at}",
+                    detail.submitted
+                );
+            }
+        }
+    }
+    for r in &d.result.results {
+        for (job, result) in sc.jobs.iter().zip(&r.jobs) {
+            assert!(result.iops.is_finite() && result.iops >= 0.0, "seed {seed}");
+            if let Some(t) = &result.trace {
+                assert!(t.issued <= t.requests, "seed {seed}, job {}", job.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn random_jobs_end_and_bring_every_request_back_once() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let first = env("CINT_EMU_FUZZ_SEED", 1);
+    let cases = env("CINT_EMU_FUZZ_CASES", 24);
+    let dir = cint_test_support::temp_dir("emu-random");
+    for seed in first..first + cases {
+        let text = scenario(seed, dir.path());
+        let sc = cint_scenario::load_str(&text, "random.toml", &[]).unwrap_or_else(|e| {
+            panic!("seed {seed}: the generator wrote an invalid scenario: {e}\n{text}")
+        });
+        // Every key drawn is one the emulator runs: a refusal is a
+        // regression, as is any other failure.
+        match cint_emu::run_detailed(&sc) {
+            Ok(d) => check(seed, &text, &d, &sc),
+            Err(e) => panic!("seed {seed}: {e}\n{text}"),
+        }
+    }
+}
