@@ -811,7 +811,6 @@ fn start_job_threads(
                 job: job_index,
                 io: io.clone(),
                 mode: strategy.mode,
-                stop_at: job.runtime.map(|r| start + scenario.warmup + r),
                 runtime: job.runtime,
                 stage: threads.stages[job_index],
                 window_from: None,

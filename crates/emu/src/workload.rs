@@ -276,10 +276,8 @@ pub(crate) struct ThreadPlan {
     pub job: usize,
     pub io: Option<IoJob>,
     pub mode: CompletionMode,
-    /// When a CPU-bound thread stops, if its job has a `runtime`.
-    pub stop_at: Option<Nanos>,
-    /// The job's `runtime`: an I/O thread stops submitting that long
-    /// after its measured window began.
+    /// The job's `runtime`: a thread stops (an I/O thread submitting)
+    /// that long after it first saw its measured window.
     pub runtime: Option<Nanos>,
     /// A job that does not start with the run: its group's place in the
     /// run's order and its `startdelay`, and what its own window is
@@ -407,13 +405,22 @@ pub(crate) fn run_thread(
     outcome
 }
 
-/// Burns CPU until told to stop, or until its `runtime` is over: then
-/// when that was.
+/// Burns CPU until told to stop, or until its `runtime` is over, counted
+/// from when it first saw the measured window as an I/O thread counts
+/// it: then when that was.
 fn burn_cpu(plan: &ThreadPlan, control: &Control) -> Option<Nanos> {
     let mut x = plan.seed | 1;
-    while control.phase.load(Ordering::Relaxed) != PHASE_STOP {
+    let mut stop_at = None;
+    loop {
+        let phase = control.phase.load(Ordering::Relaxed);
+        if phase == PHASE_STOP {
+            return None;
+        }
         let now = sys::now();
-        if plan.stop_at.is_some_and(|t| now >= t) {
+        if stop_at.is_none() && phase == PHASE_MEASURE {
+            stop_at = plan.runtime.map(|r| now.saturating_add(r));
+        }
+        if stop_at.is_some_and(|t| now >= t) {
             return Some(now);
         }
         for _ in 0..256 {
@@ -424,7 +431,6 @@ fn burn_cpu(plan: &ThreadPlan, control: &Control) -> Option<Nanos> {
         }
         std::hint::black_box(x);
     }
-    None
 }
 
 struct IoThread {
@@ -1271,11 +1277,11 @@ impl IoThread {
         // A completion since the last sync lets the next one fall due.
         self.last_was_sync &= self.done.is_empty();
         let now = sys::now();
-        let (mut requests, mut bytes) = (0, 0);
+        let (mut reaped, mut reaped_bytes) = (0, 0);
         for c in self.done.drain(..) {
             self.out.completed += 1;
-            requests += 1;
-            bytes += u64::from(c.len);
+            reaped += 1;
+            reaped_bytes += u64::from(c.len);
             if let Some((target, search)) = &mut self.search {
                 search.completion(target, c.latency(), now);
             }
@@ -1327,8 +1333,8 @@ impl IoThread {
                 sys::spin_until(sys::now() + self.io.think);
             }
         }
-        if requests > 0 {
-            control.steady_sample(self.plan.job, now, requests, bytes);
+        if reaped > 0 {
+            control.steady_sample(self.plan.job, now, reaped, reaped_bytes);
         }
     }
 }

@@ -500,6 +500,35 @@ fn a_job_in_its_steady_state_ends_there_and_the_job_beside_it_runs_on() {
 }
 
 #[test]
+fn a_cpu_jobs_runtime_counts_from_its_measured_window_as_an_io_jobs_does() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // The warm-up's sleep runs over, so the window begins after the run's
+    // start plus the warm-up. A CPU-bound job's runtime counts from when
+    // its thread sees the window, so it is measured for all of it (it
+    // stopped short by the overrun when it counted from the run's start).
+    let mut cpu = cpu_job("burn");
+    cpu.runtime = Some(20 * MS);
+    let mut sc = scenario(
+        "cpu-runtime",
+        device(10 * US, 4),
+        vec![none()],
+        vec![cpu, io_job("io", Engine::Psync, 1, 1, 1)],
+        60 * MS,
+    );
+    sc.warmup = 5 * MS;
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    let (_, from, to) = d.strategies[0].jobs[0].span.expect("it ran");
+    assert!(
+        (20 * MS..30 * MS).contains(&(to - from)),
+        "the CPU job was measured for {} us of its 20 ms",
+        (to - from) / US
+    );
+}
+
+#[test]
 fn a_jobs_exitall_ends_the_others_when_it_ends() {
     let _g = serial();
     if !can_emulate() {
