@@ -38,8 +38,9 @@ pub struct SteadyProbe {
     count: u64,
     /// The last `dur` seconds' samples, oldest first.
     window: Vec<u64>,
-    /// The criterion was met: the job ends.
-    attained: bool,
+    /// The criterion was met, this long after the job's start: the job
+    /// ends.
+    attained: Option<Nanos>,
 }
 
 impl SteadyProbe {
@@ -56,6 +57,43 @@ impl SteadyProbe {
         self.rule.is_some()
     }
 
+    /// When the criterion was met, after the job's start.
+    pub fn attained_at(&self) -> Option<Nanos> {
+        self.attained
+    }
+
+    /// What a run's note says of job `job`'s steady state under
+    /// `strategy` (nothing without a rule): when it was attained and the
+    /// job ended, or that it was not, and how many samples there were.
+    pub fn note(&self, strategy: &str, job: &str) -> Option<String> {
+        let rule = self.rule?;
+        let metric = match rule.metric {
+            SteadyMetric::Iops => "iops",
+            SteadyMetric::Bw => "bw",
+        };
+        let slope = if rule.slope { "_slope" } else { "" };
+        let percent = if rule.percent { "%" } else { "" };
+        let head = format!(
+            "strategy '{strategy}': job '{job}': steady state {metric}{slope}:{}{percent} over \
+             {} s",
+            rule.limit,
+            (rule.dur / SEC).max(1)
+        );
+        Some(match self.attained {
+            Some(at) => format!(
+                "{head}: attained {:.1} ms after the job's start, where the job ended (its \
+                 figures cover its own window)",
+                at as f64 / 1e6
+            ),
+            None => format!(
+                "{head}: not attained (the window holds {} of its {} one-second samples), so \
+                 the job ran on",
+                self.window.len(),
+                (rule.dur / SEC).max(1)
+            ),
+        })
+    }
+
     /// `requests` of `bytes` in all completed `at` from the job's start:
     /// counted in their second, after closing every second before it.
     /// True once, when the criterion is met and the job ends; nothing is
@@ -64,11 +102,11 @@ impl SteadyProbe {
         let Some(rule) = self.rule else {
             return false;
         };
-        if self.attained {
+        if self.attained.is_some() {
             return false;
         }
         if self.advance(at / SEC) {
-            self.attained = true;
+            self.attained = Some(at);
             return true;
         }
         self.count += match rule.metric {
@@ -189,10 +227,26 @@ mod tests {
         assert!(!p.completed(10, 3, 12_288));
         assert_eq!(p.count, 12_288, "bandwidth counts bytes");
         assert!(p.completed(SEC, 1, 4096));
+        assert_eq!(p.attained_at(), Some(SEC));
         assert!(!p.completed(2 * SEC, 1, 4096));
+        let note = p.note("irq", "w").expect("a rule");
+        assert!(
+            note.starts_with(
+                "strategy 'irq': job 'w': steady state bw:10% over 1 s: attained 1000.0 ms"
+            ),
+            "{note}"
+        );
         let mut inert = SteadyProbe::new(None);
         assert!(!inert.active());
         assert!(!inert.completed(5 * SEC, 1, 4096));
         assert_eq!(inert.count, 0);
+        assert_eq!(inert.note("irq", "w"), None);
+        let mut waiting = SteadyProbe::new(Some(rule(false, 10.0)));
+        waiting.completed(SEC / 2, 1, 4096);
+        let note = waiting.note("irq", "r").expect("a rule");
+        assert!(
+            note.contains("iops:10% over 3 s: not attained (the window holds 0 of its 3"),
+            "{note}"
+        );
     }
 }

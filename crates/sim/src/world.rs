@@ -722,6 +722,7 @@ impl<'a> World<'a> {
         let mut notes = self.idle_jobs(strategy);
         notes.extend(self.unpolled_jobs(strategy));
         notes.extend(self.depth_search_notes(&strategy.name));
+        notes.extend(self.steady_notes(&strategy.name));
         notes.extend(self.floor_notes(&strategy.name));
         notes.extend(self.group_notes(&strategy.name));
         notes.extend(self.virt_held_notes(&strategy.name, notable));

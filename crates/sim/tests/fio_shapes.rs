@@ -703,6 +703,29 @@ fn steady_state_ends_a_job_once_its_samples_agree() {
     let third = job(&steady, "s").ios as f64 / job(&full, "s").ios as f64;
     assert!((third - 1.0 / 3.0).abs() < 0.02, "{third}");
     assert!((job(&steady, "s").iops / job(&full, "s").iops - 1.0).abs() < 0.05);
+    // The result says so, as fio's `steadystate: attained=yes` does.
+    let said: Vec<&String> = steady
+        .notes
+        .iter()
+        .filter(|n| n.contains("steady state"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", steady.notes);
+    assert!(
+        said[0].contains("job 's': steady state iops:20% over 1 s: attained 1000."),
+        "{}",
+        said[0]
+    );
+    // A rule never met says that too: a deviation of 0% is never under 0.
+    let never = jobs("ss = \"iops:0%\"\nss_dur = \"1s\"");
+    assert!(
+        never
+            .notes
+            .iter()
+            .any(|n| n.contains("iops:0% over 1 s: not attained (the window holds 1 of its 1")),
+        "{:?}",
+        never.notes
+    );
+    assert_eq!(job(&never, "s").ios, job(&full, "s").ios);
 }
 
 /// fio's latency-target search: the deepest queue that meets a latency.

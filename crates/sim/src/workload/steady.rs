@@ -20,4 +20,18 @@ impl World<'_> {
             self.stop_job(j, now);
         }
     }
+
+    /// One note per job with a steady-state rule that started: when it
+    /// was attained and the job ended, or that it was not (a job that
+    /// never started has its group's note).
+    pub(crate) fn steady_notes(&self, strategy: &str) -> Vec<String> {
+        self.sc
+            .jobs
+            .iter()
+            .zip(&self.steady)
+            .enumerate()
+            .filter(|&(j, _)| self.job_start(j).is_some())
+            .filter_map(|(_, (job, probe))| probe.note(strategy, &job.name))
+            .collect()
+    }
 }
