@@ -113,6 +113,9 @@ pub struct JobDetail {
     pub floors_missed: Vec<cint_scenario::rate_floor::Missed>,
     /// Under `latency_target`: each thread's search, as the run left it.
     pub searches: Vec<cint_scenario::depth_search::DepthSearch>,
+    /// Under `ss`: when the job's steady state was attained, or that it
+    /// was not, in the simulator's words.
+    pub steady_note: Option<String>,
 }
 
 /// Runs every strategy of the scenario on the emulator. Fails if any
@@ -281,6 +284,11 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         }
     }
     notes.extend(search_notes(scenario, &details));
+    notes.extend(
+        details
+            .iter()
+            .flat_map(|d| d.jobs.iter().filter_map(|j| j.steady_note.clone())),
+    );
     // One meter for the machine: said once, not per strategy.
     if let Some(note) = details.iter().find_map(|d| d.energy_note.clone()) {
         notes.push(note);
@@ -634,7 +642,7 @@ fn run_strategy(
     let outcomes = join_job_threads(scenario, handles);
     let final_stats = emulator.shutdown()?;
     let outcomes = outcomes?;
-    Ok(summarise(
+    let (result, mut detail) = summarise(
         scenario,
         (layout, clocks.groups()),
         strategy,
@@ -642,7 +650,14 @@ fn run_strategy(
         (&outcomes, &stages),
         &window,
         &final_stats,
-    ))
+    );
+    // A job that never started has its group's note instead.
+    for ((job, detail), j) in scenario.jobs.iter().zip(&mut detail.jobs).zip(0..) {
+        if detail.span.is_some() {
+            detail.steady_note = control.steady_note(j, &strategy.name, &job.name);
+        }
+    }
+    Ok((result, detail))
 }
 
 /// The device for one strategy: its queues on the application cores, its

@@ -149,6 +149,13 @@ impl Control {
         }
     }
 
+    /// Job `job`'s steady-state note (none without a rule), once its
+    /// threads have ended.
+    pub(crate) fn steady_note(&self, job: usize, strategy: &str, name: &str) -> Option<String> {
+        let s = self.steady.get(job).filter(|s| s.active)?;
+        s.probe.lock().ok()?.note(strategy, name)
+    }
+
     /// Job `job` reached its steady state: its threads end.
     fn steady_met(&self, job: usize) -> bool {
         self.steady

@@ -495,6 +495,13 @@ fn a_job_in_its_steady_state_ends_there_and_the_job_beside_it_runs_on() {
         "the other job ended {} ms in",
         end(1) / MS
     );
+    assert!(
+        d.result.notes.iter().any(|n| n.starts_with(
+            "strategy 'none': job 'steady': steady state iops:10% over 1 s: attained 100"
+        )),
+        "{:?}",
+        d.result.notes
+    );
     let job = &d.strategies[0].jobs[0];
     assert_eq!(job.submitted, job.completed);
 }
