@@ -642,7 +642,7 @@ fn run_strategy(
     let outcomes = join_job_threads(scenario, handles);
     let final_stats = emulator.shutdown()?;
     let outcomes = outcomes?;
-    let (result, mut detail) = summarise(
+    let (mut result, mut detail) = summarise(
         scenario,
         (layout, clocks.groups()),
         strategy,
@@ -655,6 +655,11 @@ fn run_strategy(
     for ((job, detail), j) in scenario.jobs.iter().zip(&mut detail.jobs).zip(0..) {
         if detail.span.is_some() {
             detail.steady_note = control.steady_note(j, &strategy.name, &job.name);
+        }
+    }
+    for (j, job) in result.jobs.iter_mut().enumerate() {
+        if let Some(fio) = &mut job.fio {
+            fio.steadystate = control.steady_fio(j);
         }
     }
     Ok((result, detail))
@@ -1433,6 +1438,9 @@ fn summarise_job(
                 lat: sync_lat.clone(),
             },
             error: fio_error(&detail),
+            // The job's probe is the run's, filled in once its threads
+            // have ended (`run_strategy`).
+            steadystate: None,
         }),
         trace: trace_replay(job, outcomes),
         sync: cint_report::SyncCalls::from_fio(sync_ios, &sync_lat, window_s),

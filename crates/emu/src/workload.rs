@@ -156,6 +156,13 @@ impl Control {
         s.probe.lock().ok()?.note(strategy, name)
     }
 
+    /// Job `job`'s steady state in fio's terms (none without a rule).
+    pub(crate) fn steady_fio(&self, job: usize) -> Option<cint_report::FioSteadyState> {
+        let s = self.steady.get(job).filter(|s| s.active)?;
+        let probe = s.probe.lock().ok()?;
+        cint_report::FioSteadyState::of(&probe)
+    }
+
     /// Job `job` reached its steady state: its threads end.
     fn steady_met(&self, job: usize) -> bool {
         self.steady

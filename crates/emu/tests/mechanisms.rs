@@ -502,6 +502,21 @@ fn a_job_in_its_steady_state_ends_there_and_the_job_beside_it_runs_on() {
         "{:?}",
         d.result.notes
     );
+    let ss = d.result.results[0].jobs[0]
+        .fio
+        .as_ref()
+        .and_then(|f| f.steadystate.clone())
+        .expect("fio's steadystate object");
+    assert!(
+        ss.attained && ss.iops.len() == 1 && ss.iops[0] > 0,
+        "{ss:?}"
+    );
+    assert!(d.result.results[0].jobs[1]
+        .fio
+        .as_ref()
+        .unwrap()
+        .steadystate
+        .is_none());
     let job = &d.strategies[0].jobs[0];
     assert_eq!(job.submitted, job.completed);
 }

@@ -25,7 +25,7 @@ use core::fmt;
 use serde_json::{json, Map, Value};
 
 use crate::fio_hist::{FioLatency, CLASS_NAMES, LATENCY_CLASSES};
-use crate::{FioDirection, FioJobData, RunResult};
+use crate::{FioDirection, FioJobData, FioSteadyState, RunResult};
 
 /// fio's default `percentile_list` (the option's default in fio's
 /// options.c): 17 percentiles.
@@ -247,7 +247,31 @@ fn job_object(
         "latency_ms".into(),
         unit(&classes[20..32], &["2000", ">=2000"]),
     );
+    if let Some(ss) = &d.steadystate {
+        o.insert("steadystate".into(), steadystate(ss));
+    }
     Value::Object(o)
+}
+
+/// fio's `steadystate` object, its means over the whole window as fio
+/// takes them (`steadystate_bw_mean`: the sum over `duration` entries,
+/// zeros included, divided by it).
+fn steadystate(ss: &FioSteadyState) -> Value {
+    let mean = |v: &[u64]| v.iter().sum::<u64>() / ss.duration.max(1);
+    json!({
+        "ss": ss.ss,
+        "duration": ss.duration,
+        "attained": u8::from(ss.attained),
+        "criterion": ss.criterion,
+        "max_deviation": ss.max_deviation,
+        "slope": ss.slope,
+        "data": {
+            "bw_mean": mean(&ss.bw),
+            "iops_mean": mean(&ss.iops),
+            "iops": ss.iops,
+            "bw": ss.bw,
+        },
+    })
 }
 
 /// fio's per-direction object (add_ddir_status_json).
@@ -394,6 +418,38 @@ mod tests {
 
     fn doc(text: &str) -> Value {
         serde_json::from_str(text).expect("valid JSON")
+    }
+
+    #[test]
+    fn a_steady_state_is_fios_object_with_its_window_padded_and_its_means() {
+        let mut r = sample();
+        let fio = r.results[0].jobs[0].fio.as_mut().unwrap();
+        // fio 3.33's object for `ss=iops:50% ss_dur=3` two samples in.
+        fio.steadystate = Some(FioSteadyState {
+            ss: "iops:50.000000%".into(),
+            duration: 3,
+            attained: false,
+            criterion: "0.000000%".into(),
+            max_deviation: 0.0,
+            slope: 0.0,
+            iops: vec![300, 600, 0],
+            bw: vec![1_228_800, 2_457_600, 0],
+        });
+        let d = doc(&to_fio_json(&r, 0, &info(2)).unwrap());
+        let ss = &d["jobs"][0]["steadystate"];
+        assert_eq!(ss["ss"], "iops:50.000000%");
+        assert_eq!(
+            (ss["duration"].as_u64(), ss["attained"].as_u64()),
+            (Some(3), Some(0))
+        );
+        // fio's means divide by the window's length, zeros included.
+        assert_eq!(ss["data"]["iops_mean"], 300);
+        assert_eq!(ss["data"]["bw_mean"], 1_228_800);
+        assert_eq!(ss["data"]["iops"].as_array().map(Vec::len), Some(3));
+        assert!(
+            d["jobs"][1].get("steadystate").is_none(),
+            "only a job with ss"
+        );
     }
 
     #[test]

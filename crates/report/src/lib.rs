@@ -301,9 +301,71 @@ pub struct FioJobData {
     pub write: FioDirection,
     /// `fsync` and `fdatasync` calls (fio's `sync` section).
     pub sync: FioSync,
-    /// fio's errno for the job: 0, or `EIO` (5) when a thread missed its
-    /// `ratemin` or `rate_iops_min` (fio's `td_verror`).
+    /// fio's errno for the job: 0, `EIO` (5) when a thread missed its
+    /// `ratemin` or `rate_iops_min`, `ETIMEDOUT` (110) when one missed its
+    /// `latency_target` at depth 1 (fio's `td_verror`).
     pub error: i32,
+    /// fio's `steadystate` object, for a job with `ss`.
+    pub steadystate: Option<FioSteadyState>,
+}
+
+/// A job's steady state in fio's terms (stat.c `show_thread_status_json`):
+/// its rule, whether it was attained, the last full window's judgement,
+/// and the window's samples, one a second, oldest first, zeros where it
+/// had not filled.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FioSteadyState {
+    /// The rule as fio prints it: `iops:10.000000%`, `bw_slope:0.500000`.
+    pub ss: String,
+    /// The window, whole seconds.
+    pub duration: u64,
+    /// The criterion was met (and the job ended there).
+    pub attained: bool,
+    /// The last full window's criterion, with `%` where the rule has it.
+    pub criterion: String,
+    /// The last full window's largest deviation from its mean (0 under a
+    /// slope rule).
+    pub max_deviation: f64,
+    /// The last full window's least-squares slope (0 under a deviation
+    /// rule).
+    pub slope: f64,
+    /// Requests completed in each second of the window.
+    pub iops: Vec<u64>,
+    /// Bytes completed in each second of the window.
+    pub bw: Vec<u64>,
+}
+
+impl FioSteadyState {
+    /// fio's object for a job whose steady state `probe` judged (none
+    /// without a rule).
+    pub fn of(probe: &cint_scenario::steady::SteadyProbe) -> Option<FioSteadyState> {
+        use cint_scenario::SteadyMetric;
+        let rule = probe.rule()?;
+        let duration = (rule.dur / 1_000_000_000).max(1);
+        let percent = if rule.percent { "%" } else { "" };
+        let metric = match rule.metric {
+            SteadyMetric::Iops => "iops",
+            SteadyMetric::Bw => "bw",
+        };
+        let slope = if rule.slope { "_slope" } else { "" };
+        let judged = probe.judged().unwrap_or_default();
+        // fio's arrays hold `duration` entries, zero until written.
+        let column = |f: fn(&cint_scenario::steady::Second) -> u64| -> Vec<u64> {
+            let mut v: Vec<u64> = probe.window().iter().map(f).collect();
+            v.resize(duration as usize, 0);
+            v
+        };
+        Some(FioSteadyState {
+            ss: format!("{metric}{slope}:{:.6}{percent}", rule.limit),
+            duration,
+            attained: probe.attained_at().is_some(),
+            criterion: format!("{:.6}{percent}", judged.criterion),
+            max_deviation: judged.max_deviation,
+            slope: judged.slope,
+            iops: column(|s| s.requests),
+            bw: column(|s| s.bytes),
+        })
+    }
 }
 
 /// A job's `fsync` and `fdatasync` calls in fio's terms: how many, and

@@ -30,6 +30,7 @@ fn fio_data(lat_us: &[u64]) -> FioJobData {
         write,
         sync: Default::default(),
         error: 0,
+        steadystate: None,
     }
 }
 

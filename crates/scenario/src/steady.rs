@@ -28,16 +28,51 @@ use cint_policy::{Nanos, SEC};
 
 use crate::model::{SteadyMetric, SteadyState};
 
+/// What one second of a job completed: fio samples both, and judges by
+/// its rule's metric.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Second {
+    /// Requests (`iops`).
+    pub requests: u64,
+    /// Bytes (`bw`).
+    pub bytes: u64,
+}
+
+impl Second {
+    fn of(&self, metric: SteadyMetric) -> u64 {
+        match metric {
+            SteadyMetric::Iops => self.requests,
+            SteadyMetric::Bw => self.bytes,
+        }
+    }
+}
+
+/// The last judgement of a full window, as fio keeps it for its report
+/// (steadystate.c): the criterion in the limit's unit, signed, and the
+/// largest deviation from the mean or the least-squares slope, whichever
+/// the rule judges (the other 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Judgement {
+    /// What is compared with the limit (its absolute value).
+    pub criterion: f64,
+    /// The largest deviation of a sample from the window's mean.
+    pub max_deviation: f64,
+    /// The least-squares slope through the window, per second.
+    pub slope: f64,
+}
+
 /// One job's steady-state samples.
 #[derive(Clone, Debug, Default)]
 pub struct SteadyProbe {
     rule: Option<SteadyState>,
     /// The second being counted (from the job's start).
     second: u64,
-    /// Requests or bytes completed in it.
-    count: u64,
+    /// What completed in it.
+    count: Second,
     /// The last `dur` seconds' samples, oldest first.
-    window: Vec<u64>,
+    window: Vec<Second>,
+    /// The last full window's judgement.
+    judged: Option<Judgement>,
     /// The criterion was met, this long after the job's start: the job
     /// ends.
     attained: Option<Nanos>,
@@ -60,6 +95,22 @@ impl SteadyProbe {
     /// When the criterion was met, after the job's start.
     pub fn attained_at(&self) -> Option<Nanos> {
         self.attained
+    }
+
+    /// The rule, if the job has one.
+    pub fn rule(&self) -> Option<&SteadyState> {
+        self.rule.as_ref()
+    }
+
+    /// The samples of the window, oldest first (fewer than the rule's
+    /// `dur` until it has filled).
+    pub fn window(&self) -> &[Second] {
+        &self.window
+    }
+
+    /// The last full window's judgement, if one was made.
+    pub fn judged(&self) -> Option<Judgement> {
+        self.judged
     }
 
     /// What a run's note says of job `job`'s steady state under
@@ -99,20 +150,15 @@ impl SteadyProbe {
     /// True once, when the criterion is met and the job ends; nothing is
     /// counted after that, nor without a rule.
     pub fn completed(&mut self, at: Nanos, requests: u64, bytes: u64) -> bool {
-        let Some(rule) = self.rule else {
-            return false;
-        };
-        if self.attained.is_some() {
+        if self.rule.is_none() || self.attained.is_some() {
             return false;
         }
         if self.advance(at / SEC) {
             self.attained = Some(at);
             return true;
         }
-        self.count += match rule.metric {
-            SteadyMetric::Iops => requests,
-            SteadyMetric::Bw => bytes,
-        };
+        self.count.requests += requests;
+        self.count.bytes += bytes;
         false
     }
 
@@ -130,21 +176,28 @@ impl SteadyProbe {
                     self.window.remove(0);
                 }
                 self.window.push(self.count);
-                if self.window.len() == size && meets(&rule, &self.window) {
-                    return true;
+                if self.window.len() == size {
+                    let samples: Vec<u64> = self.window.iter().map(|s| s.of(rule.metric)).collect();
+                    self.judged = judge(&rule, &samples);
+                    if self.judged.is_some_and(|j| j.criterion.abs() < rule.limit) {
+                        return true;
+                    }
                 }
             }
             self.second += 1;
-            self.count = 0;
+            self.count = Second::default();
         }
         false
     }
 }
 
-/// Whether the samples meet the rule's criterion.
-fn meets(rule: &SteadyState, samples: &[u64]) -> bool {
+/// The rule's judgement of a full window of samples (`None` where it
+/// takes a percentage of a mean of 0: no percentage of nothing is
+/// steady).
+fn judge(rule: &SteadyState, samples: &[u64]) -> Option<Judgement> {
     let n = samples.len() as f64;
     let mean = samples.iter().map(|&s| s as f64).sum::<f64>() / n;
+    let mut j = Judgement::default();
     let value = if rule.slope {
         // x = 0..n-1, equally spaced, as fio assumes.
         let mean_x = (n - 1.0) / 2.0;
@@ -154,27 +207,30 @@ fn meets(rule: &SteadyState, samples: &[u64]) -> bool {
             sxy += dx * (y as f64 - mean);
             sxx += dx * dx;
         }
-        if sxx > 0.0 {
-            (sxy / sxx).abs()
-        } else {
-            0.0
-        }
+        j.slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+        j.slope
     } else {
-        samples
+        j.max_deviation = samples
             .iter()
             .map(|&s| (s as f64 - mean).abs())
-            .fold(0.0, f64::max)
+            .fold(0.0, f64::max);
+        j.max_deviation
     };
-    let criterion = if rule.percent {
+    j.criterion = if rule.percent {
         if mean <= 0.0 {
-            // Nothing completes: no percentage of nothing is steady.
-            return false;
+            return None;
         }
         100.0 * value / mean
     } else {
         value
     };
-    criterion < rule.limit
+    Some(j)
+}
+
+/// Whether the samples meet the rule's criterion.
+#[cfg(test)]
+fn meets(rule: &SteadyState, samples: &[u64]) -> bool {
+    judge(rule, samples).is_some_and(|j| j.criterion.abs() < rule.limit)
 }
 
 #[cfg(test)]
@@ -204,16 +260,21 @@ mod tests {
     #[test]
     fn samples_start_after_the_ramp_and_fill_the_window() {
         let mut p = SteadyProbe::new(Some(rule(false, 10.0)));
-        p.count = 5;
+        let second = |requests| Second {
+            requests,
+            bytes: 4096 * requests,
+        };
+        p.count = second(5);
         assert!(!p.advance(1), "second 0 is in the ramp");
         assert!(p.window.is_empty());
         for s in 1..3 {
-            p.count = 100;
+            p.count = second(100);
             assert!(!p.advance(s + 1), "the window is not full yet");
         }
-        p.count = 100;
+        p.count = second(100);
         assert!(p.advance(4));
-        assert_eq!(p.window, [100, 100, 100]);
+        assert_eq!(p.window, [second(100); 3]);
+        assert_eq!(p.judged().map(|j| j.criterion), Some(0.0));
     }
 
     #[test]
@@ -225,7 +286,13 @@ mod tests {
             ..rule(false, 10.0)
         }));
         assert!(!p.completed(10, 3, 12_288));
-        assert_eq!(p.count, 12_288, "bandwidth counts bytes");
+        assert_eq!(
+            p.count,
+            Second {
+                requests: 3,
+                bytes: 12_288
+            }
+        );
         assert!(p.completed(SEC, 1, 4096));
         assert_eq!(p.attained_at(), Some(SEC));
         assert!(!p.completed(2 * SEC, 1, 4096));
@@ -239,7 +306,7 @@ mod tests {
         let mut inert = SteadyProbe::new(None);
         assert!(!inert.active());
         assert!(!inert.completed(5 * SEC, 1, 4096));
-        assert_eq!(inert.count, 0);
+        assert_eq!(inert.count, Second::default());
         assert_eq!(inert.note("irq", "w"), None);
         let mut waiting = SteadyProbe::new(Some(rule(false, 10.0)));
         waiting.completed(SEC / 2, 1, 4096);

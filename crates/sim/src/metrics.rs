@@ -213,6 +213,7 @@ impl World<'_> {
                             lat: sync_lat,
                         },
                         error: self.job_error(j),
+                        steadystate: cint_report::FioSteadyState::of(&self.steady[j]),
                     }),
                     trace: self.trace_result(j),
                     modes: self.selector.is_some().then_some(stats.modes),

@@ -726,6 +726,28 @@ fn steady_state_ends_a_job_once_its_samples_agree() {
         never.notes
     );
     assert_eq!(job(&never, "s").ios, job(&full, "s").ios);
+    // And fio's JSON object: the rule, attained, the window's samples.
+    let ss = |r: &cint_report::RunResult| {
+        job(r, "s")
+            .fio
+            .as_ref()
+            .and_then(|f| f.steadystate.clone())
+            .expect("fio's steadystate object")
+    };
+    let (met, not) = (ss(&steady), ss(&never));
+    assert_eq!(
+        (met.ss.as_str(), met.duration, met.attained),
+        ("iops:20.000000%", 1, true)
+    );
+    let first = met.iops[0];
+    let ios = job(&steady, "s").ios;
+    assert!(
+        first <= ios && ios - first <= 2,
+        "{first} in its one second of {ios}"
+    );
+    assert_eq!(met.bw[0], first * 4096);
+    assert_eq!((not.attained, not.criterion.as_str()), (false, "0.000000%"));
+    assert!(job(&full, "s").fio.as_ref().unwrap().steadystate.is_none());
 }
 
 /// fio's latency-target search: the deepest queue that meets a latency.
