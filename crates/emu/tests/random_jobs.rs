@@ -14,9 +14,8 @@ mod common;
 
 use std::fmt::Write as _;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
+use cint_scenario::job::{ENGINES, HINTS, RWS};
+use cint_test_support::rng::Rng;
 use common::*;
 
 fn env(name: &str, default: u64) -> u64 {
@@ -26,24 +25,9 @@ fn env(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Draws from a seed's stream.
-struct Draw(ChaCha8Rng);
-
-impl Draw {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0.gen_range(0..n.max(1))
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a>(&mut self, of: &[&'a str]) -> &'a str {
-        of[self.below(of.len() as u64) as usize]
-    }
-}
-
 /// A small block trace for a trace job: `n` requests over one or two
 /// streams, 4 KiB to 16 KiB, a few microseconds apart.
-fn trace_file(d: &mut Draw, dir: &std::path::Path, i: usize) -> String {
+fn trace_file(d: &mut Rng, dir: &std::path::Path, i: usize) -> String {
     let n = 20 + d.below(200);
     let gap = d.below(40_000);
     let ios: Vec<cint_trace::encode::Io> = (0..n)
@@ -66,7 +50,7 @@ fn trace_file(d: &mut Draw, dir: &std::path::Path, i: usize) -> String {
 /// device's).
 /// With `groups`, the jobs run in turn (each its own group), each ended by
 /// a runtime.
-fn job(d: &mut Draw, i: usize, groups: bool, dir: &std::path::Path, out: &mut String) {
+fn job(d: &mut Rng, i: usize, groups: bool, dir: &std::path::Path, out: &mut String) {
     let _ = write!(out, "[[job]]\nname = \"j{i}\"\ncpu = 0\n");
     if groups {
         let _ = writeln!(out, "group = {i}\nruntime = \"{}ms\"", 2 + d.below(8));
@@ -89,15 +73,8 @@ fn job(d: &mut Draw, i: usize, groups: bool, dir: &std::path::Path, out: &mut St
         }
         return;
     }
-    let engine = d.pick(&["psync", "pvsync2", "libaio", "io_uring"]);
-    let rw = d.pick(&[
-        "read",
-        "write",
-        "randread",
-        "randwrite",
-        "randrw",
-        "readwrite",
-    ]);
+    let engine = d.pick(ENGINES);
+    let rw = d.pick(RWS);
     let writes = rw != "read" && rw != "randread";
     let _ = writeln!(
         out,
@@ -119,7 +96,7 @@ fn job(d: &mut Draw, i: usize, groups: bool, dir: &std::path::Path, out: &mut St
         }
     }
     if d.chance(20) {
-        let _ = writeln!(out, "hint = \"{}\"", d.pick(&["urgent", "barrier", "none"]));
+        let _ = writeln!(out, "hint = \"{}\"", d.pick(HINTS));
     }
     if d.chance(20) {
         let _ = writeln!(out, "rate_iops = {}", 2_000 + d.below(60_000));
@@ -168,7 +145,7 @@ fn job(d: &mut Draw, i: usize, groups: bool, dir: &std::path::Path, out: &mut St
 }
 
 fn scenario(seed: u64, dir: &std::path::Path) -> String {
-    let mut d = Draw(ChaCha8Rng::seed_from_u64(seed));
+    let mut d = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut out = format!(
         "name = \"emu-random-{seed}\"\nseed = {seed}\nduration = \"{}ms\"\nwarmup = \"{}ms\"\n\
          [[strategy]]\nname = \"none\"\nkind = \"none\"\n",

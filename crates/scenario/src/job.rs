@@ -28,8 +28,10 @@ pub const DEFAULT_BS: u64 = 4_096;
 /// `rwmixread` when not given (fio's default).
 pub const DEFAULT_RWMIXREAD: u8 = 50;
 
-const ENGINES: &[&str] = &["psync", "pvsync2", "libaio", "io_uring"];
-const RWS: &[&str] = &[
+/// The values `engine` takes.
+pub const ENGINES: &[&str] = &["psync", "pvsync2", "libaio", "io_uring"];
+/// The values `rw` takes.
+pub const RWS: &[&str] = &[
     "read",
     "write",
     "randread",
@@ -37,7 +39,8 @@ const RWS: &[&str] = &[
     "randrw",
     "readwrite",
 ];
-const HINTS: &[&str] = &["urgent", "barrier", "none"];
+/// The values `hint` takes.
+pub const HINTS: &[&str] = &["urgent", "barrier", "none"];
 
 /// Keys of an I/O job.
 pub const IO_KEYS: &[&str] = &[

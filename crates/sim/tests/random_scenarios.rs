@@ -37,6 +37,7 @@
 
 use std::fmt::Write;
 
+use cint_scenario::job::{ENGINES, HINTS, RWS};
 use cint_test_support::rng::Rng;
 
 const DEVICES: &[&str] = &["optane-p4800x", "p3700", "optane-900p"];
@@ -107,15 +108,8 @@ fn job(rng: &mut Rng, host_model: &mut Rng, i: usize, cores: u64, out: &mut Stri
         );
         return;
     }
-    let engine = rng.pick(&["psync", "pvsync2", "libaio", "io_uring"]);
-    let rw = rng.pick(&[
-        "read",
-        "write",
-        "randread",
-        "randwrite",
-        "randrw",
-        "readwrite",
-    ]);
+    let engine = rng.pick(ENGINES);
+    let rw = rng.pick(RWS);
     let bs = rng.pick(&["512", "4k", "16k", "128k", "1m"]);
     let numjobs = 1 + rng.below(4);
     // fio's cpus_allowed_policy=split: the job's threads over both cores.
@@ -163,11 +157,7 @@ fn job(rng: &mut Rng, host_model: &mut Rng, i: usize, cores: u64, out: &mut Stri
         let _ = writeln!(out, "rwmixread = {}", rng.below(101));
     }
     if rng.chance(25) {
-        let _ = writeln!(
-            out,
-            "hint = \"{}\"",
-            rng.pick(&["urgent", "barrier", "none"])
-        );
+        let _ = writeln!(out, "hint = \"{}\"", rng.pick(HINTS));
     }
     let rate_iops = rng.chance(20);
     let mixed = matches!(rw, "randrw" | "readwrite");
