@@ -341,7 +341,7 @@ impl FioSteadyState {
     pub fn of(probe: &cint_scenario::steady::SteadyProbe) -> Option<FioSteadyState> {
         use cint_scenario::SteadyMetric;
         let rule = probe.rule()?;
-        let duration = (rule.dur / 1_000_000_000).max(1);
+        let duration = (rule.dur / cint_policy::SEC).max(1);
         let percent = if rule.percent { "%" } else { "" };
         let metric = match rule.metric {
             SteadyMetric::Iops => "iops",
