@@ -393,7 +393,12 @@ pub(crate) fn run_thread(
     let mut plan = plan;
     let mut staged = None;
     if let Some(stage) = plan.stage {
-        if !control.wait_to_start(stage.group, stage.startdelay) {
+        // Blocked until its group and delay: idle to the energy model's
+        // clocks, as a thread asleep is.
+        crate::activity::enter(ThreadState::Idle);
+        let started = control.wait_to_start(stage.group, stage.startdelay);
+        crate::activity::enter(ThreadState::Busy);
+        if !started {
             control.job_thread_ended(job, None);
             return ThreadOutcome::default();
         }
@@ -431,7 +436,8 @@ fn burn_cpu(plan: &ThreadPlan, control: &Control) -> Option<Nanos> {
             return None;
         }
         let now = sys::now();
-        if stop_at.is_none() && phase == PHASE_MEASURE {
+        let measuring = phase == PHASE_MEASURE && plan.window_from.is_none_or(|from| now >= from);
+        if stop_at.is_none() && measuring {
             stop_at = plan.runtime.map(|r| now.saturating_add(r));
         }
         if stop_at.is_some_and(|t| now >= t) {
@@ -1370,4 +1376,72 @@ fn sleep_granularity() -> Nanos {
         })
         .max()
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use cint_policy::{PolicyConfig, MS};
+
+    use super::*;
+    use crate::activity::{ActivityClock, ClockPair};
+
+    /// A CPU-bound thread of job 1, in the group after job 0's, with a
+    /// runtime of `runtime`.
+    fn later_cpu_thread(runtime: Nanos) -> ThreadPlan {
+        ThreadPlan {
+            job: 1,
+            io: None,
+            mode: CompletionMode::Interrupt(PolicyConfig::None),
+            runtime: Some(runtime),
+            stage: Some(Stage {
+                group: 1,
+                startdelay: 0,
+                warmup: 0,
+            }),
+            window_from: None,
+            flow: None,
+            sync_path: None,
+            span: 0,
+            needs_buffers: false,
+            seed: 1,
+            ramp: false,
+            select: None,
+            trace: None,
+        }
+    }
+
+    #[test]
+    fn a_thread_waiting_for_its_group_is_idle_on_its_clocks() {
+        // The power model merges SMT siblings from these clocks: a thread
+        // blocked until its group starts must not count as running (it
+        // did for the whole wait before 2026-11-29).
+        let control = Arc::new(Control::new(&[1, 1], vec![0, 1], &[None, None]));
+        control.phase.store(PHASE_MEASURE, Ordering::SeqCst);
+        let origin = sys::now();
+        let pair: ClockPair = (
+            Arc::new(ActivityClock::new(origin)),
+            Arc::new(ActivityClock::new(origin)),
+        );
+        let (clocks, thread_control) = (pair.clone(), Arc::clone(&control));
+        let thread = std::thread::spawn(move || {
+            crate::activity::attach(clocks);
+            let outcome = run_thread(later_cpu_thread(2 * MS), None, &thread_control);
+            crate::activity::detach();
+            outcome
+        });
+        std::thread::sleep(std::time::Duration::from_millis(40));
+        // Job 0's one thread ends: group 1 starts, burns its 2 ms, ends.
+        control.job_thread_ended(0, None);
+        let outcome = thread.join().expect("the thread ends");
+        assert!(outcome.ended_at.is_some(), "it ran its runtime");
+        let times = pair.0.read(sys::now);
+        assert!(
+            times.busy_ns < 30 * MS,
+            "busy {} us of a 40 ms wait and a 2 ms burn",
+            times.busy_ns / 1_000
+        );
+        assert!(times.busy_ns >= 2 * MS, "busy {} us", times.busy_ns / 1_000);
+    }
 }
