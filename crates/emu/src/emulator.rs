@@ -274,14 +274,20 @@ impl Emulator {
     /// guard lives, so that interrupts there go to the real-time handler
     /// (which preempts it) rather than to an idle core's waiting thread.
     pub fn occupant(&self, queue: usize) -> Result<Occupant, EmuError> {
+        self.occupant_later(queue).map(PendingOccupant::arrive)
+    }
+
+    /// [`Emulator::occupant`] for a thread that starts running later (a
+    /// job of a later group, or with a start delay): nothing is counted
+    /// until [`PendingOccupant::arrive`].
+    pub fn occupant_later(&self, queue: usize) -> Result<PendingOccupant, EmuError> {
         if queue >= self.shared.queues.len() {
             return Err(EmuError::Config(format!(
                 "queue {queue} does not exist ({} queues)",
                 self.shared.queues.len()
             )));
         }
-        self.shared.queues[queue].idle.arrive();
-        Ok(Occupant {
+        Ok(PendingOccupant {
             shared: Arc::clone(&self.shared),
             queue,
         })
@@ -387,6 +393,24 @@ impl Emulator {
         match failure {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+}
+
+/// A thread that will count as running on an application core once it
+/// arrives ([`Emulator::occupant_later`]).
+pub struct PendingOccupant {
+    shared: Arc<Shared>,
+    queue: usize,
+}
+
+impl PendingOccupant {
+    /// The thread runs there from now, until the returned guard drops.
+    pub fn arrive(self) -> Occupant {
+        self.shared.queues[self.queue].idle.arrive();
+        Occupant {
+            shared: self.shared,
+            queue: self.queue,
         }
     }
 }

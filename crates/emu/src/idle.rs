@@ -16,8 +16,8 @@
 //! The emulator knows what runs on a core through this tracker: every
 //! client of the core's queue counts as running except while it is blocked
 //! in a wait, and [`Occupant`](crate::emulator::Occupant)s count as running
-//! for their whole life (the runner holds one for each `kind = "cpu"`
-//! thread). Threads the emulator does not know of are not seen: a program
+//! for their whole life (the runner's `kind = "cpu"` threads take one
+//! while they burn, not while they wait for their group). Threads the emulator does not know of are not seen: a program
 //! that shares the core with its own busy threads holds an `Occupant` for
 //! them or turns the path off (`IdleDelivery::Handler`).
 //!

@@ -143,18 +143,10 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, EmuError> {
 /// time stamp a latency needs, so the key would change nothing here while
 /// the result claimed it.
 fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
-    let first_group = scenario.jobs.iter().map(|j| j.schedule.group).min();
     for (j, job) in scenario.jobs.iter().enumerate() {
-        let cpu_bound = matches!(job.work, cint_scenario::Work::Cpu);
         // CFS task groups: the emulator's threads are not put in cgroups.
         let key = if scenario.sched_groups.of_job(j).is_some() {
             Some("sched_group")
-        } else if cpu_bound && Some(job.schedule.group) != first_group {
-            // A CPU-bound thread holds its core from the run's start (the
-            // emulator's interrupts preempt it there).
-            Some("group")
-        } else if cpu_bound && job.schedule.startdelay != 0 {
-            Some("startdelay")
         } else if let cint_scenario::Work::Io(io) = &job.work {
             if io.through_page_cache() {
                 // The simulator runs such a job through its page cache;
@@ -809,11 +801,11 @@ fn start_job_threads(
                 }
                 None => None,
             };
-            // A CPU-bound thread runs on its core all the time: interrupts
-            // there must preempt it, never wait for it.
+            // A CPU-bound thread runs on its core while it burns:
+            // interrupts there must preempt it, never wait for it.
             let occupant = match &io {
                 Some(_) => None,
-                None => match emulator.occupant(queue) {
+                None => match emulator.occupant_later(queue) {
                     Ok(o) => Some(o),
                     Err(e) => {
                         failure = Some(e);
@@ -851,6 +843,7 @@ fn start_job_threads(
                     .as_ref()
                     .and_then(|io| io.shape.trace.as_ref())
                     .map(|tr| TraceCursor::new(tr, thread as usize)),
+                occupant,
             };
             let control = Arc::clone(control);
             let gate = Arc::clone(&gate);
@@ -872,7 +865,6 @@ fn start_job_threads(
                     }
                     let outcome = run_thread(plan, client, &control);
                     crate::activity::detach();
-                    drop(occupant);
                     probe.finish();
                     Ok(outcome)
                 });

@@ -23,6 +23,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::activity::ThreadState;
 use crate::buf::IoBuf;
 use crate::client::{Client, Completion, Request, WaitMode};
+use crate::emulator::PendingOccupant;
 use crate::replay::TraceCursor;
 use crate::select::{ModeCounts, ThreadSelect};
 use crate::shared::{DeliveredBy, Op};
@@ -318,6 +319,10 @@ pub(crate) struct ThreadPlan {
     pub select: Option<ThreadSelect>,
     /// A trace job's thread: its stream of the trace.
     pub trace: Option<TraceCursor>,
+    /// A CPU-bound thread: its place among what runs on its core, taken
+    /// while it burns (its interrupts there must preempt it), not while it
+    /// waits for its group.
+    pub occupant: Option<PendingOccupant>,
 }
 
 /// What one job thread measured (requests completed in the measured
@@ -411,10 +416,15 @@ pub(crate) fn run_thread(
         (Some(io), Some(client)) => IoThread::new(plan, io, client).run(control),
         // A CPU-bound job has no loop to leave: another's exitall leaves
         // it running, as the simulator does.
-        _ => ThreadOutcome {
-            ended_at: burn_cpu(&plan, control),
-            ..ThreadOutcome::default()
-        },
+        _ => {
+            let occupant = plan.occupant.take().map(PendingOccupant::arrive);
+            let ended_at = burn_cpu(&plan, control);
+            drop(occupant);
+            ThreadOutcome {
+                ended_at,
+                ..ThreadOutcome::default()
+            }
+        }
     };
     if let Some((started, from)) = staged {
         outcome.started_at = Some(started);
@@ -1409,6 +1419,7 @@ mod tests {
             ramp: false,
             select: None,
             trace: None,
+            occupant: None,
         }
     }
 

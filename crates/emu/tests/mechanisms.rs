@@ -551,6 +551,58 @@ fn a_cpu_jobs_runtime_counts_from_its_measured_window_as_an_io_jobs_does() {
 }
 
 #[test]
+fn a_cpu_bound_job_of_a_later_group_holds_its_core_only_once_it_runs() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // A synchronous reader for 40 ms, then a CPU-bound job for 20 ms on
+    // the same core. While the reader runs alone the core is idle between
+    // its requests, so its interrupts go to it waiting there (one
+    // wake-up each); the CPU-bound job, refused before 2026-11-29, held
+    // the core from the run's start, which sent every interrupt to the
+    // handler thread.
+    let mut reader = io_job("reader", Engine::Psync, 1, 1, 1);
+    reader.runtime = Some(40 * MS);
+    let mut burn = cpu_job("burn");
+    burn.runtime = Some(20 * MS);
+    burn.schedule.group = 1;
+    let mut sc = scenario(
+        "later-cpu",
+        device(10 * US, 4),
+        vec![none()],
+        vec![reader, burn],
+        100 * MS,
+    );
+    sc.emu.idle_delivery = IdleDelivery::Waiter;
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    let sd = &d.strategies[0];
+    assert!(
+        2 * sd.waiter_irqs_total >= sd.irqs_total,
+        "{} of {} interrupts went to the waiting reader",
+        sd.waiter_irqs_total,
+        sd.irqs_total
+    );
+    // The CPU-bound job started when the reader ended, and burned its
+    // 20 ms from there.
+    let (reader_end, (started, from, to)) = (
+        sd.jobs[0].span.expect("it ran").2,
+        sd.jobs[1].span.expect("it ran"),
+    );
+    assert!(started >= reader_end, "{started} before {reader_end}");
+    assert!(
+        (20 * MS..30 * MS).contains(&(to - from)),
+        "{} us",
+        (to - from) / US
+    );
+    let cpu = d.result.results[0].jobs[1].cpu_util;
+    assert!(
+        cpu > 0.8,
+        "the CPU-bound job was busy {cpu:.2} of its window"
+    );
+}
+
+#[test]
 fn a_jobs_exitall_ends_the_others_when_it_ends() {
     let _g = serial();
     if !can_emulate() {

@@ -1,7 +1,8 @@
 //! Random valid fio-like scenarios on the emulator's real threads: every
 //! key the emulator runs by the simulator's rules (rates and their
 //! processes, think time, syncs, flows, counts and sizes, groups, start
-//! delays, `exitall`, latency targets, block traces), several at once.
+//! delays, `exitall`, latency targets, block traces, CPU-bound jobs among
+//! them), several at once.
 //! Whatever the mix, each run ends, each request comes back once (no
 //! stray, none failed on the synthetic device), a job sized by
 //! `number_ios` issues no more, and a trace issues no more than it holds.
@@ -56,6 +57,14 @@ fn job(d: &mut Rng, i: usize, groups: bool, dir: &std::path::Path, out: &mut Str
         let _ = writeln!(out, "group = {i}\nruntime = \"{}ms\"", 2 + d.below(8));
     } else if d.chance(20) {
         let _ = writeln!(out, "runtime = \"{}ms\"", 2 + d.below(20));
+    }
+    // A CPU-bound job beside the I/O ones, in its group or delayed.
+    if i > 0 && d.chance(10) {
+        let _ = writeln!(out, "kind = \"cpu\"");
+        if !groups && d.chance(50) {
+            let _ = writeln!(out, "startdelay = \"{}ms\"", d.below(5));
+        }
+        return;
     }
     if d.chance(10) {
         let mode = d.pick(&["open", "closed"]);
