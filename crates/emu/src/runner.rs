@@ -628,9 +628,19 @@ fn run_strategy(
         clocks: &clocks,
         stages: &stages,
     };
-    let (mut tracked, handles) = start_job_threads(scenario, layout, &emulator, &threads)?;
+    let StartedThreads {
+        mut tracked,
+        handles,
+        gate,
+    } = start_job_threads(scenario, layout, &emulator, &threads)?;
     tracked.extend(handler_threads(&emulator));
-    let window = measure(scenario, layout, &emulator, &control, (&tracked, &clocks));
+    let window = measure(
+        scenario,
+        layout,
+        (&emulator, &gate),
+        &control,
+        (&tracked, &clocks),
+    );
     let outcomes = join_job_threads(scenario, handles);
     let final_stats = emulator.shutdown()?;
     let outcomes = outcomes?;
@@ -757,7 +767,7 @@ fn start_job_threads(
     layout: &CpuLayout,
     emulator: &Emulator,
     threads: &JobThreads<'_>,
-) -> Result<(Vec<Tracked>, Vec<JobThread>), EmuError> {
+) -> Result<StartedThreads, EmuError> {
     let JobThreads {
         strategy,
         control,
@@ -802,16 +812,21 @@ fn start_job_threads(
                 None => None,
             };
             // A CPU-bound thread runs on its core while it burns:
-            // interrupts there must preempt it, never wait for it.
-            let occupant = match &io {
-                Some(_) => None,
-                None => match emulator.occupant_later(queue) {
-                    Ok(o) => Some(o),
-                    Err(e) => {
-                        failure = Some(e);
-                        break;
-                    }
-                },
+            // interrupts there must preempt it, never wait for it. One that
+            // starts with the run counts from before the run starts, so
+            // that no I/O thread's first interrupt finds the core idle
+            // before it; one of a later group or delayed, from its start.
+            let occupant = match (&io, threads.stages[job_index]) {
+                (Some(_), _) => Ok((None, None)),
+                (None, None) => emulator.occupant(queue).map(|o| (Some(o), None)),
+                (None, Some(_)) => emulator.occupant_later(queue).map(|o| (None, Some(o))),
+            };
+            let (occupant, occupant_later) = match occupant {
+                Ok(pair) => pair,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
             };
             let activity = threads.clocks.for_queue(queue);
             let probe = Arc::new(ThreadProbe::default());
@@ -843,7 +858,7 @@ fn start_job_threads(
                     .as_ref()
                     .and_then(|io| io.shape.trace.as_ref())
                     .map(|tr| TraceCursor::new(tr, thread as usize)),
-                occupant,
+                occupant: occupant_later,
             };
             let control = Arc::clone(control);
             let gate = Arc::clone(&gate);
@@ -865,6 +880,7 @@ fn start_job_threads(
                     }
                     let outcome = run_thread(plan, client, &control);
                     crate::activity::detach();
+                    drop(occupant);
                     probe.finish();
                     Ok(outcome)
                 });
@@ -893,8 +909,19 @@ fn start_job_threads(
         }
         return Err(e);
     }
-    gate.open(true);
-    Ok((tracked, handles))
+    // Every thread is pinned and waiting: `measure` lets them go.
+    Ok(StartedThreads {
+        tracked,
+        handles,
+        gate,
+    })
+}
+
+/// The job threads, pinned and waiting at their gate.
+struct StartedThreads {
+    tracked: Vec<Tracked>,
+    handles: Vec<JobThread>,
+    gate: Arc<StartGate>,
 }
 
 /// The device's interrupt handler threads, tracked for the window's CPU
@@ -947,12 +974,19 @@ struct Window {
 fn measure(
     scenario: &Scenario,
     layout: &CpuLayout,
-    emulator: &Emulator,
+    (emulator, gate): (&Emulator, &StartGate),
     control: &Control,
     (tracked, clocks): (&[Tracked], &CoreClocks),
 ) -> Window {
     let app_cpus: Vec<u32> = layout.app.iter().map(|&(_, real)| real).collect();
-    sys::sleep_ns(scenario.warmup);
+    // Without a warm-up the window opens before the threads go, so that it
+    // counts their first requests (taking the samples below takes a
+    // while, hundreds of microseconds of /proc, in which a thread let go
+    // first completed requests the window then missed).
+    if scenario.warmup > 0 {
+        gate.open(true);
+        sys::sleep_ns(scenario.warmup);
+    }
     let energy_before = crate::energy::snapshot(&app_cpus);
     let usage_before = sys::cpu_usage();
     let stats_before = emulator.stats();
@@ -960,6 +994,9 @@ fn measure(
     let activity_before = clocks.read();
     let window_start = sys::now();
     control.phase.store(PHASE_MEASURE, Ordering::SeqCst);
+    if scenario.warmup == 0 {
+        gate.open(true);
+    }
     if scenario.run_to_end {
         let threads: usize = scenario.jobs.iter().map(|j| j.numjobs as usize).sum();
         let most = std::time::Duration::from_nanos(scenario.duration);

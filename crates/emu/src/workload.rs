@@ -319,9 +319,9 @@ pub(crate) struct ThreadPlan {
     pub select: Option<ThreadSelect>,
     /// A trace job's thread: its stream of the trace.
     pub trace: Option<TraceCursor>,
-    /// A CPU-bound thread: its place among what runs on its core, taken
-    /// while it burns (its interrupts there must preempt it), not while it
-    /// waits for its group.
+    /// A CPU-bound thread of a later group or with a start delay: its
+    /// place among what runs on its core, taken while it burns (its
+    /// interrupts there must preempt it), not while it waits to start.
     pub occupant: Option<PendingOccupant>,
 }
 
