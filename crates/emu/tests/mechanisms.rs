@@ -603,6 +603,43 @@ fn a_cpu_bound_job_of_a_later_group_holds_its_core_only_once_it_runs() {
 }
 
 #[test]
+fn gtod_reduce_runs_with_a_note_that_it_changes_nothing_here() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's gtod_reduce saves fio's own time stamps, which the simulator
+    // charges less CPU for; the emulator's threads take theirs whatever
+    // the key says. Refused before 2026-11-29, which kept the paper's
+    // Figure 5 scenario (scenarios/mixed-fig5.toml) off the emulator.
+    let mut job = io_job("aio", Engine::Libaio, 16, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.gtod_reduce = true;
+    }
+    let d = cint_emu::run_detailed(&scenario(
+        "gtod",
+        device(10 * US, 4),
+        vec![none()],
+        vec![job],
+        20 * MS,
+    ))
+    .expect("emulator runs");
+    let said: Vec<&String> = d
+        .result
+        .notes
+        .iter()
+        .filter(|n| n.contains("gtod_reduce"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", d.result.notes);
+    assert!(
+        said[0].starts_with("job 'aio': gtod_reduce changes nothing"),
+        "{}",
+        said[0]
+    );
+    assert!(d.result.results[0].jobs[0].ios > 0);
+}
+
+#[test]
 fn a_jobs_exitall_ends_the_others_when_it_ends() {
     let _g = serial();
     if !can_emulate() {

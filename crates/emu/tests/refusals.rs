@@ -65,30 +65,6 @@ fn sqpoll_is_refused_by_name() {
     assert!(!e.to_string().contains('\n'));
 }
 
-/// The emulator's workload takes every time stamp it measures latency
-/// with, so fio's `gtod_reduce` cannot change it: refused, naming the job
-/// and the key (the command line adds the file), before anything runs.
-#[test]
-fn gtod_reduce_is_refused_not_ignored() {
-    let text = r#"
-name = "gtod"
-duration = "10ms"
-[[strategy]]
-name = "none"
-kind = "none"
-[[job]]
-name = "aio"
-engine = "libaio"
-iodepth = 16
-gtod_reduce = true
-"#;
-    let sc = cint_scenario::load_str(text, "g.toml", &[]).expect("valid scenario");
-    let e = cint_emu::run(&sc).expect_err("refused");
-    let msg = e.to_string();
-    assert!(msg.starts_with("job.aio.gtod_reduce: "), "{msg}");
-    assert!(!msg.contains('\n'), "one line: {msg}");
-}
-
 #[test]
 fn guests_are_refused_the_emulator_runs_no_virtual_machines() {
     let text = r#"
