@@ -107,6 +107,9 @@ fn job(d: &mut Rng, i: usize, groups: bool, dir: &std::path::Path, out: &mut Str
     if d.chance(20) {
         let _ = writeln!(out, "hint = \"{}\"", d.pick(HINTS));
     }
+    if d.chance(5) {
+        let _ = writeln!(out, "gtod_reduce = true");
+    }
     if d.chance(20) {
         let _ = writeln!(out, "rate_iops = {}", 2_000 + d.below(60_000));
         if d.chance(30) {
