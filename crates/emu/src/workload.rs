@@ -130,6 +130,11 @@ impl Control {
         }
     }
 
+    /// Whether job `job` has a steady-state rule.
+    fn has_steady(&self, job: usize) -> bool {
+        self.steady.get(job).is_some_and(|s| s.active)
+    }
+
     /// `requests` of `bytes` in all of job `job` completed at `now`; a
     /// met criterion ends the job.
     fn steady_sample(&self, job: usize, now: Nanos, requests: u64, bytes: u64) {
@@ -379,6 +384,16 @@ pub(crate) struct ThreadOutcome {
     pub trace: Option<TraceMeasure>,
 }
 
+impl ThreadOutcome {
+    /// Counts a failure of the job's; the run reports the first.
+    fn fail(&mut self, e: String) {
+        self.errors += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(e);
+        }
+    }
+}
+
 /// One direction's I/Os in the measured window.
 #[derive(Default)]
 pub(crate) struct DirectionOutcome {
@@ -434,6 +449,14 @@ pub(crate) fn run_thread(
     outcome
 }
 
+/// Whether a thread of `plan` is in its measured window, in run phase
+/// `phase`: the run's window, and a staged job's own from its start and
+/// warm-up (the clock is read only for that one, as this runs at every
+/// pass of a thread's loop).
+fn in_window(plan: &ThreadPlan, phase: u8) -> bool {
+    phase == PHASE_MEASURE && plan.window_from.is_none_or(|from| sys::now() >= from)
+}
+
 /// Burns CPU until told to stop, or until its `runtime` is over, counted
 /// from when it first saw the measured window as an I/O thread counts
 /// it: then when that was.
@@ -446,8 +469,7 @@ fn burn_cpu(plan: &ThreadPlan, control: &Control) -> Option<Nanos> {
             return None;
         }
         let now = sys::now();
-        let measuring = phase == PHASE_MEASURE && plan.window_from.is_none_or(|from| now >= from);
-        if stop_at.is_none() && measuring {
+        if stop_at.is_none() && in_window(plan, phase) {
             stop_at = plan.runtime.map(|r| now.saturating_add(r));
         }
         if stop_at.is_some_and(|t| now >= t) {
@@ -670,7 +692,7 @@ impl IoThread {
                 select.measuring = measuring;
             }
             if !stopping {
-                if self.rate_wait(control, max_events) || self.trace_wait(control, max_events) {
+                if self.schedule_wait(control, max_events) {
                     continue;
                 }
                 if self.client.in_flight() < depth && self.sync_if_due(measuring) {
@@ -792,10 +814,7 @@ impl IoThread {
                     }
                 }
                 Err(e) => {
-                    self.out.errors += 1;
-                    if self.out.first_error.is_none() {
-                        self.out.first_error = Some(e.to_string());
-                    }
+                    self.out.fail(e.to_string());
                     // Its buffer was dropped with the request; keep the pool
                     // full for the next one.
                     if self.plan.needs_buffers {
@@ -833,15 +852,7 @@ impl IoThread {
         };
         match opened {
             Ok(file) => self.sync_file = Some(file),
-            Err(e) => self.fail(e),
-        }
-    }
-
-    /// Counts a failure of the job's; the run reports the first.
-    fn fail(&mut self, e: String) {
-        self.out.errors += 1;
-        if self.out.first_error.is_none() {
-            self.out.first_error = Some(e);
+            Err(e) => self.out.fail(e),
         }
     }
 
@@ -872,7 +883,7 @@ impl IoThread {
         let took = sys::now().saturating_sub(from);
         self.last_was_sync = true;
         if let Err(e) = synced {
-            self.fail(format!(
+            self.out.fail(format!(
                 "{}: {e}",
                 if datasync { "fdatasync" } else { "fsync" }
             ));
@@ -912,11 +923,9 @@ impl IoThread {
         true
     }
 
-    /// Whether what completes now counts: the run's window, and a staged
-    /// job's own from its start and warm-up.
+    /// Whether what completes now counts ([`in_window`]).
     fn measuring(&self, control: &Control) -> bool {
-        control.phase.load(Ordering::Relaxed) == PHASE_MEASURE
-            && self.plan.window_from.is_none_or(|from| sys::now() >= from)
+        in_window(&self.plan, control.phase.load(Ordering::Relaxed))
     }
 
     /// fio's `check_min_rate` at the top of a pass of the loop: whether
@@ -955,29 +964,21 @@ impl IoThread {
         rate.min(released)
     }
 
-    /// A trace replayed open loop, ahead of its next release: the thread
-    /// reaps what it has in flight, then sleeps until the release, as
-    /// [`IoThread::rate_wait`] does (the simulator's rule). True when it
-    /// did.
-    fn trace_wait(&mut self, control: &Control, most: usize) -> bool {
-        let Some(ahead_by) = self.trace.as_ref().and_then(|t| t.ahead_by(sys::now())) else {
-            return false;
-        };
-        self.quiesce(control, most);
-        self.usec_sleep(ahead_by);
-        true
-    }
-
     /// fio's rate check before a request (fio 3.33, io_u.c `rate_ddir`):
     /// ahead of its schedule, the thread reaps every request in flight
     /// (`io_u_quiesce`: reap calls for at least one event, until none is
     /// left, each taking at most `most`, fio's `iodepth_batch_complete_max`),
     /// then sleeps what it was ahead by when it looked, however long the
-    /// reaping took (`usec_sleep`). True when it did; the loop then looks
-    /// again.
-    fn rate_wait(&mut self, control: &Control, most: usize) -> bool {
+    /// reaping took (`usec_sleep`). A trace replayed open loop is paced by
+    /// its releases the same way (the simulator's rule; a trace job has no
+    /// rate). True when it did; the loop then looks again.
+    fn schedule_wait(&mut self, control: &Control, most: usize) -> bool {
         let now = sys::now();
-        let Some(ahead_by) = self.ahead_of_rate(now) else {
+        let ahead = match self.ahead_of_rate(now) {
+            Some(ahead_by) => Some(ahead_by),
+            None => self.trace.as_ref().and_then(|t| t.ahead_by(now)),
+        };
+        let Some(ahead_by) = ahead else {
             return false;
         };
         self.quiesce(control, most);
@@ -1306,7 +1307,15 @@ impl IoThread {
         self.woken_before = woken;
         // A completion since the last sync lets the next one fall due.
         self.last_was_sync &= self.done.is_empty();
-        let now = sys::now();
+        // When these completions were reaped, for the latency-target
+        // search and the steady state: read only where one runs, as this
+        // runs at every reap.
+        let steady = control.has_steady(self.plan.job);
+        let now = if self.search.is_some() || steady {
+            sys::now()
+        } else {
+            0
+        };
         let (mut reaped, mut reaped_bytes) = (0, 0);
         for c in self.done.drain(..) {
             self.out.completed += 1;
@@ -1349,12 +1358,7 @@ impl IoThread {
                         dir.bytes += u64::from(bytes);
                     }
                 }
-                Err(e) => {
-                    self.out.errors += 1;
-                    if self.out.first_error.is_none() {
-                        self.out.first_error = Some(e.to_string());
-                    }
-                }
+                Err(e) => self.out.fail(e.to_string()),
             }
             if let Some(buf) = c.buf {
                 self.buffers.push(buf);
@@ -1363,7 +1367,7 @@ impl IoThread {
                 sys::spin_until(sys::now() + self.io.think);
             }
         }
-        if reaped > 0 {
+        if steady && reaped > 0 {
             control.steady_sample(self.plan.job, now, reaped, reaped_bytes);
         }
     }
