@@ -15,7 +15,7 @@ use cint_report::{
     FioDirection, FioHistogram, FioJobData, FioSync, JobResult, LatencyHistogram, RunResult,
     StrategyResult, CINT_VERSION,
 };
-use cint_scenario::{Backend as BackendKind, CompletionMode, Job, Scenario, Strategy, Work};
+use cint_scenario::{Backend as BackendKind, CompletionMode, Job, Scenario, Strategy};
 
 use crate::activity::{CoreClocks, CoreGroup, CoreReading};
 use crate::backend::{BackendConfig, FileSource};
@@ -316,7 +316,7 @@ fn gtod_reduce_notes(scenario: &Scenario) -> Vec<String> {
     scenario
         .jobs
         .iter()
-        .filter(|job| matches!(&job.work, Work::Io(io) if io.gtod_reduce))
+        .filter(|job| job.io().is_some_and(|io| io.gtod_reduce))
         .map(|job| {
             format!(
                 "job '{}': gtod_reduce changes nothing the emulator's threads do: they take \
@@ -334,15 +334,13 @@ fn search_notes(scenario: &Scenario, details: &[StrategyDetail]) -> Vec<String> 
     let mut notes = Vec::new();
     for d in details {
         for (job, detail) in scenario.jobs.iter().zip(&d.jobs) {
-            if let cint_scenario::Work::Io(io) = &job.work {
-                if let Some(target) = &io.shape.latency_target {
-                    notes.push(cint_scenario::depth_search::note(
-                        &d.name,
-                        &job.name,
-                        target,
-                        &detail.searches,
-                    ));
-                }
+            if let Some(target) = job.io().and_then(|io| io.shape.latency_target.as_ref()) {
+                notes.push(cint_scenario::depth_search::note(
+                    &d.name,
+                    &job.name,
+                    target,
+                    &detail.searches,
+                ));
             }
         }
     }
@@ -582,10 +580,7 @@ struct Target {
 /// against the device's capacity, and a real file would cut it short.
 fn refuse_trace_past(scenario: &Scenario, target: &Target) -> Result<(), EmuError> {
     for job in &scenario.jobs {
-        let Work::Io(io) = &job.work else {
-            continue;
-        };
-        let Some(trace) = &io.shape.trace else {
+        let Some(trace) = job.io().and_then(|io| io.shape.trace.as_ref()) else {
             continue;
         };
         let reach = crate::replay::reach(trace);
@@ -622,10 +617,7 @@ fn run_strategy(
     let steady: Vec<_> = scenario
         .jobs
         .iter()
-        .map(|job| match &job.work {
-            Work::Io(io) => io.shape.steady,
-            Work::Cpu => None,
-        })
+        .map(|job| job.io().and_then(|io| io.shape.steady))
         .collect();
     let control = Arc::new(Control::new(&threads, group_of, &steady));
     let clocks = CoreClocks::new(crate::activity::core_groups(scenario, &layout.app));
@@ -805,10 +797,7 @@ fn start_job_threads(
                 break 'jobs;
             };
             let real_cpu = layout.app[queue].1;
-            let io = match &job.work {
-                Work::Io(io) => Some(io.clone()),
-                Work::Cpu => None,
-            };
+            let io = job.io().cloned();
             let client = match &io {
                 Some(io) => {
                     let depth = if io.engine.is_sync() {
@@ -1481,7 +1470,10 @@ fn summarise_job(
                 fsync_ios,
                 lat: sync_lat.clone(),
             },
-            error: fio_error(&detail),
+            error: cint_scenario::depth_search::job_errno(
+                !detail.floors_missed.is_empty(),
+                &detail.searches,
+            ),
             // The job's probe is the run's, filled in once its threads
             // have ended (`run_strategy`).
             steadystate: None,
@@ -1495,10 +1487,7 @@ fn summarise_job(
 
 /// A trace job's entry of the result: its threads' replays together.
 fn trace_replay(job: &Job, outcomes: &[ThreadOutcome]) -> Option<cint_report::TraceReplay> {
-    let Work::Io(io) = &job.work else {
-        return None;
-    };
-    let trace = io.shape.trace.as_ref()?;
+    let trace = job.io()?.shape.trace.as_ref()?;
     let mut measure = cint_report::TraceMeasure::default();
     for o in outcomes {
         if let Some(m) = &o.trace {
@@ -1506,24 +1495,6 @@ fn trace_replay(job: &Job, outcomes: &[ThreadOutcome]) -> Option<cint_report::Tr
         }
     }
     Some(measure.replay(trace))
-}
-
-/// fio's errno for a job, as the simulator gives it: `EIO` where a
-/// thread missed its rate's floor, else `ETIMEDOUT` where one missed its
-/// latency target at depth 1.
-fn fio_error(detail: &JobDetail) -> i32 {
-    use cint_scenario::depth_search::{Outcome, FATAL_ERRNO};
-    if !detail.floors_missed.is_empty() {
-        cint_scenario::rate_floor::MISSED_ERRNO
-    } else if detail
-        .searches
-        .iter()
-        .any(|s| s.outcome() == Some(Outcome::MissedAtDepthOne))
-    {
-        FATAL_ERRNO
-    } else {
-        0
-    }
 }
 
 /// One direction of a job in fio's terms, from its latency histogram.

@@ -147,6 +147,14 @@ pub struct Job {
 }
 
 impl Job {
+    /// The job's I/O; `None` for a CPU-bound job.
+    pub fn io(&self) -> Option<&IoJob> {
+        match &self.work {
+            Work::Io(io) => Some(io),
+            Work::Cpu => None,
+        }
+    }
+
     /// The core of the job's thread `n` (0-based among its `numjobs`).
     pub fn thread_cpu(&self, n: u32) -> u32 {
         if self.cpus.is_empty() {

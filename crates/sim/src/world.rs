@@ -561,12 +561,7 @@ impl<'a> World<'a> {
             steady: sc
                 .jobs
                 .iter()
-                .map(|job| {
-                    SteadyProbe::new(match &job.work {
-                        Work::Io(io) => io.shape.steady,
-                        Work::Cpu => None,
-                    })
-                })
+                .map(|job| SteadyProbe::new(job.io().and_then(|io| io.shape.steady)))
                 .collect(),
             woken: Vec::new(),
             searches,

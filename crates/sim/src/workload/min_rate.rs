@@ -3,7 +3,6 @@
 //! which the emulator ends its threads by too.
 
 use cint_policy::Nanos;
-use cint_scenario::depth_search::Outcome;
 use cint_scenario::rate_floor::Floor;
 
 use crate::world::World;
@@ -86,27 +85,21 @@ impl World<'_> {
             .collect()
     }
 
-    /// fio's errno for job `j`: `EIO` (5) when a thread of it missed its
-    /// floor, as fio's `td_verror(td, EIO, "check_min_rate")`; else
-    /// `ETIMEDOUT` (110) when one missed its latency target at depth 1
-    /// (`cint_scenario::depth_search::FATAL_ERRNO`).
+    /// fio's errno for job `j` (`cint_scenario::depth_search::job_errno`):
+    /// a floor one of its threads missed, or a latency target missed at
+    /// depth 1.
     pub(crate) fn job_error(&self, j: usize) -> i32 {
         let missed = self
             .floors
             .missed
             .iter()
             .any(|m| self.threads[m.thread].job as usize == j);
-        let fatal = || {
-            self.threads.iter().zip(&self.searches).any(|(th, s)| {
-                th.job as usize == j && s.outcome() == Some(Outcome::MissedAtDepthOne)
-            })
-        };
-        if missed {
-            cint_scenario::rate_floor::MISSED_ERRNO
-        } else if fatal() {
-            cint_scenario::depth_search::FATAL_ERRNO
-        } else {
-            0
-        }
+        let searches = self
+            .threads
+            .iter()
+            .zip(&self.searches)
+            .filter(|(th, _)| th.job as usize == j)
+            .map(|(_, s)| s);
+        cint_scenario::depth_search::job_errno(missed, searches)
     }
 }

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use cint_policy::Nanos;
 use cint_report::{TraceMeasure, TraceReplay};
 use cint_scenario::trace::{TraceJob, TraceMode, TraceThread};
-use cint_scenario::{Scenario, Work};
+use cint_scenario::Scenario;
 
 use crate::world::{Request, World};
 
@@ -92,10 +92,7 @@ impl Replay {
 }
 
 fn trace_of(job: &cint_scenario::Job) -> Option<&TraceJob> {
-    match &job.work {
-        Work::Io(io) => io.shape.trace.as_ref(),
-        Work::Cpu => None,
-    }
+    job.io()?.shape.trace.as_ref()
 }
 
 impl World<'_> {
