@@ -27,7 +27,9 @@ use crate::replay::TraceCursor;
 use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
 use crate::sys;
-use crate::workload::{run_thread, Control, Stage, ThreadOutcome, ThreadPlan, PHASE_MEASURE};
+use crate::workload::{
+    run_thread, Control, Stage, ThreadOutcome, ThreadPlan, PHASE_CLOSED, PHASE_MEASURE,
+};
 
 /// What the emulator measured beyond the result document, for tests and
 /// diagnostics.
@@ -108,6 +110,9 @@ pub struct JobDetail {
     /// When it started, and its measured window's start and end, from the
     /// run's start (`None`: it did not start before the run ended).
     pub span: Option<(Nanos, Nanos, Nanos)>,
+    /// When the last completion it counted came into a thread's hand,
+    /// from the run's window start: never after the window's end.
+    pub last_counted_at: Option<Nanos>,
     /// The rate floors its threads missed (`at` from the run's start),
     /// each of which ended its thread.
     pub floors_missed: Vec<cint_scenario::rate_floor::Missed>,
@@ -477,11 +482,18 @@ impl ThreadProbe {
         }
     }
 
-    /// The thread's counters now (read from another thread).
-    fn sample(&self) -> ThreadSample {
+    /// The thread's CPU time now (read from another thread), `None` once
+    /// it has exited.
+    fn cpu_now(&self) -> Option<u64> {
+        self.clock.get().and_then(|&clock| sys::read_clock(clock))
+    }
+
+    /// The thread's counters, with `cpu_ns` its CPU time as read by
+    /// [`ThreadProbe::cpu_now`]; what it measured of itself as it
+    /// finished if it has exited.
+    fn sample(&self, cpu_ns: Option<u64>) -> ThreadSample {
         let tid = self.tid.load(Ordering::Acquire);
-        let live = self.clock.get().and_then(|&clock| sys::read_clock(clock));
-        match live {
+        match cpu_ns {
             Some(cpu_ns) => {
                 let (voluntary, involuntary) = proc_switches(tid).unwrap_or_default();
                 let (usr_ns, sys_ns) = proc_user_system(tid).unwrap_or_default();
@@ -500,6 +512,37 @@ impl ThreadProbe {
                 .and_then(|last| *last)
                 .unwrap_or_default(),
         }
+    }
+}
+
+/// The tracked threads' counters at one edge of the window. Their CPU
+/// clocks are read together on the window's side of the `/proc` reads
+/// (after them where the window opens, before them where it closes):
+/// each `/proc` read takes tens of microseconds, hundreds when this
+/// thread is preempted, which read in turn with the clocks would count
+/// in the threads' CPU time as if it were the window's.
+fn sample_edge(tracked: &[Tracked], opening: bool) -> Vec<ThreadSample> {
+    let clocks = |tracked: &[Tracked]| -> Vec<Option<u64>> {
+        tracked.iter().map(|t| t.probe.cpu_now()).collect()
+    };
+    if opening {
+        let mut samples: Vec<ThreadSample> = tracked
+            .iter()
+            .map(|t| t.probe.sample(t.probe.cpu_now()))
+            .collect();
+        for (sample, cpu) in samples.iter_mut().zip(clocks(tracked)) {
+            if let Some(cpu) = cpu {
+                sample.cpu_ns = cpu;
+            }
+        }
+        samples
+    } else {
+        let cpus = clocks(tracked);
+        tracked
+            .iter()
+            .zip(cpus)
+            .map(|(t, cpu)| t.probe.sample(cpu))
+            .collect()
     }
 }
 
@@ -994,7 +1037,7 @@ fn measure(
     let energy_before = crate::energy::snapshot(&app_cpus);
     let usage_before = sys::cpu_usage();
     let stats_before = emulator.stats();
-    let samples_before: Vec<ThreadSample> = tracked.iter().map(|t| t.probe.sample()).collect();
+    let samples_before = sample_edge(tracked, true);
     let activity_before = clocks.read();
     let window_start = sys::now();
     control.phase.store(PHASE_MEASURE, Ordering::SeqCst);
@@ -1018,10 +1061,16 @@ fn measure(
         sys::sleep_ns(scenario.duration);
     }
     let activity_after = clocks.read();
+    // The window closes before its closing samples are taken: those take
+    // hundreds of microseconds of /proc (more when this thread is
+    // preempted), in which the threads completed requests that used to
+    // be counted against a window that had ended, so a device-bound job
+    // could show more than the device's bandwidth.
+    control.phase.store(PHASE_CLOSED, Ordering::SeqCst);
     let ns = sys::now().saturating_sub(window_start).max(1);
     // Sample before stopping: a stopped thread's clock and /proc entry
     // disappear.
-    let samples_after: Vec<ThreadSample> = tracked.iter().map(|t| t.probe.sample()).collect();
+    let samples_after = sample_edge(tracked, false);
     let stats_after = emulator.stats();
     let usage_after = sys::cpu_usage();
     let energy_after = crate::energy::snapshot(&app_cpus);
@@ -1396,6 +1445,11 @@ fn summarise_job(
     let mut detail = JobDetail {
         name: job.name.clone(),
         span,
+        last_counted_at: outcomes
+            .iter()
+            .filter_map(|o| o.last_counted_at)
+            .max()
+            .map(|at| at.saturating_sub(window.start)),
         ..Default::default()
     };
     let (mut ios, mut bytes) = (0, 0);

@@ -33,6 +33,10 @@ use crate::sys;
 pub(crate) const PHASE_WARMUP: u8 = 0;
 pub(crate) const PHASE_MEASURE: u8 = 1;
 pub(crate) const PHASE_STOP: u8 = 2;
+/// The measured window is over, but the threads run on while the
+/// coordinator takes its closing samples (their clocks and `/proc`
+/// entries go with them): what they complete now is not counted.
+pub(crate) const PHASE_CLOSED: u8 = 3;
 
 /// What every job thread shares with the coordinator.
 pub(crate) struct Control {
@@ -382,6 +386,9 @@ pub(crate) struct ThreadOutcome {
     pub search: Option<DepthSearch>,
     /// A trace job's thread: what its replay measured.
     pub trace: Option<TraceMeasure>,
+    /// When the last completion it counted came into its hand (this
+    /// process's clock): never after the window closed.
+    pub last_counted_at: Option<Nanos>,
 }
 
 impl ThreadOutcome {
@@ -1352,6 +1359,7 @@ impl IoThread {
                         }
                         self.out.ios += 1;
                         self.out.bytes += u64::from(bytes);
+                        self.out.last_counted_at = self.out.last_counted_at.max(Some(c.in_hand));
                         self.out.hist.record(c.latency());
                         let dir = &mut self.out.by_direction[usize::from(c.op == Op::Write)];
                         dir.hist.record(c.latency());

@@ -1536,3 +1536,48 @@ fn a_job_with_a_shorter_runtime_is_measured_over_its_own_window() {
     );
     assert!(window(1) >= 0.040, "long job over {} s", window(1));
 }
+
+#[test]
+fn what_completes_after_the_window_closes_is_not_counted() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // A device held to 1 GB/s by its transfer pipe, kept busy by 32
+    // requests in flight: it completes one 4 KiB read every 4.1 us, also
+    // while the coordinator takes its closing samples after the window.
+    // Those completions used to be counted against the window that had
+    // ended, so the job could show more than the device's bandwidth.
+    let bandwidth = 1_000_000_000u64;
+    let mut dev = device(2_000, 8);
+    dev.read.bandwidth = bandwidth;
+    let mut sc = scenario(
+        "window-close",
+        dev,
+        vec![none()],
+        vec![io_job("reader", Engine::Libaio, 32, 1, 1)],
+        20 * MS,
+    );
+    sc.warmup = 5 * MS;
+    for round in 0..3 {
+        let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+        let window = d.strategies[0].window_ns;
+        let detail = &d.strategies[0].jobs[0];
+        let last = detail
+            .last_counted_at
+            .expect("the reader counted completions");
+        assert!(
+            last <= window,
+            "round {round}: a completion counted {last} ns into a window of {window} ns"
+        );
+        // What the pipe can move in the window, plus the requests that
+        // were in flight when it opened.
+        let j = &d.result.results[0].jobs[0];
+        let most = bandwidth as f64 * window as f64 / 1e9 + 32.0 * 4096.0;
+        let moved = j.bw_bytes as f64 * window as f64 / 1e9;
+        assert!(
+            moved <= most,
+            "round {round}: {moved} bytes in {window} ns, more than the pipe's {most}"
+        );
+    }
+}
