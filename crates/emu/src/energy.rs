@@ -14,6 +14,7 @@
 
 use std::fs;
 
+use cint_policy::Nanos;
 use cint_report::{CoreEnergy, EnergyResult, StateResidency};
 use cint_scenario::{DevicePower, HostPower, Scenario};
 
@@ -36,8 +37,9 @@ pub(crate) struct EnergySnapshot {
     /// Per application core (by index into the layout), its idle states,
     /// or `None` without cpuidle.
     idle: Vec<Option<Vec<IdleCounter>>>,
-    /// RAPL's package counter (µJ) and its wrap range, or why not.
-    rapl: Result<(u64, u64), String>,
+    /// RAPL's package counter (µJ), its wrap range and when it was read
+    /// (this process's clock), or why not.
+    rapl: Result<(u64, u64, Nanos), String>,
 }
 
 fn read_u64(path: &str) -> Result<u64, String> {
@@ -69,7 +71,8 @@ pub(crate) fn snapshot(cpus: &[u32]) -> EnergySnapshot {
     EnergySnapshot {
         idle: cpus.iter().map(|&c| idle_counters(c)).collect(),
         rapl: read_u64(&format!("{RAPL_ZONE}/energy_uj")).and_then(|e| {
-            read_u64(&format!("{RAPL_ZONE}/max_energy_range_uj")).map(|range| (e, range))
+            let at = crate::sys::now();
+            read_u64(&format!("{RAPL_ZONE}/max_energy_range_uj")).map(|range| (e, range, at))
         }),
     }
 }
@@ -166,10 +169,20 @@ pub(crate) fn model(
     let cores_j: f64 = per_core.iter().map(|c| c.energy_j).sum();
     let energy_j = base_j + uncore_j + device_j + cores_j;
     let (measured, note) = match (&before.rapl, &after.rapl) {
-        (Ok((e0, range)), Ok((e1, _))) => {
+        (Ok((e0, range, t0)), Ok((e1, _, t1))) => {
             // The counter wraps at its range.
             let uj = if e1 >= e0 { e1 - e0 } else { e1 + range - e0 };
-            (Some(uj as f64 / 1e6), None)
+            // The counter is read outside the window's edges, with the
+            // other samples between (milliseconds when this thread is
+            // preempted): its energy is taken at its mean power over
+            // the window's length.
+            let span = t1.saturating_sub(*t0);
+            let scale = if span > 0 {
+                window_ns as f64 / span as f64
+            } else {
+                1.0
+            };
+            (Some(uj as f64 / 1e6 * scale), None)
         }
         (Err(why), _) | (_, Err(why)) => (
             None,
@@ -682,11 +695,11 @@ mod tests {
         };
         let before = EnergySnapshot {
             idle: vec![counters(0, 0)],
-            rapl: Ok((u64::from(u32::MAX) - 10, u64::from(u32::MAX))),
+            rapl: Ok((u64::from(u32::MAX) - 10, u64::from(u32::MAX), 5_000)),
         };
         let after = EnergySnapshot {
             idle: vec![counters(600_000, 10)],
-            rapl: Ok((40, u64::from(u32::MAX))),
+            rapl: Ok((40, u64::from(u32::MAX), 1_005_000)),
         };
         let t = CpuTime {
             cpu: 0,
@@ -710,5 +723,35 @@ mod tests {
         assert!((share("C1") - 0.2).abs() < 1e-12);
         let entries = state(&e, "C6").entries;
         assert_eq!(entries, 10);
+    }
+    #[test]
+    fn a_meter_read_around_a_longer_span_is_taken_over_the_window() {
+        // 300 uJ over the 3 ms between the reads, around a 1 ms window:
+        // the package drew 100 uJ in the window at its mean power.
+        let sc = scenario();
+        let before = EnergySnapshot {
+            idle: vec![None],
+            rapl: Ok((1_000, u64::from(u32::MAX), 10_000)),
+        };
+        let after = EnergySnapshot {
+            idle: vec![None],
+            rapl: Ok((1_300, u64::from(u32::MAX), 3_010_000)),
+        };
+        let t = CpuTime {
+            cpu: 0,
+            busy_ns: 500_000,
+            spin_ns: 0,
+        };
+        let (_, e, _) = model(
+            &sc,
+            &[t],
+            &one_core_per_cpu(&[t]),
+            (&before, &after),
+            1_000_000,
+            0,
+        )
+        .expect("power data");
+        let j = e.measured_package_j.expect("measured");
+        assert!((j - 100e-6).abs() < 1e-12, "{j}");
     }
 }

@@ -1036,9 +1036,11 @@ fn measure(
     }
     let energy_before = crate::energy::snapshot(&app_cpus);
     let usage_before = sys::cpu_usage();
-    let stats_before = emulator.stats();
+    // The fast counters next to the window's edges, the /proc reads
+    // outside them.
     let samples_before = sample_edge(tracked, true);
     let activity_before = clocks.read();
+    let stats_before = emulator.stats();
     let window_start = sys::now();
     control.phase.store(PHASE_MEASURE, Ordering::SeqCst);
     if scenario.warmup == 0 {
@@ -1070,8 +1072,8 @@ fn measure(
     let ns = sys::now().saturating_sub(window_start).max(1);
     // Sample before stopping: a stopped thread's clock and /proc entry
     // disappear.
-    let samples_after = sample_edge(tracked, false);
     let stats_after = emulator.stats();
+    let samples_after = sample_edge(tracked, false);
     let usage_after = sys::cpu_usage();
     let energy_after = crate::energy::snapshot(&app_cpus);
     control.stop();

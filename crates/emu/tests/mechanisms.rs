@@ -1579,5 +1579,14 @@ fn what_completes_after_the_window_closes_is_not_counted() {
             moved <= most,
             "round {round}: {moved} bytes in {window} ns, more than the pipe's {most}"
         );
+        // One interrupt per completion at most, and the device's counters
+        // are read at the window's edges too: no more interrupts than
+        // completions counted, beyond those in flight at its close.
+        let irqs = d.result.results[0].interrupts;
+        assert!(
+            irqs <= j.ios + 32,
+            "round {round}: {irqs} interrupts for {} completions counted",
+            j.ios
+        );
     }
 }
