@@ -192,6 +192,22 @@ fn bad_fio_input_is_one_line_naming_the_culprit() {
         "off.fio:8: job.b.submit_mode: modelled by the simulator only",
     );
 
+    // A job on a core past what this machine gives the emulator is
+    // refused at the option that put it there (on a machine of fewer
+    // than four CPUs: three cores and the device core need four).
+    let far = dir.write(
+        "far.fio",
+        "[global]\nioengine=psync\ndirect=1\nruntime=5ms\n[a]\ncpus_allowed=0\n\
+         [b]\ncpus_allowed=1\n[c]\ncpus_allowed=2\n",
+    );
+    if std::thread::available_parallelism().map_or(true, |n| n.get() < 4) {
+        assert_refused(
+            &cint(&["emu", "--fio", &far]),
+            "far.fio:9: job.c.cpu: reaches application core 2: with its device core the \
+             emulator needs 4 cores",
+        );
+    }
+
     // The same refusals through a sweep, before anything runs.
     assert_refused(
         &cint(&["sweep", "--fio", &verify, "--vary", "seed=1,2"]),

@@ -375,10 +375,7 @@ impl CpuLayout {
         used.dedup();
         let highest = used.last().copied().unwrap_or(0) as usize;
         if allowed.len() < 2 || allowed.len() < highest + 2 {
-            return Err(EmuError::NotEnoughCores {
-                needed: highest + 2,
-                available: allowed.len(),
-            });
+            return Err(Self::too_few_cores(scenario, highest, allowed.len()));
         }
         let device = match scenario.emu.device_core {
             Some(cpu) if allowed.contains(&cpu) => cpu,
@@ -403,6 +400,37 @@ impl CpuLayout {
             }
         }
         Ok(CpuLayout { device, app })
+    }
+
+    /// The refusal of a scenario whose jobs reach application core
+    /// `highest` where this process may use `available` CPUs: by the key
+    /// of the first job that reaches it, so that the command line names
+    /// its line, and with the way out.
+    fn too_few_cores(scenario: &Scenario, highest: usize, available: usize) -> EmuError {
+        let needed = highest + 2;
+        let job = scenario
+            .jobs
+            .iter()
+            .find(|job| job_cpus(job).iter().any(|&c| c as usize == highest));
+        match job {
+            Some(job) if available >= 2 => {
+                let key = if job.cpus.is_empty() { "cpu" } else { "cpus" };
+                let room = match available - 2 {
+                    0 => "core 0".to_string(),
+                    last => format!("cores 0 to {last}"),
+                };
+                unsupported(
+                    format!("job.{}.{key}", job.name),
+                    format!(
+                        "reaches application core {highest}: with its device core the \
+                         emulator needs {needed} cores, and this process may use \
+                         {available}; put the jobs on {room} (`cpu` or `cpus` in a scenario, \
+                         `cpus_allowed` in a fio job file)"
+                    ),
+                )
+            }
+            _ => EmuError::NotEnoughCores { needed, available },
+        }
     }
 
     fn queue_of(&self, app_core: u32) -> Option<usize> {

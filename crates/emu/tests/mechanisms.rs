@@ -1469,8 +1469,13 @@ fn too_many_application_cores_is_a_clear_error() {
     let s = scenario("far", device(10_000, 4), vec![none()], vec![job], MS);
     let err = cint_emu::run(&s).expect_err("not enough cores");
     let msg = err.to_string();
+    let needed = format!("needs {} cores", cpus + 2);
     assert!(
-        matches!(err, cint_emu::EmuError::NotEnoughCores { .. }),
+        matches!(&err, cint_emu::EmuError::Unsupported { key, .. } if key == "job.far.cpu"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&needed) && msg.contains("put the jobs on"),
         "{msg}"
     );
     assert!(!msg.contains('\n'));
