@@ -169,6 +169,49 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
     None
 }
 
+/// More requests in flight on one core's queue than the device's queue
+/// has tags (`device.queue_depth`): Linux makes the submitters beyond them
+/// sleep in `blk_mq_get_tag`, which the simulator models and the
+/// emulator does not (its queues take them all, up to
+/// [`MAX_QUEUE_DEPTH`]), so it refuses rather than run a deeper queue than
+/// the device has. Refused at the job whose threads go past the tags.
+fn beyond_the_tags(scenario: &Scenario) -> Option<EmuError> {
+    let tags = u64::from(scenario.device.queue_depth);
+    let mut per_core: std::collections::BTreeMap<u32, u64> = Default::default();
+    for job in &scenario.jobs {
+        let Some(io) = job.io() else {
+            continue;
+        };
+        let depth = if io.engine.is_sync() {
+            1
+        } else {
+            u64::from(io.iodepth.max(1))
+        };
+        for thread in 0..job.numjobs {
+            let core = job.thread_cpu(thread);
+            let total = per_core.entry(core).or_insert(0);
+            *total += depth;
+            if *total > tags {
+                let key = if io.engine.is_sync() {
+                    "numjobs"
+                } else {
+                    "iodepth"
+                };
+                return Some(unsupported(
+                    format!("job.{}.{key}", job.name),
+                    format!(
+                        "takes the requests in flight on core {core}'s queue past the \
+                         device's {tags} tags (device.queue_depth): Linux makes the \
+                         submitters beyond them wait for a tag, which only cint sim models; \
+                         keep each core's requests in flight within the tags"
+                    ),
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// A polling strategy beside an I/O job that Linux would not poll: the
 /// simulator completes such a job by interrupts, the emulator cannot mix
 /// the two on one queue, so it refuses rather than poll what Linux would
@@ -240,6 +283,9 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
                  hipri = true, or run it with cint sim, which completes it by interrupts"
             ),
         ));
+    }
+    if let Some(refusal) = beyond_the_tags(scenario) {
+        return Err(refusal);
     }
     let layout = CpuLayout::for_scenario(scenario)?;
     let mut results = Vec::with_capacity(scenario.strategies.len());

@@ -89,3 +89,34 @@ iodepth = 16
 "#;
     refused_naming(text, "guest.g: ");
 }
+
+/// More requests in flight on one core's queue than the device has tags:
+/// Linux's submitters wait for a tag, which the emulator does not model,
+/// so it refuses at the job that goes past them, whether by depth or by
+/// synchronous threads.
+#[test]
+fn a_queue_deeper_than_the_device_tags_is_refused_by_the_job_past_them() {
+    for (jobs, key) in [
+        (
+            "[[job]]\nname = \"a\"\nengine = \"libaio\"\niodepth = 6\n\
+             [[job]]\nname = \"b\"\nengine = \"libaio\"\niodepth = 3\n",
+            "job.b.iodepth",
+        ),
+        (
+            "[[job]]\nname = \"s\"\nengine = \"psync\"\nnumjobs = 9\ncpu = 0\n",
+            "job.s.numjobs",
+        ),
+    ] {
+        let text = format!(
+            "name = \"t\"\nduration = \"10ms\"\n[device]\nmodel = \"optane-p4800x\"\n\
+             queue_depth = 8\n[[strategy]]\nname = \"n\"\nkind = \"none\"\n{jobs}"
+        );
+        let sc = cint_scenario::load_str(&text, "t.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+        let e = cint_emu::run(&sc).expect_err(key);
+        let cint_emu::EmuError::Unsupported { key: at, .. } = &e else {
+            panic!("{key}: {e}");
+        };
+        assert_eq!(at, key);
+        assert!(e.to_string().contains("past the device's 8 tags"), "{e}");
+    }
+}
