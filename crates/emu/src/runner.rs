@@ -212,6 +212,34 @@ fn beyond_the_tags(scenario: &Scenario) -> Option<EmuError> {
     None
 }
 
+/// Two application cores on one of the device's queues (`device.queues`
+/// fewer than the cores, which blk-mq then maps core `c` to queue
+/// `c % queues`): the simulator shares the queue, its policy and its
+/// interrupt between them; the emulator gives each core a queue of its
+/// own, so it refuses rather than run a device with more queues than it
+/// has.
+fn shared_queue(scenario: &Scenario) -> Option<EmuError> {
+    let pairs = scenario.device.queue_pairs(scenario.host.cores);
+    let mut used: Vec<u32> = scenario.jobs.iter().flat_map(job_cpus).collect();
+    used.sort_unstable();
+    used.dedup();
+    let (a, b) = used.iter().enumerate().find_map(|(i, &a)| {
+        used[i + 1..]
+            .iter()
+            .find(|&&b| a as usize % pairs == b as usize % pairs)
+            .map(|&b| (a, b))
+    })?;
+    Some(unsupported(
+        "device.queues",
+        format!(
+            "puts cores {a} and {b} on one queue: the device has {pairs}, and blk-mq maps \
+             core c to queue c mod {pairs}; the emulator gives each application core a queue \
+             of its own (cint sim shares them): use one queue per core (queues = 0) or jobs \
+             on fewer cores"
+        ),
+    ))
+}
+
 /// A polling strategy beside an I/O job that Linux would not poll: the
 /// simulator completes such a job by interrupts, the emulator cannot mix
 /// the two on one queue, so it refuses rather than poll what Linux would
@@ -284,7 +312,7 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             ),
         ));
     }
-    if let Some(refusal) = beyond_the_tags(scenario) {
+    if let Some(refusal) = beyond_the_tags(scenario).or_else(|| shared_queue(scenario)) {
         return Err(refusal);
     }
     let layout = CpuLayout::for_scenario(scenario)?;

@@ -120,3 +120,35 @@ fn a_queue_deeper_than_the_device_tags_is_refused_by_the_job_past_them() {
         assert!(e.to_string().contains("past the device's 8 tags"), "{e}");
     }
 }
+
+/// Fewer device queues than the application cores the jobs use: blk-mq
+/// shares a queue between cores, which the emulator does not (a queue per
+/// core), so it refuses by the device's key; where the cores fall on
+/// queues of their own it does not refuse for it.
+#[test]
+fn cores_sharing_a_device_queue_are_refused_by_the_device_key() {
+    let text = |queues: u32, cpus: &str| {
+        format!(
+            "name = \"q\"\nduration = \"10ms\"\n[device]\nmodel = \"optane-p4800x\"\n\
+             queues = {queues}\n[host]\nmodel = \"xeon-e5-2660v4\"\ncores = 4\n\
+             [[strategy]]\nname = \"n\"\nkind = \"none\"\n\
+             [[job]]\nname = \"a\"\nengine = \"psync\"\nnumjobs = 2\ncpus = {cpus}\n"
+        )
+    };
+    let sc = cint_scenario::load_str(&text(2, "[0, 2]"), "q.toml", &[]).expect("valid");
+    let e = cint_emu::run(&sc).expect_err("cores 0 and 2 share queue 0");
+    let cint_emu::EmuError::Unsupported { key, .. } = &e else {
+        panic!("{e}");
+    };
+    assert_eq!(key, "device.queues");
+    assert!(
+        e.to_string().contains("puts cores 0 and 2 on one queue"),
+        "{e}"
+    );
+    // Cores 0 and 1 on queues 0 and 1: not this refusal (on a small
+    // machine the cores themselves may be refused).
+    let sc = cint_scenario::load_str(&text(2, "[0, 1]"), "q.toml", &[]).expect("valid");
+    if let Err(cint_emu::EmuError::Unsupported { key, .. }) = cint_emu::run(&sc) {
+        assert_ne!(key, "device.queues");
+    }
+}
