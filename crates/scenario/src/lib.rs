@@ -18,6 +18,7 @@ pub mod job;
 mod load;
 pub mod mode_select;
 pub mod model;
+pub mod offsets;
 mod origins;
 mod overlay;
 pub mod page_cache;
@@ -40,6 +41,7 @@ mod tree;
 pub mod units;
 pub mod virt;
 mod wording;
+pub mod zipf;
 
 pub use error::{Origin, ScenarioError};
 pub use load::{

@@ -29,7 +29,6 @@ mod tags;
 mod virt;
 mod workload;
 mod world;
-mod zipf;
 
 use cint_report::{RunResult, CINT_VERSION};
 use cint_scenario::{Scenario, Strategy};

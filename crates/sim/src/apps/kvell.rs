@@ -36,7 +36,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::world::{Cont, Wait, World};
-use crate::zipf::Zipf;
+use cint_scenario::zipf::Zipf;
 
 /// YCSB's zipfian constant.
 const ZIPFIAN_THETA: f64 = 0.99;

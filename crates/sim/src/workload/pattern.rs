@@ -123,7 +123,7 @@ pub(crate) fn block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut ChaCha
 /// most jobs never come here.
 #[inline(never)]
 fn place(
-    offsets: &mut super::offsets::RandomOffsets,
+    offsets: &mut cint_scenario::offsets::RandomOffsets,
     shape: &IoShape,
     bs: u64,
     write: bool,

@@ -4,7 +4,7 @@
 
 /// Ranks `0..n` under Zipf's law with exponent `theta`.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Zipf {
+pub struct Zipf {
     n: f64,
     alpha: f64,
     zetan: f64,
@@ -19,7 +19,7 @@ const EXACT_TERMS: u64 = 10_000;
 impl Zipf {
     /// `n` ranks, zeta summed over the first `terms` of them (YCSB sums all
     /// `n`; fio stops at 10 million, `ZIPF_MAX_GEN`).
-    pub(crate) fn new(n: u64, theta: f64, terms: u64) -> Zipf {
+    pub fn new(n: u64, theta: f64, terms: u64) -> Zipf {
         let zeta = |n: u64| -> f64 {
             let exact = n.min(EXACT_TERMS);
             let mut z: f64 = (1..=exact).map(|i| (i as f64).powf(-theta)).sum();
@@ -42,7 +42,7 @@ impl Zipf {
     }
 
     /// The rank a uniform `u` in [0, 1] gives (0 the most popular).
-    pub(crate) fn rank(&self, u: f64) -> u64 {
+    pub fn rank(&self, u: f64) -> u64 {
         let uz = u * self.zetan;
         if uz < 1.0 {
             return 0;
@@ -58,13 +58,13 @@ impl Zipf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::stream_rng;
-    use rand::Rng;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
 
     #[test]
     fn ranks_favour_the_first_and_cover_the_range() {
         let z = Zipf::new(1_000_000, 0.99, 1_000_000);
-        let mut rng = stream_rng(3, 0);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
         let draws: Vec<u64> = (0..100_000).map(|_| z.rank(rng.gen())).collect();
         let top = draws.iter().filter(|&&r| r < 1_000).count() as f64 / 1e5;
         // zeta(1000) / zeta(10^6) at 0.99: about 0.5.
@@ -78,7 +78,7 @@ mod tests {
     #[test]
     fn a_theta_past_one_draws_in_range() {
         let z = Zipf::new(16_384, 1.1, 16_384);
-        let mut rng = stream_rng(4, 0);
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
         let mut counts = vec![0u32; 16_384];
         for _ in 0..100_000 {
             counts[z.rank(rng.gen()) as usize] += 1;
