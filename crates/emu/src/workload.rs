@@ -13,6 +13,7 @@ use cint_policy::mode_select::CompletionChoice;
 use cint_policy::{Hint, Nanos};
 use cint_report::{FioHistogram, LatencyHistogram, TraceMeasure};
 use cint_scenario::depth_search::{DepthSearch, Step};
+use cint_scenario::offsets::RandomOffsets;
 use cint_scenario::rate::Pacer;
 use cint_scenario::rate_floor::{Floor, Missed};
 use cint_scenario::steady::SteadyProbe;
@@ -28,6 +29,9 @@ use crate::replay::TraceCursor;
 use crate::select::{ModeCounts, ThreadSelect};
 use crate::shared::{DeliveredBy, Op};
 use crate::sys;
+
+/// What a thread's seed is salted with for its offsets' stream.
+const OFFSET_STREAM: u64 = 0x6f66_6673_6574_7321;
 
 /// Run phases, shared by the coordinator and every job thread.
 pub(crate) const PHASE_WARMUP: u8 = 0;
@@ -497,6 +501,10 @@ struct IoThread {
     io: IoJob,
     client: Client,
     rng: ChaCha8Rng,
+    /// A random job's offsets where fio's random map cuts its requests
+    /// short, or a distribution other than uniform places them
+    /// (`cint_scenario::offsets`, the simulator's rule).
+    offsets: Option<RandomOffsets>,
     /// A sequential job's next offset, in bytes.
     next_offset: u64,
     /// The job's rate caps and their schedules (fio's rate limiter, as
@@ -601,8 +609,16 @@ impl IoThread {
         } else {
             Vec::new()
         };
+        // Their own stream, so that the sizes and directions draw as they
+        // do without.
+        let offsets = RandomOffsets::new(
+            &io,
+            plan.span,
+            ChaCha8Rng::seed_from_u64(plan.seed ^ OFFSET_STREAM),
+        );
         IoThread {
             rng: ChaCha8Rng::seed_from_u64(plan.seed),
+            offsets,
             select: plan.select.take(),
             trace: plan.trace.take(),
             plan,
@@ -1132,10 +1148,11 @@ impl IoThread {
     }
 
     /// The next request: its direction, offset and size. Sizes are drawn
-    /// as the simulator draws them (`bssplit`, `bsrange`); offsets are
-    /// whole `bs` (the smallest size) from the span's start, a random one
-    /// moved back where the request would pass the span's end, a
-    /// sequential one back to the start.
+    /// as the simulator draws them (`bssplit`, `bsrange`); a random job's
+    /// offsets too where they decide something (`offsets`); otherwise
+    /// offsets are whole `bs` (the smallest size) from the span's start,
+    /// a random one moved back where the request would pass the span's
+    /// end, a sequential one back to the start.
     fn next_request(&mut self) -> (Op, u64, u64) {
         if let Some(request) = self.trace.as_mut().and_then(TraceCursor::take) {
             return request;
@@ -1149,12 +1166,15 @@ impl IoThread {
             Rw::RandRw => (self.mixed_direction(), true),
             Rw::ReadWrite => (self.mixed_direction(), false),
         };
-        let len = cint_scenario::shape::draw_block_size(
-            &self.io.shape,
-            bs,
-            op == Op::Write,
-            &mut self.rng,
-        );
+        let write = op == Op::Write;
+        let len = cint_scenario::shape::draw_block_size(&self.io.shape, bs, write, &mut self.rng);
+        if let (true, Some(offsets)) = (random, self.offsets.as_mut()) {
+            let (shape, rng) = (&self.io.shape, &mut self.rng);
+            let (offset, len) = offsets.place(write, len, || {
+                cint_scenario::shape::draw_block_size(shape, bs, write, rng)
+            });
+            return (op, offset, len);
+        }
         // The span holds at least the largest request (`runner`).
         let last_start = self.plan.span.saturating_sub(len) / bs * bs;
         let offset = if random {

@@ -1021,6 +1021,42 @@ fn a_sized_job_issues_its_io_size_or_count_and_the_run_ends_with_it() {
     }
 }
 
+/// fio's random map, as the simulator draws it
+/// (`cint_scenario::offsets`): a random job of two sizes over a 1 MiB
+/// file reads each of its blocks once in a pass, a request that meets a
+/// block already read cut there. A 1 MiB `io_size` is then exactly one
+/// pass, in more requests than the 30 or so of whole 4 and 64 KiB ones
+/// (the emulator drew whole requests anywhere before 2026-11-29).
+#[test]
+fn a_random_job_of_two_sizes_is_cut_by_fio_random_map() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let mut job = io_job("mapped", Engine::Libaio, 4, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.size = 1 << 20;
+        io.shape.io_size = Some(1 << 20);
+        io.shape.bssplit = cint_scenario::shape::parse_bssplit("4k/50:64k/50")
+            .expect("a valid split")
+            .0;
+    }
+    let mut sc = scenario(
+        "map",
+        device(10_000, 4),
+        vec![none()],
+        vec![job],
+        2_000 * MS,
+    );
+    sc.warmup = 0;
+    sc.run_to_end = true;
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    let j = &d.result.results[0].jobs[0];
+    let read = &j.fio.as_ref().expect("fio figures").read;
+    assert_eq!(read.bytes, 1 << 20, "one pass of the file");
+    assert!(read.ios > 40, "{} requests: none was cut", read.ios);
+}
+
 #[test]
 fn caps_per_direction_pace_each_direction_on_its_own_schedule() {
     let _g = serial();
