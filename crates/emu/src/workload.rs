@@ -502,8 +502,8 @@ struct IoThread {
     client: Client,
     rng: ChaCha8Rng,
     /// A random job's offsets where fio's random map cuts its requests
-    /// short, or a distribution other than uniform places them
-    /// (`cint_scenario::offsets`, the simulator's rule).
+    /// short, or, on a real file, a distribution other than uniform
+    /// places them (`cint_scenario::offsets`, the simulator's rule).
     offsets: Option<RandomOffsets>,
     /// A sequential job's next offset, in bytes.
     next_offset: u64,
@@ -610,12 +610,14 @@ impl IoThread {
             Vec::new()
         };
         // Their own stream, so that the sizes and directions draw as they
-        // do without.
-        let offsets = RandomOffsets::new(
-            &io,
-            plan.span,
-            ChaCha8Rng::seed_from_u64(plan.seed ^ OFFSET_STREAM),
-        );
+        // do without. On a real file (requests with buffers) a skewed
+        // distribution places them too.
+        let stream = ChaCha8Rng::seed_from_u64(plan.seed ^ OFFSET_STREAM);
+        let offsets = if plan.needs_buffers {
+            RandomOffsets::on_a_file(&io, plan.span, stream)
+        } else {
+            RandomOffsets::new(&io, plan.span, stream)
+        };
         IoThread {
             rng: ChaCha8Rng::seed_from_u64(plan.seed),
             offsets,

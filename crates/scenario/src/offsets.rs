@@ -75,13 +75,37 @@ impl RandomOffsets {
     /// Offsets for a random job of `io` over the first `size` bytes (its
     /// file: the job's `size`, or less where the engine's file is
     /// smaller), drawing from `rng`, or `None` when the job's offsets
-    /// decide nothing: a direct job whose requests the map cannot cut.
-    pub fn new(io: &IoJob, size: u64, mut rng: ChaCha8Rng) -> Option<RandomOffsets> {
+    /// decide nothing in the model: a direct job whose requests the map
+    /// cannot cut.
+    pub fn new(io: &IoJob, size: u64, rng: ChaCha8Rng) -> Option<RandomOffsets> {
         let shape = &io.shape;
         let sizes_vary = !shape.bssplit.is_empty() || shape.bsrange.is_some();
         let mapped = shape.random_distribution == Distribution::Uniform;
         let cut = mapped && io.shape.random_map == RandomMap::Map && sizes_vary;
-        if !io.rw.is_random() || shape.trace.is_some() || !(io.through_page_cache() || cut) {
+        if !(io.through_page_cache() || cut) {
+            return None;
+        }
+        Self::drawn(io, size, rng)
+    }
+
+    /// [`RandomOffsets::new`]'s, and beside them, for requests that reach
+    /// a real file (where a device's caches and layout see them), a
+    /// non-uniform distribution's, which keeps no map (fio keeps none
+    /// beside one). Not a uniform job's map of one size: nothing is cut,
+    /// and its runs would grow with the requests where fio keeps a bitmap.
+    pub fn on_a_file(io: &IoJob, size: u64, rng: ChaCha8Rng) -> Option<RandomOffsets> {
+        if io.shape.random_distribution == Distribution::Uniform {
+            Self::new(io, size, rng)
+        } else {
+            Self::drawn(io, size, rng)
+        }
+    }
+
+    /// The offsets of a random job, whether or not they decide anything.
+    fn drawn(io: &IoJob, size: u64, mut rng: ChaCha8Rng) -> Option<RandomOffsets> {
+        let shape = &io.shape;
+        let mapped = shape.random_distribution == Distribution::Uniform;
+        if !io.rw.is_random() || shape.trace.is_some() {
             return None;
         }
         let smallest = |write| crate::shape::smallest_block_of(shape, io.bs, write);
@@ -471,6 +495,40 @@ mod tests {
         }];
         let d = Draw::new(&Distribution::ZonedAbs(abs.to_vec()), 1000, &mut rng);
         assert!((0..1000).all(|_| d.block(&mut rng, 1000, 4096) < 2));
+    }
+
+    /// A direct job of one size: its offsets decide nothing in the model,
+    /// but on a real file a skewed distribution places its requests, and
+    /// keeps no map; a uniform one keeps none there either.
+    #[test]
+    fn on_a_file_a_skewed_direct_job_draws_its_offsets() {
+        let text = "name = \"o\"\n[[strategy]]\nname = \"n\"\nkind = \"none\"\n\
+                    [[job]]\nname = \"r\"\nengine = \"libaio\"\n\
+                    rw = \"randread\"\nsize = \"64MiB\"\n";
+        let sc = crate::load_str(text, "o.toml", &[]).expect("valid");
+        let Some(mut io) = sc.jobs[0].io().cloned() else {
+            panic!("an I/O job");
+        };
+        let rng = || ChaCha8Rng::seed_from_u64(7);
+        assert!(RandomOffsets::new(&io, io.size, rng()).is_none());
+        assert!(RandomOffsets::on_a_file(&io, io.size, rng()).is_none());
+        io.shape.random_distribution = Distribution::Zipf {
+            theta: 1.2,
+            center: None,
+        };
+        assert!(RandomOffsets::new(&io, io.size, rng()).is_none());
+        let mut o = RandomOffsets::on_a_file(&io, io.size, rng()).expect("drawn on a file");
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..5000 {
+            let (offset, bytes) = o.place(false, 4096, || 4096);
+            assert_eq!((offset % 4096, bytes), (0, 4096));
+            assert!(offset + bytes <= io.size);
+            seen.insert(offset);
+        }
+        // Zipf's 1.2 over 16 384 blocks: about a thousand distinct
+        // (docs/FIO.md, "Offsets"), where uniform draws give 4 300.
+        assert!(seen.len() < 2_000, "{} distinct blocks", seen.len());
+        assert!(o.covered.is_empty(), "no map beside a skewed distribution");
     }
 
     /// Zipf's, Pareto's and the normal law's blocks stay in the file.
