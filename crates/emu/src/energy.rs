@@ -657,23 +657,27 @@ mod tests {
     #[test]
     fn idle_time_without_cpuidle_is_charged_to_the_halt_state() {
         let sc = scenario();
-        let t = CpuTime {
-            cpu: 0,
-            busy_ns: 250_000,
-            spin_ns: 0,
-        };
-        let (_, e, _) = model(
-            &sc,
-            &[t],
-            &one_core_per_cpu(&[t]),
-            (&no_meter(), &no_meter()),
-            1_000_000,
-            0,
-        )
-        .expect("power data");
+        let (e, _) = one_cpu_over_a_millisecond(&sc, 250_000, (&no_meter(), &no_meter()));
         let c1 = state(&e, "C1");
         assert!((c1.share - 0.75).abs() < 1e-12, "{c1:?}");
         assert!((e.uncore_j - 8.0 * 0.25e-3).abs() < 1e-12, "{e:?}");
+    }
+
+    /// The model of one CPU busy `busy_ns` of a 1 ms window moving no
+    /// bytes, between the meter readings `meters`.
+    fn one_cpu_over_a_millisecond(
+        sc: &Scenario,
+        busy_ns: u64,
+        meters: (&EnergySnapshot, &EnergySnapshot),
+    ) -> (EnergyResult, Option<String>) {
+        let t = CpuTime {
+            cpu: 0,
+            busy_ns,
+            spin_ns: 0,
+        };
+        let (_, e, note) =
+            model(sc, &[t], &one_core_per_cpu(&[t]), meters, 1_000_000, 0).expect("power data");
+        (e, note)
     }
 
     #[test]
@@ -701,20 +705,7 @@ mod tests {
             idle: vec![counters(600_000, 10)],
             rapl: Ok((40, u64::from(u32::MAX), 1_005_000)),
         };
-        let t = CpuTime {
-            cpu: 0,
-            busy_ns: 200_000,
-            spin_ns: 0,
-        };
-        let (_, e, note) = model(
-            &sc,
-            &[t],
-            &one_core_per_cpu(&[t]),
-            (&before, &after),
-            1_000_000,
-            0,
-        )
-        .expect("power data");
+        let (e, note) = one_cpu_over_a_millisecond(&sc, 200_000, (&before, &after));
         assert_eq!(note, None);
         assert!((e.measured_package_j.unwrap() - 50e-6).abs() < 1e-12);
         let share = |n: &str| state(&e, n).share;
@@ -724,6 +715,7 @@ mod tests {
         let entries = state(&e, "C6").entries;
         assert_eq!(entries, 10);
     }
+
     #[test]
     fn a_meter_read_around_a_longer_span_is_taken_over_the_window() {
         // 300 uJ over the 3 ms between the reads, around a 1 ms window:
@@ -737,20 +729,7 @@ mod tests {
             idle: vec![None],
             rapl: Ok((1_300, u64::from(u32::MAX), 3_010_000)),
         };
-        let t = CpuTime {
-            cpu: 0,
-            busy_ns: 500_000,
-            spin_ns: 0,
-        };
-        let (_, e, _) = model(
-            &sc,
-            &[t],
-            &one_core_per_cpu(&[t]),
-            (&before, &after),
-            1_000_000,
-            0,
-        )
-        .expect("power data");
+        let (e, _) = one_cpu_over_a_millisecond(&sc, 500_000, (&before, &after));
         let j = e.measured_package_j.expect("measured");
         assert!((j - 100e-6).abs() < 1e-12, "{j}");
     }

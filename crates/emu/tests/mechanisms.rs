@@ -962,6 +962,15 @@ fn split_and_range_sizes_are_drawn_per_request_as_the_simulator_draws_them() {
     }
 }
 
+/// Runs `job` alone on a fast device until it ends by its size, as the
+/// fio import's `run_to_end` does (two seconds at most).
+fn run_to_its_end(name: &str, job: cint_scenario::Job) -> cint_emu::RunDetail {
+    let mut sc = scenario(name, device(10_000, 4), vec![none()], vec![job], 2_000 * MS);
+    sc.warmup = 0;
+    sc.run_to_end = true;
+    cint_emu::run_detailed(&sc).expect("emulator runs")
+}
+
 #[test]
 fn a_sized_job_issues_its_io_size_or_count_and_the_run_ends_with_it() {
     let _g = serial();
@@ -987,16 +996,7 @@ fn a_sized_job_issues_its_io_size_or_count_and_the_run_ends_with_it() {
                 false => io.shape.io_size = Some(1 << 20),
             }
         }
-        let mut sc = scenario(
-            "sized",
-            device(10_000, 4),
-            vec![none()],
-            vec![job],
-            2_000 * MS,
-        );
-        sc.warmup = 0;
-        sc.run_to_end = true;
-        let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+        let d = run_to_its_end("sized", job);
         let detail = &d.strategies[0].jobs[0];
         assert_eq!(
             (detail.submitted, detail.completed),
@@ -1041,16 +1041,7 @@ fn a_random_job_of_two_sizes_is_cut_by_fio_random_map() {
             .expect("a valid split")
             .0;
     }
-    let mut sc = scenario(
-        "map",
-        device(10_000, 4),
-        vec![none()],
-        vec![job],
-        2_000 * MS,
-    );
-    sc.warmup = 0;
-    sc.run_to_end = true;
-    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    let d = run_to_its_end("map", job);
     let j = &d.result.results[0].jobs[0];
     let read = &j.fio.as_ref().expect("fio figures").read;
     assert_eq!(read.bytes, 1 << 20, "one pass of the file");
