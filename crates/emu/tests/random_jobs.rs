@@ -2,7 +2,8 @@
 //! key the emulator runs by the simulator's rules (rates and their
 //! processes, think time, syncs, flows, counts and sizes, groups, start
 //! delays, `exitall`, latency targets, block traces, CPU-bound jobs among
-//! them), several at once.
+//! them, sizes of several kinds over small files under fio's random map
+//! and its alternatives), several at once.
 //! Whatever the mix, each run ends, each request comes back once (no
 //! stray, none failed on the synthetic device), a job sized by
 //! `number_ios` issues no more, and a trace issues no more than it holds.
@@ -92,12 +93,34 @@ fn job(
     let engine = d.pick(ENGINES);
     let rw = d.pick(RWS);
     let writes = rw != "read" && rw != "randread";
+    // Sizes of several kinds, over a small file now and then, so that
+    // fio's random map cuts requests and starts its passes again
+    // (`cint_scenario::offsets`).
+    let split = d.chance(15);
     let _ = writeln!(
         out,
         "engine = \"{engine}\"\nrw = \"{rw}\"\nbs = \"{}\"\nnumjobs = {}",
-        d.pick(&["4k", "16k", "64k"]),
+        if split {
+            "4k"
+        } else {
+            d.pick(&["4k", "16k", "64k"])
+        },
         1 + d.below(2)
     );
+    if split {
+        let _ = writeln!(out, "bssplit = \"4k/50:16k/30:64k/20\"");
+    }
+    if d.chance(15) {
+        let _ = writeln!(out, "size = \"{}MiB\"", 1 + d.below(8));
+    }
+    if d.chance(10) {
+        let _ = writeln!(out, "norandommap = true");
+    } else if d.chance(10) {
+        let _ = writeln!(out, "random_generator = \"lfsr\"");
+    } else if d.chance(10) {
+        let dist = d.pick(&["zipf:1.2", "pareto:0.3", "normal:20", "zoned:60/10:40/90"]);
+        let _ = writeln!(out, "random_distribution = \"{dist}\"");
+    }
     let asynchronous = matches!(engine, "libaio" | "io_uring");
     if asynchronous {
         let iodepth = 1 + d.below(32);
