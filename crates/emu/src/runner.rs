@@ -192,7 +192,9 @@ fn beyond_the_tags(scenario: &Scenario) -> Option<EmuError> {
             let total = per_core.entry(core).or_insert(0);
             *total += depth;
             if *total > tags {
-                let key = if io.engine.is_sync() {
+                let key = if io.shape.trace.is_some() {
+                    "trace_depth"
+                } else if io.engine.is_sync() {
                     "numjobs"
                 } else {
                     "iodepth"
@@ -201,7 +203,7 @@ fn beyond_the_tags(scenario: &Scenario) -> Option<EmuError> {
                     format!("job.{}.{key}", job.name),
                     format!(
                         "takes the requests in flight on core {core}'s queue past the \
-                         device's {tags} tags (device.queue_depth): Linux makes the \
+                         device's tags (device.queue_depth = {tags}): Linux makes the \
                          submitters beyond them wait for a tag, which only cint sim models; \
                          keep each core's requests in flight within the tags"
                     ),

@@ -117,7 +117,11 @@ fn a_queue_deeper_than_the_device_tags_is_refused_by_the_job_past_them() {
             panic!("{key}: {e}");
         };
         assert_eq!(at, key);
-        assert!(e.to_string().contains("past the device's 8 tags"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("past the device's tags (device.queue_depth = 8)"),
+            "{e}"
+        );
     }
 }
 
