@@ -36,6 +36,7 @@ pub mod smt;
 pub mod staging;
 pub mod steady;
 pub mod strategy;
+pub mod tags;
 pub mod trace;
 mod tree;
 pub mod units;

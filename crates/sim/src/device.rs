@@ -47,9 +47,9 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::engine::{stream_rng, Event, DEVICE_UNITS_STREAM};
-use crate::tags::TagPool;
 use crate::world::{ReqState, World};
 use crate::SimError;
+use cint_scenario::tags::TagPool;
 
 /// Completion-queue slots the driver model keeps. A queue holds at most
 /// `queue_depth` requests in flight, but entries reaped out of order keep

@@ -25,7 +25,6 @@ mod gaps;
 mod host;
 mod invariants;
 mod metrics;
-mod tags;
 mod virt;
 mod workload;
 mod world;

@@ -19,7 +19,7 @@ const SBQ_WAKE_BATCH: u32 = 8;
 
 /// One hardware queue's tags and the threads sleeping for one.
 #[derive(Debug)]
-pub(crate) struct TagPool {
+pub struct TagPool {
     free: u32,
     depth: u32,
     wake_batch: u32,
@@ -35,7 +35,7 @@ pub(crate) struct TagPool {
 
 impl TagPool {
     /// A pool of `depth` tags (at least one).
-    pub(crate) fn new(depth: u32) -> TagPool {
+    pub fn new(depth: u32) -> TagPool {
         let depth = depth.max(1);
         TagPool {
             free: depth,
@@ -61,7 +61,7 @@ impl TagPool {
     /// until each has tried again; without that, a waiter whose core was
     /// busy with the waking handler lost every freed tag to a submitter on
     /// an idle core, and starved.
-    pub(crate) fn take(&mut self, n: u32, woken: bool) -> u32 {
+    pub fn take(&mut self, n: u32, woken: bool) -> u32 {
         let got = if woken && self.woken_pending > 0 {
             let share = self.reserved.div_ceil(self.woken_pending);
             self.woken_pending -= 1;
@@ -81,7 +81,7 @@ impl TagPool {
 
     /// Puts `thread` to sleep for a tag; `retry`: it was woken and lost
     /// the tag again, so it keeps its place at the head.
-    pub(crate) fn wait(&mut self, thread: u32, retry: bool) {
+    pub fn wait(&mut self, thread: u32, retry: bool) {
         if retry {
             self.waiters.push_front(thread);
         } else {
@@ -90,7 +90,7 @@ impl TagPool {
     }
 
     /// Frees one tag; returns the threads to wake now (a batch, or none).
-    pub(crate) fn put(&mut self, woken: &mut Vec<u32>) {
+    pub fn put(&mut self, woken: &mut Vec<u32>) {
         self.free += 1;
         debug_assert!(self.free <= self.depth);
         if self.waiters.is_empty() {
@@ -116,12 +116,12 @@ impl TagPool {
     }
 
     /// Tags in use, for the invariants.
-    pub(crate) fn in_use(&self) -> u32 {
+    pub fn in_use(&self) -> u32 {
         self.depth - self.free
     }
 
     /// Threads asleep for a tag.
-    pub(crate) fn waiting(&self) -> usize {
+    pub fn waiting(&self) -> usize {
         self.waiters.len()
     }
 }
