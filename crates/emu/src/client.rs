@@ -113,6 +113,10 @@ pub struct Client {
     slots: Vec<Slot>,
     free: Vec<u32>,
     in_flight: usize,
+    /// Completions this client's submission polled for while its queue's
+    /// tags were all taken (its own polled requests held some): handed
+    /// out by the next reap, first.
+    stash: Vec<Completion>,
     /// Deliveries that matched no request in flight (must stay 0).
     strays: u64,
 }
@@ -142,7 +146,9 @@ impl Client {
             return Err(EmuError::ShutDown);
         }
         let reserved = q.reserved.load(Ordering::Relaxed);
-        if reserved + depth > MAX_QUEUE_DEPTH {
+        // With driver tags no more than they are in flight at once, so the
+        // completion ring bounds only the tags (`Emulator::limit_tags`).
+        if q.tags.get().is_none() && reserved + depth > MAX_QUEUE_DEPTH {
             return Err(EmuError::Config(format!(
                 "queue {queue} would have {} requests in flight, more than {MAX_QUEUE_DEPTH}",
                 reserved + depth
@@ -165,6 +171,7 @@ impl Client {
             dq_tx: Handoff::new(dq_tx),
             poll_tx: Handoff::new(poll_tx),
             waiter: Default::default(),
+            tag_woken: std::sync::atomic::AtomicBool::new(false),
             sealed_at: std::sync::atomic::AtomicU64::new(u64::MAX),
         });
         if cell.set(Arc::clone(&channel)).is_err() {
@@ -186,6 +193,7 @@ impl Client {
             slots: (0..depth).map(|_| Slot::default()).collect(),
             free: (0..depth as u32).rev().collect(),
             in_flight: 0,
+            stash: Vec::new(),
             strays: 0,
         })
     }
@@ -197,7 +205,7 @@ impl Client {
 
     /// Requests submitted and not yet handed back.
     pub fn in_flight(&self) -> usize {
-        self.in_flight
+        self.in_flight + self.stash.len()
     }
 
     /// The queue (application core index) this client submits to.
@@ -276,7 +284,12 @@ impl Client {
 
     fn submit_at(&mut self, request: Request, addr: usize, polled: bool) -> Result<(), EmuError> {
         let polled = polled && self.interrupt_queue;
+        if self.free.is_empty() {
+            return Err(EmuError::Busy);
+        }
+        self.take_tag()?;
         let Some(index) = self.free.pop() else {
+            self.shared.free_tags(self.queue(), 1);
             return Err(EmuError::Busy);
         };
         let now = sys::now();
@@ -305,6 +318,7 @@ impl Client {
             // The ring holds `depth` entries and at most `depth` are in
             // flight, so this cannot happen; undo rather than lose it.
             self.release(index);
+            self.shared.free_tags(self.queue(), 1);
             return Err(EmuError::Busy);
         }
         self.in_flight += 1;
@@ -314,14 +328,89 @@ impl Client {
         if self.shared.stopping.load(Ordering::SeqCst) {
             let sealed = self.wait_for_seal();
             if position >= sealed {
-                // The device never saw it: it is ours again.
+                // The device never saw it: it is ours again, and so is
+                // its tag.
                 self.in_flight -= 1;
                 self.polled_in_flight -= usize::from(polled);
                 self.release(index);
+                self.shared.free_tags(self.queue(), 1);
                 return Err(EmuError::ShutDown);
             }
         }
         Ok(())
+    }
+
+    /// Takes one of the queue's driver tags, where it has them, as
+    /// `blk_mq_get_tag` does: with none free, sleeps until freed tags wake
+    /// this client (a batch of them, `cint_scenario::tags`), or, while
+    /// its own polled requests hold tags, polls them (their completions
+    /// free theirs) as a polling submitter does rather than wait for
+    /// itself.
+    fn take_tag(&mut self) -> Result<(), EmuError> {
+        let queue = self.queue();
+        if self.shared.queues[queue].tags.get().is_none() {
+            return Ok(());
+        }
+        // Held apart from `self`, which polls and sleeps below.
+        let shared = Arc::clone(&self.shared);
+        let Some(pool) = shared.queues[queue].tags.get() else {
+            return Ok(());
+        };
+        let mut woken = false;
+        loop {
+            let own_polled =
+                self.polled_in_flight > 0 || (!self.interrupt_queue && self.in_flight > 0);
+            {
+                let mut pool = pool
+                    .lock()
+                    .map_err(|_| EmuError::Internal("a queue's tag lock is poisoned".into()))?;
+                if pool.take(1, woken) == 1 {
+                    return Ok(());
+                }
+                if !own_polled {
+                    pool.wait(self.channel.index, woken);
+                }
+            }
+            if own_polled {
+                let mut stash = std::mem::take(&mut self.stash);
+                if self.take_delivered(usize::MAX, &mut stash) == 0 {
+                    std::hint::spin_loop();
+                }
+                self.stash = stash;
+                woken = false;
+                continue;
+            }
+            self.sleep_for_tag(queue)?;
+            woken = true;
+        }
+    }
+
+    /// Sleeps until freed tags wake this client (it is on the pool's
+    /// waiters); the device's shutdown ends the wait too.
+    fn sleep_for_tag(&mut self, queue: usize) -> Result<(), EmuError> {
+        loop {
+            if self.channel.tag_woken.swap(false, Ordering::SeqCst) {
+                return Ok(());
+            }
+            if self.shared.stopping.load(Ordering::SeqCst) {
+                return Err(EmuError::ShutDown);
+            }
+            let (channel, shared) = (&self.channel, &self.shared);
+            crate::activity::enter(crate::activity::ThreadState::Idle);
+            let outcome = channel
+                .waiter
+                .wait(&shared.queues[queue].idle, channel.index, || {
+                    channel.tag_woken.load(Ordering::SeqCst)
+                        || shared.stopping.load(Ordering::SeqCst)
+                });
+            crate::activity::enter(crate::activity::ThreadState::Busy);
+            if outcome.slept {
+                self.wakeups += 1;
+            }
+            if outcome.claimed {
+                irq::handle_on_waiter(&self.shared, queue);
+            }
+        }
     }
 
     fn wait_for_seal(&self) -> u64 {
@@ -351,6 +440,25 @@ impl Client {
     /// `max_nr`, fio's `iodepth_batch_complete_max`).
     pub fn reap_at_most(&mut self, max: usize, out: &mut Vec<Completion>) -> usize {
         let mut taken = 0;
+        if !self.stash.is_empty() {
+            // Polled for by a submission: in the caller's hand now.
+            let now = sys::now();
+            let n = self.stash.len().min(max);
+            out.extend(
+                self.stash
+                    .drain(..n)
+                    .map(|c| Completion { in_hand: now, ..c }),
+            );
+            taken = n;
+        }
+        taken + self.take_delivered(max - taken, out)
+    }
+
+    /// Takes at most `max` delivered completions into `out`; frees the
+    /// tags of those this client polled for.
+    fn take_delivered(&mut self, max: usize, out: &mut Vec<Completion>) -> usize {
+        let mut taken = 0;
+        let mut polled = 0;
         let mut in_hand = 0;
         while taken < max {
             let next = match self.dq.pop() {
@@ -364,10 +472,15 @@ impl Client {
             if in_hand == 0 {
                 in_hand = sys::now();
             }
+            let by_poll = delivery.by == DeliveredBy::Poll;
             if self.accept(delivery, in_hand, out) {
                 taken += 1;
+                polled += u32::from(by_poll);
             }
         }
+        // A polled completion is completed by its poller, who frees its
+        // tag (the handler frees those of interrupts).
+        self.shared.free_tags(self.queue(), polled);
         taken
     }
 
@@ -436,7 +549,7 @@ impl Client {
         mode: WaitMode,
         out: &mut Vec<Completion>,
     ) -> usize {
-        let want = min.min(self.in_flight);
+        let want = min.min(self.in_flight());
         let max = max.max(want);
         let mut taken = self.reap_at_most(max, out);
         while taken < want {
@@ -476,7 +589,7 @@ impl Client {
         request: Request,
         mode: WaitMode,
     ) -> Result<Completion, EmuError> {
-        if self.in_flight != 0 {
+        if self.in_flight() != 0 {
             return Err(EmuError::Config(
                 "submit_and_wait needs a client with nothing in flight".into(),
             ));

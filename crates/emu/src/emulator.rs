@@ -263,6 +263,35 @@ impl Emulator {
         Ok(emulator)
     }
 
+    /// Gives every queue `depth` driver tags, as the block layer gives a
+    /// device queue its `queue_depth` (`blk_mq_get_tag`): a client's
+    /// submission takes one and sleeps while none is free; a completion
+    /// frees its tag as it is handled (by the handler, or by the client
+    /// polling for it), and a batch of freed tags wakes the sleepers in
+    /// turn (`cint_scenario::tags`, the simulator's rules). Without it a
+    /// queue takes every request its clients submit. Before any client
+    /// attaches; `depth` is at most [`MAX_QUEUE_DEPTH`], and its clients
+    /// together may then keep more requests than that outstanding.
+    pub fn limit_tags(&self, depth: u32) -> Result<(), EmuError> {
+        if depth == 0 || depth as usize > MAX_QUEUE_DEPTH {
+            return Err(EmuError::Config(format!(
+                "tag depth {depth} is out of range 1..={MAX_QUEUE_DEPTH}"
+            )));
+        }
+        if self.shared.registered.load(Ordering::SeqCst) > 0 {
+            return Err(EmuError::Config(
+                "tags are set before any client attaches".into(),
+            ));
+        }
+        for queue in &self.shared.queues {
+            let pool = std::sync::Mutex::new(cint_scenario::tags::TagPool::new(depth));
+            if queue.tags.set(pool).is_err() {
+                return Err(EmuError::Config("a queue's tags are set once".into()));
+            }
+        }
+        Ok(())
+    }
+
     /// Attaches a client to queue `queue` with up to `depth` requests in
     /// flight.
     pub fn client(&self, queue: usize, depth: usize) -> Result<Client, EmuError> {

@@ -60,6 +60,8 @@ struct Outbox {
     /// Channels that got a delivery in this pass (each notified once).
     touched: Vec<u32>,
     touched_flag: Box<[bool]>,
+    /// Completions delivered in this pass: the driver tags they free.
+    freed: u32,
 }
 
 impl HandlerState {
@@ -74,6 +76,7 @@ impl HandlerState {
                 channels: (0..MAX_CLIENTS).map(|_| None).collect(),
                 touched: Vec::with_capacity(64),
                 touched_flag: vec![false; MAX_CLIENTS].into_boxed_slice(),
+                freed: 0,
             },
         }
     }
@@ -211,6 +214,9 @@ fn deliver(shared: &Shared, index: usize, irq: Irq, state: &mut HandlerState) {
     // Released positions are the device's again (the doorbell write).
     let head = *next_position - model.occupied() as u64;
     shared.queues[index].cq_head.store(head, Ordering::Release);
+    // The handler completes the requests: their tags are free, as
+    // blk_mq_free_request frees them in the interrupt's path.
+    shared.free_tags(index, std::mem::take(&mut out.freed));
     out.notify_touched();
 }
 
@@ -249,6 +255,7 @@ impl Outbox {
             delivery = back;
             std::hint::spin_loop();
         }
+        self.freed += 1;
         if let Some(flag) = self.touched_flag.get_mut(index) {
             if !*flag {
                 *flag = true;

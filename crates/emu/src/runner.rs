@@ -169,51 +169,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
     None
 }
 
-/// More requests in flight on one core's queue than the device's queue
-/// has tags (`device.queue_depth`): Linux makes the submitters beyond them
-/// sleep in `blk_mq_get_tag`, which the simulator models and the
-/// emulator does not (its queues take them all, up to
-/// [`MAX_QUEUE_DEPTH`]), so it refuses rather than run a deeper queue than
-/// the device has. Refused at the job whose threads go past the tags.
-fn beyond_the_tags(scenario: &Scenario) -> Option<EmuError> {
-    let tags = u64::from(scenario.device.queue_depth);
-    let mut per_core: std::collections::BTreeMap<u32, u64> = Default::default();
-    for job in &scenario.jobs {
-        let Some(io) = job.io() else {
-            continue;
-        };
-        let depth = if io.engine.is_sync() {
-            1
-        } else {
-            u64::from(io.iodepth.max(1))
-        };
-        for thread in 0..job.numjobs {
-            let core = job.thread_cpu(thread);
-            let total = per_core.entry(core).or_insert(0);
-            *total += depth;
-            if *total > tags {
-                let key = if io.shape.trace.is_some() {
-                    "trace_depth"
-                } else if io.engine.is_sync() {
-                    "numjobs"
-                } else {
-                    "iodepth"
-                };
-                return Some(unsupported(
-                    format!("job.{}.{key}", job.name),
-                    format!(
-                        "takes the requests in flight on core {core}'s queue past the \
-                         device's tags (device.queue_depth = {tags}): Linux makes the \
-                         submitters beyond them wait for a tag, which only cint sim models; \
-                         keep each core's requests in flight within the tags"
-                    ),
-                ));
-            }
-        }
-    }
-    None
-}
-
 /// Two application cores on one of the device's queues (`device.queues`
 /// fewer than the cores, which blk-mq then maps core `c` to queue
 /// `c % queues`): the simulator shares the queue, its policy and its
@@ -314,8 +269,17 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             ),
         ));
     }
-    if let Some(refusal) = beyond_the_tags(scenario).or_else(|| shared_queue(scenario)) {
+    if let Some(refusal) = shared_queue(scenario) {
         return Err(refusal);
+    }
+    if scenario.device.queue_depth as usize > MAX_QUEUE_DEPTH {
+        return Err(unsupported(
+            "device.queue_depth",
+            format!(
+                "the emulator's queues hold at most {MAX_QUEUE_DEPTH} requests, the device's \
+                 tags; cint sim runs deeper queues"
+            ),
+        ));
     }
     let layout = CpuLayout::for_scenario(scenario)?;
     let mut results = Vec::with_capacity(scenario.strategies.len());
@@ -758,6 +722,9 @@ fn run_strategy(
     refuse_trace_past(scenario, &target)?;
     let selector = crate::select::build(scenario, strategy)?;
     let emulator = Emulator::start(config)?;
+    // The device's queue depth is the block layer's tags, as the
+    // simulator keeps them: submitters beyond them wait for one.
+    emulator.limit_tags(scenario.device.queue_depth)?;
     let threads: Vec<usize> = scenario.jobs.iter().map(|j| j.numjobs as usize).collect();
     let stages = stages(scenario);
     let group_of = stages.iter().map(|s| s.map_or(0, |s| s.group)).collect();

@@ -9,6 +9,7 @@ use std::sync::atomic::{
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cint_policy::{Hint, Irq, PolicyConfig};
+use cint_scenario::tags::TagPool;
 
 use crate::idle::CoreIdle;
 use crate::irq::HandlerState;
@@ -210,6 +211,9 @@ pub(crate) struct Channel {
     /// and a ring has one producer.
     pub poll_tx: Handoff<Producer<Delivery>>,
     pub waiter: Waiter,
+    /// Set when freed tags woke this client from its wait for one
+    /// ([`Shared::free_tags`]); taken by the client as it tries again.
+    pub tag_woken: AtomicBool,
     /// `u64::MAX` while the device accepts submissions; at shutdown, how
     /// many submissions the device consumed from the submission ring
     /// before sealing it.
@@ -286,6 +290,11 @@ pub(crate) struct Queue {
     /// activity clocks (its CPU's, its core's) the handler reports its
     /// running and blocking to (`crate::activity`).
     pub activity: OnceLock<crate::activity::ClockPair>,
+    /// The block layer's driver tags of the queue, when set
+    /// ([`crate::Emulator::limit_tags`]): a submitter takes one per
+    /// request and sleeps when none is free; a completion handled by the
+    /// handler, or reaped by its poller, frees its tag.
+    pub tags: OnceLock<Mutex<TagPool>>,
 }
 
 impl Queue {
@@ -309,6 +318,7 @@ impl Queue {
             handler_tid: AtomicI32::new(0),
             handler_clock: OnceLock::new(),
             activity: OnceLock::new(),
+            tags: OnceLock::new(),
         }
     }
 
@@ -376,6 +386,29 @@ impl Shared {
             device_completions: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
             realtime_handlers: AtomicUsize::new(0),
+        }
+    }
+
+    /// `n` requests of queue `queue` are done with their tags: the
+    /// sleepers a batch of them wakes are told, each by its channel.
+    pub fn free_tags(&self, queue: usize, n: u32) {
+        let Some(pool) = self.queues.get(queue).and_then(|q| q.tags.get()) else {
+            return;
+        };
+        if n == 0 {
+            return;
+        }
+        let mut woken = Vec::new();
+        if let Ok(mut pool) = pool.lock() {
+            for _ in 0..n {
+                pool.put(&mut woken);
+            }
+        }
+        for index in woken {
+            if let Some(channel) = self.channel(index) {
+                channel.tag_woken.store(true, Ordering::SeqCst);
+                channel.waiter.notify();
+            }
         }
     }
 

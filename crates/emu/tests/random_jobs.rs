@@ -3,7 +3,8 @@
 //! processes, think time, syncs, flows, counts and sizes, groups, start
 //! delays, `exitall`, latency targets, block traces, CPU-bound jobs among
 //! them, sizes of several kinds over small files under fio's random map
-//! and its alternatives), several at once.
+//! and its alternatives, fewer driver tags than requests), several at
+//! once.
 //! Whatever the mix, each run ends, each request comes back once (no
 //! stray, none failed on the synthetic device), a job sized by
 //! `number_ios` issues no more, and a trace issues no more than it holds.
@@ -201,6 +202,15 @@ fn scenario(seed: u64, dir: &std::path::Path) -> String {
         1 + d.below(20),
         1 + d.below(64)
     );
+    // Now and then fewer driver tags than the jobs keep in flight, so
+    // that submitters wait for them.
+    if d.chance(20) {
+        let _ = writeln!(
+            out,
+            "[device]\nmodel = \"optane-p4800x\"\nqueue_depth = {}",
+            1 + d.below(16)
+        );
+    }
     let groups = d.chance(20);
     let jobs = 1 + d.below(3) as usize;
     for i in 0..jobs {
