@@ -1,6 +1,7 @@
 //! Many requests, many threads, every strategy (and `mode-select`'s mix
-//! of polled and interrupt-driven requests on one queue): each request
-//! comes back exactly once. And a shutdown with requests in flight
+//! of polled and interrupt-driven requests on one queue), with and
+//! without fewer driver tags than requests in flight: each request comes
+//! back exactly once. And a shutdown with requests in flight
 //! completes or cancels every one of them and leaves no thread behind.
 //!
 //! The request count per strategy is `CINT_EMU_STRESS_REQUESTS` (default
@@ -146,8 +147,16 @@ fn hammer(mut client: Client, count: u64, seed: u64, wait: WaitMode, app_cpu: u3
 fn stress(per_strategy: u64) {
     let mut waiter_irqs = 0;
     for (name, mode) in every_mode() {
-        for idle in [IdleDelivery::Waiter, IdleDelivery::Handler] {
-            let stats = stress_one(name, mode, idle, per_strategy / 2);
+        // Half the requests with interrupts on an idle core going to its
+        // waiting threads, a third always to the handler thread, the rest
+        // through 16 driver tags for the threads' 80 requests in flight,
+        // so that submitters sleep for tags and freed tags wake them.
+        for (idle, share, tags) in [
+            (IdleDelivery::Waiter, 2, None),
+            (IdleDelivery::Handler, 3, None),
+            (IdleDelivery::Waiter, 6, Some(16)),
+        ] {
+            let stats = stress_one(name, mode, (idle, tags), per_strategy / share);
             let by_waiter: u64 = stats.waiter_irqs.iter().sum();
             if idle == IdleDelivery::Handler {
                 assert_eq!(by_waiter, 0, "{name}: the handler takes every interrupt");
@@ -155,8 +164,12 @@ fn stress(per_strategy: u64) {
             waiter_irqs += by_waiter;
         }
     }
-    for idle in [IdleDelivery::Waiter, IdleDelivery::Handler] {
-        stress_mode_select(idle, per_strategy / 2);
+    for (idle, tags) in [
+        (IdleDelivery::Waiter, None),
+        (IdleDelivery::Handler, None),
+        (IdleDelivery::Waiter, Some(16)),
+    ] {
+        stress_mode_select(idle, tags, per_strategy / 3);
     }
     // Four threads at depths 8 to 32 all blocked at once, with the device
     // idle: common enough that a strategy run never meets it only when the
@@ -172,10 +185,13 @@ fn stress(per_strategy: u64) {
 /// sleep then a spin, so that requests change mode while others are in
 /// flight; each comes back once, by the path it asked for, and only the
 /// interrupt-driven ones interrupt (one each, under `none`).
-fn stress_mode_select(idle: IdleDelivery, requests: u64) {
+fn stress_mode_select(idle: IdleDelivery, tags: Option<u32>, requests: u64) {
     let threads = 4u64;
     let (app, _) = layout();
     let emulator = start_with(QueueMode::Interrupt(PolicyConfig::None), 0, 64, idle);
+    if let Some(depth) = tags {
+        emulator.limit_tags(depth).expect("tags before clients");
+    }
     let handles: Vec<_> = (0..threads)
         .map(|t| {
             let client = emulator.client(0, 8 + 8 * t as usize).expect("client");
@@ -210,11 +226,19 @@ fn assert_consistent(name: &str, stats: &DeviceStats) {
     }
 }
 
-fn stress_one(name: &str, mode: QueueMode, idle: IdleDelivery, per_strategy: u64) -> DeviceStats {
+fn stress_one(
+    name: &str,
+    mode: QueueMode,
+    (idle, tags): (IdleDelivery, Option<u32>),
+    per_strategy: u64,
+) -> DeviceStats {
     let threads = 4u64;
     let (app, _) = layout();
     {
         let emulator = start_with(mode, 0, 64, idle);
+        if let Some(depth) = tags {
+            emulator.limit_tags(depth).expect("tags before clients");
+        }
         let wait = match mode {
             QueueMode::Poll => WaitMode::Spin,
             QueueMode::Interrupt(_) => WaitMode::Block,
