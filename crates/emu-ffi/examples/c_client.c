@@ -51,8 +51,18 @@ int main(int argc, char **argv) {
     CHECK(rc);
     uint32_t realtime = 0;
     CHECK(cint_emu_realtime_handlers(emu, &realtime));
+    /* Four driver tags: the batch of 16 below waits for them in submit. */
+    if (cint_emu_limit_tags(emu, 0) != CINT_EMU_EINVAL) {
+        fprintf(stderr, "a queue of no tags was accepted\n");
+        return 1;
+    }
+    CHECK(cint_emu_limit_tags(emu, 4));
     cint_emu_client *client = NULL;
     CHECK(cint_emu_client_new(emu, 16, &client));
+    if (cint_emu_limit_tags(emu, 8) != CINT_EMU_EINVAL) {
+        fprintf(stderr, "tags were changed after a client attached\n");
+        return 1;
+    }
 
     cint_emu_completion done[16];
     uint32_t got = 0;

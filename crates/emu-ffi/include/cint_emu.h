@@ -259,6 +259,21 @@ int32_t cint_emu_start(const cint_emu_config *config, cint_emu **out);
 int32_t cint_emu_start_with(const cint_emu_config *config, uint32_t flags, cint_emu **out);
 
 /**
+ * Gives the device's queue `depth` driver tags, as the block layer gives
+ * a device queue its queue depth: a submission takes one, and
+ * `cint_emu_submit` blocks while none is free, until completions handled
+ * by the interrupt handler (or reaped by their poller) free some. Before
+ * any client attaches (`CINT_EMU_EINVAL` after, or for a `depth` of 0 or
+ * above 4096). Without it the queue takes every request its clients
+ * submit.
+ *
+ * # Safety
+ * `emu` must come from `cint_emu_start` (or `_with`) and not be shut
+ * down.
+ */
+int32_t cint_emu_limit_tags(cint_emu *emu, uint32_t depth);
+
+/**
  * Attaches a client with up to `depth` requests in flight.
  *
  * # Safety

@@ -269,6 +269,32 @@ pub unsafe extern "C" fn cint_emu_start_with(
     })
 }
 
+/// Gives the device's queue `depth` driver tags, as the block layer gives
+/// a device queue its queue depth: a submission takes one, and
+/// `cint_emu_submit` blocks while none is free, until completions handled
+/// by the interrupt handler (or reaped by their poller) free some. Before
+/// any client attaches (`CINT_EMU_EINVAL` after, or for a `depth` of 0 or
+/// above 4096). Without it the queue takes every request its clients
+/// submit.
+///
+/// # Safety
+/// `emu` must come from `cint_emu_start` (or `_with`) and not be shut
+/// down.
+#[no_mangle]
+pub unsafe extern "C" fn cint_emu_limit_tags(emu: *mut cint_emu, depth: u32) -> i32 {
+    guarded(|| {
+        if emu.is_null() {
+            return CINT_EMU_ENULL;
+        }
+        // SAFETY: non-null and live by the caller's promise.
+        let emu = unsafe { &*emu };
+        match emu.emulator.limit_tags(depth) {
+            Ok(()) => CINT_EMU_OK,
+            Err(e) => code(&e),
+        }
+    })
+}
+
 /// Attaches a client with up to `depth` requests in flight.
 ///
 /// # Safety
