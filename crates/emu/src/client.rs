@@ -289,7 +289,7 @@ impl Client {
         }
         self.take_tag()?;
         let Some(index) = self.free.pop() else {
-            self.shared.free_tags(self.queue(), 1);
+            self.shared.free_tags(self.queue(), 1, false);
             return Err(EmuError::Busy);
         };
         let now = sys::now();
@@ -318,7 +318,7 @@ impl Client {
             // The ring holds `depth` entries and at most `depth` are in
             // flight, so this cannot happen; undo rather than lose it.
             self.release(index);
-            self.shared.free_tags(self.queue(), 1);
+            self.shared.free_tags(self.queue(), 1, false);
             return Err(EmuError::Busy);
         }
         self.in_flight += 1;
@@ -333,7 +333,7 @@ impl Client {
                 self.in_flight -= 1;
                 self.polled_in_flight -= usize::from(polled);
                 self.release(index);
-                self.shared.free_tags(self.queue(), 1);
+                self.shared.free_tags(self.queue(), 1, false);
                 return Err(EmuError::ShutDown);
             }
         }
@@ -361,9 +361,8 @@ impl Client {
             let own_polled =
                 self.polled_in_flight > 0 || (!self.interrupt_queue && self.in_flight > 0);
             {
-                let mut pool = pool
-                    .lock()
-                    .map_err(|_| EmuError::Internal("a queue's tag lock is poisoned".into()))?;
+                let mut pool = crate::shared::lock_tags(pool, false)
+                    .ok_or_else(|| EmuError::Internal("a queue's tag lock is poisoned".into()))?;
                 if pool.take(1, woken) == 1 {
                     return Ok(());
                 }
@@ -480,7 +479,7 @@ impl Client {
         }
         // A polled completion is completed by its poller, who frees its
         // tag (the handler frees those of interrupts).
-        self.shared.free_tags(self.queue(), polled);
+        self.shared.free_tags(self.queue(), polled, false);
         taken
     }
 

@@ -216,7 +216,7 @@ fn deliver(shared: &Shared, index: usize, irq: Irq, state: &mut HandlerState) {
     shared.queues[index].cq_head.store(head, Ordering::Release);
     // The handler completes the requests: their tags are free, as
     // blk_mq_free_request frees them in the interrupt's path.
-    shared.free_tags(index, std::mem::take(&mut out.freed));
+    shared.free_tags(index, std::mem::take(&mut out.freed), true);
     out.notify_touched();
 }
 

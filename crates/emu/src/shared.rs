@@ -6,7 +6,7 @@
 use std::sync::atomic::{
     fence, AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 
 use cint_policy::{Hint, Irq, PolicyConfig};
 use cint_scenario::tags::TagPool;
@@ -391,7 +391,9 @@ impl Shared {
 
     /// `n` requests of queue `queue` are done with their tags: the
     /// sleepers a batch of them wakes are told, each by its channel.
-    pub fn free_tags(&self, queue: usize, n: u32) {
+    /// `by_handler`: the caller is the queue's handler pass, which may
+    /// sleep for the pool's lock ([`lock_tags`]).
+    pub fn free_tags(&self, queue: usize, n: u32, by_handler: bool) {
         let Some(pool) = self.queues.get(queue).and_then(|q| q.tags.get()) else {
             return;
         };
@@ -399,7 +401,7 @@ impl Shared {
             return;
         }
         let mut woken = Vec::new();
-        if let Ok(mut pool) = pool.lock() {
+        if let Some(mut pool) = lock_tags(pool, by_handler) {
             for _ in 0..n {
                 pool.put(&mut woken);
             }
@@ -446,5 +448,26 @@ impl Shared {
         self.queues[index]
             .queue_full_irqs
             .fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The lock of a queue's tags. Linux takes and frees tags without a lock
+/// (sbitmap's atomic bits), so a submitter or a poller never sleeps for
+/// one there: a client thread that finds the lock held yields to its
+/// holder (on a shared core, the thread the scheduler had preempted
+/// holding it) rather than sleep on it, which would count as a voluntary
+/// switch no kernel makes. The interrupt handler sleeps on it instead
+/// (`sleep`): at real-time priority a yield would never let a holder of
+/// normal priority on its core run. `None` if a holder panicked.
+pub(crate) fn lock_tags(pool: &Mutex<TagPool>, sleep: bool) -> Option<MutexGuard<'_, TagPool>> {
+    if sleep {
+        return pool.lock().ok();
+    }
+    loop {
+        match pool.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(TryLockError::Poisoned(_)) => return None,
+            Err(TryLockError::WouldBlock) => std::thread::yield_now(),
+        }
     }
 }
