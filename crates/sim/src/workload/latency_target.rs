@@ -4,7 +4,7 @@
 //! here are its hooks in a thread's loop.
 
 use cint_policy::Nanos;
-use cint_scenario::depth_search::{self, Step};
+use cint_scenario::depth_search::{self, DepthSearch, Step};
 use cint_scenario::LatencyTarget;
 
 use crate::world::World;
@@ -55,20 +55,26 @@ impl World<'_> {
     pub(crate) fn depth_search_notes(&self, strategy: &str) -> Vec<String> {
         let mut notes = Vec::new();
         for (j, job) in self.sc.jobs.iter().enumerate() {
-            let cint_scenario::Work::Io(io) = &job.work else {
+            let Some(target) = job.io().and_then(|io| io.shape.latency_target) else {
                 continue;
             };
-            let Some(target) = io.shape.latency_target else {
-                continue;
-            };
-            let searches = self
-                .threads
-                .iter()
-                .zip(&self.searches)
-                .filter(|(th, _)| th.job as usize == j)
-                .map(|(_, s)| s);
-            notes.push(depth_search::note(strategy, &job.name, &target, searches));
+            notes.push(depth_search::note(
+                strategy,
+                &job.name,
+                &target,
+                self.job_searches(j),
+            ));
         }
         notes
+    }
+
+    /// The latency-target searches of job `j`'s threads (every thread
+    /// has one; those of a job without a target never move).
+    pub(crate) fn job_searches(&self, j: usize) -> impl Iterator<Item = &DepthSearch> + '_ {
+        self.threads
+            .iter()
+            .zip(&self.searches)
+            .filter(move |(th, _)| th.job as usize == j)
+            .map(|(_, s)| s)
     }
 }

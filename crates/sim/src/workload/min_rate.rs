@@ -94,12 +94,6 @@ impl World<'_> {
             .missed
             .iter()
             .any(|m| self.threads[m.thread].job as usize == j);
-        let searches = self
-            .threads
-            .iter()
-            .zip(&self.searches)
-            .filter(|(th, _)| th.job as usize == j)
-            .map(|(_, s)| s);
-        cint_scenario::depth_search::job_errno(missed, searches)
+        cint_scenario::depth_search::job_errno(missed, self.job_searches(j))
     }
 }
