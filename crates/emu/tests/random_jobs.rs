@@ -150,13 +150,7 @@ fn job(
         let _ = writeln!(out, "rate = \"{}m\"", 10 + d.below(300));
     }
     if d.chance(10) {
-        let think = 1 + d.below(50);
-        let _ = writeln!(
-            out,
-            "thinktime = \"{think}us\"\nthinktime_spin = \"{}us\"\nthinktime_blocks = {}",
-            d.below(think + 1),
-            1 + d.below(8)
-        );
+        out.push_str(&cint_test_support::scenario::drawn_think_time(d).1);
     }
     if writes && engine != "io_uring" && d.chance(15) {
         let key = d.pick(&["fsync", "fdatasync"]);

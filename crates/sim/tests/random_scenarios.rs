@@ -204,13 +204,8 @@ fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, mixed: bool, 
         }
     }
     if rng.chance(10) {
-        let think = 1 + rng.below(50);
-        let _ = writeln!(
-            out,
-            "thinktime = \"{think}us\"\nthinktime_spin = \"{}us\"\nthinktime_blocks = {}",
-            rng.below(think + 1),
-            1 + rng.below(8)
-        );
+        let (think, lines) = cint_test_support::scenario::drawn_think_time(rng);
+        out.push_str(&lines);
         // Its triggers, from the draw above (no draw of their own, so the
         // rest of the seed's scenario is unchanged): by issued requests,
         // and every so often.

@@ -157,3 +157,18 @@ pub fn cpu_job(name: &str) -> Job {
         guest: None,
     }
 }
+
+/// fio's think time as scenario keys, drawn as both random-scenario
+/// generators draw it: the think time (1 to 50 us), its busy part and
+/// the requests between pauses. Returns the think time, which the
+/// simulator's generator derives further keys from without drawing, and
+/// the lines.
+pub fn drawn_think_time(rng: &mut crate::rng::Rng) -> (u64, String) {
+    let think = 1 + rng.below(50);
+    let lines = format!(
+        "thinktime = \"{think}us\"\nthinktime_spin = \"{}us\"\nthinktime_blocks = {}\n",
+        rng.below(think + 1),
+        1 + rng.below(8)
+    );
+    (think, lines)
+}
