@@ -284,14 +284,13 @@ impl Client {
 
     fn submit_at(&mut self, request: Request, addr: usize, polled: bool) -> Result<(), EmuError> {
         let polled = polled && self.interrupt_queue;
-        if self.free.is_empty() {
-            return Err(EmuError::Busy);
-        }
-        self.take_tag()?;
         let Some(index) = self.free.pop() else {
-            self.shared.free_tags(self.queue(), 1, false);
             return Err(EmuError::Busy);
         };
+        if let Err(e) = self.take_tag() {
+            self.free.push(index);
+            return Err(e);
+        }
         let now = sys::now();
         let slot = &mut self.slots[index as usize];
         slot.generation = slot.generation.wrapping_add(1);

@@ -177,9 +177,7 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
 /// has.
 fn shared_queue(scenario: &Scenario) -> Option<EmuError> {
     let pairs = scenario.device.queue_pairs(scenario.host.cores);
-    let mut used: Vec<u32> = scenario.jobs.iter().flat_map(job_cpus).collect();
-    used.sort_unstable();
-    used.dedup();
+    let used = used_cores(scenario);
     let (a, b) = used.iter().enumerate().find_map(|(i, &a)| {
         used[i + 1..]
             .iter()
@@ -392,6 +390,14 @@ fn search_notes(scenario: &Scenario, details: &[StrategyDetail]) -> Vec<String> 
     notes
 }
 
+/// The application cores the scenario's jobs use, each once, in order.
+fn used_cores(scenario: &Scenario) -> Vec<u32> {
+    let mut used: Vec<u32> = scenario.jobs.iter().flat_map(job_cpus).collect();
+    used.sort_unstable();
+    used.dedup();
+    used
+}
+
 /// The application cores of `job`'s threads (its `cpus`, or its `cpu`).
 fn job_cpus(job: &Job) -> Vec<u32> {
     match job.cpus.is_empty() {
@@ -410,9 +416,7 @@ struct CpuLayout {
 impl CpuLayout {
     fn for_scenario(scenario: &Scenario) -> Result<CpuLayout, EmuError> {
         let allowed = sys::allowed_cpus().map_err(EmuError::Pinning)?;
-        let mut used: Vec<u32> = scenario.jobs.iter().flat_map(job_cpus).collect();
-        used.sort_unstable();
-        used.dedup();
+        let used = used_cores(scenario);
         let highest = used.last().copied().unwrap_or(0) as usize;
         if allowed.len() < 2 || allowed.len() < highest + 2 {
             return Err(Self::too_few_cores(scenario, highest, allowed.len()));

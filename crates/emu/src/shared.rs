@@ -394,12 +394,12 @@ impl Shared {
     /// `by_handler`: the caller is the queue's handler pass, which may
     /// sleep for the pool's lock ([`lock_tags`]).
     pub fn free_tags(&self, queue: usize, n: u32, by_handler: bool) {
-        let Some(pool) = self.queues.get(queue).and_then(|q| q.tags.get()) else {
-            return;
-        };
         if n == 0 {
             return;
         }
+        let Some(pool) = self.queues.get(queue).and_then(|q| q.tags.get()) else {
+            return;
+        };
         let mut woken = Vec::new();
         if let Some(mut pool) = lock_tags(pool, by_handler) {
             for _ in 0..n {
