@@ -27,9 +27,7 @@ use crate::replay::TraceCursor;
 use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
 use crate::sys;
-use crate::workload::{
-    run_thread, Control, Stage, ThreadOutcome, ThreadPlan, PHASE_CLOSED, PHASE_MEASURE,
-};
+use crate::workload::{run_thread, Control, Stage, ThreadOutcome, ThreadPlan};
 
 /// What the emulator measured beyond the result document, for tests and
 /// diagnostics.
@@ -110,9 +108,11 @@ pub struct JobDetail {
     /// When it started, and its measured window's start and end, from the
     /// run's start (`None`: it did not start before the run ended).
     pub span: Option<(Nanos, Nanos, Nanos)>,
-    /// When the last completion it counted came into a thread's hand,
-    /// from the run's window start: never after the window's end.
-    pub last_counted_at: Option<Nanos>,
+    /// When the first and the last completion it counted came into a
+    /// thread's hand, in nanoseconds from the run's window start (signed,
+    /// so that one counted before the window would show): never outside
+    /// the window.
+    pub counted_span: Option<(i64, i64)>,
     /// The rate floors its threads missed (`at` from the run's start),
     /// each of which ended its thread.
     pub floors_missed: Vec<cint_scenario::rate_floor::Missed>,
@@ -1117,7 +1117,7 @@ fn measure(
     let activity_before = clocks.read();
     let stats_before = emulator.stats();
     let window_start = sys::now();
-    control.phase.store(PHASE_MEASURE, Ordering::SeqCst);
+    control.open_window(window_start);
     if scenario.warmup == 0 {
         gate.open(true);
     }
@@ -1143,8 +1143,9 @@ fn measure(
     // preempted), in which the threads completed requests that used to
     // be counted against a window that had ended, so a device-bound job
     // could show more than the device's bandwidth.
-    control.phase.store(PHASE_CLOSED, Ordering::SeqCst);
-    let ns = sys::now().saturating_sub(window_start).max(1);
+    let window_end = sys::now();
+    control.close_window(window_end);
+    let ns = window_end.saturating_sub(window_start).max(1);
     // Sample before stopping: a stopped thread's clock and /proc entry
     // disappear.
     let stats_after = emulator.stats();
@@ -1512,6 +1513,10 @@ fn summarise_job(
             since_run(window.start + to),
         )
     });
+    // An instant from the window's start, signed: the two's-complement
+    // difference of two instants of one clock, which are far closer than
+    // 2^63 ns.
+    let from_window = |at: Nanos| at.wrapping_sub(window.start) as i64;
     let window_s = window_ns as f64 / 1e9;
     let mut hist = LatencyHistogram::new();
     let mut by_direction = [FioHistogram::new(), FioHistogram::new()];
@@ -1522,11 +1527,11 @@ fn summarise_job(
     let mut detail = JobDetail {
         name: job.name.clone(),
         span,
-        last_counted_at: outcomes
+        counted_span: outcomes
             .iter()
-            .filter_map(|o| o.last_counted_at)
-            .max()
-            .map(|at| at.saturating_sub(window.start)),
+            .filter_map(|o| o.counted_span)
+            .reduce(|(f1, l1), (f2, l2)| (f1.min(f2), l1.max(l2)))
+            .map(|(first, last)| (from_window(first), from_window(last))),
         ..Default::default()
     };
     let (mut ios, mut bytes) = (0, 0);

@@ -39,12 +39,22 @@ pub(crate) const PHASE_MEASURE: u8 = 1;
 pub(crate) const PHASE_STOP: u8 = 2;
 /// The measured window is over, but the threads run on while the
 /// coordinator takes its closing samples (their clocks and `/proc`
-/// entries go with them): what they complete now is not counted.
+/// entries go with them): what they reap now is not counted.
 pub(crate) const PHASE_CLOSED: u8 = 3;
+
+/// A window edge not yet known.
+const UNKNOWN_EDGE: Nanos = Nanos::MAX;
 
 /// What every job thread shares with the coordinator.
 pub(crate) struct Control {
     pub phase: AtomicU8,
+    /// The measured window's edges ([`UNKNOWN_EDGE`] until set): a
+    /// completion counts when its thread had it in hand between them,
+    /// whichever phase the thread saw when it accounted for it, so a reap
+    /// made before the window opened, or before it closed, is counted by
+    /// when it was made rather than by when it was accounted.
+    window_open: AtomicU64,
+    window_close: AtomicU64,
     /// Job threads that have ended (their job's size done, their
     /// `runtime` over, or told to stop), for a run that ends with its
     /// last job (`run_to_end`).
@@ -104,6 +114,8 @@ impl Control {
         }
         Control {
             phase: AtomicU8::new(PHASE_WARMUP),
+            window_open: AtomicU64::new(UNKNOWN_EDGE),
+            window_close: AtomicU64::new(UNKNOWN_EDGE),
             ended: Mutex::new(0),
             ended_changed: Condvar::new(),
             live: threads.iter().map(|&n| AtomicUsize::new(n)).collect(),
@@ -124,6 +136,33 @@ impl Control {
                 })
                 .collect(),
         }
+    }
+
+    /// The measured window opens at `at` (an instant already passed).
+    pub(crate) fn open_window(&self, at: Nanos) {
+        self.window_open.store(at, Ordering::SeqCst);
+        self.phase.store(PHASE_MEASURE, Ordering::SeqCst);
+    }
+
+    /// The measured window closes at `at` (an instant already passed).
+    pub(crate) fn close_window(&self, at: Nanos) {
+        self.window_close.store(at, Ordering::SeqCst);
+        self.phase.store(PHASE_CLOSED, Ordering::SeqCst);
+    }
+
+    /// The span of the measured window that a thread of `plan`, having
+    /// seen run phase `phase`, counts completions in: none before the
+    /// window opened (or before a staged job's own window), or once the
+    /// run stops. The close is read after the phase, so a thread that saw
+    /// the window closed sees where.
+    fn counted_span(&self, plan: &ThreadPlan, phase: u8) -> Option<(Nanos, Nanos)> {
+        if phase != PHASE_MEASURE && phase != PHASE_CLOSED {
+            return None;
+        }
+        let open = self.window_open.load(Ordering::SeqCst);
+        let from = plan.window_from.map_or(open, |from| from.max(open));
+        let to = self.window_close.load(Ordering::SeqCst);
+        (open != UNKNOWN_EDGE).then_some((from, to))
     }
 
     /// A thread of job `job` starts at `now`: the job's start, which its
@@ -390,9 +429,9 @@ pub(crate) struct ThreadOutcome {
     pub search: Option<DepthSearch>,
     /// A trace job's thread: what its replay measured.
     pub trace: Option<TraceMeasure>,
-    /// When the last completion it counted came into its hand (this
-    /// process's clock): never after the window closed.
-    pub last_counted_at: Option<Nanos>,
+    /// When the first and the last completion it counted came into its
+    /// hand (this process's clock): never outside the window.
+    pub counted_span: Option<(Nanos, Nanos)>,
 }
 
 impl ThreadOutcome {
@@ -1325,7 +1364,9 @@ impl IoThread {
     }
 
     fn account(&mut self, control: &Control) {
-        let measuring = self.measuring(control);
+        let phase = control.phase.load(Ordering::SeqCst);
+        let measuring = in_window(&self.plan, phase);
+        let counted = control.counted_span(&self.plan, phase);
         // Wake-ups since the last pass: the client's futex wake-ups and
         // this thread's timed sleeps, attributed to the window the way
         // completions are (by the phase when they are accounted).
@@ -1368,9 +1409,10 @@ impl IoThread {
                 };
                 estimator.record(c.in_hand, u64::from(c.len), dir, c.latency());
             }
+            let in_window = counted.is_some_and(|(from, to)| (from..=to).contains(&c.in_hand));
             match c.result {
                 Ok(bytes) => {
-                    if measuring {
+                    if in_window {
                         if let Some(floor) = &mut self.floor {
                             floor.sample(c.op == Op::Write, u64::from(bytes));
                         }
@@ -1381,7 +1423,10 @@ impl IoThread {
                         }
                         self.out.ios += 1;
                         self.out.bytes += u64::from(bytes);
-                        self.out.last_counted_at = self.out.last_counted_at.max(Some(c.in_hand));
+                        self.out.counted_span = Some(match self.out.counted_span {
+                            None => (c.in_hand, c.in_hand),
+                            Some((first, last)) => (first.min(c.in_hand), last.max(c.in_hand)),
+                        });
                         self.out.hist.record(c.latency());
                         let dir = &mut self.out.by_direction[usize::from(c.op == Op::Write)];
                         dir.hist.record(c.latency());
@@ -1455,6 +1500,40 @@ mod tests {
             trace: None,
             occupant: None,
         }
+    }
+
+    #[test]
+    fn completions_count_by_when_they_were_in_hand_not_by_the_phase_seen() {
+        let control = Control::new(&[1], vec![0], &[None]);
+        let mut plan = later_cpu_thread(MS);
+        plan.window_from = None;
+        assert_eq!(control.counted_span(&plan, PHASE_WARMUP), None);
+        control.open_window(1_000);
+        // A thread that sees the window open counts from its opening
+        // instant, not from when it looked.
+        assert_eq!(
+            control.counted_span(&plan, PHASE_MEASURE),
+            Some((1_000, UNKNOWN_EDGE))
+        );
+        // A staged job counts from its own start, never before the run's.
+        plan.window_from = Some(1_500);
+        assert_eq!(
+            control.counted_span(&plan, PHASE_MEASURE),
+            Some((1_500, UNKNOWN_EDGE))
+        );
+        plan.window_from = Some(500);
+        assert_eq!(
+            control.counted_span(&plan, PHASE_MEASURE),
+            Some((1_000, UNKNOWN_EDGE))
+        );
+        // Once closed, what was in hand before the close still counts.
+        control.close_window(9_000);
+        assert_eq!(
+            control.counted_span(&plan, PHASE_CLOSED),
+            Some((1_000, 9_000))
+        );
+        control.stop();
+        assert_eq!(control.counted_span(&plan, PHASE_STOP), None);
     }
 
     #[test]
