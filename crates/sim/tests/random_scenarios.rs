@@ -1083,49 +1083,64 @@ fn first_seed() -> u64 {
         .unwrap_or(1)
 }
 
+/// Scenarios drawn, not run, to check that the generator's rarer layers
+/// come up: drawing one takes microseconds.
+const COVERAGE_SEEDS: u64 = 3_000;
+
 #[test]
 fn random_valid_scenarios_answer_deterministically_and_make_progress() {
     let start = first_seed();
     for seed in start..start + 300 {
         check(seed);
     }
-    // The layers drawn on generators of their own do come up.
-    let with = |what: &str| {
-        (start..start + 300)
-            .filter(|&seed| scenario(seed).contains(what))
-            .count()
-    };
-    assert!(with("[[guest]]") >= 30, "{}", with("[[guest]]"));
-    assert!(with("vic-sched") >= 10, "{}", with("vic-sched"));
-    assert!(with("xen-like") >= 10, "{}", with("xen-like"));
-    assert!(with("sched_group = ") >= 30, "{}", with("sched_group = "));
-    assert!(with("[[sched_group]]") >= 10, "{}", with("[[sched_group]]"));
-    assert!(
-        with("submit_mode = \"offload\"") >= 30,
-        "{}",
-        with("submit_mode")
-    );
-    assert!(with("sqpoll = true") >= 20, "{}", with("sqpoll = true"));
-    assert!(with("sqpoll_cpu = ") >= 10, "{}", with("sqpoll_cpu = "));
-    // Two guests, each with a page cache of its own, do come up.
-    let two_caches = (start..start + 300)
-        .filter(|&seed| {
-            let text = scenario(seed);
-            text.matches("dd\"\nguest = ").count() >= 2
-        })
+    // The layers drawn on generators of their own do come up, counted
+    // over the COVERAGE_SEEDS drawn from the same first seed. Each bound
+    // lies about 4.5 standard deviations below the count its rate gives
+    // (the rate in each label, measured over seeds 1 to 20 000 on
+    // 2026-11-29), so that it holds from any first seed
+    // (`CINT_RANDOM_SEED`): bounds set on the 300 seeds run used to fail
+    // from one first seed in ten.
+    let drawn: Vec<String> = (start..start + COVERAGE_SEEDS).map(scenario).collect();
+    let with = |what: &str| drawn.iter().filter(|s| s.contains(what)).count();
+    let two_caches = drawn
+        .iter()
+        .filter(|text| text.matches("dd\"\nguest = ").count() >= 2)
         .count();
-    assert!(two_caches >= 5, "{two_caches}");
-    let compacting = (start..start + 300)
-        .map(scenario)
+    let compacting = drawn
+        .iter()
         .filter(|s| s.contains("fill = \"random\"\nauto_compaction = true"))
         .filter(|s| s.contains("\"fillbatch\"") || s.contains("\"readwhilewriting\""))
         .count();
-    assert!(compacting >= 5, "{compacting}");
-    assert!(
-        with("sync = true\nwal_hint") >= 10,
-        "{}",
-        with("sync = true\nwal_hint")
-    );
+    for (what, count, least) in [
+        ("guests (13.6%)", with("[[guest]]"), 320),
+        ("vic-sched (6.9%)", with("vic-sched"), 140),
+        ("Xen-like guests (7.0%)", with("xen-like"), 140),
+        ("jobs in task groups (24.2%)", with("sched_group = "), 600),
+        ("declared task groups (20.7%)", with("[[sched_group]]"), 500),
+        (
+            "offloaded jobs (18.2%)",
+            with("submit_mode = \"offload\""),
+            440,
+        ),
+        ("SQ threads (14.4%)", with("sqpoll = true"), 340),
+        (
+            "SQ threads on a core given (6.4%)",
+            with("sqpoll_cpu = "),
+            130,
+        ),
+        ("two guests with a page cache each (4.7%)", two_caches, 85),
+        ("RocksDB compacting as it loads (4.1%)", compacting, 75),
+        (
+            "synchronous WAL writes (4.4%)",
+            with("sync = true\nwal_hint"),
+            80,
+        ),
+    ] {
+        assert!(
+            count >= least,
+            "{what}: {count} of {COVERAGE_SEEDS} scenarios from seed {start}, fewer than {least}"
+        );
+    }
 }
 
 #[test]
