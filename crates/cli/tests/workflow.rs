@@ -182,14 +182,14 @@ fn bad_fio_input_is_one_line_naming_the_culprit() {
         &cint(&["emu", "--fio", &ring]),
         "ring.fio:7: job.r.sqpoll: modelled by the simulator only",
     );
-    let offload = dir.write(
-        "off.fio",
-        "[global]\nioengine=psync\ndirect=1\nruntime=5ms\n[a]\n[b]\ncpus_allowed=1\n\
-         io_submit_mode=offload\n",
+    let buffered = dir.write(
+        "buf.fio",
+        "[global]\nioengine=psync\nruntime=5ms\n[a]\ndirect=1\n[b]\ncpus_allowed=1\n\
+         direct=0\n",
     );
     assert_refused(
-        &cint(&["emu", "--fio", &offload]),
-        "off.fio:8: job.b.submit_mode: modelled by the simulator only",
+        &cint(&["emu", "--fio", &buffered]),
+        "buf.fio:8: job.b.direct: modelled by the simulator only",
     );
 
     // A job on a core past what this machine gives the emulator is

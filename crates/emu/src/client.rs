@@ -228,6 +228,20 @@ impl Client {
         idle.running_now() > 1 || idle.waiting_now() > 0
     }
 
+    /// Runs `wait`, a wait of this client's thread outside the emulator (a
+    /// condition variable of its own), with the thread counted as not
+    /// running on its core meanwhile, as a wait in [`Client::wait`] is: an
+    /// interrupt for another thread there then finds the core idle only
+    /// if nothing else runs. The thread is counted again before this
+    /// returns, as a thread that starts running is.
+    pub(crate) fn away<T>(&self, wait: impl FnOnce() -> T) -> T {
+        let idle = &self.shared.queues[self.channel.queue as usize].idle;
+        idle.depart();
+        let out = wait();
+        idle.arrive();
+        out
+    }
+
     /// Deliveries that matched no request in flight: a duplicate or a
     /// stray completion. The emulator's exactly-once guarantee keeps it 0.
     pub fn strays(&self) -> u64 {

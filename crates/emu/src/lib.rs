@@ -32,6 +32,7 @@ mod flow;
 mod idle;
 mod idle_watch;
 mod irq;
+mod offload;
 mod replay;
 pub mod ring;
 pub mod runner;

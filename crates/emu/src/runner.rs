@@ -6,7 +6,7 @@
 //! `i`-th remaining allowed CPU. On a 2-CPU machine: application core 0 is
 //! CPU 0 and the device core is CPU 1.
 
-use std::sync::atomic::{AtomicI32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
@@ -19,15 +19,19 @@ use cint_scenario::{Backend as BackendKind, CompletionMode, Job, Scenario, Strat
 
 use crate::activity::{CoreClocks, CoreGroup, CoreReading};
 use crate::backend::{BackendConfig, FileSource};
-use crate::emulator::{DeviceConfig, DeviceStats, Emulator, QueueConfig};
+use crate::client::Client;
+use crate::emulator::{
+    DeviceConfig, DeviceStats, Emulator, Occupant, PendingOccupant, QueueConfig,
+};
 use crate::energy::{CpuTime, Overlap, PhysicalCore};
 use crate::error::{unsupported, EmuError};
 use crate::idle_watch::{IdleWatch, ProfileState};
+use crate::offload::{Dispatch, OffloadPool};
 use crate::replay::TraceCursor;
 use crate::select::ThreadSelect;
-use crate::shared::{QueueMode, MAX_QUEUE_DEPTH};
+use crate::shared::{QueueMode, MAX_CLIENTS, MAX_QUEUE_DEPTH};
 use crate::sys;
-use crate::workload::{run_thread, Control, Stage, ThreadOutcome, ThreadPlan};
+use crate::workload::{run_thread, Control, OffloadRole, Stage, ThreadOutcome, ThreadPlan};
 
 /// What the emulator measured beyond the result document, for tests and
 /// diagnostics.
@@ -152,8 +156,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 // The simulator runs such a job through its page cache;
                 // the emulator's threads would issue it as direct I/O.
                 Some("direct")
-            } else if io.offload {
-                Some("submit_mode")
             } else if io.sqpoll.is_some() {
                 Some("sqpoll")
             } else {
@@ -167,6 +169,36 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
         }
     }
     None
+}
+
+/// More I/O threads than a device takes clients ([`MAX_CLIENTS`]): each
+/// thread of an I/O job has one, and each worker of an offloaded job's
+/// thread one more. Refused by the key that asks for the most.
+fn too_many_clients(scenario: &Scenario) -> Option<EmuError> {
+    let per_job = |job: &cint_scenario::Job| {
+        job.io().map_or(0, |io| {
+            let workers = if io.offload { io.iodepth as usize } else { 0 };
+            job.numjobs as usize * (1 + workers)
+        })
+    };
+    let total: usize = scenario.jobs.iter().map(per_job).sum();
+    if total <= MAX_CLIENTS {
+        return None;
+    }
+    let job = scenario.jobs.iter().max_by_key(|j| per_job(j))?;
+    let key = if job.io().is_some_and(|io| io.offload) {
+        "iodepth"
+    } else {
+        "numjobs"
+    };
+    Some(unsupported(
+        format!("job.{}.{key}", job.name),
+        format!(
+            "the jobs' threads need {total} clients of the device, and the emulator's takes at \
+             most {MAX_CLIENTS} (a thread each, and one more per worker of an offloaded job's \
+             thread, iodepth of them); cint sim runs more"
+        ),
+    ))
 }
 
 /// Two application cores on one of the device's queues (`device.queues`
@@ -268,6 +300,9 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         ));
     }
     if let Some(refusal) = shared_queue(scenario) {
+        return Err(refusal);
+    }
+    if let Some(refusal) = too_many_clients(scenario) {
         return Err(refusal);
     }
     if scenario.device.queue_depth as usize > MAX_QUEUE_DEPTH {
@@ -487,18 +522,24 @@ impl CpuLayout {
 struct StartGate {
     ready: AtomicUsize,
     failed: std::sync::Mutex<Option<String>>,
-    /// 0: wait, 1: go, 2: abort.
-    state: AtomicU8,
+    /// 0: wait, 1: go, 2: abort; the waiters sleep on `opened` until it
+    /// changes. They used to look every 50 us: with the window opening
+    /// before the gate (a run without a warm-up), each look was a
+    /// context switch counted in the window, thousands of them while the
+    /// coordinator read the threads' `/proc` entries (an offloaded job's
+    /// 33 threads at 47 requests a second showed 144 switches a request).
+    state: std::sync::Mutex<u8>,
+    opened: std::sync::Condvar,
 }
 
 impl StartGate {
     fn wait_for_go(&self) -> bool {
-        loop {
-            match self.state.load(Ordering::SeqCst) {
-                0 => sys::sleep_ns(50_000),
-                1 => return true,
-                _ => return false,
-            }
+        let Ok(state) = self.state.lock() else {
+            return false;
+        };
+        match self.opened.wait_while(state, |s| *s == 0) {
+            Ok(state) => *state == 1,
+            Err(_) => false,
         }
     }
 
@@ -513,7 +554,10 @@ impl StartGate {
     }
 
     fn open(&self, go: bool) {
-        self.state.store(if go { 1 } else { 2 }, Ordering::SeqCst);
+        if let Ok(mut state) = self.state.lock() {
+            *state = if go { 1 } else { 2 };
+        }
+        self.opened.notify_all();
     }
 }
 
@@ -752,6 +796,7 @@ fn run_strategy(
         host_in_flight: Arc::default(),
         clocks: &clocks,
         stages: &stages,
+        sleep_granularity: crate::workload::sleep_granularity(),
     };
     let StartedThreads {
         mut tracked,
@@ -881,6 +926,8 @@ struct JobThreads<'a> {
     clocks: &'a CoreClocks,
     /// Each job's start, where it does not start with the run.
     stages: &'a [Option<Stage>],
+    /// fio's sleep granularity, measured before the threads start.
+    sleep_granularity: Nanos,
 }
 
 /// Spawns every job's threads, each pinned to its core, and lets them go
@@ -916,21 +963,27 @@ fn start_job_threads(
             };
             let real_cpu = layout.app[queue].1;
             let io = job.io().cloned();
-            let client = match &io {
-                Some(io) => {
-                    let depth = if io.engine.is_sync() {
-                        1
-                    } else {
-                        io.iodepth.max(1)
-                    } as usize;
-                    match emulator.client(queue, depth.min(MAX_QUEUE_DEPTH)) {
-                        Ok(c) => Some(c),
-                        Err(e) => {
-                            failure = Some(e);
-                            break;
-                        }
-                    }
+            // An offloaded job's thread hands its requests to `iodepth`
+            // workers of its own, each at depth 1; it submits none itself.
+            let pool = io
+                .as_ref()
+                .filter(|io| io.offload)
+                .map(|io| Arc::new(OffloadPool::new(io.iodepth.max(1) as usize)));
+            let client_depth = |io: &cint_scenario::IoJob| {
+                if io.engine.is_sync() || pool.is_some() {
+                    1
+                } else {
+                    (io.iodepth.max(1) as usize).min(MAX_QUEUE_DEPTH)
                 }
+            };
+            let client = match &io {
+                Some(io) => match emulator.client(queue, client_depth(io)) {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        failure = Some(e);
+                        break 'jobs;
+                    }
+                },
                 None => None,
             };
             // A CPU-bound thread runs on its core while it burns:
@@ -947,75 +1000,94 @@ fn start_job_threads(
                 Ok(pair) => pair,
                 Err(e) => {
                     failure = Some(e);
-                    break;
+                    break 'jobs;
                 }
             };
-            let activity = threads.clocks.for_queue(queue);
-            let probe = Arc::new(ThreadProbe::default());
-            tracked.push(Tracked {
-                job: Some(job_index),
-                probe: Arc::clone(&probe),
-            });
-            let plan = ThreadPlan {
-                job: job_index,
-                io: io.clone(),
-                mode: strategy.mode,
-                runtime: job.runtime,
-                stage: threads.stages[job_index],
-                window_from: None,
-                sync_path: target.sync_path.clone(),
-                flow: flows[job_index].clone(),
-                span: io.as_ref().map_or(0, |io| {
-                    let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
-                    io.size.min(target.span).max(largest)
-                }),
-                needs_buffers: target.needs_buffers,
-                seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
-                ramp: scenario.warmup > 0,
-                select: threads.selector.zip(io.as_ref()).map(|(selector, io)| {
-                    let open_idle = || IdleWatch::open(real_cpu, &profile_idle_states(scenario));
-                    ThreadSelect::new(selector, io, Arc::clone(&threads.host_in_flight), open_idle)
-                }),
-                trace: io
-                    .as_ref()
-                    .and_then(|io| io.shape.trace.as_ref())
-                    .map(|tr| TraceCursor::new(tr, thread as usize)),
-                occupant: occupant_later,
-            };
-            let control = Arc::clone(control);
-            let gate = Arc::clone(&gate);
-            let spawned = std::thread::Builder::new()
-                .name(format!("cint-job-{}-{thread}", job.name))
-                .spawn(move || -> Result<ThreadOutcome, EmuError> {
-                    probe.register();
-                    let pinned = sys::pin_to(real_cpu);
-                    if let Err(e) = &pinned {
-                        gate.fail(e.clone());
-                    }
-                    gate.ready.fetch_add(1, Ordering::SeqCst);
-                    if !gate.wait_for_go() {
-                        return Ok(ThreadOutcome::default());
-                    }
-                    pinned.map_err(EmuError::Pinning)?;
-                    if let Some(clocks) = activity {
-                        crate::activity::attach(clocks);
-                    }
-                    let outcome = run_thread(plan, client, &control);
-                    crate::activity::detach();
-                    drop(occupant);
-                    probe.finish();
-                    Ok(outcome)
-                });
-            match spawned {
-                Ok(h) => handles.push((job_index, h)),
-                Err(e) => {
-                    failure = Some(EmuError::Thread(e.to_string()));
-                    break;
+            let plan =
+                |offload: Option<OffloadRole>, occupant: Option<PendingOccupant>| ThreadPlan {
+                    job: job_index,
+                    io: io.clone(),
+                    mode: strategy.mode,
+                    runtime: job.runtime,
+                    stage: threads.stages[job_index],
+                    window_from: None,
+                    sync_path: target.sync_path.clone(),
+                    flow: flows[job_index].clone(),
+                    span: io.as_ref().map_or(0, |io| {
+                        let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
+                        io.size.min(target.span).max(largest)
+                    }),
+                    needs_buffers: target.needs_buffers,
+                    seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
+                    ramp: scenario.warmup > 0,
+                    select: threads.selector.zip(io.as_ref()).map(|(selector, io)| {
+                        let open_idle =
+                            || IdleWatch::open(real_cpu, &profile_idle_states(scenario));
+                        ThreadSelect::new(
+                            selector,
+                            io,
+                            Arc::clone(&threads.host_in_flight),
+                            open_idle,
+                        )
+                    }),
+                    trace: io
+                        .as_ref()
+                        .and_then(|io| io.shape.trace.as_ref())
+                        .map(|tr| TraceCursor::new(tr, thread as usize)),
+                    occupant,
+                    offload,
+                    sleep_granularity: threads.sleep_granularity,
+                };
+            let mut specs = vec![ThreadSpec {
+                name: format!("cint-job-{}-{thread}", job.name),
+                plan: plan(
+                    pool.clone()
+                        .map(|pool| OffloadRole::Main(Dispatch::new(pool))),
+                    occupant_later,
+                ),
+                client,
+                occupant,
+            }];
+            if let (Some(pool), Some(io)) = (&pool, &io) {
+                // The selector is per thread: the workers' decide for the
+                // requests they run; the main thread runs none.
+                specs[0].plan.select = None;
+                for w in 0..pool.depth() {
+                    let client = match emulator.client(queue, client_depth(io)) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            failure = Some(e);
+                            break 'jobs;
+                        }
+                    };
+                    specs.push(ThreadSpec {
+                        name: format!("cint-job-{}-{thread}-w{w}", job.name),
+                        plan: plan(Some(OffloadRole::Worker(Arc::clone(pool), w)), None),
+                        client: Some(client),
+                        occupant: None,
+                    });
                 }
             }
-        }
-        if failure.is_some() {
-            break;
+            for spec in specs {
+                let probe = Arc::new(ThreadProbe::default());
+                tracked.push(Tracked {
+                    job: Some(job_index),
+                    probe: Arc::clone(&probe),
+                });
+                let spawned = spawn_job_thread(
+                    spec,
+                    (real_cpu, threads.clocks.for_queue(queue)),
+                    probe,
+                    (Arc::clone(control), Arc::clone(&gate)),
+                );
+                match spawned {
+                    Ok(h) => handles.push((job_index, h)),
+                    Err(e) => {
+                        failure = Some(EmuError::Thread(e.to_string()));
+                        break 'jobs;
+                    }
+                }
+            }
         }
     }
     while failure.is_none() && gate.ready.load(Ordering::SeqCst) < handles.len() {
@@ -1037,6 +1109,55 @@ fn start_job_threads(
         handles,
         gate,
     })
+}
+
+/// One job thread to spawn: its name, plan, client and, for a CPU-bound
+/// thread that starts with the run, its place among what runs on its
+/// core.
+struct ThreadSpec {
+    name: String,
+    plan: ThreadPlan,
+    client: Option<Client>,
+    occupant: Option<Occupant>,
+}
+
+/// Spawns the thread of `spec`: it registers its probe, pins itself to
+/// `real_cpu` and reports to `activity`'s clocks, waits at the gate,
+/// then runs its plan.
+fn spawn_job_thread(
+    spec: ThreadSpec,
+    (real_cpu, activity): (u32, Option<crate::activity::ClockPair>),
+    probe: Arc<ThreadProbe>,
+    (control, gate): (Arc<Control>, Arc<StartGate>),
+) -> std::io::Result<JoinHandle<Result<ThreadOutcome, EmuError>>> {
+    let ThreadSpec {
+        name,
+        plan,
+        client,
+        occupant,
+    } = spec;
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || -> Result<ThreadOutcome, EmuError> {
+            probe.register();
+            let pinned = sys::pin_to(real_cpu);
+            if let Err(e) = &pinned {
+                gate.fail(e.clone());
+            }
+            gate.ready.fetch_add(1, Ordering::SeqCst);
+            if !gate.wait_for_go() {
+                return Ok(ThreadOutcome::default());
+            }
+            pinned.map_err(EmuError::Pinning)?;
+            if let Some(clocks) = activity {
+                crate::activity::attach(clocks);
+            }
+            let outcome = run_thread(plan, client, &control);
+            crate::activity::detach();
+            drop(occupant);
+            probe.finish();
+            Ok(outcome)
+        })
 }
 
 /// The job threads, pinned and waiting at their gate.

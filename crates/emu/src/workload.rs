@@ -5,7 +5,7 @@
 //! ([`crate::select`]), and `kind = "cpu"` jobs burn CPU.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use cint_policy::hints::{request_hint, BatchPosition, IoCall, IoContext, RwFlags};
 use cint_policy::hybrid_poll::{Direction, SleepEstimator};
@@ -25,6 +25,8 @@ use crate::activity::ThreadState;
 use crate::buf::IoBuf;
 use crate::client::{Client, Completion, Request, WaitMode};
 use crate::emulator::PendingOccupant;
+use crate::error::EmuError;
+use crate::offload::{Dispatch, Handed, OffloadPool};
 use crate::replay::TraceCursor;
 use crate::select::{ModeCounts, ThreadSelect};
 use crate::shared::{DeliveredBy, Op};
@@ -375,6 +377,21 @@ pub(crate) struct ThreadPlan {
     /// place among what runs on its core, taken while it burns (its
     /// interrupts there must preempt it), not while it waits to start.
     pub occupant: Option<PendingOccupant>,
+    /// Its part in an offloaded job (fio's `io_submit_mode=offload`).
+    pub offload: Option<OffloadRole>,
+    /// fio's sleep granularity, measured before the threads started
+    /// ([`sleep_granularity`]).
+    pub sleep_granularity: Nanos,
+}
+
+/// A thread's part in an offloaded job ([`crate::offload`]).
+pub(crate) enum OffloadRole {
+    /// The job's thread: it issues, hands each request to a worker, and
+    /// reaps nothing.
+    Main(Dispatch),
+    /// Worker `index` of the pool: it runs what it is handed, one request
+    /// at a time, and measures it.
+    Worker(Arc<OffloadPool>, usize),
 }
 
 /// What one job thread measured (requests completed in the measured
@@ -458,6 +475,14 @@ pub(crate) fn run_thread(
     client: Option<Client>,
     control: &Control,
 ) -> ThreadOutcome {
+    if matches!(plan.offload, Some(OffloadRole::Worker(..))) {
+        // A worker is none of its job's threads: its main thread waits to
+        // start, and ends, for it.
+        return match (plan.io.clone(), client) {
+            (Some(io), Some(client)) => IoThread::new(plan, io, client).run_worker(control),
+            _ => ThreadOutcome::default(),
+        };
+    }
     let job = plan.job;
     let exitall = plan.io.as_ref().and_then(|io| io.shape.exitall);
     let mut plan = plan;
@@ -599,8 +624,7 @@ struct IoThread {
     user_data: u64,
     /// Timed sleeps so far (each ends in a wake-up by the timer).
     sleeps: u64,
-    /// fio's sleep granularity, measured at the start of a rate-limited
-    /// or thinking thread as fio measures it ([`sleep_granularity`]).
+    /// fio's sleep granularity ([`sleep_granularity`]).
     granularity: Nanos,
     /// The think time's counters when it was last looked at or taken:
     /// requests submitted (`user_data`) at the last look, completions and
@@ -611,6 +635,23 @@ struct IoThread {
     last_think: Nanos,
     /// Wake-ups already attributed to a phase.
     woken_before: u64,
+    /// Its part in an offloaded job.
+    offload: Option<Offload>,
+    /// Times it slept on its offload pool's condition variable and was
+    /// woken (a `FUTEX_WAKE`).
+    pool_wakeups: u64,
+}
+
+/// An offloaded job's thread's part, as it runs.
+enum Offload {
+    Main(Dispatch),
+    Worker {
+        pool: Arc<OffloadPool>,
+        index: usize,
+        /// The start the main thread stamped on the request it runs: its
+        /// latency counts from there.
+        handed_at: Nanos,
+    },
 }
 
 impl IoThread {
@@ -628,7 +669,10 @@ impl IoThread {
                 }),
             ),
         };
-        let depth = client.depth();
+        let depth = match &plan.offload {
+            Some(OffloadRole::Main(dispatch)) => dispatch.pool.depth(),
+            _ => client.depth(),
+        };
         // A trace thread's requests are its stream's, whatever the job's
         // `bs`.
         let largest = match &plan.trace {
@@ -638,12 +682,24 @@ impl IoThread {
         let io_bs = io.bs;
         let pacer = Pacer::of_job(&io);
         let flow = plan.flow.take().map(crate::flow::FlowPlace::new);
+        let granularity = plan.sleep_granularity;
+        let offload = plan.offload.take().map(|role| match role {
+            OffloadRole::Main(dispatch) => Offload::Main(dispatch),
+            OffloadRole::Worker(pool, index) => Offload::Worker {
+                pool,
+                index,
+                handed_at: 0,
+            },
+        });
         let floor = Floor::of_job(&io);
         let search = io
             .shape
             .latency_target
             .map(|target| (target, DepthSearch::new(depth as u32)));
-        let buffers = if plan.needs_buffers {
+        // An offloaded job's main thread hands its requests on bare: each
+        // worker submits with a buffer of its own.
+        let main_of_offload = matches!(plan.offload, Some(OffloadRole::Main(_)));
+        let buffers = if plan.needs_buffers && !main_of_offload {
             (0..depth).map(|_| IoBuf::new(largest as usize)).collect()
         } else {
             Vec::new()
@@ -691,19 +747,40 @@ impl IoThread {
             done: Vec::with_capacity(depth),
             user_data: 0,
             sleeps: 0,
-            granularity: 0,
+            granularity,
             think_checked: 0,
             think_completed: 0,
             think_issued: 0,
             last_think: 0,
             woken_before: 0,
+            offload,
+            pool_wakeups: 0,
         }
     }
 
-    fn run(mut self, control: &Control) -> ThreadOutcome {
-        if self.pacer.is_some() || self.io.shape.thinktime > 0 {
-            self.granularity = sleep_granularity();
+    /// Requests out now: in flight through its client, or for a main
+    /// thread of an offloaded job, handed to its workers and not yet
+    /// done.
+    fn in_flight(&self) -> usize {
+        match &self.offload {
+            Some(Offload::Main(d)) => d.pool.in_use(),
+            _ => self.client.in_flight(),
         }
+    }
+
+    /// Requests it may have out: its client's depth, or its pool's io_us.
+    fn depth(&self) -> usize {
+        match &self.offload {
+            Some(Offload::Main(d)) => d.pool.depth(),
+            _ => self.client.depth(),
+        }
+    }
+
+    fn is_main_of_offload(&self) -> bool {
+        matches!(self.offload, Some(Offload::Main(_)))
+    }
+
+    fn run(mut self, control: &Control) -> ThreadOutcome {
         if self.io.shape.fsync > 0 || self.io.shape.fdatasync > 0 {
             self.open_sync_file();
         }
@@ -717,7 +794,7 @@ impl IoThread {
         }
         self.restart_rate(started);
         self.last_think = started;
-        let depth = self.client.depth();
+        let depth = self.depth();
         let batch = (self.io.batch as usize).clamp(1, depth);
         let min_events = (self.io.batch_complete_min as usize).clamp(1, depth);
         // io_getevents' max_nr: fio's iodepth_batch_complete_max (the
@@ -740,7 +817,7 @@ impl IoThread {
                 // fio counts `number_ios` again from the end of its ramp
                 // (libfio.c `reset_all_stats`), those in flight then
                 // included (backend.c `exceeds_number_ios`).
-                self.counted_from = self.requests_issued - self.client.in_flight() as u64;
+                self.counted_from = self.requests_issued - self.in_flight() as u64;
                 self.writes_base = self.writes_issued;
             }
             // Ended before the run: by its size, its floor, or another
@@ -759,7 +836,7 @@ impl IoThread {
                 if self.schedule_wait(control, max_events) {
                     continue;
                 }
-                if self.client.in_flight() < depth && self.sync_if_due(measuring) {
+                if self.in_flight() < depth && self.sync_if_due(measuring) {
                     continue;
                 }
                 if self.search_holds(control, max_events) {
@@ -770,17 +847,21 @@ impl IoThread {
                     if self.flow_wait(control, max_events) {
                         continue;
                     }
-                    self.submit_batch(1);
+                    // Inline, nothing is in flight here; an offloaded
+                    // job's main thread hands one on while an io_u is free.
+                    if self.in_flight() < depth {
+                        self.submit_batch(1);
+                    }
                 } else {
                     // What the rate lets go now, at most a batch at a time,
                     // each submission call a pass of fio's loop for its
                     // flow control.
                     let mut due = self.requests_due();
-                    while due > 0 && self.client.in_flight() < depth && !self.job_done() {
+                    while due > 0 && self.in_flight() < depth && !self.job_done() {
                         if self.flow_wait(control, max_events) {
                             break;
                         }
-                        let room = depth - self.client.in_flight();
+                        let room = depth - self.in_flight();
                         let n = batch.min(room).min(due);
                         self.submit_batch(n);
                         due -= n;
@@ -790,19 +871,28 @@ impl IoThread {
                     continue;
                 }
             }
-            if self.client.in_flight() == 0 {
+            if self.in_flight() == 0 {
                 if stopping {
                     if ended_early {
-                        self.out.ended_at = Some(sys::now());
+                        let now = sys::now();
+                        self.out.ended_at = Some(now);
+                        if let Some(Offload::Main(d)) = &mut self.offload {
+                            d.ended_early = Some(now);
+                        }
                     }
                     break;
                 }
                 continue;
             }
+            if self.is_main_of_offload() {
+                self.wait_for_io_u(stopping);
+                self.account(control);
+                continue;
+            }
             let (want, most) = if stopping {
                 // Draining at the end: every request comes back, however
                 // many calls that takes.
-                (self.client.in_flight(), usize::MAX)
+                (self.in_flight(), usize::MAX)
             } else if self.io.engine.is_sync() {
                 (1, 1)
             } else {
@@ -818,6 +908,11 @@ impl IoThread {
         if let Some(f) = &mut self.flow {
             f.leave();
         }
+        self.finish()
+    }
+
+    /// What the thread measured, with what its parts kept to the end.
+    fn finish(mut self) -> ThreadOutcome {
         self.out.strays = self.client.strays();
         self.out.search = self.search.map(|(_, search)| search);
         self.out.trace = self.trace.take().map(|t| t.measure);
@@ -826,6 +921,8 @@ impl IoThread {
             self.out.measured_modes = Some(select.measured);
             self.out.idle_watch = select.idle_report();
         }
+        // A main thread's pool closes here, once it has left its loop.
+        drop(self.offload.take());
         self.out
     }
 
@@ -860,23 +957,19 @@ impl IoThread {
                 buf,
                 user_data: self.user_data,
             };
-            let submitted = match &mut self.select {
-                Some(select) => {
-                    if select.choose_for_request(&self.client, len, op) {
-                        self.client.submit_polled(request)
-                    } else {
-                        self.client.submit(request)
-                    }
+            let submitted = match &self.offload {
+                Some(Offload::Main(d)) => {
+                    d.pool.hand(Handed {
+                        request,
+                        start: sys::now(),
+                        window_from: self.plan.window_from,
+                    });
+                    Ok(())
                 }
-                None => self.client.submit(request),
+                _ => self.submit_request(request, len, op),
             };
             match submitted {
-                Ok(()) => {
-                    self.out.submitted += 1;
-                    if let Some(select) = &self.select {
-                        select.submitted();
-                    }
-                }
+                Ok(()) => self.out.submitted += 1,
                 Err(e) => {
                     self.out.fail(e.to_string());
                     // Its buffer was dropped with the request; keep the pool
@@ -889,6 +982,27 @@ impl IoThread {
             }
         }
         self.batch = batch;
+    }
+
+    /// Submits `request` (`len` bytes, `op`) through the client: polled
+    /// or not, as the thread's selector chooses where it has one.
+    fn submit_request(&mut self, request: Request, len: u64, op: Op) -> Result<(), EmuError> {
+        let submitted = match &mut self.select {
+            Some(select) => {
+                if select.choose_for_request(&self.client, len, op) {
+                    self.client.submit_polled(request)
+                } else {
+                    self.client.submit(request)
+                }
+            }
+            None => self.client.submit(request),
+        };
+        if submitted.is_ok() {
+            if let Some(select) = &self.select {
+                select.submitted();
+            }
+        }
+        submitted
     }
 
     /// The job has issued what it was to (fio's loop stops before the
@@ -965,7 +1079,7 @@ impl IoThread {
     /// in flight and sleeps `flow_sleep`, or without one looks again.
     /// True when it held.
     fn flow_wait(&mut self, control: &Control, most: usize) -> bool {
-        if self.client.in_flight() >= self.client.depth() {
+        if self.in_flight() >= self.depth() {
             return false;
         }
         let Some(flow) = &mut self.flow else {
@@ -1120,6 +1234,84 @@ impl IoThread {
             }
             self.account(control);
         }
+    }
+
+    /// An offloaded job's main thread reaps nothing, its workers do: it
+    /// sleeps for a free io_u when all are out, and at its end until none
+    /// is (fio's `__get_io_u` waits on `free_cond`; its workqueue's exit
+    /// flushes). Meanwhile it does not run on its core.
+    fn wait_for_io_u(&mut self, draining: bool) {
+        let Some(Offload::Main(d)) = &self.offload else {
+            return;
+        };
+        let pool = Arc::clone(&d.pool);
+        let below = if draining { 1 } else { pool.depth() };
+        if pool.in_use() < below {
+            return;
+        }
+        crate::activity::enter(ThreadState::Idle);
+        let slept = self.client.away(|| pool.wait_until_below(below));
+        crate::activity::enter(ThreadState::Busy);
+        self.pool_wakeups += u64::from(slept);
+    }
+
+    /// A worker of an offloaded job (fio's `io_workqueue_fn`): takes each
+    /// request its main thread hands it, sleeping while there is none,
+    /// runs it through the job's engine at depth 1, measures it from the
+    /// main thread's start stamp, and frees its io_u; ends when the main
+    /// thread has left and nothing is left for it.
+    fn run_worker(mut self, control: &Control) -> ThreadOutcome {
+        let Some(Offload::Worker { pool, index, .. }) = &self.offload else {
+            return self.out;
+        };
+        let (pool, index) = (Arc::clone(pool), *index);
+        loop {
+            crate::activity::enter(ThreadState::Idle);
+            let (handed, slept) = self.client.away(|| pool.take(index));
+            crate::activity::enter(ThreadState::Busy);
+            self.pool_wakeups += u64::from(slept);
+            let Some(Handed {
+                mut request,
+                start,
+                window_from,
+            }) = handed
+            else {
+                break;
+            };
+            self.plan.window_from = window_from;
+            if let Some(Offload::Worker { handed_at, .. }) = &mut self.offload {
+                *handed_at = start;
+            }
+            let measuring = self.measuring(control);
+            if let Some(select) = &mut self.select {
+                select.measuring = measuring;
+            }
+            let (op, len) = (request.op, u64::from(request.len));
+            self.last_op = op;
+            self.last_len = len;
+            request.buf = self.buffers.pop();
+            match self.submit_request(request, len, op) {
+                Ok(()) => {
+                    while self.done.is_empty() && self.client.in_flight() > 0 {
+                        let measuring = self.measuring(control);
+                        let spun = self.wait(1, 1);
+                        if measuring {
+                            self.out.spin_ns += spun;
+                        }
+                    }
+                    self.account(control);
+                }
+                Err(e) => {
+                    self.out.fail(e.to_string());
+                    if self.plan.needs_buffers {
+                        self.buffers.push(IoBuf::new(self.largest as usize));
+                    }
+                }
+            }
+            pool.free_one();
+        }
+        self.out.ended_at = pool.ended_early();
+        self.finish()
     }
 
     /// The latency-target search's look at the top of the loop
@@ -1370,7 +1562,7 @@ impl IoThread {
         // Wake-ups since the last pass: the client's futex wake-ups and
         // this thread's timed sleeps, attributed to the window the way
         // completions are (by the phase when they are accounted).
-        let woken = self.client.wakeups() + self.sleeps;
+        let woken = self.client.wakeups() + self.sleeps + self.pool_wakeups;
         if measuring {
             self.out.wakeups += woken - self.woken_before;
         }
@@ -1386,8 +1578,15 @@ impl IoThread {
         } else {
             0
         };
+        // A worker's requests count from the start its main thread
+        // stamped on them, the wait for a worker included (fio's).
+        let handed_at = match &self.offload {
+            Some(Offload::Worker { handed_at, .. }) => Some(*handed_at),
+            _ => None,
+        };
         let (mut reaped, mut reaped_bytes) = (0, 0);
         for c in self.done.drain(..) {
+            let latency = handed_at.map_or_else(|| c.latency(), |at| c.in_hand.saturating_sub(at));
             self.out.completed += 1;
             reaped += 1;
             reaped_bytes += u64::from(c.len);
@@ -1427,9 +1626,9 @@ impl IoThread {
                             None => (c.in_hand, c.in_hand),
                             Some((first, last)) => (first.min(c.in_hand), last.max(c.in_hand)),
                         });
-                        self.out.hist.record(c.latency());
+                        self.out.hist.record(latency);
                         let dir = &mut self.out.by_direction[usize::from(c.op == Op::Write)];
-                        dir.hist.record(c.latency());
+                        dir.hist.record(latency);
                         dir.bytes += u64::from(bytes);
                     }
                 }
@@ -1455,8 +1654,14 @@ fn draw_write(rng: &mut ChaCha8Rng, rwmixread: u8) -> bool {
 }
 
 /// fio's sleep granularity as fio measures it at start (fio 3.33,
-/// `fio_time_init`): the longest of ten `nanosleep` calls of 1 us.
-fn sleep_granularity() -> Nanos {
+/// `fio_time_init`): the longest of ten `nanosleep` calls of 1 us. The
+/// coordinator measures it once per strategy, before the job threads
+/// start, as fio does once before its jobs: measured by each thread as
+/// it started, beside its neighbours starting on the same core, it came
+/// out at up to 5 ms where it is 70 us (thirty-two workers of an
+/// offloaded job), and a thread paced by its rate then spun through
+/// every sleep.
+pub(crate) fn sleep_granularity() -> Nanos {
     (0..10)
         .map(|_| {
             let from = sys::now();
@@ -1499,6 +1704,8 @@ mod tests {
             select: None,
             trace: None,
             occupant: None,
+            offload: None,
+            sleep_granularity: 0,
         }
     }
 

@@ -1697,3 +1697,133 @@ fn submitters_beyond_the_tags_wait_for_them_and_every_request_comes_back() {
         }
     }
 }
+
+/// fio's `io_submit_mode=offload`: a synchronous job of 1 000 requests a
+/// second on a device that takes 2 ms each. Inline, its one thread waits
+/// for each request before the next, so it completes at most 500 a
+/// second whatever its rate; offloaded, it hands each request to one of
+/// its eight workers and issues on its schedule, and its latency runs
+/// from the hand-off. Every request comes back once, through a worker.
+#[test]
+fn an_offloaded_job_issues_on_its_rate_whatever_the_completions_do() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let run = |offload: bool| {
+        let mut job = io_job("paced", Engine::Psync, 8, 1, 1);
+        if let Work::Io(io) = &mut job.work {
+            io.rate_iops = Some(1_000);
+            io.offload = offload;
+        }
+        cint_emu::run_detailed(&scenario(
+            "offload",
+            device(2 * MS, 16),
+            vec![none()],
+            vec![job],
+            100 * MS,
+        ))
+        .expect("emulator runs")
+    };
+    let inline = run(false);
+    let offloaded = run(true);
+    let iops = |d: &cint_emu::RunDetail| d.result.results[0].jobs[0].iops;
+    assert!(
+        iops(&inline) <= 520.0,
+        "inline, one request at a time: {} a second",
+        iops(&inline)
+    );
+    // A loaded machine's late wake-ups only slow the main thread: the
+    // bound from below leaves it a fifth.
+    assert!(
+        iops(&offloaded) >= 800.0 && iops(&offloaded) <= 1_050.0,
+        "offloaded: {} a second against the rate's 1 000",
+        iops(&offloaded)
+    );
+    let j = &offloaded.result.results[0].jobs[0];
+    assert!(j.lat_ns.min >= 2 * MS, "{:?}", j.lat_ns);
+    let detail = &offloaded.strategies[0].jobs[0];
+    assert!(detail.submitted > 0);
+    assert_eq!(detail.submitted, detail.completed, "{detail:?}");
+    assert_eq!((detail.errors, detail.strays), (0, 0), "{detail:?}");
+    assert_eq!(detail.by_full_irq, detail.completed, "{detail:?}");
+}
+
+/// An offloaded job keeps at most `iodepth` requests out: with two io_us
+/// and no rate, its main thread sleeps until a worker frees one, so a
+/// 1 ms device completes at most two a millisecond, and each request's
+/// latency, from its hand-off, is at least the device's.
+#[test]
+fn an_offloaded_job_keeps_at_most_iodepth_requests_out() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let mut job = io_job("deep", Engine::Libaio, 2, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.offload = true;
+    }
+    let d = cint_emu::run_detailed(&scenario(
+        "offload-depth",
+        device(MS, 16),
+        vec![none()],
+        vec![job],
+        50 * MS,
+    ))
+    .expect("emulator runs");
+    let j = &d.result.results[0].jobs[0];
+    assert!(j.ios >= 20, "{} requests", j.ios);
+    assert!(j.iops <= 2_050.0, "{} a second from two io_us", j.iops);
+    assert!(j.lat_ns.min >= MS, "{:?}", j.lat_ns);
+    let detail = &d.strategies[0].jobs[0];
+    assert_eq!(detail.submitted, detail.completed, "{detail:?}");
+    assert_eq!((detail.errors, detail.strays), (0, 0), "{detail:?}");
+    // The main thread slept for a free io_u: its wake-ups are the job's
+    // beside the workers' (at least one a request).
+    assert!(detail.wakeups > j.ios, "{detail:?}");
+}
+
+/// Every request of an offloaded job comes back once, through its
+/// workers, whichever way they wait: two threads of eight workers each,
+/// 1 500 requests a thread, under every kind of strategy the job allows.
+#[test]
+fn every_offloaded_request_comes_back_once_under_every_strategy() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let mut job = hipri(io_job("handed", Engine::Pvsync2, 8, 1, 2));
+    if let Work::Io(io) = &mut job.work {
+        io.offload = true;
+        io.shape.number_ios = Some(1_500);
+    }
+    let strategies = vec![
+        none(),
+        adaptive(DEFAULT_DELTA, 32),
+        cinterrupts(DEFAULT_DELTA, 32),
+        poll(),
+        hybrid(cint_scenario::HybridSleep::Adaptive),
+    ];
+    let mut sc = scenario(
+        "offload-every",
+        device(10_000, 8),
+        strategies,
+        vec![job],
+        400 * MS,
+    );
+    // No ramp, after whose end fio counts `number_ios` again.
+    sc.warmup = 0;
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    for s in &d.strategies {
+        let detail = &s.jobs[0];
+        assert_eq!(detail.submitted, 3_000, "{}: {detail:?}", s.name);
+        assert_eq!(detail.completed, 3_000, "{}: {detail:?}", s.name);
+        assert_eq!((detail.errors, detail.strays), (0, 0), "{}", s.name);
+        assert_eq!(
+            detail.by_full_irq + detail.by_urgent_irq + detail.by_poll,
+            detail.completed,
+            "{}: {detail:?}",
+            s.name
+        );
+    }
+}

@@ -30,8 +30,6 @@ fn refused_naming(text: &str, what: &str) {
 fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
     for (key, line) in [
         ("sched_group", "sched_group = \"g\""),
-        // fio's offload workers are the simulator's.
-        ("submit_mode", "submit_mode = \"offload\""),
         // Buffered iocbs run through the simulator's page cache.
         ("direct", "direct = false"),
     ] {
@@ -135,4 +133,25 @@ fn cores_sharing_a_device_queue_are_refused_by_the_device_key() {
     if let Err(cint_emu::EmuError::Unsupported { key, .. }) = cint_emu::run(&sc) {
         assert_ne!(key, "device.queues");
     }
+}
+
+/// Each thread of an I/O job is a client of the emulated device, and each
+/// worker of an offloaded job's thread one more: beyond what a device
+/// takes, the job is refused by the key that asks for them.
+#[test]
+fn an_offloaded_job_with_more_workers_than_the_device_takes_is_refused_by_iodepth() {
+    let text = format!(
+        "name = \"s\"\nduration = \"10ms\"\n[[strategy]]\nname = \"n\"\nkind = \"none\"\n\
+         [[job]]\nname = \"aio\"\nengine = \"libaio\"\niodepth = {}\n\
+         submit_mode = \"offload\"\n",
+        cint_emu::MAX_CLIENTS
+    );
+    let sc = cint_scenario::load_str(&text, "s.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let e = cint_emu::run(&sc).expect_err("refused");
+    let cint_emu::EmuError::Unsupported { key, .. } = &e else {
+        panic!("{e}");
+    };
+    assert_eq!(key, "job.aio.iodepth");
+    let msg = e.to_string();
+    assert!(!msg.contains('\n') && msg.contains("1025 clients"), "{msg}");
 }
