@@ -114,16 +114,24 @@ impl DeviceCore {
     }
 
     /// One pass over every source of work.
-    fn pass(&mut self, now: Nanos) {
+    fn pass(&mut self, mut now: Nanos) {
         self.adopt_new_channels();
+        let mut took = false;
         for i in 0..self.channels.len() {
             while let Some(entry) = self.channels[i].sq.pop() {
+                // A request arrives when the device core takes it, not when
+                // its pass began: a pass the host interrupted (its virtual
+                // CPU descheduled) would start the request's service
+                // before it was submitted, and it would complete sooner
+                // than the device can.
+                let at = sys::now();
+                took = true;
                 let channel = &self.channels[i].channel;
                 let queue = channel.queue;
                 // A polled request never reaches the policy: it has no
                 // interrupt to decide.
                 let seq = match &mut self.policies[queue as usize] {
-                    Some(policy) if !entry.polled => policy.on_submit(now, entry.hint),
+                    Some(policy) if !entry.polled => policy.on_submit(at, entry.hint),
                     _ => 0,
                 };
                 let request = Accepted {
@@ -133,8 +141,13 @@ impl DeviceCore {
                     entry,
                 };
                 self.submitted[queue as usize] = true;
-                self.backend.submit(request, now, &mut self.finished);
+                self.backend.submit(request, at, &mut self.finished);
             }
+        }
+        // The rest of the pass runs no earlier than its last arrival, so
+        // that the policy never sees time go back.
+        if took {
+            now = sys::now();
         }
         self.backend.poll(now, &mut self.finished);
         self.post_finished(now);
