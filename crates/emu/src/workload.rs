@@ -1091,10 +1091,7 @@ impl IoThread {
         let sleep = flow.sleep;
         if sleep > 0 {
             self.quiesce(control, most);
-            crate::activity::enter(ThreadState::Idle);
-            sys::sleep_ns(sleep);
-            crate::activity::enter(ThreadState::Busy);
-            self.sleeps += 1;
+            self.pause(sleep);
         } else {
             std::hint::spin_loop();
         }
@@ -1350,6 +1347,20 @@ impl IoThread {
         }
     }
 
+    /// Sleeps `ns` in `nanosleep` with nothing of its own in flight (a
+    /// rate's, a think time's or a flow's pause, after a reap of all):
+    /// idle to the energy model's clocks and, to its core's idle tracker,
+    /// not running, so that an interrupt for another thread there may find
+    /// the core idle, as Linux's would; one wake-up, by the timer. Until
+    /// 2026-11-29 such a thread counted as running through its sleeps, and
+    /// its neighbours' interrupts all went through the handler thread.
+    fn pause(&mut self, ns: Nanos) {
+        crate::activity::enter(ThreadState::Idle);
+        self.client.away(|| sys::sleep_ns(ns));
+        crate::activity::enter(ThreadState::Busy);
+        self.sleeps += 1;
+    }
+
     /// fio's `usec_sleep` (time.c): under its granularity a spin on the
     /// clock; otherwise `nanosleep` for the wait less the granularity, then
     /// round again with what is left.
@@ -1360,10 +1371,7 @@ impl IoThread {
                 return;
             }
             let from = sys::now();
-            crate::activity::enter(ThreadState::Idle);
-            sys::sleep_ns(left - self.granularity);
-            crate::activity::enter(ThreadState::Busy);
-            self.sleeps += 1;
+            self.pause(left - self.granularity);
             let slept = sys::now().saturating_sub(from);
             if slept >= left {
                 return;
@@ -1532,6 +1540,10 @@ impl IoThread {
         // Completions the call already took stay in `done` before these.
         let before = self.done.len();
         if sleep > 0 && self.client.reap_at_most(most, &mut self.done) < want {
+            // Counted as running through the sleep, unlike a pause: the
+            // thread waits for its own requests, and `mode-select`'s
+            // neighbours must count it as wanting the core, as the
+            // simulator's rule does.
             crate::activity::enter(ThreadState::Idle);
             sys::sleep_ns(sleep);
             crate::activity::enter(ThreadState::Busy);

@@ -1827,3 +1827,36 @@ fn every_offloaded_request_comes_back_once_under_every_strategy() {
         );
     }
 }
+
+/// A thread pausing for its rate leaves its core: beside a slow,
+/// rate-limited job (a request every 10 ms, a sleep between), a psync
+/// job's interrupts find the core idle and go to its waiting thread, as
+/// they do alone, not to the handler thread, as a busy neighbour's do
+/// (`a_busy_thread_on_the_core_sends_every_interrupt_to_the_handler_thread`).
+#[test]
+fn a_thread_asleep_for_its_rate_leaves_the_core_idle_for_its_neighbours_interrupts() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let d = run_long_enough(30, |duration| {
+        let mut slow = io_job("slow", Engine::Psync, 1, 1, 1);
+        if let Work::Io(io) = &mut slow.work {
+            io.rate_iops = Some(100);
+        }
+        let jobs = vec![io_job("sync", Engine::Psync, 1, 1, 1), slow];
+        scenario("pause", device(10_000, 4), vec![none()], jobs, duration)
+    });
+    let sd = &d.strategies[0];
+    assert!(sd.irqs_total > 0);
+    assert!(
+        2 * sd.waiter_irqs_total >= sd.irqs_total,
+        "{} of {} interrupts went to the waiting thread: {sd:?}",
+        sd.waiter_irqs_total,
+        sd.irqs_total
+    );
+    for job in &sd.jobs {
+        assert_eq!(job.strays, 0);
+        assert_eq!(job.submitted, job.completed, "{job:?}");
+    }
+}
