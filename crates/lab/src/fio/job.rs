@@ -159,6 +159,7 @@ impl JobSpec {
             at("gtod_reduce", "gtod_reduce", &self.gtod_reduce),
             at("submit_mode", "io_submit_mode", &self.offload),
             at("sqpoll", "sqthread_poll", &self.sqpoll),
+            at("sqpoll_cpu", "sqthread_poll_cpu", &self.sqpoll_cpu),
             at("hipri", "hipri", &self.hipri),
             at("cpus", "cpus_allowed", &self.cpus),
             at("startdelay", "startdelay", &self.startdelay),
