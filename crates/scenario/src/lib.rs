@@ -33,6 +33,7 @@ mod section;
 mod set;
 pub mod shape;
 pub mod smt;
+pub mod sqpoll;
 pub mod staging;
 pub mod steady;
 pub mod strategy;

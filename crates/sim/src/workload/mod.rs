@@ -56,10 +56,13 @@ mod trace;
 pub(crate) use flow::Flows;
 pub(crate) use groups::Groups;
 
+pub(crate) use cint_scenario::sqpoll::{
+    shared_core_notes as sqpoll_shared_core_notes, submitting_core,
+};
 pub(crate) use offload::{offload_workers, Offloads};
 pub(crate) use pattern::ThreadShape;
 pub(crate) use program::{LoopRole, Program};
-pub(crate) use sqpoll::{shared_core_notes as sqpoll_shared_core_notes, submitting_core, SqPolls};
+pub(crate) use sqpoll::SqPolls;
 pub(crate) use trace::Replay;
 
 use cint_policy::hints::{self, BatchPosition, IoCall, IoContext, RwFlags};
