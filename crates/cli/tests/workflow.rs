@@ -178,10 +178,15 @@ fn bad_fio_input_is_one_line_naming_the_culprit() {
         "[global]\nioengine=io_uring\ndirect=1\nruntime=5ms\n[r]\ncpus_allowed=0\n\
          sqthread_poll=1\nsqthread_poll_cpu=1\n",
     );
-    assert_refused(
-        &cint(&["emu", "--fio", &ring]),
-        "ring.fio:7: job.r.sqpoll: modelled by the simulator only",
-    );
+    // Its SQ thread's core counts among the cores it needs: on a machine
+    // of fewer than three CPUs, refused at the option that named it.
+    if std::thread::available_parallelism().map_or(true, |n| n.get() < 3) {
+        assert_refused(
+            &cint(&["emu", "--fio", &ring]),
+            "ring.fio:8: job.r.sqpoll_cpu: reaches application core 1: with its device core \
+             the emulator needs 3 cores",
+        );
+    }
     let buffered = dir.write(
         "buf.fio",
         "[global]\nioengine=psync\nruntime=5ms\n[a]\ndirect=1\n[b]\ncpus_allowed=1\n\

@@ -38,6 +38,7 @@ pub mod ring;
 pub mod runner;
 pub mod select;
 mod shared;
+mod sqpoll;
 pub mod sys;
 mod workload;
 

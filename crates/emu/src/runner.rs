@@ -30,8 +30,9 @@ use crate::offload::{Dispatch, OffloadPool};
 use crate::replay::TraceCursor;
 use crate::select::ThreadSelect;
 use crate::shared::{QueueMode, MAX_CLIENTS, MAX_QUEUE_DEPTH};
+use crate::sqpoll::{RingHandle, SqRing};
 use crate::sys;
-use crate::workload::{run_thread, Control, OffloadRole, Stage, ThreadOutcome, ThreadPlan};
+use crate::workload::{run_thread, Control, OffloadRole, SqRole, Stage, ThreadOutcome, ThreadPlan};
 
 /// What the emulator measured beyond the result document, for tests and
 /// diagnostics.
@@ -156,8 +157,6 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
                 // The simulator runs such a job through its page cache;
                 // the emulator's threads would issue it as direct I/O.
                 Some("direct")
-            } else if io.sqpoll.is_some() {
-                Some("sqpoll")
             } else {
                 None
             }
@@ -172,13 +171,14 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
 }
 
 /// More I/O threads than a device takes clients ([`MAX_CLIENTS`]): each
-/// thread of an I/O job has one, and each worker of an offloaded job's
-/// thread one more. Refused by the key that asks for the most.
+/// thread of an I/O job has one, each worker of an offloaded job's
+/// thread one more, and an SQ-polled ring's SQ thread one. Refused by the key that asks for the most.
 fn too_many_clients(scenario: &Scenario) -> Option<EmuError> {
     let per_job = |job: &cint_scenario::Job| {
         job.io().map_or(0, |io| {
             let workers = if io.offload { io.iodepth as usize } else { 0 };
-            job.numjobs as usize * (1 + workers)
+            let sq_thread = usize::from(io.sqpoll.is_some());
+            job.numjobs as usize * (1 + workers + sq_thread)
         })
     };
     let total: usize = scenario.jobs.iter().map(per_job).sum();
@@ -289,6 +289,28 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
              or remove the key)",
         ));
     }
+    // An SQ-polled ring's thread spins on its completions and its SQ
+    // thread submits them all alike: no selector chooses how either waits.
+    if let (Some(strategy), Some(job)) = (
+        scenario
+            .strategies
+            .iter()
+            .find(|s| matches!(s.mode, cint_scenario::CompletionMode::ModeSelect)),
+        scenario
+            .jobs
+            .iter()
+            .find(|j| j.io().is_some_and(|io| io.sqpoll.is_some())),
+    ) {
+        return Err(unsupported(
+            format!("strategy.{}.kind", strategy.name),
+            format!(
+                "job '{}' is SQ-polled (sqpoll = true): its thread spins on its completion ring \
+                 and its SQ thread submits every request alike, so the emulator has no wait \
+                 for mode-select to choose; run it with cint sim",
+                job.name
+            ),
+        ));
+    }
     if let Some((strategy, job)) = unpolled_job(scenario) {
         return Err(unsupported(
             format!("strategy.{strategy}.kind"),
@@ -348,6 +370,9 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
     }
     notes.extend(search_notes(scenario, &details));
     notes.extend(gtod_reduce_notes(scenario));
+    // An SQ thread beside another thread of its core spins through its
+    // slices: the simulator's note, for the same mechanism, measured.
+    notes.extend(cint_scenario::sqpoll::shared_core_notes(scenario));
     notes.extend(
         details
             .iter()
@@ -433,12 +458,20 @@ fn used_cores(scenario: &Scenario) -> Vec<u32> {
     used
 }
 
-/// The application cores of `job`'s threads (its `cpus`, or its `cpu`).
+/// The application cores of `job`'s threads (its `cpus`, or its `cpu`),
+/// and of their SQ threads (its `sqpoll_cpu`).
 fn job_cpus(job: &Job) -> Vec<u32> {
-    match job.cpus.is_empty() {
+    let mut cpus = match job.cpus.is_empty() {
         true => vec![job.cpu],
         false => job.cpus.clone(),
-    }
+    };
+    cpus.extend(sq_thread_cpu(job));
+    cpus
+}
+
+/// The core `job`'s SQ threads are pinned to, where it names one.
+fn sq_thread_cpu(job: &Job) -> Option<u32> {
+    job.io().and_then(|io| io.sqpoll).and_then(|sq| sq.cpu)
 }
 
 /// Which real CPU plays which role.
@@ -493,7 +526,16 @@ impl CpuLayout {
             .find(|job| job_cpus(job).iter().any(|&c| c as usize == highest));
         match job {
             Some(job) if available >= 2 => {
-                let key = if job.cpus.is_empty() { "cpu" } else { "cpus" };
+                let own = |c: &u32| *c as usize == highest;
+                let key = if sq_thread_cpu(job).is_some_and(|c| own(&c))
+                    && !(job.cpus.iter().any(own) || (job.cpus.is_empty() && own(&job.cpu)))
+                {
+                    "sqpoll_cpu"
+                } else if job.cpus.is_empty() {
+                    "cpu"
+                } else {
+                    "cpus"
+                };
                 let room = match available - 2 {
                     0 => "core 0".to_string(),
                     last => format!("cores 0 to {last}"),
@@ -1037,21 +1079,62 @@ fn start_job_threads(
                     occupant,
                     offload,
                     sleep_granularity: threads.sleep_granularity,
+                    sqpoll: None,
                 };
-            let mut specs = vec![ThreadSpec {
-                name: format!("cint-job-{}-{thread}", job.name),
-                plan: plan(
-                    pool.clone()
-                        .map(|pool| OffloadRole::Main(Dispatch::new(pool))),
-                    occupant_later,
-                ),
-                client,
-                occupant,
-            }];
+            // Each thread to spawn, and the queue of the core it runs on.
+            let mut specs = vec![(
+                ThreadSpec {
+                    name: format!("cint-job-{}-{thread}", job.name),
+                    plan: plan(
+                        pool.clone()
+                            .map(|pool| OffloadRole::Main(Dispatch::new(pool))),
+                        occupant_later,
+                    ),
+                    client,
+                    occupant,
+                },
+                queue,
+            )];
+            // An SQ-polled ring's thread fills it; its SQ thread, on
+            // `sqpoll_cpu` or else the same core, submits through a client
+            // of its own, on that core's queue.
+            if let Some(io) = io.as_ref().filter(|io| io.sqpoll.is_some()) {
+                let sq_core = cint_scenario::sqpoll::submitting_core(scenario, job, thread);
+                let Some(sq_queue) = layout.queue_of(sq_core) else {
+                    failure = Some(EmuError::Internal(format!(
+                        "job {}'s SQ thread has no queue on core {sq_core}",
+                        job.name
+                    )));
+                    break 'jobs;
+                };
+                let ring = Arc::new(SqRing::default());
+                specs[0].0.plan.sqpoll = Some(SqRole::Ring(RingHandle {
+                    ring: Arc::clone(&ring),
+                }));
+                let client = match emulator.client(sq_queue, client_depth(io)) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        failure = Some(e);
+                        break 'jobs;
+                    }
+                };
+                let mut sq = plan(None, None);
+                sq.select = None;
+                sq.sqpoll = Some(SqRole::SqThread(ring));
+                specs.push((
+                    ThreadSpec {
+                        name: format!("cint-sq-{}-{thread}", job.name),
+                        plan: sq,
+                        client: Some(client),
+                        occupant: None,
+                    },
+                    sq_queue,
+                ));
+            }
             if let (Some(pool), Some(io)) = (&pool, &io) {
                 // The selector is per thread: the workers' decide for the
                 // requests they run; the main thread runs none.
-                specs[0].plan.select = None;
+                specs[0].0.plan.select = None;
                 for w in 0..pool.depth() {
                     let client = match emulator.client(queue, client_depth(io)) {
                         Ok(c) => c,
@@ -1060,15 +1143,18 @@ fn start_job_threads(
                             break 'jobs;
                         }
                     };
-                    specs.push(ThreadSpec {
-                        name: format!("cint-job-{}-{thread}-w{w}", job.name),
-                        plan: plan(Some(OffloadRole::Worker(Arc::clone(pool), w)), None),
-                        client: Some(client),
-                        occupant: None,
-                    });
+                    specs.push((
+                        ThreadSpec {
+                            name: format!("cint-job-{}-{thread}-w{w}", job.name),
+                            plan: plan(Some(OffloadRole::Worker(Arc::clone(pool), w)), None),
+                            client: Some(client),
+                            occupant: None,
+                        },
+                        queue,
+                    ));
                 }
             }
-            for spec in specs {
+            for (spec, queue) in specs {
                 let probe = Arc::new(ThreadProbe::default());
                 tracked.push(Tracked {
                     job: Some(job_index),
@@ -1076,7 +1162,7 @@ fn start_job_threads(
                 });
                 let spawned = spawn_job_thread(
                     spec,
-                    (real_cpu, threads.clocks.for_queue(queue)),
+                    (layout.app[queue].1, threads.clocks.for_queue(queue)),
                     probe,
                     (Arc::clone(control), Arc::clone(&gate)),
                 );

@@ -30,6 +30,7 @@ use crate::offload::{Dispatch, Handed, OffloadPool};
 use crate::replay::TraceCursor;
 use crate::select::{ModeCounts, ThreadSelect};
 use crate::shared::{DeliveredBy, Op};
+use crate::sqpoll::{Committed, RingHandle, SqRing};
 use crate::sys;
 
 /// What a thread's seed is salted with for its offsets' stream.
@@ -382,6 +383,17 @@ pub(crate) struct ThreadPlan {
     /// fio's sleep granularity, measured before the threads started
     /// ([`sleep_granularity`]).
     pub sleep_granularity: Nanos,
+    /// Its part in an SQ-polled ring (io_uring's `IORING_SETUP_SQPOLL`).
+    pub sqpoll: Option<SqRole>,
+}
+
+/// A thread's part in an SQ-polled ring ([`crate::sqpoll`]).
+pub(crate) enum SqRole {
+    /// The job's thread, which fills the ring and spins on its
+    /// completions.
+    Ring(RingHandle),
+    /// The ring's SQ thread.
+    SqThread(Arc<SqRing>),
 }
 
 /// A thread's part in an offloaded job ([`crate::offload`]).
@@ -453,7 +465,7 @@ pub(crate) struct ThreadOutcome {
 
 impl ThreadOutcome {
     /// Counts a failure of the job's; the run reports the first.
-    fn fail(&mut self, e: String) {
+    pub(crate) fn fail(&mut self, e: String) {
         self.errors += 1;
         if self.first_error.is_none() {
             self.first_error = Some(e);
@@ -475,6 +487,15 @@ pub(crate) fn run_thread(
     client: Option<Client>,
     control: &Control,
 ) -> ThreadOutcome {
+    if let Some(SqRole::SqThread(ring)) = &plan.sqpoll {
+        // Not a thread of its job's count either: its ring's thread is.
+        let ring = Arc::clone(ring);
+        let measuring = || in_window(&plan, control.phase.load(Ordering::Relaxed));
+        return match client {
+            Some(client) => crate::sqpoll::run_sq_thread(client, &ring, measuring),
+            None => ThreadOutcome::default(),
+        };
+    }
     if matches!(plan.offload, Some(OffloadRole::Worker(..))) {
         // A worker is none of its job's threads: its main thread waits to
         // start, and ends, for it.
@@ -640,6 +661,10 @@ struct IoThread {
     /// Times it slept on its offload pool's condition variable and was
     /// woken (a `FUTEX_WAKE`).
     pool_wakeups: u64,
+    /// The SQ-polled ring it fills, and its entries committed and not yet
+    /// reaped.
+    ring: Option<RingHandle>,
+    ring_out: usize,
 }
 
 /// An offloaded job's thread's part, as it runs.
@@ -683,6 +708,10 @@ impl IoThread {
         let pacer = Pacer::of_job(&io);
         let flow = plan.flow.take().map(crate::flow::FlowPlace::new);
         let granularity = plan.sleep_granularity;
+        let ring = match plan.sqpoll.take() {
+            Some(SqRole::Ring(handle)) => Some(handle),
+            _ => None,
+        };
         let offload = plan.offload.take().map(|role| match role {
             OffloadRole::Main(dispatch) => Offload::Main(dispatch),
             OffloadRole::Worker(pool, index) => Offload::Worker {
@@ -755,15 +784,18 @@ impl IoThread {
             woken_before: 0,
             offload,
             pool_wakeups: 0,
+            ring,
+            ring_out: 0,
         }
     }
 
-    /// Requests out now: in flight through its client, or for a main
-    /// thread of an offloaded job, handed to its workers and not yet
-    /// done.
+    /// Requests out now: in flight through its client, for a main
+    /// thread of an offloaded job handed to its workers and not yet done,
+    /// for an SQ-polled ring's thread committed and not yet reaped.
     fn in_flight(&self) -> usize {
         match &self.offload {
             Some(Offload::Main(d)) => d.pool.in_use(),
+            _ if self.ring.is_some() => self.ring_out,
             _ => self.client.in_flight(),
         }
     }
@@ -921,8 +953,10 @@ impl IoThread {
             self.out.measured_modes = Some(select.measured);
             self.out.idle_watch = select.idle_report();
         }
-        // A main thread's pool closes here, once it has left its loop.
+        // A main thread's pool, and a ring's, close here, once it has left
+        // its loop.
         drop(self.offload.take());
+        drop(self.ring.take());
         self.out
     }
 
@@ -966,7 +1000,17 @@ impl IoThread {
                     });
                     Ok(())
                 }
-                _ => self.submit_request(request, len, op),
+                _ => match &self.ring {
+                    Some(handle) => {
+                        handle.ring.commit(Committed {
+                            request,
+                            at: sys::now(),
+                        });
+                        self.ring_out += 1;
+                        Ok(())
+                    }
+                    None => self.submit_request(request, len, op),
+                },
             };
             match submitted {
                 Ok(()) => self.out.submitted += 1,
@@ -1223,7 +1267,9 @@ impl IoThread {
     /// fio's `io_u_quiesce`: reap calls for at least one event each, at
     /// most `most`, until nothing is in flight.
     fn quiesce(&mut self, control: &Control, most: usize) {
-        while self.client.in_flight() > 0 {
+        // An offloaded job's main thread has nothing to reap: its workers
+        // do, and fio does not quiesce it.
+        while !self.is_main_of_offload() && self.in_flight() > 0 {
             let measuring = self.measuring(control);
             let spun = self.wait(1, most);
             if measuring {
@@ -1316,7 +1362,7 @@ impl IoThread {
     /// to wait for its requests in flight after a change of depth, or
     /// because the search is over.
     fn search_holds(&mut self, control: &Control, most: usize) -> bool {
-        let in_flight = self.client.in_flight() as u32;
+        let in_flight = self.in_flight() as u32;
         let Some((target, search)) = &mut self.search else {
             return false;
         };
@@ -1490,6 +1536,9 @@ impl IoThread {
     /// most `most` (the rest stay delivered for the next call). Returns
     /// how long it spun.
     fn wait(&mut self, want: usize, most: usize) -> Nanos {
+        if self.ring.is_some() {
+            return self.spin_on_ring(want, most);
+        }
         let op = self.last_op;
         if let Some(select) = &mut self.select {
             // What is in already needs no wait, so no choice (the
@@ -1532,6 +1581,32 @@ impl IoThread {
                 0
             }
         }
+    }
+
+    /// An SQ-polled ring's thread waits for `want` completions (at most
+    /// what it has out) by spinning on its completion ring in user space,
+    /// as fio does, then takes up to `most` into its hand. Returns how
+    /// long it spun.
+    fn spin_on_ring(&mut self, want: usize, most: usize) -> Nanos {
+        let Some(handle) = &self.ring else {
+            return 0;
+        };
+        let ring = Arc::clone(&handle.ring);
+        let want = want.min(self.ring_out);
+        let from = sys::now();
+        crate::activity::enter(ThreadState::Spin);
+        while ring.ready() < want {
+            std::hint::spin_loop();
+        }
+        let before = self.done.len();
+        let n = ring.reap(most, &mut self.done);
+        let now = sys::now();
+        crate::activity::enter(ThreadState::Busy);
+        for c in &mut self.done[before..] {
+            c.in_hand = now;
+        }
+        self.ring_out -= n;
+        now.saturating_sub(from)
     }
 
     /// Sleeps `sleep` unless `want` completions are already in, then
@@ -1718,6 +1793,7 @@ mod tests {
             occupant: None,
             offload: None,
             sleep_granularity: 0,
+            sqpoll: None,
         }
     }
 

@@ -1860,3 +1860,43 @@ fn a_thread_asleep_for_its_rate_leaves_the_core_idle_for_its_neighbours_interrup
         assert_eq!(job.submitted, job.completed, "{job:?}");
     }
 }
+
+/// io_uring's SQ polling: the ring's thread commits without a system call
+/// and spins on its completion ring; its SQ thread, on the same core,
+/// submits and, under a polling strategy, polls. Neither ever blocks
+/// (no wake-up in the window), every request comes back once, by an
+/// interrupt under `none` and by a poll under `poll`.
+#[test]
+fn an_sq_polled_ring_spins_for_its_completions_and_its_sq_thread_submits_them() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let mut job = hipri(io_job("ring", Engine::IoUring, 4, 1, 1));
+    if let Work::Io(io) = &mut job.work {
+        io.sqpoll = Some(cint_scenario::SqPoll { cpu: None });
+    }
+    // On one core the two threads spin in turn, a time slice each: a few
+    // milliseconds a request on this project's machine.
+    let d = cint_emu::run_detailed(&scenario(
+        "sqpoll",
+        device(10_000, 4),
+        vec![none(), poll()],
+        vec![job],
+        100 * MS,
+    ))
+    .expect("emulator runs");
+    for (s, result) in d.strategies.iter().zip(&d.result.results) {
+        let detail = &s.jobs[0];
+        assert!(result.jobs[0].ios > 0, "{}: {detail:?}", s.name);
+        assert_eq!(detail.submitted, detail.completed, "{}: {detail:?}", s.name);
+        assert_eq!((detail.errors, detail.strays), (0, 0), "{}", s.name);
+        assert_eq!(detail.wakeups, 0, "{}: nothing blocks: {detail:?}", s.name);
+        let by = if s.name == "poll" {
+            detail.by_poll
+        } else {
+            detail.by_full_irq + detail.by_urgent_irq
+        };
+        assert_eq!(by, detail.completed, "{}: {detail:?}", s.name);
+    }
+}

@@ -4,7 +4,7 @@
 //! delays, `exitall`, latency targets, block traces, CPU-bound jobs among
 //! them, sizes of several kinds over small files under fio's random map
 //! and its alternatives, fewer driver tags than requests, fio's offloaded
-//! submission), several at once.
+//! submission, io_uring's SQ polling), several at once.
 //! Whatever the mix, each run ends, each request comes back once (no
 //! stray, none failed on the synthetic device), a job sized by
 //! `number_ios` issues no more, and a trace issues no more than it holds.
@@ -166,9 +166,11 @@ fn job(
     } else if d.chance(10) {
         let _ = writeln!(out, "io_size = \"{}k\"", 64 * (1 + d.below(64)));
     }
+    let mut flows = false;
     if d.chance(10) {
         let _ = writeln!(out, "flow = {}", 1 + d.below(4));
         offloadable = false;
+        flows = true;
     }
     if d.chance(10) {
         let _ = writeln!(out, "startdelay = \"{}ms\"", d.below(5));
@@ -185,6 +187,11 @@ fn job(
             d.pick(&["50", "99", "100"])
         );
         offloadable = false;
+    }
+    // io_uring's SQ polling (not beside a flow): the ring's SQ thread on
+    // the same core.
+    if engine == "io_uring" && !flows && d.chance(15) {
+        let _ = writeln!(out, "sqpoll = true");
     }
     // fio's offload: the job's threads hand their requests to workers
     // of their own (a synchronous job then has `iodepth` of them too).
@@ -283,14 +290,19 @@ fn random_jobs_end_and_bring_every_request_back_once() {
             Err(e) => panic!("seed {seed}: {e}\n{text}"),
         }
     }
-    // Offloaded jobs do come up: 12% of the scenarios have one (seeds 1
-    // to 2 000), counted over 2 000 drawn, not run, from the first seed;
-    // the bound is about 4.5 standard deviations below.
-    let offloaded = (first..first + 2_000)
-        .filter(|&seed| scenario(seed, dir.path()).contains("submit_mode = \"offload\""))
-        .count();
-    assert!(
-        offloaded >= 170,
-        "{offloaded} of 2 000 scenarios offload a job"
-    );
+    let drawn: Vec<String> = (first..first + 2_000)
+        .map(|seed| scenario(seed, dir.path()))
+        .collect();
+    let with = |what: &str| drawn.iter().filter(|s| s.contains(what)).count();
+    // Offloaded and SQ-polled jobs do come up: 12% and 5.7% of the
+    // scenarios have one (seeds 1 to 2 000), counted over 2 000 drawn, not
+    // run, from the first seed; each bound is about 4.5 standard
+    // deviations below.
+    for (what, key, least) in [
+        ("offload a job", "submit_mode = \"offload\"", 170),
+        ("SQ-poll a ring", "sqpoll = true", 65),
+    ] {
+        let count = with(key);
+        assert!(count >= least, "{count} of 2 000 scenarios {what}");
+    }
 }

@@ -48,18 +48,22 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
     }
 }
 
-/// An SQ-polled ring's kernel thread is the simulator's: the emulator's
-/// threads submit their own requests, so it refuses the key by name.
+/// `mode-select` beside an SQ-polled ring, which has no wait to choose
+/// (its thread spins on its completions, its SQ thread submits them all
+/// alike), is refused by the strategy's kind.
 #[test]
-fn sqpoll_is_refused_by_name() {
-    let text = "name = \"s\"\nduration = \"10ms\"\n[[strategy]]\nname = \"n\"\nkind = \"none\"\n\
-                [[job]]\nname = \"ring\"\nengine = \"io_uring\"\niodepth = 4\nsqpoll = true\n";
+fn mode_select_beside_an_sq_polled_ring_is_refused_by_the_strategys_kind() {
+    let text = "name = \"s\"\nduration = \"10ms\"\n[host]\nmodel = \"xeon-e3-1230v5\"\ncores = 2\n\
+                [device]\nmodel = \"optane-900p\"\n\
+                [[strategy]]\nname = \"sel\"\nkind = \"mode-select\"\n\
+                [[job]]\nname = \"ring\"\nengine = \"io_uring\"\niodepth = 4\nsqpoll = true\n\
+                hipri = true\ncpu = 0\n";
     let sc = cint_scenario::load_str(text, "s.toml", &[]).unwrap_or_else(|e| panic!("{e}"));
-    let e = cint_emu::run(&sc).expect_err("sqpoll");
+    let e = cint_emu::run(&sc).expect_err("mode-select");
     let cint_emu::EmuError::Unsupported { key, .. } = &e else {
         panic!("{e}");
     };
-    assert_eq!(key, "job.ring.sqpoll");
+    assert_eq!(key, "strategy.sel.kind");
     assert!(!e.to_string().contains('\n'));
 }
 
