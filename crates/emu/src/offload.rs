@@ -22,6 +22,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use cint_policy::Nanos;
 
 use crate::client::Request;
+use crate::shared::{lock_whole, wait_whole};
 
 /// A request handed to a worker.
 #[derive(Debug)]
@@ -89,13 +90,8 @@ impl OffloadPool {
         self.work.len()
     }
 
-    /// A panicking thread poisons the lock; the state it leaves is still
-    /// whole (every change under it is one assignment or push), and the
-    /// coordinator reports the panic when it joins that thread.
     fn lock(&self) -> MutexGuard<'_, PoolState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock_whole(&self.state)
     }
 
     /// io_us out now: handed to a worker and not yet freed.
@@ -129,10 +125,7 @@ impl OffloadPool {
         while s.in_use >= most_in_use.max(1) {
             s.main_waiting = true;
             slept = true;
-            s = self
-                .free
-                .wait(s)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            s = wait_whole(&self.free, s);
         }
         s.main_waiting = false;
         slept
@@ -153,9 +146,7 @@ impl OffloadPool {
             }
             s.workers[w].idle = true;
             slept = true;
-            s = self.work[w]
-                .wait(s)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            s = wait_whole(&self.work[w], s);
         }
     }
 

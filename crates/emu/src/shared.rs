@@ -451,6 +451,26 @@ impl Shared {
     }
 }
 
+/// Locks `mutex` whether or not a panicking thread poisoned it: for state
+/// whose every change under the lock is one step (a push, a drain, a
+/// flag, a count), which a panic leaves whole; the coordinator reports
+/// the panic when it joins that thread.
+pub(crate) fn lock_whole<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// [`Condvar::wait`](std::sync::Condvar::wait) on a lock taken by
+/// [`lock_whole`], as whole.
+pub(crate) fn wait_whole<'a, T>(
+    cond: &std::sync::Condvar,
+    guard: MutexGuard<'a, T>,
+) -> MutexGuard<'a, T> {
+    cond.wait(guard)
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The lock of a queue's tags. Linux takes and frees tags without a lock
 /// (sbitmap's atomic bits), so a submitter or a poller never sleeps for
 /// one there: a client thread that finds the lock held yields to its

@@ -23,7 +23,7 @@ use cint_policy::{Nanos, SEC};
 use crate::activity::ThreadState;
 use crate::client::{Client, Completion, Request};
 use crate::error::IoError;
-use crate::shared::DeliveredBy;
+use crate::shared::{lock_whole, wait_whole, DeliveredBy};
 use crate::sys;
 use crate::workload::ThreadOutcome;
 
@@ -64,13 +64,8 @@ pub(crate) struct SqRing {
 }
 
 impl SqRing {
-    /// A panicking thread poisons the lock; the state it leaves is still
-    /// whole (every change under it is a push, a drain or a flag), and the
-    /// coordinator reports the panic when it joins that thread.
     fn lock(&self) -> MutexGuard<'_, RingState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock_whole(&self.state)
     }
 
     /// The ring's thread commits `entry`. True when the SQ thread slept
@@ -125,10 +120,7 @@ impl SqRing {
         }
         s.need_wakeup = true;
         while s.need_wakeup && !s.closed {
-            s = self
-                .wake
-                .wait(s)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            s = wait_whole(&self.wake, s);
         }
         s.need_wakeup = false;
         true
