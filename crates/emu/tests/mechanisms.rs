@@ -1744,8 +1744,7 @@ fn an_offloaded_job_issues_on_its_rate_whatever_the_completions_do() {
     assert!(j.lat_ns.min >= 2 * MS, "{:?}", j.lat_ns);
     let detail = &offloaded.strategies[0].jobs[0];
     assert!(detail.submitted > 0);
-    assert_eq!(detail.submitted, detail.completed, "{detail:?}");
-    assert_eq!((detail.errors, detail.strays), (0, 0), "{detail:?}");
+    assert_each_request_back_once(detail, "offloaded");
     assert_eq!(detail.by_full_irq, detail.completed, "{detail:?}");
 }
 
@@ -1776,8 +1775,7 @@ fn an_offloaded_job_keeps_at_most_iodepth_requests_out() {
     assert!(j.iops <= 2_050.0, "{} a second from two io_us", j.iops);
     assert!(j.lat_ns.min >= MS, "{:?}", j.lat_ns);
     let detail = &d.strategies[0].jobs[0];
-    assert_eq!(detail.submitted, detail.completed, "{detail:?}");
-    assert_eq!((detail.errors, detail.strays), (0, 0), "{detail:?}");
+    assert_each_request_back_once(detail, "two io_us");
     // The main thread slept for a free io_u: its wake-ups are the job's
     // beside the workers' (at least one a request).
     assert!(detail.wakeups > j.ios, "{detail:?}");
@@ -1817,14 +1815,7 @@ fn every_offloaded_request_comes_back_once_under_every_strategy() {
     for s in &d.strategies {
         let detail = &s.jobs[0];
         assert_eq!(detail.submitted, 3_000, "{}: {detail:?}", s.name);
-        assert_eq!(detail.completed, 3_000, "{}: {detail:?}", s.name);
-        assert_eq!((detail.errors, detail.strays), (0, 0), "{}", s.name);
-        assert_eq!(
-            detail.by_full_irq + detail.by_urgent_irq + detail.by_poll,
-            detail.completed,
-            "{}: {detail:?}",
-            s.name
-        );
+        assert_each_request_back_once(detail, &s.name);
     }
 }
 
@@ -1856,8 +1847,7 @@ fn a_thread_asleep_for_its_rate_leaves_the_core_idle_for_its_neighbours_interrup
         sd.irqs_total
     );
     for job in &sd.jobs {
-        assert_eq!(job.strays, 0);
-        assert_eq!(job.submitted, job.completed, "{job:?}");
+        assert_each_request_back_once(job, &job.name);
     }
 }
 
@@ -1889,8 +1879,7 @@ fn an_sq_polled_ring_spins_for_its_completions_and_its_sq_thread_submits_them() 
     for (s, result) in d.strategies.iter().zip(&d.result.results) {
         let detail = &s.jobs[0];
         assert!(result.jobs[0].ios > 0, "{}: {detail:?}", s.name);
-        assert_eq!(detail.submitted, detail.completed, "{}: {detail:?}", s.name);
-        assert_eq!((detail.errors, detail.strays), (0, 0), "{}", s.name);
+        assert_each_request_back_once(detail, &s.name);
         assert_eq!(detail.wakeups, 0, "{}: nothing blocks: {detail:?}", s.name);
         let by = if s.name == "poll" {
             detail.by_poll

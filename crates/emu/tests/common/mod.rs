@@ -259,3 +259,18 @@ pub fn without_realtime<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
     restore_rtprio(old);
     out
 }
+
+/// Every request `job` submitted came back once, none failed and none
+/// stray, each by one of the ways a completion arrives.
+pub fn assert_each_request_back_once(job: &cint_emu::JobDetail, what: &str) {
+    assert_eq!(
+        job.submitted, job.completed,
+        "{what}: lost or extra: {job:?}"
+    );
+    assert_eq!((job.errors, job.strays), (0, 0), "{what}: {job:?}");
+    assert_eq!(
+        job.by_full_irq + job.by_urgent_irq + job.by_poll,
+        job.completed,
+        "{what}: {job:?}"
+    );
+}
