@@ -34,6 +34,19 @@ pub struct Request {
     pub user_data: u64,
 }
 
+/// A 4 KiB unmarked read at offset 0 tagged `user_data`, for unit tests.
+#[cfg(test)]
+pub(crate) fn test_read(user_data: u64) -> Request {
+    Request {
+        op: Op::Read,
+        offset: 0,
+        len: 4096,
+        hint: Hint::Unmarked,
+        buf: None,
+        user_data,
+    }
+}
+
 /// A finished request, in the submitter's hands.
 #[derive(Debug)]
 pub struct Completion {

@@ -226,18 +226,10 @@ impl Drop for Dispatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cint_policy::Hint;
 
     fn handed(start: Nanos) -> Handed {
         Handed {
-            request: Request {
-                op: crate::shared::Op::Read,
-                offset: 0,
-                len: 4096,
-                hint: Hint::Unmarked,
-                buf: None,
-                user_data: start,
-            },
+            request: crate::client::test_read(start),
             start,
             window_from: None,
         }

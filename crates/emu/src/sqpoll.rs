@@ -250,14 +250,7 @@ mod tests {
 
     fn committed(at: Nanos) -> Committed {
         Committed {
-            request: Request {
-                op: crate::shared::Op::Read,
-                offset: 0,
-                len: 4096,
-                hint: Hint::Unmarked,
-                buf: None,
-                user_data: at,
-            },
+            request: crate::client::test_read(at),
             at,
         }
     }
