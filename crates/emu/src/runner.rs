@@ -172,7 +172,8 @@ fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
 
 /// More I/O threads than a device takes clients ([`MAX_CLIENTS`]): each
 /// thread of an I/O job has one, each worker of an offloaded job's
-/// thread one more, and an SQ-polled ring's SQ thread one. Refused by the key that asks for the most.
+/// thread one more, and an SQ-polled ring's SQ thread one. Refused by the
+/// key of the job that asks for the most.
 fn too_many_clients(scenario: &Scenario) -> Option<EmuError> {
     let per_job = |job: &cint_scenario::Job| {
         job.io().map_or(0, |io| {
@@ -195,8 +196,8 @@ fn too_many_clients(scenario: &Scenario) -> Option<EmuError> {
         format!("job.{}.{key}", job.name),
         format!(
             "the jobs' threads need {total} clients of the device, and the emulator's takes at \
-             most {MAX_CLIENTS} (a thread each, and one more per worker of an offloaded job's \
-             thread, iodepth of them); cint sim runs more"
+             most {MAX_CLIENTS} (a thread each, one more per worker of an offloaded job's \
+             thread, iodepth of them, and one per SQ thread); cint sim runs more"
         ),
     ))
 }
