@@ -3,6 +3,8 @@
 //! without fewer driver tags than requests in flight: each request comes
 //! back exactly once. And a shutdown with requests in flight
 //! completes or cancels every one of them and leaves no thread behind.
+//! An ignored test runs the runner's helper threads (fio's offload
+//! workers, io_uring's SQ threads) at scale.
 //!
 //! The request count per strategy is `CINT_EMU_STRESS_REQUESTS` (default
 //! 120 000: with ten strategies, over a million requests in about 1.5 s
@@ -416,4 +418,62 @@ fn a_client_attached_after_shutdown_is_refused() {
     assert!(matches!(emulator.client(0, 0), Err(EmuError::Config(_))));
     drop(emulator);
     drop(client);
+}
+
+/// The runner's helper threads at scale: two offloaded jobs (two threads
+/// of sixteen workers each, psync and libaio) beside an SQ-polled ring at
+/// depth 32, each issuing a fixed count, under none, adaptive and
+/// cinterrupts: every request comes back exactly once, and each job
+/// issues its count. About 10 s on the reference VM.
+#[test]
+#[ignore = "helper threads at scale, about 10 s in release on the reference VM"]
+fn offloaded_and_sq_polled_jobs_bring_every_request_back_once() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let counted = |job: &mut cint_scenario::Job, ios: u64| {
+        if let cint_scenario::Work::Io(io) = &mut job.work {
+            io.shape.number_ios = Some(ios);
+        }
+    };
+    let mut jobs = Vec::new();
+    for (name, engine) in [
+        ("off-sync", cint_scenario::Engine::Pvsync2),
+        ("off-aio", cint_scenario::Engine::Libaio),
+    ] {
+        let mut job = io_job(name, engine, 16, 1, 2);
+        if let cint_scenario::Work::Io(io) = &mut job.work {
+            io.offload = true;
+            io.hipri = engine == cint_scenario::Engine::Pvsync2;
+        }
+        counted(&mut job, 20_000);
+        jobs.push(job);
+    }
+    let mut ring = hipri(io_job("ring", cint_scenario::Engine::IoUring, 32, 1, 1));
+    if let cint_scenario::Work::Io(io) = &mut ring.work {
+        io.sqpoll = Some(cint_scenario::SqPoll { cpu: None });
+    }
+    counted(&mut ring, 3_000);
+    jobs.push(ring);
+    let mut sc = scenario(
+        "helpers",
+        device(10 * US, 8),
+        vec![none(), adaptive(6 * US, 32), cinterrupts(6 * US, 32)],
+        jobs,
+        // A bound: the run ends with its jobs, well before it (the ring's
+        // thread and its SQ thread take turns on one core, a time slice
+        // each).
+        20_000 * MS,
+    );
+    // No ramp, after whose end fio counts `number_ios` again.
+    sc.warmup = 0;
+    sc.run_to_end = true;
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    for s in &d.strategies {
+        for (job, count) in s.jobs.iter().zip([40_000, 40_000, 3_000]) {
+            assert_eq!(job.submitted, count, "{} {}: {job:?}", s.name, job.name);
+            assert_each_request_back_once(job, &format!("{} {}", s.name, job.name));
+        }
+    }
 }
