@@ -338,10 +338,17 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         ));
     }
     let layout = CpuLayout::for_scenario(scenario)?;
+    // fio's sleep granularity, measured once, as fio measures it before
+    // its jobs, and before any device core spins: measured beside one
+    // (the coordinator is not pinned), a `nanosleep` of 1 us could wait
+    // for its time slice, and a rate-limited thread would then spin
+    // through its sleeps (a first strategy once held its core at 96%).
+    let granularity = crate::workload::sleep_granularity();
     let mut results = Vec::with_capacity(scenario.strategies.len());
     let mut details = Vec::with_capacity(scenario.strategies.len());
     for (index, strategy) in scenario.strategies.iter().enumerate() {
-        let (result, detail) = run_strategy(scenario, &layout, strategy, index as u64)?;
+        let (result, detail) =
+            run_strategy(scenario, &layout, (strategy, index as u64), granularity)?;
         results.push(result);
         details.push(detail);
     }
@@ -806,8 +813,8 @@ fn refuse_trace_past(scenario: &Scenario, target: &Target) -> Result<(), EmuErro
 fn run_strategy(
     scenario: &Scenario,
     layout: &CpuLayout,
-    strategy: &Strategy,
-    strategy_index: u64,
+    (strategy, strategy_index): (&Strategy, u64),
+    sleep_granularity: Nanos,
 ) -> Result<(StrategyResult, StrategyDetail), EmuError> {
     let (config, target) = device_config(scenario, layout, strategy, strategy_index)?;
     refuse_trace_past(scenario, &target)?;
@@ -839,7 +846,7 @@ fn run_strategy(
         host_in_flight: Arc::default(),
         clocks: &clocks,
         stages: &stages,
-        sleep_granularity: crate::workload::sleep_granularity(),
+        sleep_granularity,
     };
     let StartedThreads {
         mut tracked,
@@ -1907,9 +1914,10 @@ mod tests {
             app: vec![(0, allowed[0]), (4, allowed[1])],
         };
         let host = sc.host.power.as_ref().expect("power data");
+        let granularity = crate::workload::sleep_granularity();
         for (index, strategy) in sc.strategies.iter().enumerate() {
             let (result, detail) =
-                run_strategy(&sc, &layout, strategy, index as u64).expect("runs");
+                run_strategy(&sc, &layout, (strategy, index as u64), granularity).expect("runs");
             let e = result.energy.as_ref().expect("energy");
             assert_eq!(e.cores.len(), 1, "{e:?}");
             assert_eq!(e.cores[0].core, 0);

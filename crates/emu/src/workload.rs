@@ -1742,12 +1742,11 @@ fn draw_write(rng: &mut ChaCha8Rng, rwmixread: u8) -> bool {
 
 /// fio's sleep granularity as fio measures it at start (fio 3.33,
 /// `fio_time_init`): the longest of ten `nanosleep` calls of 1 us. The
-/// coordinator measures it once per strategy, before the job threads
-/// start, as fio does once before its jobs: measured by each thread as
-/// it started, beside its neighbours starting on the same core, it came
-/// out at up to 5 ms where it is 70 us (thirty-two workers of an
-/// offloaded job), and a thread paced by its rate then spun through
-/// every sleep.
+/// coordinator measures it once per run, before any device core spins,
+/// as fio does once before its jobs: measured by each thread as it
+/// started, beside its neighbours starting on the same core, it came out
+/// at up to 5 ms where it is 70 us (thirty-two workers of an offloaded
+/// job), and a thread paced by its rate then spun through every sleep.
 pub(crate) fn sleep_granularity() -> Nanos {
     (0..10)
         .map(|_| {
