@@ -469,12 +469,18 @@ fn used_cores(scenario: &Scenario) -> Vec<u32> {
 /// The application cores of `job`'s threads (its `cpus`, or its `cpu`),
 /// and of their SQ threads (its `sqpoll_cpu`).
 fn job_cpus(job: &Job) -> Vec<u32> {
-    let mut cpus = match job.cpus.is_empty() {
-        true => vec![job.cpu],
-        false => job.cpus.clone(),
-    };
+    let mut cpus = thread_cpus(job);
     cpus.extend(sq_thread_cpu(job));
     cpus
+}
+
+/// The application cores of `job`'s own threads (its `cpus`, or its
+/// `cpu`).
+fn thread_cpus(job: &Job) -> Vec<u32> {
+    match job.cpus.is_empty() {
+        true => vec![job.cpu],
+        false => job.cpus.clone(),
+    }
 }
 
 /// The core `job`'s SQ threads are pinned to, where it names one.
@@ -534,10 +540,9 @@ impl CpuLayout {
             .find(|job| job_cpus(job).iter().any(|&c| c as usize == highest));
         match job {
             Some(job) if available >= 2 => {
-                let own = |c: &u32| *c as usize == highest;
-                let key = if sq_thread_cpu(job).is_some_and(|c| own(&c))
-                    && !(job.cpus.iter().any(own) || (job.cpus.is_empty() && own(&job.cpu)))
-                {
+                let highest_is = |c: &u32| *c as usize == highest;
+                let key = if !thread_cpus(job).iter().any(highest_is) {
+                    // Only its SQ threads' core reaches that far.
                     "sqpoll_cpu"
                 } else if job.cpus.is_empty() {
                     "cpu"

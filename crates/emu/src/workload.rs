@@ -657,7 +657,10 @@ struct IoThread {
     /// Wake-ups already attributed to a phase.
     woken_before: u64,
     /// Its part in an offloaded job.
-    offload: Option<Offload>,
+    offload: Option<OffloadRole>,
+    /// A worker's: the start its main thread stamped on the request it
+    /// runs, which that request's latency counts from.
+    handed_at: Option<Nanos>,
     /// Times it slept on its offload pool's condition variable and was
     /// woken (a `FUTEX_WAKE`).
     pool_wakeups: u64,
@@ -665,18 +668,6 @@ struct IoThread {
     /// reaped.
     ring: Option<RingHandle>,
     ring_out: usize,
-}
-
-/// An offloaded job's thread's part, as it runs.
-enum Offload {
-    Main(Dispatch),
-    Worker {
-        pool: Arc<OffloadPool>,
-        index: usize,
-        /// The start the main thread stamped on the request it runs: its
-        /// latency counts from there.
-        handed_at: Nanos,
-    },
 }
 
 impl IoThread {
@@ -712,14 +703,7 @@ impl IoThread {
             Some(SqRole::Ring(handle)) => Some(handle),
             _ => None,
         };
-        let offload = plan.offload.take().map(|role| match role {
-            OffloadRole::Main(dispatch) => Offload::Main(dispatch),
-            OffloadRole::Worker(pool, index) => Offload::Worker {
-                pool,
-                index,
-                handed_at: 0,
-            },
-        });
+        let offload = plan.offload.take();
         let floor = Floor::of_job(&io);
         let search = io
             .shape
@@ -783,6 +767,7 @@ impl IoThread {
             last_think: 0,
             woken_before: 0,
             offload,
+            handed_at: None,
             pool_wakeups: 0,
             ring,
             ring_out: 0,
@@ -794,7 +779,7 @@ impl IoThread {
     /// for an SQ-polled ring's thread committed and not yet reaped.
     fn in_flight(&self) -> usize {
         match &self.offload {
-            Some(Offload::Main(d)) => d.pool.in_use(),
+            Some(OffloadRole::Main(d)) => d.pool.in_use(),
             _ if self.ring.is_some() => self.ring_out,
             _ => self.client.in_flight(),
         }
@@ -803,13 +788,13 @@ impl IoThread {
     /// Requests it may have out: its client's depth, or its pool's io_us.
     fn depth(&self) -> usize {
         match &self.offload {
-            Some(Offload::Main(d)) => d.pool.depth(),
+            Some(OffloadRole::Main(d)) => d.pool.depth(),
             _ => self.client.depth(),
         }
     }
 
     fn is_main_of_offload(&self) -> bool {
-        matches!(self.offload, Some(Offload::Main(_)))
+        matches!(self.offload, Some(OffloadRole::Main(_)))
     }
 
     fn run(mut self, control: &Control) -> ThreadOutcome {
@@ -908,7 +893,7 @@ impl IoThread {
                     if ended_early {
                         let now = sys::now();
                         self.out.ended_at = Some(now);
-                        if let Some(Offload::Main(d)) = &mut self.offload {
+                        if let Some(OffloadRole::Main(d)) = &mut self.offload {
                             d.ended_early = Some(now);
                         }
                     }
@@ -992,7 +977,7 @@ impl IoThread {
                 user_data: self.user_data,
             };
             let submitted = match &self.offload {
-                Some(Offload::Main(d)) => {
+                Some(OffloadRole::Main(d)) => {
                     d.pool.hand(Handed {
                         request,
                         start: sys::now(),
@@ -1284,7 +1269,7 @@ impl IoThread {
     /// is (fio's `__get_io_u` waits on `free_cond`; its workqueue's exit
     /// flushes). Meanwhile it does not run on its core.
     fn wait_for_io_u(&mut self, draining: bool) {
-        let Some(Offload::Main(d)) = &self.offload else {
+        let Some(OffloadRole::Main(d)) = &self.offload else {
             return;
         };
         let pool = Arc::clone(&d.pool);
@@ -1304,7 +1289,7 @@ impl IoThread {
     /// main thread's start stamp, and frees its io_u; ends when the main
     /// thread has left and nothing is left for it.
     fn run_worker(mut self, control: &Control) -> ThreadOutcome {
-        let Some(Offload::Worker { pool, index, .. }) = &self.offload else {
+        let Some(OffloadRole::Worker(pool, index)) = &self.offload else {
             return self.out;
         };
         let (pool, index) = (Arc::clone(pool), *index);
@@ -1322,9 +1307,7 @@ impl IoThread {
                 break;
             };
             self.plan.window_from = window_from;
-            if let Some(Offload::Worker { handed_at, .. }) = &mut self.offload {
-                *handed_at = start;
-            }
+            self.handed_at = Some(start);
             let measuring = self.measuring(control);
             if let Some(select) = &mut self.select {
                 select.measuring = measuring;
@@ -1667,10 +1650,7 @@ impl IoThread {
         };
         // A worker's requests count from the start its main thread
         // stamped on them, the wait for a worker included (fio's).
-        let handed_at = match &self.offload {
-            Some(Offload::Worker { handed_at, .. }) => Some(*handed_at),
-            _ => None,
-        };
+        let handed_at = self.handed_at;
         let (mut reaped, mut reaped_bytes) = (0, 0);
         for c in self.done.drain(..) {
             let latency = handed_at.map_or_else(|| c.latency(), |at| c.in_hand.saturating_sub(at));
