@@ -995,12 +995,7 @@ fn start_job_threads(
     emulator: &Emulator,
     threads: &JobThreads<'_>,
 ) -> Result<StartedThreads, EmuError> {
-    let JobThreads {
-        strategy,
-        control,
-        target,
-        ..
-    } = *threads;
+    let control = threads.control;
     let start = sys::now();
     control.run_start.store(start, Ordering::Relaxed);
     let thread_count: usize = scenario.jobs.iter().map(|j| j.numjobs as usize).sum();
@@ -1012,161 +1007,18 @@ fn start_job_threads(
     let flows = crate::flow::flows_of(scenario);
     'jobs: for (job_index, job) in scenario.jobs.iter().enumerate() {
         for thread in 0..job.numjobs {
-            let Some(queue) = layout.queue_of(job.thread_cpu(thread)) else {
-                failure = Some(EmuError::Internal(format!("job {} has no queue", job.name)));
-                break 'jobs;
+            let place = ThreadPlace {
+                job_index,
+                thread,
+                flow: &flows[job_index],
             };
-            let real_cpu = layout.app[queue].1;
-            let io = job.io().cloned();
-            // An offloaded job's thread hands its requests to `iodepth`
-            // workers of its own, each at depth 1; it submits none itself.
-            let pool = io
-                .as_ref()
-                .filter(|io| io.offload)
-                .map(|io| Arc::new(OffloadPool::new(io.iodepth.max(1) as usize)));
-            let client_depth = |io: &cint_scenario::IoJob| {
-                if io.engine.is_sync() || pool.is_some() {
-                    1
-                } else {
-                    (io.iodepth.max(1) as usize).min(MAX_QUEUE_DEPTH)
-                }
-            };
-            let client = match &io {
-                Some(io) => match emulator.client(queue, client_depth(io)) {
-                    Ok(c) => Some(c),
-                    Err(e) => {
-                        failure = Some(e);
-                        break 'jobs;
-                    }
-                },
-                None => None,
-            };
-            // A CPU-bound thread runs on its core while it burns:
-            // interrupts there must preempt it, never wait for it. One that
-            // starts with the run counts from before the run starts, so
-            // that no I/O thread's first interrupt finds the core idle
-            // before it; one of a later group or delayed, from its start.
-            let occupant = match (&io, threads.stages[job_index]) {
-                (Some(_), _) => Ok((None, None)),
-                (None, None) => emulator.occupant(queue).map(|o| (Some(o), None)),
-                (None, Some(_)) => emulator.occupant_later(queue).map(|o| (None, Some(o))),
-            };
-            let (occupant, occupant_later) = match occupant {
-                Ok(pair) => pair,
+            let specs = match thread_specs(scenario, layout, emulator, threads, place) {
+                Ok(specs) => specs,
                 Err(e) => {
                     failure = Some(e);
                     break 'jobs;
                 }
             };
-            let plan =
-                |offload: Option<OffloadRole>, occupant: Option<PendingOccupant>| ThreadPlan {
-                    job: job_index,
-                    io: io.clone(),
-                    mode: strategy.mode,
-                    runtime: job.runtime,
-                    stage: threads.stages[job_index],
-                    window_from: None,
-                    sync_path: target.sync_path.clone(),
-                    flow: flows[job_index].clone(),
-                    span: io.as_ref().map_or(0, |io| {
-                        let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
-                        io.size.min(target.span).max(largest)
-                    }),
-                    needs_buffers: target.needs_buffers,
-                    seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
-                    ramp: scenario.warmup > 0,
-                    select: threads.selector.zip(io.as_ref()).map(|(selector, io)| {
-                        let open_idle =
-                            || IdleWatch::open(real_cpu, &profile_idle_states(scenario));
-                        ThreadSelect::new(
-                            selector,
-                            io,
-                            Arc::clone(&threads.host_in_flight),
-                            open_idle,
-                        )
-                    }),
-                    trace: io
-                        .as_ref()
-                        .and_then(|io| io.shape.trace.as_ref())
-                        .map(|tr| TraceCursor::new(tr, thread as usize)),
-                    occupant,
-                    offload,
-                    sleep_granularity: threads.sleep_granularity,
-                    sqpoll: None,
-                };
-            // Each thread to spawn, and the queue of the core it runs on.
-            let mut specs = vec![(
-                ThreadSpec {
-                    name: format!("cint-job-{}-{thread}", job.name),
-                    plan: plan(
-                        pool.clone()
-                            .map(|pool| OffloadRole::Main(Dispatch::new(pool))),
-                        occupant_later,
-                    ),
-                    client,
-                    occupant,
-                },
-                queue,
-            )];
-            // An SQ-polled ring's thread fills it; its SQ thread, on
-            // `sqpoll_cpu` or else the same core, submits through a client
-            // of its own, on that core's queue.
-            if let Some(io) = io.as_ref().filter(|io| io.sqpoll.is_some()) {
-                let sq_core = cint_scenario::sqpoll::submitting_core(scenario, job, thread);
-                let Some(sq_queue) = layout.queue_of(sq_core) else {
-                    failure = Some(EmuError::Internal(format!(
-                        "job {}'s SQ thread has no queue on core {sq_core}",
-                        job.name
-                    )));
-                    break 'jobs;
-                };
-                let ring = Arc::new(SqRing::default());
-                specs[0].0.plan.sqpoll = Some(SqRole::Ring(RingHandle {
-                    ring: Arc::clone(&ring),
-                }));
-                let client = match emulator.client(sq_queue, client_depth(io)) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        failure = Some(e);
-                        break 'jobs;
-                    }
-                };
-                let mut sq = plan(None, None);
-                sq.select = None;
-                sq.sqpoll = Some(SqRole::SqThread(ring));
-                specs.push((
-                    ThreadSpec {
-                        name: format!("cint-sq-{}-{thread}", job.name),
-                        plan: sq,
-                        client: Some(client),
-                        occupant: None,
-                    },
-                    sq_queue,
-                ));
-            }
-            if let (Some(pool), Some(io)) = (&pool, &io) {
-                // The selector is per thread: the workers' decide for the
-                // requests they run; the main thread runs none.
-                specs[0].0.plan.select = None;
-                for w in 0..pool.depth() {
-                    let client = match emulator.client(queue, client_depth(io)) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            failure = Some(e);
-                            break 'jobs;
-                        }
-                    };
-                    specs.push((
-                        ThreadSpec {
-                            name: format!("cint-job-{}-{thread}-w{w}", job.name),
-                            plan: plan(Some(OffloadRole::Worker(Arc::clone(pool), w)), None),
-                            client: Some(client),
-                            occupant: None,
-                        },
-                        queue,
-                    ));
-                }
-            }
             for (spec, queue) in specs {
                 let probe = Arc::new(ThreadProbe::default());
                 tracked.push(Tracked {
@@ -1208,6 +1060,158 @@ fn start_job_threads(
         handles,
         gate,
     })
+}
+
+/// Where one thread of a job stands: its job, its number in the job and
+/// the job's flow.
+#[derive(Clone, Copy)]
+struct ThreadPlace<'a> {
+    job_index: usize,
+    thread: u32,
+    flow: &'a Option<(Arc<crate::flow::Flow>, u32, Nanos)>,
+}
+
+/// The threads one thread of a job runs as, each with the queue of the
+/// core it runs on: the thread itself; its SQ thread where its ring is
+/// SQ-polled; its workers where it offloads. Each gets its client here,
+/// in that order; a refusal drops those already taken.
+fn thread_specs(
+    scenario: &Scenario,
+    layout: &CpuLayout,
+    emulator: &Emulator,
+    threads: &JobThreads<'_>,
+    place: ThreadPlace<'_>,
+) -> Result<Vec<(ThreadSpec, usize)>, EmuError> {
+    let ThreadPlace {
+        job_index, thread, ..
+    } = place;
+    let job = &scenario.jobs[job_index];
+    let JobThreads {
+        strategy, target, ..
+    } = *threads;
+    let Some(queue) = layout.queue_of(job.thread_cpu(thread)) else {
+        return Err(EmuError::Internal(format!("job {} has no queue", job.name)));
+    };
+    let real_cpu = layout.app[queue].1;
+    let io = job.io().cloned();
+    // An offloaded job's thread hands its requests to `iodepth`
+    // workers of its own, each at depth 1; it submits none itself.
+    let pool = io
+        .as_ref()
+        .filter(|io| io.offload)
+        .map(|io| Arc::new(OffloadPool::new(io.iodepth.max(1) as usize)));
+    let client_depth = |io: &cint_scenario::IoJob| {
+        if io.engine.is_sync() || pool.is_some() {
+            1
+        } else {
+            (io.iodepth.max(1) as usize).min(MAX_QUEUE_DEPTH)
+        }
+    };
+    let client = match &io {
+        Some(io) => Some(emulator.client(queue, client_depth(io))?),
+        None => None,
+    };
+    // A CPU-bound thread runs on its core while it burns:
+    // interrupts there must preempt it, never wait for it. One that
+    // starts with the run counts from before the run starts, so
+    // that no I/O thread's first interrupt finds the core idle
+    // before it; one of a later group or delayed, from its start.
+    let occupant = match (&io, threads.stages[job_index]) {
+        (Some(_), _) => Ok((None, None)),
+        (None, None) => emulator.occupant(queue).map(|o| (Some(o), None)),
+        (None, Some(_)) => emulator.occupant_later(queue).map(|o| (None, Some(o))),
+    };
+    let (occupant, occupant_later) = occupant?;
+    let plan = |offload: Option<OffloadRole>, occupant: Option<PendingOccupant>| ThreadPlan {
+        job: job_index,
+        io: io.clone(),
+        mode: strategy.mode,
+        runtime: job.runtime,
+        stage: threads.stages[job_index],
+        window_from: None,
+        sync_path: target.sync_path.clone(),
+        flow: place.flow.clone(),
+        span: io.as_ref().map_or(0, |io| {
+            let largest = cint_scenario::shape::largest_block(&io.shape, io.bs);
+            io.size.min(target.span).max(largest)
+        }),
+        needs_buffers: target.needs_buffers,
+        seed: scenario.seed ^ ((job_index as u64) << 32) ^ u64::from(thread),
+        ramp: scenario.warmup > 0,
+        select: threads.selector.zip(io.as_ref()).map(|(selector, io)| {
+            let open_idle = || IdleWatch::open(real_cpu, &profile_idle_states(scenario));
+            ThreadSelect::new(selector, io, Arc::clone(&threads.host_in_flight), open_idle)
+        }),
+        trace: io
+            .as_ref()
+            .and_then(|io| io.shape.trace.as_ref())
+            .map(|tr| TraceCursor::new(tr, thread as usize)),
+        occupant,
+        offload,
+        sleep_granularity: threads.sleep_granularity,
+        sqpoll: None,
+    };
+    // Each thread to spawn, and the queue of the core it runs on.
+    let mut specs = vec![(
+        ThreadSpec {
+            name: format!("cint-job-{}-{thread}", job.name),
+            plan: plan(
+                pool.clone()
+                    .map(|pool| OffloadRole::Main(Dispatch::new(pool))),
+                occupant_later,
+            ),
+            client,
+            occupant,
+        },
+        queue,
+    )];
+    // An SQ-polled ring's thread fills it; its SQ thread, on
+    // `sqpoll_cpu` or else the same core, submits through a client
+    // of its own, on that core's queue.
+    if let Some(io) = io.as_ref().filter(|io| io.sqpoll.is_some()) {
+        let sq_core = cint_scenario::sqpoll::submitting_core(scenario, job, thread);
+        let Some(sq_queue) = layout.queue_of(sq_core) else {
+            return Err(EmuError::Internal(format!(
+                "job {}'s SQ thread has no queue on core {sq_core}",
+                job.name
+            )));
+        };
+        let ring = Arc::new(SqRing::default());
+        specs[0].0.plan.sqpoll = Some(SqRole::Ring(RingHandle {
+            ring: Arc::clone(&ring),
+        }));
+        let client = emulator.client(sq_queue, client_depth(io))?;
+        let mut sq = plan(None, None);
+        sq.select = None;
+        sq.sqpoll = Some(SqRole::SqThread(ring));
+        specs.push((
+            ThreadSpec {
+                name: format!("cint-sq-{}-{thread}", job.name),
+                plan: sq,
+                client: Some(client),
+                occupant: None,
+            },
+            sq_queue,
+        ));
+    }
+    if let (Some(pool), Some(io)) = (&pool, &io) {
+        // The selector is per thread: the workers' decide for the
+        // requests they run; the main thread runs none.
+        specs[0].0.plan.select = None;
+        for w in 0..pool.depth() {
+            let client = emulator.client(queue, client_depth(io))?;
+            specs.push((
+                ThreadSpec {
+                    name: format!("cint-job-{}-{thread}-w{w}", job.name),
+                    plan: plan(Some(OffloadRole::Worker(Arc::clone(pool), w)), None),
+                    client: Some(client),
+                    occupant: None,
+                },
+                queue,
+            ));
+        }
+    }
+    Ok(specs)
 }
 
 /// One job thread to spawn: its name, plan, client and, for a CPU-bound
