@@ -1340,8 +1340,7 @@ fn measure(
     let samples_before = sample_edge(tracked, true);
     let activity_before = clocks.read();
     let stats_before = emulator.stats();
-    let window_start = sys::now();
-    control.open_window(window_start);
+    let window_start = control.open_window();
     if scenario.warmup == 0 {
         gate.open(true);
     }
@@ -1367,8 +1366,7 @@ fn measure(
     // preempted), in which the threads completed requests that used to
     // be counted against a window that had ended, so a device-bound job
     // could show more than the device's bandwidth.
-    let window_end = sys::now();
-    control.close_window(window_end);
+    let window_end = control.close_window();
     let ns = window_end.saturating_sub(window_start).max(1);
     // Sample before stopping: a stopped thread's clock and /proc entry
     // disappear.

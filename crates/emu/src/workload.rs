@@ -47,6 +47,37 @@ pub(crate) const PHASE_CLOSED: u8 = 3;
 
 /// A window edge not yet known.
 const UNKNOWN_EDGE: Nanos = Nanos::MAX;
+/// A window edge the coordinator is setting: it has marked the edge and
+/// is reading the clock for it.
+const SETTING_EDGE: Nanos = Nanos::MAX - 1;
+
+/// Sets a window edge to the instant `clock` reads, marking it as being
+/// set first. A thread that then finds the edge still unknown loaded it
+/// before the mark, so it took its completions in hand before that
+/// instant; one that finds the mark waits the few nanoseconds to the
+/// value. Without the mark, an edge read from the clock and stored after
+/// a thread looked (the coordinator preempted between the two) let that
+/// thread count, as inside the window, a completion it took in hand
+/// after the close, or leave out one it took after the open.
+fn set_edge(edge: &AtomicU64, clock: impl FnOnce() -> Nanos) -> Nanos {
+    edge.store(SETTING_EDGE, Ordering::SeqCst);
+    let at = clock();
+    edge.store(at, Ordering::SeqCst);
+    at
+}
+
+/// A window edge as [`set_edge`] leaves it: its instant, or
+/// [`UNKNOWN_EDGE`] before the coordinator began to set it.
+fn read_edge(edge: &AtomicU64) -> Nanos {
+    loop {
+        let at = edge.load(Ordering::SeqCst);
+        if at != SETTING_EDGE {
+            return at;
+        }
+        // The coordinator is not pinned: it may wait on this very CPU.
+        std::thread::yield_now();
+    }
+}
 
 /// What every job thread shares with the coordinator.
 pub(crate) struct Control {
@@ -141,31 +172,46 @@ impl Control {
         }
     }
 
-    /// The measured window opens at `at` (an instant already passed).
-    pub(crate) fn open_window(&self, at: Nanos) {
-        self.window_open.store(at, Ordering::SeqCst);
+    /// The measured window opens now; returns the instant.
+    pub(crate) fn open_window(&self) -> Nanos {
+        self.open_window_by(sys::now)
+    }
+
+    /// The measured window opens at the instant `clock` reads.
+    fn open_window_by(&self, clock: impl FnOnce() -> Nanos) -> Nanos {
+        let at = set_edge(&self.window_open, clock);
         self.phase.store(PHASE_MEASURE, Ordering::SeqCst);
+        at
     }
 
-    /// The measured window closes at `at` (an instant already passed).
-    pub(crate) fn close_window(&self, at: Nanos) {
-        self.window_close.store(at, Ordering::SeqCst);
+    /// The measured window closes now; returns the instant.
+    pub(crate) fn close_window(&self) -> Nanos {
+        self.close_window_by(sys::now)
+    }
+
+    /// The measured window closes at the instant `clock` reads.
+    fn close_window_by(&self, clock: impl FnOnce() -> Nanos) -> Nanos {
+        let at = set_edge(&self.window_close, clock);
         self.phase.store(PHASE_CLOSED, Ordering::SeqCst);
+        at
     }
 
-    /// The span of the measured window that a thread of `plan`, having
-    /// seen run phase `phase`, counts completions in: none before the
-    /// window opened (or before a staged job's own window), or once the
-    /// run stops. The close is read after the phase, so a thread that saw
-    /// the window closed sees where.
-    fn counted_span(&self, plan: &ThreadPlan, phase: u8) -> Option<(Nanos, Nanos)> {
-        if phase != PHASE_MEASURE && phase != PHASE_CLOSED {
+    /// The span of the measured window a thread of `plan` counts the
+    /// completions in that it took in hand before this call: none while
+    /// the window has not opened, and from a staged job's own window
+    /// start where that is later. It does not depend on the phase the
+    /// thread saw: a completion counts by when it was taken in hand, not
+    /// by when it was accounted, so one taken just before an edge and
+    /// accounted just after falls on its own side. The close is
+    /// [`UNKNOWN_EDGE`] until the coordinator began to set it, and every
+    /// completion the thread holds was then in hand before it.
+    fn counted_span(&self, plan: &ThreadPlan) -> Option<(Nanos, Nanos)> {
+        let open = read_edge(&self.window_open);
+        if open == UNKNOWN_EDGE {
             return None;
         }
-        let open = self.window_open.load(Ordering::SeqCst);
         let from = plan.window_from.map_or(open, |from| from.max(open));
-        let to = self.window_close.load(Ordering::SeqCst);
-        (open != UNKNOWN_EDGE).then_some((from, to))
+        Some((from, read_edge(&self.window_close)))
     }
 
     /// A thread of job `job` starts at `now`: the job's start, which its
@@ -1628,7 +1674,7 @@ impl IoThread {
     fn account(&mut self, control: &Control) {
         let phase = control.phase.load(Ordering::SeqCst);
         let measuring = in_window(&self.plan, phase);
-        let counted = control.counted_span(&self.plan, phase);
+        let counted = control.counted_span(&self.plan);
         // Wake-ups since the last pass: the client's futex wake-ups and
         // this thread's timed sleeps, attributed to the window the way
         // completions are (by the phase when they are accounted).
@@ -1781,33 +1827,57 @@ mod tests {
         let control = Control::new(&[1], vec![0], &[None]);
         let mut plan = later_cpu_thread(MS);
         plan.window_from = None;
-        assert_eq!(control.counted_span(&plan, PHASE_WARMUP), None);
-        control.open_window(1_000);
+        assert_eq!(control.counted_span(&plan), None);
+        // While the coordinator reads the clock for an edge, a thread
+        // that looks finds the edge being set, not unknown.
+        control.open_window_by(|| {
+            assert_eq!(control.window_open.load(Ordering::SeqCst), SETTING_EDGE);
+            1_000
+        });
         // A thread that sees the window open counts from its opening
         // instant, not from when it looked.
-        assert_eq!(
-            control.counted_span(&plan, PHASE_MEASURE),
-            Some((1_000, UNKNOWN_EDGE))
-        );
+        assert_eq!(control.counted_span(&plan), Some((1_000, UNKNOWN_EDGE)));
         // A staged job counts from its own start, never before the run's.
         plan.window_from = Some(1_500);
-        assert_eq!(
-            control.counted_span(&plan, PHASE_MEASURE),
-            Some((1_500, UNKNOWN_EDGE))
-        );
+        assert_eq!(control.counted_span(&plan), Some((1_500, UNKNOWN_EDGE)));
         plan.window_from = Some(500);
-        assert_eq!(
-            control.counted_span(&plan, PHASE_MEASURE),
-            Some((1_000, UNKNOWN_EDGE))
-        );
-        // Once closed, what was in hand before the close still counts.
-        control.close_window(9_000);
-        assert_eq!(
-            control.counted_span(&plan, PHASE_CLOSED),
-            Some((1_000, 9_000))
-        );
+        assert_eq!(control.counted_span(&plan), Some((1_000, UNKNOWN_EDGE)));
+        // Once closed, what was in hand before the close still counts,
+        // also after the run stopped.
+        control.close_window_by(|| 9_000);
+        assert_eq!(control.counted_span(&plan), Some((1_000, 9_000)));
         control.stop();
-        assert_eq!(control.counted_span(&plan, PHASE_STOP), None);
+        assert_eq!(control.counted_span(&plan), Some((1_000, 9_000)));
+    }
+
+    #[test]
+    fn a_thread_that_finds_an_edge_being_set_waits_for_its_instant() {
+        let control = Arc::new(Control::new(&[1], vec![0], &[None]));
+        control.open_window_by(|| 1_000);
+        let plan = later_cpu_thread(MS);
+        let (marked_tx, marked_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let closer = {
+            let control = Arc::clone(&control);
+            std::thread::spawn(move || {
+                control.close_window_by(|| {
+                    marked_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                    7_000
+                })
+            })
+        };
+        marked_rx.recv().unwrap();
+        let looker = {
+            let control = Arc::clone(&control);
+            std::thread::spawn(move || control.counted_span(&plan))
+        };
+        // The looker cannot return while the edge is being set.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!looker.is_finished());
+        release_tx.send(()).unwrap();
+        assert_eq!(closer.join().unwrap(), 7_000);
+        assert_eq!(looker.join().unwrap(), Some((1_000, 7_000)));
     }
 
     #[test]
