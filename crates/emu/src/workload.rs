@@ -1676,8 +1676,9 @@ impl IoThread {
         let measuring = in_window(&self.plan, phase);
         let counted = control.counted_span(&self.plan);
         // Wake-ups since the last pass: the client's futex wake-ups and
-        // this thread's timed sleeps, attributed to the window the way
-        // completions are (by the phase when they are accounted).
+        // this thread's timed sleeps, attributed to the window by the
+        // phase when they are accounted (a wake-up carries no instant; at
+        // most one pass's at each edge falls on the wrong side).
         let woken = self.client.wakeups() + self.sleeps + self.pool_wakeups;
         if measuring {
             self.out.wakeups += woken - self.woken_before;
