@@ -194,7 +194,8 @@ fn bad_fio_input_is_one_line_naming_the_culprit() {
     );
     assert_refused(
         &cint(&["emu", "--fio", &buffered]),
-        "buf.fio:8: job.b.direct: modelled by the simulator only",
+        "buf.fio:8: job.b.direct: a buffered job (direct = false, fio's default direct=0) goes \
+         through the page cache, which the simulator models and the emulator does not",
     );
 
     // A job on a core past what this machine gives the emulator is

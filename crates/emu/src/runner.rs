@@ -146,25 +146,29 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, EmuError> {
 }
 
 /// The first job key the emulator's threads do not honour, so that it is
-/// refused by name rather than silently ignored.
-fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str)> {
+/// refused by name rather than silently ignored, with why and what to do.
+fn unhonoured_key(scenario: &Scenario) -> Option<(String, &'static str, &'static str)> {
     for (j, job) in scenario.jobs.iter().enumerate() {
-        // CFS task groups: the emulator's threads are not put in cgroups.
-        let key = if scenario.sched_groups.of_job(j).is_some() {
-            Some("sched_group")
-        } else if let cint_scenario::Work::Io(io) = &job.work {
-            if io.through_page_cache() {
-                // The simulator runs such a job through its page cache;
-                // the emulator's threads would issue it as direct I/O.
-                Some("direct")
-            } else {
-                None
-            }
+        let refusal = if scenario.sched_groups.of_job(j).is_some() {
+            Some((
+                "sched_group",
+                "CFS task groups are modelled by the simulator only: the emulator does not put \
+                 its threads in cgroups (use cint sim, or remove the key)",
+            ))
+        } else if job.io().is_some_and(|io| io.through_page_cache()) {
+            // The simulator runs such a job through its page cache; the
+            // emulator's threads would issue it as direct I/O.
+            Some((
+                "direct",
+                "a buffered job (direct = false, fio's default direct=0) goes through the page \
+                 cache, which the simulator models and the emulator does not: use cint sim, or \
+                 direct = true (fio: direct=1)",
+            ))
         } else {
             None
         };
-        if let Some(key) = key {
-            return Some((job.name.clone(), key));
+        if let Some((key, why)) = refusal {
+            return Some((job.name.clone(), key, why));
         }
     }
     None
@@ -283,12 +287,8 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
     for strategy in &scenario.strategies {
         crate::select::build(scenario, strategy)?;
     }
-    if let Some((job, key)) = unhonoured_key(scenario) {
-        return Err(unsupported(
-            format!("job.{job}.{key}"),
-            "modelled by the simulator only; the emulator does not run it yet (use cint sim, \
-             or remove the key)",
-        ));
+    if let Some((job, key, why)) = unhonoured_key(scenario) {
+        return Err(unsupported(format!("job.{job}.{key}"), why));
     }
     // An SQ-polled ring's thread spins on its completions and its SQ
     // thread submits them all alike: no selector chooses how either waits.

@@ -45,6 +45,8 @@ fn fio_shaping_keys_the_threads_do_not_honour_are_refused_by_name() {
         assert_eq!(at, &format!("job.aio.{key}"));
         let msg = e.to_string();
         assert!(!msg.contains('\n'));
+        // Each says what to do instead.
+        assert!(msg.contains("use cint sim"), "{msg}");
     }
 }
 
