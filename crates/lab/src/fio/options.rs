@@ -696,50 +696,7 @@ fn apply_engine(
             spec.batch_complete_max = (n > 0).then(|| At::new(o.line, n as u32));
         }
         "gtod_reduce" => spec.gtod_reduce = Some(At::new(o.line, o.boolean(diag)?)),
-        "ioengine" => {
-            let v = o.value(diag)?;
-            let engine = match v {
-                "psync" | "sync" => Engine::Psync,
-                "pvsync" => {
-                    // preadv/pwritev of one iovec: the kernel's read and
-                    // write paths of pread/pwrite (Linux 5.0 fs/read_write.c:
-                    // both reach the file's ->read_iter), one blocking call
-                    // per request.
-                    diag.warn(
-                        o.line,
-                        "option 'ioengine=pvsync' runs as psync: preadv and pwritev of one \
-                         iovec take pread's and pwrite's kernel path (the iovec's copy-in \
-                         is not modelled)"
-                            .into(),
-                    );
-                    Engine::Psync
-                }
-                "pvsync2" => Engine::Pvsync2,
-                "libaio" => Engine::Libaio,
-                "io_uring" => Engine::IoUring,
-                "io_uring_cmd" => {
-                    return Err(diag.err(
-                        o.line,
-                        "option 'ioengine=io_uring_cmd' is not supported: NVMe passthrough \
-                         skips the block layer whose costs the host profiles are made of, and \
-                         came with Linux 5.19, after the reference hosts' 5.0 and 5.15; its own \
-                         path is not measured yet (supported: psync, sync, pvsync, pvsync2, libaio, \
-                         io_uring)"
-                            .into(),
-                    ))
-                }
-                _ => {
-                    return Err(diag.err(
-                        o.line,
-                        format!(
-                            "option 'ioengine={v}' is not supported (supported: psync, sync, \
-                             pvsync, pvsync2, libaio, io_uring)"
-                        ),
-                    ))
-                }
-            };
-            spec.engine = Some(At::new(o.line, engine));
-        }
+        "ioengine" => spec.engine = Some(At::new(o.line, parse_engine(o, diag)?)),
         "numjobs" => spec.numjobs = Some(At::new(o.line, o.int(diag, 1, 4_096)? as u32)),
         "cpus_allowed" => {
             let v = o.value(diag)?;
@@ -759,38 +716,7 @@ fn apply_engine(
         "direct" => spec.direct = Some(At::new(o.line, o.boolean(diag)?)),
         "fadvise_hint" => spec.fadvise_hint = Some(At::new(o.line, o.boolean(diag)?)),
         "norandommap" => spec.norandommap = o.boolean(diag)?,
-        "rate_min" | "rate_iops_min" => {
-            let v = o.value(diag)?;
-            let (unit, dirs) = if o.name == "rate_iops_min" {
-                let dirs = per_direction(v, |p| p.parse::<u64>().ok());
-                (cint_scenario::RateUnit::Iops, dirs)
-            } else {
-                (
-                    cint_scenario::RateUnit::Bytes,
-                    per_direction(v, |p| parse_size(p).ok()),
-                )
-            };
-            let dirs = dirs.ok_or_else(|| o.bad(diag, "a rate (or READ,WRITE rates)"))?;
-            let same_unit = |m: &At<(cint_scenario::RateUnit, [u64; 2])>| m.value.0 == unit;
-            let Some(dirs) = some_direction(dirs) else {
-                // fio's default, no floor: it clears an earlier floor of
-                // its own unit only (fio keeps the two apart).
-                if spec.rate_min.as_ref().is_some_and(same_unit) {
-                    spec.rate_min = None;
-                }
-                return Ok(true);
-            };
-            if spec.rate_min.as_ref().is_some_and(|m| !same_unit(m)) {
-                return Err(diag.err(
-                    o.line,
-                    format!(
-                        "option '{key}': ratemin together with rate_iops_min is not supported \
-                         (fio checks ratemin first where both are set)"
-                    ),
-                ));
-            }
-            spec.rate_min = Some(At::new(o.line, (unit, dirs)));
-        }
+        "rate_min" | "rate_iops_min" => apply_rate_min(spec, o, diag)?,
         "rate_cycle" => {
             let ms = o.int(diag, 1, u64::from(u32::MAX))?;
             spec.ratecycle = ms.saturating_mul(1_000_000);
@@ -846,6 +772,93 @@ fn apply_engine(
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// fio's `ioengine`: the engine the model runs it as, with a warning
+/// where that is another's path, or its refusal.
+fn parse_engine(o: &OptionLine<'_>, diag: &mut Diagnostics) -> Result<Engine, FioError> {
+    let v = o.value(diag)?;
+    Ok(match v {
+        "psync" | "sync" => Engine::Psync,
+        "pvsync" => {
+            // preadv/pwritev of one iovec: the kernel's read and
+            // write paths of pread/pwrite (Linux 5.0 fs/read_write.c:
+            // both reach the file's ->read_iter), one blocking call
+            // per request.
+            diag.warn(
+                o.line,
+                "option 'ioengine=pvsync' runs as psync: preadv and pwritev of one \
+                 iovec take pread's and pwrite's kernel path (the iovec's copy-in \
+                 is not modelled)"
+                    .into(),
+            );
+            Engine::Psync
+        }
+        "pvsync2" => Engine::Pvsync2,
+        "libaio" => Engine::Libaio,
+        "io_uring" => Engine::IoUring,
+        "io_uring_cmd" => {
+            return Err(diag.err(
+                o.line,
+                "option 'ioengine=io_uring_cmd' is not supported: NVMe passthrough \
+                 skips the block layer whose costs the host profiles are made of, and \
+                 came with Linux 5.19, after the reference hosts' 5.0 and 5.15; its own \
+                 path is not measured yet (supported: psync, sync, pvsync, pvsync2, libaio, \
+                 io_uring)"
+                    .into(),
+            ))
+        }
+        _ => {
+            return Err(diag.err(
+                o.line,
+                format!(
+                    "option 'ioengine={v}' is not supported (supported: psync, sync, \
+                     pvsync, pvsync2, libaio, io_uring)"
+                ),
+            ))
+        }
+    })
+}
+
+/// fio's `rate_min` and `rate_iops_min`: a floor on the job's rate, one
+/// unit at a time.
+fn apply_rate_min(
+    spec: &mut JobSpec,
+    o: &OptionLine<'_>,
+    diag: &mut Diagnostics,
+) -> Result<(), FioError> {
+    let key = o.key;
+    let v = o.value(diag)?;
+    let (unit, dirs) = if o.name == "rate_iops_min" {
+        let dirs = per_direction(v, |p| p.parse::<u64>().ok());
+        (cint_scenario::RateUnit::Iops, dirs)
+    } else {
+        (
+            cint_scenario::RateUnit::Bytes,
+            per_direction(v, |p| parse_size(p).ok()),
+        )
+    };
+    let dirs = dirs.ok_or_else(|| o.bad(diag, "a rate (or READ,WRITE rates)"))?;
+    let same_unit = |m: &At<(cint_scenario::RateUnit, [u64; 2])>| m.value.0 == unit;
+    let Some(dirs) = some_direction(dirs) else {
+        // fio's default, no floor: it clears an earlier floor of
+        // its own unit only (fio keeps the two apart).
+        if spec.rate_min.as_ref().is_some_and(same_unit) {
+            spec.rate_min = None;
+        }
+        return Ok(());
+    };
+    if spec.rate_min.as_ref().is_some_and(|m| !same_unit(m)) {
+        return Err(diag.err(
+            o.line,
+            format!(
+                "option '{key}': ratemin together with rate_iops_min is not supported \
+                 (fio checks ratemin first where both are set)"
+            ),
+        ));
+    }
+    spec.rate_min = Some(At::new(o.line, (unit, dirs)));
+    Ok(())
 }
 
 /// An option the match in [`apply`] does not model: accepted silently at
