@@ -249,9 +249,12 @@ fn unpolled_job(scenario: &Scenario) -> Option<(String, String)> {
     Some((strategy.name.clone(), job.name.clone()))
 }
 
-/// Like [`run`], with the details tests check. Failed requests do not
-/// make it fail: they are counted in [`JobDetail::errors`].
-pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
+/// Refuses, by the key that asks for it, what the emulator does not run
+/// (the simulator models it): guests, application programs, keys its
+/// threads do not honour, a selector with nothing to choose, unpolled
+/// jobs under polling, shared queues, more clients or a deeper queue
+/// than its device takes.
+fn refuse_what_the_emulator_does_not_run(scenario: &Scenario) -> Result<(), EmuError> {
     // Guests need a hypervisor model (docs/VIRT.md): only the simulator
     // has one.
     if let Some(g) = scenario.virt.guests.first() {
@@ -337,21 +340,13 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
             ),
         ));
     }
-    let layout = CpuLayout::for_scenario(scenario)?;
-    // fio's sleep granularity, measured once, as fio measures it before
-    // its jobs, and before any device core spins: measured beside one
-    // (the coordinator is not pinned), a `nanosleep` of 1 us could wait
-    // for its time slice, and a rate-limited thread would then spin
-    // through its sleeps (a first strategy once held its core at 96%).
-    let granularity = crate::workload::sleep_granularity();
-    let mut results = Vec::with_capacity(scenario.strategies.len());
-    let mut details = Vec::with_capacity(scenario.strategies.len());
-    for (index, strategy) in scenario.strategies.iter().enumerate() {
-        let (result, detail) =
-            run_strategy(scenario, &layout, (strategy, index as u64), granularity)?;
-        results.push(result);
-        details.push(detail);
-    }
+    Ok(())
+}
+
+/// The run's notes: handlers without real-time priority, idle delivery,
+/// groups, missed floors, latency-target searches, `gtod_reduce`, shared
+/// SQ-thread cores, steady states and energy.
+fn run_notes(scenario: &Scenario, layout: &CpuLayout, details: &[StrategyDetail]) -> Vec<String> {
     let mut notes: Vec<String> = details
         .iter()
         .filter(|d| d.realtime_handlers < d.handlers)
@@ -367,16 +362,16 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         })
         .collect();
     notes.extend(details.iter().filter_map(|d| d.idle_note.clone()));
-    notes.extend(group_notes(scenario, &details));
+    notes.extend(group_notes(scenario, details));
     // The simulator's notes, their clock counting from the run's start.
-    for d in &details {
+    for d in details {
         for job in &d.jobs {
             for m in &job.floors_missed {
                 notes.push(m.note(&d.name, &job.name));
             }
         }
     }
-    notes.extend(search_notes(scenario, &details));
+    notes.extend(search_notes(scenario, details));
     notes.extend(gtod_reduce_notes(scenario));
     // An SQ thread beside another thread of its core spins through its
     // slices: the simulator's note, for the same mechanism, measured.
@@ -396,6 +391,29 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
     ) {
         notes.push(note);
     }
+    notes
+}
+
+/// Like [`run`], with the details tests check. Failed requests do not
+/// make it fail: they are counted in [`JobDetail::errors`].
+pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
+    refuse_what_the_emulator_does_not_run(scenario)?;
+    let layout = CpuLayout::for_scenario(scenario)?;
+    // fio's sleep granularity, measured once, as fio measures it before
+    // its jobs, and before any device core spins: measured beside one
+    // (the coordinator is not pinned), a `nanosleep` of 1 us could wait
+    // for its time slice, and a rate-limited thread would then spin
+    // through its sleeps (a first strategy once held its core at 96%).
+    let granularity = crate::workload::sleep_granularity();
+    let mut results = Vec::with_capacity(scenario.strategies.len());
+    let mut details = Vec::with_capacity(scenario.strategies.len());
+    for (index, strategy) in scenario.strategies.iter().enumerate() {
+        let (result, detail) =
+            run_strategy(scenario, &layout, (strategy, index as u64), granularity)?;
+        results.push(result);
+        details.push(detail);
+    }
+    let notes = run_notes(scenario, &layout, &details);
     Ok(RunDetail {
         result: RunResult {
             cint_version: CINT_VERSION.to_string(),
@@ -1677,20 +1695,22 @@ fn stages(scenario: &Scenario) -> Vec<Option<Stage>> {
         .collect()
 }
 
-/// One job's result and detail: its threads' outcomes merged, and their
-/// CPU time and context switches over the window.
-fn summarise_job(
-    job_index: usize,
-    job: &Job,
-    tracked: &[Tracked],
-    outcomes: &[ThreadOutcome],
-    window: &Window,
-    staged: bool,
-) -> (JobResult, JobDetail) {
+/// A job's own measured window, from the run's window's start, and when
+/// it started and what it measured, from the run's start.
+struct JobWindow {
+    from: Nanos,
+    to: Nanos,
+    /// When the job started, and its window's two edges; none for a
+    /// staged job none of whose threads started.
+    span: Option<(Nanos, Nanos, Nanos)>,
+}
+
+/// The window job `job` measured over, from its threads' outcomes in the
+/// run's `window` (`staged`: it does not start with the run).
+fn job_window(job: &Job, outcomes: &[ThreadOutcome], window: &Window, staged: bool) -> JobWindow {
     // The job's own window, as the simulator measures it: its threads
-    // stop at its `runtime` after the warm-up, or end when its `io_size`
-    // is done (every job starts with the run: start delays and groups are
-    // refused here).
+    // stop at its `runtime` after the warm-up (a staged job's counts from
+    // its own start), or end when its `io_size` is done.
     let ended = outcomes
         .iter()
         .map(|o| o.ended_at)
@@ -1714,7 +1734,6 @@ fn summarise_job(
         (None, None) => window.ns,
     }
     .min(window.ns);
-    let window_ns = to.saturating_sub(from).max(1);
     // When it started and what it measured, from the run's start (the
     // instant the runtimes count from); a staged job none of whose
     // threads started has no span.
@@ -1735,6 +1754,21 @@ fn summarise_job(
             since_run(window.start + to),
         )
     });
+    JobWindow { from, to, span }
+}
+
+/// One job's result and detail: its threads' outcomes merged, and their
+/// CPU time and context switches over the window.
+fn summarise_job(
+    job_index: usize,
+    job: &Job,
+    tracked: &[Tracked],
+    outcomes: &[ThreadOutcome],
+    window: &Window,
+    staged: bool,
+) -> (JobResult, JobDetail) {
+    let JobWindow { from, to, span } = job_window(job, outcomes, window, staged);
+    let window_ns = to.saturating_sub(from).max(1);
     // An instant from the window's start, signed: the two's-complement
     // difference of two instants of one clock, which are far closer than
     // 2^63 ns.
