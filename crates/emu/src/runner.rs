@@ -1144,7 +1144,7 @@ fn thread_specs(
         job: job_index,
         io: io.clone(),
         mode: strategy.mode,
-        runtime: job.runtime,
+        runtime: measured_runtime(job, scenario.warmup),
         stage: threads.stages[job_index],
         window_from: None,
         sync_path: target.sync_path.clone(),
@@ -1466,6 +1466,7 @@ fn summarise(
                 &outcomes[job_index],
                 window,
                 stages[job_index].is_some(),
+                measured_runtime(job, scenario.warmup),
             )
         })
         .unzip();
@@ -1695,6 +1696,15 @@ fn stages(scenario: &Scenario) -> Vec<Option<Stage>> {
         .collect()
 }
 
+/// What a job measures of its `runtime`: the part after its warm-up. A
+/// job's `runtime` counts from its start, the run's warm-up included
+/// (docs/SCENARIO-KEYS.md, the simulator's `stop_at`), and each of its
+/// threads counts the rest from when it first sees its window, so that a
+/// warm-up that ran over (the coordinator's sleep) shortens no window.
+fn measured_runtime(job: &Job, warmup: Nanos) -> Option<Nanos> {
+    job.runtime.map(|r| r.saturating_sub(warmup))
+}
+
 /// A job's own measured window, from the run's window's start, and when
 /// it started and what it measured, from the run's start.
 struct JobWindow {
@@ -1707,7 +1717,12 @@ struct JobWindow {
 
 /// The window job `job` measured over, from its threads' outcomes in the
 /// run's `window` (`staged`: it does not start with the run).
-fn job_window(job: &Job, outcomes: &[ThreadOutcome], window: &Window, staged: bool) -> JobWindow {
+fn job_window(
+    runtime: Option<Nanos>,
+    outcomes: &[ThreadOutcome],
+    window: &Window,
+    staged: bool,
+) -> JobWindow {
     // The job's own window, as the simulator measures it: its threads
     // stop at its `runtime` after the warm-up (a staged job's counts from
     // its own start), or end when its `io_size` is done.
@@ -1728,7 +1743,7 @@ fn job_window(job: &Job, outcomes: &[ThreadOutcome], window: &Window, staged: bo
     // Its end: when its threads ended by themselves (their size, a floor,
     // another's exitall: earlier than a runtime the import may also have
     // given them as a bound), else its runtime's, else the run's.
-    let to = match (ended, job.runtime) {
+    let to = match (ended, runtime) {
         (Some(ended), _) => ended,
         (None, Some(r)) => from.saturating_add(r),
         (None, None) => window.ns,
@@ -1766,8 +1781,9 @@ fn summarise_job(
     outcomes: &[ThreadOutcome],
     window: &Window,
     staged: bool,
+    runtime: Option<Nanos>,
 ) -> (JobResult, JobDetail) {
-    let JobWindow { from, to, span } = job_window(job, outcomes, window, staged);
+    let JobWindow { from, to, span } = job_window(runtime, outcomes, window, staged);
     let window_ns = to.saturating_sub(from).max(1);
     // An instant from the window's start, signed: the two's-complement
     // difference of two instants of one clock, which are far closer than

@@ -392,8 +392,9 @@ pub(crate) struct ThreadPlan {
     pub job: usize,
     pub io: Option<IoJob>,
     pub mode: CompletionMode,
-    /// The job's `runtime`: a thread stops (an I/O thread submitting)
-    /// that long after it first saw its measured window.
+    /// What the job measures of its `runtime` (the part after the
+    /// warm-up): a thread stops (an I/O thread submitting) that long
+    /// after it first saw its measured window.
     pub runtime: Option<Nanos>,
     /// A job that does not start with the run: its group's place in the
     /// run's order and its `startdelay`, and what its own window is

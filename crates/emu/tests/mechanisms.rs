@@ -528,11 +528,12 @@ fn a_cpu_jobs_runtime_counts_from_its_measured_window_as_an_io_jobs_does() {
         return;
     }
     // The warm-up's sleep runs over, so the window begins after the run's
-    // start plus the warm-up. A CPU-bound job's runtime counts from when
-    // its thread sees the window, so it is measured for all of it (it
-    // stopped short by the overrun when it counted from the run's start).
+    // start plus the warm-up. A CPU-bound job's runtime (25 ms, the 5 ms
+    // warm-up included) counts its measured rest from when its thread
+    // sees the window, so it is measured for all 20 ms of it (it stopped
+    // short by the overrun when it counted from the run's start).
     let mut cpu = cpu_job("burn");
-    cpu.runtime = Some(20 * MS);
+    cpu.runtime = Some(25 * MS);
     let mut sc = scenario(
         "cpu-runtime",
         device(10 * US, 4),
@@ -564,8 +565,9 @@ fn a_cpu_bound_job_of_a_later_group_holds_its_core_only_once_it_runs() {
     // handler thread.
     let mut reader = io_job("reader", Engine::Psync, 1, 1, 1);
     reader.runtime = Some(40 * MS);
+    // 20 ms after its own 5 ms warm-up.
     let mut burn = cpu_job("burn");
-    burn.runtime = Some(20 * MS);
+    burn.runtime = Some(25 * MS);
     burn.schedule.group = 1;
     let mut sc = scenario(
         "later-cpu",
@@ -686,13 +688,14 @@ fn groups_run_in_turn_each_job_measured_over_its_own_window() {
     }
     // fio's stonewall: the second group starts when the first has ended,
     // its job 20 ms later still (startdelay); each job has the run's
-    // warm-up from its own start and its runtime after that, and its
-    // rates are over that window. A loaded machine only delays the
-    // second group's start, which the bounds allow for.
+    // warm-up from its own start and the rest of its runtime after that
+    // (105 ms: 100 measured), and its rates are over that window. A
+    // loaded machine only delays the second group's start, which the
+    // bounds allow for.
     let mut first = io_job("first", Engine::Psync, 1, 1, 1);
-    first.runtime = Some(100 * MS);
+    first.runtime = Some(105 * MS);
     let mut second = io_job("second", Engine::Psync, 1, 1, 1);
-    second.runtime = Some(100 * MS);
+    second.runtime = Some(105 * MS);
     second.schedule.group = 1;
     second.schedule.startdelay = 20 * MS;
     let d = cint_emu::run_detailed(&scenario(
@@ -1539,8 +1542,13 @@ fn a_write_job_sleeps_on_its_writes_means_under_hybrid_polling() {
 }
 
 /// A job whose `runtime` is shorter than the run is measured over its own
-/// window, as the simulator measures it: its rates are per second of its
-/// runtime, not of the run.
+/// window, as the simulator measures it: its rates are per second of what
+/// it measured, not of the run. Its `runtime` counts from its start, the
+/// warm-up included (as fio's import writes `ramp_time + runtime`): under
+/// the 5 ms warm-up a job of 15 ms measures 10 ms, and stops submitting
+/// there. Until 2026-11-29 the emulator counted the whole runtime from
+/// the window's opening, and measured 15 ms where the simulator measured
+/// 10.
 #[test]
 fn a_job_with_a_shorter_runtime_is_measured_over_its_own_window() {
     let _g = serial();
@@ -1548,7 +1556,7 @@ fn a_job_with_a_shorter_runtime_is_measured_over_its_own_window() {
         return;
     }
     let mut short = io_job("short", Engine::Libaio, 4, 1, 1);
-    short.runtime = Some(10 * MS);
+    short.runtime = Some(15 * MS);
     let long = io_job("long", Engine::Libaio, 4, 1, 1);
     let sc = scenario(
         "runtimes",
@@ -1567,6 +1575,10 @@ fn a_job_with_a_shorter_runtime_is_measured_over_its_own_window() {
         window(0)
     );
     assert!(window(1) >= 0.040, "long job over {} s", window(1));
+    // Its last completion came with its last requests, issued before its
+    // stop: well before the 15 ms it would have run to.
+    let (_, last) = d.strategies[0].jobs[0].counted_span.expect("it counted");
+    assert!(last < 13 * MS as i64, "its last completion {last} ns in");
 }
 
 #[test]
