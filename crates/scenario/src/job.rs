@@ -236,7 +236,11 @@ pub(crate) fn parse_all(
                 continue;
             }
             let why = match &job.work {
-                Work::Cpu => "a cpu job runs until the run ends, so it belongs in the last group",
+                Work::Cpu if job.runtime.is_none() => {
+                    "a cpu job without a runtime runs until the run ends, so it belongs in the \
+                     last group (or set its runtime)"
+                }
+                Work::Cpu => continue,
                 Work::Io(io)
                     if job.runtime.is_none()
                         && io.shape.number_ios.is_none()

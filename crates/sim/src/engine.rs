@@ -39,6 +39,8 @@ pub(crate) enum Event {
     /// A thread asleep for a driver tag is woken by a poll loop that freed
     /// tags (a handler's wake-ups go through its wake list instead).
     Wake { thread: u32 },
+    /// A CPU-bound job's thread reaches the end of its `runtime`.
+    CpuJobEnd { thread: u32 },
     /// A polling idle state's limit on a CPU: the governor runs again.
     /// Never queued: the energy model keeps these outside the queue and
     /// offers the earliest at each pop ([`EventQueue::pop_before_or`]).

@@ -163,6 +163,68 @@ fn a_thread_picked_again_after_its_slice_keeps_counting_it() {
     assert!((late - 14.0).abs() < 0.3, "{late}");
 }
 
+/// A busy loop with a `runtime` ends there, whether it is running or
+/// waiting for its core (until 2026-11-29 it burned to the run's end:
+/// a reader beside a 10 ms loop read as if the loop never stopped), and
+/// a group after it starts then.
+#[test]
+fn a_busy_loop_stops_at_its_runtime_and_its_core_is_the_readers() {
+    let text = |burn: &str| {
+        format!(
+            "name = \"burn\"\nduration = \"40ms\"\nwarmup = \"0ms\"\n\
+             [device]\nmodel = \"optane-p4800x\"\n\
+             [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 1\n\
+             [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+             [[job]]\nname = \"reader\"\nengine = \"psync\"\ncpu = 0\n\
+             [[job]]\nname = \"burn\"\nkind = \"cpu\"\ncpu = 0\n{burn}"
+        )
+    };
+    let load = |t: String| cint_scenario::load_str(&t, "burn.toml", &[]).expect("valid");
+    let forever = &run(&load(text("")))[0];
+    let stopped = &run(&load(text("runtime = \"10ms\"\n")))[0];
+    // Measured over its own 10 ms, the loop had its core nearly all the
+    // time the reader waited for its reads.
+    assert!(
+        stopped.jobs[1].cpu_util > 0.9,
+        "{}",
+        stopped.jobs[1].cpu_util
+    );
+    // After it the reader has the core: three quarters of the run at its
+    // own pace, where beside the loop it shares it.
+    let (alone, shared) = (stopped.jobs[0].ios, forever.jobs[0].ios);
+    assert!(
+        alone as f64 > 1.25 * shared as f64,
+        "{alone} against {shared}"
+    );
+    // The core idles between the reader's requests once the loop ends.
+    assert!(
+        stopped.cpu_util < 0.8 * forever.cpu_util,
+        "{} against {}",
+        stopped.cpu_util,
+        forever.cpu_util
+    );
+
+    // A loop with a runtime may run before a later group: the group
+    // starts when it ends.
+    let staged = load(
+        text("runtime = \"10ms\"\n")
+            .replace("name = \"reader\"\n", "name = \"reader\"\ngroup = 1\n"),
+    );
+    let r = &run(&staged)[0];
+    assert!(r.jobs[0].ios > 0, "the reader's group never started");
+    assert!(r.jobs[1].cpu_util > 0.99, "{}", r.jobs[1].cpu_util);
+    // Without a runtime it would never end: refused by its group.
+    let e = cint_scenario::load_str(
+        &text("")
+            .replace("name = \"burn\"\nkind", "name = \"burn\"\ngroup = 0\nkind")
+            .replace("name = \"reader\"\n", "name = \"reader\"\ngroup = 1\n"),
+        "burn.toml",
+        &[],
+    )
+    .expect_err("a loop without an end before a later group");
+    assert!(e.to_string().contains("without a runtime"), "{e}");
+}
+
 #[test]
 fn classic_polling_never_sleeps_and_fires_no_interrupt() {
     let sc = short(scenario(

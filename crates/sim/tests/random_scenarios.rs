@@ -97,6 +97,14 @@ fn strategy(rng: &mut Rng, host_model: &mut Rng, i: usize, out: &mut String) {
     }
 }
 
+/// Now and then a runtime for a cpu job, ending it before, at or after
+/// the run's 22 ms (its end is an event of its own in the simulator).
+fn cpu_runtime(rng: &mut Rng, out: &mut String) {
+    if rng.chance(40) {
+        let _ = writeln!(out, "runtime = \"{}us\"", 100 + rng.below(25_000));
+    }
+}
+
 /// One I/O or cpu job; `depth_left` is what the queue of its core still
 /// has room for (iodepth x numjobs per queue is bounded by queue_depth).
 fn job(rng: &mut Rng, host_model: &mut Rng, i: usize, cores: u64, out: &mut String) {
@@ -106,6 +114,7 @@ fn job(rng: &mut Rng, host_model: &mut Rng, i: usize, cores: u64, out: &mut Stri
             out,
             "[[job]]\nname = \"j{i}\"\nkind = \"cpu\"\ncpu = {cpu}\n"
         );
+        cpu_runtime(rng, out);
         return;
     }
     let engine = rng.pick(ENGINES);
@@ -835,6 +844,7 @@ fn guests(
             );
             if rng.chance(20) {
                 jobs.push_str("kind = \"cpu\"\n");
+                cpu_runtime(rng, &mut jobs);
                 continue;
             }
             let engine = rng.pick(&["psync", "libaio", "io_uring"]);
@@ -1128,6 +1138,7 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
             with("sqpoll_cpu = "),
             130,
         ),
+        ("cpu jobs with a runtime (16.9%)", with("runtime = "), 410),
         ("two guests with a page cache each (4.7%)", two_caches, 85),
         ("RocksDB compacting as it loads (4.1%)", compacting, 75),
         (

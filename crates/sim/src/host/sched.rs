@@ -196,6 +196,9 @@ impl World<'_> {
                     return;
                 }
                 Activity::Busy => {
+                    if self.burner_stops(ti) {
+                        continue;
+                    }
                     self.start_thread_segment(c, None);
                     return;
                 }

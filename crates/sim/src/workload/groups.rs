@@ -8,6 +8,7 @@
 
 use cint_policy::Nanos;
 
+use crate::engine::Event;
 use crate::world::{Wait, World};
 
 /// Where each job is in the run's sequence of groups.
@@ -88,6 +89,7 @@ impl World<'_> {
             if sched.group == first && sched.startdelay == 0 {
                 self.groups.jobs[j].start = Some(0);
                 self.flow_join(t);
+                self.arm_cpu_job_end(t);
                 continue;
             }
             let core = self.threads[t].core as usize;
@@ -118,6 +120,7 @@ impl World<'_> {
                 self.threads[t].prog.stop_at = stop_at;
                 self.flow_join(t);
                 self.schedule_thread_timer(t, start);
+                self.arm_cpu_job_end(t);
             }
         }
     }
@@ -125,6 +128,40 @@ impl World<'_> {
     /// When job `j` started, if it has.
     pub(crate) fn job_start(&self, j: usize) -> Option<Nanos> {
         self.groups.jobs[j].start
+    }
+
+    /// A CPU-bound thread's end at its `runtime`, an event: it has no loop
+    /// top that would look at the clock (fio's, or a busy loop's, looks
+    /// at every turn).
+    fn arm_cpu_job_end(&mut self, t: usize) {
+        let p = self.threads[t].prog;
+        if let (true, Some(at)) = (p.burns, p.stop_at) {
+            self.events
+                .schedule(at, Event::CpuJobEnd { thread: t as u32 });
+        }
+    }
+
+    /// A CPU-bound thread's `runtime` is over: running, it exits now (its
+    /// segment ends, and its core dispatches, which finds it past its
+    /// stop); waiting for its core, it exits when it gets it
+    /// ([`World::burner_stops`]).
+    pub(crate) fn on_cpu_job_end(&mut self, t: usize) {
+        let c = self.threads[t].core as usize;
+        if self.cores[c].current == Some(t as u32) {
+            self.interrupt_thread_segment(c);
+            self.dispatch(c);
+        }
+    }
+
+    /// Whether thread `t`, a CPU-bound job's now on its core, is past its
+    /// `runtime` and exits instead of burning on.
+    pub(crate) fn burner_stops(&mut self, t: usize) -> bool {
+        let p = self.threads[t].prog;
+        if !p.burns || p.stop_at.is_none_or(|at| self.now() < at) {
+            return false;
+        }
+        self.exit_thread(t);
+        true
     }
 
     /// Tells job `j`'s threads to stop: each exits at the top of its
@@ -136,7 +173,8 @@ impl World<'_> {
         let running = self.groups.jobs[j].start.is_some_and(|s| s <= now);
         for t in 0..self.threads.len() {
             let th = &mut self.threads[t];
-            if th.job as usize != j {
+            // A CPU-bound job has no loop to leave: it runs on.
+            if th.job as usize != j || th.prog.burns {
                 continue;
             }
             th.prog.stop_at = Some(th.prog.stop_at.map_or(now, |s| s.min(now)));

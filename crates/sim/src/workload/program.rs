@@ -49,6 +49,10 @@ pub(crate) struct Program {
     /// The thread's part in a loop other threads share: fio's offloaded
     /// submission (workload/offload.rs), a ring's SQ thread.
     pub role: LoopRole,
+    /// The thread burns CPU (a `kind = "cpu"` job): it has no loop top
+    /// to look at the clock from, so its `runtime`'s end is an event of
+    /// its own (workload/groups.rs, `on_cpu_job_end`).
+    pub burns: bool,
 }
 
 /// A thread's part in a loop that other threads share.
@@ -127,6 +131,7 @@ impl Program {
             trace: false,
             sqpoll: false,
             role: LoopRole::Inline,
+            burns: false,
         }
     }
 
@@ -157,6 +162,7 @@ impl Program {
                 trace: false,
                 sqpoll: false,
                 role: LoopRole::Inline,
+                burns: true,
             }),
             Work::Io(io) => {
                 if io.bs == 0 {
@@ -206,6 +212,7 @@ impl Program {
                     } else {
                         LoopRole::Inline
                     },
+                    burns: false,
                 })
             }
         }
