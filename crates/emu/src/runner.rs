@@ -1844,8 +1844,13 @@ fn summarise_job(
                 });
         }
     }
+    // A job whose threads all ended before its window opened (a trace
+    // replayed in the warm-up) used no CPU in it: what they used between
+    // the opening samples and their end lies outside it, and over a
+    // window of no length it read as thousands of percent.
+    let measured = to > from;
     for (k, t) in tracked.iter().enumerate() {
-        if t.job == Some(job_index) {
+        if measured && t.job == Some(job_index) {
             let (b, a) = (window.samples_before[k], window.samples_after[k]);
             detail.cpu_ns += a.cpu_ns.saturating_sub(b.cpu_ns);
             usr_ns += a.usr_ns.saturating_sub(b.usr_ns);
@@ -1920,6 +1925,67 @@ fn direction(hist: &FioHistogram, bytes: u64) -> FioDirection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A window of `ns` from 10 ms into the run, with one tracked thread
+    /// of job 0 that used 3.7 us of CPU between the window's samples.
+    fn window_of_one_thread(ns: u64) -> (Window, Vec<Tracked>) {
+        let sample = |cpu_ns| ThreadSample {
+            cpu_ns,
+            ..ThreadSample::default()
+        };
+        let window = Window {
+            usage_before: sys::CpuUsage::default(),
+            usage_after: sys::CpuUsage::default(),
+            energy_before: crate::energy::snapshot(&[]),
+            energy_after: crate::energy::snapshot(&[]),
+            activity_before: Vec::new(),
+            activity_after: Vec::new(),
+            stats_before: DeviceStats::default(),
+            stats_after: DeviceStats::default(),
+            samples_before: vec![sample(1_000)],
+            samples_after: vec![sample(4_700)],
+            start: 10_000_000,
+            run_start: 0,
+            ns,
+        };
+        let tracked = vec![Tracked {
+            job: Some(0),
+            probe: Arc::new(ThreadProbe::default()),
+        }];
+        (window, tracked)
+    }
+
+    #[test]
+    fn a_job_that_ended_before_its_window_used_no_cpu_in_it() {
+        let job =
+            cint_test_support::scenario::io_job("trace", cint_scenario::Engine::Libaio, 4, 1, 1);
+        let (window, tracked) = window_of_one_thread(20_000_000);
+        let ended = |at| ThreadOutcome {
+            ended_at: Some(at),
+            ..ThreadOutcome::default()
+        };
+        // Its thread ended in the warm-up, after the opening samples: the
+        // CPU it used then is outside its window, which has no length (it
+        // read as 370 600% over a window of 1 ns).
+        let (result, detail) =
+            summarise_job(0, &job, &tracked, &[ended(9_999_000)], &window, false, None);
+        assert_eq!((result.cpu_util, detail.cpu_ns), (0.0, 0));
+        // Ended 5 ms into the window, the same CPU is over those 5 ms.
+        let (result, _) = summarise_job(
+            0,
+            &job,
+            &tracked,
+            &[ended(15_000_000)],
+            &window,
+            false,
+            None,
+        );
+        assert!(
+            (result.cpu_util - 3_700.0 / 5e6).abs() < 1e-12,
+            "{}",
+            result.cpu_util
+        );
+    }
 
     #[test]
     fn a_thread_burning_cpu_shows_user_and_system_time() {
