@@ -41,6 +41,9 @@ pub(crate) enum Event {
     Wake { thread: u32 },
     /// A CPU-bound job's thread reaches the end of its `runtime`.
     CpuJobEnd { thread: u32 },
+    /// A job that started after the run (a later group, a start delay)
+    /// ends its own warm-up: its threads' counters start again.
+    JobWindowOpens { job: u32 },
     /// A polling idle state's limit on a CPU: the governor runs again.
     /// Never queued: the energy model keeps these outside the queue and
     /// offers the earliest at each pop ([`EventQueue::pop_before_or`]).

@@ -168,16 +168,25 @@ impl World<'_> {
                 let (from, to) = self.job_window(j);
                 let job_window = (to - from).max(1);
                 let job_secs = job_window as f64 / 1e9;
-                let (cpu, usr, ctx, wakeups, threads) = self
-                    .threads
-                    .iter()
-                    .filter(|t| t.job as usize == j)
-                    .fold((0u64, 0u64, 0u64, 0u64, 0u32), |(c, u, x, w, n), t| {
+                let (cpu, usr, ctx, wakeups, threads) = (0..self.threads.len())
+                    .filter(|&t| self.threads[t].job as usize == j)
+                    // A job whose window has no length (it started too
+                    // late, or ended before its warm-up did) used nothing
+                    // in it.
+                    .map(|t| {
+                        let counts = if to > from {
+                            self.counts_in_window(t)
+                        } else {
+                            crate::workload::ThreadCounts::default()
+                        };
+                        (&self.threads[t], counts)
+                    })
+                    .fold((0u64, 0u64, 0u64, 0u64, 0u32), |(c, u, x, w, n), (t, k)| {
                         (
-                            c + t.cpu_ns,
-                            u + t.usr_ns,
-                            x + t.ctx_switches,
-                            w + t.wakeups,
+                            c + k.cpu_ns,
+                            u + k.usr_ns,
+                            x + k.ctx_switches,
+                            w + k.wakeups,
                             // fio's threads of the job: an offload
                             // worker is one's helper and an SQ thread
                             // the kernel's, not threads of it.

@@ -672,6 +672,7 @@ impl<'a> World<'a> {
             Event::WarmupEnd => self.on_warmup_end(),
             Event::Wake { thread } => self.wake(thread as usize, None),
             Event::CpuJobEnd { thread } => self.on_cpu_job_end(thread as usize),
+            Event::JobWindowOpens { job } => self.on_job_window_opens(job as usize),
             Event::Virt { guest, what } => self.on_virt_event(guest as usize, what),
             Event::PollLimit { cpu } => self.on_poll_limit(cpu as usize),
         }

@@ -225,6 +225,34 @@ fn a_busy_loop_stops_at_its_runtime_and_its_core_is_the_readers() {
     assert!(e.to_string().contains("without a runtime"), "{e}");
 }
 
+/// A job of a later group is measured over its own window, from its
+/// start plus the warm-up: its CPU and switches too, not only its
+/// requests. Until 2026-11-29 its threads' counters ran from the run's
+/// window, and a busy loop after a 2 ms warm-up showed 167% of its core
+/// over its 3 ms window. One that starts too late for any window used
+/// nothing in it.
+#[test]
+fn a_later_groups_cpu_counts_from_its_own_window() {
+    let text = |delay: &str| {
+        format!(
+            "name = \"later\"\nduration = \"20ms\"\nwarmup = \"2ms\"\n\
+             [device]\nmodel = \"optane-p4800x\"\n\
+             [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 1\n\
+             [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+             [[job]]\nname = \"first\"\nengine = \"psync\"\ncpu = 0\nruntime = \"5ms\"\n\
+             [[job]]\nname = \"burn\"\nkind = \"cpu\"\ncpu = 0\ngroup = 1\n\
+             runtime = \"5ms\"\nstartdelay = \"{delay}\"\n"
+        )
+    };
+    let load = |t: String| cint_scenario::load_str(&t, "later.toml", &[]).expect("valid");
+    let r = &run(&load(text("0ms")))[0];
+    let burn = r.jobs[1].cpu_util;
+    assert!((0.99..=1.0).contains(&burn), "{burn}");
+    // Started after the run's end (5 ms + 30 ms > 22 ms): no window.
+    let r = &run(&load(text("30ms")))[0];
+    assert_eq!(r.jobs[1].cpu_util, 0.0);
+}
+
 #[test]
 fn classic_polling_never_sleeps_and_fires_no_interrupt() {
     let sc = short(scenario(

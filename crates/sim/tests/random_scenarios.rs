@@ -1001,6 +1001,20 @@ fn check(seed: u64) {
                         && n.contains(&format!("'{}' did not start", job.name)))
             });
             let spec = &sc.jobs[j];
+            // Its threads' CPU over its own window: at most all of each
+            // (a thread, an offloaded one's workers, an SQ thread), also
+            // for a job that started late (it counted its warm-up's
+            // until 2026-11-29).
+            let threads = spec.io().map_or(1, |io| {
+                1 + if io.offload { io.iodepth } else { 0 } + u32::from(io.sqpoll.is_some())
+            }) * spec.numjobs;
+            assert!(
+                job.cpu_util <= f64::from(threads) + 1e-9,
+                "seed {seed}: strategy '{}' job '{}' used {} of its {threads} threads' time\n{text}",
+                s.strategy,
+                job.name,
+                job.cpu_util
+            );
             let cint_scenario::Work::Io(io) = &spec.work else {
                 continue;
             };

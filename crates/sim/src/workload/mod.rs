@@ -54,7 +54,7 @@ mod steady;
 mod trace;
 
 pub(crate) use flow::Flows;
-pub(crate) use groups::Groups;
+pub(crate) use groups::{Groups, ThreadCounts};
 
 pub(crate) use cint_scenario::sqpoll::{
     shared_core_notes as sqpoll_shared_core_notes, submitting_core,
