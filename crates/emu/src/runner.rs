@@ -644,6 +644,9 @@ struct ThreadProbe {
     /// after it exited (a job with a `runtime` shorter than the run) uses
     /// this, as its clock and `/proc` entry are gone.
     last: Mutex<Option<ThreadSample>>,
+    /// For a job that starts after the run: the thread's counters when
+    /// its job's own window opened, which its figures count from.
+    opened: Mutex<Option<ThreadSample>>,
 }
 
 impl ThreadProbe {
@@ -657,10 +660,13 @@ impl ThreadProbe {
 
     /// Called by the thread itself as it finishes.
     fn finish(&self) {
+        // The CPU clock before the `/proc` read, which takes tens of
+        // microseconds of this thread's time after its work.
+        let cpu_ns = sys::thread_cpu_time();
         let switches = sys::own_switches();
         let (usr_ns, sys_ns) = proc_user_system(sys::gettid()).unwrap_or_default();
         let sample = ThreadSample {
-            cpu_ns: sys::thread_cpu_time(),
+            cpu_ns,
             voluntary: switches.voluntary,
             involuntary: switches.involuntary,
             usr_ns,
@@ -669,6 +675,33 @@ impl ThreadProbe {
         if let Ok(mut last) = self.last.lock() {
             *last = Some(sample);
         }
+    }
+
+    /// Notes the counters of a job thread and its helpers (`group`) as
+    /// its job's own window opens, read by the job's thread: the `/proc`
+    /// reads first, then the CPU clocks, so that the reads, tens of
+    /// microseconds each, do not count as the window's (as at the run's
+    /// opening edge, [`sample_edge`]).
+    fn note_opened(group: &[Arc<ThreadProbe>]) {
+        let mut samples: Vec<ThreadSample> = group.iter().map(|p| p.sample(p.cpu_now())).collect();
+        for (probe, sample) in group.iter().zip(&mut samples) {
+            if let Some(cpu) = probe.cpu_now() {
+                sample.cpu_ns = cpu;
+            }
+            if let Ok(mut opened) = probe.opened.lock() {
+                *opened = Some(*sample);
+            }
+        }
+    }
+
+    /// Where the thread's counts in its job's window start from: its
+    /// counters as its job's own window opened, or else at the run's.
+    fn counted_from(&self, run_window: ThreadSample) -> ThreadSample {
+        self.opened
+            .lock()
+            .ok()
+            .and_then(|opened| *opened)
+            .unwrap_or(run_window)
     }
 
     /// The thread's CPU time now (read from another thread), `None` once
@@ -1037,8 +1070,21 @@ fn start_job_threads(
                     break 'jobs;
                 }
             };
-            for (spec, queue) in specs {
-                let probe = Arc::new(ThreadProbe::default());
+            let mut specs = specs;
+            let probes: Vec<Arc<ThreadProbe>> = specs
+                .iter()
+                .map(|_| Arc::new(ThreadProbe::default()))
+                .collect();
+            // A staged job's thread notes its own counters and its
+            // helpers' (SQ thread, workers) as its window opens: its
+            // figures count from there, as its requests do, where the
+            // run's window would count its warm-up too.
+            if threads.stages[job_index].is_some() {
+                let group = probes.clone();
+                specs[0].0.plan.on_window =
+                    Some(Arc::new(move || ThreadProbe::note_opened(&group)));
+            }
+            for ((spec, queue), probe) in specs.into_iter().zip(probes) {
                 tracked.push(Tracked {
                     job: Some(job_index),
                     probe: Arc::clone(&probe),
@@ -1168,6 +1214,7 @@ fn thread_specs(
         offload,
         sleep_granularity: threads.sleep_granularity,
         sqpoll: None,
+        on_window: None,
     };
     // Each thread to spawn, and the queue of the core it runs on.
     let mut specs = vec![(
@@ -1851,7 +1898,8 @@ fn summarise_job(
     let measured = to > from;
     for (k, t) in tracked.iter().enumerate() {
         if measured && t.job == Some(job_index) {
-            let (b, a) = (window.samples_before[k], window.samples_after[k]);
+            let b = t.probe.counted_from(window.samples_before[k]);
+            let a = window.samples_after[k];
             detail.cpu_ns += a.cpu_ns.saturating_sub(b.cpu_ns);
             usr_ns += a.usr_ns.saturating_sub(b.usr_ns);
             sys_ns += a.sys_ns.saturating_sub(b.sys_ns);

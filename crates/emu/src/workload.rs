@@ -432,7 +432,15 @@ pub(crate) struct ThreadPlan {
     pub sleep_granularity: Nanos,
     /// Its part in an SQ-polled ring (io_uring's `IORING_SETUP_SQPOLL`).
     pub sqpoll: Option<SqRole>,
+    /// For a job that starts after the run: called once, when the thread
+    /// first sees its own window, to note its counters and its helpers'
+    /// (its job's CPU time and switches count from there, as its
+    /// requests do).
+    pub on_window: Option<WindowHook>,
 }
+
+/// What a staged job's thread calls as its own window opens.
+pub(crate) type WindowHook = Arc<dyn Fn() + Send + Sync>;
 
 /// A thread's part in an SQ-polled ring ([`crate::sqpoll`]).
 pub(crate) enum SqRole {
@@ -613,6 +621,9 @@ fn burn_cpu(plan: &ThreadPlan, control: &Control) -> Option<Nanos> {
         }
         let now = sys::now();
         if stop_at.is_none() && in_window(plan, phase) {
+            if let Some(hook) = &plan.on_window {
+                hook();
+            }
             stop_at = plan.runtime.map(|r| now.saturating_add(r));
         }
         if stop_at.is_some_and(|t| now >= t) {
@@ -871,6 +882,9 @@ impl IoThread {
             let phase = control.phase.load(Ordering::Relaxed);
             let measuring = self.measuring(control);
             if measuring && self.measured_from.is_none() {
+                if let Some(hook) = &self.plan.on_window {
+                    hook();
+                }
                 let now = sys::now();
                 self.measured_from = Some(now);
                 self.stop_at = self.plan.runtime.map(|r| now.saturating_add(r));
@@ -1821,6 +1835,7 @@ mod tests {
             offload: None,
             sleep_granularity: 0,
             sqpoll: None,
+            on_window: None,
         }
     }
 

@@ -597,9 +597,11 @@ fn a_cpu_bound_job_of_a_later_group_holds_its_core_only_once_it_runs() {
         "{} us",
         (to - from) / US
     );
+    // Over its own window, its warm-up not counted (until 2026-11-29 its
+    // CPU counted from the run's window: 25 ms over 20, 1.25).
     let cpu = d.result.results[0].jobs[1].cpu_util;
     assert!(
-        cpu > 0.8,
+        (0.8..1.15).contains(&cpu),
         "the CPU-bound job was busy {cpu:.2} of its window"
     );
 }
