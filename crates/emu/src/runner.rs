@@ -1789,13 +1789,15 @@ fn job_window(
         .min(window.ns);
     // Its end: when its threads ended by themselves (their size, a floor,
     // another's exitall: earlier than a runtime the import may also have
-    // given them as a bound), else its runtime's, else the run's.
+    // given them as a bound), else its runtime's, else the run's; never
+    // before its start (a job that ended in its own warm-up has a window
+    // of no length, where its note read "from 6.372 ms to 6.152 ms").
     let to = match (ended, runtime) {
         (Some(ended), _) => ended,
         (None, Some(r)) => from.saturating_add(r),
         (None, None) => window.ns,
     }
-    .min(window.ns);
+    .clamp(from, window.ns);
     // When it started and what it measured, from the run's start (the
     // instant the runtimes count from); a staged job none of whose
     // threads started has no span.
@@ -2033,6 +2035,14 @@ mod tests {
             "{}",
             result.cpu_util
         );
+        // A later job that ended in its own warm-up: its window, from its
+        // start plus the warm-up, has no length, never a negative one.
+        let staged = ThreadOutcome {
+            window_from: Some(12_000_000),
+            ..ended(11_000_000)
+        };
+        let w = job_window(None, &[staged], &window, true);
+        assert_eq!((w.from, w.to), (2_000_000, 2_000_000));
     }
 
     #[test]
