@@ -52,23 +52,18 @@ fn trace_file(d: &mut Rng, dir: &std::path::Path, i: usize) -> String {
 /// One job, on CPU 0 (this machine has one application core beside the
 /// device's).
 /// With `groups`, the jobs run in turn (each its own group), each ended by
-/// a runtime; `last`: no job follows it.
-fn job(
-    d: &mut Rng,
-    (i, last): (usize, bool),
-    groups: bool,
-    dir: &std::path::Path,
-    out: &mut String,
-) {
+/// a runtime.
+fn job(d: &mut Rng, i: usize, groups: bool, dir: &std::path::Path, out: &mut String) {
     let _ = write!(out, "[[job]]\nname = \"j{i}\"\ncpu = 0\n");
     if groups {
         let _ = writeln!(out, "group = {i}\nruntime = \"{}ms\"", 2 + d.below(8));
     } else if d.chance(20) {
         let _ = writeln!(out, "runtime = \"{}ms\"", 2 + d.below(20));
     }
-    // A CPU-bound job beside the I/O ones, delayed or in the last group
-    // (one runs to the run's end, so the loader wants no group after it).
-    if i > 0 && (last || !groups) && d.chance(10) {
+    // A CPU-bound job beside the I/O ones, delayed, or in any group (one
+    // before the last ends by its runtime, which every job of a run in
+    // groups has).
+    if i > 0 && d.chance(10) {
         let _ = writeln!(out, "kind = \"cpu\"");
         if !groups && d.chance(50) {
             let _ = writeln!(out, "startdelay = \"{}ms\"", d.below(5));
@@ -230,7 +225,7 @@ fn scenario(seed: u64, dir: &std::path::Path) -> String {
     let groups = d.chance(20);
     let jobs = 1 + d.below(3) as usize;
     for i in 0..jobs {
-        job(&mut d, (i, i + 1 == jobs), groups, dir, &mut out);
+        job(&mut d, i, groups, dir, &mut out);
     }
     out
 }
