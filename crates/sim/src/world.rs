@@ -857,6 +857,16 @@ impl<'a> World<'a> {
                                 "was delivered, but its thread sleeps for a driver tag in a \
                                  submission call"
                                     .to_string()
+                            } else if !th.free_slots.is_empty()
+                                && !th.prog.engine.is_sync()
+                                && self.flow_held(r.thread as usize)
+                            {
+                                "was delivered, but its thread is still filling its queue (fio \
+                                 reaps once all of iodepth is in flight) and its flow holds it \
+                                 back: it is ahead of its share, and without flow_sleep fio's \
+                                 loop looks again without reaping, until the flow's other \
+                                 threads have issued theirs"
+                                    .to_string()
                             } else if !th.free_slots.is_empty() && !th.prog.engine.is_sync() {
                                 "was delivered, but its thread is still filling its queue (fio \
                                  reaps once all of iodepth is in flight)"

@@ -664,6 +664,25 @@ fn flow_keeps_jobs_in_the_ratio_of_their_weights() {
     }
 }
 
+/// Two threads of one flow on one core, each with a deep queue reaped only
+/// when full: ahead of its share, a thread looks again without reaping
+/// (fio's loop `continue`s without `flow_sleep`) and spins through its
+/// slice while the other waits for the core, so in 6 ms nothing
+/// completes. The note names the flow, not only the queue.
+#[test]
+fn a_job_held_by_its_flow_is_said_to_be() {
+    let text = "name = \"f\"\nduration = \"6ms\"\nwarmup = \"0ms\"\n\
+                [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 1\n\
+                [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+                [[job]]\nname = \"j\"\ncpu = 0\nengine = \"libaio\"\nrw = \"randwrite\"\n\
+                numjobs = 2\niodepth = 19\nbatch = 3\nbatch_complete_min = 11\nflow = 2\n";
+    let sc = cint_scenario::load_str(text, "f.toml", &[]).expect("valid");
+    let r = cint_sim::run(&sc).expect("runs");
+    assert_eq!(r.results[0].jobs[0].ios, 0);
+    let notes = r.notes.join("\n");
+    assert!(notes.contains("its flow holds it back"), "{notes}");
+}
+
 #[test]
 fn exitall_ends_the_group_when_one_job_ends() {
     let jobs = |exitall: &str| {

@@ -91,6 +91,16 @@ impl World<'_> {
         }
     }
 
+    /// Whether thread `t` is ahead of its flow's share now, so that its
+    /// loop may not issue (for the notes on a job that completed nothing).
+    pub(crate) fn flow_held(&self, t: usize) -> bool {
+        let Some(i) = self.flows.of_thread[t] else {
+            return false;
+        };
+        let (_, counter, total) = self.flows.flows[i];
+        cint_scenario::shape::flow_ahead(self.flows.counted[t], self.shape(t).flow, counter, total)
+    }
+
     /// One iteration of thread `t`'s loop under flow control: true when
     /// the thread is ahead of its share and has begun waiting.
     pub(crate) fn flow_holds(&mut self, t: usize) -> bool {
