@@ -257,6 +257,15 @@ fn check(seed: u64, text: &str, d: &cint_emu::RunDetail, sc: &cint_scenario::Sce
     for r in &d.result.results {
         for (job, result) in sc.jobs.iter().zip(&r.jobs) {
             assert!(result.iops.is_finite() && result.iops >= 0.0, "seed {seed}");
+            // One latency a request counted, the mean between the
+            // extremes, the percentiles in order.
+            assert!(
+                cint_test_support::latency::consistent(&result.lat_ns, result.ios),
+                "seed {seed}, job {}: {} requests, latencies {:?}\n{text}",
+                job.name,
+                result.ios,
+                result.lat_ns
+            );
             if let Some(t) = &result.trace {
                 assert!(t.issued <= t.requests, "seed {seed}, job {}", job.name);
             }

@@ -1015,6 +1015,17 @@ fn check(seed: u64) {
                 job.name,
                 job.cpu_util
             );
+            // Its latencies agree with themselves: one sample a request
+            // counted, the mean between the extremes, the percentiles in
+            // order.
+            assert!(
+                cint_test_support::latency::consistent(&job.lat_ns, job.ios),
+                "seed {seed}: strategy '{}' job '{}': {} requests, latencies {:?}\n{text}",
+                s.strategy,
+                job.name,
+                job.ios,
+                job.lat_ns
+            );
             let cint_scenario::Work::Io(io) = &spec.work else {
                 continue;
             };

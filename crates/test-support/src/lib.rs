@@ -12,6 +12,7 @@
 //!   depend on the scenario files' parser;
 //! - [`energy`]: what a physical core's energy result must say of its
 //!   hardware threads;
+//! - [`latency`]: what a job's latency summary must say of itself;
 //! - [`rng::Rng`]: the deterministic generator of the generative tests.
 //!
 //! Not published: only the workspace's tests and test harnesses use it.
@@ -19,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod energy;
+pub mod latency;
 pub mod process;
 pub mod rng;
 pub mod scenario;
