@@ -163,6 +163,17 @@ fn a_thread_picked_again_after_its_slice_keeps_counting_it() {
     assert!((late - 14.0).abs() < 0.3, "{late}");
 }
 
+/// The text of a scenario of `jobs` (their tables) on one core of the
+/// reference host, measured for `duration` after `warmup`.
+fn one_core((duration, warmup): (&str, &str), jobs: &str) -> String {
+    format!(
+        "name = \"one-core\"\nduration = \"{duration}\"\nwarmup = \"{warmup}\"\n\
+         [device]\nmodel = \"optane-p4800x\"\n\
+         [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 1\n\
+         [[strategy]]\nname = \"none\"\nkind = \"none\"\n{jobs}"
+    )
+}
+
 /// A busy loop with a `runtime` ends there, whether it is running or
 /// waiting for its core (until 2026-11-29 it burned to the run's end:
 /// a reader beside a 10 ms loop read as if the loop never stopped), and
@@ -170,13 +181,12 @@ fn a_thread_picked_again_after_its_slice_keeps_counting_it() {
 #[test]
 fn a_busy_loop_stops_at_its_runtime_and_its_core_is_the_readers() {
     let text = |burn: &str| {
-        format!(
-            "name = \"burn\"\nduration = \"40ms\"\nwarmup = \"0ms\"\n\
-             [device]\nmodel = \"optane-p4800x\"\n\
-             [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 1\n\
-             [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
-             [[job]]\nname = \"reader\"\nengine = \"psync\"\ncpu = 0\n\
-             [[job]]\nname = \"burn\"\nkind = \"cpu\"\ncpu = 0\n{burn}"
+        one_core(
+            ("40ms", "0ms"),
+            &format!(
+                "[[job]]\nname = \"reader\"\nengine = \"psync\"\ncpu = 0\n\
+                 [[job]]\nname = \"burn\"\nkind = \"cpu\"\ncpu = 0\n{burn}"
+            ),
         )
     };
     let load = |t: String| cint_scenario::load_str(&t, "burn.toml", &[]).expect("valid");
@@ -234,14 +244,13 @@ fn a_busy_loop_stops_at_its_runtime_and_its_core_is_the_readers() {
 #[test]
 fn a_later_groups_cpu_counts_from_its_own_window() {
     let text = |delay: &str| {
-        format!(
-            "name = \"later\"\nduration = \"20ms\"\nwarmup = \"2ms\"\n\
-             [device]\nmodel = \"optane-p4800x\"\n\
-             [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 1\n\
-             [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
-             [[job]]\nname = \"first\"\nengine = \"psync\"\ncpu = 0\nruntime = \"5ms\"\n\
-             [[job]]\nname = \"burn\"\nkind = \"cpu\"\ncpu = 0\ngroup = 1\n\
-             runtime = \"5ms\"\nstartdelay = \"{delay}\"\n"
+        one_core(
+            ("20ms", "2ms"),
+            &format!(
+                "[[job]]\nname = \"first\"\nengine = \"psync\"\ncpu = 0\nruntime = \"5ms\"\n\
+                 [[job]]\nname = \"burn\"\nkind = \"cpu\"\ncpu = 0\ngroup = 1\n\
+                 runtime = \"5ms\"\nstartdelay = \"{delay}\"\n"
+            ),
         )
     };
     let load = |t: String| cint_scenario::load_str(&t, "later.toml", &[]).expect("valid");
