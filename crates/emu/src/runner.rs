@@ -647,6 +647,9 @@ struct ThreadProbe {
     /// For a job that starts after the run: the thread's counters when
     /// its job's own window opened, which its figures count from.
     opened: Mutex<Option<ThreadSample>>,
+    /// For a job with a `runtime`: the thread's counters when its job's
+    /// thread acted on its end, which its figures count to.
+    closed: Mutex<Option<ThreadSample>>,
 }
 
 impl ThreadProbe {
@@ -694,14 +697,31 @@ impl ThreadProbe {
         }
     }
 
+    /// Notes the counters of a job thread and its helpers (`group`) as
+    /// the job's thread acts on its `runtime`'s end: the CPU clocks
+    /// first, then the `/proc` reads (as at the run's closing edge,
+    /// [`sample_edge`]).
+    fn note_closed(group: &[Arc<ThreadProbe>]) {
+        let cpus: Vec<Option<u64>> = group.iter().map(|p| p.cpu_now()).collect();
+        for (probe, cpu) in group.iter().zip(cpus) {
+            let sample = probe.sample(cpu);
+            if let Ok(mut closed) = probe.closed.lock() {
+                *closed = Some(sample);
+            }
+        }
+    }
+
+    /// Where the thread's counts in its job's window end: its counters as
+    /// its job's thread acted on its `runtime`'s end, or else at the
+    /// run's closing edge (or its exit).
+    fn counted_to(&self, run_window: ThreadSample) -> ThreadSample {
+        noted_or(&self.closed, run_window)
+    }
+
     /// Where the thread's counts in its job's window start from: its
     /// counters as its job's own window opened, or else at the run's.
     fn counted_from(&self, run_window: ThreadSample) -> ThreadSample {
-        self.opened
-            .lock()
-            .ok()
-            .and_then(|opened| *opened)
-            .unwrap_or(run_window)
+        noted_or(&self.opened, run_window)
     }
 
     /// The thread's CPU time now (read from another thread), `None` once
@@ -735,6 +755,14 @@ impl ThreadProbe {
                 .unwrap_or_default(),
         }
     }
+}
+
+/// The sample noted in `slot`, or else `otherwise`.
+fn noted_or(slot: &Mutex<Option<ThreadSample>>, otherwise: ThreadSample) -> ThreadSample {
+    slot.lock()
+        .ok()
+        .and_then(|noted| *noted)
+        .unwrap_or(otherwise)
 }
 
 /// The tracked threads' counters at one edge of the window. Their CPU
@@ -1084,6 +1112,12 @@ fn start_job_threads(
                 specs[0].0.plan.on_window =
                     Some(Arc::new(move || ThreadProbe::note_opened(&group)));
             }
+            // A job with a runtime ends its window there: what its threads
+            // use draining their requests after it is not the window's.
+            if job.runtime.is_some() {
+                let group = probes.clone();
+                specs[0].0.plan.on_stop = Some(Arc::new(move || ThreadProbe::note_closed(&group)));
+            }
             for ((spec, queue), probe) in specs.into_iter().zip(probes) {
                 tracked.push(Tracked {
                     job: Some(job_index),
@@ -1215,6 +1249,7 @@ fn thread_specs(
         sleep_granularity: threads.sleep_granularity,
         sqpoll: None,
         on_window: None,
+        on_stop: None,
     };
     // Each thread to spawn, and the queue of the core it runs on.
     let mut specs = vec![(
@@ -1772,9 +1807,10 @@ fn job_window(
 ) -> JobWindow {
     // The job's own window, as the simulator measures it: its threads
     // stop at its `runtime` after the warm-up (a staged job's counts from
-    // its own start), or end when its `io_size` is done.
-    let ended = outcomes
-        .iter()
+    // its own start), or end when its `io_size` is done. Its threads, not
+    // their helpers (offload workers, SQ threads), which end with them.
+    let threads = || outcomes.iter().filter(|o| !o.helper);
+    let ended = threads()
         .map(|o| o.ended_at)
         .collect::<Option<Vec<Nanos>>>()
         .and_then(|at| at.into_iter().max())
@@ -1792,9 +1828,23 @@ fn job_window(
     // given them as a bound), else its runtime's, else the run's; never
     // before its start (a job that ended in its own warm-up has a window
     // of no length, where its note read "from 6.372 ms to 6.152 ms").
+    // A thread acts on its runtime's end between its waits: one that did
+    // so late (an SQ-polled ring's thread spinning for completions its SQ
+    // thread, on its core, submits only when the scheduler lets it)
+    // measured until then, and one the run's end found still waiting
+    // until that, as the simulator's thread exits only when its loop
+    // comes back to look.
+    let finished = threads()
+        .map(|o| o.ended_at.or(o.stopped_at))
+        .collect::<Option<Vec<Nanos>>>()
+        .map(|at| {
+            at.into_iter()
+                .max()
+                .map_or(0, |at| at.saturating_sub(window.start))
+        });
     let to = match (ended, runtime) {
         (Some(ended), _) => ended,
-        (None, Some(r)) => from.saturating_add(r),
+        (None, Some(r)) => finished.map_or(window.ns, |at| from.saturating_add(r).max(at)),
         (None, None) => window.ns,
     }
     .clamp(from, window.ns);
@@ -1901,7 +1951,7 @@ fn summarise_job(
     for (k, t) in tracked.iter().enumerate() {
         if measured && t.job == Some(job_index) {
             let b = t.probe.counted_from(window.samples_before[k]);
-            let a = window.samples_after[k];
+            let a = t.probe.counted_to(window.samples_after[k]);
             detail.cpu_ns += a.cpu_ns.saturating_sub(b.cpu_ns);
             usr_ns += a.usr_ns.saturating_sub(b.usr_ns);
             sys_ns += a.sys_ns.saturating_sub(b.sys_ns);

@@ -437,6 +437,11 @@ pub(crate) struct ThreadPlan {
     /// (its job's CPU time and switches count from there, as its
     /// requests do).
     pub on_window: Option<WindowHook>,
+    /// For a job with a `runtime`: called once, when the thread acts on
+    /// its end, to note its counters and its helpers' (its job's window
+    /// ends there; what they use draining their requests after it is not
+    /// the window's).
+    pub on_stop: Option<WindowHook>,
 }
 
 /// What a staged job's thread calls as its own window opens.
@@ -497,6 +502,15 @@ pub(crate) struct ThreadOutcome {
     /// issued and every request back), or a CPU-bound one by its
     /// `runtime`, or by missing its rate's floor.
     pub ended_at: Option<Nanos>,
+    /// When an I/O thread acted on its `runtime`'s end, which its loop
+    /// looks at between its waits: its job's window ends there, however
+    /// late that was (an SQ-polled ring's thread spinning for completions
+    /// that its SQ thread, on the same core, submits only when the
+    /// scheduler lets it run once came back 7 ms late).
+    pub stopped_at: Option<Nanos>,
+    /// A helper of a job's thread (an offload worker, an SQ thread), not
+    /// one of the job's threads: its job's window is theirs.
+    pub helper: bool,
     /// `fsync` and `fdatasync` calls in the measured window, the `fsync`
     /// ones among them, and their latencies.
     pub sync_ios: u64,
@@ -547,7 +561,10 @@ pub(crate) fn run_thread(
         let ring = Arc::clone(ring);
         let measuring = || in_window(&plan, control.phase.load(Ordering::Relaxed));
         return match client {
-            Some(client) => crate::sqpoll::run_sq_thread(client, &ring, measuring),
+            Some(client) => ThreadOutcome {
+                helper: true,
+                ..crate::sqpoll::run_sq_thread(client, &ring, measuring)
+            },
             None => ThreadOutcome::default(),
         };
     }
@@ -555,7 +572,10 @@ pub(crate) fn run_thread(
         // A worker is none of its job's threads: its main thread waits to
         // start, and ends, for it.
         return match (plan.io.clone(), client) {
-            (Some(io), Some(client)) => IoThread::new(plan, io, client).run_worker(control),
+            (Some(io), Some(client)) => ThreadOutcome {
+                helper: true,
+                ..IoThread::new(plan, io, client).run_worker(control)
+            },
             _ => ThreadOutcome::default(),
         };
     }
@@ -627,6 +647,9 @@ fn burn_cpu(plan: &ThreadPlan, control: &Control) -> Option<Nanos> {
             stop_at = plan.runtime.map(|r| now.saturating_add(r));
         }
         if stop_at.is_some_and(|t| now >= t) {
+            if let Some(hook) = &plan.on_stop {
+                hook();
+            }
             return Some(now);
         }
         for _ in 0..256 {
@@ -905,8 +928,14 @@ impl IoThread {
                 || self.search_over()
                 || control.steady_met(self.plan.job)
                 || control.told_to_exit(self.plan.job);
-            let stopping =
-                phase == PHASE_STOP || self.stop_at.is_some_and(|t| sys::now() >= t) || ended_early;
+            let runtime_over = self.stop_at.is_some_and(|t| sys::now() >= t);
+            if runtime_over && phase != PHASE_STOP && self.out.stopped_at.is_none() {
+                self.out.stopped_at = Some(sys::now());
+                if let Some(hook) = self.plan.on_stop.take() {
+                    hook();
+                }
+            }
+            let stopping = phase == PHASE_STOP || runtime_over || ended_early;
             if let Some(select) = &mut self.select {
                 select.measuring = measuring;
             }
@@ -1836,6 +1865,7 @@ mod tests {
             sleep_granularity: 0,
             sqpoll: None,
             on_window: None,
+            on_stop: None,
         }
     }
 

@@ -259,12 +259,26 @@ fn check(seed: u64, text: &str, d: &cint_emu::RunDetail, sc: &cint_scenario::Sce
             assert!(result.iops.is_finite() && result.iops >= 0.0, "seed {seed}");
             // One latency a request counted, the mean between the
             // extremes, the percentiles in order.
+            // Its threads' CPU over its own window: at most all of each
+            // (a thread, an offloaded one's workers, an SQ thread), give
+            // or take the clocks' reads, on a window long enough to tell
+            // (a job that stopped late once showed 650% of its two).
+            let threads = cint_test_support::scenario::job_threads(job);
+            let window_s = if result.ios > 0 {
+                result.ios as f64 / result.iops
+            } else {
+                0.0
+            };
             assert!(
-                cint_test_support::latency::consistent(&result.lat_ns, result.ios),
-                "seed {seed}, job {}: {} requests, latencies {:?}\n{text}",
+                window_s < 0.001 || result.cpu_util <= 1.1 * f64::from(threads),
+                "seed {seed}, job {}: {} of its {threads} threads' time over {window_s} s\n{text}",
                 job.name,
+                result.cpu_util
+            );
+            cint_test_support::latency::assert_consistent(
+                &result.lat_ns,
                 result.ios,
-                result.lat_ns
+                format_args!("seed {seed}, job {}\n{text}", job.name),
             );
             if let Some(t) = &result.trace {
                 assert!(t.issued <= t.requests, "seed {seed}, job {}", job.name);

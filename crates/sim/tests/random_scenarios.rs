@@ -1005,9 +1005,7 @@ fn check(seed: u64) {
             // (a thread, an offloaded one's workers, an SQ thread), also
             // for a job that started late (it counted its warm-up's
             // until 2026-11-29).
-            let threads = spec.io().map_or(1, |io| {
-                1 + if io.offload { io.iodepth } else { 0 } + u32::from(io.sqpoll.is_some())
-            }) * spec.numjobs;
+            let threads = cint_test_support::scenario::job_threads(spec);
             assert!(
                 job.cpu_util <= f64::from(threads) + 1e-9,
                 "seed {seed}: strategy '{}' job '{}' used {} of its {threads} threads' time\n{text}",
@@ -1018,13 +1016,13 @@ fn check(seed: u64) {
             // Its latencies agree with themselves: one sample a request
             // counted, the mean between the extremes, the percentiles in
             // order.
-            assert!(
-                cint_test_support::latency::consistent(&job.lat_ns, job.ios),
-                "seed {seed}: strategy '{}' job '{}': {} requests, latencies {:?}\n{text}",
-                s.strategy,
-                job.name,
+            cint_test_support::latency::assert_consistent(
+                &job.lat_ns,
                 job.ios,
-                job.lat_ns
+                format_args!(
+                    "seed {seed}: strategy '{}' job '{}'\n{text}",
+                    s.strategy, job.name
+                ),
             );
             let cint_scenario::Work::Io(io) = &spec.work else {
                 continue;

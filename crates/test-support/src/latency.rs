@@ -19,6 +19,15 @@ pub fn consistent(lat: &LatencyStats, ios: u64) -> bool {
         && by_rank.windows(2).all(|w| w[0].1 <= w[1].1)
 }
 
+/// Asserts [`consistent`], naming `what` (the run and the job) in the
+/// message.
+pub fn assert_consistent(lat: &LatencyStats, ios: u64, what: impl std::fmt::Display) {
+    assert!(
+        consistent(lat, ios),
+        "{what}: {ios} requests, latencies {lat:?}"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,6 +144,16 @@ pub fn hipri(mut job: Job) -> Job {
     job
 }
 
+/// The threads that run `job`'s work, whose CPU its figures count: each
+/// of its `numjobs`, with an offloaded one's `iodepth` workers and an
+/// SQ-polled ring's SQ thread.
+pub fn job_threads(job: &Job) -> u32 {
+    let per_thread = job.io().map_or(1, |io| {
+        1 + if io.offload { io.iodepth } else { 0 } + u32::from(io.sqpoll.is_some())
+    });
+    per_thread * job.numjobs
+}
+
 /// A CPU-bound job (`kind = "cpu"`) on application core 0.
 pub fn cpu_job(name: &str) -> Job {
     Job {
