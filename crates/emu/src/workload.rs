@@ -444,7 +444,9 @@ pub(crate) struct ThreadPlan {
     pub on_stop: Option<WindowHook>,
 }
 
-/// What a staged job's thread calls as its own window opens.
+/// What a job's thread calls at an edge of its own window: as it first
+/// sees it (a job that starts after the run), and as it acts on its
+/// `runtime`'s end.
 pub(crate) type WindowHook = Arc<dyn Fn() + Send + Sync>;
 
 /// A thread's part in an SQ-polled ring ([`crate::sqpoll`]).
