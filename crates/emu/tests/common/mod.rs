@@ -59,7 +59,12 @@ impl Deadline {
         let spawned = watch.spawn(move || {
             // Dropping the sender (the test ended) disconnects the channel.
             if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(limit) {
-                eprintln!(
+                // Straight to the file descriptor: the harness captures
+                // what a test's threads print, this one's included, and
+                // the abort would lose it.
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr().lock(),
                     "{test}: still running after {} s, so it waits for something that will \
                      never come (a lost completion, a thread never woken); aborting",
                     limit.as_secs()
