@@ -719,8 +719,9 @@ fn groups_run_in_turn_each_job_measured_over_its_own_window() {
     assert_eq!(a.0, 0);
     assert!(a.1 >= warmup && a.1 < warmup + 5 * MS, "{a:?}");
     // Each thread acts on its runtime's end between its waits, a
-    // request's time at most after it: its window ends there.
-    let measured = 100 * MS..100 * MS + MS / 2;
+    // request's time after it, or as long as the machine keeps it from
+    // its core: its window ends there.
+    let measured = 100 * MS..120 * MS;
     assert!(measured.contains(&(a.2 - a.1)), "{a:?}");
     assert!(
         b.0 >= a.2 + 20 * MS,
@@ -1558,9 +1559,9 @@ fn a_write_job_sleeps_on_its_writes_means_under_hybrid_polling() {
 /// window, as the simulator measures it: its rates are per second of what
 /// it measured, not of the run. Its `runtime` counts from its start, the
 /// warm-up included (as fio's import writes `ramp_time + runtime`): under
-/// the 5 ms warm-up a job of 15 ms measures 10 ms, and stops submitting
+/// a 20 ms warm-up a job of 30 ms measures 10 ms, and stops submitting
 /// there. Until 2026-11-29 the emulator counted the whole runtime from
-/// the window's opening, and measured 15 ms where the simulator measured
+/// the window's opening, and measured 30 ms where the simulator measured
 /// 10.
 #[test]
 fn a_job_with_a_shorter_runtime_is_measured_over_its_own_window() {
@@ -1569,31 +1570,38 @@ fn a_job_with_a_shorter_runtime_is_measured_over_its_own_window() {
         return;
     }
     let mut short = io_job("short", Engine::Libaio, 4, 1, 1);
-    short.runtime = Some(15 * MS);
+    short.runtime = Some(30 * MS);
     let long = io_job("long", Engine::Libaio, 4, 1, 1);
-    let sc = scenario(
+    let mut sc = scenario(
         "runtimes",
         device(10_000, 4),
         vec![none()],
         vec![short, long],
-        40 * MS,
+        60 * MS,
     );
+    sc.warmup = 20 * MS;
     let d = cint_emu::run_detailed(&sc).expect("emulator runs");
     let jobs = &d.result.results[0].jobs;
     let window = |k: usize| jobs[k].ios as f64 / jobs[k].iops;
     assert!(jobs[0].ios > 0 && jobs[1].ios > 0, "{jobs:?}");
-    // Its thread acts on its end between its waits, a request's time at
-    // most after it.
+    // Its thread acts on its end between its waits: a request's time
+    // after it, or as long as the machine keeps it from its core (once
+    // 12 ms in CI), which its window then holds; never the 30 ms the
+    // runtime counted after the warm-up gave.
     assert!(
-        (0.010..0.0105).contains(&window(0)),
+        (0.010..0.025).contains(&window(0)),
         "short job over {} s",
         window(0)
     );
-    assert!(window(1) >= 0.040, "long job over {} s", window(1));
+    assert!(window(1) >= 0.060, "long job over {} s", window(1));
     // Its last completion came with its last requests, issued before its
-    // stop: well before the 15 ms it would have run to.
+    // stop: within its window, and a request's time after it at most.
     let (_, last) = d.strategies[0].jobs[0].counted_span.expect("it counted");
-    assert!(last < 13 * MS as i64, "its last completion {last} ns in");
+    let end = (window(0) * 1e9) as i64;
+    assert!(
+        last < end + MS as i64,
+        "its last completion {last} ns in, its window {end} ns"
+    );
 }
 
 #[test]
