@@ -686,15 +686,7 @@ impl ThreadProbe {
     /// microseconds each, do not count as the window's (as at the run's
     /// opening edge, [`sample_edge`]).
     fn note_opened(group: &[Arc<ThreadProbe>]) {
-        let mut samples: Vec<ThreadSample> = group.iter().map(|p| p.sample(p.cpu_now())).collect();
-        for (probe, sample) in group.iter().zip(&mut samples) {
-            if let Some(cpu) = probe.cpu_now() {
-                sample.cpu_ns = cpu;
-            }
-            if let Ok(mut opened) = probe.opened.lock() {
-                *opened = Some(*sample);
-            }
-        }
+        Self::note(group, true, |p| &p.opened);
     }
 
     /// Notes the counters of a job thread and its helpers (`group`) as
@@ -702,11 +694,20 @@ impl ThreadProbe {
     /// first, then the `/proc` reads (as at the run's closing edge,
     /// [`sample_edge`]).
     fn note_closed(group: &[Arc<ThreadProbe>]) {
-        let cpus: Vec<Option<u64>> = group.iter().map(|p| p.cpu_now()).collect();
-        for (probe, cpu) in group.iter().zip(cpus) {
-            let sample = probe.sample(cpu);
-            if let Ok(mut closed) = probe.closed.lock() {
-                *closed = Some(sample);
+        Self::note(group, false, |p| &p.closed);
+    }
+
+    /// Samples `group` as at a window's edge (`opening` or closing,
+    /// [`sample_probes`]) into the slot `slot` picks in each probe.
+    fn note(
+        group: &[Arc<ThreadProbe>],
+        opening: bool,
+        slot: impl Fn(&ThreadProbe) -> &Mutex<Option<ThreadSample>>,
+    ) {
+        let probes: Vec<&ThreadProbe> = group.iter().map(|p| &**p).collect();
+        for (probe, sample) in probes.iter().zip(sample_probes(&probes, opening)) {
+            if let Ok(mut noted) = slot(probe).lock() {
+                *noted = Some(sample);
             }
         }
     }
@@ -772,26 +773,29 @@ fn noted_or(slot: &Mutex<Option<ThreadSample>>, otherwise: ThreadSample) -> Thre
 /// thread is preempted, which read in turn with the clocks would count
 /// in the threads' CPU time as if it were the window's.
 fn sample_edge(tracked: &[Tracked], opening: bool) -> Vec<ThreadSample> {
-    let clocks = |tracked: &[Tracked]| -> Vec<Option<u64>> {
-        tracked.iter().map(|t| t.probe.cpu_now()).collect()
-    };
+    let probes: Vec<&ThreadProbe> = tracked.iter().map(|t| &*t.probe).collect();
+    sample_probes(&probes, opening)
+}
+
+/// The counters of `probes` at a window's edge, their CPU clocks read
+/// together on the window's side of the `/proc` reads ([`sample_edge`]'s
+/// rule, which a job's own edges follow too).
+fn sample_probes(probes: &[&ThreadProbe], opening: bool) -> Vec<ThreadSample> {
+    let clocks = || -> Vec<Option<u64>> { probes.iter().map(|p| p.cpu_now()).collect() };
     if opening {
-        let mut samples: Vec<ThreadSample> = tracked
-            .iter()
-            .map(|t| t.probe.sample(t.probe.cpu_now()))
-            .collect();
-        for (sample, cpu) in samples.iter_mut().zip(clocks(tracked)) {
+        let mut samples: Vec<ThreadSample> = probes.iter().map(|p| p.sample(p.cpu_now())).collect();
+        for (sample, cpu) in samples.iter_mut().zip(clocks()) {
             if let Some(cpu) = cpu {
                 sample.cpu_ns = cpu;
             }
         }
         samples
     } else {
-        let cpus = clocks(tracked);
-        tracked
+        let cpus = clocks();
+        probes
             .iter()
             .zip(cpus)
-            .map(|(t, cpu)| t.probe.sample(cpu))
+            .map(|(p, cpu)| p.sample(cpu))
             .collect()
     }
 }
@@ -1091,14 +1095,13 @@ fn start_job_threads(
                 thread,
                 flow: &flows[job_index],
             };
-            let specs = match thread_specs(scenario, layout, emulator, threads, place) {
+            let mut specs = match thread_specs(scenario, layout, emulator, threads, place) {
                 Ok(specs) => specs,
                 Err(e) => {
                     failure = Some(e);
                     break 'jobs;
                 }
             };
-            let mut specs = specs;
             let probes: Vec<Arc<ThreadProbe>> = specs
                 .iter()
                 .map(|_| Arc::new(ThreadProbe::default()))

@@ -930,14 +930,18 @@ impl IoThread {
                 || self.search_over()
                 || control.steady_met(self.plan.job)
                 || control.told_to_exit(self.plan.job);
-            let runtime_over = self.stop_at.is_some_and(|t| sys::now() >= t);
-            if runtime_over && phase != PHASE_STOP && self.out.stopped_at.is_none() {
-                self.out.stopped_at = Some(sys::now());
+            // The clock is read only for a thread with a runtime.
+            let over_at = self.stop_at.and_then(|t| {
+                let now = sys::now();
+                (now >= t).then_some(now)
+            });
+            if over_at.is_some() && phase != PHASE_STOP && self.out.stopped_at.is_none() {
+                self.out.stopped_at = over_at;
                 if let Some(hook) = self.plan.on_stop.take() {
                     hook();
                 }
             }
-            let stopping = phase == PHASE_STOP || runtime_over || ended_early;
+            let stopping = phase == PHASE_STOP || over_at.is_some() || ended_early;
             if let Some(select) = &mut self.select {
                 select.measuring = measuring;
             }
