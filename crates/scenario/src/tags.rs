@@ -18,7 +18,7 @@ const SBQ_WAIT_QUEUES: u32 = 8;
 const SBQ_WAKE_BATCH: u32 = 8;
 
 /// One hardware queue's tags and the threads sleeping for one.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TagPool {
     free: u32,
     depth: u32,
@@ -61,19 +61,28 @@ impl TagPool {
     /// until each has tried again; without that, a waiter whose core was
     /// busy with the waking handler lost every freed tag to a submitter on
     /// an idle core, and starved.
+    ///
+    /// A woken waiter takes its share of the set-aside tags and, like any
+    /// submitter, the free tags nobody's share holds. A batch can wake
+    /// more waiters than it freed tags (the last free tag of a queue wakes
+    /// a whole batch), so a share can be empty: limited to it, a woken
+    /// waiter found no tag among all the free ones, slept again, and with
+    /// nothing left in flight to free one, slept for ever.
     pub fn take(&mut self, n: u32, woken: bool) -> u32 {
+        debug_assert!(self.reserved <= self.free);
+        let unreserved = self.free.saturating_sub(self.reserved);
         let got = if woken && self.woken_pending > 0 {
             let share = self.reserved.div_ceil(self.woken_pending);
             self.woken_pending -= 1;
-            let got = n.min(share).min(self.free);
-            self.reserved -= got.min(self.reserved);
+            let from_share = n.min(share).min(self.reserved);
+            self.reserved -= from_share;
             if self.woken_pending == 0 {
                 // What the woken did not need is anyone's again.
                 self.reserved = 0;
             }
-            got
+            from_share + (n - from_share).min(unreserved)
         } else {
-            n.min(self.free.saturating_sub(self.reserved))
+            n.min(unreserved)
         };
         self.free -= got;
         got
@@ -169,5 +178,98 @@ mod tests {
             pool.put(&mut woken);
         }
         assert_eq!(woken, vec![1], "all tags free again wakes the waiter");
+    }
+
+    /// A submitter as the liveness search plays it: how many requests it
+    /// has left to send, in flight (each holding a tag), and whether it
+    /// runs (woken from the waiters or not) or sleeps for a tag.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    struct Submitter {
+        left: u32,
+        in_flight: u32,
+        depth: u32,
+        state: Waiting,
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    enum Waiting {
+        No,
+        Woken,
+        Asleep,
+    }
+
+    /// Every interleaving of tag takes (one per request, as the emulator
+    /// and a single-request call take them) and completions, from a pool
+    /// of `depth` tags shared by submitters of the given queue depths and
+    /// request counts: in no state reachable is a submitter asleep for a
+    /// tag with nothing left to wake it. Returns the states explored.
+    fn assert_no_waiter_is_stranded(depth: u32, submitters: &[(u32, u32)]) -> usize {
+        use std::collections::HashSet;
+        let start = (
+            TagPool::new(depth),
+            submitters
+                .iter()
+                .map(|&(depth, left)| Submitter {
+                    left,
+                    in_flight: 0,
+                    depth,
+                    state: Waiting::No,
+                })
+                .collect::<Vec<_>>(),
+        );
+        let mut seen = HashSet::new();
+        let mut todo = vec![start];
+        let mut woken = Vec::new();
+        while let Some((pool, threads)) = todo.pop() {
+            if !seen.insert((pool.clone(), threads.clone())) {
+                continue;
+            }
+            let mut moved = false;
+            for (i, t) in threads.iter().enumerate() {
+                if t.state != Waiting::Asleep && t.left > 0 && t.in_flight < t.depth {
+                    let (mut pool, mut threads) = (pool.clone(), threads.clone());
+                    let retry = t.state == Waiting::Woken;
+                    let t = &mut threads[i];
+                    if pool.take(1, retry) == 1 {
+                        (t.left, t.in_flight, t.state) = (t.left - 1, t.in_flight + 1, Waiting::No);
+                    } else {
+                        pool.wait(i as u32, retry);
+                        t.state = Waiting::Asleep;
+                    }
+                    todo.push((pool, threads));
+                    moved = true;
+                }
+                if t.in_flight > 0 {
+                    let (mut pool, mut threads) = (pool.clone(), threads.clone());
+                    threads[i].in_flight -= 1;
+                    woken.clear();
+                    pool.put(&mut woken);
+                    for &w in &woken {
+                        assert_eq!(threads[w as usize].state, Waiting::Asleep, "woken twice");
+                        threads[w as usize].state = Waiting::Woken;
+                    }
+                    todo.push((pool, threads));
+                    moved = true;
+                }
+            }
+            assert!(
+                moved || threads.iter().all(|t| t.left == 0),
+                "stranded: {threads:?} with {pool:?}"
+            );
+        }
+        seen.len()
+    }
+
+    /// Before the fix, a batch of two woken by the queue's last free tag
+    /// shared one set-aside tag: the second found its share empty, slept
+    /// again among sixteen free tags, and nothing was left to wake it.
+    #[test]
+    fn no_interleaving_strands_a_waiter_among_free_tags() {
+        // Pools with wake batches of 1, 2 and 3 (depth 4, 16, 24),
+        // submitters whose depths together exceed the pool's.
+        assert!(assert_no_waiter_is_stranded(16, &[(9, 10), (9, 10)]) > 10_000);
+        assert_no_waiter_is_stranded(16, &[(9, 10), (9, 10), (2, 3)]);
+        assert_no_waiter_is_stranded(24, &[(13, 15), (13, 15)]);
+        assert_no_waiter_is_stranded(4, &[(3, 5), (3, 5), (2, 3)]);
     }
 }
