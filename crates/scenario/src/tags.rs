@@ -198,12 +198,14 @@ mod tests {
         Asleep,
     }
 
-    /// Every interleaving of tag takes (one per request, as the emulator
-    /// and a single-request call take them) and completions, from a pool
-    /// of `depth` tags shared by submitters of the given queue depths and
+    /// Every interleaving of tag takes and completions, from a pool of
+    /// `depth` tags shared by submitters of the given queue depths and
     /// request counts: in no state reachable is a submitter asleep for a
-    /// tag with nothing left to wake it. Returns the states explored.
-    fn assert_no_waiter_is_stranded(depth: u32, submitters: &[(u32, u32)]) -> usize {
+    /// tag with nothing left to wake it. A take asks for up to `plug`
+    /// tags (1: one per request, as the emulator and a call of one or two
+    /// requests take them; more: the simulator's plug of a batch).
+    /// Returns the states explored.
+    fn assert_no_waiter_is_stranded(depth: u32, plug: u32, submitters: &[(u32, u32)]) -> usize {
         use std::collections::HashSet;
         let start = (
             TagPool::new(depth),
@@ -230,8 +232,10 @@ mod tests {
                     let (mut pool, mut threads) = (pool.clone(), threads.clone());
                     let retry = t.state == Waiting::Woken;
                     let t = &mut threads[i];
-                    if pool.take(1, retry) == 1 {
-                        (t.left, t.in_flight, t.state) = (t.left - 1, t.in_flight + 1, Waiting::No);
+                    let got = pool.take(plug.min(t.left).min(t.depth - t.in_flight), retry);
+                    if got > 0 {
+                        (t.left, t.in_flight, t.state) =
+                            (t.left - got, t.in_flight + got, Waiting::No);
                     } else {
                         pool.wait(i as u32, retry);
                         t.state = Waiting::Asleep;
@@ -267,9 +271,12 @@ mod tests {
     fn no_interleaving_strands_a_waiter_among_free_tags() {
         // Pools with wake batches of 1, 2 and 3 (depth 4, 16, 24),
         // submitters whose depths together exceed the pool's.
-        assert!(assert_no_waiter_is_stranded(16, &[(9, 10), (9, 10)]) > 10_000);
-        assert_no_waiter_is_stranded(16, &[(9, 10), (9, 10), (2, 3)]);
-        assert_no_waiter_is_stranded(24, &[(13, 15), (13, 15)]);
-        assert_no_waiter_is_stranded(4, &[(3, 5), (3, 5), (2, 3)]);
+        assert!(assert_no_waiter_is_stranded(16, 1, &[(9, 10), (9, 10)]) > 10_000);
+        assert_no_waiter_is_stranded(16, 1, &[(9, 10), (9, 10), (2, 3)]);
+        assert_no_waiter_is_stranded(24, 1, &[(13, 15), (13, 15)]);
+        assert_no_waiter_is_stranded(4, 1, &[(3, 5), (3, 5), (2, 3)]);
+        // Plugs of several requests take several tags at once.
+        assert_no_waiter_is_stranded(16, 3, &[(9, 10), (9, 10), (2, 3)]);
+        assert_no_waiter_is_stranded(16, 4, &[(12, 14), (12, 14)]);
     }
 }
