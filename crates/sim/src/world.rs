@@ -241,9 +241,15 @@ pub(crate) struct Thread {
     pub vruntime: u64,
     /// Its CFS task group (`sched_group`), if not the root group.
     pub sched_group: Option<u16>,
-    /// `cpu_ns` when it last got the CPU (`prev_sum_exec_runtime`): its
+    /// Its run time since it started (`sum_exec_runtime`), which its
+    /// slices count by. Unlike `cpu_ns`, the warm-up's end does not reset
+    /// it: reset, a thread running across that end had its slice's run
+    /// time wrap below zero, and lost its core at the next tick.
+    pub sum_exec: u64,
+    /// `sum_exec` when it last got the CPU (`prev_sum_exec_runtime`): its
     /// slice counts the run time since.
     pub prev_sum_exec: u64,
+    /// Its CPU time in the measured window.
     pub cpu_ns: u64,
     /// The part of `cpu_ns` spent in user mode (see `metrics.rs`).
     pub usr_ns: u64,
@@ -338,6 +344,7 @@ impl Thread {
             act,
             vruntime: 0,
             sched_group: None,
+            sum_exec: 0,
             prev_sum_exec: 0,
             cpu_ns: 0,
             usr_ns: 0,

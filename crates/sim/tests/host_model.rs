@@ -163,6 +163,27 @@ fn a_thread_picked_again_after_its_slice_keeps_counting_it() {
     assert!((late - 14.0).abs() < 0.3, "{late}");
 }
 
+/// Two busy loops on one core take turns of 12 ms (a from 0, b from
+/// 12 ms, a again from 24 ms), wherever the measured window starts: over
+/// 10 ms to 30 ms, a runs 2 + 6 ms and b 12 ms. Until 2026-11-29 the
+/// warm-up's end reset the thread's run time that its slice counts by,
+/// while its slice's start stayed: the running loop's turn wrapped below
+/// zero, and it gave its core up at the next tick (a 6 ms, b 14 ms).
+#[test]
+fn a_turn_that_spans_the_warm_up_end_keeps_its_slice() {
+    let text = one_core(
+        ("20ms", "10ms"),
+        "[[job]]\nname = \"a\"\nkind = \"cpu\"\ncpu = 0\n\
+         [[job]]\nname = \"b\"\nkind = \"cpu\"\ncpu = 0\n",
+    );
+    let sc = cint_scenario::load_str(&text, "turns.toml", &[]).expect("valid");
+    let r = &run(&sc)[0];
+    let ms = |j: usize| r.jobs[j].cpu_util * 20.0;
+    assert!((ms(0) - 8.0).abs() < 0.3, "a ran {} ms", ms(0));
+    assert!((ms(1) - 12.0).abs() < 0.3, "b ran {} ms", ms(1));
+    assert_eq!(r.context_switches, 2, "to b at 12 ms, to a at 24 ms");
+}
+
 /// The text of a scenario of `jobs` (their tables) on one core of the
 /// reference host, measured for `duration` after `warmup`.
 fn one_core((duration, warmup): (&str, &str), jobs: &str) -> String {

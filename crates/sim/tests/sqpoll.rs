@@ -253,12 +253,16 @@ fn the_sq_thread_exits_with_its_ring_thread() {
 /// that arrives meanwhile (the ring's next entries) waits for the
 /// submission to end. Every request reaches the device once (this is
 /// the random scenarios' seed 3004535, where an SQ thread resubmitted a
-/// request when the next entries cut that poll short).
+/// request when the next entries cut that poll short). The rings' threads
+/// spin on one core for 14 completions a call, and their first calls
+/// return after about 24 ms: the run measures 40 ms, so that the job has
+/// requests to count (its 20 ms ended with none once the warm-up's end
+/// stopped preempting a thread in the middle of its turn).
 #[test]
 fn sq_threads_short_of_tags_finish_their_submission_first() {
     let r = run(r#"name = "tags"
 seed = 3004535
-duration = "20ms"
+duration = "40ms"
 warmup = "2ms"
 [device]
 model = "optane-900p"

@@ -550,7 +550,7 @@ impl World<'_> {
         let th = &self.threads[t as usize];
         // The thread's run since the last charge counts (update_curr()).
         let run = self.uncharged(c);
-        let th_ran = th.cpu_ns + run - th.prev_sum_exec;
+        let th_ran = th.sum_exec + run - th.prev_sum_exec;
         let th_v = th.vruntime + run;
         let root = root_left.map(|left| {
             let (ran, v, lag_grows) = match cur {

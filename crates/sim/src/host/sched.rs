@@ -88,6 +88,7 @@ impl World<'_> {
                 core.irq_charged_ns += elapsed;
                 let th = &mut self.threads[t as usize];
                 th.cpu_ns += elapsed;
+                th.sum_exec += elapsed;
                 th.vruntime += elapsed;
                 if let Some(g) = th.sched_group {
                     self.charge_group(c, g, elapsed);
@@ -107,6 +108,7 @@ impl World<'_> {
         if let Some(t) = core.current {
             let th = &mut self.threads[t as usize];
             th.cpu_ns += elapsed;
+            th.sum_exec += elapsed;
             th.usr_ns += th.user_share(elapsed);
             th.vruntime += elapsed;
             if let Activity::Burst { left, .. } = &mut th.act {
@@ -271,7 +273,7 @@ impl World<'_> {
             // keeps counting it (pick_next_task_fair() under
             // CONFIG_FAIR_GROUP_SCHED, the reference kernel's, sets
             // nothing when the task does not change).
-            th.prev_sum_exec = th.cpu_ns;
+            th.prev_sum_exec = th.sum_exec;
             core.ctx_switches += 1;
             th.ctx_switches += 1;
             // Back to the thread whose address space the core still has
@@ -382,7 +384,7 @@ impl World<'_> {
         let run = self.uncharged(c);
         Some(check_preempt_tick(
             ideal,
-            th.cpu_ns + run - th.prev_sum_exec,
+            th.sum_exec + run - th.prev_sum_exec,
             (th.vruntime + run).wrapping_sub(left) as i64,
             cfs.min_granularity.0,
             true,
