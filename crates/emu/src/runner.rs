@@ -372,6 +372,7 @@ fn run_notes(scenario: &Scenario, layout: &CpuLayout, details: &[StrategyDetail]
         }
     }
     notes.extend(search_notes(scenario, details));
+    notes.extend(idle_job_notes(scenario, details));
     notes.extend(gtod_reduce_notes(scenario));
     // An SQ thread beside another thread of its core spins through its
     // slices: the simulator's note, for the same mechanism, measured.
@@ -434,6 +435,47 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         },
         strategies: details,
     })
+}
+
+/// I/O jobs that completed nothing in their measured window, each with
+/// what its threads did over the run, so that a zero in the table comes
+/// with what was measured rather than alone (the simulator's note names
+/// the mechanism; the emulator knows its threads' counts and CPU time,
+/// not what else the machine ran). A job that never started, or whose
+/// window has no length, has its group's note instead.
+fn idle_job_notes(scenario: &Scenario, details: &[StrategyDetail]) -> Vec<String> {
+    let ms = |ns: Nanos| format!("{:.3} ms", ns as f64 / 1e6);
+    let mut notes = Vec::new();
+    for d in details {
+        for (job, detail) in scenario.jobs.iter().zip(&d.jobs) {
+            let Some((_, from, to)) = detail.span else {
+                continue;
+            };
+            if job.io().is_none() || to <= from || detail.counted_span.is_some() {
+                continue;
+            }
+            let ran = format!(
+                "they ran for {} of its {}",
+                ms(detail.cpu_ns),
+                ms(to - from)
+            );
+            let what = match (detail.submitted, detail.completed) {
+                (0, _) => format!("its threads submitted no request in the whole run, and {ran}"),
+                (n, 0) => {
+                    format!("its threads submitted {n} requests and got none back, and {ran}")
+                }
+                (n, c) => format!(
+                    "its threads got {c} of their {n} requests back in the whole run, none within \
+                     the window, and {ran}"
+                ),
+            };
+            notes.push(format!(
+                "strategy '{}': job '{}' completed no I/O in its measured window: {what}",
+                d.name, job.name
+            ));
+        }
+    }
+    notes
 }
 
 /// fio's `gtod_reduce` tells the simulator's generator to spend less CPU

@@ -880,6 +880,17 @@ impl IoThread {
         matches!(self.offload, Some(OffloadRole::Main(_)))
     }
 
+    /// Whether fio's think check comes after the request's wait: a
+    /// synchronous call returns with its request complete (fio 3.33: the
+    /// sync engine's io_u completes in `td_io_queue`, before do_io's
+    /// `handle_thinktime`), so the check counts it. Checked before the
+    /// wait, the first request was not yet counted and a second went out
+    /// before the first pause. An offloaded main thread's requests
+    /// complete in its workers, and it checks after handing each on.
+    fn thinks_after_its_call(&self) -> bool {
+        self.io.engine.is_sync() && !self.is_main_of_offload()
+    }
+
     fn run(mut self, control: &Control) -> ThreadOutcome {
         if self.io.shape.fsync > 0 || self.io.shape.fdatasync > 0 {
             self.open_sync_file();
@@ -980,7 +991,7 @@ impl IoThread {
                         due -= n;
                     }
                 }
-                if self.think_wait(control, max_events) {
+                if !self.thinks_after_its_call() && self.think_wait(control, max_events) {
                     continue;
                 }
             }
@@ -1017,6 +1028,9 @@ impl IoThread {
                 self.out.spin_ns += spun;
             }
             self.account(control);
+            if !stopping && self.thinks_after_its_call() {
+                self.think_wait(control, max_events);
+            }
         }
         if let Some(f) = &mut self.flow {
             f.leave();

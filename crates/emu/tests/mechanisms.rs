@@ -1924,3 +1924,45 @@ fn an_sq_polled_ring_spins_for_its_completions_and_its_sq_thread_submits_them() 
         assert_eq!(by, detail.completed, "{}: {detail:?}", s.name);
     }
 }
+
+/// A job that completes nothing in its window says so, with what its
+/// threads did (a table's zero alone read as a measurement): here its
+/// one request comes back in the warm-up, and its think time outlasts
+/// the window. fio thinks after a synchronous request has come back, so
+/// after the first one: until 2026-11-29 the emulator looked before the
+/// request's wait, and sent a second request before its first pause.
+#[test]
+fn a_job_that_completes_nothing_in_its_window_is_said_to() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let mut job = io_job("thinker", Engine::Psync, 1, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.shape.thinktime = 300 * MS;
+    }
+    let mut sc = scenario(
+        "idle",
+        device(10 * US, 4),
+        vec![none()],
+        vec![job, io_job("reader", Engine::Psync, 1, 1, 1)],
+        20 * MS,
+    );
+    sc.warmup = 30 * MS;
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    assert_eq!(d.result.results[0].jobs[0].ios, 0);
+    assert!(d.result.results[0].jobs[1].ios > 0);
+    let said: Vec<&String> = d
+        .result
+        .notes
+        .iter()
+        .filter(|n| n.contains("completed no I/O"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", d.result.notes);
+    assert!(
+        said[0].starts_with("strategy 'none': job 'thinker' completed no I/O")
+            && said[0].contains("got 1 of their 1 requests back"),
+        "{}",
+        said[0]
+    );
+}
