@@ -241,7 +241,7 @@ impl World<'_> {
             urgent_interrupts: self.counters.urgent_interrupts,
             cpu_util: busy as f64 / (window as f64 * self.cores.len() as f64),
             context_switches: self.cores.iter().map(|c| c.ctx_switches).sum(),
-            wakeups: self.threads.iter().map(|t| t.wakeups).sum(),
+            wakeups: self.threads.iter().map(|t| t.counts.wakeups).sum(),
             energy_j: energy.as_ref().map(|e| e.0),
             energy: energy.map(|e| e.1),
             virt: self.virt_summary(secs),

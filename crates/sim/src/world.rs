@@ -23,7 +23,7 @@ use crate::host::spread::CostSpread;
 use crate::host::{Core, HostCosts};
 use crate::invariants::Invariants;
 use crate::metrics::{Counters, JobStats};
-use crate::workload::{Flows, Groups, Program, ThreadShape};
+use crate::workload::{Flows, Groups, Program, ThreadCounts, ThreadShape};
 use crate::SimError;
 use crate::INVARIANT_VIOLATED;
 
@@ -242,23 +242,18 @@ pub(crate) struct Thread {
     /// Its CFS task group (`sched_group`), if not the root group.
     pub sched_group: Option<u16>,
     /// Its run time since it started (`sum_exec_runtime`), which its
-    /// slices count by. Unlike `cpu_ns`, the warm-up's end does not reset
+    /// slices count by. Unlike `counts`, the warm-up's end does not reset
     /// it: reset, a thread running across that end had its slice's run
     /// time wrap below zero, and lost its core at the next tick.
     pub sum_exec: u64,
     /// `sum_exec` when it last got the CPU (`prev_sum_exec_runtime`): its
     /// slice counts the run time since.
     pub prev_sum_exec: u64,
-    /// Its CPU time in the measured window.
-    pub cpu_ns: u64,
-    /// The part of `cpu_ns` spent in user mode (see `metrics.rs`).
-    pub usr_ns: u64,
+    /// What it counted since the run's window opened (the warm-up's end
+    /// resets it): its CPU time, switches and wake-ups.
+    pub counts: ThreadCounts,
     /// User-mode work left at the end of the current burst (think time).
     pub user_left: Nanos,
-    pub ctx_switches: u64,
-    /// Times the thread was woken from a block in the measured window
-    /// (by a completion's IRQ handler or a timer).
-    pub wakeups: u64,
     /// Request slots not in use.
     pub free_slots: Vec<u32>,
     /// Request slots of a buffered thread's `fsync`, which writes back
@@ -346,11 +341,8 @@ impl Thread {
             sched_group: None,
             sum_exec: 0,
             prev_sum_exec: 0,
-            cpu_ns: 0,
-            usr_ns: 0,
+            counts: ThreadCounts::default(),
             user_left: 0,
-            ctx_switches: 0,
-            wakeups: 0,
             free_slots: Vec::new(),
             fsync_slots: Vec::new(),
             batch: Vec::new(),
@@ -916,10 +908,7 @@ impl<'a> World<'a> {
             core.reset_counters();
         }
         for t in &mut self.threads {
-            t.cpu_ns = 0;
-            t.usr_ns = 0;
-            t.ctx_switches = 0;
-            t.wakeups = 0;
+            t.counts = ThreadCounts::default();
         }
         for j in &mut self.jobs {
             j.reset();
@@ -955,7 +944,7 @@ impl<'a> World<'a> {
                 ));
             }
         }
-        let per_thread: u64 = self.threads.iter().map(|t| t.cpu_ns).sum();
+        let per_thread: u64 = self.threads.iter().map(|t| t.counts.cpu_ns).sum();
         // Threads own their segments' time, and without interrupt time
         // accounting also the handlers' time that preempted them.
         let per_core: u64 = self

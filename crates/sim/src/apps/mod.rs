@@ -340,7 +340,11 @@ impl World<'_> {
                     .filter(|(_, th)| th.op == Some(o))
                     .map(|(i, _)| &self.threads[apps.first + i])
                     .fold((0u64, 0u64, 0u64), |(c, x, w), t| {
-                        (c + t.cpu_ns, x + t.ctx_switches, w + t.wakeups)
+                        (
+                            c + t.counts.cpu_ns,
+                            x + t.counts.ctx_switches,
+                            w + t.counts.wakeups,
+                        )
                     });
                 JobResult {
                     name: s.name.to_string(),

@@ -354,7 +354,7 @@ impl World<'_> {
         // whatever woke it; a libaio waiter that rechecks and sleeps
         // again was still woken.
         if self.measuring {
-            th.wakeups += 1;
+            th.counts.wakeups += 1;
         }
         self.make_runnable(t, exiting_irq);
     }

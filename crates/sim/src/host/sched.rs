@@ -87,7 +87,7 @@ impl World<'_> {
             } else if let Some(t) = core.current {
                 core.irq_charged_ns += elapsed;
                 let th = &mut self.threads[t as usize];
-                th.cpu_ns += elapsed;
+                th.counts.cpu_ns += elapsed;
                 th.sum_exec += elapsed;
                 th.vruntime += elapsed;
                 if let Some(g) = th.sched_group {
@@ -107,9 +107,9 @@ impl World<'_> {
         };
         if let Some(t) = core.current {
             let th = &mut self.threads[t as usize];
-            th.cpu_ns += elapsed;
+            th.counts.cpu_ns += elapsed;
             th.sum_exec += elapsed;
-            th.usr_ns += th.user_share(elapsed);
+            th.counts.usr_ns += th.user_share(elapsed);
             th.vruntime += elapsed;
             if let Activity::Burst { left, .. } = &mut th.act {
                 *left = smt_left.unwrap_or_else(|| left.saturating_sub(elapsed));
@@ -275,7 +275,7 @@ impl World<'_> {
             // nothing when the task does not change).
             th.prev_sum_exec = th.sum_exec;
             core.ctx_switches += 1;
-            th.ctx_switches += 1;
+            th.counts.ctx_switches += 1;
             // Back to the thread whose address space the core still has
             // loaded is cheaper than a switch to another process.
             let cs = if core.last_ran == Some(next) {

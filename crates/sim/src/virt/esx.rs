@@ -456,7 +456,7 @@ impl World<'_> {
                 .get(th.job as usize)
                 .is_none_or(|job| matches!(job.work, cint_scenario::Work::Io(_)));
             if io && v.guest_of_thread(t).is_some() {
-                ns += th.cpu_ns;
+                ns += th.counts.cpu_ns;
             }
         }
         for (j, job) in self.sc.jobs.iter().enumerate() {

@@ -33,10 +33,27 @@ pub(crate) struct Groups {
 /// A thread's counters that its job's figures are made of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ThreadCounts {
+    /// CPU time.
     pub cpu_ns: u64,
+    /// The part of `cpu_ns` spent in user mode (see `metrics.rs`).
     pub usr_ns: u64,
+    /// Times it got a core from another thread or from idle.
     pub ctx_switches: u64,
+    /// Times it was woken from a block (by a completion's IRQ handler or
+    /// a timer).
     pub wakeups: u64,
+}
+
+impl ThreadCounts {
+    /// What was counted since `from`, a snapshot of the same counters.
+    fn since(self, from: ThreadCounts) -> ThreadCounts {
+        ThreadCounts {
+            cpu_ns: self.cpu_ns - from.cpu_ns,
+            usr_ns: self.usr_ns - from.usr_ns,
+            ctx_switches: self.ctx_switches - from.ctx_switches,
+            wakeups: self.wakeups - from.wakeups,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -166,13 +183,7 @@ impl World<'_> {
             }
             let c = self.threads[t].core as usize;
             self.charge(c);
-            let th = &self.threads[t];
-            self.groups.counted_from[t] = Some(ThreadCounts {
-                cpu_ns: th.cpu_ns,
-                usr_ns: th.usr_ns,
-                ctx_switches: th.ctx_switches,
-                wakeups: th.wakeups,
-            });
+            self.groups.counted_from[t] = Some(self.threads[t].counts);
         }
     }
 
@@ -187,12 +198,7 @@ impl World<'_> {
             .copied()
             .flatten()
             .unwrap_or_default();
-        ThreadCounts {
-            cpu_ns: th.cpu_ns - from.cpu_ns,
-            usr_ns: th.usr_ns - from.usr_ns,
-            ctx_switches: th.ctx_switches - from.ctx_switches,
-            wakeups: th.wakeups - from.wakeups,
-        }
+        th.counts.since(from)
     }
 
     /// A CPU-bound thread's end at its `runtime`, an event: it has no loop
