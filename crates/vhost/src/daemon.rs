@@ -49,14 +49,22 @@ pub fn run(opts: &Options) -> Result<(), VhostError> {
         &opts.strategy,
         opts.hint_map,
     )?);
-    let mut listener = listen(&opts.socket)?;
-    let metrics = match &opts.metrics_socket {
-        Some(path) => Some(owner_only(path, || UnixListener::bind(path)).map_err(|e| {
-            let _ = std::fs::remove_file(&opts.socket);
-            VhostError::bad(format!("--metrics-socket {}: {e}", path.display()))
-        })?),
-        None => None,
-    };
+    // The metrics socket first: the vhost-user socket's appearing is what
+    // a VMM or a script waits for, and then the metrics must be there
+    // too. Bound second, a scrape right after that readiness once found
+    // no metrics socket (the command's own test, on a loaded machine).
+    let metrics =
+        match &opts.metrics_socket {
+            Some(path) => Some(owner_only(path, || UnixListener::bind(path)).map_err(|e| {
+                VhostError::bad(format!("--metrics-socket {}: {e}", path.display()))
+            })?),
+            None => None,
+        };
+    let mut listener = listen(&opts.socket).inspect_err(|_| {
+        if let Some(path) = &opts.metrics_socket {
+            let _ = std::fs::remove_file(path);
+        }
+    })?;
     let sampling = match (&opts.qmp, &opts.strategy) {
         (Some(qmp), PolicyConfig::VicSched(_)) => {
             let cost = Arc::new(SamplingCost::default());
