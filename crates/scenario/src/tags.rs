@@ -133,6 +133,14 @@ impl TagPool {
     pub fn waiting(&self) -> usize {
         self.waiters.len()
     }
+
+    /// Whether a thread sleeps for a tag with nothing left to wake it:
+    /// every tag is free (no completion will free another) and no woken
+    /// thread is still to try again. The engines check it as an
+    /// invariant.
+    pub fn strands_a_waiter(&self) -> bool {
+        !self.waiters.is_empty() && self.free == self.depth && self.woken_pending == 0
+    }
 }
 
 #[cfg(test)]
@@ -226,6 +234,10 @@ mod tests {
             if !seen.insert((pool.clone(), threads.clone())) {
                 continue;
             }
+            assert!(
+                !pool.strands_a_waiter(),
+                "stranded: {threads:?} with {pool:?}"
+            );
             let mut moved = false;
             for (i, t) in threads.iter().enumerate() {
                 if t.state != Waiting::Asleep && t.left > 0 && t.in_flight < t.depth {

@@ -996,6 +996,20 @@ impl<'a> World<'a> {
                 "{tags} driver tags in use, but {holders} requests at the device or in a plug"
             ));
         }
+        // A thread asleep for a tag when no tag is in use and none of the
+        // woken is still to try again would sleep for ever: no completion
+        // is left to free one (the pool once stranded a woken thread so).
+        for (q, queue) in self.queues.iter().enumerate() {
+            for pool in &queue.tags {
+                if pool.strands_a_waiter() {
+                    self.check.fail(format!(
+                        "{} threads asleep for a driver tag of device queue {q}, whose tags are \
+                         all free",
+                        pool.waiting()
+                    ));
+                }
+            }
+        }
     }
 }
 
