@@ -184,6 +184,48 @@ fn a_turn_that_spans_the_warm_up_end_keeps_its_slice() {
     assert_eq!(r.context_switches, 2, "to b at 12 ms, to a at 24 ms");
 }
 
+/// Eight threads keep 512 requests in flight for 64 driver tags on one
+/// core: most of them wait for a tag or for their thread's turn, far
+/// longer than the requests that complete. Over 60 ms the completed took
+/// 0.5 ms on average, where Little's law (512 requests at the rate) gives
+/// 2.3 ms: the slow ones had not completed yet, and the run says so. Over
+/// 1 s the mean comes within 10% of Little's law, and the note goes.
+#[test]
+fn a_window_short_against_the_slowest_requests_is_said_to_be() {
+    let text = |duration: &str| {
+        format!(
+            "name = \"deep\"\nduration = \"{duration}\"\nwarmup = \"10ms\"\n\
+             [device]\nmodel = \"optane-p4800x\"\nqueue_depth = 64\n\
+             [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 1\n\
+             [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+             [[job]]\nname = \"deep\"\nengine = \"libaio\"\nrw = \"randwrite\"\n\
+             bs = \"4k\"\niodepth = 64\nbatch = 64\nnumjobs = 8\ncpu = 0\n"
+        )
+    };
+    let said = |r: &cint_report::RunResult| {
+        r.notes
+            .iter()
+            .filter(|n| n.contains("a latency is counted when its request completes"))
+            .count()
+    };
+    let short =
+        cint_sim::run(&cint_scenario::load_str(&text("60ms"), "d.toml", &[]).expect("valid"))
+            .expect("runs");
+    assert_eq!(said(&short), 1, "{:?}", short.notes);
+    let long = cint_sim::run(&cint_scenario::load_str(&text("1s"), "d.toml", &[]).expect("valid"))
+        .expect("runs");
+    assert_eq!(said(&long), 0, "{:?}", long.notes);
+    let job = &long.results[0].jobs[0];
+    let little_us = 512.0 / job.iops * 1e6;
+    let mean_us = job.lat_ns.mean / 1e3;
+    assert!(
+        (mean_us / little_us - 1.0).abs() < 0.1,
+        "mean {mean_us} us against Little's law's {little_us} us"
+    );
+    let short_mean_us = short.results[0].jobs[0].lat_ns.mean / 1e3;
+    assert!(short_mean_us < little_us / 2.0, "{short_mean_us} us");
+}
+
 /// The text of a scenario of `jobs` (their tables) on one core of the
 /// reference host, measured for `duration` after `warmup`.
 fn one_core((duration, warmup): (&str, &str), jobs: &str) -> String {
