@@ -136,8 +136,8 @@ impl TagPool {
 
     /// Whether a thread sleeps for a tag with nothing left to wake it:
     /// every tag is free (no completion will free another) and no woken
-    /// thread is still to try again. The engines check it as an
-    /// invariant.
+    /// thread is still to try again. The simulator checks it among its
+    /// run's invariants.
     pub fn strands_a_waiter(&self) -> bool {
         !self.waiters.is_empty() && self.free == self.depth && self.woken_pending == 0
     }
