@@ -586,14 +586,17 @@ fn a_cpu_bound_job_of_a_later_group_holds_its_core_only_once_it_runs() {
         sd.irqs_total
     );
     // The CPU-bound job started when the reader ended, and burned its
-    // 20 ms from there.
+    // 20 ms from there. Its window ends where its thread acts on its
+    // runtime, which a busy machine delays (22 ms once, beside another
+    // build); a window opened at the run's warm-up's end (5 ms) would
+    // span 60 ms.
     let (reader_end, (started, from, to)) = (
         sd.jobs[0].span.expect("it ran").2,
         sd.jobs[1].span.expect("it ran"),
     );
     assert!(started >= reader_end, "{started} before {reader_end}");
     assert!(
-        (20 * MS..30 * MS).contains(&(to - from)),
+        (20 * MS..45 * MS).contains(&(to - from)),
         "{} us",
         (to - from) / US
     );
