@@ -991,7 +991,7 @@ fn run_strategy(
         &control,
         (&tracked, &clocks),
     );
-    let outcomes = join_job_threads(scenario, handles);
+    let outcomes = join_job_threads(scenario, handles, drain_deadline(scenario));
     let final_stats = emulator.shutdown()?;
     let outcomes = outcomes?;
     let (mut result, mut detail) = summarise(
@@ -1537,12 +1537,42 @@ fn measure(
     }
 }
 
+/// How long the job threads may take to drain once the run is over: a
+/// minute past the run's own length, where a drain takes what the
+/// requests in flight take (milliseconds on the profiled devices).
+fn drain_deadline(scenario: &Scenario) -> std::time::Duration {
+    std::time::Duration::from_secs(60) + std::time::Duration::from_nanos(scenario.duration)
+}
+
 /// Every job thread's outcome, per job; the last thread's error if one
-/// failed or panicked.
+/// failed or panicked. Threads still running `deadline` from now make it
+/// an internal error naming their jobs, where waiting for them hung the
+/// run without a word (a thread left asleep for a driver tag by a pool
+/// that never woke it did).
 fn join_job_threads(
     scenario: &Scenario,
     handles: Vec<JobThread>,
+    deadline: std::time::Duration,
 ) -> Result<Vec<Vec<ThreadOutcome>>, EmuError> {
+    let until = std::time::Instant::now() + deadline;
+    while handles.iter().any(|(_, h)| !h.is_finished()) {
+        if std::time::Instant::now() >= until {
+            let mut stuck: Vec<&str> = handles
+                .iter()
+                .filter(|(_, h)| !h.is_finished())
+                .filter_map(|(j, _)| scenario.jobs.get(*j).map(|job| job.name.as_str()))
+                .collect();
+            let threads = stuck.len();
+            stuck.dedup();
+            return Err(EmuError::Internal(format!(
+                "{threads} thread(s) of job(s) '{}' had not finished {} s after the run's end: \
+                 the emulator stopped making progress there",
+                stuck.join("', '"),
+                deadline.as_secs()
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     let mut outcomes: Vec<Vec<ThreadOutcome>> = scenario.jobs.iter().map(|_| Vec::new()).collect();
     let mut thread_error = None;
     for (job_index, handle) in handles {
@@ -2098,6 +2128,47 @@ mod tests {
             probe: Arc::new(ThreadProbe::default()),
         }];
         (window, tracked)
+    }
+
+    /// A thread that never finishes its drain makes the run an internal
+    /// error naming its job, once the deadline passes, where the join
+    /// waited for ever; threads that finish are joined as before.
+    #[test]
+    fn a_thread_stuck_past_the_drain_deadline_is_an_error_naming_its_job() {
+        use cint_test_support::scenario::{io_job, none, scenario};
+        let device = cint_scenario::DeviceProfile::builtin("optane-p4800x").expect("built in");
+        let jobs = vec![
+            io_job("quick", cint_scenario::Engine::Libaio, 4, 1, 1),
+            io_job("stuck", cint_scenario::Engine::Libaio, 4, 1, 1),
+        ];
+        let sc = scenario("drain", device, vec![none()], jobs, 10 * cint_policy::MS);
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let handles: Vec<JobThread> = vec![
+            (0, std::thread::spawn(|| Ok(ThreadOutcome::default()))),
+            (
+                1,
+                std::thread::spawn(move || {
+                    let _ = held.recv();
+                    Ok(ThreadOutcome::default())
+                }),
+            ),
+        ];
+        let started = std::time::Instant::now();
+        let Err(EmuError::Internal(message)) =
+            join_job_threads(&sc, handles, std::time::Duration::from_millis(50))
+        else {
+            panic!("a stuck thread is an internal error");
+        };
+        assert!(started.elapsed() >= std::time::Duration::from_millis(50));
+        assert!(
+            message.starts_with("1 thread(s) of job(s) 'stuck' had not finished"),
+            "{message}"
+        );
+        drop(release);
+        let done: Vec<JobThread> = vec![(0, std::thread::spawn(|| Ok(ThreadOutcome::default())))];
+        let outcomes = join_job_threads(&sc, done, std::time::Duration::from_millis(50))
+            .expect("a finished thread is joined");
+        assert_eq!(outcomes[0].len(), 1);
     }
 
     #[test]
