@@ -15,6 +15,7 @@ use cint_report::{
     FioDirection, FioHistogram, FioJobData, FioSync, JobResult, LatencyHistogram, RunResult,
     StrategyResult, CINT_VERSION,
 };
+use cint_scenario::units::format_ms as ms;
 use cint_scenario::{Backend as BackendKind, CompletionMode, Job, Scenario, Strategy};
 
 use crate::activity::{CoreClocks, CoreGroup, CoreReading};
@@ -444,7 +445,6 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
 /// not what else the machine ran). A job that never started, or whose
 /// window has no length, has its group's note instead.
 fn idle_job_notes(scenario: &Scenario, details: &[StrategyDetail]) -> Vec<String> {
-    let ms = |ns: Nanos| format!("{:.3} ms", ns as f64 / 1e6);
     let mut notes = Vec::new();
     for d in details {
         for (job, detail) in scenario.jobs.iter().zip(&d.jobs) {

@@ -4,6 +4,7 @@
 
 use cint_policy::Nanos;
 
+use crate::units::format_ms as ms;
 use crate::Scenario;
 
 /// The run's groups in the order they run (fio's `stonewall`:
@@ -29,10 +30,6 @@ pub struct JobSpan<'a> {
     /// When it started, and its measured window's start and end, from
     /// the run's start; `None`: it did not start before the run ended.
     pub ran: Option<(Nanos, Nanos, Nanos)>,
-}
-
-fn ms(ns: Nanos) -> String {
-    format!("{:.3} ms", ns as f64 / 1e6)
 }
 
 /// The note on group `group` of a run under `strategy`: when each of its

@@ -137,6 +137,12 @@ pub fn format_duration(ns: Nanos) -> String {
     format!("{ns}ns")
 }
 
+/// A duration in milliseconds with three decimals, as both engines' notes
+/// write an instant or a wait (`"6.372 ms"`).
+pub fn format_ms(ns: Nanos) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
+}
+
 /// Formats bytes in the largest binary unit that keeps it whole.
 pub fn format_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {

@@ -11,6 +11,7 @@ use cint_policy::{Hint, Nanos, Policy, PolicyConfig, Seq};
 use cint_report::StrategyResult;
 use cint_scenario::depth_search::DepthSearch;
 use cint_scenario::steady::SteadyProbe;
+use cint_scenario::units::format_ms;
 use cint_scenario::{CompletionMode, HybridSleep, IoJob, Scenario, Strategy, Work};
 use rand_chacha::ChaCha8Rng;
 
@@ -731,7 +732,7 @@ impl<'a> World<'a> {
                 strategy.name,
                 polled.0,
                 if polled.0 == 1 { "" } else { "s" },
-                format_duration_ms(now.saturating_sub(polled.1))
+                format_ms(now.saturating_sub(polled.1))
             ));
         }
         notes.extend(
@@ -739,7 +740,7 @@ impl<'a> World<'a> {
                 .enumerate()
                 .filter(|(_, &(n, since))| n > 0 && now.saturating_sub(since) >= notable)
                 .map(|(q, &(n, since))| {
-                    let waited = format_duration_ms(now.saturating_sub(since));
+                    let waited = format_ms(now.saturating_sub(since));
                     let next = match self.queues[q]
                         .policy
                         .as_ref()
@@ -747,7 +748,7 @@ impl<'a> World<'a> {
                     {
                         Some(at) => format!(
                             "its policy's next deadline is {} after the end",
-                            format_duration_ms(at.saturating_sub(now))
+                            format_ms(at.saturating_sub(now))
                         ),
                         None => "its policy has no deadline left, so no future event could \
                              deliver them (the run stopped making progress there)"
@@ -798,6 +799,15 @@ impl<'a> World<'a> {
             .collect()
     }
 
+    /// Whether job `j` is an I/O job measured to the run's end: a job that
+    /// never started, or ended before its window, has its own note
+    /// (crate::workload::groups) instead of the notes on what it measured.
+    fn measured_io_job(&self, j: usize) -> bool {
+        matches!(self.sc.jobs[j].work, Work::Io(_))
+            && self.groups.started(j)
+            && !self.groups.ended(j)
+    }
+
     /// I/O jobs whose window is short against their slowest requests:
     /// the requests still in flight at the window's end had waited in it
     /// longer on average than the completed ones took, and all together
@@ -808,16 +818,17 @@ impl<'a> World<'a> {
     /// one core showed 11.7 ms mean over 300 ms, and 29.3 ms over 2 s,
     /// where Little's law gives 32 ms).
     fn short_window_jobs(&self, strategy: &Strategy) -> Vec<String> {
+        let windows: Vec<(Nanos, Nanos)> =
+            (0..self.jobs.len()).map(|j| self.job_window(j)).collect();
         let mut waiting = vec![(0u64, 0u64, 0u64); self.jobs.len()];
         for r in self.reqs.iter().filter(|r| r.state != ReqState::Free) {
             let j = self.threads[r.thread as usize].job as usize;
-            // The scenario's I/O jobs only: an application's threads and
-            // a guest kernel's have operations or no job of their own.
-            if !matches!(self.sc.jobs.get(j).map(|job| &job.work), Some(Work::Io(_))) {
+            // An application's threads and a guest kernel's have
+            // operations, or no job of their own.
+            let (Some(&(from, to)), Some(w)) = (windows.get(j), waiting.get_mut(j)) else {
                 continue;
-            }
-            let (from, to) = self.job_window(j);
-            if let (true, Some(w)) = (r.issued < to, waiting.get_mut(j)) {
+            };
+            if r.issued < to && self.measured_io_job(j) {
                 let age = to - r.issued.max(from);
                 (w.0, w.1, w.2) = (w.0 + 1, w.1 + age, w.2.max(age));
             }
@@ -825,8 +836,7 @@ impl<'a> World<'a> {
         let mut notes = Vec::new();
         for (j, stats) in self.jobs.iter().enumerate() {
             let (count, waited, oldest) = waiting[j];
-            let placed = self.groups.started(j) && !self.groups.ended(j);
-            if stats.ios == 0 || count == 0 || !placed {
+            if stats.ios == 0 || count == 0 {
                 continue;
             }
             // Waiting longer on average than the completed took, and
@@ -845,9 +855,9 @@ impl<'a> World<'a> {
                 strategy.name,
                 stats.name,
                 stats.ios,
-                format_duration_ms(waited / count),
-                format_duration_ms(oldest),
-                format_duration_ms(mean as Nanos),
+                format_ms(waited / count),
+                format_ms(oldest),
+                format_ms(mean as Nanos),
             ));
         }
         notes
@@ -861,10 +871,7 @@ impl<'a> World<'a> {
         let now = self.now();
         let mut notes = Vec::new();
         for (j, stats) in self.jobs.iter().enumerate() {
-            // A job that never started, or ended before its window, has
-            // its own note (crate::workload::groups) instead.
-            let placed = self.groups.started(j) && !self.groups.ended(j);
-            if stats.ios > 0 || !matches!(self.sc.jobs[j].work, Work::Io(_)) || !placed {
+            if stats.ios > 0 || !self.measured_io_job(j) {
                 continue;
             }
             let oldest = self
@@ -880,7 +887,7 @@ impl<'a> World<'a> {
                     self.sc.thread_core(&self.sc.jobs[j], 0)
                 ),
                 Some(r) => {
-                    let age = format_duration_ms(now.saturating_sub(r.issued));
+                    let age = format_ms(now.saturating_sub(r.issued));
                     let place = match r.state {
                         ReqState::InDevice => format!(
                             "is still in the device ({} requests of all jobs wait for one of \
@@ -1400,11 +1407,6 @@ pub(crate) fn job_polls(mode: CompletionMode, job: &cint_scenario::Job) -> bool 
     polling
         && matches!(&job.work, Work::Io(io) if io.hipri && io.direct
             && matches!(io.engine, cint_scenario::Engine::Pvsync2 | cint_scenario::Engine::IoUring))
-}
-
-/// A duration in milliseconds with three decimals, for notes.
-fn format_duration_ms(ns: Nanos) -> String {
-    format!("{:.3} ms", ns as f64 / 1e6)
 }
 
 #[cfg(test)]

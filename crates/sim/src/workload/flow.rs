@@ -114,16 +114,13 @@ impl World<'_> {
         if full || self.flows.open_pass[t] == Some(issued) {
             return false;
         }
-        let shape = self.shape(t);
-        let (_, counter, total) = self.flows.flows[i];
-        let mine = self.flows.counted[t];
-        let ahead = cint_scenario::shape::flow_ahead(mine, shape.flow, counter, total);
-        if !ahead {
+        if !self.flow_held(t) {
             self.flows.flows[i].1 += 1;
             self.flows.counted[t] += 1;
             self.flows.open_pass[t] = Some(issued);
             return false;
         }
+        let shape = self.shape(t);
         if shape.flow_sleep > 0 {
             if self.quiesce(t) {
                 return true;

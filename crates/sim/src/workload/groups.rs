@@ -10,6 +10,7 @@ use cint_policy::Nanos;
 
 use crate::engine::Event;
 use crate::world::{Wait, World};
+use cint_scenario::units::format_ms as ms;
 
 /// Where each job is in the run's sequence of groups.
 #[derive(Debug)]
@@ -341,7 +342,6 @@ impl World<'_> {
     /// One note per group (or delayed job) saying when it ran, so each
     /// job's figures can be read against its own window.
     pub(crate) fn group_notes(&self, strategy: &str) -> Vec<String> {
-        let ms = |ns: Nanos| format!("{:.3} ms", ns as f64 / 1e6);
         let mut notes = Vec::new();
         // A job that ended before its window (number_ios, io_size, a short
         // runtime, steady state, exitall) measured nothing: say so.
