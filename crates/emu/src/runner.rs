@@ -127,6 +127,12 @@ pub struct JobDetail {
     /// Under `ss`: when the job's steady state was attained, or that it
     /// was not, in the simulator's words.
     pub steady_note: Option<String>,
+    /// Its requests still waiting when the run's window closed.
+    pub unfinished: cint_scenario::unfinished::Unfinished,
+    /// Requests it completed in the measured window.
+    pub measured_ios: u64,
+    /// Their mean latency, ns.
+    pub mean_latency: f64,
 }
 
 /// Runs every strategy of the scenario on the emulator. Fails if any
@@ -345,7 +351,8 @@ fn refuse_what_the_emulator_does_not_run(scenario: &Scenario) -> Result<(), EmuE
 }
 
 /// The run's notes: handlers without real-time priority, idle delivery,
-/// groups, missed floors, latency-target searches, `gtod_reduce`, shared
+/// groups, missed floors, latency-target searches, idle jobs, short
+/// windows, `gtod_reduce`, shared
 /// SQ-thread cores, steady states and energy.
 fn run_notes(scenario: &Scenario, layout: &CpuLayout, details: &[StrategyDetail]) -> Vec<String> {
     let mut notes: Vec<String> = details
@@ -374,6 +381,14 @@ fn run_notes(scenario: &Scenario, layout: &CpuLayout, details: &[StrategyDetail]
     }
     notes.extend(search_notes(scenario, details));
     notes.extend(idle_job_notes(scenario, details));
+    // A window short against a job's slowest requests: those it drained
+    // after the close.
+    notes.extend(details.iter().flat_map(|d| {
+        d.jobs.iter().filter_map(|j| {
+            j.unfinished
+                .note(&d.name, &j.name, j.measured_ios, j.mean_latency)
+        })
+    }));
     notes.extend(gtod_reduce_notes(scenario));
     // An SQ thread beside another thread of its core spins through its
     // slices: the simulator's note, for the same mechanism, measured.
@@ -2005,6 +2020,7 @@ fn summarise_job(
         detail.by_poll += o.by_poll;
         detail.modes.merge(&o.modes);
         detail.wakeups += o.wakeups;
+        detail.unfinished.merge(&o.unfinished);
         if detail.first_error.is_none() {
             detail.first_error.clone_from(&o.first_error);
         }
@@ -2035,6 +2051,8 @@ fn summarise_job(
         }
     }
     let sync_lat = sync_hist.summary();
+    detail.measured_ios = ios;
+    detail.mean_latency = hist.histogram().mean();
     let result = JobResult {
         name: job.name.clone(),
         ios,

@@ -17,6 +17,7 @@ use cint_scenario::offsets::RandomOffsets;
 use cint_scenario::rate::Pacer;
 use cint_scenario::rate_floor::{Floor, Missed};
 use cint_scenario::steady::SteadyProbe;
+use cint_scenario::unfinished::Unfinished;
 use cint_scenario::{CompletionMode, Engine, HybridSleep, IoJob, LatencyTarget, Rw, SteadyState};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -532,6 +533,9 @@ pub(crate) struct ThreadOutcome {
     /// When the first and the last completion it counted came into its
     /// hand (this process's clock): never outside the window.
     pub counted_span: Option<(Nanos, Nanos)>,
+    /// Its requests still waiting when the window closed, which it took
+    /// in hand while draining after it.
+    pub unfinished: Unfinished,
 }
 
 impl ThreadOutcome {
@@ -1787,6 +1791,15 @@ impl IoThread {
                 estimator.record(c.in_hand, u64::from(c.len), dir, c.latency());
             }
             let in_window = counted.is_some_and(|(from, to)| (from..=to).contains(&c.in_hand));
+            // Issued before the window closed and in hand after it: a
+            // request the window ended on, which waited from its call (or
+            // the window's start) to the close.
+            let start = handed_at.unwrap_or(c.submitted);
+            if let Some((from, to)) = counted.filter(|&(_, to)| to != UNKNOWN_EDGE) {
+                if c.in_hand > to && start < to && from < to {
+                    self.out.unfinished.add(to - start.max(from));
+                }
+            }
             match c.result {
                 Ok(bytes) => {
                     if in_window {

@@ -40,6 +40,7 @@ pub mod strategy;
 pub mod tags;
 pub mod trace;
 mod tree;
+pub mod unfinished;
 pub mod units;
 pub mod virt;
 mod wording;

@@ -11,6 +11,7 @@ use cint_policy::{Hint, Nanos, Policy, PolicyConfig, Seq};
 use cint_report::StrategyResult;
 use cint_scenario::depth_search::DepthSearch;
 use cint_scenario::steady::SteadyProbe;
+use cint_scenario::unfinished::Unfinished;
 use cint_scenario::units::format_ms;
 use cint_scenario::{CompletionMode, HybridSleep, IoJob, Scenario, Strategy, Work};
 use rand_chacha::ChaCha8Rng;
@@ -808,19 +809,13 @@ impl<'a> World<'a> {
             && !self.groups.ended(j)
     }
 
-    /// I/O jobs whose window is short against their slowest requests:
-    /// the requests still in flight at the window's end had waited in it
-    /// longer on average than the completed ones took, and all together
-    /// more than a quarter of the latency the completed add up to. A
-    /// latency is counted when its request completes, so such a window
-    /// leaves the slowest out, and the job's latencies understate them
-    /// however exactly each is measured (28 threads taking 8 ms turns on
-    /// one core showed 11.7 ms mean over 300 ms, and 29.3 ms over 2 s,
-    /// where Little's law gives 32 ms).
+    /// I/O jobs whose window is short against their slowest requests
+    /// ([`cint_scenario::unfinished`]): the requests still in flight at
+    /// the window's end, each one's wait counted to it.
     fn short_window_jobs(&self, strategy: &Strategy) -> Vec<String> {
         let windows: Vec<(Nanos, Nanos)> =
             (0..self.jobs.len()).map(|j| self.job_window(j)).collect();
-        let mut waiting = vec![(0u64, 0u64, 0u64); self.jobs.len()];
+        let mut waiting = vec![Unfinished::default(); self.jobs.len()];
         for r in self.reqs.iter().filter(|r| r.state != ReqState::Free) {
             let j = self.threads[r.thread as usize].job as usize;
             // An application's threads and a guest kernel's have
@@ -829,38 +824,21 @@ impl<'a> World<'a> {
                 continue;
             };
             if r.issued < to && self.measured_io_job(j) {
-                let age = to - r.issued.max(from);
-                (w.0, w.1, w.2) = (w.0 + 1, w.1 + age, w.2.max(age));
+                w.add(to - r.issued.max(from));
             }
         }
-        let mut notes = Vec::new();
-        for (j, stats) in self.jobs.iter().enumerate() {
-            let (count, waited, oldest) = waiting[j];
-            if stats.ios == 0 || count == 0 {
-                continue;
-            }
-            // Waiting longer on average than the completed took, and
-            // for a good share of the time counted: a short window alone
-            // (few latencies long) leaves out as many fast as slow.
-            let mean = stats.hist.histogram().mean();
-            if (waited as f64) <= mean * stats.ios as f64 / 4.0 || (waited / count) as f64 <= mean {
-                continue;
-            }
-            notes.push(format!(
-                "strategy '{}': job '{}' completed {} requests in its window, but {count} more \
-                 were still waiting at its end, for {} on average (the oldest {}), where those \
-                 completed took {}: a latency is counted when its request completes, so the \
-                 job's latencies leave out its slowest requests and understate them; a longer \
-                 window counts them",
-                strategy.name,
-                stats.name,
-                stats.ios,
-                format_ms(waited / count),
-                format_ms(oldest),
-                format_ms(mean as Nanos),
-            ));
-        }
-        notes
+        self.jobs
+            .iter()
+            .zip(&waiting)
+            .filter_map(|(stats, w)| {
+                w.note(
+                    &strategy.name,
+                    &stats.name,
+                    stats.ios,
+                    stats.hist.histogram().mean(),
+                )
+            })
+            .collect()
     }
 
     /// I/O jobs that completed nothing in the measured window, each with
