@@ -359,6 +359,16 @@ impl Emulator {
         }
     }
 
+    /// Completions posted on every queue so far: what a drain watches to
+    /// tell a slow device from a stuck run.
+    pub fn completions_posted(&self) -> u64 {
+        self.shared
+            .queues
+            .iter()
+            .map(|q| q.completions.load(Ordering::Relaxed))
+            .sum()
+    }
+
     /// Kernel thread ids of the interrupt handlers (0 for poll queues),
     /// for per-thread accounting.
     pub fn handler_tids(&self) -> Vec<i32> {

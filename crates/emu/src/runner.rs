@@ -1006,7 +1006,12 @@ fn run_strategy(
         &control,
         (&tracked, &clocks),
     );
-    let outcomes = join_job_threads(scenario, handles, drain_deadline(scenario));
+    let outcomes = join_job_threads(
+        scenario,
+        handles,
+        drain_patience(scenario, strategy),
+        &|| emulator.completions_posted(),
+    );
     let final_stats = emulator.shutdown()?;
     let outcomes = outcomes?;
     let (mut result, mut detail) = summarise(
@@ -1552,26 +1557,77 @@ fn measure(
     }
 }
 
-/// How long the job threads may take to drain once the run is over: a
-/// minute past the run's own length, where a drain takes what the
-/// requests in flight take (milliseconds on the profiled devices).
-fn drain_deadline(scenario: &Scenario) -> std::time::Duration {
-    std::time::Duration::from_secs(60) + std::time::Duration::from_nanos(scenario.duration)
+/// How long the job threads may drain without a request completing
+/// before the run is declared stuck: a minute, plus the longest one
+/// request of the scenario takes alone on the synthetic device (its
+/// media time, its largest transfer and twenty jitter spreads), plus the
+/// longest the strategy's timers hold a completion after the last one is
+/// posted. A drain takes what the requests in flight take, milliseconds
+/// on the profiled devices, but a scenario may make one request take an
+/// hour, or hold completions as long.
+fn drain_patience(scenario: &Scenario, strategy: &Strategy) -> std::time::Duration {
+    let device = &scenario.device;
+    let largest = scenario
+        .jobs
+        .iter()
+        .filter_map(|job| job.io())
+        .map(|io| cint_scenario::shape::largest_block(&io.shape, io.bs))
+        .max()
+        .unwrap_or(0);
+    let alone = |op: &cint_scenario::profiles::OpTiming| {
+        let transfer = match op.bandwidth {
+            0 => 0,
+            bw => (u128::from(largest) * 1_000_000_000 / u128::from(bw)) as Nanos,
+        };
+        op.base.0.saturating_add(transfer)
+    };
+    let request = alone(&device.read)
+        .max(alone(&device.write))
+        .saturating_add(device.jitter_spread.0.saturating_mul(20));
+    let hold = longest_hold(&strategy.interrupts);
+    std::time::Duration::from_secs(60)
+        + std::time::Duration::from_nanos(request.saturating_add(hold))
+}
+
+/// The longest a policy's timers keep a posted completion once no other
+/// is posted: adaptive's `delta` from the last completion, NVMe's
+/// aggregation time, and under cinterrupts also the storm guard's gap
+/// between two hint-triggered interrupts. vIC has no timer: a held
+/// completion goes with a later one, and each one once the commands in
+/// flight fall below its threshold.
+fn longest_hold(config: &cint_policy::PolicyConfig) -> Nanos {
+    use cint_policy::PolicyConfig;
+    match config {
+        PolicyConfig::None | PolicyConfig::Vic(_) | PolicyConfig::VicSched(_) => 0,
+        PolicyConfig::Nvme(p) => p.time,
+        PolicyConfig::Adaptive(p) => p.delta,
+        PolicyConfig::Cinterrupts(p) => p.adaptive.delta.max(
+            p.max_irq_rate
+                .map_or(0, |rate| cint_policy::SEC / rate.max(1)),
+        ),
+    }
 }
 
 /// Every job thread's outcome, per job; the last thread's error if one
-/// failed or panicked. Threads still running `deadline` from now make it
-/// an internal error naming their jobs, where waiting for them hung the
-/// run without a word (a thread left asleep for a driver tag by a pool
-/// that never woke it did).
+/// failed or panicked. Threads still running once `progress` (the
+/// requests completed so far) has not moved for `patience` make it an
+/// internal error naming their jobs, where waiting for them hung the run
+/// without a word (a thread left asleep for a driver tag by a pool that
+/// never woke it did).
 fn join_job_threads(
     scenario: &Scenario,
     handles: Vec<JobThread>,
-    deadline: std::time::Duration,
+    patience: std::time::Duration,
+    progress: &dyn Fn() -> u64,
 ) -> Result<Vec<Vec<ThreadOutcome>>, EmuError> {
-    let until = std::time::Instant::now() + deadline;
+    let mut seen = progress();
+    let mut until = std::time::Instant::now() + patience;
     while handles.iter().any(|(_, h)| !h.is_finished()) {
-        if std::time::Instant::now() >= until {
+        let now = progress();
+        if now != seen {
+            seen = now;
+            until = std::time::Instant::now() + patience;
+        } else if std::time::Instant::now() >= until {
             let mut stuck: Vec<&str> = handles
                 .iter()
                 .filter(|(_, h)| !h.is_finished())
@@ -1580,10 +1636,11 @@ fn join_job_threads(
             let threads = stuck.len();
             stuck.dedup();
             return Err(EmuError::Internal(format!(
-                "{threads} thread(s) of job(s) '{}' had not finished {} s after the run's end: \
-                 the emulator stopped making progress there",
+                "{threads} thread(s) of job(s) '{}' had not finished draining after the run's \
+                 end, and no request had completed for {} s: the emulator stopped making \
+                 progress",
                 stuck.join("', '"),
-                deadline.as_secs()
+                patience.as_secs()
             )));
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
@@ -2149,44 +2206,96 @@ mod tests {
     }
 
     /// A thread that never finishes its drain makes the run an internal
-    /// error naming its job, once the deadline passes, where the join
-    /// waited for ever; threads that finish are joined as before.
+    /// error naming its job, once no request has completed for the
+    /// patience, where the join waited for ever; threads that finish are
+    /// joined as before, and a drain whose requests keep completing is
+    /// waited for however long it takes.
     #[test]
     fn a_thread_stuck_past_the_drain_deadline_is_an_error_naming_its_job() {
         use cint_test_support::scenario::{io_job, none, scenario};
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::time::{Duration, Instant};
         let device = cint_scenario::DeviceProfile::builtin("optane-p4800x").expect("built in");
         let jobs = vec![
             io_job("quick", cint_scenario::Engine::Libaio, 4, 1, 1),
             io_job("stuck", cint_scenario::Engine::Libaio, 4, 1, 1),
         ];
         let sc = scenario("drain", device, vec![none()], jobs, 10 * cint_policy::MS);
-        let (release, held) = std::sync::mpsc::channel::<()>();
-        let handles: Vec<JobThread> = vec![
-            (0, std::thread::spawn(|| Ok(ThreadOutcome::default()))),
+        let patience = Duration::from_millis(50);
+        let held_for = |wait: Duration| -> JobThread {
             (
                 1,
                 std::thread::spawn(move || {
-                    let _ = held.recv();
+                    std::thread::sleep(wait);
                     Ok(ThreadOutcome::default())
                 }),
-            ),
-        ];
-        let started = std::time::Instant::now();
-        let Err(EmuError::Internal(message)) =
-            join_job_threads(&sc, handles, std::time::Duration::from_millis(50))
-        else {
+            )
+        };
+        let quick = || -> JobThread { (0, std::thread::spawn(|| Ok(ThreadOutcome::default()))) };
+        let started = Instant::now();
+        let Err(EmuError::Internal(message)) = join_job_threads(
+            &sc,
+            vec![quick(), held_for(Duration::from_secs(2))],
+            patience,
+            &|| 7,
+        ) else {
             panic!("a stuck thread is an internal error");
         };
-        assert!(started.elapsed() >= std::time::Duration::from_millis(50));
+        let waited = started.elapsed();
         assert!(
-            message.starts_with("1 thread(s) of job(s) 'stuck' had not finished"),
+            waited >= patience && waited < Duration::from_secs(2),
+            "{waited:?}"
+        );
+        assert!(
+            message.starts_with("1 thread(s) of job(s) 'stuck' had not finished draining"),
             "{message}"
         );
-        drop(release);
-        let done: Vec<JobThread> = vec![(0, std::thread::spawn(|| Ok(ThreadOutcome::default())))];
-        let outcomes = join_job_threads(&sc, done, std::time::Duration::from_millis(50))
-            .expect("a finished thread is joined");
-        assert_eq!(outcomes[0].len(), 1);
+        // Completions every few milliseconds: a drain four times the
+        // patience long is a slow one, not a stuck one.
+        let completed = AtomicU64::new(0);
+        let progress = || {
+            std::thread::sleep(Duration::from_millis(2));
+            completed.fetch_add(1, Ordering::Relaxed)
+        };
+        let outcomes = join_job_threads(
+            &sc,
+            vec![quick(), held_for(4 * patience)],
+            patience,
+            &progress,
+        )
+        .expect("a drain that progresses is waited for");
+        assert_eq!((outcomes[0].len(), outcomes[1].len()), (1, 1));
+    }
+
+    /// The patience grows with what one request may take alone and with
+    /// how long the strategy holds a completion, so that a device or a
+    /// policy slow by the scenario's choice is not taken for a stuck run.
+    #[test]
+    fn the_drain_waits_for_the_slowest_request_and_the_longest_hold() {
+        use cint_policy::{PolicyConfig, SEC};
+        use cint_test_support::scenario::{io_job, none, scenario};
+        let mut device = cint_scenario::DeviceProfile::builtin("optane-p4800x").expect("built in");
+        device.jitter_spread = cint_scenario::units::Duration(0);
+        device.write.base = cint_scenario::units::Duration(90 * SEC);
+        device.read.bandwidth = 1 << 20;
+        let mut job = io_job("slow", cint_scenario::Engine::Libaio, 4, 1, 1);
+        if let cint_scenario::Work::Io(io) = &mut job.work {
+            io.bs = 64 << 20;
+        }
+        let mut strategy = none();
+        let mut sc = scenario("slow", device, vec![strategy.clone()], vec![job], SEC);
+        // A 64 MiB read at 1 MiB/s: 64 s of transfer beyond its media
+        // time; the 90 s write is longer still.
+        let base = drain_patience(&sc, &strategy).as_secs();
+        assert_eq!(base, 60 + 90, "{base}");
+        sc.device.write.base = cint_scenario::units::Duration(0);
+        let read = drain_patience(&sc, &strategy).as_secs();
+        assert_eq!(read, 60 + 64, "{read}");
+        strategy.interrupts = PolicyConfig::Adaptive(cint_policy::config::AdaptiveParams {
+            delta: 100 * SEC,
+            thr: 32,
+        });
+        assert_eq!(drain_patience(&sc, &strategy).as_secs(), 60 + 64 + 100);
     }
 
     #[test]
