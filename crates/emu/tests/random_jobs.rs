@@ -244,6 +244,20 @@ fn check(seed: u64, text: &str, d: &cint_emu::RunDetail, sc: &cint_scenario::Sce
             let cint_scenario::Work::Io(io) = &job.work else {
                 continue;
             };
+            // The requests the window ended on: at most what the job's
+            // threads hold in flight (a trace replays at its own depth),
+            // each waiting no longer than the window.
+            let waiting = detail.unfinished;
+            if io.shape.trace.is_none() {
+                let most = u64::from(cint_test_support::scenario::job_threads(job))
+                    * u64::from(io.iodepth.max(1));
+                assert!(waiting.count <= most, "{waiting:?} > {most}: {at}");
+            }
+            assert!(waiting.oldest <= s.window_ns, "{waiting:?}: {at}");
+            assert!(
+                waiting.waited <= waiting.count * s.window_ns,
+                "{waiting:?}: {at}"
+            );
             if let (Some(n), 0) = (io.shape.number_ios, sc.warmup) {
                 let most = n * u64::from(job.numjobs);
                 assert!(
