@@ -1560,7 +1560,8 @@ fn measure(
 /// How long the job threads may drain without a request completing
 /// before the run is declared stuck: a minute, plus the longest one
 /// request of the scenario takes alone on the synthetic device (its
-/// media time, its largest transfer and twenty jitter spreads), plus the
+/// media time, its largest transfer, a trace's included, and twenty
+/// jitter spreads), plus the
 /// longest the strategy's timers hold a completion after the last one is
 /// posted. A drain takes what the requests in flight take, milliseconds
 /// on the profiled devices, but a scenario may make one request take an
@@ -1571,7 +1572,16 @@ fn drain_patience(scenario: &Scenario, strategy: &Strategy) -> std::time::Durati
         .jobs
         .iter()
         .filter_map(|job| job.io())
-        .map(|io| cint_scenario::shape::largest_block(&io.shape, io.bs))
+        .map(|io| match &io.shape.trace {
+            // A trace's requests have the sizes it recorded.
+            Some(trace) => trace
+                .threads
+                .iter()
+                .flat_map(|t| t.ios.iter().map(|r| r.bytes))
+                .max()
+                .unwrap_or(0),
+            None => cint_scenario::shape::largest_block(&io.shape, io.bs),
+        })
         .max()
         .unwrap_or(0);
     let alone = |op: &cint_scenario::profiles::OpTiming| {
@@ -2296,6 +2306,19 @@ mod tests {
             thr: 32,
         });
         assert_eq!(drain_patience(&sc, &strategy).as_secs(), 60 + 64 + 100);
+        // A trace's requests, 16 KiB at most here, at 1 KiB/s.
+        let trace = format!(
+            "{}/../../scenarios/traces/fio-2jobs.iolog",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = format!(
+            "name = \"t\"\n[device]\nmodel = \"optane-p4800x\"\nread.bandwidth = 1024\n\
+             write.bandwidth = 1024\njitter_spread = 0\n[[strategy]]\nname = \"none\"\n\
+             kind = \"none\"\n[[job]]\nname = \"replay\"\ntrace = \"{trace}\"\n"
+        );
+        let sc = cint_scenario::load_str(&text, "trace.toml", &[]).expect("valid");
+        let replay = drain_patience(&sc, &sc.strategies[0]).as_secs();
+        assert_eq!(replay, 60 + 16, "{replay}");
     }
 
     #[test]
