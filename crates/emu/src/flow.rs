@@ -5,8 +5,11 @@
 //! counter with its share of the flow's weight
 //! (`cint_scenario::shape::flow_ahead`, the simulator's rule); ahead, it
 //! does not issue: it reaps what it has in flight and sleeps `flow_sleep`,
-//! or, without a sleep, looks again. A thread's weight counts from its
-//! start to its exit.
+//! or, without a sleep, looks again. A thread's weight counts from the
+//! run's setup to its exit, as fio's does (init.c `add_job`): before
+//! 2026-11-29 it counted from the thread's start, and a thread that the
+//! scheduler let run first issued alone until the others had started
+//! (3 ms, a fifth of a test's requests).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -15,7 +18,7 @@ use cint_policy::Nanos;
 use cint_scenario::{Scenario, Work};
 
 /// One flow's counter (passes counted, starting at 1 as fio's does) and
-/// the weights of its running threads.
+/// the weights of its threads that have not exited.
 #[derive(Debug)]
 pub(crate) struct Flow {
     counter: AtomicU64,
@@ -55,6 +58,11 @@ pub(crate) fn flows_of(scenario: &Scenario) -> Vec<Option<(Arc<Flow>, u32, Nanos
                         flow
                     }
                 };
+                // Every thread's weight, from the run's setup.
+                flow.total.fetch_add(
+                    u64::from(io.shape.flow) * u64::from(job.numjobs),
+                    Ordering::SeqCst,
+                );
                 Some((flow, io.shape.flow, io.shape.flow_sleep))
             }
             _ => None,
@@ -63,25 +71,15 @@ pub(crate) fn flows_of(scenario: &Scenario) -> Vec<Option<(Arc<Flow>, u32, Nanos
 }
 
 impl FlowPlace {
-    /// A thread's place in `flow` with `weight`, sleeping `sleep` when
-    /// ahead.
+    /// A thread's place in `flow` with `weight` (already in the flow's
+    /// total, [`flows_of`]), sleeping `sleep` when ahead.
     pub(crate) fn new((flow, weight, sleep): (Arc<Flow>, u32, Nanos)) -> FlowPlace {
         FlowPlace {
             flow,
             weight,
             sleep,
             counted: 0,
-            joined: false,
-        }
-    }
-
-    /// The thread starts: its weight joins the flow's.
-    pub(crate) fn join(&mut self) {
-        if !self.joined {
-            self.joined = true;
-            self.flow
-                .total
-                .fetch_add(u64::from(self.weight), Ordering::SeqCst);
+            joined: true,
         }
     }
 
@@ -123,16 +121,14 @@ mod tests {
     use super::*;
 
     fn place(flow: &Arc<Flow>, weight: u32) -> FlowPlace {
-        let mut p = FlowPlace::new((Arc::clone(flow), weight, 0));
-        p.join();
-        p
+        FlowPlace::new((Arc::clone(flow), weight, 0))
     }
 
     #[test]
     fn two_threads_keep_their_passes_in_proportion_to_their_weights() {
         let flow = Arc::new(Flow {
             counter: AtomicU64::new(1),
-            total: AtomicU64::new(0),
+            total: AtomicU64::new(9),
         });
         let (mut heavy, mut light) = (place(&flow, 8), place(&flow, 1));
         // Taking turns to try, each pass counting where it does not hold:

@@ -393,6 +393,7 @@ fn run_notes(scenario: &Scenario, layout: &CpuLayout, details: &[StrategyDetail]
     // An SQ thread beside another thread of its core spins through its
     // slices: the simulator's note, for the same mechanism, measured.
     notes.extend(cint_scenario::sqpoll::shared_core_notes(scenario));
+    notes.extend(cint_scenario::shape::flow_waiting_weight_notes(scenario));
     notes.extend(
         details
             .iter()
@@ -1177,8 +1178,8 @@ fn start_job_threads(
                 specs[0].0.plan.on_window =
                     Some(Arc::new(move || ThreadProbe::note_opened(&group)));
             }
-            // A job with a runtime ends its window there: what its threads
-            // use draining their requests after it is not the window's.
+            // A job with a runtime ends its window when its threads have
+            // drained their requests after it, as fio's runtime ends.
             if job.runtime.is_some() {
                 let group = probes.clone();
                 specs[0].0.plan.on_stop = Some(Arc::new(move || ThreadProbe::note_closed(&group)));
@@ -1985,12 +1986,13 @@ fn job_window(
     // given them as a bound), else its runtime's, else the run's; never
     // before its start (a job that ended in its own warm-up has a window
     // of no length, where its note read "from 6.372 ms to 6.152 ms").
-    // A thread acts on its runtime's end between its waits: one that did
-    // so late (an SQ-polled ring's thread spinning for completions its SQ
-    // thread, on its core, submits only when the scheduler lets it)
-    // measured until then, and one the run's end found still waiting
-    // until that, as the simulator's thread exits only when its loop
-    // comes back to look.
+    // A thread acts on its runtime's end between its waits, and then
+    // drains its requests in flight, as fio does: its window runs until
+    // it has (an SQ-polled ring's thread spinning for completions its SQ
+    // thread, on its core, submits only when the scheduler lets it once
+    // came back 7 ms late), and one the run's end found still draining
+    // until that, as the simulator's thread exits only once its loop has
+    // reaped them.
     let finished = threads()
         .map(|o| o.ended_at.or(o.stopped_at))
         .collect::<Option<Vec<Nanos>>>()

@@ -438,16 +438,15 @@ pub(crate) struct ThreadPlan {
     /// (its job's CPU time and switches count from there, as its
     /// requests do).
     pub on_window: Option<WindowHook>,
-    /// For a job with a `runtime`: called once, when the thread acts on
-    /// its end, to note its counters and its helpers' (its job's window
-    /// ends there; what they use draining their requests after it is not
-    /// the window's).
+    /// For a job with a `runtime`: called once, when the thread has
+    /// drained its requests after its end, to note its counters and its
+    /// helpers' (its job's window ends there, as fio's runtime does).
     pub on_stop: Option<WindowHook>,
 }
 
 /// What a job's thread calls at an edge of its own window: as it first
-/// sees it (a job that starts after the run), and as it acts on its
-/// `runtime`'s end.
+/// sees it (a job that starts after the run), and as it has drained its
+/// requests after its `runtime`'s end.
 pub(crate) type WindowHook = Arc<dyn Fn() + Send + Sync>;
 
 /// A thread's part in an SQ-polled ring ([`crate::sqpoll`]).
@@ -505,11 +504,13 @@ pub(crate) struct ThreadOutcome {
     /// issued and every request back), or a CPU-bound one by its
     /// `runtime`, or by missing its rate's floor.
     pub ended_at: Option<Nanos>,
-    /// When an I/O thread acted on its `runtime`'s end, which its loop
-    /// looks at between its waits: its job's window ends there, however
-    /// late that was (an SQ-polled ring's thread spinning for completions
-    /// that its SQ thread, on the same core, submits only when the
-    /// scheduler lets it run once came back 7 ms late).
+    /// When an I/O thread, past its `runtime`'s end (which its loop
+    /// looks at between its waits), had drained its requests in flight:
+    /// its job's window ends there, as fio's runtime ends after
+    /// `cleanup_pending_aio`, however late that was (an SQ-polled ring's
+    /// thread spinning for completions that its SQ thread, on the same
+    /// core, submits only when the scheduler lets it run once came back
+    /// 7 ms late).
     pub stopped_at: Option<Nanos>,
     /// A helper of a job's thread (an offload worker, an SQ thread), not
     /// one of the job's threads: its job's window is theirs.
@@ -899,9 +900,6 @@ impl IoThread {
         if self.io.shape.fsync > 0 || self.io.shape.fdatasync > 0 {
             self.open_sync_file();
         }
-        if let Some(f) = &mut self.flow {
-            f.join();
-        }
         let started = sys::now();
         let job_start = control.job_started(self.plan.job, started);
         if let Some(trace) = &mut self.trace {
@@ -950,12 +948,10 @@ impl IoThread {
                 let now = sys::now();
                 (now >= t).then_some(now)
             });
-            if over_at.is_some() && phase != PHASE_STOP && self.out.stopped_at.is_none() {
-                self.out.stopped_at = over_at;
-                if let Some(hook) = self.plan.on_stop.take() {
-                    hook();
-                }
-            }
+            // Past its runtime, the thread drains what it has in flight
+            // (fio's `cleanup_pending_aio`), and its job's window ends
+            // when it has, below.
+            let runtime_over = over_at.is_some() && phase != PHASE_STOP;
             let stopping = phase == PHASE_STOP || over_at.is_some() || ended_early;
             if let Some(select) = &mut self.select {
                 select.measuring = measuring;
@@ -1001,6 +997,12 @@ impl IoThread {
             }
             if self.in_flight() == 0 {
                 if stopping {
+                    if runtime_over && self.out.stopped_at.is_none() {
+                        self.out.stopped_at = Some(sys::now());
+                        if let Some(hook) = self.plan.on_stop.take() {
+                            hook();
+                        }
+                    }
                     if ended_early {
                         let now = sys::now();
                         self.out.ended_at = Some(now);

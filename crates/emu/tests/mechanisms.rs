@@ -852,6 +852,50 @@ fn jobs_in_one_flow_keep_their_requests_in_proportion_to_their_weights() {
     );
 }
 
+/// fio counts each job's flow weight from the run's setup: a job of a
+/// later group holds the jobs of the flow before it (fio 3.33: one
+/// request in a second), and the run says why. Until 2026-11-29 a
+/// thread's weight counted from its start, and the threads the scheduler
+/// let run first issued alone until the others had started (3 ms, and a
+/// fifth to two thirds of the requests of the test above, once in five).
+#[test]
+fn a_later_groups_flow_weight_holds_the_jobs_before_it() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let weighted = |name: &str, weight: u32, group: u32| {
+        let mut job = io_job(name, Engine::Psync, 1, 1, 1);
+        job.schedule.group = group;
+        job.runtime = Some(30 * MS);
+        if let Work::Io(io) = &mut job.work {
+            io.shape.flow = weight;
+            io.shape.flow_id = 1;
+            io.shape.flow_sleep = 100 * US;
+        }
+        job
+    };
+    let d = cint_emu::run_detailed(&scenario(
+        "flow-groups",
+        device(10_000, 4),
+        vec![none()],
+        vec![weighted("first", 1, 0), weighted("second", 8, 1)],
+        60 * MS,
+    ))
+    .expect("emulator runs");
+    let jobs = &d.strategies[0].jobs;
+    assert_eq!(jobs[0].completed, 1, "{:?}", jobs[0]);
+    assert!(jobs[1].completed > 100, "{:?}", jobs[1]);
+    assert!(
+        d.result
+            .notes
+            .iter()
+            .any(|n| n.starts_with("flow_id 1:") && n.contains("'second' starts later")),
+        "{:?}",
+        d.result.notes
+    );
+}
+
 #[test]
 fn groups_of_jobs_that_end_by_their_count_are_each_measured_to_their_end() {
     let _g = serial();

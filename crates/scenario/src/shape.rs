@@ -435,10 +435,75 @@ pub fn sync_falls_due(shape: &IoShape, writes: u64, last_was_sync: bool) -> Opti
 /// fio's flow control (flow.c `flow_threshold_exceeded`): a thread of
 /// `weight` that counted `mine` of its flow's `counter` passes is ahead
 /// of its share, and holds back, when `mine / counter` exceeds `weight /
-/// total` (`total`: the weights of the flow's running threads), compared
-/// in integers. Both engines hold by it.
+/// total` (`total`: the weights of the flow's threads that have not
+/// exited, each counted from the run's setup, as fio's `add_job` adds
+/// it), compared in integers. Both engines hold by it.
 pub fn flow_ahead(mine: u64, weight: u32, counter: u64, total: u64) -> bool {
     u128::from(mine) * u128::from(total) > u128::from(weight) * u128::from(counter)
+}
+
+/// One note per flow some of whose jobs start after others (a later
+/// `group`, a `startdelay`): fio counts every job's weight from the run's
+/// setup, so until those start, the jobs running make all of the flow's
+/// passes on less than all of its weight, each soon finds itself ahead of
+/// its share, and the flow holds them; a result of a few requests is
+/// then fio's, and says why.
+pub fn flow_waiting_weight_notes(sc: &crate::Scenario) -> Vec<String> {
+    let start = |job: &crate::Job| (job.schedule.group, job.schedule.startdelay);
+    let mut ids: Vec<u32> = Vec::new();
+    for job in &sc.jobs {
+        if let Some(io) = job.io().filter(|io| io.shape.flow > 0) {
+            if !ids.contains(&io.shape.flow_id) {
+                ids.push(io.shape.flow_id);
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    for id in ids {
+        let in_flow: Vec<&crate::Job> = sc
+            .jobs
+            .iter()
+            .filter(|job| {
+                job.io()
+                    .is_some_and(|io| io.shape.flow > 0 && io.shape.flow_id == id)
+            })
+            .collect();
+        let Some(first) = in_flow.iter().map(|job| start(job)).min() else {
+            continue;
+        };
+        let weight = |jobs: &[&&crate::Job]| -> u64 {
+            jobs.iter()
+                .map(|job| {
+                    u64::from(job.numjobs) * u64::from(job.io().map_or(0, |io| io.shape.flow))
+                })
+                .sum()
+        };
+        let (early, late): (Vec<&&crate::Job>, Vec<&&crate::Job>) =
+            in_flow.iter().partition(|job| start(job) == first);
+        if late.is_empty() {
+            continue;
+        }
+        let names = |jobs: &[&&crate::Job]| {
+            jobs.iter()
+                .map(|job| format!("'{}'", job.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let starts = if late.len() == 1 { "starts" } else { "start" };
+        let make = if early.len() == 1 { "makes" } else { "make" };
+        notes.push(format!(
+            "flow_id {id}: fio counts the weight of each job of a flow from the run's start, \
+             and {} {starts} later (a later group or a start delay): until then {} {make} all \
+             of the flow's passes on {} of its weight of {}, so their threads are soon ahead of \
+             their share and held, and issue almost nothing (fio 3.33 too: a job of weight 1 \
+             issued one request in a second beside a stonewalled job of weight 8)",
+            names(&late),
+            names(&early),
+            weight(&early),
+            weight(&early) + weight(&late),
+        ));
+    }
+    notes
 }
 
 /// The smallest size one direction's requests may have (`write`: the

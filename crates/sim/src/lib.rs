@@ -135,6 +135,7 @@ pub fn run_with_stats(scenario: &Scenario) -> Result<(RunResult, RunStats), SimE
     let mut results = Vec::with_capacity(scenario.strategies.len());
     let mut notes = buffered_async_notes(scenario);
     notes.extend(workload::sqpoll_shared_core_notes(scenario));
+    notes.extend(cint_scenario::shape::flow_waiting_weight_notes(scenario));
     // Under `run_to_end` each strategy's run ends with its last job: the
     // run measured as long as the longest of them.
     let mut measured = 0;

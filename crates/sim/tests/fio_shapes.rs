@@ -683,6 +683,71 @@ fn a_job_held_by_its_flow_is_said_to_be() {
     assert!(notes.contains("its flow holds it back"), "{notes}");
 }
 
+/// fio counts each job's flow weight from the run's setup (init.c
+/// `add_job`), so a job of a later group weighs on the flow before it
+/// runs: fio 3.33, `flow=1` in group 0 beside a stonewalled `flow=8` job
+/// of the same `flow_id`, 1 s each, gives the first job 1 request and
+/// the second 21 861 (psync, direct, on this machine's disk). Until
+/// 2026-11-29 the model counted a weight from its thread's start, and the
+/// first job ran free (79 390 requests). The run says why it is held.
+#[test]
+fn a_later_groups_flow_weight_holds_the_jobs_before_it() {
+    let r = run(&scenario(
+        NONE,
+        "40ms",
+        &[
+            "name = \"a\"\nflow = 1\nflow_sleep = \"100us\"\nruntime = \"20ms\"",
+            "name = \"b\"\nflow = 8\nflow_sleep = \"100us\"\ngroup = 1\nruntime = \"20ms\"",
+        ],
+    ));
+    assert_eq!(job(&r, "a").ios, 1);
+    assert!(job(&r, "b").ios > 1_000, "{}", job(&r, "b").ios);
+    let said: Vec<&String> = r
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("flow_id 0"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", r.notes);
+    assert!(
+        said[0].contains("'b' starts later") && said[0].contains("on 1 of its weight of 9"),
+        "{}",
+        said[0]
+    );
+    // In one group, each weight from the start: 1 to 8, and no note.
+    let together = run(&scenario(
+        NONE,
+        "20ms",
+        &[
+            "name = \"a\"\nflow = 1\nflow_sleep = \"100us\"",
+            "name = \"b\"\ncpu = 1\nflow = 8\nflow_sleep = \"100us\"",
+        ],
+    ));
+    let ratio = job(&together, "b").ios as f64 / job(&together, "a").ios as f64;
+    assert!((ratio - 8.0).abs() < 0.5, "b/a = {ratio}");
+    assert!(!together.notes.iter().any(|n| n.starts_with("flow_id")));
+}
+
+/// At its runtime's end a thread stops issuing, then reaps what it has in
+/// flight, counting it, before it exits (fio's backend.c
+/// `cleanup_pending_aio`); its job's runtime runs to there. Here 32 reads
+/// of 500 us each in flight at every instant: 20 rounds of 32 in 10 ms,
+/// the last ending after it. Until 2026-11-29 the thread exited with its
+/// last round in flight, uncounted (608 reads).
+#[test]
+fn a_thread_at_its_runtime_reaps_what_it_has_in_flight() {
+    let text = "name = \"rt\"\nduration = \"20ms\"\nwarmup = \"0ms\"\n\
+                [device]\nmodel = \"optane-p4800x\"\nread.base = \"500us\"\n\
+                parallel_units = 64\njitter = \"none\"\n\
+                [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 1\n\
+                [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+                [[job]]\nname = \"r\"\nengine = \"libaio\"\niodepth = 32\nruntime = \"10ms\"\n";
+    let r = run(text);
+    let j = job(&r, "r");
+    assert_eq!(j.ios, 640);
+    let window = j.ios as f64 / j.iops;
+    assert!(window > 0.010 && window < 0.0106, "{window} s");
+}
+
 #[test]
 fn exitall_ends_the_group_when_one_job_ends() {
     let jobs = |exitall: &str| {

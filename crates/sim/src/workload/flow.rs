@@ -4,7 +4,12 @@
 //! the flow's counter with its share of the flow's weight; ahead of its
 //! share it does not issue: it reaps what it has in flight and sleeps
 //! `flow_sleep`, or, without a sleep, spins one poll iteration and checks
-//! again. A thread's weight counts from its start to its exit.
+//! again. A thread's weight counts from the run's setup to its exit, as
+//! fio adds every job's weight when it reads the job file (init.c
+//! `add_job`, `flow_init_job`) and takes it out when it reaps the
+//! thread: a job of a later group or with a start delay weighs on the
+//! flow before it runs (fio 3.33: a job of weight 1 issues one request
+//! in a second when a stonewalled job of weight 8 shares its flow).
 //!
 //! A pass of fio's loop (backend.c `do_io`) issues one request, and within
 //! it sleeps for the rate (io_u.c `rate_ddir`) and reaps a full queue: one
@@ -19,8 +24,8 @@ use crate::world::{Cont, World};
 /// The flows of a run and each thread's place in one.
 #[derive(Debug)]
 pub(crate) struct Flows {
-    /// Per flow: (id, counter, total weight of running threads). The
-    /// counter starts at 1, as fio's does.
+    /// Per flow: (id, counter, total weight of the threads that have not
+    /// exited). The counter starts at 1, as fio's does.
     flows: Vec<(u32, u64, u64)>,
     /// Per thread: its flow's index, or none.
     of_thread: Vec<Option<usize>>,
@@ -37,15 +42,19 @@ impl Flows {
     /// The flows of `sc`; `jobs`: each thread's job.
     pub(crate) fn new(sc: &Scenario, jobs: &[u32]) -> Flows {
         let mut flows: Vec<(u32, u64, u64)> = Vec::new();
-        let of_thread = jobs
+        let of_thread: Vec<Option<usize>> = jobs
             .iter()
             .map(|&j| match sc.jobs.get(j as usize).map(|job| &job.work) {
                 Some(Work::Io(io)) if io.shape.flow > 0 => {
                     let id = io.shape.flow_id;
+                    let weight = u64::from(io.shape.flow);
                     Some(match flows.iter().position(|f| f.0 == id) {
-                        Some(i) => i,
+                        Some(i) => {
+                            flows[i].2 += weight;
+                            i
+                        }
                         None => {
-                            flows.push((id, 1, 0));
+                            flows.push((id, 1, weight));
                             flows.len() - 1
                         }
                     })
@@ -55,27 +64,15 @@ impl Flows {
             .collect();
         Flows {
             flows,
+            joined: of_thread.iter().map(Option::is_some).collect(),
             of_thread,
             counted: vec![0; jobs.len()],
-            joined: vec![false; jobs.len()],
             open_pass: vec![None; jobs.len()],
         }
     }
 }
 
 impl World<'_> {
-    /// Thread `t` starts: its weight joins its flow.
-    pub(crate) fn flow_join(&mut self, t: usize) {
-        let w = u64::from(self.shape(t).flow);
-        let f = &mut self.flows;
-        if let Some(i) = f.of_thread[t] {
-            if !f.joined[t] {
-                f.joined[t] = true;
-                f.flows[i].2 += w;
-            }
-        }
-    }
-
     /// Thread `t` exits: its weight and its count leave its flow.
     pub(crate) fn flow_leave(&mut self, t: usize) {
         let w = u64::from(self.shape(t).flow);
@@ -107,7 +104,6 @@ impl World<'_> {
         let Some(i) = self.flows.of_thread[t] else {
             return false;
         };
-        self.flow_join(t);
         let issued = self.shaping_issued(t);
         let th = &self.threads[t];
         let full = th.free_slots.is_empty() && th.in_flight > 0;

@@ -120,7 +120,6 @@ impl World<'_> {
             };
             if sched.group == first && sched.startdelay == 0 {
                 self.groups.jobs[j].start = Some(0);
-                self.flow_join(t);
                 self.arm_cpu_job_end(t);
                 continue;
             }
@@ -156,7 +155,6 @@ impl World<'_> {
                     continue;
                 }
                 self.threads[t].prog.stop_at = stop_at;
-                self.flow_join(t);
                 self.schedule_thread_timer(t, start);
                 self.arm_cpu_job_end(t);
             }

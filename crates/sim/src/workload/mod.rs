@@ -152,6 +152,14 @@ impl World<'_> {
             return;
         }
         if p.stop_at.is_some_and(|s| now >= s) || self.ios_done(t) {
+            if self.threads[t].in_flight > 0 && !p.engine.is_sync() && !p.buffered {
+                // fio's end of a job's loop (backend.c
+                // `cleanup_pending_aio`): what is still in flight is
+                // reaped, and counted, before the thread exits; the
+                // job's runtime runs to there.
+                self.reap(t, self.threads[t].in_flight);
+                return;
+            }
             self.exit_thread(t);
             return;
         }
@@ -278,10 +286,21 @@ impl World<'_> {
             self.sleep_until_next_issue(t);
             return;
         }
-        self.threads[t].min_nr = p.min_nr.min(in_flight);
-        match p.engine {
+        self.reap(t, p.min_nr.min(in_flight));
+    }
+
+    /// Waits for `min_nr` of thread `t`'s requests in flight:
+    /// `io_getevents`, or `io_uring_enter` with `IORING_ENTER_GETEVENTS`
+    /// (a spin on the completion ring for an SQ-polled one).
+    fn reap(&mut self, t: usize, min_nr: u32) {
+        self.threads[t].min_nr = min_nr;
+        match self.threads[t].prog.engine {
             Engine::IoUring => self.get_events(t),
-            _ => self.set_burst(t, c.syscall + c.aio_getevents_call, Cont::GetEvents),
+            _ => self.set_burst(
+                t,
+                self.costs.syscall + self.costs.aio_getevents_call,
+                Cont::GetEvents,
+            ),
         }
     }
 
