@@ -810,6 +810,16 @@ fn syncs_fall_due_every_few_writes_as_fio_decides_and_are_measured() {
     }
 }
 
+/// `job` in flow 1 with `weight`, sleeping 100 us when ahead.
+fn in_flow_one(mut job: cint_scenario::Job, weight: u32) -> cint_scenario::Job {
+    if let Work::Io(io) = &mut job.work {
+        io.shape.flow = weight;
+        io.shape.flow_id = 1;
+        io.shape.flow_sleep = 100 * US;
+    }
+    job
+}
+
 #[test]
 fn jobs_in_one_flow_keep_their_requests_in_proportion_to_their_weights() {
     let _g = serial();
@@ -822,17 +832,12 @@ fn jobs_in_one_flow_keep_their_requests_in_proportion_to_their_weights() {
     // other (one core, one device). The light job is a 16-deep libaio
     // one: each submission call is a pass, however deep its queue.
     let weighted = |name: &str, weight: u32| {
-        let mut job = if weight == 1 {
+        let job = if weight == 1 {
             io_job(name, Engine::Libaio, 16, 1, 1)
         } else {
             io_job(name, Engine::Psync, 1, 1, 1)
         };
-        if let Work::Io(io) = &mut job.work {
-            io.shape.flow = weight;
-            io.shape.flow_id = 1;
-            io.shape.flow_sleep = 100 * US;
-        }
-        job
+        in_flow_one(job, weight)
     };
     let d = cint_emu::run_detailed(&scenario(
         "flow",
@@ -865,14 +870,9 @@ fn a_later_groups_flow_weight_holds_the_jobs_before_it() {
         return;
     }
     let weighted = |name: &str, weight: u32, group: u32| {
-        let mut job = io_job(name, Engine::Psync, 1, 1, 1);
+        let mut job = in_flow_one(io_job(name, Engine::Psync, 1, 1, 1), weight);
         job.schedule.group = group;
         job.runtime = Some(30 * MS);
-        if let Work::Io(io) = &mut job.work {
-            io.shape.flow = weight;
-            io.shape.flow_id = 1;
-            io.shape.flow_sleep = 100 * US;
-        }
         job
     };
     let d = cint_emu::run_detailed(&scenario(
