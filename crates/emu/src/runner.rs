@@ -352,8 +352,8 @@ fn refuse_what_the_emulator_does_not_run(scenario: &Scenario) -> Result<(), EmuE
 
 /// The run's notes: handlers without real-time priority, idle delivery,
 /// groups, missed floors, latency-target searches, idle jobs, short
-/// windows, `gtod_reduce`, shared
-/// SQ-thread cores, steady states and energy.
+/// windows, `gtod_reduce`, shared SQ-thread cores, flows held by jobs
+/// yet to start, steady states and energy.
 fn run_notes(scenario: &Scenario, layout: &CpuLayout, details: &[StrategyDetail]) -> Vec<String> {
     let mut notes: Vec<String> = details
         .iter()
@@ -1562,11 +1562,11 @@ fn measure(
 /// before the run is declared stuck: a minute, plus the longest one
 /// request of the scenario takes alone on the synthetic device (its
 /// media time, its largest transfer, a trace's included, and twenty
-/// jitter spreads), plus the
-/// longest the strategy's timers hold a completion after the last one is
-/// posted. A drain takes what the requests in flight take, milliseconds
-/// on the profiled devices, but a scenario may make one request take an
-/// hour, or hold completions as long.
+/// jitter spreads), plus the longest the strategy's timers hold a
+/// completion after the last one is posted. A drain takes what the
+/// requests in flight take, milliseconds on the profiled devices, but a
+/// scenario may make one request take an hour, or hold completions as
+/// long.
 fn drain_patience(scenario: &Scenario, strategy: &Strategy) -> std::time::Duration {
     let device = &scenario.device;
     let largest = scenario
