@@ -37,6 +37,9 @@ pub(super) struct JobSpec {
     pub(super) name: String,
     pub(super) line: usize,
     pub(super) rw: Option<At<Rw>>,
+    /// A sequential pattern's offset step (`rw=read:8k`: the hole after
+    /// each request; negative: backwards), bytes.
+    pub(super) seq_step: Option<At<i64>>,
     pub(super) bs: Option<At<u64>>,
     pub(super) iodepth: Option<At<u32>>,
     pub(super) batch: Option<At<u32>>,
@@ -196,6 +199,7 @@ impl JobSpec {
             name: name.into(),
             line,
             rw: None,
+            seq_step: None,
             bs: None,
             iodepth: None,
             batch: None,

@@ -384,13 +384,28 @@ fn apply_pattern(
             };
             if let Some(n) = suffix {
                 let magnitude = n.strip_prefix('-').unwrap_or(n);
-                if parse_size(magnitude).is_err() {
+                let Ok(step) = parse_size(magnitude) else {
                     return Err(o.bad(diag, "a pattern with a size suffix (e.g. read:8k)"));
+                };
+                let what = format!("option '{key}={v}': the ':{n}' offset step");
+                if rw.is_random() {
+                    diag.warn(o.line, offsets_only(&what));
+                } else {
+                    let step = i64::try_from(step).unwrap_or(i64::MAX);
+                    let signed = if n.starts_with('-') { -step } else { step };
+                    spec.seq_step = Some(At::new(o.line, signed));
+                    diag.warn(
+                        o.line,
+                        format!(
+                            "{what} is modelled in how many requests a job that ends by its \
+                             size makes (fio's pass over the file ends, or wraps, where the \
+                             holes take it), not in the offsets themselves, on which the \
+                             device model's service time does not depend (a buffered job's \
+                             page-cache hits do: the model places its requests as fio does by \
+                             default, docs/FIO.md \"Offsets\")"
+                        ),
+                    );
                 }
-                diag.warn(
-                    o.line,
-                    offsets_only(&format!("option '{key}={v}': the ':{n}' offset step")),
-                );
             }
             spec.rw = Some(At::new(o.line, rw));
         }

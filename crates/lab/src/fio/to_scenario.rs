@@ -12,7 +12,7 @@ use cint_scenario::{
 };
 
 use super::diag::Diagnostics;
-use super::job::{JobSpec, KeyLine, SizeSpec};
+use super::job::{At, JobSpec, KeyLine, SizeSpec};
 use super::schedule::Timeline;
 use super::shape::{job_cap, job_shape, JobCap};
 use super::{FioArgs, FioError};
@@ -143,7 +143,7 @@ fn job(
     let rw = spec.rw.map_or(Rw::Read, |r| r.value);
     let mut shape = job_shape(spec, rw, bs, diag)?;
     fit_shape_to_engine(spec, engine, &mut shape, diag)?;
-    end_after_size(spec, size, bs, &mut shape, diag);
+    end_after_size(spec, size, bs, &mut shape, diag)?;
     let bs = cint_scenario::shape::smallest_block(&shape, bs);
     // "Any use of blockalign= turns off randommap" (init.c), when it
     // differs from the smallest size; fio's LFSR keeps no map anyway.
@@ -479,7 +479,13 @@ fn fit_shape_to_engine(
 /// Where a job that is not time based ends: once it has done its size
 /// (or `io_size`) `loops` times, as fio does, or at its runtime if that
 /// comes first.
-fn end_after_size(spec: &JobSpec, size: u64, bs: u64, shape: &mut IoShape, diag: &mut Diagnostics) {
+fn end_after_size(
+    spec: &JobSpec,
+    size: u64,
+    bs: u64,
+    shape: &mut IoShape,
+    diag: &mut Diagnostics,
+) -> Result<(), FioError> {
     // fio counts `number_ios` over all its loops (backend.c
     // `exceeds_number_ios`: `number_ios * td->loops`).
     if let Some(n) = shape.number_ios.as_mut() {
@@ -498,6 +504,11 @@ fn end_after_size(spec: &JobSpec, size: u64, bs: u64, shape: &mut IoShape, diag:
             // request past the file's end): a 1000 KiB file in 64 KiB
             // requests is read in 15.
             let largest = cint_scenario::shape::largest_block(shape, bs);
+            if let Some(step) = spec.seq_step.filter(|s| s.value > 0) {
+                let pass = holed_pass(spec, step, size, largest, shape, diag)?;
+                shape.io_size = Some(pass.saturating_mul(spec.loops));
+                return Ok(());
+            }
             let pass = size - size % largest.clamp(1, size);
             shape.io_size = Some(match spec.io_size.map(|b| b.value) {
                 None => pass.saturating_mul(spec.loops),
@@ -518,6 +529,63 @@ fn end_after_size(spec: &JobSpec, size: u64, bs: u64, shape: &mut IoShape, diag:
             "loops has no effect with time_based (the job runs for its runtime)",
         );
     }
+    Ok(())
+}
+
+/// The bytes one pass over a file of `size` makes in requests of `bs`
+/// with a hole of `step` after each (`rw=read:8k`), as fio 3.33's
+/// `get_next_seq_offset` takes them: the k-th request at k x (bs + step)
+/// while it fits; then, if the last one ended at the file's end, the pass
+/// and the job end there (86 reads of 4 KiB at `read:8k` over 1 MiB); if
+/// the next offset is at or past the end, fio wraps to the file's start
+/// and the job runs until it has issued its size (256 at `read:4k`);
+/// otherwise the next request does not fit and the job ends (85 reads of
+/// 8 KiB at `read:4k`). Only where every request has one size, in one
+/// direction, and the job has no `io_size`: elsewhere fio's count follows
+/// offsets the model does not keep, and the job is refused.
+fn holed_pass(
+    spec: &JobSpec,
+    step: At<i64>,
+    size: u64,
+    bs: u64,
+    shape: &IoShape,
+    diag: &mut Diagnostics,
+) -> Result<u64, FioError> {
+    let rw = spec.rw.map_or(Rw::Read, |r| r.value);
+    let refused = if spec.io_size.is_some() {
+        Some("io_size")
+    } else if !shape.bssplit.is_empty() || shape.bsrange.is_some() {
+        Some("requests of several sizes (bssplit, bsrange)")
+    } else if rw.is_mixed() {
+        Some("reads and writes mixed")
+    } else {
+        None
+    };
+    if let Some(what) = refused {
+        return Err(diag.job_err(
+            &spec.name,
+            step.line,
+            format!(
+                "an offset step on a job that ends by its size, with {what}: how many \
+                 requests fio then makes follows offsets the model does not keep; run it \
+                 time_based, or without the step"
+            ),
+        ));
+    }
+    let step = step.value.unsigned_abs();
+    if bs == 0 || bs > size {
+        return Ok(0);
+    }
+    let stride = bs.saturating_add(step);
+    let fit = (size - bs) / stride + 1;
+    let last_end = (fit - 1) * stride + bs;
+    let next = fit.saturating_mul(stride);
+    Ok(if last_end < size && next >= size {
+        // Wrapped to the file's start: on until its size is issued.
+        size.div_ceil(bs) * bs
+    } else {
+        fit * bs
+    })
 }
 
 /// How many bytes a job whose `io_size` (`once`) is past its file does:
@@ -1219,6 +1287,45 @@ numjobs=2
             "{:?}",
             imp.warnings
         );
+    }
+
+    #[test]
+    fn an_offset_step_sets_the_requests_of_a_pass_as_fio_takes_them() {
+        // fio 3.33, psync, direct=1, not time based (a file on ext4):
+        // the requests each job made. The pass ends where a request ends
+        // at the file's end, wraps where the next offset is past it, and
+        // ends where the next request does not fit.
+        for (rw, bs, size, loops, requests) in [
+            ("read:8k", "4k", "1m", 1, 86),
+            ("write:8k", "4k", "1m", 1, 86),
+            ("read:8k", "4k", "1m", 2, 172),
+            ("read:4k", "4k", "1m", 1, 256),
+            ("read:12k", "4k", "1m", 1, 256),
+            ("write:100k", "4k", "1m", 1, 256),
+            ("read:4k", "8k", "1m", 1, 85),
+            ("read:3k", "4k", "1000k", 1, 250),
+        ] {
+            let text = format!("[t]\nrw={rw}\nbs={bs}\nsize={size}\ndirect=1\nloops={loops}\n");
+            let s = import_str(&text, "p.fio", &args()).expect("valid").scenario;
+            let bytes = io(&s.jobs[0]).shape.io_size.expect("sized");
+            let bs = cint_scenario::units::parse_size(bs).expect("size");
+            assert_eq!(bytes / bs, requests, "rw={rw} bs={bs} size={size}");
+        }
+        // Where fio's count follows offsets the model does not keep, the
+        // job is refused at the pattern's line.
+        for extra in ["io_size=2m", "bssplit=4k/50:16k/50"] {
+            let text = format!("[t]\nrw=read:8k\nsize=1m\ndirect=1\n{extra}\n");
+            let e = import_str(&text, "p.fio", &args()).expect_err("refused");
+            assert!(
+                e.to_string()
+                    .starts_with("p.fio:2: job 't': an offset step"),
+                "{e}"
+            );
+        }
+        // Time based, the step only moves offsets.
+        let text = "[t]\nrw=read:8k\nsize=1m\ntime_based\nruntime=1\n";
+        let s = import_str(text, "p.fio", &args()).expect("valid").scenario;
+        assert_eq!(io(&s.jobs[0]).shape.io_size, None);
     }
 
     #[test]
