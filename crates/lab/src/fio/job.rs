@@ -40,6 +40,10 @@ pub(super) struct JobSpec {
     /// A sequential pattern's offset step (`rw=read:8k`: the hole after
     /// each request; negative: backwards), bytes.
     pub(super) seq_step: Option<At<i64>>,
+    /// The job's region starts at an offset, or lies on a block device
+    /// (`filename=/dev/...`): where fio's holed pass wraps then depends on
+    /// sizes the model does not know.
+    pub(super) placed: Option<At<&'static str>>,
     pub(super) bs: Option<At<u64>>,
     pub(super) iodepth: Option<At<u32>>,
     pub(super) batch: Option<At<u32>>,
@@ -200,6 +204,7 @@ impl JobSpec {
             line,
             rw: None,
             seq_step: None,
+            placed: None,
             bs: None,
             iodepth: None,
             batch: None,

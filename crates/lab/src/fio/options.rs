@@ -267,6 +267,11 @@ pub(super) fn apply(spec: &mut JobSpec, opt: &Opt, diag: &mut Diagnostics) -> Re
         line: opt.line,
         raw: opt.value.as_deref(),
     };
+    // The target is not modelled, but a block device's size, beyond the
+    // job's, decides where a holed pass ends (`holed_pass`).
+    if o.name == "filename" && o.raw.is_some_and(|f| f.trim().starts_with("/dev/")) {
+        spec.placed = Some(At::new(o.line, "a block device"));
+    }
     if apply_pattern(spec, &o, diag)?
         || apply_pacing(spec, &o, diag)?
         || apply_engine(spec, &o, diag)?
@@ -456,6 +461,7 @@ fn apply_pattern(
             // 0, fio's default for each, moves nothing.
             if parse_size(v.trim_end_matches('%')).map_or(true, |n| n > 0) {
                 diag.warn(o.line, offsets_only(&format!("option '{key}'")));
+                spec.placed = Some(At::new(o.line, "an offset"));
             }
         }
         "filesize" => {

@@ -541,8 +541,10 @@ fn end_after_size(
 /// and the job runs until it has issued its size (256 at `read:4k`);
 /// otherwise the next request does not fit and the job ends (85 reads of
 /// 8 KiB at `read:4k`). Only where every request has one size, in one
-/// direction, and the job has no `io_size`: elsewhere fio's count follows
-/// offsets the model does not keep, and the job is refused.
+/// direction, and the job has no `io_size` and covers a file from its
+/// start: elsewhere fio's count follows offsets and sizes the model does
+/// not keep (at `offset=512k size=512k`, 43 reads where the formula
+/// wraps to 128), and the job is refused.
 fn holed_pass(
     spec: &JobSpec,
     step: At<i64>,
@@ -559,7 +561,7 @@ fn holed_pass(
     } else if rw.is_mixed() {
         Some("reads and writes mixed")
     } else {
-        None
+        spec.placed.map(|p| p.value)
     };
     if let Some(what) = refused {
         return Err(diag.job_err(
@@ -567,8 +569,8 @@ fn holed_pass(
             step.line,
             format!(
                 "an offset step on a job that ends by its size, with {what}: how many \
-                 requests fio then makes follows offsets the model does not keep; run it \
-                 time_based, or without the step"
+                 requests fio then makes follows offsets and sizes the model does not keep; \
+                 run it time_based, or without the step"
             ),
         ));
     }
@@ -1313,7 +1315,12 @@ numjobs=2
         }
         // Where fio's count follows offsets the model does not keep, the
         // job is refused at the pattern's line.
-        for extra in ["io_size=2m", "bssplit=4k/50:16k/50"] {
+        for extra in [
+            "io_size=2m",
+            "bssplit=4k/50:16k/50",
+            "offset=512k",
+            "filename=/dev/nvme0n1",
+        ] {
             let text = format!("[t]\nrw=read:8k\nsize=1m\ndirect=1\n{extra}\n");
             let e = import_str(&text, "p.fio", &args()).expect_err("refused");
             assert!(
