@@ -129,10 +129,6 @@ pub struct JobDetail {
     pub steady_note: Option<String>,
     /// Its requests still waiting when the run's window closed.
     pub unfinished: cint_scenario::unfinished::Unfinished,
-    /// Requests it completed in the measured window.
-    pub measured_ios: u64,
-    /// Their mean latency, ns.
-    pub mean_latency: f64,
 }
 
 /// Runs every strategy of the scenario on the emulator. Fails if any
@@ -354,7 +350,11 @@ fn refuse_what_the_emulator_does_not_run(scenario: &Scenario) -> Result<(), EmuE
 /// groups, missed floors, latency-target searches, idle jobs, short
 /// windows, `gtod_reduce`, shared SQ-thread cores, flows held by jobs
 /// yet to start, steady states and energy.
-fn run_notes(scenario: &Scenario, layout: &CpuLayout, details: &[StrategyDetail]) -> Vec<String> {
+fn run_notes(
+    scenario: &Scenario,
+    layout: &CpuLayout,
+    (results, details): (&[StrategyResult], &[StrategyDetail]),
+) -> Vec<String> {
     let mut notes: Vec<String> = details
         .iter()
         .filter(|d| d.realtime_handlers < d.handlers)
@@ -382,11 +382,11 @@ fn run_notes(scenario: &Scenario, layout: &CpuLayout, details: &[StrategyDetail]
     notes.extend(search_notes(scenario, details));
     notes.extend(idle_job_notes(scenario, details));
     // A window short against a job's slowest requests: those it drained
-    // after the close.
-    notes.extend(details.iter().flat_map(|d| {
-        d.jobs.iter().filter_map(|j| {
+    // after the close, against those its result counted.
+    notes.extend(results.iter().zip(details).flat_map(|(r, d)| {
+        r.jobs.iter().zip(&d.jobs).filter_map(|(job, j)| {
             j.unfinished
-                .note(&d.name, &j.name, j.measured_ios, j.mean_latency)
+                .note(&d.name, &j.name, job.ios, job.lat_ns.mean)
         })
     }));
     notes.extend(gtod_reduce_notes(scenario));
@@ -431,7 +431,7 @@ pub fn run_detailed(scenario: &Scenario) -> Result<RunDetail, EmuError> {
         results.push(result);
         details.push(detail);
     }
-    let notes = run_notes(scenario, &layout, &details);
+    let notes = run_notes(scenario, &layout, (&results, &details));
     Ok(RunDetail {
         result: RunResult {
             cint_version: CINT_VERSION.to_string(),
@@ -2120,8 +2120,6 @@ fn summarise_job(
         }
     }
     let sync_lat = sync_hist.summary();
-    detail.measured_ios = ios;
-    detail.mean_latency = hist.histogram().mean();
     let result = JobResult {
         name: job.name.clone(),
         ios,

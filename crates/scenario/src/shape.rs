@@ -449,46 +449,37 @@ pub fn flow_ahead(mine: u64, weight: u32, counter: u64, total: u64) -> bool {
 /// its share, and the flow holds them; a result of a few requests is
 /// then fio's, and says why.
 pub fn flow_waiting_weight_notes(sc: &crate::Scenario) -> Vec<String> {
-    let start = |job: &crate::Job| (job.schedule.group, job.schedule.startdelay);
-    let mut ids: Vec<u32> = Vec::new();
+    // Each flow's jobs, in the order the file first names the flow, with
+    // the weight of all their threads.
+    let mut flows: Vec<(u32, Vec<(&crate::Job, u64)>)> = Vec::new();
     for job in &sc.jobs {
-        if let Some(io) = job.io().filter(|io| io.shape.flow > 0) {
-            if !ids.contains(&io.shape.flow_id) {
-                ids.push(io.shape.flow_id);
-            }
-        }
-    }
-    let mut notes = Vec::new();
-    for id in ids {
-        let in_flow: Vec<&crate::Job> = sc
-            .jobs
-            .iter()
-            .filter(|job| {
-                job.io()
-                    .is_some_and(|io| io.shape.flow > 0 && io.shape.flow_id == id)
-            })
-            .collect();
-        let Some(first) = in_flow.iter().map(|job| start(job)).min() else {
+        let Some(io) = job.io().filter(|io| io.shape.flow > 0) else {
             continue;
         };
-        let weight = |jobs: &[&&crate::Job]| -> u64 {
-            jobs.iter()
-                .map(|job| {
-                    u64::from(job.numjobs) * u64::from(job.io().map_or(0, |io| io.shape.flow))
-                })
-                .sum()
+        let weighed = (job, u64::from(io.shape.flow) * u64::from(job.numjobs));
+        match flows.iter_mut().find(|(id, _)| *id == io.shape.flow_id) {
+            Some((_, jobs)) => jobs.push(weighed),
+            None => flows.push((io.shape.flow_id, vec![weighed])),
+        }
+    }
+    let start = |job: &crate::Job| (job.schedule.group, job.schedule.startdelay);
+    let weight = |jobs: &[(&crate::Job, u64)]| jobs.iter().map(|&(_, w)| w).sum::<u64>();
+    let names = |jobs: &[(&crate::Job, u64)]| {
+        jobs.iter()
+            .map(|(job, _)| format!("'{}'", job.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut notes = Vec::new();
+    for (id, jobs) in flows {
+        let Some(first) = jobs.iter().map(|&(job, _)| start(job)).min() else {
+            continue;
         };
-        let (early, late): (Vec<&&crate::Job>, Vec<&&crate::Job>) =
-            in_flow.iter().partition(|job| start(job) == first);
+        let (early, late): (Vec<_>, Vec<_>) =
+            jobs.into_iter().partition(|&(job, _)| start(job) == first);
         if late.is_empty() {
             continue;
         }
-        let names = |jobs: &[&&crate::Job]| {
-            jobs.iter()
-                .map(|job| format!("'{}'", job.name))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let starts = if late.len() == 1 { "starts" } else { "start" };
         let make = if early.len() == 1 { "makes" } else { "make" };
         notes.push(format!(
