@@ -21,6 +21,7 @@ pub mod table;
 mod testdata;
 pub mod trace;
 mod virt_table;
+mod warmup;
 
 pub use energy_table::ENERGY_LEGEND;
 pub use error::{EngineError, ErrorKind};
@@ -31,6 +32,7 @@ pub use latency::{LatencyHistogram, LatencyStats};
 pub use sync::SyncCalls;
 pub use table::to_table;
 pub use trace::{IssueLag, TraceMeasure, TraceReplay};
+pub use warmup::WarmupTally;
 
 use serde::Serialize;
 

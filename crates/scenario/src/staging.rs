@@ -59,9 +59,103 @@ pub fn groups_in_turn_note(strategy: &str) -> String {
     )
 }
 
+/// The note on a job that ended within its own warm-up: it started at
+/// `start`, ended at `end` with `ios` requests completed, and its
+/// warm-up would have ended at `warmup_end`; the run's window opened at
+/// `run_window` (`None`: the run ended first). Its figures are then its
+/// whole life's, as fio's are for a job that ends within its
+/// `ramp_time`: fio resets a job's counts only when its ramp ends while
+/// it runs (time.c `ramp_time_over`), and takes no latency sample
+/// before (io_u.c `should_account`).
+pub fn ended_in_warmup_note(
+    strategy: &str,
+    job: &str,
+    (start, end, warmup_end): (Nanos, Nanos, Nanos),
+    ios: u64,
+    run_window: Option<Nanos>,
+) -> String {
+    let what = if ios == 0 {
+        "no request completed in it".to_string()
+    } else {
+        format!("its {ios} requests, rates and CPU are over its whole life")
+    };
+    // The totals' interrupts, CPU and switches are the run window's: a
+    // life before it is not in them, though its requests are in the
+    // totals' rates and per-request ratios.
+    let outside = match run_window {
+        Some(open) if start < open => format!(
+            "; the run's window opened at {}, and the totals' interrupts, CPU and switches, \
+             counted over it, leave out what it did before",
+            ms(open)
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "{} started at {} and ended at {}, within its warm-up, \
+         which was to end at {} (its runtime, number_ios, io_size, steady state or another job's \
+         exitall ended it): as fio does for a job that ends within its ramp_time, {what}, and it \
+         has no latency sample{outside}",
+        ended_in_warmup_subject(strategy, job),
+        ms(start),
+        ms(end),
+        ms(warmup_end)
+    )
+}
+
+/// The start of [`ended_in_warmup_note`]'s note on `job` of `strategy`.
+fn ended_in_warmup_subject(strategy: &str, job: &str) -> String {
+    format!("strategy '{strategy}': job '{job}'")
+}
+
+/// Whether `note` is [`ended_in_warmup_note`]'s on `job` of `strategy`:
+/// that job's figures are its whole life's, without latency samples.
+pub fn says_ended_in_warmup(note: &str, strategy: &str, job: &str) -> bool {
+    note.strip_prefix(&ended_in_warmup_subject(strategy, job))
+        .is_some_and(|rest| rest.contains(", within its warm-up, "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_that_ended_in_its_warm_up_is_said_to_count_its_whole_life() {
+        let note = ended_in_warmup_note("s", "j", (0, 2_725_000, 100_000_000), 256, None);
+        assert_eq!(
+            note,
+            "strategy 's': job 'j' started at 0.000 ms and ended at 2.725 ms, within its \
+             warm-up, which was to end at 100.000 ms (its runtime, number_ios, io_size, steady \
+             state or another job's exitall ended it): as fio does for a job that ends within \
+             its ramp_time, its 256 requests, rates and CPU are over its whole life, and it has \
+             no latency sample"
+        );
+        assert!(says_ended_in_warmup(&note, "s", "j"));
+        assert!(!says_ended_in_warmup(&note, "s", "k") && !says_ended_in_warmup(&note, "t", "j"));
+        let none = ended_in_warmup_note("s", "j", (0, 1, 2), 0, None);
+        assert!(none.ends_with("no request completed in it, and it has no latency sample"));
+        let before = ended_in_warmup_note(
+            "s",
+            "j",
+            (1_000_000, 2_000_000, 6_000_000),
+            9,
+            Some(5_000_000),
+        );
+        assert!(
+            before.ends_with(
+                "; the run's window opened at 5.000 ms, and the totals' interrupts, CPU and \
+                 switches, counted over it, leave out what it did before"
+            ),
+            "{before}"
+        );
+        let within = ended_in_warmup_note(
+            "s",
+            "j",
+            (5_000_000, 6_000_000, 8_000_000),
+            9,
+            Some(5_000_000),
+        );
+        assert!(within.ends_with("no latency sample"), "{within}");
+    }
 
     #[test]
     fn a_group_note_says_when_each_job_ran_or_that_it_did_not() {

@@ -21,7 +21,7 @@
 use cint_policy::Nanos;
 use cint_report::{
     FioDirection, FioHistogram, FioJobData, FioSync, JobResult, LatencyHistogram, ModeChoices,
-    StrategyResult,
+    StrategyResult, WarmupTally,
 };
 use cint_scenario::Strategy;
 
@@ -51,7 +51,11 @@ pub(crate) struct JobStats {
     fsync_ios: u64,
     sync_lat: FioHistogram,
     /// Under `mode-select`: the completion modes chosen.
-    pub modes: ModeChoices,
+    modes: ModeChoices,
+    /// What it completed before its window opened, and under
+    /// `mode-select` the modes it chose then.
+    ramp: WarmupTally,
+    ramp_modes: ModeChoices,
 }
 
 /// One direction's measurements in fio's terms.
@@ -89,7 +93,48 @@ impl JobStats {
             fsync_ios: 0,
             sync_lat: FioHistogram::new(),
             modes: ModeChoices::default(),
+            ramp: WarmupTally::default(),
+            ramp_modes: ModeChoices::default(),
         }
+    }
+
+    /// A request of `bytes` completed in the job's warm-up.
+    pub(crate) fn record_in_ramp(&mut self, write: bool, bytes: u64) {
+        self.ramp.request(write, bytes);
+    }
+
+    /// Under `mode-select`, a wait chosen as `choice`, in the job's
+    /// window (`measured`) or in its warm-up.
+    pub(crate) fn count_choice(
+        &mut self,
+        choice: cint_policy::mode_select::CompletionChoice,
+        measured: bool,
+    ) {
+        if measured {
+            self.modes.count(choice);
+        } else {
+            self.ramp_modes.count(choice);
+        }
+    }
+
+    /// An `fsync` or `fdatasync` call returned in the job's warm-up.
+    pub(crate) fn record_sync_in_ramp(&mut self, datasync: bool) {
+        self.ramp.sync(datasync);
+    }
+
+    /// The job's figures when it ended within its warm-up, as fio gives
+    /// them ([`WarmupTally`]): its warm-up's counts, and no latency
+    /// sample.
+    pub(crate) fn over_ramp(&self) -> JobStats {
+        let r = self.ramp;
+        let mut stats = JobStats::new(&self.name);
+        stats.ios = r.total_ios();
+        stats.bytes = r.total_bytes();
+        (stats.read.ios, stats.read.bytes) = (r.ios[0], r.bytes[0]);
+        (stats.write.ios, stats.write.bytes) = (r.ios[1], r.bytes[1]);
+        (stats.sync_ios, stats.fsync_ios) = (r.sync_ios, r.fsync_ios);
+        stats.modes = self.ramp_modes;
+        stats
     }
 
     /// An `fsync` or `fdatasync` call took `lat` from entry to return.
@@ -125,8 +170,12 @@ impl JobStats {
         }
     }
 
+    /// The run's warm-up is over: what was measured before is dropped.
+    /// The job's own warm-up counts stay, for a job that ends within it.
     pub(crate) fn reset(&mut self) {
+        let (ramp, ramp_modes) = (self.ramp, self.ramp_modes);
         *self = JobStats::new(&self.name);
+        (self.ramp, self.ramp_modes) = (ramp, ramp_modes);
     }
 }
 
@@ -162,6 +211,15 @@ impl World<'_> {
             .iter()
             .enumerate()
             .map(|(j, stats)| {
+                // A job that ended within its warm-up reports what it did
+                // in it, as fio does.
+                let over_ramp;
+                let stats = if self.ended_in_ramp(j) {
+                    over_ramp = stats.over_ramp();
+                    &over_ramp
+                } else {
+                    stats
+                };
                 // A job's rates are over its own measured window: later
                 // groups, start delays and early ends make it shorter than
                 // the run's (fio reports each job over its own runtime).
@@ -171,11 +229,10 @@ impl World<'_> {
                 let (cpu, usr, ctx, wakeups, threads) = (0..self.threads.len())
                     .filter(|&t| self.threads[t].job as usize == j)
                     // A job whose window has no length (it started too
-                    // late, or ended before its warm-up did) used nothing
-                    // in it.
+                    // late) used nothing in it.
                     .map(|t| {
                         let counts = if to > from {
-                            self.counts_in_window(t)
+                            self.counts_of_job(t)
                         } else {
                             crate::workload::ThreadCounts::default()
                         };

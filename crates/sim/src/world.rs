@@ -948,6 +948,7 @@ impl<'a> World<'a> {
         for core in &mut self.cores {
             core.reset_counters();
         }
+        self.keep_counts_before_run_window();
         for t in &mut self.threads {
             t.counts = ThreadCounts::default();
         }

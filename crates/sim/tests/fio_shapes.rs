@@ -748,6 +748,92 @@ fn a_thread_at_its_runtime_reaps_what_it_has_in_flight() {
     assert!(window > 0.010 && window < 0.0106, "{window} s");
 }
 
+/// A job that ends within its warm-up reports its whole life, as fio
+/// does for one that ends within its `ramp_time` (its counts reset only
+/// when the ramp ends while it runs): fio 3.33 gives 256 reads and no
+/// latency sample for a psync job of `size=1m bs=4k ramp_time=100ms`.
+/// Until 2026-11-29 the model gave none, with a note.
+#[test]
+fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
+    // `top`: the run's keys beside its duration (its warm-up).
+    let text = |top: &str, jobs: &str| {
+        format!(
+            "name = \"ramp\"\nduration = \"20ms\"\n{top}\n\
+             [host]\ncores = 2\n[[strategy]]\nname = \"s\"\n{NONE}\n{jobs}"
+        )
+    };
+    let short = "[[job]]\nname = \"short\"\nbs = \"4k\"\nio_size = \"1m\"\n";
+    // Alone, in a run that goes on for its duration after its warm-up.
+    let alone = run(&text("warmup = \"100ms\"", short));
+    let j = job(&alone, "short");
+    assert_eq!(j.ios, 256);
+    assert_eq!(j.lat_ns.n, 0, "fio takes no latency sample in its ramp");
+    let life = j.ios as f64 / j.iops;
+    let fio = j.fio.as_ref().expect("fio data");
+    assert!((life - fio.runtime_ns as f64 / 1e9).abs() < 1e-9);
+    assert!(fio.read.ios == 256 && fio.read.bytes == 1 << 20);
+    assert!(fio.usr_ns + fio.sys_ns > 0 && j.context_switches > 0);
+    assert_eq!(
+        alone.results[0].interrupts, 0,
+        "nothing ran in the run's window"
+    );
+    let said: Vec<&String> = alone
+        .notes
+        .iter()
+        .filter(|n| n.contains("within its warm-up"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", alone.notes);
+    assert!(said[0].contains("its 256 requests"), "{}", said[0]);
+    assert!(
+        said[0].contains("the run's window opened at 100.000 ms"),
+        "{}",
+        said[0]
+    );
+    // A run that ends with its jobs (the fio import's) ends within its
+    // own warm-up here, so its totals are over its whole span too.
+    let with_job = run(&text("warmup = \"100ms\"\nrun_to_end = true", short));
+    assert_eq!(job(&with_job, "short").ios, 256);
+    let totals = &with_job.results[0];
+    assert!(totals.interrupts >= 256 && totals.cpu_util > 0.0);
+    assert!(!with_job
+        .notes
+        .iter()
+        .any(|n| n.contains("the run's window opened")));
+    // Beside a job that runs on past the run's warm-up, which resets
+    // every thread's counters after the short job has ended: its figures
+    // are the same, its CPU time included.
+    let beside = run(&text(
+        "warmup = \"5ms\"",
+        &format!("{short}[[job]]\nname = \"long\"\ncpu = 1\n"),
+    ));
+    let b = job(&beside, "short");
+    let alone5 = run(&text("warmup = \"5ms\"", short));
+    let a = job(&alone5, "short");
+    assert_eq!(b.ios, 256);
+    assert!(b.cpu_util > 0.0 && (b.cpu_util / a.cpu_util - 1.0).abs() < 0.05);
+    assert!(b.context_switches == a.context_switches);
+    assert!(job(&beside, "long").lat_ns.n > 0);
+    // Started 3 ms in, it lives across the run's window's opening at
+    // 5 ms, which resets its counters halfway; its own would open at 8.
+    let delayed = run(&text(
+        "warmup = \"5ms\"",
+        &format!("{short}startdelay = \"3ms\"\n[[job]]\nname = \"long\"\ncpu = 1\n"),
+    ));
+    let d = job(&delayed, "short");
+    assert_eq!(d.ios, 256);
+    assert!(
+        (d.cpu_util / a.cpu_util - 1.0).abs() < 0.05,
+        "{} {}",
+        d.cpu_util,
+        a.cpu_util
+    );
+    assert!(d.context_switches >= a.context_switches);
+    // Without a warm-up the job is measured as any other.
+    let measured = run(&text("warmup = \"0ms\"", short));
+    assert_eq!(job(&measured, "short").lat_ns.n, 256);
+    assert!(!measured.notes.iter().any(|n| n.contains("warm-up")));
+}
+
 #[test]
 fn exitall_ends_the_group_when_one_job_ends() {
     let jobs = |exitall: &str| {

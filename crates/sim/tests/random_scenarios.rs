@@ -1018,7 +1018,12 @@ fn check(seed: u64) {
             // order.
             cint_test_support::latency::assert_consistent(
                 &job.lat_ns,
-                job.ios,
+                cint_test_support::latency::samples_expected(
+                    &first.notes,
+                    &s.strategy,
+                    &job.name,
+                    job.ios,
+                ),
                 format_args!(
                     "seed {seed}: strategy '{}' job '{}'\n{text}",
                     s.strategy, job.name

@@ -19,6 +19,21 @@ pub fn consistent(lat: &LatencyStats, ios: u64) -> bool {
         && by_rank.windows(2).all(|w| w[0].1 <= w[1].1)
 }
 
+/// The latency samples a job that counted `ios` requests must have: one
+/// a request, or none where the run's `notes` say that job `job` of
+/// `strategy` ended within its warm-up (its requests are then its whole
+/// life's, as fio counts them, and fio takes no sample in a ramp).
+pub fn samples_expected(notes: &[String], strategy: &str, job: &str, ios: u64) -> u64 {
+    let in_warmup = notes
+        .iter()
+        .any(|n| cint_scenario::staging::says_ended_in_warmup(n, strategy, job));
+    if in_warmup {
+        0
+    } else {
+        ios
+    }
+}
+
 /// Asserts [`consistent`], naming `what` (the run and the job) in the
 /// message.
 pub fn assert_consistent(lat: &LatencyStats, ios: u64, what: impl std::fmt::Display) {

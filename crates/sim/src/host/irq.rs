@@ -16,11 +16,12 @@ impl World<'_> {
     /// A device interrupt reaches the core serving `queue`.
     #[inline(always)]
     pub(crate) fn on_irq_arrive(&mut self, queue: usize, irq: Irq) {
-        if self.measuring {
-            self.counters.interrupts += 1;
-            if irq == Irq::UrgentOnly {
-                self.counters.urgent_interrupts += 1;
-            }
+        // Counted from the run's start, and again from its window's
+        // (`on_warmup_end`): a run that ends within its warm-up reports
+        // its whole span.
+        self.counters.interrupts += 1;
+        if irq == Irq::UrgentOnly {
+            self.counters.urgent_interrupts += 1;
         }
         let c = self.queues[queue].core as usize;
         self.raise(
@@ -352,10 +353,8 @@ impl World<'_> {
         }
         // Counted here, the one place a blocked thread becomes runnable,
         // whatever woke it; a libaio waiter that rechecks and sleeps
-        // again was still woken.
-        if self.measuring {
-            th.counts.wakeups += 1;
-        }
+        // again was still woken. From the run's start, as its CPU time is.
+        th.counts.wakeups += 1;
         self.make_runnable(t, exiting_irq);
     }
 }

@@ -29,6 +29,10 @@ pub(crate) struct Groups {
     /// its job's own window opened (none for the others, whose counters
     /// start with the run's window): what its figures count from.
     counted_from: Vec<Option<ThreadCounts>>,
+    /// Per thread, its counters when the run's window opened and reset
+    /// them: with its counters since, its whole life's, for a job that
+    /// ends within its own warm-up ([`World::ended_in_ramp`]).
+    before_run_window: Vec<ThreadCounts>,
 }
 
 /// A thread's counters that its job's figures are made of.
@@ -53,6 +57,16 @@ impl ThreadCounts {
             usr_ns: self.usr_ns - from.usr_ns,
             ctx_switches: self.ctx_switches - from.ctx_switches,
             wakeups: self.wakeups - from.wakeups,
+        }
+    }
+
+    /// These counts followed by `later`'s.
+    fn then(self, later: ThreadCounts) -> ThreadCounts {
+        ThreadCounts {
+            cpu_ns: self.cpu_ns + later.cpu_ns,
+            usr_ns: self.usr_ns + later.usr_ns,
+            ctx_switches: self.ctx_switches + later.ctx_switches,
+            wakeups: self.wakeups + later.wakeups,
         }
     }
 }
@@ -87,6 +101,7 @@ impl Groups {
             staged,
             halted: false,
             counted_from: Vec::new(),
+            before_run_window: Vec::new(),
         }
     }
 
@@ -186,9 +201,37 @@ impl World<'_> {
         }
     }
 
+    /// The run's window opens and resets every thread's counters: keeps
+    /// what they were, for the jobs that end within their own warm-up.
+    pub(crate) fn keep_counts_before_run_window(&mut self) {
+        self.groups.before_run_window = self.threads.iter().map(|t| t.counts).collect();
+    }
+
+    /// Whether job `j` ended before its own warm-up did. fio then never
+    /// reset its counts (`ramp_time_over` resets them only while the job
+    /// runs), so its figures are its whole life's, without latency
+    /// samples (see [`cint_report::WarmupTally`]).
+    pub(crate) fn ended_in_ramp(&self, j: usize) -> bool {
+        let clock = self.groups.jobs[j];
+        match (clock.start, clock.end) {
+            (Some(start), Some(end)) => end < start.saturating_add(self.sc.warmup),
+            _ => false,
+        }
+    }
+
+    /// Thread `t`'s counters over its job's figures: its job's window,
+    /// or its whole life where its job ended within its warm-up.
+    pub(crate) fn counts_of_job(&self, t: usize) -> ThreadCounts {
+        if self.ended_in_ramp(self.threads[t].job as usize) {
+            let before = self.groups.before_run_window.get(t).copied();
+            return before.unwrap_or_default().then(self.threads[t].counts);
+        }
+        self.counts_in_window(t)
+    }
+
     /// Thread `t`'s counters over its job's window: since the run's
     /// window opened, less what it counted before its job's own opened.
-    pub(crate) fn counts_in_window(&self, t: usize) -> ThreadCounts {
+    fn counts_in_window(&self, t: usize) -> ThreadCounts {
         let th = &self.threads[t];
         let from = self
             .groups
@@ -322,13 +365,17 @@ impl World<'_> {
     }
 
     /// Job `j`'s measured window: from the later of the run's window and
-    /// its own start plus warm-up, to its end or now.
+    /// its own start plus warm-up, to its end or now; its whole life
+    /// where it ended within its warm-up ([`World::ended_in_ramp`]).
     pub(crate) fn job_window(&self, j: usize) -> (Nanos, Nanos) {
         let now = self.now();
         let clock = self.groups.jobs[j];
         let Some(start) = clock.start else {
             return (now, now);
         };
+        if let (true, Some(end)) = (self.ended_in_ramp(j), clock.end) {
+            return (start, end);
+        }
         let from = self
             .window_start
             .max(start.saturating_add(self.sc.warmup))
@@ -341,14 +388,27 @@ impl World<'_> {
     /// job's figures can be read against its own window.
     pub(crate) fn group_notes(&self, strategy: &str) -> Vec<String> {
         let mut notes = Vec::new();
-        // A job that ended before its window (number_ios, io_size, a short
-        // runtime, steady state, exitall) measured nothing: say so.
+        // A job that ended within its warm-up (number_ios, io_size, a
+        // short runtime, steady state, exitall) reports its whole life; one
+        // that ended with nothing completed in its window measured
+        // nothing: say so.
         for (j, job) in self.sc.jobs.iter().enumerate() {
             let (Some(end), Some(start)) = (self.groups.jobs[j].end, self.groups.jobs[j].start)
             else {
                 continue;
             };
-            if self.jobs[j].ios == 0 && matches!(job.work, cint_scenario::Work::Io(_)) {
+            if !matches!(job.work, cint_scenario::Work::Io(_)) {
+                continue;
+            }
+            if self.ended_in_ramp(j) {
+                notes.push(cint_scenario::staging::ended_in_warmup_note(
+                    strategy,
+                    &job.name,
+                    (start, end, start.saturating_add(self.sc.warmup)),
+                    self.jobs[j].over_ramp().ios,
+                    self.measuring.then_some(self.window_start),
+                ));
+            } else if self.jobs[j].ios == 0 {
                 notes.push(format!(
                     "strategy '{strategy}': job '{}' started at {} and ended at {} with no \
                      request completed in its measured window, which began at {} (its runtime, \

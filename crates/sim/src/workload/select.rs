@@ -112,11 +112,10 @@ impl World<'_> {
 
     /// Thread `t` waits as `choice`, made in `situation`.
     fn set_choice(&mut self, t: usize, choice: CompletionChoice, situation: Situation) {
-        if self.measuring {
-            let job = self.threads[t].job as usize;
-            if let Some(stats) = self.jobs.get_mut(job) {
-                stats.modes.count(choice);
-            }
+        let job = self.threads[t].job as usize;
+        let measured = self.measuring && self.job_measuring(job, self.now());
+        if let Some(stats) = self.jobs.get_mut(job) {
+            stats.count_choice(choice, measured);
         }
         let th = &mut self.threads[t];
         th.choice = choice;
