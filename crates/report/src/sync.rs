@@ -22,19 +22,22 @@ pub struct SyncCalls {
 
 impl SyncCalls {
     /// The calls of fio's `sync` figures over `seconds` of measured time;
-    /// `None` without a call.
+    /// `None` without a call. Calls without a latency sample are those of
+    /// a job that ended within its warm-up (`crate::WarmupTally`).
     pub fn from_fio(calls: u64, lat: &FioLatency, seconds: f64) -> Option<SyncCalls> {
-        if calls == 0 || lat.n == 0 {
+        if calls == 0 {
             return None;
         }
         let mut stats = LatencyStats::empty();
-        stats.min = lat.min;
-        stats.max = lat.max;
-        stats.mean = lat.mean;
-        stats.stddev = lat.stddev;
-        stats.n = lat.n;
-        for (p, ns) in lat.percentiles(&PERCENTILES) {
-            stats.percentile.insert(percentile_key(p), ns);
+        if lat.n > 0 {
+            stats.min = lat.min;
+            stats.max = lat.max;
+            stats.mean = lat.mean;
+            stats.stddev = lat.stddev;
+            stats.n = lat.n;
+            for (p, ns) in lat.percentiles(&PERCENTILES) {
+                stats.percentile.insert(percentile_key(p), ns);
+            }
         }
         Some(SyncCalls {
             calls,
@@ -58,6 +61,13 @@ pub(crate) fn section(r: &RunResult) -> String {
             };
             if out.is_empty() {
                 out.push_str("\nsync calls (fsync and fdatasync, entry to return):\n");
+            }
+            if sync.lat_ns.n == 0 {
+                out.push_str(&format!(
+                    "  {} {}: {} calls, {:.0}/s; no latency sample\n",
+                    s.strategy, j.name, sync.calls, sync.per_sec
+                ));
+                continue;
             }
             let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
             let at = |p: f64| sync.lat_ns.at(p).map_or("-".into(), us);
@@ -101,5 +111,11 @@ mod tests {
             SyncCalls::from_fio(0, &FioHistogram::new().summary(), 1.0),
             None
         );
+        // Calls of a job that ended within its warm-up: counted, without
+        // a latency sample.
+        let unsampled = SyncCalls::from_fio(64, &FioHistogram::new().summary(), 0.016);
+        let unsampled = unsampled.expect("calls");
+        assert_eq!((unsampled.calls, unsampled.lat_ns.n), (64, 0));
+        assert_eq!(unsampled.lat_ns, LatencyStats::empty());
     }
 }
