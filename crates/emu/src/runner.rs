@@ -129,6 +129,11 @@ pub struct JobDetail {
     pub steady_note: Option<String>,
     /// Its requests still waiting when the run's window closed.
     pub unfinished: cint_scenario::unfinished::Unfinished,
+    /// Where it ended within its warm-up, so that its figures are its
+    /// whole life's: its start, its end and when its warm-up was to end,
+    /// and when the run's window opened (`None`: the run ended within
+    /// its warm-up too), from the run's start.
+    pub ended_in_warmup: Option<((Nanos, Nanos, Nanos), Option<Nanos>)>,
 }
 
 /// Runs every strategy of the scenario on the emulator. Fails if any
@@ -371,6 +376,16 @@ fn run_notes(
         .collect();
     notes.extend(details.iter().filter_map(|d| d.idle_note.clone()));
     notes.extend(group_notes(scenario, details));
+    // A job that ended within its warm-up, as the simulator says it.
+    for (r, d) in results.iter().zip(details) {
+        for (job, j) in r.jobs.iter().zip(&d.jobs) {
+            if let Some((life, run_window)) = j.ended_in_warmup {
+                notes.push(cint_scenario::staging::ended_in_warmup_note(
+                    &d.name, &j.name, life, job.ios, run_window,
+                ));
+            }
+        }
+    }
     // The simulator's notes, their clock counting from the run's start.
     for d in details {
         for job in &d.jobs {
@@ -467,7 +482,9 @@ fn idle_job_notes(scenario: &Scenario, details: &[StrategyDetail]) -> Vec<String
             let Some((_, from, to)) = detail.span else {
                 continue;
             };
-            if job.io().is_none() || to <= from || detail.counted_span.is_some() {
+            // One that ended within its warm-up has its own note.
+            let counted = detail.counted_span.is_some() || detail.ended_in_warmup.is_some();
+            if job.io().is_none() || to <= from || counted {
                 continue;
             }
             let ran = format!(
@@ -702,6 +719,9 @@ struct ThreadProbe {
     /// after it exited (a job with a `runtime` shorter than the run) uses
     /// this, as its clock and `/proc` entry are gone.
     last: Mutex<Option<ThreadSample>>,
+    /// Under a warm-up: the thread's counters when its job started its
+    /// work, which its figures count from if it ends within its warm-up.
+    started: Mutex<Option<ThreadSample>>,
     /// For a job that starts after the run: the thread's counters when
     /// its job's own window opened, which its figures count from.
     opened: Mutex<Option<ThreadSample>>,
@@ -736,6 +756,21 @@ impl ThreadProbe {
         if let Ok(mut last) = self.last.lock() {
             *last = Some(sample);
         }
+    }
+
+    /// Notes the counters of a job thread and its helpers (`group`) as
+    /// its job starts its work, read by the job's thread (a helper not
+    /// registered yet counts from its creation), as at an opening edge.
+    fn note_started(group: &[Arc<ThreadProbe>]) {
+        Self::note(group, true, |p| &p.started);
+    }
+
+    /// The thread's counters over its whole life in its job, for a job
+    /// that ended within its warm-up: from its job's start (its creation
+    /// where it was not noted then) to its finish.
+    fn over_life(&self) -> (ThreadSample, ThreadSample) {
+        let finished = noted_or(&self.last, ThreadSample::default());
+        (noted_or(&self.started, ThreadSample::default()), finished)
     }
 
     /// Notes the counters of a job thread and its helpers (`group`) as
@@ -1169,6 +1204,13 @@ fn start_job_threads(
                 .iter()
                 .map(|_| Arc::new(ThreadProbe::default()))
                 .collect();
+            // Under a warm-up a job's thread notes its counters and its
+            // helpers' as it starts, for a job that ends within it.
+            if scenario.warmup > 0 && job.io().is_some() {
+                let group = probes.clone();
+                specs[0].0.plan.on_start =
+                    Some(Arc::new(move || ThreadProbe::note_started(&group)));
+            }
             // A staged job's thread notes its own counters and its
             // helpers' (SQ thread, workers) as its window opens: its
             // figures count from there, as its requests do, where the
@@ -1314,6 +1356,7 @@ fn thread_specs(
         offload,
         sleep_granularity: threads.sleep_granularity,
         sqpoll: None,
+        on_start: None,
         on_window: None,
         on_stop: None,
     };
@@ -1474,10 +1517,71 @@ struct Window {
     samples_after: Vec<ThreadSample>,
     /// When it began (the clock's instant).
     start: Nanos,
+    /// When the job threads' completions began to count: `start`, except
+    /// where the run ended within its warm-up and its window is its
+    /// whole span.
+    counting_from: Nanos,
     /// The run's start, the instant the threads' `runtime`s count from.
     run_start: Nanos,
+    /// When the job threads were let go: the start of a job that starts
+    /// with the run.
+    released: Nanos,
+    /// The scenario's warm-up.
+    warmup: Nanos,
     /// Its length, ns (at least 1).
     ns: u64,
+}
+
+/// The machine's, the device's and the tracked threads' counters at a
+/// window's opening edge.
+struct Opening {
+    energy: crate::energy::EnergySnapshot,
+    usage: sys::CpuUsage,
+    samples: Vec<ThreadSample>,
+    activity: Vec<CoreReading>,
+    stats: DeviceStats,
+}
+
+impl Opening {
+    /// Reads them, the fast counters next to the edge and the `/proc`
+    /// reads before them.
+    fn read(
+        app_cpus: &[u32],
+        emulator: &Emulator,
+        (tracked, clocks): (&[Tracked], &CoreClocks),
+    ) -> Opening {
+        let energy = crate::energy::snapshot(app_cpus);
+        let usage = sys::cpu_usage();
+        let samples = sample_edge(tracked, true);
+        let activity = clocks.read();
+        let stats = emulator.stats();
+        Opening {
+            energy,
+            usage,
+            samples,
+            activity,
+            stats,
+        }
+    }
+}
+
+/// Waits until every job thread has ended, at most `most`: whether they
+/// have.
+fn wait_for_every_thread(scenario: &Scenario, control: &Control, most: Nanos) -> bool {
+    let threads: usize = scenario.jobs.iter().map(|j| j.numjobs as usize).sum();
+    let most = std::time::Duration::from_nanos(most);
+    // A poisoned count is a panicked thread's, found when it is joined:
+    // wait the whole time then.
+    match control.ended.lock() {
+        Ok(ended) => control
+            .ended_changed
+            .wait_timeout_while(ended, most, |ended| *ended < threads)
+            .is_ok_and(|(ended, _)| *ended >= threads),
+        Err(_) => {
+            sys::sleep_ns(most.as_nanos() as Nanos);
+            false
+        }
+    }
 }
 
 /// Waits out the warm-up, then measures for the scenario's duration (under
@@ -1491,38 +1595,36 @@ fn measure(
     (tracked, clocks): (&[Tracked], &CoreClocks),
 ) -> Window {
     let app_cpus: Vec<u32> = layout.app.iter().map(|&(_, real)| real).collect();
+    let open = || Opening::read(&app_cpus, emulator, (tracked, clocks));
     // Without a warm-up the window opens before the threads go, so that it
     // counts their first requests (taking the samples below takes a
     // while, hundreds of microseconds of /proc, in which a thread let go
-    // first completed requests the window then missed).
+    // first completed requests the window then missed). A run that ends
+    // with its jobs may end within its warm-up: its window is then its
+    // whole span, as the simulator's, read from before the threads go.
+    let mut whole_run = None;
+    let mut released = None;
     if scenario.warmup > 0 {
+        let at_release = scenario.run_to_end.then(open);
+        released = Some(sys::now());
         gate.open(true);
-        sys::sleep_ns(scenario.warmup);
-    }
-    let energy_before = crate::energy::snapshot(&app_cpus);
-    let usage_before = sys::cpu_usage();
-    // The fast counters next to the window's edges, the /proc reads
-    // outside them.
-    let samples_before = sample_edge(tracked, true);
-    let activity_before = clocks.read();
-    let stats_before = emulator.stats();
-    let window_start = control.open_window();
-    if scenario.warmup == 0 {
-        gate.open(true);
-    }
-    if scenario.run_to_end {
-        let threads: usize = scenario.jobs.iter().map(|j| j.numjobs as usize).sum();
-        let most = std::time::Duration::from_nanos(scenario.duration);
-        // A poisoned count is a panicked thread's, found when it is
-        // joined: measure for the duration then.
-        match control.ended.lock() {
-            Ok(ended) => drop(
-                control
-                    .ended_changed
-                    .wait_timeout_while(ended, most, |ended| *ended < threads),
-            ),
-            Err(_) => sys::sleep_ns(scenario.duration),
+        if scenario.run_to_end {
+            if wait_for_every_thread(scenario, control, scenario.warmup) {
+                whole_run = at_release;
+            }
+        } else {
+            sys::sleep_ns(scenario.warmup);
         }
+    }
+    let ended_in_warmup = whole_run.is_some();
+    let opening = whole_run.unwrap_or_else(open);
+    let window_start = control.open_window();
+    let released = released.unwrap_or_else(|| {
+        gate.open(true);
+        window_start
+    });
+    if scenario.run_to_end {
+        wait_for_every_thread(scenario, control, scenario.duration);
     } else {
         sys::sleep_ns(scenario.duration);
     }
@@ -1533,7 +1635,12 @@ fn measure(
     // be counted against a window that had ended, so a device-bound job
     // could show more than the device's bandwidth.
     let window_end = control.close_window();
-    let ns = window_end.saturating_sub(window_start).max(1);
+    let start = if ended_in_warmup {
+        released
+    } else {
+        window_start
+    };
+    let ns = window_end.saturating_sub(start).max(1);
     // Sample before stopping: a stopped thread's clock and /proc entry
     // disappear.
     let stats_after = emulator.stats();
@@ -1542,18 +1649,21 @@ fn measure(
     let energy_after = crate::energy::snapshot(&app_cpus);
     control.stop();
     Window {
-        usage_before,
+        usage_before: opening.usage,
         usage_after,
-        energy_before,
+        energy_before: opening.energy,
         energy_after,
-        activity_before,
+        activity_before: opening.activity,
         activity_after,
-        stats_before,
+        stats_before: opening.stats,
         stats_after,
-        samples_before,
+        samples_before: opening.samples,
         samples_after,
-        start: window_start,
+        start,
+        counting_from: window_start,
         run_start: control.run_start.load(Ordering::Relaxed),
+        released,
+        warmup: scenario.warmup,
         ns,
     }
 }
@@ -2030,6 +2140,44 @@ fn job_window(
     JobWindow { from, to, span }
 }
 
+/// When job threads of `outcomes` began to count their completions:
+/// the run's window's opening, or a staged job's own start plus warm-up
+/// where that is later (as `Control::counted_span` counts them).
+fn job_counting_from(outcomes: &[ThreadOutcome], window: &Window) -> Nanos {
+    outcomes
+        .iter()
+        .filter_map(|o| o.window_from)
+        .min()
+        .map_or(window.counting_from, |from| from.max(window.counting_from))
+}
+
+/// The start and end, on this process's clock, of a job whose threads
+/// all ended before it began to count (by its size, a count, a floor:
+/// within its warm-up); `None` for any other (`staged`: it did not start
+/// with the run).
+fn life_within_warmup(
+    outcomes: &[ThreadOutcome],
+    window: &Window,
+    staged: bool,
+) -> Option<(Nanos, Nanos)> {
+    let end = outcomes
+        .iter()
+        .filter(|o| !o.helper)
+        .map(|o| o.ended_at.or(o.stopped_at))
+        .collect::<Option<Vec<Nanos>>>()?
+        .into_iter()
+        .max()?;
+    if end >= job_counting_from(outcomes, window) {
+        return None;
+    }
+    let start = if staged {
+        outcomes.iter().filter_map(|o| o.started_at).min()?
+    } else {
+        window.released
+    };
+    Some((start, end.max(start)))
+}
+
 /// One job's result and detail: its threads' outcomes merged, and their
 /// CPU time and context switches over the window.
 fn summarise_job(
@@ -2042,7 +2190,18 @@ fn summarise_job(
     runtime: Option<Nanos>,
 ) -> (JobResult, JobDetail) {
     let JobWindow { from, to, span } = job_window(runtime, outcomes, window, staged);
-    let window_ns = to.saturating_sub(from).max(1);
+    // A job that ended within its warm-up reports its whole life, as fio
+    // does: what its threads tallied before its window, over its span.
+    let life = life_within_warmup(outcomes, window, staged);
+    let span = life.map_or(span, |(start, end)| {
+        let since_run = |at: Nanos| at.saturating_sub(window.run_start);
+        Some((since_run(start), since_run(start), since_run(end)))
+    });
+    let window_ns = life
+        .map_or(to.saturating_sub(from), |(start, end)| {
+            end.saturating_sub(start)
+        })
+        .max(1);
     // An instant from the window's start, signed: the two's-complement
     // difference of two instants of one clock, which are far closer than
     // 2^63 ns.
@@ -2065,8 +2224,10 @@ fn summarise_job(
         ..Default::default()
     };
     let (mut ios, mut bytes) = (0, 0);
+    let mut warmup = cint_report::WarmupTally::default();
     let mut modes: Option<cint_report::ModeChoices> = None;
     for o in outcomes {
+        warmup.merge(&o.warmup);
         if let Some(m) = &o.measured_modes {
             modes.get_or_insert_with(Default::default).merge(m);
         }
@@ -2103,15 +2264,20 @@ fn summarise_job(
                 });
         }
     }
-    // A job whose threads all ended before its window opened (a trace
-    // replayed in the warm-up) used no CPU in it: what they used between
-    // the opening samples and their end lies outside it, and over a
-    // window of no length it read as thousands of percent.
-    let measured = to > from;
+    // A job whose window has no length (it did not start before the
+    // run's end) used no CPU in it: over a window of no length it read
+    // as thousands of percent. One that ended within its warm-up counts
+    // its threads' whole lives, as its requests.
+    let measured = to > from || life.is_some();
     for (k, t) in tracked.iter().enumerate() {
         if measured && t.job == Some(job_index) {
-            let b = t.probe.counted_from(window.samples_before[k]);
-            let a = t.probe.counted_to(window.samples_after[k]);
+            let (b, a) = match life {
+                Some(_) => t.probe.over_life(),
+                None => (
+                    t.probe.counted_from(window.samples_before[k]),
+                    t.probe.counted_to(window.samples_after[k]),
+                ),
+            };
             detail.cpu_ns += a.cpu_ns.saturating_sub(b.cpu_ns);
             usr_ns += a.usr_ns.saturating_sub(b.usr_ns);
             sys_ns += a.sys_ns.saturating_sub(b.sys_ns);
@@ -2119,7 +2285,32 @@ fn summarise_job(
             detail.involuntary_switches += a.involuntary.saturating_sub(b.involuntary);
         }
     }
-    let sync_lat = sync_hist.summary();
+    let mut read = direction(&by_direction[0], dir_bytes[0]);
+    let mut write = direction(&by_direction[1], dir_bytes[1]);
+    let mut syncs = FioSync {
+        ios: sync_ios,
+        fsync_ios,
+        lat: sync_hist.summary(),
+    };
+    if let Some((start, end)) = life {
+        // Nothing of it was counted in a window: its tallies are all.
+        (ios, bytes) = (warmup.total_ios(), warmup.total_bytes());
+        [read, write] = warmup.directions();
+        syncs = warmup.syncs();
+        let since_run = |at: Nanos| at.saturating_sub(window.run_start);
+        // When its warm-up was to end: its own start's plus the warm-up
+        // (a staged job's window), or the run's.
+        let warmup_end = outcomes
+            .iter()
+            .filter_map(|o| o.window_from)
+            .min()
+            .unwrap_or(window.released.saturating_add(window.warmup));
+        let run_window = (window.start == window.counting_from).then(|| since_run(window.start));
+        detail.ended_in_warmup = Some((
+            (since_run(start), since_run(end), since_run(warmup_end)),
+            run_window,
+        ));
+    }
     let result = JobResult {
         name: job.name.clone(),
         ios,
@@ -2136,13 +2327,9 @@ fn summarise_job(
             runtime_ns: window_ns,
             usr_ns,
             sys_ns,
-            read: direction(&by_direction[0], dir_bytes[0]),
-            write: direction(&by_direction[1], dir_bytes[1]),
-            sync: FioSync {
-                ios: sync_ios,
-                fsync_ios,
-                lat: sync_lat.clone(),
-            },
+            read,
+            write,
+            sync: syncs.clone(),
             error: cint_scenario::depth_search::job_errno(
                 !detail.floors_missed.is_empty(),
                 &detail.searches,
@@ -2152,7 +2339,7 @@ fn summarise_job(
             steadystate: None,
         }),
         trace: trace_replay(job, outcomes),
-        sync: cint_report::SyncCalls::from_fio(sync_ios, &sync_lat, window_s),
+        sync: cint_report::SyncCalls::from_fio(syncs.ios, &syncs.lat, window_s),
         modes,
     };
     (result, detail)
@@ -2205,7 +2392,10 @@ mod tests {
             samples_before: vec![sample(1_000)],
             samples_after: vec![sample(4_700)],
             start: 10_000_000,
+            counting_from: 10_000_000,
             run_start: 0,
+            released: 0,
+            warmup: 10_000_000,
             ns,
         };
         let tracked = vec![Tracked {
@@ -2322,7 +2512,7 @@ mod tests {
     }
 
     #[test]
-    fn a_job_that_ended_before_its_window_used_no_cpu_in_it() {
+    fn a_job_that_ended_before_its_window_reports_its_whole_life() {
         let job =
             cint_test_support::scenario::io_job("trace", cint_scenario::Engine::Libaio, 4, 1, 1);
         let (window, tracked) = window_of_one_thread(20_000_000);
@@ -2330,12 +2520,30 @@ mod tests {
             ended_at: Some(at),
             ..ThreadOutcome::default()
         };
-        // Its thread ended in the warm-up, after the opening samples: the
-        // CPU it used then is outside its window, which has no length (it
-        // read as 370 600% over a window of 1 ns).
+        // Its thread ended in the warm-up, before the window opened: its
+        // figures are its whole life's, from its release (at 0 here) to
+        // its end, its CPU from its samples at its start and its finish
+        // (over the window, of no length, it read as 370 600% once).
+        let cpu = |cpu_ns| {
+            Some(ThreadSample {
+                cpu_ns,
+                ..ThreadSample::default()
+            })
+        };
+        *tracked[0].probe.started.lock().expect("probe") = cpu(500);
+        *tracked[0].probe.last.lock().expect("probe") = cpu(2_500);
         let (result, detail) =
-            summarise_job(0, &job, &tracked, &[ended(9_999_000)], &window, false, None);
-        assert_eq!((result.cpu_util, detail.cpu_ns), (0.0, 0));
+            summarise_job(0, &job, &tracked, &[ended(8_000_000)], &window, false, None);
+        assert_eq!(detail.cpu_ns, 2_000);
+        assert!(
+            (result.cpu_util - 2_000.0 / 8e6).abs() < 1e-12,
+            "{}",
+            result.cpu_util
+        );
+        assert_eq!(
+            detail.ended_in_warmup,
+            Some(((0, 8_000_000, 10_000_000), Some(10_000_000)))
+        );
         // Ended 5 ms into the window, the same CPU is over those 5 ms.
         let (result, _) = summarise_job(
             0,

@@ -11,7 +11,7 @@ use cint_policy::hints::{request_hint, BatchPosition, IoCall, IoContext, RwFlags
 use cint_policy::hybrid_poll::{Direction, SleepEstimator};
 use cint_policy::mode_select::CompletionChoice;
 use cint_policy::{Hint, Nanos};
-use cint_report::{FioHistogram, LatencyHistogram, TraceMeasure};
+use cint_report::{FioHistogram, LatencyHistogram, TraceMeasure, WarmupTally};
 use cint_scenario::depth_search::{DepthSearch, Step};
 use cint_scenario::offsets::RandomOffsets;
 use cint_scenario::rate::Pacer;
@@ -433,6 +433,11 @@ pub(crate) struct ThreadPlan {
     pub sleep_granularity: Nanos,
     /// Its part in an SQ-polled ring (io_uring's `IORING_SETUP_SQPOLL`).
     pub sqpoll: Option<SqRole>,
+    /// Under a warm-up: called once, as the job's thread starts its work
+    /// (after its group and delay), to note its counters and its
+    /// helpers' (a job that ends within its warm-up reports its whole
+    /// life).
+    pub on_start: Option<WindowHook>,
     /// For a job that starts after the run: called once, when the thread
     /// first sees its own window, to note its counters and its helpers'
     /// (its job's CPU time and switches count from there, as its
@@ -537,6 +542,9 @@ pub(crate) struct ThreadOutcome {
     /// Its requests still waiting when the window closed, which it took
     /// in hand while draining after it.
     pub unfinished: Unfinished,
+    /// What it completed before its job's window opened: a job that
+    /// ends within its warm-up reports it, as fio does.
+    pub warmup: WarmupTally,
 }
 
 impl ThreadOutcome {
@@ -604,6 +612,9 @@ pub(crate) fn run_thread(
         let from = started.saturating_add(stage.warmup);
         plan.window_from = Some(from);
         staged = Some((started, from));
+    }
+    if let Some(hook) = &plan.on_start {
+        hook();
     }
     let mut outcome = match (plan.io.clone(), client) {
         (Some(io), Some(client)) => IoThread::new(plan, io, client).run(control),
@@ -1215,6 +1226,10 @@ impl IoThread {
             self.out.sync_ios += 1;
             self.out.fsync_ios += u64::from(!datasync);
             self.out.sync_hist.record(took);
+        } else {
+            // Read only for a job that ended before its window opened,
+            // all of whose calls came before it.
+            self.out.warmup.sync(datasync);
         }
         true
     }
@@ -1823,6 +1838,8 @@ impl IoThread {
                         let dir = &mut self.out.by_direction[usize::from(c.op == Op::Write)];
                         dir.hist.record(latency);
                         dir.bytes += u64::from(bytes);
+                    } else if counted.is_none_or(|(from, _)| c.in_hand < from) {
+                        self.out.warmup.request(c.op == Op::Write, u64::from(bytes));
                     }
                 }
                 Err(e) => self.out.fail(e.to_string()),
@@ -1899,6 +1916,7 @@ mod tests {
             offload: None,
             sleep_granularity: 0,
             sqpoll: None,
+            on_start: None,
             on_window: None,
             on_stop: None,
         }

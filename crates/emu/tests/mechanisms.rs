@@ -2065,3 +2065,70 @@ fn a_window_short_against_the_slowest_requests_is_said_to_be() {
     let (long, _) = said(400 * MS);
     assert!(long.is_empty(), "{long:?}");
 }
+
+/// A job that ends within its warm-up reports its whole life, as fio
+/// reports a job that ends within its `ramp_time` and as the simulator
+/// does: its requests, rates, CPU and switches from its start to its end,
+/// and no latency sample. Until 2026-11-29 the emulator reported none of
+/// its requests, without a word (fio 3.33: 256 reads, `N` 0).
+#[test]
+fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let run = |run_to_end: bool, startdelay: cint_policy::Nanos| {
+        let mut job = io_job("short", Engine::Psync, 1, 1, 1);
+        job.schedule.startdelay = startdelay;
+        if let Work::Io(io) = &mut job.work {
+            io.shape.number_ios = Some(256);
+        }
+        let mut sc = scenario("ramp", device(10 * US, 4), vec![none()], vec![job], 20 * MS);
+        sc.warmup = 500 * MS;
+        sc.run_to_end = run_to_end;
+        let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+        assert_each_request_back_once(&d.strategies[0].jobs[0], "none");
+        d
+    };
+    let said = |d: &cint_emu::RunDetail| -> String {
+        let notes: Vec<&String> = d
+            .result
+            .notes
+            .iter()
+            .filter(|n| cint_scenario::staging::says_ended_in_warmup(n, "none", "short"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{:?}", d.result.notes);
+        notes[0].clone()
+    };
+    // The run ends with it, within its warm-up: the run's figures are
+    // its whole span too.
+    let whole = run(true, 0);
+    let r = &whole.result.results[0];
+    let j = &r.jobs[0];
+    assert_eq!(j.ios, 256);
+    assert_eq!(j.lat_ns.n, 0);
+    let fio = j.fio.as_ref().expect("fio data");
+    assert_eq!((fio.read.ios, fio.read.bytes), (256, 256 * 4096));
+    let life = j.ios as f64 / j.iops;
+    assert!((life - fio.runtime_ns as f64 / 1e9).abs() < 1e-9);
+    assert!(life < 0.4, "it ran for {life} s, not its warm-up");
+    assert!(j.cpu_util > 0.0 && j.cpu_util <= 1.1, "{}", j.cpu_util);
+    assert!(j.context_switches > 0);
+    assert!(r.interrupts > 0 && r.cpu_util > 0.0);
+    assert!(said(&whole).contains("its 256 requests"));
+    assert!(!said(&whole).contains("the run's window opened"));
+    // A run that lasts its warm-up and duration: the job's figures are
+    // the same, and the note says the totals' window leaves it out.
+    let later = run(false, 0);
+    let j = &later.result.results[0].jobs[0];
+    assert_eq!((j.ios, j.lat_ns.n), (256, 0));
+    assert!(j.cpu_util > 0.0 && j.ios as f64 / j.iops < 0.4);
+    assert!(said(&later).contains("the run's window opened at"));
+    // Started 1 ms in: its own warm-up would end 500 ms after that.
+    let delayed = run(false, MS);
+    let j = &delayed.result.results[0].jobs[0];
+    assert_eq!((j.ios, j.lat_ns.n), (256, 0));
+    assert!(j.cpu_util > 0.0 && j.ios as f64 / j.iops < 0.4);
+    let note = said(&delayed);
+    assert!(note.contains("which was to end at 50"), "{note}");
+}

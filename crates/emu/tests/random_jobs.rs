@@ -291,7 +291,12 @@ fn check(seed: u64, text: &str, d: &cint_emu::RunDetail, sc: &cint_scenario::Sce
             );
             cint_test_support::latency::assert_consistent(
                 &result.lat_ns,
-                result.ios,
+                cint_test_support::latency::samples_expected(
+                    &d.result.notes,
+                    &r.strategy,
+                    &job.name,
+                    result.ios,
+                ),
                 format_args!("seed {seed}, job {}\n{text}", job.name),
             );
             if let Some(t) = &result.trace {
