@@ -205,9 +205,11 @@ fn ends_by_itself(spec: &JobSpec) -> bool {
 /// About how many requests a job that ends by itself issues.
 fn expected_requests(spec: &JobSpec) -> u64 {
     let bs = spec.bs.map_or(4096, |b| b.value).max(1);
+    // A size past the file's is cut to it, as the import cuts it.
+    let file = spec.filesize.map(|f| f.value);
     let size = match spec.size.map(|s| s.value) {
-        Some(SizeSpec::Bytes(b)) => b,
-        _ => spec.filesize.map_or(0, |f| f.value),
+        Some(SizeSpec::Bytes(b)) => file.map_or(b, |f| b.min(f)),
+        _ => file.unwrap_or(0),
     };
     let bytes = spec
         .io_size

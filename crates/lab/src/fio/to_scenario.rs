@@ -414,20 +414,29 @@ fn check_engine_flags(
     Ok(nowait)
 }
 
-/// The job's file size: `size` (bytes, or a share of the device), else
-/// `filesize`, else the whole device; whole sectors between `bs` and the
-/// capacity.
+/// The job's size: `size` (bytes, or a share of its file or the device),
+/// at most its file's `filesize`, else `filesize`, else the whole device;
+/// whole sectors between `bs` and the capacity.
 fn job_size(
     spec: &JobSpec,
     capacity: u64,
     bs: u64,
     diag: &mut Diagnostics,
 ) -> Result<u64, FioError> {
-    let size = match spec.size.map(|s| s.value) {
-        None => spec.filesize.map_or(capacity, |f| f.value),
-        Some(SizeSpec::Bytes(b)) => b,
-        // Whole sectors, as the device addresses them.
-        Some(SizeSpec::Percent(p)) => capacity / 100 * p / 512 * 512,
+    let file = spec.filesize.map(|f| f.value);
+    let size = match (spec.size.map(|s| s.value), file) {
+        (None, file) => file.unwrap_or(capacity),
+        // fio caps a job's size at its file's (filesetup.c `setup_files`:
+        // `o->size > total_size`): `size=1m filesize=512k` reads 128
+        // blocks of 4 KiB in fio 3.33, 256 before 2026-11-29 here.
+        (Some(SizeSpec::Bytes(b)), file) => file.map_or(b, |f| b.min(f)),
+        // A share of its file, in whole blocks (filesetup.c
+        // `size_percent`), or of the device, in whole sectors.
+        (Some(SizeSpec::Percent(p)), Some(f)) => {
+            let share = u64::try_from(u128::from(f) * u128::from(p) / 100).unwrap_or(f);
+            share - share % bs.max(1)
+        }
+        (Some(SizeSpec::Percent(p)), None) => capacity / 100 * p / 512 * 512,
     };
     let size_at = spec.size.map(|s| s.line).or(spec.filesize.map(|f| f.line));
     if let Some(line) = size_at {
@@ -1634,6 +1643,17 @@ numjobs=2
             end("[j]\nrw=read\nsize=1000k\nbs=64k\n").1,
             Some(15 * 65536)
         );
+        // A size past the file's is cut to it, a share is of the file
+        // (fio 3.33: 128, 256 and 7 reads; docs/evidence/fio-filesize.sh).
+        for (text, requests) in [
+            ("size=1m\nfilesize=512k\n", 128),
+            ("size=1m\nfilesize=512k\nloops=2\n", 256),
+            ("size=30%\nfilesize=100k\n", 7),
+            ("size=512k\nfilesize=1m\n", 128),
+        ] {
+            let bytes = end(&format!("[j]\nrw=read\nbs=4k\n{text}")).1;
+            assert_eq!(bytes, Some(requests * 4096), "{text}");
+        }
     }
 
     #[test]
