@@ -1644,7 +1644,7 @@ numjobs=2
             Some(15 * 65536)
         );
         // A size past the file's is cut to it, a share is of the file
-        // (fio 3.33: 128, 256 and 7 reads; docs/evidence/fio-filesize.sh).
+        // (fio 3.33: 128, 256, 7 and 128 reads; docs/evidence/fio-beside-model.sh).
         for (text, requests) in [
             ("size=1m\nfilesize=512k\n", 128),
             ("size=1m\nfilesize=512k\nloops=2\n", 256),
