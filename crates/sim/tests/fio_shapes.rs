@@ -41,6 +41,11 @@ fn job<'a>(r: &'a RunResult, name: &str) -> &'a JobResult {
 
 const NONE: &str = "kind = \"none\"";
 
+/// The notes of `r` that `pick` picks.
+fn notes_where(r: &RunResult, pick: impl Fn(&str) -> bool) -> Vec<&String> {
+    r.notes.iter().filter(|n| pick(n)).collect()
+}
+
 #[test]
 fn number_ios_and_io_size_end_each_thread_after_its_count() {
     let r = run(&scenario(
@@ -702,11 +707,7 @@ fn a_later_groups_flow_weight_holds_the_jobs_before_it() {
     ));
     assert_eq!(job(&r, "a").ios, 1);
     assert!(job(&r, "b").ios > 1_000, "{}", job(&r, "b").ios);
-    let said: Vec<&String> = r
-        .notes
-        .iter()
-        .filter(|n| n.starts_with("flow_id 0"))
-        .collect();
+    let said = notes_where(&r, |n| n.starts_with("flow_id 0"));
     assert_eq!(said.len(), 1, "{:?}", r.notes);
     assert!(
         said[0].contains("'b' starts later") && said[0].contains("on 1 of its weight of 9"),
@@ -777,11 +778,7 @@ fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
         alone.results[0].interrupts, 0,
         "nothing ran in the run's window"
     );
-    let said: Vec<&String> = alone
-        .notes
-        .iter()
-        .filter(|n| n.contains("within its warm-up"))
-        .collect();
+    let said = notes_where(&alone, |n| n.contains("within its warm-up"));
     assert_eq!(said.len(), 1, "{:?}", alone.notes);
     assert!(said[0].contains("its 256 requests"), "{}", said[0]);
     assert!(
@@ -874,11 +871,7 @@ fn steady_state_ends_a_job_once_its_samples_agree() {
     assert!((third - 1.0 / 3.0).abs() < 0.02, "{third}");
     assert!((job(&steady, "s").iops / job(&full, "s").iops - 1.0).abs() < 0.05);
     // The result says so, as fio's `steadystate: attained=yes` does.
-    let said: Vec<&String> = steady
-        .notes
-        .iter()
-        .filter(|n| n.contains("steady state"))
-        .collect();
+    let said = notes_where(&steady, |n| n.contains("steady state"));
     assert_eq!(said.len(), 1, "{:?}", steady.notes);
     assert!(
         said[0].contains("job 's': steady state iops:20% over 1 s: attained 1000."),
