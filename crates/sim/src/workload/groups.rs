@@ -358,7 +358,8 @@ impl World<'_> {
     /// Whether job `j`'s completions at `now` count: its own warm-up
     /// (the scenario's, from the job's start) is over.
     pub(crate) fn job_measuring(&self, j: usize, now: Nanos) -> bool {
-        match self.groups.jobs[j].start {
+        // An application's or a guest kernel's thread has no job here.
+        match self.groups.jobs.get(j).and_then(|clock| clock.start) {
             Some(start) => now >= start.saturating_add(self.sc.warmup),
             None => false,
         }
