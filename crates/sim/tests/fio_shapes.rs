@@ -831,6 +831,30 @@ fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
     assert!(!measured.notes.iter().any(|n| n.contains("warm-up")));
 }
 
+/// A job ended by another's `exitall` takes the same path as one at its
+/// runtime (backend.c: fio's terminated thread leaves its loop and reaps
+/// through `cleanup_pending_aio`; fio 3.33 counted all 7 639 requests its
+/// terminated libaio job issued, docs/evidence/fio-runtime-drain-and-
+/// flow-weights.sh): here 32 reads of 500 us in flight at every instant
+/// are all counted, a whole number of rounds.
+#[test]
+fn a_job_ended_by_anothers_exitall_reaps_what_it_has_in_flight() {
+    let text = "name = \"ex\"\nduration = \"20ms\"\nwarmup = \"0ms\"\n\
+                [device]\nmodel = \"optane-p4800x\"\nread.base = \"500us\"\n\
+                parallel_units = 64\njitter = \"none\"\n\
+                [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 2\n\
+                [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+                [[job]]\nname = \"short\"\nruntime = \"5ms\"\nexitall = \"group\"\ncpu = 1\n\
+                [[job]]\nname = \"r\"\nengine = \"libaio\"\niodepth = 32\n";
+    let r = run(text);
+    let j = job(&r, "r");
+    assert!(j.ios >= 32 * 10, "{}", j.ios);
+    assert_eq!(j.ios % 32, 0, "{} reads: a round left in flight", j.ios);
+    // Its window runs to its drain, past the exitall at 5 ms.
+    let window = j.ios as f64 / j.iops;
+    assert!(window > 0.005 && window < 0.006, "{window} s");
+}
+
 #[test]
 fn exitall_ends_the_group_when_one_job_ends() {
     let jobs = |exitall: &str| {
