@@ -1333,6 +1333,7 @@ fn thread_specs(
         io: io.clone(),
         mode: strategy.mode,
         runtime: measured_runtime(job, scenario.warmup),
+        runtime_in_warmup: job.runtime.filter(|&r| r < scenario.warmup),
         stage: threads.stages[job_index],
         window_from: None,
         sync_path: target.sync_path.clone(),

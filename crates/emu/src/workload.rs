@@ -397,6 +397,11 @@ pub(crate) struct ThreadPlan {
     /// warm-up): a thread stops (an I/O thread submitting) that long
     /// after it first saw its measured window.
     pub runtime: Option<Nanos>,
+    /// A `runtime` that ends within the warm-up: an I/O thread stops
+    /// that long after its job's start, as the simulator's and fio's
+    /// threads stop, and its job reports its whole life; where it is
+    /// set, the thread does not also stop by `runtime`.
+    pub runtime_in_warmup: Option<Nanos>,
     /// A job that does not start with the run: its group's place in the
     /// run's order and its `startdelay`, and what its own window is
     /// counted by.
@@ -916,6 +921,9 @@ impl IoThread {
         if let Some(trace) = &mut self.trace {
             trace.start_at(job_start);
         }
+        if let Some(r) = self.plan.runtime_in_warmup {
+            self.stop_at = Some(job_start.saturating_add(r));
+        }
         self.restart_rate(started);
         self.last_think = started;
         let depth = self.depth();
@@ -936,7 +944,9 @@ impl IoThread {
                 }
                 let now = sys::now();
                 self.measured_from = Some(now);
-                self.stop_at = self.plan.runtime.map(|r| now.saturating_add(r));
+                if self.plan.runtime_in_warmup.is_none() {
+                    self.stop_at = self.plan.runtime.map(|r| now.saturating_add(r));
+                }
             }
             if !ramped && measuring && self.plan.ramp {
                 ramped = true;
@@ -1898,6 +1908,7 @@ mod tests {
             io: None,
             mode: CompletionMode::Interrupt(PolicyConfig::None),
             runtime: Some(runtime),
+            runtime_in_warmup: None,
             stage: Some(Stage {
                 group: 1,
                 startdelay: 0,

@@ -2077,19 +2077,24 @@ fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
     if !can_emulate() {
         return;
     }
-    let run = |run_to_end: bool, startdelay: cint_policy::Nanos| {
-        let mut job = io_job("short", Engine::Psync, 1, 1, 1);
-        job.schedule.startdelay = startdelay;
-        if let Work::Io(io) = &mut job.work {
-            io.shape.number_ios = Some(256);
-        }
-        let mut sc = scenario("ramp", device(10 * US, 4), vec![none()], vec![job], 20 * MS);
-        sc.warmup = 500 * MS;
-        sc.run_to_end = run_to_end;
-        let d = cint_emu::run_detailed(&sc).expect("emulator runs");
-        assert_each_request_back_once(&d.strategies[0].jobs[0], "none");
-        d
-    };
+    // It ends by its 256 requests, or by a `runtime` where one is given.
+    let ended =
+        |run_to_end: bool, startdelay: cint_policy::Nanos, runtime: Option<cint_policy::Nanos>| {
+            let mut job = io_job("short", Engine::Psync, 1, 1, 1);
+            job.schedule.startdelay = startdelay;
+            job.runtime = runtime;
+            if let Work::Io(io) = &mut job.work {
+                io.shape.number_ios = runtime.is_none().then_some(256);
+            }
+            let mut sc = scenario("ramp", device(10 * US, 4), vec![none()], vec![job], 20 * MS);
+            sc.warmup = 500 * MS;
+            sc.run_to_end = run_to_end;
+            let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+            assert_each_request_back_once(&d.strategies[0].jobs[0], "none");
+            d
+        };
+    let run =
+        |run_to_end: bool, startdelay: cint_policy::Nanos| ended(run_to_end, startdelay, None);
     let said = |d: &cint_emu::RunDetail| -> String {
         let notes: Vec<&String> = d
             .result
@@ -2131,4 +2136,14 @@ fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
     assert!(j.cpu_util > 0.0 && j.ios as f64 / j.iops < 0.4);
     let note = said(&delayed);
     assert!(note.contains("which was to end at 50"), "{note}");
+    // A runtime of 20 ms ends it within its warm-up too, 20 ms after its
+    // start as the simulator's (until 2026-11-29 it ran on through the
+    // warm-up and measured the one request it drained at the window's
+    // opening, over microseconds).
+    let timed = ended(false, 0, Some(20 * MS));
+    let j = &timed.result.results[0].jobs[0];
+    let life = j.ios as f64 / j.iops;
+    assert!(j.ios > 1 && j.lat_ns.n == 0, "{} requests", j.ios);
+    assert!(life > 0.019 && life < 0.2, "{life} s");
+    said(&timed);
 }

@@ -825,6 +825,16 @@ fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
         a.cpu_util
     );
     assert!(d.context_switches >= a.context_switches);
+    // A runtime within the warm-up ends it there too, 30 ms from its
+    // start, as the emulator's.
+    let timed = run(&text(
+        "warmup = \"100ms\"",
+        "[[job]]\nname = \"short\"\nruntime = \"30ms\"\n",
+    ));
+    let t = job(&timed, "short");
+    let life = t.ios as f64 / t.iops;
+    assert!(t.ios > 1_000 && t.lat_ns.n == 0, "{} requests", t.ios);
+    assert!((0.030..0.0302).contains(&life), "{life} s");
     // Without a warm-up the job is measured as any other.
     let measured = run(&text("warmup = \"0ms\"", short));
     assert_eq!(job(&measured, "short").lat_ns.n, 256);
