@@ -378,10 +378,13 @@ fn run_notes(
     notes.extend(group_notes(scenario, details));
     // A job that ended within its warm-up, as the simulator says it.
     for (r, d) in results.iter().zip(details) {
-        for (job, j) in r.jobs.iter().zip(&d.jobs) {
+        let jobs = scenario.jobs.iter().zip(&r.jobs).zip(&d.jobs);
+        for ((spec, job), j) in jobs {
             if let Some((life, run_window)) = j.ended_in_warmup {
+                // A CPU-bound job makes no request.
+                let ios = spec.io().map(|_| job.ios);
                 notes.push(cint_scenario::staging::ended_in_warmup_note(
-                    &d.name, &j.name, life, job.ios, run_window,
+                    &d.name, &j.name, life, ios, run_window,
                 ));
             }
         }
@@ -1206,7 +1209,7 @@ fn start_job_threads(
                 .collect();
             // Under a warm-up a job's thread notes its counters and its
             // helpers' as it starts, for a job that ends within it.
-            if scenario.warmup > 0 && job.io().is_some() {
+            if scenario.warmup > 0 {
                 let group = probes.clone();
                 specs[0].0.plan.on_start =
                     Some(Arc::new(move || ThreadProbe::note_started(&group)));

@@ -397,10 +397,11 @@ pub(crate) struct ThreadPlan {
     /// warm-up): a thread stops (an I/O thread submitting) that long
     /// after it first saw its measured window.
     pub runtime: Option<Nanos>,
-    /// A `runtime` that ends within the warm-up: an I/O thread stops
-    /// that long after its job's start, as the simulator's and fio's
-    /// threads stop, and its job reports its whole life; where it is
-    /// set, the thread does not also stop by `runtime`.
+    /// A `runtime` that ends within the warm-up: a thread stops that
+    /// long after its job's start (a CPU-bound one after its own), as
+    /// the simulator's and fio's threads stop, and its job reports its
+    /// whole life; where it is set, the thread does not also stop by
+    /// `runtime`.
     pub runtime_in_warmup: Option<Nanos>,
     /// A job that does not start with the run: its group's place in the
     /// run's order and its `startdelay`, and what its own window is
@@ -653,10 +654,11 @@ fn in_window(plan: &ThreadPlan, phase: u8) -> bool {
 
 /// Burns CPU until told to stop, or until its `runtime` is over, counted
 /// from when it first saw the measured window as an I/O thread counts
-/// it: then when that was.
+/// it (from its start where the runtime ends within the warm-up): then
+/// when that was.
 fn burn_cpu(plan: &ThreadPlan, control: &Control) -> Option<Nanos> {
     let mut x = plan.seed | 1;
-    let mut stop_at = None;
+    let mut stop_at = plan.runtime_in_warmup.map(|r| sys::now().saturating_add(r));
     loop {
         let phase = control.phase.load(Ordering::Relaxed);
         if phase == PHASE_STOP {

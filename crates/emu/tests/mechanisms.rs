@@ -2146,4 +2146,21 @@ fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
     assert!(j.ios > 1 && j.lat_ns.n == 0, "{} requests", j.ios);
     assert!(life > 0.019 && life < 0.2, "{life} s");
     said(&timed);
+    // A CPU-bound job's too: its CPU is over its 20 ms, at most all of
+    // its thread (it showed 154% over the microseconds between its
+    // opening sample and its exit at the window's opening).
+    let mut burner = cint_test_support::scenario::cpu_job("short");
+    burner.runtime = Some(20 * MS);
+    let mut sc = scenario(
+        "burn",
+        device(10 * US, 4),
+        vec![none()],
+        vec![burner],
+        20 * MS,
+    );
+    sc.warmup = 500 * MS;
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    let cpu = d.result.results[0].jobs[0].cpu_util;
+    assert!(cpu > 0.5 && cpu <= 1.05, "{cpu}");
+    assert!(said(&d).contains("its CPU is over its whole life"));
 }

@@ -60,7 +60,8 @@ pub fn groups_in_turn_note(strategy: &str) -> String {
 }
 
 /// The note on a job that ended within its own warm-up: it started at
-/// `start`, ended at `end` with `ios` requests completed, and its
+/// `start`, ended at `end` with `ios` requests completed (`None`: a
+/// CPU-bound job, which makes none), and its
 /// warm-up would have ended at `warmup_end`; the run's window opened at
 /// `run_window` (`None`: the run ended first). Its figures are then its
 /// whole life's, as fio's are for a job that ends within its
@@ -71,13 +72,16 @@ pub fn ended_in_warmup_note(
     strategy: &str,
     job: &str,
     (start, end, warmup_end): (Nanos, Nanos, Nanos),
-    ios: u64,
+    ios: Option<u64>,
     run_window: Option<Nanos>,
 ) -> String {
-    let what = if ios == 0 {
-        "no request completed in it".to_string()
-    } else {
-        format!("its {ios} requests, rates and CPU are over its whole life")
+    let what = match ios {
+        None => "its CPU is over its whole life".to_string(),
+        Some(0) => "no request completed in it, and it has no latency sample".to_string(),
+        Some(n) => format!(
+            "its {n} requests, rates and CPU are over its whole life, and it has no latency \
+             sample"
+        ),
     };
     // The totals' interrupts, CPU and switches are the run window's: a
     // life before it is not in them, though its requests are in the
@@ -93,8 +97,8 @@ pub fn ended_in_warmup_note(
     format!(
         "{} started at {} and ended at {}, within its warm-up, \
          which was to end at {} (its runtime, number_ios, io_size, steady state or another job's \
-         exitall ended it): as fio does for a job that ends within its ramp_time, {what}, and it \
-         has no latency sample{outside}",
+         exitall ended it): as fio does for a job that ends within its ramp_time, \
+         {what}{outside}",
         ended_in_warmup_subject(strategy, job),
         ms(start),
         ms(end),
@@ -120,7 +124,7 @@ mod tests {
 
     #[test]
     fn a_job_that_ended_in_its_warm_up_is_said_to_count_its_whole_life() {
-        let note = ended_in_warmup_note("s", "j", (0, 2_725_000, 100_000_000), 256, None);
+        let note = ended_in_warmup_note("s", "j", (0, 2_725_000, 100_000_000), Some(256), None);
         assert_eq!(
             note,
             "strategy 's': job 'j' started at 0.000 ms and ended at 2.725 ms, within its \
@@ -131,13 +135,13 @@ mod tests {
         );
         assert!(says_ended_in_warmup(&note, "s", "j"));
         assert!(!says_ended_in_warmup(&note, "s", "k") && !says_ended_in_warmup(&note, "t", "j"));
-        let none = ended_in_warmup_note("s", "j", (0, 1, 2), 0, None);
+        let none = ended_in_warmup_note("s", "j", (0, 1, 2), Some(0), None);
         assert!(none.ends_with("no request completed in it, and it has no latency sample"));
         let before = ended_in_warmup_note(
             "s",
             "j",
             (1_000_000, 2_000_000, 6_000_000),
-            9,
+            Some(9),
             Some(5_000_000),
         );
         assert!(
@@ -151,10 +155,15 @@ mod tests {
             "s",
             "j",
             (5_000_000, 6_000_000, 8_000_000),
-            9,
+            Some(9),
             Some(5_000_000),
         );
         assert!(within.ends_with("no latency sample"), "{within}");
+        let burner = ended_in_warmup_note("s", "j", (0, 1, 2), None, None);
+        assert!(
+            burner.ends_with("ramp_time, its CPU is over its whole life"),
+            "{burner}"
+        );
     }
 
     #[test]

@@ -835,6 +835,14 @@ fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
     let life = t.ios as f64 / t.iops;
     assert!(t.ios > 1_000 && t.lat_ns.n == 0, "{} requests", t.ios);
     assert!((0.030..0.0302).contains(&life), "{life} s");
+    // A CPU-bound job's CPU is over its life, all of its core.
+    let burnt = run(&text(
+        "warmup = \"100ms\"",
+        "[[job]]\nname = \"burn\"\nkind = \"cpu\"\nruntime = \"30ms\"\n",
+    ));
+    assert!((job(&burnt, "burn").cpu_util - 1.0).abs() < 0.01);
+    let said = notes_where(&burnt, |n| n.contains("its CPU is over its whole life"));
+    assert_eq!(said.len(), 1, "{:?}", burnt.notes);
     // Without a warm-up the job is measured as any other.
     let measured = run(&text("warmup = \"0ms\"", short));
     assert_eq!(job(&measured, "short").lat_ns.n, 256);

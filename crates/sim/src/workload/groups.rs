@@ -398,18 +398,16 @@ impl World<'_> {
             else {
                 continue;
             };
-            if !matches!(job.work, cint_scenario::Work::Io(_)) {
-                continue;
-            }
+            let io = matches!(job.work, cint_scenario::Work::Io(_));
             if self.ended_in_ramp(j) {
                 notes.push(cint_scenario::staging::ended_in_warmup_note(
                     strategy,
                     &job.name,
                     (start, end, start.saturating_add(self.sc.warmup)),
-                    self.jobs[j].over_ramp().ios,
+                    io.then(|| self.jobs[j].over_ramp().ios),
                     self.measuring.then_some(self.window_start),
                 ));
-            } else if self.jobs[j].ios == 0 {
+            } else if io && self.jobs[j].ios == 0 {
                 notes.push(format!(
                     "strategy '{strategy}': job '{}' started at {} and ended at {} with no \
                      request completed in its measured window, which began at {} (its runtime, \
