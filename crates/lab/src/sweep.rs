@@ -236,12 +236,15 @@ pub struct SweepRow {
     pub job: String,
     /// The job's I/Os per second.
     pub iops: f64,
-    /// The job's mean latency, ns.
-    pub lat_mean_ns: f64,
-    /// The job's median latency, ns.
-    pub lat_p50_ns: u64,
-    /// The job's 99th percentile latency, ns.
-    pub lat_p99_ns: u64,
+    /// The job's mean latency, ns; `None` (null in JSON, empty in CSV)
+    /// where it has no latency sample: it completed nothing, or ended
+    /// within its warm-up (its requests are then its whole life's, and
+    /// fio takes no sample in a ramp).
+    pub lat_mean_ns: Option<f64>,
+    /// The job's median latency, ns (`None`: no sample).
+    pub lat_p50_ns: Option<u64>,
+    /// The job's 99th percentile latency, ns (`None`: no sample).
+    pub lat_p99_ns: Option<u64>,
     /// The strategy's interrupts per second (all jobs).
     pub interrupts_per_s: f64,
     /// The strategy's busy fraction of the application cores.
@@ -337,15 +340,16 @@ impl Sweep {
                 .collect();
             for s in &p.result.results {
                 for j in &s.jobs {
+                    let sampled = j.lat_ns.n > 0;
                     rows.push(SweepRow {
                         point: point.clone(),
                         strategy: s.strategy.clone(),
                         kind: s.kind.clone(),
                         job: j.name.clone(),
                         iops: j.iops,
-                        lat_mean_ns: j.lat_ns.mean,
-                        lat_p50_ns: j.lat_ns.at(50.0).unwrap_or(0),
-                        lat_p99_ns: j.lat_ns.at(99.0).unwrap_or(0),
+                        lat_mean_ns: sampled.then_some(j.lat_ns.mean),
+                        lat_p50_ns: j.lat_ns.at(50.0).filter(|_| sampled),
+                        lat_p99_ns: j.lat_ns.at(99.0).filter(|_| sampled),
                         interrupts_per_s: s.interrupts_per_s,
                         cpu_util: s.cpu_util,
                         job_cpu_util: j.cpu_util,
@@ -414,9 +418,10 @@ fn write_rows(rows: &[SweepRow], energy: bool, out: &mut dyn Write) -> Result<()
             csv_field(&row.kind),
             csv_field(&row.job),
             format!("{:.3}", row.iops),
-            format!("{:.3}", row.lat_mean_ns),
-            row.lat_p50_ns.to_string(),
-            row.lat_p99_ns.to_string(),
+            row.lat_mean_ns
+                .map_or_else(String::new, |v| format!("{v:.3}")),
+            row.lat_p50_ns.map_or_else(String::new, |v| v.to_string()),
+            row.lat_p99_ns.map_or_else(String::new, |v| v.to_string()),
             format!("{:.3}", row.interrupts_per_s),
             format!("{:.6}", row.cpu_util),
             format!("{:.6}", row.job_cpu_util),
@@ -477,7 +482,7 @@ pub fn read_jsonl(text: &str) -> Result<Vec<SweepRow>, String> {
             .map_err(|e| format!("line {}: not a sweep row: {e}", i + 1))?;
         if let Some((name, v)) = [
             ("iops", row.iops),
-            ("lat_mean_ns", row.lat_mean_ns),
+            ("lat_mean_ns", row.lat_mean_ns.unwrap_or(0.0)),
             ("interrupts_per_s", row.interrupts_per_s),
             ("cpu_util", row.cpu_util),
             ("job_cpu_util", row.job_cpu_util),
@@ -553,9 +558,10 @@ pub fn read_csv(text: &str) -> Result<Vec<SweepRow>, String> {
             kind: f[keys + 1].clone(),
             job: f[keys + 2].clone(),
             iops: num(3)?,
-            lat_mean_ns: num(4)?,
-            lat_p50_ns: int(5)?,
-            lat_p99_ns: int(6)?,
+            // Empty where the job has no latency sample.
+            lat_mean_ns: (!f[keys + 4].is_empty()).then(|| num(4)).transpose()?,
+            lat_p50_ns: (!f[keys + 5].is_empty()).then(|| int(5)).transpose()?,
+            lat_p99_ns: (!f[keys + 6].is_empty()).then(|| int(6)).transpose()?,
             interrupts_per_s: num(7)?,
             cpu_util: num(8)?,
             job_cpu_util: num(9)?,
@@ -1061,6 +1067,53 @@ mod tests {
             read_jsonl(old_line).expect("v1 line")[0].context_switches_per_io,
             0.0
         );
+    }
+
+    /// A job without a latency sample (it ended within its warm-up, as
+    /// fio reports such a job) has none in either format: empty CSV
+    /// fields and JSON nulls, never a latency of 0 beside its rate.
+    #[test]
+    fn a_job_without_latency_samples_has_none_in_either_format() {
+        let args = SweepArgs {
+            vary: vec![vary("duration=10ms,20ms")],
+            progress: Progress::Never,
+            ..SweepArgs::default()
+        };
+        // The fake's jobs at 20 ms took no sample.
+        let ramped = |s: &Scenario| -> Result<RunResult, EngineError> {
+            let mut r = fake_run(s)?;
+            if s.duration > 10_000_000 {
+                for j in r.results.iter_mut().flat_map(|x| x.jobs.iter_mut()) {
+                    j.lat_ns = cint_report::LatencyStats::empty();
+                }
+            }
+            Ok(r)
+        };
+        let out = run_sweep(&loader, &ramped, &args).expect("sweep");
+        let mut csv = Vec::new();
+        out.write_csv(&mut csv).expect("csv");
+        let csv = String::from_utf8(csv).expect("utf8");
+        let from_csv = read_csv(&csv).expect("reads back");
+        let rows = out.rows();
+        for (c, r) in from_csv.iter().zip(&rows) {
+            let sampled = r.point["duration"] == "10ms";
+            assert_eq!(r.lat_mean_ns.is_some(), sampled, "{r:?}");
+            assert_eq!(
+                (r.lat_p50_ns.is_some(), r.lat_p99_ns.is_some()),
+                (sampled, sampled)
+            );
+            assert_eq!((c.lat_p50_ns, c.lat_p99_ns), (r.lat_p50_ns, r.lat_p99_ns));
+            assert_eq!(c.lat_mean_ns.is_some(), sampled);
+            assert!(r.iops > 0.0);
+        }
+        assert!(
+            csv.lines()
+                .any(|l| l.starts_with("20ms,") && l.contains(",,,")),
+            "{csv}"
+        );
+        let line = serde_json::to_string(&rows[rows.len() - 1]).expect("json");
+        assert!(line.contains("\"lat_mean_ns\":null"), "{line}");
+        assert_eq!(read_jsonl(&line).expect("reads back")[0].lat_p99_ns, None);
     }
 
     #[test]

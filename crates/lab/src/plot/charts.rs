@@ -241,12 +241,13 @@ pub(super) fn x_axis(values: &[String]) -> (Vec<f64>, Option<Vec<String>>, Strin
     )
 }
 
-/// `(file stem, title, y axis label, value of a row)`.
+/// `(file stem, title, y axis label, value of a row)`; a row without
+/// the value (a job without latency samples) has no point.
 pub(super) type SweepMetric = (
     &'static str,
     &'static str,
     &'static str,
-    fn(&SweepRow) -> f64,
+    fn(&SweepRow) -> Option<f64>,
 );
 
 /// Line plots of every metric against the first varied key: one line per
@@ -392,28 +393,28 @@ impl<'r> SweepStyles<'r> {
 fn sweep_metrics(rows: &[SweepRow]) -> Vec<SweepMetric> {
     let mut metrics: Vec<SweepMetric> = vec![
         ("sweep_iops", "Throughput", "IOPS (thousands)", |r| {
-            r.iops / 1e3
+            Some(r.iops / 1e3)
         }),
         (
             "sweep_latency_mean",
             "Mean latency",
             "mean latency (µs)",
-            |r| r.lat_mean_ns / 1e3,
+            |r| r.lat_mean_ns.map(|ns| ns / 1e3),
         ),
         (
             "sweep_latency_p99",
             "99th percentile latency",
             "p99 latency (µs)",
-            |r| r.lat_p99_ns as f64 / 1e3,
+            |r| r.lat_p99_ns.map(|ns| ns as f64 / 1e3),
         ),
         (
             "sweep_irqs",
             "Interrupt rate",
             "interrupts per second (thousands)",
-            |r| r.interrupts_per_s / 1e3,
+            |r| Some(r.interrupts_per_s / 1e3),
         ),
         ("sweep_cpu", "CPU utilisation", "CPU busy (%)", |r| {
-            r.cpu_util * 100.0
+            Some(r.cpu_util * 100.0)
         }),
     ];
     // Guests' runs (docs/VIRT.md): their virtual interrupts and the cycles
@@ -424,19 +425,19 @@ fn sweep_metrics(rows: &[SweepRow]) -> Vec<SweepMetric> {
                 "sweep_virtual_irqs",
                 "Virtual interrupt rate",
                 "virtual interrupts per second (thousands)",
-                |r| r.virt.map_or(0.0, |v| v.virtual_interrupts_per_s / 1e3),
+                |r| r.virt.map(|v| v.virtual_interrupts_per_s / 1e3),
             ),
             (
                 "sweep_ipis",
                 "IPI rate",
                 "IPIs per second (thousands)",
-                |r| r.virt.map_or(0.0, |v| v.ipis_per_s / 1e3),
+                |r| r.virt.map(|v| v.ipis_per_s / 1e3),
             ),
             (
                 "sweep_cycles_per_io",
                 "CPU cycles per guest I/O",
                 "cycles per I/O (thousands)",
-                |r| r.virt.map_or(0.0, |v| v.cycles_per_io / 1e3),
+                |r| r.virt.map(|v| v.cycles_per_io / 1e3),
             ),
         ];
         metrics.extend(virt);
@@ -444,13 +445,13 @@ fn sweep_metrics(rows: &[SweepRow]) -> Vec<SweepMetric> {
     // With an energy model (every row has its figures), its two charts.
     if rows.iter().all(|r| r.energy.is_some()) {
         metrics.push(("sweep_power", "Mean system power", "power (W)", |r| {
-            r.energy.map_or(0.0, |e| e.power_w)
+            r.energy.map(|e| e.power_w)
         }));
         metrics.push((
             "sweep_bytes_per_joule",
             "Energy efficiency",
             "megabytes per joule",
-            |r| r.energy.map_or(0.0, |e| e.bytes_per_joule / 1e6),
+            |r| r.energy.map(|e| e.bytes_per_joule / 1e6),
         ));
     }
     metrics
@@ -542,8 +543,11 @@ pub(super) fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineC
     for (stem, what, y_desc, metric) in sweep_metrics(rows) {
         let mut series: Vec<Series> = Vec::new();
         for r in rows {
+            let Some(y) = metric(r) else {
+                continue;
+            };
             let (color, variant) = styles.style_of(r);
-            let point = (axis.x_of(r), metric(r));
+            let point = (axis.x_of(r), y);
             match series
                 .iter_mut()
                 .find(|s| s.color == color && s.variant == variant)
@@ -556,6 +560,10 @@ pub(super) fn sweep_charts(rows: &[SweepRow]) -> Result<Vec<(&'static str, LineC
                     variant,
                 }),
             }
+        }
+        // No row has the metric (no job took a latency sample): no chart.
+        if series.is_empty() {
+            continue;
         }
         for s in &mut series {
             s.points.sort_by(|a, b| a.0.total_cmp(&b.0));

@@ -177,9 +177,9 @@ fn row(point: &[(&str, &str)], strategy: &str, job: &str, iops: f64) -> SweepRow
         kind: "adaptive".into(),
         job: job.into(),
         iops,
-        lat_mean_ns: 1_000.0,
-        lat_p50_ns: 1_000,
-        lat_p99_ns: 2_000,
+        lat_mean_ns: Some(1_000.0),
+        lat_p50_ns: Some(1_000),
+        lat_p99_ns: Some(2_000),
         interrupts_per_s: 1_000.0,
         cpu_util: 0.5,
         job_cpu_util: 0.5,
@@ -399,4 +399,31 @@ fn a_sweep_with_energy_figures_also_charts_power_and_bytes_per_joule() {
     // One row without figures: the energy charts are left out.
     rows[0].energy = None;
     assert_eq!(sweep_charts(&rows).expect("charts").len(), 5);
+}
+
+/// A row without a latency sample (a job that ended within its warm-up)
+/// has no point on the latency charts, where it drew one at 0; with none
+/// in any row those charts are left out.
+#[test]
+fn rows_without_latency_samples_have_no_latency_points() {
+    let mut rows = two_key_rows(&["j"]);
+    rows[0].lat_mean_ns = None;
+    rows[0].lat_p99_ns = None;
+    let charts = sweep_charts(&rows).expect("charts");
+    let points = |stem: &str| -> usize {
+        let (_, chart) = charts.iter().find(|(s, _)| *s == stem).expect("chart");
+        chart.series.iter().map(|s| s.points.len()).sum()
+    };
+    assert_eq!(points("sweep_latency_mean"), rows.len() - 1);
+    assert_eq!(points("sweep_latency_p99"), rows.len() - 1);
+    assert_eq!(points("sweep_iops"), rows.len());
+    for r in &mut rows {
+        (r.lat_mean_ns, r.lat_p99_ns) = (None, None);
+    }
+    let stems: Vec<&str> = sweep_charts(&rows)
+        .expect("charts")
+        .iter()
+        .map(|(stem, _)| *stem)
+        .collect();
+    assert_eq!(stems, ["sweep_iops", "sweep_irqs", "sweep_cpu"]);
 }
