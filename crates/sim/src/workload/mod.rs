@@ -793,10 +793,8 @@ impl World<'_> {
                 if traced {
                     self.trace_done(t, r, &done);
                 }
-            } else {
-                if let Some(stats) = self.jobs.get_mut(job) {
-                    stats.record_in_ramp(done.write, done.bytes);
-                }
+            } else if let Some(stats) = self.jobs.get_mut(job) {
+                stats.record_in_ramp(done.write, done.bytes);
             }
             self.depth_search_completion(t, now - done.issued);
             self.steady_sample(job, now, done.bytes);

@@ -403,10 +403,8 @@ impl<'a> World<'a> {
         let (entered, datasync) = (s.sync_entered, s.sync_is_datasync);
         if self.measuring && self.job_measuring(job, now) {
             self.jobs[job].record_sync(now - entered, datasync);
-        } else {
-            if let Some(stats) = self.jobs.get_mut(job) {
-                stats.record_sync_in_ramp(datasync);
-            }
+        } else if let Some(stats) = self.jobs.get_mut(job) {
+            stats.record_sync_in_ramp(datasync);
         }
         self.issue(t);
     }

@@ -643,10 +643,8 @@ impl World<'_> {
                 polled: false,
             };
             self.jobs[job].record(&done, now, true);
-        } else {
-            if let Some(stats) = self.jobs.get_mut(job) {
-                stats.record_in_ramp(call.write, call.bytes);
-            }
+        } else if let Some(stats) = self.jobs.get_mut(job) {
+            stats.record_in_ramp(call.write, call.bytes);
         }
         self.steady_sample(job, now, call.bytes);
         self.count_completions(t, 1);
