@@ -54,7 +54,7 @@ fn run_title(doc: &RunDoc, what: &str) -> String {
 /// The bar charts of a result document, `(file stem, chart)`: a bar per
 /// strategy and job (and their total), `baseline` the strategy the bars
 /// are labelled relative to.
-fn bar_charts(doc: &RunDoc, baseline: usize) -> [(&'static str, BarChart); 5] {
+pub(super) fn bar_charts(doc: &RunDoc, baseline: usize) -> [(&'static str, BarChart); 5] {
     let categories: Vec<String> = doc.results.iter().map(|s| s.strategy.clone()).collect();
     let job_names: Vec<String> = doc.results[0].jobs.iter().map(|j| j.name.clone()).collect();
     let per_job = |f: &dyn Fn(&JobDoc) -> f64| -> Vec<(String, Vec<f64>)> {
@@ -99,7 +99,7 @@ fn bar_charts(doc: &RunDoc, baseline: usize) -> [(&'static str, BarChart); 5] {
                 title: title("Mean latency"),
                 y_desc: "mean latency (µs)".into(),
                 categories: categories.clone(),
-                series: per_job(&|j| j.lat_ns.mean / 1e3),
+                series: per_job(&|j| latency(j, j.lat_ns.mean)),
                 baseline,
             },
         ),
@@ -109,7 +109,7 @@ fn bar_charts(doc: &RunDoc, baseline: usize) -> [(&'static str, BarChart); 5] {
                 title: title("99th percentile latency"),
                 y_desc: "p99 latency (µs)".into(),
                 categories: categories.clone(),
-                series: per_job(&|j| j.lat_ns.at(99.0).unwrap_or(0) as f64 / 1e3),
+                series: per_job(&|j| latency(j, j.lat_ns.at(99.0).unwrap_or(0) as f64)),
                 baseline,
             },
         ),
@@ -145,16 +145,32 @@ fn bar_charts(doc: &RunDoc, baseline: usize) -> [(&'static str, BarChart); 5] {
     ]
 }
 
+/// Job `j`'s latency `ns` in microseconds, or NaN, no bar, where it took
+/// no sample.
+fn latency(j: &JobDoc, ns: f64) -> f64 {
+    if j.lat_ns.sampled() {
+        ns / 1e3
+    } else {
+        f64::NAN
+    }
+}
+
 /// The latency CDF of every strategy and job, from the reported
 /// percentiles between the minimum and the maximum. Colour is the
 /// strategy, line style the job, as in the sweep charts.
-fn latency_cdf(doc: &RunDoc) -> LineChart {
+pub(super) fn latency_cdf(doc: &RunDoc) -> LineChart {
     let categories: Vec<String> = doc.results.iter().map(|s| s.strategy.clone()).collect();
     let job_names: Vec<String> = doc.results[0].jobs.iter().map(|j| j.name.clone()).collect();
     let multi_job = job_names.len() > 1;
     let mut cdf = Vec::new();
     for (si, s) in doc.results.iter().enumerate() {
-        for (ji, j) in s.jobs.iter().enumerate() {
+        // A job without a latency sample has no curve.
+        for (ji, j) in s
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.lat_ns.sampled())
+        {
             let mut pts: Vec<(f64, f64)> = vec![(j.lat_ns.min as f64 / 1e3, 0.0)];
             let mut pcts: Vec<(f64, u64)> = j
                 .lat_ns

@@ -63,7 +63,8 @@ pub struct BarChart {
     pub y_desc: String,
     /// Categories along x.
     pub categories: Vec<String>,
-    /// `(series name, one value per category)`.
+    /// `(series name, one value per category)`; NaN where there is no
+    /// value (a job without latency samples), drawn as no bar.
     pub series: Vec<(String, Vec<f64>)>,
     /// Category the ratio labels divide by.
     pub baseline: usize,
@@ -259,7 +260,8 @@ pub(super) fn draw_bars<DB: DrawingBackend>(
     let width = 0.8 / groups;
     for (si, (_, values)) in c.series.iter().enumerate() {
         let color = color_of(si).0;
-        let bars = values.iter().enumerate().map(|(ci, &v)| {
+        let present = || values.iter().enumerate().filter(|(_, v)| !v.is_nan());
+        let bars = present().map(|(ci, &v)| {
             let x0 = ci as f64 + 0.1 + si as f64 * width;
             Rectangle::new([(x0, 0.0), (x0 + width * 0.92, v)], color.filled())
         });
@@ -270,12 +272,12 @@ pub(super) fn draw_bars<DB: DrawingBackend>(
             .color(&BLACK);
         chart.draw_series(values.iter().enumerate().map(|(ci, &v)| {
             let x = ci as f64 + 0.1 + si as f64 * width + width * 0.46;
-            let ratio = if base > 0.0 {
-                format!("{:.2}x", v / base)
-            } else {
-                "-".into()
+            let (label, y) = match v {
+                v if v.is_nan() => ("no sample".to_string(), 0.0),
+                v if base > 0.0 => (format!("{:.2}x", v / base), v),
+                v => ("-".into(), v),
             };
-            Text::new(ratio, (x, v + y_top * 0.01), label_style.clone())
+            Text::new(label, (x, y + y_top * 0.01), label_style.clone())
         }))?;
     }
     // Category names under their group, drawn on the root because the mesh

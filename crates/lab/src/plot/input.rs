@@ -54,9 +54,19 @@ pub struct LatDoc {
     pub mean: f64,
     /// Percentile (as text, e.g. `"99.000000"`) to latency.
     pub percentile: BTreeMap<String, u64>,
+    /// Samples (`N`); absent from a document without it.
+    #[serde(rename = "N", default)]
+    pub n: Option<u64>,
 }
 
 impl LatDoc {
+    /// Whether the job took latency samples: one that completed nothing,
+    /// or ended within its warm-up, has none, and its zeros are no
+    /// latency.
+    pub(super) fn sampled(&self) -> bool {
+        self.n != Some(0)
+    }
+
     pub(super) fn at(&self, p: f64) -> Option<u64> {
         self.percentile.get(&format!("{p:.6}")).copied()
     }

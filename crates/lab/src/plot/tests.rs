@@ -427,3 +427,29 @@ fn rows_without_latency_samples_have_no_latency_points() {
         .collect();
     assert_eq!(stems, ["sweep_iops", "sweep_irqs", "sweep_cpu"]);
 }
+
+/// A job without a latency sample (it ended within its warm-up) has no
+/// latency bar, the label "no sample" where its bar would stand, and no
+/// CDF curve, where it drew zeros: a latency of 0 µs.
+#[test]
+fn a_job_without_latency_samples_has_no_latency_bar_or_curve() {
+    let mut result = fake_run(&mixed()).expect("fake run");
+    result.results[0].jobs[0].lat_ns = cint_report::LatencyStats::empty();
+    let doc = RunDoc::from_result(&result).expect("doc");
+    let [_, (_, mean), (_, p99), _, _] = bar_charts(&doc, 0);
+    for chart in [&mean, &p99] {
+        let (_, first_job) = &chart.series[0];
+        assert!(first_job[0].is_nan(), "{first_job:?}");
+        assert!(first_job[1..].iter().all(|v| v.is_finite() && *v > 0.0));
+    }
+    let cdf = latency_cdf(&doc);
+    let curves = doc.results.iter().map(|s| s.jobs.len()).sum::<usize>();
+    assert_eq!(cdf.series.len(), curves - 1);
+    let dir = out_dir("unsampled");
+    let mut args = PlotArgs::new(&dir);
+    args.baseline = Some("none".into());
+    plot_run(&doc, &args).expect("plots");
+    let svg = std::fs::read_to_string(dir.join("latency_mean.svg")).expect("svg");
+    assert!(svg.contains("no sample"), "the missing bar is labelled");
+    let _ = std::fs::remove_dir_all(&dir);
+}
