@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs each job given (fio options after a psync, O_DIRECT job on a
 # fresh file) in fio and in the model (`cint sim --strategy none`), and
-# prints what each counted: requests, fio's `total_ios` of its sync
-# section (its fsyncs), and latency samples. For the counts that do not
+# prints what each counted: requests (`total_ios`) and their bytes
+# (`io_bytes`, which fio counts apart: they can differ by a request
+# around a ramp's end), fio's `total_ios` of its sync section (its
+# fsyncs), and latency samples. For the counts that do not
 # depend on the device's speed (a job that ends by its size or count).
 # Cited by docs/FIO.md and docs/results/fio-fidelity.md with the jobs
 # that show each rule, for example:
@@ -29,9 +31,10 @@ import json, sys
 def counts(path):
     jobs = json.load(open(path))["jobs"]
     ios = sum(j[d]["total_ios"] for j in jobs for d in ("read", "write"))
+    moved = sum(j[d]["io_bytes"] for j in jobs for d in ("read", "write"))
     syncs = sum(j["sync"]["total_ios"] for j in jobs)
     samples = sum(j[d]["lat_ns"]["N"] for j in jobs for d in ("read", "write"))
-    return f"{ios} requests, {syncs} fsyncs, {samples} latency samples"
+    return f"{ios} requests ({moved} bytes), {syncs} fsyncs, {samples} latency samples"
 print(f"{sys.argv[1]}\n  fio 3.33: {counts('fio.json')}\n  model:    {counts('model/none.json')}")
 PY
   rm -rf "$dir/f.dat" "$dir/model"

@@ -955,8 +955,11 @@ impl IoThread {
                 self.restart_rate(sys::now());
                 // fio counts `number_ios` again from the end of its ramp
                 // (libfio.c `reset_all_stats`), those in flight then
-                // included (backend.c `exceeds_number_ios`).
-                self.counted_from = self.requests_issued - self.in_flight() as u64;
+                // included (backend.c `exceeds_number_ios`), and those
+                // this thread measured since the window opened: fio
+                // resets at the first of them, as the simulator counts.
+                self.counted_from =
+                    self.requests_issued - self.in_flight() as u64 - self.out.ios;
                 self.writes_base = self.writes_issued;
             }
             // Ended before the run: by its size, its floor, or another

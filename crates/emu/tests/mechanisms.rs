@@ -2164,3 +2164,34 @@ fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
     assert!(cpu > 0.5 && cpu <= 1.05, "{cpu}");
     assert!(said(&d).contains("its CPU is over its whole life"));
 }
+
+/// `number_ios` counts again from the end of the ramp, the requests in
+/// flight then included, and one taken in hand after the window opened
+/// but before the thread's loop looked: fio resets at that completion and
+/// counts the rest, so the job measures exactly its count (fio 3.33,
+/// psync at depth 1, `number_ios=1000 ramp_time=2ms`: 1 000; the
+/// emulator measured 1 001 until 2026-11-29).
+#[test]
+fn number_ios_after_a_ramp_measures_exactly_its_count() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let mut job = io_job("counted", Engine::Psync, 1, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.shape.number_ios = Some(2_000);
+    }
+    let mut sc = scenario(
+        "ramp-count",
+        device(10 * US, 4),
+        vec![none()],
+        vec![job],
+        SEC,
+    );
+    sc.warmup = 2 * MS;
+    sc.run_to_end = true;
+    let d = cint_emu::run_detailed(&sc).expect("emulator runs");
+    assert_each_request_back_once(&d.strategies[0].jobs[0], "none");
+    let j = &d.result.results[0].jobs[0];
+    assert_eq!((j.ios, j.lat_ns.n), (2_000, 2_000), "{:?}", d.result.notes);
+}

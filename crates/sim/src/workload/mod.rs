@@ -787,6 +787,7 @@ impl World<'_> {
             let floored = th.prog.floored;
             if self.measuring && self.job_measuring(job, now) {
                 self.jobs[job].record(&done, now, sync);
+                self.measured_before_ramp_reset(t);
                 if floored {
                     self.floor_sample(t, done.write, done.bytes);
                 }

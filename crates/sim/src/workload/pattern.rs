@@ -67,6 +67,11 @@ pub(crate) struct ThreadShape {
     writes_base: u64,
     /// The counts have been reset at the end of the ramp.
     ramp_reset: bool,
+    /// Requests handed to the thread, and measured, after its job's
+    /// window opened and before the reset (which waits for the top of its
+    /// loop): fio resets at the first of them and counts the rest
+    /// towards `number_ios`, so the reset counts them too.
+    measured_before_reset: u64,
 }
 
 /// The shape of a cpu job: nothing shaped.
@@ -265,9 +270,18 @@ impl<'a> World<'a> {
         }
         let in_flight = u64::from(self.threads[t].in_flight);
         let s = &mut self.shaping[t];
-        s.issued_base = s.issued.saturating_sub(in_flight);
+        s.issued_base = s.issued.saturating_sub(in_flight + s.measured_before_reset);
         s.writes_base = s.writes;
         s.ramp_reset = true;
+    }
+
+    /// Thread `t` was handed a measured request before its counts were
+    /// reset at the end of its ramp ([`World::reset_counts_after_ramp`]).
+    pub(crate) fn measured_before_ramp_reset(&mut self, t: usize) {
+        let s = &mut self.shaping[t];
+        if !s.ramp_reset {
+            s.measured_before_reset += 1;
+        }
     }
 
     /// Whether thread `t`'s counts still wait for the end of its ramp.

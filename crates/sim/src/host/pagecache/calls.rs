@@ -643,6 +643,7 @@ impl World<'_> {
                 polled: false,
             };
             self.jobs[job].record(&done, now, true);
+            self.measured_before_ramp_reset(t);
         } else if let Some(stats) = self.jobs.get_mut(job) {
             stats.record_in_ramp(call.write, call.bytes);
         }
