@@ -746,6 +746,18 @@ fn a_later_groups_flow_weight_holds_the_jobs_before_it() {
     assert!(!together.notes.iter().any(|n| n.starts_with("flow_id")));
 }
 
+/// A 20 ms run without a warm-up on `cores` cores of a device whose
+/// reads take 500 us each, 64 at a time, with `jobs`.
+fn slow_reads(cores: u32, jobs: &str) -> String {
+    format!(
+        "name = \"slow\"\nduration = \"20ms\"\nwarmup = \"0ms\"\n\
+         [device]\nmodel = \"optane-p4800x\"\nread.base = \"500us\"\n\
+         parallel_units = 64\njitter = \"none\"\n\
+         [host]\nmodel = \"xeon-e5-2660v4\"\ncores = {cores}\n\
+         [[strategy]]\nname = \"none\"\nkind = \"none\"\n{jobs}"
+    )
+}
+
 /// At its runtime's end a thread stops issuing, then reaps what it has in
 /// flight, counting it, before it exits (fio's backend.c
 /// `cleanup_pending_aio`); its job's runtime runs to there. Here 32 reads
@@ -754,13 +766,10 @@ fn a_later_groups_flow_weight_holds_the_jobs_before_it() {
 /// last round in flight, uncounted (608 reads).
 #[test]
 fn a_thread_at_its_runtime_reaps_what_it_has_in_flight() {
-    let text = "name = \"rt\"\nduration = \"20ms\"\nwarmup = \"0ms\"\n\
-                [device]\nmodel = \"optane-p4800x\"\nread.base = \"500us\"\n\
-                parallel_units = 64\njitter = \"none\"\n\
-                [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 1\n\
-                [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
-                [[job]]\nname = \"r\"\nengine = \"libaio\"\niodepth = 32\nruntime = \"10ms\"\n";
-    let r = run(text);
+    let r = run(&slow_reads(
+        1,
+        "[[job]]\nname = \"r\"\nengine = \"libaio\"\niodepth = 32\nruntime = \"10ms\"\n",
+    ));
     let j = job(&r, "r");
     assert_eq!(j.ios, 640);
     let window = j.ios as f64 / j.iops;
@@ -875,14 +884,11 @@ fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
 /// are all counted, a whole number of rounds.
 #[test]
 fn a_job_ended_by_anothers_exitall_reaps_what_it_has_in_flight() {
-    let text = "name = \"ex\"\nduration = \"20ms\"\nwarmup = \"0ms\"\n\
-                [device]\nmodel = \"optane-p4800x\"\nread.base = \"500us\"\n\
-                parallel_units = 64\njitter = \"none\"\n\
-                [host]\nmodel = \"xeon-e5-2660v4\"\ncores = 2\n\
-                [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
-                [[job]]\nname = \"short\"\nruntime = \"5ms\"\nexitall = \"group\"\ncpu = 1\n\
-                [[job]]\nname = \"r\"\nengine = \"libaio\"\niodepth = 32\n";
-    let r = run(text);
+    let r = run(&slow_reads(
+        2,
+        "[[job]]\nname = \"short\"\nruntime = \"5ms\"\nexitall = \"group\"\ncpu = 1\n\
+         [[job]]\nname = \"r\"\nengine = \"libaio\"\niodepth = 32\n",
+    ));
     let j = job(&r, "r");
     assert!(j.ios >= 32 * 10, "{}", j.ios);
     assert_eq!(j.ios % 32, 0, "{} reads: a round left in flight", j.ios);
