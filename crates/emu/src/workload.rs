@@ -958,7 +958,9 @@ impl IoThread {
                 // included (backend.c `exceeds_number_ios`), and those
                 // this thread measured since the window opened: fio
                 // resets at the first of them, as the simulator counts.
-                self.counted_from = self.requests_issued - self.in_flight() as u64 - self.out.ios;
+                self.counted_from = self
+                    .requests_issued
+                    .saturating_sub(self.in_flight() as u64 + self.out.ios);
                 self.writes_base = self.writes_issued;
             }
             // Ended before the run: by its size, its floor, or another
