@@ -139,13 +139,24 @@ def _warn(messages: Sequence[str]) -> None:
         warnings.warn(message, FioImportWarning, stacklevel=3)
 
 
+# The latency columns, empty in the CSV for a job without a latency sample
+# (it completed nothing, or ended within its warm-up).
+_LATENCY_COLUMNS = ("lat_mean_ns", "lat_p50_ns", "lat_p99_ns")
+
+
 def _frame(csv: str, keys: Sequence[str]) -> "pandas.DataFrame":
     """The CSV of ``cint sweep --csv`` as a DataFrame: varied values and names
-    as strings (as the JSON lines have them), metrics as numbers."""
+    as strings (as the JSON lines have them), metrics as numbers, and NaN
+    for the latencies of a job without a latency sample."""
     import pandas
 
     text_columns = {column: str for column in [*keys, "strategy", "kind", "job"]}
-    frame = pandas.read_csv(io.StringIO(csv), dtype=text_columns, keep_default_na=False)
+    # Only the latencies may be empty: a varied value or a name that reads
+    # "NA" or "" stays text.
+    missing = {column: [""] for column in _LATENCY_COLUMNS}
+    frame = pandas.read_csv(
+        io.StringIO(csv), dtype=text_columns, keep_default_na=False, na_values=missing
+    )
     frame.attrs["csv"] = csv
     return frame
 

@@ -95,6 +95,25 @@ def test_rows_fio_documents_and_check_are_the_cli_ones(cint_bin, tmp_path):
     assert resolved.doc["duration"] == "20ms" and resolved.doc["name"] == "mixed"
 
 
+def test_a_job_without_latency_samples_has_nan_latencies_in_its_frame():
+    # A job that ends within its warm-up reports its whole life, as fio
+    # does, and no latency sample: NaN in the frame, never 0 or text.
+    text = (
+        'name = "ramp"\nduration = "20ms"\nwarmup = "100ms"\n'
+        '[[strategy]]\nname = "none"\nkind = "none"\n'
+        '[[job]]\nname = "short"\nbs = "4k"\nio_size = "1m"\n'
+        '[[job]]\nname = "long"\n'
+    )
+    frame = cinterrupts.sim(text).to_pandas()
+    short = frame[frame["job"] == "short"].iloc[0]
+    long = frame[frame["job"] == "long"].iloc[0]
+    assert short["iops"] > 0
+    for column in ("lat_mean_ns", "lat_p50_ns", "lat_p99_ns"):
+        assert frame[column].dtype.kind == "f", column
+        assert short[column] != short[column], column  # NaN
+        assert long[column] > 0, column
+
+
 def test_results_pickle_with_their_documents():
     result = cinterrupts.sim(SCENARIOS / "sync-qd1.toml", SHORT)
     copy = pickle.loads(pickle.dumps(result))
