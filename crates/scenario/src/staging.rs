@@ -61,13 +61,12 @@ pub fn groups_in_turn_note(strategy: &str) -> String {
 
 /// The note on a job that ended within its own warm-up: it started at
 /// `start`, ended at `end` with `ios` requests completed (`None`: a
-/// CPU-bound job, which makes none), and its
-/// warm-up would have ended at `warmup_end`; the run's window opened at
-/// `run_window` (`None`: the run ended first). Its figures are then its
-/// whole life's, as fio's are for a job that ends within its
-/// `ramp_time`: fio resets a job's counts only when its ramp ends while
-/// it runs (time.c `ramp_time_over`), and takes no latency sample
-/// before (io_u.c `should_account`).
+/// CPU-bound job, which makes none), and its warm-up would have ended at
+/// `warmup_end`; the run's window opened at `run_window` (`None`: the
+/// run ended first). Its figures are then its whole life's, as fio's are
+/// for a job that ends within its `ramp_time`: fio resets a job's counts
+/// only when its ramp ends while it runs (time.c `ramp_time_over`), and
+/// takes no latency sample before (io_u.c `should_account`).
 pub fn ended_in_warmup_note(
     strategy: &str,
     job: &str,
