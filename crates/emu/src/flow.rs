@@ -34,7 +34,6 @@ pub(crate) struct FlowPlace {
     pub sleep: Nanos,
     /// Passes this thread counted.
     counted: u64,
-    joined: bool,
 }
 
 /// Each job's place in a flow (`None`: not in one); the threads of jobs
@@ -79,20 +78,15 @@ impl FlowPlace {
             weight,
             sleep,
             counted: 0,
-            joined: true,
         }
     }
 
     /// The thread exits: its weight and its count leave the flow.
-    pub(crate) fn leave(&mut self) {
-        if !self.joined {
-            return;
-        }
-        self.joined = false;
+    pub(crate) fn leave(self) {
         self.flow
             .total
             .fetch_sub(u64::from(self.weight), Ordering::SeqCst);
-        let counted = std::mem::take(&mut self.counted);
+        let counted = self.counted;
         // Never below fio's starting 1; the closure always gives a value.
         let _ = self
             .flow

@@ -1065,7 +1065,7 @@ impl IoThread {
                 self.think_wait(control, max_events);
             }
         }
-        if let Some(f) = &mut self.flow {
+        if let Some(f) = self.flow.take() {
             f.leave();
         }
         self.finish()

@@ -27,12 +27,11 @@ pub(crate) struct Flows {
     /// Per flow: (id, counter, total weight of the threads that have not
     /// exited). The counter starts at 1, as fio's does.
     flows: Vec<(u32, u64, u64)>,
-    /// Per thread: its flow's index, or none.
+    /// Per thread: its flow's index, or none (none again once it has
+    /// left it, exiting).
     of_thread: Vec<Option<usize>>,
     /// Per thread: iterations it counted.
     counted: Vec<u64>,
-    /// Per thread: its weight is in its flow's total.
-    joined: Vec<bool>,
     /// Per thread: the requests it had issued when its last pass counted,
     /// until that pass issues.
     open_pass: Vec<Option<u64>>,
@@ -64,7 +63,6 @@ impl Flows {
             .collect();
         Flows {
             flows,
-            joined: of_thread.iter().map(Option::is_some).collect(),
             of_thread,
             counted: vec![0; jobs.len()],
             open_pass: vec![None; jobs.len()],
@@ -77,14 +75,11 @@ impl World<'_> {
     pub(crate) fn flow_leave(&mut self, t: usize) {
         let w = u64::from(self.shape(t).flow);
         let f = &mut self.flows;
-        if let Some(i) = f.of_thread[t] {
-            if f.joined[t] {
-                f.joined[t] = false;
-                let flow = &mut f.flows[i];
-                flow.2 = flow.2.saturating_sub(w);
-                flow.1 = flow.1.saturating_sub(f.counted[t]).max(1);
-                f.counted[t] = 0;
-            }
+        if let Some(i) = f.of_thread[t].take() {
+            let flow = &mut f.flows[i];
+            flow.2 = flow.2.saturating_sub(w);
+            flow.1 = flow.1.saturating_sub(f.counted[t]).max(1);
+            f.counted[t] = 0;
         }
     }
 
