@@ -109,6 +109,17 @@ impl TraceCursor {
     }
 }
 
+/// The largest request of trace job `job`, in bytes, over all its
+/// streams.
+pub(crate) fn largest(job: &TraceJob) -> u64 {
+    job.threads
+        .iter()
+        .flat_map(|t| &t.ios)
+        .map(|io| io.bytes)
+        .max()
+        .unwrap_or(0)
+}
+
 /// The farthest byte any request of trace job `job` reaches.
 pub(crate) fn reach(job: &TraceJob) -> u64 {
     job.threads

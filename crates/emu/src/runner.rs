@@ -1689,12 +1689,7 @@ fn drain_patience(scenario: &Scenario, strategy: &Strategy) -> std::time::Durati
         .filter_map(|job| job.io())
         .map(|io| match &io.shape.trace {
             // A trace's requests have the sizes it recorded.
-            Some(trace) => trace
-                .threads
-                .iter()
-                .flat_map(|t| t.ios.iter().map(|r| r.bytes))
-                .max()
-                .unwrap_or(0),
+            Some(trace) => crate::replay::largest(trace),
             None => cint_scenario::shape::largest_block(&io.shape, io.bs),
         })
         .max()
@@ -2197,8 +2192,8 @@ fn summarise_job(
     // A job that ended within its warm-up reports its whole life, as fio
     // does: what its threads tallied before its window, over its span.
     let life = life_within_warmup(outcomes, window, staged);
+    let since_run = |at: Nanos| at.saturating_sub(window.run_start);
     let span = life.map_or(span, |(start, end)| {
-        let since_run = |at: Nanos| at.saturating_sub(window.run_start);
         Some((since_run(start), since_run(start), since_run(end)))
     });
     let window_ns = life
@@ -2301,7 +2296,6 @@ fn summarise_job(
         (ios, bytes) = (warmup.total_ios(), warmup.total_bytes());
         [read, write] = warmup.directions();
         syncs = warmup.syncs();
-        let since_run = |at: Nanos| at.saturating_sub(window.run_start);
         // When its warm-up was to end: its own start's plus the warm-up
         // (a staged job's window), or the run's.
         let warmup_end = outcomes
