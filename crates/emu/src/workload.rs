@@ -14,6 +14,7 @@ use cint_policy::{Hint, Nanos};
 use cint_report::{FioHistogram, LatencyHistogram, TraceMeasure, WarmupTally};
 use cint_scenario::depth_search::{DepthSearch, Step};
 use cint_scenario::offsets::RandomOffsets;
+use cint_scenario::passes::{LoopTop, PassEnd, PassSyncs};
 use cint_scenario::rate::Pacer;
 use cint_scenario::rate_floor::{Floor, Missed};
 use cint_scenario::steady::SteadyProbe;
@@ -713,10 +714,11 @@ struct IoThread {
     stop_at: Option<Nanos>,
     /// What fio's `fsync` and `fdatasync` decide by: writes issued, those
     /// before the ramp's end, whether the last call was a sync (none
-    /// again until a request completed), and the file synced.
+    /// again until a request completed) and the pass over the file the
+    /// thread is in, and the file synced.
     writes_issued: u64,
     writes_base: u64,
-    last_was_sync: bool,
+    syncs: PassSyncs,
     sync_file: Option<std::fs::File>,
     /// Its place in a flow.
     flow: Option<crate::flow::FlowPlace>,
@@ -848,7 +850,7 @@ impl IoThread {
             stop_at: None,
             writes_issued: 0,
             writes_base: 0,
-            last_was_sync: false,
+            syncs: PassSyncs::default(),
             sync_file: None,
             flow,
             search,
@@ -965,8 +967,7 @@ impl IoThread {
             }
             // Ended before the run: by its size, its floor, or another
             // job's exitall. Its window ends where it drains.
-            let ended_early = self.job_done()
-                || self.floor_missed()
+            let ended_otherwise = self.floor_missed()
                 || self.search_over()
                 || control.steady_met(self.plan.job)
                 || control.told_to_exit(self.plan.job);
@@ -975,6 +976,14 @@ impl IoThread {
                 let now = sys::now();
                 (now >= t).then_some(now)
             });
+            let going_on = !ended_otherwise && over_at.is_none() && phase != PHASE_STOP;
+            if going_on
+                && self.io.shape.pass_size.is_some()
+                && self.pass_end_held(control, measuring)
+            {
+                continue;
+            }
+            let ended_early = self.job_done() || ended_otherwise;
             // Past its runtime, the thread drains what it has in flight
             // (fio's `cleanup_pending_aio`), and its job's window ends
             // when it has, below.
@@ -1008,7 +1017,7 @@ impl IoThread {
                     // each submission call a pass of fio's loop for its
                     // flow control.
                     let mut due = self.requests_due();
-                    while due > 0 && self.in_flight() < depth && !self.job_done() {
+                    while due > 0 && self.in_flight() < depth && !self.issue_paused() {
                         if self.flow_wait(control, max_events) {
                             break;
                         }
@@ -1096,7 +1105,7 @@ impl IoThread {
         // the submission path allocates nothing.
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
-        while batch.len() < n && !self.job_done() {
+        while batch.len() < n && !self.issue_paused() {
             let request = self.next_request();
             self.bytes_issued += request.2;
             self.requests_issued += 1;
@@ -1206,21 +1215,66 @@ impl IoThread {
         }
     }
 
+    /// The thread issues no more for now: its job is done, or its pass
+    /// over the file is ([`PassSyncs::issue_limit`]).
+    fn issue_paused(&self) -> bool {
+        self.job_done()
+            || self
+                .syncs
+                .issue_limit(&self.io.shape)
+                .is_some_and(|limit| self.bytes_issued >= limit)
+    }
+
     /// fio's sync before the thread's next requests
-    /// ([`cint_scenario::shape::sync_falls_due`], as the simulator looks
-    /// at the top of each pass): when due, and a request is left, the
-    /// thread makes the call and measures it as fio does (its `sync`
-    /// figures, where the pass is `measuring`). True when it did.
+    /// ([`PassSyncs::sync_due`], as the simulator looks at the top of
+    /// each pass): when due, and a request is left, the thread makes the
+    /// call. True when it did.
     fn sync_if_due(&mut self, measuring: bool) -> bool {
         let writes = self.writes_issued - self.writes_base;
-        let Some(datasync) =
-            cint_scenario::shape::sync_falls_due(&self.io.shape, writes, self.last_was_sync)
-        else {
-            return false;
-        };
-        if self.job_done() {
-            return false;
+        match self.syncs.sync_due(&self.io.shape, writes) {
+            Some(datasync) if !self.issue_paused() => self.make_sync(datasync, measuring),
+            _ => false,
         }
+    }
+
+    /// The end of one of the thread's passes over its file (`pass_size`,
+    /// crate `cint_scenario::passes`): the sync fio makes after the
+    /// pass's last write where its loop goes on, then the wait for what
+    /// is in flight, then the next pass. True when it synced or waited.
+    fn pass_end_held(&mut self, control: &Control, measuring: bool) -> bool {
+        let top = LoopTop {
+            bytes: self.bytes_issued,
+            writes: self.writes_issued - self.writes_base,
+            count_left: self
+                .io
+                .shape
+                .number_ios
+                .is_none_or(|n| self.requests_issued - self.counted_from < n),
+            slot_free: self.in_flight() < self.depth(),
+            in_flight: self.in_flight() as u32,
+        };
+        let sync_engine = self.io.engine.is_sync();
+        match self
+            .syncs
+            .at_pass_end(&self.io.shape, self.io.size, sync_engine, top)
+        {
+            Some(PassEnd::Sync(datasync)) => self.make_sync(datasync, measuring),
+            Some(PassEnd::Drain) => {
+                let spun = self.wait(self.in_flight(), usize::MAX);
+                if self.measuring(control) {
+                    self.out.spin_ns += spun;
+                }
+                self.account(control);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Makes an `fsync` (or `fdatasync`) of the job's file and measures
+    /// it as fio does (its `sync` figures, where the pass is
+    /// `measuring`). False when the thread has no file to sync.
+    fn make_sync(&mut self, datasync: bool, measuring: bool) -> bool {
         let Some(file) = &self.sync_file else {
             return false;
         };
@@ -1231,7 +1285,7 @@ impl IoThread {
             file.sync_all()
         };
         let took = sys::now().saturating_sub(from);
-        self.last_was_sync = true;
+        self.syncs.synced();
         if let Err(e) = synced {
             self.out.fail(format!(
                 "{}: {e}",
@@ -1786,7 +1840,9 @@ impl IoThread {
         }
         self.woken_before = woken;
         // A completion since the last sync lets the next one fall due.
-        self.last_was_sync &= self.done.is_empty();
+        if !self.done.is_empty() {
+            self.syncs.completed();
+        }
         // When these completions were reaped, for the latency-target
         // search and the steady state: read only where one runs, as this
         // runs at every reap.

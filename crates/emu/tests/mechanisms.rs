@@ -1085,6 +1085,48 @@ fn a_sized_job_issues_its_io_size_or_count_and_the_run_ends_with_it() {
     }
 }
 
+/// fio's passes over a file (`pass_size`, crate
+/// `cint_scenario::passes`): the sync due after a pass's last write is
+/// made where fio's loop goes on past it, and again as the next pass
+/// begins. 4 KiB writes of a 64 KiB pass with `fsync=1`, counted as fio
+/// 3.33 counts them (docs/evidence/fio-beside-model.sh, on 1 MiB).
+#[test]
+fn syncs_at_the_ends_of_passes_are_fios() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let cases = [
+        // (engine, file, passes, fsyncs)
+        (Engine::Psync, 64, 2, 32),
+        (Engine::Libaio, 64, 2, 31),
+        (Engine::Psync, 64, 3, 49),
+        (Engine::Libaio, 64, 3, 47),
+        (Engine::Psync, 66, 1, 16),
+        (Engine::Libaio, 66, 2, 33),
+    ];
+    for (engine, file_kib, passes, fsyncs) in cases {
+        let mut job = io_job("passes", engine, 1, 1, 1);
+        if let Work::Io(io) = &mut job.work {
+            io.rw = cint_scenario::Rw::Write;
+            io.size = file_kib << 10;
+            io.shape.io_size = Some(passes * (64 << 10));
+            io.shape.pass_size = Some(64 << 10);
+            io.shape.fsync = 1;
+        }
+        let d = run_to_its_end("passes", job);
+        let f = d.result.results[0].jobs[0]
+            .fio
+            .clone()
+            .expect("fio figures");
+        assert_eq!(
+            (f.write.ios, f.sync.ios),
+            (passes * 16, fsyncs),
+            "{engine:?}, {file_kib} KiB file, {passes} passes"
+        );
+    }
+}
+
 /// fio's random map, as the simulator draws it
 /// (`cint_scenario::offsets`): a random job of two sizes over a 1 MiB
 /// file reads each of its blocks once in a pass, a request that meets a

@@ -92,6 +92,7 @@ pub const IO_KEYS: &[&str] = &[
     "ratecycle",
     "number_ios",
     "io_size",
+    "pass_size",
     "percentile_list",
     "fsync",
     "fdatasync",
@@ -546,6 +547,19 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     crate::shape::check_poisson_rate(sec, &shape, bs, rw)?;
     crate::shape::check_floor_below_cap(sec, &shape, rate_iops)?;
     let size = io_size(sec, device, crate::shape::largest_block(&shape, bs))?;
+    let largest = crate::shape::largest_block(&shape, bs);
+    if let Some(pass) = shape.pass_size.filter(|&p| p > size || p < largest) {
+        return Err(sec.error(
+            "pass_size",
+            format!(
+                "must be between the largest block size, {}, and the job's size, {} (a pass \
+                 is over its file), got {}",
+                format_size(largest),
+                format_size(size),
+                format_size(pass)
+            ),
+        ));
+    }
     if let crate::model::Distribution::ZonedAbs(zones) = &shape.random_distribution {
         let total = zones.iter().map(|z| z.size).fold(0u64, u64::saturating_add);
         if total > size {
@@ -663,6 +677,11 @@ fn check_offload(
         ("flow", shape.flow != 0, "flow control"),
         ("fsync", shape.fsync > 0, "fsync"),
         ("fdatasync", shape.fdatasync > 0, "fdatasync"),
+        (
+            "pass_size",
+            shape.pass_size.is_some(),
+            "passes over the file",
+        ),
         (
             "latency_target",
             shape.latency_target.is_some(),

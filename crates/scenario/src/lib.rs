@@ -22,6 +22,7 @@ pub mod offsets;
 mod origins;
 mod overlay;
 pub mod page_cache;
+pub mod passes;
 pub mod pipe;
 mod power;
 pub mod profiles;

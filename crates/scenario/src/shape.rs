@@ -410,28 +410,6 @@ pub fn batch_hint(shape: &IoShape, engine: Engine, index: u32, len: u32) -> Opti
     (batches && shape.barrier_last && index + 1 == len).then_some(Hint::Barrier)
 }
 
-/// Whether fio makes an `fsync` or `fdatasync` call before its next
-/// request (fio 3.33, io_u.c `get_rw_ddir`, fio.h `should_fsync`): after
-/// `writes` writes issued since the job's start (again since its ramp),
-/// when a multiple of the job's `fsync` (an `fsync`, first where both
-/// fall due) or of its `fdatasync` (an `fdatasync`), and not again until
-/// a request has completed since the last call (`last_was_sync`).
-/// `Some(true)`: an `fdatasync`. Both engines decide by it; each then
-/// also needs a request left and a free slot, as fio decides when it
-/// takes one.
-pub fn sync_falls_due(shape: &IoShape, writes: u64, last_was_sync: bool) -> Option<bool> {
-    let (fsync, fdatasync) = (shape.fsync, shape.fdatasync);
-    if last_was_sync || writes == 0 {
-        return None;
-    }
-    let due = |every: u32| every > 0 && writes % u64::from(every) == 0;
-    match (due(fsync), due(fdatasync)) {
-        (true, _) => Some(false),
-        (false, true) => Some(true),
-        (false, false) => None,
-    }
-}
-
 /// fio's flow control (flow.c `flow_threshold_exceeded`): a thread of
 /// `weight` that counted `mine` of its flow's `counter` passes is ahead
 /// of its share, and holds back, when `mine / counter` exceeds `weight /
@@ -857,6 +835,26 @@ pub(crate) fn parse_shape(
         Some(0) => return Err(sec.error("io_size", "must be positive")),
         other => other,
     };
+    let pass_size = match (sec.size("pass_size")?, io_size) {
+        (None, _) => None,
+        (Some(_), None) => {
+            return Err(sec.error(
+                "pass_size",
+                "only applies with io_size (the passes that make it up)",
+            ))
+        }
+        (Some(p), Some(total)) if p == 0 || total % p != 0 => {
+            return Err(sec.error(
+                "pass_size",
+                format!(
+                    "must be positive and divide io_size ({}), got {}",
+                    crate::units::format_size(total),
+                    crate::units::format_size(p)
+                ),
+            ))
+        }
+        (Some(p), Some(_)) => Some(p),
+    };
     let percentile_list = match sec.string("percentile_list")? {
         Some(t) => parse_percentile_list(&t).map_err(|e| sec.error("percentile_list", e))?,
         None => Vec::new(),
@@ -901,6 +899,7 @@ pub(crate) fn parse_shape(
         rate_ign_think,
         number_ios,
         io_size,
+        pass_size,
         percentile_list,
         fsync,
         fdatasync,

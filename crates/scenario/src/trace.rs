@@ -43,6 +43,7 @@ const DECIDED_BY_TRACE: &[&str] = &[
     "rate_process",
     "number_ios",
     "io_size",
+    "pass_size",
     "rwmixread",
     "size",
     "thinktime",

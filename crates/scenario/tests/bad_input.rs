@@ -750,6 +750,53 @@ fn cases() -> Vec<Case<'static>> {
             "give ratemin or rate_iops_min, not both",
         ),
         case(
+            "passes without io_size",
+            with("numjobs = 1", "numjobs = 1\npass_size = \"64k\""),
+            LineOf("pass_size"),
+            "job.async.pass_size",
+            "only applies with io_size",
+        ),
+        case(
+            "passes that do not divide io_size",
+            with(
+                "numjobs = 1",
+                "numjobs = 1\nsize = \"1m\"\nio_size = \"100k\"\npass_size = \"64k\"",
+            ),
+            LineOf("pass_size"),
+            "job.async.pass_size",
+            "must be positive and divide io_size",
+        ),
+        case(
+            "a pass larger than the file",
+            with(
+                "numjobs = 1",
+                "numjobs = 1\nsize = \"1m\"\nio_size = \"4m\"\npass_size = \"2m\"",
+            ),
+            LineOf("pass_size"),
+            "job.async.pass_size",
+            "must be between the largest block size",
+        ),
+        case(
+            "a pass smaller than a block",
+            with(
+                "numjobs = 1",
+                "numjobs = 1\nsize = \"1m\"\nio_size = \"4k\"\npass_size = \"1k\"",
+            ),
+            LineOf("pass_size"),
+            "job.async.pass_size",
+            "must be between the largest block size",
+        ),
+        case(
+            "passes offloaded",
+            with(
+                "numjobs = 1",
+                "numjobs = 1\nio_size = \"1m\"\npass_size = \"1m\"\nsubmit_mode = \"offload\"",
+            ),
+            LineOf("pass_size"),
+            "job.async.pass_size",
+            "passes over the file",
+        ),
+        case(
             "a floor offloaded",
             with("numjobs = 1", "numjobs = 1\nrate_iops_min = 10\nsubmit_mode = \"offload\""),
             LineOf("rate_iops_min"),

@@ -1101,3 +1101,69 @@ fn syncs_fall_due_as_fios_do() {
     );
     assert_eq!((writes, calls, fsyncs), (256, 127, 63));
 }
+
+/// fio's passes over a file (`loops`, the scenario's `pass_size`): the
+/// sync due after a pass's last write is made where fio's loop goes on
+/// past it, and again as the next pass begins with `last_was_sync` reset.
+/// fio 3.33's counts for 4 KiB writes with `fsync=1`
+/// (docs/evidence/fio-beside-model.sh).
+#[test]
+fn syncs_at_the_ends_of_passes_are_fios() {
+    let syncs = |engine: &str, size: &str, passes: u64| {
+        let text = format!(
+            "name = \"s\"\nengine = \"{engine}\"\nrw = \"write\"\nsize = \"{size}\"\n\
+             io_size = \"{}k\"\npass_size = \"1m\"\nfsync = 1",
+            1024 * passes
+        );
+        let r = run(&scenario(NONE, "1s", &[&text]));
+        let fio = job(&r, "s").fio.clone().expect("fio's figures");
+        (fio.write.ios, fio.sync.ios)
+    };
+    assert_eq!(syncs("psync", "1m", 2), (512, 512));
+    assert_eq!(syncs("libaio", "1m", 2), (512, 511));
+    assert_eq!(syncs("psync", "1m", 3), (768, 769));
+    assert_eq!(syncs("libaio", "1m", 3), (768, 767));
+    // A pass short of its file: the sync after its last write too.
+    assert_eq!(syncs("psync", "1026k", 1), (256, 256));
+    assert_eq!(syncs("libaio", "1026k", 2), (512, 513));
+}
+
+/// At a pass's end fio's `do_io` waits for everything in flight before
+/// the next pass: 16 passes of 16 requests at depth 16 run as 16 full
+/// queues, each drained, so the requests wait less behind each other and
+/// the device idles between passes.
+#[test]
+fn a_pass_drains_its_queue_before_the_next() {
+    let figures = |pass: &str| {
+        let text = format!(
+            "name = \"p\"\nengine = \"libaio\"\niodepth = 16\nrw = \"read\"\nsize = \"{pass}\"\n\
+             io_size = \"16m\"\npass_size = \"{pass}\""
+        );
+        let r = run(&scenario(NONE, "1s", &[&text]));
+        let j = job(&r, "p");
+        assert_eq!(j.ios, 4096, "every request of every pass");
+        (j.iops, j.lat_ns.mean)
+    };
+    let (drained_iops, drained_mean) = figures("64k");
+    let (steady_iops, steady_mean) = figures("16m");
+    assert!(
+        drained_iops < 0.97 * steady_iops,
+        "{drained_iops} IOPS drained, {steady_iops} in one pass"
+    );
+    assert!(
+        drained_mean < 0.9 * steady_mean,
+        "{drained_mean} ns drained, {steady_mean} in one pass"
+    );
+}
+
+/// fio looks at the job's size before each request it queues, so a
+/// submission call of 8 stops at the size: 3 requests of 12 KiB.
+#[test]
+fn a_submission_call_stops_at_the_jobs_size() {
+    let r = run(&scenario(
+        NONE,
+        "1s",
+        &["name = \"b\"\nengine = \"libaio\"\niodepth = 8\nbatch = 8\nio_size = \"12k\""],
+    ));
+    assert_eq!(job(&r, "b").ios, 3);
+}

@@ -66,6 +66,7 @@ pub(super) fn job_shape(
         rate_ign_think: spec.rate_ign_think,
         number_ios: spec.number_ios.map(|n| n.value).filter(|&n| n > 0),
         io_size: None,
+        pass_size: None,
         percentile_list: spec
             .percentile_list
             .as_ref()

@@ -152,6 +152,7 @@ fn job(
     {
         shape.random_map = cint_scenario::RandomMap::Off;
     }
+    mark_passes(spec, (rw, engine), size, bs, &mut shape);
     refuse_split_sizes_under_the_map(spec, rw, bs, &shape, diag)?;
     refuse_floor_above_cap(spec, diag)?;
     shape.rate_min = min_rate(spec, rw, timeline.length(spec), diag);
@@ -539,6 +540,49 @@ fn end_after_size(
         );
     }
     Ok(())
+}
+
+/// fio's passes over the job's file (`pass_size`, crate
+/// `cint_scenario::passes`), where they change what the job does: more
+/// than one, or one short of the file. A pass ends at the file's end
+/// (`size` in whole requests of the largest size, as `end_after_size`
+/// counts it), where the offsets run out: in order, or drawn under the
+/// random map or the LFSR, each of which visits each block once. Without
+/// either, a random job never runs out: under a synchronous engine its
+/// one pass runs until the job's bytes are issued (fio 3.33, `randwrite
+/// norandommap loops=2 fsync=1` over 64 KiB: 32 writes, 31 fsyncs,
+/// psync and libaio alike), and a queueing engine's ends each time it
+/// has queued the file's size, as it ends a pass of one block size
+/// filling the file. Not with `io_size`, an offset step or offloaded
+/// submission: their passes follow what the model does not keep.
+fn mark_passes(
+    spec: &JobSpec,
+    (rw, engine): (Rw, Engine),
+    size: u64,
+    bs: u64,
+    shape: &mut IoShape,
+) {
+    let Some(total) = shape.io_size else {
+        return;
+    };
+    if spec.time_based
+        || spec.io_size.is_some()
+        || spec.seq_step.is_some()
+        || spec.offload.is_some()
+    {
+        return;
+    }
+    let largest = cint_scenario::shape::largest_block(shape, bs);
+    let pass = size - size % largest.clamp(1, size);
+    let without_map = rw.is_random() && shape.random_map == cint_scenario::RandomMap::Off;
+    let one_size = cint_scenario::shape::smallest_block(shape, bs) == largest;
+    if without_map && (engine.is_sync() || !one_size || pass != size) {
+        return;
+    }
+    if pass == 0 || total % pass != 0 || (total == pass && pass == size) {
+        return;
+    }
+    shape.pass_size = Some(pass);
 }
 
 /// The bytes one pass over a file of `size` makes in requests of `bs`
@@ -1653,6 +1697,47 @@ numjobs=2
         ] {
             let bytes = end(&format!("[j]\nrw=read\nbs=4k\n{text}")).1;
             assert_eq!(bytes, Some(requests * 4096), "{text}");
+        }
+    }
+
+    /// Where fio's passes over the file change what a job does, the
+    /// scenario carries them (`pass_size`): several, or one short of the
+    /// file; never where they follow bytes the model does not keep.
+    #[test]
+    fn passes_over_the_file_are_kept_where_they_matter() {
+        let pass = |text: &str| {
+            let imp = import_str(&format!("[j]\nbs=4k\n{text}"), "p.fio", &args()).expect(text);
+            let shape = io(&imp.scenario.jobs[0]).shape.clone();
+            (shape.pass_size, shape.io_size)
+        };
+        let mib = 1 << 20;
+        assert_eq!(
+            pass("rw=write\nsize=1m\nloops=2\n"),
+            (Some(mib), Some(2 * mib))
+        );
+        assert_eq!(pass("rw=write\nsize=1026k\n"), (Some(mib), Some(mib)));
+        assert_eq!(
+            pass("rw=randwrite\nsize=1m\nloops=3\n"),
+            (Some(mib), Some(3 * mib))
+        );
+        // One pass over the whole file is no pass at all.
+        assert_eq!(pass("rw=write\nsize=1m\n"), (None, Some(mib)));
+        // Without a map, a synchronous engine's one pass runs to the
+        // job's bytes; a queueing engine's passes end at the file's size.
+        assert_eq!(
+            pass("rw=randwrite\nsize=1m\nloops=2\nnorandommap\n"),
+            (None, Some(2 * mib))
+        );
+        assert_eq!(
+            pass("rw=randwrite\nsize=1m\nloops=2\nnorandommap\nioengine=libaio\n"),
+            (Some(mib), Some(2 * mib))
+        );
+        for other in ["io_size=512k\n", "time_based\nruntime=1s\n", "rw=read:8k\n"] {
+            assert_eq!(
+                pass(&format!("rw=read\nsize=1m\nloops=2\n{other}")).0,
+                None,
+                "{other}"
+            );
         }
     }
 

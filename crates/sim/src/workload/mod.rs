@@ -151,7 +151,11 @@ impl World<'_> {
             self.issue_shared_loop(t, now);
             return;
         }
-        if p.stop_at.is_some_and(|s| now >= s) || self.ios_done(t) {
+        let stopped = p.stop_at.is_some_and(|s| now >= s);
+        if !stopped && p.passes && self.pass_end_holds(t) {
+            return;
+        }
+        if stopped || self.ios_done(t) {
             if self.threads[t].in_flight > 0 && !p.engine.is_sync() && !p.buffered {
                 // fio's end of a job's loop (backend.c
                 // `cleanup_pending_aio`): what is still in flight is

@@ -1,11 +1,13 @@
 //! fio's request-shaping options on a thread's loop: each request's
 //! direction and size, the rate caps' pacing (even or Poisson), Barrier
 //! on the last request of a submission call, think time after every few
-//! completions, `fsync`/`fdatasync` every few writes, and the ends set by
-//! `number_ios` and `io_size`. Jobs that shape nothing draw nothing extra
+//! completions, `fsync`/`fdatasync` every few writes, the passes over the
+//! job's file (`pass_size`), and the ends set by `number_ios` and
+//! `io_size`. Jobs that shape nothing draw nothing extra
 //! from their thread's stream, so their runs stay byte-identical.
 
 use cint_policy::Nanos;
+use cint_scenario::passes::{LoopTop, PassEnd, PassSyncs};
 use cint_scenario::{Engine, IoShape, Rw, Work};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -42,9 +44,9 @@ pub(crate) struct ThreadShape {
     pub(crate) bytes: u64,
     /// Writes issued in all (fio's `io_issues[DDIR_WRITE]`).
     writes: u64,
-    /// fio's `last_was_sync`: set when a sync returns, cleared when a
-    /// request completes.
-    last_was_sync: bool,
+    /// fio's `last_was_sync`, and the pass over its file the thread is
+    /// in (`pass_size`).
+    syncs: PassSyncs,
     /// When the `fsync` or `fdatasync` in progress was entered, and
     /// whether it is an `fdatasync`.
     sync_entered: Nanos,
@@ -93,6 +95,7 @@ static NO_SHAPE: IoShape = IoShape {
     rate_ign_think: false,
     number_ios: None,
     io_size: None,
+    pass_size: None,
     percentile_list: Vec::new(),
     fsync: 0,
     fdatasync: 0,
@@ -205,7 +208,9 @@ impl<'a> World<'a> {
         let s = &mut self.shaping[t];
         s.since_think = s.since_think.saturating_add(u64::from(n));
         s.completed = s.completed.saturating_add(u64::from(n));
-        s.last_was_sync &= n == 0;
+        if n > 0 {
+            s.syncs.completed();
+        }
     }
 
     /// fio's `io_u_quiesce`: with requests in flight, a reap call for at
@@ -227,9 +232,10 @@ impl<'a> World<'a> {
         true
     }
 
-    /// Requests thread `t` may still issue under `number_ios`; none once
-    /// it has issued its `io_size` (the last call may pass it by at most
-    /// its own requests).
+    /// Requests thread `t` may still issue under `number_ios`, and as many
+    /// as fit in what is left of its `io_size` or its pass (its file's
+    /// end): none once it has issued that (a request of several sizes may
+    /// pass it by its own, as in fio).
     pub(crate) fn ios_left(&self, t: usize) -> u32 {
         let p = &self.threads[t].prog;
         // An offload worker runs what its main thread, which counts,
@@ -241,16 +247,22 @@ impl<'a> World<'a> {
             return self.trace_left(t).unwrap_or(0);
         }
         let shape = self.shape(t);
-        if shape.io_size.is_some_and(|b| self.shaping[t].bytes >= b) {
-            return 0;
-        }
-        match shape.number_ios {
-            Some(n) => {
-                let s = &self.shaping[t];
-                n.saturating_sub(s.issued - s.issued_base)
-                    .min(u64::from(u32::MAX)) as u32
-            }
+        let s = &self.shaping[t];
+        let by_count = match shape.number_ios {
+            Some(n) => n
+                .saturating_sub(s.issued - s.issued_base)
+                .min(u64::from(u32::MAX)) as u32,
             None => u32::MAX,
+        };
+        match s.syncs.issue_limit(shape) {
+            // fio looks before each request, so a call takes no more
+            // than would still be under the limit were each the largest.
+            Some(limit) => {
+                let largest = cint_scenario::shape::largest_block(shape, p.bs).max(1);
+                let fit = limit.saturating_sub(s.bytes).div_ceil(largest);
+                by_count.min(fit.min(u64::from(u32::MAX)) as u32)
+            }
+            None => by_count,
         }
     }
 
@@ -376,17 +388,13 @@ impl<'a> World<'a> {
     /// also reads syncs again after each read while its writes stay a
     /// multiple (fio 3.33: 1003 fsyncs for 920 writes at `fsync=3` on a
     /// 70/30 `randrw`), and none is made when the job has no request
-    /// left or no free slot (fio decides as it takes a slot). A buffered job's call writes back its file's dirty pages and
-    /// waits for them (crate::host::pagecache). A direct job's has nothing
-    /// to write: the built-in devices have no volatile write cache
-    /// (power-loss protected), so the kernel sends them no flush and the
-    /// call costs its entry and exit. True when it began.
+    /// left or no free slot (fio decides as it takes a slot). True when
+    /// it began.
     pub(crate) fn sync_due(&mut self, t: usize) -> bool {
         let shape = self.shape(t);
         let s = &self.shaping[t];
         let writes = s.writes - s.writes_base;
-        let Some(datasync) = cint_scenario::shape::sync_falls_due(shape, writes, s.last_was_sync)
-        else {
+        let Some(datasync) = s.syncs.sync_due(shape, writes) else {
             return false;
         };
         // fio decides when it takes a request slot (`get_io_u`): a thread
@@ -394,16 +402,60 @@ impl<'a> World<'a> {
         if self.ios_left(t) == 0 || self.threads[t].free_slots.is_empty() {
             return false;
         }
+        self.enter_sync(t, datasync);
+        true
+    }
+
+    /// Thread `t` enters an `fsync` (or `fdatasync`). A buffered job's
+    /// call writes back its file's dirty pages and waits for them
+    /// (crate::host::pagecache). A direct job's has nothing to write: the
+    /// built-in devices have no volatile write cache (power-loss
+    /// protected), so the kernel sends them no flush and the call costs
+    /// its entry and exit.
+    fn enter_sync(&mut self, t: usize, datasync: bool) {
         let now = self.now();
         let s = &mut self.shaping[t];
         s.sync_entered = now;
         s.sync_is_datasync = datasync;
         if self.threads[t].prog.buffered {
             self.buffered_fsync(t, datasync);
-            return true;
+            return;
         }
         let c = self.costs;
         self.set_burst(t, c.syscall + c.return_to_user, Cont::SyncReturn);
+    }
+
+    /// The end of one of thread `t`'s passes over its file (`pass_size`,
+    /// crate `cint_scenario::passes`): the sync fio makes after the
+    /// pass's last write where its loop goes on, then the wait for what
+    /// is in flight, then the next pass. True when the sync or the wait
+    /// has begun.
+    #[inline(never)]
+    pub(crate) fn pass_end_holds(&mut self, t: usize) -> bool {
+        let Work::Io(io) = &self.sc.jobs[self.threads[t].job as usize].work else {
+            return false;
+        };
+        let s = &self.shaping[t];
+        let th = &self.threads[t];
+        let top = LoopTop {
+            bytes: s.bytes,
+            writes: s.writes - s.writes_base,
+            count_left: io
+                .shape
+                .number_ios
+                .is_none_or(|n| s.issued - s.issued_base < n),
+            slot_free: !th.free_slots.is_empty(),
+            in_flight: th.in_flight,
+        };
+        let sync_engine = th.prog.engine.is_sync();
+        match self.shaping[t]
+            .syncs
+            .at_pass_end(&io.shape, io.size, sync_engine, top)
+        {
+            Some(PassEnd::Sync(datasync)) => self.enter_sync(t, datasync),
+            Some(PassEnd::Drain) => self.reap(t, top.in_flight),
+            None => return false,
+        }
         true
     }
 
@@ -413,7 +465,7 @@ impl<'a> World<'a> {
         let now = self.now();
         let job = self.threads[t].job as usize;
         let s = &mut self.shaping[t];
-        s.last_was_sync = true;
+        s.syncs.synced();
         let (entered, datasync) = (s.sync_entered, s.sync_is_datasync);
         if self.measuring && self.job_measuring(job, now) {
             self.jobs[job].record_sync(now - entered, datasync);

@@ -35,6 +35,9 @@ pub(crate) struct Program {
     /// `number_ios` or the syncs count requests, which fio counts again
     /// from the end of the job's ramp.
     pub counts_from_ramp: bool,
+    /// The job's `io_size` is made of passes over its file (`pass_size`),
+    /// whose ends [`crate::World::pass_end_holds`] sees to.
+    pub passes: bool,
     pub think: Nanos,
     pub rwmixread: u8,
     /// The thread stops issuing at this instant (`runtime`).
@@ -83,6 +86,7 @@ impl Program {
             rated: false,
             floored: false,
             counts_from_ramp: false,
+            passes: false,
             stop_at: None,
             role: LoopRole::Worker,
             ..*self
@@ -97,6 +101,7 @@ impl Program {
             rated: false,
             floored: false,
             counts_from_ramp: false,
+            passes: false,
             think: 0,
             stop_at: None,
             sqpoll: false,
@@ -125,6 +130,7 @@ impl Program {
             rated: false,
             floored: false,
             counts_from_ramp: false,
+            passes: false,
             think: 0,
             rwmixread: 0,
             stop_at: None,
@@ -156,6 +162,7 @@ impl Program {
                 rated: false,
                 floored: false,
                 counts_from_ramp: false,
+                passes: false,
                 think: 0,
                 rwmixread: 100,
                 stop_at: job.runtime,
@@ -202,6 +209,7 @@ impl Program {
                     counts_from_ramp: io.shape.number_ios.is_some()
                         || io.shape.fsync > 0
                         || io.shape.fdatasync > 0,
+                    passes: io.shape.pass_size.is_some(),
                     think: io.think,
                     rwmixread: io.rwmixread.min(100),
                     stop_at: job.runtime,

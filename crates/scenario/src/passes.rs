@@ -1,0 +1,253 @@
+//! fio's syncs (`fsync=N`, `fdatasync=N`) and its passes over a job's
+//! file (`loops`, the scenario's `pass_size`), as one thread's state that
+//! both engines keep and consult at the top of their loops, so that they
+//! make the same calls as fio 3.33 at the same points.
+//!
+//! fio runs one pass per call of backend.c `do_io`. A pass ends when the
+//! file has no room for another request (io_u.c `get_io_u` fails) or,
+//! where the engine queues, when the pass has queued the file's size
+//! (`bytes_issued >= total_bytes`; a synchronous engine's completed
+//! request adds nothing to it). `do_io` then waits for what is in flight
+//! and returns, and the next pass begins with libfio.c `clear_io_state`,
+//! which resets `last_was_sync`. The sync that falls due after a pass's
+//! last write is made only where the loop went on past it: when the pass
+//! fell short of the file, or, on a synchronous engine, while the job's
+//! bytes (`io_issue_bytes_exceeded`) are not all issued. fio 3.33, 4 KiB
+//! writes of a 1 MiB file with `fsync=1` (docs/evidence/fio-beside-model.sh):
+//! `loops=2` makes 512 fsyncs under psync and 511 under libaio; a 1026 KiB
+//! file makes 256 with one loop, 513 with two, under either.
+
+use crate::model::IoShape;
+
+/// Whether fio makes an `fsync` or `fdatasync` call before its next
+/// request (fio 3.33, io_u.c `get_rw_ddir`, fio.h `should_fsync`): after
+/// `writes` writes issued since the job's start (again since its ramp),
+/// when a multiple of the job's `fsync` (an `fsync`, first where both
+/// fall due) or of its `fdatasync` (an `fdatasync`), and not again until
+/// a request has completed since the last call (`last_was_sync`).
+/// `Some(true)`: an `fdatasync`.
+pub fn sync_falls_due(shape: &IoShape, writes: u64, last_was_sync: bool) -> Option<bool> {
+    let (fsync, fdatasync) = (shape.fsync, shape.fdatasync);
+    if last_was_sync || writes == 0 {
+        return None;
+    }
+    let due = |every: u32| every > 0 && writes % u64::from(every) == 0;
+    match (due(fsync), due(fdatasync)) {
+        (true, _) => Some(false),
+        (false, true) => Some(true),
+        (false, false) => None,
+    }
+}
+
+/// Where a thread stands at the top of its loop, as its engine counts.
+#[derive(Clone, Copy, Debug)]
+pub struct LoopTop {
+    /// Bytes issued since the thread's start (fio's `io_issue_bytes`).
+    pub bytes: u64,
+    /// Writes issued, counted as the syncs count them (since the ramp).
+    pub writes: u64,
+    /// The job's `number_ios` is not yet reached.
+    pub count_left: bool,
+    /// A request slot is free (fio takes an `io_u` before it decides).
+    pub slot_free: bool,
+    /// Requests in flight.
+    pub in_flight: u32,
+}
+
+/// What a thread does at a pass's end before its next pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PassEnd {
+    /// Make the sync that fell due with the pass's last write
+    /// (`true`: an `fdatasync`).
+    Sync(bool),
+    /// Wait for every request in flight.
+    Drain,
+}
+
+/// One thread's sync state and the pass it is in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PassSyncs {
+    /// fio's `last_was_sync`: set when a sync returns, cleared when a
+    /// request completes and when a pass begins.
+    last_was_sync: bool,
+    /// Passes ended before the thread's current one.
+    pass: u64,
+    /// The current pass's requests are all issued and its last sync is
+    /// decided: what is left is the wait for those in flight.
+    closing: bool,
+}
+
+impl PassSyncs {
+    /// A request completed.
+    pub fn completed(&mut self) {
+        self.last_was_sync = false;
+    }
+
+    /// A sync returned.
+    pub fn synced(&mut self) {
+        self.last_was_sync = true;
+    }
+
+    /// The bytes issued at which the thread issues no more for now: the
+    /// end of its pass, or its `io_size`; `None`: no such limit.
+    pub fn issue_limit(&self, shape: &IoShape) -> Option<u64> {
+        let total = shape.io_size?;
+        Some(match shape.pass_size {
+            Some(pass) => self.pass.saturating_add(1).saturating_mul(pass).min(total),
+            None => total,
+        })
+    }
+
+    /// Whether a sync falls due before the thread's next request, within
+    /// a pass. `Some(true)`: an `fdatasync`. The engine then also needs a
+    /// request left and a free slot, as fio decides when it takes one.
+    pub fn sync_due(&self, shape: &IoShape, writes: u64) -> Option<bool> {
+        sync_falls_due(shape, writes, self.last_was_sync)
+    }
+
+    /// At the top of the loop of a job with passes, once the current
+    /// pass's requests are all issued: the sync fio makes there, then the
+    /// wait for what is in flight, then the next pass. `size`: the job's
+    /// file; `sync_engine`: its engine completes each request within its
+    /// call. `None`: nothing to do first (within a pass, at the job's
+    /// end, or a new pass begun).
+    pub fn at_pass_end(
+        &mut self,
+        shape: &IoShape,
+        size: u64,
+        sync_engine: bool,
+        top: LoopTop,
+    ) -> Option<PassEnd> {
+        let (pass, total) = (shape.pass_size?, shape.io_size?);
+        let end = self.issue_limit(shape)?;
+        if top.bytes < end {
+            return None;
+        }
+        if !self.closing {
+            if !top.slot_free {
+                // A full queue is reaped first, in fio's loop as in the
+                // engines', and what completes clears `last_was_sync`.
+                return None;
+            }
+            self.closing = true;
+            let passes_remain = top.bytes < total;
+            let loop_goes_on = pass < size || (sync_engine && passes_remain);
+            let due = sync_falls_due(shape, top.writes, self.last_was_sync);
+            if let (true, true, Some(datasync)) = (loop_goes_on, top.count_left, due) {
+                return Some(PassEnd::Sync(datasync));
+            }
+        }
+        if top.bytes >= total {
+            return None;
+        }
+        if top.in_flight > 0 {
+            return Some(PassEnd::Drain);
+        }
+        self.pass = top.bytes / pass;
+        self.closing = false;
+        self.last_was_sync = false;
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(fsync: u32, io_size: u64, pass_size: u64) -> IoShape {
+        IoShape {
+            fsync,
+            io_size: Some(io_size),
+            pass_size: Some(pass_size),
+            ..IoShape::default()
+        }
+    }
+
+    /// Runs one thread of 4 KiB writes at depth 1 through the rules, the
+    /// way an engine's loop does, and counts its syncs.
+    fn syncs_made(shape: &IoShape, size: u64, sync_engine: bool) -> u64 {
+        let mut state = PassSyncs::default();
+        let (mut bytes, mut writes, mut syncs) = (0u64, 0u64, 0u64);
+        let total = shape.io_size.unwrap();
+        for _ in 0..100_000 {
+            let top = LoopTop {
+                bytes,
+                writes,
+                count_left: true,
+                slot_free: true,
+                in_flight: 0,
+            };
+            match state.at_pass_end(shape, size, sync_engine, top) {
+                Some(PassEnd::Sync(_)) => {
+                    syncs += 1;
+                    state.synced();
+                    continue;
+                }
+                Some(PassEnd::Drain) => unreachable!("nothing in flight"),
+                None => {}
+            }
+            let limit = state.issue_limit(shape).unwrap();
+            if bytes >= total {
+                return syncs;
+            }
+            if let (true, Some(_datasync)) = (bytes < limit, state.sync_due(shape, writes)) {
+                syncs += 1;
+                state.synced();
+                continue;
+            }
+            bytes += 4096;
+            writes += 1;
+            state.completed();
+        }
+        panic!("the loop did not end");
+    }
+
+    #[test]
+    fn syncs_follow_fio_at_the_ends_of_passes() {
+        let mib = 1 << 20;
+        // fio 3.33, rw=write bs=4k fsync=1 (fsync=4 where given), psync
+        // and libaio, counted on this machine.
+        let cases = [
+            // (size, pass, passes, fsync, psync's, libaio's)
+            (mib, mib, 1, 1, 255, 255),
+            (mib, mib, 2, 1, 512, 511),
+            (mib, mib, 3, 1, 769, 767),
+            (mib, mib, 2, 4, 128, 127),
+            (1026 << 10, mib, 1, 1, 256, 256),
+            (1026 << 10, mib, 2, 1, 513, 513),
+            (1026 << 10, mib, 1, 4, 64, 64),
+        ];
+        for (size, pass, passes, fsync, psync, libaio) in cases {
+            let s = shape(fsync, pass * passes, pass);
+            assert_eq!(
+                (syncs_made(&s, size, true), syncs_made(&s, size, false)),
+                (psync, libaio),
+                "size {size}, {passes} passes, fsync={fsync}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pass_waits_for_its_requests_in_flight_before_the_next() {
+        let s = shape(0, 8 << 12, 4 << 12);
+        let mut state = PassSyncs::default();
+        let top = |bytes, in_flight| LoopTop {
+            bytes,
+            writes: bytes / 4096,
+            count_left: true,
+            slot_free: true,
+            in_flight,
+        };
+        assert_eq!(state.issue_limit(&s), Some(4 << 12));
+        assert_eq!(state.at_pass_end(&s, 4 << 12, false, top(3 << 12, 2)), None);
+        assert_eq!(
+            state.at_pass_end(&s, 4 << 12, false, top(4 << 12, 2)),
+            Some(PassEnd::Drain)
+        );
+        assert_eq!(state.issue_limit(&s), Some(4 << 12), "not before the drain");
+        assert_eq!(state.at_pass_end(&s, 4 << 12, false, top(4 << 12, 0)), None);
+        assert_eq!(state.issue_limit(&s), Some(8 << 12), "the next pass");
+        // The job's end is the engine's own.
+        assert_eq!(state.at_pass_end(&s, 4 << 12, false, top(8 << 12, 3)), None);
+    }
+}
