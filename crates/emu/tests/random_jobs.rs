@@ -159,7 +159,14 @@ fn job(d: &mut Rng, i: usize, groups: bool, dir: &std::path::Path, out: &mut Str
     if d.chance(15) {
         let _ = writeln!(out, "number_ios = {}", 1 + d.below(2_000));
     } else if d.chance(10) {
-        let _ = writeln!(out, "io_size = \"{}k\"", 64 * (1 + d.below(64)));
+        let blocks = 1 + d.below(64);
+        let _ = writeln!(out, "io_size = \"{}k\"", 64 * blocks);
+        // Now and then in four passes over the file (no draw of its own,
+        // so the rest of the seed's job is unchanged).
+        if blocks % 4 == 0 {
+            let _ = writeln!(out, "pass_size = \"{}k\"", 16 * blocks);
+            offloadable = false;
+        }
     }
     let mut flows = false;
     if d.chance(10) {

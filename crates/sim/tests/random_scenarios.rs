@@ -245,6 +245,33 @@ fn shaping(rng: &mut Rng, engine: &str, bs: &str, rate_iops: bool, mixed: bool, 
     }
 }
 
+/// Ends job `one` by its size: one to three passes over its file (the
+/// file's size, or half of it where every request has one size), the
+/// file drawn where the job has none.
+fn sized_in_passes(ends: &mut Rng, one: &mut String) {
+    let given = one.lines().find_map(|l| {
+        let mib = l.strip_prefix("size = \"")?.strip_suffix("m\"")?;
+        mib.parse::<u64>().ok()
+    });
+    let file_mib = given.unwrap_or_else(|| {
+        // At least 2 MiB: a zoned_abs distribution's zones fill that.
+        let mib = 2 + ends.below(3);
+        let _ = writeln!(one, "size = \"{mib}m\"");
+        mib
+    });
+    let one_size = !one.contains("bssplit") && !one.contains("bsrange");
+    let pass_kib = match one_size && ends.chance(40) {
+        true => file_mib * 512,
+        false => file_mib * 1024,
+    };
+    let passes = 1 + ends.below(3);
+    let _ = writeln!(
+        one,
+        "io_size = \"{}k\"\npass_size = \"{pass_kib}k\"",
+        pass_kib * passes
+    );
+}
+
 fn scenario(seed: u64) -> String {
     let mut rng = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let cores = 1 + rng.below(2);
@@ -420,6 +447,9 @@ fn scenario(seed: u64) -> String {
     // And a buffered job's requests of a size that is no whole number of
     // sectors now and then (etcd's `bs=2300`), from one more.
     let mut odd_sizes = Rng::new(seed.wrapping_mul(0x85eb_ca6b_c2b2_ae35));
+    // And an end by the job's size, in passes over its file, from one
+    // more.
+    let mut ends = Rng::new(seed.wrapping_mul(0xd6e8_feb8_6659_fd93));
     for i in 0..1 + rng.below(4) as usize {
         let mut one = String::new();
         job(&mut rng, &mut host_model, i, cores, &mut one);
@@ -491,6 +521,10 @@ fn scenario(seed: u64) -> String {
                     })
                     .collect();
             }
+        }
+        let io_job = one.contains("engine = ") && !one.contains("trace = ");
+        if io_job && !one.contains("offload") && ends.chance(15) {
+            sized_in_passes(&mut ends, &mut one);
         }
         jobs.push_str(&one);
     }
@@ -619,6 +653,7 @@ fn offload_jobs(rng: &mut Rng, text: &str) -> String {
         "direct = false",
         "trace = ",
         "rate_iops_min",
+        "pass_size",
     ];
     let mut out = String::with_capacity(text.len() + 256);
     for (i, block) in text.split("[[").enumerate() {
