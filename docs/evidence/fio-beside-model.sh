@@ -4,7 +4,8 @@
 # prints what each counted: requests (`total_ios`) and their bytes
 # (`io_bytes`, which fio counts apart: they can differ by a request
 # around a ramp's end), fio's `total_ios` of its sync section (its
-# fsyncs), and latency samples. For the counts that do not
+# fsyncs), and latency samples, of requests and of sync calls (fsync and
+# fdatasync alike). For the counts that do not
 # depend on the device's speed (a job that ends by its size or count).
 # Cited by docs/FIO.md and docs/results/fio-fidelity.md with the jobs
 # that show each rule, for example:
@@ -33,8 +34,10 @@ def counts(path):
     ios = sum(j[d]["total_ios"] for j in jobs for d in ("read", "write"))
     moved = sum(j[d]["io_bytes"] for j in jobs for d in ("read", "write"))
     syncs = sum(j["sync"]["total_ios"] for j in jobs)
+    timed = sum(j["sync"]["lat_ns"]["N"] for j in jobs)
     samples = sum(j[d]["lat_ns"]["N"] for j in jobs for d in ("read", "write"))
-    return f"{ios} requests ({moved} bytes), {syncs} fsyncs, {samples} latency samples"
+    return (f"{ios} requests ({moved} bytes), {syncs} fsyncs, {samples} latency samples, "
+            f"{timed} sync latency samples (fsync and fdatasync)")
 print(f"{sys.argv[1]}\n  fio 3.33: {counts('fio.json')}\n  model:    {counts('model/none.json')}")
 PY
   rm -rf "$dir/f.dat" "$dir/model"
