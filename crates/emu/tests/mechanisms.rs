@@ -1127,6 +1127,34 @@ fn syncs_at_the_ends_of_passes_are_fios() {
     }
 }
 
+/// fio draws a request's size again until it fits what is left of the
+/// file's pass (io_u.c `get_next_buflen`), as the simulator draws it: two
+/// passes in order over a 200 KiB file of 4 and 16 KiB writes write 400
+/// KiB, not a request more.
+#[test]
+fn a_pass_of_several_sizes_fills_its_file() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let mut job = io_job("fills", Engine::Psync, 1, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.rw = cint_scenario::Rw::Write;
+        io.size = 200 << 10;
+        io.shape.bssplit = cint_scenario::shape::parse_bssplit("4k/70:16k/30")
+            .expect("a split")
+            .0;
+        io.shape.io_size = Some(400 << 10);
+        io.shape.pass_size = Some(200 << 10);
+    }
+    let d = run_to_its_end("fills", job);
+    let f = d.result.results[0].jobs[0]
+        .fio
+        .clone()
+        .expect("fio figures");
+    assert_eq!(f.write.bytes, 400 << 10);
+}
+
 /// fio's random map, as the simulator draws it
 /// (`cint_scenario::offsets`): a random job of two sizes over a 1 MiB
 /// file reads each of its blocks once in a pass, a request that meets a

@@ -15,7 +15,9 @@
 //! bytes (`io_issue_bytes_exceeded`) are not all issued. fio 3.33, 4 KiB
 //! writes of a 1 MiB file with `fsync=1` (docs/evidence/fio-beside-model.sh):
 //! `loops=2` makes 512 fsyncs under psync and 511 under libaio; a 1026 KiB
-//! file makes 256 with one loop, 513 with two, under either.
+//! file makes 256 with one loop, 513 with two, under either. A job's
+//! last pass may stop short of the file, by its bytes (`io_size` past
+//! the file's size): fio's loop then stops looking, and makes no sync.
 
 use crate::model::IoShape;
 
@@ -131,7 +133,10 @@ impl PassSyncs {
             }
             self.closing = true;
             let passes_remain = top.bytes < total;
-            let loop_goes_on = pass < size || (sync_engine && passes_remain);
+            // A last pass cut by the job's bytes ends where fio's loop
+            // stops looking.
+            let at_the_files_end = top.bytes - self.pass.saturating_mul(pass) >= pass;
+            let loop_goes_on = (pass < size && at_the_files_end) || (sync_engine && passes_remain);
             let due = sync_falls_due(shape, top.writes, self.last_was_sync);
             if let (true, true, Some(datasync)) = (loop_goes_on, top.count_left, due) {
                 return Some(PassEnd::Sync(datasync));

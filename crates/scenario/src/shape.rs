@@ -399,6 +399,30 @@ pub fn draw_block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut impl ran
     split.last().map_or(bs, |s| s.bytes)
 }
 
+/// A request's size drawn as [`draw_block_size`] draws it, where `room`
+/// bytes are left before the end of the file's pass: fio draws again
+/// until the size fits (io_u.c `get_next_buflen`, `io_u_fits`), so a pass
+/// over a file of several sizes fills it to within its smallest size.
+/// Where not even the smallest fits, the first draw.
+pub fn draw_block_size_within(
+    shape: &IoShape,
+    bs: u64,
+    write: bool,
+    room: u64,
+    rng: &mut impl rand::Rng,
+) -> u64 {
+    let first = draw_block_size(shape, bs, write, rng);
+    if first <= room || room < smallest_block_of(shape, bs, write) {
+        return first;
+    }
+    loop {
+        let again = draw_block_size(shape, bs, write, rng);
+        if again <= room {
+            return again;
+        }
+    }
+}
+
 /// The hint of request `index` of a `len`-request submission call when
 /// the application marks it: `barrier_last` is the patched fio's
 /// `RWF_BARRIER` on the last iocb of each `io_submit` (or io_uring
@@ -843,16 +867,7 @@ pub(crate) fn parse_shape(
                 "only applies with io_size (the passes that make it up)",
             ))
         }
-        (Some(p), Some(total)) if p == 0 || total % p != 0 => {
-            return Err(sec.error(
-                "pass_size",
-                format!(
-                    "must be positive and divide io_size ({}), got {}",
-                    crate::units::format_size(total),
-                    crate::units::format_size(p)
-                ),
-            ))
-        }
+        (Some(0), Some(_)) => return Err(sec.error("pass_size", "must be positive")),
         (Some(p), Some(_)) => Some(p),
     };
     let percentile_list = match sec.string("percentile_list")? {

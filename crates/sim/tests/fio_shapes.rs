@@ -1167,3 +1167,16 @@ fn a_submission_call_stops_at_the_jobs_size() {
     ));
     assert_eq!(job(&r, "b").ios, 3);
 }
+
+/// fio draws a request's size again until it fits what is left of the
+/// file (io_u.c `get_next_buflen`): a pass in order over a 200 KiB file
+/// of 4 and 16 KiB writes writes all of it, as fio 3.33 does, where 192
+/// KiB were written until 2026-11-29.
+#[test]
+fn a_pass_of_several_sizes_fills_its_file() {
+    let text = "name = \"s\"\nengine = \"psync\"\nrw = \"write\"\nbssplit = \"4k/70:16k/30\"\n\
+                size = \"200k\"\nio_size = \"400k\"\npass_size = \"200k\"";
+    let r = run(&scenario(NONE, "1s", &[text]));
+    let fio = job(&r, "s").fio.clone().expect("fio's figures");
+    assert_eq!(fio.write.bytes, 400 << 10);
+}

@@ -143,15 +143,16 @@ fn job(
     let rw = spec.rw.map_or(Rw::Read, |r| r.value);
     let mut shape = job_shape(spec, rw, bs, diag)?;
     fit_shape_to_engine(spec, engine, &mut shape, diag)?;
-    end_after_size(spec, size, bs, &mut shape, diag)?;
-    let bs = cint_scenario::shape::smallest_block(&shape, bs);
     // "Any use of blockalign= turns off randommap" (init.c), when it
     // differs from the smallest size; fio's LFSR keeps no map anyway.
-    if spec.blockalign.is_some_and(|ba| ba.value != bs)
+    let smallest = cint_scenario::shape::smallest_block(&shape, bs);
+    if spec.blockalign.is_some_and(|ba| ba.value != smallest)
         && shape.random_map == cint_scenario::RandomMap::Map
     {
         shape.random_map = cint_scenario::RandomMap::Off;
     }
+    end_after_size(spec, (size, bs), engine, &mut shape, diag)?;
+    let bs = smallest;
     mark_passes(spec, (rw, engine), size, bs, &mut shape);
     refuse_split_sizes_under_the_map(spec, rw, bs, &shape, diag)?;
     refuse_floor_above_cap(spec, diag)?;
@@ -491,8 +492,8 @@ fn fit_shape_to_engine(
 /// comes first.
 fn end_after_size(
     spec: &JobSpec,
-    size: u64,
-    bs: u64,
+    (size, bs): (u64, u64),
+    engine: Engine,
     shape: &mut IoShape,
     diag: &mut Diagnostics,
 ) -> Result<(), FioError> {
@@ -509,17 +510,25 @@ fn end_after_size(
             || spec.filesize.is_some()
             || spec.loops > 1;
         if written {
-            // A pass ends when what is left of the file is less than the
-            // largest request (backend.c `keep_running`; io_u.c refuses a
-            // request past the file's end): a 1000 KiB file in 64 KiB
-            // requests is read in 15.
+            // A pass ends when what is left of the file is less than a
+            // request (io_u.c refuses a request past the file's end): a
+            // 1000 KiB file in 64 KiB requests is read in 15.
             let largest = cint_scenario::shape::largest_block(shape, bs);
             if let Some(step) = spec.seq_step.filter(|s| s.value > 0) {
                 let pass = holed_pass(spec, step, size, largest, shape, diag)?;
                 shape.io_size = Some(pass.saturating_mul(spec.loops));
                 return Ok(());
             }
-            let pass = size - size % largest.clamp(1, size);
+            let rw = spec.rw.map_or(Rw::Read, |r| r.value);
+            if rw.is_random() && shape.random_map == cint_scenario::RandomMap::Off {
+                shape.io_size = Some(unmapped_bytes(spec, size, rw, engine));
+                return Ok(());
+            }
+            // fio draws a request's size again until it fits what is
+            // left of the file (io_u.c `get_next_buflen`), so a pass of
+            // several sizes fills it to within the smallest.
+            let smallest = cint_scenario::shape::smallest_block(shape, bs);
+            let pass = size - size % smallest.clamp(1, size);
             shape.io_size = Some(match spec.io_size.map(|b| b.value) {
                 None => pass.saturating_mul(spec.loops),
                 Some(once) if once <= size => once.saturating_mul(spec.loops),
@@ -545,7 +554,7 @@ fn end_after_size(
 /// fio's passes over the job's file (`pass_size`, crate
 /// `cint_scenario::passes`), where they change what the job does: more
 /// than one, or one short of the file. A pass ends at the file's end
-/// (`size` in whole requests of the largest size, as `end_after_size`
+/// (`size` in whole requests of the smallest size, as `end_after_size`
 /// counts it), where the offsets run out: in order, or drawn under the
 /// random map or the LFSR, each of which visits each block once. Without
 /// either, a random job never runs out: under a synchronous engine its
@@ -553,8 +562,9 @@ fn end_after_size(
 /// norandommap loops=2 fsync=1` over 64 KiB: 32 writes, 31 fsyncs,
 /// psync and libaio alike), and a queueing engine's ends each time it
 /// has queued the file's size, as it ends a pass of one block size
-/// filling the file. Not with `io_size`, an offset step or offloaded
-/// submission: their passes follow what the model does not keep.
+/// filling the file. Not with an `io_size` within the file, an offset
+/// step or offloaded submission: their passes follow what the model does
+/// not keep.
 fn mark_passes(
     spec: &JobSpec,
     (rw, engine): (Rw, Engine),
@@ -565,21 +575,24 @@ fn mark_passes(
     let Some(total) = shape.io_size else {
         return;
     };
-    if spec.time_based
-        || spec.io_size.is_some()
-        || spec.seq_step.is_some()
-        || spec.offload.is_some()
-    {
+    // An io_size within the file: fio's loop stops by the job's bytes,
+    // wherever they fall, not at a pass's end.
+    let within_the_file = spec.io_size.is_some_and(|b| b.value <= size);
+    if spec.time_based || within_the_file || spec.seq_step.is_some() || spec.offload.is_some() {
         return;
     }
     let largest = cint_scenario::shape::largest_block(shape, bs);
-    let pass = size - size % largest.clamp(1, size);
+    let smallest = cint_scenario::shape::smallest_block(shape, bs);
+    let pass = size - size % smallest.clamp(1, size);
     let without_map = rw.is_random() && shape.random_map == cint_scenario::RandomMap::Off;
-    let one_size = cint_scenario::shape::smallest_block(shape, bs) == largest;
-    if without_map && (engine.is_sync() || !one_size || pass != size) {
+    let one_size = smallest == largest;
+    if without_map && (engine.is_sync() || !one_size || pass != size || spec.io_size.is_some()) {
         return;
     }
-    if pass == 0 || total % pass != 0 || (total == pass && pass == size) {
+    // One pass over the whole file changes nothing, but where a job's
+    // requests in order have several sizes, it tells where the file ends.
+    let whole = total == pass && pass == size && (one_size || rw.is_random());
+    if pass < largest || whole {
         return;
     }
     shape.pass_size = Some(pass);
@@ -641,6 +654,33 @@ fn holed_pass(
     } else {
         fit * bs
     })
+}
+
+/// How many bytes a random job without fio's random map (or LFSR) issues
+/// when it ends by its size. Its offsets never run out, so no pass ends
+/// at the file's end. A synchronous engine's one pass runs until the job
+/// has issued its `io_size` (or `size`) times `loops` (backend.c
+/// `io_issue_bytes_exceeded`). A queueing engine's pass ends once it has
+/// queued its size (`total_bytes`, the larger of `size` and `io_size` for
+/// a job that writes), and more passes follow its `loops` while what is
+/// left of `io_size` is at least a request (`keep_running`). fio 3.33,
+/// `bs=4k size=68k io_size=96k loops=3 norandommap`: 288 KiB under
+/// psync, and under libaio 204 KiB read and 288 KiB written;
+/// `size=1026k loops=3`: 770 reads.
+fn unmapped_bytes(spec: &JobSpec, size: u64, rw: Rw, engine: Engine) -> u64 {
+    let once = spec.io_size.map_or(size, |b| b.value);
+    let all = once.saturating_mul(spec.loops);
+    if engine.is_sync() {
+        return all;
+    }
+    let pass = match rw.only_reads() {
+        true => size,
+        false => size.max(once),
+    };
+    match once <= pass {
+        true => all,
+        false => pass.saturating_mul(spec.loops).max(once).min(all),
+    }
 }
 
 /// How many bytes a job whose `io_size` (`once`) is past its file does:
@@ -1732,6 +1772,18 @@ numjobs=2
             pass("rw=randwrite\nsize=1m\nloops=2\nnorandommap\nioengine=libaio\n"),
             (Some(mib), Some(2 * mib))
         );
+        // Past the file, io_size's passes are the file's; within it, fio
+        // stops by the bytes wherever they fall.
+        assert_eq!(
+            pass("rw=write\nsize=64k\nio_size=2m\n"),
+            (Some(64 << 10), Some(2 * mib))
+        );
+        // In order over a file of several sizes: one pass tells where the
+        // file ends, and it is filled to within the smallest size.
+        assert_eq!(
+            pass("rw=write\nbssplit=4k/70:16k/30\nsize=200k\n"),
+            (Some(200 << 10), Some(200 << 10))
+        );
         for other in ["io_size=512k\n", "time_based\nruntime=1s\n", "rw=read:8k\n"] {
             assert_eq!(
                 pass(&format!("rw=read\nsize=1m\nloops=2\n{other}")).0,
@@ -1739,6 +1791,35 @@ numjobs=2
                 "{other}"
             );
         }
+    }
+
+    /// A random job without the map never runs out of offsets: its
+    /// bytes follow fio's byte limits (fio 3.33, counted here with
+    /// docs/evidence/fio-beside-model.sh).
+    #[test]
+    fn a_random_job_without_the_map_ends_by_fios_byte_limits() {
+        let bytes = |text: &str| {
+            let imp = import_str(
+                &format!("[j]\nbs=4k\nnorandommap\n{text}"),
+                "u.fio",
+                &args(),
+            )
+            .expect(text);
+            io(&imp.scenario.jobs[0]).shape.io_size
+        };
+        let kib = |k: u64| Some(k << 10);
+        // 770 reads: issued until the bytes reach three times the size.
+        assert_eq!(bytes("rw=randread\nsize=1026k\nloops=3\n"), kib(3078));
+        let past = "size=68k\nio_size=96k\nloops=3\n";
+        assert_eq!(bytes(&format!("rw=randread\n{past}")), kib(288), "psync");
+        assert_eq!(
+            bytes(&format!("rw=randread\nioengine=libaio\n{past}")),
+            kib(204)
+        );
+        assert_eq!(
+            bytes(&format!("rw=randwrite\nioengine=libaio\n{past}")),
+            kib(288)
+        );
     }
 
     #[test]
