@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Random sized fio jobs, run in fio and in the model, their counts compared.
+
+Each job is a psync or libaio (depth 1) O_DIRECT job on a fresh file that
+ends by its size: a direction and pattern, one block size or a split of
+two, a file of a few sizes (some not whole requests), loops, now and then
+io_size, number_ios, fsync or fdatasync, norandommap or the LFSR. The
+counts do not depend on the device's speed: requests, bytes and sync
+latency samples (fsync and fdatasync alike). Where the job draws several
+sizes, fio and the model draw them from streams of their own, so only the
+bytes are compared, and only where the file decides them (no io_size,
+number_ios or norandommap). Prints each job whose counts differ, then how
+many did.
+
+    python3 docs/evidence/fio-random-jobs-beside-model.py [SEED] [JOBS]
+
+Needs fio and cint on PATH (or CINT=path/to/cint). Found, on 2026-11-29,
+the rules of docs/results/fio-fidelity.md "At the ends of passes" and
+"Where a job ends" that carry that date.
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def counts(path):
+    jobs = json.load(open(path))["jobs"]
+    ios = sum(j[d]["total_ios"] for j in jobs for d in ("read", "write"))
+    moved = sum(j[d]["io_bytes"] for j in jobs for d in ("read", "write"))
+    syncs = sum(j["sync"]["lat_ns"]["N"] for j in jobs)
+    return (ios, moved, syncs)
+
+
+def draw(rng):
+    rw = rng.choice(["read", "write", "randread", "randwrite", "write", "randwrite"])
+    opts = [f"--rw={rw}"]
+    split = rng.random() < 0.25
+    if split:
+        opts += ["--bs=4k", "--bssplit=" + rng.choice(["4k/50:8k/50", "4k/70:16k/30"])]
+    else:
+        opts.append("--bs=" + rng.choice(["4k", "8k", "16k"]))
+    opts.append("--size=" + rng.choice(["64k", "68k", "100k", "200k", "1m", "1026k"]))
+    loops = rng.choice([1, 1, 2, 3])
+    if loops > 1:
+        opts.append(f"--loops={loops}")
+    if "write" in rw and rng.random() < 0.7:
+        opts.append(rng.choice(["--fsync=", "--fdatasync="]) + str(rng.choice([1, 2, 3, 4])))
+    opts.append("--ioengine=" + rng.choice(["psync", "libaio"]))
+    free = True
+    if rng.random() < 0.2:
+        opts.append("--io_size=" + rng.choice(["32k", "96k", "2m"]))
+        free = False
+    if rng.random() < 0.15:
+        opts.append("--number_ios=" + str(rng.choice([5, 20, 100])))
+        free = False
+    if "rand" in rw and rng.random() < 0.3:
+        opts.append("--norandommap")
+        free = False
+    if "rand" in rw and rng.random() < 0.2:
+        opts.append("--random_generator=lfsr")
+    return opts, split, free
+
+
+def main():
+    seed = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    jobs = int(sys.argv[2]) if len(sys.argv) > 2 else 40
+    cint = os.environ.get("CINT", "cint")
+    rng = random.Random(seed)
+    work = tempfile.mkdtemp()
+    data = os.path.join(work, "f.dat")
+    differ = 0
+    try:
+        for _ in range(jobs):
+            opts, split, free = draw(rng)
+            base = ["--name=j", "--direct=1", f"--filename={data}"]
+            if os.path.exists(data):
+                os.remove(data)
+            fio = subprocess.run(
+                ["fio", *base, *opts, "--output-format=json", f"--output={work}/fio.json"],
+                capture_output=True, text=True)
+            if fio.returncode != 0:
+                continue
+            if os.path.exists(data):
+                os.remove(data)
+            model = subprocess.run(
+                [cint, "sim", "--strategy", "none", "--json", "--fio-json", f"{work}/model",
+                 "--fio-cmd", "fio", *base, *opts], capture_output=True, text=True)
+            if model.returncode != 0:
+                print("refused:", " ".join(opts), model.stderr.strip().splitlines()[-1])
+                continue
+            ours, theirs = counts(f"{work}/model/none.json"), counts(f"{work}/fio.json")
+            if split:
+                if not free:
+                    shutil.rmtree(f"{work}/model")
+                    continue
+                ours, theirs = ours[1], theirs[1]
+            if ours != theirs:
+                differ += 1
+                print(" ".join(opts), "\n  fio 3.33:", theirs, "\n  model:   ", ours)
+            shutil.rmtree(f"{work}/model")
+    finally:
+        shutil.rmtree(work)
+    print(f"{jobs} jobs, {differ} differ (requests, bytes, sync latency samples)")
+
+
+if __name__ == "__main__":
+    main()
