@@ -1336,7 +1336,7 @@ fn thread_specs(
         io: io.clone(),
         mode: strategy.mode,
         runtime: measured_runtime(job, scenario.warmup),
-        runtime_in_warmup: job.runtime.filter(|&r| r < scenario.warmup),
+        runtime_in_warmup: job.runtime.filter(|&r| r <= scenario.warmup),
         stage: threads.stages[job_index],
         window_from: None,
         sync_path: target.sync_path.clone(),
@@ -2152,12 +2152,14 @@ fn job_counting_from(outcomes: &[ThreadOutcome], window: &Window) -> Nanos {
 
 /// The start and end, on this process's clock, of a job whose threads
 /// all ended before it began to count (by its size, a count, a floor:
-/// within its warm-up); `None` for any other (`staged`: it did not start
-/// with the run).
+/// within its warm-up), or whose `runtime` ends within its warm-up
+/// (`runtime_in_warmup`: its threads never measure, wherever the clock
+/// puts their last request); `None` for any other (`staged`: it did not
+/// start with the run).
 fn life_within_warmup(
     outcomes: &[ThreadOutcome],
     window: &Window,
-    staged: bool,
+    (staged, runtime_in_warmup): (bool, bool),
 ) -> Option<(Nanos, Nanos)> {
     let end = outcomes
         .iter()
@@ -2166,7 +2168,7 @@ fn life_within_warmup(
         .collect::<Option<Vec<Nanos>>>()?
         .into_iter()
         .max()?;
-    if end >= job_counting_from(outcomes, window) {
+    if !runtime_in_warmup && end >= job_counting_from(outcomes, window) {
         return None;
     }
     let start = if staged {
@@ -2191,7 +2193,7 @@ fn summarise_job(
     let JobWindow { from, to, span } = job_window(runtime, outcomes, window, staged);
     // A job that ended within its warm-up reports its whole life, as fio
     // does: what its threads tallied before its window, over its span.
-    let life = life_within_warmup(outcomes, window, staged);
+    let life = life_within_warmup(outcomes, window, (staged, runtime == Some(0)));
     let since_run = |at: Nanos| at.saturating_sub(window.run_start);
     let span = life.map_or(span, |(start, end)| {
         Some((since_run(start), since_run(start), since_run(end)))

@@ -200,7 +200,8 @@ impl Control {
 
     /// The span of the measured window a thread of `plan` counts the
     /// completions in that it took in hand before this call: none while
-    /// the window has not opened, and from a staged job's own window
+    /// the window has not opened, nor ever for a thread whose runtime
+    /// ends within its warm-up, and from a staged job's own window
     /// start where that is later. It does not depend on the phase the
     /// thread saw: a completion counts by when it was taken in hand, not
     /// by when it was accounted, so one taken just before an edge and
@@ -209,7 +210,9 @@ impl Control {
     /// completion the thread holds was then in hand before it.
     fn counted_span(&self, plan: &ThreadPlan) -> Option<(Nanos, Nanos)> {
         let open = read_edge(&self.window_open);
-        if open == UNKNOWN_EDGE {
+        // A thread whose runtime ends within its warm-up counts nothing
+        // in a window, what it drains after the opening included.
+        if open == UNKNOWN_EDGE || plan.runtime_in_warmup.is_some() {
             return None;
         }
         let from = plan.window_from.map_or(open, |from| from.max(open));
@@ -398,11 +401,11 @@ pub(crate) struct ThreadPlan {
     /// warm-up): a thread stops (an I/O thread submitting) that long
     /// after it first saw its measured window.
     pub runtime: Option<Nanos>,
-    /// A `runtime` that ends within the warm-up: a thread stops that
-    /// long after its job's start (a CPU-bound one after its own), as
-    /// the simulator's and fio's threads stop, and its job reports its
-    /// whole life; where it is set, the thread does not also stop by
-    /// `runtime`.
+    /// A `runtime` that ends within the warm-up (at most as long): a
+    /// thread stops that long after its job's start (a CPU-bound one
+    /// after its own), as the simulator's and fio's threads stop, never
+    /// measures, and its job reports its whole life; where it is set, the
+    /// thread does not also stop by `runtime`.
     pub runtime_in_warmup: Option<Nanos>,
     /// A job that does not start with the run: its group's place in the
     /// run's order and its `startdelay`, and what its own window is
@@ -650,7 +653,12 @@ pub(crate) fn run_thread(
 /// warm-up (the clock is read only for that one, as this runs at every
 /// pass of a thread's loop).
 fn in_window(plan: &ThreadPlan, phase: u8) -> bool {
-    phase == PHASE_MEASURE && plan.window_from.is_none_or(|from| sys::now() >= from)
+    // A thread whose runtime ends within its warm-up never measures: its
+    // job reports its whole life, even where its last request comes back
+    // after the window opened.
+    phase == PHASE_MEASURE
+        && plan.runtime_in_warmup.is_none()
+        && plan.window_from.is_none_or(|from| sys::now() >= from)
 }
 
 /// Burns CPU until told to stop, or until its `runtime` is over, counted

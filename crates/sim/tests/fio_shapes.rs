@@ -870,6 +870,23 @@ fn a_job_that_ends_within_its_warm_up_reports_its_whole_life() {
     assert!((job(&burnt, "burn").cpu_util - 1.0).abs() < 0.01);
     let said = notes_where(&burnt, |n| n.contains("its CPU is over its whole life"));
     assert_eq!(said.len(), 1, "{:?}", burnt.notes);
+    // A runtime as long as the warm-up ends at the window's opening: the
+    // job reports its whole life, the request it drains after the
+    // opening included (until 2026-11-29 it measured that one request,
+    // and the CPU-bound job 55% of a window of no length).
+    let edge = run(&text(
+        "warmup = \"100ms\"",
+        "[[job]]\nname = \"short\"\nruntime = \"100ms\"\n\
+         [[job]]\nname = \"burn\"\nkind = \"cpu\"\ncpu = 1\nruntime = \"100ms\"\n",
+    ));
+    let t = job(&edge, "short");
+    assert!(t.ios > 1_000 && t.lat_ns.n == 0, "{} requests", t.ios);
+    assert!((0.100..0.1002).contains(&(t.ios as f64 / t.iops)));
+    assert!((job(&edge, "burn").cpu_util - 1.0).abs() < 0.01);
+    assert_eq!(
+        notes_where(&edge, |n| n.contains("within its warm-up")).len(),
+        2
+    );
     // Without a warm-up the job is measured as any other.
     let measured = run(&text("warmup = \"0ms\"", short));
     assert_eq!(job(&measured, "short").lat_ns.n, 256);

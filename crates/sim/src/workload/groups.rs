@@ -80,6 +80,9 @@ struct JobClock {
     end: Option<Nanos>,
     /// Threads not exited yet.
     live: u32,
+    /// Its `runtime` ends within its warm-up: it never measures, and
+    /// reports its whole life, wherever its last request comes back.
+    runtime_in_warmup: bool,
 }
 
 impl Groups {
@@ -95,6 +98,7 @@ impl Groups {
                 .iter()
                 .map(|j| JobClock {
                     live: j.numjobs * (1 + super::offload::offload_workers(j)),
+                    runtime_in_warmup: j.runtime.is_some_and(|r| r <= sc.warmup),
                     ..JobClock::default()
                 })
                 .collect(),
@@ -207,14 +211,17 @@ impl World<'_> {
         self.groups.before_run_window = self.threads.iter().map(|t| t.counts).collect();
     }
 
-    /// Whether job `j` ended before its own warm-up did. fio then never
+    /// Whether job `j` ended before its own warm-up did, or its `runtime`
+    /// ends within it (its last request may come back after). fio then never
     /// reset its counts (`ramp_time_over` resets them only while the job
     /// runs), so its figures are its whole life's, without latency
     /// samples (see [`cint_report::WarmupTally`]).
     pub(crate) fn ended_in_ramp(&self, j: usize) -> bool {
         let clock = self.groups.jobs[j];
         match (clock.start, clock.end) {
-            (Some(start), Some(end)) => end < start.saturating_add(self.sc.warmup),
+            (Some(start), Some(end)) => {
+                clock.runtime_in_warmup || end < start.saturating_add(self.sc.warmup)
+            }
             _ => false,
         }
     }
@@ -359,9 +366,13 @@ impl World<'_> {
     /// (the scenario's, from the job's start) is over.
     pub(crate) fn job_measuring(&self, j: usize, now: Nanos) -> bool {
         // An application's or a guest kernel's thread has no job here.
-        match self.groups.jobs.get(j).and_then(|clock| clock.start) {
-            Some(start) => now >= start.saturating_add(self.sc.warmup),
-            None => false,
+        match self.groups.jobs.get(j) {
+            Some(&JobClock {
+                start: Some(start),
+                runtime_in_warmup: false,
+                ..
+            }) => now >= start.saturating_add(self.sc.warmup),
+            _ => false,
         }
     }
 
