@@ -707,6 +707,8 @@ struct IoThread {
     offsets: Option<RandomOffsets>,
     /// A sequential job's next offset, in bytes.
     next_offset: u64,
+    /// The pass over the file (`pass_size`) `next_offset` runs in.
+    offsets_pass: u64,
     /// The job's rate caps and their schedules (fio's rate limiter, as
     /// the simulator paces by it).
     pacer: Option<Pacer>,
@@ -851,6 +853,7 @@ impl IoThread {
             io,
             client,
             next_offset: 0,
+            offsets_pass: 0,
             pacer,
             next_issue_at: 0,
             floor,
@@ -1674,8 +1677,12 @@ impl IoThread {
             let blocks = (self.plan.span / bs).max(1);
             (self.rng.gen_range(0..blocks) * bs).min(last_start)
         } else {
-            if self.next_offset > last_start {
+            // Each pass over the file starts at its start (libfio.c
+            // `clear_io_state`), as the offsets wrap at its end.
+            let pass = self.syncs.pass();
+            if self.next_offset > last_start || pass != self.offsets_pass {
                 self.next_offset = 0;
+                self.offsets_pass = pass;
             }
             let at = self.next_offset;
             self.next_offset += len;

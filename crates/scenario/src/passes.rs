@@ -80,6 +80,11 @@ pub struct PassSyncs {
 }
 
 impl PassSyncs {
+    /// The passes ended before the thread's current one.
+    pub fn pass(&self) -> u64 {
+        self.pass
+    }
+
     /// A request completed.
     pub fn completed(&mut self) {
         self.last_was_sync = false;
