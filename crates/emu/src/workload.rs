@@ -1256,11 +1256,7 @@ impl IoThread {
         let top = LoopTop {
             bytes: self.bytes_issued,
             writes: self.writes_issued - self.writes_base,
-            count_left: self
-                .io
-                .shape
-                .number_ios
-                .is_none_or(|n| self.requests_issued - self.counted_from < n),
+            issued: self.requests_issued - self.counted_from,
             slot_free: self.in_flight() < self.depth(),
             in_flight: self.in_flight() as u32,
         };

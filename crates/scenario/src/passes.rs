@@ -48,8 +48,9 @@ pub struct LoopTop {
     pub bytes: u64,
     /// Writes issued, counted as the syncs count them (since the ramp).
     pub writes: u64,
-    /// The job's `number_ios` is not yet reached.
-    pub count_left: bool,
+    /// Requests issued, counted as `number_ios` counts them (since the
+    /// ramp).
+    pub issued: u64,
     /// A request slot is free (fio takes an `io_u` before it decides).
     pub slot_free: bool,
     /// Requests in flight.
@@ -143,7 +144,8 @@ impl PassSyncs {
             let at_the_files_end = top.bytes - self.pass.saturating_mul(pass) >= pass;
             let loop_goes_on = (pass < size && at_the_files_end) || (sync_engine && passes_remain);
             let due = sync_falls_due(shape, top.writes, self.last_was_sync);
-            if let (true, true, Some(datasync)) = (loop_goes_on, top.count_left, due) {
+            let count_left = shape.number_ios.is_none_or(|n| top.issued < n);
+            if let (true, true, Some(datasync)) = (loop_goes_on, count_left, due) {
                 return Some(PassEnd::Sync(datasync));
             }
         }
@@ -183,7 +185,7 @@ mod tests {
             let top = LoopTop {
                 bytes,
                 writes,
-                count_left: true,
+                issued: writes,
                 slot_free: true,
                 in_flight: 0,
             };
@@ -238,13 +240,24 @@ mod tests {
     }
 
     #[test]
+    fn no_sync_follows_a_job_ended_by_its_count() {
+        // A pass short of its file would make one, but the job's
+        // number_ios ends fio's loop first.
+        let mut s = shape(1, 1 << 20, 1 << 20);
+        s.number_ios = Some(256);
+        let (with_count, without) = (s.clone(), shape(1, 1 << 20, 1 << 20));
+        assert_eq!(syncs_made(&with_count, 1026 << 10, true), 255);
+        assert_eq!(syncs_made(&without, 1026 << 10, true), 256);
+    }
+
+    #[test]
     fn a_pass_waits_for_its_requests_in_flight_before_the_next() {
         let s = shape(0, 8 << 12, 4 << 12);
         let mut state = PassSyncs::default();
         let top = |bytes, in_flight| LoopTop {
             bytes,
             writes: bytes / 4096,
-            count_left: true,
+            issued: bytes / 4096,
             slot_free: true,
             in_flight,
         };

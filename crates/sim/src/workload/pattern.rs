@@ -459,10 +459,7 @@ impl<'a> World<'a> {
         let top = LoopTop {
             bytes: s.bytes,
             writes: s.writes - s.writes_base,
-            count_left: io
-                .shape
-                .number_ios
-                .is_none_or(|n| s.issued - s.issued_base < n),
+            issued: s.issued - s.issued_base,
             slot_free: !th.free_slots.is_empty(),
             in_flight: th.in_flight,
         };
