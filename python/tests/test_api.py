@@ -59,7 +59,10 @@ def test_a_fio_command_line_runs_as_cint_fio_cmd_runs_it(cint_bin):
     assert result.json.rstrip("\n") == cli.stdout.rstrip("\n")
     job = result.doc["results"][0]["jobs"][0]
     assert job["ios"] == (1 << 20) // 2300
-    assert job["sync"]["calls"] == job["ios"] - 1
+    # The file leaves less than a request after the last write, so fio's
+    # loop looks once more and makes the fdatasync due (fio 3.33: 455
+    # for 455 writes).
+    assert job["sync"]["calls"] == job["ios"]
     with pytest.raises(cinterrupts.InputError, match="fio-command-line:2: option 'verify'"):
         cinterrupts.sim(["--name=a", "--verify=md5"])
 

@@ -141,7 +141,7 @@ impl PassSyncs {
             let passes_remain = top.bytes < total;
             // A last pass cut by the job's bytes ends where fio's loop
             // stops looking.
-            let at_the_files_end = top.bytes - self.pass.saturating_mul(pass) >= pass;
+            let at_the_files_end = top.bytes.saturating_sub(self.pass.saturating_mul(pass)) >= pass;
             let loop_goes_on = (pass < size && at_the_files_end) || (sync_engine && passes_remain);
             let due = sync_falls_due(shape, top.writes, self.last_was_sync);
             let count_left = shape.number_ios.is_none_or(|n| top.issued < n);
