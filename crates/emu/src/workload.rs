@@ -953,28 +953,8 @@ impl IoThread {
         loop {
             let phase = control.phase.load(Ordering::Relaxed);
             let measuring = self.measuring(control);
-            if measuring && self.measured_from.is_none() {
-                if let Some(hook) = &self.plan.on_window {
-                    hook();
-                }
-                let now = sys::now();
-                self.measured_from = Some(now);
-                if self.plan.runtime_in_warmup.is_none() {
-                    self.stop_at = self.plan.runtime.map(|r| now.saturating_add(r));
-                }
-            }
-            if !ramped && measuring && self.plan.ramp {
-                ramped = true;
-                self.restart_rate(sys::now());
-                // fio counts `number_ios` again from the end of its ramp
-                // (libfio.c `reset_all_stats`), those in flight then
-                // included (backend.c `exceeds_number_ios`), and those
-                // this thread measured since the window opened: fio
-                // resets at the first of them, as the simulator counts.
-                self.counted_from = self
-                    .requests_issued
-                    .saturating_sub(self.in_flight() as u64 + self.out.ios);
-                self.writes_base = self.writes_issued;
+            if measuring {
+                self.see_window(&mut ramped);
             }
             // Ended before the run: by its size, its floor, or another
             // job's exitall. Its window ends where it drains.
@@ -1089,6 +1069,36 @@ impl IoThread {
             f.leave();
         }
         self.finish()
+    }
+
+    /// The thread is in its measured window: the first time, its
+    /// `runtime` starts there, and fio's ramp ends (`ramped`: it has), so
+    /// its rate's schedule restarts and `number_ios` and the syncs count
+    /// again (libfio.c `reset_all_stats`).
+    fn see_window(&mut self, ramped: &mut bool) {
+        if self.measured_from.is_none() {
+            if let Some(hook) = &self.plan.on_window {
+                hook();
+            }
+            let now = sys::now();
+            self.measured_from = Some(now);
+            // A thread whose runtime ends within its warm-up never gets
+            // here (`in_window`).
+            self.stop_at = self.plan.runtime.map(|r| now.saturating_add(r));
+        }
+        if !*ramped && self.plan.ramp {
+            *ramped = true;
+            self.restart_rate(sys::now());
+            // fio counts `number_ios` again from the end of its ramp,
+            // those in flight then included (backend.c
+            // `exceeds_number_ios`), and those this thread measured since
+            // the window opened: fio resets at the first of them, as the
+            // simulator counts.
+            self.counted_from = self
+                .requests_issued
+                .saturating_sub(self.in_flight() as u64 + self.out.ios);
+            self.writes_base = self.writes_issued;
+        }
     }
 
     /// What the thread measured, with what its parts kept to the end.
