@@ -685,17 +685,23 @@ fn unmapped_bytes(spec: &JobSpec, size: u64, rw: Rw, engine: Engine) -> u64 {
 
 /// How many bytes a job whose `io_size` (`once`) is past its file does:
 /// its `loops` passes, then passes while at least `largest` of `once` is
-/// left at a pass's end, the last of them cut at `once` (the model stops
-/// a thread once it has issued its io_size).
+/// left at a pass's end (backend.c `keep_running`), each cut only by
+/// fio's byte limit within a pass, `once` times `loops`
+/// (`io_issue_bytes_exceeded`). fio 3.33, 4 KiB writes over 100 KiB with
+/// `io_size=2m loops=2`: 21 passes, 2100 KiB.
 fn past_the_file(once: u64, pass: u64, loops: u64, largest: u64) -> u64 {
     let looped = pass.saturating_mul(loops);
     if once <= looped || pass == 0 {
         return looped;
     }
-    match (once - looped) % pass {
-        left if left > 0 && left < largest => once - left,
-        _ => once,
-    }
+    let left = once - looped;
+    let more = match left >= largest {
+        true => (left - largest + 1).div_ceil(pass),
+        false => 0,
+    };
+    looped
+        .saturating_add(more.saturating_mul(pass))
+        .min(once.saturating_mul(loops))
 }
 
 /// fio refuses a floor above its direction's cap (init.c
@@ -1716,6 +1722,12 @@ numjobs=2
         assert_eq!(
             end("[j]\nrw=read\nsize=1m\nio_size=3m\nloops=2\n").1,
             Some(3 << 20)
+        );
+        // Past the file with loops, the passes go on to fio's limit,
+        // io_size times loops: 21 passes of 100 KiB for 2 MiB.
+        assert_eq!(
+            end("[j]\nrw=write\nsize=100k\nio_size=2m\nloops=2\n").1,
+            Some(2100 << 10)
         );
         // Within the file it is: 3 MiB.
         assert_eq!(
