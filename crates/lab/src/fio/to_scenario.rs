@@ -520,7 +520,7 @@ fn end_after_size(
                 return Ok(());
             }
             let rw = spec.rw.map_or(Rw::Read, |r| r.value);
-            if rw.is_random() && shape.random_map == cint_scenario::RandomMap::Off {
+            if !offsets_run_out(spec, rw, shape) {
                 shape.io_size = Some(unmapped_bytes(spec, size, rw, engine));
                 return Ok(());
             }
@@ -587,6 +587,11 @@ fn mark_passes(
     let without_map = rw.is_random() && shape.random_map == cint_scenario::RandomMap::Off;
     let one_size = smallest == largest;
     if without_map && (engine.is_sync() || !one_size || pass != size || spec.io_size.is_some()) {
+        return;
+    }
+    // Reads and writes in order: each pass ends by bytes, which the model
+    // does not follow between passes.
+    if !without_map && !offsets_run_out(spec, rw, shape) {
         return;
     }
     // One pass over the whole file changes nothing, but where a job's
@@ -656,8 +661,22 @@ fn holed_pass(
     })
 }
 
-/// How many bytes a random job without fio's random map (or LFSR) issues
-/// when it ends by its size. Its offsets never run out, so no pass ends
+/// Whether a job's offsets run out at its file's end, which then ends
+/// its pass: in order, or drawn under the random map or the LFSR. A
+/// random job without either never runs out, nor does one that reads and
+/// writes in order: each direction keeps its own offset from the file's
+/// start (io_u.c `last_pos[ddir]`), and their bytes together reach the
+/// job's size first (fio 3.33, `rw=rw bs=16k size=200k`: 13 requests,
+/// 208 KiB; `bs=8k size=1026k loops=3`: 385).
+fn offsets_run_out(spec: &JobSpec, rw: Rw, shape: &IoShape) -> bool {
+    let mix = spec.rwmixread.map_or(50, |r| r.value);
+    let two_offsets = rw == Rw::ReadWrite && (1..=99).contains(&mix);
+    let unmapped = rw.is_random() && shape.random_map == cint_scenario::RandomMap::Off;
+    !two_offsets && !unmapped
+}
+
+/// How many bytes a job whose offsets never run out
+/// ([`offsets_run_out`]) issues when it ends by its size. Its offsets never run out, so no pass ends
 /// at the file's end. A synchronous engine's one pass runs until the job
 /// has issued its `io_size` (or `size`) times `loops` (backend.c
 /// `io_issue_bytes_exceeded`). A queueing engine's pass ends once it has
@@ -1831,6 +1850,24 @@ numjobs=2
         assert_eq!(
             bytes(&format!("rw=randwrite\nioengine=libaio\n{past}")),
             kib(288)
+        );
+        // Reads and writes in order keep an offset each: their bytes
+        // reach the size first (13 requests of 16 KiB for 200 KiB).
+        let in_order = |text: &str| {
+            let imp = import_str(&format!("[j]\n{text}"), "o.fio", &args()).expect(text);
+            let shape = io(&imp.scenario.jobs[0]).shape.clone();
+            (shape.io_size, shape.pass_size)
+        };
+        assert_eq!(in_order("rw=rw\nbs=16k\nsize=200k\n"), (kib(200), None));
+        assert_eq!(
+            in_order("rw=rw\nbs=8k\nsize=1026k\nloops=3\n"),
+            (kib(3078), None)
+        );
+        // All reads, one offset: the file's end ends the pass, short of
+        // the file.
+        assert_eq!(
+            in_order("rw=rw\nrwmixread=100\nbs=16k\nsize=200k\n"),
+            (kib(192), kib(192))
         );
     }
 
