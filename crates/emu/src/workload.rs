@@ -1655,21 +1655,10 @@ impl IoThread {
             Rw::ReadWrite => (self.mixed_direction(), false),
         };
         let write = op == Op::Write;
-        // A pass over the file in order is filled as fio fills it (the
-        // random map fits a random job's requests).
-        let room = match (random, self.syncs.issue_limit(&self.io.shape)) {
-            (false, Some(limit)) if self.io.shape.pass_size.is_some() => {
-                Some(limit.saturating_sub(self.bytes_issued))
-            }
-            _ => None,
-        };
         let shape = &self.io.shape;
-        let len = match room {
-            Some(room) => {
-                cint_scenario::shape::draw_block_size_within(shape, bs, write, room, &mut self.rng)
-            }
-            None => cint_scenario::shape::draw_block_size(shape, bs, write, &mut self.rng),
-        };
+        let room = self.syncs.room_in_pass(shape, self.bytes_issued, !random);
+        let len =
+            cint_scenario::shape::draw_block_size_within(shape, bs, write, room, &mut self.rng);
         if let (true, Some(offsets)) = (random, self.offsets.as_mut()) {
             let (shape, rng) = (&self.io.shape, &mut self.rng);
             let (offset, len) = offsets.place(write, len, || {

@@ -546,8 +546,8 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     bs = crate::shape::smallest_block(&shape, bs);
     crate::shape::check_poisson_rate(sec, &shape, bs, rw)?;
     crate::shape::check_floor_below_cap(sec, &shape, rate_iops)?;
-    let size = io_size(sec, device, crate::shape::largest_block(&shape, bs))?;
     let largest = crate::shape::largest_block(&shape, bs);
+    let size = io_size(sec, device, largest)?;
     if let Some(pass) = shape.pass_size.filter(|&p| p > size || p < largest) {
         return Err(sec.error(
             "pass_size",

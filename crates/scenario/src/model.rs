@@ -477,11 +477,11 @@ pub struct IoShape {
     pub io_size: Option<u64>,
     /// `pass_size`: the bytes of one of fio's passes over the job's file
     /// (its `loops`), of which `io_size` holds one or more, the last
-    /// perhaps cut short. At a
-    /// pass's end fio's loop (backend.c `do_io`) waits for the requests in
-    /// flight and returns; the next pass begins with its sync state reset
-    /// (libfio.c `clear_io_state`). [`crate::shape::PassSyncs`] says which
-    /// syncs that makes. `None`: one pass.
+    /// perhaps cut short. At a pass's end fio's loop (backend.c `do_io`)
+    /// waits for the requests in flight and returns; the next pass begins
+    /// with its sync state reset (libfio.c `clear_io_state`).
+    /// [`crate::passes::PassSyncs`] says which syncs that makes. `None`:
+    /// one pass.
     pub pass_size: Option<u64>,
     /// `percentile_list`: latency percentiles to report (each in
     /// (0, 100]); empty: the report's default list.

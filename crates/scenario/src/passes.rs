@@ -106,6 +106,15 @@ impl PassSyncs {
         })
     }
 
+    /// What is left of the current pass after `bytes` issued, where the
+    /// next request's size must fit it: a job of passes whose offsets run
+    /// in order (`in_order`; the random map fits a random job's). fio
+    /// draws a size again until it fits (io_u.c `get_next_buflen`).
+    pub fn room_in_pass(&self, shape: &IoShape, bytes: u64, in_order: bool) -> Option<u64> {
+        shape.pass_size.filter(|_| in_order)?;
+        Some(self.issue_limit(shape)?.saturating_sub(bytes))
+    }
+
     /// Whether a sync falls due before the thread's next request, within
     /// a pass. `Some(true)`: an `fdatasync`. The engine then also needs a
     /// request left and a free slot, as fio decides when it takes one.

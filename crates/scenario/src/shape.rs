@@ -400,18 +400,23 @@ pub fn draw_block_size(shape: &IoShape, bs: u64, write: bool, rng: &mut impl ran
 }
 
 /// A request's size drawn as [`draw_block_size`] draws it, where `room`
-/// bytes are left before the end of the file's pass: fio draws again
-/// until the size fits (io_u.c `get_next_buflen`, `io_u_fits`), so a pass
-/// over a file of several sizes fills it to within its smallest size.
-/// Where not even the smallest fits, the first draw.
+/// bytes are left before the end of the file's pass
+/// ([`crate::passes::PassSyncs::room_in_pass`]; `None`: no end to fit):
+/// fio draws again until the size fits (io_u.c `get_next_buflen`,
+/// `io_u_fits`), so a pass over a file of several sizes fills it to
+/// within its smallest size. Where not even the smallest fits, the first
+/// draw.
 pub fn draw_block_size_within(
     shape: &IoShape,
     bs: u64,
     write: bool,
-    room: u64,
+    room: Option<u64>,
     rng: &mut impl rand::Rng,
 ) -> u64 {
     let first = draw_block_size(shape, bs, write, rng);
+    let Some(room) = room else {
+        return first;
+    };
     if first <= room || room < smallest_block_of(shape, bs, write) {
         return first;
     }

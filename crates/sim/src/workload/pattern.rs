@@ -172,18 +172,18 @@ impl<'a> World<'a> {
         } else {
             None
         };
-        let room = self.room_in_pass(t, shape);
+        let s = &self.shaping[t];
+        let room = p
+            .passes
+            .then(|| s.syncs.room_in_pass(shape, s.bytes, !p.rw.is_random()))
+            .flatten();
         let th = &mut self.threads[t];
         let write = match paced {
             Some(write) => write,
             None => is_write(p.rw, p.rwmixread, &mut th.rng),
         };
-        let mut bytes = match room {
-            Some(room) => {
-                cint_scenario::shape::draw_block_size_within(shape, p.bs, write, room, &mut th.rng)
-            }
-            None => block_size(shape, p.bs, write, &mut th.rng),
-        };
+        let mut bytes =
+            cint_scenario::shape::draw_block_size_within(shape, p.bs, write, room, &mut th.rng);
         if let Some(offsets) = self.offsets.of(t) {
             bytes = place(offsets, shape, p.bs, write, bytes, &mut th.rng);
         }
@@ -192,19 +192,6 @@ impl<'a> World<'a> {
         }
         self.count_request(t, write, bytes);
         (write, bytes)
-    }
-
-    /// What is left of the pass over its file that thread `t`'s next
-    /// request is in, where its size must fit it: a job of passes whose
-    /// offsets run in order (the random map fits a random job's).
-    fn room_in_pass(&self, t: usize, shape: &IoShape) -> Option<u64> {
-        let p = &self.threads[t].prog;
-        if !p.passes || p.rw.is_random() {
-            return None;
-        }
-        let s = &self.shaping[t];
-        let limit = s.syncs.issue_limit(shape)?;
-        Some(limit.saturating_sub(s.bytes))
     }
 
     /// Counts a request thread `t` issues, of `bytes`: towards
@@ -308,7 +295,13 @@ impl<'a> World<'a> {
 
     /// Thread `t` was handed a measured request before its counts were
     /// reset at the end of its ramp ([`World::reset_counts_after_ramp`]).
+    /// Only a thread whose counts are reset keeps the tally: the others'
+    /// would grow with every completion, for nothing.
+    #[inline]
     pub(crate) fn measured_before_ramp_reset(&mut self, t: usize) {
+        if !self.threads[t].prog.counts_from_ramp {
+            return;
+        }
         let s = &mut self.shaping[t];
         if !s.ramp_reset {
             s.measured_before_reset += 1;
