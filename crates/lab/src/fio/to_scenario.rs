@@ -151,9 +151,9 @@ fn job(
     {
         shape.random_map = cint_scenario::RandomMap::Off;
     }
-    end_after_size(spec, (size, bs), engine, &mut shape, diag)?;
+    let pass = end_after_size(spec, (size, bs), engine, &mut shape, diag)?;
     let bs = smallest;
-    mark_passes(spec, (rw, engine), size, bs, &mut shape);
+    mark_passes(spec, (rw, size, bs), pass, &mut shape);
     refuse_split_sizes_under_the_map(spec, rw, bs, &shape, diag)?;
     refuse_floor_above_cap(spec, diag)?;
     shape.rate_min = min_rate(spec, rw, timeline.length(spec), diag);
@@ -489,14 +489,17 @@ fn fit_shape_to_engine(
 
 /// Where a job that is not time based ends: once it has done its size
 /// (or `io_size`) `loops` times, as fio does, or at its runtime if that
-/// comes first.
+/// comes first. Returns the bytes of each of its passes where they end
+/// at one place each time: the file's end, or, for a random job without
+/// the map under a queueing engine, its size queued in whole requests of
+/// one size.
 fn end_after_size(
     spec: &JobSpec,
     (size, bs): (u64, u64),
     engine: Engine,
     shape: &mut IoShape,
     diag: &mut Diagnostics,
-) -> Result<(), FioError> {
+) -> Result<Option<u64>, FioError> {
     // fio counts `number_ios` over all its loops (backend.c
     // `exceeds_number_ios`: `number_ios * td->loops`).
     if let Some(n) = shape.number_ios.as_mut() {
@@ -517,17 +520,26 @@ fn end_after_size(
             if let Some(step) = spec.seq_step.filter(|s| s.value > 0) {
                 let pass = holed_pass(spec, step, size, largest, shape, diag)?;
                 shape.io_size = Some(pass.saturating_mul(spec.loops));
-                return Ok(());
+                return Ok(None);
             }
             let rw = spec.rw.map_or(Rw::Read, |r| r.value);
+            let smallest = cint_scenario::shape::smallest_block(shape, bs);
             if !offsets_run_out(spec, rw, shape) {
                 shape.io_size = Some(unmapped_bytes(spec, size, rw, engine));
-                return Ok(());
+                // A queueing engine's pass ends once it has queued the
+                // file's size, exactly where requests of one size fill it
+                // (a job in order of reads and writes ends its passes by
+                // either direction's end too, which turns on the draws).
+                let queued = !engine.is_sync()
+                    && rw.is_random()
+                    && spec.io_size.is_none()
+                    && smallest == largest
+                    && size % smallest.max(1) == 0;
+                return Ok(queued.then_some(size));
             }
             // fio draws a request's size again until it fits what is
             // left of the file (io_u.c `get_next_buflen`), so a pass of
             // several sizes fills it to within the smallest.
-            let smallest = cint_scenario::shape::smallest_block(shape, bs);
             let pass = size - size % smallest.clamp(1, size);
             shape.io_size = Some(match spec.io_size.map(|b| b.value) {
                 None => pass.saturating_mul(spec.loops),
@@ -540,6 +552,7 @@ fn end_after_size(
                 // `io_size=1030k` 258.
                 Some(once) => past_the_file(once, pass, spec.loops, largest),
             });
+            return Ok(Some(pass));
         }
     } else if spec.loops > 1 {
         diag.job_warn(
@@ -548,52 +561,38 @@ fn end_after_size(
             "loops has no effect with time_based (the job runs for its runtime)",
         );
     }
-    Ok(())
+    Ok(None)
 }
 
 /// fio's passes over the job's file (`pass_size`, crate
-/// `cint_scenario::passes`), where they change what the job does: more
-/// than one, or one short of the file. A pass ends at the file's end
-/// (`size` in whole requests of the smallest size, as `end_after_size`
-/// counts it), where the offsets run out: in order, or drawn under the
-/// random map or the LFSR, each of which visits each block once. Without
-/// either, a random job never runs out: under a synchronous engine its
-/// one pass runs until the job's bytes are issued (fio 3.33, `randwrite
-/// norandommap loops=2 fsync=1` over 64 KiB: 32 writes, 31 fsyncs,
-/// psync and libaio alike), and a queueing engine's ends each time it
-/// has queued the file's size, as it ends a pass of one block size
-/// filling the file. Not with an `io_size` within the file, an offset
-/// step or offloaded submission: their passes follow what the model does
-/// not keep.
+/// `cint_scenario::passes`), of `pass` bytes each where they end at one
+/// place ([`end_after_size`]), where they change what the job does: more
+/// than one, one short of the file, or one in order over a file of
+/// several sizes, where it tells the engines where the file ends. Where
+/// the offsets never run out, a random job's one pass under a
+/// synchronous engine runs until the job's bytes are issued (fio 3.33,
+/// `randwrite norandommap loops=2 fsync=1` over 64 KiB: 32 writes, 31
+/// fsyncs, psync and libaio alike), and a queueing engine's ends each
+/// time it has queued the file's size. Not with an `io_size` within the
+/// file, nor with offloaded submission: their passes follow what the
+/// model does not keep.
 fn mark_passes(
     spec: &JobSpec,
-    (rw, engine): (Rw, Engine),
-    size: u64,
-    bs: u64,
+    (rw, size, bs): (Rw, u64, u64),
+    pass: Option<u64>,
     shape: &mut IoShape,
 ) {
-    let Some(total) = shape.io_size else {
+    let (Some(pass), Some(total)) = (pass, shape.io_size) else {
         return;
     };
     // An io_size within the file: fio's loop stops by the job's bytes,
     // wherever they fall, not at a pass's end.
     let within_the_file = spec.io_size.is_some_and(|b| b.value <= size);
-    if spec.time_based || within_the_file || spec.seq_step.is_some() || spec.offload.is_some() {
+    if within_the_file || spec.offload.is_some() {
         return;
     }
     let largest = cint_scenario::shape::largest_block(shape, bs);
-    let smallest = cint_scenario::shape::smallest_block(shape, bs);
-    let pass = size - size % smallest.clamp(1, size);
-    let without_map = rw.is_random() && shape.random_map == cint_scenario::RandomMap::Off;
-    let one_size = smallest == largest;
-    if without_map && (engine.is_sync() || !one_size || pass != size || spec.io_size.is_some()) {
-        return;
-    }
-    // Reads and writes in order: each pass ends by bytes, which the model
-    // does not follow between passes.
-    if !without_map && !offsets_run_out(spec, rw, shape) {
-        return;
-    }
+    let one_size = cint_scenario::shape::smallest_block(shape, bs) == largest;
     // One pass over the whole file changes nothing, but where a job's
     // requests in order have several sizes, it tells where the file ends.
     let whole = total == pass && pass == size && (one_size || rw.is_random());
