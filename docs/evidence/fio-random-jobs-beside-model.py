@@ -11,8 +11,8 @@ latency samples (fsync and fdatasync alike). The syncs are compared only
 where they do not depend on when requests complete or which are writes
 (one direction, depth 1). Where the job draws several sizes, fio and the
 model draw them from streams of their own, so only the bytes are
-compared, and only where the file decides them (no io_size, number_ios
-or norandommap). Prints each job whose counts differ, then how many did.
+compared, and only where the file decides them (no io_size, number_ios,
+norandommap, or reads and writes in order). Prints each job whose counts differ, then how many did.
 
     python3 docs/evidence/fio-random-jobs-beside-model.py [SEED] [JOBS]
 
@@ -69,6 +69,8 @@ def draw(rng):
         free = False
     if "rand" in rw and rng.random() < 0.2:
         opts.append("--random_generator=lfsr")
+    # Reads and writes in order end by their bytes, not at the file's end.
+    free = free and rw != "rw"
     return opts, split, free, timed
 
 
