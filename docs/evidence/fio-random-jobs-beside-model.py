@@ -5,7 +5,9 @@ Each job is a psync or libaio O_DIRECT job on a fresh file that ends by
 its size: a direction and pattern (reads and writes mixed now and then),
 one block size or a split of two, a file of a few sizes (some not whole
 requests), loops, now and then io_size, number_ios, fsync or fdatasync,
-norandommap or the LFSR, and under libaio a depth and a batch. The counts
+norandommap or the LFSR, and under libaio a depth and a batch; now and
+then several threads, an offset (with a fixed filesize), think time, a
+rate cap, a start delay, a read mix or a size range. The counts
 compared do not depend on the device's speed: requests, bytes and sync
 latency samples (fsync and fdatasync alike). The syncs are compared only
 where they do not depend on when requests complete or which are writes
@@ -69,6 +71,26 @@ def draw(rng):
         free = False
     if "rand" in rw and rng.random() < 0.2:
         opts.append("--random_generator=lfsr")
+    if rng.random() < 0.3:
+        opts += [f"--numjobs={rng.choice([2, 3])}", "--group_reporting"]
+    if rng.random() < 0.2:
+        opts.append("--offset=" + rng.choice(["4k", "12k", "64k"]))
+        if rng.random() < 0.5:
+            # The file's size is fixed: the offset shortens the job's region.
+            opts.append("--filesize=" + rng.choice(["100k", "256k"]))
+    if rng.random() < 0.2:
+        opts.append("--thinktime=" + rng.choice(["10", "50"]))
+        if rng.random() < 0.5:
+            opts.append(f"--thinktime_blocks={rng.choice([2, 4])}")
+    if rng.random() < 0.2:
+        opts.append("--rate_iops=" + rng.choice(["20000", "50000"]))
+    if rng.random() < 0.15:
+        opts.append("--startdelay=" + rng.choice(["1ms", "5ms"]))
+    if rw in ("rw", "randrw") and rng.random() < 0.5:
+        opts.append(f"--rwmixread={rng.choice([10, 30, 70, 90])}")
+    if rng.random() < 0.15 and not split:
+        opts.append("--bsrange=4k-16k")
+        split = True
     # Reads and writes in order end by their bytes, not at the file's end.
     free = free and rw != "rw"
     return opts, split, free, timed

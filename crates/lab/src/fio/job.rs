@@ -92,6 +92,13 @@ pub(super) struct JobSpec {
     /// `bs=READ,WRITE` with a write size of its own.
     pub(super) bs_write: Option<At<u64>>,
     pub(super) filesize: Option<At<u64>>,
+    /// `offset` in bytes (fio's `start_offset`), where given as a size.
+    pub(super) offset: Option<At<u64>>,
+    /// `offset_increment` in bytes: how much further in each of the
+    /// job's threads starts than the one before.
+    pub(super) offset_increment: Option<At<u64>>,
+    /// An `offset` or `offset_increment` given as a share of the file.
+    pub(super) offset_percent: Option<At<()>>,
     pub(super) bsrange: Option<At<(u64, u64)>>,
     /// `rate`: bytes/s for reads and for writes (0: no cap).
     pub(super) rate: Option<At<[u64; 2]>>,
@@ -142,6 +149,15 @@ pub(super) struct KeyLine {
 }
 
 impl JobSpec {
+    /// Where thread `thread` of the job starts in its file, for offsets
+    /// given as sizes: fio's `get_start_offset` (filesetup.c),
+    /// `offset + subjob_number * offset_increment`.
+    pub(super) fn start_offset(&self, thread: u32) -> u64 {
+        let base = self.offset.map_or(0, |o| o.value);
+        let step = self.offset_increment.map_or(0, |o| o.value);
+        base.saturating_add(step.saturating_mul(u64::from(thread)))
+    }
+
     /// The line that set `option`, or the job's own line when fio's
     /// default applies: where a conflict involving the option is reported.
     pub(super) fn line_of<T>(&self, option: &Option<At<T>>) -> usize {
@@ -240,6 +256,9 @@ impl JobSpec {
             bsrange_write: None,
             bs_write: None,
             filesize: None,
+            offset: None,
+            offset_increment: None,
+            offset_percent: None,
             bsrange: None,
             rate: None,
             rate_iops_dirs: None,

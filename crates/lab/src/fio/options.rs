@@ -458,9 +458,25 @@ fn apply_pattern(
             if !ok {
                 return Err(o.bad(diag, "a size or a percentage"));
             }
+            let bytes = Some(At::new(o.line, parse_size(v).unwrap_or(0)));
+            match (o.name, v.strip_suffix('%')) {
+                (_, Some(_)) if o.name != "offset_align" => {
+                    spec.offset_percent = Some(At::new(o.line, ()));
+                }
+                ("offset", None) => spec.offset = bytes,
+                ("offset_increment", None) => spec.offset_increment = bytes,
+                _ => {}
+            }
             // 0, fio's default for each, moves nothing.
             if parse_size(v.trim_end_matches('%')).map_or(true, |n| n > 0) {
-                diag.warn(o.line, offsets_only(&format!("option '{key}'")));
+                let mut warning = offsets_only(&format!("option '{key}'"));
+                if o.name != "offset_align" {
+                    warning.push_str(
+                        "; beside filesize, a job's region is what the offset leaves of its \
+                         file, as in fio",
+                    );
+                }
+                diag.warn(o.line, warning);
                 spec.placed = Some(At::new(o.line, "an offset"));
             }
         }

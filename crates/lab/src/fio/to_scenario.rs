@@ -417,29 +417,55 @@ fn check_engine_flags(
 }
 
 /// The job's size: `size` (bytes, or a share of its file or the device),
-/// at most its file's `filesize`, else `filesize`, else the whole device;
-/// whole sectors between `bs` and the capacity.
+/// at most what the thread's start offset leaves of its file's
+/// `filesize`, else that, else the whole device; whole sectors between
+/// `bs` and the capacity. Every thread of the job must get the same.
 fn job_size(
     spec: &JobSpec,
     capacity: u64,
     bs: u64,
     diag: &mut Diagnostics,
 ) -> Result<u64, FioError> {
-    let file = spec.filesize.map(|f| f.value);
-    let size = match (spec.size.map(|s| s.value), file) {
-        (None, file) => file.unwrap_or(capacity),
-        // fio caps a job's size at its file's (filesetup.c `setup_files`:
-        // `o->size > total_size`): `size=1m filesize=512k` reads 128
-        // blocks of 4 KiB in fio 3.33, 256 before 2026-11-29 here.
-        (Some(SizeSpec::Bytes(b)), file) => file.map_or(b, |f| b.min(f)),
-        // A share of its file, in whole blocks (filesetup.c
-        // `size_percent`), or of the device, in whole sectors.
-        (Some(SizeSpec::Percent(p)), Some(f)) => {
-            let share = u64::try_from(u128::from(f) * u128::from(p) / 100).unwrap_or(f);
-            share - share % bs.max(1)
-        }
-        (Some(SizeSpec::Percent(p)), None) => capacity / 100 * p / 512 * 512,
-    };
+    let threads = threads_of(spec);
+    let size = size_from(spec, capacity, bs, spec.start_offset(0));
+    let left = |file: &At<u64>| file.value.saturating_sub(spec.start_offset(0));
+    if let Some(file) = spec
+        .filesize
+        .filter(|f| spec.offset.is_some() && left(f) < bs)
+    {
+        return Err(diag.job_err(
+            &spec.name,
+            spec.line_of(&spec.offset),
+            format!(
+                "offset {} leaves less than bs ({bs}) of filesize ({}): fio stops the job \
+                 (\"blocksize is larger than data set range\")",
+                spec.start_offset(0),
+                file.value
+            ),
+        ));
+    }
+    let last = size_from(spec, capacity, bs, spec.start_offset(threads - 1));
+    if last != size {
+        return Err(diag.job_err(
+            &spec.name,
+            spec.line_of(&spec.offset_increment),
+            format!(
+                "offset_increment with numjobs={threads} leaves the job's threads {size} to \
+                 {last} bytes of filesize; the model runs a job's threads alike: give them \
+                 a size they all have room for, or a job each"
+            ),
+        ));
+    }
+    if let Some(at) = spec.offset_percent.filter(|_| several_passes(spec, size)) {
+        return Err(diag.job_err(
+            &spec.name,
+            at.line,
+            "a percentage offset on a job of several passes: fio takes it from the file's \
+             size as each pass starts, which for a file it lays out is 0 on the first pass \
+             only, so how many requests the later passes make turns on the file before the \
+             run; give the offset in bytes",
+        ));
+    }
     let size_at = spec.size.map(|s| s.line).or(spec.filesize.map(|f| f.line));
     if let Some(line) = size_at {
         if size > capacity || size < bs || size % 512 != 0 {
@@ -454,6 +480,36 @@ fn job_size(
         }
     }
     Ok(size)
+}
+
+/// The bytes a thread starting `offset` into its file goes over: fio's
+/// `setup_files` (filesetup.c). With a `filesize`, the file's region is
+/// what lies past the offset (`file_size_low - file_offset`), which caps
+/// `size`, and a share (`size=P%`) is of the whole file, capped at the
+/// region, in whole blocks. Without one, fio lays the file out to the
+/// offset and the size, so the offset moves requests only.
+fn size_from(spec: &JobSpec, capacity: u64, bs: u64, offset: u64) -> u64 {
+    let file = spec.filesize.map(|f| f.value);
+    let region = file.map(|f| f.saturating_sub(offset));
+    match (spec.size.map(|s| s.value), file, region) {
+        (None, _, region) => region.unwrap_or(capacity),
+        // fio caps a job's size at its file's (filesetup.c `setup_files`:
+        // `o->size > total_size`): `size=1m filesize=512k` reads 128
+        // blocks of 4 KiB in fio 3.33, 256 before 2026-11-29 here.
+        (Some(SizeSpec::Bytes(b)), _, region) => region.map_or(b, |r| b.min(r)),
+        (Some(SizeSpec::Percent(p)), Some(f), Some(region)) => {
+            let share = u64::try_from(u128::from(f) * u128::from(p) / 100).unwrap_or(f);
+            let share = share.min(region);
+            share - share % bs.max(1)
+        }
+        (Some(SizeSpec::Percent(p)), _, _) => capacity / 100 * p / 512 * 512,
+    }
+}
+
+/// Whether a job that ends by its size goes over its file more than
+/// once: `loops`, or an `io_size` past the file.
+fn several_passes(spec: &JobSpec, size: u64) -> bool {
+    !spec.time_based && (spec.loops > 1 || spec.io_size.is_some_and(|b| b.value > size))
 }
 
 /// Refuses what the engine cannot do with the shape (io_uring's
@@ -525,7 +581,8 @@ fn end_after_size(
             let rw = spec.rw.map_or(Rw::Read, |r| r.value);
             let smallest = cint_scenario::shape::smallest_block(shape, bs);
             if !offsets_run_out(spec, rw, shape) {
-                shape.io_size = Some(unmapped_bytes(spec, size, rw, engine));
+                let sizes = (size, smallest, largest);
+                shape.io_size = Some(unmapped_bytes(spec, sizes, rw, engine));
                 // A queueing engine's pass ends once it has queued the
                 // file's size, exactly where requests of one size fill it
                 // (a job in order of reads and writes ends its passes by
@@ -680,24 +737,39 @@ fn offsets_run_out(spec: &JobSpec, rw: Rw, shape: &IoShape) -> bool {
 /// has issued its `io_size` (or `size`) times `loops` (backend.c
 /// `io_issue_bytes_exceeded`). A queueing engine's pass ends once it has
 /// queued its size (`total_bytes`, the larger of `size` and `io_size` for
-/// a job that writes), and more passes follow its `loops` while what is
-/// left of `io_size` is at least a request (`keep_running`). fio 3.33,
+/// a random job that writes), in whole requests where they are of one
+/// size, and more passes follow its `loops` while what is left of
+/// `io_size` is at least a request (`keep_running`). fio 3.33,
 /// `bs=4k size=68k io_size=96k loops=3 norandommap`: 288 KiB under
 /// psync, and under libaio 204 KiB read and 288 KiB written;
 /// `size=1026k loops=3`: 770 reads.
-fn unmapped_bytes(spec: &JobSpec, size: u64, rw: Rw, engine: Engine) -> u64 {
+fn unmapped_bytes(
+    spec: &JobSpec,
+    (size, smallest, largest): (u64, u64, u64),
+    rw: Rw,
+    engine: Engine,
+) -> u64 {
     let once = spec.io_size.map_or(size, |b| b.value);
     let all = once.saturating_mul(spec.loops);
     if engine.is_sync() {
         return all;
     }
-    let pass = match rw.only_reads() {
+    // A pass ends once it has queued the file's size (backend.c `do_io`,
+    // `total_bytes`), io_size where larger for a random job that writes
+    // without the map, whose offsets never run out.
+    let pass = match rw.only_reads() || !rw.is_random() {
         true => size,
         false => size.max(once),
     };
+    // It queues whole requests until it has reached that: of one size,
+    // the pass is whole requests (`rw=rw bs=16k size=100k`: 7 of them).
+    let pass = match smallest == largest {
+        true => pass.div_ceil(largest.max(1)).saturating_mul(largest),
+        false => pass,
+    };
     match once <= pass {
         true => all,
-        false => pass.saturating_mul(spec.loops).max(once).min(all),
+        false => past_the_file(once, pass, spec.loops, largest),
     }
 }
 
@@ -1770,6 +1842,51 @@ numjobs=2
         }
     }
 
+    /// Beside a `filesize`, fio's region is what each thread's start
+    /// offset leaves of the file (filesetup.c `setup_files`), which caps
+    /// the size; without one, fio lays the file out to the offset and
+    /// the size, and nothing changes. fio 3.33 (docs/evidence/fio-beside-model.sh):
+    /// 12, 12, 4, 4 in each of two threads, 16 and 28 requests of 4 KiB.
+    #[test]
+    fn an_offset_shortens_a_jobs_file() {
+        let end = |text: &str| {
+            let imp =
+                import_str(&format!("[j]\nrw=read\nbs=4k\n{text}"), "o.fio", &args()).expect(text);
+            let shape = io(&imp.scenario.jobs[0]).shape.clone();
+            shape.io_size.map(|b| b / 4096)
+        };
+        for (text, requests) in [
+            ("filesize=64k\noffset=16k\n", 12),
+            ("size=128k\nfilesize=64k\noffset=16k\n", 12),
+            ("rw=randread\nsize=30%\nfilesize=64k\noffset=16k\n", 4),
+            (
+                "filesize=64k\nsize=16k\noffset=16k\nnumjobs=2\noffset_increment=8k\n",
+                4,
+            ),
+            ("size=64k\noffset=16k\n", 16),
+            ("filesize=64k\noffset=8k\nloops=2\n", 28),
+        ] {
+            assert_eq!(end(text), Some(requests), "{text}");
+        }
+        let refused = |text: &str, line: usize, words: &str| {
+            let e = import_str(&format!("[j]\nrw=read\nbs=4k\n{text}"), "o.fio", &args())
+                .expect_err(text)
+                .to_string();
+            assert!(e.starts_with(&format!("o.fio:{line}: ")), "{e}");
+            assert!(e.contains(words), "{e}");
+        };
+        // fio: "blocksize is larger than data set range".
+        refused("filesize=64k\noffset=62k\n", 5, "leaves less than bs");
+        // Threads of one job would go over different sizes.
+        refused(
+            "filesize=64k\noffset=16k\nnumjobs=2\noffset_increment=8k\n",
+            7,
+            "numjobs=2",
+        );
+        // fio 3.33 makes 16 then 12 requests over a file it lays out.
+        refused("size=64k\noffset=25%\nloops=2\n", 5, "percentage offset");
+    }
+
     /// Where fio's passes over the file change what a job does, the
     /// scenario carries them (`pass_size`): several, or one short of the
     /// file; never where they follow bytes the model does not keep.
@@ -1868,6 +1985,25 @@ numjobs=2
             in_order("rw=rw\nrwmixread=100\nbs=16k\nsize=200k\n"),
             (kib(192), kib(192))
         );
+        // Under a queueing engine a pass ends once it has queued the
+        // file's size in whole requests, whatever the job writes, and
+        // passes follow while what is left of io_size is at least a
+        // request. fio 3.33: 512 requests of 4 KiB (1 MiB a pass), 275
+        // (100 KiB a pass), 70 of 16 KiB (112 KiB a pass), and 272 random
+        // reads of 4 KiB (68 KiB a pass); 1 024, 256, 69 and 256 here
+        // before 2026-11-29.
+        for (text, bytes) in [
+            ("bs=4k\nsize=1m\nloops=2\nio_size=2m\n", 2048),
+            ("bs=4k\nsize=100k\nloops=2\nio_size=1m\n", 1100),
+            ("bs=16k\nsize=100k\nloops=2\nio_size=1m\n", 1120),
+            (
+                "rw=randread\nnorandommap\nbs=4k\nsize=68k\nloops=2\nio_size=1m\n",
+                1088,
+            ),
+        ] {
+            let job = format!("rw=rw\nioengine=libaio\n{text}");
+            assert_eq!(in_order(&job).0, kib(bytes), "{text}");
+        }
     }
 
     #[test]
