@@ -82,17 +82,19 @@ impl Timeline {
             .iter()
             .filter(|s| s.runtime.is_none() && ends_by_itself(s))
         {
-            let requests = expected_requests(spec);
-            if requests > LONG_RUN_REQUESTS {
-                diag.job_warn(
-                    &spec.name,
-                    spec.line,
-                    format!(
-                        "no runtime: it runs to its end as in fio, about {requests} requests, \
-                         which takes a while to simulate (a runtime gives a window)"
-                    ),
-                );
-            }
+            let how_long = match expected_requests(spec) {
+                Some(n) if n <= LONG_RUN_REQUESTS => continue,
+                Some(n) => format!("about {n} requests"),
+                None => "over the whole device (no size)".to_string(),
+            };
+            diag.job_warn(
+                &spec.name,
+                spec.line,
+                format!(
+                    "no runtime: it runs to its end as in fio, {how_long}, which takes a \
+                     while to simulate (a runtime gives a window)"
+                ),
+            );
         }
         let groups = assign_groups(specs, diag)?;
         let last_group = groups.iter().copied().max().unwrap_or(0);
@@ -202,8 +204,9 @@ fn ends_by_itself(spec: &JobSpec) -> bool {
             || spec.number_ios.is_some())
 }
 
-/// About how many requests a job that ends by itself issues.
-fn expected_requests(spec: &JobSpec) -> u64 {
+/// About how many requests a job that ends by itself issues; `None`:
+/// it goes over the whole device.
+fn expected_requests(spec: &JobSpec) -> Option<u64> {
     let bs = spec.bs.map_or(4096, |b| b.value).max(1);
     // A size past the file's is cut to it, as the import cuts it.
     let file = spec.filesize.map(|f| f.value);
@@ -215,10 +218,14 @@ fn expected_requests(spec: &JobSpec) -> u64 {
         .io_size
         .map_or(size, |b| b.value)
         .saturating_mul(spec.loops.max(1));
-    let by_size = if bytes > 0 { bytes / bs } else { u64::MAX };
-    spec.number_ios.map_or(by_size, |n| {
-        by_size.min(n.value.saturating_mul(spec.loops.max(1)))
-    })
+    let by_size = (bytes > 0).then(|| bytes / bs);
+    let by_count = spec
+        .number_ios
+        .map(|n| n.value.saturating_mul(spec.loops.max(1)));
+    match (by_size, by_count) {
+        (Some(s), Some(c)) => Some(s.min(c)),
+        (s, c) => s.or(c),
+    }
 }
 
 /// fio's groups as ascending numbers from 0: a `stonewall` job starts a
@@ -297,5 +304,40 @@ mod tests {
         let e = import_str(bad, "w.fio", &args()).expect_err("unknown target");
         assert_eq!(e.line, Some(3));
         assert!(e.to_string().contains("wait_for=nobody"), "{e}");
+    }
+
+    /// A long job without a runtime is warned of with what it does: its
+    /// requests, or the whole device where it has no size (it said "about
+    /// 18446744073709551615 requests" there until 2026-11-29).
+    #[test]
+    fn a_long_job_is_warned_of_with_its_length() {
+        let warning = |text: &str| {
+            let imp = import_str(text, "l.fio", &args()).expect("valid");
+            imp.warnings.into_iter().find(|w| w.contains("no runtime"))
+        };
+        let whole = warning(
+            "[a]
+rw=write
+loops=2
+",
+        )
+        .expect("warned");
+        assert!(whole.contains("over the whole device"), "{whole}");
+        let sized = warning(
+            "[a]
+size=64g
+bs=4k
+",
+        )
+        .expect("warned");
+        assert!(sized.contains("about 16777216 requests"), "{sized}");
+        assert_eq!(
+            warning(
+                "[a]
+size=1m
+"
+            ),
+            None
+        );
     }
 }
