@@ -1088,8 +1088,9 @@ fn a_sized_job_issues_its_io_size_or_count_and_the_run_ends_with_it() {
 /// fio's passes over a file (`pass_size`, crate
 /// `cint_scenario::passes`): the sync due after a pass's last write is
 /// made where fio's loop goes on past it, and again as the next pass
-/// begins. 4 KiB writes of a 64 KiB pass with `fsync=1`, counted as fio
-/// 3.33 counts them (docs/evidence/fio-beside-model.sh, on 1 MiB).
+/// begins; after the job's last pass only where its bytes stop short of
+/// fio's limit. 4 KiB writes of a 64 KiB pass with `fsync=1`, counted as
+/// fio 3.33 counts them (docs/evidence/fio-beside-model.sh, on 1 MiB).
 #[test]
 fn syncs_at_the_ends_of_passes_are_fios() {
     let _g = serial();
@@ -1097,21 +1098,27 @@ fn syncs_at_the_ends_of_passes_are_fios() {
         return;
     }
     let cases = [
-        // (engine, file, passes, fsyncs)
-        (Engine::Psync, 64, 2, 32),
-        (Engine::Libaio, 64, 2, 31),
-        (Engine::Psync, 64, 3, 49),
-        (Engine::Libaio, 64, 3, 47),
-        (Engine::Psync, 66, 1, 16),
-        (Engine::Libaio, 66, 2, 33),
+        // (engine, file, passes, fio's byte limit, fsyncs)
+        (Engine::Psync, 64, 2, None, 32),
+        (Engine::Libaio, 64, 2, None, 31),
+        (Engine::Psync, 64, 3, None, 49),
+        (Engine::Libaio, 64, 3, None, 47),
+        (Engine::Psync, 66, 1, Some(66), 16),
+        (Engine::Libaio, 66, 2, Some(132), 33),
+        // The passes end at fio's limit: no sync after the last write.
+        (Engine::Psync, 66, 2, None, 32),
+        // One pass of the file, short of the limit: psync looks again.
+        (Engine::Psync, 64, 1, Some(66), 16),
+        (Engine::Libaio, 64, 1, Some(66), 15),
     ];
-    for (engine, file_kib, passes, fsyncs) in cases {
+    for (engine, file_kib, passes, limit_kib, fsyncs) in cases {
         let mut job = io_job("passes", engine, 1, 1, 1);
         if let Work::Io(io) = &mut job.work {
             io.rw = cint_scenario::Rw::Write;
             io.size = file_kib << 10;
             io.shape.io_size = Some(passes * (64 << 10));
             io.shape.pass_size = Some(64 << 10);
+            io.shape.byte_limit = limit_kib.map(|k: u64| k << 10);
             io.shape.fsync = 1;
         }
         let d = run_to_its_end("passes", job);

@@ -166,6 +166,10 @@ fn job(d: &mut Rng, i: usize, groups: bool, dir: &std::path::Path, out: &mut Str
         if blocks % 4 == 0 {
             let _ = writeln!(out, "pass_size = \"{}k\"", 16 * blocks);
             offloadable = false;
+            // fio's byte limit past the passes' bytes, now and then.
+            if blocks % 8 == 0 {
+                let _ = writeln!(out, "byte_limit = \"{}k\"", 64 * blocks + 64);
+            }
         }
     }
     let mut flows = false;

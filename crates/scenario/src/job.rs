@@ -93,6 +93,7 @@ pub const IO_KEYS: &[&str] = &[
     "number_ios",
     "io_size",
     "pass_size",
+    "byte_limit",
     "percentile_list",
     "fsync",
     "fdatasync",

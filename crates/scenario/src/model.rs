@@ -483,6 +483,14 @@ pub struct IoShape {
     /// [`crate::passes::PassSyncs`] says which syncs that makes. `None`:
     /// one pass.
     pub pass_size: Option<u64>,
+    /// `byte_limit`: fio's limit on the bytes a job issues, its `io_size`
+    /// (or `size`) times `loops` (backend.c `io_issue_bytes_exceeded`),
+    /// where it lies past the bytes the job's passes make: its loop then
+    /// looks for another request after the last one, and so makes the
+    /// sync due after its last write (fio 3.33, `size=1m io_size=1026k
+    /// fsync=1`: 256 writes, 256 fsyncs). `None`: `io_size`, where fio's
+    /// loop stops at the job's last request. Only with `pass_size`.
+    pub byte_limit: Option<u64>,
     /// `percentile_list`: latency percentiles to report (each in
     /// (0, 100]); empty: the report's default list.
     pub percentile_list: Vec<f64>,

@@ -16,8 +16,10 @@
 //! writes of a 1 MiB file with `fsync=1` (docs/evidence/fio-beside-model.sh):
 //! `loops=2` makes 512 fsyncs under psync and 511 under libaio; a 1026 KiB
 //! file makes 256 with one loop, 513 with two, under either. A job's
-//! last pass may stop short of the file, by its bytes (`io_size` past
-//! the file's size): fio's loop then stops looking, and makes no sync.
+//! last pass may stop short of the file, by its bytes: fio's loop then
+//! stops looking, and makes no sync. Where the job's passes end short of
+//! fio's byte limit (`byte_limit`), the loop looks once more after the
+//! last one and makes the sync due then.
 
 use crate::model::IoShape;
 
@@ -147,11 +149,11 @@ impl PassSyncs {
                 return None;
             }
             self.closing = true;
-            let passes_remain = top.bytes < total;
-            // A last pass cut by the job's bytes ends where fio's loop
-            // stops looking.
+            // fio's loop looks for another request until the job's bytes
+            // reach its limit; a pass cut by that limit ends the job there.
+            let looks_again = top.bytes < shape.byte_limit.unwrap_or(total);
             let at_the_files_end = top.bytes.saturating_sub(self.pass.saturating_mul(pass)) >= pass;
-            let loop_goes_on = (pass < size && at_the_files_end) || (sync_engine && passes_remain);
+            let loop_goes_on = looks_again && ((pass < size && at_the_files_end) || sync_engine);
             let due = sync_falls_due(shape, top.writes, self.last_was_sync);
             let count_left = shape.number_ios.is_none_or(|n| top.issued < n);
             if let (true, true, Some(datasync)) = (loop_goes_on, count_left, due) {
@@ -239,7 +241,9 @@ mod tests {
             (1026 << 10, mib, 1, 4, 64, 64),
         ];
         for (size, pass, passes, fsync, psync, libaio) in cases {
-            let s = shape(fsync, pass * passes, pass);
+            let mut s = shape(fsync, pass * passes, pass);
+            // fio's limit, size times loops, past what the passes make.
+            s.byte_limit = Some(size * passes).filter(|&l| l > pass * passes);
             assert_eq!(
                 (syncs_made(&s, size, true), syncs_made(&s, size, false)),
                 (psync, libaio),
@@ -248,13 +252,35 @@ mod tests {
         }
     }
 
+    /// Where the job's bytes end at a pass's end, fio's loop stops there
+    /// and makes no sync, even where the pass fell short of its file; where
+    /// they stop short of fio's limit, it looks once more and makes it.
+    /// fio 3.33, 4 KiB writes, `fsync=1`, psync and libaio alike:
+    /// `size=1026k io_size=1m loops=2` makes 512 fsyncs (the second pass
+    /// begins with one); `size=1m io_size=1026k` 256 under psync and 255
+    /// under libaio, whose pass ends once it has queued the file's size.
+    #[test]
+    fn a_job_ends_its_loop_at_its_byte_limit() {
+        let mib = 1 << 20;
+        let within = shape(1, 2 * mib, mib);
+        assert_eq!(syncs_made(&within, 1026 << 10, true), 512);
+        assert_eq!(syncs_made(&within, 1026 << 10, false), 512);
+        let mut past = shape(1, mib, mib);
+        past.byte_limit = Some(1026 << 10);
+        assert_eq!(syncs_made(&past, mib, true), 256);
+        assert_eq!(syncs_made(&past, mib, false), 255);
+        past.byte_limit = None;
+        assert_eq!(syncs_made(&past, mib, true), 255);
+    }
+
     #[test]
     fn no_sync_follows_a_job_ended_by_its_count() {
         // A pass short of its file would make one, but the job's
         // number_ios ends fio's loop first.
-        let mut s = shape(1, 1 << 20, 1 << 20);
-        s.number_ios = Some(256);
-        let (with_count, without) = (s.clone(), shape(1, 1 << 20, 1 << 20));
+        let mut without = shape(1, 1 << 20, 1 << 20);
+        without.byte_limit = Some(1026 << 10);
+        let mut with_count = without.clone();
+        with_count.number_ios = Some(256);
         assert_eq!(syncs_made(&with_count, 1026 << 10, true), 255);
         assert_eq!(syncs_made(&without, 1026 << 10, true), 256);
     }

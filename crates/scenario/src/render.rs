@@ -260,6 +260,9 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
     if let Some(b) = shape.pass_size {
         t["pass_size"] = value(format_size(b));
     }
+    if let Some(b) = shape.byte_limit {
+        t["byte_limit"] = value(format_size(b));
+    }
     if shape.fsync > 0 {
         t["fsync"] = value(i64::from(shape.fsync));
     }

@@ -875,6 +875,26 @@ pub(crate) fn parse_shape(
         (Some(0), Some(_)) => return Err(sec.error("pass_size", "must be positive")),
         (Some(p), Some(_)) => Some(p),
     };
+    let byte_limit = match (sec.size("byte_limit")?, pass_size, io_size) {
+        (None, _, _) => None,
+        (Some(_), None, _) => {
+            return Err(sec.error(
+                "byte_limit",
+                "only applies with pass_size (where fio's passes end the job short of it)",
+            ))
+        }
+        (Some(b), Some(_), Some(total)) if b < total => {
+            return Err(sec.error(
+                "byte_limit",
+                format!(
+                    "must be at least io_size, {}, got {}",
+                    crate::units::format_size(total),
+                    crate::units::format_size(b)
+                ),
+            ))
+        }
+        (Some(b), Some(_), _) => Some(b),
+    };
     let percentile_list = match sec.string("percentile_list")? {
         Some(t) => parse_percentile_list(&t).map_err(|e| sec.error("percentile_list", e))?,
         None => Vec::new(),
@@ -920,6 +940,7 @@ pub(crate) fn parse_shape(
         number_ios,
         io_size,
         pass_size,
+        byte_limit,
         percentile_list,
         fsync,
         fdatasync,

@@ -44,6 +44,7 @@ const DECIDED_BY_TRACE: &[&str] = &[
     "number_ios",
     "io_size",
     "pass_size",
+    "byte_limit",
     "rwmixread",
     "size",
     "thinktime",

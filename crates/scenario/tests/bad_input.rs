@@ -787,6 +787,26 @@ fn cases() -> Vec<Case<'static>> {
             "must be between the largest block size",
         ),
         case(
+            "a byte limit without passes",
+            with(
+                "numjobs = 1",
+                "numjobs = 1\nio_size = \"1m\"\nbyte_limit = \"2m\"",
+            ),
+            LineOf("byte_limit"),
+            "job.async.byte_limit",
+            "only applies with pass_size",
+        ),
+        case(
+            "a byte limit below the job's bytes",
+            with(
+                "numjobs = 1",
+                "numjobs = 1\nsize = \"1m\"\nio_size = \"2m\"\npass_size = \"1m\"\nbyte_limit = \"1m\"",
+            ),
+            LineOf("byte_limit"),
+            "job.async.byte_limit",
+            "must be at least io_size",
+        ),
+        case(
             "passes offloaded",
             with(
                 "numjobs = 1",

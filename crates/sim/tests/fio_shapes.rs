@@ -1123,26 +1123,39 @@ fn syncs_fall_due_as_fios_do() {
 /// sync due after a pass's last write is made where fio's loop goes on
 /// past it, and again as the next pass begins with `last_was_sync` reset.
 /// fio 3.33's counts for 4 KiB writes with `fsync=1`
-/// (docs/evidence/fio-beside-model.sh).
+/// (docs/evidence/fio-beside-model.sh). After the job's last pass, the
+/// loop looks once more only where the job's bytes stop short of fio's
+/// limit (`byte_limit`).
 #[test]
 fn syncs_at_the_ends_of_passes_are_fios() {
-    let syncs = |engine: &str, size: &str, passes: u64| {
+    let syncs = |engine: &str, size: &str, passes: u64, limit: &str| {
         let text = format!(
             "name = \"s\"\nengine = \"{engine}\"\nrw = \"write\"\nsize = \"{size}\"\n\
-             io_size = \"{}k\"\npass_size = \"1m\"\nfsync = 1",
+             io_size = \"{}k\"\npass_size = \"1m\"\nfsync = 1\n{limit}",
             1024 * passes
         );
         let r = run(&scenario(NONE, "1s", &[&text]));
         let fio = job(&r, "s").fio.clone().expect("fio's figures");
         (fio.write.ios, fio.sync.ios)
     };
-    assert_eq!(syncs("psync", "1m", 2), (512, 512));
-    assert_eq!(syncs("libaio", "1m", 2), (512, 511));
-    assert_eq!(syncs("psync", "1m", 3), (768, 769));
-    assert_eq!(syncs("libaio", "1m", 3), (768, 767));
-    // A pass short of its file: the sync after its last write too.
-    assert_eq!(syncs("psync", "1026k", 1), (256, 256));
-    assert_eq!(syncs("libaio", "1026k", 2), (512, 513));
+    assert_eq!(syncs("psync", "1m", 2, ""), (512, 512));
+    assert_eq!(syncs("libaio", "1m", 2, ""), (512, 511));
+    assert_eq!(syncs("psync", "1m", 3, ""), (768, 769));
+    assert_eq!(syncs("libaio", "1m", 3, ""), (768, 767));
+    // A pass short of its file, fio's limit size times loops past it:
+    // the sync after its last write too.
+    let size_1026k = "byte_limit = \"1026k\"";
+    assert_eq!(syncs("psync", "1026k", 1, size_1026k), (256, 256));
+    let twice = "byte_limit = \"2052k\"";
+    assert_eq!(syncs("libaio", "1026k", 2, twice), (512, 513));
+    // The same passes of `io_size=1m loops=2`, which end at fio's limit:
+    // none after the last write (512 in fio, under either engine).
+    assert_eq!(syncs("psync", "1026k", 2, ""), (512, 512));
+    assert_eq!(syncs("libaio", "1026k", 2, ""), (512, 512));
+    // `size=1m io_size=1026k`: one pass of the whole file, short of the
+    // limit; a synchronous engine looks again (256 and 255 in fio).
+    assert_eq!(syncs("psync", "1m", 1, size_1026k), (256, 256));
+    assert_eq!(syncs("libaio", "1m", 1, size_1026k), (256, 255));
 }
 
 /// At a pass's end fio's `do_io` waits for everything in flight before

@@ -270,6 +270,14 @@ fn sized_in_passes(ends: &mut Rng, one: &mut String) {
         "io_size = \"{}k\"\npass_size = \"{pass_kib}k\"",
         pass_kib * passes
     );
+    // Now and then fio's byte limit lies past the passes' bytes.
+    if ends.chance(30) {
+        let _ = writeln!(
+            one,
+            "byte_limit = \"{}k\"",
+            pass_kib * passes + file_mib * 1024
+        );
+    }
 }
 
 fn scenario(seed: u64) -> String {
@@ -1183,7 +1191,10 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
     // over the COVERAGE_SEEDS drawn from the same first seed. Each bound
     // lies about 4.5 standard deviations below the count its rate gives
     // (the rate in each label, measured over seeds 1 to 20 000 on
-    // 2026-11-29), so that it holds from any first seed
+    // 2026-11-29, and again over 1 to 21 000 after jobs in passes, which
+    // are never offloaded, came in: offloaded jobs fell from 18.2% to
+    // 15.6%, and first seeds from 6001 failed the old bound), so that it
+    // holds from any first seed
     // (`CINT_RANDOM_SEED`): bounds set on the 300 seeds run used to fail
     // from one first seed in ten.
     let drawn: Vec<String> = (start..start + COVERAGE_SEEDS).map(scenario).collect();
@@ -1204,22 +1215,22 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
         ("jobs in task groups (24.2%)", with("sched_group = "), 600),
         ("declared task groups (20.7%)", with("[[sched_group]]"), 500),
         (
-            "offloaded jobs (18.2%)",
+            "offloaded jobs (15.6%)",
             with("submit_mode = \"offload\""),
-            440,
+            378,
         ),
-        ("SQ threads (14.4%)", with("sqpoll = true"), 340),
+        ("SQ threads (14.1%)", with("sqpoll = true"), 336),
         (
             "jobs that end by their size in passes (28.5%)",
             with("pass_size = "),
             740,
         ),
         (
-            "SQ threads on a core given (6.4%)",
+            "SQ threads on a core given (6.2%)",
             with("sqpoll_cpu = "),
-            130,
+            126,
         ),
-        ("cpu jobs with a runtime (16.9%)", with("runtime = "), 410),
+        ("cpu jobs with a runtime (16.6%)", with("runtime = "), 405),
         ("two guests with a page cache each (4.7%)", two_caches, 85),
         ("RocksDB compacting as it loads (4.1%)", compacting, 75),
         (

@@ -469,13 +469,15 @@ fn apply_pattern(
             }
             // 0, fio's default for each, moves nothing.
             if parse_size(v.trim_end_matches('%')).map_or(true, |n| n > 0) {
-                let mut warning = offsets_only(&format!("option '{key}'"));
-                if o.name != "offset_align" {
-                    warning.push_str(
-                        "; beside filesize, a job's region is what the offset leaves of its \
-                         file, as in fio",
-                    );
-                }
+                let warning = match o.name {
+                    "offset_align" => offsets_only(&format!("option '{key}'")),
+                    _ => format!(
+                        "option '{key}' only moves where requests land, on which the device \
+                         model's service time does not depend (a buffered job's page-cache \
+                         hits do); beside a filesize it also bounds the job's file, which \
+                         the model keeps (docs/FIO.md \"Offsets\")"
+                    ),
+                };
                 diag.warn(o.line, warning);
                 spec.placed = Some(At::new(o.line, "an offset"));
             }

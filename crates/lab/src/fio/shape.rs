@@ -67,6 +67,7 @@ pub(super) fn job_shape(
         number_ios: spec.number_ios.map(|n| n.value).filter(|&n| n > 0),
         io_size: None,
         pass_size: None,
+        byte_limit: None,
         percentile_list: spec
             .percentile_list
             .as_ref()

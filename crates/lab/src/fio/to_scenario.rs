@@ -140,6 +140,7 @@ fn job(
     let capacity = device.capacity.0;
     let bs = spec.bs.map_or(4096, |b| b.value);
     let size = job_size(spec, capacity, bs, diag)?;
+    let file = job_file(spec, size, capacity, diag)?;
     let rw = spec.rw.map_or(Rw::Read, |r| r.value);
     let mut shape = job_shape(spec, rw, bs, diag)?;
     fit_shape_to_engine(spec, engine, &mut shape, diag)?;
@@ -151,9 +152,10 @@ fn job(
     {
         shape.random_map = cint_scenario::RandomMap::Off;
     }
-    let pass = end_after_size(spec, (size, bs), engine, &mut shape, diag)?;
+    let pass = end_after_size(spec, (file, size, bs), engine, &mut shape, diag)?;
     let bs = smallest;
-    mark_passes(spec, (rw, size, bs), pass, &mut shape);
+    mark_passes(spec, (rw, file, size, bs), pass, &mut shape);
+    refuse_syncs_at_queued_pass_ends(spec, (file, size), engine, &shape, diag)?;
     refuse_split_sizes_under_the_map(spec, rw, bs, &shape, diag)?;
     refuse_floor_above_cap(spec, diag)?;
     shape.rate_min = min_rate(spec, rw, timeline.length(spec), diag);
@@ -206,7 +208,7 @@ fn job(
             sqpoll: None,
             rate_iops,
             think: 0,
-            size,
+            size: file,
             rwmixread,
             shape: Box::new(shape),
         }),
@@ -506,6 +508,64 @@ fn size_from(spec: &JobSpec, capacity: u64, bs: u64, offset: u64) -> u64 {
     }
 }
 
+/// The file the job's requests land in: what its start offset leaves of
+/// its `filesize`, where that is larger than the job's `size`, which is
+/// then only fio's byte limit over it (filesetup.c `setup_files` keeps
+/// `f->io_size` the file's, and `o->size` the bytes; `size=100k
+/// filesize=256k bs=8k` writes 13 requests in fio 3.33, the last past
+/// 100 KiB); else the job's size.
+fn job_file(
+    spec: &JobSpec,
+    size: u64,
+    capacity: u64,
+    diag: &mut Diagnostics,
+) -> Result<u64, FioError> {
+    let Some(file) = spec.filesize else {
+        return Ok(size);
+    };
+    let region = file.value.saturating_sub(spec.start_offset(0));
+    if region > capacity {
+        return Err(diag.job_err(
+            &spec.name,
+            file.line,
+            format!(
+                "filesize ({}) is past the device capacity ({capacity})",
+                file.value
+            ),
+        ));
+    }
+    Ok(region.max(size))
+}
+
+/// Refuses syncs on a queueing engine's passes over a file larger than
+/// the job's size. fio ends each such pass once it has queued the size
+/// (backend.c `do_io`, `total_bytes`), before it looks for the sync due;
+/// the passes' syncs follow the file's end (`cint_scenario::passes`),
+/// which such a pass does not reach.
+fn refuse_syncs_at_queued_pass_ends(
+    spec: &JobSpec,
+    (file, size): (u64, u64),
+    engine: Engine,
+    shape: &IoShape,
+    diag: &mut Diagnostics,
+) -> Result<(), FioError> {
+    let syncs = shape.fsync > 0 || shape.fdatasync > 0;
+    if engine.is_sync() || file <= size || !syncs || shape.pass_size.is_none() {
+        return Ok(());
+    }
+    Err(diag.job_err(
+        &spec.name,
+        spec.line_of(&spec.filesize),
+        format!(
+            "fsync or fdatasync on passes of a queueing engine over a file of {file} bytes \
+             (its filesize past the offset), larger than the job's size ({size}): fio ends \
+             each pass once it has queued the size, before the sync due, which the model \
+             does not tell from the file's end; give a size as large as the file, or a \
+             synchronous engine"
+        ),
+    ))
+}
+
 /// Whether a job that ends by its size goes over its file more than
 /// once: `loops`, or an `io_size` past the file.
 fn several_passes(spec: &JobSpec, size: u64) -> bool {
@@ -546,12 +606,12 @@ fn fit_shape_to_engine(
 /// Where a job that is not time based ends: once it has done its size
 /// (or `io_size`) `loops` times, as fio does, or at its runtime if that
 /// comes first. Returns the bytes of each of its passes where they end
-/// at one place each time: the file's end, or, for a random job without
-/// the map under a queueing engine, its size queued in whole requests of
-/// one size.
+/// at one place each time: the file's end, or, under a queueing engine,
+/// its size queued (in whole requests of one size) for a random job
+/// without the map, or where the file is larger than the size.
 fn end_after_size(
     spec: &JobSpec,
-    (size, bs): (u64, u64),
+    (file, size, bs): (u64, u64, u64),
     engine: Engine,
     shape: &mut IoShape,
     diag: &mut Diagnostics,
@@ -597,10 +657,29 @@ fn end_after_size(
             // fio draws a request's size again until it fits what is
             // left of the file (io_u.c `get_next_buflen`), so a pass of
             // several sizes fills it to within the smallest.
-            let pass = size - size % smallest.clamp(1, size);
-            shape.io_size = Some(match spec.io_size.map(|b| b.value) {
+            let pass = file - file % smallest.clamp(1, file);
+            // A queueing engine's pass also ends once it has queued the
+            // job's size, in whole requests where they are of one size,
+            // which comes first where the file is larger.
+            let pass = match (engine.is_sync() || size >= file, smallest == largest) {
+                (true, _) => pass,
+                (false, true) => pass.min(size.div_ceil(largest.max(1)) * largest),
+                (false, false) => pass.min(size),
+            };
+            // fio's bytes per loop: io_size, else the job's size, which
+            // over a larger file is a limit within it.
+            let once = spec
+                .io_size
+                .map(|b| b.value)
+                .or((size < file).then_some(size));
+            shape.io_size = Some(match once {
                 None => pass.saturating_mul(spec.loops),
-                Some(once) if once <= size => once.saturating_mul(spec.loops),
+                // Within the file, each pass runs to the file's end or to
+                // fio's limit, `io_size` times `loops`, whichever comes
+                // first: `size=100k io_size=100k loops=2 bs=16k` makes two
+                // passes of 96 KiB (12 requests in fio 3.33, 13 here before
+                // 2026-11-29), `size=1m io_size=512k loops=2` one of 1 MiB.
+                Some(once) if once <= file => pass.min(once).saturating_mul(spec.loops),
                 // Past the file, fio does not repeat io_size per loop: it
                 // runs its loops over the file, then more passes while
                 // what is left of io_size at a pass's end is at least the
@@ -635,28 +714,34 @@ fn end_after_size(
 /// model does not keep.
 fn mark_passes(
     spec: &JobSpec,
-    (rw, size, bs): (Rw, u64, u64),
+    (rw, file, size, bs): (Rw, u64, u64, u64),
     pass: Option<u64>,
     shape: &mut IoShape,
 ) {
     let (Some(pass), Some(total)) = (pass, shape.io_size) else {
         return;
     };
-    // An io_size within the file: fio's loop stops by the job's bytes,
-    // wherever they fall, not at a pass's end.
-    let within_the_file = spec.io_size.is_some_and(|b| b.value <= size);
-    if within_the_file || spec.offload.is_some() {
+    if spec.offload.is_some() {
         return;
     }
     let largest = cint_scenario::shape::largest_block(shape, bs);
     let one_size = cint_scenario::shape::smallest_block(shape, bs) == largest;
-    // One pass over the whole file changes nothing, but where a job's
-    // requests in order have several sizes, it tells where the file ends.
-    let whole = total == pass && pass == size && (one_size || rw.is_random());
-    if pass < largest || whole {
+    // fio's byte limit (backend.c `io_bytes_exceeded`): where the passes
+    // end short of it, its loop looks once more after the last request.
+    let limit = spec
+        .io_size
+        .map_or(size, |b| b.value)
+        .saturating_mul(spec.loops);
+    let short_of_limit = limit > total;
+    // One pass changes nothing, but where it is over the whole file in
+    // order, of several sizes, it tells where the file ends.
+    let at_the_files_end = pass == file && !one_size && !rw.is_random();
+    let one_pass = total < pass || (total == pass && !at_the_files_end);
+    if pass < largest || (one_pass && !short_of_limit) {
         return;
     }
     shape.pass_size = Some(pass);
+    shape.byte_limit = short_of_limit.then_some(limit);
 }
 
 /// The bytes one pass over a file of `size` makes in requests of `bs`
@@ -1877,6 +1962,37 @@ numjobs=2
         };
         // fio: "blocksize is larger than data set range".
         refused("filesize=64k\noffset=62k\n", 5, "leaves less than bs");
+        // A size below the file's is fio's byte limit within it: 13 writes
+        // of 8 KiB, the last past 100 KiB, under psync and libaio alike (12
+        // here before); 25 over two loops.
+        let limit = |text: &str| {
+            let imp =
+                import_str(&format!("[j]\nrw=write\nbs=8k\n{text}"), "o.fio", &args()).expect(text);
+            let job = io(&imp.scenario.jobs[0]);
+            (
+                job.size >> 10,
+                job.shape.io_size.map(|b| b.div_ceil(8 << 10)),
+            )
+        };
+        assert_eq!(limit("size=100k\nfilesize=256k\n"), (256, Some(13)));
+        assert_eq!(
+            limit("size=100k\nfilesize=256k\nioengine=libaio\n"),
+            (256, Some(13))
+        );
+        assert_eq!(
+            limit("size=100k\nfilesize=256k\nloops=2\n"),
+            (256, Some(25))
+        );
+        assert_eq!(
+            limit("size=100k\noffset=64k\nfilesize=256k\n"),
+            (192, Some(13))
+        );
+        // Its queueing passes end at the size, before the sync due.
+        refused(
+            "rw=write\nsize=100k\nfilesize=256k\nloops=2\nfsync=1\nioengine=libaio\n",
+            6,
+            "queueing engine",
+        );
         // Threads of one job would go over different sizes.
         refused(
             "filesize=64k\noffset=16k\nnumjobs=2\noffset_increment=8k\n",
@@ -1919,12 +2035,33 @@ numjobs=2
             pass("rw=randwrite\nsize=1m\nloops=2\nnorandommap\nioengine=libaio\n"),
             (Some(mib), Some(2 * mib))
         );
-        // Past the file, io_size's passes are the file's; within it, fio
-        // stops by the bytes wherever they fall.
+        // Past the file, io_size's passes are the file's; within it too,
+        // each cut by fio's byte limit, io_size times loops.
         assert_eq!(
             pass("rw=write\nsize=64k\nio_size=2m\n"),
             (Some(64 << 10), Some(2 * mib))
         );
+        assert_eq!(
+            pass("rw=write\nbs=16k\nsize=100k\nio_size=96k\nloops=2\n"),
+            (Some(96 << 10), Some(192 << 10))
+        );
+        // fio's byte limit where the passes end short of it.
+        let limit = |text: &str| {
+            let imp = import_str(&format!("[j]\nbs=4k\n{text}"), "p.fio", &args()).expect(text);
+            let shape = io(&imp.scenario.jobs[0]).shape.clone();
+            (shape.pass_size, shape.byte_limit)
+        };
+        let kib = |k: u64| Some(k << 10);
+        assert_eq!(limit("rw=write\nsize=1026k\n"), (kib(1024), kib(1026)));
+        assert_eq!(
+            limit("rw=write\nsize=1m\nio_size=1026k\n"),
+            (kib(1024), kib(1026))
+        );
+        assert_eq!(
+            limit("rw=write\nsize=1026k\nio_size=1m\nloops=2\n"),
+            (kib(1024), None)
+        );
+        assert_eq!(limit("rw=write\nsize=1m\nloops=2\n"), (kib(1024), None));
         // In order over a file of several sizes: one pass tells where the
         // file ends, and it is filled to within the smallest size.
         assert_eq!(

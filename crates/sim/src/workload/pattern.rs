@@ -96,6 +96,7 @@ static NO_SHAPE: IoShape = IoShape {
     number_ios: None,
     io_size: None,
     pass_size: None,
+    byte_limit: None,
     percentile_list: Vec::new(),
     fsync: 0,
     fdatasync: 0,
