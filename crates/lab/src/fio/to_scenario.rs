@@ -430,31 +430,35 @@ fn job_size(
 ) -> Result<u64, FioError> {
     let threads = threads_of(spec);
     let size = size_from(spec, capacity, bs, spec.start_offset(0));
-    let left = |file: &At<u64>| file.value.saturating_sub(spec.start_offset(0));
-    if let Some(file) = spec
-        .filesize
-        .filter(|f| spec.offset.is_some() && left(f) < bs)
-    {
+    // What the offset leaves of the file, or of the device without a size.
+    let whole = match (spec.filesize, spec.size) {
+        (Some(file), _) => Some(("filesize", file.value)),
+        (None, None) => Some(("the device's capacity", capacity)),
+        (None, Some(_)) => None,
+    };
+    let left = |(_, of): (&str, u64)| of.saturating_sub(spec.start_offset(0));
+    if let Some((what, of)) = whole.filter(|&w| spec.offset.is_some() && left(w) < bs) {
         return Err(diag.job_err(
             &spec.name,
             spec.line_of(&spec.offset),
             format!(
-                "offset {} leaves less than bs ({bs}) of filesize ({}): fio stops the job \
+                "offset {} leaves less than bs ({bs}) of {what} ({of}): fio stops the job \
                  (\"blocksize is larger than data set range\")",
                 spec.start_offset(0),
-                file.value
             ),
         ));
     }
+    // Threads that run for a time or a count go over their regions alike.
+    let ends_by_size = !spec.time_based && spec.number_ios.is_none();
     let last = size_from(spec, capacity, bs, spec.start_offset(threads - 1));
-    if last != size {
+    if last != size && ends_by_size {
         return Err(diag.job_err(
             &spec.name,
             spec.line_of(&spec.offset_increment),
             format!(
                 "offset_increment with numjobs={threads} leaves the job's threads {size} to \
-                 {last} bytes of filesize; the model runs a job's threads alike: give them \
-                 a size they all have room for, or a job each"
+                 {last} bytes past their offsets; the model runs a job's threads alike: give \
+                 them a size they all have room for, or a job each"
             ),
         ));
     }
@@ -489,12 +493,15 @@ fn job_size(
 /// what lies past the offset (`file_size_low - file_offset`), which caps
 /// `size`, and a share (`size=P%`) is of the whole file, capped at the
 /// region, in whole blocks. Without one, fio lays the file out to the
-/// offset and the size, so the offset moves requests only.
+/// offset and the size, so the offset moves requests only; without a
+/// size either, the job goes over the device from its offset on.
 fn size_from(spec: &JobSpec, capacity: u64, bs: u64, offset: u64) -> u64 {
     let file = spec.filesize.map(|f| f.value);
     let region = file.map(|f| f.saturating_sub(offset));
     match (spec.size.map(|s| s.value), file, region) {
-        (None, _, region) => region.unwrap_or(capacity),
+        // Over the whole device, from the offset on (a device's region is
+        // `real_file_size - file_offset` in fio).
+        (None, _, region) => region.unwrap_or(capacity.saturating_sub(offset)),
         // fio caps a job's size at its file's (filesetup.c `setup_files`:
         // `o->size > total_size`): `size=1m filesize=512k` reads 128
         // blocks of 4 KiB in fio 3.33, 256 before 2026-11-29 here.
@@ -1999,6 +2006,12 @@ numjobs=2
             7,
             "numjobs=2",
         );
+        // Not where they run for a time or a count: a whole device split
+        // among threads.
+        for ends in ["time_based\nruntime=1s\n", "number_ios=10\n"] {
+            let text = format!("[j]\nrw=read\nbs=4k\nnumjobs=4\noffset_increment=10g\n{ends}");
+            assert!(import_str(&text, "o.fio", &args()).is_ok(), "{ends}");
+        }
         // fio 3.33 makes 16 then 12 requests over a file it lays out.
         refused("size=64k\noffset=25%\nloops=2\n", 5, "percentage offset");
     }
