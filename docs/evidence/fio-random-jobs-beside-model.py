@@ -14,7 +14,7 @@ where they do not depend on when requests complete or which are writes
 (one direction, depth 1). Where the job draws several sizes, fio and the
 model draw them from streams of their own, so only the bytes are
 compared, and only where the file decides them (no io_size, number_ios,
-norandommap, or reads and writes in order). Prints each job whose counts differ, then how many did.
+norandommap, filesize, or reads and writes in order). Prints each job whose counts differ, then how many did.
 
     python3 docs/evidence/fio-random-jobs-beside-model.py [SEED] [JOBS]
 
@@ -76,8 +76,10 @@ def draw(rng):
     if rng.random() < 0.2:
         opts.append("--offset=" + rng.choice(["4k", "12k", "64k"]))
         if rng.random() < 0.5:
-            # The file's size is fixed: the offset shortens the job's region.
+            # The file's size is fixed: the offset shortens the job's region,
+            # and a size below what is left is a byte limit within it.
             opts.append("--filesize=" + rng.choice(["100k", "256k"]))
+            free = False
     if rng.random() < 0.2:
         opts.append("--thinktime=" + rng.choice(["10", "50"]))
         if rng.random() < 0.5:
