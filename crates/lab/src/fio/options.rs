@@ -460,8 +460,10 @@ fn apply_pattern(
             }
             let bytes = Some(At::new(o.line, parse_size(v).unwrap_or(0)));
             match (o.name, v.strip_suffix('%')) {
-                (_, Some(_)) if o.name != "offset_align" => {
-                    spec.offset_percent = Some(At::new(o.line, ()));
+                (_, Some(p)) if o.name != "offset_align" => {
+                    // 0%, like 0, is fio's default.
+                    let moves = p.trim().parse::<u64>().is_ok_and(|p| p > 0);
+                    spec.offset_percent = moves.then(|| At::new(o.line, ()));
                 }
                 ("offset", None) => spec.offset = bytes,
                 ("offset_increment", None) => spec.offset_increment = bytes,

@@ -500,8 +500,8 @@ fn size_from(spec: &JobSpec, capacity: u64, bs: u64, offset: u64) -> u64 {
     let region = file.map(|f| f.saturating_sub(offset));
     match (spec.size.map(|s| s.value), file, region) {
         // Over the whole device, from the offset on (a device's region is
-        // `real_file_size - file_offset` in fio).
-        (None, _, region) => region.unwrap_or(capacity.saturating_sub(offset)),
+        // `real_file_size - file_offset` in fio), in whole sectors.
+        (None, _, region) => region.unwrap_or(capacity.saturating_sub(offset) / 512 * 512),
         // fio caps a job's size at its file's (filesetup.c `setup_files`:
         // `o->size > total_size`): `size=1m filesize=512k` reads 128
         // blocks of 4 KiB in fio 3.33, 256 before 2026-11-29 here.
@@ -641,7 +641,7 @@ fn end_after_size(
             // 1000 KiB file in 64 KiB requests is read in 15.
             let largest = cint_scenario::shape::largest_block(shape, bs);
             if let Some(step) = spec.seq_step.filter(|s| s.value > 0) {
-                let pass = holed_pass(spec, step, size, largest, shape, diag)?;
+                let pass = holed_pass(spec, step, (file, size), largest, shape, diag)?;
                 shape.io_size = Some(pass.saturating_mul(spec.loops));
                 return Ok(None);
             }
@@ -742,8 +742,8 @@ fn mark_passes(
     let short_of_limit = limit > total;
     // One pass changes nothing, but where it is over the whole file in
     // order, of several sizes, it tells where the file ends.
-    let at_the_files_end = pass == file && !one_size && !rw.is_random();
-    let one_pass = total < pass || (total == pass && !at_the_files_end);
+    let fills_the_file = pass == file && !one_size && !rw.is_random();
+    let one_pass = total < pass || (total == pass && !fills_the_file);
     if pass < largest || (one_pass && !short_of_limit) {
         return;
     }
@@ -767,7 +767,7 @@ fn mark_passes(
 fn holed_pass(
     spec: &JobSpec,
     step: At<i64>,
-    size: u64,
+    (file, size): (u64, u64),
     bs: u64,
     shape: &IoShape,
     diag: &mut Diagnostics,
@@ -779,6 +779,8 @@ fn holed_pass(
         Some("requests of several sizes (bssplit, bsrange)")
     } else if rw.is_mixed() {
         Some("reads and writes mixed")
+    } else if file > size {
+        Some("a size below its filesize")
     } else {
         spec.placed.map(|p| p.value)
     };
@@ -2014,6 +2016,7 @@ numjobs=2
         }
         // fio 3.33 makes 16 then 12 requests over a file it lays out.
         refused("size=64k\noffset=25%\nloops=2\n", 5, "percentage offset");
+        assert_eq!(end("size=64k\noffset=0%\nloops=2\n"), Some(32));
     }
 
     /// Where fio's passes over the file change what a job does, the
