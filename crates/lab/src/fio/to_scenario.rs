@@ -813,7 +813,8 @@ fn holed_pass(
 
 /// Whether a job's offsets run out at its file's end, which then ends
 /// its pass: in order, or drawn under the random map or the LFSR. A
-/// random job without either never runs out, nor does one that reads and
+/// random job without either never runs out (fio turns the map off
+/// beside a `random_distribution` other than uniform), nor does one that reads and
 /// writes in order: each direction keeps its own offset from the file's
 /// start (io_u.c `last_pos[ddir]`), and their bytes together reach the
 /// job's size first (fio 3.33, `rw=rw bs=16k size=200k`: 13 requests,
@@ -821,7 +822,10 @@ fn holed_pass(
 fn offsets_run_out(spec: &JobSpec, rw: Rw, shape: &IoShape) -> bool {
     let mix = spec.rwmixread.map_or(50, |r| r.value);
     let two_offsets = rw == Rw::ReadWrite && (1..=99).contains(&mix);
-    let unmapped = rw.is_random() && shape.random_map == cint_scenario::RandomMap::Off;
+    // fio turns its map off beside a distribution other than uniform
+    // (init.c), as both engines draw such offsets.
+    let skewed = shape.random_distribution != cint_scenario::Distribution::Uniform;
+    let unmapped = rw.is_random() && (shape.random_map == cint_scenario::RandomMap::Off || skewed);
     !two_offsets && !unmapped
 }
 
@@ -2110,6 +2114,11 @@ numjobs=2
         let kib = |k: u64| Some(k << 10);
         // 770 reads: issued until the bytes reach three times the size.
         assert_eq!(bytes("rw=randread\nsize=1026k\nloops=3\n"), kib(3078));
+        // A distribution turns the map off: 257 writes of 4 KiB in fio
+        // 3.33, 256 here before 2026-11-29 (second session).
+        let skewed = "[j]\nbs=4k\nrw=randwrite\nsize=1026k\nrandom_distribution=pareto:0.2\n";
+        let imp = import_str(skewed, "u.fio", &args()).expect("valid");
+        assert_eq!(io(&imp.scenario.jobs[0]).shape.io_size, kib(1026));
         let past = "size=68k\nio_size=96k\nloops=3\n";
         assert_eq!(bytes(&format!("rw=randread\n{past}")), kib(288), "psync");
         assert_eq!(
