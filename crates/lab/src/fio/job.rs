@@ -119,6 +119,9 @@ pub(super) struct JobSpec {
     pub(super) stonewall: bool,
     pub(super) wait_for: Option<At<String>>,
     pub(super) io_size: Option<At<u64>>,
+    /// `io_size=P%` (below 100): the job's bytes are that share of its
+    /// size, over the whole file.
+    pub(super) io_size_percent: Option<At<u64>>,
     pub(super) loops: u64,
     pub(super) fsync: Option<At<u32>>,
     pub(super) fdatasync: Option<At<u32>>,
@@ -276,6 +279,7 @@ impl JobSpec {
             stonewall: false,
             wait_for: None,
             io_size: None,
+            io_size_percent: None,
             loops: 1,
             fsync: None,
             fdatasync: None,

@@ -438,8 +438,19 @@ fn apply_pattern(
         "io_size" => {
             // 0, fio's default, is the job's size.
             let v = o.value(diag)?;
+            // A share of the job's size (options.c `str_io_size_cb`).
+            if let Some(p) = v.strip_suffix('%') {
+                let p = match p.trim().parse::<u64>() {
+                    Ok(p) if (1..=100).contains(&p) => p,
+                    _ => return Err(o.bad(diag, "a size, or a percentage in 1..=100")),
+                };
+                spec.io_size = None;
+                spec.io_size_percent = (p < 100).then(|| At::new(o.line, p));
+                return Ok(true);
+            }
             let b = parse_size(v).map_err(|_| o.bad(diag, "a size"))?;
             spec.io_size = (b > 0).then(|| At::new(o.line, b));
+            spec.io_size_percent = None;
         }
         "random_distribution" => {
             let v = o.value(diag)?;
