@@ -15,6 +15,9 @@ use super::values::{
 };
 use super::FioError;
 
+/// Options that shape fio's report, which the model's does not follow.
+const REPORT_SHAPE: &[&str] = &["unified_rw_reporting"];
+
 /// Options accepted and ignored because a model has no use for them.
 const MEANINGLESS: &[&str] = &[
     "filename",
@@ -32,7 +35,6 @@ const MEANINGLESS: &[&str] = &[
     "gid",
     "invalidate",
     "unlink",
-    "unified_rw_reporting",
     "new_group",
     "loops",
     "write_lat_log",
@@ -932,6 +934,17 @@ fn unmodelled(o: &OptionLine<'_>, diag: &mut Diagnostics) -> Result<(), FioError
             format!(
                 "option '{key}' only tunes '{tuned}', which the model runs only when it is off; \
                  ignored"
+            ),
+        );
+        return Ok(());
+    }
+    if REPORT_SHAPE.contains(&name) {
+        diag.warn(
+            line,
+            format!(
+                "option '{key}' shapes fio's report, which the model's does not follow: the \
+                 table and --fio-json give a job's reads and writes apart, as fio's default \
+                 does"
             ),
         );
         return Ok(());
