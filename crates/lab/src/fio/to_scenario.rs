@@ -671,6 +671,10 @@ fn end_after_size(
             }
             let rw = spec.rw.map_or(Rw::Read, |r| r.value);
             let smallest = cint_scenario::shape::smallest_block(shape, bs);
+            if spec.offload.is_some() {
+                shape.io_size = Some(offloaded_bytes(spec, (file, size, smallest), rw, shape));
+                return Ok(None);
+            }
             if !offsets_run_out(spec, rw, shape) {
                 let sizes = (size, smallest, largest);
                 shape.io_size = Some(unmapped_bytes(spec, sizes, rw, engine));
@@ -729,6 +733,29 @@ fn end_after_size(
         );
     }
     Ok(None)
+}
+
+/// The bytes of an offloaded job (`io_submit_mode=offload`) that ends by
+/// its size: its first pass only. fio 3.33 counts its completions on the
+/// workers' side, so the pass looks as if it did nothing and the job
+/// stops (backend.c `do_io`: `!ddir_rw_sum(td->this_io_bytes)` sets
+/// `td->done`); nor does the pass end once it has queued the size, since
+/// its queued bytes are not counted there either. It runs to the file's
+/// end, or to fio's byte limit, `io_size` (or `size`) times `loops`.
+/// fio 3.33 under libaio, 4 KiB requests over 1 MiB: `loops=2` reads 256,
+/// `io_size=2m` 256, `randread norandommap loops=2` 512.
+fn offloaded_bytes(
+    spec: &JobSpec,
+    (file, size, smallest): (u64, u64, u64),
+    rw: Rw,
+    shape: &IoShape,
+) -> u64 {
+    let once = spec.io_size.map_or(size, |b| b.value);
+    let limit = once.saturating_mul(spec.loops);
+    match offsets_run_out(spec, rw, shape) {
+        true => limit.min(file - file % smallest.clamp(1, file)),
+        false => limit,
+    }
 }
 
 /// fio's passes over the job's file (`pass_size`, crate
@@ -1962,6 +1989,24 @@ numjobs=2
             let bytes = end(&format!("[j]\nrw=read\nbs=4k\n{text}")).1;
             assert_eq!(bytes, Some(requests * 4096), "{text}");
         }
+    }
+
+    /// An offloaded job that ends by its size makes its first pass only,
+    /// to the file's end or fio's byte limit (fio 3.33, libaio depth 8,
+    /// 4 KiB over 1 MiB: 256, 256, 128 and 512 requests; the first two
+    /// were 512 here before 2026-11-29, second session).
+    #[test]
+    fn an_offloaded_job_makes_one_pass() {
+        const OFFLOADED: &str =
+            "[j]\ndirect=1\nbs=4k\nsize=1m\nioengine=libaio\niodepth=8\nio_submit_mode=offload\n";
+        let requests = |text: &str| {
+            let imp = import_str(&format!("{OFFLOADED}{text}"), "o.fio", &args()).expect(text);
+            io(&imp.scenario.jobs[0]).shape.io_size.map(|b| b / 4096)
+        };
+        assert_eq!(requests("loops=2\n"), Some(256));
+        assert_eq!(requests("io_size=2m\n"), Some(256));
+        assert_eq!(requests("io_size=512k\n"), Some(128));
+        assert_eq!(requests("rw=randread\nnorandommap\nloops=2\n"), Some(512));
     }
 
     /// `io_size=P%` is that share of the job's size, over the whole file
