@@ -108,8 +108,9 @@ pub fn bare_duration(number: &str) -> UnitError {
 }
 
 /// Parses a size: a number followed by nothing (bytes), `k`/`KiB`/`KB`,
-/// `m`/`MiB`/`MB`, `g`/`GiB`/`GB`, `t`/`TiB`/`TB`. As in fio, the
-/// suffixes are powers of two.
+/// `m`/`MiB`/`MB`, `g`/`GiB`/`GB`, `t`/`TiB`/`TB`, each a power of two.
+/// (fio, with its default `kb_base=1024`, reads `KiB` and the other IEC
+/// units as powers of ten; its import reads them so.)
 pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     let (int, frac, unit) = split_number(s)?;
     let mult = match unit.to_ascii_lowercase().as_str() {

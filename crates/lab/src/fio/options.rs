@@ -4,7 +4,7 @@
 //! refused naming the file, the line and the option (it would change what
 //! is measured, and there is no model of it).
 
-use cint_scenario::units::parse_size;
+use super::values::{parse_size, with_fio_units};
 use cint_scenario::{Engine, Rw, SyncWrites};
 
 use super::diag::Diagnostics;
@@ -419,7 +419,8 @@ fn apply_pattern(
         "bssplit" => {
             let v = o.value(diag)?;
             let (reads, writes, notes) =
-                cint_scenario::shape::parse_bssplit_dirs(v).map_err(|e| o.invalid(diag, v, e))?;
+                cint_scenario::shape::parse_bssplit_dirs(&with_fio_units(v))
+                    .map_err(|e| o.invalid(diag, v, e))?;
             for note in notes {
                 diag.warn(o.line, format!("option '{key}={v}': {note}"));
             }
@@ -431,8 +432,8 @@ fn apply_pattern(
         }
         "bsrange" => {
             let v = o.value(diag)?;
-            let (reads, writes) =
-                cint_scenario::shape::parse_bsrange_dirs(v).map_err(|e| o.invalid(diag, v, e))?;
+            let (reads, writes) = cint_scenario::shape::parse_bsrange_dirs(&with_fio_units(v))
+                .map_err(|e| o.invalid(diag, v, e))?;
             spec.bsrange = Some(At::new(o.line, reads));
             spec.bsrange_write = writes;
         }

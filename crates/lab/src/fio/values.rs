@@ -3,6 +3,52 @@
 //! syntax: which option takes which value is the table in `options`.
 
 use cint_policy::Nanos;
+use cint_scenario::units::UnitError;
+
+/// A size as fio 3.33 reads one with its default `kb_base=1024` (the only
+/// one the import takes; parse.c `__get_mult_bytes`): `k`, `m`, `g`, `t`,
+/// with or without `b`, are powers of 1024, and the IEC `KiB`, `MiB`,
+/// `GiB`, `TiB` powers of 1000, the opposite of their names
+/// (`size=1MiB` reads 244 requests of 4 KiB in fio 3.33).
+pub(super) fn parse_size(v: &str) -> Result<u64, UnitError> {
+    let t = v.trim();
+    let lower = t.to_ascii_lowercase();
+    for (pow, unit) in [(1u32, "kib"), (2, "mib"), (3, "gib"), (4, "tib")] {
+        if let Some(number) = lower.strip_suffix(unit) {
+            let n = cint_scenario::units::parse_size(number)?;
+            return n
+                .checked_mul(1000u64.pow(pow))
+                .ok_or_else(|| UnitError(format!("'{v}' is too large")));
+        }
+    }
+    cint_scenario::units::parse_size(t)
+}
+
+/// `v` with each size written in an IEC unit (`4KiB`) turned into bytes
+/// as fio reads it ([`parse_size`]), for the scenario's parsers of split
+/// and range lists, whose units are the scenario's own.
+pub(super) fn with_fio_units(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    let mut token = String::new();
+    let flush = |token: &mut String, out: &mut String| {
+        let iec = token.trim().to_ascii_lowercase().ends_with("ib");
+        match parse_size(token) {
+            Ok(bytes) if iec => out.push_str(&bytes.to_string()),
+            _ => out.push_str(token),
+        }
+        token.clear();
+    };
+    for c in v.chars() {
+        if matches!(c, '/' | ':' | ',' | '-') {
+            flush(&mut token, &mut out);
+            out.push(c);
+        } else {
+            token.push(c);
+        }
+    }
+    flush(&mut token, &mut out);
+    out
+}
 
 /// A flag's value; a bare flag (no value) is on, as fio reads it.
 pub(super) fn parse_bool(v: Option<&str>) -> Option<bool> {
@@ -93,6 +139,23 @@ pub(super) fn parse_cpus(s: &str) -> Option<Vec<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// fio 3.33 with its default `kb_base=1024`: `size=1MiB` reads 244
+    /// requests of 4 KiB (1 000 000 bytes), `size=1m` 256, and
+    /// `size=2048KiB` 500 (until 2026-11-29, second session, the import
+    /// read every IEC unit as a power of 1024).
+    #[test]
+    fn sizes_read_as_fio_reads_them() {
+        assert_eq!(parse_size("1m").unwrap(), 1 << 20);
+        assert_eq!(parse_size("1MB").unwrap(), 1 << 20);
+        assert_eq!(parse_size("1MiB").unwrap(), 1_000_000);
+        assert_eq!(parse_size("2048KiB").unwrap(), 2_048_000);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(with_fio_units("4KiB/50:16k/50"), "4000/50:16k/50");
+        assert_eq!(with_fio_units("4k-16k,8KiB-32KiB"), "4k-16k,8000-32000");
+        assert_eq!(with_fio_units("4k/50:16k/50"), "4k/50:16k/50");
+    }
 
     #[test]
     fn fio_times_and_cpu_lists_read_as_fio_writes_them() {
