@@ -437,8 +437,8 @@ fn job_size(
         (None, None) => Some(("the device's capacity", capacity)),
         (None, Some(_)) => None,
     };
-    let left = |(_, of): (&str, u64)| of.saturating_sub(spec.start_offset(0));
-    if let Some((what, of)) = whole.filter(|&w| spec.offset.is_some() && left(w) < bs) {
+    let too_far = |of: u64| spec.offset.is_some() && of.saturating_sub(spec.start_offset(0)) < bs;
+    if let Some((what, of)) = whole.filter(|&(_, of)| too_far(of)) {
         return Err(diag.job_err(
             &spec.name,
             spec.line_of(&spec.offset),
@@ -692,14 +692,12 @@ fn end_after_size(
             // fio draws a request's size again until it fits what is
             // left of the file (io_u.c `get_next_buflen`), so a pass of
             // several sizes fills it to within the smallest.
-            let pass = file - file % smallest.clamp(1, file);
+            let pass = file_pass(file, smallest);
             // A queueing engine's pass also ends once it has queued the
-            // job's size, in whole requests where they are of one size,
-            // which comes first where the file is larger.
-            let pass = match (engine.is_sync() || size >= file, smallest == largest) {
-                (true, _) => pass,
-                (false, true) => pass.min(size.div_ceil(largest.max(1)) * largest),
-                (false, false) => pass.min(size),
+            // job's size, which comes first where the file is larger.
+            let pass = match engine.is_sync() || size >= file {
+                true => pass,
+                false => pass.min(queued_pass(size, (smallest, largest))),
             };
             // fio's bytes per loop: io_size, else the job's size, which
             // over a larger file is a limit within it.
@@ -735,6 +733,32 @@ fn end_after_size(
     Ok(None)
 }
 
+/// fio's limit on the bytes a job issues, its `io_size` (or `size`) times
+/// `loops` (backend.c `io_bytes_exceeded`).
+fn fio_byte_limit(spec: &JobSpec, size: u64) -> u64 {
+    spec.io_size
+        .map_or(size, |b| b.value)
+        .saturating_mul(spec.loops)
+}
+
+/// The bytes of a pass that runs to the file's end: the file in whole
+/// requests of the smallest size, as fio draws a size again until it fits
+/// what is left (io_u.c `get_next_buflen`).
+fn file_pass(file: u64, smallest: u64) -> u64 {
+    file - file % smallest.clamp(1, file)
+}
+
+/// The bytes of a pass that ends once it has queued `bytes` (backend.c
+/// `do_io`, `total_bytes`): it queues whole requests until it has reached
+/// them, so of one size the pass is whole requests (`rw=rw bs=16k
+/// size=100k`: 7 of them); of several, the last one drawn decides.
+fn queued_pass(bytes: u64, (smallest, largest): (u64, u64)) -> u64 {
+    match smallest == largest {
+        true => bytes.div_ceil(largest.max(1)).saturating_mul(largest),
+        false => bytes,
+    }
+}
+
 /// The bytes of an offloaded job (`io_submit_mode=offload`) that ends by
 /// its size: its first pass only. fio 3.33 counts its completions on the
 /// workers' side, so the pass looks as if it did nothing and the job
@@ -750,10 +774,9 @@ fn offloaded_bytes(
     rw: Rw,
     shape: &IoShape,
 ) -> u64 {
-    let once = spec.io_size.map_or(size, |b| b.value);
-    let limit = once.saturating_mul(spec.loops);
+    let limit = fio_byte_limit(spec, size);
     match offsets_run_out(spec, rw, shape) {
-        true => limit.min(file - file % smallest.clamp(1, file)),
+        true => limit.min(file_pass(file, smallest)),
         false => limit,
     }
 }
@@ -767,9 +790,9 @@ fn offloaded_bytes(
 /// synchronous engine runs until the job's bytes are issued (fio 3.33,
 /// `randwrite norandommap loops=2 fsync=1` over 64 KiB: 32 writes, 31
 /// fsyncs, psync and libaio alike), and a queueing engine's ends each
-/// time it has queued the file's size. Not with an `io_size` within the
-/// file, nor with offloaded submission: their passes follow what the
-/// model does not keep.
+/// time it has queued the file's size. Not with offloaded submission,
+/// which makes one pass ([`offloaded_bytes`]). Where the passes end short
+/// of fio's byte limit, it goes with them (`byte_limit`).
 fn mark_passes(
     spec: &JobSpec,
     (rw, file, size, bs): (Rw, u64, u64, u64),
@@ -786,10 +809,7 @@ fn mark_passes(
     let one_size = cint_scenario::shape::smallest_block(shape, bs) == largest;
     // fio's byte limit (backend.c `io_bytes_exceeded`): where the passes
     // end short of it, its loop looks once more after the last request.
-    let limit = spec
-        .io_size
-        .map_or(size, |b| b.value)
-        .saturating_mul(spec.loops);
+    let limit = fio_byte_limit(spec, size);
     let short_of_limit = limit > total;
     // One pass changes nothing, but where it is over the whole file in
     // order, of several sizes, it tells where the file ends.
@@ -865,8 +885,8 @@ fn holed_pass(
 /// Whether a job's offsets run out at its file's end, which then ends
 /// its pass: in order, or drawn under the random map or the LFSR. A
 /// random job without either never runs out (fio turns the map off
-/// beside a `random_distribution` other than uniform), nor does one that reads and
-/// writes in order: each direction keeps its own offset from the file's
+/// beside a `random_distribution` other than uniform), nor does one that
+/// reads and writes in order: each direction keeps its own offset from the file's
 /// start (io_u.c `last_pos[ddir]`), and their bytes together reach the
 /// job's size first (fio 3.33, `rw=rw bs=16k size=200k`: 13 requests,
 /// 208 KiB; `bs=8k size=1026k loops=3`: 385).
@@ -881,7 +901,7 @@ fn offsets_run_out(spec: &JobSpec, rw: Rw, shape: &IoShape) -> bool {
 }
 
 /// How many bytes a job whose offsets never run out
-/// ([`offsets_run_out`]) issues when it ends by its size. Its offsets never run out, so no pass ends
+/// ([`offsets_run_out`]) issues when it ends by its size. No pass ends
 /// at the file's end. A synchronous engine's one pass runs until the job
 /// has issued its `io_size` (or `size`) times `loops` (backend.c
 /// `io_issue_bytes_exceeded`). A queueing engine's pass ends once it has
@@ -899,7 +919,7 @@ fn unmapped_bytes(
     engine: Engine,
 ) -> u64 {
     let once = spec.io_size.map_or(size, |b| b.value);
-    let all = once.saturating_mul(spec.loops);
+    let all = fio_byte_limit(spec, size);
     if engine.is_sync() {
         return all;
     }
@@ -910,12 +930,7 @@ fn unmapped_bytes(
         true => size,
         false => size.max(once),
     };
-    // It queues whole requests until it has reached that: of one size,
-    // the pass is whole requests (`rw=rw bs=16k size=100k`: 7 of them).
-    let pass = match smallest == largest {
-        true => pass.div_ceil(largest.max(1)).saturating_mul(largest),
-        false => pass,
-    };
+    let pass = queued_pass(pass, (smallest, largest));
     match once <= pass {
         true => all,
         false => past_the_file(once, pass, spec.loops, largest),
