@@ -139,8 +139,9 @@ fn job(
     let nowait = check_engine_flags(spec, engine, diag)?;
     let capacity = device.capacity.0;
     let bs = spec.bs.map_or(4096, |b| b.value);
-    let whole = job_size(spec, capacity, bs, diag)?;
-    let file = job_file(spec, whole, capacity, diag)?;
+    let sectors = requests_of_whole_sectors(spec, bs);
+    let whole = job_size(spec, capacity, bs, sectors, diag)?;
+    let file = job_file(spec, whole, sectors, capacity, diag)?;
     let size = io_share(spec, whole, bs, diag)?;
     let rw = spec.rw.map_or(Rw::Read, |r| r.value);
     let mut shape = job_shape(spec, rw, bs, diag)?;
@@ -421,12 +422,15 @@ fn check_engine_flags(
 
 /// The job's size: `size` (bytes, or a share of its file or the device),
 /// at most what the thread's start offset leaves of its file's
-/// `filesize`, else that, else the whole device; whole sectors between
-/// `bs` and the capacity. Every thread of the job must get the same.
+/// `filesize`, else that, else the whole device; between `bs` and the
+/// capacity, and whole sectors unless every request is (`sectors`,
+/// [`requests_of_whole_sectors`]). Every thread of the job must get the
+/// same.
 fn job_size(
     spec: &JobSpec,
     capacity: u64,
     bs: u64,
+    sectors: bool,
     diag: &mut Diagnostics,
 ) -> Result<u64, FioError> {
     let threads = threads_of(spec);
@@ -475,15 +479,18 @@ fn job_size(
     }
     let size_at = spec.size.map(|s| s.line).or(spec.filesize.map(|f| f.line));
     if let Some(line) = size_at {
-        if size > capacity || size < bs || size % 512 != 0 {
+        if size > capacity || size < bs {
             return Err(diag.job_err(
                 &spec.name,
                 line,
                 format!(
-                    "size must be a multiple of 512 bytes between bs ({bs}) and the \
-                     device capacity ({capacity}), got {size}"
+                    "size must be between bs ({bs}) and the device capacity ({capacity}), \
+                     got {size}"
                 ),
             ));
+        }
+        if size % 512 != 0 && !sectors {
+            return Err(diag.job_err(&spec.name, line, not_whole_sectors("size", size)));
         }
     }
     Ok(size)
@@ -521,28 +528,72 @@ fn size_from(spec: &JobSpec, capacity: u64, bs: u64, offset: u64) -> u64 {
 /// then only fio's byte limit over it (filesetup.c `setup_files` keeps
 /// `f->io_size` the file's, and `o->size` the bytes; `size=100k
 /// filesize=256k bs=8k` writes 13 requests in fio 3.33, the last past
-/// 100 KiB); else the job's size.
+/// 100 KiB); else the job's size. In whole sectors: where every request
+/// is (`sectors`), a request fits the file exactly where it fits its
+/// whole sectors, so the sectors are the file (`size=1MiB`, which fio
+/// reads as 1 000 000 bytes, holds 244 requests of 4 KiB either way).
+/// The job's size stays fio's byte limit as it is: issued bytes of whole
+/// sectors reach it where they reach it rounded up, not down.
 fn job_file(
     spec: &JobSpec,
     size: u64,
+    sectors: bool,
     capacity: u64,
     diag: &mut Diagnostics,
 ) -> Result<u64, FioError> {
-    let Some(file) = spec.filesize else {
-        return Ok(size);
+    let file = match spec.filesize {
+        None => size,
+        Some(file) => {
+            let region = file.value.saturating_sub(spec.start_offset(0));
+            if region > capacity {
+                return Err(diag.job_err(
+                    &spec.name,
+                    file.line,
+                    format!(
+                        "filesize ({}) is past the device capacity ({capacity})",
+                        file.value
+                    ),
+                ));
+            }
+            region.max(size)
+        }
     };
-    let region = file.value.saturating_sub(spec.start_offset(0));
-    if region > capacity {
+    if file % 512 != 0 && !sectors {
+        let what = "the file past the offset";
         return Err(diag.job_err(
             &spec.name,
-            file.line,
-            format!(
-                "filesize ({}) is past the device capacity ({capacity})",
-                file.value
-            ),
+            spec.line_of(&spec.filesize),
+            not_whole_sectors(what, file),
         ));
     }
-    Ok(region.max(size))
+    Ok(file / 512 * 512)
+}
+
+/// The refusal of a size or file that is not whole sectors where the
+/// job's requests are not all whole sectors either.
+fn not_whole_sectors(what: &str, bytes: u64) -> String {
+    format!(
+        "{what} ({bytes} bytes) is not whole sectors, nor are all the job's requests: where \
+         the last ones fit turns on bytes the model does not keep; give it in whole sectors"
+    )
+}
+
+/// Whether every request the job may make is whole sectors: `bs` (and
+/// the writes' own), each size of its splits, and its ranges' bounds (fio
+/// draws a range's sizes as multiples of its lower bound, or the upper).
+fn requests_of_whole_sectors(spec: &JobSpec, bs: u64) -> bool {
+    let splits = spec.bssplit.iter().flat_map(|b| b.value.iter());
+    let splits = splits.chain(&spec.bssplit_write).map(|s| s.bytes);
+    let ranges = spec
+        .bsrange
+        .map(|r| r.value)
+        .into_iter()
+        .chain(spec.bsrange_write);
+    std::iter::once(bs)
+        .chain(spec.bs_write.map(|w| w.value))
+        .chain(splits)
+        .chain(ranges.flat_map(|(lo, hi)| [lo, hi]))
+        .all(|b| b % 512 == 0)
 }
 
 /// The job's bytes where `io_size` is a share of its size (`io_size=P%`):
@@ -671,6 +722,8 @@ fn end_after_size(
             }
             let rw = spec.rw.map_or(Rw::Read, |r| r.value);
             let smallest = cint_scenario::shape::smallest_block(shape, bs);
+            let sizes = (smallest, largest);
+            warn_a_direction_may_end_passes(spec, (rw, file, size), sizes, engine, diag);
             if spec.offload.is_some() {
                 shape.io_size = Some(offloaded_bytes(spec, (file, size, smallest), rw, shape));
                 return Ok(None);
@@ -898,6 +951,60 @@ fn offsets_run_out(spec: &JobSpec, rw: Rw, shape: &IoShape) -> bool {
     let skewed = shape.random_distribution != cint_scenario::Distribution::Uniform;
     let unmapped = rw.is_random() && (shape.random_map == cint_scenario::RandomMap::Off || skewed);
     !two_offsets && !unmapped
+}
+
+/// Reads and writes in order (`rw=rw`): fio keeps an offset for each
+/// direction from the file's start, and a pass ends where the direction
+/// it draws has no room left (io_u.c `get_next_seq_offset`, then
+/// `get_io_u` fails and `do_io` returns), before its bytes run out where
+/// they go past what one direction fits in the file. How many requests
+/// fio then makes turns on its draws; the model's passes end by their
+/// bytes ([`unmapped_bytes`]), so its count may be above fio's: warned.
+/// A synchronous engine's passes end by fio's byte limit within its
+/// `loops` passes wherever each pass is at least the file (`size=1m
+/// loops=2`: 512 requests in fio 3.33 and the model, whatever the mix);
+/// past that (`io_size=2m loops=2`, reads 70%: 746 in fio, 1 024 in the
+/// model) it turns on where the passes ended. A queueing engine's pass
+/// ends once it has queued the size, before a direction can run out
+/// where the size is the file in whole requests. An offloaded job makes
+/// one pass to fio's byte limit.
+fn warn_a_direction_may_end_passes(
+    spec: &JobSpec,
+    (rw, file, size): (Rw, u64, u64),
+    (smallest, largest): (u64, u64),
+    engine: Engine,
+    diag: &mut Diagnostics,
+) {
+    let mix = spec.rwmixread.map_or(50, |r| r.value);
+    if rw != Rw::ReadWrite || !(1..=99).contains(&mix) {
+        return;
+    }
+    // A pass that a direction ends holds at least the file in whole
+    // requests of that direction, where every size is a multiple of the
+    // smallest (fio draws again until a size fits).
+    let fits = file_pass(file, smallest);
+    let limit = fio_byte_limit(spec, size);
+    let (budget, may_end) = if spec.offload.is_some() {
+        (limit, limit > fits)
+    } else if engine.is_sync() {
+        (limit, limit > fits.saturating_mul(spec.loops))
+    } else {
+        let pass = queued_pass(size, (smallest, largest)).min(limit);
+        (pass, pass > fits)
+    };
+    if may_end {
+        diag.job_warn(
+            &spec.name,
+            spec.line_of(&spec.rw),
+            format!(
+                "rw=rw with rwmixread={mix}: fio ends a pass where the direction it draws \
+                 reaches the file's end (each keeps its own offset), which here can come \
+                 before the job's {budget} bytes do (the file holds {fits} in whole \
+                 requests); the model's passes end by their bytes, so its count may be above \
+                 fio's, by as much as fio's draws decide (docs/results/fio-fidelity.md)"
+            ),
+        );
+    }
 }
 
 /// How many bytes a job whose offsets never run out
@@ -2050,6 +2157,82 @@ numjobs=2
     /// the size; without one, fio lays the file out to the offset and
     /// the size, and nothing changes. fio 3.33 (docs/evidence/fio-beside-model.sh):
     /// 12, 12, 4, 4 in each of two threads, 16 and 28 requests of 4 KiB.
+    /// Reads and writes in order end fio's pass where the direction drawn
+    /// reaches the file's end, which the model does not keep: warned
+    /// where that can come before the job's bytes, and only there (fio
+    /// 3.33, 4 KiB over 1 MiB, reads 70%: `io_size=2m loops=2` makes 746
+    /// requests, 1 024 here; `loops=2` 512 in both, as do libaio at depth
+    /// 8 and `io_size=3m` under libaio; `bs=16k size=100k`, reads 90%,
+    /// ends a pass at 6 requests about half the time, the model at 7).
+    #[test]
+    fn a_direction_that_can_end_fios_pass_first_is_warned() {
+        let warned = |text: &str| {
+            let file = format!("[j]\nrw=rw\nrwmixread=70\nbs=4k\nsize=1m\n{text}");
+            let imp = import_str(&file, "m.fio", &args()).expect(text);
+            let on_rw = |w: &String| w.starts_with("m.fio:2: ") && w.contains("its own offset");
+            imp.warnings.iter().filter(|w| on_rw(w)).count()
+        };
+        assert_eq!(warned("io_size=2m\nloops=2\n"), 1);
+        assert_eq!(warned("bs=16k\nsize=100k\n"), 1);
+        assert_eq!(warned("bs=16k\nsize=68k\nioengine=libaio\niodepth=4\n"), 1);
+        assert_eq!(
+            warned("io_submit_mode=offload\ndirect=1\nioengine=libaio\nio_size=2m\n"),
+            1
+        );
+        for quiet in [
+            "",
+            "loops=2\n",
+            "ioengine=libaio\niodepth=8\nloops=2\n",
+            "ioengine=libaio\niodepth=8\nio_size=3m\n",
+            "bs=16k\nsize=100k\nfilesize=1m\n",
+            "rwmixread=100\nio_size=2m\n",
+            "time_based\nruntime=1s\n",
+        ] {
+            assert_eq!(warned(quiet), 0, "{quiet}");
+        }
+    }
+
+    /// A size in fio's IEC units, powers of 1000 under its default
+    /// `kb_base=1024`, is seldom whole sectors. Where every request is,
+    /// the job's file is its whole sectors and its size stays fio's byte
+    /// limit (fio 3.33, `docs/evidence/fio-beside-model.sh`-style runs:
+    /// `size=1MiB` reads 244 requests of 4 KiB in order and at random
+    /// with the map, 245 without it; `filesize=1MiB size=512k loops=3`
+    /// writes 384; `io_size=3MiB fdatasync=3` 732 writes and 244 syncs).
+    /// Where the requests are not whole sectors, such a size is refused.
+    #[test]
+    fn a_size_of_part_sectors_keeps_its_whole_ones_as_the_file() {
+        let job = |text: &str| {
+            let imp = import_str(&format!("[j]\nbs=4k\n{text}"), "s.fio", &args()).expect(text);
+            let io = io(&imp.scenario.jobs[0]).clone();
+            (io.size, io.shape.io_size.map(|b| b.div_ceil(4096)))
+        };
+        assert_eq!(job("rw=read\nsize=1MiB\n"), (999_936, Some(244)));
+        assert_eq!(job("rw=randread\nsize=1MiB\n"), (999_936, Some(244)));
+        assert_eq!(
+            job("rw=randread\nnorandommap\nsize=1MiB\n"),
+            (999_936, Some(245))
+        );
+        assert_eq!(
+            job("rw=write\nfilesize=1MiB\nsize=512k\nloops=3\n"),
+            (999_936, Some(384))
+        );
+        assert_eq!(
+            job("rw=write\nsize=1MiB\nio_size=3MiB\nfdatasync=3\n"),
+            (999_936, Some(732))
+        );
+        let refused = |text: &str, line: usize| {
+            let e = import_str(&format!("[j]\nrw=write\n{text}"), "s.fio", &args())
+                .expect_err(text)
+                .to_string();
+            assert!(e.starts_with(&format!("s.fio:{line}: ")), "{e}");
+            assert!(e.contains("not whole sectors"), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        };
+        refused("bs=2300\nsize=1MiB\n", 4);
+        refused("bs=4k\nbs=2300,4k\nfilesize=1MiB\nsize=512k\n", 5);
+    }
+
     #[test]
     fn an_offset_shortens_a_jobs_file() {
         let end = |text: &str| {
