@@ -1273,7 +1273,7 @@ impl IoThread {
         let sync_engine = self.io.engine.is_sync();
         match self
             .syncs
-            .at_pass_end(&self.io.shape, self.io.size, sync_engine, top)
+            .at_pass_end(&self.io.shape, (self.io.size, self.io.bs), sync_engine, top)
         {
             Some(PassEnd::Sync(datasync)) => self.make_sync(datasync, measuring),
             Some(PassEnd::Drain) => {

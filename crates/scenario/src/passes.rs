@@ -11,8 +11,11 @@
 //! and returns, and the next pass begins with libfio.c `clear_io_state`,
 //! which resets `last_was_sync`. The sync that falls due after a pass's
 //! last write is made only where the loop went on past it: when the pass
-//! fell short of the file, or, on a synchronous engine, while the job's
-//! bytes (`io_issue_bytes_exceeded`) are not all issued. fio 3.33, 4 KiB
+//! fell short of the file with no room for another request, or, on a
+//! synchronous engine, while the job's bytes (`io_issue_bytes_exceeded`)
+//! are not all issued. A queueing engine's pass that ends once it has
+//! queued a size below the file's (fio's `size` over a larger
+//! `filesize`) leaves it to the next pass, which begins with it. fio 3.33, 4 KiB
 //! writes of a 1 MiB file with `fsync=1` (docs/evidence/fio-beside-model.sh):
 //! `loops=2` makes 512 fsyncs under psync and 511 under libaio; a 1026 KiB
 //! file makes 256 with one loop, 513 with two, under either. A job's
@@ -127,13 +130,13 @@ impl PassSyncs {
     /// At the top of the loop of a job with passes, once the current
     /// pass's requests are all issued: the sync fio makes there, then the
     /// wait for what is in flight, then the next pass. `size`: the job's
-    /// file; `sync_engine`: its engine completes each request within its
-    /// call. `None`: nothing to do first (within a pass, at the job's
-    /// end, or a new pass begun).
+    /// file, `bs` its block size; `sync_engine`: its engine completes
+    /// each request within its call. `None`: nothing to do first (within
+    /// a pass, at the job's end, or a new pass begun).
     pub fn at_pass_end(
         &mut self,
         shape: &IoShape,
-        size: u64,
+        (size, bs): (u64, u64),
         sync_engine: bool,
         top: LoopTop,
     ) -> Option<PassEnd> {
@@ -152,8 +155,16 @@ impl PassSyncs {
             // fio's loop looks for another request until the job's bytes
             // reach its limit; a pass cut by that limit ends the job there.
             let looks_again = top.bytes < shape.byte_limit.unwrap_or(total);
-            let at_the_files_end = top.bytes.saturating_sub(self.pass.saturating_mul(pass)) >= pass;
-            let loop_goes_on = looks_again && ((pass < size && at_the_files_end) || sync_engine);
+            // A queueing engine's loop goes on where the pass ended at the
+            // file's end before it queued the file's size: no request fits
+            // what is left. A pass that leaves room for one ended once it
+            // had queued its bytes (a `size` below the file's), where fio
+            // stops before it looks for the sync due, and makes it as the
+            // next pass begins.
+            let files_end = pass < size && size - pass < crate::shape::smallest_block(shape, bs);
+            let at_the_files_end =
+                files_end && top.bytes.saturating_sub(self.pass.saturating_mul(pass)) >= pass;
+            let loop_goes_on = looks_again && (at_the_files_end || sync_engine);
             let due = sync_falls_due(shape, top.writes, self.last_was_sync);
             let count_left = shape.number_ios.is_none_or(|n| top.issued < n);
             if let (true, true, Some(datasync)) = (loop_goes_on, count_left, due) {
@@ -189,6 +200,11 @@ mod tests {
     /// Runs one thread of 4 KiB writes at depth 1 through the rules, the
     /// way an engine's loop does, and counts its syncs.
     fn syncs_made(shape: &IoShape, size: u64, sync_engine: bool) -> u64 {
+        syncs_made_of(shape, (size, 4096), sync_engine)
+    }
+
+    /// [`syncs_made`] with writes of `bs` over a file of `size`.
+    fn syncs_made_of(shape: &IoShape, (size, bs): (u64, u64), sync_engine: bool) -> u64 {
         let mut state = PassSyncs::default();
         let (mut bytes, mut writes, mut syncs) = (0u64, 0u64, 0u64);
         let total = shape.io_size.unwrap();
@@ -200,7 +216,7 @@ mod tests {
                 slot_free: true,
                 in_flight: 0,
             };
-            match state.at_pass_end(shape, size, sync_engine, top) {
+            match state.at_pass_end(shape, (size, bs), sync_engine, top) {
                 Some(PassEnd::Sync(_)) => {
                     syncs += 1;
                     state.synced();
@@ -218,7 +234,7 @@ mod tests {
                 state.synced();
                 continue;
             }
-            bytes += 4096;
+            bytes += bs;
             writes += 1;
             state.completed();
         }
@@ -273,6 +289,30 @@ mod tests {
         assert_eq!(syncs_made(&past, mib, true), 255);
     }
 
+    /// A queueing engine's pass that ends once it has queued a size below
+    /// its file's makes no sync there: fio's `do_io` stops before it looks
+    /// for one, and the next pass begins with it. fio 3.33, 8 KiB writes
+    /// at depth 1 under libaio, `size=100k filesize=256k fsync=1`:
+    /// `loops=2` makes 24 fsyncs for 25 writes (the model 25 before the
+    /// third session of 2026-11-29, when such syncs were refused); `bs=8k`
+    /// over a 100 KiB file, whose pass ends at the file's end, makes the
+    /// sync there.
+    #[test]
+    fn a_pass_ended_by_its_queued_bytes_leaves_the_sync_to_the_next() {
+        let kib = 1 << 10;
+        let s = shape(1, 200 * kib, 104 * kib);
+        let syncs = |s: &IoShape, size: u64, sync_engine: bool| {
+            syncs_made_of(s, (size, 8 * kib), sync_engine)
+        };
+        assert_eq!(syncs(&s, 256 * kib, false), 24);
+        // A file of 100 KiB holds 12 requests: each pass ends at its end,
+        // and the loop goes on to fio's limit, 200 KiB (25 fsyncs for 24
+        // writes, libaio and psync alike).
+        let mut at_end = shape(1, 192 * kib, 96 * kib);
+        at_end.byte_limit = Some(200 * kib);
+        assert_eq!(syncs(&at_end, 100 * kib, false), 25);
+    }
+
     #[test]
     fn no_sync_follows_a_job_ended_by_its_count() {
         // A pass short of its file would make one, but the job's
@@ -297,15 +337,24 @@ mod tests {
             in_flight,
         };
         assert_eq!(state.issue_limit(&s), Some(4 << 12));
-        assert_eq!(state.at_pass_end(&s, 4 << 12, false, top(3 << 12, 2)), None);
         assert_eq!(
-            state.at_pass_end(&s, 4 << 12, false, top(4 << 12, 2)),
+            state.at_pass_end(&s, (4 << 12, 4096), false, top(3 << 12, 2)),
+            None
+        );
+        assert_eq!(
+            state.at_pass_end(&s, (4 << 12, 4096), false, top(4 << 12, 2)),
             Some(PassEnd::Drain)
         );
         assert_eq!(state.issue_limit(&s), Some(4 << 12), "not before the drain");
-        assert_eq!(state.at_pass_end(&s, 4 << 12, false, top(4 << 12, 0)), None);
+        assert_eq!(
+            state.at_pass_end(&s, (4 << 12, 4096), false, top(4 << 12, 0)),
+            None
+        );
         assert_eq!(state.issue_limit(&s), Some(8 << 12), "the next pass");
         // The job's end is the engine's own.
-        assert_eq!(state.at_pass_end(&s, 4 << 12, false, top(8 << 12, 3)), None);
+        assert_eq!(
+            state.at_pass_end(&s, (4 << 12, 4096), false, top(8 << 12, 3)),
+            None
+        );
     }
 }

@@ -1156,6 +1156,15 @@ fn syncs_at_the_ends_of_passes_are_fios() {
     // limit; a synchronous engine looks again (256 and 255 in fio).
     assert_eq!(syncs("psync", "1m", 1, size_1026k), (256, 256));
     assert_eq!(syncs("libaio", "1m", 1, size_1026k), (256, 255));
+    // A queueing engine's pass that ends once it has queued a size below
+    // its file's (`size=50k filesize=128k loops=2`, passes of 13 whole
+    // requests): fio stops before the sync due, and the next pass begins
+    // with it (25 writes and 24 fsyncs in fio 3.33).
+    let text = "name = \"s\"\nengine = \"libaio\"\nrw = \"write\"\nsize = \"128k\"\n\
+                io_size = \"100k\"\npass_size = \"52k\"\nfsync = 1\n";
+    let r = run(&scenario(NONE, "1s", &[text]));
+    let fio = job(&r, "s").fio.clone().expect("fio's figures");
+    assert_eq!((fio.write.ios, fio.sync.ios), (25, 24));
 }
 
 /// At a pass's end fio's `do_io` waits for everything in flight before

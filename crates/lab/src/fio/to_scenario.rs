@@ -157,7 +157,6 @@ fn job(
     let pass = end_after_size(spec, (file, size, bs), engine, &mut shape, diag)?;
     let bs = smallest;
     mark_passes(spec, (rw, file, size, bs), pass, &mut shape);
-    refuse_syncs_at_queued_pass_ends(spec, (file, size), engine, &shape, diag)?;
     refuse_split_sizes_under_the_map(spec, rw, bs, &shape, diag)?;
     refuse_floor_above_cap(spec, diag)?;
     shape.rate_min = min_rate(spec, rw, timeline.length(spec), diag);
@@ -617,35 +616,6 @@ fn io_share(spec: &JobSpec, size: u64, bs: u64, diag: &mut Diagnostics) -> Resul
         ));
     }
     Ok(bytes)
-}
-
-/// Refuses syncs on a queueing engine's passes over a file larger than
-/// the job's size. fio ends each such pass once it has queued the size
-/// (backend.c `do_io`, `total_bytes`), before it looks for the sync due;
-/// the passes' syncs follow the file's end (`cint_scenario::passes`),
-/// which such a pass does not reach.
-fn refuse_syncs_at_queued_pass_ends(
-    spec: &JobSpec,
-    (file, size): (u64, u64),
-    engine: Engine,
-    shape: &IoShape,
-    diag: &mut Diagnostics,
-) -> Result<(), FioError> {
-    let syncs = shape.fsync > 0 || shape.fdatasync > 0;
-    if engine.is_sync() || file <= size || !syncs || shape.pass_size.is_none() {
-        return Ok(());
-    }
-    Err(diag.job_err(
-        &spec.name,
-        spec.line_of(&spec.filesize),
-        format!(
-            "fsync or fdatasync on passes of a queueing engine over a file of {file} bytes \
-             (its filesize past the offset), larger than the job's size ({size}): fio ends \
-             each pass once it has queued the size, before the sync due, which the model \
-             does not tell from the file's end; give a size as large as the file, or a \
-             synchronous engine"
-        ),
-    ))
 }
 
 /// Whether a job that ends by its size goes over its file more than
@@ -2288,11 +2258,17 @@ numjobs=2
             limit("size=100k\noffset=64k\nfilesize=256k\n"),
             (192, Some(13))
         );
-        // Its queueing passes end at the size, before the sync due.
-        refused(
-            "rw=write\nsize=100k\nfilesize=256k\nloops=2\nfsync=1\nioengine=libaio\n",
-            6,
-            "queueing engine",
+        // Its queueing passes end once they have queued the size, each of
+        // whole requests (fio's sync due there begins the next pass:
+        // crate cint_scenario::passes).
+        let queued = "size=100k\nfilesize=256k\nloops=2\nfsync=1\nioengine=libaio\n";
+        let imp = import_str(&format!("[j]\nrw=write\nbs=8k\n{queued}"), "o.fio", &args());
+        let shape = io(&imp.expect("syncs on queued passes").scenario.jobs[0])
+            .shape
+            .clone();
+        assert_eq!(
+            (shape.pass_size, shape.io_size),
+            (Some(104 << 10), Some(200 << 10))
         );
         // Threads of one job would go over different sizes.
         refused(

@@ -460,7 +460,7 @@ impl<'a> World<'a> {
         let sync_engine = th.prog.engine.is_sync();
         match self.shaping[t]
             .syncs
-            .at_pass_end(&io.shape, io.size, sync_engine, top)
+            .at_pass_end(&io.shape, (io.size, io.bs), sync_engine, top)
         {
             Some(PassEnd::Sync(datasync)) => self.enter_sync(t, datasync),
             Some(PassEnd::Drain) => self.reap(t, top.in_flight),
