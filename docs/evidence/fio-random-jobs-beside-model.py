@@ -7,7 +7,8 @@ one block size or a split of two, a file of a few sizes (some not whole
 requests), loops, now and then io_size, number_ios, fsync or fdatasync,
 norandommap or the LFSR, and under libaio a depth and a batch; now and
 then several threads, an offset (with a fixed filesize), think time, a
-rate cap, a start delay, a read mix or a size range. The counts
+rate cap, a start delay, a read mix or a size range; sizes in fio's IEC
+units (powers of 1000), a `filesize` without an offset. The counts
 compared do not depend on the device's speed: requests, bytes and sync
 latency samples (fsync and fdatasync alike). The syncs are compared only
 where they do not depend on when requests complete or which are writes
@@ -51,7 +52,9 @@ def draw(rng):
         opts += ["--bs=4k", "--bssplit=" + rng.choice(["4k/50:8k/50", "4k/70:16k/30"])]
     else:
         opts.append("--bs=" + rng.choice(["4k", "8k", "16k"]))
-    opts.append("--size=" + rng.choice(["64k", "68k", "100k", "200k", "1m", "1026k"]))
+    # fio's IEC units are powers of 1000: 1MiB and 300KiB are not whole
+    # sectors.
+    opts.append("--size=" + rng.choice(["64k", "68k", "100k", "200k", "1m", "1026k", "1MiB", "300KiB"]))
     loops = rng.choice([1, 1, 2, 3])
     if loops > 1:
         opts.append(f"--loops={loops}")
@@ -65,7 +68,7 @@ def draw(rng):
     timed = deep or rw in ("rw", "randrw")
     free = True
     if rng.random() < 0.2:
-        opts.append("--io_size=" + rng.choice(["32k", "96k", "2m"]))
+        opts.append("--io_size=" + rng.choice(["32k", "96k", "2m", "50%"]))
         free = False
     if rng.random() < 0.15:
         opts.append("--number_ios=" + str(rng.choice([5, 20, 100])))
@@ -82,8 +85,11 @@ def draw(rng):
         if rng.random() < 0.5:
             # The file's size is fixed: the offset shortens the job's region,
             # and a size below what is left is a byte limit within it.
-            opts.append("--filesize=" + rng.choice(["100k", "256k"]))
+            opts.append("--filesize=" + rng.choice(["100k", "256k", "1MiB"]))
             free = False
+    elif rng.random() < 0.15:
+        opts.append("--filesize=" + rng.choice(["100k", "256k", "1MiB"]))
+        free = False
     if rng.random() < 0.2:
         opts.append("--thinktime=" + rng.choice(["10", "50"]))
         if rng.random() < 0.5:

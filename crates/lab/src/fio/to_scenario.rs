@@ -595,15 +595,31 @@ fn requests_of_whole_sectors(spec: &JobSpec, bs: u64) -> bool {
         .all(|b| b % 512 == 0)
 }
 
-/// The job's bytes where `io_size` is a share of its size (`io_size=P%`):
-/// fio sums that share of each file's bytes into the job's size
-/// (filesetup.c `setup_files`, `io_size_percent`), over the whole file.
-/// `io_size=50% size=1m`: 128 reads of 4 KiB in fio 3.33.
+/// The job's bytes where `io_size` is a share (`io_size=P%`): fio sums
+/// that share of each file's bytes (`f->io_size`: the region past the
+/// offset of a given `filesize`, a `size=P%` share of it, else the job's
+/// size) and caps the job's size there (filesetup.c `setup_files`,
+/// `io_size_percent`, then `o->size > total_size`). fio 3.33, 4 KiB
+/// reads: `io_size=50% size=1m`, 128; `size=200k filesize=256k
+/// io_size=50%`, 32; `size=100k filesize=256k io_size=50%` its 25, the
+/// share being past the size.
 fn io_share(spec: &JobSpec, size: u64, bs: u64, diag: &mut Diagnostics) -> Result<u64, FioError> {
     let Some(share) = spec.io_size_percent else {
         return Ok(size);
     };
-    let bytes = u64::try_from(u128::from(size) * u128::from(share.value) / 100).unwrap_or(size);
+    let file = match (spec.filesize, spec.size) {
+        (
+            Some(_),
+            Some(At {
+                value: SizeSpec::Percent(_),
+                ..
+            }),
+        )
+        | (None, _) => size,
+        (Some(file), _) => file.value.saturating_sub(spec.start_offset(0)),
+    };
+    let bytes = u64::try_from(u128::from(file) * u128::from(share.value) / 100).unwrap_or(file);
+    let bytes = bytes.min(size);
     if bytes < bs {
         return Err(diag.job_err(
             &spec.name,
@@ -2101,10 +2117,14 @@ numjobs=2
         assert_eq!(requests("rw=randread\nnorandommap\nloops=2\n"), Some(512));
     }
 
-    /// `io_size=P%` is that share of the job's size, over the whole file
+    /// `io_size=P%` is that share of the job's file, which caps its size
     /// (filesetup.c `io_size_percent`): fio 3.33 reads 128 requests of 4
     /// KiB with `size=1m io_size=50%`, and writes 77 at random with 30%.
-    /// Refused until 2026-11-29 (second session).
+    /// Refused until 2026-11-29 (second session). Beside a `filesize` the
+    /// share is of the file past the offset: `size=200k filesize=256k
+    /// io_size=50%` reads 32, `size=100k` its 25, `offset=64k` 24, and
+    /// a `size=30%` share of the file is the base (10; the model read 25,
+    /// 13, 24 and 10 until the third session).
     #[test]
     fn io_size_as_a_share_of_the_size() {
         let job = |text: &str| {
@@ -2120,6 +2140,16 @@ numjobs=2
             .expect_err("less than a request");
         assert_eq!(e.line, Some(4), "{e}");
         assert!(import_str("[j]\nio_size=150%\n", "s.fio", &args()).is_err());
+        let beside_a_file = |text: &str| {
+            let text = format!("[j]\nbs=4k\nfilesize=256k\nio_size=50%\n{text}");
+            let imp = import_str(&text, "s.fio", &args()).expect(&text);
+            let io = io(&imp.scenario.jobs[0]).clone();
+            io.shape.io_size.map(|b| b.div_ceil(4096))
+        };
+        assert_eq!(beside_a_file("size=200k\n"), Some(32));
+        assert_eq!(beside_a_file("size=100k\n"), Some(25));
+        assert_eq!(beside_a_file("size=200k\noffset=64k\n"), Some(24));
+        assert_eq!(beside_a_file("rw=randread\nsize=30%\n"), Some(10));
     }
 
     /// Beside a `filesize`, fio's region is what each thread's start
