@@ -983,6 +983,7 @@ impl IoThread {
             if let Some(select) = &mut self.select {
                 select.measuring = measuring;
             }
+            let mut sync_next = false;
             if !stopping {
                 if self.schedule_wait(control, max_events) {
                     continue;
@@ -1016,9 +1017,23 @@ impl IoThread {
                         let n = batch.min(room).min(due);
                         self.submit_batch(n);
                         due -= n;
+                        // fio looks for the sync due as it takes each
+                        // slot: a batch it ended is reaped first (below),
+                        // as the simulator does; after a whole batch the
+                        // loop's top makes it.
+                        if self.syncs.reaps_before_sync() {
+                            break;
+                        }
+                        if self.sync_is_due() {
+                            sync_next = true;
+                            break;
+                        }
                     }
                 }
                 if !self.thinks_after_its_call() && self.think_wait(control, max_events) {
+                    continue;
+                }
+                if sync_next {
                     continue;
                 }
             }
@@ -1130,8 +1145,15 @@ impl IoThread {
             let request = self.next_request();
             self.bytes_issued += request.2;
             self.requests_issued += 1;
-            self.writes_issued += u64::from(request.0 == Op::Write);
+            let write = request.0 == Op::Write;
+            self.writes_issued += u64::from(write);
             batch.push(request);
+            // A sync due after this write ends the batch here
+            // (cint_scenario::passes::PassSyncs::sync_ends_batch).
+            let writes = self.writes_issued - self.writes_base;
+            if write && batch.len() < n && self.syncs.sync_ends_batch(&self.io.shape, writes) {
+                break;
+            }
         }
         let n = batch.len();
         for (index, &(op, offset, len)) in batch.iter().enumerate() {
@@ -1256,6 +1278,12 @@ impl IoThread {
             Some(datasync) if !self.issue_paused() => self.make_sync(datasync, measuring),
             _ => false,
         }
+    }
+
+    /// Whether a sync falls due before the thread's next request.
+    fn sync_is_due(&self) -> bool {
+        let writes = self.writes_issued - self.writes_base;
+        self.syncs.sync_due(&self.io.shape, writes).is_some() && !self.issue_paused()
     }
 
     /// The end of one of the thread's passes over its file (`pass_size`,

@@ -391,14 +391,17 @@ impl World<'_> {
     }
 
     /// Takes up to `k` free slots, fills in the requests (op, size, hint)
-    /// and stages them for the submission call. Returns how many.
+    /// and stages them for the submission call. Returns how many: fewer
+    /// where a sync falls due after one of them
+    /// (`cint_scenario::passes::PassSyncs::sync_ends_batch`).
     fn prepare(&mut self, t: usize, k: u32, now: Nanos) -> u32 {
         let shape = self.shape(t);
         let k = k.min(self.ios_left(t));
         let th = &mut self.threads[t];
         let p = th.prog;
         let k = k.min(th.free_slots.len() as u32);
-        th.prepared = th.prepared.saturating_sub(k);
+        let syncs = shape.fsync > 0 || shape.fdatasync > 0;
+        let mut staged = k;
         for i in 0..k {
             let Some(r) = self.threads[t].free_slots.pop() else {
                 break;
@@ -416,9 +419,15 @@ impl World<'_> {
             } else {
                 self.draw_request(t)
             };
-            let barrier = cint_scenario::shape::batch_hint(shape, p.engine, i, k);
+            if syncs && write && i + 1 < k && self.sync_ends_batch(t) {
+                staged = i + 1;
+            }
+            let barrier = cint_scenario::shape::batch_hint(shape, p.engine, i, staged);
             let hint = barrier.or(p.hint).unwrap_or_else(|| {
-                let batch = BatchPosition { index: i, len: k };
+                let batch = BatchPosition {
+                    index: i,
+                    len: staged,
+                };
                 let (call, flags) = match p.engine {
                     Engine::Psync if write => (IoCall::Pwrite, RwFlags::EMPTY),
                     Engine::Psync => (IoCall::Pread, RwFlags::EMPTY),
@@ -451,9 +460,14 @@ impl World<'_> {
             if start < now {
                 self.offload_waited(r, now - start);
             }
+            if staged == i + 1 {
+                break;
+            }
         }
-        self.select_staged(t, k);
-        k
+        let th = &mut self.threads[t];
+        th.prepared = th.prepared.saturating_sub(staged);
+        self.select_staged(t, staged);
+        staged
     }
 
     /// Fills thread `t`'s free slot `r` with a request (direction, size,

@@ -415,8 +415,26 @@ impl<'a> World<'a> {
         if self.ios_left(t) == 0 || self.threads[t].free_slots.is_empty() {
             return false;
         }
+        let in_flight = self.threads[t].in_flight;
+        if self.shaping[t].syncs.reaps_before_sync() && in_flight > 0 {
+            let least = self.threads[t].prog.min_nr.min(in_flight).max(1);
+            self.reap(t, least);
+            return true;
+        }
         self.enter_sync(t, datasync);
         true
+    }
+
+    /// Whether the sync due after thread `t`'s last request, a write of
+    /// a submission batch, ends the batch there
+    /// (`cint_scenario::passes::PassSyncs::sync_ends_batch`). Out of line:
+    /// only jobs that sync come here.
+    #[inline(never)]
+    pub(crate) fn sync_ends_batch(&mut self, t: usize) -> bool {
+        let shape = self.shape(t);
+        let s = &mut self.shaping[t];
+        let writes = s.writes - s.writes_base;
+        s.syncs.sync_ends_batch(shape, writes)
     }
 
     /// Thread `t` enters an `fsync` (or `fdatasync`). A buffered job's

@@ -59,6 +59,19 @@ impl World<'_> {
         self.buffered_op(t, c.syscall + c.aio_submit_call + c.aio_submit_iocb);
     }
 
+    /// Ends thread `t`'s `io_submit` with its last iocb, a write, where a
+    /// sync falls due after it (`cint_scenario::passes::PassSyncs::sync_ends_batch`).
+    fn end_iocbs_at_a_sync(&mut self, t: usize) {
+        let shape = self.shape(t);
+        let syncs = shape.fsync > 0 || shape.fdatasync > 0;
+        let left = self.page_cache.as_deref().map_or(0, |b| b.aio[t].left);
+        if syncs && left > 1 && self.sync_ends_batch(t) {
+            if let Some(b) = self.page_cache.as_deref_mut() {
+                b.aio[t].left = 1;
+            }
+        }
+    }
+
     /// One buffered read or write of thread `t`, a call's or an iocb's,
     /// after `entry` of the call's own CPU.
     fn buffered_op(&mut self, t: usize, entry: Nanos) {
@@ -66,6 +79,9 @@ impl World<'_> {
         let th = &mut self.threads[t];
         th.prepared = th.prepared.saturating_sub(1);
         let (write, bytes) = self.draw_request(t);
+        if write {
+            self.end_iocbs_at_a_sync(t);
+        }
         let drawn = self.offsets.last(t);
         let Some((b, i)) = self
             .page_cache
