@@ -5,14 +5,17 @@ each job's counts compared.
 Each file holds two to four jobs (`[global]` direct, now and then libaio),
 each on a file of its own: a direction and pattern, a size, and now and
 then `stonewall` (a group after the jobs before it), loops, fsync,
-numjobs, number_ios, a start delay or io_size. The counts compared do not
+numjobs, number_ios, a start delay, io_size (in bytes or a share) or a
+filesize; sizes now and then in fio's IEC units (powers of 1000). The counts compared do not
 depend on the device's speed: each job's requests, bytes and sync latency
 samples. Prints each file whose counts differ, then how many did.
 
     python3 docs/evidence/fio-job-files-beside-model.py [SEED] [FILES]
 
 Needs fio and cint on PATH (or CINT=path/to/cint). On 2026-11-29 (second
-session), seeds 1 and 2, 110 files: none differed.
+session), seeds 1 and 2, 110 files: none differed; in the third session,
+with IEC sizes, filesizes and io_size shares drawn, seeds 3 and 4, 140
+files: none differed.
 """
 import json
 import os
@@ -41,7 +44,7 @@ def draw(rng, work):
     for i in range(rng.randint(2, 4)):
         rw = rng.choice(["read", "write", "randread", "randwrite"])
         bs = rng.choice(["4k", "8k", "16k"])
-        size = rng.choice(["64k", "100k", "1m"])
+        size = rng.choice(["64k", "100k", "1m", "1MiB"])
         text += f"[j{i}]\nfilename={work}/f{i}.dat\nrw={rw}\nbs={bs}\nsize={size}\n"
         if i > 0 and rng.random() < 0.4:
             text += "stonewall\n"
@@ -56,7 +59,11 @@ def draw(rng, work):
         if rng.random() < 0.2:
             text += "startdelay=10ms\n"
         if rng.random() < 0.15:
-            text += f"io_size={rng.choice(['96k', '2m'])}\n"
+            text += f"io_size={rng.choice(['96k', '2m', '50%'])}\n"
+        if rng.random() < 0.15:
+            # The file is laid out at this size; the job's size is fio's
+            # byte limit within it, or capped by it.
+            text += f"filesize={rng.choice(['256k', '1MiB'])}\n"
     return text
 
 

@@ -25,7 +25,10 @@ differed on 2026-11-29).
 
 Needs fio and cint on PATH (or CINT=path/to/cint). Found, on 2026-11-29,
 the rules of docs/results/fio-fidelity.md "At the ends of passes" and
-"Where a job ends" that carry that date.
+"Where a job ends" that carry that date; in its third session, the
+`io_size=P%` share beside a `filesize` (seed 6). Then seeds 6 and 7, 200
+jobs: one differs, the LFSR with several sizes (a known miss); seed 8
+buffered, 60 jobs: the same one kind.
 """
 import json
 import os
