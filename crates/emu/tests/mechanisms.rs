@@ -1035,6 +1035,15 @@ fn run_to_its_end(name: &str, job: cint_scenario::Job) -> cint_emu::RunDetail {
     cint_emu::run_detailed(&sc).expect("emulator runs")
 }
 
+/// fio's figures of `job` run alone to its end ([`run_to_its_end`]).
+fn fio_at_its_end(name: &str, job: cint_scenario::Job) -> cint_report::FioJobData {
+    let d = run_to_its_end(name, job);
+    d.result.results[0].jobs[0]
+        .fio
+        .clone()
+        .expect("fio figures")
+}
+
 #[test]
 fn a_sized_job_issues_its_io_size_or_count_and_the_run_ends_with_it() {
     let _g = serial();
@@ -1125,11 +1134,7 @@ fn syncs_at_the_ends_of_passes_are_fios() {
             io.shape.byte_limit = limit_kib.map(|k: u64| k << 10);
             io.shape.fsync = 1;
         }
-        let d = run_to_its_end("passes", job);
-        let f = d.result.results[0].jobs[0]
-            .fio
-            .clone()
-            .expect("fio figures");
+        let f = fio_at_its_end("passes", job);
         assert_eq!(
             (f.write.ios, f.sync.ios),
             (passes * 16, fsyncs),
@@ -1158,11 +1163,7 @@ fn a_sync_due_within_a_batch_ends_it() {
         io.shape.io_size = Some(1 << 20);
         io.shape.fsync = 3;
     }
-    let d = run_to_its_end("cut", job);
-    let f = d.result.results[0].jobs[0]
-        .fio
-        .clone()
-        .expect("fio figures");
+    let f = fio_at_its_end("cut", job);
     assert_eq!(f.write.ios, 256);
     assert!(f.sync.ios.abs_diff(21) <= 2, "{} fsyncs", f.sync.ios);
 }
@@ -1187,11 +1188,7 @@ fn a_pass_of_several_sizes_fills_its_file() {
         io.shape.io_size = Some(400 << 10);
         io.shape.pass_size = Some(200 << 10);
     }
-    let d = run_to_its_end("fills", job);
-    let f = d.result.results[0].jobs[0]
-        .fio
-        .clone()
-        .expect("fio figures");
+    let f = fio_at_its_end("fills", job);
     assert_eq!(f.write.bytes, 400 << 10);
 }
 

@@ -2128,35 +2128,27 @@ numjobs=2
     #[test]
     fn io_size_as_a_share_of_the_size() {
         let job = |text: &str| {
-            let imp =
-                import_str(&format!("[j]\nbs=4k\nsize=1m\n{text}"), "s.fio", &args()).expect(text);
+            let imp = import_str(&format!("[j]\nbs=4k\n{text}"), "s.fio", &args()).expect(text);
             let io = io(&imp.scenario.jobs[0]).clone();
             (io.size >> 10, io.shape.io_size.map(|b| b.div_ceil(4096)))
         };
-        assert_eq!(job("io_size=50%\n"), (1024, Some(128)));
-        assert_eq!(job("rw=randwrite\nio_size=30%\n"), (1024, Some(77)));
-        assert_eq!(job("io_size=100%\n"), (1024, Some(256)));
+        assert_eq!(job("size=1m\nio_size=50%\n"), (1024, Some(128)));
+        assert_eq!(
+            job("size=1m\nrw=randwrite\nio_size=30%\n"),
+            (1024, Some(77))
+        );
+        assert_eq!(job("size=1m\nio_size=100%\n"), (1024, Some(256)));
         let e = import_str("[j]\nbs=8k\nsize=10k\nio_size=50%\n", "s.fio", &args())
             .expect_err("less than a request");
         assert_eq!(e.line, Some(4), "{e}");
         assert!(import_str("[j]\nio_size=150%\n", "s.fio", &args()).is_err());
-        let beside_a_file = |text: &str| {
-            let text = format!("[j]\nbs=4k\nfilesize=256k\nio_size=50%\n{text}");
-            let imp = import_str(&text, "s.fio", &args()).expect(&text);
-            let io = io(&imp.scenario.jobs[0]).clone();
-            io.shape.io_size.map(|b| b.div_ceil(4096))
-        };
+        let beside_a_file = |text: &str| job(&format!("filesize=256k\nio_size=50%\n{text}")).1;
         assert_eq!(beside_a_file("size=200k\n"), Some(32));
         assert_eq!(beside_a_file("size=100k\n"), Some(25));
         assert_eq!(beside_a_file("size=200k\noffset=64k\n"), Some(24));
         assert_eq!(beside_a_file("rw=randread\nsize=30%\n"), Some(10));
     }
 
-    /// Beside a `filesize`, fio's region is what each thread's start
-    /// offset leaves of the file (filesetup.c `setup_files`), which caps
-    /// the size; without one, fio lays the file out to the offset and
-    /// the size, and nothing changes. fio 3.33 (docs/evidence/fio-beside-model.sh):
-    /// 12, 12, 4, 4 in each of two threads, 16 and 28 requests of 4 KiB.
     /// Reads and writes in order end fio's pass where the direction drawn
     /// reaches the file's end, which the model does not keep: warned
     /// where that can come before the job's bytes, and only there (fio
@@ -2233,6 +2225,11 @@ numjobs=2
         refused("bs=4k\nbs=2300,4k\nfilesize=1MiB\nsize=512k\n", 5);
     }
 
+    /// Beside a `filesize`, fio's region is what each thread's start
+    /// offset leaves of the file (filesetup.c `setup_files`), which caps
+    /// the size; without one, fio lays the file out to the offset and
+    /// the size, and nothing changes. fio 3.33 (docs/evidence/fio-beside-model.sh):
+    /// 12, 12, 4, 4 in each of two threads, 16 and 28 requests of 4 KiB.
     #[test]
     fn an_offset_shortens_a_jobs_file() {
         let end = |text: &str| {
