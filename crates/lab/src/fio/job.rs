@@ -54,6 +54,8 @@ pub(super) struct JobSpec {
     pub(super) offload: Option<At<()>>,
     pub(super) engine: Option<At<Engine>>,
     pub(super) numjobs: Option<At<u32>>,
+    /// fio's `nrfiles`: the files of each thread of the job.
+    pub(super) nrfiles: Option<At<u64>>,
     pub(super) cpus: Option<At<Vec<u32>>>,
     pub(super) cpus_split: Option<At<bool>>,
     pub(super) direct: Option<At<bool>>,
@@ -233,6 +235,7 @@ impl JobSpec {
             offload: None,
             engine: None,
             numjobs: None,
+            nrfiles: None,
             cpus: None,
             cpus_split: None,
             direct: None,

@@ -189,7 +189,6 @@ const INERT: &[(&str, Inert)] = &[
         Inert::Values(&["100", "100,100", "100,100,100"]),
     ),
     ("rw_sequencer", Inert::Values(&["sequential"])),
-    ("nrfiles", Inert::Values(&["1"])),
     ("lockfile", Inert::Values(&["none"])),
     ("write_barrier", Inert::Values(&["0"])),
     ("atomic", Inert::Off),
@@ -220,8 +219,6 @@ const TUNES_REFUSED: &[(&str, &str)] = &[
     ("merge_blktrace_file", "read_iolog"),
     ("merge_blktrace_scalars", "read_iolog"),
     ("merge_blktrace_iters", "read_iolog"),
-    ("file_service_type", "nrfiles"),
-    ("openfiles", "nrfiles"),
     ("cgroup_nodelete", "cgroup"),
     ("cgroup_weight", "cgroup"),
 ];
@@ -753,6 +750,15 @@ fn apply_engine(
         "gtod_reduce" => spec.gtod_reduce = Some(At::new(o.line, o.boolean(diag)?)),
         "ioengine" => spec.engine = Some(At::new(o.line, parse_engine(o, diag)?)),
         "numjobs" => spec.numjobs = Some(At::new(o.line, o.int(diag, 1, 4_096)? as u32)),
+        "nrfiles" => spec.nrfiles = Some(At::new(o.line, o.int(diag, 1, 1_000_000)?)),
+        "file_service_type" | "openfiles" => diag.warn(
+            o.line,
+            format!(
+                "option '{key}' only chooses which of the job's files a request goes to, or \
+                 how many are open, on which the device model's service time does not depend; \
+                 ignored"
+            ),
+        ),
         "cpus_allowed" => {
             let v = o.value(diag)?;
             let cpus = parse_cpus(v)
@@ -1289,7 +1295,8 @@ mod tests {
             ("read_iolog=x.log\n", "--trace"),
             ("trim_percentage=10\n", "no trims"),
             ("nice=5\n", "could change what is measured"),
-            ("nr_files=2\n", "could change what is measured"),
+            // An alias; here without a size to lay the files out.
+            ("nr_files=2\n", "nrfiles=2 with neither size nor filesize"),
             ("percentage_random=50\n", "could change what is measured"),
         ] {
             let e = import(extra).expect_err(extra);

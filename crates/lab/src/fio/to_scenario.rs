@@ -140,8 +140,13 @@ fn job(
     let capacity = device.capacity.0;
     let bs = spec.bs.map_or(4096, |b| b.value);
     let sectors = requests_of_whole_sectors(spec, bs);
-    let whole = job_size(spec, capacity, bs, sectors, diag)?;
-    let file = job_file(spec, whole, sectors, capacity, diag)?;
+    let (whole, file) = match spec.nrfiles.filter(|n| n.value > 1) {
+        Some(files) => several_files(spec, files, bs, capacity, diag)?,
+        None => {
+            let whole = job_size(spec, capacity, bs, sectors, diag)?;
+            (whole, job_file(spec, whole, sectors, capacity, diag)?)
+        }
+    };
     let size = io_share(spec, whole, bs, diag)?;
     let rw = spec.rw.map_or(Rw::Read, |r| r.value);
     let mut shape = job_shape(spec, rw, bs, diag)?;
@@ -575,6 +580,108 @@ fn not_whole_sectors(what: &str, bytes: u64) -> String {
         "{what} ({bytes} bytes) is not whole sectors, nor are all the job's requests: where \
          the last ones fit turns on bytes the model does not keep; give it in whole sectors"
     )
+}
+
+/// fio's `nrfiles`: each thread of the job goes over several files, each
+/// laid out at its `filesize`, or at an even share of the `size`, the
+/// first ones a request larger where the share leaves bytes over
+/// (filesetup.c `setup_files`, `nr_fs_extra`). Requests go to the files
+/// in turn (`file_service_type`), which a direct job's service does not
+/// depend on, and a pass ends once every file has reached its end, so it
+/// is each file's whole requests. The model's one file is those passes
+/// end to end, and of the bytes past them no more than leave less than a
+/// request, in whole sectors: the pass ends there as fio's does, short of
+/// the job's size where fio's is (its loop then looks once more, and
+/// makes the sync due). The job's size stays fio's byte limit, at most
+/// the files' bytes. fio 3.33, 4 KiB requests, `nrfiles=3`: `size=1m`
+/// reads 255 (three files of 349 525 bytes), `fsync=1` writes make 255
+/// fsyncs under psync and libaio, 511 over two loops under libaio;
+/// `randread norandommap` reads 256; `filesize=64k` 48, and 25 with
+/// `size=100k`. Returns the job's size and file.
+fn several_files(
+    spec: &JobSpec,
+    files: At<u64>,
+    bs: u64,
+    capacity: u64,
+    diag: &mut Diagnostics,
+) -> Result<(u64, u64), FioError> {
+    let n = files.value;
+    let by_size = !spec.time_based;
+    let several_sizes = spec.bssplit.is_some() || spec.bsrange.is_some() || spec.bs_write.is_some();
+    let rw = spec.rw.map_or(Rw::Read, |r| r.value);
+    let size = spec.size.map(|s| s.value);
+    let why = if !spec.direct.is_some_and(|d| d.value) {
+        Some("buffered I/O: the page cache keeps each file's pages and read-ahead apart")
+    } else if spec.offset.is_some()
+        || spec.offset_increment.is_some()
+        || spec.offset_percent.is_some()
+    {
+        Some("an offset, at which fio starts each of the files")
+    } else if matches!(size, Some(SizeSpec::Percent(_))) {
+        Some("a size as a percentage, which fio takes of each file")
+    } else if size.is_none() && spec.filesize.is_none() {
+        Some("neither size nor filesize: fio needs one to lay the files out")
+    } else if spec.io_size_percent.is_some() {
+        Some("an io_size share, which fio takes of each file")
+    } else if spec.seq_step.is_some_and(|s| s.value != 0) {
+        Some("an offset step, which fio takes in each file")
+    } else if by_size && several_sizes {
+        Some(
+            "requests of several sizes on a job that ends by its size: each file's pass ends \
+             within the smallest size of its own end",
+        )
+    } else if by_size && rw == Rw::ReadWrite {
+        Some(
+            "reads and writes in order on a job that ends by its size: each file keeps each \
+             direction's offset",
+        )
+    } else {
+        None
+    };
+    if let Some(what) = why {
+        return Err(diag.job_err(
+            &spec.name,
+            files.line,
+            format!("nrfiles={n} with {what}; the model runs one file a job"),
+        ));
+    }
+    // The files' bytes, and the bytes of their whole requests.
+    let bs = bs.max(1);
+    let whole = |file: u64| file - file % bs;
+    let (bytes, passes) = match (spec.filesize, size) {
+        (Some(file), _) => (
+            file.value.saturating_mul(n),
+            whole(file.value).saturating_mul(n),
+        ),
+        (None, Some(SizeSpec::Bytes(total))) => {
+            let share = total / n;
+            let larger = (total - share * n) / bs;
+            let first = whole(share + bs).saturating_mul(larger);
+            (
+                total,
+                first.saturating_add(whole(share).saturating_mul(n - larger)),
+            )
+        }
+        (None, _) => (0, 0),
+    };
+    let limit = match size {
+        Some(SizeSpec::Bytes(b)) => b.min(bytes),
+        _ => bytes,
+    };
+    if bytes > capacity || passes < bs {
+        let line = spec.line_of(&spec.filesize).max(spec.line_of(&spec.size));
+        return Err(diag.job_err(
+            &spec.name,
+            line,
+            format!(
+                "nrfiles={n} lays out files of {bytes} bytes in all, {passes} of them in whole \
+                 requests of {bs}: they must hold a request and fit the device \
+                 ({capacity})"
+            ),
+        ));
+    }
+    let over = (limit.max(passes) - passes).min(bs.saturating_sub(512)) / 512 * 512;
+    Ok((limit, passes + over))
 }
 
 /// Whether every request the job may make is whole sectors: `bs` (and
@@ -2147,6 +2254,53 @@ numjobs=2
         assert_eq!(beside_a_file("size=100k\n"), Some(25));
         assert_eq!(beside_a_file("size=200k\noffset=64k\n"), Some(24));
         assert_eq!(beside_a_file("rw=randread\nsize=30%\n"), Some(10));
+    }
+
+    /// Several files a job (`nrfiles`), direct: a pass is each file's whole
+    /// requests, the job's size fio's byte limit (fio 3.33, 4 KiB requests
+    /// in a directory: 256, 255, 6 of 16 KiB, 48, 25, 256 at random without
+    /// the map, 3; `fsync=1` under libaio 255 writes and 255 fsyncs, whose
+    /// last the model makes because its file leaves less than a request
+    /// past its pass). Refused where each file's own end or offsets would
+    /// decide more.
+    #[test]
+    fn several_files_a_job_make_their_whole_requests() {
+        let job = |text: &str| {
+            let text = format!("[j]\ndirect=1\nbs=4k\n{text}");
+            let imp = import_str(&text, "n.fio", &args()).expect(&text);
+            let io = io(&imp.scenario.jobs[0]).clone();
+            (io.size, io.shape.io_size.map(|b| b.div_ceil(4096)))
+        };
+        assert_eq!(job("size=1m\nnrfiles=4\n").1, Some(256));
+        assert_eq!(job("size=1m\nnrfiles=3\n"), (1_048_064, Some(255)));
+        assert_eq!(job("bs=16k\nsize=100k\nnrfiles=3\n").1, Some(24));
+        assert_eq!(job("filesize=64k\nsize=1m\nnrfiles=3\n").1, Some(48));
+        assert_eq!(job("filesize=64k\nsize=100k\nnrfiles=3\n").1, Some(25));
+        assert_eq!(
+            job("rw=randread\nnorandommap\nsize=1m\nnrfiles=3\n").1,
+            Some(256)
+        );
+        assert_eq!(job("size=20k\nnrfiles=3\n").1, Some(3));
+        let refused = |text: &str, words: &str| {
+            let text = format!("[j]\nbs=4k\nsize=1m\n{text}");
+            let e = import_str(&text, "n.fio", &args())
+                .expect_err(&text)
+                .to_string();
+            assert!(e.starts_with("n.fio:4: ") && e.contains(words), "{e}");
+        };
+        refused("nrfiles=3\n", "buffered");
+        refused("nrfiles=3\ndirect=1\noffset=4k\n", "an offset");
+        refused(
+            "nrfiles=3\ndirect=1\nbssplit=4k/50:8k/50\n",
+            "several sizes",
+        );
+        refused("nrfiles=3\ndirect=1\nrw=rw\n", "in order");
+        let text = "[j]\ndirect=1\nbs=4k\nsize=8k\nnrfiles=3\n";
+        let e = import_str(text, "n.fio", &args()).expect_err("no request fits");
+        assert!(e.to_string().contains("0 of them in whole requests"), "{e}");
+        // Time based, the files change nothing the model measures.
+        let timed = "nrfiles=3\nbssplit=4k/50:8k/50\ntime_based\nruntime=1s\nsize=1m\n";
+        assert!(job(timed).1.is_none());
     }
 
     /// Reads and writes in order end fio's pass where the direction drawn
