@@ -56,6 +56,8 @@ pub(super) struct JobSpec {
     pub(super) numjobs: Option<At<u32>>,
     /// fio's `nrfiles`: the files of each thread of the job.
     pub(super) nrfiles: Option<At<u64>>,
+    /// How many files `filename` names, which fio takes over `nrfiles`.
+    pub(super) filenames: Option<At<u64>>,
     pub(super) cpus: Option<At<Vec<u32>>>,
     pub(super) cpus_split: Option<At<bool>>,
     pub(super) direct: Option<At<bool>>,
@@ -236,6 +238,7 @@ impl JobSpec {
             engine: None,
             numjobs: None,
             nrfiles: None,
+            filenames: None,
             cpus: None,
             cpus_split: None,
             direct: None,

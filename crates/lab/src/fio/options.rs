@@ -20,7 +20,6 @@ const REPORT_SHAPE: &[&str] = &["unified_rw_reporting"];
 
 /// Options accepted and ignored because a model has no use for them.
 const MEANINGLESS: &[&str] = &[
-    "filename",
     "filename_format",
     "directory",
     "description",
@@ -751,6 +750,18 @@ fn apply_engine(
         "ioengine" => spec.engine = Some(At::new(o.line, parse_engine(o, diag)?)),
         "numjobs" => spec.numjobs = Some(At::new(o.line, o.int(diag, 1, 4_096)? as u32)),
         "nrfiles" => spec.nrfiles = Some(At::new(o.line, o.int(diag, 1, 1_000_000)?)),
+        "filename" => {
+            let names = file_names(o.value(diag)?);
+            spec.filenames = Some(At::new(o.line, names.max(1)));
+            let warning = match names > 1 {
+                true => format!(
+                    "option '{key}' lists {names} files: the model lays them out on its one \
+                     device, as nrfiles={names} does (several devices run as files of one)"
+                ),
+                false => format!("option '{key}' has no meaning in the model; ignored"),
+            };
+            diag.warn(o.line, warning);
+        }
         "file_service_type" | "openfiles" => diag.warn(
             o.line,
             format!(
@@ -1041,6 +1052,32 @@ fn read_write_sizes(v: &str) -> Result<[u64; 2], String> {
         return Err("no size given".into());
     }
     Ok([sizes[0], sizes[1]])
+}
+
+/// How many files fio's `filename` names: a list split at each `:` not
+/// escaped with `\`, up to its first empty name (options.c
+/// `str_filename_cb`, `get_next_str`).
+fn file_names(v: &str) -> u64 {
+    let mut names = 0;
+    let mut current = 0usize;
+    let mut escaped = false;
+    for c in v.trim().chars() {
+        match (c, escaped) {
+            (':', false) => {
+                if current == 0 {
+                    return names;
+                }
+                names += 1;
+                current = 0;
+            }
+            ('\\', false) => escaped = true,
+            _ => {
+                escaped = false;
+                current += 1;
+            }
+        }
+    }
+    names + u64::from(current > 0)
 }
 
 /// The warning for an option that only chooses offsets.

@@ -140,7 +140,10 @@ fn job(
     let capacity = device.capacity.0;
     let bs = spec.bs.map_or(4096, |b| b.value);
     let sectors = requests_of_whole_sectors(spec, bs);
-    let (whole, file) = match spec.nrfiles.filter(|n| n.value > 1) {
+    // fio takes the files `filename` names over `nrfiles` (options.c
+    // `str_filename_cb`).
+    let files = spec.filenames.or(spec.nrfiles).filter(|n| n.value > 1);
+    let (whole, file) = match files {
         Some(files) => several_files(spec, files, bs, capacity, diag)?,
         None => {
             let whole = job_size(spec, capacity, bs, sectors, diag)?;
@@ -588,7 +591,8 @@ fn not_whole_sectors(what: &str, bytes: u64) -> String {
 /// (filesetup.c `setup_files`, `nr_fs_extra`). Requests go to the files
 /// in turn (`file_service_type`), which a direct job's service does not
 /// depend on, and a pass ends once every file has reached its end, so it
-/// is each file's whole requests. The model's one file is those passes
+/// is each file's whole requests (a buffered job's page cache keeps the
+/// files as one, warned). The model's one file is those passes
 /// end to end, and of the bytes past them no more than leave less than a
 /// request, in whole sectors: the pass ends there as fio's does, short of
 /// the job's size where fio's is (its loop then looks once more, and
@@ -606,13 +610,15 @@ fn several_files(
     diag: &mut Diagnostics,
 ) -> Result<(u64, u64), FioError> {
     let n = files.value;
+    let named = match spec.filenames {
+        Some(_) => format!("{n} files in filename"),
+        None => format!("nrfiles={n}"),
+    };
     let by_size = !spec.time_based;
     let several_sizes = spec.bssplit.is_some() || spec.bsrange.is_some() || spec.bs_write.is_some();
     let rw = spec.rw.map_or(Rw::Read, |r| r.value);
     let size = spec.size.map(|s| s.value);
-    let why = if !spec.direct.is_some_and(|d| d.value) {
-        Some("buffered I/O: the page cache keeps each file's pages and read-ahead apart")
-    } else if spec.offset.is_some()
+    let why = if spec.offset.is_some()
         || spec.offset_increment.is_some()
         || spec.offset_percent.is_some()
     {
@@ -642,8 +648,18 @@ fn several_files(
         return Err(diag.job_err(
             &spec.name,
             files.line,
-            format!("nrfiles={n} with {what}; the model runs one file a job"),
+            format!("{named} with {what}; the model runs one file a job"),
         ));
+    }
+    if !spec.direct.is_some_and(|d| d.value) {
+        diag.job_warn(
+            &spec.name,
+            files.line,
+            format!(
+                "{named} on a buffered job: the model's page cache keeps their pages, \
+                 read-ahead and writeback as one file's"
+            ),
+        );
     }
     // The files' bytes, and the bytes of their whole requests.
     let bs = bs.max(1);
@@ -674,7 +690,7 @@ fn several_files(
             &spec.name,
             line,
             format!(
-                "nrfiles={n} lays out files of {bytes} bytes in all, {passes} of them in whole \
+                "{named}: the files hold {bytes} bytes in all, {passes} of them in whole \
                  requests of {bs}: they must hold a request and fit the device \
                  ({capacity})"
             ),
@@ -2288,7 +2304,21 @@ numjobs=2
                 .to_string();
             assert!(e.starts_with("n.fio:4: ") && e.contains(words), "{e}");
         };
-        refused("nrfiles=3\n", "buffered");
+        let imp =
+            import_str("[j]\nbs=4k\nsize=1m\nnrfiles=3\n", "n.fio", &args()).expect("buffered");
+        assert!(
+            imp.warnings.iter().any(|w| w.contains("as one file's")),
+            "{:?}",
+            imp.warnings
+        );
+        assert_eq!(
+            io(&imp.scenario.jobs[0]).shape.io_size.map(|b| b / 4096),
+            Some(255)
+        );
+        // The files `filename` names, which fio takes over nrfiles.
+        assert_eq!(job("size=1m\nfilename=a:b:c\n").1, Some(255));
+        assert_eq!(job("size=1m\nnrfiles=3\nfilename=x\n").1, Some(256));
+        assert_eq!(job("size=1m\nfilename=a\\:b:c\n").1, Some(256));
         refused("nrfiles=3\ndirect=1\noffset=4k\n", "an offset");
         refused(
             "nrfiles=3\ndirect=1\nbssplit=4k/50:8k/50\n",
