@@ -141,8 +141,10 @@ fn job(
     let bs = spec.bs.map_or(4096, |b| b.value);
     let sectors = requests_of_whole_sectors(spec, bs);
     // fio takes the files `filename` names over `nrfiles` (options.c
-    // `str_filename_cb`).
-    let files = spec.filenames.or(spec.nrfiles).filter(|n| n.value > 1);
+    // `str_filename_cb`). A job that runs for its time goes over them as
+    // over one: which file a request goes to changes nothing measured.
+    let files = spec.filenames.or(spec.nrfiles);
+    let files = files.filter(|n| n.value > 1 && !spec.time_based);
     let (whole, file) = match files {
         Some(files) => several_files(spec, files, bs, capacity, diag)?,
         None => {
@@ -601,7 +603,8 @@ fn not_whole_sectors(what: &str, bytes: u64) -> String {
 /// reads 255 (three files of 349 525 bytes), `fsync=1` writes make 255
 /// fsyncs under psync and libaio, 511 over two loops under libaio;
 /// `randread norandommap` reads 256; `filesize=64k` 48, and 25 with
-/// `size=100k`. Returns the job's size and file.
+/// `size=100k`. Not for a job that runs for its time, which goes over
+/// them as over one file. Returns the job's size and file.
 fn several_files(
     spec: &JobSpec,
     files: At<u64>,
@@ -614,37 +617,7 @@ fn several_files(
         Some(_) => format!("{n} files in filename"),
         None => format!("nrfiles={n}"),
     };
-    let by_size = !spec.time_based;
-    let several_sizes = spec.bssplit.is_some() || spec.bsrange.is_some() || spec.bs_write.is_some();
-    let rw = spec.rw.map_or(Rw::Read, |r| r.value);
-    let size = spec.size.map(|s| s.value);
-    let why = if spec.offset.is_some()
-        || spec.offset_increment.is_some()
-        || spec.offset_percent.is_some()
-    {
-        Some("an offset, at which fio starts each of the files")
-    } else if matches!(size, Some(SizeSpec::Percent(_))) {
-        Some("a size as a percentage, which fio takes of each file")
-    } else if size.is_none() && spec.filesize.is_none() {
-        Some("neither size nor filesize: fio needs one to lay the files out")
-    } else if spec.io_size_percent.is_some() {
-        Some("an io_size share, which fio takes of each file")
-    } else if spec.seq_step.is_some_and(|s| s.value != 0) {
-        Some("an offset step, which fio takes in each file")
-    } else if by_size && several_sizes {
-        Some(
-            "requests of several sizes on a job that ends by its size: each file's pass ends \
-             within the smallest size of its own end",
-        )
-    } else if by_size && rw == Rw::ReadWrite {
-        Some(
-            "reads and writes in order on a job that ends by its size: each file keeps each \
-             direction's offset",
-        )
-    } else {
-        None
-    };
-    if let Some(what) = why {
+    if let Some(what) = decided_by_each_file(spec) {
         return Err(diag.job_err(
             &spec.name,
             files.line,
@@ -662,6 +635,7 @@ fn several_files(
         );
     }
     // The files' bytes, and the bytes of their whole requests.
+    let size = spec.size.map(|s| s.value);
     let bs = bs.max(1);
     let whole = |file: u64| file - file % bs;
     let (bytes, passes) = match (spec.filesize, size) {
@@ -698,6 +672,31 @@ fn several_files(
     }
     let over = (limit.max(passes) - passes).min(bs.saturating_sub(512)) / 512 * 512;
     Ok((limit, passes + over))
+}
+
+/// What of a job that ends by its size turns on each of its several
+/// files' own offsets or end, which the model's one file does not keep.
+fn decided_by_each_file(spec: &JobSpec) -> Option<&'static str> {
+    let several_sizes = spec.bssplit.is_some() || spec.bsrange.is_some() || spec.bs_write.is_some();
+    let size = spec.size.map(|s| s.value);
+    let offset = spec.offset.is_some() || spec.offset_increment.is_some();
+    if offset || spec.offset_percent.is_some() {
+        Some("an offset, at which fio starts each of the files")
+    } else if matches!(size, Some(SizeSpec::Percent(_))) {
+        Some("a size as a percentage, which fio takes of each file")
+    } else if size.is_none() && spec.filesize.is_none() {
+        Some("neither size nor filesize: fio needs one to lay the files out")
+    } else if spec.io_size_percent.is_some() {
+        Some("an io_size share, which fio takes of each file")
+    } else if spec.seq_step.is_some_and(|s| s.value != 0) {
+        Some("an offset step, which fio takes in each file")
+    } else if several_sizes {
+        Some("requests of several sizes: each file's pass ends within the smallest of its end")
+    } else if spec.rw.is_some_and(|r| r.value == Rw::ReadWrite) {
+        Some("reads and writes in order: each file keeps each direction's offset")
+    } else {
+        None
+    }
 }
 
 /// Whether every request the job may make is whole sectors: `bs` (and
@@ -2328,9 +2327,17 @@ numjobs=2
         let text = "[j]\ndirect=1\nbs=4k\nsize=8k\nnrfiles=3\n";
         let e = import_str(text, "n.fio", &args()).expect_err("no request fits");
         assert!(e.to_string().contains("0 of them in whole requests"), "{e}");
-        // Time based, the files change nothing the model measures.
+        // Time based, the files change nothing the model measures: a list
+        // of devices with no size, and an offset, run as before.
         let timed = "nrfiles=3\nbssplit=4k/50:8k/50\ntime_based\nruntime=1s\nsize=1m\n";
         assert!(job(timed).1.is_none());
+        let devices = "[j]\ndirect=1\nfilename=/dev/a:/dev/b\noffset=1g\ntime_based\nruntime=1s\n";
+        let imp = import_str(devices, "n.fio", &args()).expect("devices, time based");
+        assert!(
+            imp.warnings.iter().any(|w| w.contains("lists 2 files")),
+            "{:?}",
+            imp.warnings
+        );
     }
 
     /// Reads and writes in order end fio's pass where the direction drawn
