@@ -670,6 +670,16 @@ fn several_files(
             ),
         ));
     }
+    if limit < bs {
+        return Err(diag.job_err(
+            &spec.name,
+            spec.line_of(&spec.size),
+            format!(
+                "size ({limit}) is less than bs ({bs}): fio refuses the job (\"size too \
+                 small, must not be less than minimum block size\")"
+            ),
+        ));
+    }
     let over = (limit.max(passes) - passes).min(bs.saturating_sub(512)) / 512 * 512;
     Ok((limit, passes + over))
 }
@@ -2324,6 +2334,12 @@ numjobs=2
             "several sizes",
         );
         refused("nrfiles=3\ndirect=1\nrw=rw\n", "in order");
+        let text = "[j]\ndirect=1\nbs=4k\nsize=2k\nfilesize=64k\nnrfiles=3\n";
+        let e = import_str(text, "n.fio", &args()).expect_err("less than a request");
+        assert!(
+            e.to_string().starts_with("n.fio:4: ") && e.to_string().contains("less than bs"),
+            "{e}"
+        );
         let text = "[j]\ndirect=1\nbs=4k\nsize=8k\nnrfiles=3\n";
         let e = import_str(text, "n.fio", &args()).expect_err("no request fits");
         assert!(e.to_string().contains("0 of them in whole requests"), "{e}");
