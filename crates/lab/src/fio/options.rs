@@ -1054,20 +1054,15 @@ fn read_write_sizes(v: &str) -> Result<[u64; 2], String> {
     Ok([sizes[0], sizes[1]])
 }
 
-/// How many files fio's `filename` names: a list split at each `:` not
-/// escaped with `\`, up to its first empty name (options.c
+/// How many files fio's `filename` names: the names between each `:`
+/// not escaped with `\`, empty ones skipped (options.c
 /// `str_filename_cb`, `get_next_str`).
 fn file_names(v: &str) -> u64 {
-    let mut names = 0;
-    let mut current = 0usize;
-    let mut escaped = false;
+    let (mut names, mut current, mut escaped) = (0, 0usize, false);
     for c in v.trim().chars() {
         match (c, escaped) {
             (':', false) => {
-                if current == 0 {
-                    return names;
-                }
-                names += 1;
+                names += u64::from(current > 0);
                 current = 0;
             }
             ('\\', false) => escaped = true,
@@ -1093,6 +1088,22 @@ fn offsets_only(what: &str) -> String {
 mod tests {
     use super::super::import_str;
     use super::super::test_support::{args, io};
+
+    /// fio splits `filename` at each `:` not escaped, and skips empty
+    /// names (options.c `get_next_str`).
+    #[test]
+    fn filename_lists_count_as_fio_splits_them() {
+        for (v, n) in [
+            ("/dev/nvme0n1", 1),
+            ("a:b:c", 3),
+            ("a\\:b:c", 2),
+            ("a::b:", 2),
+            (":a", 1),
+            ("", 0),
+        ] {
+            assert_eq!(super::file_names(v), n, "{v}");
+        }
+    }
 
     #[test]
     fn pvsync_runs_as_psync_with_a_warning() {
