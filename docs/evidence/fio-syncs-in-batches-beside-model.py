@@ -14,7 +14,7 @@ Prints each job whose counts differ, then how many did.
 
 Needs fio and cint on PATH (or CINT=path/to/cint). On 2026-11-29 (third
 session), seeds 11 and 12, 60 jobs: none differed; the build before the
-batch rule (1534797's parent, 724a4b6) differed in 11 and 13 of them.
+batch rule (this session's start, 5328c51) differed in 11 and 13 of them.
 """
 import json
 import os
