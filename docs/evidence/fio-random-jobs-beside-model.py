@@ -17,11 +17,20 @@ model draw them from streams of their own, so only the bytes are
 compared, and only where the file decides them (no io_size, number_ios,
 norandommap, filesize, or reads and writes in order). Prints each job whose counts differ, then how many did.
 
-    python3 docs/evidence/fio-random-jobs-beside-model.py [SEED] [JOBS] [buffered]
+    python3 docs/evidence/fio-random-jobs-beside-model.py [SEED] [JOBS] [buffered|batches]
 
 `buffered` runs every job through the page cache (`direct=0`): the
 counts do not change, the model's path does (seed 21, 60 jobs: none
 differed on 2026-11-29).
+
+`batches` draws libaio write jobs with `fsync` instead, at depths of 4
+to 32 with submission and completion batches, and compares their fsyncs
+too: fio looks for the sync due as it takes each request slot, so one
+that falls due within a batch ends it, and fio reaps before it (backend.c
+`io_queue_event`; crate `cint_scenario::passes`,
+`PassSyncs::sync_ends_batch`). On 2026-11-29 (third session), seeds 11
+and 12, 60 jobs: none differed; the session's starting build (5328c51),
+which looked for syncs between batches only, differed in 27 (15 and 12).
 
 Needs fio and cint on PATH (or CINT=path/to/cint). Found, on 2026-11-29,
 the rules of docs/results/fio-fidelity.md "At the ends of passes" and
@@ -111,10 +120,30 @@ def draw(rng):
     return opts, split, free, timed
 
 
+def draw_batches(rng):
+    """A libaio write job with fsync, a deep queue and batches; its counts
+    do not depend on when requests complete."""
+    depth = rng.choice([4, 8, 16, 32])
+    batch = min(rng.choice([1, 2, 4, 8, depth]), depth)
+    opts = [
+        f"--rw={rng.choice(['write', 'randwrite'])}",
+        f"--bs={rng.choice(['4k', '8k', '16k'])}",
+        f"--size={rng.choice(['256k', '1m', '100k'])}",
+        f"--fsync={rng.choice([1, 2, 3, 4, 5, 7])}",
+        "--ioengine=libaio",
+        f"--iodepth={depth}",
+        f"--iodepth_batch={batch}",
+        f"--iodepth_batch_complete_min={rng.choice([1, batch])}",
+    ]
+    return opts, False, True, False
+
+
 def main():
     seed = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     jobs = int(sys.argv[2]) if len(sys.argv) > 2 else 40
-    direct = "0" if sys.argv[3:4] == ["buffered"] else "1"
+    mode = sys.argv[3] if len(sys.argv) > 3 else ""
+    direct = "0" if mode == "buffered" else "1"
+    pick = draw_batches if mode == "batches" else draw
     cint = os.environ.get("CINT", "cint")
     rng = random.Random(seed)
     work = tempfile.mkdtemp()
@@ -122,7 +151,7 @@ def main():
     differ = 0
     try:
         for _ in range(jobs):
-            opts, split, free, timed = draw(rng)
+            opts, split, free, timed = pick(rng)
             base = ["--name=j", f"--direct={direct}", f"--filename={data}"]
             if os.path.exists(data):
                 os.remove(data)
