@@ -2249,6 +2249,12 @@ numjobs=2
         assert_eq!(requests("rw=randread\nnorandommap\nloops=2\n"), Some(512));
     }
 
+    /// The first job of a job file that imports.
+    fn first_io(text: &str) -> IoJob {
+        let imp = import_str(text, "t.fio", &args()).unwrap_or_else(|e| panic!("{text}: {e}"));
+        io(&imp.scenario.jobs[0]).clone()
+    }
+
     /// `io_size=P%` is that share of the job's file, which caps its size
     /// (filesetup.c `io_size_percent`): fio 3.33 reads 128 requests of 4
     /// KiB with `size=1m io_size=50%`, and writes 77 at random with 30%.
@@ -2260,8 +2266,7 @@ numjobs=2
     #[test]
     fn io_size_as_a_share_of_the_size() {
         let job = |text: &str| {
-            let imp = import_str(&format!("[j]\nbs=4k\n{text}"), "s.fio", &args()).expect(text);
-            let io = io(&imp.scenario.jobs[0]).clone();
+            let io = first_io(&format!("[j]\nbs=4k\n{text}"));
             (io.size >> 10, io.shape.io_size.map(|b| b.div_ceil(4096)))
         };
         assert_eq!(job("size=1m\nio_size=50%\n"), (1024, Some(128)));
@@ -2291,9 +2296,7 @@ numjobs=2
     #[test]
     fn several_files_a_job_make_their_whole_requests() {
         let job = |text: &str| {
-            let text = format!("[j]\ndirect=1\nbs=4k\n{text}");
-            let imp = import_str(&text, "n.fio", &args()).expect(&text);
-            let io = io(&imp.scenario.jobs[0]).clone();
+            let io = first_io(&format!("[j]\ndirect=1\nbs=4k\n{text}"));
             (io.size, io.shape.io_size.map(|b| b.div_ceil(4096)))
         };
         assert_eq!(job("size=1m\nnrfiles=4\n").1, Some(256));
