@@ -143,9 +143,19 @@ fn job(
     // fio takes the files `filename` names over `nrfiles` (options.c
     // `str_filename_cb`). A job that runs for its time goes over them as
     // over one: which file a request goes to changes nothing measured.
-    let files = spec.filenames.or(spec.nrfiles);
-    let files = files.filter(|n| n.value > 1 && !spec.time_based);
-    let (whole, file) = match files {
+    let files = spec.filenames.or(spec.nrfiles).filter(|n| n.value > 1);
+    if let Some(files) = files.filter(|_| !spec.direct.is_some_and(|d| d.value)) {
+        diag.job_warn(
+            &spec.name,
+            files.line,
+            format!(
+                "{} on a buffered job: the model's page cache keeps their pages, read-ahead \
+                 and writeback as one file's",
+                files_named(spec, files.value)
+            ),
+        );
+    }
+    let (whole, file) = match files.filter(|_| !spec.time_based) {
         Some(files) => several_files(spec, files, bs, capacity, diag)?,
         None => {
             let whole = job_size(spec, capacity, bs, sectors, diag)?;
@@ -594,7 +604,7 @@ fn not_whole_sectors(what: &str, bytes: u64) -> String {
 /// in turn (`file_service_type`), which a direct job's service does not
 /// depend on, and a pass ends once every file has reached its end, so it
 /// is each file's whole requests (a buffered job's page cache keeps the
-/// files as one, warned). The model's one file is those passes
+/// files as one, warned by [`job`]). The model's one file is those passes
 /// end to end, and of the bytes past them no more than leave less than a
 /// request, in whole sectors: the pass ends there as fio's does, short of
 /// the job's size where fio's is (its loop then looks once more, and
@@ -613,26 +623,13 @@ fn several_files(
     diag: &mut Diagnostics,
 ) -> Result<(u64, u64), FioError> {
     let n = files.value;
-    let named = match spec.filenames {
-        Some(_) => format!("{n} files in filename"),
-        None => format!("nrfiles={n}"),
-    };
+    let named = files_named(spec, n);
     if let Some(what) = decided_by_each_file(spec) {
         return Err(diag.job_err(
             &spec.name,
             files.line,
             format!("{named} with {what}; the model runs one file a job"),
         ));
-    }
-    if !spec.direct.is_some_and(|d| d.value) {
-        diag.job_warn(
-            &spec.name,
-            files.line,
-            format!(
-                "{named} on a buffered job: the model's page cache keeps their pages, \
-                 read-ahead and writeback as one file's"
-            ),
-        );
     }
     // The files' bytes, and the bytes of their whole requests.
     let size = spec.size.map(|s| s.value);
@@ -682,6 +679,14 @@ fn several_files(
     }
     let over = (limit.max(passes) - passes).min(bs.saturating_sub(512)) / 512 * 512;
     Ok((limit, passes + over))
+}
+
+/// How a job's `n` files are named in what the import says of them.
+fn files_named(spec: &JobSpec, n: u64) -> String {
+    match spec.filenames {
+        Some(_) => format!("{n} files in filename"),
+        None => format!("nrfiles={n}"),
+    }
 }
 
 /// What of a job that ends by its size turns on each of its several
@@ -2350,6 +2355,13 @@ numjobs=2
         // of devices with no size, and an offset, run as before.
         let timed = "nrfiles=3\nbssplit=4k/50:8k/50\ntime_based\nruntime=1s\nsize=1m\n";
         assert!(job(timed).1.is_none());
+        let timed = "[j]\nnrfiles=3\ntime_based\nruntime=1s\nsize=1m\n";
+        let imp = import_str(timed, "n.fio", &args()).expect("buffered, time based");
+        assert!(
+            imp.warnings.iter().any(|w| w.contains("as one file's")),
+            "{:?}",
+            imp.warnings
+        );
         let devices = "[j]\ndirect=1\nfilename=/dev/a:/dev/b\noffset=1g\ntime_based\nruntime=1s\n";
         let imp = import_str(devices, "n.fio", &args()).expect("devices, time based");
         assert!(
