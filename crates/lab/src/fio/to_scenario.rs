@@ -1067,13 +1067,18 @@ fn holed_pass(
 /// job's size first (fio 3.33, `rw=rw bs=16k size=200k`: 13 requests,
 /// 208 KiB; `bs=8k size=1026k loops=3`: 385).
 fn offsets_run_out(spec: &JobSpec, rw: Rw, shape: &IoShape) -> bool {
-    let mix = spec.rwmixread.map_or(50, |r| r.value);
-    let two_offsets = rw == Rw::ReadWrite && (1..=99).contains(&mix);
     // fio turns its map off beside a distribution other than uniform
     // (init.c), as both engines draw such offsets.
     let skewed = shape.random_distribution != cint_scenario::Distribution::Uniform;
     let unmapped = rw.is_random() && (shape.random_map == cint_scenario::RandomMap::Off || skewed);
-    !two_offsets && !unmapped
+    !two_offsets(spec, rw) && !unmapped
+}
+
+/// Whether a job reads and writes in order, each direction from an offset
+/// of its own (io_u.c `last_pos[ddir]`): `rw=rw` with both drawn.
+fn two_offsets(spec: &JobSpec, rw: Rw) -> bool {
+    let mix = spec.rwmixread.map_or(50, |r| r.value);
+    rw == Rw::ReadWrite && (1..=99).contains(&mix)
 }
 
 /// Reads and writes in order (`rw=rw`): fio keeps an offset for each
@@ -1098,10 +1103,10 @@ fn warn_a_direction_may_end_passes(
     engine: Engine,
     diag: &mut Diagnostics,
 ) {
-    let mix = spec.rwmixread.map_or(50, |r| r.value);
-    if rw != Rw::ReadWrite || !(1..=99).contains(&mix) {
+    if !two_offsets(spec, rw) {
         return;
     }
+    let mix = spec.rwmixread.map_or(50, |r| r.value);
     // A pass that a direction ends holds at least the file in whole
     // requests of that direction, where every size is a multiple of the
     // smallest (fio draws again until a size fits).
@@ -2417,8 +2422,7 @@ numjobs=2
     #[test]
     fn a_size_of_part_sectors_keeps_its_whole_ones_as_the_file() {
         let job = |text: &str| {
-            let imp = import_str(&format!("[j]\nbs=4k\n{text}"), "s.fio", &args()).expect(text);
-            let io = io(&imp.scenario.jobs[0]).clone();
+            let io = first_io(&format!("[j]\nbs=4k\n{text}"));
             (io.size, io.shape.io_size.map(|b| b.div_ceil(4096)))
         };
         assert_eq!(job("rw=read\nsize=1MiB\n"), (999_936, Some(244)));
@@ -2455,10 +2459,8 @@ numjobs=2
     #[test]
     fn an_offset_shortens_a_jobs_file() {
         let end = |text: &str| {
-            let imp =
-                import_str(&format!("[j]\nrw=read\nbs=4k\n{text}"), "o.fio", &args()).expect(text);
-            let shape = io(&imp.scenario.jobs[0]).shape.clone();
-            shape.io_size.map(|b| b / 4096)
+            let io = first_io(&format!("[j]\nrw=read\nbs=4k\n{text}"));
+            io.shape.io_size.map(|b| b / 4096)
         };
         for (text, requests) in [
             ("filesize=64k\noffset=16k\n", 12),
@@ -2486,13 +2488,8 @@ numjobs=2
         // of 8 KiB, the last past 100 KiB, under psync and libaio alike (12
         // here before); 25 over two loops.
         let limit = |text: &str| {
-            let imp =
-                import_str(&format!("[j]\nrw=write\nbs=8k\n{text}"), "o.fio", &args()).expect(text);
-            let job = io(&imp.scenario.jobs[0]);
-            (
-                job.size >> 10,
-                job.shape.io_size.map(|b| b.div_ceil(8 << 10)),
-            )
+            let io = first_io(&format!("[j]\nrw=write\nbs=8k\n{text}"));
+            (io.size >> 10, io.shape.io_size.map(|b| b.div_ceil(8 << 10)))
         };
         assert_eq!(limit("size=100k\nfilesize=256k\n"), (256, Some(13)));
         assert_eq!(
