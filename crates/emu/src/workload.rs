@@ -928,7 +928,7 @@ impl IoThread {
     }
 
     fn run(mut self, control: &Control) -> ThreadOutcome {
-        if self.io.shape.fsync > 0 || self.io.shape.fdatasync > 0 {
+        if self.io.shape.syncs() {
             self.open_sync_file();
         }
         let started = sys::now();

@@ -528,6 +528,14 @@ pub struct IoShape {
     pub random_distribution: Distribution,
 }
 
+impl IoShape {
+    /// Whether the job makes fio's `fsync` or `fdatasync` calls every few
+    /// writes.
+    pub fn syncs(&self) -> bool {
+        self.fsync > 0 || self.fdatasync > 0
+    }
+}
+
 /// fio's latency-target search (`latency_target`, `latency_window`,
 /// `latency_percentile`; fio's target.c): a thread starts at depth 1 and,
 /// after each window, doubles its depth (or bisects towards the lowest

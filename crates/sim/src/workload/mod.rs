@@ -400,7 +400,7 @@ impl World<'_> {
         let th = &mut self.threads[t];
         let p = th.prog;
         let k = k.min(th.free_slots.len() as u32);
-        let syncs = shape.fsync > 0 || shape.fdatasync > 0;
+        let syncs = shape.syncs();
         let mut staged = k;
         for i in 0..k {
             let Some(r) = self.threads[t].free_slots.pop() else {

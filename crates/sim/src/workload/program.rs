@@ -206,9 +206,7 @@ impl Program {
                     gtod_reduce: io.gtod_reduce,
                     rated,
                     floored: io.shape.rate_min.is_some(),
-                    counts_from_ramp: io.shape.number_ios.is_some()
-                        || io.shape.fsync > 0
-                        || io.shape.fdatasync > 0,
+                    counts_from_ramp: io.shape.number_ios.is_some() || io.shape.syncs(),
                     passes: io.shape.pass_size.is_some(),
                     think: io.think,
                     rwmixread: io.rwmixread.min(100),

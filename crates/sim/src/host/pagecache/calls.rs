@@ -63,7 +63,7 @@ impl World<'_> {
     /// sync falls due after it (`cint_scenario::passes::PassSyncs::sync_ends_batch`).
     fn end_iocbs_at_a_sync(&mut self, t: usize) {
         let shape = self.shape(t);
-        let syncs = shape.fsync > 0 || shape.fdatasync > 0;
+        let syncs = shape.syncs();
         let left = self.page_cache.as_deref().map_or(0, |b| b.aio[t].left);
         if syncs && left > 1 && self.sync_ends_batch(t) {
             if let Some(b) = self.page_cache.as_deref_mut() {
@@ -1022,8 +1022,7 @@ fn add_fsync_slots(
         let Some(job) = sc.jobs.get(th.job as usize) else {
             continue;
         };
-        let syncs = matches!(&job.work, Work::Io(io) if io.shape.fsync > 0
-            || io.shape.fdatasync > 0
+        let syncs = matches!(&job.work, Work::Io(io) if io.shape.syncs()
             || io.shape.sync_writes != cint_scenario::SyncWrites::None);
         if !job_buffered(job) || !syncs {
             continue;
