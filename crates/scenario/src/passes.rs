@@ -131,6 +131,7 @@ impl PassSyncs {
 
     /// The bytes issued at which the thread issues no more for now: the
     /// end of its pass, or its `io_size`; `None`: no such limit.
+    #[inline]
     pub fn issue_limit(&self, shape: &IoShape) -> Option<u64> {
         let total = shape.io_size?;
         Some(match shape.pass_size {

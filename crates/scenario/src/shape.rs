@@ -351,6 +351,15 @@ pub fn smallest_block(shape: &IoShape, bs: u64) -> u64 {
     split.map(|s| s.bytes).min().unwrap_or(bs)
 }
 
+/// Whether every request of either direction is `bs`: no split and no
+/// range, so [`draw_block_size`] draws nothing.
+pub fn one_block_size(shape: &IoShape) -> bool {
+    shape.bssplit.is_empty()
+        && shape.bssplit_write.is_empty()
+        && shape.bsrange.is_none()
+        && shape.bsrange_write.is_none()
+}
+
 /// One direction's sizes (`write`: the writes'): its range, else its
 /// split, each its own or else the reads'; neither: every request `bs`.
 pub fn sizes_of(shape: &IoShape, write: bool) -> (Option<(u64, u64)>, &[BsShare]) {

@@ -99,6 +99,9 @@ impl TagPool {
     }
 
     /// Frees one tag; returns the threads to wake now (a batch, or none).
+    /// Inline across crates: the simulator frees a tag per completion,
+    /// and mostly with no thread waiting.
+    #[inline]
     pub fn put(&mut self, woken: &mut Vec<u32>) {
         self.free += 1;
         debug_assert!(self.free <= self.depth);
@@ -106,6 +109,11 @@ impl TagPool {
             self.freed_while_waited = 0;
             return;
         }
+        self.put_while_waited(woken);
+    }
+
+    /// [`TagPool::put`] with threads asleep for a tag.
+    fn put_while_waited(&mut self, woken: &mut Vec<u32>) {
         self.freed_while_waited += 1;
         // A batch is due, or every tag is free again (nothing in flight
         // could free another, so waiting for a full batch would stall).

@@ -166,6 +166,14 @@ impl<'a> World<'a> {
     /// which the map may cut), and [`super::offsets::Offsets::last`] says
     /// where.
     pub(crate) fn draw_request(&mut self, t: usize) -> (bool, u64) {
+        let th = &mut self.threads[t];
+        if th.prog.one_size && self.offsets.of(t).is_none() {
+            // The short way of most jobs: only the direction is drawn.
+            let (rw, rwmixread, bs) = (th.prog.rw, th.prog.rwmixread, th.prog.bs);
+            let write = is_write(rw, rwmixread, &mut th.rng);
+            self.count_request(t, write, bs);
+            return (write, bs);
+        }
         let shape = self.shape(t);
         let p = self.threads[t].prog;
         let paced = if p.rated {
@@ -247,7 +255,7 @@ impl<'a> World<'a> {
         let p = &self.threads[t].prog;
         // An offload worker runs what its main thread, which counts,
         // hands it.
-        if p.role == super::LoopRole::Worker {
+        if p.unlimited || p.role == super::LoopRole::Worker {
             return u32::MAX;
         }
         if p.trace {

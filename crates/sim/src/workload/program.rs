@@ -38,6 +38,13 @@ pub(crate) struct Program {
     /// The job's `io_size` is made of passes over its file (`pass_size`),
     /// whose ends [`crate::World::pass_end_holds`] sees to.
     pub passes: bool,
+    /// Every request is `bs` (no `bssplit` or `bsrange`), unpaced and in
+    /// no pass: drawing one draws its direction only
+    /// ([`crate::World::draw_request`]'s short way).
+    pub one_size: bool,
+    /// Neither `number_ios` nor `io_size` ends the thread's requests, nor
+    /// a trace's end: [`crate::World::ios_left`] has nothing to count.
+    pub unlimited: bool,
     pub think: Nanos,
     pub rwmixread: u8,
     /// The thread stops issuing at this instant (`runtime`).
@@ -87,6 +94,8 @@ impl Program {
             floored: false,
             counts_from_ramp: false,
             passes: false,
+            one_size: false,
+            unlimited: false,
             stop_at: None,
             role: LoopRole::Worker,
             ..*self
@@ -102,6 +111,8 @@ impl Program {
             floored: false,
             counts_from_ramp: false,
             passes: false,
+            one_size: false,
+            unlimited: false,
             think: 0,
             stop_at: None,
             sqpoll: false,
@@ -131,6 +142,8 @@ impl Program {
             floored: false,
             counts_from_ramp: false,
             passes: false,
+            one_size: false,
+            unlimited: false,
             think: 0,
             rwmixread: 0,
             stop_at: None,
@@ -163,6 +176,8 @@ impl Program {
                 floored: false,
                 counts_from_ramp: false,
                 passes: false,
+                one_size: false,
+                unlimited: false,
                 think: 0,
                 rwmixread: 100,
                 stop_at: job.runtime,
@@ -208,6 +223,12 @@ impl Program {
                     floored: io.shape.rate_min.is_some(),
                     counts_from_ramp: io.shape.number_ios.is_some() || io.shape.syncs(),
                     passes: io.shape.pass_size.is_some(),
+                    one_size: !rated
+                        && io.shape.pass_size.is_none()
+                        && cint_scenario::shape::one_block_size(&io.shape),
+                    unlimited: io.shape.number_ios.is_none()
+                        && io.shape.io_size.is_none()
+                        && io.shape.trace.is_none(),
                     think: io.think,
                     rwmixread: io.rwmixread.min(100),
                     stop_at: job.runtime,
