@@ -165,15 +165,24 @@ impl<'a> World<'a> {
     /// the request is placed too (fio draws the offset, then the size,
     /// which the map may cut), and [`super::offsets::Offsets::last`] says
     /// where.
+    // Inline: the short way of most jobs, only the direction drawn, is
+    // a few instructions in its caller's loop.
+    #[inline]
     pub(crate) fn draw_request(&mut self, t: usize) -> (bool, u64) {
         let th = &mut self.threads[t];
-        if th.prog.one_size && self.offsets.of(t).is_none() {
-            // The short way of most jobs: only the direction is drawn.
-            let (rw, rwmixread, bs) = (th.prog.rw, th.prog.rwmixread, th.prog.bs);
-            let write = is_write(rw, rwmixread, &mut th.rng);
-            self.count_request(t, write, bs);
-            return (write, bs);
+        if !th.prog.one_size || self.offsets.of(t).is_some() {
+            return self.draw_shaped_request(t);
         }
+        let (rw, rwmixread, bs) = (th.prog.rw, th.prog.rwmixread, th.prog.bs);
+        let write = is_write(rw, rwmixread, &mut th.rng);
+        self.count_request(t, write, bs);
+        (write, bs)
+    }
+
+    /// [`World::draw_request`] for a job of several sizes, a rate, passes
+    /// or offsets that decide something.
+    #[inline(never)]
+    fn draw_shaped_request(&mut self, t: usize) -> (bool, u64) {
         let shape = self.shape(t);
         let p = self.threads[t].prog;
         let paced = if p.rated {
