@@ -87,6 +87,9 @@ pub(super) struct JobSpec {
     pub(super) sqpoll_cpu: Option<At<u32>>,
     /// `sync`: files opened `O_SYNC` (or `O_DSYNC` with `sync=dsync`).
     pub(super) sync: Option<At<SyncWrites>>,
+    /// `end_fsync` or `fsync_on_close` set: fio's `fsync` of the job's
+    /// file after its loop (backend.c `do_io`), the option's name kept.
+    pub(super) final_fsync: Option<At<&'static str>>,
     pub(super) nowait: Option<At<bool>>,
     pub(super) bssplit: Option<At<Vec<BsShare>>>,
     pub(super) bssplit_write: Vec<BsShare>,
@@ -258,6 +261,7 @@ impl JobSpec {
             sqpoll: None,
             sqpoll_cpu: None,
             sync: None,
+            final_fsync: None,
             nowait: None,
             bssplit: None,
             bssplit_write: Vec::new(),

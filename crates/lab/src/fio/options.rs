@@ -111,9 +111,6 @@ const MEANINGLESS: &[&str] = &[
     "error_dump",
     // fio aborts a job that falls below these; the model reports its rate.
     "ramp_time_group",
-    // At the job's end, after what is measured.
-    "end_fsync",
-    "fsync_on_close",
     "create_serialize",
     "allow_file_create",
     "gtod_cpu",
@@ -820,6 +817,16 @@ fn apply_engine(
         "sqthread_poll" => spec.sqpoll = Some(At::new(o.line, o.boolean(diag)?)),
         // A boolean in fio's older releases, `none`, `sync` or `dsync` in
         // its newer ones.
+        "end_fsync" | "fsync_on_close" => {
+            let name = if o.key == "end_fsync" {
+                "end_fsync"
+            } else {
+                "fsync_on_close"
+            };
+            if o.boolean(diag)? {
+                spec.final_fsync = Some(At::new(o.line, name));
+            }
+        }
         "sync" => {
             let mode = match o.raw.map(str::to_ascii_lowercase).as_deref() {
                 Some("none") => SyncWrites::None,
@@ -1296,13 +1303,9 @@ mod tests {
         let e = import_str(uring, "r.fio", &args()).expect_err("io_uring fsync");
         assert_eq!(e.line, Some(4));
         assert!(e.to_string().contains("IORING_OP_FSYNC"), "{e}");
-        let s = import_str(
-            "[a]\nrw=write\nfsync=4\nfdatasync=8\nend_fsync=1\n",
-            "r.fio",
-            &args(),
-        )
-        .expect("fsync with psync")
-        .scenario;
+        let s = import_str("[a]\nrw=write\nfsync=4\nfdatasync=8\n", "r.fio", &args())
+            .expect("fsync with psync")
+            .scenario;
         assert_eq!(
             (io(&s.jobs[0]).shape.fsync, io(&s.jobs[0]).shape.fdatasync),
             (4, 8)
