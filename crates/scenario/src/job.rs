@@ -98,6 +98,7 @@ pub const IO_KEYS: &[&str] = &[
     "fsync",
     "fdatasync",
     "sync",
+    "end_fsync",
     "flow",
     "flow_id",
     "flow_sleep",
@@ -541,6 +542,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     check_block_size(sec, bs, engine, flags.direct)?;
     check_shape_on_engine(sec, &shape, engine)?;
     check_sync_writes(sec, &shape, engine, flags.direct, rw)?;
+    check_end_fsync(sec, &shape, engine, flags.direct, rw)?;
     if offload {
         check_offload(sec, &shape, flags.direct)?;
     }
@@ -911,6 +913,41 @@ fn check_sync_writes(
     };
     match refusal {
         Some(why) => Err(sec.error("sync", why)),
+        None => Ok(()),
+    }
+}
+
+/// `end_fsync` applies to a buffered job that writes and ends by itself:
+/// its `fsync` writes back the pages the job left dirty. A direct job's
+/// would find none (the built-in devices take no flush), and a job cut by
+/// the run's end makes none.
+fn check_end_fsync(
+    sec: &Section<'_>,
+    shape: &crate::IoShape,
+    engine: Engine,
+    direct: bool,
+    rw: Rw,
+) -> Result<(), ScenarioError> {
+    if !shape.end_fsync {
+        return Ok(());
+    }
+    let refusal = if rw.only_reads() {
+        Some("applies to a job that writes, and this one only reads")
+    } else if direct || engine == Engine::IoUring {
+        Some(
+            "applies to writes through the page cache (direct = false, and not io_uring, \
+             which runs as direct I/O here): a direct job's final fsync finds no dirty pages",
+        )
+    } else if shape.io_size.is_none() && shape.number_ios.is_none() {
+        Some(
+            "applies to a job that ends by its io_size or number_ios: one that runs until the \
+             run's end makes no final fsync within it",
+        )
+    } else {
+        None
+    };
+    match refusal {
+        Some(why) => Err(sec.error("end_fsync", why)),
         None => Ok(()),
     }
 }

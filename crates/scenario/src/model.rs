@@ -502,6 +502,13 @@ pub struct IoShape {
     /// `sync`: buffered writes opened `O_SYNC` or `O_DSYNC`, each written
     /// back within its call.
     pub sync_writes: SyncWrites,
+    /// `end_fsync`: after its loop, with what was in flight reaped, each
+    /// thread of a buffered job that writes makes an `fsync` of its file
+    /// where its last call was no sync (fio's `end_fsync` and
+    /// `fsync_on_close`, backend.c `do_io`). It counts in the job's
+    /// window, as in fio's runtime, and not among its sync calls, as in
+    /// fio's figures.
+    pub end_fsync: bool,
     /// `flow`: weight in fio's flow control among the jobs of the same
     /// `flow_id` (0: not in a flow).
     pub flow: u32,

@@ -94,6 +94,11 @@ impl PassSyncs {
         self.pass
     }
 
+    /// fio's `last_was_sync`: the thread's last call was a sync.
+    pub fn last_was_sync(&self) -> bool {
+        self.last_was_sync
+    }
+
     /// A request completed.
     pub fn completed(&mut self) {
         self.last_was_sync = false;

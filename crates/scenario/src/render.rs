@@ -274,6 +274,9 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
         crate::SyncWrites::Sync => t["sync"] = value("sync"),
         crate::SyncWrites::Dsync => t["sync"] = value("dsync"),
     }
+    if shape.end_fsync {
+        t["end_fsync"] = value(true);
+    }
     if shape.flow > 0 {
         t["flow"] = value(i64::from(shape.flow));
         t["flow_id"] = value(i64::from(shape.flow_id));

@@ -915,6 +915,7 @@ pub(crate) fn parse_shape(
         Some("dsync") => SyncWrites::Dsync,
         _ => SyncWrites::None,
     };
+    let end_fsync = sec.bool("end_fsync")?.unwrap_or(false);
     let flow = sec.int("flow", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
     let flow_id = sec.int("flow_id", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32;
     let flow_sleep = bounded_duration(sec, "flow_sleep")?;
@@ -954,6 +955,7 @@ pub(crate) fn parse_shape(
         fsync,
         fdatasync,
         sync_writes,
+        end_fsync,
         flow,
         flow_id,
         flow_sleep,

@@ -958,6 +958,36 @@ fn cases() -> Vec<Case<'static>> {
             "on direct writes changes nothing the model runs",
         ),
         case(
+            "end_fsync on a job that only reads",
+            with(
+                "engine = \"psync\"",
+                "engine = \"psync\"\ndirect = false\nend_fsync = true",
+            ),
+            LineOf("end_fsync = true"),
+            "job.sync.end_fsync",
+            "applies to a job that writes, and this one only reads",
+        ),
+        case(
+            "end_fsync on direct writes",
+            with(
+                "engine = \"psync\"\nrw     = \"randread\"",
+                "engine = \"psync\"\nrw     = \"randwrite\"\nend_fsync = true",
+            ),
+            LineOf("end_fsync = true"),
+            "job.sync.end_fsync",
+            "a direct job's final fsync finds no dirty pages",
+        ),
+        case(
+            "end_fsync not a boolean",
+            with(
+                "engine = \"psync\"\nrw     = \"randread\"",
+                "engine = \"psync\"\nrw     = \"randwrite\"\ndirect = false\nend_fsync = 1",
+            ),
+            LineOf("end_fsync = 1"),
+            "job.sync.end_fsync",
+            "",
+        ),
+        case(
             "an unknown sync mode",
             with(
                 "engine = \"psync\"",

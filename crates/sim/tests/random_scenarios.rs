@@ -458,6 +458,9 @@ fn scenario(seed: u64) -> String {
     // And an end by the job's size, in passes over its file, from one
     // more.
     let mut ends = Rng::new(seed.wrapping_mul(0xd6e8_feb8_6659_fd93));
+    // fio's end_fsync on buffered writers that end by their size or
+    // count, from a stream of its own.
+    let mut final_syncs = Rng::new(seed.wrapping_mul(0x9e6c_63d0_676a_9a99));
     for i in 0..1 + rng.below(4) as usize {
         let mut one = String::new();
         job(&mut rng, &mut host_model, i, cores, &mut one);
@@ -533,6 +536,11 @@ fn scenario(seed: u64) -> String {
         let io_job = one.contains("engine = ") && !one.contains("trace = ");
         if io_job && !one.contains("offload") && ends.chance(15) {
             sized_in_passes(&mut ends, &mut one);
+        }
+        let reads_only = one.contains("rw = \"read\"") || one.contains("rw = \"randread\"");
+        let ends_itself = one.contains("io_size = ") || one.contains("number_ios = ");
+        if one.contains("direct = false") && !reads_only && ends_itself && final_syncs.chance(40) {
+            one.push_str("end_fsync = true\n");
         }
         jobs.push_str(&one);
     }
@@ -1237,6 +1245,11 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
             "synchronous WAL writes (4.4%)",
             with("sync = true\nwal_hint"),
             80,
+        ),
+        (
+            "buffered writers with end_fsync (1.1%, seeds 1 to 20 000)",
+            with("end_fsync = true"),
+            7,
         ),
     ] {
         assert!(

@@ -76,6 +76,7 @@ pub(super) fn job_shape(
         fdatasync: spec.fdatasync.map_or(0, |f| f.value),
         // Set once the job's I/O path is known (`to_scenario`).
         sync_writes: SyncWrites::None,
+        end_fsync: false,
         flow: spec.flow.map_or(0, |f| f.value),
         flow_id: spec.flow_id,
         flow_sleep: spec.flow_sleep,

@@ -360,14 +360,15 @@ fn synchronous_writes(
 /// what was in flight reaped, an `fsync` of its file where its last call
 /// was no sync and it writes (backend.c `do_io`, `should_fsync`), inside
 /// the job's runtime (`update_runtime` reads the clock after it). On
-/// buffered writes that call writes back every page the job left dirty,
-/// which the model does not do at the end: refused, since the job's
-/// rates would leave it out (fio 3.33 here, 256 MiB of 64 KiB buffered
-/// writes: 38 ms, 6.9 GB/s without it, 98 ms, 2.7 GB/s with it). Direct
-/// writes, and `O_SYNC` ones, leave no dirty pages, and the model's
-/// devices take no flush: the call is a system call's time, warned.
-/// A job that only reads makes no such call.
-fn final_fsync(spec: &JobSpec, io: &IoJob, diag: &mut Diagnostics) -> Result<(), FioError> {
+/// buffered writes that call writes back every page the job left dirty
+/// (fio 3.33 here, 256 MiB of 64 KiB buffered writes: 38 ms, 6.9 GB/s
+/// without it, 98 ms, 2.7 GB/s with it): the scenario's `end_fsync`.
+/// A job with a runtime would make it past the run's end, where the
+/// model stops (fio 3.33, the same with `runtime=20ms`: 21 ms without it,
+/// 66 ms with it): refused. Direct writes, and `O_SYNC` ones, leave no
+/// dirty pages, and the model's devices take no flush: the call is a
+/// system call's time, warned. A job that only reads makes no such call.
+fn final_fsync(spec: &JobSpec, io: &mut IoJob, diag: &mut Diagnostics) -> Result<(), FioError> {
     let Some(option) = spec.final_fsync else {
         return Ok(());
     };
@@ -388,18 +389,19 @@ fn final_fsync(spec: &JobSpec, io: &IoJob, diag: &mut Diagnostics) -> Result<(),
                  own time, within fio's runtime, is not modelled"
             ),
         );
-    } else {
+    } else if spec.time_based || spec.runtime.is_some() {
         return Err(diag.job_err(
             &spec.name,
             option.line,
             format!(
-                "{name} on buffered writes is not modelled: fio's runtime includes its fsync \
-                 after the last write, which writes back every page the job left dirty (256 MiB \
-                 of buffered writes: 38 ms without it, 98 ms with it, in fio 3.33), and the \
-                 model's rates would leave it out; drop it to measure the writes into the page \
-                 cache alone"
+                "{name} on buffered writes of a job with a runtime is not modelled: fio's \
+                 runtime includes the fsync after its last write, which writes back every page \
+                 it left dirty, and the model's run ends at the runtime; drop the runtime (the \
+                 job then ends by its size, and the model makes the fsync), or {name}"
             ),
         ));
+    } else {
+        io.shape.end_fsync = true;
     }
     Ok(())
 }
@@ -2090,17 +2092,25 @@ numjobs=2
         assert!(e.to_string().starts_with("b.fio:2:"), "{e}");
     }
 
-    /// fio's fsync after a job's loop counts in its runtime: refused on
-    /// buffered writes, whose dirty pages it writes back; warned where
-    /// it finds none (direct or `O_SYNC` writes) and where the job only
-    /// reads; nothing at 0.
+    /// fio's fsync after a job's loop counts in its runtime: on buffered
+    /// writes that end by their size it is the scenario's `end_fsync`;
+    /// refused where a runtime would end the run before it; warned where
+    /// it finds no dirty pages (direct or `O_SYNC` writes) and where the
+    /// job only reads; nothing at 0.
     #[test]
-    fn a_final_fsync_on_buffered_writes_is_refused_and_warned_where_it_writes_nothing_back() {
+    fn a_final_fsync_on_buffered_writes_is_modelled_refused_past_a_runtime_and_warned_elsewhere() {
         for option in ["end_fsync", "fsync_on_close"] {
             let text = format!("[w]\nrw=write\nsize=1m\n{option}=1\n");
-            let e = import_str(&text, "w.fio", &args()).expect_err("buffered writes");
-            assert!(e.to_string().starts_with("w.fio:4:"), "{e}");
-            assert!(e.to_string().contains(option), "{e}");
+            let imp = import_str(&text, "w.fio", &args()).expect("buffered writes");
+            assert!(io(&imp.scenario.jobs[0]).shape.end_fsync, "{option}");
+            assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
+            for timed in ["runtime=1\n", "time_based\nruntime=1\n"] {
+                let text = format!("[w]\nrw=write\nsize=1m\n{timed}{option}=1\n");
+                let e = import_str(&text, "w.fio", &args()).expect_err(timed);
+                let line = 4 + timed.matches('\n').count();
+                assert!(e.to_string().starts_with(&format!("w.fio:{line}:")), "{e}");
+                assert!(e.to_string().contains(option), "{e}");
+            }
             for (extra, needle) in [
                 ("direct=1\n", "O_DIRECT"),
                 ("sync=1\n", "O_DIRECT or O_SYNC"),
@@ -2115,10 +2125,12 @@ numjobs=2
                     "{extra}: {:?}",
                     imp.warnings
                 );
+                assert!(!io(&imp.scenario.jobs[0]).shape.end_fsync, "{extra}");
             }
             let off = format!("[w]\nrw=write\nsize=1m\n{option}=0\n");
             let imp = import_str(&off, "w.fio", &args()).expect("off");
             assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
+            assert!(!io(&imp.scenario.jobs[0]).shape.end_fsync);
         }
     }
 

@@ -164,6 +164,9 @@ impl World<'_> {
                 self.reap(t, self.threads[t].in_flight);
                 return;
             }
+            if p.buffered && self.final_fsync_begins(t) {
+                return;
+            }
             self.exit_thread(t);
             return;
         }

@@ -51,6 +51,8 @@ pub(crate) struct ThreadShape {
     /// whether it is an `fdatasync`.
     sync_entered: Nanos,
     sync_is_datasync: bool,
+    /// The job's final `fsync` (`end_fsync`) has begun.
+    final_fsync: bool,
     /// Ahead of its rate, the thread reaps what it has in flight, then
     /// sleeps this long: what it was ahead by when it looked
     /// ([`super::fio_sleep`]).
@@ -101,6 +103,7 @@ static NO_SHAPE: IoShape = IoShape {
     fsync: 0,
     fdatasync: 0,
     sync_writes: cint_scenario::SyncWrites::None,
+    end_fsync: false,
     flow: 0,
     flow_id: 0,
     flow_sleep: 0,
@@ -504,13 +507,35 @@ impl<'a> World<'a> {
         true
     }
 
+    /// Thread `t`'s loop is over and what it had in flight is in hand:
+    /// with `end_fsync`, it makes the final `fsync` of its file, unless
+    /// its last call was one (fio's `should_fsync`), before it exits.
+    /// True when the call has begun. Out of line: a job's end only.
+    #[inline(never)]
+    pub(crate) fn final_fsync_begins(&mut self, t: usize) -> bool {
+        let end_fsync = self.shape(t).end_fsync;
+        let s = &mut self.shaping[t];
+        if !end_fsync || s.final_fsync || s.syncs.last_was_sync() {
+            return false;
+        }
+        s.final_fsync = true;
+        self.enter_sync(t, false);
+        true
+    }
+
     /// An `fsync` or `fdatasync` of thread `t` returns: fio takes its
-    /// latency (its `sync` figures), then the loop goes on.
+    /// latency (its `sync` figures), then the loop goes on. The final
+    /// `fsync` counts in the job's window only, as fio's counts in its
+    /// runtime and not among its syncs.
     pub(crate) fn sync_returned(&mut self, t: usize) {
         let now = self.now();
         let job = self.threads[t].job as usize;
         let s = &mut self.shaping[t];
         s.syncs.synced();
+        if s.final_fsync {
+            self.issue(t);
+            return;
+        }
         let (entered, datasync) = (s.sync_entered, s.sync_is_datasync);
         if self.measuring && self.job_measuring(job, now) {
             self.jobs[job].record_sync(now - entered, datasync);

@@ -1008,8 +1008,9 @@ pub(crate) fn add_flushers(
     Ok(out)
 }
 
-/// Gives each thread of a buffered job that calls `fsync` or `fdatasync`,
-/// or writes to a file opened `O_SYNC` or `O_DSYNC`, request slots for
+/// Gives each thread of a buffered job that calls `fsync` or `fdatasync`
+/// (every few writes, or at its end), or writes to a file opened `O_SYNC`
+/// or `O_DSYNC`, request slots for
 /// the call's writeback, as many as the device has tags per queue (the
 /// tags bound what is in flight).
 fn add_fsync_slots(
@@ -1023,6 +1024,7 @@ fn add_fsync_slots(
             continue;
         };
         let syncs = matches!(&job.work, Work::Io(io) if io.shape.syncs()
+            || io.shape.end_fsync
             || io.shape.sync_writes != cint_scenario::SyncWrites::None);
         if !job_buffered(job) || !syncs {
             continue;
