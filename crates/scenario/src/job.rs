@@ -541,8 +541,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     check_shape_block_sizes(sec, &shape, engine, flags.direct)?;
     check_block_size(sec, bs, engine, flags.direct)?;
     check_shape_on_engine(sec, &shape, engine)?;
-    check_sync_writes(sec, &shape, engine, flags.direct, rw)?;
-    check_end_fsync(sec, &shape, engine, flags.direct, rw)?;
+    check_page_cache_write_keys(sec, &shape, engine, flags.direct, rw)?;
     if offload {
         check_offload(sec, &shape, flags.direct)?;
     }
@@ -884,72 +883,58 @@ fn io_flags(sec: &mut Section<'_>, engine: Engine) -> Result<IoFlags, ScenarioEr
     })
 }
 
-/// `sync` applies to a buffered job's writes, each written back within
-/// its call through the page cache; refused where it would change
-/// nothing or the path is not the page cache's.
-fn check_sync_writes(
+/// The keys of a buffered job's writes, refused where they would change
+/// nothing or the path is not the page cache's: `sync`, each write
+/// written back within its call, and `end_fsync`, the final `fsync` that
+/// writes back what the job left dirty, made only by a job that ends by
+/// itself (one cut by the run's end makes none).
+fn check_page_cache_write_keys(
     sec: &Section<'_>,
     shape: &crate::IoShape,
     engine: Engine,
     direct: bool,
     rw: Rw,
 ) -> Result<(), ScenarioError> {
-    if shape.sync_writes == crate::SyncWrites::None {
-        return Ok(());
+    if shape.sync_writes != crate::SyncWrites::None {
+        let refusal = if rw.only_reads() {
+            Some("applies to writes, and the job only reads")
+        } else if direct {
+            Some(
+                "on direct writes changes nothing the model runs: Linux 5.0 marks each write \
+                 FUA and flushes after it, and drops both for a device without a volatile write \
+                 cache (block/blk-core.c generic_make_request_checks), as the built-in devices \
+                 are; set direct = false for writes through the page cache",
+            )
+        } else if engine == Engine::IoUring {
+            Some("buffered io_uring runs as direct I/O here; use psync, pvsync2 or libaio")
+        } else {
+            None
+        };
+        if let Some(why) = refusal {
+            return Err(sec.error("sync", why));
+        }
     }
-    let refusal = if rw.only_reads() {
-        Some("applies to writes, and the job only reads")
-    } else if direct {
-        Some(
-            "on direct writes changes nothing the model runs: Linux 5.0 marks each write FUA \
-             and flushes after it, and drops both for a device without a volatile write cache \
-             (block/blk-core.c generic_make_request_checks), as the built-in devices are; set \
-             direct = false for writes through the page cache",
-        )
-    } else if engine == Engine::IoUring {
-        Some("buffered io_uring runs as direct I/O here; use psync, pvsync2 or libaio")
-    } else {
-        None
-    };
-    match refusal {
-        Some(why) => Err(sec.error("sync", why)),
-        None => Ok(()),
+    if shape.end_fsync {
+        let refusal = if rw.only_reads() {
+            Some("applies to a job that writes, and this one only reads")
+        } else if direct || engine == Engine::IoUring {
+            Some(
+                "applies to writes through the page cache (direct = false, and not io_uring, \
+                 which runs as direct I/O here): a direct job's final fsync finds no dirty pages",
+            )
+        } else if shape.io_size.is_none() && shape.number_ios.is_none() {
+            Some(
+                "applies to a job that ends by its io_size or number_ios: one that runs until \
+                 the run's end makes no final fsync within it",
+            )
+        } else {
+            None
+        };
+        if let Some(why) = refusal {
+            return Err(sec.error("end_fsync", why));
+        }
     }
-}
-
-/// `end_fsync` applies to a buffered job that writes and ends by itself:
-/// its `fsync` writes back the pages the job left dirty. A direct job's
-/// would find none (the built-in devices take no flush), and a job cut by
-/// the run's end makes none.
-fn check_end_fsync(
-    sec: &Section<'_>,
-    shape: &crate::IoShape,
-    engine: Engine,
-    direct: bool,
-    rw: Rw,
-) -> Result<(), ScenarioError> {
-    if !shape.end_fsync {
-        return Ok(());
-    }
-    let refusal = if rw.only_reads() {
-        Some("applies to a job that writes, and this one only reads")
-    } else if direct || engine == Engine::IoUring {
-        Some(
-            "applies to writes through the page cache (direct = false, and not io_uring, \
-             which runs as direct I/O here): a direct job's final fsync finds no dirty pages",
-        )
-    } else if shape.io_size.is_none() && shape.number_ios.is_none() {
-        Some(
-            "applies to a job that ends by its io_size or number_ios: one that runs until the \
-             run's end makes no final fsync within it",
-        )
-    } else {
-        None
-    };
-    match refusal {
-        Some(why) => Err(sec.error("end_fsync", why)),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// Refuses a shape the engine cannot run: io_uring's asynchronous syncs,
