@@ -815,18 +815,18 @@ fn apply_engine(
         "buffered" => spec.direct = Some(At::new(o.line, !o.boolean(diag)?)),
         "hipri" => spec.hipri = Some(At::new(o.line, o.boolean(diag)?)),
         "sqthread_poll" => spec.sqpoll = Some(At::new(o.line, o.boolean(diag)?)),
-        // A boolean in fio's older releases, `none`, `sync` or `dsync` in
-        // its newer ones.
         "end_fsync" | "fsync_on_close" => {
-            let name = if o.key == "end_fsync" {
-                "end_fsync"
-            } else {
-                "fsync_on_close"
+            // The option's name, kept for the messages it gets.
+            let name = match o.key {
+                "end_fsync" => "end_fsync",
+                _ => "fsync_on_close",
             };
             if o.boolean(diag)? {
                 spec.final_fsync = Some(At::new(o.line, name));
             }
         }
+        // A boolean in fio's older releases, `none`, `sync` or `dsync` in
+        // its newer ones.
         "sync" => {
             let mode = match o.raw.map(str::to_ascii_lowercase).as_deref() {
                 Some("none") => SyncWrites::None,

@@ -1010,9 +1010,8 @@ pub(crate) fn add_flushers(
 
 /// Gives each thread of a buffered job that calls `fsync` or `fdatasync`
 /// (every few writes, or at its end), or writes to a file opened `O_SYNC`
-/// or `O_DSYNC`, request slots for
-/// the call's writeback, as many as the device has tags per queue (the
-/// tags bound what is in flight).
+/// or `O_DSYNC`, request slots for the call's writeback, as many as the
+/// device has tags per queue (the tags bound what is in flight).
 fn add_fsync_slots(
     sc: &cint_scenario::Scenario,
     threads: &mut [crate::world::Thread],
