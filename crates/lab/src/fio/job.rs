@@ -90,6 +90,9 @@ pub(super) struct JobSpec {
     /// `end_fsync` or `fsync_on_close` set: fio's `fsync` of the job's
     /// file after its loop (backend.c `do_io`), the option's name kept.
     pub(super) final_fsync: Option<At<&'static str>>,
+    /// `invalidate=0`: fio leaves the file's pages in the page cache
+    /// before the job (its default drops them).
+    pub(super) keeps_cache: Option<At<()>>,
     pub(super) nowait: Option<At<bool>>,
     pub(super) bssplit: Option<At<Vec<BsShare>>>,
     pub(super) bssplit_write: Vec<BsShare>,
@@ -262,6 +265,7 @@ impl JobSpec {
             sqpoll_cpu: None,
             sync: None,
             final_fsync: None,
+            keeps_cache: None,
             nowait: None,
             bssplit: None,
             bssplit_write: Vec::new(),

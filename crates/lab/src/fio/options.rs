@@ -32,10 +32,8 @@ const MEANINGLESS: &[&str] = &[
     "unique_filename",
     "uid",
     "gid",
-    "invalidate",
     "unlink",
     "new_group",
-    "loops",
     "write_lat_log",
     "write_bw_log",
     "write_iops_log",
@@ -815,6 +813,9 @@ fn apply_engine(
         "buffered" => spec.direct = Some(At::new(o.line, !o.boolean(diag)?)),
         "hipri" => spec.hipri = Some(At::new(o.line, o.boolean(diag)?)),
         "sqthread_poll" => spec.sqpoll = Some(At::new(o.line, o.boolean(diag)?)),
+        "invalidate" => {
+            spec.keeps_cache = (!o.boolean(diag)?).then(|| At::new(o.line, ()));
+        }
         "end_fsync" | "fsync_on_close" => {
             // The option's name, kept for the messages it gets.
             let name = match o.key {

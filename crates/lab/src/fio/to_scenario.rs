@@ -93,6 +93,7 @@ pub(super) fn build(
             });
             synchronous_writes(spec, io, diag)?;
             final_fsync(spec, io, diag)?;
+            warn_of_a_warm_cache(spec, io, diag);
         }
         jobs.push(job);
     }
@@ -404,6 +405,30 @@ fn final_fsync(spec: &JobSpec, io: &mut IoJob, diag: &mut Diagnostics) -> Result
         io.shape.end_fsync = true;
     }
     Ok(())
+}
+
+/// fio's `invalidate=0`: fio does not drop the file's pages from the
+/// page cache before the job (its default does, filesetup.c
+/// `file_invalidate_cache`), so a buffered job's reads hit what an
+/// earlier job or run left there. Its own layout of a new file drops the
+/// pages it wrote either way (`__file_invalidate_cache` after
+/// `extend_file`). The model's page cache starts empty, as after the
+/// default: warned where a buffered job reads, since what fio finds
+/// cached lies outside the job file; elsewhere it changes nothing
+/// (warned too).
+fn warn_of_a_warm_cache(spec: &JobSpec, io: &IoJob, diag: &mut Diagnostics) {
+    let Some(kept) = spec.keeps_cache else {
+        return;
+    };
+    let reads = !matches!(io.rw, Rw::Write | Rw::RandWrite);
+    let what = if io.through_page_cache() && reads {
+        "invalidate=0: fio leaves what the page cache holds of the file from an earlier job or \
+         run (its own layout drops the pages it wrote), and its buffered reads hit it; the \
+         model's page cache starts empty, as after fio's default invalidate=1"
+    } else {
+        "invalidate=0 changes nothing here: the job reads nothing through the page cache"
+    };
+    diag.job_warn(&spec.name, kept.line, what);
 }
 
 /// The CPU that `sqthread_poll_cpu` names for a job that polls its
@@ -2132,6 +2157,40 @@ numjobs=2
             assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
             assert!(!io(&imp.scenario.jobs[0]).shape.end_fsync);
         }
+    }
+
+    /// `invalidate=0` leaves what the page cache holds of fio's file:
+    /// warned where a buffered job reads (the model's cache starts empty),
+    /// warned as changing nothing elsewhere, silent at fio's default.
+    #[test]
+    fn a_cache_fio_leaves_warm_is_warned_where_buffered_reads_could_hit_it() {
+        let warned = |text: &str, needle: &str| {
+            let imp = import_str(text, "r.fio", &args()).expect(text);
+            imp.warnings
+                .iter()
+                .any(|w| w.starts_with("r.fio:4:") && w.contains(needle))
+        };
+        for rw in ["read", "randread", "randrw", "rw"] {
+            let text = format!("[r]\nrw={rw}\nsize=1m\ninvalidate=0\n");
+            assert!(warned(&text, "starts empty"), "{rw}");
+        }
+        for (text, line) in [
+            ("[r]\nrw=randread\ndirect=1\nsize=1m\ninvalidate=0\n", 5),
+            ("[r]\nrw=randwrite\nsize=1m\ninvalidate=0\n", 4),
+        ] {
+            let imp = import_str(text, "r.fio", &args()).expect(text);
+            assert!(
+                imp.warnings
+                    .iter()
+                    .any(|w| w.starts_with(&format!("r.fio:{line}:"))
+                        && w.contains("changes nothing")),
+                "{text}: {:?}",
+                imp.warnings
+            );
+        }
+        let default = "[r]\nrw=randread\nsize=1m\ninvalidate=1\n";
+        let imp = import_str(default, "r.fio", &args()).expect("the default");
+        assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
     }
 
     #[test]
