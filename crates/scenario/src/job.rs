@@ -213,9 +213,9 @@ pub(crate) fn element_name(
 pub(crate) fn parse_all(
     source: &str,
     node: Option<&Node>,
-    device: &DeviceProfile,
-    host: &HostProfile,
+    (device, host): (&DeviceProfile, &HostProfile),
     virt: &crate::virt::Virt,
+    run_to_end: bool,
 ) -> Result<Vec<Job>, ScenarioError> {
     let elements = elements(source, "job", node)?;
     let mut out = Vec::with_capacity(elements.len());
@@ -231,6 +231,7 @@ pub(crate) fn parse_all(
         out.push(job);
         origins.push(sec);
     }
+    check_final_fsyncs(&out, &origins, run_to_end)?;
     // A group starts when the groups before it have ended: each of their
     // jobs needs an end, or the later groups would never run.
     if let Some(last) = out.iter().map(|j| j.schedule.group).max() {
@@ -886,8 +887,8 @@ fn io_flags(sec: &mut Section<'_>, engine: Engine) -> Result<IoFlags, ScenarioEr
 /// The keys of a buffered job's writes, refused where they would change
 /// nothing or the path is not the page cache's: `sync`, each write
 /// written back within its call, and `end_fsync`, the final `fsync` that
-/// writes back what the job left dirty, made only by a job that ends by
-/// itself (one cut by the run's end makes none).
+/// writes back what the job left dirty (which also needs an end of the
+/// job's and a run that waits for it: [`check_final_fsyncs`]).
 fn check_page_cache_write_keys(
     sec: &Section<'_>,
     shape: &crate::IoShape,
@@ -922,17 +923,43 @@ fn check_page_cache_write_keys(
                 "applies to writes through the page cache (direct = false, and not io_uring, \
                  which runs as direct I/O here): a direct job's final fsync finds no dirty pages",
             )
-        } else if shape.io_size.is_none() && shape.number_ios.is_none() {
-            Some(
-                "applies to a job that ends by its io_size or number_ios: one that runs until \
-                 the run's end makes no final fsync within it",
-            )
         } else {
             None
         };
         if let Some(why) = refusal {
             return Err(sec.error("end_fsync", why));
         }
+    }
+    Ok(())
+}
+
+/// A job's final `fsync` (`end_fsync`) comes after its loop: the job
+/// needs an end of its own (`runtime`, `io_size` or `number_ios`), and
+/// the run must wait for the call (`run_to_end`), or it would be cut.
+fn check_final_fsyncs(
+    jobs: &[Job],
+    origins: &[Section<'_>],
+    run_to_end: bool,
+) -> Result<(), ScenarioError> {
+    for (job, sec) in jobs.iter().zip(origins) {
+        let Work::Io(io) = &job.work else {
+            continue;
+        };
+        if !io.shape.end_fsync {
+            continue;
+        }
+        let why =
+            if job.runtime.is_none() && io.shape.io_size.is_none() && io.shape.number_ios.is_none()
+            {
+                "needs an end of the job's: a runtime, io_size or number_ios (one that runs until \
+             the run's end makes no final fsync within it)"
+            } else if !run_to_end {
+                "needs run_to_end = true: the run must wait for the job's final fsync, which \
+             comes after its loop"
+            } else {
+                continue;
+            };
+        return Err(sec.error("end_fsync", why));
     }
     Ok(())
 }

@@ -149,7 +149,7 @@ fn resolve(root: &Table, source: &str) -> Result<Scenario, ScenarioError> {
     // Applications may run alone: then no fio-like job is required.
     let jobs = match top.node("job") {
         None if !apps.programs.is_empty() => Vec::new(),
-        node => job::parse_all(source, node, &device, &host, &virt)?,
+        node => job::parse_all(source, node, (&device, &host), &virt, run_to_end)?,
     };
     refuse_flusher_on_hypervisor(source, top.node("host"), &host, &virt, &jobs)?;
     let sched_groups =

@@ -978,6 +978,27 @@ fn cases() -> Vec<Case<'static>> {
             "a direct job's final fsync finds no dirty pages",
         ),
         case(
+            "end_fsync on a job without an end",
+            with(
+                "engine = \"psync\"\nrw     = \"randread\"",
+                "engine = \"psync\"\nrw     = \"randwrite\"\ndirect = false\nend_fsync = true",
+            ),
+            LineOf("end_fsync = true"),
+            "job.sync.end_fsync",
+            "needs an end of the job's",
+        ),
+        case(
+            "end_fsync in a run that does not wait for it",
+            with(
+                "engine = \"psync\"\nrw     = \"randread\"",
+                "engine = \"psync\"\nrw     = \"randwrite\"\ndirect = false\n\
+                 io_size = \"1m\"\nend_fsync = true",
+            ),
+            LineOf("end_fsync = true"),
+            "job.sync.end_fsync",
+            "needs run_to_end = true",
+        ),
+        case(
             "end_fsync not a boolean",
             with(
                 "engine = \"psync\"\nrw     = \"randread\"",

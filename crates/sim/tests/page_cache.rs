@@ -572,15 +572,18 @@ fn fsync_waits_for_the_flushers_writeback_of_its_file() {
 /// runtime counts the call), and not among its sync calls.
 #[test]
 fn end_fsync_writes_back_what_the_job_left_dirty_within_its_window() {
+    // The run waits for the job's end (run_to_end), as a fio run does.
     let writer = |extra: &str| {
-        run(
-            &format!(
-                "rw = \"write\"\nbs = \"64k\"\nsize = \"64MiB\"\nio_size = \"64MiB\"\n{extra}"
-            ),
-            "[host.page_cache]\nmemory = \"1GiB\"",
-            "optane-p4800x",
-            "1s",
-        )
+        let text = format!(
+            "name = \"pc\"\nduration = \"1s\"\nrun_to_end = true\n\
+             [device]\nmodel = \"optane-p4800x\"\n\
+             [host]\ncores = 2\n[host.page_cache]\nmemory = \"1GiB\"\n\
+             [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+             [[job]]\nname = \"w\"\ncpu = 1\nengine = \"psync\"\ndirect = false\n\
+             rw = \"write\"\nbs = \"64k\"\nsize = \"64MiB\"\nio_size = \"64MiB\"\n{extra}"
+        );
+        let sc = cint_scenario::load_str(&text, "pc.toml", &[]).expect("valid scenario");
+        cint_sim::run(&sc).expect("runs")
     };
     let left = writer("");
     let synced = writer("end_fsync = true");
@@ -611,14 +614,14 @@ fn end_fsync_writes_back_what_the_job_left_dirty_within_its_window() {
         "the final fsync is no sync call of fio's figures"
     );
     // A direct job's key is refused (it would find no dirty pages), and
-    // so is one on a job that runs until the run's end.
+    // so is one on a job without an end of its own.
     let text = "name = \"d\"\n[[strategy]]\nname = \"none\"\nkind = \"none\"\n\
                 [[job]]\nname = \"w\"\nrw = \"write\"\nend_fsync = true\n";
     let e = cint_scenario::load_str(text, "d.toml", &[]).expect_err("direct end_fsync");
     assert!(e.to_string().contains("end_fsync"), "{e}");
     let endless = text.replace("end_fsync", "direct = false\nend_fsync");
     let e = cint_scenario::load_str(&endless, "d.toml", &[]).expect_err("no end");
-    assert!(e.to_string().contains("ends by its io_size"), "{e}");
+    assert!(e.to_string().contains("needs an end of the job's"), "{e}");
 }
 
 /// What the page-cache note says follows `what` (a number before it).

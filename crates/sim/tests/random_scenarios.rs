@@ -544,6 +544,10 @@ fn scenario(seed: u64) -> String {
         }
         jobs.push_str(&one);
     }
+    if jobs.contains("end_fsync = true") {
+        // The run waits for the final fsync, as fio's does.
+        out.insert_str(0, "run_to_end = true\n");
+    }
     if let Some((_, text)) = &guests {
         out.push_str(text);
     }

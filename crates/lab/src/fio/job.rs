@@ -162,6 +162,18 @@ pub(super) struct KeyLine {
 }
 
 impl JobSpec {
+    /// Whether the job's `end_fsync` (or `fsync_on_close`) writes back
+    /// pages: it writes through the page cache (not direct, not io_uring,
+    /// which runs as direct I/O in the model, and not `O_SYNC`, whose
+    /// writes leave none dirty). The scenario's `end_fsync`.
+    pub(super) fn flushes_at_its_end(&self) -> bool {
+        let rw = self.rw.map_or(Rw::Read, |r| r.value);
+        let direct = self.direct.is_some_and(|d| d.value);
+        let uring = self.engine.is_some_and(|e| e.value == Engine::IoUring);
+        let synced = self.sync.is_some_and(|s| s.value != SyncWrites::None);
+        self.final_fsync.is_some() && !rw.only_reads() && !direct && !uring && !synced
+    }
+
     /// Where thread `thread` of the job starts in its file, for offsets
     /// given as sizes: fio's `get_start_offset` (filesetup.c),
     /// `offset + subjob_number * offset_increment`.

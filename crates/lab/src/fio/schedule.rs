@@ -104,9 +104,11 @@ impl Timeline {
             groups,
             default_runtime,
             spans: vec![0; last_group as usize + 1],
+            // A job whose final fsync writes pages back ends after its
+            // runtime by as long as that takes: the run waits for it.
             to_end: specs
                 .iter()
-                .any(|s| s.runtime.is_none() && ends_by_itself(s)),
+                .any(|s| (s.runtime.is_none() && ends_by_itself(s)) || s.flushes_at_its_end()),
         };
         for (spec, &g) in specs.iter().zip(&timeline.groups) {
             if g < last_group && spec.runtime.is_none() && !ends_by_itself(spec) {
@@ -119,7 +121,13 @@ impl Timeline {
                     ),
                 );
             }
-            let span = timeline.span(spec);
+            // A job that flushes at its end lasts past its runtime, as one
+            // that ends by itself lasts past any: its group may take the
+            // hour, and the job stops at its runtime on its own.
+            let span = match spec.flushes_at_its_end() {
+                true => RUN_TO_END,
+                false => timeline.span(spec),
+            };
             let group_span = &mut timeline.spans[g as usize];
             *group_span = (*group_span).max(span);
         }

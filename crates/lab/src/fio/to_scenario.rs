@@ -92,7 +92,7 @@ pub(super) fn build(
                 cpu: cpu.map(core_of),
             });
             synchronous_writes(spec, io, diag)?;
-            final_fsync(spec, io, diag)?;
+            final_fsync(spec, io, diag);
             warn_of_a_warm_cache(spec, io, diag);
         }
         jobs.push(job);
@@ -363,24 +363,26 @@ fn synchronous_writes(
 /// the job's runtime (`update_runtime` reads the clock after it). On
 /// buffered writes that call writes back every page the job left dirty
 /// (fio 3.33 here, 256 MiB of 64 KiB buffered writes: 38 ms, 6.9 GB/s
-/// without it, 98 ms, 2.7 GB/s with it): the scenario's `end_fsync`.
-/// A job with a runtime would make it past the run's end, where the
-/// model stops (fio 3.33, the same with `runtime=20ms`: 21 ms without it,
-/// 66 ms with it): refused. Direct writes, and `O_SYNC` ones, leave no
-/// dirty pages, and the model's devices take no flush: the call is a
-/// system call's time, warned. A job that only reads makes no such call.
-fn final_fsync(spec: &JobSpec, io: &mut IoJob, diag: &mut Diagnostics) -> Result<(), FioError> {
+/// without it, 98 ms, 2.7 GB/s with it; with `runtime=20ms`, 21 and 66
+/// ms): the scenario's `end_fsync`, the run waiting for it
+/// ([`super::schedule::Timeline`]). Direct writes, and `O_SYNC` ones,
+/// leave no dirty pages, and the model's devices take no flush: the call
+/// is a system call's time, warned. A job that only reads makes no such
+/// call.
+fn final_fsync(spec: &JobSpec, io: &mut IoJob, diag: &mut Diagnostics) {
     let Some(option) = spec.final_fsync else {
-        return Ok(());
+        return;
     };
     let name = option.value;
-    if io.rw.only_reads() {
+    if spec.flushes_at_its_end() {
+        io.shape.end_fsync = true;
+    } else if io.rw.only_reads() {
         diag.job_warn(
             &spec.name,
             option.line,
             format!("{name} has no effect on a job that only reads (fio syncs a job that writes)"),
         );
-    } else if !io.through_page_cache() || io.shape.sync_writes != SyncWrites::None {
+    } else {
         diag.job_warn(
             &spec.name,
             option.line,
@@ -390,21 +392,7 @@ fn final_fsync(spec: &JobSpec, io: &mut IoJob, diag: &mut Diagnostics) -> Result
                  own time, within fio's runtime, is not modelled"
             ),
         );
-    } else if spec.time_based || spec.runtime.is_some() {
-        return Err(diag.job_err(
-            &spec.name,
-            option.line,
-            format!(
-                "{name} on buffered writes of a job with a runtime is not modelled: fio's \
-                 runtime includes the fsync after its last write, which writes back every page \
-                 it left dirty, and the model's run ends at the runtime; drop the runtime (the \
-                 job then ends by its size, and the model makes the fsync), or {name}"
-            ),
-        ));
-    } else {
-        io.shape.end_fsync = true;
     }
-    Ok(())
 }
 
 /// fio's `invalidate=0`: fio does not drop the file's pages from the
@@ -2118,23 +2106,21 @@ numjobs=2
     }
 
     /// fio's fsync after a job's loop counts in its runtime: on buffered
-    /// writes that end by their size it is the scenario's `end_fsync`;
-    /// refused where a runtime would end the run before it; warned where
-    /// it finds no dirty pages (direct or `O_SYNC` writes) and where the
-    /// job only reads; nothing at 0.
+    /// writes it is the scenario's `end_fsync`, with a run that waits for
+    /// it, whether the job ends by its size or by its runtime; warned
+    /// where it finds no dirty pages (direct or `O_SYNC` writes) and where
+    /// the job only reads; nothing at 0.
     #[test]
-    fn a_final_fsync_on_buffered_writes_is_modelled_refused_past_a_runtime_and_warned_elsewhere() {
+    fn a_final_fsync_on_buffered_writes_is_modelled_and_warned_where_it_flushes_nothing() {
         for option in ["end_fsync", "fsync_on_close"] {
-            let text = format!("[w]\nrw=write\nsize=1m\n{option}=1\n");
-            let imp = import_str(&text, "w.fio", &args()).expect("buffered writes");
-            assert!(io(&imp.scenario.jobs[0]).shape.end_fsync, "{option}");
-            assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
-            for timed in ["runtime=1\n", "time_based\nruntime=1\n"] {
+            for timed in ["", "runtime=1\n", "time_based\nruntime=1\n"] {
                 let text = format!("[w]\nrw=write\nsize=1m\n{timed}{option}=1\n");
-                let e = import_str(&text, "w.fio", &args()).expect_err(timed);
-                let line = 4 + timed.matches('\n').count();
-                assert!(e.to_string().starts_with(&format!("w.fio:{line}:")), "{e}");
-                assert!(e.to_string().contains(option), "{e}");
+                let imp = import_str(&text, "w.fio", &args()).expect("buffered writes");
+                let job = &imp.scenario.jobs[0];
+                assert!(io(job).shape.end_fsync, "{option} {timed}");
+                assert!(imp.scenario.run_to_end, "the run waits: {option} {timed}");
+                assert_eq!(job.runtime.is_some(), !timed.is_empty(), "{timed}");
+                assert!(imp.warnings.is_empty(), "{:?}", imp.warnings);
             }
             for (extra, needle) in [
                 ("direct=1\n", "O_DIRECT"),
