@@ -948,17 +948,17 @@ fn check_final_fsyncs(
         if !io.shape.end_fsync {
             continue;
         }
-        let why =
-            if job.runtime.is_none() && io.shape.io_size.is_none() && io.shape.number_ios.is_none()
-            {
-                "needs an end of the job's: a runtime, io_size or number_ios (one that runs until \
+        let has_end =
+            job.runtime.is_some() || io.shape.io_size.is_some() || io.shape.number_ios.is_some();
+        let why = if !has_end {
+            "needs an end of the job's: a runtime, io_size or number_ios (one that runs until \
              the run's end makes no final fsync within it)"
-            } else if !run_to_end {
-                "needs run_to_end = true: the run must wait for the job's final fsync, which \
-             comes after its loop"
-            } else {
-                continue;
-            };
+        } else if !run_to_end {
+            "needs run_to_end = true: the run must wait for the job's final fsync, which comes \
+             after its loop"
+        } else {
+            continue;
+        };
         return Err(sec.error("end_fsync", why));
     }
     Ok(())
