@@ -101,6 +101,11 @@ const MEANINGLESS: &[&str] = &[
     "cmdprio_class",
     "cmdprio_percentage",
     "cmdprio_bssplit",
+    // Write lifetime hints (F_SET_RW_HINT) reach an NVMe device only as
+    // streams, which Linux 5.0's nvme_core turns on only with its
+    // `streams` parameter (off by default), and the model's devices have
+    // none.
+    "write_hint",
     "log_prio",
     "log_offset",
     // The model has no I/O errors to continue on or dump.
@@ -1128,6 +1133,29 @@ mod tests {
             "{:?}",
             imp.warnings
         );
+    }
+
+    /// Request priorities and write lifetime hints reach nothing the model
+    /// runs (no I/O scheduler; streams off in Linux 5.0's nvme_core and
+    /// absent from the built-in devices): warned on their line, and the
+    /// job runs as without them.
+    #[test]
+    fn priorities_and_write_hints_are_warned_and_change_nothing() {
+        let plain = "[j]\nrw=write\nsize=1m\n";
+        let base = import_str(plain, "h.fio", &args()).expect("plain");
+        for option in ["write_hint=short", "prio=3", "prioclass=2"] {
+            let text = format!("{plain}{option}\n");
+            let imp = import_str(&text, "h.fio", &args()).expect(option);
+            let name = option.split('=').next().unwrap_or_default();
+            assert!(
+                imp.warnings
+                    .iter()
+                    .any(|w| w.starts_with("h.fio:4:") && w.contains(&format!("'{name}'"))),
+                "{option}: {:?}",
+                imp.warnings
+            );
+            assert_eq!(imp.scenario, base.scenario, "{option}");
+        }
     }
 
     #[test]
