@@ -918,7 +918,7 @@ fn check_page_cache_write_keys(
     if shape.end_fsync {
         let refusal = if rw.only_reads() {
             Some("applies to a job that writes, and this one only reads")
-        } else if direct || engine == Engine::IoUring {
+        } else if !crate::model::passes_page_cache(engine, direct) {
             Some(
                 "applies to writes through the page cache (direct = false, and not io_uring, \
                  which runs as direct I/O here): a direct job's final fsync finds no dirty pages",

@@ -59,9 +59,9 @@ pub use virt::{Guest, Hypervisor, HypervisorProfile, Virt};
 
 pub use emu_config::{Backend, EmuConfig};
 pub use model::{
-    BsShare, CompletionMode, DirectionRates, Distribution, Engine, ExitScope, HybridSleep, IoJob,
-    IoShape, Job, LatencyTarget, MinRate, RandomMap, RateUnit, Rw, Scenario, Schedule, SqPoll,
-    SteadyMetric, SteadyState, Strategy, SyncWrites, Work, Zone,
+    passes_page_cache, BsShare, CompletionMode, DirectionRates, Distribution, Engine, ExitScope,
+    HybridSleep, IoJob, IoShape, Job, LatencyTarget, MinRate, RandomMap, RateUnit, Rw, Scenario,
+    Schedule, SqPoll, SteadyMetric, SteadyState, Strategy, SyncWrites, Work, Zone,
 };
 pub use profiles::{
     DevicePower, DeviceProfile, Governor, HostPower, HostProfile, IdleState, UnitBinding,

@@ -332,7 +332,9 @@ impl IoJob {
 
 /// Whether a job of `engine`, direct or not, goes through the page cache:
 /// buffered synchronous and libaio calls do; io_uring runs as direct I/O.
-pub(crate) fn passes_page_cache(engine: Engine, direct: bool) -> bool {
+/// The rule of [`IoJob::through_page_cache`], for a job not yet built
+/// (the fio import's).
+pub fn passes_page_cache(engine: Engine, direct: bool) -> bool {
     !direct && engine != Engine::IoUring
 }
 

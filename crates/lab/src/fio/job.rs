@@ -168,10 +168,10 @@ impl JobSpec {
     /// writes leave none dirty). The scenario's `end_fsync`.
     pub(super) fn flushes_at_its_end(&self) -> bool {
         let rw = self.rw.map_or(Rw::Read, |r| r.value);
-        let direct = self.direct.is_some_and(|d| d.value);
-        let uring = self.engine.is_some_and(|e| e.value == Engine::IoUring);
+        let engine = self.engine.map_or(Engine::Psync, |e| e.value);
+        let cached = cint_scenario::passes_page_cache(engine, self.direct.is_some_and(|d| d.value));
         let synced = self.sync.is_some_and(|s| s.value != SyncWrites::None);
-        self.final_fsync.is_some() && !rw.only_reads() && !direct && !uring && !synced
+        self.final_fsync.is_some() && !rw.only_reads() && cached && !synced
     }
 
     /// Where thread `thread` of the job starts in its file, for offsets

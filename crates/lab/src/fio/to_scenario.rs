@@ -342,7 +342,7 @@ fn synchronous_writes(
             mode.line,
             "sync has no effect on a job that only reads",
         );
-    } else if io.direct || io.engine == Engine::IoUring {
+    } else if !io.through_page_cache() {
         diag.job_warn(
             &spec.name,
             mode.line,
