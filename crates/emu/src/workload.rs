@@ -947,6 +947,9 @@ impl IoThread {
         // io_getevents' max_nr: fio's iodepth_batch_complete_max (the
         // validator keeps it within batch_complete_min ..= iodepth).
         let max_events = (self.io.batch_complete_max as usize).clamp(min_events, depth);
+        // fio's iodepth_low: a wait on a full queue goes on until at most
+        // this many are out (backend.c `wait_for_completions`).
+        let low_water = (self.io.iodepth_low as usize).clamp(1, depth);
         // fio restarts its rate's schedule when its ramp ends
         // (libfio.c `reset_all_stats`).
         let mut ramped = false;
@@ -984,6 +987,9 @@ impl IoThread {
                 select.measuring = measuring;
             }
             let mut sync_next = false;
+            // A sync due after a batch it cut: fio's engine answers busy
+            // with the sync holding an io_u, reaps first, then syncs.
+            let mut sync_reap = false;
             if !stopping {
                 if self.schedule_wait(control, max_events) {
                     continue;
@@ -1022,6 +1028,7 @@ impl IoThread {
                         // as the simulator does; after a whole batch the
                         // loop's top makes it.
                         if self.syncs.reaps_before_sync() {
+                            sync_reap = true;
                             break;
                         }
                         if self.sync_is_due() {
@@ -1070,12 +1077,21 @@ impl IoThread {
             } else {
                 (min_events, max_events)
             };
-            let measuring = self.measuring(control);
-            let spun = self.wait(want, most);
-            if measuring {
-                self.out.spin_ns += spun;
+            // Every io_u out (the sync's included): the wait drains to
+            // the low mark, as the simulator's does (`World::begin_drain`).
+            let full = self.in_flight() + usize::from(sync_reap) >= depth;
+            let drains = !stopping && full && low_water < depth;
+            loop {
+                let measuring = self.measuring(control);
+                let spun = self.wait(want, most);
+                if measuring {
+                    self.out.spin_ns += spun;
+                }
+                self.account(control);
+                if !drains || self.in_flight() <= low_water {
+                    break;
+                }
             }
-            self.account(control);
             if !stopping && self.thinks_after_its_call() {
                 self.think_wait(control, max_events);
             }

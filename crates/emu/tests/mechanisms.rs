@@ -2311,3 +2311,44 @@ fn number_ios_after_a_ramp_measures_exactly_its_count() {
     let j = &d.result.results[0].jobs[0];
     assert_eq!((j.ios, j.lat_ns.n), (2_000, 2_000), "{:?}", d.result.notes);
 }
+
+#[test]
+fn iodepth_low_drains_a_full_queue_before_the_thread_refills_it() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    // fio's iodepth_low: once all 16 are out, the thread reaps until at
+    // most 4 are, then submits what it may at once. On a device of 200 us
+    // a request with a unit for each, a few microseconds of CPU per
+    // request hardly count: at the depth's own mark about 16 are out all
+    // the time; at 4 the thread waits with 4 to 16 out, about 12 on
+    // average. Little's law (IOPS times the mean latency) gives the mean
+    // out. A loaded machine's late wake-ups leave requests done and not
+    // reaped, which still count as out, so the gap holds there too.
+    let out = |low: u32| {
+        let mut job = io_job("q", Engine::Libaio, 16, 16, 1);
+        if let Work::Io(io) = &mut job.work {
+            io.iodepth_low = low;
+            io.batch_complete_min = 1;
+            io.batch_complete_max = 1;
+        }
+        let d = cint_emu::run_detailed(&scenario(
+            "low",
+            device(200_000, 16),
+            vec![none()],
+            vec![job],
+            200 * MS,
+        ))
+        .expect("emulator runs");
+        assert_each_request_back_once(&d.strategies[0].jobs[0], &format!("mark {low}"));
+        let j = &d.result.results[0].jobs[0];
+        assert!(j.ios > 1_000, "mark {low}: {} I/Os", j.ios);
+        j.iops * j.lat_ns.mean / 1e9
+    };
+    let (full, four) = (out(16), out(4));
+    assert!(
+        four < 14.0 && four < full - 2.0,
+        "mark 4: {four} out on average, at the depth's own mark {full}"
+    );
+}

@@ -4,7 +4,8 @@
 //! delays, `exitall`, latency targets, block traces, CPU-bound jobs among
 //! them, sizes of several kinds over small files under fio's random map
 //! and its alternatives, fewer driver tags than requests, fio's offloaded
-//! submission, io_uring's SQ polling), several at once.
+//! submission, io_uring's SQ polling, fio's `iodepth_low`), several at
+//! once.
 //! Whatever the mix, each run ends, each request comes back once (no
 //! stray, none failed on the synthetic device), a job sized by
 //! `number_ios` issues no more, and a trace issues no more than it holds.
@@ -238,6 +239,9 @@ fn scenario(seed: u64, dir: &std::path::Path) -> String {
     for i in 0..jobs {
         job(&mut d, i, groups, dir, &mut out);
     }
+    // fio's iodepth_low, from a generator of its own.
+    let mut marks = Rng::new(seed.wrapping_mul(0x5851_f42d_4c95_7f2d));
+    out = cint_test_support::scenario::with_low_marks(&mut marks, &out, 25);
     out
 }
 

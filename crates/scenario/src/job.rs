@@ -54,6 +54,7 @@ pub const IO_KEYS: &[&str] = &[
     "batch",
     "batch_complete_min",
     "batch_complete_max",
+    "iodepth_low",
     "gtod_reduce",
     "cpu",
     "cpus",
@@ -529,8 +530,7 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     let bs_given = sec.has("bs");
     let mut bs = sec.size("bs")?.unwrap_or(DEFAULT_BS);
     let offload = submit_offload(sec, engine)?;
-    let (iodepth, batch, batch_complete_min, batch_complete_max) =
-        queue_depths(sec, engine, offload)?;
+    let depths = queue_depths(sec, engine, offload)?;
     let flags = io_flags(sec, engine)?;
     let rates = crate::shape::parse_rates(sec, rw)?;
     let rate_iops = rates.iops;
@@ -587,10 +587,11 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
         engine,
         rw,
         bs,
-        iodepth,
-        batch,
-        batch_complete_min,
-        batch_complete_max,
+        iodepth: depths.iodepth,
+        batch: depths.batch,
+        batch_complete_min: depths.complete_min,
+        batch_complete_max: depths.complete_max,
+        iodepth_low: depths.low,
         hint: flags.hint,
         nowait: flags.nowait,
         hipri: flags.hipri,
@@ -712,22 +713,33 @@ fn check_offload(
     Ok(())
 }
 
-/// `iodepth`, `batch`, `batch_complete_min` and `batch_complete_max`:
-/// all 1 with a synchronous engine, as in fio, which ignores them there;
-/// the batches at most the depth otherwise. Offloaded, the depth is the
-/// number of workers, each with one request in flight, so the batches
-/// stay 1.
+/// A job's depth and batches, as [`IoJob`] keeps them.
+struct QueueDepths {
+    iodepth: u32,
+    batch: u32,
+    complete_min: u32,
+    complete_max: u32,
+    low: u32,
+}
+
+/// `iodepth`, `batch`, `batch_complete_min`, `batch_complete_max` and
+/// `iodepth_low`: all 1 with a synchronous engine, as in fio, which
+/// ignores them there; the batches and the low mark at most the depth
+/// otherwise. Offloaded, the depth is the number of workers, each with
+/// one request in flight, so the batches stay 1 and the low mark is the
+/// depth (fio's offloaded loop never waits for a full queue).
 fn queue_depths(
     sec: &mut Section<'_>,
     engine: Engine,
     offload: bool,
-) -> Result<(u32, u32, u32, u32), ScenarioError> {
+) -> Result<QueueDepths, ScenarioError> {
     let iodepth = sec.int("iodepth", 1, MAX_QUEUE_DEPTH)?.unwrap_or(1);
     let batch = sec.int("batch", 1, u64::from(u32::MAX))?.unwrap_or(1);
     let batch_complete_min = sec
         .int("batch_complete_min", 1, u64::from(u32::MAX))?
         .unwrap_or(1);
     let batch_complete_max = sec.int("batch_complete_max", 1, u64::from(u32::MAX))?;
+    let low = sec.int("iodepth_low", 1, u64::from(u32::MAX))?;
     if offload {
         for (key, v) in [
             ("batch", batch),
@@ -742,20 +754,43 @@ fn queue_depths(
                 ));
             }
         }
-        return Ok((iodepth as u32, 1, 1, 1));
+        if low.is_some_and(|l| l != iodepth) {
+            return Err(sec.error(
+                "iodepth_low",
+                "with submit_mode = \"offload\" the thread never waits for a full queue \
+                 (fio's offloaded loop does not reap): leave it out",
+            ));
+        }
+        let iodepth = iodepth as u32;
+        return Ok(QueueDepths {
+            iodepth,
+            batch: 1,
+            complete_min: 1,
+            complete_max: 1,
+            low: iodepth,
+        });
     }
     // As in fio, synchronous engines ignore iodepth and batching: one
     // request per call. Only the asynchronous engines check them.
     if engine.is_sync() {
-        return Ok((1, 1, 1, 1));
+        return Ok(QueueDepths {
+            iodepth: 1,
+            batch: 1,
+            complete_min: 1,
+            complete_max: 1,
+            low: 1,
+        });
     }
     // fio's manual: iodepth_batch_complete_max "by default is equal
-    // to iodepth_batch_complete_min".
+    // to iodepth_batch_complete_min"; iodepth_low "defaults to the same
+    // as iodepth".
     let complete_max = batch_complete_max.unwrap_or(batch_complete_min);
+    let low = low.unwrap_or(iodepth);
     for (key, v) in [
         ("batch", batch),
         ("batch_complete_min", batch_complete_min),
         ("batch_complete_max", complete_max),
+        ("iodepth_low", low),
     ] {
         if v > iodepth {
             return Err(sec.error(
@@ -772,12 +807,13 @@ fn queue_depths(
             ),
         ));
     }
-    Ok((
-        iodepth as u32,
-        batch as u32,
-        batch_complete_min as u32,
-        complete_max as u32,
-    ))
+    Ok(QueueDepths {
+        iodepth: iodepth as u32,
+        batch: batch as u32,
+        complete_min: batch_complete_min as u32,
+        complete_max: complete_max as u32,
+        low: low as u32,
+    })
 }
 
 /// A job's request flags, each checked against its engine.

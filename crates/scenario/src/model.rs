@@ -259,6 +259,11 @@ pub struct IoJob {
     /// Events one reap call hands out at most (`batch_complete_min..=iodepth`;
     /// fio's `iodepth_batch_complete_max`, by default equal to the minimum).
     pub batch_complete_max: u32,
+    /// fio's `iodepth_low`: once every request slot is in use, the thread
+    /// reaps until at most this many requests are in flight before it
+    /// submits again (`1..=iodepth`; `iodepth`, fio's default, ends the
+    /// wait after one reap call).
+    pub iodepth_low: u32,
     /// Override of every request's hint; `None`: the kernel's default rule
     /// for the engine (docs/ALGORITHMS.md section 5).
     pub hint: Option<Hint>,

@@ -94,6 +94,9 @@ pub fn to_toml(s: &Scenario) -> String {
                 t["batch"] = value(i64::from(io.batch));
                 t["batch_complete_min"] = value(i64::from(io.batch_complete_min));
                 t["batch_complete_max"] = value(i64::from(io.batch_complete_max));
+                if io.iodepth_low < io.iodepth {
+                    t["iodepth_low"] = value(i64::from(io.iodepth_low));
+                }
                 if let Some(h) = io.hint {
                     t["hint"] = value(match h {
                         Hint::Urgent => "urgent",

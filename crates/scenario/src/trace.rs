@@ -37,6 +37,7 @@ const DECIDED_BY_TRACE: &[&str] = &[
     "batch",
     "batch_complete_min",
     "batch_complete_max",
+    "iodepth_low",
     "numjobs",
     "rate",
     "rate_iops",
@@ -498,6 +499,7 @@ fn set_depth(io: &mut IoJob, depth: u32) {
     io.batch = 1;
     io.batch_complete_min = 1;
     io.batch_complete_max = 1;
+    io.iodepth_low = d;
 }
 
 /// The job that replays the trace at `path` in place of `base`, the first

@@ -633,6 +633,30 @@ fn cases() -> Vec<Case<'static>> {
             "at most iodepth = 16",
         ),
         case(
+            "iodepth_low beyond iodepth",
+            with("numjobs = 1", "numjobs = 1\niodepth_low = 17"),
+            LineOf("iodepth_low"),
+            "job.async.iodepth_low",
+            "must be at most iodepth = 16 (got 17)",
+        ),
+        case(
+            "iodepth_low 0",
+            with("numjobs = 1", "numjobs = 1\niodepth_low = 0"),
+            LineOf("iodepth_low"),
+            "job.async.iodepth_low",
+            "at least 1",
+        ),
+        case(
+            "iodepth_low below the depth offloaded",
+            with(
+                "numjobs = 1",
+                "numjobs = 1\niodepth_low = 4\nsubmit_mode = \"offload\"",
+            ),
+            LineOf("iodepth_low"),
+            "job.async.iodepth_low",
+            "never waits for a full queue",
+        ),
+        case(
             "batch_complete_min 0",
             with("batch_complete_min = 1", "batch_complete_min = 0"),
             LineOf("batch_complete_min = 0"),

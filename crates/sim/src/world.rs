@@ -297,6 +297,10 @@ pub(crate) struct Thread {
     pub handing: u32,
     /// `min_nr` of the reap call in progress.
     pub min_nr: u32,
+    /// The `min_nr` of each reap call of a wait that began on a full
+    /// queue and goes on to the job's `iodepth_low` (fio's
+    /// `wait_for_completions`); 0: no such wait.
+    pub drain_min: u32,
     /// Rate limiting: the next request may be issued at this instant.
     pub next_issue_at: Nanos,
     /// Supersedes stale sleep/timeout timers.
@@ -361,6 +365,7 @@ impl Thread {
             prepared: 0,
             handing: 0,
             min_nr: 1,
+            drain_min: 0,
             next_issue_at: 0,
             timer_token: 0,
             wake_listed: false,

@@ -627,7 +627,10 @@ wal_hint = \"{}\"",
     let out = offload_jobs(&mut offload, &out);
     // io_uring's SQ-polled rings, from a generator of its own.
     let mut sqpoll = Rng::new(seed.wrapping_mul(0xe703_7ed1_a0b4_28db));
-    sqpoll_jobs(&mut sqpoll, &out, host_cores)
+    let out = sqpoll_jobs(&mut sqpoll, &out, host_cores);
+    // fio's iodepth_low, from a generator of its own.
+    let mut marks = Rng::new(seed.wrapping_mul(0x5851_f42d_4c95_7f2d));
+    cint_test_support::scenario::with_low_marks(&mut marks, &out, 20)
 }
 
 /// `text` with some of its io_uring jobs' rings SQ-polled (fio's
@@ -1254,6 +1257,11 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
             "buffered writers with end_fsync (1.1%, seeds 1 to 20 000)",
             with("end_fsync = true"),
             7,
+        ),
+        (
+            "queues drained to iodepth_low (21.7%, seeds 1 to 20 000)",
+            with("iodepth_low = "),
+            548,
         ),
     ] {
         assert!(

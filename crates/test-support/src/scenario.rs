@@ -2,6 +2,8 @@
 //! emulator's build the same strategies, jobs and scenarios), so those
 //! tests do not depend on the scenario files' parser.
 
+use std::fmt::Write as _;
+
 use cint_policy::config::{AdaptiveParams, CinterruptsParams, NvmeParams};
 use cint_policy::{Nanos, PolicyConfig, MS};
 use cint_scenario::{
@@ -114,6 +116,7 @@ pub fn io_job(name: &str, engine: Engine, iodepth: u32, batch: u32, complete: u3
             batch,
             batch_complete_min: complete,
             batch_complete_max: complete,
+            iodepth_low: iodepth,
             hint: None,
             nowait: false,
             hipri: false,
@@ -181,4 +184,36 @@ pub fn drawn_think_time(rng: &mut crate::rng::Rng) -> (u64, String) {
         1 + rng.below(8)
     );
     (think, lines)
+}
+
+/// `text`, a scenario's TOML, with `percent` of its queueing jobs' full
+/// queues drained to a low mark before they refill (fio's
+/// `iodepth_low`): a mark from 1 to the job's depth, as both
+/// random-scenario generators draw it. Offloaded jobs, which never wait
+/// for a full queue, get none.
+pub fn with_low_marks(rng: &mut crate::rng::Rng, text: &str, percent: u64) -> String {
+    let mut out = String::with_capacity(text.len() + 128);
+    for (i, block) in text.split("[[").enumerate() {
+        if i > 0 {
+            out.push_str("[[");
+        }
+        out.push_str(block);
+        let queueing =
+            block.contains("engine = \"libaio\"") || block.contains("engine = \"io_uring\"");
+        let depth = block
+            .lines()
+            .find_map(|l| l.strip_prefix("iodepth = "))
+            .and_then(|d| d.trim().parse::<u64>().ok());
+        let (Some(depth), true) = (depth, queueing && block.starts_with("job]]\n")) else {
+            continue;
+        };
+        if block.contains("submit_mode = \"offload\"") || !rng.chance(percent) {
+            continue;
+        }
+        if !block.ends_with('\n') {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "iodepth_low = {}", 1 + rng.below(depth));
+    }
+    out
 }

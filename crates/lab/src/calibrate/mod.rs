@@ -328,6 +328,7 @@ fn workload(
                 batch,
                 batch_complete_min: batch,
                 batch_complete_max: batch,
+                iodepth_low: 256,
                 hint: None,
                 nowait: false,
                 hipri: false,

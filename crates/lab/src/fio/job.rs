@@ -49,6 +49,8 @@ pub(super) struct JobSpec {
     pub(super) batch: Option<At<u32>>,
     pub(super) batch_complete_min: Option<At<u32>>,
     pub(super) batch_complete_max: Option<At<u32>>,
+    /// `iodepth_low`; 0, as fio reads it, is the depth.
+    pub(super) iodepth_low: Option<At<u32>>,
     pub(super) gtod_reduce: Option<At<bool>>,
     /// `io_submit_mode=offload`.
     pub(super) offload: Option<At<()>>,
@@ -251,6 +253,7 @@ impl JobSpec {
             batch: None,
             batch_complete_min: None,
             batch_complete_max: None,
+            iodepth_low: None,
             gtod_reduce: None,
             offload: None,
             engine: None,

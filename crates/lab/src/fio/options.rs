@@ -731,6 +731,7 @@ fn apply_engine(
         "iodepth_batch" => {
             spec.batch = Some(At::new(o.line, o.int(diag, 0, 65_535)?.max(1) as u32));
         }
+        "iodepth_low" => spec.iodepth_low = Some(At::new(o.line, o.int(diag, 0, 65_535)? as u32)),
         "iodepth_batch_complete_min" => {
             let n = o.int(diag, 0, 65_535)?;
             if n == 0 {

@@ -221,6 +221,7 @@ fn job(
             batch: depths.batch,
             batch_complete_min: depths.complete_min,
             batch_complete_max: depths.complete_max,
+            iodepth_low: depths.low,
             hint: None,
             nowait,
             hipri: spec.hipri.is_some_and(|h| h.value),
@@ -249,6 +250,7 @@ struct QueueDepths {
     batch: u32,
     complete_min: u32,
     complete_max: u32,
+    low: u32,
 }
 
 /// The queue depth and batches as fio runs them: 1 with a synchronous
@@ -315,7 +317,38 @@ fn queue_depths(
         batch,
         complete_min,
         complete_max,
+        low: low_water(spec, engine, iodepth, diag),
     })
+}
+
+/// fio's `iodepth_low`, as its init.c `fixup_options` makes it: 0 or
+/// above the depth is the depth. It only acts where fio's loop waits for
+/// a full queue (backend.c `wait_for_completions`), which neither a
+/// synchronous engine's nor an offloaded loop does: warned there.
+fn low_water(spec: &JobSpec, engine: Engine, iodepth: u32, diag: &mut Diagnostics) -> u32 {
+    let Some(low) = spec.iodepth_low.filter(|l| l.value > 0) else {
+        return iodepth;
+    };
+    let given_depth = spec.iodepth.map_or(1, |d| d.value);
+    let idle = if spec.offload.is_some() {
+        Some("with io_submit_mode=offload: fio's offloaded loop never waits for a full queue")
+    } else if engine.is_sync() {
+        Some("with a synchronous engine (as in fio)")
+    } else {
+        None
+    };
+    match idle {
+        Some(why) if low.value < given_depth => {
+            diag.job_warn(
+                &spec.name,
+                low.line,
+                format!("iodepth_low={} has no effect {why}", low.value),
+            );
+            iodepth
+        }
+        Some(_) => iodepth,
+        None => low.value.min(iodepth),
+    }
 }
 
 /// fio's `sync` (`O_SYNC`, or `O_DSYNC`). On buffered writes each write
@@ -2312,6 +2345,41 @@ numjobs=2
         assert!(
             line.contains("m.fio:5") && line.contains("iodepth_batch_complete_max=4"),
             "{line}"
+        );
+    }
+
+    #[test]
+    fn iodepth_low_is_read_as_fio_fixes_it() {
+        let depths = |extra: &str| {
+            let text = format!("[j]\nioengine=libaio\niodepth=16\nsize=1m\ndirect=1\n{extra}");
+            let imp = import_str(&text, "d.fio", &args()).expect("valid");
+            let j = io(&imp.scenario.jobs[0]).clone();
+            ((j.batch, j.iodepth_low), imp.warnings)
+        };
+        // fio's init.c: iodepth_low of 0 or above the depth is the depth.
+        assert_eq!(depths("").0, (1, 16));
+        assert_eq!(depths("iodepth_low=4\n").0, (1, 4));
+        assert_eq!(depths("iodepth_low=0\n").0, (1, 16));
+        assert_eq!(depths("iodepth_low=64\n").0, (1, 16));
+        assert!(depths("iodepth_low=4\n").1.is_empty());
+        // Where fio's loop never waits for a full queue it changes
+        // nothing, and the import says so on its line.
+        let (got, warnings) = depths("iodepth_low=4\nio_submit_mode=offload\n");
+        assert_eq!(got, (1, 16));
+        assert!(
+            warnings.len() == 1
+                && warnings[0].starts_with("d.fio:6: warning: job 'j': iodepth_low=4"),
+            "{warnings:?}"
+        );
+        let text = "[j]\nioengine=psync\niodepth=16\niodepth_low=4\nsize=1m\n";
+        let imp = import_str(text, "s.fio", &args()).expect("valid");
+        assert_eq!(io(&imp.scenario.jobs[0]).iodepth_low, 1);
+        assert!(
+            imp.warnings
+                .iter()
+                .any(|w| w.starts_with("s.fio:4:") && w.contains("iodepth_low=4 has no effect")),
+            "{:?}",
+            imp.warnings
         );
     }
 

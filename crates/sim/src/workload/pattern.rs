@@ -438,6 +438,11 @@ impl<'a> World<'a> {
         let in_flight = self.threads[t].in_flight;
         if self.shaping[t].syncs.reaps_before_sync() && in_flight > 0 {
             let least = self.threads[t].prog.min_nr.min(in_flight).max(1);
+            // The sync takes fio's last free io_u, if it is the last: its
+            // engine's busy answer then finds the queue full.
+            if self.threads[t].free_slots.len() == 1 {
+                self.begin_drain(t, least);
+            }
             self.reap(t, least);
             return true;
         }

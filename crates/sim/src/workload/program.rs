@@ -18,6 +18,10 @@ pub(crate) struct Program {
     pub min_nr: u32,
     /// `batch_complete_max`: events one reap call hands out at most.
     pub max_events: u32,
+    /// fio's `iodepth_low`: a wait that began on a full queue reaps
+    /// until at most this many requests are in flight (`iodepth`: one
+    /// reap call; [`crate::World::drain_goes_on`]).
+    pub low_water: u32,
     pub hint: Option<Hint>,
     pub nowait: bool,
     pub direct: bool,
@@ -90,6 +94,7 @@ impl Program {
             batch: 1,
             min_nr: 1,
             max_events: 1,
+            low_water: 1,
             rated: false,
             floored: false,
             counts_from_ramp: false,
@@ -133,6 +138,7 @@ impl Program {
             batch: 0,
             min_nr: 1,
             max_events: 1,
+            low_water: 0,
             hint: None,
             nowait: false,
             direct: false,
@@ -167,6 +173,7 @@ impl Program {
                 batch: 0,
                 min_nr: 0,
                 max_events: 0,
+                low_water: 0,
                 hint: None,
                 nowait: false,
                 direct: true,
@@ -214,6 +221,7 @@ impl Program {
                     batch,
                     min_nr,
                     max_events,
+                    low_water: io.iodepth_low.clamp(1, iodepth),
                     hint: io.hint,
                     nowait: io.nowait,
                     direct: io.direct,
