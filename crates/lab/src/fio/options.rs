@@ -728,9 +728,8 @@ fn apply_engine(
             _ => return Err(o.bad(diag, "'inline' or 'offload'")),
         },
         "iodepth" => spec.iodepth = Some(At::new(o.line, o.int(diag, 1, 65_535)? as u32)),
-        "iodepth_batch" => {
-            spec.batch = Some(At::new(o.line, o.int(diag, 0, 65_535)?.max(1) as u32));
-        }
+        // 0 is the depth, as fio's init.c `fixup_options` makes it.
+        "iodepth_batch" => spec.batch = Some(At::new(o.line, o.int(diag, 0, 65_535)? as u32)),
         "iodepth_low" => spec.iodepth_low = Some(At::new(o.line, o.int(diag, 0, 65_535)? as u32)),
         "iodepth_batch_complete_min" => {
             let n = o.int(diag, 0, 65_535)?;

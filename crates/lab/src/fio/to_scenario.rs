@@ -290,7 +290,11 @@ fn queue_depths(
         }
         (1, 1, 1)
     } else {
-        let batch = spec.batch.map_or(1, |b| b.value).min(iodepth);
+        // fio's init.c `fixup_options`: a batch of 0 is the depth.
+        let batch = spec
+            .batch
+            .map_or(1, |b| if b.value == 0 { iodepth } else { b.value })
+            .min(iodepth);
         let complete_min = spec.batch_complete_min.map_or(1, |b| b.value).min(iodepth);
         (iodepth, batch, complete_min)
     };
@@ -2349,18 +2353,20 @@ numjobs=2
     }
 
     #[test]
-    fn iodepth_low_is_read_as_fio_fixes_it() {
+    fn iodepth_low_and_a_batch_of_zero_are_read_as_fio_fixes_them() {
         let depths = |extra: &str| {
             let text = format!("[j]\nioengine=libaio\niodepth=16\nsize=1m\ndirect=1\n{extra}");
             let imp = import_str(&text, "d.fio", &args()).expect("valid");
             let j = io(&imp.scenario.jobs[0]).clone();
             ((j.batch, j.iodepth_low), imp.warnings)
         };
-        // fio's init.c: iodepth_low of 0 or above the depth is the depth.
+        // fio's init.c: iodepth_low of 0 or above the depth is the depth,
+        // and a submission batch of 0 is the depth too.
         assert_eq!(depths("").0, (1, 16));
         assert_eq!(depths("iodepth_low=4\n").0, (1, 4));
         assert_eq!(depths("iodepth_low=0\n").0, (1, 16));
         assert_eq!(depths("iodepth_low=64\n").0, (1, 16));
+        assert_eq!(depths("iodepth_batch=0\n").0, (16, 16));
         assert!(depths("iodepth_low=4\n").1.is_empty());
         // Where fio's loop never waits for a full queue it changes
         // nothing, and the import says so on its line.
