@@ -16,6 +16,12 @@
 # (3.33 on the reference machine), python3 and cint on PATH (or CINT);
 # writes and removes a 64 MiB file in $DIR (default /tmp).
 #
+# Then the syncs of 4 KiB direct writes over 1 MiB under libaio at depth
+# 16, in batches of 8, reaping at least 8, with fsync=3: a sync due
+# within a batch ends it (docs/FIO.md), and batches that fill from fewer
+# out end at a sync less often. fio's and the model's counts of fsync
+# calls, at each mark.
+#
 # 2026-11-30, the reference machine (ext4 on a virtual disk):
 #   fio   iodepth_low=16 depths 1:0.1 2:0.1 4:0.1 8:0.1 16:99.9 mean_out 15.9
 #   fio   iodepth_low=4  depths 1:0.1 2:0.1 4:25.0 8:66.7 16:8.3 mean_out 11.1
@@ -26,6 +32,9 @@
 #   model 16 x 200us   iodepth_low=16 mean_out 15.9
 #   model 16 x 200us   iodepth_low=4  mean_out 11.3
 #   model 16 x 200us   iodepth_low=1  mean_out 13.1
+#   syncs iodepth_low=16 fio 21 model 21
+#   syncs iodepth_low=4  fio 15 model 15
+#   syncs iodepth_low=1  fio 15 model 15
 set -eu
 dir=${DIR:-/tmp}
 cint=${CINT:-cint}
@@ -51,3 +60,17 @@ j = json.load(sys.stdin)['results'][0]['jobs'][0]
 print('model %-12s' % '$label', 'iodepth_low=%-2s' % $low, 'mean_out %.1f' % (j['iops'] * j['lat_ns']['mean'] / 1e9))"
     done
 done
+syncs="--rw=write --bs=4k --ioengine=libaio --direct=1 --size=1m --iodepth=16 \
+    --iodepth_batch=8 --iodepth_batch_complete_min=8 --fsync=3"
+out=$(mktemp -d)
+for low in 16 4 1; do
+    n_fio=$(fio --name=syncs --filename="$f" $syncs --iodepth_low=$low --output-format=json |
+        python3 -c "import json, sys; print(json.load(sys.stdin)['jobs'][0]['sync']['total_ios'])")
+    rm -f "$f" "$out"/*.json
+    "$cint" sim --strategy none --fio-json "$out" --fio-cmd fio --name=syncs $syncs \
+        --iodepth_low=$low >/dev/null 2>&1
+    n_model=$(python3 -c "import glob, json
+print(json.load(open(glob.glob('$out/*.json')[0]))['jobs'][0]['sync']['total_ios'])")
+    echo "syncs iodepth_low=$(printf %-2s $low) fio $n_fio model $n_model"
+done
+rm -rf "$out"

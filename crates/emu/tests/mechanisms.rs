@@ -1148,7 +1148,8 @@ fn syncs_at_the_ends_of_passes_are_fios() {
 /// models (`cint_scenario::passes::PassSyncs::sync_ends_batch`): 4 KiB
 /// writes over 1 MiB at depth 16 in batches of 8, reaping at least 8,
 /// with `fsync=3`, make 21 fsyncs in fio 3.33 and the simulator (10 where
-/// the sync was looked for between batches only). The emulator's reaps
+/// the sync was looked for between batches only), and 15 drained to
+/// `iodepth_low=4`. The emulator's reaps
 /// take what has completed, which timing may move by a call or two.
 #[test]
 fn a_sync_due_within_a_batch_ends_it() {
@@ -1163,9 +1164,21 @@ fn a_sync_due_within_a_batch_ends_it() {
         io.shape.io_size = Some(1 << 20);
         io.shape.fsync = 3;
     }
-    let f = fio_at_its_end("cut", job);
+    let f = fio_at_its_end("cut", job.clone());
     assert_eq!(f.write.ios, 256);
     assert!(f.sync.ios.abs_diff(21) <= 2, "{} fsyncs", f.sync.ios);
+    // Drained to iodepth_low = 4 after a full queue: 15 in fio 3.33 and
+    // the simulator.
+    if let Work::Io(io) = &mut job.work {
+        io.iodepth_low = 4;
+    }
+    let f = fio_at_its_end("cut", job);
+    assert_eq!(f.write.ios, 256);
+    assert!(
+        f.sync.ios.abs_diff(15) <= 2,
+        "{} fsyncs drained",
+        f.sync.ios
+    );
 }
 
 /// fio draws a request's size again until it fits what is left of the

@@ -1135,6 +1135,13 @@ fn a_sync_due_within_a_batch_ends_it() {
     };
     let batches = "io_size = \"1m\"\niodepth = 16\nbatch = 8\nbatch_complete_min = 8\nfsync = 3";
     assert_eq!(syncs(batches), (256, 21));
+    // Drained to iodepth_low after a full queue, the batches fill from
+    // fewer out, and fewer syncs fall due within one (fio 3.33: 15 at
+    // marks 4 and 1; docs/evidence/fio-iodepth-low.sh).
+    for low in [4, 1] {
+        let drained = format!("{batches}\niodepth_low = {low}");
+        assert_eq!(syncs(&drained), (256, 15), "iodepth_low = {low}");
+    }
     let larger = "io_size = \"1m\"\niodepth = 32\nbatch = 16\nbatch_complete_min = 16\nfsync = 5";
     assert_eq!(syncs(larger), (256, 9));
     // Seven writes of 16 KiB in one batch: the sync after the third.
