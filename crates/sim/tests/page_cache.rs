@@ -624,6 +624,51 @@ fn end_fsync_writes_back_what_the_job_left_dirty_within_its_window() {
     assert!(e.to_string().contains("needs an end of the job's"), "{e}");
 }
 
+/// A job that another job's `exitall` ends still makes its final fsync:
+/// fio's `do_io` makes it after its loop whether the loop ended by its
+/// own end or by `td->terminate` (backend.c; fio 3.33 here, a buffered
+/// 1 GiB writer with `end_fsync=1` beside a direct reader with `exitall`:
+/// the writer's runtime 283 ms against the reader's 123 ms, 93 and 92
+/// without it).
+#[test]
+fn end_fsync_is_made_by_a_job_that_another_jobs_exitall_ended() {
+    let run = |end_fsync: bool| {
+        let text = format!(
+            "name = \"pc\"\nduration = \"1s\"\nwarmup = \"0ms\"\nrun_to_end = true\n\
+             [device]\nmodel = \"optane-p4800x\"\n\
+             [host]\ncores = 2\n[host.page_cache]\nmemory = \"4GiB\"\n\
+             [[strategy]]\nname = \"none\"\nkind = \"none\"\n\
+             [[job]]\nname = \"w\"\ncpu = 1\nengine = \"psync\"\ndirect = false\n\
+             rw = \"write\"\nbs = \"64k\"\nsize = \"1GiB\"\nio_size = \"1GiB\"\n\
+             end_fsync = {end_fsync}\n\
+             [[job]]\nname = \"r\"\ncpu = 0\nengine = \"psync\"\nrw = \"read\"\n\
+             io_size = \"8MiB\"\nexitall = \"group\"\n"
+        );
+        let sc = cint_scenario::load_str(&text, "pc.toml", &[]).expect("valid scenario");
+        cint_sim::run(&sc).expect("runs")
+    };
+    let (left, synced) = (run(false), run(true));
+    let (t_left, t_synced) = (totals(&left), totals(&synced));
+    let written = |r: &RunResult| r.results[0].jobs[0].ios * (64 << 10);
+    assert!(
+        written(&synced) < 1 << 30,
+        "the reader's exitall ends the writer before its 1 GiB"
+    );
+    assert!(t_left[9] > 0, "pages left dirty without: {t_left:?}");
+    assert_eq!(t_synced[9], 0, "none dirty at the end: {t_synced:?}");
+    assert_eq!(t_synced[1], t_synced[0], "all written back: {t_synced:?}");
+    let runtime = |r: &RunResult, j: usize| {
+        let fio = r.results[0].jobs[j].fio.as_ref().expect("fio's figures");
+        fio.runtime_ns / 1_000_000
+    };
+    assert!(
+        runtime(&synced, 0) > 2 * runtime(&synced, 1),
+        "the writer's runtime holds its fsync: {} ms against the reader's {} ms",
+        runtime(&synced, 0),
+        runtime(&synced, 1)
+    );
+}
+
 /// What the page-cache note says follows `what` (a number before it).
 fn note_count(r: &RunResult, what: &str) -> u64 {
     let note = r
