@@ -947,9 +947,11 @@ impl IoThread {
         // io_getevents' max_nr: fio's iodepth_batch_complete_max (the
         // validator keeps it within batch_complete_min ..= iodepth).
         let max_events = (self.io.batch_complete_max as usize).clamp(min_events, depth);
-        // fio's iodepth_low: a wait on a full queue goes on until at most
-        // this many are out (backend.c `wait_for_completions`).
-        let low_water = (self.io.iodepth_low as usize).clamp(1, depth);
+        let reaps = Reaps {
+            min_events,
+            max_events,
+            low_water: (self.io.iodepth_low as usize).clamp(1, depth),
+        };
         // fio restarts its rate's schedule when its ramp ends
         // (libfio.c `reset_all_stats`).
         let mut ramped = false;
@@ -1068,30 +1070,7 @@ impl IoThread {
                 self.account(control);
                 continue;
             }
-            let (want, most) = if stopping {
-                // Draining at the end: every request comes back, however
-                // many calls that takes.
-                (self.in_flight(), usize::MAX)
-            } else if self.io.engine.is_sync() {
-                (1, 1)
-            } else {
-                (min_events, max_events)
-            };
-            // Every io_u out (the sync's included): the wait drains to
-            // the low mark, as the simulator's does (`World::begin_drain`).
-            let full = self.in_flight() + usize::from(sync_reap) >= depth;
-            let drains = !stopping && full && low_water < depth;
-            loop {
-                let measuring = self.measuring(control);
-                let spun = self.wait(want, most);
-                if measuring {
-                    self.out.spin_ns += spun;
-                }
-                self.account(control);
-                if !drains || self.in_flight() <= low_water {
-                    break;
-                }
-            }
+            self.reap_at_loop_end(control, stopping, sync_reap, reaps);
             if !stopping && self.thinks_after_its_call() {
                 self.think_wait(control, max_events);
             }
@@ -1100,6 +1079,46 @@ impl IoThread {
             f.leave();
         }
         self.finish()
+    }
+
+    /// The wait at the bottom of the thread's loop: everything back when
+    /// `stopping` (fio's `cleanup_pending_aio`), its request for a
+    /// synchronous engine, else between `reaps`' bounds (fio's
+    /// `iodepth_batch_complete_min` and `_max`). On a full queue (the
+    /// sync's io_u included, where `sync_reap`: a sync due after a batch
+    /// it cut) it reaps call after call until at most the job's
+    /// `iodepth_low` are out (backend.c `wait_for_completions`), as the
+    /// simulator's wait does (`World::begin_drain`).
+    fn reap_at_loop_end(
+        &mut self,
+        control: &Control,
+        stopping: bool,
+        sync_reap: bool,
+        reaps: Reaps,
+    ) {
+        let (want, most) = if stopping {
+            // Draining at the end: every request comes back, however
+            // many calls that takes.
+            (self.in_flight(), usize::MAX)
+        } else if self.io.engine.is_sync() {
+            (1, 1)
+        } else {
+            (reaps.min_events, reaps.max_events)
+        };
+        let depth = self.depth();
+        let full = self.in_flight() + usize::from(sync_reap) >= depth;
+        let drains = !stopping && full && reaps.low_water < depth;
+        loop {
+            let measuring = self.measuring(control);
+            let spun = self.wait(want, most);
+            if measuring {
+                self.out.spin_ns += spun;
+            }
+            self.account(control);
+            if !drains || self.in_flight() <= reaps.low_water {
+                break;
+            }
+        }
     }
 
     /// The thread is in its measured window: the first time, its
@@ -2019,6 +2038,15 @@ pub(crate) fn sleep_granularity() -> Nanos {
         })
         .max()
         .unwrap_or(0)
+}
+
+/// How a thread's loop reaps: fio's `iodepth_batch_complete_min` and
+/// `_max`, and its `iodepth_low`, each within the thread's depth.
+#[derive(Clone, Copy)]
+struct Reaps {
+    min_events: usize,
+    max_events: usize,
+    low_water: usize,
 }
 
 #[cfg(test)]
