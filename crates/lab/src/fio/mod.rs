@@ -23,7 +23,7 @@
 //!
 //! An option that would change what is measured but has no model is an
 //! error naming the file, the line and the option; an option with no
-//! meaning in a model (`filename`, `group_reporting`, ...) is a one-line
+//! meaning in a model (`filename`, `description`, ...) is a one-line
 //! warning.
 //!
 //! The import runs in stages, one module each: `jobfile` reads the INI

@@ -18,12 +18,16 @@ use super::FioError;
 /// Options that shape fio's report, which the model's does not follow.
 const REPORT_SHAPE: &[&str] = &["unified_rw_reporting"];
 
+/// Options that ask for what the model's report always does, accepted
+/// without a word: `group_reporting`, a job's threads reported together
+/// (fio's JSON lists each thread as a job of its own without it).
+const AS_THE_REPORT_DOES: &[&str] = &["group_reporting"];
+
 /// Options accepted and ignored because a model has no use for them.
 const MEANINGLESS: &[&str] = &[
     "filename_format",
     "directory",
     "description",
-    "group_reporting",
     "thread",
     "threads",
     "randrepeat",
@@ -967,6 +971,9 @@ fn unmodelled(o: &OptionLine<'_>, diag: &mut Diagnostics) -> Result<(), FioError
                  ignored"
             ),
         );
+        return Ok(());
+    }
+    if AS_THE_REPORT_DOES.contains(&name) {
         return Ok(());
     }
     if REPORT_SHAPE.contains(&name) {
