@@ -713,13 +713,21 @@ fn check_offload(
     Ok(())
 }
 
-/// A job's depth and batches, as [`IoJob`] keeps them.
-struct QueueDepths {
-    iodepth: u32,
-    batch: u32,
-    complete_min: u32,
-    complete_max: u32,
-    low: u32,
+/// A job's queue depth and its submission and completion batches, as
+/// [`IoJob`] keeps them: what the loader reads from a job's keys and the
+/// fio import from a job's options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueDepths {
+    /// `iodepth`.
+    pub iodepth: u32,
+    /// `batch` (fio's `iodepth_batch_submit`).
+    pub batch: u32,
+    /// `batch_complete_min`.
+    pub complete_min: u32,
+    /// `batch_complete_max`.
+    pub complete_max: u32,
+    /// `iodepth_low`.
+    pub low: u32,
 }
 
 /// `iodepth`, `batch`, `batch_complete_min`, `batch_complete_max` and

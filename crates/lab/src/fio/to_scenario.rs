@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use cint_policy::config::{AdaptiveParams, CinterruptsParams};
 use cint_policy::{Nanos, PolicyConfig};
+use cint_scenario::job::QueueDepths;
 use cint_scenario::{
     CompletionMode, DeviceProfile, DirectionRates, EmuConfig, Engine, HostProfile, IoJob, IoShape,
     Job, RateUnit, Rw, Scenario, Schedule, SqPoll, Strategy, SyncWrites, Work,
@@ -242,15 +243,6 @@ fn job(
         },
         guest: None,
     })
-}
-
-/// A job's queue depth, submission batch and completion batch bounds.
-struct QueueDepths {
-    iodepth: u32,
-    batch: u32,
-    complete_min: u32,
-    complete_max: u32,
-    low: u32,
 }
 
 /// The queue depth and batches as fio runs them: 1 with a synchronous
