@@ -61,6 +61,8 @@ pub(super) struct JobSpec {
     /// How many files `filename` names, which fio takes over `nrfiles`.
     pub(super) filenames: Option<At<u64>>,
     pub(super) cpus: Option<At<Vec<u32>>>,
+    /// The option that set `cpus`: `cpus_allowed` or `cpumask`.
+    pub(super) cpus_option: &'static str,
     pub(super) cpus_split: Option<At<bool>>,
     pub(super) direct: Option<At<bool>>,
     /// `fadvise_hint` (fio's default: true).
@@ -211,7 +213,7 @@ impl JobSpec {
             at("sqpoll", "sqthread_poll", &self.sqpoll),
             at("sqpoll_cpu", "sqthread_poll_cpu", &self.sqpoll_cpu),
             at("hipri", "hipri", &self.hipri),
-            at("cpus", "cpus_allowed", &self.cpus),
+            at("cpus", self.cpus_option, &self.cpus),
             at("startdelay", "startdelay", &self.startdelay),
             at("bs", "bs", &self.bs),
             at("bssplit", "bssplit", &self.bssplit),
@@ -261,6 +263,7 @@ impl JobSpec {
             nrfiles: None,
             filenames: None,
             cpus: None,
+            cpus_option: "cpus_allowed",
             cpus_split: None,
             direct: None,
             fadvise_hint: None,

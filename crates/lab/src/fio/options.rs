@@ -11,7 +11,8 @@ use super::diag::Diagnostics;
 use super::job::{At, JobSpec, SizeSpec};
 use super::jobfile::Opt;
 use super::values::{
-    parse_bool, parse_cpus, parse_fio_time, parse_fio_time_in, per_direction, some_direction,
+    parse_bool, parse_cpumask, parse_cpus, parse_fio_time, parse_fio_time_in, per_direction,
+    some_direction,
 };
 use super::FioError;
 
@@ -798,6 +799,20 @@ fn apply_engine(
                 .filter(|c| !c.is_empty())
                 .ok_or_else(|| o.bad(diag, "a CPU list"))?;
             spec.cpus = Some(At::new(o.line, cpus));
+            spec.cpus_option = "cpus_allowed";
+        }
+        // The same CPU set as a mask; the later of the two stands, as in
+        // fio, where both set `td->o.cpumask`.
+        "cpumask" => {
+            let cpus = parse_cpumask(o.value(diag)?).ok_or_else(|| {
+                o.bad(
+                    diag,
+                    "a mask of CPUs with one set at least, of CPUs 0 to 31 (fio reads no CPU \
+                     past 31 from it; cpus_allowed lists any)",
+                )
+            })?;
+            spec.cpus = Some(At::new(o.line, cpus));
+            spec.cpus_option = "cpumask";
         }
         "cpus_allowed_policy" => {
             let split = match o.value(diag)? {

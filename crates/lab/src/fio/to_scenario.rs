@@ -1845,6 +1845,43 @@ numjobs=2
         );
     }
 
+    /// fio's `cpumask` is the same set as a `cpus_allowed` list (fio's
+    /// manual: CPUs 1 and 5 are `cpumask=34`), the later of the two
+    /// standing; a mask of no CPU, or of one past 31, which fio does not
+    /// read, is refused on its line.
+    #[test]
+    fn cpumask_is_a_cpus_allowed_list_as_a_mask() {
+        let threads = "cpus_allowed_policy=split\nnumjobs=2\nsize=1m\n";
+        let masked =
+            import_str(&format!("[a]\ncpumask=34\n{threads}"), "c.fio", &args()).expect("a mask");
+        let listed = import_str(
+            &format!("[a]\ncpus_allowed=1,5\n{threads}"),
+            "c.fio",
+            &args(),
+        )
+        .expect("a list");
+        assert_eq!(masked.scenario, listed.scenario);
+        assert_eq!(
+            machine_cpus(&format!("[a]\ncpumask=0x6\n{threads}"), "xeon-e5-2660v4"),
+            machine_cpus(
+                &format!("[a]\ncpus_allowed=1-2\n{threads}"),
+                "xeon-e5-2660v4"
+            )
+        );
+        let later = format!("[global]\ncpus_allowed=0-3\n[a]\ncpumask=34\n{threads}");
+        let later = import_str(&later, "c.fio", &args()).expect("the job's mask");
+        assert_eq!(later.scenario.jobs, listed.scenario.jobs);
+        for bad in ["0", "0x100000000", "x"] {
+            let e = import_str(&format!("[a]\ncpumask={bad}\nsize=1m\n"), "b.fio", &args())
+                .expect_err("refused");
+            let line = e.to_string();
+            assert!(
+                line.starts_with("b.fio:2:") && line.contains("cpumask") && !line.contains('\n'),
+                "{line}"
+            );
+        }
+    }
+
     /// The CPUs, as machine numbers, of each thread of each job of `text`.
     fn machine_cpus(text: &str, host: &str) -> Vec<Vec<u32>> {
         let specs = {

@@ -136,6 +136,21 @@ pub(super) fn parse_cpus(s: &str) -> Option<Vec<u32>> {
     Some(cpus)
 }
 
+/// fio 3.33's `cpumask`: a decimal or `0x` hexadecimal mask whose bit
+/// `i` allows CPU `i`, of which fio reads bits 0 to 31 (options.c
+/// `str_cpumask_cb`). `None`: no number, no CPU, or a bit past 31.
+pub(super) fn parse_cpumask(s: &str) -> Option<Vec<u32>> {
+    let s = s.trim();
+    let mask = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok()?,
+        None => s.parse::<u64>().ok()?,
+    };
+    if mask == 0 || mask >> 32 != 0 {
+        return None;
+    }
+    Some((0..32).filter(|i| mask >> i & 1 == 1).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +159,17 @@ mod tests {
     /// requests of 4 KiB (1 000 000 bytes), `size=1m` 256, and
     /// `size=2048KiB` 500 (until 2026-11-29, second session, the import
     /// read every IEC unit as a power of 1024).
+    /// fio's manual: CPUs 1 and 5 are `cpumask=34`.
+    #[test]
+    fn cpu_masks_read_as_fio_reads_them() {
+        assert_eq!(parse_cpumask("34"), Some(vec![1, 5]));
+        assert_eq!(parse_cpumask("0x6"), Some(vec![1, 2]));
+        assert_eq!(parse_cpumask("0XFF000000"), Some((24..32).collect()));
+        for bad in ["0", "0x100000000", "-1", "0xg", "", "1,2"] {
+            assert_eq!(parse_cpumask(bad), None, "{bad}");
+        }
+    }
+
     #[test]
     fn sizes_read_as_fio_reads_them() {
         assert_eq!(parse_size("1m").unwrap(), 1 << 20);
