@@ -171,6 +171,17 @@ fn job_options(job: &Job) -> FioJobOptions {
                     "iodepth_batch_complete_min",
                     io.batch_complete_min.to_string(),
                 );
+                if io.iodepth_low < io.iodepth {
+                    put("iodepth_low", io.iodepth_low.to_string());
+                }
+            }
+            if let Some(m) = io.shape.max_latency {
+                let side = |b: Option<u64>| b.map(cint_scenario::units::format_duration);
+                let text = match (side(m.read), side(m.write)) {
+                    (r, w) if r == w => r.unwrap_or_default(),
+                    (r, w) => format!("{},{}", r.unwrap_or_default(), w.unwrap_or_default()),
+                };
+                put("max_latency", text);
             }
             put("direct", u8::from(io.direct).to_string());
             put("size", size(io.size));

@@ -122,6 +122,9 @@ pub struct JobDetail {
     /// The rate floors its threads missed (`at` from the run's start),
     /// each of which ended its thread.
     pub floors_missed: Vec<cint_scenario::rate_floor::Missed>,
+    /// The completions past the job's `max_latency` (`at` from the run's
+    /// start), each of which ended its thread.
+    pub latency_exceeded: Vec<cint_scenario::max_latency::Exceeded>,
     /// Under `latency_target`: each thread's search, as the run left it.
     pub searches: Vec<cint_scenario::depth_search::DepthSearch>,
     /// Under `ss`: when the job's steady state was attained, or that it
@@ -394,6 +397,9 @@ fn run_notes(
         for job in &d.jobs {
             for m in &job.floors_missed {
                 notes.push(m.note(&d.name, &job.name));
+            }
+            for e in &job.latency_exceeded {
+                notes.push(e.note(&d.name, &job.name));
             }
         }
     }
@@ -2264,6 +2270,14 @@ fn summarise_job(
                     ..m
                 });
         }
+        if let Some(e) = o.latency_exceeded {
+            detail
+                .latency_exceeded
+                .push(cint_scenario::max_latency::Exceeded {
+                    at: e.at.saturating_sub(window.run_start),
+                    ..e
+                });
+        }
     }
     // A job whose window has no length (it did not start before the
     // run's end) used no CPU in it: over a window of no length it read
@@ -2332,6 +2346,7 @@ fn summarise_job(
             sync: syncs.clone(),
             error: cint_scenario::depth_search::job_errno(
                 !detail.floors_missed.is_empty(),
+                !detail.latency_exceeded.is_empty(),
                 &detail.searches,
             ),
             // The job's probe is the run's, filled in once its threads

@@ -542,6 +542,9 @@ pub(crate) struct ThreadOutcome {
     /// The rate's floor (`ratemin`, `rate_iops_min`) the thread missed,
     /// which ended it as fio ends it (`at` on this process's clock).
     pub floor_missed: Option<Missed>,
+    /// The completion past the job's `max_latency` that ended the thread
+    /// as fio ends it (`at` on this process's clock).
+    pub latency_exceeded: Option<cint_scenario::max_latency::Exceeded>,
     /// Its latency-target search, as the run left it.
     pub search: Option<DepthSearch>,
     /// A trace job's thread: what its replay measured.
@@ -964,6 +967,7 @@ impl IoThread {
             // Ended before the run: by its size, its floor, or another
             // job's exitall. Its window ends where it drains.
             let ended_otherwise = self.floor_missed()
+                || self.out.latency_exceeded.is_some()
                 || self.search_over()
                 || control.steady_met(self.plan.job)
                 || control.told_to_exit(self.plan.job);
@@ -1981,6 +1985,15 @@ impl IoThread {
                     if in_window {
                         if let Some(floor) = &mut self.floor {
                             floor.sample(c.op == Op::Write, u64::from(bytes));
+                        }
+                        // fio's max_latency: the first completion past
+                        // its bound ends the thread.
+                        if self.out.latency_exceeded.is_none() {
+                            self.out.latency_exceeded = self
+                                .io
+                                .shape
+                                .max_latency
+                                .and_then(|m| m.check(c.op == Op::Write, latency, c.in_hand));
                         }
                         if let Some(trace) = &mut self.trace {
                             // A trace thread's requests carry their place

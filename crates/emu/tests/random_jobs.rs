@@ -4,8 +4,8 @@
 //! delays, `exitall`, latency targets, block traces, CPU-bound jobs among
 //! them, sizes of several kinds over small files under fio's random map
 //! and its alternatives, fewer driver tags than requests, fio's offloaded
-//! submission, io_uring's SQ polling, fio's `iodepth_low`), several at
-//! once.
+//! submission, io_uring's SQ polling, fio's `iodepth_low` and
+//! `max_latency`), several at once.
 //! Whatever the mix, each run ends, each request comes back once (no
 //! stray, none failed on the synthetic device), a job sized by
 //! `number_ios` issues no more, and a trace issues no more than it holds.
@@ -242,6 +242,9 @@ fn scenario(seed: u64, dir: &std::path::Path) -> String {
     // fio's iodepth_low, from a generator of its own.
     let mut marks = Rng::new(seed.wrapping_mul(0x5851_f42d_4c95_7f2d));
     out = cint_test_support::scenario::with_low_marks(&mut marks, &out, 25);
+    // fio's max_latency, from one more.
+    let mut bounds = Rng::new(seed.wrapping_mul(0x2c1b_3c6d_a3f1_9e55));
+    out = cint_test_support::scenario::with_latency_bounds(&mut bounds, &out, 10);
     out
 }
 

@@ -304,8 +304,9 @@ pub struct FioJobData {
     /// `fsync` and `fdatasync` calls (fio's `sync` section).
     pub sync: FioSync,
     /// fio's errno for the job: 0, `EIO` (5) when a thread missed its
-    /// `ratemin` or `rate_iops_min`, `ETIMEDOUT` (110) when one missed its
-    /// `latency_target` at depth 1 (fio's `td_verror`).
+    /// `ratemin` or `rate_iops_min`, `ETIMEDOUT` (110) when a completion of
+    /// one went past its `max_latency` or one missed its `latency_target`
+    /// at depth 1 (fio's `td_verror`).
     pub error: i32,
     /// fio's `steadystate` object, for a job with `ss`.
     pub steadystate: Option<FioSteadyState>,

@@ -52,17 +52,20 @@ pub const FATAL_ERRNO: i32 = 110;
 
 /// fio's errno for a job (its `td_verror`, which keeps a thread's first
 /// error): `EIO` (5) where a thread of it missed its rate's floor
-/// (`rate_floor`), else `ETIMEDOUT` (110) where one of its `searches`
+/// (`rate_floor`), else `ETIMEDOUT` (110) where a completion of one went
+/// past its `max_latency` (`latency_exceeded`) or one of its `searches`
 /// missed its target at depth 1, else 0. Both engines report by it.
 pub fn job_errno<'a>(
     floor_missed: bool,
+    latency_exceeded: bool,
     searches: impl IntoIterator<Item = &'a DepthSearch>,
 ) -> i32 {
     if floor_missed {
         crate::rate_floor::MISSED_ERRNO
-    } else if searches
-        .into_iter()
-        .any(|s| s.outcome() == Some(Outcome::MissedAtDepthOne))
+    } else if latency_exceeded
+        || searches
+            .into_iter()
+            .any(|s| s.outcome() == Some(Outcome::MissedAtDepthOne))
     {
         FATAL_ERRNO
     } else {

@@ -55,6 +55,7 @@ pub const IO_KEYS: &[&str] = &[
     "batch_complete_min",
     "batch_complete_max",
     "iodepth_low",
+    "max_latency",
     "gtod_reduce",
     "cpu",
     "cpus",
@@ -546,6 +547,13 @@ fn parse_io(sec: &mut Section<'_>, device: &DeviceProfile) -> Result<IoJob, Scen
     if offload {
         check_offload(sec, &shape, flags.direct)?;
     }
+    if shape.max_latency.is_some() && flags.gtod_reduce {
+        return Err(sec.error(
+            "max_latency",
+            "needs the latency measured, which gtod_reduce = true turns off (fio's gtod_reduce \
+             sets disable_lat, so nothing checks the bound)",
+        ));
+    }
     bs = crate::shape::smallest_block(&shape, bs);
     crate::shape::check_poisson_rate(sec, &shape, bs, rw)?;
     crate::shape::check_floor_below_cap(sec, &shape, rate_iops)?;
@@ -690,6 +698,11 @@ fn check_offload(
             "latency_target",
             shape.latency_target.is_some(),
             "the latency target's search",
+        ),
+        (
+            "max_latency",
+            shape.max_latency.is_some(),
+            "a bound on the latency",
         ),
         (
             if shape

@@ -16,6 +16,7 @@ pub mod emu_config;
 mod error;
 pub mod job;
 mod load;
+pub mod max_latency;
 pub mod mode_select;
 pub mod model;
 pub mod offsets;

@@ -532,6 +532,10 @@ pub struct IoShape {
     /// `latency_target`: each thread searches for the deepest queue that
     /// meets a latency, as fio does.
     pub latency_target: Option<LatencyTarget>,
+    /// `max_latency`: each thread ends with an error at its first
+    /// completion whose total latency is above its direction's bound, as
+    /// fio's do (crate `max_latency`).
+    pub max_latency: Option<crate::max_latency::MaxLatency>,
     /// `trace`: the job replays a block trace instead of drawing its
     /// requests (docs/TRACES.md).
     pub trace: Option<crate::trace::TraceJob>,

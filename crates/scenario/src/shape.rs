@@ -931,6 +931,7 @@ pub(crate) fn parse_shape(
     };
     let steady = parse_steady_state(sec)?;
     let latency_target = parse_latency_target(sec)?;
+    let max_latency = crate::max_latency::parse(sec)?;
     let shape = IoShape {
         bssplit,
         bssplit_write,
@@ -962,6 +963,7 @@ pub(crate) fn parse_shape(
         exitall,
         steady,
         latency_target,
+        max_latency,
         trace: None,
         random_map: random_map(sec)?,
         random_distribution: match sec.string("random_distribution")? {

@@ -149,7 +149,7 @@ impl JobStats {
     /// ring, where fio sets `disable_slat`), and its completion latency
     /// runs from its issue.
     pub(crate) fn record(&mut self, r: &Request, now: Nanos, sync: bool) {
-        let lat = now - r.issued + Nanos::from(r.waited);
+        let lat = r.latency_at(now);
         self.hist.record(lat);
         self.ios += 1;
         self.bytes += r.bytes;

@@ -77,6 +77,13 @@ pub(crate) struct Request {
 const _: () = assert!(std::mem::size_of::<Request>() <= 64);
 
 impl Request {
+    /// Its total latency if it is in hand at `now` (fio's `lat`: from
+    /// where fio started it, [`Request::waited`] before its call).
+    #[inline]
+    pub(crate) fn latency_at(&self, now: Nanos) -> Nanos {
+        now - self.issued + Nanos::from(self.waited)
+    }
+
     /// A free slot of thread `thread` on device queue `queue`.
     pub(crate) fn free(thread: u32, queue: u32, polled: bool) -> Request {
         Request {
@@ -425,6 +432,8 @@ pub(crate) struct World<'a> {
     pub pacers: crate::workload::rate::Pacers,
     /// fio's floor on the rate of each thread that has one.
     pub floors: crate::workload::min_rate::Floors,
+    /// The threads their job's `max_latency` ended.
+    pub latency_bounds: crate::workload::max_latency::LatencyBounds,
     /// Where random jobs' requests land, for the jobs whose offsets
     /// decide something (`crate::workload::offsets`).
     pub offsets: crate::workload::offsets::Offsets,
@@ -561,6 +570,7 @@ impl<'a> World<'a> {
             shaping,
             pacers,
             floors,
+            latency_bounds: Default::default(),
             offsets: crate::workload::offsets::Offsets::new(sc, &threads_jobs),
             groups: Groups::new(sc),
             flows: Flows::new(sc, &threads_jobs),
@@ -728,6 +738,7 @@ impl<'a> World<'a> {
         notes.extend(self.depth_search_notes(&strategy.name));
         notes.extend(self.steady_notes(&strategy.name));
         notes.extend(self.floor_notes(&strategy.name));
+        notes.extend(self.latency_bound_notes(&strategy.name));
         notes.extend(self.group_notes(&strategy.name));
         notes.extend(self.virt_held_notes(&strategy.name, notable));
         if polled.0 > 0 && now.saturating_sub(polled.1) >= notable {

@@ -630,7 +630,10 @@ wal_hint = \"{}\"",
     let out = sqpoll_jobs(&mut sqpoll, &out, host_cores);
     // fio's iodepth_low, from a generator of its own.
     let mut marks = Rng::new(seed.wrapping_mul(0x5851_f42d_4c95_7f2d));
-    cint_test_support::scenario::with_low_marks(&mut marks, &out, 20)
+    let out = cint_test_support::scenario::with_low_marks(&mut marks, &out, 20);
+    // fio's max_latency, from a generator of its own.
+    let mut bounds = Rng::new(seed.wrapping_mul(0x2c1b_3c6d_a3f1_9e55));
+    cint_test_support::scenario::with_latency_bounds(&mut bounds, &out, 8)
 }
 
 /// `text` with some of its io_uring jobs' rings SQ-polled (fio's
@@ -1257,6 +1260,11 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
             "buffered writers with end_fsync (1.1%, seeds 1 to 20 000)",
             with("end_fsync = true"),
             7,
+        ),
+        (
+            "latencies bounded by max_latency (17.6%, seeds 1 to 20 000)",
+            with("max_latency = "),
+            435,
         ),
         (
             "queues drained to iodepth_low (21.7%, seeds 1 to 20 000)",

@@ -217,3 +217,34 @@ pub fn with_low_marks(rng: &mut crate::rng::Rng, text: &str, percent: u64) -> St
     }
     out
 }
+
+/// `text`, a scenario's TOML, with `percent` of its I/O jobs bounded by
+/// fio's `max_latency`, as both random-scenario generators draw it: from
+/// a bound most requests go past to one none does, now and then on one
+/// direction only. Offloaded jobs and jobs under `gtod_reduce`, which
+/// the loader refuses it beside, get none.
+pub fn with_latency_bounds(rng: &mut crate::rng::Rng, text: &str, percent: u64) -> String {
+    let refused = ["submit_mode = \"offload\"", "gtod_reduce = true"];
+    let mut out = String::with_capacity(text.len() + 128);
+    for (i, block) in text.split("[[").enumerate() {
+        if i > 0 {
+            out.push_str("[[");
+        }
+        out.push_str(block);
+        let io_job = block.starts_with("job]]\n") && block.contains("engine = ");
+        if !io_job || refused.iter().any(|r| block.contains(r)) || !rng.chance(percent) {
+            continue;
+        }
+        if !block.ends_with('\n') {
+            out.push('\n');
+        }
+        let bound = rng.pick(&["5us", "20us", "100us", "1ms", "50ms"]);
+        let bound = match rng.below(4) {
+            0 => format!("{bound},"),
+            1 => format!(",{bound}"),
+            _ => bound.to_string(),
+        };
+        let _ = writeln!(out, "max_latency = \"{bound}\"");
+    }
+    out
+}

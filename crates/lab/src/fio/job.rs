@@ -149,6 +149,8 @@ pub(super) struct JobSpec {
     pub(super) ss_dur: Option<At<Nanos>>,
     pub(super) ss_ramp: Nanos,
     pub(super) latency_target: Option<At<Nanos>>,
+    /// `max_latency`: each direction's bound, none where 0 or empty.
+    pub(super) max_latency: Option<At<cint_scenario::max_latency::MaxLatency>>,
     pub(super) latency_window: Nanos,
     pub(super) latency_percentile: Option<At<f64>>,
 }
@@ -231,6 +233,7 @@ impl JobSpec {
             at("flow", "flow", &self.flow),
             at("ss", "ss", &self.steady),
             at("latency_target", "latency_target", &self.latency_target),
+            at("max_latency", "max_latency", &self.max_latency),
             at("thinktime", "thinktime", &self.thinktime),
             at(
                 "random_distribution",
@@ -324,6 +327,7 @@ impl JobSpec {
             ss_dur: None,
             ss_ramp: 0,
             latency_target: None,
+            max_latency: None,
             latency_window: 0,
             latency_percentile: None,
         }

@@ -675,6 +675,22 @@ fn apply_pacing(
         // fio's latency-target search (target.c): bare times are
         // microseconds, as fio's is_time options read them.
         "latency_target" => spec.latency_target = Some(At::new(o.line, o.micros(diag)?)),
+        // A bare number is microseconds; 0 or empty, no bound (fio's
+        // default).
+        "max_latency" => {
+            let v = o.value(diag)?;
+            let [read, write] = per_direction(v, |p| parse_fio_time_in(p, 1_000))
+                .ok_or_else(|| o.bad(diag, "a time per direction (e.g. 10ms or 500us,2ms)"))?;
+            for t in [read, write] {
+                o.within_an_hour(diag, t)?;
+            }
+            let bound = |t: u64| (t > 0).then_some(t);
+            let bounds = cint_scenario::max_latency::MaxLatency {
+                read: bound(read),
+                write: bound(write),
+            };
+            spec.max_latency = (read > 0 || write > 0).then(|| At::new(o.line, bounds));
+        }
         "latency_window" => spec.latency_window = o.micros(diag)?,
         "latency_percentile" => {
             let v = o.value(diag)?;

@@ -94,6 +94,7 @@ pub(super) fn job_shape(
                 window: spec.latency_window,
                 percentile: spec.latency_percentile.map_or(100.0, |p| p.value),
             }),
+        max_latency: max_latency(spec, diag),
         trace: None,
         random_map: RandomMap::from_fio(spec.norandommap, spec.lfsr),
         random_distribution: spec
@@ -148,6 +149,28 @@ pub(super) fn job_shape(
         }
     }
     finish_rate_process(spec, shape, diag)
+}
+
+/// fio's `max_latency`, which fio checks against the total latency it
+/// measures: under `gtod_reduce` it measures none (`disable_lat`), so the
+/// bound changes nothing (warned).
+fn max_latency(
+    spec: &JobSpec,
+    diag: &mut Diagnostics,
+) -> Option<cint_scenario::max_latency::MaxLatency> {
+    let bound = spec.max_latency?;
+    if spec.gtod_reduce.is_some_and(|g| g.value) {
+        diag.job_warn(
+            &spec.name,
+            bound.line,
+            String::from(
+                "max_latency has no effect with gtod_reduce (fio measures no total latency \
+                 then: gtod_reduce sets disable_lat)",
+            ),
+        );
+        return None;
+    }
+    Some(bound.value)
 }
 
 /// fio draws Poisson gaps only for a job with a cap (backend.c

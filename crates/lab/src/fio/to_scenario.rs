@@ -1845,6 +1845,42 @@ numjobs=2
         );
     }
 
+    /// fio's `max_latency`: a bare number is microseconds, a value per
+    /// direction as fio's rates take them, 0 or empty for none; under
+    /// `gtod_reduce` fio measures no total latency, so it is warned and
+    /// dropped.
+    #[test]
+    fn max_latency_reads_as_fio_reads_it() {
+        let bound = |v: &str| {
+            let text = format!("[j]\nrw=randrw\nsize=1m\nmax_latency={v}\n");
+            let imp = import_str(&text, "m.fio", &args()).expect("valid");
+            io(&imp.scenario.jobs[0])
+                .shape
+                .max_latency
+                .map(|m| (m.read, m.write))
+        };
+        assert_eq!(bound("500"), Some((Some(500_000), Some(500_000))));
+        assert_eq!(
+            bound("10ms,20ms"),
+            Some((Some(10_000_000), Some(20_000_000)))
+        );
+        assert_eq!(bound(",2ms"), Some((None, Some(2_000_000))));
+        assert_eq!(bound("0"), None);
+        let e = import_str("[j]\nsize=1m\nmax_latency=soon\n", "m.fio", &args())
+            .expect_err("not a time");
+        assert!(e.to_string().starts_with("m.fio:3:"), "{e}");
+        let text = "[j]\nsize=1m\ngtod_reduce=1\nmax_latency=1ms\n";
+        let imp = import_str(text, "m.fio", &args()).expect("valid");
+        assert_eq!(io(&imp.scenario.jobs[0]).shape.max_latency, None);
+        assert!(
+            imp.warnings
+                .iter()
+                .any(|w| w.starts_with("m.fio:4:") && w.contains("gtod_reduce")),
+            "{:?}",
+            imp.warnings
+        );
+    }
+
     /// fio's `cpumask` is the same set as a `cpus_allowed` list (fio's
     /// manual: CPUs 1 and 5 are `cpumask=34`), the later of the two
     /// standing; a mask of no CPU, or of one past 31, which fio does not

@@ -94,6 +94,7 @@ impl World<'_> {
             .missed
             .iter()
             .any(|m| self.threads[m.thread].job as usize == j);
-        cint_scenario::depth_search::job_errno(missed, self.job_searches(j))
+        let exceeded = self.job_went_past_its_max_latency(j);
+        cint_scenario::depth_search::job_errno(missed, exceeded, self.job_searches(j))
     }
 }

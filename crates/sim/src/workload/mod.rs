@@ -42,6 +42,7 @@ mod fio_sleep;
 mod flow;
 mod groups;
 mod latency_target;
+pub(crate) mod max_latency;
 pub(crate) mod min_rate;
 mod offload;
 pub(crate) mod offsets;
@@ -154,7 +155,11 @@ impl World<'_> {
             self.issue_shared_loop(t, now);
             return;
         }
-        let stopped = p.stop_at.is_some_and(|s| now >= s);
+        // A completion past the job's max_latency ends the thread as its
+        // runtime would, but for the final fsync (fio's `do_io` breaks on
+        // the error).
+        let stopped = p.stop_at.is_some_and(|s| now >= s)
+            || (p.lat_bounded && self.went_past_its_max_latency(t));
         if !stopped && p.passes && self.pass_end_holds(t) {
             return;
         }
@@ -842,11 +847,15 @@ impl World<'_> {
             let sync = th.prog.engine.is_sync() || th.prog.sqpoll;
             let traced = th.prog.trace;
             let floored = th.prog.floored;
+            let bounded = th.prog.lat_bounded;
             if self.measuring && self.job_measuring(job, now) {
                 self.jobs[job].record(&done, now, sync);
                 self.measured_before_ramp_reset(t);
                 if floored {
                     self.floor_sample(t, done.write, done.bytes);
+                }
+                if bounded {
+                    self.latency_bound_sample(t, done.write, done.latency_at(now));
                 }
                 if traced {
                     self.trace_done(t, r, &done);

@@ -110,6 +110,7 @@ static NO_SHAPE: IoShape = IoShape {
     exitall: None,
     steady: None,
     latency_target: None,
+    max_latency: None,
     trace: None,
     random_map: cint_scenario::RandomMap::Map,
     random_distribution: cint_scenario::Distribution::Uniform,
@@ -518,7 +519,8 @@ impl<'a> World<'a> {
     /// True when the call has begun. Out of line: a job's end only.
     #[inline(never)]
     pub(crate) fn final_fsync_begins(&mut self, t: usize) -> bool {
-        let end_fsync = self.shape(t).end_fsync;
+        // fio makes it only where the loop ended without an error.
+        let end_fsync = self.shape(t).end_fsync && !self.went_past_its_max_latency(t);
         let s = &mut self.shaping[t];
         if !end_fsync || s.final_fsync || s.syncs.last_was_sync() {
             return false;

@@ -36,6 +36,9 @@ pub(crate) struct Program {
     /// The thread's rate has a floor (`ratemin`, `rate_iops_min`; its
     /// check is [`super::min_rate`]).
     pub floored: bool,
+    /// The thread's job bounds its latency (`max_latency`; its check is
+    /// [`super::max_latency`]).
+    pub lat_bounded: bool,
     /// `number_ios` or the syncs count requests, which fio counts again
     /// from the end of the job's ramp.
     pub counts_from_ramp: bool,
@@ -97,6 +100,7 @@ impl Program {
             low_water: 1,
             rated: false,
             floored: false,
+            lat_bounded: false,
             counts_from_ramp: false,
             passes: false,
             one_size: false,
@@ -114,6 +118,7 @@ impl Program {
         Program {
             rated: false,
             floored: false,
+            lat_bounded: false,
             counts_from_ramp: false,
             passes: false,
             one_size: false,
@@ -146,6 +151,7 @@ impl Program {
             gtod_reduce: false,
             rated: false,
             floored: false,
+            lat_bounded: false,
             counts_from_ramp: false,
             passes: false,
             one_size: false,
@@ -181,6 +187,7 @@ impl Program {
                 gtod_reduce: false,
                 rated: false,
                 floored: false,
+                lat_bounded: false,
                 counts_from_ramp: false,
                 passes: false,
                 one_size: false,
@@ -229,6 +236,7 @@ impl Program {
                     gtod_reduce: io.gtod_reduce,
                     rated,
                     floored: io.shape.rate_min.is_some(),
+                    lat_bounded: io.shape.max_latency.is_some(),
                     counts_from_ramp: io.shape.number_ios.is_some() || io.shape.syncs(),
                     passes: io.shape.pass_size.is_some(),
                     one_size: !rated
