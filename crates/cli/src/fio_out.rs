@@ -176,12 +176,7 @@ fn job_options(job: &Job) -> FioJobOptions {
                 }
             }
             if let Some(m) = io.shape.max_latency {
-                let side = |b: Option<u64>| b.map(cint_scenario::units::format_duration);
-                let text = match (side(m.read), side(m.write)) {
-                    (r, w) if r == w => r.unwrap_or_default(),
-                    (r, w) => format!("{},{}", r.unwrap_or_default(), w.unwrap_or_default()),
-                };
-                put("max_latency", text);
+                put("max_latency", m.to_string());
             }
             put("direct", u8::from(io.direct).to_string());
             put("size", size(io.size));

@@ -37,6 +37,7 @@ impl MaxLatency {
     /// assert_eq!((past.bound, past.latency, past.at), (100_000, 100_001, 7));
     /// assert_eq!(reads_only.check(false, 100_000, 7), None);
     /// assert_eq!(reads_only.check(true, 5_000_000, 7), None);
+    /// assert_eq!(reads_only.to_string(), "100us,");
     /// ```
     pub fn check(&self, write: bool, lat: Nanos, at: Nanos) -> Option<Exceeded> {
         let bound = if write { self.write } else { self.read };
@@ -46,6 +47,19 @@ impl MaxLatency {
             bound,
             at,
         })
+    }
+}
+
+/// As the key and fio write it: one duration for both directions, else
+/// `READS,WRITES` with a side empty for none.
+impl core::fmt::Display for MaxLatency {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let side = |b: Option<Nanos>| b.map(format_duration).unwrap_or_default();
+        if self.read == self.write {
+            f.write_str(&side(self.read))
+        } else {
+            write!(f, "{},{}", side(self.read), side(self.write))
+        }
     }
 }
 

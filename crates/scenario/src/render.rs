@@ -302,11 +302,7 @@ fn shape_keys(t: &mut Table, shape: &IoShape) {
         t["latency_percentile"] = value(lt.percentile);
     }
     if let Some(m) = &shape.max_latency {
-        let side = |b: Option<u64>| b.map_or(String::new(), format_duration);
-        t["max_latency"] = value(match (m.read, m.write) {
-            (r, w) if r == w => side(r),
-            (r, w) => format!("{},{}", side(r), side(w)),
-        });
+        t["max_latency"] = value(m.to_string());
     }
     if !shape.percentile_list.is_empty() {
         t["percentile_list"] = value(crate::shape::format_percentile_list(&shape.percentile_list));

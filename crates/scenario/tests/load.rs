@@ -307,6 +307,11 @@ fn the_resolved_text_loads_back_to_the_same_scenario() {
             "strategy.cint.max_irq_rate=5000",
             "strategy.cint.guard=artifact",
         ][..],
+        &[
+            "job.async.iodepth_low=4",
+            "job.async.max_latency=50us",
+            "job.mix.max_latency=,2ms",
+        ][..],
         &["job.mix.rate_iops=1000,"][..],
         &["job.mix.rate_iops=,300"][..],
         &[
@@ -317,7 +322,8 @@ fn the_resolved_text_loads_back_to_the_same_scenario() {
     ] {
         let original = load(&text, sets);
         let rendered = assert_renders_and_loads_back(&original);
-        if let Some(set) = sets.iter().find(|s| s.contains(',')) {
+        let per_direction_rate = |s: &&&str| s.starts_with("job.mix.rate_iops=") && s.contains(',');
+        if let Some(set) = sets.iter().find(per_direction_rate) {
             let mix = original.jobs.iter().find(|j| j.name == "mix").expect("mix");
             let cint_scenario::Work::Io(mix) = &mix.work else {
                 panic!("mix is an I/O job");

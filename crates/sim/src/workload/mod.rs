@@ -313,7 +313,8 @@ impl World<'_> {
     /// least `least` events a call, until at most `iodepth_low` requests
     /// are in flight before its loop submits again. fio 3.33 here at depth
     /// 16 and `iodepth_low=4` submits at depths 5 to 16 in turn (its
-    /// "IO depths" 25.0% 4-7, 66.6% 8-15, 8.3% 16; 99.6% 16 without).
+    /// "IO depths" 25.0% 4-7, 66.7% 8-15, 8.3% 16; 99.9% 16 without;
+    /// docs/evidence/fio-iodepth-low.sh).
     #[inline]
     pub(crate) fn begin_drain(&mut self, t: usize, least: u32) {
         let th = &mut self.threads[t];
