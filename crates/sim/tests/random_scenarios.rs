@@ -641,26 +641,18 @@ wal_hint = \"{}\"",
 /// SQ threads on a drawn core of the host's `cores`.
 fn sqpoll_jobs(rng: &mut Rng, text: &str, cores: u64) -> String {
     let refused = ["guest = ", "flow = ", "direct = false", "trace = "];
-    let mut out = String::with_capacity(text.len() + 256);
-    for (i, block) in text.split("[[").enumerate() {
-        if i > 0 {
-            out.push_str("[[");
-        }
-        out.push_str(block);
+    cint_test_support::scenario::with_lines_after_tables(text, |block| {
         let ring = block.starts_with("job]]\n") && block.contains("engine = \"io_uring\"");
         if !ring || refused.iter().any(|r| block.contains(r)) || !rng.chance(30) {
-            continue;
+            return None;
         }
-        if !block.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str("sqpoll = true\n");
+        let mut lines = String::from("sqpoll = true\n");
         // A guest's vCPUs and the hypervisor own their cores.
         if rng.chance(50) && !text.contains("[hypervisor]") {
-            let _ = writeln!(out, "sqpoll_cpu = {}", rng.below(cores));
+            let _ = writeln!(lines, "sqpoll_cpu = {}", rng.below(cores));
         }
-    }
-    out
+        Some(lines)
+    })
 }
 
 /// `text` with some of its I/O jobs offloaded (fio's

@@ -2,8 +2,6 @@
 //! emulator's build the same strategies, jobs and scenarios), so those
 //! tests do not depend on the scenario files' parser.
 
-use std::fmt::Write as _;
-
 use cint_policy::config::{AdaptiveParams, CinterruptsParams, NvmeParams};
 use cint_policy::{Nanos, PolicyConfig, MS};
 use cint_scenario::{
@@ -186,18 +184,34 @@ pub fn drawn_think_time(rng: &mut crate::rng::Rng) -> (u64, String) {
     (think, lines)
 }
 
-/// `text`, a scenario's TOML, with `percent` of its queueing jobs' full
-/// queues drained to a low mark before they refill (fio's
-/// `iodepth_low`): a mark from 1 to the job's depth, as both
-/// random-scenario generators draw it. Offloaded jobs, which never wait
-/// for a full queue, get none.
-pub fn with_low_marks(rng: &mut crate::rng::Rng, text: &str, percent: u64) -> String {
+/// `text`, a scenario's TOML, with the lines `add` gives for a table
+/// (each `[[...]]` block, as its text, the table's header first) after
+/// that table's own: how the random-scenario generators lay a drawn key
+/// onto the jobs they drew before.
+pub fn with_lines_after_tables(text: &str, mut add: impl FnMut(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(text.len() + 128);
     for (i, block) in text.split("[[").enumerate() {
         if i > 0 {
             out.push_str("[[");
         }
         out.push_str(block);
+        if let Some(lines) = add(block) {
+            if !block.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&lines);
+        }
+    }
+    out
+}
+
+/// `text`, a scenario's TOML, with `percent` of its queueing jobs' full
+/// queues drained to a low mark before they refill (fio's
+/// `iodepth_low`): a mark from 1 to the job's depth, as both
+/// random-scenario generators draw it. Offloaded jobs, which never wait
+/// for a full queue, get none.
+pub fn with_low_marks(rng: &mut crate::rng::Rng, text: &str, percent: u64) -> String {
+    with_lines_after_tables(text, |block| {
         let queueing =
             block.contains("engine = \"libaio\"") || block.contains("engine = \"io_uring\"");
         let depth = block
@@ -205,17 +219,13 @@ pub fn with_low_marks(rng: &mut crate::rng::Rng, text: &str, percent: u64) -> St
             .find_map(|l| l.strip_prefix("iodepth = "))
             .and_then(|d| d.trim().parse::<u64>().ok());
         let (Some(depth), true) = (depth, queueing && block.starts_with("job]]\n")) else {
-            continue;
+            return None;
         };
         if block.contains("submit_mode = \"offload\"") || !rng.chance(percent) {
-            continue;
+            return None;
         }
-        if !block.ends_with('\n') {
-            out.push('\n');
-        }
-        let _ = writeln!(out, "iodepth_low = {}", 1 + rng.below(depth));
-    }
-    out
+        Some(format!("iodepth_low = {}\n", 1 + rng.below(depth)))
+    })
 }
 
 /// `text`, a scenario's TOML, with `percent` of its I/O jobs bounded by
@@ -225,18 +235,10 @@ pub fn with_low_marks(rng: &mut crate::rng::Rng, text: &str, percent: u64) -> St
 /// the loader refuses it beside, get none.
 pub fn with_latency_bounds(rng: &mut crate::rng::Rng, text: &str, percent: u64) -> String {
     let refused = ["submit_mode = \"offload\"", "gtod_reduce = true"];
-    let mut out = String::with_capacity(text.len() + 128);
-    for (i, block) in text.split("[[").enumerate() {
-        if i > 0 {
-            out.push_str("[[");
-        }
-        out.push_str(block);
+    with_lines_after_tables(text, |block| {
         let io_job = block.starts_with("job]]\n") && block.contains("engine = ");
         if !io_job || refused.iter().any(|r| block.contains(r)) || !rng.chance(percent) {
-            continue;
-        }
-        if !block.ends_with('\n') {
-            out.push('\n');
+            return None;
         }
         let bound = rng.pick(&["5us", "20us", "100us", "1ms", "50ms"]);
         let bound = match rng.below(4) {
@@ -244,7 +246,6 @@ pub fn with_latency_bounds(rng: &mut crate::rng::Rng, text: &str, percent: u64) 
             1 => format!(",{bound}"),
             _ => bound.to_string(),
         };
-        let _ = writeln!(out, "max_latency = \"{bound}\"");
-    }
-    out
+        Some(format!("max_latency = \"{bound}\"\n"))
+    })
 }
