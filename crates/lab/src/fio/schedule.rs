@@ -85,6 +85,9 @@ impl Timeline {
             let how_long = match expected_requests(spec) {
                 Some(n) if n <= LONG_RUN_REQUESTS => continue,
                 Some(n) => format!("about {n} requests"),
+                None if spec.size.is_some() => {
+                    "over its share of the whole device (a size in percent)".to_string()
+                }
                 None => "over the whole device (no size)".to_string(),
             };
             diag.job_warn(
@@ -315,8 +318,9 @@ mod tests {
     }
 
     /// A long job without a runtime is warned of with what it does: its
-    /// requests, or the whole device where it has no size (it said "about
-    /// 18446744073709551615 requests" there until 2026-11-29).
+    /// requests, or the whole device where it has no size or a share of it
+    /// (it said "about 18446744073709551615 requests" there until
+    /// 2026-11-29, and "no size" of a size in percent until 2026-11-30).
     #[test]
     fn a_long_job_is_warned_of_with_its_length() {
         let warning = |text: &str| {
@@ -330,7 +334,9 @@ loops=2
 ",
         )
         .expect("warned");
-        assert!(whole.contains("over the whole device"), "{whole}");
+        assert!(whole.contains("over the whole device (no size)"), "{whole}");
+        let share = warning("[a]\nrw=write\nsize=50%\n").expect("warned");
+        assert!(share.contains("a size in percent"), "{share}");
         let sized = warning(
             "[a]
 size=64g
