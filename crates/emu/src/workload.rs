@@ -950,6 +950,7 @@ impl IoThread {
         // io_getevents' max_nr: fio's iodepth_batch_complete_max (the
         // validator keeps it within batch_complete_min ..= iodepth).
         let max_events = (self.io.batch_complete_max as usize).clamp(min_events, depth);
+        let each_pass = self.io.reaps_each_submission();
         let reaps = Reaps {
             min_events,
             max_events,
@@ -1027,8 +1028,14 @@ impl IoThread {
                         }
                         let room = depth - self.in_flight();
                         let n = batch.min(room).min(due);
+                        // fio's `io_in_polling`: a pass of its loop queues
+                        // one request, then reaps (below).
+                        let n = if each_pass { n.min(1) } else { n };
                         self.submit_batch(n);
                         due -= n;
+                        if each_pass {
+                            break;
+                        }
                         // fio looks for the sync due as it takes each
                         // slot: a batch it ended is reaped first (below),
                         // as the simulator does; after a whole batch the
@@ -1850,6 +1857,14 @@ impl IoThread {
         }
         match self.wait_mode {
             WaitMode::Spin => self.spin_for(want, most),
+            // fio's `iodepth_batch_complete_min=0`: its engine's calls
+            // return at once and it calls again until an event is in, busy
+            // in the kernel (no poll loop) while the interrupts deliver.
+            WaitMode::Block if self.io.reaps_without_waiting() => {
+                self.client
+                    .wait_between(want, most, WaitMode::Spin, &mut self.done);
+                0
+            }
             WaitMode::Block => {
                 self.client
                     .wait_between(want, most, WaitMode::Block, &mut self.done);

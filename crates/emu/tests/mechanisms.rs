@@ -2412,3 +2412,32 @@ fn max_latency_ends_a_thread_at_its_first_completion_past_the_bound() {
         assert_eq!((fio.read.ios, fio.error), (512, 0), "{engine:?}");
     }
 }
+
+/// fio's `iodepth_batch_complete_min=0` with `iodepth_batch_complete_max`
+/// at 0 too (`io_in_polling`): a reap after every submission, which does
+/// not wait, so a queue of 16 keeps one request in flight, as in fio 3.33
+/// ("IO depths" 100% at 1) and the simulator.
+#[test]
+fn a_reap_after_every_submission_keeps_one_request_in_flight() {
+    let _g = serial();
+    if !can_emulate() {
+        return;
+    }
+    let mut job = io_job("each", Engine::Libaio, 16, 1, 1);
+    if let Work::Io(io) = &mut job.work {
+        io.batch_complete_min = 0;
+        io.batch_complete_max = 0;
+    }
+    let d = cint_emu::run_detailed(&scenario(
+        "each",
+        device(50_000, 16),
+        vec![none()],
+        vec![job],
+        100 * MS,
+    ))
+    .expect("emulator runs");
+    assert_each_request_back_once(&d.strategies[0].jobs[0], "each");
+    let j = &d.result.results[0].jobs[0];
+    let out = j.iops * j.lat_ns.mean / 1e9;
+    assert!(j.ios > 100 && out < 1.2, "{} I/Os, {out} in flight", j.ios);
+}

@@ -4,8 +4,8 @@
 //! delays, `exitall`, latency targets, block traces, CPU-bound jobs among
 //! them, sizes of several kinds over small files under fio's random map
 //! and its alternatives, fewer driver tags than requests, fio's offloaded
-//! submission, io_uring's SQ polling, fio's `iodepth_low` and
-//! `max_latency`), several at once.
+//! submission, io_uring's SQ polling, fio's `iodepth_low`, `max_latency`
+//! and reap calls that do not wait), several at once.
 //! Whatever the mix, each run ends, each request comes back once (no
 //! stray, none failed on the synthetic device), a job sized by
 //! `number_ios` issues no more, and a trace issues no more than it holds.
@@ -245,6 +245,9 @@ fn scenario(seed: u64, dir: &std::path::Path) -> String {
     // fio's max_latency, from one more.
     let mut bounds = Rng::new(seed.wrapping_mul(0x2c1b_3c6d_a3f1_9e55));
     out = cint_test_support::scenario::with_latency_bounds(&mut bounds, &out, 10);
+    // Reap calls that do not wait, from one more.
+    let mut reaps = Rng::new(seed.wrapping_mul(0x9ddf_ea08_eb38_2d69));
+    out = cint_test_support::scenario::with_reaps_without_waiting(&mut reaps, &out, 15);
     out
 }
 

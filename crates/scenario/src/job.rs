@@ -756,10 +756,12 @@ fn queue_depths(
 ) -> Result<QueueDepths, ScenarioError> {
     let iodepth = sec.int("iodepth", 1, MAX_QUEUE_DEPTH)?.unwrap_or(1);
     let batch = sec.int("batch", 1, u64::from(u32::MAX))?.unwrap_or(1);
+    // 0: the reap call returns at once, and the thread calls again until
+    // an event is in (fio's `iodepth_batch_complete_min=0`).
     let batch_complete_min = sec
-        .int("batch_complete_min", 1, u64::from(u32::MAX))?
+        .int("batch_complete_min", 0, u64::from(u32::MAX))?
         .unwrap_or(1);
-    let batch_complete_max = sec.int("batch_complete_max", 1, u64::from(u32::MAX))?;
+    let batch_complete_max = sec.int("batch_complete_max", 0, u64::from(u32::MAX))?;
     let low = sec.int("iodepth_low", 1, u64::from(u32::MAX))?;
     if offload {
         for (key, v) in [
@@ -767,7 +769,7 @@ fn queue_depths(
             ("batch_complete_min", batch_complete_min),
             ("batch_complete_max", batch_complete_max.unwrap_or(1)),
         ] {
-            if v > 1 {
+            if v != 1 {
                 return Err(sec.error(
                     key,
                     "with submit_mode = \"offload\" each worker submits and reaps one request \
@@ -819,6 +821,12 @@ fn queue_depths(
                 format!("must be at most iodepth = {iodepth} (got {v})"),
             ));
         }
+    }
+    if complete_max == 0 && batch_complete_min > 0 {
+        return Err(sec.error(
+            "batch_complete_max",
+            "0 only goes with batch_complete_min = 0 (fio then reaps after every submission)",
+        ));
     }
     if complete_max < batch_complete_min {
         return Err(sec.error(

@@ -254,10 +254,14 @@ pub struct IoJob {
     pub iodepth: u32,
     /// Requests per submission call (1..=iodepth).
     pub batch: u32,
-    /// Events to wait for per reap call (1..=iodepth).
+    /// Events to wait for per reap call (1..=iodepth); 0: the call returns
+    /// at once, and the thread calls again until an event is in (fio's
+    /// `iodepth_batch_complete_min=0`, [`IoJob::reaps_without_waiting`]).
     pub batch_complete_min: u32,
     /// Events one reap call hands out at most (`batch_complete_min..=iodepth`;
-    /// fio's `iodepth_batch_complete_max`, by default equal to the minimum).
+    /// fio's `iodepth_batch_complete_max`, by default equal to the minimum);
+    /// 0 beside a minimum of 0: the thread reaps after every submission
+    /// (fio's `io_in_polling`), one event a call.
     pub batch_complete_max: u32,
     /// fio's `iodepth_low`: once every request slot is in use, the thread
     /// reaps until at most this many requests are in flight before it
@@ -332,6 +336,23 @@ impl IoJob {
     /// jobs direct, and the result says so.
     pub fn through_page_cache(&self) -> bool {
         passes_page_cache(self.engine, self.direct)
+    }
+
+    /// Whether the job's reap calls return at once, so that its thread
+    /// calls again until an event is in: fio's
+    /// `iodepth_batch_complete_min=0`, whose engines then pass 0 as the
+    /// call's least (engines/libaio.c `fio_libaio_getevents`,
+    /// engines/io_uring.c `fio_ioring_getevents`) and loop.
+    pub fn reaps_without_waiting(&self) -> bool {
+        self.batch_complete_min == 0 && !self.engine.is_sync() && !self.offload
+    }
+
+    /// Whether the job reaps after every submission, one event a call,
+    /// full queue or not: fio's `io_in_polling` (backend.c), both
+    /// `iodepth_batch_complete_min` and `_max` at 0. Its loop then keeps
+    /// one request in flight.
+    pub fn reaps_each_submission(&self) -> bool {
+        self.reaps_without_waiting() && self.batch_complete_max == 0
     }
 }
 

@@ -695,11 +695,21 @@ fn cases() -> Vec<Case<'static>> {
             "never waits for a full queue",
         ),
         case(
-            "batch_complete_min 0",
-            with("batch_complete_min = 1", "batch_complete_min = 0"),
+            "batch_complete_max 0 beside a minimum",
+            with("batch_complete_min = 1", "batch_complete_min = 1\nbatch_complete_max = 0"),
+            LineOf("batch_complete_max = 0"),
+            "job.async.batch_complete_max",
+            "only goes with batch_complete_min = 0",
+        ),
+        case(
+            "a reap that does not wait, offloaded",
+            with(
+                "batch_complete_min = 1",
+                "batch_complete_min = 0\nsubmit_mode = \"offload\"",
+            ),
             LineOf("batch_complete_min = 0"),
             "job.async.batch_complete_min",
-            "at least 1",
+            "leave it at 1",
         ),
         case(
             "rwmixread without randrw",

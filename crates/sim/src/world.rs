@@ -188,6 +188,9 @@ pub(crate) enum Cont {
     GetEventsTimeout,
     /// io_uring: enter the kernel to wait.
     UringWait,
+    /// A reap call that returns at once came back: call again, or hand
+    /// out what is in (`Program::reap_spins`).
+    ReapCallReturned,
     /// The reap call returns: completions are in the application's hand.
     Handed,
     /// A poll loop found its completions: move them to the ready list.

@@ -1329,3 +1329,39 @@ fn max_latency_ends_a_thread_at_its_first_completion_past_the_bound() {
         assert_eq!(job(&free, "b").ios, 4096);
     }
 }
+
+/// fio's `iodepth_batch_complete_min=0`: its engines' reap calls return
+/// at once and the thread calls again until an event is in, so it never
+/// sleeps for one; with `iodepth_batch_complete_max=0` as well (fio's
+/// `io_in_polling`) it reaps after every submission, so a queue of 16
+/// keeps one request in flight (fio 3.33 here: "IO depths" 100% at 1;
+/// docs/evidence/fio-reap-without-waiting.sh).
+#[test]
+fn a_reap_that_does_not_wait_calls_again_and_without_a_maximum_reaps_each_submission() {
+    let run_with = |depth: u32, extra: &str| {
+        let text = format!(
+            "name = \"r\"\nengine = \"libaio\"\nrw = \"randread\"\niodepth = {depth}\n{extra}"
+        );
+        let r = run(&scenario(NONE, "20ms", &[&text]));
+        let j = job(&r, "r").clone();
+        assert!(j.ios > 1_000, "{extra}: {} I/Os", j.ios);
+        let out = j.iops * j.lat_ns.mean / 1e9;
+        (out, j.context_switches as f64 / j.ios as f64, j.cpu_util)
+    };
+    let each = "batch_complete_min = 0\nbatch_complete_max = 0";
+    let (out, switches, cpu) = run_with(16, each);
+    assert!((0.9..1.05).contains(&out), "one in flight: {out}");
+    assert!(
+        switches < 0.01,
+        "it never sleeps: {switches} switches per I/O"
+    );
+    // The same one request in flight, waited for asleep.
+    let (one, asleep, cpu_asleep) = run_with(1, "");
+    assert!((0.9..1.05).contains(&one) && asleep > 0.9, "{one} {asleep}");
+    assert!(
+        cpu > cpu_asleep + 0.2,
+        "calling again: {cpu}, asleep: {cpu_asleep}"
+    );
+    let (out, switches, _) = run_with(16, "batch_complete_min = 0\nbatch_complete_max = 16");
+    assert!(out > 4.0 && switches < 0.01, "{out} in flight, {switches}");
+}

@@ -633,7 +633,10 @@ wal_hint = \"{}\"",
     let out = cint_test_support::scenario::with_low_marks(&mut marks, &out, 20);
     // fio's max_latency, from a generator of its own.
     let mut bounds = Rng::new(seed.wrapping_mul(0x2c1b_3c6d_a3f1_9e55));
-    cint_test_support::scenario::with_latency_bounds(&mut bounds, &out, 8)
+    let out = cint_test_support::scenario::with_latency_bounds(&mut bounds, &out, 8);
+    // Reap calls that do not wait, from one more.
+    let mut reaps = Rng::new(seed.wrapping_mul(0x9ddf_ea08_eb38_2d69));
+    cint_test_support::scenario::with_reaps_without_waiting(&mut reaps, &out, 15)
 }
 
 /// `text` with some of its io_uring jobs' rings SQ-polled (fio's
@@ -1252,6 +1255,11 @@ fn random_valid_scenarios_answer_deterministically_and_make_progress() {
             "buffered writers with end_fsync (1.1%, seeds 1 to 20 000)",
             with("end_fsync = true"),
             7,
+        ),
+        (
+            "reap calls that do not wait (14.0%, seeds 1 to 20 000)",
+            with("batch_complete_min = 0"),
+            333,
         ),
         (
             "latencies bounded by max_latency (17.6%, seeds 1 to 20 000)",

@@ -249,3 +249,48 @@ pub fn with_latency_bounds(rng: &mut crate::rng::Rng, text: &str, percent: u64) 
         Some(format!("max_latency = \"{bound}\"\n"))
     })
 }
+
+/// `text`, a scenario's TOML, with `percent` of its queueing jobs' reap
+/// calls made not to wait (fio's `iodepth_batch_complete_min=0`), half of
+/// them reaping after every submission (`batch_complete_max = 0`), the
+/// rest up to a drawn bound, as both random-scenario generators draw it.
+/// Only jobs that give `batch_complete_min` and not its maximum, and are
+/// not offloaded, are drawn.
+pub fn with_reaps_without_waiting(rng: &mut crate::rng::Rng, text: &str, percent: u64) -> String {
+    let mut out = String::with_capacity(text.len() + 128);
+    for (i, block) in text.split("[[").enumerate() {
+        if i > 0 {
+            out.push_str("[[");
+        }
+        let depth = block
+            .lines()
+            .find_map(|l| l.strip_prefix("iodepth = "))
+            .and_then(|d| d.trim().parse::<u64>().ok());
+        let drawn = block.starts_with("job]]\n")
+            && block.contains("batch_complete_min = ")
+            && !block.contains("batch_complete_max = ")
+            && !block.contains("submit_mode = \"offload\"");
+        let (Some(depth), true) = (depth, drawn) else {
+            out.push_str(block);
+            continue;
+        };
+        if !rng.chance(percent) {
+            out.push_str(block);
+            continue;
+        }
+        let most = if rng.chance(50) {
+            0
+        } else {
+            1 + rng.below(depth)
+        };
+        for line in block.split_inclusive('\n') {
+            if line.starts_with("batch_complete_min = ") {
+                out.push_str("batch_complete_min = 0\n");
+                out.push_str(&format!("batch_complete_max = {most}\n"));
+            } else {
+                out.push_str(line);
+            }
+        }
+    }
+    out
+}

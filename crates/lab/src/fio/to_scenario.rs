@@ -2417,6 +2417,28 @@ numjobs=2
         );
     }
 
+    /// `iodepth_batch_complete_min=0`: reap calls that do not wait; with
+    /// `iodepth_batch_complete_max` at its default, 0 too, fio's
+    /// `io_in_polling` (a reap after every submission).
+    #[test]
+    fn a_completion_batch_of_zero_reaps_without_waiting() {
+        let job = |extra: &str| {
+            let text = format!("[j]\nioengine=libaio\niodepth=16\nsize=1m\ndirect=1\n{extra}");
+            let imp = import_str(&text, "z.fio", &args()).expect("valid");
+            io(&imp.scenario.jobs[0]).clone()
+        };
+        let each = job("iodepth_batch_complete_min=0\n");
+        assert_eq!((each.batch_complete_min, each.batch_complete_max), (0, 0));
+        assert!(each.reaps_without_waiting() && each.reaps_each_submission());
+        let bounded = job("iodepth_batch_complete_min=0\niodepth_batch_complete_max=8\n");
+        assert_eq!(
+            (bounded.batch_complete_min, bounded.batch_complete_max),
+            (0, 8)
+        );
+        assert!(bounded.reaps_without_waiting() && !bounded.reaps_each_submission());
+        assert!(!job("").reaps_without_waiting());
+    }
+
     #[test]
     fn iodepth_low_and_a_batch_of_zero_are_read_as_fio_fixes_them() {
         let depths = |extra: &str| {

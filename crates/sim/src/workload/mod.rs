@@ -103,6 +103,7 @@ impl World<'_> {
             Cont::GetEventsRecheck => self.recheck_events(t),
             Cont::GetEventsTimeout => self.hand_ready(t, self.costs.return_to_user),
             Cont::UringWait => self.uring_enter_wait(t),
+            Cont::ReapCallReturned => self.reap_call_returned(t),
             Cont::Handed => self.handed(t),
             Cont::PollReaped => self.poll_reaped(t),
             Cont::HybridArm => self.hybrid_sleep(t),
@@ -270,6 +271,11 @@ impl World<'_> {
         // waiting for slots only the completions it blocks could free.
         let free = self.threads[t].free_slots.len() as u32;
         let mut k = p.batch.min(free).min(self.depth_search_room(t));
+        if p.reaps_each_submission {
+            // fio's `io_in_polling`: a pass of its loop queues one request
+            // and then reaps.
+            k = k.min(1);
+        }
         if self.paced(t) {
             k = k.min(self.tokens(t, now));
         }
@@ -692,6 +698,10 @@ impl World<'_> {
         if th.prog.engine.is_sync() {
             th.min_nr = 1;
             self.wait_for_events(t);
+        } else if th.prog.reaps_each_submission && th.in_flight > 0 {
+            // fio's `io_in_polling`: every pass of its loop reaps at
+            // least one event after it queues (backend.c `do_io`).
+            self.reap(t, 1);
         } else {
             self.issue(t);
         }
@@ -755,6 +765,7 @@ impl World<'_> {
         let th = &self.threads[t];
         let need = th.events_still_needed();
         match mode {
+            CompletionMode::Interrupt(_) if th.prog.reap_spins => self.call_reap_again(t),
             CompletionMode::Interrupt(_) => {
                 let min_nr = th.min_nr;
                 let wait = match th.prog.engine {
@@ -784,6 +795,31 @@ impl World<'_> {
             CompletionMode::HybridPoll(_) | CompletionMode::ModeSelect => {
                 self.set_burst(t, self.costs.timer_setup, Cont::HybridArm)
             }
+        }
+    }
+
+    /// A reap call that returns at once (fio's
+    /// `iodepth_batch_complete_min=0`) found too few events: fio's engine
+    /// calls again (`io_getevents` or `io_uring_enter` with a least of
+    /// 0), each call a system call on the thread's core, while the
+    /// interrupts deliver. Out of line: only such jobs come here.
+    #[inline(never)]
+    fn call_reap_again(&mut self, t: usize) {
+        let c = self.costs;
+        let call = match self.threads[t].prog.engine {
+            Engine::IoUring => c.syscall + c.uring_submit_call,
+            _ => c.syscall + c.aio_getevents_call,
+        };
+        self.set_burst(t, call, Cont::ReapCallReturned);
+    }
+
+    /// One such call returned: enough events are in, or call again.
+    fn reap_call_returned(&mut self, t: usize) {
+        let th = &self.threads[t];
+        if th.ready.len() as u64 >= u64::from(th.min_nr) {
+            self.hand_ready(t, 0);
+        } else {
+            self.call_reap_again(t);
         }
     }
 

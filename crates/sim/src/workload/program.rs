@@ -22,6 +22,11 @@ pub(crate) struct Program {
     /// until at most this many requests are in flight (`iodepth`: one
     /// reap call; [`crate::World::drain_goes_on`]).
     pub low_water: u32,
+    /// Its reap calls return at once and the thread calls again until
+    /// an event is in (`IoJob::reaps_without_waiting`).
+    pub reap_spins: bool,
+    /// It reaps after every submission (`IoJob::reaps_each_submission`).
+    pub reaps_each_submission: bool,
     pub hint: Option<Hint>,
     pub nowait: bool,
     pub direct: bool,
@@ -98,6 +103,8 @@ impl Program {
             min_nr: 1,
             max_events: 1,
             low_water: 1,
+            reap_spins: false,
+            reaps_each_submission: false,
             rated: false,
             floored: false,
             lat_bounded: false,
@@ -144,6 +151,8 @@ impl Program {
             min_nr: 1,
             max_events: 1,
             low_water: 0,
+            reap_spins: false,
+            reaps_each_submission: false,
             hint: None,
             nowait: false,
             direct: false,
@@ -180,6 +189,8 @@ impl Program {
                 min_nr: 0,
                 max_events: 0,
                 low_water: 0,
+                reap_spins: false,
+                reaps_each_submission: false,
                 hint: None,
                 nowait: false,
                 direct: true,
@@ -229,6 +240,8 @@ impl Program {
                     min_nr,
                     max_events,
                     low_water: io.iodepth_low.clamp(1, iodepth),
+                    reap_spins: io.reaps_without_waiting(),
+                    reaps_each_submission: io.reaps_each_submission(),
                     hint: io.hint,
                     nowait: io.nowait,
                     direct: io.direct,
