@@ -254,7 +254,7 @@ pub struct IoJob {
     pub iodepth: u32,
     /// Requests per submission call (1..=iodepth).
     pub batch: u32,
-    /// Events to wait for per reap call (1..=iodepth); 0: the call returns
+    /// Events to wait for per reap call (0..=iodepth); 0: the call returns
     /// at once, and the thread calls again until an event is in (fio's
     /// `iodepth_batch_complete_min=0`, [`IoJob::reaps_without_waiting`]).
     pub batch_complete_min: u32,
