@@ -81,6 +81,12 @@ impl crate::world::Thread {
     pub(crate) fn events_still_needed(&self) -> u32 {
         self.min_nr.saturating_sub(self.ready.len() as u32).max(1)
     }
+
+    /// Its reap call has the `min_nr` events it waits for.
+    #[inline]
+    pub(crate) fn has_its_events(&self) -> bool {
+        self.ready.len() as u64 >= u64::from(self.min_nr)
+    }
 }
 
 impl World<'_> {
@@ -405,7 +411,7 @@ impl World<'_> {
     /// returns if it has enough.
     fn rate_wait_armed(&mut self, t: usize) {
         let th = &self.threads[t];
-        if th.ready.len() as u64 >= u64::from(th.min_nr) {
+        if th.has_its_events() {
             self.hand_ready(t, 0);
         } else {
             self.wait_with_timer(t, true);
@@ -717,7 +723,7 @@ impl World<'_> {
 
     /// A reap call checks for `min_nr` ready events.
     fn get_events(&mut self, t: usize) {
-        if self.threads[t].ready.len() as u64 >= u64::from(self.threads[t].min_nr) {
+        if self.threads[t].has_its_events() {
             self.hand_ready(t, 0);
             return;
         }
@@ -742,7 +748,7 @@ impl World<'_> {
     /// for them, so sleeping without looking would lose the wake-up.
     fn uring_enter_wait(&mut self, t: usize) {
         let th = &self.threads[t];
-        if th.ready.len() as u64 >= u64::from(th.min_nr) {
+        if th.has_its_events() {
             self.hand_ready(t, 0);
         } else {
             self.wait_for_events(t);
@@ -816,7 +822,7 @@ impl World<'_> {
     /// One such call returned: enough events are in, or call again.
     fn reap_call_returned(&mut self, t: usize) {
         let th = &self.threads[t];
-        if th.ready.len() as u64 >= u64::from(th.min_nr) {
+        if th.has_its_events() {
             self.hand_ready(t, 0);
         } else {
             self.call_reap_again(t);
@@ -826,7 +832,7 @@ impl World<'_> {
     /// A libaio waiter woke up: enough events, or back to sleep.
     fn recheck_events(&mut self, t: usize) {
         let th = &self.threads[t];
-        if th.ready.len() as u64 >= u64::from(th.min_nr) {
+        if th.has_its_events() {
             self.hand_ready(t, self.costs.return_to_user);
         } else {
             self.wait_with_timer(t, true);
