@@ -44,7 +44,8 @@ use cint_policy::Nanos;
 use crate::model::LatencyTarget;
 
 /// fio's errno for a job one of whose threads missed its target at depth
-/// 1 with a percentile of 100: `ETIMEDOUT`, as fio's `lat_fatal`
+/// 1 with a percentile of 100, or went past its `max_latency`
+/// (`crate::max_latency`): `ETIMEDOUT`, as fio's `lat_fatal`
 /// (`td_verror(td, ETIMEDOUT, "max latency exceeded")`). fio keeps a
 /// thread's first error, so a floor missed first (`rate_floor`) keeps its
 /// own.

@@ -13,10 +13,6 @@ use crate::error::ScenarioError;
 use crate::section::Section;
 use crate::units::{format_duration, parse_duration};
 
-/// The errno fio gives the job: `ETIMEDOUT`, as for a latency target
-/// missed at depth 1.
-pub const ERRNO: i32 = crate::depth_search::FATAL_ERRNO;
-
 /// Each direction's bound on a request's total latency (`None`: none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MaxLatency {
